@@ -1,0 +1,49 @@
+#pragma once
+/* Executors: how a worker CLI is started and how its stdout becomes the
+ * canonical NDJSON log (spec lifecycle.md §2–§3; DESIGN.md "Executors are a
+ * small vtable"). A new executor is one new file and one table entry in
+ * executor.c. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct executor_launch {
+        const char *model;       /* "provider/model" or NULL (shell) */
+        const char *variant;     /* resolved thinking/variant value or NULL (no flag) */
+        const char *session_id;  /* resume session or NULL */
+        const char *directory;   /* launch dir (absolute) */
+        const char *prompt;      /* the augmented prompt text */
+        const char *prompt_file; /* path of a file holding the prompt, as seen by
+                                    the worker; when non-NULL the prompt is passed
+                                    through the file and never on argv (prompts are
+                                    secrets: /proc/<pid>/cmdline is world-readable) */
+} executor_launch;
+
+/* Opaque per-run normalizer state. */
+typedef struct normalizer normalizer;
+
+typedef struct executor {
+        const char *id;             /* "pi", "opencode", "shell" */
+        const char *failure_prefix; /* bucket prefix: "pi" → "pi_rate_limited"; NULL → bare names
+                                       (opencode; spec lifecycle.md §6.3 bucketFor) */
+        const char *structured_prefix; /* prefix for unmatched type:"error" events: "opencode", "pi", "shell" */
+        const char *boot_failure_reason; /* "boot_failure" (opencode), "pi_boot_failure", "shell_boot_failure" */
+        bool needs_model;           /* dispatch without --model is an error */
+        /* Worker argv (binary first), NULL-terminated, malloc'd. -ENOMEM/-EINVAL. */
+        int (*build_argv)(const executor_launch *l, char ***ret_argv);
+        /* Normalizer lifecycle. */
+        normalizer *(*normalizer_new)(void);
+        void (*normalizer_free)(normalizer *n);
+        /* Normalize one complete stdout line (without its '\n'; whitespace-only
+         * lines are dropped by the caller). Appends zero or more canonical log
+         * lines (each without '\n') to *out (a strv). A line that is not JSON is
+         * passed through verbatim. -ENOMEM only. */
+        int (*normalize_line)(normalizer *n, const char *line, size_t len, char ***out);
+        /* End of stdout: flush anything pending into *out. May be NULL. */
+        int (*normalize_finish)(normalizer *n, char ***out);
+} executor;
+
+/* Look an executor up by id; NULL if unknown. */
+const executor *executor_find(const char *id);
+/* Comma+space list of executor ids ("opencode, pi, shell") for error messages. */
+const char *executor_names(void);

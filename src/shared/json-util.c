@@ -1,0 +1,172 @@
+#include "json-util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+int json_parse_strict(const char *buf, size_t len, json_object **ret) {
+        if (memchr(buf, 0, len)) return -EBADMSG;
+        json_tokener *tok = json_tokener_new_ex(64);
+        if (!tok) return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        json_object *obj = json_tokener_parse_ex(tok, buf, (int) len);
+        enum json_tokener_error err = json_tokener_get_error(tok);
+        size_t used = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        if (err != json_tokener_success) {
+                if (obj) json_object_put(obj);
+                return -EBADMSG;
+        }
+        for (size_t i = used; i < len; i++)
+                if (!strchr(" \t\r\n", buf[i])) {
+                        json_object_put(obj);
+                        return -EBADMSG;
+                }
+        *ret = obj;
+        return 0;
+}
+
+const char *json_to_line(json_object *obj, size_t *ret_len) {
+        size_t len = 0;
+        const char *s = json_object_to_json_string_length(
+                obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        if (ret_len) *ret_len = len;
+        return s;
+}
+
+char *js_number_format(double d, char buf[static 32]) {
+        if (isnan(d) || isinf(d)) {
+                strcpy(buf, "null");
+                return buf;
+        }
+        if (d == 0) {
+                strcpy(buf, "0");
+                return buf;
+        }
+        /* Shortest precision that round-trips. */
+        char tmp[40];
+        int prec;
+        for (prec = 1; prec <= 17; prec++) {
+                snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
+                if (strtod(tmp, NULL) == d) break;
+        }
+        /* tmp = [-]D.DDDDe[+-]XX ; split digits and exponent */
+        bool neg = tmp[0] == '-';
+        const char *p = tmp + (neg ? 1 : 0);
+        char digits[32];
+        size_t nd = 0;
+        for (; *p && *p != 'e'; p++)
+                if (*p != '.') digits[nd++] = *p;
+        digits[nd] = 0;
+        int exp10 = atoi(p + 1); /* value = 0.d1d2.. * 10^(exp10+1) */
+        while (nd > 1 && digits[nd - 1] == '0') digits[--nd] = 0;
+        int n = exp10 + 1; /* JS spec: k = nd digits, n = position of decimal point */
+        char *o = buf;
+        if (neg) *o++ = '-';
+        int k = (int) nd;
+        if (k <= n && n <= 21) {
+                memcpy(o, digits, (size_t) k);
+                o += k;
+                for (int i = 0; i < n - k; i++) *o++ = '0';
+        } else if (0 < n && n <= 21) {
+                memcpy(o, digits, (size_t) n);
+                o += n;
+                *o++ = '.';
+                memcpy(o, digits + n, (size_t) (k - n));
+                o += k - n;
+        } else if (-6 < n && n <= 0) {
+                *o++ = '0';
+                *o++ = '.';
+                for (int i = 0; i < -n; i++) *o++ = '0';
+                memcpy(o, digits, (size_t) k);
+                o += k;
+        } else {
+                *o++ = digits[0];
+                if (k > 1) {
+                        *o++ = '.';
+                        memcpy(o, digits + 1, (size_t) (k - 1));
+                        o += k - 1;
+                }
+                o += sprintf(o, "e%c%d", n - 1 >= 0 ? '+' : '-', abs(n - 1));
+        }
+        *o = 0;
+        return buf;
+}
+
+json_object *json_new_number(double d) {
+        if (d == floor(d) && fabs(d) < 9007199254740992.0) return json_object_new_int64((int64_t) d);
+        char buf[32];
+        return json_object_new_double_s(d, js_number_format(d, buf));
+}
+
+const char *json_get_string(json_object *obj, const char *key) {
+        json_object *v;
+        if (!obj || !json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+json_object *json_get_object(json_object *obj, const char *key) {
+        json_object *v;
+        if (!obj || !json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_object))
+                return NULL;
+        return v;
+}
+
+json_object *json_get_array(json_object *obj, const char *key) {
+        json_object *v;
+        if (!obj || !json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_array))
+                return NULL;
+        return v;
+}
+
+bool json_get_bool(json_object *obj, const char *key, bool def) {
+        json_object *v;
+        if (!obj || !json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_boolean))
+                return def;
+        return json_object_get_boolean(v);
+}
+
+bool json_get_int64(json_object *obj, const char *key, int64_t *ret) {
+        json_object *v;
+        if (!obj || !json_object_object_get_ex(obj, key, &v)) return false;
+        if (json_object_is_type(v, json_type_int)) {
+                *ret = json_object_get_int64(v);
+                return true;
+        }
+        if (json_object_is_type(v, json_type_double)) {
+                double d = json_object_get_double(v);
+                if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+                        *ret = (int64_t) d;
+                        return true;
+                }
+        }
+        return false;
+}
+
+int json_add(json_object *obj, const char *key, json_object *v) {
+        return json_object_object_add(obj, key, v) < 0 ? -ENOMEM : 0;
+}
+int json_add_string(json_object *obj, const char *key, const char *s) {
+        return json_add(obj, key, s ? json_object_new_string(s) : NULL);
+}
+int json_add_int(json_object *obj, const char *key, int64_t v) {
+        return json_add(obj, key, json_object_new_int64(v));
+}
+int json_add_bool(json_object *obj, const char *key, bool v) {
+        return json_add(obj, key, json_object_new_boolean(v));
+}
+int json_add_null(json_object *obj, const char *key) { return json_add(obj, key, NULL); }
+
+bool json_is_object(json_object *v) { return v && json_object_is_type(v, json_type_object); }
+
+json_object *json_copy(json_object *v) {
+        json_object *out = NULL;
+        if (!v) return NULL;
+        if (json_object_deep_copy(v, &out, NULL) < 0) return NULL;
+        return out;
+}

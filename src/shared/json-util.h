@@ -1,0 +1,38 @@
+#pragma once
+/* json-c helpers: strict parsing, wire serialization and JavaScript-compatible
+ * number formatting (the original is Node.js; TOON and the wire print numbers
+ * the way JavaScript's Number#toString does). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+/* Parse exactly one JSON value from buf[0..len) (trailing whitespace allowed,
+ * anything else → -EBADMSG). Rejects NUL bytes and depth > 64. */
+int json_parse_strict(const char *buf, size_t len, json_object **ret);
+/* Serialize compactly without escaping '/', as JSON.stringify would.
+ * Returns a string owned by obj (valid until obj changes or is freed). */
+const char *json_to_line(json_object *obj, size_t *ret_len);
+/* Shortest round-trip decimal form of d, JavaScript Number#toString rules
+ * ("1e+21", "1e-7", "0.1", "-0" → "0"). buf >= 32 bytes. NaN/Inf → "null". */
+char *js_number_format(double d, char buf[static 32]);
+/* A JSON number that serializes with js_number_format (integers stay int64). */
+json_object *json_new_number(double d);
+/* Object lookups that return NULL when the key is absent or of another type. */
+const char *json_get_string(json_object *obj, const char *key);
+json_object *json_get_object(json_object *obj, const char *key);
+json_object *json_get_array(json_object *obj, const char *key);
+bool json_get_bool(json_object *obj, const char *key, bool def);
+/* Integer value if key holds an int (or integral double); returns false otherwise. */
+bool json_get_int64(json_object *obj, const char *key, int64_t *ret);
+/* Add helpers that take ownership; NULL string → JSON null. */
+int json_add_string(json_object *obj, const char *key, const char *s);
+int json_add_int(json_object *obj, const char *key, int64_t v);
+int json_add_bool(json_object *obj, const char *key, bool v);
+int json_add_null(json_object *obj, const char *key);
+int json_add(json_object *obj, const char *key, json_object *v);
+/* True for a JSON object (not array, not null). */
+bool json_is_object(json_object *v);
+/* Deep copy (json_object_deep_copy wrapper that keeps our number serializer). */
+json_object *json_copy(json_object *v);

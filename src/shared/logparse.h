@@ -1,0 +1,46 @@
+#pragma once
+/* Reading canonical NDJSON task logs: result parsing, failure
+ * classification and boot-failure detection (spec lifecycle.md §4, §6.3).
+ * These read whole files and must run off the daemon's event loop (in a
+ * forked job), except the per-line classifier. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <json-c/json.h>
+
+typedef struct log_summary {
+        char *session_id;        /* last truthy top-level "sessionID", else the initial one, else NULL */
+        json_object *tokens;     /* summed step_finish part.tokens (§4.2) or NULL */
+        bool has_cost;
+        double cost;             /* summed part.cost (valid if has_cost) */
+        char *message;           /* texts of the final message (§4.3), "" if none */
+        char *narration;         /* all messages' texts joined with "\n\n" */
+        bool has_stop;           /* a step_finish with reason "stop" exists */
+        bool has_json_line;      /* any line parsed as JSON */
+} log_summary;
+
+/* Parse the whole log at path. A missing file yields an empty summary
+ * (message and narration ""). initial_session_id may be NULL.
+ * -ENOMEM, -EIO and other read errors (not -ENOENT). */
+int log_summarize_file(const char *path, const char *initial_session_id, log_summary *ret);
+void log_summary_done(log_summary *s);
+
+/* Classify one log line (spec lifecycle.md §6.3). prefix is the executor's
+ * failure_prefix (NULL → bare bucket names), structured_prefix its
+ * structured error prefix. On a match returns 1 and sets *ret_reason and
+ * *ret_detail (malloc'd, detail capped: > 500 UTF-16 units → first 499 + "…");
+ * returns 0 when the line is not a failure. -ENOMEM. */
+int log_classify_line(const char *line, size_t len, const char *prefix, const char *structured_prefix,
+                      char **ret_reason, char **ret_detail);
+/* Classify every line of the log (used at settlement, §4.4 step 2): the first
+ * matching line wins. Returns 1/0 like log_classify_line. Missing file → 0. */
+int log_classify_file(const char *path, const char *prefix, const char *structured_prefix,
+                      char **ret_reason, char **ret_detail);
+/* Boot-failure detail (§4.4 step 5): if no line of the log parses as JSON,
+ * take the last 64 KiB (dropping the first, partial line if the file is
+ * larger), skip blank lines, and return 1 with *ret_detail = the last line
+ * matching /^error\b[:\s]/i, else the last non-blank line (capped). Returns 0
+ * when the log has a JSON line or no candidate line. */
+int log_boot_failure(const char *path, char **ret_detail);
+/* Cap a failure detail: > 500 UTF-16 units → first 499 units + "…". */
+char *failure_detail_cap(const char *s);

@@ -1,0 +1,31 @@
+#pragma once
+/* The bwrap argument list for a worker (spec sandbox-changeset-env.md §1.1,
+ * with DESIGN.md's differences: the runtime and cache dirs are masked, only
+ * the socket file is bound back; the overlay is mounted by bwrap or by us).
+ *
+ * Order:
+ *   --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp
+ *   [--tmpfs <masked>]...                      deny-list, runtime dir, cache dir
+ *   (--overlay-src D --overlay U W D           method BWRAP
+ *    | --bind D D)                             method USERNS (D is already our overlay) or no overlay
+ *   [--bind <socket> <socket>]
+ *   [--bind <rw> <rw>]...
+ *   [--ro-bind <ro> <ro>]...
+ *   [--ro-bind-data <fd> <prompt dest>]        when the prompt is passed as a file
+ *   --unshare-all --share-net --die-with-parent
+ *   [--uid U --gid G]                          method USERNS (we are root in our namespace)
+ *   --chdir D
+ *   -- <worker argv...>
+ */
+
+#include "launch-spec.h"
+#include "overlay.h"
+
+/* Where the prompt file appears inside the sandbox (on its private /tmp). */
+#define SANDBOX_PROMPT_PATH "/tmp/.taskferry-prompt"
+
+/* Build the full argv (bwrap first, NULL-terminated strv) for directory +
+ * sandbox + worker argv. prompt_fd >= 0 adds --ro-bind-data prompt_fd
+ * SANDBOX_PROMPT_PATH. -ENOMEM. */
+int sandbox_build_argv(const char *bwrap_path, const char *directory, const launch_sandbox *sb,
+                       overlay_method method, int prompt_fd, char *const worker_argv[], char ***ret);
