@@ -34,11 +34,14 @@ typedef struct executor {
         /* Normalizer lifecycle. */
         normalizer *(*normalizer_new)(void);
         void (*normalizer_free)(normalizer *n);
-        /* Normalize one complete stdout line (without its '\n'; whitespace-only
-         * lines are dropped by the caller). Appends zero or more canonical log
-         * lines (each without '\n') to *out (a strv). A line that is not JSON is
-         * passed through verbatim. -ENOMEM only. */
-        int (*normalize_line)(normalizer *n, const char *line, size_t len, char ***out);
+        /* Normalize one stdout line (line[0..len) without its '\n'; newline says
+         * whether it ended with '\n' — false only for a trailing partial line at
+         * EOF). Every line is passed, including whitespace-only ones: JSON
+         * executors drop whitespace-only lines (spec lifecycle.md §3.1), the
+         * shell executor keeps them. Appends zero or more canonical log lines
+         * (each without '\n') to *out (a strv). For pi/opencode a line that is
+         * not JSON is passed through verbatim. -ENOMEM only. */
+        int (*normalize_line)(normalizer *n, const char *line, size_t len, bool newline, char ***out);
         /* End of stdout: flush anything pending into *out. May be NULL. */
         int (*normalize_finish)(normalizer *n, char ***out);
 } executor;
