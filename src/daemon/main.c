@@ -1,1 +1,247 @@
-int main(void) { return 1; }
+/* taskferryd: the per-user daemon (DESIGN.md "Processes"; spec
+ * protocol-cli.md §4.2–§4.3). */
+
+#include <getopt.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon.h"
+#include "executor.h"
+#include "taskferry-config.h"
+#include "util.h"
+
+static char **split_comma_list(const char *s) {
+        char **l = NULL;
+        if (!s) return NULL;
+        _cleanup_free_ char *copy = strdup(s);
+        if (!copy) return NULL;
+        char *save = NULL;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                while (*tok == ' ' || *tok == '\t') tok++;
+                size_t n = strlen(tok);
+                while (n && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) tok[--n] = 0;
+                if (n && !strv_contains(l, tok)) strv_push(&l, tok);
+        }
+        return l;
+}
+
+/* Number(env) as a positive safe integer, else def (spec §3.3: invalid falls back). */
+static uint64_t env_positive(const char *name, uint64_t def) {
+        const char *v = getenv(name);
+        if (!v || !*v) return def;
+        char *end = NULL;
+        double d = strtod(v, &end);
+        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
+        if (!end || *end || d <= 0 || d != (double) (uint64_t) d || d > 9007199254740991.0) return def;
+        return (uint64_t) d;
+}
+
+/* TASKFERRY_DISABLE_*: "1"/"true" disables; any other set value enables. */
+static bool env_enabled_unless_disabled(const char *name) {
+        const char *v = getenv(name);
+        return !(v && (streq(v, "1") || streq(v, "true")));
+}
+
+static int resolve_shim(char **ret) {
+        const char *env = getenv("TASKFERRY_SHIM");
+        if (env && *env) {
+                *ret = strdup(env);
+                return *ret ? 0 : -ENOMEM;
+        }
+        _cleanup_free_ char *dir = NULL;
+        if (self_exe_dir(&dir) >= 0) {
+                _cleanup_free_ char *p = strdup_printf("%s/taskferry-shim", dir);
+                if (p && access(p, X_OK) == 0) {
+                        *ret = TAKE_PTR(p);
+                        return 0;
+                }
+        }
+        _cleanup_free_ char *p = strdup(TASKFERRY_INSTALL_LIBEXECDIR "/taskferry-shim");
+        if (p && access(p, X_OK) == 0) {
+                *ret = TAKE_PTR(p);
+                return 0;
+        }
+        return -ENOENT;
+}
+
+static int settings_load(Settings *s, char **ret_error) {
+        s->max_concurrent = (unsigned) env_positive("TASKFERRY_MAX_CONCURRENT_TASKS", 4);
+        s->cancel_grace_ms = env_positive("TASKFERRY_CANCEL_GRACE_MS", 5000);
+        s->sandbox_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_SANDBOX");
+        s->overlay_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_OVERLAY");
+        const char *ex = getenv("TASKFERRY_DEFAULT_EXECUTOR");
+        s->default_executor = strdup(ex && *ex ? ex : "pi");
+        if (!executor_find(s->default_executor)) {
+                *ret_error = strdup_printf("unknown executor: %s", s->default_executor);
+                return -EINVAL;
+        }
+        const char *var = getenv("TASKFERRY_DEFAULT_VARIANT");
+        _cleanup_free_ char *v = strdup(var ? var : "highest");
+        if (!v) return -ENOMEM;
+        char *a = v;
+        while (*a == ' ') a++;
+        size_t n = strlen(a);
+        while (n && a[n - 1] == ' ') a[--n] = 0;
+        static const char *const variants[] = {"highest", "off", "minimal", "low", "medium", "high", "xhigh", "max"};
+        bool ok = false;
+        for (size_t i = 0; i < ELEMENTSOF(variants); i++) ok = ok || streq(a, variants[i]);
+        if (!ok) {
+                *ret_error = strdup_printf(
+                        "defaultVariant must be one of highest, off, minimal, low, medium, high, xhigh, max (got \"%s\")", a);
+                return -EINVAL;
+        }
+        s->default_variant = strdup(a);
+        s->env_denylist = split_comma_list(getenv("TASKFERRY_ENV_DENYLIST"));
+        s->sandbox_denylist = split_comma_list(getenv("TASKFERRY_SANDBOX_DENYLIST"));
+        int r = resolve_shim(&s->shim_path);
+        if (r < 0) {
+                *ret_error = strdup("cannot find taskferry-shim next to taskferryd or in " TASKFERRY_INSTALL_LIBEXECDIR);
+                return r;
+        }
+        return 0;
+}
+
+static void settings_done(Settings *s) {
+        free(s->default_executor);
+        free(s->default_variant);
+        strv_free(s->env_denylist);
+        strv_free(s->sandbox_denylist);
+        free(s->shim_path);
+}
+
+/* Leave the reason of a failed start where the CLI's auto-start looks (§4.1). */
+static void write_boot_error(Manager *m, const char *msg) {
+        if (!m->paths.runtime_dir) return;
+        if (mkdir_p_chmod(m->paths.runtime_dir, 0700) < 0) return;
+        _cleanup_free_ char *p = strdup_printf("%s/daemon-boot.err", m->paths.runtime_dir);
+        if (p) (void) write_file_atomic(p, msg, strlen(msg), 0600);
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        m->shutting_down = true;
+        sd_event_exit(m->event, 0);
+        return 0;
+}
+
+static int create_state_dirs(Manager *m) {
+        const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs"};
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+                _cleanup_free_ char *p = strdup_printf("%s%s", m->paths.state_dir, subs[i]);
+                if (!p) return -ENOMEM;
+                int r = mkdir_p_chmod(p, 0700);
+                if (r < 0) return log_error_errno(r, "cannot create %s", p);
+        }
+        int r = mkdir_p_chmod(m->paths.runtime_dir, 0700);
+        if (r < 0) return log_error_errno(r, "cannot create %s", m->paths.runtime_dir);
+        return 0;
+}
+
+static void help(void) {
+        printf("Usage: taskferryd [--help] [--version]\n\n"
+               "The taskferry daemon. It serves the CLI's protocol on its socket\n"
+               "(passed by systemd through socket activation, or bound at\n"
+               "$TASKFERRY_RUNTIME_DIR/daemon.sock), runs each worker through\n"
+               "taskferry-shim in a bubblewrap sandbox on a copy-on-write overlay, and\n"
+               "keeps task state under $TASKFERRY_STATE_DIR. The CLI starts it on demand.\n");
+}
+
+int main(int argc, char *argv[]) {
+        log_set_program("taskferryd");
+        static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {}};
+        int c;
+        while ((c = getopt_long(argc, argv, "hV", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        help();
+                        return 0;
+                }
+                if (c == 'V') {
+                        printf("taskferryd %s\n", TASKFERRY_VERSION);
+                        return 0;
+                }
+                return 2;
+        }
+        if (optind < argc) {
+                fprintf(stderr, "taskferryd: unexpected argument: %s\n", argv[optind]);
+                return 2;
+        }
+        umask(0077);
+        signal(SIGPIPE, SIG_IGN);
+
+        Manager mgr = {.listen_fd = -1};
+        Manager *m = &mgr;
+        int r = tf_paths_resolve(&m->paths);
+        if (r < 0) {
+                log_error_errno(r, "cannot resolve taskferry paths");
+                return 1;
+        }
+        _cleanup_free_ char *err = NULL;
+        r = settings_load(&m->settings, &err);
+        if (r < 0) {
+                fprintf(stderr, "error: %s\n", err ? err : strerror(-r));
+                write_boot_error(m, err ? err : strerror(-r));
+                return 1;
+        }
+        r = create_state_dirs(m);
+        if (r < 0) {
+                write_boot_error(m, "cannot create the state or runtime directory");
+                return 1;
+        }
+        r = sd_event_default(&m->event);
+        if (r < 0) return log_error_errno(r, "cannot create the event loop"), 1;
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
+        sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
+
+        r = manager_load_tasks(m);
+        if (r < 0) {
+                write_boot_error(m, "cannot load tasks.json");
+                return 1;
+        }
+        (void) manager_flush(m);
+        r = server_listen(m);
+        if (r < 0) {
+                write_boot_error(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+                return 1;
+        }
+        (void) sd_event_set_watchdog(m->event, true);
+        sd_notifyf(false, "READY=1\nSTATUS=%zu tasks loaded\nMAINPID=%d", m->n_tasks, (int) getpid());
+
+        r = sd_event_loop(m->event);
+        sd_notify(false, "STOPPING=1");
+        m->shutting_down = true;
+        r = manager_flush(m);
+        if (r < 0) log_error_errno(r, "error: daemon shutdown failed: cannot flush tasks.json");
+        server_close(m, "shutdown");
+        jobs_free(m);
+        for (size_t i = 0; i < m->n_tasks; i++) {
+                Task *t = m->tasks[i];
+                while (t->waiters) {
+                        Request *w = t->waiters;
+                        t->waiters = w->next_waiter;
+                        request_free(w);
+                }
+                sd_event_source_disable_unref(t->shim_source);
+                sd_event_source_disable_unref(t->status_source);
+                sd_event_source_disable_unref(t->kill_timer);
+                safe_close(t->shim_pidfd);
+                safe_close(t->status_fd);
+                free(t->status_buf);
+                json_object_put(t->caller_env);
+                json_object_put(t->rec);
+                free(t->id);
+                free(t);
+        }
+        free(m->tasks);
+        sd_event_source_disable_unref(m->persist_timer);
+        sd_event_unref(m->event);
+        free(m->state_load_error);
+        settings_done(&m->settings);
+        tf_paths_done(&m->paths);
+        return r < 0 ? 1 : 0;
+}

@@ -176,6 +176,28 @@ size_t utf8_tail_offset(const char *s, size_t len, size_t n) {
         return i;
 }
 
+char *utf8_sanitize(const char *s, size_t len) {
+        char *out = malloc(len * 3 + 1), *o = out;
+        if (!out) return NULL;
+        for (size_t i = 0; i < len;) {
+                long cp;
+                size_t n = utf8_next((const unsigned char *) s + i, len - i, &cp);
+                bool bad = cp < 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF ||
+                           (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+                if (bad) {
+                        memcpy(o, "\xEF\xBF\xBD", 3);
+                        o += 3;
+                        i += cp < 0 ? 1 : n;
+                } else {
+                        memcpy(o, s + i, n);
+                        o += n;
+                        i += n;
+                }
+        }
+        *o = 0;
+        return out;
+}
+
 size_t utf8_prefix_utf16(const char *s, size_t len, size_t units) {
         size_t i = 0, u = 0;
         while (i < len) {

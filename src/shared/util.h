@@ -34,6 +34,9 @@ size_t utf8_utf16_length(const char *s, size_t len);
 size_t utf8_codepoints(const char *s, size_t len);
 /* Byte offset of the first byte of the last `n` code points of s. */
 size_t utf8_tail_offset(const char *s, size_t len, size_t n);
+/* Copy of s[0..len) with every invalid UTF-8 sequence replaced by U+FFFD
+ * (what a JavaScript reader of the bytes would see). malloc'd, NULL on ENOMEM. */
+char *utf8_sanitize(const char *s, size_t len);
 /* Byte length of the first `units` UTF-16 units of s (never splits a code point). */
 size_t utf8_prefix_utf16(const char *s, size_t len, size_t units);
 

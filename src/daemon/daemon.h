@@ -1,0 +1,181 @@
+#pragma once
+/* taskferryd internals: one sd-event loop owning the task table, the socket
+ * server, launches, settlements and forked jobs (DESIGN.md "Processes").
+ * Nothing here blocks the loop on git, child processes or large reads: such
+ * work runs in forked jobs (jobs.c) watched through pidfds. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "paths.h"
+#include "protocol.h"
+
+typedef struct Manager Manager;
+typedef struct Connection Connection;
+typedef struct Request Request;
+typedef struct Task Task;
+typedef struct Job Job;
+
+/* ---- settings read once at start (spec protocol-cli.md §3.2/§3.3, env part) ---- */
+typedef struct Settings {
+        unsigned max_concurrent;      /* TASKFERRY_MAX_CONCURRENT_TASKS, default 4 */
+        uint64_t cancel_grace_ms;     /* TASKFERRY_CANCEL_GRACE_MS, default 5000 */
+        bool sandbox_enabled;         /* !TASKFERRY_DISABLE_SANDBOX */
+        bool overlay_enabled;         /* !TASKFERRY_DISABLE_OVERLAY */
+        char *default_executor;       /* TASKFERRY_DEFAULT_EXECUTOR || "pi" */
+        char *default_variant;        /* TASKFERRY_DEFAULT_VARIANT || "highest" */
+        char **env_denylist;          /* TASKFERRY_ENV_DENYLIST */
+        char **sandbox_denylist;      /* TASKFERRY_SANDBOX_DENYLIST (extra deny dirs) */
+        char *shim_path;              /* resolved taskferry-shim */
+} Settings;
+
+/* ---- the socket server ---- */
+struct Connection {
+        Manager *m;
+        unsigned n_ref;
+        int fd;
+        sd_event_source *io;
+        char *in;          /* unsplit inbound bytes */
+        size_t in_len, in_cap;
+        char *out;         /* pending outbound bytes */
+        size_t out_len, out_off, out_cap;
+        bool closing;      /* close once out is flushed */
+        bool dead;         /* fd closed; replies are dropped */
+        Request *waiting;  /* task.wait requests parked on this connection */
+        Connection *next, *prev;
+};
+
+/* One request that passed validation; answered exactly once with
+ * request_reply_* (possibly later, from a callback). */
+struct Request {
+        Manager *m;
+        Connection *conn;  /* ref held */
+        proto_request req;
+        Request *next_waiter; /* list link while waiting on a task */
+        Request *conn_next, *conn_prev; /* the connection's list of waiting requests */
+        sd_event_source *timer;
+        Task *wait_task;
+        uint64_t tail_chars;  /* task.wait tailChars (0: none) */
+};
+
+/* ---- tasks ---- */
+struct Task {
+        Manager *m;
+        json_object *rec;      /* the persisted record (key order = tasks.json) */
+        char *id;              /* == rec.id */
+        json_object *caller_env; /* dispatch env param (not persisted; secrets) */
+        /* runtime only */
+        pid_t shim_pid;
+        int shim_pidfd;
+        sd_event_source *shim_source;
+        int status_fd;
+        sd_event_source *status_source;
+        char *status_buf;
+        size_t status_len;
+        sd_event_source *kill_timer;
+        bool counted_running;  /* holds a concurrency slot */
+        bool settling;         /* settlement job in flight */
+        bool busy;             /* accept/reject job in flight */
+        bool log_has_event;    /* cache: once true stays true */
+        Request *waiters;
+        Task *next_queued;
+};
+
+typedef void (*job_done_fn)(Manager *m, void *userdata, json_object *result, int error);
+/* Runs in the forked child; returns a JSON result (may be NULL) or sets *error. */
+typedef json_object *(*job_run_fn)(void *userdata, int *error);
+
+struct Job {
+        Manager *m;
+        pid_t pid;
+        int pidfd;
+        int pipe_fd;
+        sd_event_source *pid_source, *pipe_source;
+        char *buf;
+        size_t len, cap;
+        bool exited, eof;
+        int status;
+        job_done_fn done;
+        void *userdata;
+        Job *next, *prev;
+};
+
+struct Manager {
+        sd_event *event;
+        tf_paths paths;
+        Settings settings;
+        /* socket */
+        int listen_fd;
+        bool socket_self_bound;
+        sd_event_source *listen_source;
+        Connection *connections;
+        unsigned in_flight;
+        /* tasks */
+        Task **tasks;
+        size_t n_tasks, cap_tasks;
+        Task *queue_head, *queue_tail;
+        unsigned running;
+        char *state_load_error;
+        /* persistence */
+        bool dirty;
+        sd_event_source *persist_timer;
+        /* jobs */
+        Job *jobs;
+        bool shutting_down;
+};
+
+/* server.c */
+int server_listen(Manager *m);
+void server_close(Manager *m, const char *reason);
+void request_reply_result(Request *r, json_object *result);
+void request_reply_error(Request *r, const char *code, const char *message, const char *help);
+/* Reply with an error frame built from "error: ...\nhelp: ..." text (§1.8). */
+void request_reply_error_text(Request *r, const char *code, const char *text);
+void request_free(Request *r);
+
+/* tasks.c */
+int manager_load_tasks(Manager *m);
+Task *manager_find_task(Manager *m, const char *id);
+Task *task_new(Manager *m, json_object *rec);
+void task_persist(Task *t);             /* mark dirty, debounce 250 ms */
+int manager_flush(Manager *m);          /* write tasks.json now if dirty */
+const char *task_status(Task *t);
+const char *task_str(Task *t, const char *key);
+void task_set_str(Task *t, const char *key, const char *value);
+void task_set_int(Task *t, const char *key, int64_t v);
+void task_set_null(Task *t, const char *key);
+void task_set_bool(Task *t, const char *key, bool v);
+void task_set(Task *t, const char *key, json_object *v); /* takes ownership */
+bool task_is_active(Task *t);           /* queued or running */
+/* TaskSummary (spec protocol-cli.md §1.7), a new object. */
+json_object *task_summary(Task *t);
+/* task.status result: summary + logBytesWritten, logLastWriteAt, logHasEvent. */
+json_object *task_status_detail(Task *t);
+void task_set_status(Task *t, const char *status);
+void task_wake_waiters(Task *t);
+json_object *manager_list(Manager *m, const char *directory);
+
+/* launch.c */
+void scheduler_kick(Manager *m);
+void scheduler_enqueue(Manager *m, Task *t);
+bool scheduler_remove(Manager *m, Task *t);
+int task_signal(Task *t, int sig);
+void task_settle_spawn_error(Task *t, const char *message);
+void task_settlement_done(Task *t);
+
+/* jobs.c */
+int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
+void jobs_free(Manager *m);
+
+/* handlers.c */
+void handle_request(Manager *m, Request *r);
+
+/* workspace.c */
+/* Git workspace root of dir (§1.9) computed from the filesystem only (no git
+ * process): the parent of the common git dir; a submodule's own top; dir
+ * itself when not in a repository. malloc'd. */
+char *workspace_root(const char *dir);
+bool same_workspace(const char *a, const char *b);

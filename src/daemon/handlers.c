@@ -1,0 +1,780 @@
+/* Method handlers (spec protocol-cli.md §1.6–§1.8, lifecycle.md §2, §4, §7,
+ * sandbox-changeset-env.md §5.6–§5.7). Handlers answer at once or park the
+ * request and answer from a timer, a settlement or a forked job. */
+
+#include <fcntl.h>
+#include <regex.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "changeset.h"
+#include "daemon.h"
+#include "executor.h"
+#include "json-util.h"
+#include "logparse.h"
+#include "overlay.h"
+#include "util.h"
+
+#define NARRATION_PREVIEW_UNITS 2000
+
+static void reply_unknown_task(Request *r, const char *id) {
+        _cleanup_free_ char *text =
+                strdup_printf("error: unknown task id: %s\nhelp: run taskferry list to see valid task ids", id);
+        request_reply_error_text(r, E_UNKNOWN_TASK, text ? text : "error: unknown task id");
+}
+
+static void reply_failed(Request *r, const char *text) { request_reply_error_text(r, E_REQUEST_FAILED, text); }
+
+/* Common lookup; replies and returns NULL on failure. */
+static Task *lookup_task(Manager *m, Request *r) {
+        if (m->state_load_error) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
+                        m->state_load_error, m->paths.state_dir);
+                reply_failed(r, text ? text : "error: could not read persisted task state");
+                return NULL;
+        }
+        const char *id = json_get_string(r->req.params, "taskId");
+        Task *t = id ? manager_find_task(m, id) : NULL;
+        if (!t) reply_unknown_task(r, strempty(id));
+        return t;
+}
+
+/* ---- system.health ---- */
+static void handle_health(Manager *m, Request *r) {
+        json_object *o = json_object_new_object();
+        json_add_bool(o, "healthy", true);
+        json_add_int(o, "pid", getpid());
+        json_add_int(o, "version", PROTOCOL_VERSION);
+        request_reply_result(r, o);
+}
+
+/* ---- task.dispatch ---- */
+
+/* Does a overlap b: equal, ancestor or descendant (root-aware). */
+static bool paths_overlap(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+        if (streq(a, "/") || streq(b, "/")) return true;
+        if (la == lb) return streq(a, b);
+        const char *s = la < lb ? a : b, *l = la < lb ? b : a;
+        size_t ls = la < lb ? la : lb;
+        return strncmp(s, l, ls) == 0 && l[ls] == '/';
+}
+
+/* DESIGN.md: a bind that overlaps the target or covers a masked path is refused. */
+static char *check_binds(Manager *m, json_object *params, const char *directory) {
+        static const char *const keys[] = {"rwBind", "allowedDirs", "roBind"};
+        const char *protected_[] = {directory, m->paths.state_dir, m->paths.runtime_dir, m->paths.cache_dir,
+                                    m->paths.overlay_tmp_root};
+        const char *names[] = {"the dispatch directory", "the state dir", "the runtime dir", "the cache dir",
+                               "the overlay dir"};
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                json_object *arr = json_get_array(params, keys[k]);
+                for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+                        const char *p = json_object_get_string(json_object_array_get_idx(arr, i));
+                        if (p[0] != '/')
+                                return strdup_printf("error: %s entry %s is not an absolute path\nhelp: pass absolute paths",
+                                                     keys[k], p);
+                        for (size_t j = 0; j < ELEMENTSOF(protected_); j++)
+                                if (paths_overlap(p, protected_[j]))
+                                        return strdup_printf(
+                                                "error: %s entry %s overlaps %s (%s); the sandbox would no longer gate "
+                                                "the worker's writes\nhelp: bind a path outside %s",
+                                                keys[k], p, names[j], protected_[j], protected_[j]);
+                }
+        }
+        return NULL;
+}
+
+static int create_output_dir(const char *path) {
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) return -ELOOP;
+        int r = mkdir_p(path, 0700);
+        if (r < 0) return r;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return -errno;
+        if (fchmod(fd, 0700) < 0) return -errno;
+        return 0;
+}
+
+static Task *find_session_task(Manager *m, const char *session_id, const char *executor_id) {
+        Task *best = NULL;
+        for (size_t i = 0; i < m->n_tasks; i++) {
+                Task *t = m->tasks[i];
+                if (!streq_ptr(task_str(t, "sessionId"), session_id)) continue;
+                if (executor_id && !streq_ptr(task_str(t, "executorId"), executor_id)) continue;
+                if (!best || strcmp(strempty(task_str(t, "startedAt")), strempty(task_str(best, "startedAt"))) > 0) best = t;
+        }
+        return best;
+}
+
+static char *resolve_variant(const char *executor_id, const char *requested) {
+        if (streq(executor_id, "shell")) return NULL;
+        if (streq(executor_id, "pi")) return strdup(streq(requested, "highest") ? "max" : requested);
+        /* opencode: "highest" is ranked from the variants cache; without one, no flag */
+        return streq(requested, "highest") ? NULL : strdup(requested);
+}
+
+static void handle_dispatch(Manager *m, Request *r) {
+        json_object *p = r->req.params;
+        if (m->state_load_error) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
+                        m->state_load_error, m->paths.state_dir);
+                return reply_failed(r, text);
+        }
+        const char *dir_param = json_get_string(p, "directory");
+        _cleanup_free_ char *directory = realpath(dir_param, NULL);
+        if (!directory || !is_dir(directory)) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: directory does not exist: %s\nhelp: Use an existing directory path for --directory", dir_param);
+                return reply_failed(r, text);
+        }
+        const char *executor_id = json_get_string(p, "executor");
+        const char *session_id = json_get_string(p, "sessionId");
+        Task *prior = session_id ? find_session_task(m, session_id, executor_id) : NULL;
+        if (!executor_id) executor_id = prior ? task_str(prior, "executorId") : m->settings.default_executor;
+        const executor *ex = executor_find(strempty(executor_id));
+        if (!ex) {
+                _cleanup_free_ char *text = strdup_printf("error: unknown executor: %s\nhelp: use one of %s",
+                                                          strempty(executor_id), executor_names());
+                return reply_failed(r, text);
+        }
+        const char *model = json_get_string(p, "model");
+        if (!model && prior) model = task_str(prior, "model");
+        if (!model && ex->needs_model) {
+                if (session_id) {
+                        _cleanup_free_ char *text = strdup_printf(
+                                "error: no task found for session id \"%s\" to inherit a model from\nhelp: pass --model",
+                                session_id);
+                        return reply_failed(r, text);
+                }
+                return reply_failed(r, "error: --model is required\nhelp: pass --model <provider/model>, or use "
+                                        "--executor shell for a plain command");
+        }
+        const char *marker = json_get_string(p, "finalMarker");
+        if (marker) {
+                regex_t re;
+                int rc = regcomp(&re, marker, REG_EXTENDED | REG_NEWLINE | REG_NOSUB);
+                if (rc != 0) {
+                        char buf[256];
+                        regerror(rc, &re, buf, sizeof buf);
+                        _cleanup_free_ char *text = strdup_printf(
+                                "error: --require-final-marker is not a valid RegExp: %s\nhelp: pass a valid regular expression", buf);
+                        return reply_failed(r, text);
+                }
+                regfree(&re);
+        }
+        _cleanup_free_ char *bind_err = check_binds(m, p, directory);
+        if (bind_err) return reply_failed(r, bind_err);
+
+        _cleanup_free_ char *id = task_id_new();
+        _cleanup_free_ char *log_path = id ? tf_path_log(&m->paths, id) : NULL;
+        _cleanup_free_ char *out_dir = id ? tf_path_output_dir(&m->paths, id) : NULL;
+        if (!id || !log_path || !out_dir) return reply_failed(r, "error: out of memory");
+        int k = create_output_dir(out_dir);
+        if (k < 0) {
+                _cleanup_free_ char *text = strdup_printf("error: cannot create task output directory %s: %s", out_dir,
+                                                          k == -ELOOP ? "task output directory is a symlink" : strerror(-k));
+                return reply_failed(r, text);
+        }
+        const char *user_prompt = json_get_string(p, "prompt");
+        _cleanup_free_ char *prompt = NULL;
+        bool sandboxed = m->settings.sandbox_enabled && !json_get_bool(p, "noSandbox", false);
+        if (streq(ex->id, "shell"))
+                prompt = strdup(user_prompt); /* a shell script must run exactly as given */
+        else
+                prompt = strdup_printf("%s\n\n## Persistent output dir\nWrite any files you want to keep beyond this task "
+                                       "(reports, logs, artifacts) to %s (also available as $TASKFERRY_OUTPUT_DIR)%s. "
+                                       "They survive after the task ends; retrieve them with `taskferry output %s`.",
+                                       user_prompt, out_dir, sandboxed ? " inside the sandbox" : "", id);
+        const char *requested_variant = json_get_string(p, "variant");
+        if (!requested_variant && prior) requested_variant = task_str(prior, "variant");
+        if (!requested_variant) requested_variant = m->settings.default_variant;
+        _cleanup_free_ char *variant = resolve_variant(ex->id, requested_variant);
+
+        size_t plen = strlen(user_prompt), units = utf8_utf16_length(user_prompt, plen);
+        _cleanup_free_ char *preview = NULL;
+        if (units > 200) {
+                size_t cut = utf8_prefix_utf16(user_prompt, plen, 200);
+                preview = strdup_printf("%.*s\xE2\x80\xA6", (int) cut, user_prompt);
+        } else
+                preview = strdup(user_prompt);
+        char iso[32];
+        format_iso(now_ms(), iso);
+
+        json_object *rec = json_object_new_object();
+        json_add_string(rec, "id", id);
+        json_add_string(rec, "directory", directory);
+        json_add_string(rec, "logPath", log_path);
+        json_add_string(rec, "role", "dispatch");
+        json_add_string(rec, "prompt", prompt);
+        json_add_string(rec, "status", "queued");
+        json_add_string(rec, "model", model);
+        json_add_string(rec, "executorId", ex->id);
+        json_add_string(rec, "variant", variant);
+        json_add_string(rec, "sessionId", session_id);
+        json_add_string(rec, "originSessionId", json_get_string(p, "originSessionId"));
+        json_add_null(rec, "pid");
+        json_add_string(rec, "startedAt", iso);
+        json_add_null(rec, "endedAt");
+        json_add_null(rec, "exitCode");
+        json_add_null(rec, "signal");
+        json_add_string(rec, "promptPreview", preview);
+        if (units > 200) json_add_int(rec, "promptTotalChars", (int64_t) units);
+        else json_add_null(rec, "promptTotalChars");
+        json_add_null(rec, "spawnError");
+        json_add_bool(rec, "cancelRequested", false);
+        json_add_bool(rec, "internal", false);
+        json_add_null(rec, "failureReason");
+        json_add_null(rec, "failureDetail");
+        json_add_bool(rec, "incomplete", false);
+        json_add_string(rec, "finalMarker", marker);
+        json_add_null(rec, "finalStatus");
+        json_add_string(rec, "class", json_get_string(p, "class"));
+        json_add_string(rec, "changesetStatus", "none");
+        json_add_null(rec, "diffPath");
+        json_add_null(rec, "overlayDirs");
+        json_add_null(rec, "preDispatchHead");
+        json_add_null(rec, "changesetError");
+        json_add_string(rec, "parentTaskId", json_get_string(p, "parentTaskId"));
+        json_add_string(rec, "checkStatus", "none");
+        static const char *const check_nulls[] = {"checkCommand", "checkExitCode", "checkOutputTail", "checkStartedAt",
+                                                  "checkEndedAt"};
+        for (size_t i = 0; i < ELEMENTSOF(check_nulls); i++) json_add_null(rec, check_nulls[i]);
+        json_add_bool(rec, "checkOverride", false);
+        json_add_null(rec, "projectConfigWarning");
+        json_add_null(rec, "checkGatePid");
+        json_add_string(rec, "outputDir", out_dir);
+        /* launch options, dropped at settlement */
+        json_object *lp = json_object_new_object();
+        json_add_bool(lp, "noSandbox", json_get_bool(p, "noSandbox", false));
+        json_add_bool(lp, "noOverlay", json_get_bool(p, "noOverlay", false));
+        json_object *rw = json_object_new_array();
+        static const char *const rw_keys[] = {"rwBind", "allowedDirs"};
+        for (size_t kk = 0; kk < ELEMENTSOF(rw_keys); kk++) {
+                json_object *a = json_get_array(p, rw_keys[kk]);
+                for (size_t i = 0; a && i < json_object_array_length(a); i++)
+                        json_object_array_add(rw, json_object_get(json_object_array_get_idx(a, i)));
+        }
+        json_add(lp, "rwBind", rw);
+        json_add(lp, "roBind", json_object_get(json_get_array(p, "roBind")));
+        json_add(rec, "_launch", lp);
+
+        Task *t = task_new(m, rec);
+        if (!t) {
+                json_object_put(rec);
+                return reply_failed(r, "error: out of memory");
+        }
+        json_object *env = json_get_object(p, "env");
+        t->caller_env = env ? json_object_get(env) : NULL;
+        if (json_get_bool(p, "noOverlay", false) || !m->settings.overlay_enabled)
+                if (sandboxed)
+                        log_warning("overlay disabled -- writes of task %s land directly on %s, not gated by accept/reject",
+                                    id, directory);
+        task_persist(t);
+        scheduler_enqueue(m, t);
+        scheduler_kick(m);
+
+        json_object *res = task_summary(t);
+        _cleanup_free_ char *next =
+                streq(task_status(t), "queued")
+                        ? strdup_printf("Task is queued; run taskferry wait or taskferry status with task id \"%s\" to check when it starts", id)
+                        : strdup_printf("Run taskferry wait or taskferry status with task id \"%s\" to check progress", id);
+        json_add_string(res, "next", next);
+        request_reply_result(r, res);
+}
+
+/* ---- task.status ---- */
+static void handle_status(Manager *m, Request *r) {
+        Task *t = lookup_task(m, r);
+        if (t) request_reply_result(r, task_status_detail(t));
+}
+
+/* ---- task.list ---- */
+static void handle_list(Manager *m, Request *r) {
+        if (m->state_load_error) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
+                        m->state_load_error, m->paths.state_dir);
+                return reply_failed(r, text);
+        }
+        request_reply_result(r, manager_list(m, json_get_string(r->req.params, "directory")));
+}
+
+/* ---- task.wait ---- */
+
+static json_object *tail_job_run(void *userdata, int *error) {
+        Request *r = userdata;
+        Task *t = r->wait_task;
+        log_summary s = {0};
+        if (!t || log_summarize_file(task_str(t, "logPath"), task_str(t, "sessionId"), &s) < 0) return NULL;
+        json_object *o = json_object_new_object();
+        const char *n = s.narration ? s.narration : "";
+        size_t len = strlen(n), units = utf8_utf16_length(n, len);
+        size_t want = r->tail_chars;
+        const char *start = n;
+        if (units > want) {
+                /* keep the last `want` UTF-16 units */
+                size_t skip_bytes = utf8_prefix_utf16(n, len, units - want);
+                start = n + skip_bytes;
+        }
+        json_add_string(o, "outputTail", start);
+        json_add_int(o, "outputTailTotalChars", (int64_t) units);
+        json_add_bool(o, "outputTailTruncated", units > want);
+        log_summary_done(&s);
+        return o;
+}
+
+static void tail_job_done(Manager *m, void *userdata, json_object *res, int error) {
+        Request *r = userdata;
+        Task *t = r->wait_task;
+        r->wait_task = NULL;
+        json_object *o = t ? task_summary(t) : json_object_new_object();
+        json_add_bool(o, "timedOut", true);
+        if (res && t && streq(task_status(t), "running")) {
+                json_object_object_foreach(res, key, val) json_add(o, key, json_object_get(val));
+        }
+        request_reply_result(r, o);
+}
+
+static void wait_detach(Request *r) {
+        Task *t = r->wait_task;
+        if (t) {
+                Request **pp = &t->waiters;
+                while (*pp && *pp != r) pp = &(*pp)->next_waiter;
+                if (*pp) *pp = r->next_waiter;
+        }
+        Connection *c = r->conn;
+        if (c) {
+                if (r->conn_prev) r->conn_prev->conn_next = r->conn_next;
+                else if (c->waiting == r) c->waiting = r->conn_next;
+                if (r->conn_next) r->conn_next->conn_prev = r->conn_prev;
+                r->conn_next = r->conn_prev = NULL;
+        }
+}
+
+static int wait_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Request *r = userdata;
+        Task *t = r->wait_task;
+        r->timer = sd_event_source_disable_unref(r->timer);
+        wait_detach(r);
+        if (t && r->tail_chars > 0 && streq(task_status(t), "running")) {
+                if (job_start(r->m, tail_job_run, tail_job_done, r) >= 0) return 0;
+        }
+        r->wait_task = NULL;
+        json_object *o = t ? task_summary(t) : json_object_new_object();
+        json_add_bool(o, "timedOut", true);
+        request_reply_result(r, o);
+        return 0;
+}
+
+static void handle_wait(Manager *m, Request *r) {
+        Task *t = lookup_task(m, r);
+        if (!t) return;
+        if (!task_is_active(t)) return request_reply_result(r, task_summary(t));
+        int64_t timeout = -1, tail = 0;
+        json_get_int64(r->req.params, "timeoutMs", &timeout);
+        json_get_int64(r->req.params, "tailChars", &tail);
+        r->tail_chars = tail > 0 ? (uint64_t) tail : 0;
+        r->wait_task = t;
+        r->next_waiter = t->waiters;
+        t->waiters = r;
+        Connection *c = r->conn;
+        r->conn_prev = NULL;
+        r->conn_next = c->waiting;
+        if (c->waiting) c->waiting->conn_prev = r;
+        c->waiting = r;
+        if (timeout >= 0) {
+                uint64_t now;
+                sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+                if (sd_event_add_time(m->event, &r->timer, CLOCK_MONOTONIC, now + (uint64_t) timeout * 1000ULL, 0,
+                                      wait_timeout, r) < 0) {
+                        wait_detach(r);
+                        r->wait_task = NULL;
+                        reply_failed(r, "error: cannot arm the wait timer");
+                }
+        }
+}
+
+/* ---- task.result ---- */
+
+static bool fields_include(json_object *fields, const char *name) {
+        if (!fields) return true;
+        for (size_t i = 0; i < json_object_array_length(fields); i++)
+                if (streq(json_object_get_string(json_object_array_get_idx(fields, i)), name)) return true;
+        return false;
+}
+
+static void add_rec(json_object *o, Task *t, const char *key) {
+        json_object *v = NULL;
+        json_object_object_get_ex(t->rec, key, &v);
+        json_object_object_add(o, key, json_object_get(v));
+}
+
+typedef struct ResultJob {
+        Request *r;
+        Task *t;
+} ResultJob;
+
+/* Runs in the forked child: reads the log and the patch (spec lifecycle.md §4.2–§4.3). */
+static json_object *result_job_run(void *userdata, int *error) {
+        ResultJob *rj = userdata;
+        Task *t = rj->t;
+        json_object *params = rj->r->req.params;
+        json_object *fields = json_get_array(params, "fields");
+        bool full = json_get_bool(params, "full", false);
+        log_summary s = {0};
+        int r = log_summarize_file(task_str(t, "logPath"), task_str(t, "sessionId"), &s);
+        if (r < 0 && r != -ENOENT) {
+                *error = r;
+                return NULL;
+        }
+        json_object *o = json_object_new_object();
+        json_add_string(o, "taskId", t->id);
+        add_rec(o, t, "status");
+        static const char *const head[] = {"exitCode", "signal", "spawnError", "failureReason", "failureDetail"};
+        for (size_t i = 0; i < ELEMENTSOF(head); i++) add_rec(o, t, head[i]);
+        const char *diff_path = task_str(t, "diffPath");
+        json_object *diff = NULL, *stat = NULL;
+        if (diff_path && (fields_include(fields, "diff") || fields_include(fields, "diffStat"))) {
+                _cleanup_free_ char *data = NULL;
+                size_t len = 0;
+                if (read_file(diff_path, (size_t) 1 << 30, &data, &len) >= 0) {
+                        _cleanup_free_ char *clean = utf8_sanitize(data, len);
+                        diff = clean ? json_object_new_string(clean) : NULL;
+                        unsigned files = 0, adds = 0, dels = 0;
+                        changeset_numstat(diff_path, &files, &adds, &dels);
+                        stat = json_object_new_object();
+                        json_add_int(stat, "files", files);
+                        json_add_int(stat, "additions", adds);
+                        json_add_int(stat, "deletions", dels);
+                }
+        }
+        json_add(o, "diff", diff);
+        json_add(o, "diffStat", stat);
+        add_rec(o, t, "changesetError");
+        if (task_str(t, "headDriftFrom")) {
+                add_rec(o, t, "headDriftFrom");
+                add_rec(o, t, "headDriftTo");
+                add_rec(o, t, "headDriftRecovered");
+        }
+        bool incomplete = json_get_bool(t->rec, "incomplete", false);
+        if (incomplete) json_add_bool(o, "incomplete", true);
+        static const char *const opt[] = {"finalMarker", "finalStatus", "class", "parentTaskId", "projectConfigWarning"};
+        for (size_t i = 0; i < ELEMENTSOF(opt); i++)
+                if (task_str(t, opt[i])) add_rec(o, t, opt[i]);
+        const char *check = task_str(t, "checkStatus");
+        if (check && !streq(check, "none")) {
+                static const char *const ck[] = {"checkStatus", "checkCommand", "checkExitCode", "checkStartedAt",
+                                                 "checkEndedAt"};
+                for (size_t i = 0; i < ELEMENTSOF(ck); i++) add_rec(o, t, ck[i]);
+                if (json_get_bool(t->rec, "checkOverride", false)) json_add_bool(o, "checkOverride", true);
+                if (fields_include(fields, "checkOutputTail")) add_rec(o, t, "checkOutputTail");
+        }
+        json_add_string(o, "sessionId", s.session_id ? s.session_id : task_str(t, "sessionId"));
+        json_add(o, "tokens", s.tokens ? json_object_get(s.tokens) : NULL);
+        json_add(o, "cost", s.has_cost ? json_new_number(s.cost) : NULL);
+        json_add_string(o, "message", s.message ? s.message : "");
+        const char *narr = s.narration ? s.narration : "";
+        size_t nlen = strlen(narr), units = utf8_utf16_length(narr, nlen);
+        bool truncated = !full && units > NARRATION_PREVIEW_UNITS;
+        if (truncated) {
+                size_t cut = utf8_prefix_utf16(narr, nlen, NARRATION_PREVIEW_UNITS);
+                _cleanup_free_ char *n = strdup_printf("%.*s\xE2\x80\xA6", (int) cut, narr);
+                json_add_string(o, "narration", n);
+        } else
+                json_add_string(o, "narration", narr);
+        json_add_int(o, "narrationTotalChars", (int64_t) units);
+        json_add_bool(o, "narrationTruncated", truncated);
+        if (incomplete) {
+                _cleanup_free_ char *why = NULL;
+                const char *marker = task_str(t, "finalMarker");
+                if (marker) {
+                        json_object *q = json_object_new_string(marker);
+                        why = strdup_printf("(--require-final-marker %s did not match)", json_to_line(q, NULL));
+                        json_object_put(q);
+                } else
+                        why = strdup("(empty message)");
+                _cleanup_free_ char *next = strdup_printf(
+                        "Task %s exited cleanly but produced no usable final output %s; treat as incomplete", t->id, why);
+                json_add_string(o, "next", next);
+        } else if (truncated) {
+                _cleanup_free_ char *next = strdup_printf(
+                        "Run taskferry result with full: true on task id \"%s\" to see the complete narration", t->id);
+                json_add_string(o, "next", next);
+        }
+        add_rec(o, t, "logPath");
+        add_rec(o, t, "outputDir");
+        log_summary_done(&s);
+        if (!fields) return o;
+        json_object *proj = json_object_new_object();
+        json_add_string(proj, "taskId", t->id);
+        add_rec(proj, t, "status");
+        for (size_t i = 0; i < json_object_array_length(fields); i++) {
+                const char *f = json_object_get_string(json_object_array_get_idx(fields, i));
+                json_object *v = NULL;
+                if (!json_object_object_get_ex(o, f, &v)) {
+                        /* fields not in the detail shape come from the record */
+                        json_object_object_get_ex(t->rec, f, &v);
+                }
+                json_object_object_add(proj, f, json_object_get(v));
+        }
+        json_object_put(o);
+        return proj;
+}
+
+static void result_job_done(Manager *m, void *userdata, json_object *res, int error) {
+        ResultJob *rj = userdata;
+        Request *r = rj->r;
+        free(rj);
+        if (!res) {
+                _cleanup_free_ char *text = strdup_printf("error: could not read the task log: %s",
+                                                          strerror(error < 0 ? -error : EIO));
+                return reply_failed(r, text);
+        }
+        request_reply_result(r, json_object_get(res));
+}
+
+static void handle_result(Manager *m, Request *r) {
+        Task *t = lookup_task(m, r);
+        if (!t) return;
+        json_object *fields = json_get_array(r->req.params, "fields");
+        if (fields && json_get_bool(r->req.params, "full", false) && !fields_include(fields, "narration"))
+                return reply_failed(r, "error: full requires narration in fields\nhelp: add narration to fields or drop full");
+        if (task_is_active(t) || t->settling) {
+                const char *status = t->settling ? "running" : task_status(t);
+                json_object *o = json_object_new_object();
+                json_add_string(o, "taskId", t->id);
+                json_add_string(o, "status", status);
+                _cleanup_free_ char *msg = strdup_printf("task is still %s; poll taskferry status first", status);
+                if (!fields) json_add_string(o, "message", msg);
+                else
+                        for (size_t i = 0; i < json_object_array_length(fields); i++) {
+                                const char *f = json_object_get_string(json_object_array_get_idx(fields, i));
+                                if (streq(f, "message")) json_add_string(o, f, msg);
+                                else json_add_null(o, f);
+                        }
+                return request_reply_result(r, o);
+        }
+        ResultJob *rj = calloc(1, sizeof *rj);
+        if (!rj) return reply_failed(r, "error: out of memory");
+        rj->r = r;
+        rj->t = t;
+        int k = job_start(m, result_job_run, result_job_done, rj);
+        if (k < 0) {
+                free(rj);
+                reply_failed(r, "error: cannot start the result job");
+        }
+}
+
+/* ---- task.cancel ---- */
+
+static int kill_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
+        Task *t = userdata;
+        t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
+        if (streq(task_status(t), "running")) (void) task_signal(t, SIGKILL);
+        return 0;
+}
+
+static void handle_cancel(Manager *m, Request *r) {
+        Task *t = lookup_task(m, r);
+        if (!t) return;
+        const char *status = task_status(t);
+        char iso[32];
+        if (streq(status, "queued")) {
+                scheduler_remove(m, t);
+                task_set_str(t, "status", "cancelled");
+                task_set_str(t, "endedAt", format_iso(now_ms(), iso));
+                json_object_object_del(t->rec, "_launch");
+                task_persist(t);
+                task_wake_waiters(t);
+                json_object *o = task_summary(t);
+                json_add_string(o, "note", "queued task cancelled before launch");
+                return request_reply_result(r, o);
+        }
+        if (!streq(status, "running")) {
+                json_object *o = task_summary(t);
+                _cleanup_free_ char *note = strdup_printf("task is already %s; nothing to cancel", status);
+                json_add_string(o, "note", note);
+                return request_reply_result(r, o);
+        }
+        int64_t grace = (int64_t) m->settings.cancel_grace_ms;
+        json_get_int64(r->req.params, "graceMs", &grace);
+        int64_t pid = 0;
+        bool has_pid = json_get_int64(t->rec, "pid", &pid);
+        if (!has_pid && t->shim_pid <= 0) {
+                _cleanup_free_ char *text = strdup_printf("error: task %s has no pid on record", t->id);
+                return reply_failed(r, text);
+        }
+        task_set_bool(t, "cancelRequested", true);
+        int k = task_signal(t, SIGTERM);
+        if (k < 0) {
+                _cleanup_free_ char *text = strdup_printf("error: cannot signal task %s: %s", t->id, strerror(-k));
+                return reply_failed(r, text);
+        }
+        t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
+        uint64_t now;
+        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        (void) sd_event_add_time(m->event, &t->kill_timer, CLOCK_MONOTONIC, now + (uint64_t) grace * 1000ULL, 0,
+                                 kill_timer_cb, t);
+        task_persist(t);
+        json_object *o = task_summary(t);
+        _cleanup_free_ char *note = strdup_printf(
+                "SIGTERM sent to process group %" PRId64 "; escalates to SIGKILL after %" PRId64 "ms if it hasn't exited",
+                has_pid ? pid : (int64_t) t->shim_pid, grace);
+        json_add_string(o, "note", note);
+        request_reply_result(r, o);
+}
+
+/* ---- task.accept / task.reject ---- */
+
+typedef struct ChangeJob {
+        Request *r;
+        Task *t;
+        bool accept;
+} ChangeJob;
+
+static json_object *change_job_run(void *userdata, int *error) {
+        ChangeJob *cj = userdata;
+        Task *t = cj->t;
+        json_object *o = json_object_new_object();
+        if (cj->accept) {
+                _cleanup_free_ char *reason = NULL;
+                int r = changeset_apply(task_str(t, "directory"), task_str(t, "diffPath"), &reason);
+                json_add_int(o, "apply", r);
+                json_add_string(o, "reason", reason);
+                if (r <= 0) return o;
+        }
+        json_object *od = json_get_object(t->rec, "overlayDirs");
+        if (od) {
+                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
+                json_add_bool(o, "removed", k >= 0);
+                if (k < 0) json_add_string(o, "removeError", strerror(-k));
+        } else
+                json_add_bool(o, "removed", true);
+        return o;
+}
+
+static void change_job_done(Manager *m, void *userdata, json_object *res, int error) {
+        ChangeJob *cj = userdata;
+        Request *r = cj->r;
+        Task *t = cj->t;
+        bool accept = cj->accept;
+        free(cj);
+        t->busy = false;
+        if (!res) {
+                task_persist(t);
+                return reply_failed(r, accept ? "error: the accept job failed; the changeset is still pending"
+                                              : "error: the overlay removal job failed; the changeset is rejected and its overlay remains on disk");
+        }
+        int64_t applied = 1;
+        json_get_int64(res, "apply", &applied);
+        if (accept && applied < 0) {
+                _cleanup_free_ char *text = strdup_printf("error: changeset for task %s could not be applied: %s\nhelp: the "
+                                                          "task is still pending; fix the problem and retry, or reject it",
+                                                          t->id, strempty(json_get_string(res, "reason")));
+                return reply_failed(r, text);
+        }
+        json_object *o = json_object_new_object();
+        json_add_string(o, "taskId", t->id);
+        if (accept && applied == 0) {
+                json_add_string(o, "changesetStatus", "pending");
+                json_add_bool(o, "applied", false);
+                json_add_string(o, "reason", json_get_string(res, "reason"));
+                return request_reply_result(r, o);
+        }
+        bool removed = json_get_bool(res, "removed", false);
+        if (accept) task_set_str(t, "changesetStatus", "accepted");
+        if (removed) task_set_null(t, "overlayDirs");
+        task_persist(t);
+        json_add_string(o, "changesetStatus", accept ? "accepted" : "rejected");
+        if (accept) {
+                json_add_bool(o, "applied", true);
+                add_rec(o, t, "checkStatus");
+        }
+        if (!removed) json_add_bool(o, "cleanupFailed", true);
+        request_reply_result(r, o);
+}
+
+static void handle_change(Manager *m, Request *r, bool accept) {
+        Task *t = lookup_task(m, r);
+        if (!t) return;
+        const char *verb = accept ? "accepted" : "rejected";
+        if (accept && streq_ptr(task_str(t, "role"), "advisor")) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: task %s has role \"advisor\" and cannot be accepted\nhelp: advisor changesets are never applied; "
+                        "inspect them with taskferry result %s --diff",
+                        t->id, t->id);
+                return reply_failed(r, text);
+        }
+        const char *cs = strempty(task_str(t, "changesetStatus"));
+        if (!streq(cs, "pending")) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: task %s has no pending changeset (changesetStatus: %s)\nhelp: only a task with changesetStatus "
+                        "\"pending\" can be %s",
+                        t->id, cs, verb);
+                return reply_failed(r, text);
+        }
+        if (task_is_active(t) || t->settling) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: task %s is still %s; its changeset is not extracted yet\nhelp: wait for it with taskferry wait "
+                        "%s, or cancel it with taskferry cancel %s",
+                        t->id, task_status(t), t->id, t->id);
+                return reply_failed(r, text);
+        }
+        if (t->busy) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: task %s is already being accepted or rejected\nhelp: retry once that request has finished", t->id);
+                return reply_failed(r, text);
+        }
+        if (accept) {
+                const char *diff = task_str(t, "diffPath");
+                json_object *od = json_get_object(t->rec, "overlayDirs");
+                if (!diff) {
+                        _cleanup_free_ char *text = strdup_printf(
+                                "error: changeset for task %s was never extracted (%s); its overlay is preserved at %s\nhelp: "
+                                "reject it with taskferry reject %s",
+                                t->id, task_str(t, "changesetError") ? task_str(t, "changesetError") : "unknown reason",
+                                od ? strempty(json_get_string(od, "root")) : "(none)", t->id);
+                        return reply_failed(r, text);
+                }
+                if (access(diff, R_OK) < 0) {
+                        _cleanup_free_ char *text = strdup_printf(
+                                "error: the diff of task %s is missing at %s; the changeset cannot be applied without its diff\n"
+                                "help: restore the file, or reject the changeset with taskferry reject %s",
+                                t->id, diff, t->id);
+                        return reply_failed(r, text);
+                }
+        } else {
+                /* flip before any cleanup so a late gate result is ignored */
+                task_set_str(t, "changesetStatus", "rejected");
+                task_persist(t);
+        }
+        ChangeJob *cj = calloc(1, sizeof *cj);
+        if (!cj) return reply_failed(r, "error: out of memory");
+        cj->r = r;
+        cj->t = t;
+        cj->accept = accept;
+        t->busy = true;
+        int k = job_start(m, change_job_run, change_job_done, cj);
+        if (k < 0) {
+                t->busy = false;
+                free(cj);
+                reply_failed(r, "error: cannot start the changeset job");
+        }
+}
+
+void handle_request(Manager *m, Request *r) {
+        const char *method = r->req.method;
+        if (streq(method, "system.health")) handle_health(m, r);
+        else if (streq(method, "task.dispatch")) handle_dispatch(m, r);
+        else if (streq(method, "task.status")) handle_status(m, r);
+        else if (streq(method, "task.wait")) handle_wait(m, r);
+        else if (streq(method, "task.result")) handle_result(m, r);
+        else if (streq(method, "task.list")) handle_list(m, r);
+        else if (streq(method, "task.cancel")) handle_cancel(m, r);
+        else if (streq(method, "task.accept")) handle_change(m, r, true);
+        else if (streq(method, "task.reject")) handle_change(m, r, false);
+        else request_reply_error(r, E_UNKNOWN_METHOD, "unknown method", "");
+}

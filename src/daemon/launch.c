@@ -1,0 +1,567 @@
+/* Scheduler, launch and settlement (DESIGN.md "Data flow of one dispatch"
+ * steps 3–7; spec lifecycle.md §2.6, §4.4, §5; sandbox-changeset-env.md §1,
+ * §4, §5, §7). */
+
+#include <fcntl.h>
+#include <regex.h>
+#include <signal.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "changeset.h"
+#include "daemon.h"
+#include "executor.h"
+#include "json-util.h"
+#include "launch-spec.h"
+#include "logparse.h"
+#include "overlay.h"
+#include "util.h"
+
+extern char **environ;
+
+/* PATH, HOME and the path plumbing never come from the caller (seed; spec §7.1). */
+static const char *const env_excluded[] = {"PATH", "HOME", "TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR",
+                                           "TASKFERRY_CACHE_DIR", "TASKFERRY_SOCKET_PATH",
+                                           "TASKFERRY_OVERLAY_TMP_DIR", NULL};
+
+static bool env_name_in(const char *entry, char *const *names) {
+        if (!names) return false;
+        const char *eq = strchr(entry, '=');
+        size_t n = eq ? (size_t) (eq - entry) : strlen(entry);
+        for (; *names; names++)
+                if (strlen(*names) == n && strncmp(*names, entry, n) == 0) return true;
+        return false;
+}
+
+/* The worker environment (spec sandbox-changeset-env.md §7.1/§7.2): daemon
+ * ambient env minus the denylist, then the caller's env minus the excluded
+ * plumbing and the denylist, then the per-task variables. */
+static int build_worker_env(Task *t, char ***ret) {
+        Manager *m = t->m;
+        _cleanup_strv_free_ char **env = NULL;
+        for (char **e = environ; e && *e; e++) {
+                if (!strchr(*e, '=') || env_name_in(*e, m->settings.env_denylist)) continue;
+                if (strv_push(&env, *e) < 0) return -ENOMEM;
+        }
+        if (t->caller_env) {
+                json_object_object_foreach(t->caller_env, key, val) {
+                        if (!val || !json_object_is_type(val, json_type_string)) continue;
+                        if (strv_contains((char **) env_excluded, key) || strv_contains(m->settings.env_denylist, key))
+                                continue;
+                        if (strv_env_set(&env, key, json_object_get_string(val)) < 0) return -ENOMEM;
+                }
+        }
+        if (strv_env_set(&env, "TASKFERRY_CHILD", "1") < 0 || strv_env_set(&env, "TASKFERRY_TASK_ID", t->id) < 0)
+                return -ENOMEM;
+        const char *out = task_str(t, "outputDir");
+        if (out && strv_env_set(&env, "TASKFERRY_OUTPUT_DIR", out) < 0) return -ENOMEM;
+        *ret = TAKE_PTR(env);
+        return 0;
+}
+
+/* Masked directories: the fixed deny-list (seed; spec §2.1) and the extra
+ * TASKFERRY_SANDBOX_DENYLIST dirs that exist, plus the runtime, overlay and
+ * cache dirs (DESIGN.md: masked inside every sandbox). */
+static int build_masks(Manager *m, char ***ret) {
+        const tf_paths *p = &m->paths;
+        _cleanup_strv_free_ char **l = NULL;
+        const char *home_rel[] = {".ssh", ".aws", ".config/gcloud", ".config/gh", ".gnupg", ".claude"};
+        _cleanup_strv_free_ char **cand = NULL;
+        if (strv_push(&cand, p->state_dir) < 0) return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(home_rel); i++)
+                if (strv_pushf(&cand, "%s/%s", p->home, home_rel[i]) < 0) return -ENOMEM;
+        for (char **e = m->settings.sandbox_denylist; e && *e; e++)
+                if (strv_push(&cand, *e) < 0) return -ENOMEM;
+        if (strv_push(&cand, p->runtime_dir) < 0 || strv_push(&cand, p->overlay_tmp_root) < 0 ||
+            strv_push(&cand, p->cache_dir) < 0)
+                return -ENOMEM;
+        for (char **c = cand; *c; c++)
+                if (is_dir(*c) && !strv_contains(l, *c) && strv_push(&l, *c) < 0) return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static void task_release_slot(Task *t) {
+        if (t->counted_running) {
+                t->counted_running = false;
+                if (t->m->running > 0) t->m->running--;
+        }
+}
+
+static char *prompt_file_path(Task *t) { return strdup_printf("%s/prompts/%s.prompt.txt", t->m->paths.state_dir, t->id); }
+
+void task_settlement_done(Task *t) {
+        Manager *m = t->m;
+        _cleanup_free_ char *pf = prompt_file_path(t);
+        if (pf) (void) unlink(pf);
+        json_object_object_del(t->rec, "_launch");
+        json_object_put(t->caller_env);
+        t->caller_env = NULL;
+        task_release_slot(t);
+        task_persist(t);
+        task_wake_waiters(t);
+        scheduler_kick(m);
+}
+
+void task_settle_spawn_error(Task *t, const char *message) {
+        char iso[32];
+        task_set_str(t, "status", "crashed");
+        task_set_str(t, "spawnError", message);
+        task_set_str(t, "endedAt", format_iso(now_ms(), iso));
+        task_settlement_done(t);
+}
+
+/* ---- settlement (lifecycle.md §4.4) ---- */
+
+static json_object *settle_job_run(void *userdata, int *error) {
+        Task *t = userdata;
+        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
+        const char *log = task_str(t, "logPath");
+        json_object *res = json_object_new_object();
+        if (!res) return NULL;
+        if (ex && log && !task_str(t, "failureReason")) {
+                _cleanup_free_ char *reason = NULL, *detail = NULL;
+                if (log_classify_file(log, ex->failure_prefix, ex->structured_prefix, &reason, &detail) > 0) {
+                        json_add_string(res, "failureReason", reason);
+                        json_add_string(res, "failureDetail", detail);
+                }
+        }
+        if (log) {
+                _cleanup_free_ char *boot = NULL;
+                if (log_boot_failure(log, &boot) > 0) json_add_string(res, "bootDetail", boot);
+                log_summary s = {0};
+                if (log_summarize_file(log, task_str(t, "sessionId"), &s) >= 0) {
+                        json_add_string(res, "sessionId", s.session_id);
+                        json_add_bool(res, "hasStop", s.has_stop);
+                        json_add_bool(res, "hasJsonLine", s.has_json_line);
+                        const char *msg = s.message ? s.message : "";
+                        size_t a = 0, b = strlen(msg);
+                        while (a < b && strchr(" \t\r\n\f\v", msg[a])) a++;
+                        while (b > a && strchr(" \t\r\n\f\v", msg[b - 1])) b--;
+                        json_add_bool(res, "messageNonEmpty", b > a);
+                        const char *marker = task_str(t, "finalMarker");
+                        if (marker) {
+                                regex_t re;
+                                bool match = false;
+                                if (regcomp(&re, marker, REG_EXTENDED | REG_NEWLINE | REG_NOSUB) == 0) {
+                                        match = regexec(&re, msg, 0, NULL, 0) == 0;
+                                        regfree(&re);
+                                }
+                                json_add_bool(res, "markerMatched", match);
+                        }
+                        regex_t fs;
+                        if (regcomp(&fs, "^Status:[[:space:]]*(DONE_WITH_CONCERNS|DONE|BLOCKED|NEEDS_CONTEXT)[[:space:]]*$",
+                                    REG_EXTENDED | REG_NEWLINE) == 0) {
+                                regmatch_t mt[2];
+                                if (regexec(&fs, msg, 2, mt, 0) == 0) {
+                                        _cleanup_free_ char *v = strndup(msg + mt[1].rm_so, (size_t) (mt[1].rm_eo - mt[1].rm_so));
+                                        json_add_string(res, "finalStatus", v);
+                                }
+                                regfree(&fs);
+                        }
+                        log_summary_done(&s);
+                }
+        }
+        json_object *od = json_get_object(t->rec, "overlayDirs");
+        if (od) {
+                json_object *ex_res = json_object_new_object();
+                _cleanup_free_ char *scratch = strdup_printf("%s/scratch", strempty(json_get_string(od, "root")));
+                _cleanup_free_ char *patch = strdup_printf("%s/diffs/%s.patch", t->m->paths.state_dir, t->id);
+                _cleanup_free_ char *diffs = strdup_printf("%s/diffs", t->m->paths.state_dir);
+                (void) mkdir_p(diffs, 0700);
+                (void) rm_rf(scratch);
+                (void) mkdir(scratch, 0700);
+                changeset_extract_args a = {
+                        .directory = task_str(t, "directory"),
+                        .upper = json_get_string(od, "upperDir"),
+                        .work = json_get_string(od, "workDir"),
+                        .pre_head = task_str(t, "preDispatchHead"),
+                        .scratch_dir = scratch,
+                        .patch_path = patch,
+                };
+                _cleanup_free_ char *err = NULL;
+                int r = changeset_extract(&a, &err);
+                (void) rm_rf(scratch);
+                if (r < 0) {
+                        json_add_bool(ex_res, "ok", false);
+                        json_add_string(ex_res, "error", err ? err : strerror(-r));
+                } else {
+                        json_add_bool(ex_res, "ok", true);
+                        json_add_bool(ex_res, "hasChanges", r > 0);
+                        json_add_string(ex_res, "diffPath", patch);
+                        if (r == 0) {
+                                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")),
+                                                            strempty(json_get_string(od, "root")));
+                                json_add_bool(ex_res, "overlayRemoved", k >= 0);
+                        }
+                }
+                json_add(res, "extract", ex_res);
+        }
+        return res;
+}
+
+static void settle_job_done(Manager *m, void *userdata, json_object *res, int error) {
+        Task *t = userdata;
+        t->settling = false;
+        if (error < 0 || !res) {
+                log_error("settlement analysis for %s failed (%s); settling from the exit status only", t->id,
+                          strerror(error < 0 ? -error : EIO));
+                res = NULL;
+        }
+        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
+        int64_t code = 0;
+        bool has_code = json_get_int64(t->rec, "exitCode", &code);
+        const char *sig = task_str(t, "signal");
+        const char *spawn_error = task_str(t, "spawnError");
+
+        if (res && !task_str(t, "failureReason") && json_get_string(res, "failureReason")) {
+                task_set_str(t, "failureReason", json_get_string(res, "failureReason"));
+                task_set_str(t, "failureDetail", json_get_string(res, "failureDetail"));
+        }
+        const char *status;
+        if (json_get_bool(t->rec, "cancelRequested", false)) status = "cancelled";
+        else if (spawn_error || task_str(t, "failureReason")) status = "crashed";
+        else if (has_code && code == 0 && !sig) status = "done";
+        else status = "crashed";
+
+        /* boot failure: explicit nonzero exit, no reason, no JSON line at all */
+        if (streq(status, "crashed") && !spawn_error && !task_str(t, "failureReason") && has_code && code != 0 && res &&
+            json_get_string(res, "bootDetail") && !json_get_bool(res, "hasJsonLine", false) && ex) {
+                task_set_str(t, "failureReason", ex->boot_failure_reason);
+                task_set_str(t, "failureDetail", json_get_string(res, "bootDetail"));
+        }
+        /* crash recovery: the worker reached a final answer before failing */
+        if (streq(status, "crashed") && !spawn_error && res && json_get_bool(res, "hasStop", false) &&
+            json_get_bool(res, "messageNonEmpty", false))
+                status = "done";
+        if (res && json_get_string(res, "sessionId")) task_set_str(t, "sessionId", json_get_string(res, "sessionId"));
+        if (streq(status, "done") && res) {
+                if (!json_get_bool(res, "messageNonEmpty", false)) task_set_bool(t, "incomplete", true);
+                else {
+                        if (task_str(t, "finalMarker") && !json_get_bool(res, "markerMatched", false))
+                                task_set_bool(t, "incomplete", true);
+                        if (json_get_string(res, "finalStatus"))
+                                task_set_str(t, "finalStatus", json_get_string(res, "finalStatus"));
+                }
+        }
+        task_set_str(t, "status", status);
+
+        json_object *ext = res ? json_get_object(res, "extract") : NULL;
+        if (json_get_object(t->rec, "overlayDirs")) {
+                if (!ext) {
+                        task_set_str(t, "changesetError", "changeset extraction did not run; the overlay is kept");
+                } else if (!json_get_bool(ext, "ok", false)) {
+                        task_set_str(t, "changesetError", json_get_string(ext, "error"));
+                } else {
+                        task_set_str(t, "diffPath", json_get_string(ext, "diffPath"));
+                        task_set_null(t, "changesetError");
+                        if (json_get_bool(ext, "hasChanges", false)) task_set_str(t, "changesetStatus", "pending");
+                        else {
+                                task_set_str(t, "changesetStatus", "accepted");
+                                if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, "overlayDirs");
+                        }
+                }
+        }
+        task_settlement_done(t);
+}
+
+static void task_start_settlement(Task *t) {
+        if (t->settling) return;
+        t->settling = true;
+        int r = job_start(t->m, settle_job_run, settle_job_done, t);
+        if (r < 0) {
+                log_error_errno(r, "cannot start settlement job for %s", t->id);
+                settle_job_done(t->m, t, NULL, r);
+        }
+}
+
+/* ---- shim watching ---- */
+
+static void task_read_status_line(Task *t, const char *line, size_t len) {
+        json_object *o = NULL;
+        if (json_parse_strict(line, len, &o) < 0) return;
+        int64_t pid;
+        if (json_get_int64(o, "workerPid", &pid) && pid > 0) task_set_int(t, "pid", pid);
+        const char *head = json_get_string(o, "preDispatchHead");
+        if (head) task_set_str(t, "preDispatchHead", head);
+        task_persist(t);
+        json_object_put(o);
+}
+
+static void task_close_status(Task *t) {
+        t->status_source = sd_event_source_disable_unref(t->status_source);
+        t->status_fd = safe_close(t->status_fd);
+        free(t->status_buf);
+        t->status_buf = NULL;
+        t->status_len = 0;
+}
+
+static int status_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Task *t = userdata;
+        char buf[4096];
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof buf);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0 && errno == EAGAIN) return 0;
+                if (n <= 0) break;
+                if (t->status_len + (size_t) n > 65536) break;
+                char *nb = realloc(t->status_buf, t->status_len + (size_t) n + 1);
+                if (!nb) break;
+                t->status_buf = nb;
+                memcpy(t->status_buf + t->status_len, buf, (size_t) n);
+                t->status_len += (size_t) n;
+                t->status_buf[t->status_len] = 0;
+                char *nl;
+                while ((nl = memchr(t->status_buf, '\n', t->status_len))) {
+                        task_read_status_line(t, t->status_buf, (size_t) (nl - t->status_buf));
+                        size_t rest = t->status_len - (size_t) (nl - t->status_buf) - 1;
+                        memmove(t->status_buf, nl + 1, rest);
+                        t->status_len = rest;
+                }
+        }
+        task_close_status(t);
+        return 0;
+}
+
+static void task_apply_exit_json(Task *t) {
+        _cleanup_free_ char *path = strdup_printf("%s/tasks/%s/exit.json", t->m->paths.state_dir, t->id);
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        char iso[32];
+        _cleanup_json_ json_object *o = NULL;
+        if (!path || read_file(path, 65536, &data, &len) < 0 || json_parse_strict(data, len, &o) < 0 || !json_is_object(o)) {
+                task_set_str(t, "spawnError", "taskferry-shim exited without reporting the worker's exit status");
+                task_set_str(t, "endedAt", format_iso(now_ms(), iso));
+                return;
+        }
+        int64_t code;
+        if (json_get_int64(o, "exitCode", &code)) task_set_int(t, "exitCode", code);
+        task_set_str(t, "signal", json_get_string(o, "signal"));
+        if (json_get_string(o, "spawnError")) task_set_str(t, "spawnError", json_get_string(o, "spawnError"));
+        const char *ended = json_get_string(o, "endedAt");
+        task_set_str(t, "endedAt", ended ? ended : format_iso(now_ms(), iso));
+}
+
+static int shim_exit_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Task *t = userdata;
+        siginfo_t si = {0};
+        if (waitid(P_PIDFD, (id_t) fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0) return 0;
+        t->shim_source = sd_event_source_disable_unref(t->shim_source);
+        t->shim_pidfd = safe_close(t->shim_pidfd);
+        t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
+        /* drain whatever the shim reported */
+        if (t->status_fd >= 0) status_io(NULL, t->status_fd, EPOLLIN, t);
+        task_apply_exit_json(t);
+        task_start_settlement(t);
+        return 0;
+}
+
+/* ---- launch ---- */
+
+static int overlay_prepare(Task *t) {
+        Manager *m = t->m;
+        _cleanup_free_ char *root = tf_path_overlay_root(&m->paths, t->id);
+        if (!root) return -ENOMEM;
+        int r = overlay_dirs_create(m->paths.overlay_tmp_root, root);
+        if (r < 0) return r;
+        json_object *od = json_object_new_object();
+        json_add_string(od, "root", root);
+        _cleanup_free_ char *up = strdup_printf("%s/upper/main", root), *wk = strdup_printf("%s/work/main", root);
+        json_add_string(od, "upperDir", up);
+        json_add_string(od, "workDir", wk);
+        json_add_string(od, "tmpRoot", m->paths.overlay_tmp_root);
+        json_add(od, "rwBinds", json_object_new_array());
+        json_add(od, "rwFileBinds", json_object_new_array());
+        task_set(t, "overlayDirs", od);
+        task_set_str(t, "changesetStatus", "pending");
+        return 0;
+}
+
+static bool json_true(json_object *o, const char *key) { return json_get_bool(o, key, false); }
+
+static void launch_task(Task *t) {
+        Manager *m = t->m;
+        json_object *lp = json_get_object(t->rec, "_launch");
+        bool sandbox = m->settings.sandbox_enabled && !json_true(lp, "noSandbox");
+        bool overlay = sandbox && m->settings.overlay_enabled && !json_true(lp, "noOverlay");
+        _cleanup_strv_free_ char **env = NULL;
+        int r = build_worker_env(t, &env);
+        if (r < 0) return task_settle_spawn_error(t, "cannot build the worker environment: out of memory");
+
+        if (sandbox) {
+                _cleanup_free_ char *bwrap = NULL;
+                if (find_executable("bwrap", strv_env_get(env, "PATH"), &bwrap) < 0)
+                        return task_settle_spawn_error(
+                                t, "bwrap is required for sandboxing but was not found on PATH; install bubblewrap "
+                                   "(apt-get install bubblewrap) or dispatch with --no-sandbox");
+        }
+        _cleanup_free_ char *task_dir = tf_path_task_dir(&m->paths, t->id);
+        if (!task_dir || mkdir_p_chmod(task_dir, 0700) < 0)
+                return task_settle_spawn_error(t, "cannot create the task's state directory");
+        _cleanup_free_ char *exit_path = strdup_printf("%s/exit.json", task_dir);
+        if (exit_path) (void) unlink(exit_path);
+
+        if (overlay) {
+                r = overlay_prepare(t);
+                if (r < 0) {
+                        _cleanup_free_ char *msg = strdup_printf(
+                                "cannot create the overlay directories under %s: %s", m->paths.overlay_tmp_root,
+                                r == -EEXIST ? "an overlay for this task id already exists (refusing to reuse it)"
+                                             : strerror(-r));
+                        return task_settle_spawn_error(t, msg ? msg : "cannot create the overlay directories");
+                }
+        }
+
+        launch_spec spec = {0};
+        launch_sandbox sb = {0};
+        launch_overlay ov = {0};
+        _cleanup_free_ char *prompt_file = prompt_file_path(t);
+        _cleanup_free_ char *log_path = strdup(strempty(task_str(t, "logPath")));
+        _cleanup_strv_free_ char **masks = NULL, **rw = NULL, **ro = NULL;
+        spec.task_id = t->id;
+        spec.executor = (char *) task_str(t, "executorId");
+        spec.model = (char *) task_str(t, "model");
+        spec.variant = (char *) task_str(t, "variant");
+        spec.session_id = (char *) task_str(t, "sessionId");
+        spec.prompt = (char *) strempty(task_str(t, "prompt"));
+        spec.directory = (char *) task_str(t, "directory");
+        spec.env = env;
+        spec.log_path = log_path;
+        spec.task_dir = task_dir;
+        spec.prompt_file = prompt_file;
+        if (sandbox) {
+                if (build_masks(m, &masks) < 0) return task_settle_spawn_error(t, "out of memory");
+                const char *out = task_str(t, "outputDir");
+                if (out && strv_push(&rw, out) < 0) return task_settle_spawn_error(t, "out of memory");
+                json_object *extra = json_get_array(lp, "rwBind");
+                for (size_t i = 0; extra && i < json_object_array_length(extra); i++) {
+                        const char *p = json_object_get_string(json_object_array_get_idx(extra, i));
+                        if (is_dir(p) && !strv_contains(rw, p)) strv_push(&rw, p);
+                }
+                extra = json_get_array(lp, "roBind");
+                for (size_t i = 0; extra && i < json_object_array_length(extra); i++) {
+                        const char *p = json_object_get_string(json_object_array_get_idx(extra, i));
+                        if (access(p, F_OK) == 0 && !strv_contains(rw, p) && !strv_contains(ro, p)) strv_push(&ro, p);
+                }
+                sb.uid = getuid();
+                sb.gid = getgid();
+                sb.tmpfs = masks;
+                struct stat st;
+                sb.socket_path = stat(m->paths.socket_path, &st) == 0 && S_ISSOCK(st.st_mode) ? m->paths.socket_path : NULL;
+                sb.rw_binds = rw;
+                sb.ro_binds = ro;
+                sb.share_net = true;
+                json_object *od = json_get_object(t->rec, "overlayDirs");
+                if (overlay && od) {
+                        ov.lower = spec.directory;
+                        ov.upper = (char *) json_get_string(od, "upperDir");
+                        ov.work = (char *) json_get_string(od, "workDir");
+                        sb.overlay = &ov;
+                }
+                spec.sandbox = &sb;
+        }
+        int memfd = launch_spec_to_memfd(&spec);
+        if (memfd < 0) return task_settle_spawn_error(t, "cannot pass the launch spec to taskferry-shim");
+
+        /* #346: the overlay is never on disk without a durable owning record */
+        task_set_str(t, "status", "running");
+        m->dirty = true;
+        r = manager_flush(m);
+        if (r < 0) log_warning_errno(r, "cannot flush tasks.json before spawning %s", t->id);
+
+        int sp[2];
+        if (pipe2(sp, O_CLOEXEC) < 0) {
+                close(memfd);
+                return task_settle_spawn_error(t, "cannot create the shim status pipe");
+        }
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(memfd), close(sp[0]), close(sp[1]);
+                return task_settle_spawn_error(t, "cannot fork taskferry-shim");
+        }
+        if (pid == 0) {
+                int a = fcntl(memfd, F_DUPFD_CLOEXEC, 10), b = fcntl(sp[1], F_DUPFD_CLOEXEC, 10);
+                if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(127);
+                syscall(SYS_close_range, 5U, ~0U, 0U);
+                (void) setsid();
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                signal(SIGPIPE, SIG_DFL);
+                signal(SIGTERM, SIG_DFL);
+                signal(SIGINT, SIG_DFL);
+                char *argv[] = {(char *) "taskferry-shim", (char *) "--spec-fd", (char *) "3", (char *) "--status-fd",
+                                (char *) "4", NULL};
+                execve(m->settings.shim_path, argv, environ);
+                dprintf(2, "taskferryd: cannot exec %s: %s\n", m->settings.shim_path, strerror(errno));
+                _exit(127);
+        }
+        close(memfd);
+        close(sp[1]);
+        t->shim_pid = pid;
+        t->status_fd = sp[0];
+        (void) fcntl(t->status_fd, F_SETFL, O_NONBLOCK);
+        t->counted_running = true;
+        m->running++;
+        t->shim_pidfd = pidfd_open(pid, 0);
+        if (t->shim_pidfd < 0 ||
+            sd_event_add_io(m->event, &t->shim_source, t->shim_pidfd, EPOLLIN, shim_exit_io, t) < 0) {
+                log_error("cannot watch taskferry-shim of %s", t->id);
+                kill(pid, SIGKILL);
+        }
+        if (sd_event_add_io(m->event, &t->status_source, t->status_fd, EPOLLIN, status_io, t) < 0)
+                task_close_status(t);
+        task_persist(t);
+}
+
+/* ---- scheduler (FIFO under the global concurrency cap) ---- */
+
+void scheduler_enqueue(Manager *m, Task *t) {
+        t->next_queued = NULL;
+        if (m->queue_tail) m->queue_tail->next_queued = t;
+        else m->queue_head = t;
+        m->queue_tail = t;
+}
+
+bool scheduler_remove(Manager *m, Task *t) {
+        Task **pp = &m->queue_head, *prev = NULL;
+        while (*pp && *pp != t) {
+                prev = *pp;
+                pp = &(*pp)->next_queued;
+        }
+        if (!*pp) return false;
+        *pp = t->next_queued;
+        if (m->queue_tail == t) m->queue_tail = prev;
+        t->next_queued = NULL;
+        return true;
+}
+
+void scheduler_kick(Manager *m) {
+        if (m->shutting_down) return;
+        while (m->queue_head && m->running < m->settings.max_concurrent) {
+                Task *t = m->queue_head;
+                scheduler_remove(m, t);
+                if (!streq(task_status(t), "queued")) continue;
+                launch_task(t);
+        }
+}
+
+int task_signal(Task *t, int sig) {
+        int64_t pid = 0;
+        if (json_get_int64(t->rec, "pid", &pid) && pid > 0) {
+                if (kill((pid_t) -pid, sig) == 0) return 0;
+                if (errno == ESRCH) {
+                        if (kill((pid_t) pid, sig) == 0 || errno == ESRCH) return 0;
+                }
+                return -errno;
+        }
+        if (t->shim_pid > 0) {
+                /* the worker has not reported yet: the shim forwards to it */
+                if (kill(t->shim_pid, sig) < 0 && errno != ESRCH) return -errno;
+                return 0;
+        }
+        return -ESRCH;
+}

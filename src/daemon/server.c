@@ -1,0 +1,425 @@
+/* The runtime socket: socket activation or self-bind with the stale-socket
+ * rules, line framing, limits and out-of-order replies (spec
+ * protocol-cli.md §1.1–§1.5, §4.2, §4.3). */
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon.h"
+#include "json-util.h"
+#include "util.h"
+
+static void connection_unref(Connection *c);
+static void connection_kill(Connection *c);
+
+static Connection *connection_ref(Connection *c) {
+        c->n_ref++;
+        return c;
+}
+
+static void connection_unref(Connection *c) {
+        if (!c || --c->n_ref > 0) return;
+        free(c->in);
+        free(c->out);
+        free(c);
+}
+
+static void connection_update_events(Connection *c) {
+        if (c->dead || !c->io) return;
+        uint32_t ev = c->closing ? 0 : EPOLLIN;
+        if (c->out_len > c->out_off) ev |= EPOLLOUT;
+        sd_event_source_set_io_events(c->io, ev);
+        if (c->closing && c->out_len <= c->out_off) connection_kill(c);
+}
+
+/* Cancel parked waits of a dead connection so they stop counting in flight. */
+static void connection_drop_waiting(Connection *c) {
+        while (c->waiting) {
+                Request *r = c->waiting;
+                Task *t = r->wait_task;
+                if (t) {
+                        Request **pp = &t->waiters;
+                        while (*pp && *pp != r) pp = &(*pp)->next_waiter;
+                        if (*pp) *pp = r->next_waiter;
+                }
+                request_free(r);
+        }
+}
+
+static void connection_kill(Connection *c) {
+        if (c->dead) return;
+        c->dead = true;
+        c->io = sd_event_source_disable_unref(c->io);
+        c->fd = safe_close(c->fd);
+        Manager *m = c->m;
+        if (c->prev) c->prev->next = c->next;
+        else m->connections = c->next;
+        if (c->next) c->next->prev = c->prev;
+        c->next = c->prev = NULL;
+        connection_drop_waiting(c);
+        connection_unref(c);
+}
+
+static int connection_flush(Connection *c) {
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        if (errno == EAGAIN) break;
+                        return -errno;
+                }
+                c->out_off += (size_t) n;
+        }
+        if (c->out_off == c->out_len) c->out_off = c->out_len = 0;
+        return 0;
+}
+
+static size_t connection_pending(Connection *c) { return c->out_len - c->out_off; }
+
+static int connection_append(Connection *c, const char *data, size_t len) {
+        if (c->out_off > 0 && c->out_off == c->out_len) c->out_off = c->out_len = 0;
+        if (c->out_len + len + 1 > c->out_cap) {
+                /* compact, then grow */
+                if (c->out_off > 0) {
+                        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+                        c->out_len -= c->out_off;
+                        c->out_off = 0;
+                }
+                size_t ncap = c->out_cap ? c->out_cap : 4096;
+                while (ncap < c->out_len + len + 1) ncap *= 2;
+                char *n = realloc(c->out, ncap);
+                if (!n) return -ENOMEM;
+                c->out = n;
+                c->out_cap = ncap;
+        }
+        memcpy(c->out + c->out_len, data, len);
+        c->out_len += len;
+        c->out[c->out_len++] = '\n';
+        return 0;
+}
+
+/* Queue one frame with the outbound budget of §1.5. is_response: degrade to
+ * RESPONSE_TOO_LARGE with the same id; events degrade to an id-null error. */
+static void connection_send_frame(Connection *c, json_object *frame, const char *id, bool is_response) {
+        if (!frame || c->dead) return;
+        size_t len;
+        const char *s = json_to_line(frame, &len);
+        if (connection_pending(c) + len + 1 <= PROTOCOL_MAX_BUFFER_BYTES) {
+                if (connection_append(c, s, len) < 0) return connection_kill(c);
+        } else {
+                _cleanup_json_ json_object *big = NULL;
+                if (is_response) {
+                        _cleanup_free_ char *msg = strdup_printf("daemon response for this request exceeds %d bytes",
+                                                                 PROTOCOL_MAX_BUFFER_BYTES);
+                        big = proto_error(id, E_RESPONSE_TOO_LARGE, msg,
+                                          "Narrow the request (e.g. pass --directory), or use a method that summarizes "
+                                          "server-side if one exists",
+                                          NULL);
+                } else
+                        big = proto_error(NULL, E_RESPONSE_TOO_LARGE, "event dropped: response too large", "", NULL);
+                const char *bs = json_to_line(big, &len);
+                if (connection_pending(c) + len + 1 <= PROTOCOL_MAX_BUFFER_BYTES) {
+                        if (connection_append(c, bs, len) < 0) return connection_kill(c);
+                } else {
+                        _cleanup_json_ json_object *small =
+                                proto_error(is_response ? id : NULL, E_RESPONSE_TOO_LARGE, "response too large", "", NULL);
+                        const char *ss = json_to_line(small, &len);
+                        if (connection_pending(c) + len + 1 > PROTOCOL_MAX_BUFFER_BYTES) return connection_kill(c);
+                        if (connection_append(c, ss, len) < 0) return connection_kill(c);
+                }
+        }
+        if (connection_flush(c) < 0) return connection_kill(c);
+        connection_update_events(c);
+}
+
+void request_free(Request *r) {
+        if (!r) return;
+        Manager *m = r->m;
+        r->timer = sd_event_source_disable_unref(r->timer);
+        if (r->conn) {
+                /* unlink from the connection's waiting list */
+                if (r->conn_prev) r->conn_prev->conn_next = r->conn_next;
+                else if (r->conn->waiting == r) r->conn->waiting = r->conn_next;
+                if (r->conn_next) r->conn_next->conn_prev = r->conn_prev;
+                connection_unref(r->conn);
+        }
+        proto_request_done(&r->req);
+        free(r);
+        if (m->in_flight > 0) m->in_flight--;
+}
+
+static void request_send(Request *r, json_object *frame) {
+        if (r->conn && !r->conn->dead) connection_send_frame(r->conn, frame, r->req.id, true);
+        json_object_put(frame);
+        request_free(r);
+}
+
+void request_reply_result(Request *r, json_object *result) {
+        request_send(r, proto_success(r->req.id, result));
+}
+
+void request_reply_error(Request *r, const char *code, const char *message, const char *help) {
+        request_send(r, proto_error(r->req.id, code, message, help, NULL));
+}
+
+void request_reply_error_text(Request *r, const char *code, const char *text) {
+        request_send(r, proto_error_from_text(r->req.id, code, text));
+}
+
+static void connection_handle_line(Connection *c, const char *line, size_t len) {
+        Manager *m = c->m;
+        /* empty (whitespace-only) lines are ignored */
+        size_t i = 0;
+        while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) i++;
+        if (i == len) return;
+        proto_request pr;
+        _cleanup_json_ json_object *err = NULL;
+        int r = proto_parse_request(line, len, &pr, &err);
+        if (r < 0) {
+                if (err) connection_send_frame(c, err, json_get_string(err, "id"), true);
+                return;
+        }
+        if (m->in_flight >= PROTOCOL_MAX_IN_FLIGHT) {
+                _cleanup_json_ json_object *busy =
+                        proto_error(pr.id, E_SERVER_BUSY, "daemon has too many requests in flight",
+                                    "Wait for an outstanding request to finish, then retry", NULL);
+                connection_send_frame(c, busy, pr.id, true);
+                proto_request_done(&pr);
+                return;
+        }
+        Request *req = calloc(1, sizeof *req);
+        if (!req) {
+                proto_request_done(&pr);
+                return;
+        }
+        req->m = m;
+        req->conn = connection_ref(c);
+        req->req = pr;
+        m->in_flight++;
+        handle_request(m, req);
+}
+
+static int connection_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Connection *c = userdata;
+        connection_ref(c);
+        if (revents & EPOLLOUT) {
+                if (connection_flush(c) < 0) {
+                        connection_kill(c);
+                        goto out;
+                }
+        }
+        if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing) {
+                char buf[65536];
+                ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR)) goto out_update;
+                if (n <= 0) {
+                        connection_kill(c);
+                        goto out;
+                }
+                if (c->in_len + (size_t) n + 1 > c->in_cap) {
+                        size_t ncap = c->in_cap ? c->in_cap : 65536;
+                        while (ncap < c->in_len + (size_t) n + 1) ncap *= 2;
+                        char *nb = realloc(c->in, ncap);
+                        if (!nb) {
+                                connection_kill(c);
+                                goto out;
+                        }
+                        c->in = nb;
+                        c->in_cap = ncap;
+                }
+                memcpy(c->in + c->in_len, buf, (size_t) n);
+                c->in_len += (size_t) n;
+                /* §1.5: checked on the not-yet-split buffer, before splitting lines */
+                if (c->in_len > PROTOCOL_MAX_BUFFER_BYTES) {
+                        _cleanup_json_ json_object *e = proto_error(NULL, E_REQUEST_TOO_LARGE, "request exceeds 1 MiB",
+                                                                    "Send a smaller request", NULL);
+                        connection_send_frame(c, e, NULL, true);
+                        c->closing = true;
+                        c->in_len = 0;
+                        goto out_update;
+                }
+                size_t start = 0;
+                for (size_t k = 0; k < c->in_len && !c->dead; k++) {
+                        if (c->in[k] != '\n') continue;
+                        connection_handle_line(c, c->in + start, k - start);
+                        start = k + 1;
+                }
+                if (c->dead) goto out;
+                if (start > 0) {
+                        memmove(c->in, c->in + start, c->in_len - start);
+                        c->in_len -= start;
+                }
+        }
+out_update:
+        connection_update_events(c);
+out:
+        connection_unref(c);
+        return 0;
+}
+
+static int listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        for (;;) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return 0;
+                        log_warning_errno(-errno, "accept failed");
+                        return 0;
+                }
+                Connection *c = calloc(1, sizeof *c);
+                if (!c) {
+                        close(cfd);
+                        continue;
+                }
+                c->m = m;
+                c->n_ref = 1;
+                c->fd = cfd;
+                if (sd_event_add_io(m->event, &c->io, cfd, EPOLLIN, connection_io, c) < 0) {
+                        close(cfd);
+                        free(c);
+                        continue;
+                }
+                c->next = m->connections;
+                if (m->connections) m->connections->prev = c;
+                m->connections = c;
+        }
+}
+
+/* Probe a socket path with a health request, 250 ms budget (§4.2 step 2).
+ * Returns 1 healthy taskferry daemon, 0 another listener, -errno on connect error. */
+static int probe_socket(const char *path) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(path) >= sizeof sa.sun_path) return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) return -errno;
+        const char *req = "{\"version\":1,\"id\":\"health-check\",\"method\":\"system.health\",\"params\":{}}\n";
+        if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) return 0;
+        char buf[4096];
+        size_t len = 0;
+        uint64_t deadline = mono_ms() + 250;
+        while (len < sizeof buf - 1) {
+                uint64_t now = mono_ms();
+                if (now >= deadline) break;
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                if (poll(&p, 1, (int) (deadline - now)) <= 0) break;
+                ssize_t n = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+                if (n <= 0) break;
+                len += (size_t) n;
+                if (memchr(buf, '\n', len)) break;
+        }
+        buf[len] = 0;
+        return strstr(buf, "\"healthy\":true") ? 1 : 0;
+}
+
+static int bind_socket(Manager *m) {
+        const char *path = m->paths.socket_path;
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir) return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) *slash = 0;
+        int r = mkdir_p_chmod(dir, 0700);
+        if (r < 0) return log_error_errno(r, "cannot create runtime dir %s", dir);
+
+        _cleanup_free_ char *lock_path = strdup_printf("%s/socket-bind.lock", dir);
+        if (!lock_path) return -ENOMEM;
+        _cleanup_close_ int lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lock_fd < 0) return log_error_errno(-errno, "cannot open %s", lock_path);
+        if (flock(lock_fd, LOCK_EX) < 0) return -errno;
+
+        for (int attempt = 0; attempt < 200; attempt++) {
+                struct stat st;
+                if (lstat(path, &st) < 0) {
+                        if (errno != ENOENT) return -errno;
+                        break;
+                }
+                int p = probe_socket(path);
+                if (p >= 0) {
+                        fprintf(stderr, "error: %s %s\nhelp: use the existing daemon or choose another TASKFERRY_RUNTIME_DIR\n",
+                                p == 1 ? "taskferry daemon is already listening on" : "another process is already listening on",
+                                path);
+                        return -EADDRINUSE;
+                }
+                if (p != -ENOENT && p != -ECONNREFUSED && p != -ENOTSOCK) return p;
+                /* stale: unlink only if it is still the same file (dev, ino, ctime) */
+                struct stat st2;
+                if (lstat(path, &st2) < 0) continue;
+                if (st2.st_dev == st.st_dev && st2.st_ino == st.st_ino && st2.st_ctim.tv_sec == st.st_ctim.tv_sec &&
+                    st2.st_ctim.tv_nsec == st.st_ctim.tv_nsec) {
+                        if (unlink(path) < 0 && errno != ENOENT) return -errno;
+                        break;
+                }
+                usleep(25000);
+        }
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(path) >= sizeof sa.sun_path) return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) return -errno;
+        mode_t old = umask(0177);
+        r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
+        umask(old);
+        if (r < 0 || listen(fd, SOMAXCONN) < 0 || chmod(path, 0600) < 0) {
+                r = -errno;
+                close(fd);
+                return log_error_errno(r, "cannot listen on %s", path);
+        }
+        m->listen_fd = fd;
+        m->socket_self_bound = true;
+        return 0;
+}
+
+int server_listen(Manager *m) {
+        int n = sd_listen_fds(1);
+        if (n < 0) return log_error_errno(n, "sd_listen_fds failed");
+        if (n > 1) {
+                log_error("expected at most one socket from systemd, got %d", n);
+                return -EINVAL;
+        }
+        if (n == 1) {
+                int fd = SD_LISTEN_FDS_START;
+                int r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+                if (r < 0) return log_error_errno(r, "checking the passed socket failed");
+                if (r == 0) {
+                        log_error("the passed fd is not a listening AF_UNIX stream socket");
+                        return -EINVAL;
+                }
+                int fl = fcntl(fd, F_GETFL);
+                if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+                (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                m->listen_fd = fd;
+                m->socket_self_bound = false;
+        } else {
+                int r = bind_socket(m);
+                if (r < 0) return r;
+        }
+        return sd_event_add_io(m->event, &m->listen_source, m->listen_fd, EPOLLIN, listen_io, m);
+}
+
+void server_close(Manager *m, const char *reason) {
+        _cleanup_json_ json_object *frame = proto_shutdown(reason);
+        size_t len = 0;
+        const char *s = frame ? json_to_line(frame, &len) : NULL;
+        while (m->connections) {
+                Connection *c = m->connections;
+                if (s && connection_append(c, s, len) == 0) {
+                        /* best effort, blocking for at most a moment */
+                        int fl = fcntl(c->fd, F_GETFL);
+                        if (fl >= 0) fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
+                        struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
+                        setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+                        (void) connection_flush(c);
+                }
+                connection_kill(c);
+        }
+        m->listen_source = sd_event_source_disable_unref(m->listen_source);
+        m->listen_fd = safe_close(m->listen_fd);
+        if (m->socket_self_bound && unlink(m->paths.socket_path) < 0 && errno != ENOENT)
+                log_warning_errno(-errno, "cannot remove %s", m->paths.socket_path);
+}

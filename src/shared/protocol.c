@@ -1,0 +1,385 @@
+#include "protocol.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "util.h"
+
+const char *const protocol_result_fields[] = {
+        "message",       "narration",      "tokens",          "cost",          "sessionId",
+        "exitCode",      "signal",         "spawnError",      "failureReason", "failureDetail",
+        "logPath",       "outputDir",      "incomplete",      "finalMarker",   "finalStatus",
+        "class",         "diff",           "diffStat",        "changesetError", "checkStatus",
+        "checkCommand",  "checkExitCode",  "checkOutputTail", "checkStartedAt", "checkEndedAt",
+        "checkOverride", "parentTaskId",   "projectConfigWarning", NULL,
+};
+
+const char *const protocol_methods[] = {
+        "system.health", "task.dispatch", "task.cancel", "task.status", "task.wait",
+        "task.list",     "task.result",   "task.accept", "task.reject", NULL,
+};
+
+typedef enum ptype {
+        P_STR,    /* non-empty string */
+        P_ABS,    /* absolute path string */
+        P_BOOL,
+        P_INT_POS,  /* safe integer > 0 */
+        P_INT_NONNEG, /* safe integer >= 0 */
+        P_ENV,    /* object of non-empty, '='-free keys to strings */
+        P_STRS,   /* non-empty array of non-empty strings */
+        P_EXECUTOR, /* "opencode" | "pi" | "shell" */
+        P_FIELDS, /* non-empty array of RESULT_FIELDS */
+} ptype;
+
+typedef struct pspec {
+        const char *name;
+        ptype type;
+        bool required;
+} pspec;
+
+typedef struct method_spec {
+        const char *method;
+        const pspec *params;
+} method_spec;
+
+static const pspec health_params[] = {{NULL, 0, 0}};
+static const pspec dispatch_params[] = {
+        {"prompt", P_STR, true},       {"directory", P_ABS, true},    {"model", P_STR, false},
+        {"variant", P_STR, false},     {"sessionId", P_STR, false},   {"env", P_ENV, false},
+        {"finalMarker", P_STR, false}, {"originSessionId", P_STR, false}, {"noSandbox", P_BOOL, false},
+        {"noOverlay", P_BOOL, false},  {"allowedDirs", P_STRS, false}, {"rwBind", P_STRS, false},
+        {"roBind", P_STRS, false},     {"executor", P_EXECUTOR, false}, {"class", P_STR, false},
+        {"parentTaskId", P_STR, false}, {NULL, 0, 0},
+};
+static const pspec cancel_params[] = {{"taskId", P_STR, true}, {"graceMs", P_INT_NONNEG, false}, {NULL, 0, 0}};
+static const pspec status_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
+static const pspec wait_params[] = {
+        {"taskId", P_STR, true}, {"timeoutMs", P_INT_NONNEG, false}, {"tailChars", P_INT_POS, false}, {NULL, 0, 0}};
+static const pspec list_params[] = {{"directory", P_ABS, false}, {NULL, 0, 0}};
+static const pspec result_params[] = {
+        {"taskId", P_STR, true}, {"full", P_BOOL, false}, {"fields", P_FIELDS, false}, {NULL, 0, 0}};
+static const pspec accept_params[] = {{"taskId", P_STR, true}, {"force", P_BOOL, false}, {NULL, 0, 0}};
+static const pspec reject_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
+
+static const method_spec method_specs[] = {
+        {"system.health", health_params}, {"task.dispatch", dispatch_params}, {"task.cancel", cancel_params},
+        {"task.status", status_params},   {"task.wait", wait_params},         {"task.list", list_params},
+        {"task.result", result_params},   {"task.accept", accept_params},     {"task.reject", reject_params},
+};
+
+void proto_request_done(proto_request *r) {
+        if (r->frame) json_object_put(r->frame);
+        memset(r, 0, sizeof *r);
+}
+
+json_object *proto_success(const char *id, json_object *result) {
+        json_object *o = json_object_new_object();
+        if (!o) {
+                json_object_put(result);
+                return NULL;
+        }
+        json_add_int(o, "version", PROTOCOL_VERSION);
+        json_add_bool(o, "ok", true);
+        json_add_string(o, "id", id);
+        json_add(o, "result", result);
+        return o;
+}
+
+json_object *proto_error(const char *id, const char *code, const char *message, const char *help,
+                         const char *detail) {
+        json_object *o = json_object_new_object(), *e = json_object_new_object();
+        if (!o || !e) {
+                json_object_put(o);
+                json_object_put(e);
+                return NULL;
+        }
+        json_add_string(e, "code", code);
+        json_add_string(e, "message", strempty(message));
+        json_add_string(e, "help", strempty(help));
+        json_add_string(e, "detail", detail ? detail : strempty(message));
+        json_add_int(o, "version", PROTOCOL_VERSION);
+        json_add_bool(o, "ok", false);
+        json_add(o, "error", e);
+        json_add_string(o, "id", id);
+        return o;
+}
+
+json_object *proto_event(const char *subscription_id, json_object *event) {
+        json_object *o = json_object_new_object();
+        if (!o) {
+                json_object_put(event);
+                return NULL;
+        }
+        json_add_int(o, "version", PROTOCOL_VERSION);
+        json_add_string(o, "type", "event");
+        json_add_string(o, "subscriptionId", subscription_id);
+        json_add(o, "event", event);
+        return o;
+}
+
+json_object *proto_shutdown(const char *reason) {
+        json_object *o = json_object_new_object();
+        if (!o) return NULL;
+        json_add_int(o, "version", PROTOCOL_VERSION);
+        json_add_string(o, "type", "shutdown");
+        json_add_string(o, "reason", reason);
+        return o;
+}
+
+/* First line of text starting with `prefix` (prefix stripped, trimmed), malloc'd, or NULL. */
+static char *find_prefixed_line(const char *text, const char *prefix) {
+        size_t plen = strlen(prefix);
+        for (const char *p = text; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t) (nl - p) : strlen(p);
+                if (len >= plen && strncmp(p, prefix, plen) == 0) {
+                        const char *s = p + plen;
+                        size_t n = len - plen;
+                        while (n && (*s == ' ' || *s == '\t')) s++, n--;
+                        while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) n--;
+                        return strndup(s, n);
+                }
+                p = nl ? nl + 1 : NULL;
+        }
+        return NULL;
+}
+
+json_object *proto_error_from_text(const char *id, const char *code, const char *text) {
+        _cleanup_free_ char *message = find_prefixed_line(text, "error:");
+        if (!message) {
+                const char *nl = strchr(text, '\n');
+                message = nl ? strndup(text, (size_t) (nl - text)) : strdup(text);
+        }
+        _cleanup_free_ char *help = find_prefixed_line(text, "help:");
+        return proto_error(id, code, message ? message : "", help ? help : "Retry the request or inspect the daemon logs",
+                           text);
+}
+
+static bool is_safe_integer(json_object *v, int64_t *ret) {
+        if (json_object_is_type(v, json_type_int)) {
+                int64_t i = json_object_get_int64(v);
+                if (i > 9007199254740991LL || i < -9007199254740991LL) return false;
+                *ret = i;
+                return true;
+        }
+        if (json_object_is_type(v, json_type_double)) {
+                double d = json_object_get_double(v);
+                if (d != floor(d) || fabs(d) > 9007199254740991.0) return false;
+                *ret = (int64_t) d;
+                return true;
+        }
+        return false;
+}
+
+static bool is_nonempty_string(json_object *v) {
+        return v && json_object_is_type(v, json_type_string) && json_object_get_string_len(v) > 0;
+}
+
+static bool check_param(ptype t, json_object *v) {
+        int64_t i;
+        if (!v) return false; /* JSON null counts as present and is rejected */
+        switch (t) {
+        case P_STR:
+                return is_nonempty_string(v);
+        case P_ABS:
+                return is_nonempty_string(v) && json_object_get_string(v)[0] == '/';
+        case P_BOOL:
+                return json_object_is_type(v, json_type_boolean);
+        case P_INT_POS:
+                return is_safe_integer(v, &i) && i > 0;
+        case P_INT_NONNEG:
+                return is_safe_integer(v, &i) && i >= 0;
+        case P_ENV:
+                if (!json_object_is_type(v, json_type_object)) return false;
+                json_object_object_foreach(v, key, val) {
+                        if (!*key || strchr(key, '=')) return false;
+                        if (!val || !json_object_is_type(val, json_type_string)) return false;
+                }
+                return true;
+        case P_STRS: {
+                if (!json_object_is_type(v, json_type_array)) return false;
+                size_t n = json_object_array_length(v);
+                if (n == 0) return false;
+                for (size_t k = 0; k < n; k++)
+                        if (!is_nonempty_string(json_object_array_get_idx(v, k))) return false;
+                return true;
+        }
+        case P_EXECUTOR: {
+                if (!json_object_is_type(v, json_type_string)) return false;
+                const char *s = json_object_get_string(v);
+                return streq(s, "opencode") || streq(s, "pi") || streq(s, "shell");
+        }
+        case P_FIELDS: {
+                if (!json_object_is_type(v, json_type_array)) return false;
+                size_t n = json_object_array_length(v);
+                if (n == 0) return false;
+                for (size_t k = 0; k < n; k++) {
+                        json_object *f = json_object_array_get_idx(v, k);
+                        if (!f || !json_object_is_type(f, json_type_string)) return false;
+                        bool found = false;
+                        for (const char *const *rf = protocol_result_fields; *rf; rf++)
+                                if (streq(*rf, json_object_get_string(f))) found = true;
+                        if (!found) return false;
+                }
+                return true;
+        }
+        }
+        return false;
+}
+
+static const method_spec *find_method(const char *method) {
+        for (size_t i = 0; i < ELEMENTSOF(method_specs); i++)
+                if (streq(method_specs[i].method, method)) return &method_specs[i];
+        return NULL;
+}
+
+int proto_validate_params(const char *id, const char *method, json_object *params, json_object **ret_error) {
+        const method_spec *m = find_method(method);
+        bool ok = m != NULL;
+        if (ok) {
+                json_object_object_foreach(params, key, val) {
+                        const pspec *p = m->params;
+                        while (p->name && !streq(p->name, key)) p++;
+                        if (!p->name || !check_param(p->type, val)) {
+                                ok = false;
+                                break;
+                        }
+                }
+                for (const pspec *p = m->params; ok && p->name; p++)
+                        if (p->required && !json_object_object_get_ex(params, p->name, NULL)) ok = false;
+        }
+        if (ok) return 0;
+        _cleanup_free_ char *msg = strdup_printf("invalid params for %s", method);
+        _cleanup_free_ char *help = strdup_printf("Check the parameter names and types for %s", method);
+        *ret_error = proto_error(id, E_INVALID_PARAMS, msg, help, NULL);
+        return -EINVAL;
+}
+
+/* JavaScript String(v) for the UNSUPPORTED_VERSION message. */
+static char *js_string_of(json_object *v) {
+        if (!v) return strdup("null");
+        switch (json_object_get_type(v)) {
+        case json_type_string:
+                return strdup(json_object_get_string(v));
+        case json_type_boolean:
+                return strdup(json_object_get_boolean(v) ? "true" : "false");
+        case json_type_int:
+                return strdup_printf("%" PRId64, json_object_get_int64(v));
+        case json_type_double: {
+                char buf[32];
+                return strdup(js_number_format(json_object_get_double(v), buf));
+        }
+        case json_type_array: {
+                /* Array#toString joins elements with "," */
+                char *out = strdup("");
+                for (size_t i = 0; out && i < json_object_array_length(v); i++) {
+                        _cleanup_free_ char *e = js_string_of(json_object_array_get_idx(v, i));
+                        char *n = strdup_printf("%s%s%s", out, i ? "," : "", e ? e : "");
+                        free(out);
+                        out = n;
+                }
+                return out;
+        }
+        default:
+                return strdup("[object Object]");
+        }
+}
+
+int proto_parse_request(const char *line, size_t len, proto_request *ret, json_object **ret_error) {
+        json_object *frame = NULL;
+        memset(ret, 0, sizeof *ret);
+        *ret_error = NULL;
+        if (json_parse_strict(line, len, &frame) < 0) {
+                *ret_error = proto_error(NULL, E_MALFORMED_JSON, "request is not valid JSON",
+                                         "Send one JSON request object followed by a newline", NULL);
+                return *ret_error ? -EBADMSG : -ENOMEM;
+        }
+        json_object *id = NULL, *method = NULL, *params = NULL, *version = NULL;
+        bool ok = json_is_object(frame);
+        bool has_version = false;
+        if (ok) {
+                json_object_object_foreach(frame, key, val) {
+                        if (streq(key, "version")) has_version = true, version = val;
+                        else if (streq(key, "id")) id = val;
+                        else if (streq(key, "method")) method = val;
+                        else if (streq(key, "params")) params = val;
+                        else ok = false;
+                }
+        }
+        const char *id_str = id && json_object_is_type(id, json_type_string) ? json_object_get_string(id) : NULL;
+        if (!ok || !has_version || !is_nonempty_string(id) || !is_nonempty_string(method) || !json_is_object(params)) {
+                *ret_error = proto_error(id_str, E_INVALID_REQUEST, "request must contain version, id, method, and params",
+                                         "Use `{ version: 1, id: \"request-id\", method: \"system.health\", params: {} }`",
+                                         NULL);
+                json_object_put(frame);
+                return *ret_error ? -EBADMSG : -ENOMEM;
+        }
+        int64_t v;
+        if (!version || !(json_object_is_type(version, json_type_int) || json_object_is_type(version, json_type_double)) ||
+            !is_safe_integer(version, &v) || v != PROTOCOL_VERSION) {
+                _cleanup_free_ char *vs = js_string_of(version);
+                _cleanup_free_ char *msg = strdup_printf("unsupported protocol version: %s", strempty(vs));
+                *ret_error = proto_error(id_str, E_UNSUPPORTED_VERSION, msg, "Use protocol version 1", NULL);
+                json_object_put(frame);
+                return *ret_error ? -EBADMSG : -ENOMEM;
+        }
+        const char *m = json_object_get_string(method);
+        if (!find_method(m)) {
+                _cleanup_free_ char *msg = strdup_printf("unknown method: %s", m);
+                _cleanup_free_ char *list = strdup("");
+                for (const char *const *p = protocol_methods; list && *p; p++) {
+                        char *n = strdup_printf("%s%s%s", list, p == protocol_methods ? "" : ", ", *p);
+                        free(list);
+                        list = n;
+                }
+                _cleanup_free_ char *help = strdup_printf("Use one of: %s", strempty(list));
+                *ret_error = proto_error(id_str, E_UNKNOWN_METHOD, msg, help, NULL);
+                json_object_put(frame);
+                return *ret_error ? -EBADMSG : -ENOMEM;
+        }
+        if (proto_validate_params(id_str, m, params, ret_error) < 0) {
+                json_object_put(frame);
+                return *ret_error ? -EBADMSG : -ENOMEM;
+        }
+        ret->frame = frame;
+        ret->id = id_str;
+        ret->method = m;
+        ret->params = params;
+        return 0;
+}
+
+static bool has_exact_keys(json_object *o, const char *const keys[], size_t n) {
+        if (!json_is_object(o) || (size_t) json_object_object_length(o) != n) return false;
+        for (size_t i = 0; i < n; i++)
+                if (!json_object_object_get_ex(o, keys[i], NULL)) return false;
+        return true;
+}
+
+proto_frame_kind proto_classify_frame(json_object *frame) {
+        if (!json_is_object(frame)) return PROTO_FRAME_INVALID;
+        json_object *v;
+        int64_t ver;
+        if (!json_object_object_get_ex(frame, "version", &v) || !v || !is_safe_integer(v, &ver) || ver != 1)
+                return PROTO_FRAME_INVALID;
+        const char *type = json_get_string(frame, "type");
+        if (type && streq(type, "shutdown")) return PROTO_FRAME_SHUTDOWN;
+        if (type && streq(type, "event")) {
+                static const char *const k[] = {"version", "type", "subscriptionId", "event"};
+                return has_exact_keys(frame, k, 4) ? PROTO_FRAME_EVENT : PROTO_FRAME_INVALID;
+        }
+        if (!json_get_string(frame, "id")) return PROTO_FRAME_INVALID;
+        static const char *const ok_keys[] = {"version", "id", "ok", "result"};
+        static const char *const err_keys[] = {"version", "id", "ok", "error"};
+        if (has_exact_keys(frame, ok_keys, 4)) return PROTO_FRAME_RESPONSE_OK;
+        if (has_exact_keys(frame, err_keys, 4)) {
+                static const char *const ek[] = {"code", "message", "help", "detail"};
+                json_object *e = json_get_object(frame, "error");
+                if (!has_exact_keys(e, ek, 4)) return PROTO_FRAME_INVALID;
+                for (size_t i = 0; i < 4; i++)
+                        if (!json_get_string(e, ek[i])) return PROTO_FRAME_INVALID;
+                return PROTO_FRAME_RESPONSE_ERROR;
+        }
+        return PROTO_FRAME_INVALID;
+}

@@ -1,0 +1,73 @@
+#pragma once
+/* Daemon wire protocol v1 (spec protocol-cli.md §1): line-delimited JSON
+ * frames, envelopes with exact key sets and order, request validation in the
+ * order of §1.3, and the per-method parameter specs of §1.6. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <json-c/json.h>
+
+#define PROTOCOL_VERSION 1
+#define PROTOCOL_MAX_BUFFER_BYTES (1024 * 1024) /* MAX_BUFFER_BYTES, §1.5 */
+#define PROTOCOL_MAX_IN_FLIGHT 256              /* §1.5 */
+
+/* Error codes (§1.4). */
+#define E_MALFORMED_JSON "MALFORMED_JSON"
+#define E_INVALID_REQUEST "INVALID_REQUEST"
+#define E_UNSUPPORTED_VERSION "UNSUPPORTED_VERSION"
+#define E_UNKNOWN_METHOD "UNKNOWN_METHOD"
+#define E_INVALID_PARAMS "INVALID_PARAMS"
+#define E_SERVER_BUSY "SERVER_BUSY"
+#define E_REQUEST_TOO_LARGE "REQUEST_TOO_LARGE"
+#define E_RESPONSE_TOO_LARGE "RESPONSE_TOO_LARGE"
+#define E_UNKNOWN_TASK "UNKNOWN_TASK"
+#define E_REQUEST_FAILED "REQUEST_FAILED"
+
+/* The 28 RESULT_FIELDS of §1.6, in order; NULL-terminated. */
+extern const char *const protocol_result_fields[];
+
+/* Methods this daemon serves, in the order the UNKNOWN_METHOD help lists them. */
+extern const char *const protocol_methods[];
+
+typedef struct proto_request {
+        json_object *frame;  /* the whole parsed request (owned) */
+        const char *id;      /* borrowed from frame */
+        const char *method;  /* borrowed from frame */
+        json_object *params; /* borrowed from frame */
+} proto_request;
+
+void proto_request_done(proto_request *r);
+
+/* Validate one received line (without '\n') as a request, §1.3 steps 1–5.
+ * Returns 0 and fills *ret on success. On a protocol error returns -EBADMSG
+ * and sets *ret_error to the complete error frame to send. -ENOMEM. */
+int proto_parse_request(const char *line, size_t len, proto_request *ret, json_object **ret_error);
+
+/* Check params against the method's spec (§1.6). Returns 0 if valid, else
+ * -EINVAL with *ret_error set to the INVALID_PARAMS frame. */
+int proto_validate_params(const char *id, const char *method, json_object *params, json_object **ret_error);
+
+/* Frame builders. Each returns a new object (NULL on ENOMEM); `result`
+ * ownership is taken. id NULL → JSON null. detail NULL → message. */
+json_object *proto_success(const char *id, json_object *result);
+json_object *proto_error(const char *id, const char *code, const char *message, const char *help,
+                         const char *detail);
+json_object *proto_event(const char *subscription_id, json_object *event);
+json_object *proto_shutdown(const char *reason);
+
+/* Build an error frame from an "error: <message>\nhelp: <help>" style text
+ * (the responseError mapping of §1.8): message = first line starting
+ * "error:" (prefix stripped) else the first line; help = first "help:" line
+ * else "Retry the request or inspect the daemon logs"; detail = the text. */
+json_object *proto_error_from_text(const char *id, const char *code, const char *text);
+
+/* Frame types a client can receive (§1.10). */
+typedef enum proto_frame_kind {
+        PROTO_FRAME_INVALID,
+        PROTO_FRAME_RESPONSE_OK,
+        PROTO_FRAME_RESPONSE_ERROR,
+        PROTO_FRAME_EVENT,
+        PROTO_FRAME_SHUTDOWN,
+} proto_frame_kind;
+/* Classify a received frame with the reference client's exact checks. */
+proto_frame_kind proto_classify_frame(json_object *frame);
