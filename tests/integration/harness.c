@@ -1,0 +1,452 @@
+#include "harness.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "json-util.h"
+#include "util.h"
+
+static char *xstrdup_printf(const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+        va_start(ap, fmt);
+        int r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        ck_assert_int_ge(r, 0);
+        return s;
+}
+
+const char *tf_bin(const char *name) {
+        static char buf[3][4096];
+        static int k = 0;
+        k = (k + 1) % 3;
+        snprintf(buf[k], sizeof buf[k], "%s/%s", TASKFERRY_BUILD_DIR, name);
+        return buf[k];
+}
+
+void tf_world_setenv(tf_world *w, const char *name, const char *value) {
+        ck_assert_int_eq(strv_env_set(&w->env, name, value), 0);
+}
+
+tf_world *tf_world_new(char *const extra_env[]) {
+        tf_world *w = calloc(1, sizeof *w);
+        ck_assert_ptr_nonnull(w);
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        if (!base || !*base) base = "/var/tmp";
+        char *tmpl = xstrdup_printf("%s/tf-test-XXXXXX", base);
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        chmod(tmpl, 0755);
+        w->root = tmpl;
+        w->state = xstrdup_printf("%s/state", w->root);
+        w->run = xstrdup_printf("%s/run", w->root);
+        w->cache = xstrdup_printf("%s/cache", w->root);
+        w->home = xstrdup_printf("%s/home", w->root);
+        w->cfg = xstrdup_printf("%s/cfg", w->root);
+        w->repo_parent = xstrdup_printf("%s/work", w->root);
+        w->socket = xstrdup_printf("%s/daemon.sock", w->run);
+        ck_assert_int_eq(mkdir(w->home, 0700), 0);
+        ck_assert_int_eq(mkdir(w->cfg, 0700), 0);
+        ck_assert_int_eq(mkdir(w->repo_parent, 0755), 0);
+        char *path = xstrdup_printf("PATH=%s/bin:/usr/local/bin:/usr/bin:/bin", TASKFERRY_FIXTURES_DIR);
+        char *const base_env[] = {
+                path,
+                xstrdup_printf("HOME=%s", w->home),
+                xstrdup_printf("TASKFERRY_STATE_DIR=%s", w->state),
+                xstrdup_printf("TASKFERRY_RUNTIME_DIR=%s", w->run),
+                xstrdup_printf("TASKFERRY_CACHE_DIR=%s", w->cache),
+                xstrdup_printf("XDG_CONFIG_HOME=%s", w->cfg),
+                xstrdup_printf("TASKFERRY_DAEMON=%s", tf_bin("taskferryd")),
+                xstrdup_printf("TASKFERRY_SHIM=%s", tf_bin("taskferry-shim")),
+                strdup("TASKFERRY_LOWERDIR_STAGGER_MS=0"),
+                strdup("TASKFERRY_ACTIVITY_SUMMARIES=0"),
+                strdup("GIT_AUTHOR_NAME=Test"),
+                strdup("GIT_AUTHOR_EMAIL=test@example.invalid"),
+                strdup("GIT_COMMITTER_NAME=Test"),
+                strdup("GIT_COMMITTER_EMAIL=test@example.invalid"),
+                strdup("LC_ALL=C"),
+                NULL,
+        };
+        for (size_t i = 0; base_env[i]; i++) {
+                ck_assert_int_eq(strv_consume(&w->env, base_env[i]), 0);
+        }
+        /* sanitizer settings pass through so forked daemons report the same way */
+        const char *san[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
+        for (size_t i = 0; i < 3; i++)
+                if (getenv(san[i])) tf_world_setenv(w, san[i], getenv(san[i]));
+        for (size_t i = 0; extra_env && extra_env[i]; i++) {
+                char *eq = strchr(extra_env[i], '=');
+                ck_assert_ptr_nonnull(eq);
+                char *name = strndup(extra_env[i], (size_t) (eq - extra_env[i]));
+                tf_world_setenv(w, name, eq + 1);
+                free(name);
+        }
+        return w;
+}
+
+void tf_world_free(tf_world *w) {
+        if (!w) return;
+        pid_t pid = tf_daemon_pid(w);
+        if (pid > 0) {
+                kill(pid, SIGTERM);
+                for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) {
+                        if (w->daemon_pid == pid) waitpid(pid, NULL, WNOHANG);
+                        usleep(10000);
+                }
+        }
+        if (w->daemon_pid > 0) waitpid(w->daemon_pid, NULL, WNOHANG);
+        /* give settling shims a moment, then remove everything */
+        rm_rf(w->root);
+        free(w->root), free(w->state), free(w->run), free(w->cache), free(w->home), free(w->cfg);
+        free(w->repo_parent), free(w->socket);
+        strv_free(w->env);
+        free(w);
+}
+
+void tf_run_done(tf_run *r) {
+        free(r->out);
+        free(r->err);
+        r->out = r->err = NULL;
+}
+
+static tf_run run_argv(tf_world *w, const char *cwd, const char *stdin_data, char *const argv[]) {
+        int in[2], out[2], err[2];
+        ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                dup2(in[0], 0);
+                dup2(out[1], 1);
+                dup2(err[1], 2);
+                if (chdir(cwd ? cwd : w->root) < 0) _exit(126);
+                execve(argv[0], argv, w->env);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        close(err[1]);
+        if (stdin_data) {
+                size_t len = strlen(stdin_data);
+                signal(SIGPIPE, SIG_IGN);
+                while (len > 0) {
+                        ssize_t n = write(in[1], stdin_data, len);
+                        if (n <= 0) break;
+                        stdin_data += n;
+                        len -= (size_t) n;
+                }
+        }
+        close(in[1]);
+        size_t olen = 0, elen = 0, ocap = 4096, ecap = 4096;
+        char *obuf = malloc(ocap), *ebuf = malloc(ecap);
+        struct pollfd p[2] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
+        int open_fds = 2;
+        while (open_fds > 0) {
+                if (poll(p, 2, -1) < 0) continue;
+                for (int i = 0; i < 2; i++) {
+                        if (p[i].fd < 0 || !p[i].revents) continue;
+                        char **buf = i == 0 ? &obuf : &ebuf;
+                        size_t *len = i == 0 ? &olen : &elen, *cap = i == 0 ? &ocap : &ecap;
+                        if (*len + 65536 > *cap) {
+                                *cap = (*len + 65536) * 2;
+                                *buf = realloc(*buf, *cap);
+                        }
+                        ssize_t n = read(p[i].fd, *buf + *len, 65536);
+                        if (n <= 0) {
+                                close(p[i].fd);
+                                p[i].fd = -1;
+                                open_fds--;
+                        } else
+                                *len += (size_t) n;
+                }
+        }
+        obuf[olen] = 0;
+        ebuf[elen] = 0;
+        int status;
+        waitpid(pid, &status, 0);
+        tf_run r = {.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1, .out = obuf, .err = ebuf};
+        return r;
+}
+
+tf_run tf_cli(tf_world *w, const char *cwd, const char *stdin_data, const char *const argv[]) {
+        char **full = NULL;
+        strv_push(&full, tf_bin("taskferry"));
+        for (size_t i = 0; argv[i]; i++) strv_push(&full, argv[i]);
+        tf_run r = run_argv(w, cwd, stdin_data, full);
+        strv_free(full);
+        return r;
+}
+
+tf_run tf_sh(tf_world *w, const char *cwd, const char *script, bool allow_fail) {
+        char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) script, NULL};
+        tf_run r = run_argv(w, cwd, NULL, argv);
+        if (!allow_fail && r.exit_code != 0)
+                ck_abort_msg("sh -c failed (%d): %s\nstdout: %s\nstderr: %s", r.exit_code, script, r.out, r.err);
+        return r;
+}
+
+char *tf_shf(tf_world *w, const char *cwd, const char *fmt, ...) {
+        va_list ap;
+        char *script = NULL;
+        va_start(ap, fmt);
+        ck_assert_int_ge(vasprintf(&script, fmt, ap), 0);
+        va_end(ap);
+        tf_run r = tf_sh(w, cwd, script, false);
+        free(script);
+        size_t n = strlen(r.out);
+        while (n && (r.out[n - 1] == '\n' || r.out[n - 1] == ' ')) r.out[--n] = 0;
+        char *out = r.out;
+        free(r.err);
+        return out;
+}
+
+int tf_connect(tf_world *w) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", w->socket);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_msg(connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0, "connect %s: %s", w->socket, strerror(errno));
+        return fd;
+}
+
+static int try_connect(tf_world *w) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", w->socket);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return -1;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+void tf_send(int fd, const char *line) {
+        size_t len = strlen(line);
+        char *buf = malloc(len + 1);
+        memcpy(buf, line, len);
+        buf[len] = '\n';
+        size_t off = 0;
+        while (off < len + 1) {
+                ssize_t n = send(fd, buf + off, len + 1 - off, MSG_NOSIGNAL);
+                if (n <= 0) break;
+                off += (size_t) n;
+        }
+        free(buf);
+}
+
+/* Per-fd line buffers so several lines from one read are not lost. */
+static struct {
+        int fd;
+        char *buf;
+        size_t len;
+} line_bufs[64];
+
+char *tf_recv_line(int fd, int timeout_ms) {
+        int slot = -1;
+        for (int i = 0; i < 64; i++)
+                if (line_bufs[i].buf && line_bufs[i].fd == fd) slot = i;
+        if (slot < 0)
+                for (int i = 0; i < 64 && slot < 0; i++)
+                        if (!line_bufs[i].buf) {
+                                slot = i;
+                                line_bufs[i].fd = fd;
+                                line_bufs[i].buf = calloc(1, 1);
+                                line_bufs[i].len = 0;
+                        }
+        ck_assert_int_ge(slot, 0);
+        uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
+        for (;;) {
+                char *nl = memchr(line_bufs[slot].buf, '\n', line_bufs[slot].len);
+                if (nl) {
+                        size_t n = (size_t) (nl - line_bufs[slot].buf);
+                        char *line = strndup(line_bufs[slot].buf, n);
+                        memmove(line_bufs[slot].buf, nl + 1, line_bufs[slot].len - n - 1);
+                        line_bufs[slot].len -= n + 1;
+                        return line;
+                }
+                uint64_t now = mono_ms();
+                if (now >= deadline) return NULL;
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                if (poll(&p, 1, (int) (deadline - now)) <= 0) return NULL;
+                char tmp[65536];
+                ssize_t n = recv(fd, tmp, sizeof tmp, 0);
+                if (n <= 0) {
+                        free(line_bufs[slot].buf);
+                        line_bufs[slot].buf = NULL;
+                        return NULL;
+                }
+                line_bufs[slot].buf = realloc(line_bufs[slot].buf, line_bufs[slot].len + (size_t) n + 1);
+                memcpy(line_bufs[slot].buf + line_bufs[slot].len, tmp, (size_t) n);
+                line_bufs[slot].len += (size_t) n;
+        }
+}
+
+json_object *tf_json(const char *text) {
+        json_object *o = NULL;
+        ck_assert_msg(text && json_parse_strict(text, strlen(text), &o) == 0, "not JSON: %s", text ? text : "(null)");
+        return o;
+}
+
+const char *tf_jstr(json_object *o, const char *key) { return json_get_string(o, key); }
+
+json_object *tf_rpc(tf_world *w, const char *method, const char *params_json) {
+        int fd = tf_connect(w);
+        char *line = xstrdup_printf("{\"version\":1,\"id\":\"rpc-1\",\"method\":\"%s\",\"params\":%s}", method, params_json);
+        tf_send(fd, line);
+        free(line);
+        char *resp = tf_recv_line(fd, 120000);
+        ck_assert_msg(resp != NULL, "no response to %s", method);
+        close(fd);
+        for (int i = 0; i < 64; i++)
+                if (line_bufs[i].buf && line_bufs[i].fd == fd) {
+                        free(line_bufs[i].buf);
+                        line_bufs[i].buf = NULL;
+                }
+        json_object *o = tf_json(resp);
+        free(resp);
+        return o;
+}
+
+json_object *tf_result(json_object *frame) {
+        json_object *ok = NULL;
+        ck_assert_msg(json_object_object_get_ex(frame, "ok", &ok) && json_object_get_boolean(ok), "RPC failed: %s",
+                      json_to_line(frame, NULL));
+        return json_get_object(frame, "result");
+}
+
+pid_t tf_daemon_pid(tf_world *w) {
+        int fd = try_connect(w);
+        if (fd < 0) return -1;
+        tf_send(fd, "{\"version\":1,\"id\":\"pid\",\"method\":\"system.health\",\"params\":{}}");
+        char *resp = tf_recv_line(fd, 5000);
+        close(fd);
+        for (int i = 0; i < 64; i++)
+                if (line_bufs[i].buf && line_bufs[i].fd == fd) {
+                        free(line_bufs[i].buf);
+                        line_bufs[i].buf = NULL;
+                }
+        if (!resp) return -1;
+        json_object *o = NULL;
+        pid_t pid = -1;
+        if (json_parse_strict(resp, strlen(resp), &o) == 0) {
+                int64_t v;
+                if (json_get_int64(json_get_object(o, "result"), "pid", &v)) pid = (pid_t) v;
+                json_object_put(o);
+        }
+        free(resp);
+        return pid;
+}
+
+void tf_daemon_start(tf_world *w) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int devnull = open("/dev/null", O_RDWR);
+                dup2(devnull, 0);
+                setsid();
+                char *argv[] = {(char *) tf_bin("taskferryd"), NULL};
+                execve(argv[0], argv, w->env);
+                _exit(127);
+        }
+        w->daemon_pid = pid;
+        for (int i = 0; i < 1000; i++) {
+                int fd = try_connect(w);
+                if (fd >= 0) {
+                        close(fd);
+                        return;
+                }
+                int status;
+                if (waitpid(pid, &status, WNOHANG) == pid) ck_abort_msg("taskferryd exited during start (status %d)", status);
+                usleep(10000);
+        }
+        ck_abort_msg("taskferryd did not start listening on %s", w->socket);
+}
+
+char *tf_read(const char *path, size_t *len) {
+        char *data = NULL;
+        int r = read_file(path, (size_t) 1 << 30, &data, len);
+        ck_assert_msg(r == 0, "read %s: %s", path, strerror(-r));
+        return data;
+}
+
+void tf_write(const char *path, const char *data, size_t len, mode_t mode) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+        ck_assert_int_eq(write(fd, data, len), (ssize_t) len);
+        close(fd);
+}
+
+const char *tf_path(const char *dir, const char *name) {
+        static char buf[8][4096];
+        static int k = 0;
+        k = (k + 1) % 8;
+        snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+        return buf[k];
+}
+
+bool tf_exists(const char *path) {
+        struct stat st;
+        return lstat(path, &st) == 0;
+}
+
+char *tf_tree_snapshot(const char *dir, bool skip_git) {
+        char *q = shell_quote(dir);
+        char *script = xstrdup_printf(
+                "cd %s && find . %s -printf '%%p %%y %%m %%s %%l\\n' | LC_ALL=C sort && "
+                "find . %s -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum",
+                q, skip_git ? "-path ./.git -prune -o" : "", skip_git ? "-path ./.git -prune -o" : "");
+        char *argv[] = {(char *) "sh", (char *) "-c", script, NULL};
+        run_result rr;
+        int r = run_command(argv, NULL, NULL, (size_t) 1 << 28, -1, &rr);
+        ck_assert_int_eq(r, 0);
+        ck_assert_msg(rr.exit_code == 0, "snapshot of %s failed: %s", dir, rr.err);
+        free(q);
+        free(script);
+        char *out = rr.out;
+        rr.out = NULL;
+        run_result_done(&rr);
+        return out;
+}
+
+bool tf_wait_until(bool (*pred)(tf_world *, void *), tf_world *w, void *arg, int timeout_ms) {
+        uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
+        bool v;
+        while (!(v = pred(w, arg)) && mono_ms() < deadline) usleep(20000);
+        return v;
+}
+
+char *tf_dispatch(tf_world *w, const char *const extra_argv[]) {
+        const char *argv[64] = {"dispatch", "--json"};
+        size_t n = 2;
+        for (size_t i = 0; extra_argv[i] && n < 62; i++) argv[n++] = extra_argv[i];
+        argv[n] = NULL;
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == 0, "dispatch failed (%d): %s %s", r.exit_code, r.out, r.err);
+        json_object *o = tf_json(r.out);
+        const char *id = tf_jstr(o, "id");
+        ck_assert_ptr_nonnull(id);
+        char *ret = strdup(id);
+        json_object_put(o);
+        tf_run_done(&r);
+        return ret;
+}
+
+json_object *tf_wait_settled(tf_world *w, const char *id) {
+        const char *argv[] = {"wait", id, "--json", "--timeout", "120s", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == 0, "wait failed (%d): %s %s", r.exit_code, r.out, r.err);
+        json_object *o = tf_json(r.out);
+        tf_run_done(&r);
+        const char *st = tf_jstr(o, "status");
+        ck_assert_msg(st && strcmp(st, "queued") && strcmp(st, "running"), "task %s did not settle: %s", id,
+                      st ? st : "?");
+        return o;
+}

@@ -1,0 +1,371 @@
+/* Protocol and daemon-socket scenarios over a raw socket against the real
+ * taskferryd (spec acceptance-scenarios.md P1–P11; protocol-cli.md §1, §4). */
+
+#include <check.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+static json_object *error_of(json_object *frame) { return json_get_object(frame, "error"); }
+
+static void assert_error(json_object *frame, const char *code) {
+        json_object *e = error_of(frame);
+        ck_assert_msg(e != NULL, "expected an error frame: %s", json_to_line(frame, NULL));
+        ck_assert_str_eq(json_get_string(e, "code"), code);
+}
+
+START_TEST(health_and_permissions) {
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        json_object *f = tf_rpc(w, "system.health", "{}");
+        /* exact result {"healthy":true,"pid":<pid>,"version":1} and envelope order */
+        char *expect = strdup_printf("{\"version\":1,\"ok\":true,\"id\":\"rpc-1\",\"result\":{\"healthy\":true,\"pid\":%d,\"version\":1}}",
+                                     (int) w->daemon_pid);
+        ck_assert_str_eq(json_to_line(f, NULL), expect);
+        free(expect);
+        json_object_put(f);
+        struct stat st;
+        ck_assert_int_eq(stat(w->run, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0700);
+        ck_assert_int_eq(lstat(w->socket, &st), 0);
+        ck_assert(S_ISSOCK(st.st_mode));
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        ck_assert_int_eq(stat(w->state, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0700);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(malformed_json_keeps_connection) {
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        int fd = tf_connect(w);
+        tf_send(fd, "{not json");
+        char *l = tf_recv_line(fd, 5000);
+        ck_assert_ptr_nonnull(l);
+        ck_assert_str_eq(l, "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"MALFORMED_JSON\",\"message\":\"request is not valid "
+                            "JSON\",\"help\":\"Send one JSON request object followed by a newline\",\"detail\":\"request is not "
+                            "valid JSON\"},\"id\":null}");
+        free(l);
+        tf_send(fd, "");
+        tf_send(fd, "{\"version\":1,\"id\":\"h2\",\"method\":\"system.health\",\"params\":{}}");
+        l = tf_recv_line(fd, 5000);
+        ck_assert_ptr_nonnull(l);
+        json_object *o = tf_json(l);
+        ck_assert_str_eq(json_get_string(o, "id"), "h2");
+        ck_assert(json_get_bool(json_get_object(o, "result"), "healthy", false));
+        json_object_put(o);
+        free(l);
+        close(fd);
+        tf_world_free(w);
+}
+END_TEST
+
+static void expect_line_error(tf_world *w, const char *line, const char *code, const char *id, const char *message) {
+        int fd = tf_connect(w);
+        tf_send(fd, line);
+        char *l = tf_recv_line(fd, 5000);
+        ck_assert_msg(l != NULL, "no reply to %s", line);
+        json_object *o = tf_json(l);
+        assert_error(o, code);
+        if (id) ck_assert_str_eq(json_get_string(o, "id"), id);
+        else ck_assert_msg(json_get_string(o, "id") == NULL, "id should be null: %s", l);
+        if (message) ck_assert_str_eq(json_get_string(error_of(o), "message"), message);
+        json_object_put(o);
+        free(l);
+        close(fd);
+}
+
+START_TEST(envelope_validation_order) {
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        const char *bad_req = "request must contain version, id, method, and params";
+        expect_line_error(w, "[1,2]", "INVALID_REQUEST", NULL, bad_req);
+        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{},\"x\":1}",
+                          "INVALID_REQUEST", "a", bad_req);
+        expect_line_error(w, "{\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "a", bad_req);
+        expect_line_error(w, "{\"version\":1,\"id\":\"\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "",
+                          bad_req);
+        expect_line_error(w, "{\"version\":1,\"id\":7,\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", NULL,
+                          bad_req);
+        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":null}", "INVALID_REQUEST",
+                          "a", bad_req);
+        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":[]}", "INVALID_REQUEST",
+                          "a", bad_req);
+        expect_line_error(w, "{\"version\":2,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}",
+                          "UNSUPPORTED_VERSION", "a", "unsupported protocol version: 2");
+        expect_line_error(w, "{\"version\":\"1\",\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}",
+                          "UNSUPPORTED_VERSION", "a", "unsupported protocol version: 1");
+        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNKNOWN_METHOD", "a",
+                          "unknown method: task.bogus");
+        /* version is checked before the method */
+        expect_line_error(w, "{\"version\":3,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNSUPPORTED_VERSION",
+                          "a", NULL);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(param_validation) {
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        struct {
+                const char *method, *params;
+        } bad[] = {
+                {"task.status", "{}"},
+                {"task.list", "{\"directory\":\"relative/dir\"}"},
+                {"system.health", "{\"x\":1}"},
+                {"task.result", "{\"taskId\":\"t\",\"fields\":[\"nope\"]}"},
+                {"task.result", "{\"taskId\":\"t\",\"fields\":[]}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"env\":null}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"env\":[]}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"env\":5}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"env\":\"A=1\"}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"env\":{\"A\":1}}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"env\":{\"BAD=KEY\":\"v\"}}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"env\":{\"\":\"v\"}}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"class\":\"\"}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"keySlot\":\"x\"}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"executor\":\"bogus\"}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"noSandbox\":\"true\"}"},
+                {"task.dispatch", "{\"prompt\":\"\",\"directory\":\"/\"}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"rel\"}"},
+                {"task.dispatch", "{\"prompt\":\"p\"}"},
+                {"task.dispatch", "{\"prompt\":\"p\",\"directory\":\"/\",\"model\":null}"},
+                {"task.accept", "{\"taskId\":\"t\",\"force\":\"yes\"}"},
+                {"task.wait", "{\"taskId\":\"t\",\"tailChars\":0}"},
+                {"task.wait", "{\"taskId\":\"t\",\"timeoutMs\":-1}"},
+                {"task.wait", "{\"taskId\":\"t\",\"timeoutMs\":1.5}"},
+                {"task.cancel", "{\"taskId\":\"t\",\"graceMs\":\"5\"}"},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                json_object *f = tf_rpc(w, bad[i].method, bad[i].params);
+                json_object *e = error_of(f);
+                ck_assert_msg(e && streq(json_get_string(e, "code"), "INVALID_PARAMS"), "%s %s -> %s", bad[i].method,
+                              bad[i].params, json_to_line(f, NULL));
+                char *msg = strdup_printf("invalid params for %s", bad[i].method);
+                ck_assert_str_eq(json_get_string(e, "message"), msg);
+                free(msg);
+                json_object_put(f);
+        }
+        /* accepted shapes reach the handler (unknown task, not INVALID_PARAMS) */
+        json_object *f = tf_rpc(w, "task.result", "{\"taskId\":\"zzz\",\"fields\":[\"failureDetail\",\"outputDir\"]}");
+        assert_error(f, "UNKNOWN_TASK");
+        ck_assert_str_eq(json_get_string(error_of(f), "message"), "unknown task id: zzz");
+        ck_assert_str_eq(json_get_string(error_of(f), "help"), "run taskferry list to see valid task ids");
+        ck_assert_str_eq(json_get_string(error_of(f), "detail"),
+                         "error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids");
+        json_object_put(f);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(oversized_inbound) {
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        int fd = tf_connect(w);
+        size_t n = 1024 * 1024 + 1;
+        char *big = malloc(n);
+        memset(big, 'a', n);
+        size_t off = 0;
+        while (off < n) {
+                ssize_t k = send(fd, big + off, n - off, MSG_NOSIGNAL);
+                if (k <= 0) break;
+                off += (size_t) k;
+        }
+        free(big);
+        char *l = tf_recv_line(fd, 10000);
+        ck_assert_ptr_nonnull(l);
+        json_object *o = tf_json(l);
+        assert_error(o, "REQUEST_TOO_LARGE");
+        ck_assert_ptr_null(json_get_string(o, "id"));
+        ck_assert_str_eq(json_get_string(error_of(o), "message"), "request exceeds 1 MiB");
+        json_object_put(o);
+        free(l);
+        /* then the daemon closes the connection */
+        ck_assert_ptr_null(tf_recv_line(fd, 10000));
+        close(fd);
+        /* and keeps serving others */
+        json_object *f = tf_rpc(w, "system.health", "{}");
+        tf_result(f);
+        json_object_put(f);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(out_of_order_replies) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        const char *slow_argv[] = {"--executor", "shell", "--prompt", "sleep 30", "--directory", w->repo_parent, NULL};
+        char *slow = tf_dispatch(w, slow_argv);
+        const char *fast_argv[] = {"--executor", "shell", "--prompt", "echo done", "--directory", w->repo_parent, NULL};
+        char *fast = tf_dispatch(w, fast_argv);
+        json_object_put(tf_wait_settled(w, fast));
+        int fd = tf_connect(w);
+        char *l1 = strdup_printf("{\"version\":1,\"id\":\"slow\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\",\"timeoutMs\":1500}}", slow);
+        char *l2 = strdup_printf("{\"version\":1,\"id\":\"fast\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\"}}", fast);
+        tf_send(fd, l1);
+        tf_send(fd, l2);
+        char *a = tf_recv_line(fd, 10000), *b = tf_recv_line(fd, 10000);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_nonnull(b);
+        json_object *ja = tf_json(a), *jb = tf_json(b);
+        ck_assert_str_eq(json_get_string(ja, "id"), "fast");
+        ck_assert_str_eq(json_get_string(json_get_object(ja, "result"), "status"), "done");
+        ck_assert_str_eq(json_get_string(jb, "id"), "slow");
+        ck_assert(json_get_bool(json_get_object(jb, "result"), "timedOut", false));
+        ck_assert_str_eq(json_get_string(json_get_object(jb, "result"), "status"), "running");
+        json_object_put(ja), json_object_put(jb);
+        free(a), free(b), free(l1), free(l2);
+        /* SERVER_BUSY: 256 parked waits, the 257th request is refused */
+        for (int i = 0; i < 256; i++) {
+                char *l = strdup_printf("{\"version\":1,\"id\":\"w%d\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\"}}", i, slow);
+                tf_send(fd, l);
+                free(l);
+        }
+        int fd2 = tf_connect(w);
+        tf_send(fd2, "{\"version\":1,\"id\":\"busy\",\"method\":\"system.health\",\"params\":{}}");
+        char *busy = tf_recv_line(fd2, 10000);
+        ck_assert_ptr_nonnull(busy);
+        json_object *jbusy = tf_json(busy);
+        assert_error(jbusy, "SERVER_BUSY");
+        ck_assert_str_eq(json_get_string(jbusy, "id"), "busy");
+        json_object_put(jbusy);
+        free(busy);
+        close(fd2);
+        /* the parked waits are released when their connection closes */
+        close(fd);
+        usleep(200000);
+        json_object *f = tf_rpc(w, "system.health", "{}");
+        tf_result(f);
+        json_object_put(f);
+        const char *cancel_argv[] = {"cancel", slow, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, cancel_argv);
+        ck_assert_int_eq(r.exit_code, 0);
+        tf_run_done(&r);
+        json_object_put(tf_wait_settled(w, slow));
+        free(slow), free(fast);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(second_daemon_refuses_and_stale_socket_is_replaced) {
+        tf_world *w = tf_world_new(NULL);
+        ck_assert_int_eq(mkdir_p(w->run, 0700), 0);
+        /* a plain file where the socket goes is stale and replaced */
+        tf_write(w->socket, "stale", 5, 0600);
+        tf_daemon_start(w);
+        struct stat st;
+        ck_assert_int_eq(lstat(w->socket, &st), 0);
+        ck_assert(S_ISSOCK(st.st_mode));
+        /* a second daemon on the live socket refuses and leaves it alone */
+        char *argv[] = {(char *) tf_bin("taskferryd"), NULL};
+        (void) argv;
+        tf_run r = tf_sh(w, NULL, "\"$TASKFERRY_DAEMON\"", true);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_msg(strstr(r.err, "taskferry daemon is already listening on"), "stderr: %s", r.err);
+        tf_run_done(&r);
+        json_object *f = tf_rpc(w, "system.health", "{}");
+        int64_t pid = 0;
+        json_get_int64(tf_result(f), "pid", &pid);
+        ck_assert_int_eq(pid, w->daemon_pid);
+        json_object_put(f);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(graceful_shutdown) {
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        int fd = tf_connect(w);
+        kill(w->daemon_pid, SIGTERM);
+        char *l = tf_recv_line(fd, 10000);
+        ck_assert_ptr_nonnull(l);
+        ck_assert_str_eq(l, "{\"version\":1,\"type\":\"shutdown\",\"reason\":\"shutdown\"}");
+        free(l);
+        ck_assert_ptr_null(tf_recv_line(fd, 10000));
+        close(fd);
+        int status = 0;
+        ck_assert_int_eq(waitpid(w->daemon_pid, &status, 0), w->daemon_pid);
+        ck_assert(WIFEXITED(status));
+        ck_assert_int_eq(WEXITSTATUS(status), 0);
+        ck_assert(!tf_exists(w->socket));
+        char *tasks = strdup_printf("%s/tasks.json", w->state);
+        ck_assert(tf_exists(tasks));
+        free(tasks);
+        w->daemon_pid = 0;
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(socket_activation) {
+        tf_world *w = tf_world_new(NULL);
+        ck_assert_int_eq(mkdir_p(w->run, 0700), 0);
+        /* systemd-socket-activate passes a listening socket the way systemd does */
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setsid();
+                char *argv[] = {(char *) "systemd-socket-activate", (char *) "-l", w->socket,
+                                (char *) tf_bin("taskferryd"), NULL};
+                execvpe(argv[0], argv, w->env);
+                _exit(127);
+        }
+        w->daemon_pid = pid;
+        int fd = -1;
+        for (int i = 0; i < 500 && fd < 0; i++) {
+                struct stat st;
+                if (lstat(w->socket, &st) == 0) fd = tf_connect(w);
+                else usleep(10000);
+        }
+        ck_assert_int_ge(fd, 0);
+        tf_send(fd, "{\"version\":1,\"id\":\"sa\",\"method\":\"system.health\",\"params\":{}}");
+        char *l = tf_recv_line(fd, 10000);
+        ck_assert_ptr_nonnull(l);
+        json_object *o = tf_json(l);
+        ck_assert(json_get_bool(json_get_object(o, "result"), "healthy", false));
+        int64_t dpid = 0;
+        json_get_int64(json_get_object(o, "result"), "pid", &dpid);
+        /* systemd-socket-activate execs the daemon in its own process */
+        ck_assert_int_eq(dpid, pid);
+        json_object_put(o);
+        free(l);
+        close(fd);
+        kill(pid, SIGTERM);
+        int status;
+        waitpid(pid, &status, 0);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        /* the socket belongs to the activator: the daemon must not unlink it */
+        ck_assert(tf_exists(w->socket));
+        w->daemon_pid = 0;
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("daemon-protocol");
+        TCase *tc = tcase_create("protocol");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, health_and_permissions);
+        tcase_add_test(tc, malformed_json_keeps_connection);
+        tcase_add_test(tc, envelope_validation_order);
+        tcase_add_test(tc, param_validation);
+        tcase_add_test(tc, oversized_inbound);
+        tcase_add_test(tc, out_of_order_replies);
+        tcase_add_test(tc, second_daemon_refuses_and_stale_socket_is_replaced);
+        tcase_add_test(tc, graceful_shutdown);
+        tcase_add_test(tc, socket_activation);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}

@@ -1,0 +1,398 @@
+/* The main job, end to end through the CLI and an isolated daemon, with real
+ * bwrap, real overlayfs and real git: the host repository stays untouched
+ * while a sandboxed worker changes it, `result --diff` shows exactly the
+ * worker's changes, `accept` lands them byte for byte, `reject` drops them,
+ * and no overlay stays behind. Also what the worker can and cannot see. */
+
+#include <check.h>
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+static char *make_repo(tf_world *w) {
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        char *out = tf_shf(w, NULL,
+                           "set -e; mkdir -p %s && cd %s && git init -q && "
+                           "printf 'line one\\nline two\\n' > tracked.txt && printf 'doomed\\n' > doomed.txt && "
+                           "printf 'keep\\n' > keep.txt && mkdir -p sub && printf 'nested\\n' > sub/file.txt && "
+                           "printf 'ignored/\\n' > .gitignore && "
+                           "git add -A && git commit -qm initial && "
+                           "printf 'untracked before dispatch\\n' > preexisting-untracked.txt",
+                           repo, repo);
+        free(out);
+        return repo;
+}
+
+/* working tree, index, HEAD and refs of the host repository */
+static char *repo_state(tf_world *w, const char *repo) {
+        char *tree = tf_tree_snapshot(repo, false);
+        char *git = tf_shf(w, repo, "git rev-parse HEAD; git for-each-ref; sha256sum .git/index; git status --porcelain");
+        char *s = strdup_printf("%s\n--\n%s", tree, git);
+        free(tree);
+        free(git);
+        return s;
+}
+
+static bool no_cow_dirs(tf_world *w, void *arg) {
+        char *dir = strdup(tf_path(w->run, "overlay"));
+        DIR *d = opendir(dir);
+        free(dir);
+        if (!d) return true;
+        bool none = true;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (startswith(de->d_name, "taskferry-cow-")) none = false;
+        closedir(d);
+        return none;
+}
+
+START_TEST(git_round_trip_accept_and_reject) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *before = repo_state(w, repo);
+        /* The worker: modify, add, delete, write a binary file, create an
+         * ignored file, commit inside the sandbox, then wait for a go signal so
+         * the test can look at the host while it runs. */
+        char *go = strdup(tf_path(w->root, "go"));
+        const char *script =
+                "set -e; printf 'line one\\nline 2\\nline three\\n' > tracked.txt; printf 'brand new\\n' > added.txt; "
+                "rm doomed.txt; printf 'bin\\000\\377\\001data' > blob.bin; mkdir -p ignored && echo x > ignored/cache; "
+                "printf 'changed nested\\n' > sub/file.txt; "
+                "git add -A && git -c user.email=w@x -c user.name=w commit -qm 'worker commit'; "
+                "echo worker-finished; "
+                "while [ ! -e \"$TASKFERRY_OUTPUT_DIR/go\" ]; do sleep 0.05; done";
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, argv);
+
+        /* while it runs: wait for the worker's stdout line, then check the host */
+        char *log = strdup_printf("%s/logs/%s.ndjson", w->state, id);
+        for (int i = 0; i < 1000; i++) {
+                size_t len = 0;
+                char *data = NULL;
+                if (read_file(log, 1 << 20, &data, &len) == 0 && strstr(data, "worker-finished")) {
+                        free(data);
+                        break;
+                }
+                free(data);
+                usleep(20000);
+        }
+        char *during = repo_state(w, repo);
+        ck_assert_str_eq(during, before);
+        free(during);
+        /* tasks.json records the overlay before the worker runs (#346) */
+        char *tasks_path = strdup(tf_path(w->state, "tasks.json"));
+        char *tasks = tf_read(tasks_path, NULL);
+        ck_assert_msg(strstr(tasks, "taskferry-cow-") != NULL, "overlay not persisted: %s", tasks);
+        free(tasks);
+        char *outdir = strdup_printf("%s/outputs/%s/go", w->state, id);
+        tf_write(outdir, "", 0, 0600);
+        free(outdir);
+
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
+        json_object_put(st);
+        char *after = repo_state(w, repo);
+        ck_assert_str_eq(after, before);
+        free(after);
+
+        /* result --diff: exactly the worker's changes */
+        const char *diff_argv[] = {"result", id, "--diff", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, diff_argv);
+        ck_assert_int_eq(r.exit_code, 0);
+        json_object *res = tf_json(r.out);
+        const char *diff = tf_jstr(res, "diff");
+        ck_assert_ptr_nonnull(diff);
+        ck_assert(strstr(diff, "diff --git a/tracked.txt b/tracked.txt"));
+        ck_assert(strstr(diff, "+line 2"));
+        ck_assert(strstr(diff, "+line three"));
+        ck_assert(strstr(diff, "diff --git a/added.txt b/added.txt"));
+        ck_assert(strstr(diff, "+brand new"));
+        ck_assert(strstr(diff, "diff --git a/doomed.txt b/doomed.txt"));
+        ck_assert(strstr(diff, "deleted file mode"));
+        ck_assert(strstr(diff, "diff --git a/blob.bin b/blob.bin"));
+        ck_assert(strstr(diff, "GIT binary patch"));
+        ck_assert(strstr(diff, "diff --git a/sub/file.txt b/sub/file.txt"));
+        ck_assert_msg(!strstr(diff, "preexisting-untracked"), "pre-existing untracked file leaked: %s", diff);
+        ck_assert_msg(!strstr(diff, "ignored/cache"), "ignored file leaked");
+        ck_assert_msg(!strstr(diff, "keep.txt"), "unchanged file in diff");
+        ck_assert_msg(!strstr(diff, ".git/"), ".git content in diff");
+        /* exactly five files */
+        int files = 0;
+        for (const char *p = diff; (p = strstr(p, "diff --git ")); p++) files++;
+        ck_assert_int_eq(files, 5);
+        json_object_put(res);
+        tf_run_done(&r);
+
+        /* the worker's commit never reaches the host */
+        char *head_before = tf_shf(w, repo, "git rev-list --count HEAD");
+        ck_assert_str_eq(head_before, "1");
+
+        /* accept: the working tree becomes byte-for-byte what the worker left */
+        const char *accept_argv[] = {"accept", id, "--json", NULL};
+        r = tf_cli(w, NULL, NULL, accept_argv);
+        ck_assert_msg(r.exit_code == 0, "accept failed: %s %s", r.out, r.err);
+        res = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(res, "changesetStatus"), "accepted");
+        ck_assert(json_get_bool(res, "applied", false));
+        json_object_put(res);
+        tf_run_done(&r);
+        size_t len;
+        char *t = tf_read(tf_path(repo, "tracked.txt"), &len);
+        ck_assert_str_eq(t, "line one\nline 2\nline three\n");
+        free(t);
+        t = tf_read(tf_path(repo, "added.txt"), &len);
+        ck_assert_str_eq(t, "brand new\n");
+        free(t);
+        t = tf_read(tf_path(repo, "blob.bin"), &len);
+        ck_assert_int_eq(len, 10);
+        ck_assert(memcmp(t, "bin\0\377\001data", 10) == 0);
+        free(t);
+        ck_assert(!tf_exists(tf_path(repo, "doomed.txt")));
+        t = tf_read(tf_path(repo, "sub/file.txt"), &len);
+        ck_assert_str_eq(t, "changed nested\n");
+        free(t);
+        ck_assert(!tf_exists(tf_path(repo, "ignored")));
+        ck_assert(tf_exists(tf_path(repo, "preexisting-untracked.txt")));
+        char *count = tf_shf(w, repo, "git rev-list --count HEAD");
+        ck_assert_str_eq(count, "1");
+        free(count);
+        ck_assert(tf_wait_until(no_cow_dirs, w, NULL, 10000));
+        /* the decision is durable */
+        tasks = tf_read(tasks_path, NULL);
+        json_object *arr = tf_json(tasks);
+        bool found = false;
+        for (size_t i = 0; i < json_object_array_length(arr); i++) {
+                json_object *rec = json_object_array_get_idx(arr, i);
+                if (!streq(tf_jstr(rec, "id"), id)) continue;
+                found = true;
+                ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "accepted");
+                ck_assert_ptr_null(json_get_object(rec, "overlayDirs"));
+        }
+        ck_assert(found);
+        json_object_put(arr);
+        free(tasks);
+
+        /* second task, rejected: nothing changes */
+        char *mid = repo_state(w, repo);
+        const char *argv2[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                               "echo rejected > tracked.txt; rm keep.txt; echo n > other.txt", NULL};
+        char *id2 = tf_dispatch(w, argv2);
+        st = tf_wait_settled(w, id2);
+        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
+        json_object_put(st);
+        const char *reject_argv[] = {"reject", id2, "--json", NULL};
+        r = tf_cli(w, NULL, NULL, reject_argv);
+        ck_assert_msg(r.exit_code == 0, "reject failed: %s", r.out);
+        res = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(res, "changesetStatus"), "rejected");
+        json_object_put(res);
+        tf_run_done(&r);
+        char *end = repo_state(w, repo);
+        ck_assert_str_eq(end, mid);
+        ck_assert(tf_wait_until(no_cow_dirs, w, NULL, 10000));
+        /* a decided changeset cannot be decided again */
+        const char *again[] = {"accept", id2, NULL};
+        r = tf_cli(w, NULL, NULL, again);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_msg(strstr(r.out, "no pending changeset"), "%s", r.out);
+        tf_run_done(&r);
+        free(mid), free(end), free(id2), free(before), free(head_before), free(go), free(log), free(tasks_path);
+        free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(no_changes_auto_accepts) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", "cat tracked.txt", NULL};
+        char *id = tf_dispatch(w, argv);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        /* changesetStatus "accepted" is shown (≠ "none") */
+        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "accepted");
+        json_object_put(st);
+        const char *res_argv[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res_argv);
+        json_object *res = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(res, "message"), "line one\nline two\n");
+        json_object_put(res);
+        tf_run_done(&r);
+        ck_assert(tf_wait_until(no_cow_dirs, w, NULL, 10000));
+        free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(apply_failure_keeps_pending) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                              "printf 'worker version\\n' > tracked.txt", NULL};
+        char *id = tf_dispatch(w, argv);
+        json_object_put(tf_wait_settled(w, id));
+        /* the user edits the same file meanwhile */
+        free(tf_shf(w, repo, "printf 'user version\\n' > tracked.txt"));
+        char *state = repo_state(w, repo);
+        const char *accept_argv[] = {"accept", id, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, accept_argv);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_msg(strstr(r.out, "failed to apply"), "%s", r.out);
+        ck_assert_msg(strstr(r.out, "still pending"), "%s", r.out);
+        tf_run_done(&r);
+        /* the live tree was not touched */
+        char *state2 = repo_state(w, repo);
+        ck_assert_str_eq(state2, state);
+        const char *status_argv[] = {"status", id, "--json", NULL};
+        r = tf_cli(w, NULL, NULL, status_argv);
+        json_object *st = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
+        json_object_put(st);
+        tf_run_done(&r);
+        free(state), free(state2), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* What the worker sees: deny-listed and daemon dirs are empty, the runtime dir
+ * holds only the socket, nothing outside the overlay and the output dir is
+ * writable. */
+START_TEST(sandbox_confinement) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo secret > %s/.ssh/id_ed25519 && mkdir -p %s && echo c > %s/cached",
+                    w->home, w->home, w->cache, w->cache));
+        /* runs once so the daemon, its socket and the state dir exist */
+        const char *warm[] = {"--executor", "shell", "--directory", repo, "--prompt", "true", NULL};
+        char *id0 = tf_dispatch(w, warm);
+        json_object_put(tf_wait_settled(w, id0));
+        const char *probe =
+                "r=$TASKFERRY_OUTPUT_DIR/report; : > $r; "
+                "echo \"ssh=$(ls -A \"$HOME/.ssh\" 2>&1 | tr '\\n' ' ')\" >> $r; "
+                "echo \"state=$(ls -A \"$STATE\" 2>&1 | tr '\\n' ' ')\" >> $r; "
+                "echo \"cache=$(ls -A \"$CACHE\" 2>&1 | tr '\\n' ' ')\" >> $r; "
+                "echo \"run=$(ls -A \"$RUN\" 2>&1 | tr '\\n' ' ')\" >> $r; "
+                "cat \"$CACHE/cached\" >/dev/null 2>&1 && echo cache-readable >> $r; "
+                "(echo x > \"$HOME/planted\") 2>/dev/null && echo home-writable >> $r; "
+                "(echo x > /usr/planted) 2>/dev/null && echo usr-writable >> $r; "
+                "(echo x > \"$WORLD/planted\") 2>/dev/null && echo world-writable >> $r; "
+                "(echo x > ./in-overlay) 2>/dev/null && echo overlay-writable >> $r; "
+                "test -S \"$RUN/daemon.sock\" && echo socket-present >> $r; "
+                "id -u >> $r; echo done";
+        char *env_state = strdup_printf("STATE=%s", w->state), *env_cache = strdup_printf("CACHE=%s", w->cache);
+        char *env_run = strdup_printf("RUN=%s", w->run), *env_world = strdup_printf("WORLD=%s", w->root);
+        tf_world_setenv(w, "STATE", w->state);
+        tf_world_setenv(w, "CACHE", w->cache);
+        tf_world_setenv(w, "RUN", w->run);
+        tf_world_setenv(w, "WORLD", w->root);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", probe, NULL};
+        char *id = tf_dispatch(w, argv);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        char *report_path = strdup_printf("%s/outputs/%s/report", w->state, id);
+        char *report = tf_read(report_path, NULL);
+        ck_assert_msg(strstr(report, "ssh=\n"), "~/.ssh visible: %s", report);
+        ck_assert_msg(strstr(report, "state=\n"), "state dir visible: %s", report);
+        ck_assert_msg(strstr(report, "cache=\n"), "cache dir visible: %s", report);
+        ck_assert_msg(strstr(report, "run=daemon.sock \n"), "runtime dir shows more than the socket: %s", report);
+        ck_assert_msg(strstr(report, "socket-present"), "socket not bound for nested dispatch: %s", report);
+        ck_assert_msg(!strstr(report, "cache-readable"), "%s", report);
+        ck_assert_msg(!strstr(report, "home-writable"), "%s", report);
+        ck_assert_msg(!strstr(report, "usr-writable"), "%s", report);
+        ck_assert_msg(!strstr(report, "world-writable"), "%s", report);
+        ck_assert_msg(strstr(report, "overlay-writable"), "%s", report);
+        char uid[32];
+        snprintf(uid, sizeof uid, "\n%u\n", (unsigned) getuid());
+        ck_assert_msg(strstr(report, uid), "worker uid differs: %s", report);
+        ck_assert(!tf_exists(tf_path(w->home, "planted")));
+        ck_assert(!tf_exists(tf_path(w->root, "planted")));
+        ck_assert(!tf_exists(tf_path(repo, "in-overlay")));
+        /* the prompt never sat on a command line */
+        char *tasks_path = strdup(tf_path(w->state, "tasks.json"));
+        struct stat sb;
+        ck_assert_int_eq(stat(tasks_path, &sb), 0);
+        ck_assert_int_eq(sb.st_mode & 0777, 0600);
+        char *log = strdup_printf("%s/logs/%s.ndjson", w->state, id);
+        ck_assert_int_eq(stat(log, &sb), 0);
+        ck_assert_int_eq(sb.st_mode & 0777, 0600);
+        free(report), free(report_path), free(env_state), free(env_cache), free(env_run), free(env_world);
+        free(id), free(id0), free(repo), free(tasks_path), free(log);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(missing_bwrap_crashes_with_spawn_error) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        /* a PATH without bwrap, for the daemon and hence the worker */
+        char *bin = strdup(tf_path(w->root, "nobwrap"));
+        free(tf_shf(w, NULL,
+                    "mkdir -p %s && for t in sh git cat rm printf mkdir ls env sleep true id tr; do "
+                    "ln -s \"$(command -v $t)\" %s/$t; done",
+                    bin, bin));
+        char *path = strdup_printf("%s/bin:%s", TASKFERRY_FIXTURES_DIR, bin);
+        tf_world_setenv(w, "PATH", path);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo hi > x", NULL};
+        char *id = tf_dispatch(w, argv);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
+        const char *se = tf_jstr(st, "spawnError");
+        ck_assert_msg(se && strstr(se, "bwrap is required"), "spawnError: %s", se ? se : "(null)");
+        json_object_put(st);
+        ck_assert(!tf_exists(tf_path(repo, "x")));
+        free(id), free(repo), free(bin), free(path);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(no_sandbox_runs_directly) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *argv[] = {"--executor", "shell", "--no-sandbox", "--directory", repo, "--prompt",
+                              "echo direct > direct.txt; ls -A \"$HOME\" | grep -c . ; echo \"$TASKFERRY_CHILD $TASKFERRY_TASK_ID\"",
+                              NULL};
+        char *id = tf_dispatch(w, argv);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        /* unsandboxed writes land directly, no changeset */
+        ck_assert(tf_exists(tf_path(repo, "direct.txt")));
+        const char *res_argv[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res_argv);
+        json_object *res = tf_json(r.out);
+        char *expect = strdup_printf("1 %s\n", id);
+        ck_assert_msg(strstr(tf_jstr(res, "message"), expect), "message: %s", tf_jstr(res, "message"));
+        free(expect);
+        json_object_put(res);
+        tf_run_done(&r);
+        free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("dispatch-changeset");
+        TCase *tc = tcase_create("main");
+        tcase_set_timeout(tc, 600);
+        tcase_add_test(tc, git_round_trip_accept_and_reject);
+        tcase_add_test(tc, no_changes_auto_accepts);
+        tcase_add_test(tc, apply_failure_keeps_pending);
+        tcase_add_test(tc, sandbox_confinement);
+        tcase_add_test(tc, missing_bwrap_crashes_with_spawn_error);
+        tcase_add_test(tc, no_sandbox_runs_directly);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}

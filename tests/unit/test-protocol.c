@@ -1,0 +1,156 @@
+/* protocol.c: envelopes, validation order and param specs (spec
+ * protocol-cli.md §1.2–§1.8, §1.10). */
+
+#include <check.h>
+
+#include "json-util.h"
+#include "protocol.h"
+#include "util.h"
+
+static const char *err_code(json_object *frame) { return json_get_string(json_get_object(frame, "error"), "code"); }
+
+static json_object *parse_error(const char *line) {
+        proto_request r;
+        json_object *err = NULL;
+        int k = proto_parse_request(line, strlen(line), &r, &err);
+        ck_assert_msg(k < 0, "expected an error for %s", line);
+        ck_assert_ptr_nonnull(err);
+        return err;
+}
+
+START_TEST(envelopes_have_exact_key_order) {
+        json_object *ok = proto_success("abc", json_object_new_object());
+        ck_assert_str_eq(json_to_line(ok, NULL), "{\"version\":1,\"ok\":true,\"id\":\"abc\",\"result\":{}}");
+        json_object_put(ok);
+        json_object *e = proto_error(NULL, "X", "m", "h", NULL);
+        ck_assert_str_eq(json_to_line(e, NULL),
+                         "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"X\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"m\"},\"id\":null}");
+        json_object_put(e);
+        json_object *s = proto_shutdown("restart");
+        ck_assert_str_eq(json_to_line(s, NULL), "{\"version\":1,\"type\":\"shutdown\",\"reason\":\"restart\"}");
+        json_object_put(s);
+        json_object *ev = proto_event("sub", json_object_new_object());
+        ck_assert_str_eq(json_to_line(ev, NULL), "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"sub\",\"event\":{}}");
+        json_object_put(ev);
+}
+END_TEST
+
+START_TEST(error_from_text_maps_like_response_error) {
+        json_object *e = proto_error_from_text("i", "UNKNOWN_TASK",
+                                               "error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids");
+        json_object *o = json_get_object(e, "error");
+        ck_assert_str_eq(json_get_string(o, "message"), "unknown task id: zzz");
+        ck_assert_str_eq(json_get_string(o, "help"), "run taskferry list to see valid task ids");
+        ck_assert_str_eq(json_get_string(o, "detail"),
+                         "error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids");
+        json_object_put(e);
+        e = proto_error_from_text("i", "REQUEST_FAILED", "plain failure\nsecond");
+        o = json_get_object(e, "error");
+        ck_assert_str_eq(json_get_string(o, "message"), "plain failure");
+        ck_assert_str_eq(json_get_string(o, "help"), "Retry the request or inspect the daemon logs");
+        json_object_put(e);
+}
+END_TEST
+
+START_TEST(validation_order_and_codes) {
+        json_object *e = parse_error("{nope");
+        ck_assert_str_eq(err_code(e), "MALFORMED_JSON");
+        ck_assert_ptr_null(json_get_string(e, "id"));
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"system.health\",\"params\":{}} trailing");
+        ck_assert_str_eq(err_code(e), "MALFORMED_JSON");
+        json_object_put(e);
+        e = parse_error("\"str\"");
+        ck_assert_str_eq(err_code(e), "INVALID_REQUEST");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"\",\"params\":{}}");
+        ck_assert_str_eq(err_code(e), "INVALID_REQUEST");
+        ck_assert_str_eq(json_get_string(e, "id"), "x");
+        json_object_put(e);
+        e = parse_error("{\"version\":1.5,\"id\":\"x\",\"method\":\"m\",\"params\":{}}");
+        ck_assert_str_eq(err_code(e), "UNSUPPORTED_VERSION");
+        ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"), "unsupported protocol version: 1.5");
+        json_object_put(e);
+        e = parse_error("{\"version\":null,\"id\":\"x\",\"method\":\"m\",\"params\":{}}");
+        ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"), "unsupported protocol version: null");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{}}");
+        ck_assert_str_eq(err_code(e), "UNKNOWN_METHOD");
+        ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
+                         "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, task.list, "
+                         "task.result, task.accept, task.reject");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.status\",\"params\":{\"taskId\":null}}");
+        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
+        ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
+                         "Check the parameter names and types for task.status");
+        json_object_put(e);
+}
+END_TEST
+
+START_TEST(valid_requests) {
+        const char *ok[] = {
+                "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}",
+                "{\"params\":{},\"method\":\"system.health\",\"id\":\"a\",\"version\":1.0}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"p\",\"directory\":\"/x\","
+                "\"env\":{\"EMPTY\":\"\"},\"executor\":\"shell\",\"originSessionId\":\"s\",\"rwBind\":[\"/a\"]}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.result\",\"params\":{\"taskId\":\"t\",\"fields\":[\"failureDetail\",\"outputDir\"],\"full\":true}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"t\",\"timeoutMs\":0,\"tailChars\":6}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.list\",\"params\":{}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.cancel\",\"params\":{\"taskId\":\"t\",\"graceMs\":0}}",
+        };
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+                proto_request r;
+                json_object *err = NULL;
+                int k = proto_parse_request(ok[i], strlen(ok[i]), &r, &err);
+                ck_assert_msg(k == 0, "rejected: %s -> %s", ok[i], err ? json_to_line(err, NULL) : "");
+                ck_assert_str_eq(r.id, "a");
+                proto_request_done(&r);
+        }
+}
+END_TEST
+
+START_TEST(client_frame_classification) {
+        const struct {
+                const char *frame;
+                proto_frame_kind kind;
+        } cases[] = {
+                {"{\"version\":1,\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_RESPONSE_OK},
+                {"{\"version\":1,\"ok\":false,\"error\":{\"code\":\"c\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":\"a\"}",
+                 PROTO_FRAME_RESPONSE_ERROR},
+                /* an id-null error frame is a protocol failure for the reference client (§1.10) */
+                {"{\"version\":1,\"ok\":false,\"error\":{\"code\":\"c\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":null}",
+                 PROTO_FRAME_INVALID},
+                {"{\"version\":1,\"ok\":true,\"id\":\"a\",\"result\":{},\"extra\":1}", PROTO_FRAME_INVALID},
+                {"{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"s\",\"event\":{}}", PROTO_FRAME_EVENT},
+                {"{\"version\":1,\"type\":\"shutdown\",\"reason\":\"shutdown\"}", PROTO_FRAME_SHUTDOWN},
+                {"{\"version\":2,\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_INVALID},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                json_object *o = NULL;
+                ck_assert_int_eq(json_parse_strict(cases[i].frame, strlen(cases[i].frame), &o), 0);
+                ck_assert_msg(proto_classify_frame(o) == cases[i].kind, "frame %s", cases[i].frame);
+                json_object_put(o);
+        }
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("protocol");
+        TCase *tc = tcase_create("core");
+        tcase_add_test(tc, envelopes_have_exact_key_order);
+        tcase_add_test(tc, error_from_text_maps_like_response_error);
+        tcase_add_test(tc, validation_order_and_codes);
+        tcase_add_test(tc, valid_requests);
+        tcase_add_test(tc, client_frame_classification);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
