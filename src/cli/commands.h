@@ -1,0 +1,34 @@
+#pragma once
+/* taskferry command implementations (spec protocol-cli.md §2.6): each turns
+ * parsed arguments into RPCs and returns the value to print. */
+
+#include <signal.h>
+#include <stdbool.h>
+#include <json-c/json.h>
+
+#include "cli-args.h"
+#include "cli-client.h"
+#include "cli-error.h"
+#include "paths.h"
+
+typedef struct cli_context {
+        const cli_args *args;
+        const char *argv0;                  /* for the workspace view's `bin` */
+        volatile sig_atomic_t *interrupted; /* set by the SIGINT/SIGTERM handler */
+        tf_paths paths;
+        cli_client client;
+        bool connected;
+} cli_context;
+
+/* True for the commands this build implements (others answer
+ * "unknown command: <c>"). "home" and "version" included. */
+bool cli_command_implemented(const char *command);
+
+/* Run ctx->args->command. On success returns 0 and sets *ret_value (what to
+ * print as TOON: the projection) and *ret_raw (what --json prints: the raw
+ * daemon result, or the same value for local commands); both owned by the
+ * caller. On failure returns < 0 with err set; *ret_raw may still be set
+ * (accept's applied:false result, printed by --json). */
+int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);
+
+void cli_context_done(cli_context *ctx);

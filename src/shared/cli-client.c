@@ -1,0 +1,513 @@
+/* CLI daemon client and auto-start: spec protocol-cli.md §1.10, §4.1;
+ * DESIGN.md "Auto-start". */
+#include "cli-client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+#include <systemd/sd-bus.h>
+
+#include "json-util.h"
+#include "taskferry-config.h"
+#include "util.h"
+
+extern char **environ;
+
+#define INVALID_FRAME "taskferry daemon sent an invalid frame"
+
+void cli_client_close(cli_client *c) {
+        c->fd = safe_close(c->fd);
+        free(c->buf);
+        c->buf = NULL;
+        c->len = c->cap = 0;
+}
+
+int cli_client_connect(cli_client *c, const char *socket_path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(socket_path) >= sizeof sa.sun_path) return -ENAMETOOLONG;
+        strcpy(sa.sun_path, socket_path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return -errno;
+        int r;
+        do r = connect(fd, (struct sockaddr *) &sa, sizeof sa);
+        while (r < 0 && errno == EINTR);
+        if (r < 0) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        cli_client_close(c);
+        c->fd = fd;
+        c->restarting = false;
+        c->failed = false;
+        return 0;
+}
+
+/* True if obj has exactly the given keys (any order). */
+static bool exact_keys(json_object *obj, const char *const *keys) {
+        size_t n = 0;
+        for (; keys[n]; n++)
+                if (!json_object_object_get_ex(obj, keys[n], NULL)) return false;
+        return (size_t) json_object_object_length(obj) == n;
+}
+
+static bool is_string(json_object *v) {
+        return v && json_object_is_type(v, json_type_string);
+}
+
+cli_frame_kind cli_frame_classify(json_object *frame) {
+        if (!json_is_object(frame)) return CLI_FRAME_INVALID;
+        json_object *version = NULL, *type = NULL, *ok = NULL, *id = NULL;
+        json_object_object_get_ex(frame, "version", &version);
+        if (!version || !json_object_is_type(version, json_type_int) || json_object_get_int64(version) != 1) {
+                /* 1.0 is the same number as 1 in JavaScript */
+                if (!(version && json_object_is_type(version, json_type_double) && json_object_get_double(version) == 1.0))
+                        return CLI_FRAME_INVALID;
+        }
+        json_object_object_get_ex(frame, "type", &type);
+        if (is_string(type) && streq(json_object_get_string(type), "shutdown")) return CLI_FRAME_SHUTDOWN;
+        if (is_string(type) && streq(json_object_get_string(type), "event")) {
+                static const char *const keys[] = { "version", "type", "subscriptionId", "event", NULL };
+                json_object *sid = NULL, *event = NULL;
+                json_object_object_get_ex(frame, "subscriptionId", &sid);
+                json_object_object_get_ex(frame, "event", &event);
+                if (!exact_keys(frame, keys) || !is_string(sid) || json_object_get_string_len(sid) == 0 ||
+                    !json_is_object(event))
+                        return CLI_FRAME_INVALID;
+                return CLI_FRAME_EVENT;
+        }
+        json_object_object_get_ex(frame, "ok", &ok);
+        json_object_object_get_ex(frame, "id", &id);
+        bool ok_true = ok && json_object_is_type(ok, json_type_boolean) && json_object_get_boolean(ok);
+        if (ok_true) {
+                static const char *const keys[] = { "version", "id", "ok", "result", NULL };
+                if (!exact_keys(frame, keys) || !is_string(id)) return CLI_FRAME_INVALID;
+                return CLI_FRAME_RESPONSE_OK;
+        }
+        static const char *const keys[] = { "version", "id", "ok", "error", NULL };
+        static const char *const error_keys[] = { "code", "message", "help", "detail", NULL };
+        if (!exact_keys(frame, keys) || !is_string(id) || !ok || !json_object_is_type(ok, json_type_boolean))
+                return CLI_FRAME_INVALID;
+        json_object *error = NULL;
+        json_object_object_get_ex(frame, "error", &error);
+        if (!json_is_object(error) || !exact_keys(error, error_keys)) return CLI_FRAME_INVALID;
+        for (size_t i = 0; error_keys[i]; i++) {
+                json_object *v = NULL;
+                json_object_object_get_ex(error, error_keys[i], &v);
+                if (!is_string(v)) return CLI_FRAME_INVALID;
+        }
+        return CLI_FRAME_RESPONSE_ERROR;
+}
+
+static int client_fail(cli_client *c, cli_error *err, int r, const char *text) {
+        c->failed = true;
+        c->fd = safe_close(c->fd);
+        cli_error_fail(err, NULL, "%s", text);
+        return r;
+}
+
+static int closed_error(cli_client *c, cli_error *err) {
+        return client_fail(c, err, -ECONNRESET,
+                           c->restarting ? "taskferry daemon is restarting (config or version change) — retry your command in a moment"
+                                         : "taskferry daemon connection closed");
+}
+
+static int send_all(int fd, const char *data, size_t len) {
+        while (len > 0) {
+                ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                data += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+/* Read more bytes into the buffer. 0 = EOF, >0 bytes read, -errno. With
+ * timeout_ms >= 0 waits at most that long (-ETIMEDOUT). */
+static ssize_t fill(cli_client *c, int timeout_ms) {
+        if (c->cap - c->len < 65536) {
+                size_t ncap = c->cap ? c->cap * 2 : 65536;
+                char *nb = realloc(c->buf, ncap);
+                if (!nb) return -ENOMEM;
+                c->buf = nb;
+                c->cap = ncap;
+        }
+        if (timeout_ms >= 0) {
+                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+                uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
+                for (;;) {
+                        uint64_t now = mono_ms();
+                        int left = now >= deadline ? 0 : (int) (deadline - now);
+                        int r = poll(&pfd, 1, left);
+                        if (r < 0 && errno == EINTR) continue;
+                        if (r < 0) return -errno;
+                        if (r == 0) return -ETIMEDOUT;
+                        break;
+                }
+        }
+        for (;;) {
+                ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) return -errno;
+                c->len += (size_t) n;
+                return n;
+        }
+}
+
+/* Take the next complete line out of the buffer (without '\n'); NULL if none. */
+static char *next_line(cli_client *c, size_t *ret_len) {
+        char *nl = c->buf ? memchr(c->buf, '\n', c->len) : NULL;
+        if (!nl) return NULL;
+        size_t len = (size_t) (nl - c->buf);
+        char *line = strndup(c->buf, len);
+        if (!line) return NULL;
+        memmove(c->buf, nl + 1, c->len - len - 1);
+        c->len -= len + 1;
+        *ret_len = len;
+        return line;
+}
+
+int cli_client_call(cli_client *c, const char *method, json_object *params,
+                    json_object **ret_result, cli_error *err) {
+        if (c->failed || c->fd < 0) {
+                cli_error_fail(err, NULL, "taskferry daemon connection is closed");
+                return -ECONNRESET;
+        }
+        char id[37];
+        int r = uuid4(id);
+        if (r < 0) return cli_error_fail(err, NULL, "could not generate a request id: %s", strerror(-r));
+
+        _cleanup_json_ json_object *req = json_object_new_object();
+        if (!req) return -ENOMEM;
+        if (json_add_int(req, "version", 1) < 0 || json_add_string(req, "id", id) < 0 ||
+            json_add_string(req, "method", method) < 0 ||
+            json_add(req, "params", params ? json_object_get(params) : json_object_new_object()) < 0)
+                return -ENOMEM;
+        size_t len;
+        const char *line = json_to_line(req, &len);
+        _cleanup_free_ char *frame = malloc(len + 1);
+        if (!frame) return -ENOMEM;
+        memcpy(frame, line, len);
+        frame[len] = '\n';
+        if (send_all(c->fd, frame, len + 1) < 0) return closed_error(c, err);
+
+        for (;;) {
+                size_t llen;
+                _cleanup_free_ char *l = next_line(c, &llen);
+                if (!l) {
+                        if (c->len > CLI_CLIENT_MAX_BUFFER_BYTES)
+                                return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
+                        ssize_t n = fill(c, -1);
+                        if (n == -ENOMEM) return -ENOMEM;
+                        if (n <= 0) return closed_error(c, err);
+                        continue;
+                }
+                if (llen == 0) continue;
+                _cleanup_json_ json_object *msg = NULL;
+                if (json_parse_strict(l, llen, &msg) < 0) return client_fail(c, err, -EPROTO, INVALID_FRAME);
+                switch (cli_frame_classify(msg)) {
+                case CLI_FRAME_INVALID:
+                        return client_fail(c, err, -EPROTO, INVALID_FRAME);
+                case CLI_FRAME_SHUTDOWN:
+                        c->restarting = streq_ptr(json_get_string(msg, "reason"), "restart");
+                        continue;
+                case CLI_FRAME_EVENT:
+                        continue;
+                case CLI_FRAME_RESPONSE_OK:
+                        if (!streq(json_get_string(msg, "id"), id)) continue;
+                        json_object *result = NULL;
+                        json_object_object_get_ex(msg, "result", &result);
+                        *ret_result = result ? json_object_get(result) : NULL;
+                        return 0;
+                case CLI_FRAME_RESPONSE_ERROR: {
+                        if (!streq(json_get_string(msg, "id"), id)) continue;
+                        json_object *e = json_get_object(msg, "error");
+                        const char *code = json_get_string(e, "code");
+                        const char *message = json_get_string(e, "message");
+                        const char *help = json_get_string(e, "help");
+                        const char *detail = json_get_string(e, "detail");
+                        if (!streq(detail, message)) cli_error_fail(err, *code ? code : "REQUEST_FAILED", "%s", detail);
+                        else cli_error_fail(err, *code ? code : "REQUEST_FAILED", "%s\nhelp: %s", message, help);
+                        return -EBADMSG;
+                }
+                }
+        }
+}
+
+bool cli_daemon_healthy(const char *socket_path, int timeout_ms) {
+        cli_client c = CLI_CLIENT_INIT;
+        bool healthy = false;
+        if (cli_client_connect(&c, socket_path) < 0) return false;
+        static const char probe[] = "{\"version\":1,\"id\":\"health-check\",\"method\":\"system.health\",\"params\":{}}\n";
+        if (send_all(c.fd, probe, sizeof probe - 1) < 0) goto out;
+        uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
+        for (;;) {
+                size_t llen;
+                _cleanup_free_ char *l = next_line(&c, &llen);
+                if (l) {
+                        _cleanup_json_ json_object *msg = NULL;
+                        if (json_parse_strict(l, llen, &msg) < 0) goto out;
+                        int64_t v;
+                        healthy = json_get_int64(msg, "version", &v) && v == 1 &&
+                                  streq_ptr(json_get_string(msg, "id"), "health-check") &&
+                                  json_get_bool(msg, "ok", false) &&
+                                  json_get_bool(json_get_object(msg, "result"), "healthy", false);
+                        goto out;
+                }
+                uint64_t now = mono_ms();
+                if (now >= deadline || c.len > CLI_CLIENT_MAX_BUFFER_BYTES) goto out;
+                if (fill(&c, (int) (deadline - now)) <= 0) goto out;
+        }
+out:
+        cli_client_close(&c);
+        return healthy;
+}
+
+int cli_find_daemon(char **ret) {
+        const char *env = getenv("TASKFERRY_DAEMON");
+        if (!isempty(env)) {
+                if (access(env, X_OK) < 0) return -errno;
+                char *p = strdup(env);
+                if (!p) return -ENOMEM;
+                *ret = p;
+                return 0;
+        }
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_strv_free_ char **candidates = NULL;
+        if (self_exe_dir(&dir) >= 0) {
+                if (strv_pushf(&candidates, "%s/taskferryd", dir) < 0 ||
+                    strv_pushf(&candidates, "%s/../libexec/taskferryd", dir) < 0)
+                        return -ENOMEM;
+        }
+        if (strv_push(&candidates, TASKFERRY_INSTALL_LIBEXECDIR "/taskferryd") < 0) return -ENOMEM;
+        for (char **c = candidates; *c; c++) {
+                struct stat st;
+                if (stat(*c, &st) == 0 && S_ISREG(st.st_mode) && access(*c, X_OK) == 0) {
+                        char *p = realpath(*c, NULL);
+                        if (!p) p = strdup(*c);
+                        if (!p) return -ENOMEM;
+                        *ret = p;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+static char *connect_error_text(int r, const char *path) {
+        const char *name = strerrorname_np(-r);
+        return strdup_printf("connect %s %s", name ? name : "EIO", path);
+}
+
+/* Poll connect every 25 ms for up to 5000 ms (at least one attempt).
+ * stop_file: stop early once it exists and is non-empty (daemon-boot.err).
+ * Returns 0 (connected) or the last -errno. */
+static int poll_connect(cli_client *c, const char *socket_path, const char *stop_file) {
+        uint64_t deadline = mono_ms() + CLI_AUTOSTART_TIMEOUT_MS;
+        int r;
+        for (;;) {
+                r = cli_client_connect(c, socket_path);
+                if (r >= 0) return 0;
+                struct stat st;
+                if (stop_file && stat(stop_file, &st) == 0 && st.st_size > 0) return r;
+                if (mono_ms() >= deadline) return r;
+                struct timespec ts = { 0, CLI_AUTOSTART_RETRY_MS * 1000000L };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+        }
+}
+
+/* (a): the systemd user manager starts taskferry.socket. Only for the
+ * default socket path, which is where the unit listens. */
+static int start_socket_unit(const tf_paths *p) {
+        if (!isempty(getenv("TASKFERRY_SOCKET_PATH")) || !isempty(getenv("TASKFERRY_RUNTIME_DIR"))) return -EPERM;
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        _cleanup_free_ char *expected = !isempty(xdg) ? strdup_printf("%s/taskferry/daemon.sock", xdg)
+                                                      : strdup_printf("/run/user/%u/taskferry/daemon.sock", (unsigned) getuid());
+        if (!expected) return -ENOMEM;
+        if (!streq(expected, p->socket_path)) return -EPERM;
+
+        sd_bus *bus = NULL;
+        int r = sd_bus_open_user(&bus);
+        if (r < 0) return r;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                               "org.freedesktop.systemd1.Manager", "StartUnit", &error, &reply,
+                               "ss", "taskferry.socket", "replace");
+        sd_bus_error_free(&error);
+        sd_bus_message_unref(reply);
+        sd_bus_flush_close_unref(bus);
+        return r;
+}
+
+/* Read a small diagnostics file, trimmed; NULL if missing or empty. */
+static char *read_diag(const char *path) {
+        char *data = NULL;
+        size_t len = 0;
+        if (read_file(path, 64 * 1024, &data, &len) < 0) return NULL;
+        while (len > 0 && strchr(" \t\r\n", data[len - 1])) data[--len] = 0;
+        if (len == 0) {
+                free(data);
+                return NULL;
+        }
+        return data;
+}
+
+/* Double-fork + setsid the daemon. Returns 0 once the grandchild exec'd,
+ * or -errno (exec failure errno from the grandchild). */
+static int spawn_daemon(const char *daemon, char **envp, int log_fd) {
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
+        int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0) {
+                int r = -errno;
+                close(pfd[0]);
+                close(pfd[1]);
+                return r;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(pfd[0]);
+                close(pfd[1]);
+                close(null_fd);
+                return r;
+        }
+        if (pid == 0) {
+                /* child: new session, then the daemon as a grandchild */
+                if (setsid() < 0) _exit(1);
+                pid_t gp = fork();
+                if (gp < 0) {
+                        int e = errno;
+                        (void) !write(pfd[1], &e, sizeof e);
+                        _exit(1);
+                }
+                if (gp > 0) _exit(0);
+                sigset_t all;
+                sigemptyset(&all);
+                sigprocmask(SIG_SETMASK, &all, NULL);
+                signal(SIGINT, SIG_DFL);
+                signal(SIGTERM, SIG_DFL);
+                signal(SIGPIPE, SIG_DFL);
+                if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 ||
+                    dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO) < 0) {
+                        int e = errno;
+                        (void) !write(pfd[1], &e, sizeof e);
+                        _exit(1);
+                }
+                /* Inherited descriptors we did not open must not reach the daemon. */
+                (void) close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+                if (chdir("/") < 0) {}
+                char *argv[] = { (char *) daemon, NULL };
+                execve(daemon, argv, envp);
+                int e = errno;
+                (void) !write(pfd[1], &e, sizeof e);
+                _exit(127);
+        }
+        close(pfd[1]);
+        close(null_fd);
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        int e = 0;
+        ssize_t n;
+        do n = read(pfd[0], &e, sizeof e);
+        while (n < 0 && errno == EINTR);
+        close(pfd[0]);
+        if (n == (ssize_t) sizeof e) return -e;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -ECHILD;
+        return 0;
+}
+
+/* The "did not become ready" error of §4.1 step 2. */
+static int not_ready_error(cli_error *err, const tf_paths *p, int last, const char *extra) {
+        _cleanup_free_ char *conn = connect_error_text(last, p->socket_path);
+        _cleanup_free_ char *boot_err_path = strdup_printf("%s/daemon-boot.err", p->runtime_dir);
+        _cleanup_free_ char *log_path = strdup_printf("%s/daemon-boot-stderr.log", p->runtime_dir);
+        _cleanup_free_ char *boot = boot_err_path ? read_diag(boot_err_path) : NULL;
+        _cleanup_free_ char *log = !boot && log_path ? read_diag(log_path) : NULL;
+        _cleanup_free_ char *line = NULL;
+        if (boot) line = strdup_printf("daemon boot failed: %s\n", boot);
+        else if (extra) line = strdup_printf("booter subprocess failed before startup: %s\n", extra);
+        else if (log) line = strdup_printf("booter subprocess failed before startup: %s\n", log);
+        return cli_error_fail(err, NULL,
+                              "error: taskferry daemon did not become ready within %dms: %s\n%shelp: check %s permissions and daemon startup diagnostics, then retry",
+                              CLI_AUTOSTART_TIMEOUT_MS, strempty(conn), strempty(line), p->runtime_dir);
+}
+
+/* (b): spawn the daemon ourselves under the start lock. */
+static int spawn_and_connect(cli_client *c, const tf_paths *p, cli_error *err) {
+        int r = mkdir_p_chmod(p->runtime_dir, 0700);
+        if (r < 0)
+                return cli_error_fail(err, NULL, "error: cannot create the runtime directory %s: %s\nhelp: check %s permissions and daemon startup diagnostics, then retry",
+                                      p->runtime_dir, strerror(-r), p->runtime_dir);
+        _cleanup_free_ char *lock_path = strdup_printf("%s/daemon-start.lock", p->runtime_dir);
+        _cleanup_free_ char *boot_err = strdup_printf("%s/daemon-boot.err", p->runtime_dir);
+        _cleanup_free_ char *log_path = strdup_printf("%s/daemon-boot-stderr.log", p->runtime_dir);
+        if (!lock_path || !boot_err || !log_path) return -ENOMEM;
+
+        _cleanup_close_ int lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lock_fd < 0)
+                return cli_error_fail(err, NULL, "error: cannot open %s: %s\nhelp: check %s permissions and daemon startup diagnostics, then retry",
+                                      lock_path, strerror(errno), p->runtime_dir);
+        while (flock(lock_fd, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return cli_error_fail(err, NULL, "error: cannot lock %s: %s\nhelp: check %s permissions and daemon startup diagnostics, then retry",
+                                              lock_path, strerror(errno), p->runtime_dir);
+
+        /* Another CLI may have started it while we waited for the lock. */
+        if (cli_daemon_healthy(p->socket_path, 500) && cli_client_connect(c, p->socket_path) >= 0) return 0;
+
+        if (unlink(boot_err) < 0 && errno != ENOENT) {}
+        _cleanup_close_ int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (log_fd >= 0) (void) fchmod(log_fd, 0600);
+
+        _cleanup_free_ char *daemon = NULL;
+        r = cli_find_daemon(&daemon);
+        if (r == -ENOMEM) return r;
+        if (r < 0)
+                return cli_error_fail(err, NULL,
+                                      "error: taskferry daemon binary not found (set TASKFERRY_DAEMON, or install taskferryd next to taskferry or in %s)\nhelp: reinstall taskferry, then retry",
+                                      TASKFERRY_INSTALL_LIBEXECDIR);
+
+        _cleanup_strv_free_ char **envp = strv_copy(environ);
+        if (!envp && environ && environ[0]) return -ENOMEM;
+        if (strv_env_set(&envp, "TASKFERRY_STATE_DIR", p->state_dir) < 0 ||
+            strv_env_set(&envp, "TASKFERRY_RUNTIME_DIR", p->runtime_dir) < 0 ||
+            strv_env_set(&envp, "TASKFERRY_SOCKET_PATH", p->socket_path) < 0)
+                return -ENOMEM;
+
+        r = spawn_daemon(daemon, envp, log_fd);
+        if (r < 0) {
+                _cleanup_free_ char *why = strdup_printf("cannot execute %s: %s", daemon, strerror(-r));
+                return not_ready_error(err, p, -ECONNREFUSED, why);
+        }
+        r = poll_connect(c, p->socket_path, boot_err);
+        if (r >= 0) return 0;
+        return not_ready_error(err, p, r, NULL);
+}
+
+int cli_client_open(cli_client *c, const tf_paths *p, cli_error *err) {
+        int r = cli_client_connect(c, p->socket_path);
+        if (r >= 0) return 0;
+        const char *auto_start = getenv("TASKFERRY_AUTO_START");
+        if ((auto_start && streq(auto_start, "0")) || (r != -ENOENT && r != -ECONNREFUSED)) {
+                _cleanup_free_ char *text = connect_error_text(r, p->socket_path);
+                return cli_error_fail(err, NULL, "%s", strempty(text));
+        }
+        if (start_socket_unit(p) >= 0 && poll_connect(c, p->socket_path, NULL) >= 0) return 0;
+        return spawn_and_connect(c, p, err);
+}

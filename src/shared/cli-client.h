@@ -1,0 +1,84 @@
+#pragma once
+/* CLI side of the daemon wire protocol (spec protocol-cli.md §1.1, §1.2,
+ * §1.10 reference client) and daemon auto-start (§4.1, DESIGN.md
+ * "Auto-start"). Blocking I/O: one CLI process, one connection. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <json-c/json.h>
+
+#include "cli-error.h"
+#include "paths.h"
+
+#define CLI_CLIENT_MAX_BUFFER_BYTES (1024 * 1024) /* §1.5: unterminated remainder limit */
+#define CLI_AUTOSTART_TIMEOUT_MS 5000
+#define CLI_AUTOSTART_RETRY_MS 25
+
+typedef struct cli_client {
+        int fd;          /* connected AF_UNIX stream socket, -1 when closed */
+        char *buf;       /* received bytes not yet split into lines */
+        size_t len, cap;
+        bool restarting; /* a {"type":"shutdown","reason":"restart"} frame arrived */
+        bool failed;     /* protocol failure or close: further calls fail */
+} cli_client;
+
+#define CLI_CLIENT_INIT { .fd = -1 }
+
+void cli_client_close(cli_client *c);
+
+/* Connect to the AF_UNIX stream socket at path (CLOEXEC). 0 or -errno
+ * (-ENOENT, -ECONNREFUSED, -ENAMETOOLONG, ...). */
+int cli_client_connect(cli_client *c, const char *socket_path);
+
+/* Frame kinds a client can receive, with the exact checks of §1.10. */
+typedef enum cli_frame_kind {
+        CLI_FRAME_INVALID,
+        CLI_FRAME_SHUTDOWN,       /* version 1, type "shutdown" */
+        CLI_FRAME_EVENT,          /* exactly {version,type,subscriptionId,event} */
+        CLI_FRAME_RESPONSE_OK,    /* exactly {version,id,ok:true,result}, string id */
+        CLI_FRAME_RESPONSE_ERROR, /* exactly {version,id,ok:false,error}, error exactly
+                                     {code,message,help,detail}, all strings */
+} cli_frame_kind;
+cli_frame_kind cli_frame_classify(json_object *frame);
+
+/* Send {"version":1,"id":<uuid4>,"method":method,"params":params} + "\n"
+ * (params borrowed; NULL → {}) and wait for the response with that id,
+ * skipping events, unknown ids and empty lines. Returns 0 and the result
+ * (owned by the caller; may be NULL for a JSON null result). Failures set
+ * err (exit 1) and return:
+ *   -EBADMSG      error response: text = detail if it differs from message,
+ *                 else "<message>\nhelp: <help>"; err->code = the code
+ *   -EPROTO       invalid frame ("taskferry daemon sent an invalid frame") or
+ *                 an unterminated remainder over 1 MiB
+ *   -ECONNRESET   connection closed ("taskferry daemon connection closed", or
+ *                 the restart text after a restart frame; "... connection is
+ *                 closed" if the client had already failed)
+ *   -ENOMEM */
+int cli_client_call(cli_client *c, const char *method, json_object *params,
+                    json_object **ret_result, cli_error *err);
+
+/* Health probe (§4.1 step 4): connect, send system.health with id
+ * "health-check", healthy iff the first line is version 1, id
+ * "health-check", ok true and result.healthy true within timeout_ms. */
+bool cli_daemon_healthy(const char *socket_path, int timeout_ms);
+
+/* Find the daemon binary: $TASKFERRY_DAEMON, <dir of /proc/self/exe>/taskferryd,
+ * <that dir>/../libexec/taskferryd, TASKFERRY_INSTALL_LIBEXECDIR/taskferryd;
+ * the first executable one. Returns 0 and a malloc'd path, -ENOENT, -ENOMEM. */
+int cli_find_daemon(char **ret);
+
+/* Connect to the daemon at p->socket_path. When the connect fails with
+ * ENOENT/ECONNREFUSED and TASKFERRY_AUTO_START is not "0", start it:
+ * (a) systemd user manager reachable and default socket path → StartUnit
+ *     taskferry.socket on the user bus; else or on failure
+ * (b) under an exclusive flock on <runtime>/daemon-start.lock: re-check
+ *     health, remove daemon-boot.err, double-fork + setsid the daemon
+ *     (stdin/stdout /dev/null, stderr → daemon-boot-stderr.log, env + the
+ *     three resolved path variables), then poll connect every 25 ms for
+ *     5000 ms while holding the lock.
+ * Failures (exit 1): "connect <ERRNO> <path>" without auto-start, or
+ * "error: taskferry daemon did not become ready within 5000ms: <last connect
+ * error>" + "daemon boot failed: <daemon-boot.err>" | "booter subprocess
+ * failed before startup: <stderr log>" + "help: check <runtime> permissions
+ * and daemon startup diagnostics, then retry". Returns 0, -EIO (err set), -ENOMEM. */
+int cli_client_open(cli_client *c, const tf_paths *p, cli_error *err);

@@ -1,0 +1,303 @@
+/* Lean projections: spec protocol-cli.md §2.7 (leanStatus, leanResult,
+ * projectList) and §2.8 (workspace view). */
+#include "cli-project.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "util.h"
+
+bool cli_json_truthy(json_object *v) {
+        if (!v) return false;
+        switch (json_object_get_type(v)) {
+        case json_type_null: return false;
+        case json_type_boolean: return json_object_get_boolean(v);
+        case json_type_int: return json_object_get_int64(v) != 0;
+        case json_type_double: {
+                double d = json_object_get_double(v);
+                return d != 0 && !isnan(d);
+        }
+        case json_type_string: return json_object_get_string_len(v) > 0;
+        default: return true;
+        }
+}
+
+static json_object *get(json_object *o, const char *key) {
+        json_object *v = NULL;
+        if (o && json_object_is_type(o, json_type_object)) json_object_object_get_ex(o, key, &v);
+        return v;
+}
+
+static bool has(json_object *o, const char *key) {
+        return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, NULL);
+}
+
+/* Copy o[key] into out[key] (missing → null, as JS undefined prints). */
+static int copy_key(json_object *out, json_object *o, const char *key) {
+        json_object *v = get(o, key);
+        return json_add(out, key, v ? json_object_get(v) : NULL);
+}
+
+/* String(o[key]) as a JavaScript template literal renders it: a missing
+ * key is "undefined", null is "null". */
+static char *js_string_key(json_object *o, const char *key) {
+        if (!has(o, key)) return strdup("undefined");
+        json_object *v = get(o, key);
+        if (!v) return strdup("null");
+        switch (json_object_get_type(v)) {
+        case json_type_string: return strdup(json_object_get_string(v));
+        case json_type_int: return strdup_printf("%" PRId64, json_object_get_int64(v));
+        case json_type_double: {
+                char buf[32];
+                return strdup(js_number_format(json_object_get_double(v), buf));
+        }
+        case json_type_boolean: return strdup(json_object_get_boolean(v) ? "true" : "false");
+        case json_type_object: return strdup("[object Object]");
+        default: return strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        }
+}
+
+json_object *cli_lean_status(json_object *detail, bool full) {
+        if (full) {
+                _cleanup_json_ json_object *out = json_object_new_object();
+                if (!out) return NULL;
+                json_object_object_foreach(detail, k, v) {
+                        json_object *nv;
+                        if (streq(k, "overlayDirs") && v && json_object_is_type(v, json_type_object)) {
+                                nv = json_object_new_object();
+                                if (!nv || copy_key(nv, v, "root") < 0 || copy_key(nv, v, "tmpRoot") < 0) {
+                                        json_object_put(nv);
+                                        return NULL;
+                                }
+                        } else
+                                nv = v ? json_object_get(v) : NULL;
+                        if (json_add(out, k, nv) < 0) return NULL;
+                }
+                return TAKE_PTR(out);
+        }
+
+        _cleanup_json_ json_object *lean = json_object_new_object();
+        if (!lean) return NULL;
+        const char *status = json_get_string(detail, "status");
+        bool active = streq_ptr(status, "running") || streq_ptr(status, "queued");
+
+        if (copy_key(lean, detail, "id") < 0 || copy_key(lean, detail, "status") < 0 ||
+            copy_key(lean, detail, "startedAt") < 0)
+                return NULL;
+        if (!active && (copy_key(lean, detail, "exitCode") < 0 || copy_key(lean, detail, "signal") < 0))
+                return NULL;
+        if (streq_ptr(json_get_string(detail, "changesetStatus"), "pending") &&
+            json_add_string(lean, "changesetStatus", "pending") < 0)
+                return NULL;
+        if (cli_json_truthy(get(detail, "changesetError")) && copy_key(lean, detail, "changesetError") < 0)
+                return NULL;
+        json_object *check = get(detail, "checkStatus");
+        if (check && !(json_object_is_type(check, json_type_string) && streq(json_object_get_string(check), "none"))) {
+                if (copy_key(lean, detail, "checkStatus") < 0 || copy_key(lean, detail, "checkCommand") < 0 ||
+                    copy_key(lean, detail, "checkExitCode") < 0 || copy_key(lean, detail, "checkStartedAt") < 0 ||
+                    copy_key(lean, detail, "checkEndedAt") < 0)
+                        return NULL;
+                if (json_get_bool(detail, "checkOverride", false) && json_add_bool(lean, "checkOverride", true) < 0)
+                        return NULL;
+        }
+        if (cli_json_truthy(get(detail, "projectConfigWarning")) && copy_key(lean, detail, "projectConfigWarning") < 0)
+                return NULL;
+        if (cli_json_truthy(get(detail, "outputDir")) && copy_key(lean, detail, "outputDir") < 0)
+                return NULL;
+        if (has(detail, "logBytesWritten") &&
+            (copy_key(lean, detail, "logBytesWritten") < 0 || copy_key(lean, detail, "logLastWriteAt") < 0 ||
+             copy_key(lean, detail, "logHasEvent") < 0))
+                return NULL;
+        if (has(detail, "outputTail") &&
+            (copy_key(lean, detail, "outputTail") < 0 || copy_key(lean, detail, "outputTailTotalChars") < 0 ||
+             copy_key(lean, detail, "outputTailTruncated") < 0))
+                return NULL;
+        if (cli_json_truthy(get(detail, "timedOut")) &&
+            json_add_string(lean, "note", "wait timed out; the task may still be running. Run taskferry wait again to keep waiting, or pass --timeout to set a longer cap") < 0)
+                return NULL;
+
+        _cleanup_free_ char *id_s = js_string_key(detail, "id");
+        _cleanup_free_ char *next = NULL;
+        if (active)
+                next = strdup_printf("Run taskferry wait or taskferry status with task id \"%s\" to check progress; pass --full for directory/model/log path details", id_s);
+        else if (streq_ptr(status, "crashed") && cli_json_truthy(get(detail, "sessionId"))) {
+                _cleanup_free_ char *sid = js_string_key(detail, "sessionId");
+                _cleanup_free_ char *dir = js_string_key(detail, "directory");
+                _cleanup_free_ char *qsid = sid ? shell_quote(sid) : NULL;
+                _cleanup_free_ char *qdir = dir ? shell_quote(dir) : NULL;
+                if (!qsid || !qdir) return NULL;
+                next = strdup_printf("Session %s may be salvageable; resume with taskferry dispatch --session-id %s --directory %s --prompt \"<continuation prompt>\"",
+                                     qsid, qsid, qdir);
+        } else
+                next = strdup_printf("Run taskferry result with task id \"%s\" to see the final message; pass --full here for directory/model/log path details", id_s);
+        if (!next || json_add_string(lean, "next", next) < 0) return NULL;
+        return TAKE_PTR(lean);
+}
+
+json_object *cli_lean_result(json_object *detail, bool full, bool raw) {
+        if (full || raw) return json_copy(detail);
+
+        _cleanup_free_ char *task_id = js_string_key(detail, "taskId");
+        _cleanup_free_ char *next = NULL;
+        if (!has(detail, "narrationTotalChars"))
+                next = strdup_printf("Run taskferry wait with task id \"%s\" to block until the task settles, then re-run taskferry result", task_id);
+        else {
+                _cleanup_free_ char *n = js_string_key(detail, "narrationTotalChars");
+                next = n ? strdup_printf("Run taskferry result --full or --fields narration with task id \"%s\" to see intermediate step narration (%s chars total)", task_id, n) : NULL;
+        }
+        if (!next) return NULL;
+
+        _cleanup_json_ json_object *out = json_object_new_object();
+        if (!out) return NULL;
+        bool placed = false;
+        json_object_object_foreach(detail, k, v) {
+                if (streq(k, "narration") || streq(k, "narrationTruncated")) continue;
+                if (streq(k, "next")) {
+                        if (json_add_string(out, "next", next) < 0) return NULL;
+                        placed = true;
+                        continue;
+                }
+                if (json_add(out, k, v ? json_object_get(v) : NULL) < 0) return NULL;
+        }
+        if (!placed && json_add_string(out, "next", next) < 0) return NULL;
+        return TAKE_PTR(out);
+}
+
+static json_object *list_row(json_object *row) {
+        _cleanup_json_ json_object *out = json_object_new_object();
+        if (!out) return NULL;
+        if (copy_key(out, row, "id") < 0 || copy_key(out, row, "status") < 0 || copy_key(out, row, "model") < 0 ||
+            copy_key(out, row, "startedAt") < 0)
+                return NULL;
+        if (cli_json_truthy(get(row, "failureReason")) && copy_key(out, row, "failureReason") < 0) return NULL;
+        return TAKE_PTR(out);
+}
+
+/* Rows projected and cut to limit (limit <= 0: all); "none found" for []. */
+static json_object *project_rows(json_object *tasks, int64_t limit) {
+        if (!tasks || !json_object_is_type(tasks, json_type_array))
+                return tasks ? json_object_get(tasks) : NULL;
+        size_t n = json_object_array_length(tasks);
+        if (n == 0) return json_object_new_string("none found in this workspace");
+        size_t keep = (limit > 0 && (uint64_t) limit < n) ? (size_t) limit : n;
+        _cleanup_json_ json_object *rows = json_object_new_array();
+        if (!rows) return NULL;
+        for (size_t i = 0; i < keep; i++) {
+                json_object *r = list_row(json_object_array_get_idx(tasks, i));
+                if (!r || json_object_array_add(rows, r) < 0) {
+                        json_object_put(r);
+                        return NULL;
+                }
+        }
+        return TAKE_PTR(rows);
+}
+
+/* Sum of the numeric values in counts. */
+static double counts_total(json_object *counts) {
+        double total = 0;
+        if (!counts || !json_object_is_type(counts, json_type_object)) return 0;
+        json_object_object_foreach(counts, k, v) {
+                (void) k;
+                if (v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+                        total += json_object_get_double(v);
+        }
+        return total;
+}
+
+json_object *cli_project_list(json_object *value, int64_t limit) {
+        _cleanup_json_ json_object *out = json_object_new_object();
+        if (!out) return NULL;
+        if (cli_json_truthy(get(value, "directory")) && copy_key(out, value, "directory") < 0) return NULL;
+        if (copy_key(out, value, "counts") < 0) return NULL;
+        json_object *tasks = get(value, "tasks");
+        json_object *rows = project_rows(tasks, limit);
+        if ((!rows && tasks) || json_add(out, "tasks", rows) < 0) return NULL;
+
+        if (tasks && json_object_is_type(tasks, json_type_array) && json_object_array_length(tasks) > 0) {
+                size_t shipped = json_object_array_length(tasks);
+                double total = counts_total(get(value, "counts"));
+                _cleanup_free_ char *hint = NULL;
+                if (total > (double) shipped) {
+                        char buf[32];
+                        hint = strdup_printf("Showing the newest %zu of %s tasks (server-capped); pass --directory to narrow further",
+                                             shipped, js_number_format(total, buf));
+                } else if (limit > 0 && (uint64_t) limit < shipped)
+                        hint = strdup_printf("Run taskferry list --limit %zu for all %zu tasks", shipped, shipped);
+                if (hint) {
+                        json_object *next = json_object_new_array();
+                        if (!next || json_object_array_add(next, json_object_new_string(hint)) < 0 ||
+                            json_add(out, "next", next) < 0)
+                                return NULL;
+                }
+        }
+        return TAKE_PTR(out);
+}
+
+json_object *cli_home_view(json_object *value, const char *workspace, const char *bin, const char *home) {
+        _cleanup_json_ json_object *out = json_object_new_object();
+        if (!out) return NULL;
+        _cleanup_free_ char *shown = NULL;
+        size_t hl = home ? strlen(home) : 0;
+        if (hl > 0 && streq(bin, home)) shown = strdup("~");
+        else if (hl > 0 && strncmp(bin, home, hl) == 0 && bin[hl] == '/') shown = strdup_printf("~%s", bin + hl);
+        else shown = strdup(bin);
+        if (!shown) return NULL;
+
+        json_object *tasks = get(value, "tasks");
+        json_object *rows = project_rows(tasks, CLI_DEFAULT_LIST_LIMIT);
+        if (tasks && !rows) return NULL;
+        size_t total_rows = tasks && json_object_is_type(tasks, json_type_array) ? json_object_array_length(tasks) : 0;
+
+        if (json_add_string(out, "workspace", workspace) < 0 || json_add_string(out, "bin", shown) < 0 ||
+            json_add_string(out, "description", "Manage background OpenCode tasks in the current workspace.") < 0 ||
+            copy_key(out, value, "counts") < 0 || json_add(out, "tasks", rows) < 0)
+                return NULL;
+        json_object *next = json_object_new_array();
+        if (!next || json_add(out, "next", next) < 0) return NULL;
+        if (total_rows > 0) {
+                json_object_array_add(next, json_object_new_string("Run taskferry status <id> for activity"));
+                json_object_array_add(next, json_object_new_string("Run taskferry wait <id> to wait for settlement"));
+                json_object_array_add(next, json_object_new_string("Run taskferry result <id> for the final answer"));
+        } else {
+                json_object_array_add(next, json_object_new_string("Run taskferry dispatch --prompt \"<text>\" to start a task"));
+                json_object_array_add(next, json_object_new_string("Run taskferry list --all to inspect every workspace"));
+        }
+        if (total_rows > CLI_DEFAULT_LIST_LIMIT) {
+                _cleanup_free_ char *hint = strdup_printf("Run taskferry list --limit %zu for all %zu tasks", total_rows, total_rows);
+                if (!hint || json_object_array_add(next, json_object_new_string(hint)) < 0) return NULL;
+        }
+        return TAKE_PTR(out);
+}
+
+char *cli_accept_failure_text(const char *task_id, const char *reason) {
+        const char *r = isempty(reason) ? "the target directory rejected the patch" : reason;
+        size_t len = strlen(r);
+        while (len > 0 && strchr(" \t\n\r\v\f", *r)) r++, len--;
+        while (len > 0 && strchr(" \t\n\r\v\f", r[len - 1])) len--;
+
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f) return NULL;
+        fprintf(f, "error: changeset for task %s failed to apply\n", task_id);
+        bool first = true;
+        for (const char *line = r; ; ) {
+                const char *nl = memchr(line, '\n', len - (size_t) (line - r));
+                size_t l = nl ? (size_t) (nl - line) : len - (size_t) (line - r);
+                fprintf(f, "%s%.*s\n", first ? "  reason: " : "  ", (int) l, line);
+                first = false;
+                if (!nl) break;
+                line = nl + 1;
+        }
+        fprintf(f, "help: the task is still pending -- resolve the reported conflict in the target directory, then retry \"taskferry accept %s\", or discard the changeset with \"taskferry reject %s\"",
+                task_id, task_id);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}

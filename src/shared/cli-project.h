@@ -1,0 +1,45 @@
+#pragma once
+/* Lean projections the CLI prints instead of raw daemon results (spec
+ * protocol-cli.md §2.7, §2.8). Every function takes the daemon result
+ * (borrowed, not modified) and returns a NEW object with keys in the exact
+ * spec order; NULL on ENOMEM. A key the JavaScript original would set to
+ * `undefined` is emitted as JSON null (TOON prints undefined fields as null). */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#define CLI_DEFAULT_LIST_LIMIT 30
+
+/* leanStatus (status, wait): full → the raw detail with overlayDirs reduced
+ * to {root, tmpRoot}; else {id, status, startedAt, [exitCode, signal],
+ * [changesetStatus], [changesetError], [check gate fields],
+ * [projectConfigWarning], [outputDir], [log trio], [outputTail trio], [note],
+ * next}. */
+json_object *cli_lean_status(json_object *detail, bool full);
+
+/* leanResult (result): raw copy when full or raw (--fields/--diff); else the
+ * detail without narration/narrationTruncated and with `next` replaced in
+ * place or appended. */
+json_object *cli_lean_result(json_object *detail, bool full, bool raw);
+
+/* projectList (list): {[directory], counts, tasks, [next]} with rows
+ * {id, status, model, startedAt, [failureReason]} cut to `limit` rows
+ * (limit <= 0 → no cut); empty row array → "none found in this workspace";
+ * string tasks pass through. next: server-capped hint when sum(counts) >
+ * rows shipped, else the --limit hint when rows were cut. */
+json_object *cli_project_list(json_object *value, int64_t limit);
+
+/* Workspace view for `taskferry` without arguments (§2.8):
+ * {workspace, bin, description, counts, tasks (≤30 rows or the none-found
+ * string), next[]}. bin is shown with a $HOME prefix as "~". */
+json_object *cli_home_view(json_object *value, const char *workspace, const char *bin, const char *home);
+
+/* Error text for an accept answered with applied:false (§2.6):
+ * "error: changeset for task <id> failed to apply\n  reason: <l1>\n  <l2>...\n
+ *  help: the task is still pending -- ...". reason NULL/empty → "the target
+ * directory rejected the patch"; reason is trimmed. malloc'd, NULL on ENOMEM. */
+char *cli_accept_failure_text(const char *task_id, const char *reason);
+
+/* JavaScript truthiness of a JSON value (NULL → false, "" → false, 0 → false). */
+bool cli_json_truthy(json_object *v);

@@ -1,0 +1,143 @@
+/* Client-side resolution: spec protocol-cli.md §2.5, §1.9, §2.6. */
+#include "cli-resolve.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli-args.h"
+#include "util.h"
+
+/* Node/libuv-style error text: "ENOENT: no such file or directory". */
+static char *errno_text(int e) {
+        const char *name = strerrorname_np(e);
+        char *msg = strdup(strerror(e));
+        if (!msg) return NULL;
+        msg[0] = (char) tolower((unsigned char) msg[0]);
+        char *r = strdup_printf("%s: %s", name ? name : "EIO", msg);
+        free(msg);
+        return r;
+}
+
+int cli_normalize_directory(const char *dir, char **ret, cli_error *err) {
+        _cleanup_free_ char *resolved = realpath(dir, NULL);
+        if (!resolved) {
+                int e = errno;
+                if (e == ENOMEM) return -ENOMEM;
+                _cleanup_free_ char *text = errno_text(e);
+                _cleanup_free_ char *help = strdup_printf("Use an existing directory path for --directory (%s, realpath '%s')",
+                                                          strempty(text), dir);
+                return cli_error_usage(err, help, "directory does not exist: %s", dir);
+        }
+        struct stat st;
+        if (stat(resolved, &st) < 0 || !S_ISDIR(st.st_mode))
+                return cli_error_usage(err, "Use --directory with a workspace directory, not a file",
+                                       "path is not a directory: %s", dir);
+        *ret = TAKE_PTR(resolved);
+        return 0;
+}
+
+/* Run `git -C dir rev-parse <arg>`; trimmed stdout or NULL if git failed. */
+static char *git_rev_parse(const char *dir, const char *arg) {
+        char *argv[] = { "git", "-C", (char *) dir, "rev-parse", (char *) arg, NULL };
+        run_result r = {};
+        if (run_command(argv, NULL, NULL, 64 * 1024, -1, &r) < 0) return NULL;
+        char *out = NULL;
+        if (r.exit_code == 0 && r.out) {
+                size_t len = r.out_len;
+                while (len > 0 && isspace((unsigned char) r.out[len - 1])) len--;
+                if (len > 0) out = strndup(r.out, len);
+        }
+        run_result_done(&r);
+        return out;
+}
+
+int cli_workspace_root(const char *dir, char **ret) {
+        _cleanup_free_ char *common = git_rev_parse(dir, "--git-common-dir");
+        if (!common) {
+                fprintf(stderr, "no git repository found for %s; using it directly\n", dir);
+                char *d = strdup(dir);
+                if (!d) return -ENOMEM;
+                *ret = d;
+                return 0;
+        }
+        _cleanup_free_ char *joined = common[0] == '/' ? strdup(common) : strdup_printf("%s/%s", dir, common);
+        if (!joined) return -ENOMEM;
+        if (strstr(joined, "/.git/modules/")) {
+                char *top = git_rev_parse(dir, "--show-toplevel");
+                if (top) {
+                        *ret = top;
+                        return 0;
+                }
+        }
+        _cleanup_free_ char *real = realpath(joined, NULL);
+        const char *base = real ? real : joined;
+        _cleanup_free_ char *copy = strdup(base);
+        if (!copy) return -ENOMEM;
+        char *parent = strdup(dirname(copy));
+        if (!parent) return -ENOMEM;
+        *ret = parent;
+        return 0;
+}
+
+int cli_read_prompt(int fd, const char *command, volatile sig_atomic_t *interrupted,
+                    char **ret, size_t *ret_len, cli_error *err) {
+        _cleanup_free_ char *help = strdup_printf(
+                "Pipe a prompt into the command (e.g. `cat prompt.txt | taskferry %s --prompt -`), or pass --prompt \"<text>\" directly",
+                command);
+        if (!help) return -ENOMEM;
+        if (isatty(fd)) return cli_error_usage(err, help, "--prompt - requires a piped stdin (no TTY input detected)");
+
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+                if (cap - len < 65536) {
+                        size_t ncap = cap ? cap * 2 : 65536;
+                        char *nb = realloc(buf, ncap + 1);
+                        if (!nb) return -ENOMEM;
+                        buf = nb;
+                        cap = ncap;
+                }
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0) {
+                        if (errno == EINTR) {
+                                if (interrupted && *interrupted)
+                                        return cli_error_usage(err, help, "--prompt - aborted while waiting for stdin to close");
+                                continue;
+                        }
+                        return cli_error_usage(err, help, "--prompt - could not read stdin: %s", strerror(errno));
+                }
+                if (n == 0) break;
+                len += (size_t) n;
+        }
+        if (interrupted && *interrupted)
+                return cli_error_usage(err, help, "--prompt - aborted while waiting for stdin to close");
+        if (len > 0 && buf[len - 1] == '\n') {
+                len--;
+                if (len > 0 && buf[len - 1] == '\r') len--;
+        }
+        if (len == 0) return cli_error_usage(err, help, "--prompt - received empty stdin");
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+int cli_wait_default_timeout(const char *env_value, double *ret_ms) {
+        if (env_value && streq(env_value, "0")) return 0;
+        if (env_value) {
+                double v = cli_js_number(env_value);
+                if (isfinite(v) && v > 0) {
+                        *ret_ms = v;
+                        return 1;
+                }
+        }
+        *ret_ms = CLI_DEFAULT_WAIT_TIMEOUT_MS;
+        return 1;
+}

@@ -1,0 +1,42 @@
+#pragma once
+/* Client-side resolution done before the CLI connects (spec protocol-cli.md
+ * §2.5 directory defaults, §1.9 workspace root, §2.6 `--prompt -` and the
+ * `wait` default-timeout chain). */
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli-error.h"
+
+#define CLI_DEFAULT_WAIT_TIMEOUT_MS 900000
+
+/* realpath(dir) that must be an existing directory (§2.5). Usage errors
+ * (exit 2): "directory does not exist: <dir>" (help "Use an existing
+ * directory path for --directory (<errno text>)") and "path is not a
+ * directory: <dir>" (help "Use --directory with a workspace directory, not
+ * a file"). Returns 0 and a malloc'd path, -EINVAL with err set, -ENOMEM. */
+int cli_normalize_directory(const char *dir, char **ret, cli_error *err);
+
+/* Git workspace root of dir (§1.9): dirname of the resolved
+ * `git -C dir rev-parse --git-common-dir`; inside a submodule (a
+ * "/.git/modules/" common dir) `git rev-parse --show-toplevel`. Not a repo
+ * (or no git) → dir itself, and the notice "no git repository found for
+ * <dir>; using it directly" on stderr. Returns 0 and a malloc'd path, -ENOMEM. */
+int cli_workspace_root(const char *dir, char **ret);
+
+/* Read the prompt for `--prompt -` from fd (§2.6): fd must not be a TTY;
+ * reads to EOF; strips one trailing "\n" or "\r\n"; an empty result is an
+ * error. If a signal handler sets *interrupted while read() waits (install
+ * it without SA_RESTART), fails with "--prompt - aborted while waiting for
+ * stdin to close". All failures are usage errors (exit 2) naming `command`
+ * in the help. Returns 0 with a malloc'd, NUL-terminated prompt of
+ * *ret_len bytes; -EINVAL with err set; -ENOMEM. */
+int cli_read_prompt(int fd, const char *command, volatile sig_atomic_t *interrupted,
+                    char **ret, size_t *ret_len, cli_error *err);
+
+/* `wait` default timeout chain without a --timeout flag (§2.6): env value
+ * (TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS) "0" → 0 (send no timeoutMs: wait
+ * forever); a finite positive Number() → 1 with that value; otherwise 1 with
+ * 900000. (config.json's waitDefaultTimeoutMs is not consulted yet.) */
+int cli_wait_default_timeout(const char *env_value, double *ret_ms);
