@@ -42,5 +42,11 @@ int log_classify_file(const char *path, const char *prefix, const char *structur
  * matching /^error\b[:\s]/i, else the last non-blank line (capped). Returns 0
  * when the log has a JSON line or no candidate line. */
 int log_boot_failure(const char *path, char **ret_detail);
-/* Cap a failure detail: > 500 UTF-16 units → first 499 units + "…". */
+/* Cap a failure detail: > 500 UTF-16 units → first 499 units + "…".
+ * Returns a malloc'd copy (NULL on -ENOMEM or when s is NULL). */
 char *failure_detail_cap(const char *s);
+/* True if s[0..len) is empty or only whitespace as JavaScript's String#trim
+ * sees it (ASCII \t\n\v\f\r and space, U+00A0, U+1680, U+2000–U+200A,
+ * U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF). Used for "whitespace-only
+ * lines are dropped" (spec lifecycle.md §3.1) and "blank lines" (§4.4). */
+bool log_line_is_blank(const char *s, size_t len);

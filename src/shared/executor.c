@@ -1,0 +1,30 @@
+/* The executor table (DESIGN.md "Executors are a small vtable"; spec
+ * lifecycle.md §2). A new executor is one new executor-<id>.c file defining a
+ * `const executor executor_<id>` and one entry here. */
+
+#include "executor.h"
+
+#include "macro.h"
+
+extern const executor executor_opencode;
+extern const executor executor_pi;
+extern const executor executor_shell;
+
+/* Alphabetical, the order executor_names() prints. */
+static const executor *const executor_table[] = {
+        &executor_opencode,
+        &executor_pi,
+        &executor_shell,
+};
+
+const executor *executor_find(const char *id) {
+        if (!id) return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(executor_table); i++)
+                if (streq(executor_table[i]->id, id)) return executor_table[i];
+        return NULL;
+}
+
+const char *executor_names(void) {
+        /* Kept in step with executor_table (test-executor checks it). */
+        return "opencode, pi, shell";
+}

@@ -1,0 +1,655 @@
+/* Reading canonical NDJSON task logs: result parsing (spec lifecycle.md
+ * §4.2–§4.3), the per-line failure classifier (§6.3) and boot-failure
+ * detection (§4.4 step 5).
+ *
+ * Logs can be large (a chatty worker easily writes 100 MB), so every reader
+ * here streams the file line by line with getline(3) and never holds the
+ * whole log in memory. */
+
+#include "logparse.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json-util.h"
+#include "macro.h"
+#include "util.h"
+
+#define DETAIL_MAX_UNITS 500
+#define BOOT_TAIL_BYTES (64 * 1024)
+
+/* ---- small helpers ---- */
+
+/* Byte length of the JavaScript whitespace character at s[0..len), or 0. */
+static size_t js_space_len(const unsigned char *s, size_t len) {
+        if (len == 0) return 0;
+        switch (s[0]) {
+        case '\t': case '\n': case '\v': case '\f': case '\r': case ' ':
+                return 1;
+        }
+        if (len >= 2 && s[0] == 0xC2 && s[1] == 0xA0) return 2; /* U+00A0 */
+        if (len >= 3 && s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80) return 3; /* U+1680 */
+        if (len >= 3 && s[0] == 0xE2 && s[1] == 0x80 &&
+            ((s[2] >= 0x80 && s[2] <= 0x8A) || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF))
+                return 3; /* U+2000–U+200A, U+2028, U+2029, U+202F */
+        if (len >= 3 && s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F) return 3; /* U+205F */
+        if (len >= 3 && s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80) return 3; /* U+3000 */
+        if (len >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF) return 3; /* U+FEFF */
+        return 0;
+}
+
+bool log_line_is_blank(const char *s, size_t len) {
+        const unsigned char *p = (const unsigned char *) s;
+        size_t i = 0;
+        while (i < len) {
+                size_t n = js_space_len(p + i, len - i);
+                if (n == 0) return false;
+                i += n;
+        }
+        return true;
+}
+
+static char *detail_cap_n(const char *s, size_t len) {
+        if (utf8_utf16_length(s, len) <= DETAIL_MAX_UNITS) return strndup(s, len);
+        size_t n = utf8_prefix_utf16(s, len, DETAIL_MAX_UNITS - 1);
+        char *out = malloc(n + sizeof("…"));
+        if (!out) return NULL;
+        memcpy(out, s, n);
+        memcpy(out + n, "…", sizeof("…"));
+        return out;
+}
+
+char *failure_detail_cap(const char *s) {
+        if (!s) return NULL;
+        return detail_cap_n(s, strlen(s));
+}
+
+/* Read one line (without its '\n') from f. Returns the length, or -1 at EOF,
+ * or -errno. A trailing fragment without '\n' is returned as a line too. */
+static ssize_t read_line(FILE *f, char **buf, size_t *cap) {
+        errno = 0;
+        ssize_t n = getline(buf, cap, f);
+        if (n < 0) return errno != 0 ? -errno : (ferror(f) ? -EIO : -1);
+        if (n > 0 && (*buf)[n - 1] == '\n') (*buf)[--n] = 0;
+        return n;
+}
+
+static bool json_is_number(json_object *v) {
+        return v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
+}
+
+/* ---- classifier (§6.3) ---- */
+
+static const struct {
+        const char *name;
+        const char *pattern;
+} buckets[] = {
+        /* POSIX ERE; "\s" inside a bracket is not an escape in POSIX, hence
+         * [:space:]. "\b" is a GNU extension that glibc's regcomp accepts. */
+        { "payment_required",
+          "insufficient_quota|payment.?required|\\bbilling\\b|status(_code)?[:[:space:]=]+402\\b" },
+        { "authentication_failed",
+          "unauthorized|invalid.api.?key|authentication.?failed|status(_code)?[:[:space:]=]+401\\b|no api key" },
+        { "rate_limited",
+          "rate.?limit|usage.?limit|too many requests|\\b429\\b|\\bquota\\b" },
+};
+
+/* The bucket regexes, compiled on first use: most log lines are JSON events
+ * that are not errors and never need them. */
+typedef struct classifier {
+        regex_t re[ELEMENTSOF(buckets)];
+        size_t n_compiled;
+        bool ready;
+        locale_t c_locale;
+} classifier;
+
+/* All regex work happens in the C locale so that case folding and "\b" word
+ * characters are ASCII-only, as in a JavaScript /i regex without /u, however
+ * the calling program set its locale. */
+static void classifier_done(classifier *c) {
+        if (c->c_locale) {
+                locale_t old = uselocale(c->c_locale);
+                for (size_t i = 0; i < c->n_compiled; i++) regfree(&c->re[i]);
+                uselocale(old);
+                freelocale(c->c_locale);
+        }
+        *c = (classifier) {};
+}
+
+static int classifier_ensure(classifier *c) {
+        if (c->ready) return 0;
+        classifier_done(c);
+        c->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t) 0);
+        if (!c->c_locale) return -ENOMEM;
+        locale_t old = uselocale(c->c_locale);
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(buckets); i++) {
+                /* REG_NEWLINE: "." does not match '\n', as in JavaScript. */
+                if (regcomp(&c->re[i], buckets[i].pattern, REG_EXTENDED | REG_ICASE | REG_NOSUB | REG_NEWLINE) != 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                c->n_compiled++;
+        }
+        uselocale(old);
+        if (r < 0) {
+                classifier_done(c);
+                return r;
+        }
+        c->ready = true;
+        return 0;
+}
+
+/* Index of the first bucket whose patterns match text[0..len), -1 if none, or -ENOMEM. */
+static int classifier_match(classifier *c, const char *text, size_t len, int *ret_bucket) {
+        int r = classifier_ensure(c);
+        if (r < 0) return r;
+        locale_t old = uselocale(c->c_locale);
+        int hit = -1;
+        for (size_t i = 0; i < c->n_compiled && hit < 0; i++) {
+                regmatch_t m = { .rm_so = 0, .rm_eo = (regoff_t) len };
+                if (regexec(&c->re[i], text, 1, &m, REG_STARTEND) == 0) hit = (int) i;
+        }
+        uselocale(old);
+        *ret_bucket = hit;
+        return 0;
+}
+
+static char *bucket_for(const char *prefix, const char *bucket) {
+        return prefix ? strdup_printf("%s_%s", prefix, bucket) : strdup(bucket);
+}
+
+/* "<structured_prefix>_<name>" with runs of non-[A-Za-z0-9] → "_", lowercased. */
+static char *structured_reason(const char *structured_prefix, const char *name) {
+        size_t plen = structured_prefix ? strlen(structured_prefix) + 1 : 0;
+        char *out = malloc(plen + strlen(name) + 1);
+        if (!out) return NULL;
+        char *o = out;
+        if (structured_prefix) o = stpcpy(stpcpy(o, structured_prefix), "_");
+        bool in_run = false;
+        for (const char *p = name; *p; p++) {
+                char ch = *p;
+                bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+                if (alnum) {
+                        *o++ = (ch >= 'A' && ch <= 'Z') ? (char) (ch - 'A' + 'a') : ch;
+                        in_run = false;
+                } else if (!in_run) {
+                        *o++ = '_';
+                        in_run = true;
+                }
+        }
+        *o = 0;
+        return out;
+}
+
+static int classify_with(classifier *c, const char *line, size_t len, const char *prefix,
+                         const char *structured_prefix, char **ret_reason, char **ret_detail) {
+        _cleanup_json_ json_object *evt = NULL;
+        _cleanup_free_ char *reason = NULL, *detail = NULL;
+
+        if (json_parse_strict(line, len, &evt) < 0) {
+                /* Not JSON: raw stderr, plain-text worker output. */
+                int b, r = classifier_match(c, line, len, &b);
+                if (r < 0) return r;
+                if (b < 0) return 0;
+                reason = bucket_for(prefix, buckets[b].name);
+                detail = detail_cap_n(line, len);
+        } else {
+                /* JSON: only type:"error" events are failures; text events
+                 * and everything else are never scanned. */
+                if (!json_is_object(evt) || !streq_ptr(json_get_string(evt, "type"), "error")) return 0;
+                const char *text;
+                size_t text_len;
+                json_object *m;
+                if (json_object_object_get_ex(evt, "message", &m) && json_object_is_type(m, json_type_string)) {
+                        text = json_object_get_string(m);
+                        text_len = (size_t) json_object_get_string_len(m);
+                } else
+                        text = json_to_line(evt, &text_len);
+                if (!text) return -ENOMEM;
+
+                int b, r = classifier_match(c, text, text_len, &b);
+                if (r < 0) return r;
+                if (b >= 0) {
+                        reason = bucket_for(prefix, buckets[b].name);
+                        detail = detail_cap_n(text, text_len);
+                } else {
+                        json_object *error = json_get_object(evt, "error");
+                        const char *name = json_get_string(error, "name");
+                        const char *dmsg = json_get_string(json_get_object(error, "data"), "message");
+                        reason = structured_reason(structured_prefix, isempty(name) ? "error" : name);
+                        detail = dmsg ? failure_detail_cap(dmsg) : detail_cap_n(text, text_len);
+                }
+        }
+        if (!reason || !detail) return -ENOMEM;
+        if (ret_reason) *ret_reason = TAKE_PTR(reason);
+        if (ret_detail) *ret_detail = TAKE_PTR(detail);
+        return 1;
+}
+
+int log_classify_line(const char *line, size_t len, const char *prefix, const char *structured_prefix,
+                      char **ret_reason, char **ret_detail) {
+        classifier c = {};
+        int r = classify_with(&c, line, len, prefix, structured_prefix, ret_reason, ret_detail);
+        classifier_done(&c);
+        return r;
+}
+
+int log_classify_file(const char *path, const char *prefix, const char *structured_prefix,
+                      char **ret_reason, char **ret_detail) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f) return errno == ENOENT ? 0 : -errno;
+
+        classifier c = {};
+        int r = 0;
+        _cleanup_free_ char *buf = NULL;
+        size_t cap = 0;
+        for (;;) {
+                ssize_t n = read_line(f, &buf, &cap);
+                if (n == -1) {
+                        r = 0;
+                        break;
+                }
+                if (n < 0) {
+                        r = (int) n;
+                        break;
+                }
+                r = classify_with(&c, buf, (size_t) n, prefix, structured_prefix, ret_reason, ret_detail);
+                if (r != 0) break;
+        }
+        classifier_done(&c);
+        return r;
+}
+
+/* ---- boot failure (§4.4 step 5) ---- */
+
+static bool line_parses_as_json(const char *line, size_t len) {
+        json_object *o = NULL;
+        if (json_parse_strict(line, len, &o) < 0) return false;
+        json_object_put(o);
+        return true;
+}
+
+/* /^error\b[:\s]/i — "error" followed by ':' or JavaScript whitespace (the
+ * word boundary always holds before such a character). */
+static bool is_error_line(const char *s, size_t len) {
+        if (len < 6 || strncasecmp(s, "error", 5) != 0) return false;
+        return s[5] == ':' || js_space_len((const unsigned char *) s + 5, len - 5) > 0;
+}
+
+int log_boot_failure(const char *path, char **ret_detail) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f) return errno == ENOENT ? 0 : -errno;
+
+        /* Pass 1: any parseable line anywhere in the log is evidence the worker started. */
+        _cleanup_free_ char *buf = NULL;
+        size_t cap = 0;
+        for (;;) {
+                ssize_t n = read_line(f, &buf, &cap);
+                if (n == -1) break;
+                if (n < 0) return (int) n;
+                if (line_parses_as_json(buf, (size_t) n)) return 0;
+        }
+
+        /* Pass 2: the last 64 KiB. */
+        struct stat st;
+        if (fstat(fileno(f), &st) < 0) return -errno;
+        off_t size = st.st_size;
+        off_t start = size > BOOT_TAIL_BYTES ? size - BOOT_TAIL_BYTES : 0;
+        size_t want = (size_t) (size - start);
+        _cleanup_free_ char *tail = malloc(want + 1);
+        if (!tail) return -ENOMEM;
+        size_t got = 0;
+        while (got < want) {
+                ssize_t k = pread(fileno(f), tail + got, want - got, start + (off_t) got);
+                if (k < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                if (k == 0) break;
+                got += (size_t) k;
+        }
+        tail[got] = 0;
+
+        const char *p = tail, *end = tail + got;
+        if (start > 0) {
+                /* The first line is partial: drop it. */
+                const char *nl = memchr(p, '\n', got);
+                p = nl ? nl + 1 : end;
+        }
+        const char *err_line = NULL, *last_line = NULL;
+        size_t err_len = 0, last_len = 0;
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
+                if (!log_line_is_blank(p, l) && !line_parses_as_json(p, l)) {
+                        last_line = p;
+                        last_len = l;
+                        if (is_error_line(p, l)) {
+                                err_line = p;
+                                err_len = l;
+                        }
+                }
+                p = nl ? nl + 1 : end;
+        }
+        if (!last_line) return 0;
+        char *detail = err_line ? detail_cap_n(err_line, err_len) : detail_cap_n(last_line, last_len);
+        if (!detail) return -ENOMEM;
+        if (ret_detail)
+                *ret_detail = detail;
+        else
+                free(detail);
+        return 1;
+}
+
+/* ---- result parsing (§4.2, §4.3) ---- */
+
+/* One message's text parts, keyed like a JavaScript Map key: "s:<string>"
+ * for a string messageID, "j:<json>" for any other JSON value, NULL for a
+ * missing one (undefined is its own key). */
+typedef struct message_texts {
+        char *key;
+        char *text;
+        size_t len, cap;
+} message_texts;
+
+typedef struct summarizer {
+        message_texts *msgs;
+        size_t n_msgs, cap_msgs;
+        size_t last_hit;
+        bool any_text;
+        char *last_key;   /* key of the last text event (NULL = undefined) */
+        bool final_set;   /* finalMessageId is neither undefined nor null */
+        char *final_key;
+} summarizer;
+
+static void summarizer_done(summarizer *s) {
+        for (size_t i = 0; i < s->n_msgs; i++) {
+                free(s->msgs[i].key);
+                free(s->msgs[i].text);
+        }
+        free(s->msgs);
+        free(s->last_key);
+        free(s->final_key);
+}
+
+/* Map key for the messageID member of part (see message_texts). *ret NULL = undefined. */
+static int message_key(json_object *part, char **ret) {
+        json_object *v;
+        *ret = NULL;
+        if (!json_object_object_get_ex(part, "messageID", &v)) return 0;
+        if (v && json_object_is_type(v, json_type_string)) {
+                size_t n = (size_t) json_object_get_string_len(v);
+                char *k = malloc(n + 3);
+                if (!k) return -ENOMEM;
+                memcpy(k, "s:", 2);
+                memcpy(k + 2, json_object_get_string(v), n);
+                k[n + 2] = 0;
+                *ret = k;
+                return 0;
+        }
+        *ret = v ? strdup_printf("j:%s", json_to_line(v, NULL)) : strdup("j:null");
+        return *ret ? 0 : -ENOMEM;
+}
+
+static bool key_eq(const char *a, const char *b) { return streq_ptr(a, b); }
+
+static message_texts *summarizer_find(summarizer *s, const char *key) {
+        if (s->last_hit < s->n_msgs && key_eq(s->msgs[s->last_hit].key, key)) return &s->msgs[s->last_hit];
+        for (size_t i = 0; i < s->n_msgs; i++)
+                if (key_eq(s->msgs[i].key, key)) {
+                        s->last_hit = i;
+                        return &s->msgs[i];
+                }
+        return NULL;
+}
+
+static int summarizer_add_text(summarizer *s, char *key /* consumed */, const char *text, size_t len) {
+        _cleanup_free_ char *k = key;
+        message_texts *m = summarizer_find(s, k);
+        if (!m) {
+                if (s->n_msgs == s->cap_msgs) {
+                        size_t nc = s->cap_msgs ? s->cap_msgs * 2 : 8;
+                        message_texts *nm = realloc(s->msgs, nc * sizeof(*nm));
+                        if (!nm) return -ENOMEM;
+                        s->msgs = nm;
+                        s->cap_msgs = nc;
+                }
+                char *kc = NULL;
+                if (k && !(kc = strdup(k))) return -ENOMEM;
+                m = &s->msgs[s->n_msgs];
+                *m = (message_texts) { .key = kc };
+                s->last_hit = s->n_msgs++;
+        }
+        if (m->len + len + 1 > m->cap) {
+                size_t nc = m->cap ? m->cap : 64;
+                while (nc < m->len + len + 1) nc *= 2;
+                char *nt = realloc(m->text, nc);
+                if (!nt) return -ENOMEM;
+                m->text = nt;
+                m->cap = nc;
+        }
+        memcpy(m->text + m->len, text, len);
+        m->len += len;
+        m->text[m->len] = 0;
+
+        free(s->last_key);
+        s->last_key = TAKE_PTR(k);
+        s->any_text = true;
+        return 0;
+}
+
+static double number_or_zero(json_object *v) { return json_is_number(v) ? json_object_get_double(v) : 0; }
+
+static json_object *member(json_object *o, const char *key) {
+        json_object *v = NULL;
+        if (json_is_object(o)) json_object_object_get_ex(o, key, &v);
+        return v;
+}
+
+/* {...a, ...b}: a's members in order, b's replacing or appended. New object. */
+static json_object *object_spread(json_object *a, json_object *b) {
+        json_object *out = json_object_new_object();
+        if (!out) return NULL;
+        json_object *srcs[2] = { a, b };
+        for (size_t i = 0; i < 2; i++) {
+                if (!json_is_object(srcs[i])) continue;
+                json_object_object_foreach(srcs[i], k, v) {
+                        if (json_object_object_add(out, k, json_object_get(v)) < 0) {
+                                json_object_put(out);
+                                return NULL;
+                        }
+                }
+        }
+        return out;
+}
+
+/* x + y as a new JSON number; a missing or non-number side counts as 0.
+ * Integers stay exact int64; anything else is a double (JavaScript "+"). */
+static json_object *add_numbers(json_object *x, json_object *y) {
+        bool xi = !json_is_number(x) || json_object_is_type(x, json_type_int);
+        bool yi = !json_is_number(y) || json_object_is_type(y, json_type_int);
+        if (xi && yi)
+                return json_object_new_int64((json_is_number(x) ? json_object_get_int64(x) : 0) +
+                                             (json_is_number(y) ? json_object_get_int64(y) : 0));
+        return json_new_number(number_or_zero(x) + number_or_zero(y));
+}
+
+/* Set out[key] = a[key] + b[key] when either side is a number. */
+static int sum_field(json_object *out, json_object *a, json_object *b, const char *key) {
+        json_object *av = member(a, key), *bv = member(b, key);
+        if (!json_is_number(av) && !json_is_number(bv)) return 0;
+        json_object *sum = add_numbers(av, bv);
+        if (!sum) return -ENOMEM;
+        return json_add(out, key, sum);
+}
+
+/* tokens = sum(tokens, t) per §4.2. */
+static int tokens_add(json_object **acc, json_object *t) {
+        if (!*acc) {
+                *acc = json_object_get(t); /* the first one is taken as-is */
+                return 0;
+        }
+        if (!json_is_object(t)) return 0;
+        _cleanup_json_ json_object *out = object_spread(*acc, t);
+        if (!out) return -ENOMEM;
+        static const char *const fields[] = { "total", "input", "output", "reasoning" };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                int r = sum_field(out, *acc, t, fields[i]);
+                if (r < 0) return r;
+        }
+        json_object *ac = member(*acc, "cache"), *tc = member(t, "cache");
+        if (json_is_object(ac) || json_is_object(tc)) {
+                _cleanup_json_ json_object *cache = object_spread(ac, tc);
+                if (!cache) return -ENOMEM;
+                /* write and read are always present in a summed cache. */
+                static const char *const cfields[] = { "write", "read" };
+                for (size_t i = 0; i < ELEMENTSOF(cfields); i++) {
+                        json_object *sum = add_numbers(member(ac, cfields[i]), member(tc, cfields[i]));
+                        if (!sum || json_add(cache, cfields[i], sum) < 0) return -ENOMEM;
+                }
+                if (json_add(out, "cache", TAKE_PTR(cache)) < 0) return -ENOMEM;
+        }
+        json_object_put(*acc);
+        *acc = TAKE_PTR(out);
+        return 0;
+}
+
+static int summarize_event(summarizer *s, log_summary *ret, json_object *evt) {
+        int r;
+        const char *sid = json_get_string(evt, "sessionID");
+        if (!isempty(sid)) {
+                char *c = strdup(sid);
+                if (!c) return -ENOMEM;
+                free(ret->session_id);
+                ret->session_id = c;
+        }
+        const char *type = json_get_string(evt, "type");
+        if (!type) return 0;
+        json_object *part = json_get_object(evt, "part");
+        if (!part) return 0;
+
+        if (streq(type, "text")) {
+                json_object *t;
+                if (!json_object_object_get_ex(part, "text", &t) || !t || !json_object_is_type(t, json_type_string))
+                        return 0;
+                char *key;
+                r = message_key(part, &key);
+                if (r < 0) return r;
+                return summarizer_add_text(s, key, json_object_get_string(t), (size_t) json_object_get_string_len(t));
+        }
+        if (streq(type, "step_finish")) {
+                json_object *tokens = member(part, "tokens");
+                if (tokens) {
+                        r = tokens_add(&ret->tokens, tokens);
+                        if (r < 0) return r;
+                }
+                json_object *cost = member(part, "cost");
+                if (json_is_number(cost)) {
+                        ret->cost = (ret->has_cost ? ret->cost : 0) + json_object_get_double(cost);
+                        ret->has_cost = true;
+                }
+                if (streq_ptr(json_get_string(part, "reason"), "stop")) {
+                        ret->has_stop = true;
+                        char *key;
+                        r = message_key(part, &key);
+                        if (r < 0) return r;
+                        free(s->final_key);
+                        /* finalMessageId ?? lastSeen: undefined and null fall back. */
+                        s->final_set = key && !streq(key, "j:null");
+                        s->final_key = key;
+                }
+        }
+        return 0;
+}
+
+static int summarizer_finish(summarizer *s, log_summary *ret) {
+        /* message */
+        const char *target = NULL;
+        bool have_target = false;
+        if (s->final_set) {
+                target = s->final_key;
+                have_target = true;
+        } else if (s->any_text) {
+                target = s->last_key;
+                have_target = true;
+        }
+        message_texts *m = have_target ? summarizer_find(s, target) : NULL;
+        ret->message = m && m->text ? strndup(m->text, m->len) : strdup("");
+        if (!ret->message) return -ENOMEM;
+
+        /* narration: every message's text in first-seen order, "\n\n"-joined.
+         * The first message's buffer is grown into the narration and every
+         * other part is freed once appended, so the text is held about once. */
+        size_t total = 0;
+        for (size_t i = 0; i < s->n_msgs; i++) total += s->msgs[i].len + 2;
+        char *n = s->n_msgs > 0 ? TAKE_PTR(s->msgs[0].text) : NULL;
+        char *grown = realloc(n, total + 1);
+        if (!grown) {
+                free(n);
+                return -ENOMEM;
+        }
+        n = grown;
+        size_t pos = s->n_msgs > 0 ? s->msgs[0].len : 0;
+        for (size_t i = 1; i < s->n_msgs; i++) {
+                memcpy(n + pos, "\n\n", 2);
+                pos += 2;
+                if (s->msgs[i].len) memcpy(n + pos, s->msgs[i].text, s->msgs[i].len);
+                pos += s->msgs[i].len;
+                free(s->msgs[i].text);
+                s->msgs[i].text = NULL;
+        }
+        n[pos] = 0;
+        ret->narration = n;
+        return 0;
+}
+
+void log_summary_done(log_summary *s) {
+        if (!s) return;
+        free(s->session_id);
+        json_object_put(s->tokens);
+        free(s->message);
+        free(s->narration);
+        *s = (log_summary) {};
+}
+
+static int summarize_stream(FILE *f, summarizer *s, log_summary *out) {
+        _cleanup_free_ char *buf = NULL;
+        size_t cap = 0;
+        for (;;) {
+                ssize_t n = read_line(f, &buf, &cap);
+                if (n == -1) return 0;
+                if (n < 0) return (int) n;
+                json_object *evt = NULL;
+                if (json_parse_strict(buf, (size_t) n, &evt) < 0) continue; /* not JSON: skipped */
+                out->has_json_line = true;
+                int r = json_is_object(evt) ? summarize_event(s, out, evt) : 0;
+                json_object_put(evt);
+                if (r < 0) return r;
+        }
+}
+
+int log_summarize_file(const char *path, const char *initial_session_id, log_summary *ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f && errno != ENOENT) return -errno;
+
+        log_summary out = {};
+        summarizer s = {};
+        int r = 0;
+        if (initial_session_id && !(out.session_id = strdup(initial_session_id))) r = -ENOMEM;
+        if (r >= 0 && f) r = summarize_stream(f, &s, &out);
+        if (r >= 0) r = summarizer_finish(&s, &out);
+        summarizer_done(&s);
+        if (r < 0) {
+                log_summary_done(&out);
+                return r;
+        }
+        *ret = out;
+        return 0;
+}

@@ -1,0 +1,948 @@
+/* Log reading: result parsing (spec lifecycle.md §4.2–§4.3), the failure
+ * classifier (§6.3) and boot-failure detection (§4.4 step 5), over logs
+ * written the way the shim writes them: the worker's stdout through the
+ * executor normalizer, then its stderr appended raw. Real recorded streams
+ * (tests/fixtures/real) and the spec's synthetic OC-x and PI-x streams
+ * (tests/fixtures/synthetic, acceptance-scenarios.md §3). */
+
+#include <check.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "executor.h"
+#include "json-util.h"
+#include "logparse.h"
+#include "macro.h"
+#include "util.h"
+
+#define REAL TASKFERRY_FIXTURES_DIR "/real/"
+#define SYN TASKFERRY_FIXTURES_DIR "/synthetic/"
+#define SES "019f90ea-1234-70e0-98dc-6847db316eb4"
+
+static char *tmpdir;
+
+static void setup(void) {
+        _cleanup_free_ char *tmpl = strdup(TASKFERRY_BUILD_DIR "/test-logparse.XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        tmpdir = TAKE_PTR(tmpl);
+}
+
+static void teardown(void) {
+        rm_rf(tmpdir);
+        free(tmpdir);
+        tmpdir = NULL;
+}
+
+/* ---- writing logs like the shim ---- */
+
+static void append_bytes(int fd, const char *s, size_t len) {
+        while (len > 0) {
+                ssize_t k = write(fd, s, len);
+                ck_assert_int_gt(k, 0);
+                s += k;
+                len -= (size_t) k;
+        }
+}
+
+static char *new_log_path(void) {
+        static unsigned counter;
+        return strdup_printf("%s/log-%u.ndjson", tmpdir, counter++);
+}
+
+/* Normalize stdout text through the executor and append stderr raw. */
+static char *write_log(const char *exec_id, const char *out, size_t out_len, const char *err, size_t err_len) {
+        const executor *e = executor_find(exec_id);
+        ck_assert_ptr_nonnull(e);
+        char *path = new_log_path();
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+
+        normalizer *n = e->normalizer_new();
+        ck_assert_ptr_nonnull(n);
+        _cleanup_strv_free_ char **lines = NULL;
+        const char *p = out, *end = out + out_len;
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
+                ck_assert_int_ge(e->normalize_line(n, p, l, nl != NULL, &lines), 0);
+                p = nl ? nl + 1 : end;
+        }
+        if (e->normalize_finish) ck_assert_int_ge(e->normalize_finish(n, &lines), 0);
+        e->normalizer_free(n);
+        for (char **l = lines; l && *l; l++) {
+                append_bytes(fd, *l, strlen(*l));
+                append_bytes(fd, "\n", 1);
+        }
+        if (err) append_bytes(fd, err, err_len);
+        return path;
+}
+
+static char *write_log_str(const char *exec_id, const char *out, const char *err) {
+        return write_log(exec_id, out, strlen(out), err, err ? strlen(err) : 0);
+}
+
+static char *slurp(const char *path) {
+        char *data = NULL;
+        int r = read_file(path, 16 << 20, &data, NULL);
+        if (r == -ENOENT) return strdup("");
+        ck_assert_int_eq(r, 0);
+        return data;
+}
+
+/* Fixture prefix → log; *ret_exit gets the recorded exit code. */
+static char *write_fixture_log(const char *exec_id, const char *prefix, int *ret_exit) {
+        _cleanup_free_ char *op = strdup_printf("%s.stdout.ndjson", prefix);
+        _cleanup_free_ char *ep = strdup_printf("%s.stderr.txt", prefix);
+        _cleanup_free_ char *xp = strdup_printf("%s.exit", prefix);
+        _cleanup_free_ char *out = slurp(op), *err = slurp(ep), *ex = slurp(xp);
+        *ret_exit = *ex ? atoi(ex) : 0;
+        return write_log(exec_id, out, strlen(out), err, strlen(err));
+}
+
+/* ---- settlement, as spec lifecycle.md §4.4 orders it ---- */
+
+typedef struct outcome {
+        const char *status; /* "done" | "crashed" */
+        char *reason;
+        char *detail;
+        log_summary sum;
+} outcome;
+
+static void outcome_done(outcome *o) {
+        free(o->reason);
+        free(o->detail);
+        log_summary_done(&o->sum);
+}
+
+static void settle(const char *exec_id, const char *log, int exit_code, outcome *o) {
+        const executor *e = executor_find(exec_id);
+        *o = (outcome) {};
+        int r = log_classify_file(log, e->failure_prefix, e->structured_prefix, &o->reason, &o->detail);
+        ck_assert_int_ge(r, 0);
+        o->status = o->reason ? "crashed" : exit_code == 0 ? "done" : "crashed";
+        if (streq(o->status, "crashed") && !o->reason && exit_code != 0) {
+                r = log_boot_failure(log, &o->detail);
+                ck_assert_int_ge(r, 0);
+                if (r > 0) o->reason = strdup(e->boot_failure_reason);
+        }
+        ck_assert_int_eq(log_summarize_file(log, NULL, &o->sum), 0);
+        if (streq(o->status, "crashed") && o->sum.has_stop && !log_line_is_blank(o->sum.message, strlen(o->sum.message)))
+                o->status = "done";
+}
+
+static void settle_fixture(const char *exec_id, const char *prefix, outcome *o) {
+        int ex;
+        _cleanup_free_ char *log = write_fixture_log(exec_id, prefix, &ex);
+        settle(exec_id, log, ex, o);
+}
+
+static void assert_tokens(const log_summary *s, const char *json) {
+        if (!json) {
+                ck_assert_ptr_null(s->tokens);
+                return;
+        }
+        ck_assert_ptr_nonnull(s->tokens);
+        ck_assert_str_eq(json_to_line(s->tokens, NULL), json);
+}
+
+/* ---- real fixtures ---- */
+
+typedef struct real_case {
+        const char *name;
+        const char *status;
+        const char *reason;  /* NULL: none */
+        const char *detail;  /* NULL: don't check (or none when reason is NULL) */
+        const char *message;
+        const char *tokens;  /* NULL: no step_finish */
+        double cost;         /* < 0: no cost */
+} real_case;
+
+#define PI_PONG_TOKENS "{\"total\":105,\"input\":100,\"output\":5,\"cache\":{\"write\":0,\"read\":0}}"
+#define OC_PONG_TOKENS "{\"total\":105,\"input\":100,\"output\":5,\"reasoning\":0,\"cache\":{\"write\":0,\"read\":0}}"
+
+static const real_case real_cases[] = {
+        { "pi-answer", "done", NULL, NULL, "PONG", PI_PONG_TOKENS, 0.00010999999999999999 },
+        { "pi-continue", "done", NULL, NULL, "PONG", PI_PONG_TOKENS, 0.00010999999999999999 },
+        { "pi-resume", "done", NULL, NULL, "PONG", PI_PONG_TOKENS, 0.00010999999999999999 },
+        { "pi-slow", "done", NULL, NULL, "tick1 tick2 tick3 tick4 tick5 ", PI_PONG_TOKENS, 0.00010999999999999999 },
+        /* per-call usage summed: 120/20 + 160/4 */
+        { "pi-write_file", "done", NULL, NULL, "done",
+          "{\"total\":304,\"input\":280,\"output\":24,\"cache\":{\"write\":0,\"read\":0}}",
+          0.00015999999999999999 + 0.000168 },
+        /* exit 0, but the error events decide */
+        { "pi-rate_limit", "crashed", "pi_rate_limited",
+          "429 Rate limit reached for mock-model (mockllm): please retry later.", "", NULL, -1 },
+        /* "401 Incorrect API key provided" matches no §6.3 pattern: pi's own error bucket */
+        { "pi-auth", "crashed", "pi_pi_error", "401 Incorrect API key provided (mockllm).", "", NULL, -1 },
+        /* killed (exit 124): JSON lines exist, so no boot failure; no reason at all */
+        { "pi-hang", "crashed", NULL, NULL, "", NULL, -1 },
+        { "opencode-answer", "done", NULL, NULL, "PONG", OC_PONG_TOKENS, 0.00011 },
+        { "opencode-continue", "done", NULL, NULL, "PONG", OC_PONG_TOKENS, 0.00011 },
+        { "opencode-resume", "done", NULL, NULL, "PONG", OC_PONG_TOKENS, 0.00011 },
+        { "opencode-slow", "done", NULL, NULL, "tick1 tick2 tick3 tick4 tick5 ", OC_PONG_TOKENS, 0.00011 },
+        { "opencode-write_file", "done", NULL, NULL, "done",
+          "{\"total\":304,\"input\":280,\"output\":24,\"reasoning\":0,\"cache\":{\"write\":0,\"read\":0}}",
+          0.00016 + 0.000168 },
+        /* no top-level message: the serialized event is scanned and is the (capped) detail */
+        { "opencode-rate_limit", "crashed", "rate_limited", NULL, "", NULL, -1 },
+        { "opencode-auth", "crashed", "authentication_failed", NULL, "", NULL, -1 },
+        /* empty stdout, exit 124: no JSON, but no candidate line either */
+        { "opencode-hang", "crashed", NULL, NULL, "", NULL, -1 },
+};
+
+/* Expected session id: pi's first line `id`, opencode's `sessionID`. */
+static char *fixture_session(const char *name) {
+        _cleanup_free_ char *path = strdup_printf(REAL "%s.stdout.ndjson", name);
+        _cleanup_free_ char *data = slurp(path);
+        if (!*data) return NULL;
+        *strchr(data, '\n') = 0;
+        _cleanup_json_ json_object *o = NULL;
+        ck_assert_int_eq(json_parse_strict(data, strlen(data), &o), 0);
+        const char *s = startswith(name, "pi-") ? json_get_string(o, "id") : json_get_string(o, "sessionID");
+        return s ? strdup(s) : NULL;
+}
+
+START_TEST(test_real_fixtures) {
+        const real_case *c = &real_cases[_i];
+        const char *exec_id = startswith(c->name, "pi-") ? "pi" : "opencode";
+        _cleanup_free_ char *prefix = strdup_printf(REAL "%s", c->name);
+        outcome o;
+        settle_fixture(exec_id, prefix, &o);
+
+        ck_assert_msg(streq(o.status, c->status), "%s: status %s, want %s", c->name, o.status, c->status);
+        if (c->reason) {
+                ck_assert_msg(o.reason, "%s: no reason, want %s", c->name, c->reason);
+                ck_assert_str_eq(o.reason, c->reason);
+                if (c->detail) ck_assert_str_eq(o.detail, c->detail);
+        } else
+                ck_assert_msg(!o.reason, "%s: unexpected reason %s (%s)", c->name, o.reason, o.detail);
+        ck_assert_str_eq(o.sum.message, c->message);
+        assert_tokens(&o.sum, c->tokens);
+        if (c->cost >= 0) {
+                ck_assert(o.sum.has_cost);
+                ck_assert_msg(o.sum.cost == c->cost, "%s: cost %.20g want %.20g", c->name, o.sum.cost, c->cost);
+        } else
+                ck_assert(!o.sum.has_cost);
+        _cleanup_free_ char *sid = fixture_session(c->name);
+        if (sid)
+                ck_assert_str_eq(o.sum.session_id, sid);
+        else
+                ck_assert_ptr_null(o.sum.session_id);
+        ck_assert_int_eq(o.sum.has_json_line, !streq(c->name, "opencode-hang"));
+        outcome_done(&o);
+}
+END_TEST
+
+START_TEST(test_real_fixtures_all_covered) {
+        glob_t g;
+        ck_assert_int_eq(glob(REAL "*.stdout.ndjson", 0, NULL, &g), 0);
+        ck_assert_uint_eq(g.gl_pathc, ELEMENTSOF(real_cases));
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+                _cleanup_free_ char *copy = strdup(g.gl_pathv[i]);
+                char *base = basename(copy);
+                *strstr(base, ".stdout.ndjson") = 0;
+                bool found = false;
+                for (size_t k = 0; k < ELEMENTSOF(real_cases); k++) found = found || streq(real_cases[k].name, base);
+                ck_assert_msg(found, "fixture %s has no expectation", base);
+        }
+        globfree(&g);
+}
+END_TEST
+
+START_TEST(test_real_opencode_error_details) {
+        /* The real opencode error event has no top-level message: the detail is
+         * the serialized event, capped at 500 UTF-16 units. */
+        const char *names[] = { "opencode-rate_limit", "opencode-auth" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_free_ char *prefix = strdup_printf(REAL "%s", names[i]);
+                outcome o;
+                settle_fixture("opencode", prefix, &o);
+                ck_assert(startswith(o.detail, "{\"type\":\"error\",\"timestamp\":"));
+                ck_assert_uint_eq(utf8_utf16_length(o.detail, strlen(o.detail)), 500);
+                ck_assert_str_eq(o.detail + strlen(o.detail) - strlen("…"), "…");
+                outcome_done(&o);
+        }
+}
+END_TEST
+
+/* ---- synthetic OC-* / PI-* (acceptance-scenarios.md §3) ---- */
+
+START_TEST(test_oc_a) {
+        outcome o;
+        settle_fixture("opencode", SYN "oc-a", &o);
+        ck_assert_str_eq(o.status, "done");
+        ck_assert_ptr_null(o.reason);
+        ck_assert_str_eq(o.sum.message, "Checked README.md. The answer is PONG.\nStatus: DONE");
+        assert_tokens(&o.sum, "{\"total\":1210,\"input\":1100,\"output\":100,\"reasoning\":10,\"cache\":{\"write\":0,"
+                              "\"read\":512}}");
+        ck_assert(o.sum.has_cost && o.sum.cost == 0.0012);
+        ck_assert_str_eq(o.sum.session_id, "ses_fxA");
+        ck_assert(o.sum.has_stop);
+        outcome_done(&o);
+}
+END_TEST
+
+START_TEST(test_oc_b) {
+        outcome o;
+        settle_fixture("opencode", SYN "oc-b", &o);
+        ck_assert_str_eq(o.status, "done");
+        ck_assert_str_eq(o.sum.message, "Fixed CRLF handling in src/parser.js; the parser test passes.");
+        ck_assert_str_eq(o.sum.narration,
+                         "I'll run the failing test first.\n\nFixed CRLF handling in src/parser.js; the parser test "
+                         "passes.");
+        assert_tokens(&o.sum, "{\"total\":2100,\"input\":1900,\"output\":170,\"reasoning\":30,\"cache\":{\"write\":0,"
+                              "\"read\":1000}}");
+        ck_assert(o.sum.cost == 0.0009 + 0.0004 + 0.0003);
+        ck_assert_str_eq(o.sum.session_id, "ses_fxB");
+        outcome_done(&o);
+}
+END_TEST
+
+/* Replace the first occurrence of `from` in the fixture's stdout with `to`. */
+static char *variant_log(const char *exec_id, const char *prefix, const char *from, const char *to,
+                         const char *stderr_text) {
+        _cleanup_free_ char *op = strdup_printf("%s.stdout.ndjson", prefix);
+        _cleanup_free_ char *out = slurp(op);
+        _cleanup_free_ char *changed = NULL;
+        if (from) {
+                char *at = strstr(out, from);
+                ck_assert_ptr_nonnull(at);
+                changed = strdup_printf("%.*s%s%s", (int) (at - out), out, to, at + strlen(from));
+        } else
+                changed = strdup(out);
+        return write_log_str(exec_id, changed, stderr_text);
+}
+
+START_TEST(test_oc_c) {
+        outcome o;
+        settle_fixture("opencode", SYN "oc-c", &o);
+        ck_assert_str_eq(o.status, "crashed");
+        ck_assert_str_eq(o.reason, "rate_limited");
+        ck_assert_str_eq(o.detail, "rate_limit_exceeded: please retry after 60s");
+        outcome_done(&o);
+
+        struct {
+                const char *msg, *reason;
+        } variants[] = {
+                { "insufficient_quota: out of credits", "payment_required" },
+                { "usage_limit_exceeded: monthly quota reached", "rate_limited" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(variants); i++) {
+                _cleanup_free_ char *to = strdup_printf("\"message\":\"%s\",\"error\"", variants[i].msg);
+                _cleanup_free_ char *log = variant_log(
+                        "opencode", SYN "oc-c", "\"message\":\"rate_limit_exceeded: please retry after 60s\",\"error\"",
+                        to, "Error: provider request failed (APIError)\n");
+                settle("opencode", log, 1, &o);
+                ck_assert_str_eq(o.reason, variants[i].reason);
+                ck_assert_str_eq(o.detail, variants[i].msg);
+                outcome_done(&o);
+        }
+}
+END_TEST
+
+START_TEST(test_oc_d) {
+        outcome o;
+        settle_fixture("opencode", SYN "oc-d", &o);
+        ck_assert_str_eq(o.status, "crashed");
+        ck_assert_str_eq(o.reason, "authentication_failed");
+        ck_assert_str_eq(o.detail, "Unauthorized: invalid API key provided");
+        outcome_done(&o);
+
+        /* Variant: no error event, the raw stderr line decides. */
+        _cleanup_free_ char *out = slurp(SYN "oc-d.stdout.ndjson");
+        *strchr(out, '\n') = 0; /* keep only step_start */
+        _cleanup_free_ char *log = write_log_str("opencode", out, "No API key found for openai.\n");
+        settle("opencode", log, 1, &o);
+        ck_assert_str_eq(o.reason, "authentication_failed");
+        ck_assert_str_eq(o.detail, "No API key found for openai.");
+        outcome_done(&o);
+}
+END_TEST
+
+START_TEST(test_oc_e) {
+        outcome o;
+        settle_fixture("opencode", SYN "oc-e", &o);
+        ck_assert_str_eq(o.status, "crashed");
+        ck_assert_str_eq(o.reason, "boot_failure");
+        ck_assert_str_eq(o.detail,
+                         "Error: Extension \"/x/y.js\" error: Provider y: \"baseUrl\" is required when defining models.");
+        outcome_done(&o);
+
+        /* Without the Error: line the detail is the last non-JSON line. */
+        _cleanup_free_ char *err = slurp(SYN "oc-e.stderr.txt");
+        char *at = strstr(err, "Error: Extension");
+        ck_assert_ptr_nonnull(at);
+        memmove(at, strchr(at, '\n') + 1, strlen(strchr(at, '\n') + 1) + 1);
+        _cleanup_free_ char *log = write_log_str("opencode", "", err);
+        settle("opencode", log, 1, &o);
+        ck_assert_str_eq(o.reason, "boot_failure");
+        ck_assert_str_eq(o.detail, "    at async main (file:///opt/opencode/cli.js:3:1)");
+        outcome_done(&o);
+
+        /* pi names it pi_boot_failure. */
+        _cleanup_free_ char *log2 = write_log_str("pi", "", "Error: x\n");
+        settle("pi", log2, 2, &o);
+        ck_assert_str_eq(o.reason, "pi_boot_failure");
+        outcome_done(&o);
+}
+END_TEST
+
+START_TEST(test_oc_f) {
+        outcome o;
+        settle_fixture("opencode", SYN "oc-f", &o);
+        ck_assert_str_eq(o.status, "done"); /* crash recovery: exit 1 after a stop */
+        ck_assert_ptr_null(o.reason);
+        ck_assert_str_eq(o.sum.message, "All three call sites now use the shared helper.");
+        outcome_done(&o);
+}
+END_TEST
+
+START_TEST(test_pi_a) {
+        outcome o;
+        settle_fixture("pi", SYN "pi-a", &o);
+        ck_assert_str_eq(o.status, "done");
+        ck_assert_ptr_null(o.reason);
+        ck_assert_str_eq(o.sum.message, "PONG\nStatus: DONE");
+        ck_assert_str_eq(o.sum.session_id, SES);
+        ck_assert(o.sum.has_cost && o.sum.cost == 0.000586725);
+        assert_tokens(&o.sum, "{\"total\":1525,\"input\":0,\"output\":18,\"cache\":{\"write\":1507,\"read\":0}}");
+        outcome_done(&o);
+}
+END_TEST
+
+START_TEST(test_pi_b) {
+        outcome o;
+        settle_fixture("pi", SYN "pi-b", &o);
+        ck_assert_str_eq(o.status, "done");
+        ck_assert_str_eq(o.sum.message, "Found README.md and src/. Done.");
+        ck_assert_str_eq(o.sum.narration, "Listing the repo first.\n\nFound README.md and src/. Done.");
+        outcome_done(&o);
+}
+END_TEST
+
+START_TEST(test_pi_c_d_e_f) {
+        outcome o;
+        settle_fixture("pi", SYN "pi-c", &o);
+        ck_assert_str_eq(o.status, "crashed");
+        ck_assert_str_eq(o.reason, "pi_rate_limited");
+        ck_assert_str_eq(o.detail, "rate limit exceeded: 429 Too Many Requests");
+        outcome_done(&o);
+
+        settle_fixture("pi", SYN "pi-d", &o); /* exit 0, plain text on stdout */
+        ck_assert_str_eq(o.status, "crashed");
+        ck_assert_str_eq(o.reason, "pi_authentication_failed");
+        ck_assert_str_eq(o.detail, "No API key found for openai.");
+        outcome_done(&o);
+
+        settle_fixture("pi", SYN "pi-e", &o);
+        ck_assert_str_eq(o.status, "crashed");
+        ck_assert_str_eq(o.reason, "pi_boot_failure");
+        ck_assert_str_eq(o.detail, "Error: auth.json not found");
+        outcome_done(&o);
+
+        settle_fixture("pi", SYN "pi-f", &o);
+        ck_assert_str_eq(o.status, "done");
+        ck_assert_ptr_null(o.reason);
+        ck_assert_str_eq(o.sum.message, "PONG\nStatus: DONE");
+        outcome_done(&o);
+}
+END_TEST
+
+/* ---- classifier ---- */
+
+static int classify(const char *line, const char *prefix, const char *sprefix, char **reason, char **detail) {
+        *reason = *detail = NULL;
+        return log_classify_line(line, strlen(line), prefix, sprefix, reason, detail);
+}
+
+static void assert_bucket(const char *line, const char *want) {
+        _cleanup_free_ char *reason = NULL, *detail = NULL;
+        int r = classify(line, NULL, "opencode", &reason, &detail);
+        if (!want) {
+                ck_assert_msg(r == 0, "'%s' classified as %s", line, reason);
+                return;
+        }
+        ck_assert_msg(r == 1, "'%s' not classified, want %s", line, want);
+        ck_assert_msg(streq(reason, want), "'%s' → %s, want %s", line, reason, want);
+}
+
+START_TEST(test_classifier_patterns) {
+        assert_bucket("insufficient_quota", "payment_required");
+        assert_bucket("Payment Required", "payment_required");
+        assert_bucket("PAYMENT-REQUIRED", "payment_required");
+        assert_bucket("check your billing details", "payment_required");
+        assert_bucket("rebilling", NULL);
+        assert_bucket("status: 402", "payment_required");
+        assert_bucket("status_code=402", "payment_required");
+        assert_bucket("status 4020", NULL);
+        assert_bucket("401 Unauthorized", "authentication_failed");
+        assert_bucket("Invalid API key", "authentication_failed");
+        assert_bucket("invalid_api_key", "authentication_failed");
+        assert_bucket("Authentication failed", "authentication_failed");
+        assert_bucket("HTTP status:401", "authentication_failed");
+        assert_bucket("No API key found for openai.", "authentication_failed");
+        assert_bucket("Rate limit reached", "rate_limited");
+        assert_bucket("ratelimit", "rate_limited");
+        assert_bucket("usage limit", "rate_limited");
+        assert_bucket("Too Many Requests", "rate_limited");
+        assert_bucket("HTTP 429", "rate_limited");
+        assert_bucket("error 4290", NULL);
+        assert_bucket("x429", NULL);
+        assert_bucket("monthly quota", "rate_limited");
+        assert_bucket("quotas", NULL);
+        /* Order: payment before authentication before rate limit. */
+        assert_bucket("429 insufficient_quota", "payment_required");
+        assert_bucket("429 unauthorized", "authentication_failed");
+        /* W7: counts and words that only look like failures. */
+        assert_bucket("401 tests passed, 0 failed", NULL);
+        assert_bucket("Compiling 429 files", "rate_limited"); /* the original's patterns are that blunt */
+        assert_bucket("", NULL);
+        assert_bucket("all good", NULL);
+}
+END_TEST
+
+START_TEST(test_classifier_json) {
+        _cleanup_free_ char *reason = NULL, *detail = NULL;
+        /* text events are never scanned (W7) */
+        ck_assert_int_eq(classify("{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"429 quota rate limit "
+                                  "exceeded\"}}",
+                                  NULL, "opencode", &reason, &detail),
+                         0);
+        /* no JSON event other than type:"error" fails */
+        ck_assert_int_eq(classify("{\"type\":\"step_finish\",\"message\":\"rate limit\"}", NULL, "opencode", &reason,
+                                  &detail),
+                         0);
+        ck_assert_int_eq(classify("{\"message\":\"unauthorized\"}", NULL, "opencode", &reason, &detail), 0);
+        ck_assert_int_eq(classify("[\"unauthorized\"]", NULL, "opencode", &reason, &detail), 0);
+
+        /* W8: unknown structured errors */
+        const char *w8 = "{\"type\":\"error\",\"error\":{\"name\":\"UnknownError\",\"data\":{\"message\":\"Streaming "
+                         "response failed\"}}}";
+        ck_assert_int_eq(classify(w8, NULL, "opencode", &reason, &detail), 1);
+        ck_assert_str_eq(reason, "opencode_unknownerror");
+        ck_assert_str_eq(detail, "Streaming response failed");
+        free(reason);
+        free(detail);
+        ck_assert_int_eq(classify(w8, "pi", "pi", &reason, &detail), 1);
+        ck_assert_str_eq(reason, "pi_unknownerror");
+        free(reason);
+        free(detail);
+        ck_assert_int_eq(classify("{\"type\":\"error\",\"error\":{\"name\":\"Context  Overflow--Error!\"}}", NULL,
+                                  "opencode", &reason, &detail),
+                         1);
+        ck_assert_str_eq(reason, "opencode_context_overflow_error_");
+        /* no data.message: the scanned text (the serialized event) */
+        ck_assert_str_eq(detail, "{\"type\":\"error\",\"error\":{\"name\":\"Context  Overflow--Error!\"}}");
+        free(reason);
+        free(detail);
+        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":\"boom\"}", "pi", "pi", &reason, &detail), 1);
+        ck_assert_str_eq(reason, "pi_error");
+        ck_assert_str_eq(detail, "boom");
+        free(reason);
+        free(detail);
+        /* pi's own events */
+        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":\"Connection error.\",\"error\":{\"name\":"
+                                  "\"pi_error\",\"data\":{\"message\":\"Connection error.\"}}}",
+                                  "pi", "pi", &reason, &detail),
+                         1);
+        ck_assert_str_eq(reason, "pi_pi_error");
+        ck_assert_str_eq(detail, "Connection error.");
+        free(reason);
+        free(detail);
+        /* Bucket match on the message: detail is the message, prefix applied. */
+        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":\"Too many requests\",\"error\":{\"name\":\"X\","
+                                  "\"data\":{\"message\":\"other\"}}}",
+                                  "shell", "shell", &reason, &detail),
+                         1);
+        ck_assert_str_eq(reason, "shell_rate_limited");
+        ck_assert_str_eq(detail, "Too many requests");
+        free(reason);
+        free(detail);
+        /* A non-string message: the whole serialized event is scanned. */
+        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":5,\"error\":{\"data\":{\"statusCode\":429}}}",
+                                  NULL, "opencode", &reason, &detail),
+                         1);
+        ck_assert_str_eq(reason, "rate_limited");
+        free(reason);
+        free(detail);
+        /* "." does not cross a newline, as in JavaScript. */
+        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":\"rate\\nlimit\"}", NULL, "opencode", &reason,
+                                  &detail),
+                         1);
+        ck_assert_str_eq(reason, "opencode_error");
+        free(reason);
+        reason = NULL;
+        free(detail);
+        detail = NULL;
+}
+END_TEST
+
+START_TEST(test_detail_cap) {
+        _cleanup_free_ char *a500 = malloc(501), *a501 = malloc(502);
+        memset(a500, 'a', 500);
+        a500[500] = 0;
+        memset(a501, 'a', 501);
+        a501[501] = 0;
+        _cleanup_free_ char *c500 = failure_detail_cap(a500), *c501 = failure_detail_cap(a501);
+        ck_assert_str_eq(c500, a500);
+        ck_assert_uint_eq(strlen(c501), 499 + strlen("…"));
+        ck_assert(strncmp(c501, a501, 499) == 0);
+        ck_assert_str_eq(c501 + 499, "…");
+
+        /* UTF-16 units: an emoji is 2 units. 250 emoji = 500 units → unchanged. */
+        char emoji[] = "\xF0\x9F\x98\x80";
+        _cleanup_free_ char *e250 = calloc(1, 251 * 4), *e251 = calloc(1, 252 * 4);
+        for (int i = 0; i < 250; i++) strcat(e250, emoji);
+        for (int i = 0; i < 251; i++) strcat(e251, emoji);
+        _cleanup_free_ char *ce250 = failure_detail_cap(e250), *ce251 = failure_detail_cap(e251);
+        ck_assert_str_eq(ce250, e250);
+        ck_assert_uint_le(utf8_utf16_length(ce251, strlen(ce251)), 500);
+        ck_assert_str_eq(ce251 + strlen(ce251) - strlen("…"), "…");
+
+        /* The classifier caps details. */
+        _cleanup_free_ char *line = strdup_printf("HTTP 429 %s", a501);
+        _cleanup_free_ char *reason = NULL, *detail = NULL;
+        ck_assert_int_eq(classify(line, NULL, "opencode", &reason, &detail), 1);
+        ck_assert_uint_eq(utf8_utf16_length(detail, strlen(detail)), 500);
+        ck_assert(startswith(detail, "HTTP 429 aaa"));
+        ck_assert_ptr_null(failure_detail_cap(NULL));
+}
+END_TEST
+
+START_TEST(test_classify_file) {
+        _cleanup_free_ char *log = write_log_str(
+                "opencode",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"messageID\":\"m\",\"text\":\"429 rate limit\"}}\n",
+                "warning: 401 tests passed, 0 failed\nfirst: Too many requests\nsecond: unauthorized\n{partial 402 "
+                "billing");
+        _cleanup_free_ char *reason = NULL, *detail = NULL;
+        ck_assert_int_eq(log_classify_file(log, "pi", "pi", &reason, &detail), 1);
+        ck_assert_str_eq(reason, "pi_rate_limited");
+        ck_assert_str_eq(detail, "first: Too many requests");
+
+        /* The trailing fragment is classified too. */
+        _cleanup_free_ char *log2 = write_log_str("opencode", "", "ok\n{partial payment required");
+        _cleanup_free_ char *r2 = NULL, *d2 = NULL;
+        ck_assert_int_eq(log_classify_file(log2, NULL, "opencode", &r2, &d2), 1);
+        ck_assert_str_eq(r2, "payment_required");
+        ck_assert_str_eq(d2, "{partial payment required");
+
+        _cleanup_free_ char *missing = strdup_printf("%s/nope.ndjson", tmpdir);
+        ck_assert_int_eq(log_classify_file(missing, NULL, "opencode", &r2, &d2), 0);
+}
+END_TEST
+
+START_TEST(test_w7_no_false_positive) {
+        /* A text event mentioning 429/quota/rate limits, then stop, exit 0: done, no reason. */
+        _cleanup_free_ char *log = write_log_str(
+                "opencode",
+                "{\"type\":\"text\",\"sessionID\":\"s\",\"part\":{\"type\":\"text\",\"messageID\":\"m\",\"text\":"
+                "\"The 429 quota rate limit handling is fixed.\"}}\n"
+                "{\"type\":\"step_finish\",\"part\":{\"type\":\"step-finish\",\"messageID\":\"m\",\"reason\":\"stop\"}}\n",
+                NULL);
+        outcome o;
+        settle("opencode", log, 0, &o);
+        ck_assert_str_eq(o.status, "done");
+        ck_assert_ptr_null(o.reason);
+        outcome_done(&o);
+
+        /* Raw `401 tests passed, 0 failed` + exit 1: not authentication_failed but boot_failure (W10). */
+        _cleanup_free_ char *log2 = write_log_str("opencode", "401 tests passed, 0 failed\n", NULL);
+        settle("opencode", log2, 1, &o);
+        ck_assert_str_eq(o.status, "crashed");
+        ck_assert_str_eq(o.reason, "boot_failure");
+        ck_assert_str_eq(o.detail, "401 tests passed, 0 failed");
+        outcome_done(&o);
+}
+END_TEST
+
+/* ---- boot failure ---- */
+
+static char *write_raw(const char *data, size_t len) {
+        char *path = new_log_path();
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        append_bytes(fd, data, len);
+        return path;
+}
+
+static int boot(const char *data, char **detail) {
+        _cleanup_free_ char *path = write_raw(data, strlen(data));
+        *detail = NULL;
+        return log_boot_failure(path, detail);
+}
+
+START_TEST(test_boot_failure) {
+        _cleanup_free_ char *d = NULL;
+        ck_assert_int_eq(boot("warning: x\nerror: first\nERROR second\nat foo\n\n   \n", &d), 1);
+        ck_assert_str_eq(d, "ERROR second");
+        free(d);
+        ck_assert_int_eq(boot("Errors: not this\nErrorX: nor this\nlast line", &d), 1);
+        ck_assert_str_eq(d, "last line");
+        free(d);
+        ck_assert_int_eq(boot("Error:tight\ntrailing\n", &d), 1);
+        ck_assert_str_eq(d, "Error:tight");
+        free(d);
+        ck_assert_int_eq(boot("  Error: indented does not count\nother\n", &d), 1);
+        ck_assert_str_eq(d, "other");
+        free(d);
+        /* A brace-starting non-JSON line is a candidate too. */
+        ck_assert_int_eq(boot("Warning: a\n{oops not json\n", &d), 1);
+        ck_assert_str_eq(d, "{oops not json");
+        free(d);
+        d = NULL;
+        /* Any JSON line anywhere: no boot failure. */
+        ck_assert_int_eq(boot("Error: x\n{\"type\":\"step_start\"}\nError: y\n", &d), 0);
+        ck_assert_ptr_null(d);
+        /* Nothing but blank lines, or an empty/missing log: no candidate. */
+        ck_assert_int_eq(boot("\n  \n\t\n", &d), 0);
+        ck_assert_int_eq(boot("", &d), 0);
+        _cleanup_free_ char *missing = strdup_printf("%s/nope.ndjson", tmpdir);
+        ck_assert_int_eq(log_boot_failure(missing, &d), 0);
+        ck_assert_ptr_null(d);
+}
+END_TEST
+
+START_TEST(test_boot_failure_large) {
+        /* One 70 KB raw line only: larger than 64 KiB, its partial tail is dropped → no reason. */
+        size_t big = 70 * 1000;
+        _cleanup_free_ char *one = malloc(big + 2);
+        memset(one, 'x', big);
+        memcpy(one, "Error: ", 7);
+        one[big] = '\n';
+        one[big + 1] = 0;
+        _cleanup_free_ char *d = NULL;
+        ck_assert_int_eq(boot(one, &d), 0);
+
+        /* A > 64 KiB JSON line is evidence of a start. */
+        _cleanup_free_ char *jl = malloc(big + 64);
+        int n = sprintf(jl, "{\"type\":\"text\",\"part\":{\"text\":\"");
+        memset(jl + n, 'y', big);
+        strcpy(jl + n + big, "\"}}\nError: after\n");
+        ck_assert_int_eq(boot(jl, &d), 0);
+
+        /* The tail starts inside a line that contains "Error: partial": that
+         * partial first line is dropped, so the detail is the last line. */
+        size_t tail = 64 * 1024;
+        const char *last = "the last line\n";
+        const char *cut = "Error: partial line text\n";
+        size_t filler = 5000;
+        size_t total = filler + tail;
+        _cleanup_free_ char *buf = malloc(total + 1);
+        memset(buf, 'z', total);
+        /* line 1: "Error: early" (before the tail window) */
+        memcpy(buf, "Error: early\n", 13);
+        /* the tail window begins at total - tail: make the cut land right before "Error: partial" */
+        size_t start = total - tail;
+        memcpy(buf + start, cut, strlen(cut));
+        /* the rest: newline-separated z lines, then the last line */
+        for (size_t i = start + strlen(cut) + 80; i < total - 200; i += 81) buf[i] = '\n';
+        memcpy(buf + total - strlen(last), last, strlen(last));
+        buf[total - strlen(last) - 1] = '\n';
+        buf[total] = 0;
+        ck_assert_int_eq(boot(buf, &d), 1);
+        ck_assert_str_eq(d, "the last line");
+}
+END_TEST
+
+/* ---- summaries (§4.2, §4.3) ---- */
+
+static void summarize_str(const char *log_text, const char *initial, log_summary *s) {
+        _cleanup_free_ char *path = write_raw(log_text, strlen(log_text));
+        ck_assert_int_eq(log_summarize_file(path, initial, s), 0);
+}
+
+START_TEST(test_summary_basics) {
+        log_summary s;
+        _cleanup_free_ char *missing = strdup_printf("%s/nope.ndjson", tmpdir);
+        ck_assert_int_eq(log_summarize_file(missing, "ses_init", &s), 0);
+        ck_assert_str_eq(s.message, "");
+        ck_assert_str_eq(s.narration, "");
+        ck_assert_str_eq(s.session_id, "ses_init");
+        ck_assert_ptr_null(s.tokens);
+        ck_assert(!s.has_cost && !s.has_stop && !s.has_json_line);
+        log_summary_done(&s);
+
+        ck_assert_int_eq(log_summarize_file(missing, NULL, &s), 0);
+        ck_assert_ptr_null(s.session_id);
+        log_summary_done(&s);
+
+        /* Raw lines only. */
+        summarize_str("Error: boom\n", "ses_init", &s);
+        ck_assert(!s.has_json_line);
+        ck_assert_str_eq(s.session_id, "ses_init");
+        log_summary_done(&s);
+
+        /* Last truthy sessionID wins; "" is not truthy; noise is skipped. */
+        summarize_str("noise\n{\"sessionID\":\"a\"}\n{\"sessionID\":\"b\",\"type\":\"x\"}\n{\"sessionID\":\"\"}\n"
+                      "{\"sessionID\":null}\n",
+                      "ses_init", &s);
+        ck_assert(s.has_json_line);
+        ck_assert_str_eq(s.session_id, "b");
+        log_summary_done(&s);
+}
+END_TEST
+
+START_TEST(test_summary_messages) {
+        log_summary s;
+        /* R2: no stop → the last text's messageID; parts joined with nothing. */
+        summarize_str("{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"a\"}}\n"
+                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"b\"}}\n"
+                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"c\"}}\n"
+                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"d\"}}\n"
+                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":5}}\n",
+                      NULL, &s);
+        ck_assert_str_eq(s.message, "bd");
+        ck_assert_str_eq(s.narration, "ac\n\nbd");
+        ck_assert(!s.has_stop);
+        log_summary_done(&s);
+
+        /* The last stop wins; a stop message without text gives "" (no fallback). */
+        summarize_str("{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"one\"}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m1\",\"reason\":\"stop\"}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m9\",\"reason\":\"stop\"}}\n"
+                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"two\"}}\n",
+                      NULL, &s);
+        ck_assert_str_eq(s.message, "");
+        ck_assert(s.has_stop);
+        ck_assert_str_eq(s.narration, "one\n\ntwo");
+        log_summary_done(&s);
+
+        /* A stop without messageID falls back to the last text; texts without
+         * messageID are their own message; a numeric messageID is not the string. */
+        summarize_str("{\"type\":\"text\",\"part\":{\"text\":\"anon\"}}\n"
+                      "{\"type\":\"text\",\"part\":{\"messageID\":5,\"text\":\"five\"}}\n"
+                      "{\"type\":\"text\",\"part\":{\"messageID\":\"5\",\"text\":\"str\"}}\n"
+                      "{\"type\":\"text\",\"part\":{\"text\":\"-again\"}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\"}}\n",
+                      NULL, &s);
+        ck_assert_str_eq(s.message, "anon-again");
+        ck_assert_str_eq(s.narration, "anon-again\n\nfive\n\nstr");
+        log_summary_done(&s);
+
+        /* tool events are not narration; reason other than stop is not final. */
+        summarize_str("{\"type\":\"tool_use\",\"part\":{\"type\":\"tool\",\"tool\":\"bash\",\"state\":{\"output\":"
+                      "\"x\"}}}\n{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"hi\"}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m0\",\"reason\":\"tool-calls\"}}\n",
+                      NULL, &s);
+        ck_assert_str_eq(s.message, "hi");
+        ck_assert_str_eq(s.narration, "hi");
+        ck_assert(!s.has_stop);
+        log_summary_done(&s);
+}
+END_TEST
+
+START_TEST(test_summary_tokens) {
+        log_summary s;
+        summarize_str("{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1,\"extra\":\"k\",\"output\":2},"
+                      "\"cost\":0.1}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"total\":10,\"input\":3,\"reasoning\":4,"
+                      "\"cache\":{\"read\":7}},\"cost\":0.2}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1.5},\"cost\":\"x\"}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"cost\":1}}\n",
+                      NULL, &s);
+        assert_tokens(&s, "{\"input\":5.5,\"extra\":\"k\",\"output\":2,\"total\":10,\"reasoning\":4,\"cache\":{"
+                          "\"read\":7,\"write\":0}}");
+        ck_assert(s.has_cost);
+        ck_assert(s.cost == 0.1 + 0.2 + 1);
+        log_summary_done(&s);
+
+        /* The first tokens object is taken as-is. */
+        summarize_str("{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"weird\":true}}}\n", NULL, &s);
+        assert_tokens(&s, "{\"weird\":true}");
+        ck_assert(!s.has_cost);
+        log_summary_done(&s);
+}
+END_TEST
+
+START_TEST(test_summary_large_log) {
+        /* A ~100 MB log: streamed, never read whole. */
+        _cleanup_free_ char *path = new_log_path();
+        _cleanup_fclose_ FILE *f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        char chunk[1001];
+        memset(chunk, 'q', 1000);
+        chunk[1000] = 0;
+        size_t written = 0, texts = 0;
+        while (written < 100u * 1000 * 1000) {
+                int k = fprintf(f, "{\"type\":\"text\",\"part\":{\"messageID\":\"%s\",\"text\":\"%s\"}}\n",
+                                texts % 2 ? "m2" : "m1", chunk);
+                ck_assert_int_gt(k, 0);
+                written += (size_t) k;
+                texts++;
+                k = fprintf(f, "raw stderr noise n%zu %s\n", texts, chunk);
+                written += (size_t) k;
+        }
+        fprintf(f, "{\"type\":\"step_finish\",\"sessionID\":\"ses_big\",\"part\":{\"messageID\":\"m1\",\"reason\":"
+                   "\"stop\",\"tokens\":{\"total\":1}}}\n");
+        ck_assert_int_eq(fclose(TAKE_PTR(f)), 0);
+
+        log_summary s;
+        ck_assert_int_eq(log_summarize_file(path, NULL, &s), 0);
+        size_t m1 = (texts + 1) / 2, m2 = texts / 2;
+        ck_assert_uint_eq(strlen(s.message), m1 * 1000);
+        ck_assert_uint_eq(strlen(s.narration), (m1 + m2) * 1000 + 2);
+        ck_assert_str_eq(s.session_id, "ses_big");
+        log_summary_done(&s);
+
+        _cleanup_free_ char *reason = NULL, *detail = NULL;
+        ck_assert_int_eq(log_classify_file(path, NULL, "opencode", &reason, &detail), 0);
+        ck_assert_int_eq(log_boot_failure(path, &detail), 0);
+        unlink(path);
+}
+END_TEST
+
+START_TEST(test_blank) {
+        ck_assert(log_line_is_blank("", 0));
+        ck_assert(log_line_is_blank(" \t\r\n\v\f", 6));
+        ck_assert(log_line_is_blank("\xC2\xA0\xE2\x80\xA8\xE3\x80\x80\xEF\xBB\xBF", 11));
+        ck_assert(!log_line_is_blank(" x ", 3));
+        ck_assert(!log_line_is_blank("\xC2", 1));
+}
+END_TEST
+
+static Suite *logparse_suite(void) {
+        Suite *s = suite_create("logparse");
+        TCase *tc = tcase_create("core");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 240);
+        tcase_add_loop_test(tc, test_real_fixtures, 0, (int) ELEMENTSOF(real_cases));
+        tcase_add_test(tc, test_real_fixtures_all_covered);
+        tcase_add_test(tc, test_real_opencode_error_details);
+        tcase_add_test(tc, test_oc_a);
+        tcase_add_test(tc, test_oc_b);
+        tcase_add_test(tc, test_oc_c);
+        tcase_add_test(tc, test_oc_d);
+        tcase_add_test(tc, test_oc_e);
+        tcase_add_test(tc, test_oc_f);
+        tcase_add_test(tc, test_pi_a);
+        tcase_add_test(tc, test_pi_b);
+        tcase_add_test(tc, test_pi_c_d_e_f);
+        tcase_add_test(tc, test_classifier_patterns);
+        tcase_add_test(tc, test_classifier_json);
+        tcase_add_test(tc, test_detail_cap);
+        tcase_add_test(tc, test_classify_file);
+        tcase_add_test(tc, test_w7_no_false_positive);
+        tcase_add_test(tc, test_boot_failure);
+        tcase_add_test(tc, test_boot_failure_large);
+        tcase_add_test(tc, test_summary_basics);
+        tcase_add_test(tc, test_summary_messages);
+        tcase_add_test(tc, test_summary_tokens);
+        tcase_add_test(tc, test_summary_large_log);
+        tcase_add_test(tc, test_blank);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(logparse_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
