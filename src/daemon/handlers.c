@@ -688,6 +688,9 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
         if (accept) task_set_str(t, "changesetStatus", "accepted");
         if (removed) task_set_null(t, "overlayDirs");
         task_persist(t);
+        /* the decision is durable before the caller hears of it */
+        int k = manager_flush(m);
+        if (k < 0) log_warning_errno(k, "cannot flush tasks.json after deciding %s", t->id);
         json_add_string(o, "changesetStatus", accept ? "accepted" : "rejected");
         if (accept) {
                 json_add_bool(o, "applied", true);
@@ -750,6 +753,8 @@ static void handle_change(Manager *m, Request *r, bool accept) {
                 /* flip before any cleanup so a late gate result is ignored */
                 task_set_str(t, "changesetStatus", "rejected");
                 task_persist(t);
+                int k = manager_flush(m);
+                if (k < 0) log_warning_errno(k, "cannot flush tasks.json after rejecting %s", t->id);
         }
         ChangeJob *cj = calloc(1, sizeof *cj);
         if (!cj) return reply_failed(r, "error: out of memory");

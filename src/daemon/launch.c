@@ -77,8 +77,17 @@ static int build_masks(Manager *m, char ***ret) {
         if (strv_push(&cand, p->runtime_dir) < 0 || strv_push(&cand, p->overlay_tmp_root) < 0 ||
             strv_push(&cand, p->cache_dir) < 0)
                 return -ENOMEM;
-        for (char **c = cand; *c; c++)
-                if (is_dir(*c) && !strv_contains(l, *c) && strv_push(&l, *c) < 0) return -ENOMEM;
+        for (char **c = cand; *c; c++) {
+                if (!is_dir(*c) || strv_contains(l, *c)) continue;
+                /* a dir inside an already masked one is hidden already; masking it
+                 * again would only leave its mountpoint visible */
+                bool covered = false;
+                for (char **e = l; e && *e && !covered; e++) {
+                        size_t n = strlen(*e);
+                        covered = strncmp(*c, *e, n) == 0 && (*c)[n] == '/';
+                }
+                if (!covered && strv_push(&l, *c) < 0) return -ENOMEM;
+        }
         *ret = TAKE_PTR(l);
         return 0;
 }

@@ -104,7 +104,10 @@ int manager_load_tasks(Manager *m) {
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         int r = read_file(path, (size_t) 1 << 31, &data, &len);
-        if (r == -ENOENT) return 0;
+        if (r == -ENOENT) {
+                m->dirty = true; /* start with an empty store on disk */
+                return 0;
+        }
         _cleanup_json_ json_object *arr = NULL;
         if (r >= 0 && json_parse_strict(data, len, &arr) < 0) r = -EBADMSG;
         if (r >= 0 && !json_object_is_type(arr, json_type_array)) r = -EBADMSG;

@@ -16,6 +16,13 @@ int json_parse_strict(const char *buf, size_t len, json_object **ret) {
         json_object *obj = json_tokener_parse_ex(tok, buf, (int) len);
         enum json_tokener_error err = json_tokener_get_error(tok);
         size_t used = json_tokener_get_parse_end(tok);
+        if (!obj && err == json_tokener_continue) {
+                /* a bare number or literal at the end of input: feed the
+                 * terminating NUL so json-c finishes it (JSON.parse("42")) */
+                obj = json_tokener_parse_ex(tok, "", 1);
+                err = json_tokener_get_error(tok);
+                used = len;
+        }
         json_tokener_free(tok);
         if (err != json_tokener_success) {
                 if (obj) json_object_put(obj);

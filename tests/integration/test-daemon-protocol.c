@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -281,6 +282,11 @@ START_TEST(graceful_shutdown) {
         tf_world *w = tf_world_new(NULL);
         tf_daemon_start(w);
         int fd = tf_connect(w);
+        /* make sure the daemon has accepted this connection */
+        tf_send(fd, "{\"version\":1,\"id\":\"h\",\"method\":\"system.health\",\"params\":{}}");
+        char *h = tf_recv_line(fd, 5000);
+        ck_assert_ptr_nonnull(h);
+        free(h);
         kill(w->daemon_pid, SIGTERM);
         char *l = tf_recv_line(fd, 10000);
         ck_assert_ptr_nonnull(l);

@@ -274,6 +274,7 @@ START_TEST(sandbox_confinement) {
                 "r=$TASKFERRY_OUTPUT_DIR/report; : > $r; "
                 "echo \"ssh=$(ls -A \"$HOME/.ssh\" 2>&1 | tr '\\n' ' ')\" >> $r; "
                 "echo \"state=$(ls -A \"$STATE\" 2>&1 | tr '\\n' ' ')\" >> $r; "
+                "echo \"outputs-ids=$(ls -A \"$STATE/outputs\" | grep -c .)\" >> $r; "
                 "echo \"cache=$(ls -A \"$CACHE\" 2>&1 | tr '\\n' ' ')\" >> $r; "
                 "echo \"run=$(ls -A \"$RUN\" 2>&1 | tr '\\n' ' ')\" >> $r; "
                 "cat \"$CACHE/cached\" >/dev/null 2>&1 && echo cache-readable >> $r; "
@@ -297,7 +298,9 @@ START_TEST(sandbox_confinement) {
         char *report_path = strdup_printf("%s/outputs/%s/report", w->state, id);
         char *report = tf_read(report_path, NULL);
         ck_assert_msg(strstr(report, "ssh=\n"), "~/.ssh visible: %s", report);
-        ck_assert_msg(strstr(report, "state=\n"), "state dir visible: %s", report);
+        /* the state dir is empty but for the mountpoint path of the task's own output dir */
+        ck_assert_msg(strstr(report, "state=outputs \n"), "state dir visible: %s", report);
+        ck_assert_msg(strstr(report, "outputs-ids=1\n"), "other tasks' output dirs visible: %s", report);
         ck_assert_msg(strstr(report, "cache=\n"), "cache dir visible: %s", report);
         ck_assert_msg(strstr(report, "run=daemon.sock \n"), "runtime dir shows more than the socket: %s", report);
         ck_assert_msg(strstr(report, "socket-present"), "socket not bound for nested dispatch: %s", report);
