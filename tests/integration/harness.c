@@ -54,7 +54,20 @@ tf_world *tf_world_new(char *const extra_env[]) {
         ck_assert_int_eq(mkdir(w->home, 0700), 0);
         ck_assert_int_eq(mkdir(w->cfg, 0700), 0);
         ck_assert_int_eq(mkdir(w->repo_parent, 0755), 0);
-        char *path = xstrdup_printf("PATH=%s/bin:/usr/local/bin:/usr/bin:/bin", TASKFERRY_FIXTURES_DIR);
+        /* the fake workers and recorded streams, copied next to the world so a
+         * sandboxed worker sees them wherever the source tree lives */
+        w->fixtures = xstrdup_printf("%s/fixtures", w->root);
+        {
+                char *q1 = shell_quote(TASKFERRY_FIXTURES_DIR), *q2 = shell_quote(w->fixtures);
+                char *cp = xstrdup_printf("cp -a %s %s", q1, q2);
+                char *argv[] = {(char *) "sh", (char *) "-c", cp, NULL};
+                run_result rr;
+                ck_assert_int_eq(run_command(argv, NULL, NULL, 0, -1, &rr), 0);
+                ck_assert_msg(rr.exit_code == 0, "copying fixtures failed: %s", rr.err);
+                run_result_done(&rr);
+                free(q1), free(q2), free(cp);
+        }
+        char *path = xstrdup_printf("PATH=%s/bin:/usr/local/bin:/usr/bin:/bin", w->fixtures);
         char *const base_env[] = {
                 path,
                 xstrdup_printf("HOME=%s", w->home),
@@ -104,7 +117,7 @@ void tf_world_free(tf_world *w) {
         /* give settling shims a moment, then remove everything */
         rm_rf(w->root);
         free(w->root), free(w->state), free(w->run), free(w->cache), free(w->home), free(w->cfg);
-        free(w->repo_parent), free(w->socket);
+        free(w->repo_parent), free(w->socket), free(w->fixtures);
         strv_free(w->env);
         free(w);
 }

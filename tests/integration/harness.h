@@ -15,6 +15,7 @@ typedef struct tf_world {
         char *root;        /* temp root R */
         char *state, *run, *cache, *home, *cfg, *repo_parent;
         char *socket;
+        char *fixtures;    /* R/fixtures: copy of tests/fixtures (visible inside sandboxes) */
         char **env;        /* environment for CLI/daemon calls */
         pid_t daemon_pid;  /* when started by tf_daemon_start */
 } tf_world;

@@ -338,7 +338,7 @@ START_TEST(missing_bwrap_crashes_with_spawn_error) {
                     "mkdir -p %s && for t in sh git cat rm printf mkdir ls env sleep true id tr; do "
                     "ln -s \"$(command -v $t)\" %s/$t; done",
                     bin, bin));
-        char *path = strdup_printf("%s/bin:%s", TASKFERRY_FIXTURES_DIR, bin);
+        char *path = strdup_printf("%s/bin:%s", w->fixtures, bin);
         tf_world_setenv(w, "PATH", path);
         const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo hi > x", NULL};
         char *id = tf_dispatch(w, argv);

@@ -1,0 +1,197 @@
+/* The CLI surface against a real daemon: TOON errors and exit codes, --json
+ * for every command, auto-start (exactly one daemon for racing CLIs). */
+
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+START_TEST(unknown_task_is_a_toon_error_exit_1) {
+        tf_world *w = tf_world_new(NULL);
+        const char *argv[] = {"status", "nope", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_str_eq(r.out, "error: \"unknown task id: nope\"\nhelp: run taskferry list to see valid task ids\n");
+        tf_run_done(&r);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(dispatch_without_prompt_is_usage_error) {
+        tf_world *w = tf_world_new(NULL);
+        const char *argv[] = {"dispatch", "--executor", "shell", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert_msg(strstr(r.out, "error: \"--prompt is required\"\n"), "%s", r.out);
+        tf_run_done(&r);
+        /* usage errors never start a daemon */
+        ck_assert_int_lt(tf_daemon_pid(w), 0);
+        const char *bad[] = {"dispatch", "--prompt", "x", "--bogus", NULL};
+        r = tf_cli(w, NULL, NULL, bad);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert_msg(strstr(r.out, "unknown flag --bogus for `dispatch`"), "%s", r.out);
+        tf_run_done(&r);
+        const char *dir[] = {"dispatch", "--prompt", "x", "--directory", "/nonexistent/dir", NULL};
+        r = tf_cli(w, NULL, NULL, dir);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert_msg(strstr(r.out, "directory does not exist: /nonexistent/dir"), "%s", r.out);
+        tf_run_done(&r);
+        tf_world_free(w);
+}
+END_TEST
+
+static void assert_json_output(tf_world *w, const char *const argv[], int want_exit) {
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == want_exit, "%s: exit %d (want %d): %s %s", argv[0], r.exit_code, want_exit, r.out,
+                      r.err);
+        json_object *o = NULL;
+        ck_assert_msg(json_parse_strict(r.out, strlen(r.out), &o) == 0 && o, "%s --json is not JSON: %s", argv[0], r.out);
+        json_object_put(o);
+        tf_run_done(&r);
+}
+
+START_TEST(json_output_for_every_command) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = strdup_printf("%s/repo", w->repo_parent);
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo a > a && git add a && git commit -qm a", repo, repo));
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo b > b; echo hi", NULL};
+        char *id = tf_dispatch(w, d);
+        const char *wait_argv[] = {"wait", id, "--json", NULL};
+        assert_json_output(w, wait_argv, 0);
+        const char *status_argv[] = {"status", id, "--json", NULL};
+        assert_json_output(w, status_argv, 0);
+        const char *result_argv[] = {"result", id, "--json", NULL};
+        assert_json_output(w, result_argv, 0);
+        const char *diff_argv[] = {"result", id, "--diff", "--json", NULL};
+        assert_json_output(w, diff_argv, 0);
+        const char *list_argv[] = {"list", "--all", "--json", NULL};
+        assert_json_output(w, list_argv, 0);
+        const char *cancel_argv[] = {"cancel", id, "--json", NULL};
+        assert_json_output(w, cancel_argv, 0);
+        const char *reject_argv[] = {"reject", id, "--json", NULL};
+        assert_json_output(w, reject_argv, 0);
+        /* errors are JSON too under --json */
+        const char *accept_argv[] = {"accept", id, "--json", NULL};
+        assert_json_output(w, accept_argv, 1);
+        const char *status_bad[] = {"status", "nope", "--json", NULL};
+        assert_json_output(w, status_bad, 1);
+        const char *usage_bad[] = {"dispatch", "--json", NULL};
+        assert_json_output(w, usage_bad, 2);
+        const char *version[] = {"--version", "--json", NULL};
+        assert_json_output(w, version, 0);
+        /* TOON by default */
+        const char *v[] = {"--version", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, v);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_msg(startswith(r.out, "name: taskferry\nversion: "), "%s", r.out);
+        ck_assert_msg(strstr(r.out, "\nprotocolVersion: 1\n"), "%s", r.out);
+        tf_run_done(&r);
+        const char *st[] = {"status", id, NULL};
+        r = tf_cli(w, NULL, NULL, st);
+        ck_assert_int_eq(r.exit_code, 0);
+        char *head = strdup_printf("id: %s\nstatus: done\nstartedAt: \"", id);
+        ck_assert_msg(startswith(r.out, head), "%s", r.out);
+        free(head);
+        tf_run_done(&r);
+        const char *help[] = {"dispatch", "--help", NULL};
+        r = tf_cli(w, NULL, NULL, help);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_msg(strstr(r.out, "command: dispatch"), "%s", r.out);
+        tf_run_done(&r);
+        free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+static int count_daemons(tf_world *w) {
+        int n = 0;
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        char *needle = strdup_printf("TASKFERRY_STATE_DIR=%s", w->state);
+        while ((de = readdir(d))) {
+                if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+                char exe[4096];
+                char *p = strdup_printf("/proc/%s/exe", de->d_name);
+                ssize_t k = readlink(p, exe, sizeof exe - 1);
+                free(p);
+                if (k <= 0) continue;
+                exe[k] = 0;
+                if (!strstr(exe, "taskferryd")) continue;
+                p = strdup_printf("/proc/%s/environ", de->d_name);
+                char *env = NULL;
+                size_t len = 0;
+                if (read_file(p, 1 << 20, &env, &len) == 0) {
+                        for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+                                if (streq(env + i, needle)) n++;
+                        free(env);
+                }
+                free(p);
+        }
+        closedir(d);
+        free(needle);
+        return n;
+}
+
+START_TEST(racing_clis_start_one_daemon) {
+        tf_world *w = tf_world_new(NULL);
+        pid_t kids[4];
+        for (int i = 0; i < 4; i++) {
+                kids[i] = fork();
+                ck_assert_int_ge(kids[i], 0);
+                if (kids[i] == 0) {
+                        int devnull = open("/dev/null", O_WRONLY);
+                        dup2(devnull, 1);
+                        dup2(devnull, 2);
+                        char *argv[] = {(char *) tf_bin("taskferry"), (char *) "list", (char *) "--all", NULL};
+                        execve(argv[0], argv, w->env);
+                        _exit(127);
+                }
+        }
+        for (int i = 0; i < 4; i++) {
+                int status;
+                waitpid(kids[i], &status, 0);
+                ck_assert(WIFEXITED(status));
+                ck_assert_int_eq(WEXITSTATUS(status), 0);
+        }
+        ck_assert_int_eq(count_daemons(w), 1);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(auto_start_disabled) {
+        tf_world *w = tf_world_new(NULL);
+        tf_world_setenv(w, "TASKFERRY_AUTO_START", "0");
+        const char *argv[] = {"list", "--all", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_int_eq(count_daemons(w), 0);
+        tf_run_done(&r);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("cli");
+        TCase *tc = tcase_create("cli");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, unknown_task_is_a_toon_error_exit_1);
+        tcase_add_test(tc, dispatch_without_prompt_is_usage_error);
+        tcase_add_test(tc, json_output_for_every_command);
+        tcase_add_test(tc, racing_clis_start_one_daemon);
+        tcase_add_test(tc, auto_start_disabled);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
