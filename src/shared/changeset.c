@@ -1,0 +1,1217 @@
+/* Changesets: extract the worker's overlay changes as a binary-safe git patch,
+ * apply it to the live tree without ever leaving it half applied, and
+ * summarize it (spec sandbox-changeset-env.md §5, DESIGN.md "Deliberate
+ * differences", fixes for §11 D7 and D8).
+ *
+ * How extraction works (changeset_extract)
+ * ----------------------------------------
+ * Every git command runs against a PRIVATE repository T = <scratch>/git that we
+ * create ourselves (HEAD, objects/, refs/, a fixed config, info/attributes,
+ * info/exclude), with GIT_DIR=T, GIT_WORK_TREE=D, GIT_INDEX_FILE=<scratch>/index,
+ * GIT_CONFIG_NOSYSTEM=1, GIT_CONFIG_GLOBAL=/dev/null and a minimal environment.
+ * Git therefore never reads D/.git (which, in the merged view, the worker
+ * controls: config with core.fsmonitor, filter drivers, diff.external,
+ * textconv, hooks) and no user/system config can name a program either. The
+ * only worker-controlled inputs git reads are the work tree's files, its
+ * .gitignore files and its .gitattributes; T/info/attributes has the highest
+ * attribute precedence and resets every content-converting attribute (text,
+ * eol, ident, filter, working-tree-encoding) so blobs are the exact bytes of
+ * the files, and resets diff/merge to "unspecified" so no driver is looked up.
+ *
+ * One forked child enters a new user + mount namespace (overlay.h), so both
+ * views are seen with the same identity (file owners map the same way; this
+ * keeps index stat data valid between the two views, so only files whose stat
+ * data changed are re-hashed in the merged view):
+ *   A. host view (no overlay yet), with GIT_ALTERNATE_OBJECT_DIRECTORIES = the
+ *      real repository's object store (so blobs already there are not copied):
+ *      read-tree <pre_head>[:<prefix>] when it resolves (keeps tracked files
+ *      that .gitignore would hide), then `add -A` -> index B = D's working tree
+ *      as the host sees it, including pre-existing untracked files and
+ *      uncommitted edits; write-tree -> tree_before. Then every path that is
+ *      ignored in this view is pinned into T/info/exclude, so a worker that
+ *      deletes .gitignore cannot make pre-existing ignored files (node_modules,
+ *      .env) appear as "added".
+ *   B. mount the overlay (lower D, the task's upper/work) on D, drop the
+ *      alternates (in this view D/.git/objects is worker-controlled and we
+ *      only need to hash new content into T/objects), `add -A` on the same
+ *      index -> the merged view; write-tree --missing-ok -> tree_after.
+ * The parent then runs `git diff-tree -p --binary --full-index` of the two
+ * trees (with the alternates, host view) and writes the bytes as they are.
+ * A commit the worker made is flattened (only working trees are compared) and
+ * pre-existing untracked files / dirty edits cancel out (they are in both
+ * trees). The same mechanism works for non-git directories (no base tree) and
+ * for a subdirectory of a repository (the private work tree is D itself, so
+ * patch paths are relative to D).
+ *
+ * Nested repositories: `git add` records a directory that contains a .git as
+ * a gitlink and never looks inside, so edits in a submodule checkout, in a
+ * repository the worker cloned, or in repositories below a non-git D would be
+ * lost (and `git apply` cannot apply gitlinks to a work tree). In our private
+ * mount namespace we hide each nested .git under an empty bind mount, so git
+ * sees a plain directory; the changeset then carries the files themselves.
+ *
+ * Ignore rules: the work tree's .gitignore files, the user's excludes file
+ * (core.excludesFile or $XDG_CONFIG_HOME/git/ignore), the repository's
+ * info/exclude and, for a subdirectory dispatch, the .gitignore files of the
+ * directories between the repository top and D (git would not read those with
+ * D as the work tree). Patterns that are anchored to another directory than D
+ * (contain a '/' before the end) cannot be re-rooted and are left out for a
+ * subdirectory dispatch.
+ *
+ * Apply (changeset_apply) uses the same kind of private repository with the
+ * live directory as work tree, so paths are relative to D even inside a larger
+ * repository, and no attribute conversion or repository config applies.
+ * `git apply --check` first, then `git apply` (which itself applies all or
+ * nothing in memory before writing). If the check fails, a 3-way merge is tried
+ * in a scratch index only (never in the live tree): the touched paths of the
+ * live tree are staged into a private index, `git apply --cached --3way` runs
+ * there, and only a conflict-free result is turned into a new patch against
+ * the live contents, which then goes through the same check-then-apply. The
+ * preimage blobs for that merge come from the live repository's objects, so
+ * it helps where the worker's base was committed content; otherwise the
+ * check's failure is reported. Nothing is ever staged in the live index.
+ *
+ * Known limits of the patch format: empty directories are not represented
+ * (git apply removes a directory a deletion leaves empty), and ownership and
+ * permission bits other than the executable bit are not carried. */
+#include "changeset.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "overlay.h"
+#include "util.h"
+
+#define EMPTY_TREE_OID "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+/* The original's extraction buffer (spec §5.8: maxBuffer 200 MiB, #358). */
+#define PATCH_MAX ((size_t) 200 << 20)
+#define LIST_MAX ((size_t) 256 << 20)
+#define SMALL_MAX ((size_t) 1 << 20)
+/* Nested repositories inside nested repositories... give up after this many rounds. */
+#define FLATTEN_ROUNDS_MAX 64
+
+/* Our private repository's configuration. Nothing here names a program. */
+static const char private_config[] =
+        "[core]\n"
+        "\trepositoryformatversion = 0\n"
+        "\tbare = false\n"
+        "\tfilemode = true\n"
+        "\tsymlinks = true\n"
+        "\tignorecase = false\n"
+        "\tprecomposeunicode = false\n"
+        "\tautocrlf = false\n"
+        "\tsafecrlf = false\n"
+        "\tfsmonitor = false\n"
+        "\thooksPath = /dev/null\n"
+        "\tuntrackedCache = false\n"
+        "\tsplitIndex = false\n"
+        "\tsparseCheckout = false\n"
+        "\tprotectNTFS = false\n"
+        "\tprotectHFS = false\n"
+        "\tlogAllRefUpdates = false\n"
+        "\tcheckStat = default\n"
+        "[index]\n"
+        "\tsparse = false\n"
+        "[gc]\n"
+        "\tauto = 0\n"
+        "[advice]\n"
+        "\taddEmbeddedRepo = false\n"
+        "[apply]\n"
+        "\twhitespace = nowarn\n";
+
+/* Highest attribute precedence (gitattributes(5)): store and write exact
+ * bytes, and look up no diff or merge driver. */
+static const char private_attributes[] =
+        "* -text -crlf -eol -ident -filter -working-tree-encoding !diff !merge !whitespace\n";
+
+/* ------------------------------------------------------------------------ */
+/* small helpers */
+
+static char *path_join(const char *a, const char *b) {
+        return strdup_printf("%s/%s", a, b);
+}
+
+static void strip_trailing_space(char *s) {
+        size_t n = s ? strlen(s) : 0;
+        while (n > 0 && isspace((unsigned char) s[n - 1])) s[--n] = 0;
+}
+
+static bool is_hex_oid(const char *s) {
+        size_t n = strlen(s);
+        if (n != 40 && n != 64) return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isxdigit((unsigned char) s[i]) || isupper((unsigned char) s[i])) return false;
+        return true;
+}
+
+static int write_small_file(const char *path, const char *data, size_t len) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) return -errno;
+        while (len > 0) {
+                ssize_t n = write(fd, data, len);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                data += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+static int append_file(const char *path, const char *data, size_t len) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) return -errno;
+        while (len > 0) {
+                ssize_t n = write(fd, data, len);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                data += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+/* Does `path` (absolute, canonical) equal `dir` or lie below it? */
+static bool path_is_at_or_below(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+        if (n == 1 && dir[0] == '/') return true;
+        return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/* GIT_ALTERNATE_OBJECT_DIRECTORIES is colon-separated; an entry that starts
+ * with a double quote is C-quoted (git-config(1)/git(1), "ENVIRONMENT"). */
+static char *quote_alternate(const char *p) {
+        if (!strpbrk(p, ":\"\\\n")) return strdup(p);
+        size_t n = strlen(p);
+        char *q = malloc(n * 4 + 3), *o = q;
+        if (!q) return NULL;
+        *o++ = '"';
+        for (const unsigned char *s = (const unsigned char *) p; *s; s++) {
+                if (*s == '"' || *s == '\\') {
+                        *o++ = '\\';
+                        *o++ = (char) *s;
+                } else if (*s == '\n') {
+                        *o++ = '\\';
+                        *o++ = 'n';
+                } else
+                        *o++ = (char) *s;
+        }
+        *o++ = '"';
+        *o = 0;
+        return q;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the private repository and how git is run against it */
+
+typedef struct git_ctx {
+        char *git_dir;      /* T */
+        char *work_tree;    /* D (NULL: none) */
+        char *index_file;   /* private index (NULL: none) */
+        char *alternates;   /* real object store (NULL: none) */
+        char *home;         /* a nonexistent HOME, so no user file is read by default */
+        char **env;         /* built from the above */
+} git_ctx;
+
+static void git_ctx_done(git_ctx *g) {
+        free(g->git_dir);
+        free(g->work_tree);
+        free(g->index_file);
+        free(g->alternates);
+        free(g->home);
+        strv_free(g->env);
+        memset(g, 0, sizeof *g);
+}
+
+static int git_ctx_build_env(git_ctx *g) {
+        _cleanup_strv_free_ char **env = NULL;
+        const char *path = getenv("PATH");
+        int r = strv_pushf(&env, "PATH=%s", isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path);
+        if (r >= 0) r = strv_pushf(&env, "HOME=%s", g->home);
+        if (r >= 0) r = strv_push(&env, "LC_ALL=C");
+        if (r >= 0) r = strv_push(&env, "GIT_CONFIG_NOSYSTEM=1");
+        if (r >= 0) r = strv_push(&env, "GIT_CONFIG_GLOBAL=/dev/null");
+        if (r >= 0) r = strv_push(&env, "GIT_ATTR_NOSYSTEM=1");
+        if (r >= 0) r = strv_push(&env, "GIT_CEILING_DIRECTORIES=/");
+        if (r >= 0) r = strv_push(&env, "GIT_TERMINAL_PROMPT=0");
+        if (r >= 0) r = strv_push(&env, "GIT_NO_REPLACE_OBJECTS=1");
+        if (r >= 0) r = strv_push(&env, "GIT_PAGER=cat");
+        if (r >= 0) r = strv_pushf(&env, "GIT_DIR=%s", g->git_dir);
+        if (r >= 0 && g->work_tree) r = strv_pushf(&env, "GIT_WORK_TREE=%s", g->work_tree);
+        if (r >= 0 && g->index_file) r = strv_pushf(&env, "GIT_INDEX_FILE=%s", g->index_file);
+        if (r >= 0 && g->alternates) {
+                _cleanup_free_ char *q = quote_alternate(g->alternates);
+                r = q ? strv_pushf(&env, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s", q) : -ENOMEM;
+        }
+        if (r < 0) return r;
+        strv_free(g->env);
+        g->env = TAKE_PTR(env);
+        return 0;
+}
+
+/* Create the private repository at g->git_dir (which must not exist yet). */
+static int private_repo_create(const char *git_dir) {
+        static const char *const dirs[] = {"", "/objects", "/refs", "/refs/heads", "/refs/tags", "/info"};
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                _cleanup_free_ char *p = strdup_printf("%s%s", git_dir, dirs[i]);
+                if (!p) return -ENOMEM;
+                if (mkdir(p, 0700) < 0) return -errno;
+        }
+        const struct { const char *name, *data; } files[] = {
+                {"HEAD", "ref: refs/heads/taskferry\n"},
+                {"config", private_config},
+                {"info/attributes", private_attributes},
+                {"info/exclude", ""},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *p = path_join(git_dir, files[i].name);
+                if (!p) return -ENOMEM;
+                int r = write_small_file(p, files[i].data, strlen(files[i].data));
+                if (r < 0) return r;
+        }
+        return 0;
+}
+
+/* Run `git -c core.fsmonitor=false -c core.hooksPath=/dev/null <args...>`. */
+static int run_git_argv(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, char *const *args) {
+        _cleanup_strv_free_ char **argv = NULL;
+        int r = strv_push(&argv, "git");
+        if (r >= 0) r = strv_push(&argv, "-c");
+        if (r >= 0) r = strv_push(&argv, "core.fsmonitor=false");
+        if (r >= 0) r = strv_push(&argv, "-c");
+        if (r >= 0) r = strv_push(&argv, "core.hooksPath=/dev/null");
+        for (size_t i = 0; r >= 0 && args[i]; i++) r = strv_push(&argv, args[i]);
+        if (r < 0) return r;
+        return run_command(argv, g->env, cwd ? cwd : "/", max_out, -1, rr);
+}
+
+static int run_git(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, ...) {
+        const char *args[32];
+        size_t n = 0;
+        va_list ap;
+        va_start(ap, rr);
+        for (const char *a; (a = va_arg(ap, const char *)); ) {
+                if (n + 1 >= ELEMENTSOF(args)) {
+                        va_end(ap);
+                        return -E2BIG;
+                }
+                args[n++] = a;
+        }
+        va_end(ap);
+        args[n] = NULL;
+        return run_git_argv(g, cwd, max_out, rr, (char *const *) args);
+}
+
+/* "git <what> exited with status N: <stderr>" (or the spawn error). */
+static char *git_failure(const char *what, int r, const run_result *rr) {
+        if (r < 0) {
+                if (r == -EFBIG) return strdup_printf("git %s: output too large", what);
+                return strdup_printf("could not run git %s: %s", what, strerror(-r));
+        }
+        _cleanup_free_ char *err = strdup(strempty(rr->err));
+        if (!err) return NULL;
+        strip_trailing_space(err);
+        if (rr->exit_code < 0)
+                return strdup_printf("git %s killed by signal %s%s%s", what, strnull(signal_to_name(rr->signal)),
+                                     *err ? ": " : "", err);
+        return strdup_printf("git %s exited with status %d%s%s", what, rr->exit_code, *err ? ": " : "", err);
+}
+
+/* Run git and require exit 0; on failure *err describes it. Output kept in rr. */
+static int git_ok(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, char **err, const char *what,
+                  char *const *args) {
+        int r = run_git_argv(g, cwd, max_out, rr, args);
+        if (r >= 0 && rr->exit_code == 0) return 0;
+        *err = git_failure(what, r, rr);
+        if (r >= 0) run_result_done(rr);
+        return r < 0 ? r : -EIO;
+}
+
+/* ------------------------------------------------------------------------ */
+/* exclude rules */
+
+/* Keep an exclude line for a work tree rooted at a subdirectory: only
+ * patterns that match at any depth (no '/' except a trailing one). */
+static bool exclude_line_is_unanchored(const char *line, size_t len) {
+        if (len > 0 && line[0] == '!') line++, len--;
+        while (len > 0 && line[len - 1] == '/') len--;
+        return memchr(line, '/', len) == NULL;
+}
+
+/* Append the lines of file `path` to f, all of them or (subdir) only the
+ * unanchored ones. A missing or unreadable file adds nothing. */
+static void exclude_collect(FILE *f, const char *path, bool only_unanchored) {
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        if (read_file(path, SMALL_MAX, &data, &len) < 0) return;
+        for (char *line = data, *end; line < data + len; line = end + 1) {
+                end = memchr(line, '\n', (size_t) (data + len - line));
+                if (!end) end = data + len;
+                size_t n = (size_t) (end - line);
+                if (n == 0 || line[0] == '#') continue;
+                if (only_unanchored && !exclude_line_is_unanchored(line, n)) continue;
+                fwrite(line, 1, n, f);
+                fputc('\n', f);
+        }
+}
+
+/* One gitignore pattern that matches exactly `path` (relative to the work
+ * tree; a trailing '/' = directory): anchored with a leading '/', every
+ * wildcard and special character escaped. NULL if the path cannot be written
+ * as a pattern (newline). */
+static char *exclude_pattern_for(const char *path) {
+        if (strchr(path, '\n') || strchr(path, '\r')) return NULL;
+        size_t n = strlen(path);
+        char *p = malloc(2 * n + 3), *o = p;
+        if (!p) return NULL;
+        *o++ = '/';
+        for (const char *s = path; *s; s++) {
+                if (strchr("\\*?[]!# \t", *s)) *o++ = '\\';
+                *o++ = *s;
+        }
+        *o++ = '\n';
+        *o = 0;
+        return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* what the parent learns about D in the host view */
+
+typedef struct repo_info {
+        char *common_dir; /* absolute; NULL if D is not in a repository */
+        char *toplevel;   /* absolute */
+        char *prefix;     /* D relative to toplevel, "" or "a/b/" */
+        char *excludes;   /* the initial T/info/exclude text */
+} repo_info;
+
+static void repo_info_done(repo_info *ri) {
+        free(ri->common_dir);
+        free(ri->toplevel);
+        free(ri->prefix);
+        free(ri->excludes);
+        memset(ri, 0, sizeof *ri);
+}
+
+/* Environment for the two read-only git calls on the user's own repository
+ * in the host view: the user's config applies (as for any git command they
+ * run), but nothing from the caller's GIT_* variables. */
+static int host_env(char ***ret) {
+        _cleanup_strv_free_ char **env = NULL;
+        const char *path = getenv("PATH"), *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+        int r = strv_pushf(&env, "PATH=%s", isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path);
+        if (r >= 0 && home) r = strv_pushf(&env, "HOME=%s", home);
+        if (r >= 0 && xdg) r = strv_pushf(&env, "XDG_CONFIG_HOME=%s", xdg);
+        if (r >= 0) r = strv_push(&env, "LC_ALL=C");
+        if (r >= 0) r = strv_push(&env, "GIT_TERMINAL_PROMPT=0");
+        if (r < 0) return r;
+        *ret = TAKE_PTR(env);
+        return 0;
+}
+
+/* Ask git (host view, read-only) where D's repository is, and assemble the
+ * ignore rules that do not live in D's work tree. Not being in a repository
+ * is not an error. */
+static int repo_info_gather(const char *dir, repo_info *ri) {
+        _cleanup_strv_free_ char **env = NULL;
+        int r = host_env(&env);
+        if (r < 0) return r;
+
+        char *rp_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false",
+                           (char *) "-C", (char *) dir, (char *) "rev-parse", (char *) "--path-format=absolute",
+                           (char *) "--git-common-dir", (char *) "--show-toplevel", (char *) "--show-prefix", NULL};
+        run_result rr;
+        r = run_command(rp_argv, env, "/", SMALL_MAX, -1, &rr);
+        if (r < 0) return r;
+        if (rr.exit_code == 0) {
+                char *save = NULL;
+                char *l1 = strtok_r(rr.out, "\n", &save);
+                char *l2 = strtok_r(NULL, "\n", &save);
+                char *l3 = strtok_r(NULL, "\n", &save);
+                if (l1 && l2 && l1[0] == '/' && l2[0] == '/') {
+                        ri->common_dir = strdup(l1);
+                        ri->toplevel = strdup(l2);
+                        ri->prefix = strdup(l3 ? l3 : "");
+                        if (!ri->common_dir || !ri->toplevel || !ri->prefix) r = -ENOMEM;
+                }
+        }
+        run_result_done(&rr);
+        if (r < 0) return r;
+        bool subdir = !isempty(ri->prefix);
+
+        /* The user's excludes file (gitignore(5)): core.excludesFile, else
+         * $XDG_CONFIG_HOME/git/ignore or ~/.config/git/ignore. */
+        _cleanup_free_ char *excludes_file = NULL;
+        char *cf_argv[] = {(char *) "git", (char *) "-C", (char *) dir, (char *) "config", (char *) "--path",
+                           (char *) "--get", (char *) "core.excludesFile", NULL};
+        r = run_command(cf_argv, env, "/", SMALL_MAX, -1, &rr);
+        if (r < 0) return r;
+        if (rr.exit_code == 0) {
+                strip_trailing_space(rr.out);
+                if (*rr.out && !(excludes_file = strdup(rr.out))) r = -ENOMEM;
+        }
+        run_result_done(&rr);
+        if (r < 0) return r;
+        if (!excludes_file) {
+                const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+                if (!isempty(xdg)) excludes_file = strdup_printf("%s/git/ignore", xdg);
+                else if (!isempty(home)) excludes_file = strdup_printf("%s/.config/git/ignore", home);
+        }
+
+        size_t size = 0;
+        _cleanup_fclose_ FILE *f = open_memstream(&ri->excludes, &size);
+        if (!f) return -ENOMEM;
+        if (excludes_file) exclude_collect(f, excludes_file, subdir);
+        if (ri->common_dir) {
+                _cleanup_free_ char *p = path_join(ri->common_dir, "info/exclude");
+                if (!p) return -ENOMEM;
+                exclude_collect(f, p, subdir);
+        }
+        /* .gitignore files above D inside the repository: toplevel, then
+         * toplevel/<prefix up to each '/'>; D's own is read by git itself. */
+        if (subdir) {
+                _cleanup_free_ char *rel = strdup(ri->prefix);
+                if (!rel) return -ENOMEM;
+                size_t n = strlen(rel);
+                while (n > 0 && rel[n - 1] == '/') rel[--n] = 0;
+                _cleanup_free_ char *top = path_join(ri->toplevel, ".gitignore");
+                if (!top) return -ENOMEM;
+                exclude_collect(f, top, true);
+                for (size_t i = 0; i < n; i++) {
+                        if (rel[i] != '/') continue;
+                        _cleanup_free_ char *p = strdup_printf("%s/%.*s/.gitignore", ri->toplevel, (int) i, rel);
+                        if (!p) return -ENOMEM;
+                        exclude_collect(f, p, true);
+                }
+        }
+        if (fflush(f) != 0 || ferror(f)) return -ENOMEM;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the child: both views inside one user + mount namespace */
+
+typedef struct extract_child {
+        const changeset_extract_args *a;
+        git_ctx *g;
+        const char *base_treeish;  /* "<pre_head>" or "<pre_head>:<prefix>", or NULL */
+        const char *empty_dir;     /* bind source hiding a nested .git directory */
+        const char *empty_file;    /* bind source hiding a nested .git file or symlink */
+        char **hidden;             /* nested .git paths hidden in the current view */
+} extract_child;
+
+/* Hide <D>/<rel>.git (rel ends in '/', or is "" for the top) under an empty
+ * bind mount. Resolution stays beneath D and follows no symlink (the entry
+ * itself may be a symlink: the mount covers the link). Returns 1 if hidden,
+ * 0 if there is nothing to hide, -errno on failure. */
+static int hide_nested_git(extract_child *c, const char *rel, char **err) {
+        _cleanup_free_ char *relgit = strdup_printf("%s%s.git", rel, (*rel && rel[strlen(rel) - 1] != '/') ? "/" : "");
+        if (!relgit) return -ENOMEM;
+        if (strv_contains(c->hidden, relgit)) return 0;
+        _cleanup_close_ int dfd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return -errno;
+        struct open_how how = {
+                .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = (int) syscall(SYS_openat2, dfd, relgit, &how, sizeof how);
+        if (fd < 0 && errno == ENOSYS) /* before Linux 5.6 */
+                fd = openat(dfd, relgit, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT || errno == ENOTDIR) return 0;
+                int r = -errno;
+                *err = strdup_printf("cannot open nested repository %s: %s", relgit, strerror(errno));
+                return r;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0) return -errno;
+        char target[64];
+        snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
+        if (mount(S_ISDIR(st.st_mode) ? c->empty_dir : c->empty_file, target, NULL, MS_BIND, NULL) < 0) {
+                int r = -errno;
+                *err = strdup_printf("cannot hide nested repository %s: %s", relgit, strerror(errno));
+                return r;
+        }
+        int r = strv_consume(&c->hidden, TAKE_PTR(relgit));
+        return r < 0 ? r : 1;
+}
+
+/* Gitlink entries (mode 160000) of the index, as paths. */
+static int index_gitlinks(extract_child *c, char ***ret, char **err) {
+        char *args[] = {(char *) "ls-files", (char *) "-s", (char *) "-z", NULL};
+        run_result rr;
+        int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files -s", args);
+        if (r < 0) return r;
+        _cleanup_strv_free_ char **l = NULL;
+        for (char *p = rr.out; p < rr.out + rr.out_len; p += strlen(p) + 1) {
+                char *tab = strchr(p, '\t');
+                if (tab && startswith(p, "160000 ") && (r = strv_push(&l, tab + 1)) < 0) break;
+        }
+        run_result_done(&rr);
+        if (r < 0) return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int index_force_remove(extract_child *c, char **paths, char **err) {
+        _cleanup_strv_free_ char **args = NULL;
+        int r = strv_push(&args, "update-index");
+        if (r >= 0) r = strv_push(&args, "--force-remove");
+        if (r >= 0) r = strv_push(&args, "--");
+        for (size_t i = 0; r >= 0 && paths[i]; i++) r = strv_push(&args, paths[i]);
+        if (r < 0) return r;
+        run_result rr;
+        r = git_ok(c->g, c->a->directory, 0, &rr, err, "update-index --force-remove", args);
+        if (r >= 0) run_result_done(&rr);
+        return r;
+}
+
+/* `git add -A` of the current view, with every nested repository flattened
+ * into plain files (see the top of this file). */
+static int add_all_flattened(extract_child *c, const char *view, char **err) {
+        _cleanup_strv_free_ char **tried_gitlinks = NULL;
+        for (unsigned round = 0; round < FLATTEN_ROUNDS_MAX; round++) {
+                /* Untracked nested repositories are listed as "dir/". */
+                char *ls_args[] = {(char *) "ls-files", (char *) "-o", (char *) "-z", (char *) "--exclude-standard", NULL};
+                run_result rr;
+                int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files -o", ls_args);
+                if (r < 0) return r;
+                int hidden = 0;
+                for (char *p = rr.out; p < rr.out + rr.out_len && r >= 0; p += strlen(p) + 1) {
+                        size_t n = strlen(p);
+                        if (n == 0 || p[n - 1] != '/') continue;
+                        r = hide_nested_git(c, p, err);
+                        if (r > 0) hidden++;
+                }
+                run_result_done(&rr);
+                if (r < 0) return r;
+                if (hidden > 0) continue;
+
+                char *add_args[] = {(char *) "add", (char *) "-A", (char *) "--no-warn-embedded-repo", NULL};
+                _cleanup_free_ char *what = strdup_printf("add -A (%s)", view);
+                if (!what) return -ENOMEM;
+                if ((r = git_ok(c->g, c->a->directory, 0, &rr, err, what, add_args)) < 0) return r;
+                run_result_done(&rr);
+
+                _cleanup_strv_free_ char **links = NULL;
+                if ((r = index_gitlinks(c, &links, err)) < 0) return r;
+                if (!links) return 0;
+                for (size_t i = 0; links[i]; i++) {
+                        if (strv_contains(tried_gitlinks, links[i])) {
+                                *err = strdup_printf("cannot record the contents of nested repository %s", links[i]);
+                                return -ENOTSUP;
+                        }
+                        if ((r = strv_push(&tried_gitlinks, links[i])) < 0) return r;
+                        if ((r = hide_nested_git(c, links[i], err)) < 0) return r;
+                }
+                if ((r = index_force_remove(c, links, err)) < 0) return r;
+        }
+        *err = strdup_printf("nested repositories deeper than %d levels", FLATTEN_ROUNDS_MAX);
+        return -ELOOP;
+}
+
+static int write_tree(extract_child *c, bool missing_ok, char **ret_oid, char **err) {
+        char *args[] = {(char *) "write-tree", missing_ok ? (char *) "--missing-ok" : NULL, NULL};
+        run_result rr;
+        int r = git_ok(c->g, c->a->directory, SMALL_MAX, &rr, err, "write-tree", args);
+        if (r < 0) return r;
+        strip_trailing_space(rr.out);
+        if (!is_hex_oid(rr.out)) {
+                *err = strdup_printf("git write-tree printed no tree id");
+                run_result_done(&rr);
+                return -EIO;
+        }
+        *ret_oid = strdup(rr.out);
+        run_result_done(&rr);
+        return *ret_oid ? 0 : -ENOMEM;
+}
+
+/* Phase A: the host view. */
+static int child_before(extract_child *c, char **ret_tree, char **err) {
+        run_result rr;
+        int r;
+        if (c->base_treeish) {
+                _cleanup_free_ char *spec = strdup_printf("%s^{tree}", c->base_treeish);
+                if (!spec) return -ENOMEM;
+                r = run_git(c->g, "/", SMALL_MAX, &rr, "rev-parse", "--verify", "-q", spec, NULL);
+                if (r < 0) {
+                        *err = git_failure("rev-parse", r, &rr);
+                        return r;
+                }
+                /* An unreachable base only costs us tracked-but-ignored files:
+                 * start from an empty index then. */
+                bool ok = rr.exit_code == 0;
+                strip_trailing_space(rr.out);
+                _cleanup_free_ char *tree = ok ? strdup(rr.out) : NULL;
+                run_result_done(&rr);
+                if (ok && tree && is_hex_oid(tree)) {
+                        char *args[] = {(char *) "read-tree", tree, NULL};
+                        if ((r = git_ok(c->g, c->a->directory, 0, &rr, err, "read-tree", args)) < 0) return r;
+                        run_result_done(&rr);
+                        _cleanup_strv_free_ char **links = NULL;
+                        if ((r = index_gitlinks(c, &links, err)) < 0) return r;
+                        if (links && (r = index_force_remove(c, links, err)) < 0) return r;
+                }
+        }
+        if ((r = add_all_flattened(c, "host view", err)) < 0) return r;
+        if ((r = write_tree(c, false, ret_tree, err)) < 0) return r;
+
+        /* Pin everything that is ignored in this view. */
+        char *ign_args[] = {(char *) "ls-files", (char *) "-z", (char *) "-o", (char *) "-i", (char *) "--exclude-standard",
+                            (char *) "--directory", NULL};
+        if ((r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files --ignored", ign_args)) < 0) return r;
+        _cleanup_free_ char *exclude_path = path_join(c->g->git_dir, "info/exclude");
+        if (!exclude_path) r = -ENOMEM;
+        for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
+                if (!*p) continue;
+                _cleanup_free_ char *pat = exclude_pattern_for(p);
+                if (pat) r = append_file(exclude_path, pat, strlen(pat));
+        }
+        run_result_done(&rr);
+        if (r < 0 && !*err) *err = strdup_printf("cannot write the private exclude file: %s", strerror(-r));
+        return r;
+}
+
+/* Phase B: the merged view. */
+static int child_after(extract_child *c, char **ret_tree, char **err) {
+        const changeset_extract_args *a = c->a;
+        /* The overlay mount can transiently fail with EBUSY while the task's
+         * own mount is torn down (spec §4.6): retry after 100, 300, 900 ms. */
+        static const unsigned backoff_ms[] = {100, 300, 900};
+        int r;
+        for (size_t attempt = 0;; attempt++) {
+                _cleanup_free_ char *merr = NULL;
+                r = overlay_mount(a->directory, a->upper, a->work, a->directory, true, &merr);
+                if (r >= 0) break;
+                if (r != -EBUSY || attempt >= ELEMENTSOF(backoff_ms)) {
+                        const char *m = merr ? merr : strerror(-r);
+                        if (r == -EBUSY && !strstr(m, "Device or resource busy"))
+                                *err = strdup_printf("%s: Device or resource busy", m);
+                        else if (merr)
+                                *err = TAKE_PTR(merr);
+                        else
+                                *err = strdup_printf("overlay mount on %s failed: %s", a->directory, strerror(-r));
+                        return r;
+                }
+                struct timespec ts = {.tv_sec = backoff_ms[attempt] / 1000,
+                                      .tv_nsec = (long) (backoff_ms[attempt] % 1000) * 1000000L};
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
+        }
+        /* New view: the earlier hides are covered by the overlay. */
+        strv_free(c->hidden);
+        c->hidden = NULL;
+        free(c->g->alternates);
+        c->g->alternates = NULL;
+        if ((r = git_ctx_build_env(c->g)) < 0) return r;
+        if ((r = add_all_flattened(c, "merged view", err)) < 0) return r;
+        return write_tree(c, true, ret_tree, err);
+}
+
+static _Noreturn void child_main(extract_child *c, int out_fd) {
+        _cleanup_free_ char *err = NULL, *before = NULL, *after = NULL;
+        int r = userns_enter_as_root(getuid(), getgid());
+        if (r < 0) err = strdup_printf("cannot enter a user namespace: %s", strerror(-r));
+        if (r >= 0) r = child_before(c, &before, &err);
+        if (r >= 0) r = child_after(c, &after, &err);
+        if (r < 0 && !err) err = strdup(strerror(-r));
+        _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s %s\n", before, after)
+                                          : strdup_printf("E%s", err ? err : "out of memory");
+        if (msg) {
+                size_t len = strlen(msg);
+                const char *p = msg;
+                while (len > 0) {
+                        ssize_t n = write(out_fd, p, len);
+                        if (n < 0 && errno == EINTR) continue;
+                        if (n <= 0) break;
+                        p += n;
+                        len -= (size_t) n;
+                }
+        }
+        _exit(r >= 0 ? 0 : 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* extraction: the parent side */
+
+static int read_all_fd(int fd, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+                if (len + 4096 + 1 > cap) {
+                        size_t ncap = cap ? cap * 2 : 8192;
+                        char *nb = realloc(buf, ncap);
+                        if (!nb) return -ENOMEM;
+                        buf = nb;
+                        cap = ncap;
+                }
+                ssize_t n = read(fd, buf + len, cap - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                if (n == 0) break;
+                len += (size_t) n;
+        }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int diff_trees(const git_ctx *g, const char *before, const char *after, run_result *rr, char **err) {
+        char *args[] = {(char *) "diff-tree", (char *) "-r", (char *) "-p", (char *) "--binary", (char *) "--full-index",
+                        (char *) "-M", (char *) "--no-color", (char *) "--no-ext-diff", (char *) "--no-textconv",
+                        (char *) "--src-prefix=a/", (char *) "--dst-prefix=b/", (char *) before, (char *) after, NULL};
+        int r = git_ok(g, "/", PATCH_MAX, rr, err, "diff-tree", args);
+        if (r == -EFBIG) {
+                free(*err);
+                *err = strdup_printf("the patch is larger than %zu MiB", PATCH_MAX >> 20);
+        }
+        return r;
+}
+
+static int extract_impl(const changeset_extract_args *a, char **err) {
+        if (!a || isempty(a->directory) || isempty(a->upper) || isempty(a->work) || isempty(a->scratch_dir) ||
+            isempty(a->patch_path) || a->directory[0] != '/') {
+                *err = strdup("invalid arguments");
+                return -EINVAL;
+        }
+        if (a->pre_head && !is_hex_oid(a->pre_head)) {
+                *err = strdup("the pre-dispatch HEAD is not an object id");
+                return -EINVAL;
+        }
+        _cleanup_free_ char *dir = realpath(a->directory, NULL);
+        _cleanup_free_ char *scratch = realpath(a->scratch_dir, NULL);
+        if (!dir || !scratch) {
+                int r = -errno;
+                *err = strdup_printf("cannot resolve %s: %s", dir ? a->scratch_dir : a->directory, strerror(errno));
+                return r;
+        }
+        /* Inside D, the merged view would let the worker plant our git state. */
+        if (path_is_at_or_below(scratch, dir)) {
+                *err = strdup_printf("the scratch directory %s lies inside the target directory", scratch);
+                return -EINVAL;
+        }
+
+        _cleanup_(repo_info_done) repo_info ri = {};
+        int r = repo_info_gather(dir, &ri);
+        if (r < 0) {
+                *err = strdup_printf("cannot run git: %s", strerror(-r));
+                return r;
+        }
+        _cleanup_free_ char *base = NULL;
+        if (a->pre_head) {
+                _cleanup_free_ char *prefix = strdup(strempty(ri.prefix));
+                if (!prefix) return -ENOMEM;
+                size_t n = strlen(prefix);
+                while (n > 0 && prefix[n - 1] == '/') prefix[--n] = 0;
+                base = n ? strdup_printf("%s:%s", a->pre_head, prefix) : strdup(a->pre_head);
+                if (!base) return -ENOMEM;
+        }
+
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        g.git_dir = path_join(scratch, "git");
+        g.work_tree = strdup(dir);
+        g.index_file = path_join(scratch, "index");
+        g.home = path_join(scratch, "home");
+        _cleanup_free_ char *empty_dir = path_join(scratch, "empty-dir");
+        _cleanup_free_ char *empty_file = path_join(scratch, "empty-file");
+        _cleanup_free_ char *exclude_path = NULL;
+        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !empty_dir || !empty_file) return -ENOMEM;
+        if (ri.common_dir) {
+                g.alternates = path_join(ri.common_dir, "objects");
+                if (!g.alternates) return -ENOMEM;
+                if (!is_dir(g.alternates)) {
+                        free(g.alternates);
+                        g.alternates = NULL;
+                }
+        }
+        if ((r = private_repo_create(g.git_dir)) < 0) {
+                *err = strdup_printf("cannot create the private git directory in %s: %s", scratch, strerror(-r));
+                return r;
+        }
+        exclude_path = path_join(g.git_dir, "info/exclude");
+        if (!exclude_path) return -ENOMEM;
+        if ((r = write_small_file(exclude_path, strempty(ri.excludes), strlen(strempty(ri.excludes)))) < 0 ||
+            (mkdir(empty_dir, 0500) < 0 && (r = -errno)) || (r = write_small_file(empty_file, "", 0)) < 0) {
+                *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
+                return r;
+        }
+        if ((r = git_ctx_build_env(&g)) < 0) return r;
+
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                r = -errno;
+                safe_close(pfd[0]), safe_close(pfd[1]);
+                return r;
+        }
+        if (pid == 0) {
+                safe_close(pfd[0]);
+                extract_child c = {.a = a, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file};
+                /* The child works on the canonical D. */
+                changeset_extract_args ca = *a;
+                ca.directory = dir;
+                c.a = &ca;
+                child_main(&c, pfd[1]);
+        }
+        safe_close(pfd[1]);
+        _cleanup_free_ char *reply = NULL;
+        r = read_all_fd(pfd[0], &reply);
+        safe_close(pfd[0]);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR) {
+                        if (r >= 0) r = -errno;
+                        break;
+                }
+        if (r < 0) return r;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply[0] != 'O') {
+                if (reply[0] == 'E') *err = strdup(reply + 1);
+                else if (WIFSIGNALED(status))
+                        *err = strdup_printf("the extraction process was killed by %s",
+                                             strnull(signal_to_name(WTERMSIG(status))));
+                else
+                        *err = strdup("the extraction process failed");
+                return -EIO;
+        }
+        char before[80] = "", after[80] = "";
+        if (sscanf(reply + 1, "%79s %79s", before, after) != 2 || !is_hex_oid(before) || !is_hex_oid(after)) {
+                *err = strdup("the extraction process returned no trees");
+                return -EIO;
+        }
+
+        run_result rr = {};
+        bool diffed = false;
+        if (!streq(before, after)) {
+                if ((r = diff_trees(&g, before, after, &rr, err)) < 0) return r;
+                diffed = true;
+        }
+        r = write_file_atomic(a->patch_path, diffed ? rr.out : "", diffed ? rr.out_len : 0, 0600);
+        size_t len = diffed ? rr.out_len : 0;
+        if (diffed) run_result_done(&rr);
+        if (r < 0) {
+                *err = strdup_printf("cannot write %s: %s", a->patch_path, strerror(-r));
+                return r;
+        }
+        return len > 0 ? 1 : 0;
+}
+
+int changeset_extract(const changeset_extract_args *a, char **ret_error) {
+        _cleanup_free_ char *err = NULL;
+        int r = extract_impl(a, &err);
+        if (r >= 0) return r;
+        if (ret_error)
+                *ret_error = strdup_printf("git diff extraction failed for %s: %s",
+                                           a && a->directory ? a->directory : "(null)", err ? err : strerror(-r));
+        return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* apply */
+
+/* Parse `git apply --numstat -z` output: entries "A\tD\tpath\0" or, for a
+ * rename/copy, "A\tD\t\0old\0new\0". Calls cb for each entry. */
+typedef void (*numstat_cb)(void *userdata, const char *adds, const char *dels, const char *old_path,
+                           const char *new_path);
+static void numstat_parse(char *out, size_t len, numstat_cb cb, void *userdata) {
+        char *p = out, *end = out + len;
+        while (p < end) {
+                char *t1 = memchr(p, '\t', (size_t) (end - p));
+                if (!t1) break;
+                char *t2 = memchr(t1 + 1, '\t', (size_t) (end - t1 - 1));
+                if (!t2) break;
+                *t1 = *t2 = 0;
+                const char *adds = p, *dels = t1 + 1;
+                char *name = t2 + 1;
+                if (name >= end) break;
+                if (*name) {
+                        cb(userdata, adds, dels, NULL, name);
+                        p = name + strlen(name) + 1;
+                } else {
+                        char *old = name + 1;
+                        if (old >= end) break;
+                        char *nw = old + strlen(old) + 1;
+                        if (nw >= end) break;
+                        cb(userdata, adds, dels, old, nw);
+                        p = nw + strlen(nw) + 1;
+                }
+        }
+}
+
+typedef struct path_list {
+        char **paths;
+        int r;
+} path_list;
+
+static void collect_paths(void *userdata, const char *adds, const char *dels, const char *old_path,
+                          const char *new_path) {
+        path_list *pl = userdata;
+        if (pl->r >= 0 && old_path && !strv_contains(pl->paths, old_path)) pl->r = strv_push(&pl->paths, old_path);
+        if (pl->r >= 0 && !strv_contains(pl->paths, new_path)) pl->r = strv_push(&pl->paths, new_path);
+}
+
+static char *trimmed(const char *s) {
+        char *t = strdup(strempty(s));
+        if (t) strip_trailing_space(t);
+        return t;
+}
+
+/* 3-way merge in a private index only. On success writes the rebased patch
+ * (live contents -> merged result) to rebased_path and returns 1, or returns 2
+ * when the merge result equals the live contents; returns 0 (with *why set
+ * when there is something to say) when no clean merge exists; -errno on
+ * other failures. */
+static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_path, char **why) {
+        _cleanup_strv_free_ char **env = NULL, **paths = NULL, **ui = NULL;
+        _cleanup_free_ char *err = NULL, *t0 = NULL, *t1 = NULL, *ap_err = NULL;
+        extract_child c = {.g = g};
+        changeset_extract_args fake = {.directory = g->work_tree};
+        c.a = &fake;
+        run_result rr;
+
+        /* Preimage blobs can only come from the live repository's objects. */
+        int r = host_env(&env);
+        if (r < 0) return r;
+        char *rp_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C",
+                           g->work_tree, (char *) "rev-parse", (char *) "--path-format=absolute",
+                           (char *) "--git-common-dir", NULL};
+        r = run_command(rp_argv, env, "/", SMALL_MAX, -1, &rr);
+        if (r < 0) return r;
+        if (rr.exit_code != 0 || rr.out[0] != '/') {
+                run_result_done(&rr);
+                return 0; /* not a repository: no base to merge with */
+        }
+        strip_trailing_space(rr.out);
+        g->alternates = path_join(rr.out, "objects");
+        run_result_done(&rr);
+        if (!g->alternates) return -ENOMEM;
+        if ((r = git_ctx_build_env(g)) < 0) return r;
+
+        char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
+        r = git_ok(g, g->work_tree, LIST_MAX, &rr, &err, "apply --numstat", ns_args);
+        if (r >= 0) {
+                path_list pl = {};
+                numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+                run_result_done(&rr);
+                paths = pl.paths;
+                if (pl.r < 0) return pl.r;
+                if (!paths) return 0;
+
+                /* Stage the live contents of exactly the touched paths. */
+                r = strv_push(&ui, "update-index");
+                if (r >= 0) r = strv_push(&ui, "--add");
+                if (r >= 0) r = strv_push(&ui, "--remove");
+                if (r >= 0) r = strv_push(&ui, "--");
+                for (size_t i = 0; r >= 0 && paths[i]; i++) r = strv_push(&ui, paths[i]);
+                if (r < 0) return r;
+                r = git_ok(g, g->work_tree, 0, &rr, &err, "update-index", ui);
+        }
+        if (r >= 0) {
+                run_result_done(&rr);
+                r = write_tree(&c, true, &t0, &err);
+        }
+        if (r >= 0) {
+                char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) "--3way", (char *) patch, NULL};
+                r = run_git_argv(g, g->work_tree, 0, &rr, ap_args);
+                if (r < 0) return r;
+                bool applied = rr.exit_code == 0;
+                ap_err = trimmed(rr.err);
+                run_result_done(&rr);
+                char *lu_args[] = {(char *) "ls-files", (char *) "-u", (char *) "-z", NULL};
+                r = git_ok(g, g->work_tree, LIST_MAX, &rr, &err, "ls-files -u", lu_args);
+                if (r >= 0) {
+                        bool conflicts = rr.out_len > 0;
+                        run_result_done(&rr);
+                        if (!applied || conflicts) {
+                                *why = strdup_printf("3-way merge %s%s%s", conflicts ? "has conflicts" : "failed",
+                                                     !isempty(ap_err) ? ": " : "", strempty(ap_err));
+                                return 0;
+                        }
+                        r = write_tree(&c, true, &t1, &err);
+                }
+        }
+        if (r >= 0 && streq(t0, t1)) return 2; /* the live tree already has these changes */
+        if (r >= 0) r = diff_trees(g, t0, t1, &rr, &err);
+        if (r >= 0) {
+                r = write_small_file(rebased_path, rr.out, rr.out_len);
+                run_result_done(&rr);
+                return r < 0 ? r : 1;
+        }
+        if (r == -ENOMEM) return r;
+        *why = strdup_printf("3-way merge not possible: %s", err ? err : strerror(-r));
+        return 0;
+}
+
+static int apply_check_then_apply(const git_ctx *g, const char *patch, char **reason) {
+        run_result rr;
+        char *check_args[] = {(char *) "apply", (char *) "--check", (char *) patch, NULL};
+        int r = run_git_argv(g, g->work_tree, 0, &rr, check_args);
+        if (r < 0) {
+                *reason = git_failure("apply --check", r, &rr);
+                return r;
+        }
+        if (rr.exit_code != 0) {
+                *reason = trimmed(*rr.err ? rr.err : "git apply --check failed");
+                run_result_done(&rr);
+                return 0;
+        }
+        run_result_done(&rr);
+        char *apply_args[] = {(char *) "apply", (char *) patch, NULL};
+        r = git_ok(g, g->work_tree, 0, &rr, reason, "apply (after a successful --check)", apply_args);
+        if (r < 0) return r;
+        run_result_done(&rr);
+        return 1;
+}
+
+static int apply_impl(const char *directory, const char *patch_path, char **reason) {
+        if (isempty(directory) || isempty(patch_path)) {
+                *reason = strdup("invalid arguments");
+                return -EINVAL;
+        }
+        _cleanup_free_ char *dir = realpath(directory, NULL);
+        if (!dir || !is_dir(dir)) {
+                int r = dir ? -ENOTDIR : -errno;
+                *reason = strdup_printf("cannot use %s: %s", directory, strerror(-r));
+                return r;
+        }
+        _cleanup_free_ char *patch = realpath(patch_path, NULL);
+        struct stat st;
+        if (!patch || stat(patch, &st) < 0) {
+                int r = -errno;
+                *reason = strdup_printf("cannot read the patch %s: %s", patch_path, strerror(errno));
+                return r;
+        }
+        if (st.st_size == 0) return 1; /* an empty changeset: nothing to do */
+
+        const char *tmp = getenv("TMPDIR");
+        _cleanup_free_ char *scratch = strdup_printf("%s/taskferry-apply-XXXXXX", isempty(tmp) ? "/tmp" : tmp);
+        if (!scratch) return -ENOMEM;
+        if (!mkdtemp(scratch)) {
+                int r = -errno;
+                *reason = strdup_printf("cannot create a scratch directory: %s", strerror(errno));
+                return r;
+        }
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        g.git_dir = path_join(scratch, "git");
+        g.work_tree = strdup(dir);
+        g.index_file = path_join(scratch, "index");
+        g.home = path_join(scratch, "home");
+        _cleanup_free_ char *rebased = path_join(scratch, "rebased.patch");
+        int r;
+        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !rebased) r = -ENOMEM;
+        else if ((r = private_repo_create(g.git_dir)) < 0)
+                *reason = strdup_printf("cannot create a private git directory: %s", strerror(-r));
+        else if ((r = git_ctx_build_env(&g)) >= 0) {
+                r = apply_check_then_apply(&g, patch, reason);
+                if (r == 0) {
+                        /* The plain patch does not fit the live tree: try a
+                         * 3-way merge away from it. */
+                        _cleanup_free_ char *why = NULL, *check_reason = TAKE_PTR(*reason);
+                        int r3 = three_way_rebase(&g, patch, rebased, &why);
+                        if (r3 == 2)
+                                r = 1;
+                        else if (r3 == 1) {
+                                r = apply_check_then_apply(&g, rebased, reason);
+                                if (r == 0) {
+                                        _cleanup_free_ char *second = TAKE_PTR(*reason);
+                                        *reason = strdup_printf("%s\n3-way merged patch did not apply: %s",
+                                                                strempty(check_reason), strempty(second));
+                                }
+                        } else if (r3 < 0 && !why)
+                                why = strdup_printf("3-way merge not possible: %s", strerror(-r3));
+                        /* r3 <= 0: the patch does not apply; the tree is untouched. */
+                        if (r == 0 && !*reason)
+                                *reason = why ? strdup_printf("%s\n%s", strempty(check_reason), why)
+                                              : TAKE_PTR(check_reason);
+                }
+        }
+        (void) rm_rf(scratch);
+        return r;
+}
+
+int changeset_apply(const char *directory, const char *patch_path, char **ret_reason) {
+        _cleanup_free_ char *reason = NULL;
+        int r = apply_impl(directory, patch_path, &reason);
+        if (r < 0 && !reason) reason = strdup(strerror(-r));
+        if (ret_reason) *ret_reason = r > 0 ? NULL : TAKE_PTR(reason);
+        return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* numstat */
+
+typedef struct numstat_sum {
+        unsigned files, additions, deletions;
+} numstat_sum;
+
+static bool parse_count(const char *s, unsigned *ret) {
+        if (!*s) return false;
+        unsigned long long v = 0;
+        for (; *s; s++) {
+                if (*s < '0' || *s > '9') return false;
+                v = v * 10 + (unsigned) (*s - '0');
+                if (v > UINT_MAX) v = UINT_MAX;
+        }
+        *ret = (unsigned) v;
+        return true;
+}
+
+static unsigned sat_add(unsigned a, unsigned b) {
+        return a > UINT_MAX - b ? UINT_MAX : a + b;
+}
+
+static void sum_numstat(void *userdata, const char *adds, const char *dels, const char *old_path,
+                        const char *new_path) {
+        numstat_sum *s = userdata;
+        unsigned a, d;
+        if (parse_count(adds, &a) && parse_count(dels, &d)) {
+                s->files = sat_add(s->files, 1);
+                s->additions = sat_add(s->additions, a);
+                s->deletions = sat_add(s->deletions, d);
+        } else if (streq(adds, "-") && streq(dels, "-"))
+                s->files = sat_add(s->files, 1); /* binary */
+}
+
+int changeset_numstat(const char *patch_path, unsigned *files, unsigned *additions, unsigned *deletions) {
+        numstat_sum s = {};
+        int r = 0;
+        _cleanup_free_ char *patch = patch_path ? realpath(patch_path, NULL) : NULL;
+        _cleanup_strv_free_ char **env = NULL;
+        const char *path = getenv("PATH");
+        if (patch) {
+                /* Outside any repository: no config, attributes or discovery. */
+                r = strv_pushf(&env, "PATH=%s", isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path);
+                if (r >= 0) r = strv_push(&env, "HOME=/nonexistent");
+                if (r >= 0) r = strv_push(&env, "LC_ALL=C");
+                if (r >= 0) r = strv_push(&env, "GIT_CONFIG_NOSYSTEM=1");
+                if (r >= 0) r = strv_push(&env, "GIT_CONFIG_GLOBAL=/dev/null");
+                if (r >= 0) r = strv_push(&env, "GIT_CEILING_DIRECTORIES=/");
+                char *argv[] = {(char *) "git", (char *) "apply", (char *) "--numstat", (char *) "-z", patch, NULL};
+                run_result rr;
+                if (r >= 0) r = run_command(argv, env, "/", LIST_MAX, -1, &rr);
+                if (r >= 0) {
+                        if (rr.exit_code == 0) numstat_parse(rr.out, rr.out_len, sum_numstat, &s);
+                        run_result_done(&rr);
+                }
+                if (r == -EFBIG) r = 0;
+        }
+        if (files) *files = s.files;
+        if (additions) *additions = s.additions;
+        if (deletions) *deletions = s.deletions;
+        return r < 0 ? r : 0;
+}

@@ -1,0 +1,677 @@
+/* Changesets (changeset.h): extraction from a real overlayfs mounted in a user
+ * namespace, apply, numstat, all with the real git. Each scenario builds the
+ * state the way a worker leaves it: the target directory D is mounted as an
+ * overlay in a forked child (like the shim does), the "worker" edits it there,
+ * and we keep a copy of the merged view to compare the applied result with. */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "changeset.h"
+#include "overlay.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------------ */
+/* helpers (scenarios return NULL or a failure message, so that they can also
+ * run in a child as the unprivileged user) */
+
+static char *fail_msg(int line, const char *expr, const char *fmt, ...) _printf_(3, 4);
+static char *fail_msg(int line, const char *expr, const char *fmt, ...) {
+        char *extra = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&extra, fmt, ap) < 0) extra = NULL;
+        va_end(ap);
+        const char *x = extra ? extra + strspn(extra, " ") : "";
+        char *m = strdup_printf("line %d: %s%s%s", line, expr, *x ? ": " : "", x);
+        free(extra);
+        return m;
+}
+#define REQUIRE(cond, ...)                                                     \
+        do {                                                                   \
+                if (!(cond)) return fail_msg(__LINE__, #cond, " " __VA_ARGS__); \
+        } while (0)
+
+static int sh(const char *fmt, ...) _printf_(1, 2);
+static int sh(const char *fmt, ...) {
+        char *cmd = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&cmd, fmt, ap);
+        va_end(ap);
+        if (n < 0) return -1;
+        int st = system(cmd);
+        free(cmd);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Output of a shell command, trailing whitespace removed. */
+static char *capture(const char *fmt, ...) _printf_(1, 2);
+static char *capture(const char *fmt, ...) {
+        char *cmd = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&cmd, fmt, ap);
+        va_end(ap);
+        if (n < 0) return NULL;
+        FILE *f = popen(cmd, "r");
+        free(cmd);
+        if (!f) return NULL;
+        char buf[4096];
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        pclose(f);
+        buf[len] = 0;
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = 0;
+        return strdup(buf);
+}
+
+static int put(const char *path, const void *data, size_t len) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) return -errno;
+        ssize_t n = write(fd, data, len);
+        close(fd);
+        return n == (ssize_t) len ? 0 : -EIO;
+}
+
+static char *slurp(const char *path, size_t *len) {
+        char *data = NULL;
+        size_t l = 0;
+        if (read_file(path, 64 << 20, &data, &l) < 0) return NULL;
+        if (len) *len = l;
+        return data;
+}
+
+static bool contains(const char *hay, size_t len, const char *needle) {
+        return memmem(hay, len, needle, strlen(needle)) != NULL;
+}
+
+static bool dir_is_empty(const char *path) {
+        DIR *d = opendir(path);
+        if (!d) return false;
+        struct dirent *de;
+        bool empty = true;
+        while ((de = readdir(d)))
+                if (!streq(de->d_name, ".") && !streq(de->d_name, "..")) empty = false;
+        closedir(d);
+        return empty;
+}
+
+/* Mount the overlay on dir in a child (new user + mount namespace, as the
+ * shim does) and run the worker's script there with cwd = dir. */
+static int run_worker(const char *dir, const char *upper, const char *work, const char *script) {
+        pid_t pid = fork();
+        if (pid < 0) return -errno;
+        if (pid == 0) {
+                char *err = NULL;
+                if (userns_enter_as_root(getuid(), getgid()) < 0) _exit(90);
+                if (overlay_mount(dir, upper, work, dir, true, &err) < 0) {
+                        fprintf(stderr, "worker overlay: %s\n", err ? err : "?");
+                        _exit(91);
+                }
+                if (chdir(dir) < 0) _exit(92);
+                execl("/bin/sh", "sh", "-ec", script, (char *) NULL);
+                _exit(93);
+        }
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR) return -errno;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Record every entry of dir (path, type, mode, size, link target) and the
+ * content hash of every file, to prove later that nothing changed. */
+static int snapshot(const char *dir, const char *out) {
+        return sh("cd '%s' && find . -printf '%%p %%y %%m %%s %%l\\n' | LC_ALL=C sort > '%s.list' && "
+                  "find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum > '%s.sum'",
+                  dir, out, out);
+}
+static bool snapshots_equal(const char *a, const char *b) {
+        return sh("cmp -s '%s.list' '%s.list' && cmp -s '%s.sum' '%s.sum'", a, b, a, b) == 0;
+}
+
+/* The "diff --git a/X b/Y" headers of a patch, as "X -> Y" lines, sorted. */
+static char *patch_headers(const char *patch_path) {
+        return capture("grep -a '^diff --git ' '%s' | sed 's/^diff --git a\\/\\(.*\\) b\\/\\(.*\\)$/\\1 -> \\2/' | "
+                       "LC_ALL=C sort | tr '\\n' '|'",
+                       patch_path);
+}
+
+typedef struct fixture {
+        char *base, *dir, *upper, *work, *scratch, *patch, *expected, *markers;
+} fixture;
+
+static void fixture_done(fixture *f) {
+        free(f->base), free(f->dir), free(f->upper), free(f->work), free(f->scratch), free(f->patch);
+        free(f->expected), free(f->markers);
+}
+
+/* base/{D or dir_rel, upper, work, scratch, markers}; patch at base/patch.diff. */
+static int fixture_init(fixture *f, const char *base, const char *dir_rel) {
+        memset(f, 0, sizeof *f);
+        f->base = strdup(base);
+        f->dir = strdup_printf("%s/%s", base, dir_rel);
+        f->upper = strdup_printf("%s/upper", base);
+        f->work = strdup_printf("%s/work", base);
+        f->scratch = strdup_printf("%s/scratch", base);
+        f->patch = strdup_printf("%s/patch.diff", base);
+        f->expected = strdup_printf("%s/expected", base);
+        f->markers = strdup_printf("%s/markers", base);
+        if (!f->base || !f->dir || !f->upper || !f->work || !f->scratch || !f->patch || !f->expected || !f->markers)
+                return -ENOMEM;
+        const char *dirs[] = {f->dir, f->upper, f->work, f->scratch, f->markers};
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                int r = mkdir_p(dirs[i], 0755);
+                if (r < 0) return r;
+        }
+        return 0;
+}
+
+static char *make_base(void) {
+        char tmpl[] = "/var/tmp/tf-changeset-XXXXXX";
+        if (!mkdtemp(tmpl)) return NULL;
+        return strdup(tmpl);
+}
+
+#define GIT "git -c user.name=t -c user.email=t@example.invalid -c init.defaultBranch=main -c advice.addEmbeddedRepo=false"
+
+/* ------------------------------------------------------------------------ */
+/* the main round trip: a git repository with pre-existing dirty state, a
+ * worker that edits, commits and plants hostile repository config */
+
+static char *scenario_roundtrip(const char *base) {
+        _cleanup_(fixture_done) fixture f;
+        REQUIRE(fixture_init(&f, base, "D") >= 0);
+
+        /* A program that records it was run: hostile config points here. */
+        _cleanup_free_ char *evil = strdup_printf("%s/evil.sh", base);
+        _cleanup_free_ char *evil_src = strdup_printf("#!/bin/sh\necho \"$0 $*\" >> '%s/ran'\nexit 0\n", f.markers);
+        REQUIRE(put(evil, evil_src, strlen(evil_src)) == 0 && chmod(evil, 0755) == 0);
+        REQUIRE(sh("mkdir -p '%s/hooks' && for h in post-index-change pre-commit post-commit; do "
+                   "cp '%s' '%s/hooks/'$h; done", base, evil, base) == 0);
+
+        /* Bytes the worker will write: NUL and 0xff, CRLF with non-UTF-8. */
+        static const char bin_new[] = "\0\377\376bin\0\n\0";
+        static const char bin_mod_old[] = "binary\0old\377";
+        static const char bin_mod_new[] = "binary\0new\377\0";
+        static const char crlf[] = "x\r\ny\377\r\n";
+        _cleanup_free_ char *p1 = strdup_printf("%s/src-bin.dat", base);
+        _cleanup_free_ char *p2 = strdup_printf("%s/src-bin-mod-old.dat", base);
+        _cleanup_free_ char *p3 = strdup_printf("%s/src-bin-mod-new.dat", base);
+        _cleanup_free_ char *p4 = strdup_printf("%s/src-crlf.txt", base);
+        REQUIRE(put(p1, bin_new, sizeof bin_new - 1) == 0 && put(p2, bin_mod_old, sizeof bin_mod_old - 1) == 0 &&
+                put(p3, bin_mod_new, sizeof bin_mod_new - 1) == 0 && put(p4, crlf, sizeof crlf - 1) == 0);
+
+        /* The host repository: a commit, then pre-existing untracked files,
+         * an uncommitted edit, ignored files and an embedded repository. */
+        REQUIRE(sh("set -e; cd '%s'; " GIT " init -q .; "
+                   "printf 'hello\\n' > a.txt; printf 'old\\n' > del.txt; printf 'keep\\n' > keep.txt; "
+                   "printf '1\\n2\\n3\\n4\\n5\\n6\\n7\\n8\\n9\\n' > lines.txt; "
+                   "printf 'node_modules/\\n*.log\\n' > .gitignore; cp '%s' bin-mod.dat; "
+                   "mkdir -p dir/sub; printf 'deep\\n' > dir/sub/deep.txt; "
+                   "printf 'rename me\\nline2\\nline3\\nline4\\n' > ren-src.txt; "
+                   GIT " add -A; " GIT " commit -qm init; "
+                   "printf 'untracked\\n' > pre-untracked.txt; printf 'dirty\\n' >> a.txt; "
+                   "printf 'ignored\\n' > pre.log; mkdir -p node_modules/old; echo x > node_modules/old/i.js; "
+                   "mkdir -p tools/sub; cd tools/sub; " GIT " init -q .; echo s > s.txt; " GIT " add s.txt; "
+                   GIT " commit -qm s",
+                   f.dir, p2) == 0);
+        _cleanup_free_ char *pre_head = capture("git -C '%s' rev-parse HEAD", f.dir);
+        REQUIRE(pre_head && strlen(pre_head) == 40);
+        _cleanup_free_ char *snap0 = strdup_printf("%s/host0", base);
+        REQUIRE(snapshot(f.dir, snap0) == 0);
+
+        /* The worker. */
+        _cleanup_free_ char *script = strdup_printf(
+                "printf 'new\\n' >> a.txt; rm del.txt; printf 'add\\n' > added.txt; "
+                "cp '%s' bin.dat; cp '%s' bin-mod.dat; cp '%s' crlf.txt; "
+                "sed -i 's/^5$/five/' lines.txt; mv ren-src.txt ren-dst.txt; printf 'line5\\n' >> ren-dst.txt; "
+                "rm -rf dir; chmod 755 keep.txt; ln -s a.txt link-to-a; "
+                "mkdir -p node_modules/pkg; echo j > node_modules/pkg/index.js; echo log > new.log; "
+                "echo S >> tools/sub/s.txt; "
+                "mkdir -p vendor/lib; (cd vendor/lib; " GIT " init -q .; echo l > lib.txt; " GIT " add .; "
+                GIT " commit -qm l; git config core.fsmonitor '%s'); "
+                GIT " add -A --no-warn-embedded-repo; " GIT " commit -qm 'worker commit'; "
+                /* hostile repository config and attributes, after the worker's own git runs */
+                "git config core.fsmonitor '%s'; git config core.hooksPath '%s/hooks'; "
+                "git config filter.evil.clean '%s'; git config filter.evil.smudge '%s'; "
+                "git config filter.evil.required true; git config diff.external '%s'; "
+                "git config diff.evil.textconv '%s'; git config core.pager '%s'; "
+                "printf '* filter=evil diff=evil\\n*.txt text eol=crlf ident working-tree-encoding=UTF-16\\n' "
+                "> .gitattributes; "
+                "cp -a . '%s'",
+                p1, p3, p4, evil, evil, base, evil, evil, evil, evil, evil, f.expected);
+        int wr = run_worker(f.dir, f.upper, f.work, script);
+        REQUIRE(wr == 0, "worker exited %d", wr);
+        REQUIRE(dir_is_empty(f.markers), "the worker setup itself ran the hostile config");
+
+        /* The host's D is untouched by the worker (working tree, index, HEAD, refs). */
+        _cleanup_free_ char *snap1 = strdup_printf("%s/host1", base);
+        REQUIRE(snapshot(f.dir, snap1) == 0);
+        REQUIRE(snapshots_equal(snap0, snap1));
+
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = pre_head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        REQUIRE(r == 1, "r=%d err=%s", r, strnull(err));
+        REQUIRE(err == NULL);
+        REQUIRE(dir_is_empty(f.markers), "hostile config ran during extraction");
+        _cleanup_free_ char *snap2 = strdup_printf("%s/host2", base);
+        REQUIRE(snapshot(f.dir, snap2) == 0);
+        REQUIRE(snapshots_equal(snap0, snap2), "extraction changed the host's D");
+
+        struct stat st;
+        REQUIRE(stat(f.patch, &st) == 0 && (st.st_mode & 07777) == 0600, "mode %o", st.st_mode & 07777);
+        size_t plen = 0;
+        _cleanup_free_ char *patch = slurp(f.patch, &plen);
+        REQUIRE(patch && plen > 0);
+        /* Exactly the worker's changes (flattened commit, nested repositories as files). */
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        const char *want = ".gitattributes -> .gitattributes|a.txt -> a.txt|added.txt -> added.txt|"
+                           "bin-mod.dat -> bin-mod.dat|bin.dat -> bin.dat|crlf.txt -> crlf.txt|del.txt -> del.txt|"
+                           "dir/sub/deep.txt -> dir/sub/deep.txt|keep.txt -> keep.txt|lines.txt -> lines.txt|"
+                           "link-to-a -> link-to-a|ren-src.txt -> ren-dst.txt|tools/sub/s.txt -> tools/sub/s.txt|"
+                           "vendor/lib/lib.txt -> vendor/lib/lib.txt|";
+        REQUIRE(headers && streq(headers, want), "\n got %s\nwant %s", strnull(headers), want);
+        REQUIRE(contains(patch, plen, "GIT binary patch"));
+        REQUIRE(contains(patch, plen, "\n+new\n"));
+        REQUIRE(!contains(patch, plen, "+dirty"), "the pre-existing edit leaked into the patch");
+        REQUIRE(!contains(patch, plen, "pre-untracked"));
+        REQUIRE(!contains(patch, plen, "node_modules") && !contains(patch, plen, ".log"));
+        REQUIRE(!contains(patch, plen, ".git/") && !contains(patch, plen, "Subproject"));
+        REQUIRE(contains(patch, plen, "old mode 100644\nnew mode 100755"));
+        REQUIRE(contains(patch, plen, "new file mode 120000"));
+        REQUIRE(contains(patch, plen, "\n+y\377\r\n"), "non-UTF-8 CRLF text must be kept byte for byte");
+        /* --full-index: 40-hex index lines */
+        REQUIRE(contains(patch, plen, "index 0000000000000000000000000000000000000000.."));
+
+        unsigned files = 0, adds = 0, dels = 0;
+        REQUIRE(changeset_numstat(f.patch, &files, &adds, &dels) == 0);
+        REQUIRE(files == 14 && adds == 11 && dels == 3, "files=%u adds=%u dels=%u", files, adds, dels);
+
+        /* Accept: every changed file becomes what the worker left. */
+        _cleanup_free_ char *reason = NULL;
+        r = changeset_apply(f.dir, f.patch, &reason);
+        REQUIRE(r == 1, "r=%d reason=%s", r, strnull(reason));
+        REQUIRE(reason == NULL);
+        REQUIRE(dir_is_empty(f.markers), "hostile attributes ran during apply");
+        REQUIRE(sh("diff -r -x .git -x node_modules -x '*.log' '%s' '%s' >&2", f.expected, f.dir) == 0,
+                "applied tree differs from the merged view");
+        REQUIRE(sh("cmp -s '%s/bin.dat' '%s' && cmp -s '%s/bin-mod.dat' '%s' && cmp -s '%s/crlf.txt' '%s'", f.dir,
+                   p1, f.dir, p3, f.dir, p4) == 0);
+        /* Other files alone: pre-existing state, ignored files, the host's .git. */
+        REQUIRE(sh("cd '%s' && test \"$(cat pre.log)\" = ignored && test ! -e new.log && "
+                   "test ! -e node_modules/pkg && test -e node_modules/old/i.js && "
+                   "test \"$(cat pre-untracked.txt)\" = untracked && test ! -e del.txt && test ! -e dir && "
+                   "test \"$(readlink link-to-a)\" = a.txt && test -x keep.txt && test -d tools/sub/.git && "
+                   "test ! -e vendor/lib/.git && test \"$(git rev-parse HEAD)\" = '%s'",
+                   f.dir, pre_head) == 0);
+        _cleanup_free_ char *idx0 = capture("grep ' ./.git/index$' '%s.sum'", snap0);
+        _cleanup_free_ char *idx1 = capture("cd '%s' && sha256sum ./.git/index", f.dir);
+        REQUIRE(idx0 && idx1 && streq(idx0, idx1), "apply must not stage anything in the live index");
+        return NULL;
+}
+
+START_TEST(test_roundtrip_git) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_free_ char *msg = scenario_roundtrip(base);
+        ck_assert_msg(msg == NULL, "%s", msg);
+        rm_rf(base);
+}
+END_TEST
+
+/* The same round trip as the unprivileged user tfuser. */
+START_TEST(test_roundtrip_unprivileged) {
+        struct passwd *pw = getpwnam("tfuser");
+        if (!pw || getuid() != 0) {
+                fprintf(stderr, "skipping: needs root and the user tfuser\n");
+                return;
+        }
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        ck_assert_int_eq(chown(base, pw->pw_uid, pw->pw_gid), 0);
+        int pfd[2];
+        ck_assert_int_eq(pipe(pfd), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(pfd[0]);
+                char *msg = NULL;
+                /* A process that changed its credentials is not dumpable, so
+                 * its /proc/self/uid_map would stay root's: make it like a
+                 * process tfuser started (runuser/login do the same by exec). */
+                if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0 ||
+                    prctl(PR_SET_DUMPABLE, 1) < 0)
+                        msg = strdup("cannot become tfuser");
+                else if (getuid() == 0 || geteuid() == 0)
+                        msg = strdup("still root");
+                else {
+                        setenv("HOME", base, 1);
+                        setenv("USER", "tfuser", 1);
+                        unsetenv("XDG_CONFIG_HOME");
+                        msg = scenario_roundtrip(base);
+                }
+                if (msg) (void) !write(pfd[1], msg, strlen(msg));
+                _exit(msg ? 1 : 0);
+        }
+        close(pfd[1]);
+        char buf[4096] = "";
+        size_t len = 0;
+        ssize_t n;
+        while ((n = read(pfd[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t) n;
+        buf[len] = 0;
+        close(pfd[0]);
+        int st = 0;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "as tfuser: %s", buf);
+        rm_rf(base);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_empty_changeset) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; echo a > a.txt; echo '*.o' > .gitignore; "
+                            GIT " add -A; " GIT " commit -qm init; echo pre > untracked.txt",
+                            f.dir), 0);
+        _cleanup_free_ char *head = capture("git -C '%s' rev-parse HEAD", f.dir);
+        /* The worker only reads, writes an ignored file, and commits nothing new. */
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, "cat a.txt >/dev/null; echo obj > x.o; git status >/dev/null"), 0);
+        /* A stale patch from an earlier run must be replaced by the empty one. */
+        ck_assert_int_eq(put(f.patch, "stale", 5), 0);
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch};
+        _cleanup_free_ char *err = NULL;
+        ck_assert_int_eq(changeset_extract(&a, &err), 0);
+        ck_assert_ptr_null(err);
+        struct stat st;
+        ck_assert_int_eq(stat(f.patch, &st), 0);
+        ck_assert_int_eq(st.st_size, 0);
+        unsigned files = 9, adds = 9, dels = 9;
+        changeset_numstat(f.patch, &files, &adds, &dels);
+        ck_assert_uint_eq(files, 0);
+        ck_assert_uint_eq(adds, 0);
+        ck_assert_uint_eq(dels, 0);
+        _cleanup_free_ char *reason = NULL;
+        ck_assert_int_eq(changeset_apply(f.dir, f.patch, &reason), 1);
+        rm_rf(base);
+}
+END_TEST
+
+/* A plain directory (no git at all), including nested repositories in it:
+ * nothing may be lost, deletions of files and whole directories included. */
+START_TEST(test_roundtrip_nongit) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; echo one > f1; mkdir -p sub gone/deeper redo; echo two > sub/f2; "
+                            "echo g > gone/g1; echo g > gone/deeper/g2; echo r > redo/r1; echo '#!/bin/sh' > run.sh; "
+                            "mkdir -p repo; cd repo; " GIT " init -q .; echo r > r.txt; " GIT " add .; "
+                            GIT " commit -qm r",
+                            f.dir), 0);
+        _cleanup_free_ char *snap0 = strdup_printf("%s/host0", base);
+        ck_assert_int_eq(snapshot(f.dir, snap0), 0);
+        _cleanup_free_ char *script = strdup_printf(
+                "echo changed >> f1; rm sub/f2; rm -rf gone; rm -rf redo; mkdir redo; echo n > redo/new; "
+                "mkdir -p newdir/x; printf 'z\\0z' > newdir/x/bin; chmod +x run.sh; ln -s f1 lnk; "
+                "echo R >> repo/r.txt; cp -a . '%s'",
+                f.expected);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, script), 0);
+
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = NULL,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        ck_assert_msg(r == 1, "r=%d err=%s", r, strnull(err));
+        _cleanup_free_ char *snap1 = strdup_printf("%s/host1", base);
+        ck_assert_int_eq(snapshot(f.dir, snap1), 0);
+        ck_assert(snapshots_equal(snap0, snap1));
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "f1 -> f1|gone/deeper/g2 -> gone/deeper/g2|gone/g1 -> gone/g1|lnk -> lnk|"
+                                  "newdir/x/bin -> newdir/x/bin|redo/new -> redo/new|redo/r1 -> redo/r1|"
+                                  "repo/r.txt -> repo/r.txt|run.sh -> run.sh|sub/f2 -> sub/f2|");
+
+        _cleanup_free_ char *reason = NULL;
+        r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 1, "r=%d reason=%s", r, strnull(reason));
+        /* A git patch has no empty directories: deleting sub/f2 leaves none. */
+        ck_assert_int_eq(sh("rmdir '%s/sub' && diff -r -x .git '%s' '%s' >&2", f.expected, f.expected, f.dir), 0);
+        ck_assert_int_eq(sh("cd '%s' && test ! -e gone && test ! -e redo/r1 && test ! -e sub/f2 && test -x run.sh && "
+                            "test -d repo/.git && test \"$(readlink lnk)\" = f1",
+                            f.dir), 0);
+        rm_rf(base);
+}
+END_TEST
+
+/* Dispatch into a subdirectory of a repository: patch paths are relative
+ * to D, ignore rules of the directories above D apply, and apply writes
+ * under D, never at the repository top. */
+START_TEST(test_roundtrip_subdir) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "R/pkg"), 0);
+        _cleanup_free_ char *top = strdup_printf("%s/R", base);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; printf 'node_modules/\\n/pkg/only-top-anchored\\n' "
+                            "> .gitignore; echo top > file.txt; echo top > other.txt; "
+                            "echo pkg > pkg/file.txt; echo pkg > pkg/other.txt; " GIT " add -A; " GIT " commit -qm i",
+                            top), 0);
+        _cleanup_free_ char *head = capture("git -C '%s' rev-parse HEAD", top);
+        _cleanup_free_ char *script = strdup_printf(
+                "echo more >> file.txt; echo new > new.txt; rm other.txt; mkdir -p node_modules/m; "
+                "echo m > node_modules/m/i.js; cp -a . '%s'",
+                f.expected);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, script), 0);
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        ck_assert_msg(r == 1, "r=%d err=%s", r, strnull(err));
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "file.txt -> file.txt|new.txt -> new.txt|other.txt -> other.txt|");
+
+        _cleanup_free_ char *idx0 = capture("sha256sum < '%s/.git/index'", top);
+        _cleanup_free_ char *reason = NULL;
+        r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 1, "r=%d reason=%s", r, strnull(reason));
+        ck_assert_int_eq(sh("diff -r -x node_modules '%s' '%s' >&2", f.expected, f.dir), 0);
+        ck_assert_int_eq(sh("cd '%s' && test \"$(cat file.txt)\" = top && test \"$(cat other.txt)\" = top && "
+                            "test ! -e new.txt && test ! -e pkg/node_modules && test -e pkg/new.txt",
+                            top), 0);
+        _cleanup_free_ char *idx1 = capture("sha256sum < '%s/.git/index'", top);
+        ck_assert_str_eq(idx0, idx1);
+        rm_rf(base);
+}
+END_TEST
+
+/* A repository with lines.txt; the worker changes line 5 (and adds a file). */
+static void conflict_setup(fixture *f, const char *base, char **ret_head) {
+        ck_assert_int_ge(fixture_init(f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; printf '1\\n2\\n3\\n4\\n5\\n6\\n7\\n8\\n9\\n' > lines.txt; "
+                            GIT " add -A; " GIT " commit -qm i",
+                            f->dir), 0);
+        *ret_head = capture("git -C '%s' rev-parse HEAD", f->dir);
+        ck_assert_int_eq(run_worker(f->dir, f->upper, f->work, "sed -i 's/^5$/five/' lines.txt; echo n > added.txt"), 0);
+        changeset_extract_args a = {.directory = f->dir, .upper = f->upper, .work = f->work, .pre_head = *ret_head,
+                                    .scratch_dir = f->scratch, .patch_path = f->patch};
+        _cleanup_free_ char *err = NULL;
+        ck_assert_int_eq(changeset_extract(&a, &err), 1);
+}
+
+/* The live file changed in the same place after extraction: nothing is
+ * applied (not even the unrelated added file), and git's reason is returned. */
+START_TEST(test_apply_conflict_leaves_tree_untouched) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        _cleanup_free_ char *head = NULL;
+        conflict_setup(&f, base, &head);
+        ck_assert_int_eq(sh("cd '%s' && sed -i 's/^5$/FIVE/' lines.txt", f.dir), 0);
+        _cleanup_free_ char *snap0 = strdup_printf("%s/host0", base);
+        ck_assert_int_eq(snapshot(f.dir, snap0), 0);
+        _cleanup_free_ char *reason = NULL;
+        ck_assert_int_eq(changeset_apply(f.dir, f.patch, &reason), 0);
+        ck_assert_ptr_nonnull(reason);
+        ck_assert_msg(strstr(reason, "lines.txt"), "reason: %s", reason);
+        _cleanup_free_ char *snap1 = strdup_printf("%s/host1", base);
+        ck_assert_int_eq(snapshot(f.dir, snap1), 0);
+        ck_assert(snapshots_equal(snap0, snap1));
+        _cleanup_free_ char *added = strdup_printf("%s/added.txt", f.dir);
+        ck_assert_int_eq(access(added, F_OK), -1);
+
+        /* A file the patch adds that now exists on the host: also refused whole. */
+        ck_assert_int_eq(sh("cd '%s' && git checkout -q lines.txt && echo mine > added.txt", f.dir), 0);
+        ck_assert_int_eq(snapshot(f.dir, snap0), 0);
+        free(reason);
+        reason = NULL;
+        ck_assert_int_eq(changeset_apply(f.dir, f.patch, &reason), 0);
+        ck_assert_msg(reason && strstr(reason, "added.txt"), "reason: %s", strnull(reason));
+        ck_assert_int_eq(snapshot(f.dir, snap1), 0);
+        ck_assert(snapshots_equal(snap0, snap1));
+        rm_rf(base);
+}
+END_TEST
+
+/* The live file changed next to the worker's hunk (its context no longer
+ * matches): the 3-way merge in a scratch index succeeds and both edits land;
+ * the live index is not touched. */
+START_TEST(test_apply_three_way_clean) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        _cleanup_free_ char *head = NULL;
+        conflict_setup(&f, base, &head);
+        ck_assert_int_eq(sh("cd '%s' && sed -i 's/^7$/seven/' lines.txt", f.dir), 0);
+        _cleanup_free_ char *idx0 = capture("sha256sum < '%s/.git/index'", f.dir);
+        _cleanup_free_ char *reason = NULL;
+        int r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 1, "r=%d reason=%s", r, strnull(reason));
+        _cleanup_free_ char *lines = capture("tr '\\n' ' ' < '%s/lines.txt'", f.dir);
+        ck_assert_str_eq(lines, "1 2 3 4 five 6 seven 8 9");
+        _cleanup_free_ char *added = capture("cat '%s/added.txt'", f.dir);
+        ck_assert_str_eq(added, "n");
+        _cleanup_free_ char *idx1 = capture("sha256sum < '%s/.git/index'", f.dir);
+        ck_assert_str_eq(idx0, idx1);
+        rm_rf(base);
+}
+END_TEST
+
+START_TEST(test_extract_errors) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        /* scratch inside D: the merged view would let the worker plant our git state */
+        _cleanup_free_ char *inner = strdup_printf("%s/scratch", f.dir);
+        ck_assert_int_ge(mkdir_p(inner, 0700), 0);
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = NULL,
+                                    .scratch_dir = inner, .patch_path = f.patch};
+        _cleanup_free_ char *err = NULL;
+        ck_assert_int_eq(changeset_extract(&a, &err), -EINVAL);
+        ck_assert_ptr_nonnull(err);
+        _cleanup_free_ char *prefix = strdup_printf("git diff extraction failed for %s: ", f.dir);
+        ck_assert_msg(startswith(err, prefix), "%s", err);
+
+        /* a broken overlay (work dir missing) is an error, never an empty changeset */
+        free(err);
+        err = NULL;
+        a.scratch_dir = f.scratch;
+        a.work = "/nonexistent/work";
+        ck_assert_int_lt(changeset_extract(&a, &err), 0);
+        ck_assert_msg(err && startswith(err, prefix), "%s", strnull(err));
+        ck_assert_int_eq(access(f.patch, F_OK), -1);
+
+        /* an argument that would reach git's command line as an option */
+        free(err);
+        err = NULL;
+        a.work = f.work;
+        a.pre_head = "--output=/tmp/x";
+        ck_assert_int_eq(changeset_extract(&a, &err), -EINVAL);
+        rm_rf(base);
+}
+END_TEST
+
+START_TEST(test_numstat_failure_is_zero) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_free_ char *p = strdup_printf("%s/garbage.diff", base);
+        ck_assert_int_eq(put(p, "not a patch\n", 12), 0);
+        unsigned files = 7, adds = 7, dels = 7;
+        changeset_numstat(p, &files, &adds, &dels);
+        ck_assert_uint_eq(files + adds + dels, 0);
+        files = adds = dels = 7;
+        changeset_numstat("/nonexistent/patch", &files, &adds, &dels);
+        ck_assert_uint_eq(files + adds + dels, 0);
+        rm_rf(base);
+}
+END_TEST
+
+/* A worker that deletes .gitignore cannot pull the host's pre-existing
+ * ignored files (secrets, dependency trees) into the changeset. */
+START_TEST(test_preexisting_ignored_stays_out) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; printf '*.env\\ndeps/\\n' > .gitignore; echo a > a.txt; "
+                            GIT " add -A; " GIT " commit -qm i; echo SECRET=1 > .env; mkdir deps; echo d > deps/d.js",
+                            f.dir), 0);
+        _cleanup_free_ char *head = capture("git -C '%s' rev-parse HEAD", f.dir);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, "rm .gitignore; echo b > b.txt; echo SECRET=2 > .env"), 0);
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        ck_assert_msg(r == 1, "r=%d err=%s", r, strnull(err));
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, ".gitignore -> .gitignore|b.txt -> b.txt|");
+        size_t plen = 0;
+        _cleanup_free_ char *patch = slurp(f.patch, &plen);
+        ck_assert(patch && !contains(patch, plen, "SECRET"));
+        rm_rf(base);
+}
+END_TEST
+
+static Suite *changeset_suite(void) {
+        Suite *s = suite_create("changeset");
+        TCase *tc = tcase_create("changeset");
+        tcase_set_timeout(tc, 240);
+        tcase_add_test(tc, test_roundtrip_git);
+        tcase_add_test(tc, test_roundtrip_unprivileged);
+        tcase_add_test(tc, test_empty_changeset);
+        tcase_add_test(tc, test_roundtrip_nongit);
+        tcase_add_test(tc, test_roundtrip_subdir);
+        tcase_add_test(tc, test_preexisting_ignored_stays_out);
+        tcase_add_test(tc, test_apply_conflict_leaves_tree_untouched);
+        tcase_add_test(tc, test_apply_three_way_clean);
+        tcase_add_test(tc, test_extract_errors);
+        tcase_add_test(tc, test_numstat_failure_is_zero);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        /* The test's own git commands must not depend on the machine's config. */
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+        setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
+        SRunner *sr = srunner_create(changeset_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
