@@ -1,0 +1,1177 @@
+/* CLI client (spec protocol-cli.md §1.10), daemon auto-start (§4.1,
+ * DESIGN.md) and the taskferry binary end to end (§2.1, §2.6), against a
+ * fake daemon: this test binary re-executed with TF_FAKE_DAEMON set, which
+ * listens on $TASKFERRY_SOCKET_PATH and answers from a script of canned
+ * frames (method → frames with %ID% replaced by the request id; "CLOSE"
+ * closes the connection, "BIG" sends 1.1 MiB without a newline). Methods
+ * not in the script get {"method":..., "params":...} back, so tests can
+ * check exactly what the CLI sent. */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli-client.h"
+#include "json-util.h"
+#include "paths.h"
+#include "util.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------------ */
+/* fake daemon                                                         */
+
+static void write_all(int fd, const char *s, size_t len) {
+        while (len > 0) {
+                ssize_t n = write(fd, s, len);
+                if (n <= 0) return;
+                s += n;
+                len -= (size_t) n;
+        }
+}
+
+static void append_file(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0) return;
+        write_all(fd, text, strlen(text));
+        close(fd);
+}
+
+static char *replace_id(const char *frame, const char *id) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        for (const char *p = frame; *p; ) {
+                if (startswith(p, "%ID%")) {
+                        fputs(id, f);
+                        p += 4;
+                } else
+                        fputc(*p++, f);
+        }
+        fclose(f);
+        return buf;
+}
+
+static void serve_connection(int fd, json_object *script, pid_t daemon_pid, const char *log) {
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+                if (cap - len < 4096) {
+                        cap = cap ? cap * 2 : 65536;
+                        buf = realloc(buf, cap);
+                }
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n <= 0) break;
+                len += (size_t) n;
+                char *nl;
+                while ((nl = memchr(buf, '\n', len))) {
+                        size_t l = (size_t) (nl - buf);
+                        json_object *req = NULL;
+                        if (json_parse_strict(buf, l, &req) == 0) {
+                                if (log) {
+                                        _cleanup_free_ char *line = strndup(buf, l + 1);
+                                        append_file(log, line);
+                                }
+                                const char *id = json_get_string(req, "id");
+                                const char *method = json_get_string(req, "method");
+                                json_object *frames = script ? json_get_array(script, method) : NULL;
+                                if (frames) {
+                                        for (size_t i = 0; i < json_object_array_length(frames); i++) {
+                                                const char *fr = json_object_get_string(json_object_array_get_idx(frames, i));
+                                                if (streq(fr, "CLOSE")) _exit(0);
+                                                if (streq(fr, "BIG")) {
+                                                        size_t big = 1100 * 1024;
+                                                        char *x = malloc(big);
+                                                        memset(x, 'x', big);
+                                                        write_all(fd, x, big);
+                                                        free(x);
+                                                        continue;
+                                                }
+                                                _cleanup_free_ char *out = replace_id(fr, id);
+                                                write_all(fd, out, strlen(out));
+                                                write_all(fd, "\n", 1);
+                                        }
+                                } else {
+                                        json_object *resp = json_object_new_object();
+                                        json_add_int(resp, "version", 1);
+                                        json_add_bool(resp, "ok", true);
+                                        json_add_string(resp, "id", id);
+                                        json_object *result = json_object_new_object();
+                                        if (streq_ptr(method, "system.health")) {
+                                                json_add_bool(result, "healthy", true);
+                                                json_add_int(result, "pid", daemon_pid);
+                                                json_add_int(result, "version", 1);
+                                        } else {
+                                                json_add_string(result, "method", method);
+                                                json_object *params = NULL;
+                                                json_object_object_get_ex(req, "params", &params);
+                                                json_add(result, "params", json_object_get(params));
+                                        }
+                                        json_add(resp, "result", result);
+                                        size_t rl;
+                                        const char *line = json_to_line(resp, &rl);
+                                        write_all(fd, line, rl);
+                                        write_all(fd, "\n", 1);
+                                        json_object_put(resp);
+                                }
+                                json_object_put(req);
+                        }
+                        memmove(buf, nl + 1, len - l - 1);
+                        len -= l + 1;
+                }
+        }
+        _exit(0);
+}
+
+/* Listen on sock and serve forever (one forked child per connection). */
+static _Noreturn void fake_serve(const char *sock, json_object *script, const char *log) {
+        /* A fork of the test process inherits Check's SIGTERM handler, which
+         * signals the whole process group: die plainly instead. */
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGALRM, SIG_DFL);
+        signal(SIGCHLD, SIG_IGN);
+        unlink(sock);
+        int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        strncpy(sa.sun_path, sock, sizeof sa.sun_path - 1);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(lfd, 64) < 0) _exit(3);
+        pid_t me = getpid();
+        for (;;) {
+                int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd < 0) continue;
+                pid_t pid = fork();
+                if (pid == 0) {
+                        close(lfd);
+                        serve_connection(fd, script, me, log);
+                }
+                close(fd);
+        }
+}
+
+/* Entry point when this binary runs as TASKFERRY_DAEMON. */
+static int fake_daemon_main(const char *mode) {
+        const char *runtime = getenv("TASKFERRY_RUNTIME_DIR");
+        const char *sock = getenv("TASKFERRY_SOCKET_PATH");
+        if (!runtime || !sock) return 2;
+        _cleanup_free_ char *starts = strdup_printf("%s/starts", runtime);
+        /* Daemons that stay up log their pid (teardown kills them); the ones
+         * that exit at once log "exited", so no pid can be reused by mistake. */
+        _cleanup_free_ char *line = streq(mode, "serve") ? strdup_printf("%d\n", (int) getpid()) : strdup("exited\n");
+        append_file(starts, line);
+
+        if (streq(mode, "bootfail")) {
+                _cleanup_free_ char *p = strdup_printf("%s/daemon-boot.err", runtime);
+                append_file(p, "config key \"x\" in /c/config.json must be a number (got \"y\")\nsecond line\n");
+                return 1;
+        }
+        if (streq(mode, "stderr")) {
+                fprintf(stderr, "fake daemon crashed early\n");
+                return 1;
+        }
+
+        /* Record how we were started. */
+        json_object *info = json_object_new_object();
+        json_add_string(info, "state", getenv("TASKFERRY_STATE_DIR"));
+        json_add_string(info, "runtime", runtime);
+        json_add_string(info, "socket", sock);
+        json_add_string(info, "marker", getenv("TF_MARKER"));
+        char cwd[4096];
+        json_add_string(info, "cwd", getcwd(cwd, sizeof cwd) ? cwd : NULL);
+        struct stat st;
+        json_add_bool(info, "stdinNull", fstat(0, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3));
+        json_add_bool(info, "stdoutNull", fstat(1, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3));
+        json_add_bool(info, "stderrFile", fstat(2, &st) == 0 && S_ISREG(st.st_mode));
+        json_add_int(info, "sid", getsid(0));
+        json_add_int(info, "pid", getpid());
+        json_add_bool(info, "fd50Closed", fcntl(50, F_GETFD) < 0);
+        _cleanup_free_ char *info_path = strdup_printf("%s/daemon-info.json", runtime);
+        write_file_atomic(info_path, json_to_line(info, NULL), strlen(json_to_line(info, NULL)), 0600);
+        json_object_put(info);
+
+        json_object *script = NULL;
+        const char *script_path = getenv("TF_FAKE_SCRIPT");
+        if (script_path) {
+                char *data = NULL;
+                size_t len;
+                if (read_file(script_path, 1 << 24, &data, &len) == 0) json_parse_strict(data, len, &script);
+                free(data);
+        }
+        _cleanup_free_ char *log = strdup_printf("%s/requests.jsonl", runtime);
+        fake_serve(sock, script, log);
+}
+
+/* ------------------------------------------------------------------ */
+/* fixtures                                                            */
+
+static char *tmp;        /* test temp dir */
+static char *runtime;    /* <tmp>/run */
+static char *sock;       /* <runtime>/daemon.sock */
+static char *self_exe;   /* this binary */
+static pid_t server_pid; /* in-process fake server (client tests) */
+
+static void setup(void) {
+        char tmpl[] = "/var/tmp/test-cli-client-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        tmp = realpath(tmpl, NULL);
+        runtime = strdup_printf("%s/run", tmp);
+        sock = strdup_printf("%s/daemon.sock", runtime);
+        self_exe = realpath("/proc/self/exe", NULL);
+        ck_assert_ptr_nonnull(self_exe);
+        setenv("TASKFERRY_RUNTIME_DIR", runtime, 1);
+        _cleanup_free_ char *state = strdup_printf("%s/state", tmp);
+        setenv("TASKFERRY_STATE_DIR", state, 1);
+        unsetenv("TASKFERRY_SOCKET_PATH");
+        unsetenv("TASKFERRY_AUTO_START");
+        setenv("TASKFERRY_DAEMON", self_exe, 1);
+        setenv("TF_FAKE_DAEMON", "serve", 1);
+        unsetenv("TF_FAKE_SCRIPT");
+        unsetenv("CLAUDE_CODE_SESSION_ID");
+        unsetenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS");
+        server_pid = 0;
+}
+
+/* Kill every fake daemon this test started (their pids are in <runtime>/starts). */
+static void kill_started_daemons(void) {
+        _cleanup_free_ char *starts = strdup_printf("%s/starts", runtime);
+        char *data = NULL;
+        size_t len;
+        if (read_file(starts, 1 << 20, &data, &len) == 0) {
+                for (char *p = data; p && *p; ) {
+                        char *nl = strchr(p, '\n');
+                        pid_t pid = (pid_t) strtol(p, NULL, 10);
+                        if (pid > 1) kill(pid, SIGTERM);
+                        p = nl ? nl + 1 : NULL;
+                }
+        }
+        free(data);
+        /* each pid is signalled once */
+        unlink(starts);
+}
+
+static void teardown(void) {
+        if (server_pid > 0) {
+                kill(server_pid, SIGTERM);
+                waitpid(server_pid, NULL, 0);
+        }
+        kill_started_daemons();
+        rm_rf(tmp);
+        free(tmp);
+        free(runtime);
+        free(sock);
+        free(self_exe);
+}
+
+/* Start the fake server in-process (forked child) with a JSON script. */
+static void start_server(const char *script_json) {
+        ck_assert_int_ge(mkdir_p(runtime, 0700), 0);
+        json_object *script = NULL;
+        if (script_json) ck_assert_int_eq(json_parse_strict(script_json, strlen(script_json), &script), 0);
+        server_pid = fork();
+        ck_assert_int_ge(server_pid, 0);
+        if (server_pid == 0) fake_serve(sock, script, NULL);
+        json_object_put(script);
+        /* wait until it listens */
+        for (int i = 0; i < 2000; i++) {
+                cli_client c = CLI_CLIENT_INIT;
+                if (cli_client_connect(&c, sock) == 0) {
+                        cli_client_close(&c);
+                        return;
+                }
+                usleep(5000);
+        }
+        ck_abort_msg("fake server did not start");
+}
+
+static json_object *load_json(const char *path) {
+        char *data = NULL;
+        size_t len;
+        ck_assert_int_eq(read_file(path, 1 << 24, &data, &len), 0);
+        json_object *v = NULL;
+        ck_assert_int_eq(json_parse_strict(data, len, &v), 0);
+        free(data);
+        return v;
+}
+
+static size_t count_starts(void) {
+        _cleanup_free_ char *starts = strdup_printf("%s/starts", runtime);
+        char *data = NULL;
+        size_t len, n = 0;
+        if (read_file(starts, 1 << 20, &data, &len) < 0) return 0;
+        for (size_t i = 0; i < len; i++) n += data[i] == '\n';
+        free(data);
+        return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* frame checks                                                        */
+
+START_TEST(test_frame_classify) {
+        static const struct { const char *frame; cli_frame_kind kind; } cases[] = {
+                { "{\"version\":1,\"ok\":true,\"id\":\"a\",\"result\":{}}", CLI_FRAME_RESPONSE_OK },
+                { "{\"result\":null,\"id\":\"a\",\"ok\":true,\"version\":1}", CLI_FRAME_RESPONSE_OK },
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":\"a\"}", CLI_FRAME_RESPONSE_ERROR },
+                { "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"s\",\"event\":{}}", CLI_FRAME_EVENT },
+                { "{\"version\":1,\"type\":\"shutdown\",\"reason\":\"restart\"}", CLI_FRAME_SHUTDOWN },
+                { "{\"version\":1,\"type\":\"shutdown\"}", CLI_FRAME_SHUTDOWN },
+                /* violations */
+                { "[]", CLI_FRAME_INVALID },
+                { "\"x\"", CLI_FRAME_INVALID },
+                { "{\"version\":2,\"ok\":true,\"id\":\"a\",\"result\":{}}", CLI_FRAME_INVALID },
+                { "{\"version\":\"1\",\"ok\":true,\"id\":\"a\",\"result\":{}}", CLI_FRAME_INVALID },
+                { "{\"ok\":true,\"id\":\"a\",\"result\":{}}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":true,\"id\":\"a\",\"result\":{},\"extra\":1}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":true,\"id\":\"a\"}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":true,\"id\":7,\"result\":{}}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":\"true\",\"id\":\"a\",\"result\":{}}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"id\":\"a\",\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"}}", CLI_FRAME_INVALID },
+                /* an id-null error frame kills the connection (§1.10) */
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":null}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\"},\"id\":\"a\"}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":1},\"id\":\"a\"}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\",\"x\":\"y\"},\"id\":\"a\"}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":false,\"error\":\"boom\",\"id\":\"a\"}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"type\":\"event\",\"event\":{}}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"\",\"event\":{}}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"s\",\"event\":[]}", CLI_FRAME_INVALID },
+                { "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"s\",\"event\":{},\"id\":\"a\"}", CLI_FRAME_INVALID },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                json_object *v = NULL;
+                ck_assert_int_eq(json_parse_strict(cases[i].frame, strlen(cases[i].frame), &v), 0);
+                ck_assert_msg(cli_frame_classify(v) == cases[i].kind, "%s", cases[i].frame);
+                json_object_put(v);
+        }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* requests against the in-process fake server                         */
+
+START_TEST(test_call_echo_and_request_shape) {
+        start_server(NULL);
+        cli_client c = CLI_CLIENT_INIT;
+        ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+        _cleanup_json_ json_object *params = json_object_new_object();
+        json_add_string(params, "taskId", "oc_1");
+        cli_error err = {};
+        _cleanup_json_ json_object *res = NULL;
+        ck_assert_int_eq(cli_client_call(&c, "task.status", params, &res, &err), 0);
+        ck_assert_str_eq(json_to_line(res, NULL), "{\"method\":\"task.status\",\"params\":{\"taskId\":\"oc_1\"}}");
+        /* a second request on the same connection, NULL params → {} */
+        _cleanup_json_ json_object *res2 = NULL;
+        ck_assert_int_eq(cli_client_call(&c, "task.list", NULL, &res2, &err), 0);
+        ck_assert_str_eq(json_to_line(json_get_object(res2, "params"), NULL), "{}");
+        cli_client_close(&c);
+}
+END_TEST
+
+START_TEST(test_call_skips_events_unknown_ids_and_empty_lines) {
+        start_server("{\"task.status\":["
+                     "\"{\\\"version\\\":1,\\\"type\\\":\\\"event\\\",\\\"subscriptionId\\\":\\\"s\\\",\\\"event\\\":{\\\"type\\\":\\\"task.state\\\"}}\","
+                     "\"\","
+                     "\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"someone-else\\\",\\\"result\\\":1}\","
+                     "\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"C\\\",\\\"message\\\":\\\"m\\\",\\\"help\\\":\\\"h\\\",\\\"detail\\\":\\\"m\\\"},\\\"id\\\":\\\"other\\\"}\","
+                     "\"{\\\"version\\\":1,\\\"type\\\":\\\"shutdown\\\",\\\"reason\\\":\\\"shutdown\\\"}\","
+                     "\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"x\\\":1}}\"]}");
+        cli_client c = CLI_CLIENT_INIT;
+        ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+        cli_error err = {};
+        _cleanup_json_ json_object *res = NULL;
+        ck_assert_int_eq(cli_client_call(&c, "task.status", NULL, &res, &err), 0);
+        ck_assert_str_eq(json_to_line(res, NULL), "{\"x\":1}");
+        cli_client_close(&c);
+}
+END_TEST
+
+START_TEST(test_call_error_responses) {
+        start_server("{"
+                     "\"same\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"REQUEST_FAILED\\\",\\\"message\\\":\\\"--model is required\\\",\\\"help\\\":\\\"pass --model\\\",\\\"detail\\\":\\\"--model is required\\\"},\\\"id\\\":\\\"%ID%\\\"}\"],"
+                     "\"differs\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"UNKNOWN_TASK\\\",\\\"message\\\":\\\"unknown task id: zzz\\\",\\\"help\\\":\\\"run taskferry list to see valid task ids\\\",\\\"detail\\\":\\\"error: unknown task id: zzz\\\\nhelp: run taskferry list to see valid task ids\\\"},\\\"id\\\":\\\"%ID%\\\"}\"],"
+                     "\"nocode\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"\\\",\\\"message\\\":\\\"m\\\",\\\"help\\\":\\\"h\\\",\\\"detail\\\":\\\"m\\\"},\\\"id\\\":\\\"%ID%\\\"}\"]"
+                     "}");
+        cli_client c = CLI_CLIENT_INIT;
+        ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+        cli_error err = {};
+        json_object *res = NULL;
+        ck_assert_int_eq(cli_client_call(&c, "same", NULL, &res, &err), -EBADMSG);
+        ck_assert_str_eq(err.text, "--model is required\nhelp: pass --model");
+        ck_assert_str_eq(err.code, "REQUEST_FAILED");
+        ck_assert_int_eq(err.exit_code, CLI_EXIT_FAILURE);
+        cli_error_done(&err);
+        /* an error response does not break the connection */
+        ck_assert_int_eq(cli_client_call(&c, "differs", NULL, &res, &err), -EBADMSG);
+        ck_assert_str_eq(err.text, "error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids");
+        ck_assert_str_eq(err.code, "UNKNOWN_TASK");
+        _cleanup_json_ json_object *v = cli_error_value(&err);
+        ck_assert_str_eq(json_to_line(v, NULL), "{\"error\":\"unknown task id: zzz\",\"help\":\"run taskferry list to see valid task ids\"}");
+        cli_error_done(&err);
+        ck_assert_int_eq(cli_client_call(&c, "nocode", NULL, &res, &err), -EBADMSG);
+        ck_assert_str_eq(err.code, "REQUEST_FAILED");
+        cli_error_done(&err);
+        cli_client_close(&c);
+}
+END_TEST
+
+START_TEST(test_call_invalid_frames) {
+        static const char *const bad[] = {
+                "not json",
+                "{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{},\\\"extra\\\":1}",
+                "{\\\"version\\\":2,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{}}",
+                "{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"C\\\",\\\"message\\\":\\\"m\\\",\\\"help\\\":\\\"h\\\",\\\"detail\\\":\\\"m\\\"},\\\"id\\\":null}",
+                "{\\\"version\\\":1,\\\"type\\\":\\\"event\\\",\\\"event\\\":{}}",
+                "[1]",
+        };
+        _cleanup_free_ char *script = NULL;
+        {
+                char *buf = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&buf, &size);
+                fputc('{', f);
+                for (size_t i = 0; i < ELEMENTSOF(bad); i++) fprintf(f, "%s\"bad%zu\":[\"%s\"]", i ? "," : "", i, bad[i]);
+                fputc('}', f);
+                fclose(f);
+                script = buf;
+        }
+        start_server(script);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                cli_client c = CLI_CLIENT_INIT;
+                ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+                cli_error err = {};
+                json_object *res = NULL;
+                char method[16];
+                snprintf(method, sizeof method, "bad%zu", i);
+                ck_assert_int_eq(cli_client_call(&c, method, NULL, &res, &err), -EPROTO);
+                ck_assert_str_eq(err.text, "taskferry daemon sent an invalid frame");
+                cli_error_done(&err);
+                /* the connection is gone afterwards */
+                ck_assert_int_eq(cli_client_call(&c, "task.list", NULL, &res, &err), -ECONNRESET);
+                ck_assert_str_eq(err.text, "taskferry daemon connection is closed");
+                cli_error_done(&err);
+                cli_client_close(&c);
+        }
+}
+END_TEST
+
+START_TEST(test_call_shutdown_and_close) {
+        start_server("{"
+                     "\"down\":[\"{\\\"version\\\":1,\\\"type\\\":\\\"shutdown\\\",\\\"reason\\\":\\\"shutdown\\\"}\",\"CLOSE\"],"
+                     "\"restart\":[\"{\\\"version\\\":1,\\\"type\\\":\\\"shutdown\\\",\\\"reason\\\":\\\"restart\\\"}\",\"CLOSE\"],"
+                     "\"gone\":[\"CLOSE\"]"
+                     "}");
+        static const struct { const char *method, *text; } cases[] = {
+                { "down", "taskferry daemon connection closed" },
+                { "restart", "taskferry daemon is restarting (config or version change) — retry your command in a moment" },
+                { "gone", "taskferry daemon connection closed" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                cli_client c = CLI_CLIENT_INIT;
+                ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+                cli_error err = {};
+                json_object *res = NULL;
+                ck_assert_int_eq(cli_client_call(&c, cases[i].method, NULL, &res, &err), -ECONNRESET);
+                ck_assert_str_eq(err.text, cases[i].text);
+                ck_assert_int_eq(err.exit_code, CLI_EXIT_FAILURE);
+                cli_error_done(&err);
+                cli_client_close(&c);
+        }
+}
+END_TEST
+
+START_TEST(test_call_large_and_oversized_frames) {
+        /* a valid 900 KiB response line is fine */
+        size_t n = 900 * 1024;
+        _cleanup_free_ char *big = malloc(n + 1);
+        memset(big, 'y', n);
+        big[n] = 0;
+        _cleanup_free_ char *script = strdup_printf(
+                "{\"large\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%%ID%%\\\",\\\"result\\\":\\\"%s\\\"}\"],"
+                "\"huge\":[\"BIG\"]}", big);
+        start_server(script);
+        cli_client c = CLI_CLIENT_INIT;
+        ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+        cli_error err = {};
+        _cleanup_json_ json_object *res = NULL;
+        ck_assert_int_eq(cli_client_call(&c, "large", NULL, &res, &err), 0);
+        ck_assert_int_eq(json_object_get_string_len(res), (int) n);
+        /* an unterminated remainder over 1 MiB is a protocol failure */
+        json_object *r2 = NULL;
+        ck_assert_int_eq(cli_client_call(&c, "huge", NULL, &r2, &err), -EPROTO);
+        ck_assert_str_eq(err.text, "taskferry daemon message exceeds 1048576 bytes");
+        cli_error_done(&err);
+        cli_client_close(&c);
+}
+END_TEST
+
+START_TEST(test_health_probe) {
+        ck_assert(!cli_daemon_healthy(sock, 200));
+        start_server("{\"bogus.method\":[]}");
+        ck_assert(cli_daemon_healthy(sock, 2000));
+}
+END_TEST
+
+START_TEST(test_health_probe_rejects_bad_answer) {
+        start_server("{\"system.health\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"health-check\\\",\\\"result\\\":{\\\"healthy\\\":false}}\"]}");
+        ck_assert(!cli_daemon_healthy(sock, 2000));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* auto-start                                                          */
+
+static int open_client(cli_client *c, cli_error *err) {
+        tf_paths p = {};
+        ck_assert_int_eq(tf_paths_resolve(&p), 0);
+        int r = cli_client_open(c, &p, err);
+        tf_paths_done(&p);
+        return r;
+}
+
+static int64_t health_pid(cli_client *c) {
+        cli_error err = {};
+        _cleanup_json_ json_object *res = NULL;
+        ck_assert_int_eq(cli_client_call(c, "system.health", NULL, &res, &err), 0);
+        int64_t pid = 0;
+        ck_assert(json_get_int64(res, "pid", &pid));
+        return pid;
+}
+
+START_TEST(test_autostart_spawns_daemon) {
+        /* a stray inherited descriptor must not reach the daemon */
+        int stray = open("/dev/null", O_RDONLY);
+        ck_assert_int_ge(stray, 0);
+        ck_assert_int_eq(dup2(stray, 50), 50);
+        close(stray);
+        setenv("TF_MARKER", "marker-value", 1);
+        cli_client c = CLI_CLIENT_INIT;
+        cli_error err = {};
+        ck_assert_int_eq(open_client(&c, &err), 0);
+        ck_assert_ptr_null(err.text);
+        int64_t pid = health_pid(&c);
+        ck_assert_int_gt(pid, 1);
+        ck_assert_uint_eq(count_starts(), 1);
+
+        struct stat st;
+        ck_assert_int_eq(stat(runtime, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0700);
+        _cleanup_free_ char *lock = strdup_printf("%s/daemon-start.lock", runtime);
+        ck_assert_int_eq(stat(lock, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        _cleanup_free_ char *log = strdup_printf("%s/daemon-boot-stderr.log", runtime);
+        ck_assert_int_eq(stat(log, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+
+        _cleanup_free_ char *info_path = strdup_printf("%s/daemon-info.json", runtime);
+        _cleanup_json_ json_object *info = load_json(info_path);
+        _cleanup_free_ char *state = strdup_printf("%s/state", tmp);
+        ck_assert_str_eq(json_get_string(info, "state"), state);
+        ck_assert_str_eq(json_get_string(info, "runtime"), runtime);
+        ck_assert_str_eq(json_get_string(info, "socket"), sock);
+        ck_assert_str_eq(json_get_string(info, "marker"), "marker-value");
+        ck_assert_str_eq(json_get_string(info, "cwd"), "/");
+        ck_assert(json_get_bool(info, "stdinNull", false));
+        ck_assert(json_get_bool(info, "stdoutNull", false));
+        ck_assert(json_get_bool(info, "stderrFile", false));
+        /* double fork + setsid: a new session, and not its leader */
+        int64_t sid = 0, dpid = 0;
+        ck_assert(json_get_int64(info, "sid", &sid));
+        ck_assert(json_get_int64(info, "pid", &dpid));
+        ck_assert_int_ne(sid, getsid(0));
+        ck_assert_int_ne(sid, dpid);
+        ck_assert_int_eq(dpid, pid);
+        ck_assert(json_get_bool(info, "fd50Closed", false));
+
+        /* a second open connects to the running daemon without starting another */
+        cli_client c2 = CLI_CLIENT_INIT;
+        ck_assert_int_eq(open_client(&c2, &err), 0);
+        ck_assert_int_eq(health_pid(&c2), pid);
+        ck_assert_uint_eq(count_starts(), 1);
+        cli_client_close(&c);
+        cli_client_close(&c2);
+}
+END_TEST
+
+START_TEST(test_autostart_replaces_stale_socket) {
+        /* a socket file nobody listens on → ECONNREFUSED → auto-start */
+        ck_assert_int_ge(mkdir_p(runtime, 0700), 0);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        strncpy(sa.sun_path, sock, sizeof sa.sun_path - 1);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        close(fd);
+        cli_client probe = CLI_CLIENT_INIT;
+        ck_assert_int_eq(cli_client_connect(&probe, sock), -ECONNREFUSED);
+
+        cli_client c = CLI_CLIENT_INIT;
+        cli_error err = {};
+        ck_assert_int_eq(open_client(&c, &err), 0);
+        ck_assert_int_gt(health_pid(&c), 1);
+        ck_assert_uint_eq(count_starts(), 1);
+        cli_client_close(&c);
+}
+END_TEST
+
+START_TEST(test_autostart_disabled) {
+        setenv("TASKFERRY_AUTO_START", "0", 1);
+        cli_client c = CLI_CLIENT_INIT;
+        cli_error err = {};
+        ck_assert_int_eq(open_client(&c, &err), -EIO);
+        _cleanup_free_ char *want = strdup_printf("connect ENOENT %s", sock);
+        ck_assert_str_eq(err.text, want);
+        ck_assert_int_eq(err.exit_code, CLI_EXIT_FAILURE);
+        ck_assert_uint_eq(count_starts(), 0);
+        cli_error_done(&err);
+}
+END_TEST
+
+START_TEST(test_autostart_boot_failure_reports_boot_err) {
+        setenv("TF_FAKE_DAEMON", "bootfail", 1);
+        cli_client c = CLI_CLIENT_INIT;
+        cli_error err = {};
+        ck_assert_int_eq(open_client(&c, &err), -EIO);
+        _cleanup_json_ json_object *v = cli_error_value(&err);
+        _cleanup_free_ char *want_error = strdup_printf(
+                "taskferry daemon did not become ready within 5000ms: connect ENOENT %s\n"
+                "daemon boot failed: config key \"x\" in /c/config.json must be a number (got \"y\")\n"
+                "second line", sock);
+        ck_assert_str_eq(json_get_string(v, "error"), want_error);
+        _cleanup_free_ char *want_help = strdup_printf("check %s permissions and daemon startup diagnostics, then retry", runtime);
+        ck_assert_str_eq(json_get_string(v, "help"), want_help);
+        ck_assert_uint_eq(count_starts(), 1);
+        cli_error_done(&err);
+}
+END_TEST
+
+START_TEST(test_autostart_removes_old_boot_err) {
+        /* a daemon-boot.err left by an earlier failure is removed before the spawn */
+        ck_assert_int_ge(mkdir_p(runtime, 0700), 0);
+        _cleanup_free_ char *old = strdup_printf("%s/daemon-boot.err", runtime);
+        ck_assert_int_eq(write_file_atomic(old, "stale failure", 13, 0644), 0);
+        cli_client c = CLI_CLIENT_INIT;
+        cli_error err = {};
+        ck_assert_int_eq(open_client(&c, &err), 0);
+        ck_assert_int_eq(access(old, F_OK), -1);
+        cli_client_close(&c);
+}
+END_TEST
+
+START_TEST(test_autostart_booter_stderr) {
+        setenv("TF_FAKE_DAEMON", "stderr", 1);
+        cli_client c = CLI_CLIENT_INIT;
+        cli_error err = {};
+        ck_assert_int_eq(open_client(&c, &err), -EIO);
+        _cleanup_json_ json_object *v = cli_error_value(&err);
+        _cleanup_free_ char *want = strdup_printf(
+                "taskferry daemon did not become ready within 5000ms: connect ENOENT %s\n"
+                "booter subprocess failed before startup: fake daemon crashed early", sock);
+        ck_assert_str_eq(json_get_string(v, "error"), want);
+        cli_error_done(&err);
+}
+END_TEST
+
+START_TEST(test_autostart_missing_or_unexecutable_binary) {
+        setenv("TASKFERRY_DAEMON", "/nonexistent/taskferryd", 1);
+        cli_client c = CLI_CLIENT_INIT;
+        cli_error err = {};
+        ck_assert_int_eq(open_client(&c, &err), -EIO);
+        ck_assert(startswith(err.text, "error: taskferry daemon binary not found"));
+        cli_error_done(&err);
+
+        /* executable bit but not a program: the exec failure is reported */
+        _cleanup_free_ char *junk = strdup_printf("%s/junk", tmp);
+        ck_assert_int_eq(write_file_atomic(junk, "\x01\x02garbage", 9, 0755), 0);
+        setenv("TASKFERRY_DAEMON", junk, 1);
+        ck_assert_int_eq(open_client(&c, &err), -EIO);
+        _cleanup_json_ json_object *v = cli_error_value(&err);
+        _cleanup_free_ char *want = strdup_printf(
+                "taskferry daemon did not become ready within 5000ms: connect ECONNREFUSED %s\n"
+                "booter subprocess failed before startup: cannot execute %s: Exec format error", sock, junk);
+        ck_assert_str_eq(json_get_string(v, "error"), want);
+        cli_error_done(&err);
+}
+END_TEST
+
+START_TEST(test_autostart_race_starts_one_daemon) {
+        enum { N = 6 };
+        pid_t kids[N];
+        for (int i = 0; i < N; i++) {
+                kids[i] = fork();
+                ck_assert_int_ge(kids[i], 0);
+                if (kids[i] == 0) {
+                        cli_client c = CLI_CLIENT_INIT;
+                        cli_error err = {};
+                        tf_paths p = {};
+                        if (tf_paths_resolve(&p) < 0 || cli_client_open(&c, &p, &err) < 0) _exit(1);
+                        json_object *res = NULL;
+                        if (cli_client_call(&c, "system.health", NULL, &res, &err) < 0) _exit(2);
+                        _exit(json_get_bool(res, "healthy", false) ? 0 : 3);
+                }
+        }
+        for (int i = 0; i < N; i++) {
+                int status;
+                ck_assert_int_eq(waitpid(kids[i], &status, 0), kids[i]);
+                ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d failed", i);
+        }
+        ck_assert_uint_eq(count_starts(), 1);
+}
+END_TEST
+
+START_TEST(test_find_daemon_order) {
+        unsetenv("TASKFERRY_DAEMON");
+        /* Without the override the lookup finds an executable or nothing. */
+        _cleanup_free_ char *found = NULL;
+        int r = cli_find_daemon(&found);
+        if (r >= 0) ck_assert_int_eq(access(found, X_OK), 0);
+        else ck_assert_int_eq(r, -ENOENT);
+        setenv("TASKFERRY_DAEMON", self_exe, 1);
+        _cleanup_free_ char *over = NULL;
+        ck_assert_int_eq(cli_find_daemon(&over), 0);
+        ck_assert_str_eq(over, self_exe);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* the taskferry binary                                                */
+
+typedef struct cli_run {
+        int exit_code;
+        char *out, *err;
+} cli_run;
+
+static void cli_run_done(cli_run *r) {
+        free(r->out);
+        free(r->err);
+}
+
+/* Run build/taskferry with args (NULL-terminated) in cwd tmp, stdin from
+ * `input` (NULL: /dev/null), the current environment. */
+static cli_run run_cli(const char *input, ...) {
+        _cleanup_free_ char *bin = strdup_printf("%s/taskferry", TASKFERRY_BUILD_DIR);
+        ck_assert_msg(access(bin, X_OK) == 0, "%s not built", bin);
+        char *argv[64];
+        size_t n = 0;
+        argv[n++] = "sh";
+        argv[n++] = "-c";
+        argv[n++] = input ? "printf '%s' \"$TF_STDIN\" | exec \"$@\"" : "exec \"$@\" </dev/null";
+        argv[n++] = "sh";
+        argv[n++] = bin;
+        va_list ap;
+        va_start(ap, input);
+        for (char *s; (s = va_arg(ap, char *)); ) argv[n++] = s;
+        va_end(ap);
+        argv[n] = NULL;
+        if (input) setenv("TF_STDIN", input, 1);
+        run_result r = {};
+        ck_assert_int_eq(run_command(argv, NULL, tmp, 1 << 24, -1, &r), 0);
+        unsetenv("TF_STDIN");
+        cli_run out = { .exit_code = r.exit_code, .out = r.out, .err = r.err };
+        r.out = r.err = NULL;
+        run_result_done(&r);
+        if (!out.out) out.out = strdup("");
+        if (!out.err) out.err = strdup("");
+        return out;
+}
+
+static void write_script(const char *json) {
+        _cleanup_free_ char *path = strdup_printf("%s/script.json", tmp);
+        ck_assert_int_eq(write_file_atomic(path, json, strlen(json), 0600), 0);
+        setenv("TF_FAKE_SCRIPT", path, 1);
+}
+
+/* The params the fake daemon received for the last request of `method`. */
+static json_object *last_params(const char *method) {
+        _cleanup_free_ char *path = strdup_printf("%s/requests.jsonl", runtime);
+        char *data = NULL;
+        size_t len;
+        ck_assert_int_eq(read_file(path, 1 << 24, &data, &len), 0);
+        json_object *found = NULL;
+        for (char *line = data; line && *line; ) {
+                char *nl = strchr(line, '\n');
+                json_object *req = NULL;
+                if (json_parse_strict(line, nl ? (size_t) (nl - line) : strlen(line), &req) == 0) {
+                        if (streq_ptr(json_get_string(req, "method"), method)) {
+                                json_object_put(found);
+                                found = json_object_get(json_get_object(req, "params"));
+                                /* the envelope is exactly {version,id,method,params} */
+                                ck_assert_int_eq(json_object_object_length(req), 4);
+                                ck_assert_int_eq(json_object_get_string_len(json_object_object_get(req, "id")), 36);
+                        }
+                        json_object_put(req);
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        free(data);
+        ck_assert_msg(found, "no %s request", method);
+        return found;
+}
+
+#define STATUS_RESULT                                                                                     \
+        "{\\\"id\\\":\\\"oc_a\\\",\\\"status\\\":\\\"done\\\",\\\"directory\\\":\\\"/w\\\",\\\"model\\\":\\\"p/m\\\","    \
+        "\\\"startedAt\\\":\\\"2026-11-30T13:35:06.026Z\\\",\\\"exitCode\\\":0,\\\"signal\\\":null,"                   \
+        "\\\"changesetStatus\\\":\\\"pending\\\",\\\"cancelRequested\\\":false,\\\"outputDir\\\":\\\"/s/o\\\","        \
+        "\\\"logBytesWritten\\\":12,\\\"logLastWriteAt\\\":null,\\\"logHasEvent\\\":false}"
+
+START_TEST(test_cli_status_lean_toon_and_json) {
+        write_script("{\"task.status\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":" STATUS_RESULT "}\"]}");
+        cli_run r = run_cli(NULL, "status", "oc_a", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_str_eq(r.out,
+                         "id: oc_a\nstatus: done\nstartedAt: \"2026-11-30T13:35:06.026Z\"\nexitCode: 0\nsignal: null\n"
+                         "changesetStatus: pending\noutputDir: /s/o\nlogBytesWritten: 12\nlogLastWriteAt: null\nlogHasEvent: false\n"
+                         "next: \"Run taskferry result with task id \\\"oc_a\\\" to see the final message; pass --full here for directory/model/log path details\"\n");
+        ck_assert_str_eq(r.err, "");
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p = last_params("task.status");
+        ck_assert_str_eq(json_to_line(p, NULL), "{\"taskId\":\"oc_a\"}");
+
+        /* --json: the raw daemon result as one JSON document */
+        r = run_cli(NULL, "status", "oc_a", "--json", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        _cleanup_json_ json_object *raw = NULL;
+        ck_assert_int_eq(json_parse_strict(r.out, strlen(r.out), &raw), 0);
+        ck_assert_str_eq(json_get_string(raw, "directory"), "/w");
+        ck_assert_str_eq(json_get_string(raw, "model"), "p/m");
+        cli_run_done(&r);
+        ck_assert_uint_eq(count_starts(), 1);
+}
+END_TEST
+
+START_TEST(test_cli_daemon_error) {
+        write_script("{\"task.status\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"UNKNOWN_TASK\\\",\\\"message\\\":\\\"unknown task id: nope\\\",\\\"help\\\":\\\"run taskferry list to see valid task ids\\\",\\\"detail\\\":\\\"error: unknown task id: nope\\\\nhelp: run taskferry list to see valid task ids\\\"},\\\"id\\\":\\\"%ID%\\\"}\"]}");
+        cli_run r = run_cli(NULL, "status", "nope", NULL);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_str_eq(r.out, "error: \"unknown task id: nope\"\nhelp: run taskferry list to see valid task ids\n");
+        ck_assert_str_eq(r.err, "");
+        cli_run_done(&r);
+        r = run_cli(NULL, "--json", "status", "nope", NULL);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_str_eq(r.out, "{\"error\":\"unknown task id: nope\",\"help\":\"run taskferry list to see valid task ids\"}\n");
+        cli_run_done(&r);
+}
+END_TEST
+
+START_TEST(test_cli_usage_errors_do_not_start_daemon) {
+        cli_run r = run_cli(NULL, "dispatch", NULL);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert(startswith(r.out, "error: \"--prompt is required\"\nhelp: \"Valid flags for dispatch: --prompt <text>, "));
+        cli_run_done(&r);
+        r = run_cli(NULL, "dispatch", "--prompt", "p", "--directory", "/nonexistent/dir", NULL);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert(startswith(r.out, "error: \"directory does not exist: /nonexistent/dir\"\nhelp: \"Use an existing directory path for --directory (ENOENT: "));
+        cli_run_done(&r);
+        r = run_cli(NULL, "bogus", NULL);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert_str_eq(r.out, "error: \"unknown command: bogus\"\nhelp: Run `taskferry --help` to see available commands\n");
+        cli_run_done(&r);
+        r = run_cli(NULL, "advisor", "--model", "m", NULL);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert_str_eq(r.out, "error: \"unknown command: advisor\"\nhelp: Run `taskferry --help` to see available commands\n");
+        cli_run_done(&r);
+        r = run_cli(NULL, "--json", "wait", "x", "--timeout", "1d", NULL);
+        ck_assert_int_eq(r.exit_code, 2);
+        _cleanup_json_ json_object *v = NULL;
+        ck_assert_int_eq(json_parse_strict(r.out, strlen(r.out), &v), 0);
+        ck_assert_str_eq(json_get_string(v, "error"), "--timeout must be milliseconds or a duration like 30s, 5m, 1h");
+        cli_run_done(&r);
+        r = run_cli("", "dispatch", "--prompt", "-", NULL);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert(startswith(r.out, "error: \"--prompt - received empty stdin\"\n"));
+        cli_run_done(&r);
+        ck_assert_uint_eq(count_starts(), 0);
+}
+END_TEST
+
+START_TEST(test_cli_help_and_version) {
+        cli_run r = run_cli(NULL, "cancel", "--help", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_str_eq(r.out,
+                         "command: cancel\nusage: \"taskferry cancel <id> [--grace-ms <number>]\"\n"
+                         "description: Cancel queued or running work.\noptions:\n"
+                         "  \"--grace-ms <number>\": \"milliseconds before SIGKILL, default 5000\"\n"
+                         "examples[2]: taskferry cancel <id>,taskferry cancel <id> --grace-ms 10000\n");
+        cli_run_done(&r);
+        r = run_cli(NULL, "-h", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert(startswith(r.out, "command: taskferry\nusage: \"taskferry <command> [options]\"\n"));
+        cli_run_done(&r);
+        r = run_cli(NULL, "-V", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert(startswith(r.out, "name: taskferry\nversion: "));
+        ck_assert(strstr(r.out, "\nprotocolVersion: 1\n"));
+        cli_run_done(&r);
+        ck_assert_uint_eq(count_starts(), 0);
+}
+END_TEST
+
+START_TEST(test_cli_dispatch_params) {
+        _cleanup_free_ char *repo = strdup_printf("%s/repo/sub", tmp);
+        ck_assert_int_ge(mkdir_p(repo, 0755), 0);
+        _cleanup_free_ char *link = strdup_printf("%s/link", tmp);
+        ck_assert_int_eq(symlink(repo, link), 0);
+        setenv("TF_MARKER", "secret-ish", 1);
+        setenv("CLAUDE_CODE_SESSION_ID", "claude-session-1", 1);
+        cli_run r = run_cli("Fix the tests\r\n", "dispatch", "--prompt", "-", "--directory", link, "--executor", "shell",
+                            "--no-sandbox", "--rw-bind", "/a, /b", "--allowed-dirs", "/c", "--class", "impl", NULL);
+        ck_assert_msg(r.exit_code == 0, "%s", r.out);
+        ck_assert_str_eq(r.err, "warning: --allowed-dirs is deprecated; use --rw-bind (same behavior). It will be removed in the next major release.\n");
+        /* raw result printed as TOON */
+        ck_assert(startswith(r.out, "method: task.dispatch\nparams:\n  env:\n"));
+        cli_run_done(&r);
+
+        _cleanup_json_ json_object *p = last_params("task.dispatch");
+        /* key order: env, prompt, directory, each set option, originSessionId */
+        const char *want_keys[] = { "env", "prompt", "directory", "noSandbox", "allowedDirs", "rwBind", "executor",
+                                    "class", "originSessionId", NULL };
+        size_t i = 0;
+        json_object_object_foreach(p, k, v) {
+                (void) v;
+                ck_assert_ptr_nonnull(want_keys[i]);
+                ck_assert_str_eq(k, want_keys[i]);
+                i++;
+        }
+        ck_assert_ptr_null(want_keys[i]);
+        ck_assert_str_eq(json_get_string(p, "prompt"), "Fix the tests");
+        ck_assert_str_eq(json_get_string(p, "directory"), repo);
+        ck_assert_str_eq(json_get_string(json_get_object(p, "env"), "TF_MARKER"), "secret-ish");
+        ck_assert_str_eq(json_get_string(json_get_object(p, "env"), "CLAUDE_CODE_SESSION_ID"), "claude-session-1");
+        ck_assert_str_eq(json_get_string(p, "originSessionId"), "claude-session-1");
+        ck_assert_str_eq(json_to_line(json_get_array(p, "rwBind"), NULL), "[\"/a\",\"/b\"]");
+        ck_assert_str_eq(json_to_line(json_get_array(p, "allowedDirs"), NULL), "[\"/c\"]");
+        ck_assert(json_get_bool(p, "noSandbox", false));
+        ck_assert_str_eq(json_get_string(p, "executor"), "shell");
+
+        /* literal cwd by default (not the workspace root) */
+        r = run_cli(NULL, "dispatch", "--prompt", "hello", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p2 = last_params("task.dispatch");
+        ck_assert_str_eq(json_get_string(p2, "directory"), tmp);
+        ck_assert_str_eq(json_get_string(p2, "prompt"), "hello");
+        ck_assert(!json_object_object_get_ex(p2, "model", NULL));
+        ck_assert(!json_object_object_get_ex(p2, "noSandbox", NULL));
+}
+END_TEST
+
+START_TEST(test_cli_wait_timeout_chain) {
+        /* --json prints the echo, which carries the params the CLI sent */
+        cli_run r = run_cli(NULL, "wait", "oc_w", "--json", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p1 = last_params("task.wait");
+        ck_assert_str_eq(json_to_line(p1, NULL), "{\"taskId\":\"oc_w\",\"timeoutMs\":900000}");
+
+        setenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS", "0", 1);
+        r = run_cli(NULL, "wait", "oc_w", "--json", NULL);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p2 = last_params("task.wait");
+        ck_assert_str_eq(json_to_line(p2, NULL), "{\"taskId\":\"oc_w\"}");
+
+        setenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS", "1500", 1);
+        r = run_cli(NULL, "wait", "oc_w", "--json", "--tail-chars", "10", NULL);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p3 = last_params("task.wait");
+        ck_assert_str_eq(json_to_line(p3, NULL), "{\"taskId\":\"oc_w\",\"timeoutMs\":1500,\"tailChars\":10}");
+
+        r = run_cli(NULL, "wait", "oc_w", "--json", "--timeout", "0", NULL);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p4 = last_params("task.wait");
+        ck_assert_str_eq(json_to_line(p4, NULL), "{\"taskId\":\"oc_w\",\"timeoutMs\":0}");
+}
+END_TEST
+
+START_TEST(test_cli_accept) {
+        write_script("{"
+                     "\"task.accept\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"taskId\\\":\\\"oc_a\\\",\\\"changesetStatus\\\":\\\"pending\\\",\\\"applied\\\":false,\\\"reason\\\":\\\"error: patch failed: a.c:1\\\\nerror: a.c: patch does not apply\\\"}}\"],"
+                     "\"task.reject\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"taskId\\\":\\\"oc_a\\\",\\\"changesetStatus\\\":\\\"rejected\\\",\\\"cleanupFailed\\\":true}}\"]"
+                     "}");
+        cli_run r = run_cli(NULL, "accept", "oc_a", "--force", NULL);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_str_eq(r.out,
+                         "error: \"changeset for task oc_a failed to apply\\n  reason: error: patch failed: a.c:1\\n  error: a.c: patch does not apply\"\n"
+                         "help: \"the task is still pending -- resolve the reported conflict in the target directory, then retry \\\"taskferry accept oc_a\\\", or discard the changeset with \\\"taskferry reject oc_a\\\"\"\n");
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p = last_params("task.accept");
+        ck_assert_str_eq(json_to_line(p, NULL), "{\"taskId\":\"oc_a\",\"force\":true}");
+
+        /* --json: the daemon's result, still exit 1 */
+        r = run_cli(NULL, "accept", "oc_a", "--json", NULL);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert(startswith(r.out, "{\"taskId\":\"oc_a\",\"changesetStatus\":\"pending\",\"applied\":false,"));
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p2 = last_params("task.accept");
+        ck_assert_str_eq(json_to_line(p2, NULL), "{\"taskId\":\"oc_a\"}");
+
+        r = run_cli(NULL, "reject", "oc_a", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_str_eq(r.out, "taskId: oc_a\nchangesetStatus: rejected\ncleanupFailed: true\n");
+        ck_assert_str_eq(r.err, "warning: changeset rejected, but overlay cleanup failed -- oc_a's overlay dir remains on disk (a daemon restart will sweep it)\n");
+        cli_run_done(&r);
+}
+END_TEST
+
+START_TEST(test_cli_accept_applied_warnings) {
+        write_script("{\"task.accept\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"taskId\\\":\\\"oc_a\\\",\\\"changesetStatus\\\":\\\"accepted\\\",\\\"applied\\\":true,\\\"checkStatus\\\":null,\\\"cleanupFailed\\\":true}}\"]}");
+        cli_run r = run_cli(NULL, "accept", "oc_a", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_str_eq(r.out, "taskId: oc_a\nchangesetStatus: accepted\napplied: true\ncheckStatus: null\ncleanupFailed: true\n");
+        ck_assert_str_eq(r.err,
+                         "warning: changeset applied, but overlay cleanup failed -- oc_a's overlay dir remains on disk (a daemon restart will sweep it)\n"
+                         "warning: changeset applied, but this repo declares no check command in .taskferry.toml -- nothing was verified before landing\n");
+        cli_run_done(&r);
+}
+END_TEST
+
+START_TEST(test_cli_result_params_and_rewrite) {
+        write_script("{\"task.tail\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"RESPONSE_TOO_LARGE\\\",\\\"message\\\":\\\"daemon response for this request exceeds 1048576 bytes\\\",\\\"help\\\":\\\"Narrow the request\\\",\\\"detail\\\":\\\"daemon response for this request exceeds 1048576 bytes\\\"},\\\"id\\\":\\\"%ID%\\\"}\"]}");
+        cli_run r = run_cli(NULL, "result", "oc_r", "--diff", "--json", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p1 = last_params("task.result");
+        ck_assert_str_eq(json_to_line(p1, NULL), "{\"taskId\":\"oc_r\",\"fields\":[\"diff\"]}");
+        r = run_cli(NULL, "result", "oc_r", "--full", "--fields", "narration", "--json", NULL);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p2 = last_params("task.result");
+        ck_assert_str_eq(json_to_line(p2, NULL), "{\"taskId\":\"oc_r\",\"fields\":[\"narration\"],\"full\":true}");
+        /* without --json the lean projection adds next */
+        r = run_cli(NULL, "result", "oc_r", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_msg(strstr(r.out, "\nnext: \"Run taskferry wait with task id \\\"undefined\\\" to block until the task settles, then re-run taskferry result\"\n"), "%s", r.out);
+        cli_run_done(&r);
+
+        write_script("{\"task.result\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"RESPONSE_TOO_LARGE\\\",\\\"message\\\":\\\"daemon response for this request exceeds 1048576 bytes\\\",\\\"help\\\":\\\"Narrow the request\\\",\\\"detail\\\":\\\"daemon response for this request exceeds 1048576 bytes\\\"},\\\"id\\\":\\\"%ID%\\\"}\"]}");
+        kill_started_daemons(); /* restart the fake daemon with the new script */
+        for (int i = 0; i < 400 && cli_daemon_healthy(sock, 100); i++) usleep(10000);
+        r = run_cli(NULL, "result", "oc_r", "--fields", "message", NULL);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_str_eq(r.out,
+                         "error: the result payload for task oc_r exceeds the daemon's response size cap (1 MiB)\n"
+                         "help: \"fetch a narrower set of fields instead (e.g. \\\"taskferry result oc_r --fields message,tokens\\\")\"\n");
+        cli_run_done(&r);
+        r = run_cli(NULL, "result", "oc_r", NULL);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert(strstr(r.out, "help: \"the payload includes the task's diff, which covers the whole target directory"));
+        cli_run_done(&r);
+}
+END_TEST
+
+START_TEST(test_cli_list_projection) {
+        write_script("{\"task.list\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"counts\\\":{\\\"queued\\\":0,\\\"running\\\":0,\\\"done\\\":0,\\\"crashed\\\":1,\\\"cancelled\\\":0,\\\"unknown\\\":0},"
+                     "\\\"tasks\\\":[{\\\"id\\\":\\\"oc_mx3b8o4p_7eeb1f07\\\",\\\"status\\\":\\\"crashed\\\",\\\"model\\\":\\\"prov/model-x\\\",\\\"startedAt\\\":\\\"2026-11-30T13:35:06.026Z\\\",\\\"directory\\\":\\\"/w\\\",\\\"failureReason\\\":\\\"pi_boot_failure\\\"}]}}\"]}");
+        _cleanup_free_ char *repo = strdup_printf("%s/repo", tmp);
+        char *git[] = { "git", "init", "-q", repo, NULL };
+        run_result gr = {};
+        ck_assert_int_eq(run_command(git, NULL, NULL, 0, -1, &gr), 0);
+        run_result_done(&gr);
+        _cleanup_free_ char *deep = strdup_printf("%s/repo/a/b", tmp);
+        ck_assert_int_ge(mkdir_p(deep, 0755), 0);
+
+        cli_run r = run_cli(NULL, "list", "--directory", deep, NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_str_eq(r.out,
+                         "counts:\n  queued: 0\n  running: 0\n  done: 0\n  crashed: 1\n  cancelled: 0\n  unknown: 0\n"
+                         "tasks[1]{id,status,model,startedAt,failureReason}:\n"
+                         "  oc_mx3b8o4p_7eeb1f07,crashed,prov/model-x,\"2026-11-30T13:35:06.026Z\",pi_boot_failure\n");
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p1 = last_params("task.list");
+        _cleanup_free_ char *want1 = strdup_printf("{\"directory\":\"%s\"}", deep);
+        ck_assert_str_eq(json_to_line(p1, NULL), want1);
+
+        /* --all sends no directory */
+        r = run_cli(NULL, "list", "--all", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *p2 = last_params("task.list");
+        ck_assert_str_eq(json_to_line(p2, NULL), "{}");
+
+        /* default: the workspace root of the cwd (run from repo/a/b via sh) */
+        char *argv[] = { "sh", "-c", "cd \"$1\" && exec \"$2\" list", "sh", deep, NULL, NULL };
+        _cleanup_free_ char *bin = strdup_printf("%s/taskferry", TASKFERRY_BUILD_DIR);
+        argv[5] = bin;
+        run_result rr = {};
+        ck_assert_int_eq(run_command(argv, NULL, NULL, 1 << 20, -1, &rr), 0);
+        ck_assert_int_eq(rr.exit_code, 0);
+        run_result_done(&rr);
+        _cleanup_json_ json_object *p3 = last_params("task.list");
+        _cleanup_free_ char *want3 = strdup_printf("{\"directory\":\"%s\"}", repo);
+        ck_assert_str_eq(json_to_line(p3, NULL), want3);
+}
+END_TEST
+
+START_TEST(test_cli_auto_start_disabled) {
+        setenv("TASKFERRY_AUTO_START", "0", 1);
+        cli_run r = run_cli(NULL, "status", "oc_a", NULL);
+        ck_assert_int_eq(r.exit_code, 1);
+        _cleanup_free_ char *want = strdup_printf("error: connect ENOENT %s\nhelp: Retry the command or run `taskferry --help`\n", sock);
+        ck_assert_str_eq(r.out, want);
+        cli_run_done(&r);
+        ck_assert_uint_eq(count_starts(), 0);
+}
+END_TEST
+
+static Suite *cli_client_suite(void) {
+        Suite *s = suite_create("cli-client");
+        TCase *frames = tcase_create("frames");
+        tcase_add_test(frames, test_frame_classify);
+        suite_add_tcase(s, frames);
+
+        TCase *tc = tcase_create("client");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_call_echo_and_request_shape);
+        tcase_add_test(tc, test_call_skips_events_unknown_ids_and_empty_lines);
+        tcase_add_test(tc, test_call_error_responses);
+        tcase_add_test(tc, test_call_invalid_frames);
+        tcase_add_test(tc, test_call_shutdown_and_close);
+        tcase_add_test(tc, test_call_large_and_oversized_frames);
+        tcase_add_test(tc, test_health_probe);
+        tcase_add_test(tc, test_health_probe_rejects_bad_answer);
+        suite_add_tcase(s, tc);
+
+        TCase *as = tcase_create("autostart");
+        tcase_add_checked_fixture(as, setup, teardown);
+        tcase_set_timeout(as, 60);
+        tcase_add_test(as, test_autostart_spawns_daemon);
+        tcase_add_test(as, test_autostart_replaces_stale_socket);
+        tcase_add_test(as, test_autostart_disabled);
+        tcase_add_test(as, test_autostart_boot_failure_reports_boot_err);
+        tcase_add_test(as, test_autostart_removes_old_boot_err);
+        tcase_add_test(as, test_autostart_booter_stderr);
+        tcase_add_test(as, test_autostart_missing_or_unexecutable_binary);
+        tcase_add_test(as, test_autostart_race_starts_one_daemon);
+        tcase_add_test(as, test_find_daemon_order);
+        suite_add_tcase(s, as);
+
+        TCase *bin = tcase_create("binary");
+        tcase_add_checked_fixture(bin, setup, teardown);
+        tcase_set_timeout(bin, 60);
+        tcase_add_test(bin, test_cli_status_lean_toon_and_json);
+        tcase_add_test(bin, test_cli_daemon_error);
+        tcase_add_test(bin, test_cli_usage_errors_do_not_start_daemon);
+        tcase_add_test(bin, test_cli_help_and_version);
+        tcase_add_test(bin, test_cli_dispatch_params);
+        tcase_add_test(bin, test_cli_wait_timeout_chain);
+        tcase_add_test(bin, test_cli_accept);
+        tcase_add_test(bin, test_cli_accept_applied_warnings);
+        tcase_add_test(bin, test_cli_result_params_and_rewrite);
+        tcase_add_test(bin, test_cli_list_projection);
+        tcase_add_test(bin, test_cli_auto_start_disabled);
+        suite_add_tcase(s, bin);
+        return s;
+}
+
+int main(void) {
+        const char *fake = getenv("TF_FAKE_DAEMON");
+        if (fake && getenv("TASKFERRY_SOCKET_PATH")) return fake_daemon_main(fake);
+        SRunner *sr = srunner_create(cli_client_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,291 @@
+/* Client-side resolution: directory validation (spec protocol-cli.md §2.5),
+ * git workspace root (§1.9, with real git), `--prompt -` stdin (§2.6). */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli-resolve.h"
+#include "util.h"
+
+static char *tmp_root;
+
+static void setup(void) {
+        char tmpl[] = "/var/tmp/test-cli-resolve-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        tmp_root = realpath(tmpl, NULL);
+        ck_assert_ptr_nonnull(tmp_root);
+}
+
+static void teardown(void) {
+        rm_rf(tmp_root);
+        free(tmp_root);
+        tmp_root = NULL;
+}
+
+static void sh(const char *fmt, ...) _printf_(1, 2);
+static void sh(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *cmd = NULL;
+        ck_assert_int_ge(vasprintf(&cmd, fmt, ap), 0);
+        va_end(ap);
+        char *argv[] = { "sh", "-ec", cmd, NULL };
+        run_result r = {};
+        ck_assert_int_eq(run_command(argv, NULL, tmp_root, 1 << 20, -1, &r), 0);
+        ck_assert_msg(r.exit_code == 0, "%s failed: %s", cmd, strnull(r.err));
+        run_result_done(&r);
+}
+
+START_TEST(test_normalize_existing_and_relative) {
+        _cleanup_free_ char *sub = strdup_printf("%s/a/b", tmp_root);
+        ck_assert_int_ge(mkdir_p(sub, 0755), 0);
+        _cleanup_free_ char *link = strdup_printf("%s/link", tmp_root);
+        ck_assert_int_eq(symlink(sub, link), 0);
+
+        cli_error err = {};
+        _cleanup_free_ char *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        ck_assert_int_eq(cli_normalize_directory(link, &r1, &err), 0);
+        ck_assert_str_eq(r1, sub);
+        _cleanup_free_ char *dotted = strdup_printf("%s/a/../a/b/", tmp_root);
+        ck_assert_int_eq(cli_normalize_directory(dotted, &r2, &err), 0);
+        ck_assert_str_eq(r2, sub);
+        ck_assert_int_eq(chdir(tmp_root), 0);
+        ck_assert_int_eq(cli_normalize_directory("a/b", &r3, &err), 0);
+        ck_assert_str_eq(r3, sub);
+        ck_assert_int_eq(err.exit_code, 0);
+}
+END_TEST
+
+START_TEST(test_normalize_missing_directory) {
+        _cleanup_free_ char *missing = strdup_printf("%s/nope/deeper", tmp_root);
+        cli_error err = {};
+        char *r = NULL;
+        ck_assert_int_eq(cli_normalize_directory(missing, &r, &err), -EINVAL);
+        ck_assert_ptr_null(r);
+        ck_assert_int_eq(err.exit_code, CLI_EXIT_USAGE);
+        _cleanup_free_ char *want = strdup_printf("directory does not exist: %s", missing);
+        ck_assert_str_eq(err.text, want);
+        _cleanup_free_ char *help = strdup_printf("Use an existing directory path for --directory (ENOENT: no such file or directory, realpath '%s')", missing);
+        ck_assert_str_eq(err.help, help);
+        cli_error_done(&err);
+
+        /* relative names are reported as given */
+        ck_assert_int_eq(chdir(tmp_root), 0);
+        ck_assert_int_eq(cli_normalize_directory("ghost", &r, &err), -EINVAL);
+        ck_assert_str_eq(err.text, "directory does not exist: ghost");
+        cli_error_done(&err);
+}
+END_TEST
+
+START_TEST(test_normalize_file_is_not_directory) {
+        _cleanup_free_ char *file = strdup_printf("%s/f.txt", tmp_root);
+        ck_assert_int_eq(write_file_atomic(file, "x", 1, 0644), 0);
+        cli_error err = {};
+        char *r = NULL;
+        ck_assert_int_eq(cli_normalize_directory(file, &r, &err), -EINVAL);
+        ck_assert_int_eq(err.exit_code, CLI_EXIT_USAGE);
+        _cleanup_free_ char *want = strdup_printf("path is not a directory: %s", file);
+        ck_assert_str_eq(err.text, want);
+        ck_assert_str_eq(err.help, "Use --directory with a workspace directory, not a file");
+        cli_error_done(&err);
+
+        /* a path through a file */
+        _cleanup_free_ char *through = strdup_printf("%s/f.txt/x", tmp_root);
+        ck_assert_int_eq(cli_normalize_directory(through, &r, &err), -EINVAL);
+        ck_assert(startswith(err.text, "directory does not exist: "));
+        ck_assert(strstr(err.help, "ENOTDIR: not a directory"));
+        cli_error_done(&err);
+}
+END_TEST
+
+START_TEST(test_workspace_root_repo_and_subdir) {
+        sh("git init -q repo && mkdir -p repo/src/deep");
+        _cleanup_free_ char *repo = strdup_printf("%s/repo", tmp_root);
+        _cleanup_free_ char *deep = strdup_printf("%s/repo/src/deep", tmp_root);
+        _cleanup_free_ char *r1 = NULL, *r2 = NULL;
+        ck_assert_int_eq(cli_workspace_root(repo, &r1), 0);
+        ck_assert_str_eq(r1, repo);
+        ck_assert_int_eq(cli_workspace_root(deep, &r2), 0);
+        ck_assert_str_eq(r2, repo);
+}
+END_TEST
+
+START_TEST(test_workspace_root_linked_worktree) {
+        sh("git init -q repo && git -C repo -c user.email=t@t -c user.name=t commit -q --allow-empty -m init && "
+           "git -C repo worktree add -q ../wt && git -C repo worktree add -q .worktrees/nested");
+        _cleanup_free_ char *repo = strdup_printf("%s/repo", tmp_root);
+        _cleanup_free_ char *wt = strdup_printf("%s/wt", tmp_root);
+        _cleanup_free_ char *nested = strdup_printf("%s/repo/.worktrees/nested", tmp_root);
+        _cleanup_free_ char *r1 = NULL, *r2 = NULL;
+        ck_assert_int_eq(cli_workspace_root(wt, &r1), 0);
+        ck_assert_str_eq(r1, repo);
+        ck_assert_int_eq(cli_workspace_root(nested, &r2), 0);
+        ck_assert_str_eq(r2, repo);
+}
+END_TEST
+
+START_TEST(test_workspace_root_submodule) {
+        sh("git init -q sub && git -C sub -c user.email=t@t -c user.name=t commit -q --allow-empty -m s && "
+           "git init -q super && git -C super -c user.email=t@t -c user.name=t commit -q --allow-empty -m s && "
+           "git -C super -c protocol.file.allow=always submodule add -q \"$PWD/sub\" mods/sub");
+        _cleanup_free_ char *inside = strdup_printf("%s/super/mods/sub", tmp_root);
+        _cleanup_free_ char *r = NULL;
+        ck_assert_int_eq(cli_workspace_root(inside, &r), 0);
+        ck_assert_str_eq(r, inside);
+}
+END_TEST
+
+START_TEST(test_workspace_root_no_repo) {
+        _cleanup_free_ char *plain = strdup_printf("%s/plain", tmp_root);
+        ck_assert_int_ge(mkdir_p(plain, 0755), 0);
+        /* GIT_CEILING_DIRECTORIES keeps git from finding a repo above the temp dir */
+        setenv("GIT_CEILING_DIRECTORIES", tmp_root, 1);
+        _cleanup_free_ char *r = NULL;
+        ck_assert_int_eq(cli_workspace_root(plain, &r), 0);
+        ck_assert_str_eq(r, plain);
+}
+END_TEST
+
+/* Feed `data` through a pipe and read it back as --prompt -. */
+static int read_prompt_from(const char *data, size_t len, char **ret, size_t *ret_len, cli_error *err) {
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(write(p[1], data, len), (ssize_t) len);
+        close(p[1]);
+        int r = cli_read_prompt(p[0], "dispatch", NULL, ret, ret_len, err);
+        close(p[0]);
+        return r;
+}
+
+START_TEST(test_prompt_from_stdin) {
+        static const struct { const char *in; size_t in_len; const char *out; size_t out_len; } cases[] = {
+                { "hello\n", 6, "hello", 5 },
+                { "a\r\n", 3, "a", 1 },
+                { "a\n\n", 3, "a\n", 2 },
+                { "no newline", 10, "no newline", 10 },
+                { "  spaced  \n", 11, "  spaced  ", 10 },
+                { "a\0b\n", 4, "a\0b", 3 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                cli_error err = {};
+                _cleanup_free_ char *p = NULL;
+                size_t len = 0;
+                ck_assert_int_eq(read_prompt_from(cases[i].in, cases[i].in_len, &p, &len, &err), 0);
+                ck_assert_uint_eq(len, cases[i].out_len);
+                ck_assert(memcmp(p, cases[i].out, len) == 0);
+                ck_assert_int_eq(p[len], 0);
+        }
+        /* a large prompt (beyond one read buffer) */
+        size_t big = 300000;
+        _cleanup_free_ char *data = malloc(big + 1);
+        memset(data, 'x', big);
+        data[big] = '\n';
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                ssize_t n = write(p[1], data, big + 1);
+                _exit(n == (ssize_t) (big + 1) ? 0 : 1);
+        }
+        close(p[1]);
+        cli_error err = {};
+        _cleanup_free_ char *out = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(cli_read_prompt(p[0], "dispatch", NULL, &out, &len, &err), 0);
+        close(p[0]);
+        ck_assert_uint_eq(len, big);
+}
+END_TEST
+
+START_TEST(test_prompt_empty_stdin) {
+        static const char *const empties[] = { "", "\n", "\r\n" };
+        for (size_t i = 0; i < ELEMENTSOF(empties); i++) {
+                cli_error err = {};
+                char *p = NULL;
+                size_t len;
+                ck_assert_int_eq(read_prompt_from(empties[i], strlen(empties[i]), &p, &len, &err), -EINVAL);
+                ck_assert_int_eq(err.exit_code, CLI_EXIT_USAGE);
+                ck_assert_str_eq(err.text, "--prompt - received empty stdin");
+                ck_assert_str_eq(err.help, "Pipe a prompt into the command (e.g. `cat prompt.txt | taskferry dispatch --prompt -`), or pass --prompt \"<text>\" directly");
+                cli_error_done(&err);
+        }
+}
+END_TEST
+
+START_TEST(test_prompt_tty_rejected) {
+        int master = posix_openpt(O_RDWR | O_NOCTTY);
+        ck_assert_int_ge(master, 0);
+        ck_assert_int_eq(grantpt(master), 0);
+        ck_assert_int_eq(unlockpt(master), 0);
+        int tty = open(ptsname(master), O_RDWR | O_NOCTTY);
+        ck_assert_int_ge(tty, 0);
+        cli_error err = {};
+        char *p = NULL;
+        size_t len;
+        ck_assert_int_eq(cli_read_prompt(tty, "dispatch", NULL, &p, &len, &err), -EINVAL);
+        ck_assert_str_eq(err.text, "--prompt - requires a piped stdin (no TTY input detected)");
+        cli_error_done(&err);
+        close(tty);
+        close(master);
+}
+END_TEST
+
+static volatile sig_atomic_t alarm_fired;
+static void on_alarm(int sig) {
+        (void) sig;
+        alarm_fired = 1;
+}
+
+START_TEST(test_prompt_interrupted) {
+        /* The write end stays open, so read() blocks until the signal. */
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(write(p[1], "partial", 7), 7);
+        struct sigaction sa = { .sa_handler = on_alarm }; /* no SA_RESTART */
+        sigemptyset(&sa.sa_mask);
+        ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+        alarm(1);
+        cli_error err = {};
+        char *out = NULL;
+        size_t len;
+        ck_assert_int_eq(cli_read_prompt(p[0], "dispatch", &alarm_fired, &out, &len, &err), -EINVAL);
+        ck_assert(alarm_fired);
+        ck_assert_str_eq(err.text, "--prompt - aborted while waiting for stdin to close");
+        cli_error_done(&err);
+        close(p[0]);
+        close(p[1]);
+}
+END_TEST
+
+static Suite *cli_resolve_suite(void) {
+        Suite *s = suite_create("cli-resolve");
+        TCase *tc = tcase_create("resolve");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_normalize_existing_and_relative);
+        tcase_add_test(tc, test_normalize_missing_directory);
+        tcase_add_test(tc, test_normalize_file_is_not_directory);
+        tcase_add_test(tc, test_workspace_root_repo_and_subdir);
+        tcase_add_test(tc, test_workspace_root_linked_worktree);
+        tcase_add_test(tc, test_workspace_root_submodule);
+        tcase_add_test(tc, test_workspace_root_no_repo);
+        tcase_add_test(tc, test_prompt_from_stdin);
+        tcase_add_test(tc, test_prompt_empty_stdin);
+        tcase_add_test(tc, test_prompt_tty_rejected);
+        tcase_add_test(tc, test_prompt_interrupted);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(cli_resolve_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
