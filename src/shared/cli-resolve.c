@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,30 +95,52 @@ int cli_read_prompt(int fd, const char *command, volatile sig_atomic_t *interrup
         if (!help) return -ENOMEM;
         if (isatty(fd)) return cli_error_usage(err, help, "--prompt - requires a piped stdin (no TTY input detected)");
 
+        /* With SIGINT/SIGTERM blocked, ppoll() unblocks them atomically while
+         * it waits: a signal that arrives before or during the wait always
+         * ends it (no window between checking the flag and sleeping). */
+        sigset_t block, saved;
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT);
+        sigaddset(&block, SIGTERM);
+        if (interrupted) sigprocmask(SIG_BLOCK, &block, &saved);
+
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
+        int r = 0;
         for (;;) {
+                if (interrupted) {
+                        if (*interrupted) {
+                                r = cli_error_usage(err, help, "--prompt - aborted while waiting for stdin to close");
+                                break;
+                        }
+                        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                        if (ppoll(&pfd, 1, NULL, &saved) < 0) {
+                                if (errno == EINTR) continue;
+                                r = cli_error_usage(err, help, "--prompt - could not read stdin: %s", strerror(errno));
+                                break;
+                        }
+                }
                 if (cap - len < 65536) {
                         size_t ncap = cap ? cap * 2 : 65536;
                         char *nb = realloc(buf, ncap + 1);
-                        if (!nb) return -ENOMEM;
+                        if (!nb) {
+                                r = -ENOMEM;
+                                break;
+                        }
                         buf = nb;
                         cap = ncap;
                 }
                 ssize_t n = read(fd, buf + len, cap - len);
                 if (n < 0) {
-                        if (errno == EINTR) {
-                                if (interrupted && *interrupted)
-                                        return cli_error_usage(err, help, "--prompt - aborted while waiting for stdin to close");
-                                continue;
-                        }
-                        return cli_error_usage(err, help, "--prompt - could not read stdin: %s", strerror(errno));
+                        if (errno == EINTR) continue;
+                        r = cli_error_usage(err, help, "--prompt - could not read stdin: %s", strerror(errno));
+                        break;
                 }
                 if (n == 0) break;
                 len += (size_t) n;
         }
-        if (interrupted && *interrupted)
-                return cli_error_usage(err, help, "--prompt - aborted while waiting for stdin to close");
+        if (interrupted) sigprocmask(SIG_SETMASK, &saved, NULL);
+        if (r < 0) return r;
         if (len > 0 && buf[len - 1] == '\n') {
                 len--;
                 if (len > 0 && buf[len - 1] == '\r') len--;

@@ -27,8 +27,9 @@ int cli_workspace_root(const char *dir, char **ret);
 
 /* Read the prompt for `--prompt -` from fd (§2.6): fd must not be a TTY;
  * reads to EOF; strips one trailing "\n" or "\r\n"; an empty result is an
- * error. If a signal handler sets *interrupted while read() waits (install
- * it without SA_RESTART), fails with "--prompt - aborted while waiting for
+ * error. With `interrupted` non-NULL, SIGINT and SIGTERM are blocked except
+ * while waiting for input (ppoll), so a handler that sets *interrupted ends
+ * the wait whenever the signal comes: "--prompt - aborted while waiting for
  * stdin to close". All failures are usage errors (exit 2) naming `command`
  * in the help. Returns 0 with a malloc'd, NUL-terminated prompt of
  * *ret_len bytes; -EINVAL with err set; -ENOMEM. */

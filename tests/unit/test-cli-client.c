@@ -8,6 +8,7 @@
  * check exactly what the CLI sent. */
 #include <check.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,14 @@ static void serve_connection(int fd, json_object *script, pid_t daemon_pid, cons
                                         for (size_t i = 0; i < json_object_array_length(frames); i++) {
                                                 const char *fr = json_object_get_string(json_object_array_get_idx(frames, i));
                                                 if (streq(fr, "CLOSE")) _exit(0);
+                                                if (startswith(fr, "WAITFILE:")) {
+                                                        /* hold the answer until the test creates the file (max 60 s) */
+                                                        for (int w = 0; w < 6000 && access(fr + 9, F_OK) < 0; w++) {
+                                                                struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+                                                                if (poll(&pfd, 1, 10) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP))) _exit(0);
+                                                        }
+                                                        continue;
+                                                }
                                                 if (streq(fr, "BIG")) {
                                                         size_t big = 1100 * 1024;
                                                         char *x = malloc(big);
@@ -1115,6 +1124,157 @@ START_TEST(test_cli_auto_start_disabled) {
 }
 END_TEST
 
+/* Start build/taskferry with args in tmp; stdout to <tmp>/<name>.out; stdin
+ * from *stdin_fd (a pipe we keep the write end of) when stdin_w is non-NULL. */
+static pid_t spawn_cli(const char *name, int *stdin_w, char *const *args) {
+        _cleanup_free_ char *bin = strdup_printf("%s/taskferry", TASKFERRY_BUILD_DIR);
+        _cleanup_free_ char *out = strdup_printf("%s/%s.out", tmp, name);
+        int p[2] = { -1, -1 };
+        if (stdin_w) ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        int execd[2]; /* closed by the exec: tells us taskferry (not the fork of this test) runs */
+        ck_assert_int_eq(pipe2(execd, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                signal(SIGTERM, SIG_DFL);
+                signal(SIGINT, SIG_DFL);
+                int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                dup2(fd, STDOUT_FILENO);
+                if (stdin_w) dup2(p[0], STDIN_FILENO);
+                else {
+                        int nfd = open("/dev/null", O_RDONLY);
+                        dup2(nfd, STDIN_FILENO);
+                }
+                if (chdir(tmp) < 0) _exit(126);
+                char *argv[32];
+                size_t n = 0;
+                argv[n++] = bin;
+                for (size_t i = 0; args[i]; i++) argv[n++] = args[i];
+                argv[n] = NULL;
+                execv(bin, argv);
+                _exit(127);
+        }
+        close(execd[1]);
+        char c;
+        while (read(execd[0], &c, 1) < 0 && errno == EINTR) {}
+        close(execd[0]);
+        if (stdin_w) {
+                close(p[0]);
+                *stdin_w = p[1];
+        }
+        return pid;
+}
+
+/* Whether pid currently catches signal sig (SigCgt in /proc/<pid>/status). */
+static bool catches_signal(pid_t pid, int sig) {
+        _cleanup_free_ char *path = strdup_printf("/proc/%d/status", (int) pid);
+        char *data = NULL;
+        size_t len;
+        if (read_file(path, 1 << 16, &data, &len) < 0) return false;
+        char *line = strstr(data, "\nSigCgt:");
+        unsigned long long mask = line ? strtoull(line + 8, NULL, 16) : 0;
+        free(data);
+        return mask & (1ULL << (sig - 1));
+}
+
+static void wait_until(bool (*pred)(void *), void *arg, const char *what) {
+        for (int i = 0; i < 6000; i++) {
+                if (pred(arg)) return;
+                usleep(10000);
+        }
+        ck_abort_msg("gave up waiting for %s", what);
+}
+
+static bool request_logged(void *method) {
+        _cleanup_free_ char *path = strdup_printf("%s/requests.jsonl", runtime);
+        char *data = NULL;
+        size_t len;
+        if (read_file(path, 1 << 24, &data, &len) < 0) return false;
+        _cleanup_free_ char *needle = strdup_printf("\"method\":\"%s\"", (const char *) method);
+        bool found = strstr(data, needle) != NULL;
+        free(data);
+        return found;
+}
+
+static bool sigint_handler_gone(void *pid) {
+        return !catches_signal(*(pid_t *) pid, SIGINT);
+}
+
+static bool sigint_handler_installed(void *pid) {
+        return catches_signal(*(pid_t *) pid, SIGINT);
+}
+
+#define WAIT_SCRIPT(go)                                                                                    \
+        "{\"task.wait\":[\"WAITFILE:" go "\",\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%%ID%%\\\","     \
+        "\\\"result\\\":{\\\"id\\\":\\\"oc_a\\\",\\\"status\\\":\\\"done\\\",\\\"startedAt\\\":null,"          \
+        "\\\"exitCode\\\":0,\\\"signal\\\":null}}\"]}"
+
+START_TEST(test_cli_first_sigint_swallowed_during_wait) {
+        _cleanup_free_ char *go = strdup_printf("%s/go", tmp);
+        _cleanup_free_ char *script = strdup_printf(WAIT_SCRIPT("%s"), go);
+        write_script(script);
+        char *args[] = { "wait", "oc_a", NULL };
+        pid_t pid = spawn_cli("wait", NULL, args);
+        wait_until(request_logged, "task.wait", "the wait request");
+        ck_assert(catches_signal(pid, SIGINT));
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        wait_until(sigint_handler_gone, &pid, "the SIGINT handler to run");
+        ck_assert_int_eq(write_file_atomic(go, "", 0, 0600), 0);
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status));
+        ck_assert_int_eq(WEXITSTATUS(status), 0);
+        _cleanup_free_ char *out_path = strdup_printf("%s/wait.out", tmp);
+        char *out = NULL;
+        size_t len;
+        ck_assert_int_eq(read_file(out_path, 1 << 20, &out, &len), 0);
+        ck_assert(startswith(out, "id: oc_a\nstatus: done\n"));
+        free(out);
+}
+END_TEST
+
+START_TEST(test_cli_second_sigint_kills_wait) {
+        _cleanup_free_ char *go = strdup_printf("%s/go", tmp);
+        _cleanup_free_ char *script = strdup_printf(WAIT_SCRIPT("%s"), go);
+        write_script(script);
+        char *args[] = { "wait", "oc_a", NULL };
+        pid_t pid = spawn_cli("wait", NULL, args);
+        wait_until(request_logged, "task.wait", "the wait request");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        wait_until(sigint_handler_gone, &pid, "the SIGINT handler to run");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFSIGNALED(status));
+        ck_assert_int_eq(WTERMSIG(status), SIGINT);
+        /* let the fake daemon's connection handler finish */
+        ck_assert_int_eq(write_file_atomic(go, "", 0, 0600), 0);
+}
+END_TEST
+
+START_TEST(test_cli_sigint_aborts_prompt_stdin) {
+        int w = -1;
+        char *args[] = { "dispatch", "--prompt", "-", NULL };
+        pid_t pid = spawn_cli("dispatch", &w, args);
+        ck_assert_int_eq(write(w, "partial prompt", 14), 14); /* stdin stays open */
+        wait_until(sigint_handler_installed, &pid, "the SIGINT handler");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        close(w);
+        ck_assert(WIFEXITED(status));
+        ck_assert_int_eq(WEXITSTATUS(status), 2);
+        _cleanup_free_ char *out_path = strdup_printf("%s/dispatch.out", tmp);
+        char *out = NULL;
+        size_t len;
+        ck_assert_int_eq(read_file(out_path, 1 << 20, &out, &len), 0);
+        ck_assert_str_eq(out, "error: \"--prompt - aborted while waiting for stdin to close\"\n"
+                              "help: \"Pipe a prompt into the command (e.g. `cat prompt.txt | taskferry dispatch --prompt -`), or pass --prompt \\\"<text>\\\" directly\"\n");
+        free(out);
+        ck_assert_uint_eq(count_starts(), 0);
+}
+END_TEST
+
 static Suite *cli_client_suite(void) {
         Suite *s = suite_create("cli-client");
         TCase *frames = tcase_create("frames");
@@ -1162,6 +1322,9 @@ static Suite *cli_client_suite(void) {
         tcase_add_test(bin, test_cli_result_params_and_rewrite);
         tcase_add_test(bin, test_cli_list_projection);
         tcase_add_test(bin, test_cli_auto_start_disabled);
+        tcase_add_test(bin, test_cli_first_sigint_swallowed_during_wait);
+        tcase_add_test(bin, test_cli_second_sigint_kills_wait);
+        tcase_add_test(bin, test_cli_sigint_aborts_prompt_stdin);
         suite_add_tcase(s, bin);
         return s;
 }

@@ -262,6 +262,39 @@ START_TEST(test_prompt_interrupted) {
 }
 END_TEST
 
+static volatile sig_atomic_t int_seen;
+static void on_int(int sig) {
+        (void) sig;
+        int_seen = 1;
+}
+
+START_TEST(test_prompt_interrupt_pending_before_wait) {
+        /* A Ctrl-C that lands before the wait starts (while the CLI was still
+         * resolving the directory) must abort, not be lost: the write end
+         * stays open, so without the check this would block forever. */
+        struct sigaction sa = { .sa_handler = on_int, .sa_flags = SA_RESETHAND };
+        sigemptyset(&sa.sa_mask);
+        ck_assert_int_eq(sigaction(SIGINT, &sa, NULL), 0);
+        ck_assert_int_eq(raise(SIGINT), 0);
+        ck_assert(int_seen);
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        cli_error err = {};
+        char *out = NULL;
+        size_t len;
+        ck_assert_int_eq(cli_read_prompt(p[0], "dispatch", &int_seen, &out, &len, &err), -EINVAL);
+        ck_assert_str_eq(err.text, "--prompt - aborted while waiting for stdin to close");
+        cli_error_done(&err);
+        /* the signal mask is restored */
+        sigset_t now;
+        ck_assert_int_eq(sigprocmask(SIG_BLOCK, NULL, &now), 0);
+        ck_assert(!sigismember(&now, SIGINT));
+        ck_assert(!sigismember(&now, SIGTERM));
+        close(p[0]);
+        close(p[1]);
+}
+END_TEST
+
 static Suite *cli_resolve_suite(void) {
         Suite *s = suite_create("cli-resolve");
         TCase *tc = tcase_create("resolve");
@@ -278,6 +311,7 @@ static Suite *cli_resolve_suite(void) {
         tcase_add_test(tc, test_prompt_empty_stdin);
         tcase_add_test(tc, test_prompt_tty_rejected);
         tcase_add_test(tc, test_prompt_interrupted);
+        tcase_add_test(tc, test_prompt_interrupt_pending_before_wait);
         suite_add_tcase(s, tc);
         return s;
 }
