@@ -147,6 +147,44 @@ static void help(void) {
                "keeps task state under $TASKFERRY_STATE_DIR. The CLI starts it on demand.\n");
 }
 
+static void manager_free(Manager *m) {
+        server_close(m, "shutdown");
+        jobs_free(m);
+        for (size_t i = 0; i < m->n_tasks; i++) {
+                Task *t = m->tasks[i];
+                while (t->waiters) {
+                        Request *w = t->waiters;
+                        t->waiters = w->next_waiter;
+                        request_free(w);
+                }
+                sd_event_source_disable_unref(t->shim_source);
+                sd_event_source_disable_unref(t->status_source);
+                sd_event_source_disable_unref(t->kill_timer);
+                safe_close(t->shim_pidfd);
+                safe_close(t->status_fd);
+                free(t->status_buf);
+                json_object_put(t->caller_env);
+                json_object_put(t->rec);
+                free(t->id);
+                free(t);
+        }
+        free(m->tasks);
+        m->tasks = NULL;
+        m->n_tasks = 0;
+        m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
+        m->event = sd_event_unref(m->event);
+        free(m->state_load_error);
+        settings_done(&m->settings);
+        tf_paths_done(&m->paths);
+}
+
+/* Log the reason of a failed start to stderr and daemon-boot.err; returns the exit code. */
+static int fail_start(Manager *m, const char *msg) {
+        write_boot_error(m, msg);
+        manager_free(m);
+        return 1;
+}
+
 int main(int argc, char *argv[]) {
         log_set_program("taskferryd");
         static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {}};
@@ -180,16 +218,15 @@ int main(int argc, char *argv[]) {
         r = settings_load(&m->settings, &err);
         if (r < 0) {
                 fprintf(stderr, "error: %s\n", err ? err : strerror(-r));
-                write_boot_error(m, err ? err : strerror(-r));
-                return 1;
+                return fail_start(m, err ? err : strerror(-r));
         }
         r = create_state_dirs(m);
-        if (r < 0) {
-                write_boot_error(m, "cannot create the state or runtime directory");
-                return 1;
-        }
+        if (r < 0) return fail_start(m, "cannot create the state or runtime directory");
         r = sd_event_default(&m->event);
-        if (r < 0) return log_error_errno(r, "cannot create the event loop"), 1;
+        if (r < 0) {
+                log_error_errno(r, "cannot create the event loop");
+                return fail_start(m, "cannot create the event loop");
+        }
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -199,49 +236,19 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
         r = manager_load_tasks(m);
-        if (r < 0) {
-                write_boot_error(m, "cannot load tasks.json");
-                return 1;
-        }
+        if (r < 0) return fail_start(m, "cannot load tasks.json");
         (void) manager_flush(m);
         r = server_listen(m);
-        if (r < 0) {
-                write_boot_error(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
-                return 1;
-        }
+        if (r < 0)
+                return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
         (void) sd_event_set_watchdog(m->event, true);
         sd_notifyf(false, "READY=1\nSTATUS=%zu tasks loaded\nMAINPID=%d", m->n_tasks, (int) getpid());
 
         r = sd_event_loop(m->event);
         sd_notify(false, "STOPPING=1");
         m->shutting_down = true;
-        r = manager_flush(m);
-        if (r < 0) log_error_errno(r, "error: daemon shutdown failed: cannot flush tasks.json");
-        server_close(m, "shutdown");
-        jobs_free(m);
-        for (size_t i = 0; i < m->n_tasks; i++) {
-                Task *t = m->tasks[i];
-                while (t->waiters) {
-                        Request *w = t->waiters;
-                        t->waiters = w->next_waiter;
-                        request_free(w);
-                }
-                sd_event_source_disable_unref(t->shim_source);
-                sd_event_source_disable_unref(t->status_source);
-                sd_event_source_disable_unref(t->kill_timer);
-                safe_close(t->shim_pidfd);
-                safe_close(t->status_fd);
-                free(t->status_buf);
-                json_object_put(t->caller_env);
-                json_object_put(t->rec);
-                free(t->id);
-                free(t);
-        }
-        free(m->tasks);
-        sd_event_source_disable_unref(m->persist_timer);
-        sd_event_unref(m->event);
-        free(m->state_load_error);
-        settings_done(&m->settings);
-        tf_paths_done(&m->paths);
-        return r < 0 ? 1 : 0;
+        int k = manager_flush(m);
+        if (k < 0) log_error_errno(k, "daemon shutdown failed: cannot flush tasks.json");
+        manager_free(m);
+        return r < 0 || k < 0 ? 1 : 0;
 }

@@ -114,12 +114,27 @@ void tf_world_free(tf_world *w) {
                 }
         }
         if (w->daemon_pid > 0) waitpid(w->daemon_pid, NULL, WNOHANG);
-        /* give settling shims a moment, then remove everything */
+        /* a sanitizer report from the daemon, a shim or a forked job fails the test */
+        const char *logs[] = {"daemon.log", "run/daemon-boot-stderr.log"};
+        char *report = NULL;
+        for (size_t i = 0; i < 2 && !report; i++) {
+                char *p = xstrdup_printf("%s/%s", w->root, logs[i]);
+                char *data = NULL;
+                if (read_file(p, (size_t) 1 << 26, &data, NULL) == 0) {
+                        if (strstr(data, "AddressSanitizer") || strstr(data, "LeakSanitizer") ||
+                            strstr(data, "runtime error:"))
+                                report = data;
+                        else
+                                free(data);
+                }
+                free(p);
+        }
         rm_rf(w->root);
         free(w->root), free(w->state), free(w->run), free(w->cache), free(w->home), free(w->cfg);
         free(w->repo_parent), free(w->socket), free(w->fixtures);
         strv_free(w->env);
         free(w);
+        if (report) ck_abort_msg("sanitizer report from a taskferry process:\n%s", report);
 }
 
 void tf_run_done(tf_run *r) {
@@ -362,8 +377,14 @@ void tf_daemon_start(tf_world *w) {
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
+                /* never hold the test runner's output pipes: an orphaned daemon
+                 * would keep ctest waiting */
                 int devnull = open("/dev/null", O_RDWR);
+                char *logp = xstrdup_printf("%s/daemon.log", w->root);
+                int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
                 dup2(devnull, 0);
+                dup2(logfd >= 0 ? logfd : devnull, 1);
+                dup2(logfd >= 0 ? logfd : devnull, 2);
                 setsid();
                 char *argv[] = {(char *) tf_bin("taskferryd"), NULL};
                 execve(argv[0], argv, w->env);

@@ -2,6 +2,7 @@
  * taskferryd (spec acceptance-scenarios.md P1–P11; protocol-cli.md §1, §4). */
 
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -315,6 +316,9 @@ START_TEST(socket_activation) {
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
                 setsid();
+                char *logp = strdup_printf("%s/daemon.log", w->root);
+                int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+                if (logfd >= 0) dup2(logfd, 1), dup2(logfd, 2);
                 char *argv[] = {(char *) "systemd-socket-activate", (char *) "-l", w->socket,
                                 (char *) tf_bin("taskferryd"), NULL};
                 execvpe(argv[0], argv, w->env);
