@@ -1,0 +1,228 @@
+/* Durable state and lifecycle through the real daemon: tasks survive a
+ * restart, unreadable state is never overwritten, cancel kills the whole
+ * process group, the concurrency cap queues, and a worker that dies mid-line
+ * loses nothing it printed. */
+
+#include <check.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+static json_object *cli_json(tf_world *w, const char *const argv[], int want_exit) {
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == want_exit, "%s: exit %d: %s %s", argv[0], r.exit_code, r.out, r.err);
+        json_object *o = tf_json(r.out);
+        tf_run_done(&r);
+        return o;
+}
+
+static void stop_daemon(tf_world *w) {
+        pid_t pid = tf_daemon_pid(w);
+        ck_assert_int_gt(pid, 0);
+        kill(pid, SIGTERM);
+        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(10000);
+        ck_assert_msg(kill(pid, 0) < 0, "daemon did not stop");
+}
+
+START_TEST(tasks_survive_restart) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        const char *d1[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "echo persisted", NULL};
+        char *done_id = tf_dispatch(w, d1);
+        json_object_put(tf_wait_settled(w, done_id));
+        const char *d2[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "sleep 60", NULL};
+        char *run_id = tf_dispatch(w, d2);
+        stop_daemon(w);
+        /* the next CLI call starts a new daemon that knows both tasks */
+        const char *res[] = {"result", done_id, "--json", NULL};
+        json_object *o = cli_json(w, res, 0);
+        ck_assert_str_eq(tf_jstr(o, "status"), "done");
+        ck_assert_str_eq(tf_jstr(o, "message"), "persisted\n");
+        json_object_put(o);
+        const char *st[] = {"status", run_id, "--json", NULL};
+        o = cli_json(w, st, 0);
+        ck_assert_str_eq(tf_jstr(o, "status"), "unknown");
+        json_object_put(o);
+        const char *list[] = {"list", "--all", "--json", NULL};
+        o = cli_json(w, list, 0);
+        int64_t n = -1;
+        json_get_int64(json_get_object(o, "counts"), "unknown", &n);
+        ck_assert_int_eq(n, 1);
+        json_get_int64(json_get_object(o, "counts"), "done", &n);
+        ck_assert_int_eq(n, 1);
+        json_object_put(o);
+        free(done_id), free(run_id);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(unreadable_state_is_never_overwritten) {
+        tf_world *w = tf_world_new(NULL);
+        ck_assert_int_eq(mkdir_p(w->state, 0700), 0);
+        const char *garbage = "[{\"id\": \"oc_x\", truncated";
+        tf_write(tf_path(w->state, "tasks.json"), garbage, strlen(garbage), 0600);
+        const char *list[] = {"list", "--all", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, list);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_msg(strstr(r.out, "could not read persisted task state"), "%s", r.out);
+        tf_run_done(&r);
+        const char *d[] = {"dispatch", "--executor", "shell", "--directory", w->repo_parent, "--prompt", "true", NULL};
+        r = tf_cli(w, NULL, NULL, d);
+        ck_assert_int_eq(r.exit_code, 1);
+        tf_run_done(&r);
+        stop_daemon(w);
+        char *after = tf_read(tf_path(w->state, "tasks.json"), NULL);
+        ck_assert_str_eq(after, garbage);
+        free(after);
+        tf_world_free(w);
+}
+END_TEST
+
+static bool group_gone(tf_world *w, void *arg) {
+        pid_t pgid = *(pid_t *) arg;
+        return kill(-pgid, 0) < 0 && errno == ESRCH;
+}
+
+START_TEST(cancel_kills_the_process_group) {
+        tf_world *w = tf_world_new(NULL);
+        /* a grandchild that ignores nothing, and a worker that traps TERM */
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt",
+                           "sleep 300 & trap '' TERM; echo started; while :; do sleep 0.1; done", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = NULL;
+        int64_t pid = 0;
+        for (int i = 0; i < 500 && pid <= 0; i++) {
+                const char *s[] = {"status", id, "--full", "--json", NULL};
+                st = cli_json(w, s, 0);
+                json_get_int64(st, "pid", &pid);
+                json_object_put(st);
+                if (pid <= 0) usleep(20000);
+        }
+        ck_assert_int_gt(pid, 0);
+        const char *c[] = {"cancel", id, "--grace-ms", "500", "--json", NULL};
+        json_object *o = cli_json(w, c, 0);
+        char *note = strdup_printf("SIGTERM sent to process group %lld; escalates to SIGKILL after 500ms if it hasn't exited",
+                                   (long long) pid);
+        ck_assert_str_eq(tf_jstr(o, "note"), note);
+        free(note);
+        json_object_put(o);
+        st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "cancelled");
+        ck_assert(json_get_bool(st, "cancelRequested", false));
+        json_object_put(st);
+        pid_t pg = (pid_t) pid;
+        ck_assert(tf_wait_until(group_gone, w, &pg, 10000));
+        /* cancelling again is an idempotent no-op */
+        o = cli_json(w, c, 0);
+        ck_assert_str_eq(tf_jstr(o, "note"), "task is already cancelled; nothing to cancel");
+        json_object_put(o);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(concurrency_cap_queues_and_queued_cancel) {
+        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", (char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        const char *d1[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "sleep 1; echo one", NULL};
+        char *a = tf_dispatch(w, d1);
+        const char *d2[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "echo two", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, (const char *const[]){"dispatch", "--json", "--executor", "shell", "--directory",
+                                                               w->repo_parent, "--prompt", "echo two", NULL});
+        ck_assert_int_eq(r.exit_code, 0);
+        json_object *o = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(o, "status"), "queued");
+        char *b = strdup(tf_jstr(o, "id"));
+        char *next = strdup_printf("Task is queued; run taskferry wait or taskferry status with task id \"%s\" to check when it starts", b);
+        ck_assert_str_eq(tf_jstr(o, "next"), next);
+        free(next);
+        json_object_put(o);
+        tf_run_done(&r);
+        char *c = tf_dispatch(w, d2);
+        const char *cancel[] = {"cancel", c, "--json", NULL};
+        o = cli_json(w, cancel, 0);
+        ck_assert_str_eq(tf_jstr(o, "status"), "cancelled");
+        ck_assert_str_eq(tf_jstr(o, "note"), "queued task cancelled before launch");
+        json_object_put(o);
+        json_object *sb = tf_wait_settled(w, b);
+        ck_assert_str_eq(tf_jstr(sb, "status"), "done");
+        json_object_put(sb);
+        json_object *sa = tf_wait_settled(w, a);
+        ck_assert_str_eq(tf_jstr(sa, "status"), "done");
+        /* b started only after a ended */
+        ck_assert_str_le(tf_jstr(sa, "endedAt"), tf_jstr(sb = tf_wait_settled(w, b), "endedAt"));
+        json_object_put(sa);
+        json_object_put(sb);
+        json_object *sc = tf_wait_settled(w, c);
+        ck_assert_str_eq(tf_jstr(sc, "status"), "cancelled");
+        ck_assert_ptr_null(json_get_object(sc, "pid"));
+        json_object_put(sc);
+        free(a), free(b), free(c);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(worker_dying_mid_line_keeps_output) {
+        tf_world *w = tf_world_new(NULL);
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt",
+                           "echo first line; printf 'half a li'; kill -KILL $$", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
+        /* bwrap reports a worker killed by signal N as exit status 128+N */
+        int64_t code = 0;
+        bool has_code = json_get_int64(st, "exitCode", &code);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "signal")), "SIGKILL") || (has_code && code == 128 + SIGKILL),
+                      "%s", json_to_line(st, NULL));
+        json_object_put(st);
+        const char *res[] = {"result", id, "--json", NULL};
+        json_object *o = cli_json(w, res, 0);
+        ck_assert_str_eq(tf_jstr(o, "message"), "first line\nhalf a li");
+        json_object_put(o);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(nonzero_exit_and_stderr_boot_failure) {
+        tf_world *w = tf_world_new(NULL);
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt",
+                           "echo 'Error: could not load config' >&2; exit 3", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
+        int64_t code = 0;
+        json_get_int64(st, "exitCode", &code);
+        ck_assert_int_eq(code, 3);
+        ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")), "shell_boot_failure");
+        ck_assert_str_eq(strempty(tf_jstr(st, "failureDetail")), "Error: could not load config");
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("daemon-state");
+        TCase *tc = tcase_create("state");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, tasks_survive_restart);
+        tcase_add_test(tc, unreadable_state_is_never_overwritten);
+        tcase_add_test(tc, cancel_kills_the_process_group);
+        tcase_add_test(tc, concurrency_cap_queues_and_queued_cancel);
+        tcase_add_test(tc, worker_dying_mid_line_keeps_output);
+        tcase_add_test(tc, nonzero_exit_and_stderr_boot_failure);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
