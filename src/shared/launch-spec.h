@@ -15,7 +15,9 @@
  *   "env": ["NAME=value", ...],            complete worker environment
  *   "logPath": "<state>/logs/<id>.ndjson",
  *   "taskDir": "<state>/tasks/<id>",        shim writes launch.json and exit.json here
- *   "promptFile": "<state>/prompts/<id>.prompt.txt",  used when unsandboxed (0600, deleted by the daemon at settle)
+ *   "promptFile": "<state>/prompts/<id>.prompt.txt"|null,  used when unsandboxed (0600, O_EXCL; deleted by the
+ *                                           daemon at settle); a sandboxed worker reads the prompt from a memfd
+ *                                           bound at SANDBOX_PROMPT_PATH instead (sandbox.h)
  *   "sandbox": null | {
  *       "uid": N, "gid": N,                  our real ids
  *       "tmpfs": ["/abs", ...],              masked dirs, in order (deny-list that exists, runtime dir, cache dir)
@@ -27,10 +29,12 @@
  *   }
  * }
  *
- * launch.json (written by the shim atomically, 0600, before the worker runs):
+ * launch.json (written by the shim atomically, 0600, as soon as the worker was exec'd):
  *   {"shimPid": N, "workerPid": N, "preDispatchHead": sha|null, "overlayMethod": "bwrap"|"userns"|null,
  *    "startedAt": ISO}
- * The same object is written as one line to the status fd.
+ * The same object is written as one line to the status fd, which the shim
+ * then closes. When the worker cannot be started, there is no launch.json and
+ * no line: the status fd reaches EOF after exit.json has been written.
  *
  * exit.json (written by the shim atomically, 0600, after the worker exited and
  * its stdout was drained into the log):
@@ -39,6 +43,7 @@
  * overlay mount failed, exec failed); exitCode and signal are then null. */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <json-c/json.h>
 
@@ -64,12 +69,55 @@ typedef struct launch_spec {
         launch_sandbox *sandbox; /* NULL: --no-sandbox */
 } launch_spec;
 
-/* Serialize / parse (strict: wrong types → -EBADMSG). */
+/* Serialize / parse. Parsing is strict (-EBADMSG): every key of the shape
+ * above must be present (nullable ones as null), with the right type, and no
+ * other key; taskId must pass task_id_is_valid(); executor must be non-empty;
+ * directory, logPath, taskDir, promptFile and every path in sandbox must be
+ * absolute; env entries must be "NAME=value" with a non-empty NAME; strings
+ * must not contain NUL; uid/gid must be integers in 0..2^32-2. -ENOMEM. */
 int launch_spec_to_json(const launch_spec *s, json_object **ret);
 int launch_spec_from_json(json_object *j, launch_spec **ret);
 void launch_spec_free(launch_spec *s);
 
-/* Write the serialized spec into a sealed memfd; returns the fd (>= 0) or -errno. */
+/* Write the serialized spec into a sealed memfd (F_SEAL_SEAL|SHRINK|GROW|WRITE,
+ * memfd_create(2)) with its offset at 0; returns the fd (>= 0, close-on-exec:
+ * dup2 it to 3 in the child that execs the shim) or -errno. */
 int launch_spec_to_memfd(const launch_spec *s);
-/* Read and parse the spec from fd (reads to EOF from offset 0). */
+/* Read and parse the spec from fd (reads to EOF from offset 0 with pread; a
+ * pipe is read from its current position). At most 256 MiB (-EFBIG). */
 int launch_spec_read_fd(int fd, launch_spec **ret);
+
+/* ---- launch.json / exit.json (written by the shim, read by the daemon) ---- */
+
+#define LAUNCH_JSON_NAME "launch.json"
+#define EXIT_JSON_NAME "exit.json"
+
+typedef struct launch_info {
+        pid_t shim_pid, worker_pid;
+        char *pre_dispatch_head;  /* 40-hex sha (or the empty tree), NULL for a non-git target */
+        char *overlay_method;     /* "bwrap", "userns" or NULL (no sandbox / no overlay) */
+        uint64_t started_at_ms;   /* epoch ms; serialized as ISO-8601 (format_iso) */
+} launch_info;
+
+typedef struct exit_info {
+        bool has_exit_code;       /* false → "exitCode": null */
+        int exit_code;            /* 0..255 */
+        char *signal;             /* "SIGTERM" or NULL */
+        char *spawn_error;        /* NULL unless the worker could not be started */
+        uint64_t ended_at_ms;     /* epoch ms; serialized as ISO-8601 */
+} exit_info;
+
+/* launch.json object, keys in the order documented above. -ENOMEM. */
+int launch_info_to_json(const launch_info *i, json_object **ret);
+/* Strict parse (every key present, right types; unknown keys refused) → -EBADMSG. */
+int launch_info_from_json(json_object *j, launch_info *ret);
+void launch_info_done(launch_info *i);
+/* exit.json object, keys in the order documented above. -ENOMEM. */
+int exit_info_to_json(const exit_info *i, json_object **ret);
+/* Strict parse → -EBADMSG. */
+int exit_info_from_json(json_object *j, exit_info *ret);
+void exit_info_done(exit_info *i);
+/* Read <task_dir>/launch.json or <task_dir>/exit.json (at most 1 MiB).
+ * -ENOENT when the file does not exist (yet), -EBADMSG when malformed. */
+int launch_info_read(const char *task_dir, launch_info *ret);
+int exit_info_read(const char *task_dir, exit_info *ret);

@@ -1,1 +1,662 @@
-int main(void) { return 1; }
+/* taskferry-shim: the per-task monitor (DESIGN.md "Processes", "Data flow of
+ * one dispatch" steps 4-6).
+ *
+ *   taskferry-shim --spec-fd 3 --status-fd 4
+ *
+ * Reads the launch spec (launch-spec.h) from the spec fd, starts the worker
+ * (through bwrap when sandboxed, after mounting the overlay itself when bwrap
+ * cannot), writes <taskDir>/launch.json and the same object as one line on the
+ * status fd, forwards SIGTERM/SIGINT/SIGHUP to the worker's process group,
+ * normalizes the worker's stdout into the log (spec lifecycle.md §3.1) while
+ * its stderr goes to the log raw, and finally writes <taskDir>/exit.json.
+ *
+ * Exit status: 0 once exit.json is written (also for a worker that could not
+ * be started: exit.json then holds a spawnError); 1 if exit.json could not be
+ * written; 2 for a usage error. On a spawn error no launch.json is written and
+ * the status fd is closed without a line, after exit.json exists. */
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "executor.h"
+#include "json-util.h"
+#include "launch-spec.h"
+#include "log-pipe.h"
+#include "overlay.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define EMPTY_TREE_SHA "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+#define DRAIN_AFTER_EXIT_MS 2000
+
+/* Write end of the self-pipe the signal handler reports into. The only
+ * global: a signal handler cannot be handed a context. */
+static int signal_pipe_w = -1;
+
+static void on_signal(int sig) {
+        int saved = errno;
+        unsigned char b = (unsigned char) sig;
+        (void) !write(signal_pipe_w, &b, 1);
+        errno = saved;
+}
+
+typedef struct shim {
+        launch_spec *spec;
+        const executor *exec;
+        int status_fd;
+        int log_fd;
+        int signal_fd; /* read end of the self-pipe */
+
+        bool have_overlay_method;
+        overlay_method method;
+        char *pre_dispatch_head;
+
+        int prompt_fd;           /* sandboxed: memfd holding the prompt */
+        const char *prompt_path; /* path the worker reads the prompt from */
+
+        char **argv;             /* what we execve (bwrap ... -- worker, or the worker) */
+        char *exe;               /* resolved argv[0] */
+
+        pid_t worker;
+        bool reaped;
+        int wait_status;
+        uint64_t ended_at;
+} shim;
+
+static void shim_done(shim *s) {
+        launch_spec_free(s->spec);
+        safe_close(s->status_fd);
+        safe_close(s->log_fd);
+        safe_close(s->signal_fd);
+        safe_close(s->prompt_fd);
+        free(s->pre_dispatch_head);
+        strv_free(s->argv);
+        free(s->exe);
+}
+
+static int write_all(int fd, const void *data, size_t len) {
+        const char *p = data;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+/* ---- exit.json / launch.json ---- */
+
+static int write_json_file(const char *dir, const char *name, json_object *j) {
+        _cleanup_free_ char *path = strdup_printf("%s/%s", dir, name);
+        if (!path) return -ENOMEM;
+        size_t len;
+        const char *text = json_to_line(j, &len);
+        if (!text) return -ENOMEM;
+        _cleanup_free_ char *data = malloc(len + 1);
+        if (!data) return -ENOMEM;
+        memcpy(data, text, len);
+        data[len] = '\n';
+        return write_file_atomic(path, data, len + 1, 0600);
+}
+
+static int write_exit_json(shim *s, const char *spawn_error) {
+        exit_info ei = {.ended_at_ms = s->ended_at ? s->ended_at : now_ms()};
+        char sigbuf[16];
+        if (!spawn_error && s->reaped) {
+                if (WIFEXITED(s->wait_status)) {
+                        ei.has_exit_code = true;
+                        ei.exit_code = WEXITSTATUS(s->wait_status);
+                } else if (WIFSIGNALED(s->wait_status)) {
+                        int sig = WTERMSIG(s->wait_status);
+                        const char *name = signal_to_name(sig);
+                        if (!name) {
+                                snprintf(sigbuf, sizeof sigbuf, "SIG%d", sig);
+                                name = sigbuf;
+                        }
+                        ei.signal = (char *) name;
+                }
+        }
+        ei.spawn_error = (char *) spawn_error;
+        _cleanup_json_ json_object *j = NULL;
+        int r = exit_info_to_json(&ei, &j);
+        if (r < 0) return r;
+        return write_json_file(s->spec->task_dir, EXIT_JSON_NAME, j);
+}
+
+/* The worker could not be started: record why and finish. */
+static int fail_spawn(shim *s, const char *fmt, ...) _printf_(2, 3);
+static int fail_spawn(shim *s, const char *fmt, ...) {
+        va_list ap;
+        _cleanup_free_ char *msg = NULL;
+        va_start(ap, fmt);
+        int k = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (k < 0) msg = NULL;
+        const char *text = msg ? msg : "taskferry-shim: out of memory";
+        log_error("task %s: %s", s->spec->task_id, text);
+        int r = write_exit_json(s, text);
+        if (r < 0) {
+                log_error_errno(r, "cannot write %s/%s", s->spec->task_dir, EXIT_JSON_NAME);
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}
+
+/* ---- preparation ---- */
+
+static void strip_trailing_ws(char *s) {
+        size_t n = strlen(s);
+        while (n > 0 && strchr(" \t\r\n", s[n - 1])) s[--n] = 0;
+}
+
+/* spec sandbox-changeset-env.md §5.1; on the host, before the worker runs. */
+static int capture_head(const char *dir, char **ret) {
+        char *head_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C",
+                             (char *) dir, (char *) "rev-parse", (char *) "--verify", (char *) "-q",
+                             (char *) "HEAD", NULL};
+        run_result rr;
+        *ret = NULL;
+        int r = run_command(head_argv, NULL, NULL, 4096, -1, &rr);
+        if (r < 0) return 0; /* git missing: not a git target */
+        if (rr.exit_code == 0 && rr.out) {
+                strip_trailing_ws(rr.out);
+                if (*rr.out) {
+                        *ret = strdup(rr.out);
+                        run_result_done(&rr);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        }
+        run_result_done(&rr);
+        char *gitdir_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C",
+                               (char *) dir, (char *) "rev-parse", (char *) "--git-dir", NULL};
+        r = run_command(gitdir_argv, NULL, NULL, 65536, -1, &rr);
+        if (r < 0) return 0;
+        bool is_git = rr.exit_code == 0;
+        run_result_done(&rr);
+        if (is_git && !(*ret = strdup(EMPTY_TREE_SHA))) return -ENOMEM;
+        return 0;
+}
+
+static int write_prompt_file(const char *path, const char *prompt) {
+        _cleanup_free_ char *parent = strdup(path);
+        if (!parent) return -ENOMEM;
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                *slash = 0;
+                int r = mkdir_p(parent, 0700);
+                if (r < 0) return r;
+        }
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) return -errno;
+        if (fchmod(fd, 0600) < 0) return -errno;
+        return write_all(fd, prompt, strlen(prompt));
+}
+
+static int prompt_memfd(const char *prompt) {
+        _cleanup_close_ int fd = memfd_create("taskferry-prompt", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0) return -errno;
+        int r = write_all(fd, prompt, strlen(prompt));
+        if (r < 0) return r;
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) return -errno;
+        if (lseek(fd, 0, SEEK_SET) < 0) return -errno;
+        return TAKE_FD(fd);
+}
+
+/* ---- the worker child ---- */
+
+static _Noreturn void child_fail(int err_fd, const char *fmt, ...) _printf_(2, 3);
+static _Noreturn void child_fail(int err_fd, const char *fmt, ...) {
+        va_list ap;
+        char buf[4096];
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        if (n > 0) (void) write_all(err_fd, buf, (size_t) n < sizeof buf ? (size_t) n : sizeof buf - 1);
+        _exit(127);
+}
+
+static _Noreturn void run_worker(shim *s, int out_w, int err_w) {
+        /* Default dispositions and an empty mask: handlers are reset by
+         * execve, but ignored signals and the mask would be inherited. */
+        struct sigaction sa = {.sa_handler = SIG_DFL};
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP) (void) sigaction(sig, &sa, NULL);
+        sigset_t empty;
+        sigemptyset(&empty);
+        (void) sigprocmask(SIG_SETMASK, &empty, NULL);
+
+        if (setpgid(0, 0) < 0) child_fail(err_w, "setpgid: %s", strerror(errno));
+
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (devnull < 0) child_fail(err_w, "open /dev/null: %s", strerror(errno));
+        if (dup2(devnull, STDIN_FILENO) < 0 || dup2(out_w, STDOUT_FILENO) < 0 ||
+            dup2(s->log_fd, STDERR_FILENO) < 0)
+                child_fail(err_w, "dup2: %s", strerror(errno));
+
+        launch_sandbox *sb = s->spec->sandbox;
+        const char *dir = s->spec->directory;
+        if (sb && sb->overlay && s->method == OVERLAY_METHOD_USERNS) {
+                int r = userns_enter_as_root(getuid(), getgid());
+                if (r < 0)
+                        child_fail(err_w, "cannot enter a user namespace to mount the overlay: %s", strerror(-r));
+                char *err = NULL;
+                r = overlay_mount(sb->overlay->lower, sb->overlay->upper, sb->overlay->work, dir, true, &err);
+                if (r < 0) {
+                        if (err) child_fail(err_w, "%s", err);
+                        child_fail(err_w, "overlay mount on %s failed: %s", dir, strerror(-r));
+                }
+                free(err);
+        }
+        if (chdir(dir) < 0) child_fail(err_w, "cannot change to directory %s: %s", dir, strerror(errno));
+
+        if (s->prompt_fd >= 0 && fcntl(s->prompt_fd, F_SETFD, 0) < 0)
+                child_fail(err_w, "cannot pass the prompt to bwrap: %s", strerror(errno));
+
+        execve(s->exe, s->argv, s->spec->env);
+        int e = errno;
+        const char *name = strerrorname_np(e);
+        child_fail(err_w, "spawn %s %s", s->argv[0], name ? name : strerror(e));
+}
+
+/* Read the error pipe to EOF: empty means execve succeeded. */
+static int read_child_error(int fd, char **ret) {
+        char buf[4096];
+        size_t len = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                if (n == 0 || (len += (size_t) n) >= sizeof buf - 1) break;
+        }
+        buf[len] = 0;
+        *ret = NULL;
+        if (len > 0 && !(*ret = strdup(buf))) return -ENOMEM;
+        return 0;
+}
+
+/* ---- the monitor loop ---- */
+
+static void forward_signal(shim *s, int sig) {
+        if (s->worker <= 0 || s->reaped) return;
+        if (kill(-s->worker, sig) < 0 && errno == ESRCH) (void) kill(s->worker, sig);
+}
+
+static void try_reap(shim *s) {
+        if (s->reaped || s->worker <= 0) return;
+        int status;
+        pid_t p = waitpid(s->worker, &status, WNOHANG);
+        if (p == s->worker) {
+                s->reaped = true;
+                s->wait_status = status;
+                s->ended_at = now_ms();
+        }
+}
+
+/* Handle the bytes the signal handler wrote. */
+static void drain_signals(shim *s) {
+        unsigned char b[64];
+        ssize_t n;
+        while ((n = read(s->signal_fd, b, sizeof b)) > 0)
+                for (ssize_t i = 0; i < n; i++)
+                        if (b[i] == SIGTERM || b[i] == SIGINT || b[i] == SIGHUP) forward_signal(s, b[i]);
+        try_reap(s);
+}
+
+/* Takes out_r (the read end of the worker's stdout) and closes it. */
+static void monitor(shim *s, int out_r) {
+        log_pipe lp;
+        (void) log_pipe_init(&lp, s->exec, s->log_fd, s->spec->task_id);
+        bool out_open = true;
+        uint64_t deadline = 0;
+
+        for (;;) {
+                if (s->reaped && !out_open) break;
+                if (s->reaped && !deadline) deadline = mono_ms() + DRAIN_AFTER_EXIT_MS;
+                int timeout = -1;
+                if (deadline) {
+                        uint64_t now = mono_ms();
+                        if (now >= deadline) break; /* a grandchild still holds stdout: stop waiting */
+                        timeout = (int) (deadline - now);
+                }
+                struct pollfd p[2] = {{.fd = s->signal_fd, .events = POLLIN},
+                                      {.fd = out_open ? out_r : -1, .events = POLLIN}};
+                if (poll(p, 2, timeout) < 0) {
+                        if (errno == EINTR) continue;
+                        log_error_errno(-errno, "poll");
+                        break;
+                }
+                if (p[0].revents) drain_signals(s);
+                if (p[1].revents) {
+                        int r = log_pipe_read(&lp, out_r);
+                        if (r <= 0) {
+                                if (r < 0)
+                                        log_warning_errno(r, "task %s: reading the worker's stdout", s->spec->task_id);
+                                /* closed at once, so a worker still writing gets EPIPE instead of blocking */
+                                out_r = safe_close(out_r);
+                                out_open = false;
+                        }
+                }
+                try_reap(s);
+        }
+        safe_close(out_r);
+        log_pipe_finish(&lp);
+        log_pipe_done(&lp);
+}
+
+/* ---- main flow ---- */
+
+static int start_and_monitor(shim *s) {
+        launch_spec *spec = s->spec;
+        launch_sandbox *sb = spec->sandbox;
+        int r;
+
+        _cleanup_free_ char *log_parent = strdup(spec->log_path);
+        if (!log_parent) return fail_spawn(s, "out of memory");
+        char *slash = strrchr(log_parent, '/');
+        if (slash && slash != log_parent) {
+                *slash = 0;
+                (void) mkdir_p(log_parent, 0700);
+        }
+        s->log_fd = open(spec->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+        if (s->log_fd < 0) return fail_spawn(s, "cannot open log %s: %s", spec->log_path, strerror(errno));
+        if (fchmod(s->log_fd, 0600) < 0)
+                return fail_spawn(s, "cannot chmod log %s: %s", spec->log_path, strerror(errno));
+
+        s->exec = executor_find(spec->executor);
+        if (!s->exec) return fail_spawn(s, "unknown executor \"%s\"", spec->executor);
+
+        const char *path_env = strv_env_get(spec->env, "PATH");
+        if (!path_env) path_env = "/usr/local/bin:/usr/bin:/bin";
+        _cleanup_free_ char *bwrap = NULL;
+        if (sb) {
+                r = find_executable("bwrap", path_env, &bwrap);
+                if (r < 0)
+                        return fail_spawn(s, "bwrap is required for sandboxing but was not found on PATH; "
+                                             "install bubblewrap or dispatch with --no-sandbox");
+                if (sb->overlay) {
+                        r = bwrap_probe_overlay(bwrap, &s->method);
+                        if (r < 0) return fail_spawn(s, "cannot run %s --help: %s", bwrap, strerror(-r));
+                        s->have_overlay_method = true;
+                }
+        }
+
+        r = capture_head(spec->directory, &s->pre_dispatch_head);
+        if (r < 0) return fail_spawn(s, "cannot read HEAD of %s: %s", spec->directory, strerror(-r));
+
+        if (sb) {
+                s->prompt_fd = prompt_memfd(spec->prompt);
+                if (s->prompt_fd < 0)
+                        return fail_spawn(s, "cannot create the prompt memfd: %s", strerror(-s->prompt_fd));
+                s->prompt_path = SANDBOX_PROMPT_PATH;
+        } else {
+                if (!spec->prompt_file)
+                        return fail_spawn(s, "the launch spec has no promptFile for an unsandboxed worker");
+                r = write_prompt_file(spec->prompt_file, spec->prompt);
+                if (r < 0)
+                        return fail_spawn(s, "cannot write prompt file %s: %s", spec->prompt_file, strerror(-r));
+                s->prompt_path = spec->prompt_file;
+        }
+
+        executor_launch el = {
+                .model = spec->model,
+                .variant = spec->variant,
+                .session_id = spec->session_id,
+                .directory = spec->directory,
+                .prompt = spec->prompt,
+                .prompt_file = s->prompt_path,
+        };
+        _cleanup_strv_free_ char **worker_argv = NULL;
+        r = s->exec->build_argv(&el, &worker_argv);
+        if (r < 0 || !worker_argv || !worker_argv[0])
+                return fail_spawn(s, "cannot build the %s command line: %s", spec->executor,
+                                  strerror(r < 0 ? -r : EINVAL));
+
+        if (sb) {
+                r = sandbox_build_argv(bwrap, spec->directory, sb, s->method, s->prompt_fd, worker_argv, &s->argv);
+                if (r < 0) return fail_spawn(s, "cannot build the bwrap command line: %s", strerror(-r));
+                s->exe = TAKE_PTR(bwrap);
+        } else {
+                r = find_executable(worker_argv[0], path_env, &s->exe);
+                if (r < 0) {
+                        const char *name = strerrorname_np(-r);
+                        return fail_spawn(s, "spawn %s %s", worker_argv[0], name ? name : strerror(-r));
+                }
+                s->argv = TAKE_PTR(worker_argv);
+        }
+
+        int outp[2], errp[2];
+        if (pipe2(outp, O_CLOEXEC) < 0) return fail_spawn(s, "cannot create a pipe: %s", strerror(errno));
+        if (pipe2(errp, O_CLOEXEC) < 0) {
+                int e = errno;
+                close(outp[0]);
+                close(outp[1]);
+                return fail_spawn(s, "cannot create a pipe: %s", strerror(e));
+        }
+        _cleanup_close_ int out_r = outp[0];
+        uint64_t started_at = now_ms();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(outp[1]);
+                close(errp[0]);
+                close(errp[1]);
+                return fail_spawn(s, "cannot fork the worker: %s", strerror(e));
+        }
+        if (pid == 0) {
+                close(outp[0]);
+                close(errp[0]);
+                run_worker(s, outp[1], errp[1]);
+        }
+        s->worker = pid;
+        (void) setpgid(pid, pid); /* also done by the child; whichever runs first wins the race */
+        close(outp[1]);
+        close(errp[1]);
+        _cleanup_free_ char *child_error = NULL;
+        r = read_child_error(errp[0], &child_error);
+        close(errp[0]);
+        if (r < 0 || child_error) {
+                int status = 0;
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                s->worker = 0;
+                return fail_spawn(s, "%s", child_error ? child_error : "cannot read the worker's start status");
+        }
+        s->prompt_fd = safe_close(s->prompt_fd);
+        (void) fcntl(out_r, F_SETFL, O_NONBLOCK);
+
+        launch_info li = {
+                .shim_pid = getpid(),
+                .worker_pid = pid,
+                .pre_dispatch_head = s->pre_dispatch_head,
+                .overlay_method = !s->have_overlay_method ? NULL
+                                  : s->method == OVERLAY_METHOD_BWRAP ? (char *) "bwrap"
+                                                                      : (char *) "userns",
+                .started_at_ms = started_at,
+        };
+        _cleanup_json_ json_object *lj = NULL;
+        r = launch_info_to_json(&li, &lj);
+        if (r >= 0) {
+                r = write_json_file(spec->task_dir, LAUNCH_JSON_NAME, lj);
+                if (r < 0) log_error_errno(r, "task %s: cannot write %s", spec->task_id, LAUNCH_JSON_NAME);
+                size_t len;
+                const char *line = json_to_line(lj, &len);
+                if (s->status_fd >= 0 && line) {
+                        if (write_all(s->status_fd, line, len) < 0 || write_all(s->status_fd, "\n", 1) < 0)
+                                log_warning("task %s: cannot write the status line", spec->task_id);
+                }
+        } else
+                log_error_errno(r, "task %s: cannot build %s", spec->task_id, LAUNCH_JSON_NAME);
+        s->status_fd = safe_close(s->status_fd);
+
+        monitor(s, TAKE_FD(out_r));
+
+        if (!s->reaped) {
+                /* Only reached if poll failed: wait for the worker regardless. */
+                int status = 0;
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                s->reaped = true;
+                s->wait_status = status;
+                s->ended_at = now_ms();
+        }
+        r = write_exit_json(s, NULL);
+        if (r < 0) {
+                log_error_errno(r, "task %s: cannot write %s/%s", spec->task_id, spec->task_dir, EXIT_JSON_NAME);
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}
+
+static int parse_fd(const char *s, int *ret) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < 0 || v > INT_MAX) return -EINVAL;
+        *ret = (int) v;
+        return 0;
+}
+
+static void usage(FILE *f) {
+        fputs("Usage: taskferry-shim --spec-fd FD --status-fd FD\n"
+              "Start one taskferry worker from the launch spec on FD (internal; run by taskferryd).\n",
+              f);
+}
+
+static int parse_args(int argc, char *argv[], int *spec_fd, int *status_fd) {
+        enum { ARG_SPEC_FD = 0x100, ARG_STATUS_FD };
+        static const struct option options[] = {
+                {"spec-fd", required_argument, NULL, ARG_SPEC_FD},
+                {"status-fd", required_argument, NULL, ARG_STATUS_FD},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        *spec_fd = *status_fd = -1;
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
+                switch (c) {
+                case ARG_SPEC_FD:
+                case ARG_STATUS_FD: {
+                        int *target = c == ARG_SPEC_FD ? spec_fd : status_fd;
+                        int fd;
+                        if (*target >= 0 || parse_fd(optarg, &fd) < 0) {
+                                log_error("invalid or repeated %s", c == ARG_SPEC_FD ? "--spec-fd" : "--status-fd");
+                                return -EINVAL;
+                        }
+                        *target = fd;
+                        break;
+                }
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case ':':
+                        log_error("option %s needs a value", argv[optind - 1]);
+                        return -EINVAL;
+                default:
+                        log_error("unknown option %s", argv[optind - 1]);
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                log_error("unexpected argument %s", argv[optind]);
+                return -EINVAL;
+        }
+        if (*spec_fd < 0 || *status_fd < 0) {
+                log_error("--spec-fd and --status-fd are required");
+                return -EINVAL;
+        }
+        if (*spec_fd == *status_fd || *spec_fd <= STDERR_FILENO || *status_fd <= STDERR_FILENO) {
+                log_error("--spec-fd and --status-fd must be distinct fds above 2");
+                return -EINVAL;
+        }
+        return 1;
+}
+
+/* Make sure fds 0-2 are open, so no pipe we create lands there. */
+static void ensure_std_fds(void) {
+        for (int fd = 0; fd <= STDERR_FILENO; fd++)
+                if (fcntl(fd, F_GETFD) < 0) {
+                        int n = open("/dev/null", O_RDWR);
+                        if (n >= 0 && n != fd) {
+                                dup2(n, fd);
+                                close(n);
+                        }
+                }
+}
+
+static int setup_signals(shim *s) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) return -errno;
+        s->signal_fd = p[0];
+        signal_pipe_w = p[1];
+        struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+        sigemptyset(&sa.sa_mask);
+        const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+                if (sigaction(sigs[i], &sa, NULL) < 0) return -errno;
+        struct sigaction ign = {.sa_handler = SIG_IGN};
+        (void) sigaction(SIGPIPE, &ign, NULL);
+        /* The daemon's mask (sd-event blocks the signals it handles) would
+         * keep our handlers from running. */
+        sigset_t empty;
+        sigemptyset(&empty);
+        if (sigprocmask(SIG_SETMASK, &empty, NULL) < 0) return -errno;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        log_set_program("taskferry-shim");
+        ensure_std_fds();
+
+        int spec_fd, status_fd;
+        int r = parse_args(argc, argv, &spec_fd, &status_fd);
+        if (r <= 0) return r < 0 ? 2 : EXIT_SUCCESS;
+
+        if (fcntl(spec_fd, F_GETFD) < 0 || fcntl(status_fd, F_GETFD) < 0) {
+                log_error("--spec-fd %d or --status-fd %d is not an open file descriptor", spec_fd, status_fd);
+                return 2;
+        }
+
+        /* Nothing the daemon handed us may reach the worker. */
+        (void) close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
+
+        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1};
+        if ((r = setup_signals(&s)) < 0) {
+                log_error_errno(r, "cannot set up signal handling");
+                shim_done(&s);
+                return EXIT_FAILURE;
+        }
+
+        r = launch_spec_read_fd(spec_fd, &s.spec);
+        close(spec_fd);
+        if (r < 0) {
+                log_error_errno(r, "cannot read the launch spec from fd %d", spec_fd);
+                shim_done(&s);
+                return EXIT_FAILURE;
+        }
+
+        r = mkdir_p_chmod(s.spec->task_dir, 0700);
+        if (r < 0) {
+                log_error_errno(r, "cannot create task directory %s", s.spec->task_dir);
+                shim_done(&s);
+                return EXIT_FAILURE;
+        }
+
+        r = start_and_monitor(&s);
+        shim_done(&s);
+        safe_close(signal_pipe_w);
+        return r;
+}

@@ -1,0 +1,475 @@
+#include "launch-spec.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "json-util.h"
+#include "util.h"
+
+#define LAUNCH_SPEC_MAX_BYTES ((size_t) 256 << 20)
+#define STATUS_FILE_MAX_BYTES ((size_t) 1 << 20)
+
+/* ---- serialization ---- */
+
+static json_object *strv_to_json(char *const *l) {
+        json_object *a = json_object_new_array();
+        if (!a) return NULL;
+        for (size_t i = 0; l && l[i]; i++) {
+                json_object *s = json_object_new_string(l[i]);
+                if (!s || json_object_array_add(a, s) < 0) {
+                        json_object_put(s);
+                        json_object_put(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+/* Add a string (or null) and fail on allocation failure. */
+static int add_str(json_object *o, const char *key, const char *s) {
+        json_object *v = NULL;
+        if (s && !(v = json_object_new_string(s))) return -ENOMEM;
+        return json_add(o, key, v);
+}
+
+static int add_obj(json_object *o, const char *key, json_object *v) {
+        if (!v) return -ENOMEM;
+        return json_add(o, key, v);
+}
+
+static int sandbox_to_json(const launch_sandbox *sb, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
+        if (!o) return -ENOMEM;
+        if ((r = add_obj(o, "uid", json_object_new_int64(sb->uid))) < 0) return r;
+        if ((r = add_obj(o, "gid", json_object_new_int64(sb->gid))) < 0) return r;
+        if ((r = add_obj(o, "tmpfs", strv_to_json(sb->tmpfs))) < 0) return r;
+        if ((r = add_str(o, "socketPath", sb->socket_path)) < 0) return r;
+        if ((r = add_obj(o, "rwBinds", strv_to_json(sb->rw_binds))) < 0) return r;
+        if ((r = add_obj(o, "roBinds", strv_to_json(sb->ro_binds))) < 0) return r;
+        if (sb->overlay) {
+                _cleanup_json_ json_object *ov = json_object_new_object();
+                if (!ov) return -ENOMEM;
+                if ((r = add_str(ov, "lower", sb->overlay->lower)) < 0) return r;
+                if ((r = add_str(ov, "upper", sb->overlay->upper)) < 0) return r;
+                if ((r = add_str(ov, "work", sb->overlay->work)) < 0) return r;
+                if ((r = json_add(o, "overlay", TAKE_PTR(ov))) < 0) return r;
+        } else if ((r = json_add_null(o, "overlay")) < 0)
+                return r;
+        if ((r = add_obj(o, "shareNet", json_object_new_boolean(sb->share_net))) < 0) return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int launch_spec_to_json(const launch_spec *s, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
+        if (!o) return -ENOMEM;
+        if ((r = add_str(o, "taskId", s->task_id)) < 0) return r;
+        if ((r = add_str(o, "executor", s->executor)) < 0) return r;
+        if ((r = add_str(o, "model", s->model)) < 0) return r;
+        if ((r = add_str(o, "variant", s->variant)) < 0) return r;
+        if ((r = add_str(o, "sessionId", s->session_id)) < 0) return r;
+        if ((r = add_str(o, "prompt", s->prompt)) < 0) return r;
+        if ((r = add_str(o, "directory", s->directory)) < 0) return r;
+        if ((r = add_obj(o, "env", strv_to_json(s->env))) < 0) return r;
+        if ((r = add_str(o, "logPath", s->log_path)) < 0) return r;
+        if ((r = add_str(o, "taskDir", s->task_dir)) < 0) return r;
+        if ((r = add_str(o, "promptFile", s->prompt_file)) < 0) return r;
+        if (s->sandbox) {
+                json_object *sb = NULL;
+                if ((r = sandbox_to_json(s->sandbox, &sb)) < 0) return r;
+                if ((r = json_add(o, "sandbox", sb)) < 0) return r;
+        } else if ((r = json_add_null(o, "sandbox")) < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* ---- strict parsing ---- */
+
+/* Refuse any key of o that is not in allowed[]; require every key of allowed[]. */
+static int check_keys(json_object *o, const char *const *allowed, size_t n) {
+        if (!json_is_object(o)) return -EBADMSG;
+        json_object_object_foreach(o, key, val) {
+                (void) val;
+                bool known = false;
+                for (size_t i = 0; i < n && !known; i++) known = streq(key, allowed[i]);
+                if (!known) return -EBADMSG;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!json_object_object_get_ex(o, allowed[i], NULL)) return -EBADMSG;
+        return 0;
+}
+
+static bool str_ok(json_object *v) {
+        return json_object_is_type(v, json_type_string) &&
+               strlen(json_object_get_string(v)) == (size_t) json_object_get_string_len(v);
+}
+
+/* key must hold a string (nullable: or null). *ret = copy or NULL. */
+static int get_str(json_object *o, const char *key, bool nullable, bool absolute, char **ret) {
+        json_object *v = NULL;
+        (void) json_object_object_get_ex(o, key, &v);
+        if (!v) {
+                if (!nullable) return -EBADMSG;
+                *ret = NULL;
+                return 0;
+        }
+        if (!str_ok(v)) return -EBADMSG;
+        const char *s = json_object_get_string(v);
+        if (absolute && s[0] != '/') return -EBADMSG;
+        char *c = strdup(s);
+        if (!c) return -ENOMEM;
+        free(*ret);
+        *ret = c;
+        return 0;
+}
+
+static int get_strv(json_object *o, const char *key, bool absolute, bool env, char ***ret) {
+        json_object *a = NULL;
+        (void) json_object_object_get_ex(o, key, &a);
+        if (!a || !json_object_is_type(a, json_type_array)) return -EBADMSG;
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l) return -ENOMEM;
+        size_t n = json_object_array_length(a);
+        for (size_t i = 0; i < n; i++) {
+                json_object *v = json_object_array_get_idx(a, i);
+                if (!v || !str_ok(v)) return -EBADMSG;
+                const char *s = json_object_get_string(v);
+                if (absolute && s[0] != '/') return -EBADMSG;
+                if (env) {
+                        const char *eq = strchr(s, '=');
+                        if (!eq || eq == s) return -EBADMSG;
+                }
+                int r = strv_push(&l, s);
+                if (r < 0) return r;
+        }
+        strv_free(*ret);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int get_id(json_object *o, const char *key, uint32_t *ret) {
+        json_object *v = NULL;
+        (void) json_object_object_get_ex(o, key, &v);
+        if (!v || !json_object_is_type(v, json_type_int)) return -EBADMSG;
+        int64_t x = json_object_get_int64(v);
+        if (x < 0 || x >= (int64_t) UINT32_MAX) return -EBADMSG;
+        *ret = (uint32_t) x;
+        return 0;
+}
+
+static void launch_overlay_free(launch_overlay *o) {
+        if (!o) return;
+        free(o->lower);
+        free(o->upper);
+        free(o->work);
+        free(o);
+}
+
+static void launch_sandbox_free(launch_sandbox *sb) {
+        if (!sb) return;
+        strv_free(sb->tmpfs);
+        free(sb->socket_path);
+        strv_free(sb->rw_binds);
+        strv_free(sb->ro_binds);
+        launch_overlay_free(sb->overlay);
+        free(sb);
+}
+
+void launch_spec_free(launch_spec *s) {
+        if (!s) return;
+        free(s->task_id);
+        free(s->executor);
+        free(s->model);
+        free(s->variant);
+        free(s->session_id);
+        free(s->prompt);
+        free(s->directory);
+        strv_free(s->env);
+        free(s->log_path);
+        free(s->task_dir);
+        free(s->prompt_file);
+        launch_sandbox_free(s->sandbox);
+        free(s);
+}
+
+static inline void launch_spec_freep(launch_spec **s) { launch_spec_free(*s); }
+static inline void launch_sandbox_freep(launch_sandbox **s) { launch_sandbox_free(*s); }
+static inline void launch_overlay_freep(launch_overlay **o) { launch_overlay_free(*o); }
+
+static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
+        static const char *const keys[] = {"uid",     "gid",     "tmpfs",   "socketPath",
+                                           "rwBinds", "roBinds", "overlay", "shareNet"};
+        int r = check_keys(j, keys, ELEMENTSOF(keys));
+        if (r < 0) return r;
+        _cleanup_(launch_sandbox_freep) launch_sandbox *sb = calloc(1, sizeof *sb);
+        if (!sb) return -ENOMEM;
+        uint32_t id;
+        if ((r = get_id(j, "uid", &id)) < 0) return r;
+        sb->uid = (uid_t) id;
+        if ((r = get_id(j, "gid", &id)) < 0) return r;
+        sb->gid = (gid_t) id;
+        if ((r = get_strv(j, "tmpfs", true, false, &sb->tmpfs)) < 0) return r;
+        if ((r = get_str(j, "socketPath", true, true, &sb->socket_path)) < 0) return r;
+        if ((r = get_strv(j, "rwBinds", true, false, &sb->rw_binds)) < 0) return r;
+        if ((r = get_strv(j, "roBinds", true, false, &sb->ro_binds)) < 0) return r;
+        json_object *ov = NULL;
+        (void) json_object_object_get_ex(j, "overlay", &ov);
+        if (ov) {
+                static const char *const okeys[] = {"lower", "upper", "work"};
+                if ((r = check_keys(ov, okeys, ELEMENTSOF(okeys))) < 0) return r;
+                _cleanup_(launch_overlay_freep) launch_overlay *o = calloc(1, sizeof *o);
+                if (!o) return -ENOMEM;
+                if ((r = get_str(ov, "lower", false, true, &o->lower)) < 0) return r;
+                if ((r = get_str(ov, "upper", false, true, &o->upper)) < 0) return r;
+                if ((r = get_str(ov, "work", false, true, &o->work)) < 0) return r;
+                sb->overlay = TAKE_PTR(o);
+        }
+        json_object *sn = NULL;
+        (void) json_object_object_get_ex(j, "shareNet", &sn);
+        if (!sn || !json_object_is_type(sn, json_type_boolean)) return -EBADMSG;
+        sb->share_net = json_object_get_boolean(sn);
+        *ret = TAKE_PTR(sb);
+        return 0;
+}
+
+int launch_spec_from_json(json_object *j, launch_spec **ret) {
+        static const char *const keys[] = {"taskId", "executor", "model",   "variant",    "sessionId", "prompt",
+                                           "directory", "env",   "logPath", "taskDir", "promptFile", "sandbox"};
+        int r = check_keys(j, keys, ELEMENTSOF(keys));
+        if (r < 0) return r;
+        _cleanup_(launch_spec_freep) launch_spec *s = calloc(1, sizeof *s);
+        if (!s) return -ENOMEM;
+        if ((r = get_str(j, "taskId", false, false, &s->task_id)) < 0) return r;
+        if (!task_id_is_valid(s->task_id)) return -EBADMSG;
+        if ((r = get_str(j, "executor", false, false, &s->executor)) < 0) return r;
+        if (isempty(s->executor)) return -EBADMSG;
+        if ((r = get_str(j, "model", true, false, &s->model)) < 0) return r;
+        if ((r = get_str(j, "variant", true, false, &s->variant)) < 0) return r;
+        if ((r = get_str(j, "sessionId", true, false, &s->session_id)) < 0) return r;
+        if ((r = get_str(j, "prompt", false, false, &s->prompt)) < 0) return r;
+        if ((r = get_str(j, "directory", false, true, &s->directory)) < 0) return r;
+        if ((r = get_strv(j, "env", false, true, &s->env)) < 0) return r;
+        if ((r = get_str(j, "logPath", false, true, &s->log_path)) < 0) return r;
+        if ((r = get_str(j, "taskDir", false, true, &s->task_dir)) < 0) return r;
+        if ((r = get_str(j, "promptFile", true, true, &s->prompt_file)) < 0) return r;
+        json_object *sb = NULL;
+        (void) json_object_object_get_ex(j, "sandbox", &sb);
+        if (sb && (r = sandbox_from_json(sb, &s->sandbox)) < 0) return r;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+/* ---- memfd transport ---- */
+
+static int write_all(int fd, const char *p, size_t len) {
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+int launch_spec_to_memfd(const launch_spec *s) {
+        _cleanup_json_ json_object *j = NULL;
+        int r = launch_spec_to_json(s, &j);
+        if (r < 0) return r;
+        size_t len;
+        const char *text = json_to_line(j, &len);
+        if (!text) return -ENOMEM;
+        _cleanup_close_ int fd = memfd_create("taskferry-launch-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0) return -errno;
+        if ((r = write_all(fd, text, len)) < 0) return r;
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) return -errno;
+        if (lseek(fd, 0, SEEK_SET) < 0) return -errno;
+        return TAKE_FD(fd);
+}
+
+static int read_fd_all(int fd, size_t max, char **ret, size_t *ret_len) {
+        size_t cap = 65536, len = 0;
+        bool positional = true;
+        _cleanup_free_ char *buf = malloc(cap + 1);
+        if (!buf) return -ENOMEM;
+        for (;;) {
+                if (len == cap) {
+                        if (cap > max) return -EFBIG;
+                        size_t ncap = cap * 2;
+                        char *nb = realloc(buf, ncap + 1);
+                        if (!nb) return -ENOMEM;
+                        buf = nb;
+                        cap = ncap;
+                }
+                ssize_t n;
+                if (positional) {
+                        n = pread(fd, buf + len, cap - len, (off_t) len);
+                        if (n < 0 && errno == ESPIPE) {
+                                positional = false;
+                                continue;
+                        }
+                } else
+                        n = read(fd, buf + len, cap - len);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                if (n == 0) break;
+                len += (size_t) n;
+                if (len > max) return -EFBIG;
+        }
+        buf[len] = 0;
+        *ret_len = len;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int launch_spec_read_fd(int fd, launch_spec **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = read_fd_all(fd, LAUNCH_SPEC_MAX_BYTES, &buf, &len);
+        if (r < 0) return r;
+        _cleanup_json_ json_object *j = NULL;
+        if ((r = json_parse_strict(buf, len, &j)) < 0) return r;
+        return launch_spec_from_json(j, ret);
+}
+
+/* ---- launch.json / exit.json ---- */
+
+static int add_iso(json_object *o, const char *key, uint64_t ms) {
+        char buf[32];
+        return add_str(o, key, format_iso(ms, buf));
+}
+
+int launch_info_to_json(const launch_info *i, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
+        if (!o) return -ENOMEM;
+        if ((r = add_obj(o, "shimPid", json_object_new_int64(i->shim_pid))) < 0) return r;
+        if ((r = add_obj(o, "workerPid", json_object_new_int64(i->worker_pid))) < 0) return r;
+        if ((r = add_str(o, "preDispatchHead", i->pre_dispatch_head)) < 0) return r;
+        if ((r = add_str(o, "overlayMethod", i->overlay_method)) < 0) return r;
+        if ((r = add_iso(o, "startedAt", i->started_at_ms)) < 0) return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int get_pid(json_object *o, const char *key, pid_t *ret) {
+        json_object *v = NULL;
+        (void) json_object_object_get_ex(o, key, &v);
+        if (!v || !json_object_is_type(v, json_type_int)) return -EBADMSG;
+        int64_t x = json_object_get_int64(v);
+        if (x <= 0 || x > INT32_MAX) return -EBADMSG;
+        *ret = (pid_t) x;
+        return 0;
+}
+
+static int get_iso(json_object *o, const char *key, uint64_t *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r = get_str(o, key, false, false, &s);
+        if (r < 0) return r;
+        return parse_iso(s, ret) < 0 ? -EBADMSG : 0;
+}
+
+void launch_info_done(launch_info *i) {
+        free(i->pre_dispatch_head);
+        free(i->overlay_method);
+        i->pre_dispatch_head = i->overlay_method = NULL;
+}
+
+int launch_info_from_json(json_object *j, launch_info *ret) {
+        static const char *const keys[] = {"shimPid", "workerPid", "preDispatchHead", "overlayMethod", "startedAt"};
+        launch_info i = {0};
+        int r = check_keys(j, keys, ELEMENTSOF(keys));
+        if (r >= 0) r = get_pid(j, "shimPid", &i.shim_pid);
+        if (r >= 0) r = get_pid(j, "workerPid", &i.worker_pid);
+        if (r >= 0) r = get_str(j, "preDispatchHead", true, false, &i.pre_dispatch_head);
+        if (r >= 0) r = get_str(j, "overlayMethod", true, false, &i.overlay_method);
+        if (r >= 0 && i.overlay_method && !streq(i.overlay_method, "bwrap") && !streq(i.overlay_method, "userns"))
+                r = -EBADMSG;
+        if (r >= 0) r = get_iso(j, "startedAt", &i.started_at_ms);
+        if (r < 0) {
+                launch_info_done(&i);
+                return r;
+        }
+        *ret = i;
+        return 0;
+}
+
+int exit_info_to_json(const exit_info *i, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
+        if (!o) return -ENOMEM;
+        if (i->has_exit_code) r = add_obj(o, "exitCode", json_object_new_int64(i->exit_code));
+        else r = json_add_null(o, "exitCode");
+        if (r < 0) return r;
+        if ((r = add_str(o, "signal", i->signal)) < 0) return r;
+        if ((r = add_str(o, "spawnError", i->spawn_error)) < 0) return r;
+        if ((r = add_iso(o, "endedAt", i->ended_at_ms)) < 0) return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+void exit_info_done(exit_info *i) {
+        free(i->signal);
+        free(i->spawn_error);
+        i->signal = i->spawn_error = NULL;
+}
+
+int exit_info_from_json(json_object *j, exit_info *ret) {
+        static const char *const keys[] = {"exitCode", "signal", "spawnError", "endedAt"};
+        exit_info i = {0};
+        int r = check_keys(j, keys, ELEMENTSOF(keys));
+        if (r >= 0) {
+                json_object *v = NULL;
+                (void) json_object_object_get_ex(j, "exitCode", &v);
+                if (v) {
+                        if (!json_object_is_type(v, json_type_int)) r = -EBADMSG;
+                        else {
+                                int64_t x = json_object_get_int64(v);
+                                if (x < 0 || x > 255) r = -EBADMSG;
+                                i.has_exit_code = true;
+                                i.exit_code = (int) x;
+                        }
+                }
+        }
+        if (r >= 0) r = get_str(j, "signal", true, false, &i.signal);
+        if (r >= 0) r = get_str(j, "spawnError", true, false, &i.spawn_error);
+        if (r >= 0) r = get_iso(j, "endedAt", &i.ended_at_ms);
+        if (r < 0) {
+                exit_info_done(&i);
+                return r;
+        }
+        *ret = i;
+        return 0;
+}
+
+static int read_status_file(const char *task_dir, const char *name, json_object **ret) {
+        _cleanup_free_ char *path = strdup_printf("%s/%s", task_dir, name);
+        if (!path) return -ENOMEM;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = read_file(path, STATUS_FILE_MAX_BYTES, &buf, &len);
+        if (r < 0) return r;
+        return json_parse_strict(buf, len, ret);
+}
+
+int launch_info_read(const char *task_dir, launch_info *ret) {
+        _cleanup_json_ json_object *j = NULL;
+        int r = read_status_file(task_dir, LAUNCH_JSON_NAME, &j);
+        if (r < 0) return r;
+        return launch_info_from_json(j, ret);
+}
+
+int exit_info_read(const char *task_dir, exit_info *ret) {
+        _cleanup_json_ json_object *j = NULL;
+        int r = read_status_file(task_dir, EXIT_JSON_NAME, &j);
+        if (r < 0) return r;
+        return exit_info_from_json(j, ret);
+}

@@ -1,0 +1,125 @@
+#include "log-pipe.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "util.h"
+
+#define READ_CHUNK 65536
+
+static int write_all(int fd, const char *p, size_t len) {
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+static void log_lines(log_pipe *p, char **lines) {
+        for (size_t i = 0; lines && lines[i]; i++) {
+                struct iovec iov[2] = {{.iov_base = lines[i], .iov_len = strlen(lines[i])},
+                                       {.iov_base = (char *) "\n", .iov_len = 1}};
+                ssize_t n;
+                while ((n = writev(p->log_fd, iov, 2)) < 0 && errno == EINTR)
+                        ;
+                if (n < 0) {
+                        log_warning_errno(-errno, "task %s: cannot write to the log", p->task_id);
+                        continue;
+                }
+                /* A short write (disk full, a signal): finish the line. */
+                size_t done = (size_t) n;
+                if (done < iov[0].iov_len) (void) write_all(p->log_fd, lines[i] + done, iov[0].iov_len - done);
+                if (done < iov[0].iov_len + 1) (void) write_all(p->log_fd, "\n", 1);
+        }
+}
+
+static void emit_line(log_pipe *p, const char *line, size_t len, bool newline) {
+        _cleanup_strv_free_ char **out = NULL;
+        if (!p->norm) {
+                _cleanup_free_ char *copy = strndup(line, len);
+                char *one[] = {copy, NULL};
+                if (copy) log_lines(p, one);
+                return;
+        }
+        int r = p->exec->normalize_line(p->norm, line, len, newline, &out);
+        if (r < 0) log_warning_errno(r, "task %s: cannot normalize a stdout line", p->task_id);
+        log_lines(p, out);
+}
+
+int log_pipe_init(log_pipe *p, const executor *exec, int log_fd, const char *task_id) {
+        *p = (log_pipe){.exec = exec, .log_fd = log_fd, .task_id = task_id};
+        if (exec->normalizer_new && exec->normalize_line) {
+                p->norm = exec->normalizer_new();
+                if (!p->norm) log_warning("task %s: no memory for the %s normalizer; logging stdout verbatim",
+                                          task_id, exec->id);
+        }
+        return 0;
+}
+
+/* Log every complete line in the buffer; keep the partial rest. Each byte
+ * is scanned for '\n' once, so a long line costs O(n) overall. */
+static void process_lines(log_pipe *p) {
+        size_t start = 0;
+        for (;;) {
+                char *nl = memchr(p->buf + p->scanned, '\n', p->len - p->scanned);
+                if (!nl) {
+                        p->scanned = p->len;
+                        break;
+                }
+                size_t end = (size_t) (nl - p->buf);
+                emit_line(p, p->buf + start, end - start, true);
+                start = p->scanned = end + 1;
+        }
+        if (start > 0) {
+                memmove(p->buf, p->buf + start, p->len - start);
+                p->len -= start;
+                p->scanned -= start;
+        }
+}
+
+int log_pipe_read(log_pipe *p, int fd) {
+        if (p->cap - p->len < READ_CHUNK) {
+                size_t ncap = p->cap ? p->cap * 2 : 2 * READ_CHUNK;
+                while (ncap - p->len < READ_CHUNK) ncap *= 2;
+                char *nb = realloc(p->buf, ncap);
+                if (!nb) return -ENOMEM;
+                p->buf = nb;
+                p->cap = ncap;
+        }
+        ssize_t k = read(fd, p->buf + p->len, p->cap - p->len);
+        if (k < 0) return errno == EINTR || errno == EAGAIN ? 1 : -errno;
+        if (k == 0) return 0;
+        p->len += (size_t) k;
+        process_lines(p);
+        return 1;
+}
+
+void log_pipe_finish(log_pipe *p) {
+        if (p->len > 0) {
+                emit_line(p, p->buf, p->len, false);
+                p->len = p->scanned = 0;
+        }
+        if (p->norm && p->exec->normalize_finish) {
+                _cleanup_strv_free_ char **out = NULL;
+                if (p->exec->normalize_finish(p->norm, &out) < 0)
+                        log_warning("task %s: the normalizer failed at the end of stdout", p->task_id);
+                log_lines(p, out);
+        }
+}
+
+void log_pipe_done(log_pipe *p) {
+        if (p->norm && p->exec->normalizer_free) p->exec->normalizer_free(p->norm);
+        p->norm = NULL;
+        free(p->buf);
+        p->buf = NULL;
+        p->len = p->cap = p->scanned = 0;
+}

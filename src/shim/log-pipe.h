@@ -1,0 +1,33 @@
+#pragma once
+/* The worker's stdout → executor normalizer → log pipeline of the shim
+ * (spec lifecycle.md §3.1, executor.h): stdout is split into lines of any
+ * length, every line (with its newline flag) goes through the executor's
+ * normalize_line, and each resulting log line is appended to the log with a
+ * single writev(2) of "<line>\n". stderr does not pass through here: it is
+ * the log fd itself, raw. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "executor.h"
+
+typedef struct log_pipe {
+        const executor *exec;
+        normalizer *norm;    /* NULL if the normalizer could not be allocated: lines go verbatim */
+        int log_fd;          /* borrowed, O_APPEND */
+        const char *task_id; /* borrowed, for warnings only */
+        char *buf;           /* unterminated tail of stdout */
+        size_t len, cap, scanned;
+} log_pipe;
+
+/* Set up for one worker. Does not take log_fd. Returns 0 (a failed
+ * normalizer allocation degrades to verbatim lines with a warning). */
+int log_pipe_init(log_pipe *p, const executor *exec, int log_fd, const char *task_id);
+/* Read once from fd (non-blocking or ready) and log every complete line.
+ * Returns 1 if more may come, 0 at EOF, -errno on a read error or -ENOMEM. */
+int log_pipe_read(log_pipe *p, int fd);
+/* End of stdout (EOF, or the drain deadline passed): log a trailing partial
+ * line with newline=false, then the normalizer's normalize_finish output. */
+void log_pipe_finish(log_pipe *p);
+/* Free the buffer and the normalizer. */
+void log_pipe_done(log_pipe *p);

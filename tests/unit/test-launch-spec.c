@@ -1,0 +1,365 @@
+/* The launch spec (launch-spec.h): exact JSON, round trip, strict parsing,
+ * the sealed memfd transport, and the launch.json / exit.json formats. */
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "json-util.h"
+#include "launch-spec.h"
+#include "macro.h"
+#include "util.h"
+
+static inline void launch_spec_freep(launch_spec **s) { launch_spec_free(*s); }
+
+static char *env_list[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "EMPTY=", "EQ=a=b", NULL};
+static char *tmpfs_list[] = {"/home/u/.ssh", "/run/user/1000/taskferry", NULL};
+static char *rw_list[] = {"/state/outputs/oc_1", NULL};
+static char *ro_list[] = {"/ro one", "/ro,two", NULL};
+static launch_overlay ov = {.lower = "/repo", .upper = "/ov/upper/main", .work = "/ov/work/main"};
+static launch_sandbox sb = {
+        .uid = 1000,
+        .gid = 1001,
+        .tmpfs = tmpfs_list,
+        .socket_path = "/run/user/1000/taskferry/daemon.sock",
+        .rw_binds = rw_list,
+        .ro_binds = ro_list,
+        .overlay = &ov,
+        .share_net = true,
+};
+static launch_spec full = {
+        .task_id = "oc_mfz1abc_0123abcd",
+        .executor = "pi",
+        .model = "anthropic/claude",
+        .variant = "high",
+        .session_id = NULL,
+        .prompt = "fix it \"now\"\nüñí/\x01",
+        .directory = "/repo",
+        .env = env_list,
+        .log_path = "/state/logs/oc_1.ndjson",
+        .task_dir = "/state/tasks/oc_1",
+        .prompt_file = "/state/prompts/oc_1.prompt.txt",
+        .sandbox = &sb,
+};
+
+static const char *FULL_JSON =
+        "{\"taskId\":\"oc_mfz1abc_0123abcd\",\"executor\":\"pi\",\"model\":\"anthropic/claude\",\"variant\":\"high\","
+        "\"sessionId\":null,\"prompt\":\"fix it \\\"now\\\"\\nüñí/\\u0001\",\"directory\":\"/repo\","
+        "\"env\":[\"PATH=/usr/bin:/bin\",\"HOME=/home/u\",\"EMPTY=\",\"EQ=a=b\"],"
+        "\"logPath\":\"/state/logs/oc_1.ndjson\",\"taskDir\":\"/state/tasks/oc_1\","
+        "\"promptFile\":\"/state/prompts/oc_1.prompt.txt\",\"sandbox\":{\"uid\":1000,\"gid\":1001,"
+        "\"tmpfs\":[\"/home/u/.ssh\",\"/run/user/1000/taskferry\"],"
+        "\"socketPath\":\"/run/user/1000/taskferry/daemon.sock\",\"rwBinds\":[\"/state/outputs/oc_1\"],"
+        "\"roBinds\":[\"/ro one\",\"/ro,two\"],\"overlay\":{\"lower\":\"/repo\",\"upper\":\"/ov/upper/main\","
+        "\"work\":\"/ov/work/main\"},\"shareNet\":true}}";
+
+static void assert_strv_eq(char **a, char **b) {
+        size_t n = strv_length(a);
+        ck_assert_uint_eq(n, strv_length(b));
+        for (size_t i = 0; i < n; i++) ck_assert_str_eq(a[i], b[i]);
+}
+
+static void assert_str_eq_null(const char *a, const char *b) {
+        if (!a || !b) ck_assert_ptr_eq(a, b);
+        else ck_assert_str_eq(a, b);
+}
+
+static void assert_spec_eq(const launch_spec *a, const launch_spec *b) {
+        ck_assert_str_eq(a->task_id, b->task_id);
+        ck_assert_str_eq(a->executor, b->executor);
+        assert_str_eq_null(a->model, b->model);
+        assert_str_eq_null(a->variant, b->variant);
+        assert_str_eq_null(a->session_id, b->session_id);
+        ck_assert_str_eq(a->prompt, b->prompt);
+        ck_assert_str_eq(a->directory, b->directory);
+        assert_strv_eq(a->env, b->env);
+        ck_assert_str_eq(a->log_path, b->log_path);
+        ck_assert_str_eq(a->task_dir, b->task_dir);
+        assert_str_eq_null(a->prompt_file, b->prompt_file);
+        ck_assert_int_eq(!a->sandbox, !b->sandbox);
+        if (!a->sandbox) return;
+        ck_assert_uint_eq(a->sandbox->uid, b->sandbox->uid);
+        ck_assert_uint_eq(a->sandbox->gid, b->sandbox->gid);
+        assert_strv_eq(a->sandbox->tmpfs, b->sandbox->tmpfs);
+        assert_str_eq_null(a->sandbox->socket_path, b->sandbox->socket_path);
+        assert_strv_eq(a->sandbox->rw_binds, b->sandbox->rw_binds);
+        assert_strv_eq(a->sandbox->ro_binds, b->sandbox->ro_binds);
+        ck_assert_int_eq(a->sandbox->share_net, b->sandbox->share_net);
+        ck_assert_int_eq(!a->sandbox->overlay, !b->sandbox->overlay);
+        if (a->sandbox->overlay) {
+                ck_assert_str_eq(a->sandbox->overlay->lower, b->sandbox->overlay->lower);
+                ck_assert_str_eq(a->sandbox->overlay->upper, b->sandbox->overlay->upper);
+                ck_assert_str_eq(a->sandbox->overlay->work, b->sandbox->overlay->work);
+        }
+}
+
+static int parse_text(const char *text, launch_spec **ret) {
+        _cleanup_json_ json_object *j = NULL;
+        int r = json_parse_strict(text, strlen(text), &j);
+        if (r < 0) return r;
+        return launch_spec_from_json(j, ret);
+}
+
+START_TEST(test_exact_json) {
+        _cleanup_json_ json_object *j = NULL;
+        ck_assert_int_eq(launch_spec_to_json(&full, &j), 0);
+        ck_assert_str_eq(json_to_line(j, NULL), FULL_JSON);
+}
+END_TEST
+
+START_TEST(test_round_trip) {
+        _cleanup_(launch_spec_freep) launch_spec *back = NULL;
+        ck_assert_int_eq(parse_text(FULL_JSON, &back), 0);
+        assert_spec_eq(&full, back);
+
+        /* Unsandboxed, every nullable key null, empty env. */
+        char *no_env[] = {NULL};
+        launch_spec bare = {.task_id = "oc_x_1", .executor = "shell", .prompt = "", .directory = "/d",
+                            .env = no_env, .log_path = "/l", .task_dir = "/t"};
+        _cleanup_json_ json_object *j = NULL;
+        ck_assert_int_eq(launch_spec_to_json(&bare, &j), 0);
+        ck_assert_str_eq(json_to_line(j, NULL),
+                         "{\"taskId\":\"oc_x_1\",\"executor\":\"shell\",\"model\":null,\"variant\":null,"
+                         "\"sessionId\":null,\"prompt\":\"\",\"directory\":\"/d\",\"env\":[],\"logPath\":\"/l\","
+                         "\"taskDir\":\"/t\",\"promptFile\":null,\"sandbox\":null}");
+        _cleanup_(launch_spec_freep) launch_spec *b2 = NULL;
+        ck_assert_int_eq(launch_spec_from_json(j, &b2), 0);
+        assert_spec_eq(&bare, b2);
+
+        /* Sandbox without overlay or socket, net unshared. */
+        launch_sandbox sb2 = {.uid = 0, .gid = 0, .tmpfs = no_env, .rw_binds = no_env, .ro_binds = no_env};
+        bare.sandbox = &sb2;
+        _cleanup_json_ json_object *j3 = NULL;
+        ck_assert_int_eq(launch_spec_to_json(&bare, &j3), 0);
+        _cleanup_(launch_spec_freep) launch_spec *b3 = NULL;
+        ck_assert_int_eq(launch_spec_from_json(j3, &b3), 0);
+        assert_spec_eq(&bare, b3);
+        ck_assert_ptr_null(b3->sandbox->overlay);
+        ck_assert_int_eq(b3->sandbox->share_net, false);
+}
+END_TEST
+
+/* Replace the first occurrence of `from` in FULL_JSON with `to` and expect
+ * the parse to fail. */
+static void assert_rejected(const char *from, const char *to) {
+        const char *at = strstr(FULL_JSON, from);
+        ck_assert_msg(at, "pattern %s not in FULL_JSON", from);
+        _cleanup_free_ char *text = strdup_printf("%.*s%s%s", (int) (at - FULL_JSON), FULL_JSON, to, at + strlen(from));
+        ck_assert_ptr_nonnull(text);
+        launch_spec *s = NULL;
+        int r = parse_text(text, &s);
+        ck_assert_msg(r == -EBADMSG, "accepted (r=%d) after replacing %s with %s", r, from, to);
+        ck_assert_ptr_null(s);
+}
+
+START_TEST(test_strict_types) {
+        assert_rejected("\"taskId\":\"oc_mfz1abc_0123abcd\"", "\"taskId\":5");
+        assert_rejected("\"taskId\":\"oc_mfz1abc_0123abcd\"", "\"taskId\":null");
+        assert_rejected("\"executor\":\"pi\"", "\"executor\":[\"pi\"]");
+        assert_rejected("\"model\":\"anthropic/claude\"", "\"model\":1");
+        assert_rejected("\"variant\":\"high\"", "\"variant\":true");
+        assert_rejected("\"sessionId\":null", "\"sessionId\":{}");
+        assert_rejected("\"prompt\":\"fix", "\"prompt\":7,\"x\":\"fix");
+        assert_rejected("\"directory\":\"/repo\"", "\"directory\":null");
+        assert_rejected("\"env\":[\"PATH=/usr/bin:/bin\"", "\"env\":[1");
+        assert_rejected("\"env\":[", "\"env\":{\"a\":[");
+        assert_rejected("\"logPath\":\"/state/logs/oc_1.ndjson\"", "\"logPath\":false");
+        assert_rejected("\"taskDir\":\"/state/tasks/oc_1\"", "\"taskDir\":1.5");
+        assert_rejected("\"promptFile\":\"/state/prompts/oc_1.prompt.txt\"", "\"promptFile\":[]");
+        assert_rejected("\"sandbox\":{", "\"sandbox\":[{");
+        assert_rejected("\"uid\":1000", "\"uid\":\"1000\"");
+        assert_rejected("\"uid\":1000", "\"uid\":1000.5");
+        assert_rejected("\"gid\":1001", "\"gid\":null");
+        assert_rejected("\"tmpfs\":[\"/home/u/.ssh\"", "\"tmpfs\":[null");
+        assert_rejected("\"socketPath\":\"/run", "\"socketPath\":0,\"x\":\"/run");
+        assert_rejected("\"rwBinds\":[\"/state/outputs/oc_1\"]", "\"rwBinds\":\"/state/outputs/oc_1\"");
+        assert_rejected("\"roBinds\":[\"/ro one\",", "\"roBinds\":[[\"/ro one\"],");
+        assert_rejected("\"overlay\":{\"lower\":\"/repo\"", "\"overlay\":{\"lower\":3");
+        assert_rejected("\"work\":\"/ov/work/main\"", "\"work\":null");
+        assert_rejected("\"shareNet\":true", "\"shareNet\":1");
+        assert_rejected("\"shareNet\":true", "\"shareNet\":null");
+}
+END_TEST
+
+START_TEST(test_strict_shape) {
+        /* unknown keys, at every level */
+        assert_rejected("\"taskId\"", "\"extra\":1,\"taskId\"");
+        assert_rejected("\"uid\"", "\"extra\":1,\"uid\"");
+        assert_rejected("\"lower\"", "\"extra\":1,\"lower\"");
+        /* missing keys (even nullable ones), at every level */
+        assert_rejected("\"sessionId\":null,", "");
+        assert_rejected("\"executor\":\"pi\",", "");
+        assert_rejected(",\"shareNet\":true", "");
+        assert_rejected("\"gid\":1001,", "");
+        assert_rejected(",\"work\":\"/ov/work/main\"", "");
+        /* values */
+        assert_rejected("\"directory\":\"/repo\"", "\"directory\":\"repo\"");
+        assert_rejected("\"logPath\":\"/state", "\"logPath\":\"state");
+        assert_rejected("\"tmpfs\":[\"/home", "\"tmpfs\":[\"home");
+        assert_rejected("\"upper\":\"/ov", "\"upper\":\"ov");
+        assert_rejected("\"taskId\":\"oc_mfz1abc_0123abcd\"", "\"taskId\":\"../etc\"");
+        assert_rejected("\"executor\":\"pi\"", "\"executor\":\"\"");
+        assert_rejected("\"EMPTY=\"", "\"EMPTY\"");
+        assert_rejected("\"EMPTY=\"", "\"=x\"");
+        assert_rejected("\"prompt\":\"fix", "\"prompt\":\"a\\u0000b\",\"x\":\"fix");
+        assert_rejected("\"uid\":1000", "\"uid\":-1");
+        assert_rejected("\"uid\":1000", "\"uid\":4294967295");
+        /* not an object at all */
+        launch_spec *s = NULL;
+        ck_assert_int_eq(parse_text("[]", &s), -EBADMSG);
+        ck_assert_int_eq(parse_text("null", &s), -EBADMSG);
+        ck_assert_int_eq(parse_text("{", &s), -EBADMSG);
+}
+END_TEST
+
+START_TEST(test_memfd) {
+        int fd = launch_spec_to_memfd(&full);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+        int seals = fcntl(fd, F_GET_SEALS);
+        ck_assert_int_ge(seals, 0);
+        ck_assert_int_ne(seals & F_SEAL_WRITE, 0);
+        ck_assert_int_ne(seals & F_SEAL_SEAL, 0);
+        ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0);
+        /* sealed: nobody can change it any more */
+        ck_assert_int_lt(write(fd, "x", 1), 0);
+        ck_assert_int_lt(ftruncate(fd, 0), 0);
+        /* readable twice: the reader starts at offset 0 whatever the position */
+        for (int i = 0; i < 2; i++) {
+                _cleanup_(launch_spec_freep) launch_spec *back = NULL;
+                ck_assert_int_eq(launch_spec_read_fd(fd, &back), 0);
+                assert_spec_eq(&full, back);
+        }
+        (void) lseek(fd, 10, SEEK_SET);
+        _cleanup_(launch_spec_freep) launch_spec *back = NULL;
+        ck_assert_int_eq(launch_spec_read_fd(fd, &back), 0);
+        assert_spec_eq(&full, back);
+        close(fd);
+}
+END_TEST
+
+START_TEST(test_read_pipe_and_garbage) {
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(write(p[1], FULL_JSON, strlen(FULL_JSON)), (ssize_t) strlen(FULL_JSON));
+        ck_assert_int_eq(write(p[1], "\n", 1), 1);
+        close(p[1]);
+        _cleanup_(launch_spec_freep) launch_spec *back = NULL;
+        ck_assert_int_eq(launch_spec_read_fd(p[0], &back), 0);
+        assert_spec_eq(&full, back);
+        close(p[0]);
+
+        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(write(p[1], "{} {}", 5), 5);
+        close(p[1]);
+        launch_spec *s = NULL;
+        ck_assert_int_eq(launch_spec_read_fd(p[0], &s), -EBADMSG);
+        close(p[0]);
+        ck_assert_int_eq(launch_spec_read_fd(p[0], &s), -EBADF);
+}
+END_TEST
+
+START_TEST(test_launch_info) {
+        launch_info li = {.shim_pid = 100, .worker_pid = 101,
+                          .pre_dispatch_head = "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+                          .overlay_method = "userns", .started_at_ms = 1764509706026ULL};
+        _cleanup_json_ json_object *j = NULL;
+        ck_assert_int_eq(launch_info_to_json(&li, &j), 0);
+        ck_assert_str_eq(json_to_line(j, NULL),
+                         "{\"shimPid\":100,\"workerPid\":101,\"preDispatchHead\":"
+                         "\"4b825dc642cb6eb9a060e54bf8d69288fbee4904\",\"overlayMethod\":\"userns\","
+                         "\"startedAt\":\"2025-11-30T13:35:06.026Z\"}");
+        launch_info back;
+        ck_assert_int_eq(launch_info_from_json(j, &back), 0);
+        ck_assert_int_eq(back.shim_pid, 100);
+        ck_assert_int_eq(back.worker_pid, 101);
+        ck_assert_str_eq(back.pre_dispatch_head, li.pre_dispatch_head);
+        ck_assert_str_eq(back.overlay_method, "userns");
+        ck_assert_uint_eq(back.started_at_ms, li.started_at_ms);
+        launch_info_done(&back);
+
+        const char *bad[] = {
+                "{\"shimPid\":100,\"workerPid\":101,\"preDispatchHead\":null,\"overlayMethod\":\"other\",\"startedAt\":\"2025-11-30T13:35:06.026Z\"}",
+                "{\"shimPid\":\"100\",\"workerPid\":101,\"preDispatchHead\":null,\"overlayMethod\":null,\"startedAt\":\"2025-11-30T13:35:06.026Z\"}",
+                "{\"shimPid\":100,\"workerPid\":0,\"preDispatchHead\":null,\"overlayMethod\":null,\"startedAt\":\"2025-11-30T13:35:06.026Z\"}",
+                "{\"shimPid\":100,\"workerPid\":101,\"preDispatchHead\":null,\"overlayMethod\":null,\"startedAt\":\"yesterday\"}",
+                "{\"shimPid\":100,\"workerPid\":101,\"preDispatchHead\":null,\"overlayMethod\":null}",
+                "{\"shimPid\":100,\"workerPid\":101,\"preDispatchHead\":1,\"overlayMethod\":null,\"startedAt\":\"2025-11-30T13:35:06.026Z\"}",
+                "{\"shimPid\":100,\"workerPid\":101,\"preDispatchHead\":null,\"overlayMethod\":null,\"startedAt\":\"2025-11-30T13:35:06.026Z\",\"x\":1}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_json_ json_object *b = NULL;
+                ck_assert_int_eq(json_parse_strict(bad[i], strlen(bad[i]), &b), 0);
+                launch_info x;
+                ck_assert_msg(launch_info_from_json(b, &x) == -EBADMSG, "accepted %s", bad[i]);
+        }
+}
+END_TEST
+
+START_TEST(test_exit_info) {
+        exit_info ei = {.has_exit_code = true, .exit_code = 3, .ended_at_ms = 1764509706026ULL};
+        _cleanup_json_ json_object *j = NULL;
+        ck_assert_int_eq(exit_info_to_json(&ei, &j), 0);
+        ck_assert_str_eq(json_to_line(j, NULL), "{\"exitCode\":3,\"signal\":null,\"spawnError\":null,"
+                                                "\"endedAt\":\"2025-11-30T13:35:06.026Z\"}");
+        exit_info sig = {.signal = "SIGTERM", .ended_at_ms = 0};
+        _cleanup_json_ json_object *j2 = NULL;
+        ck_assert_int_eq(exit_info_to_json(&sig, &j2), 0);
+        ck_assert_str_eq(json_to_line(j2, NULL), "{\"exitCode\":null,\"signal\":\"SIGTERM\",\"spawnError\":null,"
+                                                 "\"endedAt\":\"1970-01-01T00:00:00.000Z\"}");
+        exit_info back;
+        ck_assert_int_eq(exit_info_from_json(j2, &back), 0);
+        ck_assert(!back.has_exit_code);
+        ck_assert_str_eq(back.signal, "SIGTERM");
+        ck_assert_ptr_null(back.spawn_error);
+        exit_info_done(&back);
+
+        /* A temp dir holding an exit.json written the way the shim writes it. */
+        char dir[] = "/var/tmp/tf-launch-spec-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        exit_info rd;
+        ck_assert_int_eq(exit_info_read(dir, &rd), -ENOENT);
+        _cleanup_free_ char *path = strdup_printf("%s/exit.json", dir);
+        const char *text = "{\"exitCode\":null,\"signal\":null,\"spawnError\":\"bwrap is required\","
+                           "\"endedAt\":\"2025-11-30T13:35:06.026Z\"}\n";
+        ck_assert_int_eq(write_file_atomic(path, text, strlen(text), 0600), 0);
+        ck_assert_int_eq(exit_info_read(dir, &rd), 0);
+        ck_assert_str_eq(rd.spawn_error, "bwrap is required");
+        ck_assert_uint_eq(rd.ended_at_ms, 1764509706026ULL);
+        exit_info_done(&rd);
+        const char *bad = "{\"exitCode\":256,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\"}";
+        ck_assert_int_eq(write_file_atomic(path, bad, strlen(bad), 0600), 0);
+        ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
+        const char *bad2 = "{\"exitCode\":\"1\",\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\"}";
+        ck_assert_int_eq(write_file_atomic(path, bad2, strlen(bad2), 0600), 0);
+        ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
+        ck_assert_int_eq(rm_rf(dir), 0);
+}
+END_TEST
+
+static Suite *launch_spec_suite(void) {
+        Suite *s = suite_create("launch-spec");
+        TCase *tc = tcase_create("spec");
+        tcase_add_test(tc, test_exact_json);
+        tcase_add_test(tc, test_round_trip);
+        tcase_add_test(tc, test_strict_types);
+        tcase_add_test(tc, test_strict_shape);
+        tcase_add_test(tc, test_memfd);
+        tcase_add_test(tc, test_read_pipe_and_garbage);
+        suite_add_tcase(s, tc);
+        TCase *tc2 = tcase_create("status-files");
+        tcase_add_test(tc2, test_launch_info);
+        tcase_add_test(tc2, test_exit_info);
+        suite_add_tcase(s, tc2);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(launch_spec_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
