@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -227,6 +228,9 @@ static void shim_start_argv(const tree *t, const launch_spec *spec, char *const 
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
                 (void) setsid();
+                /* If this test dies half way, the shim gets SIGTERM and takes
+                 * its worker down with it instead of lingering. */
+                (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
                 /* Move everything above 4 first so the dup2s cannot clobber. */
                 int s = fcntl(spec_fd, F_DUPFD_CLOEXEC, 10), w = fcntl(p[1], F_DUPFD_CLOEXEC, 10);
                 if (s < 0 || w < 0 || dup2(s, 3) < 0 || dup2(w, 4) < 0 || dup2(errfd, 2) < 0) _exit(126);
@@ -696,21 +700,23 @@ START_TEST(test_long_line_and_lingering_grandchild) {
                 false, getuid(), getgid());
         _cleanup_free_ char *status = NULL;
         ck_assert_int_eq(shim_run_all(&t, spec, NULL, &status), 0);
+        /* The shim is done while the grandchild, still holding its stdout,
+         * lives on in the worker's process group. */
+        _cleanup_free_ char *pid_path = path_join(t.output, "sleeper.pid");
+        _cleanup_free_ char *pid_text = read_text(pid_path);
+        pid_t sleeper = (pid_t) strtol(pid_text, NULL, 10);
+        ck_assert_int_gt(sleeper, 0);
+        pid_t sleeper_pgid = getpgid(sleeper);
+        ck_assert_int_eq(kill(sleeper, SIGKILL), 0);
         launch_info li;
         check_launch(&t, status, NULL, &li);
+        ck_assert_int_eq(sleeper_pgid, li.worker_pid);
+        launch_info_done(&li);
         exit_info ei;
         read_exit(&t, &ei);
         ck_assert(ei.has_exit_code);
         ck_assert_int_eq(ei.exit_code, 0);
         exit_info_done(&ei);
-        /* The grandchild is still alive and in the worker's process group. */
-        _cleanup_free_ char *pid_path = path_join(t.output, "sleeper.pid");
-        _cleanup_free_ char *pid_text = read_text(pid_path);
-        pid_t sleeper = (pid_t) strtol(pid_text, NULL, 10);
-        ck_assert_int_gt(sleeper, 0);
-        ck_assert_int_eq(getpgid(sleeper), li.worker_pid);
-        ck_assert_int_eq(kill(-li.worker_pid, SIGKILL), 0);
-        launch_info_done(&li);
 
         _cleanup_free_ char *log = read_text(t.log_path);
         _cleanup_free_ char *big = malloc(1 + 5000000 + sizeof "\\n\"");
@@ -738,12 +744,15 @@ static pid_t proc_pgrp(pid_t pid) {
         return (pid_t) pgrp;
 }
 
-/* Scan every host /proc/<pid>/cmdline: returns how many processes are in
- * process group pgrp, and fails if any command line holds the marker. */
-static int scan_host_procs(pid_t pgrp) {
+/* Scan every host /proc/<pid>/cmdline: fails if any command line holds the
+ * prompt marker; returns whether process group pgrp holds a process whose
+ * command line is exactly `sh <script>`. */
+static bool scan_host_procs(pid_t pgrp, const char *script) {
+        _cleanup_free_ char *want = strdup_printf("sh %s ", script);
+        ck_assert_ptr_nonnull(want);
         DIR *d = opendir("/proc");
         ck_assert_ptr_nonnull(d);
-        int in_group = 0;
+        bool found = false;
         struct dirent *de;
         while ((de = readdir(d))) {
                 char *end;
@@ -756,10 +765,10 @@ static int scan_host_procs(pid_t pgrp) {
                 for (size_t i = 0; i < len; i++)
                         if (!cmd[i]) cmd[i] = ' ';
                 ck_assert_msg(!strstr(cmd, PROMPT_MARKER), "pid %ld has the prompt on its command line", pid);
-                if (proc_pgrp((pid_t) pid) == pgrp) in_group++;
+                if (streq(cmd, want) && proc_pgrp((pid_t) pid) == pgrp) found = true;
         }
         closedir(d);
-        return in_group;
+        return found;
 }
 
 static void wait_for_file(const char *path) {
@@ -791,7 +800,8 @@ static void run_sigterm(bool sandbox) {
          * leads another, which holds the whole worker tree. */
         ck_assert_int_eq(proc_pgrp(run.pid), run.pid);
         ck_assert_int_eq(proc_pgrp(li.worker_pid), li.worker_pid);
-        ck_assert_int_ge(scan_host_procs(li.worker_pid), 2);
+        ck_assert_msg(scan_host_procs(li.worker_pid, sandbox ? SANDBOX_PROMPT_PATH : t.prompt_file),
+                      "the worker's sh is not in process group %d", (int) li.worker_pid);
 
         ck_assert_int_eq(kill(run.pid, SIGTERM), 0);
         ck_assert_int_eq(shim_wait(&run), 0);
