@@ -289,14 +289,16 @@ static void task_start_settlement(Task *t) {
 /* ---- shim watching ---- */
 
 static void task_read_status_line(Task *t, const char *line, size_t len) {
-        json_object *o = NULL;
-        if (json_parse_strict(line, len, &o) < 0) return;
-        int64_t pid;
-        if (json_get_int64(o, "workerPid", &pid) && pid > 0) task_set_int(t, "pid", pid);
-        const char *head = json_get_string(o, "preDispatchHead");
-        if (head) task_set_str(t, "preDispatchHead", head);
+        _cleanup_json_ json_object *o = NULL;
+        launch_info li = {0};
+        if (json_parse_strict(line, len, &o) < 0 || launch_info_from_json(o, &li) < 0) {
+                log_warning("ignoring a malformed status line from the shim of %s", t->id);
+                return;
+        }
+        if (li.worker_pid > 0) task_set_int(t, "pid", li.worker_pid);
+        if (li.pre_dispatch_head) task_set_str(t, "preDispatchHead", li.pre_dispatch_head);
         task_persist(t);
-        json_object_put(o);
+        launch_info_done(&li);
 }
 
 static void task_close_status(Task *t) {
@@ -335,22 +337,19 @@ static int status_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
 }
 
 static void task_apply_exit_json(Task *t) {
-        _cleanup_free_ char *path = strdup_printf("%s/tasks/%s/exit.json", t->m->paths.state_dir, t->id);
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
+        _cleanup_free_ char *task_dir = tf_path_task_dir(&t->m->paths, t->id);
+        exit_info ei = {0};
         char iso[32];
-        _cleanup_json_ json_object *o = NULL;
-        if (!path || read_file(path, 65536, &data, &len) < 0 || json_parse_strict(data, len, &o) < 0 || !json_is_object(o)) {
+        if (!task_dir || exit_info_read(task_dir, &ei) < 0) {
                 task_set_str(t, "spawnError", "taskferry-shim exited without reporting the worker's exit status");
                 task_set_str(t, "endedAt", format_iso(now_ms(), iso));
                 return;
         }
-        int64_t code;
-        if (json_get_int64(o, "exitCode", &code)) task_set_int(t, "exitCode", code);
-        task_set_str(t, "signal", json_get_string(o, "signal"));
-        if (json_get_string(o, "spawnError")) task_set_str(t, "spawnError", json_get_string(o, "spawnError"));
-        const char *ended = json_get_string(o, "endedAt");
-        task_set_str(t, "endedAt", ended ? ended : format_iso(now_ms(), iso));
+        if (ei.has_exit_code) task_set_int(t, "exitCode", ei.exit_code);
+        task_set_str(t, "signal", ei.signal);
+        if (ei.spawn_error) task_set_str(t, "spawnError", ei.spawn_error);
+        task_set_str(t, "endedAt", format_iso(ei.ended_at_ms ? ei.ended_at_ms : now_ms(), iso));
+        exit_info_done(&ei);
 }
 
 static int shim_exit_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
