@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -325,11 +326,18 @@ START_TEST(socket_activation) {
                 _exit(127);
         }
         w->daemon_pid = pid;
+        /* the activator binds before it listens: retry until it accepts */
         int fd = -1;
         for (int i = 0; i < 500 && fd < 0; i++) {
-                struct stat st;
-                if (lstat(w->socket, &st) == 0) fd = tf_connect(w);
-                else usleep(10000);
+                struct sockaddr_un sa = {.sun_family = AF_UNIX};
+                snprintf(sa.sun_path, sizeof sa.sun_path, "%s", w->socket);
+                fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                ck_assert_int_ge(fd, 0);
+                if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                        close(fd);
+                        fd = -1;
+                        usleep(10000);
+                }
         }
         ck_assert_int_ge(fd, 0);
         tf_send(fd, "{\"version\":1,\"id\":\"sa\",\"method\":\"system.health\",\"params\":{}}");
