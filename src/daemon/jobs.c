@@ -119,15 +119,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
                 if (res) {
                         size_t len;
                         const char *s = json_to_line(res, &len);
-                        while (len > 0) {
-                                ssize_t n = write(3, s, len);
-                                if (n < 0) {
-                                        if (errno == EINTR) continue;
-                                        _exit(4);
-                                }
-                                s += n;
-                                len -= (size_t) n;
-                        }
+                        if (loop_write(3, s, len) < 0) _exit(4);
                 }
                 _exit(0);
         }

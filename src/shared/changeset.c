@@ -158,31 +158,13 @@ static bool is_hex_oid(const char *s) {
 static int write_small_file(const char *path, const char *data, size_t len) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) return -errno;
-        while (len > 0) {
-                ssize_t n = write(fd, data, len);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        return -errno;
-                }
-                data += n;
-                len -= (size_t) n;
-        }
-        return 0;
+        return loop_write(fd, data, len);
 }
 
 static int append_file(const char *path, const char *data, size_t len) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) return -errno;
-        while (len > 0) {
-                ssize_t n = write(fd, data, len);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        return -errno;
-                }
-                data += n;
-                len -= (size_t) n;
-        }
-        return 0;
+        return loop_write(fd, data, len);
 }
 
 /* Does `path` (absolute, canonical) equal `dir` or lie below it? */
@@ -730,17 +712,7 @@ static _Noreturn void child_main(extract_child *c, int out_fd) {
         if (r < 0 && !err) err = strdup(strerror(-r));
         _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s %s\n", before, after)
                                           : strdup_printf("E%s", err ? err : "out of memory");
-        if (msg) {
-                size_t len = strlen(msg);
-                const char *p = msg;
-                while (len > 0) {
-                        ssize_t n = write(out_fd, p, len);
-                        if (n < 0 && errno == EINTR) continue;
-                        if (n <= 0) break;
-                        p += n;
-                        len -= (size_t) n;
-                }
-        }
+        if (msg) (void) loop_write(out_fd, msg, strlen(msg));
         _exit(r >= 0 ? 0 : 1);
 }
 

@@ -265,19 +265,6 @@ int launch_spec_from_json(json_object *j, launch_spec **ret) {
 
 /* ---- memfd transport ---- */
 
-static int write_all(int fd, const char *p, size_t len) {
-        while (len > 0) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        return -errno;
-                }
-                p += n;
-                len -= (size_t) n;
-        }
-        return 0;
-}
-
 int launch_spec_to_memfd(const launch_spec *s) {
         _cleanup_json_ json_object *j = NULL;
         int r = launch_spec_to_json(s, &j);
@@ -287,7 +274,7 @@ int launch_spec_to_memfd(const launch_spec *s) {
         if (!text) return -ENOMEM;
         _cleanup_close_ int fd = memfd_create("taskferry-launch-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0) return -errno;
-        if ((r = write_all(fd, text, len)) < 0) return r;
+        if ((r = loop_write(fd, text, len)) < 0) return r;
         if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) return -errno;
         if (lseek(fd, 0, SEEK_SET) < 0) return -errno;
         return TAKE_FD(fd);

@@ -309,6 +309,20 @@ static int fsync_parent(const char *path) {
         return 0;
 }
 
+int loop_write(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR) continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode) {
         char u[37];
         int r = uuid4(u);
@@ -324,16 +338,10 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
         if (fd < 0) return -errno;
         if (fchmod(fd, mode) < 0) goto fail;
-        const char *p = data;
-        size_t left = len;
-        while (left > 0) {
-                ssize_t n = write(fd, p, left);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        goto fail;
-                }
-                p += n;
-                left -= (size_t) n;
+        r = loop_write(fd, data, len);
+        if (r < 0) {
+                errno = -r;
+                goto fail;
         }
         if (fsync(fd) < 0) goto fail;
         if (close(fd) < 0) {

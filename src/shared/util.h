@@ -61,6 +61,8 @@ char *task_id_new(void);
 bool task_id_is_valid(const char *s);
 
 /* ---- files ---- */
+/* write(2) all of buf[0..len) to fd, retrying on EINTR and short writes. -errno. */
+int loop_write(int fd, const void *buf, size_t len);
 /* Write data to path atomically: temp file in the same directory created with
  * `mode`, write, fsync, rename over path, fsync the directory. */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);

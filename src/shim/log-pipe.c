@@ -11,19 +11,6 @@
 
 #define READ_CHUNK 65536
 
-static int write_all(int fd, const char *p, size_t len) {
-        while (len > 0) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        return -errno;
-                }
-                p += n;
-                len -= (size_t) n;
-        }
-        return 0;
-}
-
 static void log_lines(log_pipe *p, char **lines) {
         for (size_t i = 0; lines && lines[i]; i++) {
                 struct iovec iov[2] = {{.iov_base = lines[i], .iov_len = strlen(lines[i])},
@@ -37,8 +24,8 @@ static void log_lines(log_pipe *p, char **lines) {
                 }
                 /* A short write (disk full, a signal): finish the line. */
                 size_t done = (size_t) n;
-                if (done < iov[0].iov_len) (void) write_all(p->log_fd, lines[i] + done, iov[0].iov_len - done);
-                if (done < iov[0].iov_len + 1) (void) write_all(p->log_fd, "\n", 1);
+                if (done < iov[0].iov_len) (void) loop_write(p->log_fd, lines[i] + done, iov[0].iov_len - done);
+                if (done < iov[0].iov_len + 1) (void) loop_write(p->log_fd, "\n", 1);
         }
 }
 

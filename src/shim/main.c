@@ -81,20 +81,6 @@ static void shim_done(shim *s) {
         free(s->exe);
 }
 
-static int write_all(int fd, const void *data, size_t len) {
-        const char *p = data;
-        while (len > 0) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        return -errno;
-                }
-                p += n;
-                len -= (size_t) n;
-        }
-        return 0;
-}
-
 /* ---- exit.json / launch.json ---- */
 
 static int write_json_file(const char *dir, const char *name, json_object *j) {
@@ -200,13 +186,13 @@ static int write_prompt_file(const char *path, const char *prompt) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) return -errno;
         if (fchmod(fd, 0600) < 0) return -errno;
-        return write_all(fd, prompt, strlen(prompt));
+        return loop_write(fd, prompt, strlen(prompt));
 }
 
 static int prompt_memfd(const char *prompt) {
         _cleanup_close_ int fd = memfd_create("taskferry-prompt", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0) return -errno;
-        int r = write_all(fd, prompt, strlen(prompt));
+        int r = loop_write(fd, prompt, strlen(prompt));
         if (r < 0) return r;
         if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) return -errno;
         if (lseek(fd, 0, SEEK_SET) < 0) return -errno;
@@ -222,7 +208,7 @@ static _Noreturn void child_fail(int err_fd, const char *fmt, ...) {
         va_start(ap, fmt);
         int n = vsnprintf(buf, sizeof buf, fmt, ap);
         va_end(ap);
-        if (n > 0) (void) write_all(err_fd, buf, (size_t) n < sizeof buf ? (size_t) n : sizeof buf - 1);
+        if (n > 0) (void) loop_write(err_fd, buf, (size_t) n < sizeof buf ? (size_t) n : sizeof buf - 1);
         _exit(127);
 }
 
@@ -494,7 +480,7 @@ static int start_and_monitor(shim *s) {
                 size_t len;
                 const char *line = json_to_line(lj, &len);
                 if (s->status_fd >= 0 && line) {
-                        if (write_all(s->status_fd, line, len) < 0 || write_all(s->status_fd, "\n", 1) < 0)
+                        if (loop_write(s->status_fd, line, len) < 0 || loop_write(s->status_fd, "\n", 1) < 0)
                                 log_warning("task %s: cannot write the status line", spec->task_id);
                 }
         } else

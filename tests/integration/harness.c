@@ -23,6 +23,14 @@ static char *xstrdup_printf(const char *fmt, ...) {
         return s;
 }
 
+int tf_run_suite(Suite *s) {
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
+
 const char *tf_bin(const char *name) {
         static char buf[3][4096];
         static int k = 0;

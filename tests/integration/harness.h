@@ -20,6 +20,10 @@ typedef struct tf_world {
         pid_t daemon_pid;  /* when started by tf_daemon_start */
 } tf_world;
 
+/* Run a Check suite (forking mode) and return the exit status for main(). */
+#include <check.h>
+int tf_run_suite(Suite *s);
+
 /* Create a world. Extra "NAME=value" entries in extra_env (NULL-terminated,
  * may be NULL) are added to the environment. Aborts the test on failure. */
 tf_world *tf_world_new(char *const extra_env[]);

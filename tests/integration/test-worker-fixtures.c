@@ -99,10 +99,4 @@ static Suite *suite(void) {
         return s;
 }
 
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+int main(void) { return tf_run_suite(suite()); }
