@@ -67,6 +67,7 @@ struct Task {
         json_object *rec;      /* the persisted record (key order = tasks.json) */
         char *id;              /* == rec.id */
         json_object *caller_env; /* dispatch env param (not persisted; secrets) */
+        json_object *launch;   /* launch options of the dispatch (noSandbox, noOverlay, rwBind, roBind); not persisted */
         /* runtime only */
         pid_t shim_pid;
         int shim_pidfd;

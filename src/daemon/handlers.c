@@ -246,7 +246,7 @@ static void handle_dispatch(Manager *m, Request *r) {
         json_add_null(rec, "projectConfigWarning");
         json_add_null(rec, "checkGatePid");
         json_add_string(rec, "outputDir", out_dir);
-        /* launch options, dropped at settlement */
+        /* launch options: kept on the Task (not in tasks.json) until it settles */
         json_object *lp = json_object_new_object();
         json_add_bool(lp, "noSandbox", json_get_bool(p, "noSandbox", false));
         json_add_bool(lp, "noOverlay", json_get_bool(p, "noOverlay", false));
@@ -259,15 +259,16 @@ static void handle_dispatch(Manager *m, Request *r) {
         }
         json_add(lp, "rwBind", rw);
         json_add(lp, "roBind", json_object_get(json_get_array(p, "roBind")));
-        json_add(rec, "_launch", lp);
 
         Task *t = task_new(m, rec);
         if (!t) {
+                json_object_put(lp);
                 json_object_put(rec);
                 return reply_failed(r, "error: out of memory");
         }
         json_object *env = json_get_object(p, "env");
         t->caller_env = env ? json_object_get(env) : NULL;
+        t->launch = lp;
         if (json_get_bool(p, "noOverlay", false) || !m->settings.overlay_enabled)
                 if (sandboxed)
                         log_warning("overlay disabled -- writes of task %s land directly on %s, not gated by accept/reject",
@@ -586,7 +587,8 @@ static void handle_cancel(Manager *m, Request *r) {
                 scheduler_remove(m, t);
                 task_set_str(t, "status", "cancelled");
                 task_set_str(t, "endedAt", format_iso(now_ms(), iso));
-                json_object_object_del(t->rec, "_launch");
+                json_object_put(t->launch);
+                t->launch = NULL;
                 task_persist(t);
                 task_wake_waiters(t);
                 json_object *o = task_summary(t);

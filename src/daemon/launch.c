@@ -105,7 +105,8 @@ void task_settlement_done(Task *t) {
         Manager *m = t->m;
         _cleanup_free_ char *pf = prompt_file_path(t);
         if (pf) (void) unlink(pf);
-        json_object_object_del(t->rec, "_launch");
+        json_object_put(t->launch);
+        t->launch = NULL;
         json_object_put(t->caller_env);
         t->caller_env = NULL;
         task_release_slot(t);
@@ -391,7 +392,7 @@ static bool json_true(json_object *o, const char *key) { return json_get_bool(o,
 
 static void launch_task(Task *t) {
         Manager *m = t->m;
-        json_object *lp = json_get_object(t->rec, "_launch");
+        json_object *lp = t->launch;
         bool sandbox = m->settings.sandbox_enabled && !json_true(lp, "noSandbox");
         bool overlay = sandbox && m->settings.overlay_enabled && !json_true(lp, "noOverlay");
         _cleanup_strv_free_ char **env = NULL;

@@ -164,6 +164,7 @@ static void manager_free(Manager *m) {
                 safe_close(t->status_fd);
                 free(t->status_buf);
                 json_object_put(t->caller_env);
+                json_object_put(t->launch);
                 json_object_put(t->rec);
                 free(t->id);
                 free(t);
