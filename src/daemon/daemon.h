@@ -37,6 +37,8 @@ struct Connection {
         Manager *m;
         unsigned n_ref;
         int fd;
+        pid_t peer_pid;    /* SO_PEERCRED at accept time (0 if unknown) */
+        uid_t peer_uid;
         sd_event_source *io;
         char *in;          /* unsplit inbound bytes */
         size_t in_len, in_cap;
@@ -173,6 +175,14 @@ void jobs_free(Manager *m);
 
 /* handlers.c */
 void handle_request(Manager *m, Request *r);
+
+/* peer.c: who is calling (DESIGN.md: a peer inside a task sandbox cannot
+ * accept, reject or cancel tasks it did not start). */
+typedef struct Caller {
+        bool sandboxed;  /* the peer runs inside a task's process tree or another pid namespace */
+        Task *task;      /* the task whose shim is an ancestor of the peer, if any */
+} Caller;
+Caller caller_of(Manager *m, Connection *c);
 
 /* workspace.c */
 /* Git workspace root of dir (§1.9) computed from the filesystem only (no git

@@ -61,6 +61,39 @@ static bool paths_overlap(const char *a, const char *b) {
         return strncmp(s, l, ls) == 0 && l[ls] == '/';
 }
 
+static char *canonical(const char *p) {
+        char *real = realpath(p, NULL);
+        return real ? real : strdup(p);
+}
+
+/* The dispatch directory may not be, contain or lie inside the daemon's own
+ * dirs (the worker would see or change task state, other tasks' overlays and
+ * logs, or its own overlay's upper dir), nor lie inside a deny-listed dir. A
+ * directory that contains a deny-listed dir is fine: the mask is applied over
+ * the target inside the sandbox. */
+static char *check_directory(Manager *m, const char *directory) {
+        const char *own[] = {m->paths.state_dir, m->paths.runtime_dir, m->paths.cache_dir, m->paths.overlay_tmp_root};
+        const char *own_names[] = {"the state dir", "the runtime dir", "the cache dir", "the overlay dir"};
+        for (size_t i = 0; i < ELEMENTSOF(own); i++) {
+                _cleanup_free_ char *c = canonical(own[i]);
+                if (c && paths_overlap(directory, c))
+                        return strdup_printf("error: directory %s overlaps %s (%s)\nhelp: dispatch into a project "
+                                             "directory that neither contains nor lies inside taskferry's own directories",
+                                             directory, own_names[i], c);
+        }
+        const char *home_rel[] = {".ssh", ".aws", ".config/gcloud", ".config/gh", ".gnupg", ".claude"};
+        for (size_t i = 0; i < ELEMENTSOF(home_rel); i++) {
+                _cleanup_free_ char *d = strdup_printf("%s/%s", m->paths.home, home_rel[i]);
+                _cleanup_free_ char *c = d ? canonical(d) : NULL;
+                size_t n = c ? strlen(c) : 0;
+                if (c && (streq(directory, c) || (strncmp(directory, c, n) == 0 && directory[n] == '/')))
+                        return strdup_printf("error: directory %s is inside %s, which is masked in every sandbox\nhelp: "
+                                             "dispatch into a project directory",
+                                             directory, c);
+        }
+        return NULL;
+}
+
 /* DESIGN.md: a bind that overlaps the target or covers a masked path is refused. */
 static char *check_binds(Manager *m, json_object *params, const char *directory) {
         static const char *const keys[] = {"rwBind", "allowedDirs", "roBind"};
@@ -165,8 +198,24 @@ static void handle_dispatch(Manager *m, Request *r) {
                 }
                 regfree(&re);
         }
+        _cleanup_free_ char *dir_err = check_directory(m, directory);
+        if (dir_err) return reply_failed(r, dir_err);
         _cleanup_free_ char *bind_err = check_binds(m, p, directory);
         if (bind_err) return reply_failed(r, bind_err);
+        Caller who = caller_of(m, r->conn);
+        if (who.sandboxed) {
+                static const char *const widening[] = {"noSandbox", "noOverlay", "rwBind", "roBind", "allowedDirs"};
+                for (size_t i = 0; i < ELEMENTSOF(widening); i++) {
+                        json_object *v = NULL;
+                        if (!json_object_object_get_ex(p, widening[i], &v)) continue;
+                        if (json_object_is_type(v, json_type_boolean) && !json_object_get_boolean(v)) continue;
+                        _cleanup_free_ char *text = strdup_printf(
+                                "error: a task running in a sandbox cannot dispatch with %s\nhelp: nested tasks run "
+                                "sandboxed on an overlay with no extra binds; dispatch from outside the sandbox to widen them",
+                                widening[i]);
+                        return reply_failed(r, text);
+                }
+        }
 
         _cleanup_free_ char *id = task_id_new();
         _cleanup_free_ char *log_path = id ? tf_path_log(&m->paths, id) : NULL;
@@ -246,6 +295,8 @@ static void handle_dispatch(Manager *m, Request *r) {
         json_add_null(rec, "projectConfigWarning");
         json_add_null(rec, "checkGatePid");
         json_add_string(rec, "outputDir", out_dir);
+        /* the task whose worker dispatched this one (it may cancel or reject it) */
+        json_add_string(rec, "dispatchedBy", who.task ? who.task->id : NULL);
         /* launch options: kept on the Task (not in tasks.json) until it settles */
         json_object *lp = json_object_new_object();
         json_add_bool(lp, "noSandbox", json_get_bool(p, "noSandbox", false));
@@ -578,9 +629,31 @@ static int kill_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* A caller inside a sandbox may cancel or reject only the tasks its own task
+ * dispatched, and may never accept (landing changes is the user's decision).
+ * Returns false after replying with the refusal. */
+static bool caller_may_decide(Manager *m, Request *r, Task *t, const char *verb) {
+        Caller who = caller_of(m, r->conn);
+        if (!who.sandboxed) return true;
+        _cleanup_free_ char *text = NULL;
+        if (streq(verb, "accept"))
+                text = strdup_printf("error: a task running in a sandbox cannot accept changesets\nhelp: read the diff "
+                                     "(taskferry result %s --diff) and run taskferry accept %s from outside the sandbox",
+                                     t->id, t->id);
+        else if (who.task && streq_ptr(task_str(t, "dispatchedBy"), who.task->id))
+                return true;
+        else
+                text = strdup_printf("error: a task running in a sandbox can only %s tasks it dispatched itself, and %s "
+                                     "was not dispatched by it\nhelp: run taskferry %s %s from outside the sandbox",
+                                     verb, t->id, verb, t->id);
+        reply_failed(r, text ? text : "error: refused");
+        return false;
+}
+
 static void handle_cancel(Manager *m, Request *r) {
         Task *t = lookup_task(m, r);
         if (!t) return;
+        if (!caller_may_decide(m, r, t, "cancel")) return;
         const char *status = task_status(t);
         char iso[32];
         if (streq(status, "queued")) {
@@ -705,6 +778,7 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
 static void handle_change(Manager *m, Request *r, bool accept) {
         Task *t = lookup_task(m, r);
         if (!t) return;
+        if (!caller_may_decide(m, r, t, accept ? "accept" : "reject")) return;
         const char *verb = accept ? "accepted" : "rejected";
         if (accept && streq_ptr(task_str(t, "role"), "advisor")) {
                 _cleanup_free_ char *text = strdup_printf(

@@ -359,6 +359,7 @@ static int shim_exit_io(sd_event_source *s, int fd, uint32_t revents, void *user
         if (waitid(P_PIDFD, (id_t) fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0) return 0;
         t->shim_source = sd_event_source_disable_unref(t->shim_source);
         t->shim_pidfd = safe_close(t->shim_pidfd);
+        t->shim_pid = 0; /* the pid may be reused: it no longer identifies this task's callers */
         t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
         /* drain whatever the shim reported */
         if (t->status_fd >= 0) status_io(NULL, t->status_fd, EPOLLIN, t);

@@ -279,6 +279,12 @@ static int listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 c->m = m;
                 c->n_ref = 1;
                 c->fd = cfd;
+                struct ucred cred;
+                socklen_t cl = sizeof cred;
+                if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
+                        c->peer_pid = cred.pid;
+                        c->peer_uid = cred.uid;
+                }
                 if (sd_event_add_io(m->event, &c->io, cfd, EPOLLIN, connection_io, c) < 0) {
                         close(cfd);
                         free(c);

@@ -24,13 +24,17 @@ int sandbox_build_argv(const char *bwrap_path, const char *directory, const laun
         bool overlay = sb->overlay != NULL;
 
         PUSH(bwrap_path, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
-        for (size_t i = 0; sb->tmpfs && sb->tmpfs[i]; i++) PUSH("--tmpfs", sb->tmpfs[i]);
 
         if (overlay && method == OVERLAY_METHOD_BWRAP)
                 PUSH("--overlay-src", sb->overlay->lower, "--overlay", sb->overlay->upper, sb->overlay->work,
                      directory);
         else
                 PUSH("--bind", directory, directory);
+
+        /* The masks come after the target: bwrap mounts in order, and a target
+         * that contains a masked dir (a dispatch into $HOME holds ~/.ssh) must
+         * not bring it back. The binds below re-expose single paths on purpose. */
+        for (size_t i = 0; sb->tmpfs && sb->tmpfs[i]; i++) PUSH("--tmpfs", sb->tmpfs[i]);
 
         if (sb->socket_path) PUSH("--bind", sb->socket_path, sb->socket_path);
         for (size_t i = 0; sb->rw_binds && sb->rw_binds[i]; i++) PUSH("--bind", sb->rw_binds[i], sb->rw_binds[i]);

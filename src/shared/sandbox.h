@@ -5,10 +5,11 @@
  *
  * Order:
  *   --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp
- *   [--tmpfs <masked>]...                      deny-list, runtime dir, cache dir
  *   (--overlay-src D --overlay U W D           method BWRAP
  *    | --bind D D)                             method USERNS (D is already our overlay) or no overlay
  *                                              (sb->overlay NULL: method is ignored)
+ *   [--tmpfs <masked>]...                      deny-list, runtime dir, cache dir: after the target,
+ *                                              so a target containing a masked dir cannot unmask it
  *   [--bind <socket> <socket>]
  *   [--bind <rw> <rw>]...
  *   [--ro-bind <ro> <ro>]...

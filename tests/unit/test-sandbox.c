@@ -47,9 +47,9 @@ START_TEST(test_bwrap_overlay_method) {
         _cleanup_strv_free_ char **argv = NULL;
         ck_assert_int_eq(sandbox_build_argv("/usr/bin/bwrap", "/repo", &sb, OVERLAY_METHOD_BWRAP, 7, worker, &argv), 0);
         assert_argv(argv, "/usr/bin/bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
-                    "/tmp", "--tmpfs", "/home/u/.local/state/taskferry", "--tmpfs", "/home/u/.ssh", "--tmpfs",
-                    "/run/user/1000/taskferry", "--tmpfs", "/home/u/.cache/taskferry", "--overlay-src", "/repo",
-                    "--overlay", "/ov/upper/main", "/ov/work/main", "/repo", "--bind",
+                    "/tmp", "--overlay-src", "/repo", "--overlay", "/ov/upper/main", "/ov/work/main", "/repo",
+                    "--tmpfs", "/home/u/.local/state/taskferry", "--tmpfs", "/home/u/.ssh", "--tmpfs",
+                    "/run/user/1000/taskferry", "--tmpfs", "/home/u/.cache/taskferry", "--bind",
                     "/run/user/1000/taskferry/daemon.sock", "/run/user/1000/taskferry/daemon.sock", "--bind",
                     "/home/u/.local/state/taskferry/outputs/oc_1", "/home/u/.local/state/taskferry/outputs/oc_1",
                     "--bind", "/data/rw", "/data/rw", "--ro-bind", "/data/ro", "/data/ro", "--ro-bind-data", "7",
@@ -63,8 +63,8 @@ START_TEST(test_userns_overlay_method) {
         _cleanup_strv_free_ char **argv = NULL;
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/repo", &sb, OVERLAY_METHOD_USERNS, 12, worker, &argv), 0);
         assert_argv(argv, "bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                    "--tmpfs", "/home/u/.local/state/taskferry", "--tmpfs", "/home/u/.ssh", "--tmpfs",
-                    "/run/user/1000/taskferry", "--tmpfs", "/home/u/.cache/taskferry", "--bind", "/repo", "/repo",
+                    "--bind", "/repo", "/repo", "--tmpfs", "/home/u/.local/state/taskferry", "--tmpfs",
+                    "/home/u/.ssh", "--tmpfs", "/run/user/1000/taskferry", "--tmpfs", "/home/u/.cache/taskferry",
                     "--bind", "/run/user/1000/taskferry/daemon.sock", "/run/user/1000/taskferry/daemon.sock",
                     "--bind", "/home/u/.local/state/taskferry/outputs/oc_1",
                     "/home/u/.local/state/taskferry/outputs/oc_1", "--bind", "/data/rw", "/data/rw", "--ro-bind",
@@ -101,19 +101,24 @@ START_TEST(test_unshared_net) {
 }
 END_TEST
 
-/* Masked dirs keep their order and come before the target mount, so a bind
- * beneath a masked dir (the output dir under the state dir) stays visible. */
+/* Masked dirs keep their order and come after the target mount (a target
+ * containing a masked dir must not unmask it) but before the single-path
+ * binds, so a bind beneath a masked dir (the output dir under the state dir,
+ * the socket under the runtime dir) stays visible. */
 START_TEST(test_mask_before_binds) {
         launch_sandbox sb = full_sandbox();
         _cleanup_strv_free_ char **argv = NULL;
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/repo", &sb, OVERLAY_METHOD_USERNS, -1, worker, &argv), 0);
-        ssize_t last_tmpfs = -1, first_bind = -1, dashdash = -1;
+        ssize_t last_tmpfs = -1, first_bind = -1, dashdash = -1, target = -1;
         for (size_t i = 0; argv[i]; i++) {
-                if (streq(argv[i], "--tmpfs")) last_tmpfs = (ssize_t) i;
-                if (first_bind < 0 && streq(argv[i], "--bind")) first_bind = (ssize_t) i;
+                if (streq(argv[i], "--tmpfs") && !streq(argv[i + 1], "/tmp")) last_tmpfs = (ssize_t) i;
+                if (target < 0 && streq(argv[i], "--bind")) target = (ssize_t) i;
+                else if (first_bind < 0 && streq(argv[i], "--bind")) first_bind = (ssize_t) i;
                 if (dashdash < 0 && streq(argv[i], "--")) dashdash = (ssize_t) i;
                 ck_assert_msg(!streq(argv[i], "--ro-bind-data"), "no prompt fd, no --ro-bind-data");
         }
+        ck_assert_str_eq(argv[target + 1], "/repo");
+        ck_assert_int_lt(target, last_tmpfs);
         ck_assert_int_gt(first_bind, last_tmpfs);
         ck_assert_int_gt(dashdash, first_bind);
         ck_assert_str_eq(argv[dashdash + 1], "sh");

@@ -1,0 +1,59 @@
+/* Identifying callers that run inside a task (DESIGN.md "Deliberate
+ * differences": a peer connecting from inside a task sandbox cannot accept,
+ * reject or cancel tasks it did not start; spec sandbox-changeset-env.md §11
+ * D2 is the original's hole). The socket file is bound into every sandbox so
+ * that workers can dispatch nested tasks, so the daemon must tell such peers
+ * apart: by process ancestry (every sandboxed process descends from its
+ * task's shim: bwrap's pid namespace keeps orphans inside, reaped by its
+ * init) and by pid namespace (a peer in another pid namespace is inside some
+ * sandbox even if its task is unknown, e.g. after a daemon restart). */
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+#include "util.h"
+
+/* Parent pid from /proc/<pid>/stat (field 4, after the parenthesised comm). */
+static pid_t parent_of(pid_t pid) {
+        char path[64], buf[1024];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return -1;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n <= 0) return -1;
+        buf[n] = 0;
+        char *close_paren = strrchr(buf, ')');
+        if (!close_paren) return -1;
+        char state;
+        int ppid;
+        if (sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2) return -1;
+        return (pid_t) ppid;
+}
+
+static bool other_pid_namespace(pid_t pid) {
+        char path[64];
+        struct stat a, b;
+        snprintf(path, sizeof path, "/proc/%d/ns/pid", (int) pid);
+        if (stat(path, &a) < 0 || stat("/proc/self/ns/pid", &b) < 0) return false;
+        return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
+}
+
+Caller caller_of(Manager *m, Connection *c) {
+        Caller who = {0};
+        if (!c || c->peer_pid <= 0) return who;
+        who.sandboxed = other_pid_namespace(c->peer_pid);
+        pid_t p = c->peer_pid;
+        for (int depth = 0; p > 1 && depth < 256; depth++) {
+                for (size_t i = 0; i < m->n_tasks; i++) {
+                        Task *t = m->tasks[i];
+                        if (t->shim_pid > 0 && t->shim_pid == p) {
+                                who.sandboxed = true;
+                                who.task = t;
+                                return who;
+                        }
+                }
+                p = parent_of(p);
+        }
+        return who;
+}

@@ -1,0 +1,126 @@
+/* What a worker can do to the daemon from inside its sandbox (DESIGN.md: a
+ * peer inside a task sandbox cannot accept, reject or cancel tasks it did not
+ * start; spec sandbox-changeset-env.md §11 D2), and which dispatch
+ * directories are refused because they would unmask what every sandbox hides. */
+
+#include <check.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+static char *make_repo(tf_world *w) {
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
+                    repo, repo));
+        return repo;
+}
+
+static const char *status_of(tf_world *w, const char *id, char buf[static 64]) {
+        const char *argv[] = {"status", id, "--full", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        json_object *o = tf_json(r.out);
+        snprintf(buf, 64, "%s/%s", strempty(tf_jstr(o, "status")), strempty(tf_jstr(o, "changesetStatus")));
+        json_object_put(o);
+        tf_run_done(&r);
+        return buf;
+}
+
+START_TEST(worker_cannot_decide_for_the_user) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo changed > f", NULL};
+        char *a = tf_dispatch(w, da);
+        json_object_put(tf_wait_settled(w, a));
+        const char *dl[] = {"--executor", "shell", "--directory", repo, "--prompt", "sleep 60", NULL};
+        char *l = tf_dispatch(w, dl);
+        char *escaped = strdup(tf_path(w->root, "escaped"));
+        char *script = strdup_printf(
+                "taskferry accept %s >/dev/null; echo accept=$?; "
+                "taskferry reject %s >/dev/null; echo reject=$?; "
+                "taskferry cancel %s >/dev/null; echo cancel=$?; "
+                "taskferry dispatch --executor shell --no-sandbox --directory %s --prompt 'touch %s' >/dev/null; echo nosandbox=$?; "
+                "taskferry dispatch --executor shell --rw-bind /var/tmp --directory %s --prompt 'true' >/dev/null; echo rwbind=$?; "
+                "child=$(taskferry dispatch --executor shell --directory %s --prompt 'sleep 60' | sed -n 's/^id: //p'); "
+                "echo child=$child; taskferry cancel $child >/dev/null; echo own-cancel=$?",
+                a, a, l, repo, escaped, repo, repo);
+        const char *dw[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *wid = tf_dispatch(w, dw);
+        json_object *st = tf_wait_settled(w, wid);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        const char *res[] = {"result", wid, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        const char *msg = tf_jstr(o, "message");
+        ck_assert_msg(strstr(msg, "accept=1\n") && strstr(msg, "reject=1\n") && strstr(msg, "cancel=1\n") &&
+                              strstr(msg, "nosandbox=1\n") && strstr(msg, "rwbind=1\n") && strstr(msg, "own-cancel=0\n"),
+                      "worker output: %s", msg);
+        ck_assert_msg(strstr(msg, "child=oc_"), "nested dispatch failed: %s", msg);
+        json_object_put(o);
+        tf_run_done(&r);
+        char buf[64];
+        ck_assert_str_eq(status_of(w, a, buf), "done/pending");
+        ck_assert_str_eq(status_of(w, l, buf), "running/pending");
+        ck_assert(!tf_exists(escaped));
+        char *f = tf_read(tf_path(repo, "f"), NULL);
+        ck_assert_str_eq(f, "base\n");
+        free(f);
+        /* the user, outside every sandbox, still decides */
+        const char *c[] = {"cancel", l, NULL};
+        r = tf_cli(w, NULL, NULL, c);
+        ck_assert_int_eq(r.exit_code, 0);
+        tf_run_done(&r);
+        const char *acc[] = {"accept", a, NULL};
+        r = tf_cli(w, NULL, NULL, acc);
+        ck_assert_int_eq(r.exit_code, 0);
+        tf_run_done(&r);
+        json_object_put(tf_wait_settled(w, l));
+        free(a), free(l), free(wid), free(script), free(escaped), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(directories_that_would_unmask_are_refused) {
+        tf_world *w = tf_world_new(NULL);
+        free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo SECRETKEY > %s/.ssh/id && mkdir -p %s", w->home, w->home, w->state));
+        const char *refused[] = {w->root, w->state, "/", NULL};
+        for (size_t i = 0; refused[i]; i++) {
+                const char *d[] = {"dispatch", "--executor", "shell", "--directory", refused[i], "--prompt", "true", NULL};
+                tf_run r = tf_cli(w, NULL, NULL, d);
+                ck_assert_msg(r.exit_code == 1 && strstr(r.out, "overlaps"), "%s: %d %s", refused[i], r.exit_code, r.out);
+                tf_run_done(&r);
+        }
+        char *ssh = strdup(tf_path(w->home, ".ssh"));
+        const char *d[] = {"dispatch", "--executor", "shell", "--directory", ssh, "--prompt", "true", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, d);
+        ck_assert_msg(r.exit_code == 1 && strstr(r.out, "masked in every sandbox"), "%s", r.out);
+        tf_run_done(&r);
+        /* a directory that contains a masked dir: allowed, and the mask holds */
+        const char *dh[] = {"--executor", "shell", "--directory", w->home, "--prompt",
+                            "cat .ssh/id 2>&1; ls -A .ssh | wc -l", NULL};
+        char *id = tf_dispatch(w, dh);
+        json_object_put(tf_wait_settled(w, id));
+        const char *res[] = {"result", id, "--json", NULL};
+        r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        ck_assert_msg(!strstr(tf_jstr(o, "message"), "SECRETKEY"), "secret leaked: %s", tf_jstr(o, "message"));
+        ck_assert_msg(strstr(tf_jstr(o, "message"), "\n0\n"), "mask missing: %s", tf_jstr(o, "message"));
+        json_object_put(o);
+        tf_run_done(&r);
+        free(id), free(ssh);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("sandbox-peers");
+        TCase *tc = tcase_create("peers");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, worker_cannot_decide_for_the_user);
+        tcase_add_test(tc, directories_that_would_unmask_are_refused);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return tf_run_suite(suite()); }
