@@ -114,6 +114,7 @@ struct Manager {
         int listen_fd;
         bool socket_self_bound;
         sd_event_source *listen_source;
+        sd_event_source *accept_retry; /* set while accepting is paused (out of fds) */
         Connection *connections;
         unsigned in_flight;
         /* tasks */

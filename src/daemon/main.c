@@ -205,7 +205,8 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "taskferryd: unexpected argument: %s\n", argv[optind]);
                 return 2;
         }
-        umask(0077);
+        /* No umask(0077) here: taskferry's own files get explicit modes (0600/0700),
+         * while workers and `accept` must create files with the user's umask. */
         signal(SIGPIPE, SIG_IGN);
 
         Manager mgr = {.listen_fd = -1};

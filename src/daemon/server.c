@@ -262,13 +262,32 @@ out:
         return 0;
 }
 
+static int accept_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        m->accept_retry = sd_event_source_disable_unref(m->accept_retry);
+        if (m->listen_source) sd_event_source_set_enabled(m->listen_source, SD_EVENT_ON);
+        return 0;
+}
+
+/* Out of file descriptors: the listening socket stays readable, so stop
+ * polling it for a moment instead of spinning (and logging) on EMFILE. */
+static void accept_pause(Manager *m, int error) {
+        if (m->accept_retry) return;
+        log_warning_errno(error, "cannot accept connections; pausing for 250 ms");
+        sd_event_source_set_enabled(m->listen_source, SD_EVENT_OFF);
+        uint64_t now;
+        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (sd_event_add_time(m->event, &m->accept_retry, CLOCK_MONOTONIC, now + 250000, 0, accept_resume, m) < 0)
+                sd_event_source_set_enabled(m->listen_source, SD_EVENT_ON);
+}
+
 static int listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         for (;;) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
                         if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return 0;
-                        log_warning_errno(-errno, "accept failed");
+                        accept_pause(m, -errno);
                         return 0;
                 }
                 Connection *c = calloc(1, sizeof *c);
@@ -424,6 +443,7 @@ void server_close(Manager *m, const char *reason) {
                 }
                 connection_kill(c);
         }
+        m->accept_retry = sd_event_source_disable_unref(m->accept_retry);
         m->listen_source = sd_event_source_disable_unref(m->listen_source);
         m->listen_fd = safe_close(m->listen_fd);
         if (m->socket_self_bound && unlink(m->paths.socket_path) < 0 && errno != ENOENT)

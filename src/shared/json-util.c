@@ -12,7 +12,8 @@ int json_parse_strict(const char *buf, size_t len, json_object **ret) {
         if (memchr(buf, 0, len)) return -EBADMSG;
         json_tokener *tok = json_tokener_new_ex(64);
         if (!tok) return -ENOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        /* frames are UTF-8 JSON (spec protocol-cli.md §1.1): reject invalid UTF-8 */
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
         json_object *obj = json_tokener_parse_ex(tok, buf, (int) len);
         enum json_tokener_error err = json_tokener_get_error(tok);
         size_t used = json_tokener_get_parse_end(tok);
@@ -168,6 +169,11 @@ int json_add_bool(json_object *obj, const char *key, bool v) {
         return json_add(obj, key, json_object_new_boolean(v));
 }
 int json_add_null(json_object *obj, const char *key) { return json_add(obj, key, NULL); }
+
+bool json_string_has_nul(json_object *s) {
+        if (!s || !json_object_is_type(s, json_type_string)) return false;
+        return (size_t) json_object_get_string_len(s) != strlen(json_object_get_string(s));
+}
 
 bool json_is_object(json_object *v) { return v && json_object_is_type(v, json_type_object); }
 

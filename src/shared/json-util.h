@@ -9,7 +9,9 @@
 #include <json-c/json.h>
 
 /* Parse exactly one JSON value from buf[0..len) (trailing whitespace allowed,
- * anything else → -EBADMSG). Rejects NUL bytes and depth > 64. */
+ * anything else → -EBADMSG). Rejects raw NUL bytes, invalid UTF-8 and depth
+ * > 64. (An escaped \u0000 inside a string is valid JSON; see
+ * json_string_has_nul.) */
 int json_parse_strict(const char *buf, size_t len, json_object **ret);
 /* Serialize compactly without escaping '/', as JSON.stringify would.
  * Returns a string owned by obj (valid until obj changes or is freed). */
@@ -32,6 +34,9 @@ int json_add_int(json_object *obj, const char *key, int64_t v);
 int json_add_bool(json_object *obj, const char *key, bool v);
 int json_add_null(json_object *obj, const char *key);
 int json_add(json_object *obj, const char *key, json_object *v);
+/* True if a JSON string holds an embedded NUL (an escaped \u0000), which C
+ * strings would silently cut short. */
+bool json_string_has_nul(json_object *s);
 /* True for a JSON object (not array, not null). */
 bool json_is_object(json_object *v);
 /* Deep copy (json_object_deep_copy wrapper that keeps our number serializer). */

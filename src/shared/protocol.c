@@ -173,8 +173,10 @@ static bool is_safe_integer(json_object *v, int64_t *ret) {
         return false;
 }
 
+/* A non-empty string without embedded NUL (C strings would cut it short). */
 static bool is_nonempty_string(json_object *v) {
-        return v && json_object_is_type(v, json_type_string) && json_object_get_string_len(v) > 0;
+        return v && json_object_is_type(v, json_type_string) && json_object_get_string_len(v) > 0 &&
+               !json_string_has_nul(v);
 }
 
 static bool check_param(ptype t, json_object *v) {
@@ -195,7 +197,7 @@ static bool check_param(ptype t, json_object *v) {
                 if (!json_object_is_type(v, json_type_object)) return false;
                 json_object_object_foreach(v, key, val) {
                         if (!*key || strchr(key, '=')) return false;
-                        if (!val || !json_object_is_type(val, json_type_string)) return false;
+                        if (!val || !json_object_is_type(val, json_type_string) || json_string_has_nul(val)) return false;
                 }
                 return true;
         case P_STRS: {

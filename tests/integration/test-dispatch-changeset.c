@@ -50,6 +50,7 @@ static bool no_cow_dirs(tf_world *w, void *arg) {
 }
 
 START_TEST(git_round_trip_accept_and_reject) {
+        umask(022); /* the user's umask: accept must create and keep files as the user would */
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w);
         char *before = repo_state(w, repo);
@@ -147,6 +148,11 @@ START_TEST(git_round_trip_accept_and_reject) {
         t = tf_read(tf_path(repo, "added.txt"), &len);
         ck_assert_str_eq(t, "brand new\n");
         free(t);
+        struct stat sb;
+        ck_assert_int_eq(stat(tf_path(repo, "tracked.txt"), &sb), 0);
+        ck_assert_int_eq(sb.st_mode & 0777, 0644);
+        ck_assert_int_eq(stat(tf_path(repo, "added.txt"), &sb), 0);
+        ck_assert_int_eq(sb.st_mode & 0777, 0644);
         t = tf_read(tf_path(repo, "blob.bin"), &len);
         ck_assert_int_eq(len, 10);
         ck_assert(memcmp(t, "bin\0\377\001data", 10) == 0);

@@ -135,6 +135,34 @@ START_TEST(client_frame_classification) {
 }
 END_TEST
 
+START_TEST(nul_and_invalid_utf8_are_rejected) {
+        json_object *e = parse_error("{\"version\":1,\"id\":\"a\\u0000b\",\"method\":\"system.health\",\"params\":{}}");
+        ck_assert_str_eq(err_code(e), "INVALID_REQUEST");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"a\",\"method\":\"system.health\\u0000\",\"params\":{}}");
+        ck_assert_str_eq(err_code(e), "INVALID_REQUEST");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"echo a\\u0000b\",\"directory\":\"/x\"}}");
+        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"p\",\"directory\":\"/x\",\"env\":{\"K\":\"v\\u0000w\"}}}");
+        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"\xff\",\"method\":\"system.health\",\"params\":{}}");
+        ck_assert_str_eq(err_code(e), "MALFORMED_JSON");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"\xc3\x28\",\"directory\":\"/x\"}}");
+        ck_assert_str_eq(err_code(e), "MALFORMED_JSON");
+        json_object_put(e);
+        /* valid multi-byte UTF-8 is fine */
+        const char *ok = "{\"version\":1,\"id\":\"\xc3\xa9\xe2\x9c\x93\",\"method\":\"system.health\",\"params\":{}}";
+        proto_request r;
+        json_object *err = NULL;
+        ck_assert_int_eq(proto_parse_request(ok, strlen(ok), &r, &err), 0);
+        proto_request_done(&r);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("protocol");
         TCase *tc = tcase_create("core");
@@ -143,6 +171,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, validation_order_and_codes);
         tcase_add_test(tc, valid_requests);
         tcase_add_test(tc, client_frame_classification);
+        tcase_add_test(tc, nul_and_invalid_utf8_are_rejected);
         suite_add_tcase(s, tc);
         return s;
 }
