@@ -167,6 +167,11 @@ void scheduler_kick(Manager *m);
 void scheduler_enqueue(Manager *m, Task *t);
 bool scheduler_remove(Manager *m, Task *t);
 int task_signal(Task *t, int sig);
+/* At daemon start, for a task recorded as running: watch its shim again if it
+ * still runs, or settle it from exit.json if it finished meanwhile. Returns
+ * true if the task stays "running" (adopted or settling), false if its shim
+ * is gone without an exit status. */
+bool task_readopt(Task *t);
 void task_settle_spawn_error(Task *t, const char *message);
 void task_settlement_done(Task *t);
 

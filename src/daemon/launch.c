@@ -356,7 +356,12 @@ static void task_apply_exit_json(Task *t) {
 static int shim_exit_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Task *t = userdata;
         siginfo_t si = {0};
-        if (waitid(P_PIDFD, (id_t) fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0) return 0;
+        /* A re-adopted shim is not our child (ECHILD): the pidfd turning readable
+         * is its exit. Our own child is reaped here. */
+        if (waitid(P_PIDFD, (id_t) fd, &si, WEXITED | WNOHANG) < 0) {
+                if (errno != ECHILD) return 0;
+        } else if (si.si_pid == 0)
+                return 0;
         t->shim_source = sd_event_source_disable_unref(t->shim_source);
         t->shim_pidfd = safe_close(t->shim_pidfd);
         t->shim_pid = 0; /* the pid may be reused: it no longer identifies this task's callers */
@@ -366,6 +371,47 @@ static int shim_exit_io(sd_event_source *s, int fd, uint32_t revents, void *user
         task_apply_exit_json(t);
         task_start_settlement(t);
         return 0;
+}
+
+bool task_readopt(Task *t) {
+        Manager *m = t->m;
+        _cleanup_free_ char *task_dir = tf_path_task_dir(&m->paths, t->id);
+        if (!task_dir) return false;
+        exit_info ei = {0};
+        if (exit_info_read(task_dir, &ei) == 0) {
+                exit_info_done(&ei);
+                log_info("task %s finished while the daemon was down; settling it from its exit status", t->id);
+                t->counted_running = true;
+                m->running++;
+                task_apply_exit_json(t);
+                task_start_settlement(t);
+                return true;
+        }
+        launch_info li = {0};
+        if (launch_info_read(task_dir, &li) < 0) return false;
+        pid_t shim = li.shim_pid;
+        launch_info_done(&li);
+        /* the pid must still be a taskferry-shim (pids are reused) */
+        char exe_link[64], exe[4096];
+        snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int) shim);
+        ssize_t n = shim > 1 ? readlink(exe_link, exe, sizeof exe - 1) : -1;
+        if (n <= 0) return false;
+        exe[n] = 0;
+        const char *base = strrchr(exe, '/');
+        if (!base || !startswith(base + 1, "taskferry-shim")) return false;
+        int pidfd = pidfd_open(shim, 0);
+        if (pidfd < 0) return false;
+        t->shim_pid = shim;
+        t->shim_pidfd = pidfd;
+        if (sd_event_add_io(m->event, &t->shim_source, pidfd, EPOLLIN, shim_exit_io, t) < 0) {
+                t->shim_pidfd = safe_close(t->shim_pidfd);
+                t->shim_pid = 0;
+                return false;
+        }
+        t->counted_running = true;
+        m->running++;
+        log_info("re-adopted task %s (shim pid %d)", t->id, (int) shim);
+        return true;
 }
 
 /* ---- launch ---- */

@@ -129,8 +129,12 @@ int manager_load_tasks(Manager *m) {
                 }
                 if (json_get_object(rec, "summaryOf")) task_set_bool(t, "internal", true);
                 if (!task_str(t, "executorId")) task_set_str(t, "executorId", "opencode");
-                /* lifecycle.md §1.5: a task that was active when the daemon stopped reads
-                 * "unknown" (re-adoption of live shims comes with a later change). */
+                /* A running task's shim outlives the daemon: re-adopt it, or settle
+                 * it from its exit.json (DESIGN.md: workers outlive a daemon restart).
+                 * Only a task whose shim is truly gone, or one never launched (its
+                 * caller's environment was not persisted), reads "unknown"
+                 * (lifecycle.md §1.5). */
+                if (streq(task_status(t), "running") && task_readopt(t)) continue;
                 if (task_is_active(t)) {
                         task_set_str(t, "status", "unknown");
                         m->dirty = true;

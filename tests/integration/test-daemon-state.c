@@ -42,19 +42,58 @@ START_TEST(tasks_survive_restart) {
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
         ck_assert_str_eq(tf_jstr(o, "message"), "persisted\n");
         json_object_put(o);
+        /* the running worker's shim outlived the daemon: re-adopted, still running */
         const char *st[] = {"status", run_id, "--json", NULL};
         o = cli_json(w, st, 0);
-        ck_assert_str_eq(tf_jstr(o, "status"), "unknown");
+        ck_assert_str_eq(tf_jstr(o, "status"), "running");
         json_object_put(o);
         const char *list[] = {"list", "--all", "--json", NULL};
         o = cli_json(w, list, 0);
         int64_t n = -1;
-        json_get_int64(json_get_object(o, "counts"), "unknown", &n);
+        json_get_int64(json_get_object(o, "counts"), "running", &n);
         ck_assert_int_eq(n, 1);
         json_get_int64(json_get_object(o, "counts"), "done", &n);
         ck_assert_int_eq(n, 1);
         json_object_put(o);
+        /* and the new daemon can still cancel it and sees it end */
+        const char *c[] = {"cancel", run_id, "--grace-ms", "200", "--json", NULL};
+        json_object_put(cli_json(w, c, 0));
+        o = tf_wait_settled(w, run_id);
+        ck_assert_str_eq(tf_jstr(o, "status"), "cancelled");
+        json_object_put(o);
         free(done_id), free(run_id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* A sandboxed worker that finishes while the daemon is dead (SIGKILL) is
+ * settled from the exit status its shim recorded, and its changeset is
+ * extracted: nothing is lost. */
+START_TEST(worker_finishing_while_daemon_is_dead_is_settled) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo a > a && git add a && git commit -qm a", repo, repo));
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                           "sleep 2; echo late > late.txt; echo finished", NULL};
+        char *id = tf_dispatch(w, d);
+        pid_t pid = tf_daemon_pid(w);
+        ck_assert_int_gt(pid, 0);
+        kill(pid, SIGKILL);
+        sleep(3);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
+        json_object_put(st);
+        const char *res[] = {"result", id, "--json", NULL};
+        json_object *o = cli_json(w, res, 0);
+        ck_assert_str_eq(tf_jstr(o, "message"), "finished\n");
+        ck_assert_msg(strstr(strempty(tf_jstr(o, "diff")), "+late"), "diff: %s", tf_jstr(o, "diff"));
+        json_object_put(o);
+        const char *acc[] = {"accept", id, "--json", NULL};
+        json_object_put(cli_json(w, acc, 0));
+        char *late = tf_read(tf_path(repo, "late.txt"), NULL);
+        ck_assert_str_eq(late, "late\n");
+        free(late), free(id), free(repo);
         tf_world_free(w);
 }
 END_TEST
@@ -210,6 +249,7 @@ static Suite *suite(void) {
         TCase *tc = tcase_create("state");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, tasks_survive_restart);
+        tcase_add_test(tc, worker_finishing_while_daemon_is_dead_is_settled);
         tcase_add_test(tc, unreadable_state_is_never_overwritten);
         tcase_add_test(tc, cancel_kills_the_process_group);
         tcase_add_test(tc, concurrency_cap_queues_and_queued_cancel);
