@@ -11,8 +11,19 @@
 
 #define READ_CHUNK 65536
 
+void log_pipe_raw(log_pipe *p, const char *data, size_t len) {
+        if (len == 0) return;
+        int r = loop_write(p->log_fd, data, len);
+        if (r < 0) log_warning_errno(r, "task %s: cannot write stderr to the log", p->task_id);
+        p->at_line_start = data[len - 1] == '\n';
+}
+
 static void log_lines(log_pipe *p, char **lines) {
         for (size_t i = 0; lines && lines[i]; i++) {
+                if (!p->at_line_start) {
+                        (void) loop_write(p->log_fd, "\n", 1);
+                        p->at_line_start = true;
+                }
                 struct iovec iov[2] = {{.iov_base = lines[i], .iov_len = strlen(lines[i])},
                                        {.iov_base = (char *) "\n", .iov_len = 1}};
                 ssize_t n;
@@ -43,7 +54,7 @@ static void emit_line(log_pipe *p, const char *line, size_t len, bool newline) {
 }
 
 int log_pipe_init(log_pipe *p, const executor *exec, int log_fd, const char *task_id) {
-        *p = (log_pipe){.exec = exec, .log_fd = log_fd, .task_id = task_id};
+        *p = (log_pipe){.exec = exec, .log_fd = log_fd, .task_id = task_id, .at_line_start = true};
         if (exec->normalizer_new && exec->normalize_line) {
                 p->norm = exec->normalizer_new();
                 if (!p->norm) log_warning("task %s: no memory for the %s normalizer; logging stdout verbatim",

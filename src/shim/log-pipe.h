@@ -3,8 +3,11 @@
  * (spec lifecycle.md §3.1, executor.h): stdout is split into lines of any
  * length, every line (with its newline flag) goes through the executor's
  * normalize_line, and each resulting log line is appended to the log with a
- * single writev(2) of "<line>\n". stderr does not pass through here: it is
- * the log fd itself, raw. */
+ * single writev(2) of "<line>\n". The worker's stderr is appended raw,
+ * byte for byte (log_pipe_raw), but a canonical line always starts on a line
+ * of its own: if stderr left the log mid-line, a '\n' is written first, so a
+ * stderr write without a newline can never glue itself onto an event and
+ * make it unparseable. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,6 +21,7 @@ typedef struct log_pipe {
         const char *task_id; /* borrowed, for warnings only */
         char *buf;           /* unterminated tail of stdout */
         size_t len, cap, scanned;
+        bool at_line_start;  /* the log's last byte is '\n' (or the log is empty) */
 } log_pipe;
 
 /* Set up for one worker. Does not take log_fd. Returns 0 (a failed
@@ -26,6 +30,8 @@ int log_pipe_init(log_pipe *p, const executor *exec, int log_fd, const char *tas
 /* Read once from fd (non-blocking or ready) and log every complete line.
  * Returns 1 if more may come, 0 at EOF, -errno on a read error or -ENOMEM. */
 int log_pipe_read(log_pipe *p, int fd);
+/* Append bytes the worker wrote to stderr, unmodified. */
+void log_pipe_raw(log_pipe *p, const char *data, size_t len);
 /* End of stdout (EOF, or the drain deadline passed): log a trailing partial
  * line with newline=false, then the normalizer's normalize_finish output. */
 void log_pipe_finish(log_pipe *p);

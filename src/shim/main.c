@@ -212,7 +212,7 @@ static _Noreturn void child_fail(int err_fd, const char *fmt, ...) {
         _exit(127);
 }
 
-static _Noreturn void run_worker(shim *s, int out_w, int err_w) {
+static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
         /* Default dispositions and an empty mask: handlers are reset by
          * execve, but ignored signals and the mask would be inherited. */
         struct sigaction sa = {.sa_handler = SIG_DFL};
@@ -227,7 +227,7 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w) {
         int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (devnull < 0) child_fail(err_w, "open /dev/null: %s", strerror(errno));
         if (dup2(devnull, STDIN_FILENO) < 0 || dup2(out_w, STDOUT_FILENO) < 0 ||
-            dup2(s->log_fd, STDERR_FILENO) < 0)
+            dup2(stderr_w, STDERR_FILENO) < 0)
                 child_fail(err_w, "dup2: %s", strerror(errno));
 
         launch_sandbox *sb = s->spec->sandbox;
@@ -301,15 +301,16 @@ static void drain_signals(shim *s) {
         try_reap(s);
 }
 
-/* Takes out_r (the read end of the worker's stdout) and closes it. */
-static void monitor(shim *s, int out_r) {
+/* Takes out_r and err_r (the read ends of the worker's stdout and stderr)
+ * and closes them. */
+static void monitor(shim *s, int out_r, int err_r) {
         log_pipe lp;
         (void) log_pipe_init(&lp, s->exec, s->log_fd, s->spec->task_id);
-        bool out_open = true;
+        bool out_open = true, err_open = true;
         uint64_t deadline = 0;
 
         for (;;) {
-                if (s->reaped && !out_open) break;
+                if (s->reaped && !out_open && !err_open) break;
                 if (s->reaped && !deadline) deadline = mono_ms() + DRAIN_AFTER_EXIT_MS;
                 int timeout = -1;
                 if (deadline) {
@@ -317,9 +318,10 @@ static void monitor(shim *s, int out_r) {
                         if (now >= deadline) break; /* a grandchild still holds stdout: stop waiting */
                         timeout = (int) (deadline - now);
                 }
-                struct pollfd p[2] = {{.fd = s->signal_fd, .events = POLLIN},
-                                      {.fd = out_open ? out_r : -1, .events = POLLIN}};
-                if (poll(p, 2, timeout) < 0) {
+                struct pollfd p[3] = {{.fd = s->signal_fd, .events = POLLIN},
+                                      {.fd = out_open ? out_r : -1, .events = POLLIN},
+                                      {.fd = err_open ? err_r : -1, .events = POLLIN}};
+                if (poll(p, 3, timeout) < 0) {
                         if (errno == EINTR) continue;
                         log_error_errno(-errno, "poll");
                         break;
@@ -335,9 +337,20 @@ static void monitor(shim *s, int out_r) {
                                 out_open = false;
                         }
                 }
+                if (p[2].revents) {
+                        char buf[65536];
+                        ssize_t n = read(err_r, buf, sizeof buf);
+                        if (n > 0)
+                                log_pipe_raw(&lp, buf, (size_t) n);
+                        else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                                err_r = safe_close(err_r);
+                                err_open = false;
+                        }
+                }
                 try_reap(s);
         }
         safe_close(out_r);
+        safe_close(err_r);
         log_pipe_finish(&lp);
         log_pipe_done(&lp);
 }
@@ -423,7 +436,7 @@ static int start_and_monitor(shim *s) {
                 s->argv = TAKE_PTR(worker_argv);
         }
 
-        int outp[2], errp[2];
+        int outp[2], errp[2], stderrp[2];
         if (pipe2(outp, O_CLOEXEC) < 0) return fail_spawn(s, "cannot create a pipe: %s", strerror(errno));
         if (pipe2(errp, O_CLOEXEC) < 0) {
                 int e = errno;
@@ -431,7 +444,13 @@ static int start_and_monitor(shim *s) {
                 close(outp[1]);
                 return fail_spawn(s, "cannot create a pipe: %s", strerror(e));
         }
+        if (pipe2(stderrp, O_CLOEXEC) < 0) {
+                int e = errno;
+                close(outp[0]), close(outp[1]), close(errp[0]), close(errp[1]);
+                return fail_spawn(s, "cannot create a pipe: %s", strerror(e));
+        }
         _cleanup_close_ int out_r = outp[0];
+        _cleanup_close_ int serr_r = stderrp[0];
         uint64_t started_at = now_ms();
         pid_t pid = fork();
         if (pid < 0) {
@@ -439,17 +458,20 @@ static int start_and_monitor(shim *s) {
                 close(outp[1]);
                 close(errp[0]);
                 close(errp[1]);
+                close(stderrp[1]);
                 return fail_spawn(s, "cannot fork the worker: %s", strerror(e));
         }
         if (pid == 0) {
                 close(outp[0]);
                 close(errp[0]);
-                run_worker(s, outp[1], errp[1]);
+                close(stderrp[0]);
+                run_worker(s, outp[1], errp[1], stderrp[1]);
         }
         s->worker = pid;
         (void) setpgid(pid, pid); /* also done by the child; whichever runs first wins the race */
         close(outp[1]);
         close(errp[1]);
+        close(stderrp[1]);
         _cleanup_free_ char *child_error = NULL;
         r = read_child_error(errp[0], &child_error);
         close(errp[0]);
@@ -462,6 +484,7 @@ static int start_and_monitor(shim *s) {
         }
         s->prompt_fd = safe_close(s->prompt_fd);
         (void) fcntl(out_r, F_SETFL, O_NONBLOCK);
+        (void) fcntl(serr_r, F_SETFL, O_NONBLOCK);
 
         launch_info li = {
                 .shim_pid = getpid(),
@@ -487,7 +510,7 @@ static int start_and_monitor(shim *s) {
                 log_error_errno(r, "task %s: cannot build %s", spec->task_id, LAUNCH_JSON_NAME);
         s->status_fd = safe_close(s->status_fd);
 
-        monitor(s, TAKE_FD(out_r));
+        monitor(s, TAKE_FD(out_r), TAKE_FD(serr_r));
 
         if (!s->reaped) {
                 /* Only reached if poll failed: wait for the worker regardless. */

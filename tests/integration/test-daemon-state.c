@@ -226,6 +226,28 @@ START_TEST(worker_dying_mid_line_keeps_output) {
 }
 END_TEST
 
+/* stderr reaches the log byte for byte, but a stderr write without a newline
+ * cannot glue itself onto the next stdout event and lose it. */
+START_TEST(stderr_without_newline_keeps_events_intact) {
+        tf_world *w = tf_world_new(NULL);
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt",
+                           "printf 'warning: no newline' >&2; sleep 0.2; echo 'the real answer'", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        const char *res[] = {"result", id, "--json", NULL};
+        json_object *o = cli_json(w, res, 0);
+        ck_assert_str_eq(tf_jstr(o, "message"), "the real answer\n");
+        json_object_put(o);
+        char *path = strdup_printf("%s/logs/%s.ndjson", w->state, id);
+        char *log = tf_read(path, NULL);
+        ck_assert_msg(strstr(log, "warning: no newline\n{\"type\":\"text\""), "log: %s", log);
+        free(log), free(path), free(id);
+        tf_world_free(w);
+}
+END_TEST
+
 START_TEST(nonzero_exit_and_stderr_boot_failure) {
         tf_world *w = tf_world_new(NULL);
         const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt",
@@ -255,6 +277,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, concurrency_cap_queues_and_queued_cancel);
         tcase_add_test(tc, worker_dying_mid_line_keeps_output);
         tcase_add_test(tc, nonzero_exit_and_stderr_boot_failure);
+        tcase_add_test(tc, stderr_without_newline_keeps_events_intact);
         suite_add_tcase(s, tc);
         return s;
 }
