@@ -200,6 +200,16 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                 return -ENOMEM;
         size_t len;
         const char *line = json_to_line(req, &len);
+        /* The daemon drops a connection whose request exceeds MAX_BUFFER_BYTES
+         * (spec §1.5); say why here instead of failing on its id-null reply. */
+        if (len + 1 > CLI_CLIENT_MAX_BUFFER_BYTES) {
+                cli_error_fail(err, NULL,
+                               "the %s request is %zu bytes, over the daemon's 1 MiB request limit (1048576 bytes)\n"
+                               "help: shorten the prompt (dispatch also forwards your whole environment, which counts "
+                               "toward the limit; unset large variables)",
+                               method, len + 1);
+                return -E2BIG;
+        }
         _cleanup_free_ char *frame = malloc(len + 1);
         if (!frame) return -ENOMEM;
         memcpy(frame, line, len);

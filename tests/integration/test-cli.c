@@ -108,6 +108,22 @@ START_TEST(json_output_for_every_command) {
 }
 END_TEST
 
+START_TEST(oversized_request_is_explained) {
+        tf_world *w = tf_world_new(NULL);
+        size_t n = 1100 * 1024;
+        char *big = malloc(n + 1);
+        memset(big, 'a', n);
+        big[n] = 0;
+        const char *argv[] = {"dispatch", "--executor", "shell", "--directory", w->repo_parent, "--prompt", "-", NULL};
+        tf_run r = tf_cli(w, NULL, big, argv);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_msg(strstr(r.out, "over the daemon's 1 MiB request limit"), "%s", r.out);
+        tf_run_done(&r);
+        free(big);
+        tf_world_free(w);
+}
+END_TEST
+
 static int count_daemons(tf_world *w) {
         int n = 0;
         DIR *d = opendir("/proc");
@@ -184,6 +200,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, json_output_for_every_command);
         tcase_add_test(tc, racing_clis_start_one_daemon);
         tcase_add_test(tc, auto_start_disabled);
+        tcase_add_test(tc, oversized_request_is_explained);
         suite_add_tcase(s, tc);
         return s;
 }
