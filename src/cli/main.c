@@ -87,9 +87,13 @@ int main(int argc, char **argv) {
                 return finish(CLI_EXIT_OK);
         }
         if (!cli_command_implemented(args.command)) {
-                cli_error_usage(&err, "Run `taskferry --help` to see available commands", "unknown command: %s", args.command);
+                /* a command of the spec's CLI surface that this build does not have yet */
+                cli_error_fail(&err, NULL,
+                               "%s is not available in this build of taskferry yet\n"
+                               "help: available now: dispatch, status, wait, result, list, cancel, accept, reject, tail, output",
+                               args.command);
                 print_error(&err, json);
-                return finish(CLI_EXIT_USAGE);
+                return finish(CLI_EXIT_FAILURE);
         }
 
         _cleanup_(cli_context_done) cli_context ctx = {
