@@ -231,8 +231,10 @@ static int run_result_cmd(cli_context *ctx, json_object **ret, cli_error *err) {
                 if (diff_requested)
                         return cli_error_fail(err, "RESPONSE_TOO_LARGE",
                                               "error: the result payload for task %s exceeds the daemon's response size cap (1 MiB)\n"
-                                              "help: the payload includes the task's diff, which covers the whole target directory against its pre-dispatch HEAD -- unrelated uncommitted changes in that directory count toward the cap, not just the task's own edits. Commit or shelve the unrelated working-tree changes and retry, or fetch a narrower set of fields instead (e.g. \"taskferry result %s --fields message,tokens\")",
-                                              id, id);
+                                              "help: the payload includes the task's diff (only the task's own changes); read the "
+                                              "patch directly at %s/diffs/%s.patch, or fetch a narrower set of fields instead "
+                                              "(e.g. \"taskferry result %s --fields message,tokens\")",
+                                              id, ctx->paths.state_dir, id, id);
                 return cli_error_fail(err, "RESPONSE_TOO_LARGE",
                                       "error: the result payload for task %s exceeds the daemon's response size cap (1 MiB)\n"
                                       "help: fetch a narrower set of fields instead (e.g. \"taskferry result %s --fields message,tokens\")",

@@ -1067,7 +1067,9 @@ START_TEST(test_cli_result_params_and_rewrite) {
         cli_run_done(&r);
         r = run_cli(NULL, "result", "oc_r", NULL);
         ck_assert_int_eq(r.exit_code, 1);
-        ck_assert(strstr(r.out, "help: \"the payload includes the task's diff, which covers the whole target directory"));
+        ck_assert_msg(strstr(r.out, "help: \"the payload includes the task's diff (only the task's own changes); read the "
+                                    "patch directly at ") && strstr(r.out, "/diffs/oc_r.patch"),
+                      "%s", r.out);
         cli_run_done(&r);
 }
 END_TEST
