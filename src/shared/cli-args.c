@@ -703,16 +703,16 @@ int cli_args_parse(char *const *argv_in, size_t argc_in, cli_args *ret, cli_erro
                         continue;
                 }
 
+                /* usage errors carry the "Valid flags for <cmd>" help (spec §2.2) */
                 const char *value;
-                _cleanup_free_ char *value_help = strdup_printf("Run %s with a value", name);
                 if (inline_value) {
-                        if (!*inline_value) return cli_error_usage(err, value_help, "%s requires a non-empty value", name);
+                        if (!*inline_value) return usage_error(err, command, "%s requires a non-empty value", name);
                         value = inline_value;
                 } else {
                         if (i + 1 >= argc || startswith(argv[i + 1], "--"))
-                                return cli_error_usage(err, value_help, "%s requires a value", name);
+                                return usage_error(err, command, "%s requires a value", name);
                         value = argv[++i];
-                        if (!*value) return cli_error_usage(err, value_help, "%s requires a non-empty value", name);
+                        if (!*value) return usage_error(err, command, "%s requires a non-empty value", name);
                 }
 
                 json_object *v = NULL;

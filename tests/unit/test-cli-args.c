@@ -243,10 +243,10 @@ START_TEST(test_retired_flag_names) {
 END_TEST
 
 START_TEST(test_value_flag_errors) {
-        EXPECT_USAGE("--timeout requires a non-empty value", "Run --timeout with a value", "wait", "x", "--timeout=");
-        EXPECT_USAGE("--timeout requires a value", "Run --timeout with a value", "wait", "x", "--timeout");
-        EXPECT_USAGE("--prompt requires a value", "Run --prompt with a value", "dispatch", "--prompt", "--model", "m");
-        EXPECT_USAGE("--prompt requires a non-empty value", "Run --prompt with a value", "dispatch", "--prompt", "");
+        EXPECT_USAGE("--timeout requires a non-empty value", "Valid flags for wait: --timeout <duration>, --tail-chars <number>, --full, --summarize. Run `taskferry wait --help` for details", "wait", "x", "--timeout=");
+        EXPECT_USAGE("--timeout requires a value", "Valid flags for wait: --timeout <duration>, --tail-chars <number>, --full, --summarize. Run `taskferry wait --help` for details", "wait", "x", "--timeout");
+        EXPECT_USAGE("--prompt requires a value", NULL, "dispatch", "--prompt", "--model", "m");
+        EXPECT_USAGE("--prompt requires a non-empty value", NULL, "dispatch", "--prompt", "");
         EXPECT_USAGE("--full does not take a value",
                      "Valid flags for status: --full. Run `taskferry status --help` for details",
                      "status", "x", "--full=1");
