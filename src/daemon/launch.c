@@ -422,6 +422,12 @@ static int overlay_prepare(Task *t) {
         if (!root) return -ENOMEM;
         int r = overlay_dirs_create(m->paths.overlay_tmp_root, root);
         if (r < 0) return r;
+        /* The merged view's top directory takes its attributes from the upper
+         * dir: give it the target's mode so the worker sees the directory as
+         * it is (the overlay root above it stays 0700). */
+        struct stat st;
+        _cleanup_free_ char *upper = strdup_printf("%s/upper/main", root);
+        if (upper && stat(task_str(t, "directory"), &st) == 0) (void) chmod(upper, st.st_mode & 07777);
         json_object *od = json_object_new_object();
         json_add_string(od, "root", root);
         _cleanup_free_ char *up = strdup_printf("%s/upper/main", root), *wk = strdup_printf("%s/work/main", root);

@@ -289,7 +289,7 @@ START_TEST(sandbox_confinement) {
                 "(echo x > \"$WORLD/planted\") 2>/dev/null && echo world-writable >> $r; "
                 "(echo x > ./in-overlay) 2>/dev/null && echo overlay-writable >> $r; "
                 "test -S \"$RUN/daemon.sock\" && echo socket-present >> $r; "
-                "id -u >> $r; echo done";
+                "id -u >> $r; echo \"mode=$(stat -c %a .)\" >> $r; echo done";
         char *env_state = strdup_printf("STATE=%s", w->state), *env_cache = strdup_printf("CACHE=%s", w->cache);
         char *env_run = strdup_printf("RUN=%s", w->run), *env_world = strdup_printf("WORLD=%s", w->root);
         tf_world_setenv(w, "STATE", w->state);
@@ -315,6 +315,12 @@ START_TEST(sandbox_confinement) {
         ck_assert_msg(!strstr(report, "usr-writable"), "%s", report);
         ck_assert_msg(!strstr(report, "world-writable"), "%s", report);
         ck_assert_msg(strstr(report, "overlay-writable"), "%s", report);
+        /* the target directory keeps its own mode inside the overlay */
+        struct stat rs;
+        ck_assert_int_eq(stat(repo, &rs), 0);
+        char mode[32];
+        snprintf(mode, sizeof mode, "mode=%o\n", rs.st_mode & 07777);
+        ck_assert_msg(strstr(report, mode), "want %s in %s", mode, report);
         char uid[32];
         snprintf(uid, sizeof uid, "\n%u\n", (unsigned) getuid());
         ck_assert_msg(strstr(report, uid), "worker uid differs: %s", report);
