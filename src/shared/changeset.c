@@ -719,29 +719,6 @@ static _Noreturn void child_main(extract_child *c, int out_fd) {
 /* ------------------------------------------------------------------------ */
 /* extraction: the parent side */
 
-static int read_all_fd(int fd, char **ret) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 0;
-        for (;;) {
-                if (len + 4096 + 1 > cap) {
-                        size_t ncap = cap ? cap * 2 : 8192;
-                        char *nb = realloc(buf, ncap);
-                        if (!nb) return -ENOMEM;
-                        buf = nb;
-                        cap = ncap;
-                }
-                ssize_t n = read(fd, buf + len, cap - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        return -errno;
-                }
-                if (n == 0) break;
-                len += (size_t) n;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
 
 static int diff_trees(const git_ctx *g, const char *before, const char *after, run_result *rr, char **err) {
         char *args[] = {(char *) "diff-tree", (char *) "-r", (char *) "-p", (char *) "--binary", (char *) "--full-index",
@@ -843,7 +820,7 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
         }
         safe_close(pfd[1]);
         _cleanup_free_ char *reply = NULL;
-        r = read_all_fd(pfd[0], &reply);
+        r = read_fd(pfd[0], SIZE_MAX - 1, &reply, NULL);
         safe_close(pfd[0]);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0)

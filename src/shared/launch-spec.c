@@ -280,47 +280,12 @@ int launch_spec_to_memfd(const launch_spec *s) {
         return TAKE_FD(fd);
 }
 
-static int read_fd_all(int fd, size_t max, char **ret, size_t *ret_len) {
-        size_t cap = 65536, len = 0;
-        bool positional = true;
-        _cleanup_free_ char *buf = malloc(cap + 1);
-        if (!buf) return -ENOMEM;
-        for (;;) {
-                if (len == cap) {
-                        if (cap > max) return -EFBIG;
-                        size_t ncap = cap * 2;
-                        char *nb = realloc(buf, ncap + 1);
-                        if (!nb) return -ENOMEM;
-                        buf = nb;
-                        cap = ncap;
-                }
-                ssize_t n;
-                if (positional) {
-                        n = pread(fd, buf + len, cap - len, (off_t) len);
-                        if (n < 0 && errno == ESPIPE) {
-                                positional = false;
-                                continue;
-                        }
-                } else
-                        n = read(fd, buf + len, cap - len);
-                if (n < 0) {
-                        if (errno == EINTR) continue;
-                        return -errno;
-                }
-                if (n == 0) break;
-                len += (size_t) n;
-                if (len > max) return -EFBIG;
-        }
-        buf[len] = 0;
-        *ret_len = len;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 int launch_spec_read_fd(int fd, launch_spec **ret) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
-        int r = read_fd_all(fd, LAUNCH_SPEC_MAX_BYTES, &buf, &len);
+        /* a memfd is read from its start; a pipe cannot seek and needs not */
+        if (lseek(fd, 0, SEEK_SET) < 0 && errno != ESPIPE) return -errno;
+        int r = read_fd(fd, LAUNCH_SPEC_MAX_BYTES, &buf, &len);
         if (r < 0) return r;
         _cleanup_json_ json_object *j = NULL;
         if ((r = json_parse_strict(buf, len, &j)) < 0) return r;

@@ -359,9 +359,7 @@ fail:
         return r;
 }
 
-int read_file(const char *path, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) return -errno;
+int read_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         size_t cap = 4096, len = 0;
         _cleanup_free_ char *buf = malloc(cap + 1);
         if (!buf) return -ENOMEM;
@@ -387,6 +385,12 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         if (ret_len) *ret_len = len;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int read_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) return -errno;
+        return read_fd(fd, max, ret, ret_len);
 }
 
 int mkdir_p(const char *path, mode_t mode) {

@@ -66,6 +66,9 @@ int loop_write(int fd, const void *buf, size_t len);
 /* Write data to path atomically: temp file in the same directory created with
  * `mode`, write, fsync, rename over path, fsync the directory. */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* Read fd from its current offset to EOF (at most max bytes; -EFBIG if
+ * larger). *ret is NUL-terminated; ret_len may be NULL. */
+int read_fd(int fd, size_t max, char **ret, size_t *ret_len);
 /* Read a whole file (at most max bytes; -EFBIG if larger). *ret is NUL-terminated. */
 int read_file(const char *path, size_t max, char **ret, size_t *ret_len);
 /* mkdir -p with `mode` for every created component. */
