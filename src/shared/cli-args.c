@@ -18,7 +18,7 @@ static const cli_option_help dispatch_options[] = {
         { "--directory <path>", "defaults to the current workspace" },
         { "--model <id>", "required unless resuming via --session-id with a matching prior task" },
         { "--variant <name>", "optional; defaults to the model's highest supported thinking level (see defaultVariant in docs/config.md)" },
-        { "--session-id <id>", "resume an existing OpenCode session" },
+        { "--session-id <id>", "resume an existing pi or OpenCode session" },
         { "--require-final-marker <regex>", "flag the task as incomplete if the final message doesn't match this pattern (case-sensitive POSIX extended regular expression, matched line by line, so ^ and $ can match standalone lines)" },
         { "--no-sandbox", "run this dispatch without the bwrap filesystem sandbox (default: sandboxed on Linux)" },
         { "--no-overlay", "run this dispatch without the copy-on-write overlay (writes land directly, not gated by accept/reject)" },
@@ -177,7 +177,7 @@ static const char *const setup_examples[] = { "taskferry setup", NULL };
 static const char *const init_examples[] = { "taskferry init", NULL };
 
 const cli_command_spec cli_commands[] = {
-        { "dispatch", "taskferry dispatch --prompt <text> [options]", "Queue a background OpenCode run.",
+        { "dispatch", "taskferry dispatch --prompt <text> [options]", "Queue a background worker run (pi, OpenCode or a shell command) in a sandbox on a copy-on-write overlay.",
           dispatch_options, dispatch_examples, false },
         { "cancel", "taskferry cancel <id> [--grace-ms <number>]", "Cancel queued or running work.",
           cancel_options, cancel_examples, true },
