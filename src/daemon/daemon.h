@@ -131,16 +131,27 @@ struct Manager {
         bool shutting_down;
 };
 
-/* server.c */
+/* server.c (spec protocol-cli.md §1.1–§1.5, §4.2–§4.3) */
+/* Take the socket from systemd (sd_listen_fds(3), checked with
+ * sd_is_socket_unix(3)) or bind <runtime>/daemon.sock under a flock with the
+ * stale-socket rules. -EADDRINUSE if a live listener owns the path. */
 int server_listen(Manager *m);
+/* Send {"type":"shutdown","reason":reason} to every client (best effort,
+ * ≤ 200 ms each), close them and the listener, unlink a self-bound socket. */
 void server_close(Manager *m, const char *reason);
+/* Answer a request exactly once; each takes ownership of `result` and frees r.
+ * Frames over the 1 MiB outbound budget degrade to RESPONSE_TOO_LARGE. */
 void request_reply_result(Request *r, json_object *result);
 void request_reply_error(Request *r, const char *code, const char *message, const char *help);
 /* Reply with an error frame built from "error: ...\nhelp: ..." text (§1.8). */
 void request_reply_error_text(Request *r, const char *code, const char *text);
+/* Drop a request without answering (its connection died); frees r. */
 void request_free(Request *r);
 
-/* tasks.c */
+/* tasks.c (spec lifecycle.md §1) */
+/* Load <state>/tasks.json. A missing file is an empty store; an unreadable or
+ * malformed one sets m->state_load_error (every state call then fails and the
+ * file is never overwritten). Running tasks are re-adopted (task_readopt). */
 int manager_load_tasks(Manager *m);
 Task *manager_find_task(Manager *m, const char *id);
 Task *task_new(Manager *m, json_object *rec);
@@ -162,10 +173,13 @@ void task_set_status(Task *t, const char *status);
 void task_wake_waiters(Task *t);
 json_object *manager_list(Manager *m, const char *directory);
 
-/* launch.c */
+/* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–7) */
+/* Launch queued tasks FIFO while fewer than max_concurrent run. */
 void scheduler_kick(Manager *m);
 void scheduler_enqueue(Manager *m, Task *t);
 bool scheduler_remove(Manager *m, Task *t);
+/* kill(-pid, sig) to the worker's process group (ESRCH → kill(pid)); before
+ * the worker's pid is known, to the shim, which forwards it. -errno. */
 int task_signal(Task *t, int sig);
 /* At daemon start, for a task recorded as running: watch its shim again if it
  * still runs, or settle it from exit.json if it finished meanwhile. Returns
@@ -176,6 +190,10 @@ void task_settle_spawn_error(Task *t, const char *message);
 void task_settlement_done(Task *t);
 
 /* jobs.c */
+/* Fork a child that runs run(userdata) (blocking work: git, logs, mounts),
+ * writes its JSON result to a pipe and exits; done() is called on the loop
+ * with the parsed result (or NULL and -ECHILD/-EBADMSG) once the child exited
+ * and the pipe hit EOF. The child keeps only stdio and the pipe. -errno. */
 int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
 void jobs_free(Manager *m);
 
