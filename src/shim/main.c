@@ -59,6 +59,7 @@ typedef struct shim {
         char *pre_dispatch_head;
 
         int prompt_fd;           /* sandboxed: memfd holding the prompt */
+        int args_fd;             /* sandboxed: memfd holding bwrap's options (--args) */
         const char *prompt_path; /* path the worker reads the prompt from */
 
         char **argv;             /* what we execve (bwrap ... -- worker, or the worker) */
@@ -76,6 +77,7 @@ static void shim_done(shim *s) {
         safe_close(s->log_fd);
         safe_close(s->signal_fd);
         safe_close(s->prompt_fd);
+        safe_close(s->args_fd);
         free(s->pre_dispatch_head);
         strv_free(s->argv);
         free(s->exe);
@@ -189,14 +191,75 @@ static int write_prompt_file(const char *path, const char *prompt) {
         return loop_write(fd, prompt, strlen(prompt));
 }
 
-static int prompt_memfd(const char *prompt) {
-        _cleanup_close_ int fd = memfd_create("taskferry-prompt", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+/* A sealed memfd holding len bytes of data, read from its start. */
+static int sealed_memfd(const char *name, const void *data, size_t len) {
+        _cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0) return -errno;
-        int r = loop_write(fd, prompt, strlen(prompt));
+        int r = loop_write(fd, data, len);
         if (r < 0) return r;
         if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) return -errno;
         if (lseek(fd, 0, SEEK_SET) < 0) return -errno;
         return TAKE_FD(fd);
+}
+
+static int prompt_memfd(const char *prompt) { return sealed_memfd("taskferry-prompt", prompt, strlen(prompt)); }
+
+/* bwrap runs on the host before any namespace exists, so nothing the caller
+ * controls may reach its own environment: a caller-forwarded LD_PRELOAD,
+ * LD_LIBRARY_PATH or GCONV_PATH would run code on the host. bwrap is therefore
+ * exec'd with an empty environment, and the worker's environment travels as
+ * `--clearenv --setenv NAME VALUE...` among its options, which bwrap reads
+ * from a memfd (`--args FD`, bwrap(1)): values never appear on a command line
+ * either. Rewrites s->argv to {bwrap, "--args", "<fd>", "--", worker argv...}:
+ * bwrap takes the command itself only from its real argv, and the worker argv
+ * holds no secret (the prompt is passed as a file). */
+static int bwrap_args_through_memfd(shim *s) {
+        size_t sep = 0;
+        while (s->argv[sep] && !streq(s->argv[sep], "--")) sep++;
+        if (!s->argv[sep]) return -EINVAL;
+        size_t cap = 4096, len = 0;
+        _cleanup_free_ char *buf = malloc(cap);
+        if (!buf) return -ENOMEM;
+#define APPEND(str)                                                                 \
+        do {                                                                        \
+                size_t _n_ = strlen(str) + 1;                                       \
+                if (len + _n_ > cap) {                                              \
+                        while (len + _n_ > cap) cap *= 2;                           \
+                        char *_b_ = realloc(buf, cap);                              \
+                        if (!_b_) return -ENOMEM;                                   \
+                        buf = _b_;                                                  \
+                }                                                                   \
+                memcpy(buf + len, (str), _n_);                                      \
+                len += _n_;                                                         \
+        } while (0)
+        for (size_t i = 1; i < sep; i++) APPEND(s->argv[i]);
+        APPEND("--clearenv");
+        for (char **e = s->spec->env; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                if (!eq || eq == *e) continue;
+                _cleanup_free_ char *name = strndup(*e, (size_t) (eq - *e));
+                if (!name) return -ENOMEM;
+                APPEND("--setenv");
+                APPEND(name);
+                APPEND(eq + 1);
+        }
+#undef APPEND
+        int fd = sealed_memfd("taskferry-bwrap-args", buf, len);
+        if (fd < 0) return fd;
+        char **argv = NULL;
+        int r = strv_push(&argv, s->argv[0]);
+        if (r >= 0) r = strv_push(&argv, "--args");
+        if (r >= 0) r = strv_pushf(&argv, "%d", fd);
+        for (size_t i = sep; r >= 0 && s->argv[i]; i++) r = strv_push(&argv, s->argv[i]);
+        if (r < 0) {
+                strv_free(argv);
+                close(fd);
+                return -ENOMEM;
+        }
+        strv_free(s->argv);
+        s->argv = argv;
+        s->args_fd = fd;
+        return 0;
 }
 
 /* ---- the worker child ---- */
@@ -248,8 +311,12 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
 
         if (s->prompt_fd >= 0 && fcntl(s->prompt_fd, F_SETFD, 0) < 0)
                 child_fail(err_w, "cannot pass the prompt to bwrap: %s", strerror(errno));
+        if (s->args_fd >= 0 && fcntl(s->args_fd, F_SETFD, 0) < 0)
+                child_fail(err_w, "cannot pass the arguments to bwrap: %s", strerror(errno));
 
-        execve(s->exe, s->argv, s->spec->env);
+        /* bwrap gets an empty environment: the worker's travels in its options */
+        char *no_env[] = {NULL};
+        execve(s->exe, s->argv, s->args_fd >= 0 ? no_env : s->spec->env);
         int e = errno;
         const char *name = strerrorname_np(e);
         child_fail(err_w, "spawn %s %s", s->argv[0], name ? name : strerror(e));
@@ -426,6 +493,8 @@ static int start_and_monitor(shim *s) {
         if (sb) {
                 r = sandbox_build_argv(bwrap, spec->directory, sb, s->method, s->prompt_fd, worker_argv, &s->argv);
                 if (r < 0) return fail_spawn(s, "cannot build the bwrap command line: %s", strerror(-r));
+                r = bwrap_args_through_memfd(s);
+                if (r < 0) return fail_spawn(s, "cannot pass the arguments to bwrap: %s", strerror(-r));
                 s->exe = TAKE_PTR(bwrap);
         } else {
                 r = find_executable(worker_argv[0], path_env, &s->exe);
@@ -483,6 +552,7 @@ static int start_and_monitor(shim *s) {
                 return fail_spawn(s, "%s", child_error ? child_error : "cannot read the worker's start status");
         }
         s->prompt_fd = safe_close(s->prompt_fd);
+        s->args_fd = safe_close(s->args_fd);
         (void) fcntl(out_r, F_SETFL, O_NONBLOCK);
         (void) fcntl(serr_r, F_SETFL, O_NONBLOCK);
 
@@ -642,7 +712,7 @@ int main(int argc, char *argv[]) {
         /* Nothing the daemon handed us may reach the worker. */
         (void) close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
 
-        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1};
+        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1};
         if ((r = setup_signals(&s)) < 0) {
                 log_error_errno(r, "cannot set up signal handling");
                 shim_done(&s);

@@ -113,12 +113,65 @@ START_TEST(directories_that_would_unmask_are_refused) {
 }
 END_TEST
 
+/* The caller's environment reaches the worker inside the sandbox, but never
+ * bwrap on the host: a forwarded LD_PRELOAD would run the caller's code there. */
+START_TEST(caller_env_reaches_the_worker_not_bwrap) {
+        tf_world *w = tf_world_new(NULL);
+        char *src = strdup(tf_path(w->root, "probe.c"));
+        char *so = strdup(tf_path(w->root, "probe.so"));
+        char *marker = strdup(tf_path(w->root, "bwrap-ran-preload"));
+        const char *code =
+                "#include <fcntl.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
+                "__attribute__((constructor)) static void probe(void) {\n"
+                "  char exe[4096]; ssize_t n = readlink(\"/proc/self/exe\", exe, sizeof exe - 1);\n"
+                "  if (n <= 0) return; exe[n] = 0; const char *b = strrchr(exe, '/');\n"
+                "  const char *m = getenv(\"PROBE_MARKER\");\n"
+                "  if (m && b && strcmp(b + 1, \"bwrap\") == 0) { int fd = open(m, O_WRONLY|O_CREAT, 0600); if (fd >= 0) close(fd); }\n"
+                "}\n";
+        tf_write(src, code, strlen(code), 0644);
+        free(tf_shf(w, NULL, "cc -shared -fPIC -o %s %s", so, src));
+        /* start the daemon first, without the variables (it would inherit them) */
+        const char *warm[] = {"list", "--all", NULL};
+        tf_run wr = tf_cli(w, NULL, NULL, warm);
+        ck_assert_int_eq(wr.exit_code, 0);
+        tf_run_done(&wr);
+        tf_world_setenv(w, "PROBE_MARKER", marker);
+        tf_world_setenv(w, "FOO_FROM_CALLER", "caller value with spaces");
+        const char *d[] = {"dispatch", "--json", "--executor", "shell", "--directory", w->repo_parent, "--prompt",
+                           "echo \"foo=$FOO_FROM_CALLER child=$TASKFERRY_CHILD\"", NULL};
+        /* LD_PRELOAD only for the dispatched task: the CLI forwards it */
+        char *ld = strdup_printf("LD_PRELOAD=%s", so);
+        tf_world_setenv(w, "LD_PRELOAD", so);
+        tf_run r = tf_cli(w, NULL, NULL, d);
+        strv_env_unset(&w->env, "LD_PRELOAD");
+        ck_assert_msg(r.exit_code == 0, "%s", r.out);
+        json_object *o = tf_json(r.out);
+        char *id = strdup(tf_jstr(o, "id"));
+        json_object_put(o);
+        tf_run_done(&r);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        const char *res[] = {"result", id, "--json", NULL};
+        r = tf_cli(w, NULL, NULL, res);
+        o = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(o, "message"), "foo=caller value with spaces child=1\n");
+        json_object_put(o);
+        tf_run_done(&r);
+        ck_assert_msg(!tf_exists(marker), "the caller's LD_PRELOAD ran in bwrap on the host");
+        /* and no environment value is on bwrap's command line: the shim passes it via --args */
+        free(ld), free(id), free(src), free(so), free(marker);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("sandbox-peers");
         TCase *tc = tcase_create("peers");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, worker_cannot_decide_for_the_user);
         tcase_add_test(tc, directories_that_would_unmask_are_refused);
+        tcase_add_test(tc, caller_env_reaches_the_worker_not_bwrap);
         suite_add_tcase(s, tc);
         return s;
 }
