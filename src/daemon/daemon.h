@@ -38,6 +38,7 @@ struct Connection {
         unsigned n_ref;
         int fd;
         pid_t peer_pid;    /* SO_PEERCRED at accept time (0 if unknown) */
+        Task *origin;      /* accepted on this task's own socket: the caller runs inside its sandbox */
         uid_t peer_uid;
         sd_event_source *io;
         char *in;          /* unsplit inbound bytes */
@@ -83,6 +84,11 @@ struct Task {
         bool settling;         /* settlement job in flight */
         bool busy;             /* accept/reject job in flight */
         bool log_has_event;    /* cache: once true stays true */
+        /* the task's own socket, bound into its sandbox at TASKFERRY_SOCKET_PATH:
+         * every connection on it comes from inside this task's sandbox */
+        int sock_fd;
+        char *sock_path;
+        sd_event_source *sock_source;
         Request *waiters;
         Task *next_queued;
 };
@@ -147,6 +153,11 @@ void request_reply_error(Request *r, const char *code, const char *message, cons
 void request_reply_error_text(Request *r, const char *code, const char *text);
 /* Drop a request without answering (its connection died); frees r. */
 void request_free(Request *r);
+/* Listen on a socket of task t's own (<runtime>/task-sockets/<id>.sock, 0600)
+ * and tag its connections with t. -errno. */
+int task_socket_open(Task *t);
+/* Stop listening on t's socket and remove it. */
+void task_socket_close(Task *t);
 
 /* tasks.c (spec lifecycle.md §1) */
 /* Load <state>/tasks.json. A missing file is an empty store; an unreadable or

@@ -110,6 +110,7 @@ void task_settlement_done(Task *t) {
         json_object_put(t->caller_env);
         t->caller_env = NULL;
         task_release_slot(t);
+        task_socket_close(t);
         task_persist(t);
         task_wake_waiters(t);
         scheduler_kick(m);
@@ -489,7 +490,6 @@ static void launch_task(Task *t) {
         spec.session_id = (char *) task_str(t, "sessionId");
         spec.prompt = (char *) strempty(task_str(t, "prompt"));
         spec.directory = (char *) task_str(t, "directory");
-        spec.env = env;
         spec.log_path = log_path;
         spec.task_dir = task_dir;
         spec.prompt_file = prompt_file;
@@ -510,8 +510,14 @@ static void launch_task(Task *t) {
                 sb.uid = getuid();
                 sb.gid = getgid();
                 sb.tmpfs = masks;
-                struct stat st;
-                sb.socket_path = stat(m->paths.socket_path, &st) == 0 && S_ISSOCK(st.st_mode) ? m->paths.socket_path : NULL;
+                /* not the daemon's socket: the task's own, so the daemon knows every
+                 * caller on it runs inside this sandbox (peer.c) */
+                r = task_socket_open(t);
+                if (r < 0) log_warning_errno(r, "task %s: no socket for nested dispatch", t->id);
+                sb.socket_path = t->sock_path;
+                if (t->sock_path && (strv_env_set(&env, "TASKFERRY_SOCKET_PATH", t->sock_path) < 0 ||
+                                     strv_env_set(&env, "TASKFERRY_AUTO_START", "0") < 0))
+                        return task_settle_spawn_error(t, "out of memory");
                 sb.rw_binds = rw;
                 sb.ro_binds = ro;
                 sb.share_net = true;
@@ -524,6 +530,7 @@ static void launch_task(Task *t) {
                 }
                 spec.sandbox = &sb;
         }
+        spec.env = env; /* after the sandbox block, which may add to env */
         int memfd = launch_spec_to_memfd(&spec);
         if (memfd < 0) return task_settle_spawn_error(t, "cannot pass the launch spec to taskferry-shim");
 

@@ -160,6 +160,7 @@ static void manager_free(Manager *m) {
                 sd_event_source_disable_unref(t->shim_source);
                 sd_event_source_disable_unref(t->status_source);
                 sd_event_source_disable_unref(t->kill_timer);
+                task_socket_close(t);
                 safe_close(t->shim_pidfd);
                 safe_close(t->status_fd);
                 free(t->status_buf);

@@ -41,7 +41,16 @@ static bool other_pid_namespace(pid_t pid) {
 
 Caller caller_of(Manager *m, Connection *c) {
         Caller who = {0};
-        if (!c || c->peer_pid <= 0) return who;
+        if (!c) return who;
+        /* The reliable answer: every sandbox gets its task's own socket in place
+         * of the daemon's, so the socket a connection arrived on names its task
+         * (a peer pid can vanish or be reused; a socket cannot lie). */
+        if (c->origin) {
+                who.sandboxed = true;
+                who.task = c->origin;
+                return who;
+        }
+        if (c->peer_pid <= 0) return who;
         who.sandboxed = other_pid_namespace(c->peer_pid);
         pid_t p = c->peer_pid;
         for (int depth = 0; p > 1 && depth < 256; depth++) {

@@ -281,14 +281,13 @@ static void accept_pause(Manager *m, int error) {
                 sd_event_source_set_enabled(m->listen_source, SD_EVENT_ON);
 }
 
-static int listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
+static void accept_connections(Manager *m, int fd, Task *origin) {
         for (;;) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
-                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return 0;
-                        accept_pause(m, -errno);
-                        return 0;
+                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return;
+                        if (!origin) accept_pause(m, -errno);
+                        return;
                 }
                 Connection *c = calloc(1, sizeof *c);
                 if (!c) {
@@ -298,6 +297,7 @@ static int listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 c->m = m;
                 c->n_ref = 1;
                 c->fd = cfd;
+                c->origin = origin;
                 struct ucred cred;
                 socklen_t cl = sizeof cred;
                 if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
@@ -313,6 +313,53 @@ static int listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 if (m->connections) m->connections->prev = c;
                 m->connections = c;
         }
+}
+
+static int listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        accept_connections(userdata, fd, NULL);
+        return 0;
+}
+
+static int task_listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Task *t = userdata;
+        accept_connections(t->m, fd, t);
+        return 0;
+}
+
+int task_socket_open(Task *t) {
+        Manager *m = t->m;
+        _cleanup_free_ char *dir = strdup_printf("%s/task-sockets", m->paths.runtime_dir);
+        if (!dir) return -ENOMEM;
+        int r = mkdir_p_chmod(dir, 0700);
+        if (r < 0) return r;
+        _cleanup_free_ char *path = strdup_printf("%s/%s.sock", dir, t->id);
+        if (!path) return -ENOMEM;
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(path) >= sizeof sa.sun_path) return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        (void) unlink(path);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) return -errno;
+        mode_t old = umask(0177);
+        r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
+        umask(old);
+        if (r < 0 || listen(fd, 16) < 0) return -errno;
+        r = sd_event_add_io(m->event, &t->sock_source, fd, EPOLLIN, task_listen_io, t);
+        if (r < 0) {
+                (void) unlink(path);
+                return r;
+        }
+        t->sock_fd = TAKE_FD(fd);
+        t->sock_path = TAKE_PTR(path);
+        return 0;
+}
+
+void task_socket_close(Task *t) {
+        t->sock_source = sd_event_source_disable_unref(t->sock_source);
+        t->sock_fd = safe_close(t->sock_fd);
+        if (t->sock_path) (void) unlink(t->sock_path);
+        free(t->sock_path);
+        t->sock_path = NULL;
 }
 
 /* Probe a socket path with a health request, 250 ms budget (§4.2 step 2).

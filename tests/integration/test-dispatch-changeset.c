@@ -288,7 +288,9 @@ START_TEST(sandbox_confinement) {
                 "(echo x > /usr/planted) 2>/dev/null && echo usr-writable >> $r; "
                 "(echo x > \"$WORLD/planted\") 2>/dev/null && echo world-writable >> $r; "
                 "(echo x > ./in-overlay) 2>/dev/null && echo overlay-writable >> $r; "
-                "test -S \"$RUN/daemon.sock\" && echo socket-present >> $r; "
+                "test -S \"$TASKFERRY_SOCKET_PATH\" && echo socket-present >> $r; "
+                "test -e \"$RUN/daemon.sock\" || echo main-socket-hidden >> $r; "
+                "echo \"socket-dir=$(ls -A \"$RUN/task-sockets\" | tr '\\n' ' ')\" >> $r; "
                 "id -u >> $r; echo \"mode=$(stat -c %a .)\" >> $r; echo done";
         char *env_state = strdup_printf("STATE=%s", w->state), *env_cache = strdup_printf("CACHE=%s", w->cache);
         char *env_run = strdup_printf("RUN=%s", w->run), *env_world = strdup_printf("WORLD=%s", w->root);
@@ -308,8 +310,15 @@ START_TEST(sandbox_confinement) {
         ck_assert_msg(strstr(report, "state=outputs \n"), "state dir visible: %s", report);
         ck_assert_msg(strstr(report, "outputs-ids=1\n"), "other tasks' output dirs visible: %s", report);
         ck_assert_msg(strstr(report, "cache=\n"), "cache dir visible: %s", report);
-        ck_assert_msg(strstr(report, "run=daemon.sock \n"), "runtime dir shows more than the socket: %s", report);
+        /* the runtime dir holds nothing but the path to the task's own socket:
+         * the daemon's socket stays hidden (nested dispatch goes through the
+         * task's socket, on which the daemon knows the caller is sandboxed) */
+        ck_assert_msg(strstr(report, "run=task-sockets \n"), "runtime dir shows more than the socket: %s", report);
         ck_assert_msg(strstr(report, "socket-present"), "socket not bound for nested dispatch: %s", report);
+        ck_assert_msg(strstr(report, "main-socket-hidden"), "the daemon's own socket is visible: %s", report);
+        char *sockline = strdup_printf("socket-dir=%s.sock \n", id);
+        ck_assert_msg(strstr(report, sockline), "other tasks' sockets visible: %s", report);
+        free(sockline);
         ck_assert_msg(!strstr(report, "cache-readable"), "%s", report);
         ck_assert_msg(!strstr(report, "home-writable"), "%s", report);
         ck_assert_msg(!strstr(report, "usr-writable"), "%s", report);

@@ -165,6 +165,56 @@ START_TEST(caller_env_reaches_the_worker_not_bwrap) {
 }
 END_TEST
 
+/* Second review: the connecting process exits before the request is sent,
+ * so /proc has nothing left to look at. The request must still be refused:
+ * the connection came through the task's own socket. */
+START_TEST(orphaned_connection_is_still_sandboxed) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *src = strdup(tf_path(w->root, "orphan.c"));
+        char *bin = strdup(tf_path(w->fixtures, "bin/orphan-request"));
+        const char *code =
+                "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
+                "#include <sys/socket.h>\n#include <sys/un.h>\n"
+                "int main(int argc, char **argv) {\n"
+                "  struct sockaddr_un sa = {.sun_family = AF_UNIX};\n"
+                "  snprintf(sa.sun_path, sizeof sa.sun_path, \"%s\", getenv(\"TASKFERRY_SOCKET_PATH\"));\n"
+                "  int fd = socket(AF_UNIX, SOCK_STREAM, 0);\n"
+                "  if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) { perror(\"connect\"); return 1; }\n"
+                "  if (fork() != 0) _exit(0);\n"
+                "  usleep(500000);\n"
+                "  char req[4096]; snprintf(req, sizeof req, \"{\\\"version\\\":1,\\\"id\\\":\\\"o\\\",\\\"method\\\":\\\"%s\\\",\\\"params\\\":%s}\\n\", argv[1], argv[2]);\n"
+                "  write(fd, req, strlen(req));\n"
+                "  char buf[65536]; ssize_t n = read(fd, buf, sizeof buf - 1); if (n > 0) { buf[n] = 0; fputs(buf, stdout); }\n"
+                "  return 0;\n}\n";
+        tf_write(src, code, strlen(code), 0644);
+        free(tf_shf(w, NULL, "cc -o %s %s", bin, src));
+        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo changed > f", NULL};
+        char *a = tf_dispatch(w, da);
+        json_object_put(tf_wait_settled(w, a));
+        char *script = strdup_printf(
+                "orphan-request task.accept '{\"taskId\":\"%s\"}'; sleep 1; "
+                "orphan-request task.dispatch '{\"prompt\":\"touch %s/escaped\",\"directory\":\"%s\",\"executor\":\"shell\",\"noSandbox\":true}'; sleep 1",
+                a, w->root, repo);
+        const char *dw[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *wid = tf_dispatch(w, dw);
+        json_object_put(tf_wait_settled(w, wid));
+        const char *res[] = {"result", wid, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        const char *msg = tf_jstr(o, "message");
+        ck_assert_msg(strstr(msg, "cannot accept changesets") && strstr(msg, "cannot dispatch with noSandbox"),
+                      "requests through an orphaned connection: %s", msg);
+        json_object_put(o);
+        tf_run_done(&r);
+        char buf[64];
+        ck_assert_str_eq(status_of(w, a, buf), "done/pending");
+        ck_assert(!tf_exists(tf_path(w->root, "escaped")));
+        free(a), free(wid), free(script), free(src), free(bin), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("sandbox-peers");
         TCase *tc = tcase_create("peers");
@@ -172,6 +222,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, worker_cannot_decide_for_the_user);
         tcase_add_test(tc, directories_that_would_unmask_are_refused);
         tcase_add_test(tc, caller_env_reaches_the_worker_not_bwrap);
+        tcase_add_test(tc, orphaned_connection_is_still_sandboxed);
         suite_add_tcase(s, tc);
         return s;
 }
