@@ -182,7 +182,10 @@ json_object *task_summary(Task *t);
 json_object *task_status_detail(Task *t);
 void task_set_status(Task *t, const char *status);
 void task_wake_waiters(Task *t);
-json_object *manager_list(Manager *m, const char *directory);
+/* task.list result (spec §1.7, lifecycle.md §7.4). visible_to: NULL = every
+ * task; else only the task with that id and the tasks it dispatched (a
+ * sandboxed caller's view; "" = none). */
+json_object *manager_list(Manager *m, const char *directory, const char *visible_to);
 
 /* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–7) */
 /* Launch queued tasks FIFO while fewer than max_concurrent run. */

@@ -327,6 +327,9 @@ static void handle_dispatch(Manager *m, Request *r) {
         task_persist(t);
         scheduler_enqueue(m, t);
         scheduler_kick(m);
+        /* the id we hand out must survive a crash right after the reply */
+        int fk = manager_flush(m);
+        if (fk < 0) log_warning_errno(fk, "cannot flush tasks.json after dispatching %s", id);
 
         json_object *res = task_summary(t);
         _cleanup_free_ char *next =
@@ -337,9 +340,27 @@ static void handle_dispatch(Manager *m, Request *r) {
         request_reply_result(r, res);
 }
 
+/* A caller inside a sandbox sees its own task and the tasks it dispatched,
+ * nothing else: other tasks' prompts, messages and pending diffs are none of
+ * its business (review finding). Answers like an unknown id otherwise. */
+static bool caller_may_see(Caller who, Task *t) {
+        if (!who.sandboxed) return true;
+        if (!who.task) return false;
+        return t == who.task || streq_ptr(task_str(t, "dispatchedBy"), who.task->id);
+}
+
+static Task *lookup_visible_task(Manager *m, Request *r) {
+        Task *t = lookup_task(m, r);
+        if (t && !caller_may_see(caller_of(m, r->conn), t)) {
+                reply_unknown_task(r, t->id);
+                return NULL;
+        }
+        return t;
+}
+
 /* ---- task.status ---- */
 static void handle_status(Manager *m, Request *r) {
-        Task *t = lookup_task(m, r);
+        Task *t = lookup_visible_task(m, r);
         if (t) request_reply_result(r, task_status_detail(t));
 }
 
@@ -351,7 +372,9 @@ static void handle_list(Manager *m, Request *r) {
                         m->state_load_error, m->paths.state_dir);
                 return reply_failed(r, text);
         }
-        request_reply_result(r, manager_list(m, json_get_string(r->req.params, "directory")));
+        Caller who = caller_of(m, r->conn);
+        request_reply_result(r, manager_list(m, json_get_string(r->req.params, "directory"),
+                                             who.sandboxed ? (who.task ? who.task->id : "") : NULL));
 }
 
 /* ---- task.wait ---- */
@@ -422,7 +445,7 @@ static int wait_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void handle_wait(Manager *m, Request *r) {
-        Task *t = lookup_task(m, r);
+        Task *t = lookup_visible_task(m, r);
         if (!t) return;
         if (!task_is_active(t)) return request_reply_result(r, task_summary(t));
         int64_t timeout = -1, tail = 0;
@@ -589,7 +612,7 @@ static void result_job_done(Manager *m, void *userdata, json_object *res, int er
 }
 
 static void handle_result(Manager *m, Request *r) {
-        Task *t = lookup_task(m, r);
+        Task *t = lookup_visible_task(m, r);
         if (!t) return;
         json_object *fields = json_get_array(r->req.params, "fields");
         if (fields && json_get_bool(r->req.params, "full", false) && !fields_include(fields, "narration"))
@@ -651,7 +674,7 @@ static bool caller_may_decide(Manager *m, Request *r, Task *t, const char *verb)
 }
 
 static void handle_cancel(Manager *m, Request *r) {
-        Task *t = lookup_task(m, r);
+        Task *t = lookup_visible_task(m, r);
         if (!t) return;
         if (!caller_may_decide(m, r, t, "cancel")) return;
         const char *status = task_status(t);
@@ -776,7 +799,7 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
 }
 
 static void handle_change(Manager *m, Request *r, bool accept) {
-        Task *t = lookup_task(m, r);
+        Task *t = lookup_visible_task(m, r);
         if (!t) return;
         if (!caller_may_decide(m, r, t, accept ? "accept" : "reject")) return;
         const char *verb = accept ? "accepted" : "rejected";

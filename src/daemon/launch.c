@@ -388,10 +388,16 @@ bool task_readopt(Task *t) {
                 task_start_settlement(t);
                 return true;
         }
+        /* the shim's pid: from its launch.json, or, if the daemon died before the
+         * shim wrote it, from the record (persisted right after the fork) */
         launch_info li = {0};
-        if (launch_info_read(task_dir, &li) < 0) return false;
-        pid_t shim = li.shim_pid;
-        launch_info_done(&li);
+        pid_t shim = 0;
+        int64_t recorded = 0;
+        if (launch_info_read(task_dir, &li) == 0) {
+                shim = li.shim_pid;
+                launch_info_done(&li);
+        } else if (json_get_int64(t->rec, "shimPid", &recorded))
+                shim = (pid_t) recorded;
         /* the pid must still be a taskferry-shim (pids are reused) */
         char exe_link[64], exe[4096];
         snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int) shim);
@@ -571,6 +577,12 @@ static void launch_task(Task *t) {
         close(memfd);
         close(sp[1]);
         t->shim_pid = pid;
+        /* durable at once: a daemon dying before the shim reports can still
+         * re-adopt it (task_readopt) */
+        task_set_int(t, "shimPid", pid);
+        m->dirty = true;
+        r = manager_flush(m);
+        if (r < 0) log_warning_errno(r, "cannot flush tasks.json after spawning %s", t->id);
         t->status_fd = sp[0];
         (void) fcntl(t->status_fd, F_SETFL, O_NONBLOCK);
         t->counted_running = true;

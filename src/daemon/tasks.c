@@ -254,7 +254,7 @@ static int cmp_started_desc(const void *a, const void *b) {
         return strcmp(strempty(task_str(y, "startedAt")), strempty(task_str(x, "startedAt")));
 }
 
-json_object *manager_list(Manager *m, const char *directory) {
+json_object *manager_list(Manager *m, const char *directory, const char *visible_to) {
         static const char *const statuses[] = {"queued", "running", "done", "crashed", "cancelled", "unknown"};
         int64_t counts[ELEMENTSOF(statuses)] = {0};
         _cleanup_free_ Task **rows = calloc(m->n_tasks + 1, sizeof *rows);
@@ -268,6 +268,8 @@ json_object *manager_list(Manager *m, const char *directory) {
         }
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
+                if (visible_to && !streq(t->id, visible_to) && !streq_ptr(task_str(t, "dispatchedBy"), visible_to))
+                        continue;
                 if (directory) {
                         const char *d = task_str(t, "directory");
                         if (!d) continue;
