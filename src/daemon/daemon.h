@@ -83,6 +83,7 @@ struct Task {
         bool counted_running;  /* holds a concurrency slot */
         bool settling;         /* settlement job in flight */
         bool busy;             /* accept/reject job in flight */
+        bool accept_interrupted; /* tasks.json says an accept began under an earlier daemon */
         bool log_has_event;    /* cache: once true stays true */
         /* the task's own socket, bound into its sandbox at TASKFERRY_SOCKET_PATH:
          * every connection on it comes from inside this task's sandbox */

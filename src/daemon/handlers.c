@@ -739,7 +739,12 @@ static json_object *change_job_run(void *userdata, int *error) {
         json_object *o = json_object_new_object();
         if (cj->accept) {
                 _cleanup_free_ char *reason = NULL;
-                int r = changeset_apply(task_str(t, "directory"), task_str(t, "diffPath"), &reason);
+                int r;
+                /* an accept a crash interrupted may have landed already: never twice */
+                if (t->accept_interrupted && changeset_is_applied(task_str(t, "directory"), task_str(t, "diffPath")) > 0)
+                        r = 1;
+                else
+                        r = changeset_apply(task_str(t, "directory"), task_str(t, "diffPath"), &reason);
                 json_add_int(o, "apply", r);
                 json_add_string(o, "reason", reason);
                 if (r <= 0) return o;
@@ -773,6 +778,10 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
                                                           "task is still pending; fix the problem and retry, or reject it",
                                                           t->id, strempty(json_get_string(res, "reason")));
                 return reply_failed(r, text);
+        }
+        if (accept) {
+                t->accept_interrupted = false;
+                task_set_null(t, "acceptStartedAt");
         }
         json_object *o = json_object_new_object();
         json_add_string(o, "taskId", t->id);
@@ -854,6 +863,14 @@ static void handle_change(Manager *m, Request *r, bool accept) {
                 task_persist(t);
                 int k = manager_flush(m);
                 if (k < 0) log_warning_errno(k, "cannot flush tasks.json after rejecting %s", t->id);
+        }
+        if (accept) {
+                /* durable before the live tree is touched: a daemon dying mid-apply
+                 * leaves a trace that the next accept checks (changeset_is_applied) */
+                char iso[32];
+                task_set_str(t, "acceptStartedAt", format_iso(now_ms(), iso));
+                int k = manager_flush(m);
+                if (k < 0) log_warning_errno(k, "cannot flush tasks.json before accepting %s", t->id);
         }
         ChangeJob *cj = calloc(1, sizeof *cj);
         if (!cj) return reply_failed(r, "error: out of memory");

@@ -129,6 +129,8 @@ int manager_load_tasks(Manager *m) {
                         return -ENOMEM;
                 }
                 if (json_get_object(rec, "summaryOf")) task_set_bool(t, "internal", true);
+                if (json_get_string(rec, "acceptStartedAt") && streq_ptr(task_str(t, "changesetStatus"), "pending"))
+                        t->accept_interrupted = true;
                 if (!task_str(t, "executorId")) task_set_str(t, "executorId", "opencode");
                 /* A running task's shim outlives the daemon: re-adopt it, or settle
                  * it from its exit.json (DESIGN.md: workers outlive a daemon restart).

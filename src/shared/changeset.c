@@ -1027,7 +1027,22 @@ static int apply_check_then_apply(const git_ctx *g, const char *patch, char **re
         return 1;
 }
 
-static int apply_impl(const char *directory, const char *patch_path, char **reason) {
+/* Does the live tree already hold the patch: does its reverse apply cleanly? */
+static int reverse_applies(const git_ctx *g, const char *patch, char **reason) {
+        run_result rr;
+        char *args[] = {(char *) "apply", (char *) "-R", (char *) "--check", (char *) patch, NULL};
+        int r = run_git_argv(g, g->work_tree, 0, &rr, args);
+        if (r < 0) {
+                *reason = git_failure("apply -R --check", r, &rr);
+                return r;
+        }
+        r = rr.exit_code == 0 ? 1 : 0;
+        run_result_done(&rr);
+        return r;
+}
+
+/* check_applied: only answer whether the tree already holds the patch. */
+static int apply_impl(const char *directory, const char *patch_path, bool check_applied, char **reason) {
         if (isempty(directory) || isempty(patch_path)) {
                 *reason = strdup("invalid arguments");
                 return -EINVAL;
@@ -1045,7 +1060,7 @@ static int apply_impl(const char *directory, const char *patch_path, char **reas
                 *reason = strdup_printf("cannot read the patch %s: %s", patch_path, strerror(errno));
                 return r;
         }
-        if (st.st_size == 0) return 1; /* an empty changeset: nothing to do */
+        if (st.st_size == 0) return check_applied ? 0 : 1; /* an empty changeset: nothing to do */
 
         const char *tmp = getenv("TMPDIR");
         _cleanup_free_ char *scratch = strdup_printf("%s/taskferry-apply-XXXXXX", isempty(tmp) ? "/tmp" : tmp);
@@ -1065,7 +1080,9 @@ static int apply_impl(const char *directory, const char *patch_path, char **reas
         if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !rebased) r = -ENOMEM;
         else if ((r = private_repo_create(g.git_dir)) < 0)
                 *reason = strdup_printf("cannot create a private git directory: %s", strerror(-r));
-        else if ((r = git_ctx_build_env(&g)) >= 0) {
+        else if ((r = git_ctx_build_env(&g)) >= 0 && check_applied)
+                r = reverse_applies(&g, patch, reason);
+        else if (r >= 0) {
                 r = apply_check_then_apply(&g, patch, reason);
                 if (r == 0) {
                         /* The plain patch does not fit the live tree: try a
@@ -1093,9 +1110,14 @@ static int apply_impl(const char *directory, const char *patch_path, char **reas
         return r;
 }
 
+int changeset_is_applied(const char *directory, const char *patch_path) {
+        _cleanup_free_ char *reason = NULL;
+        return apply_impl(directory, patch_path, true, &reason);
+}
+
 int changeset_apply(const char *directory, const char *patch_path, char **ret_reason) {
         _cleanup_free_ char *reason = NULL;
-        int r = apply_impl(directory, patch_path, &reason);
+        int r = apply_impl(directory, patch_path, false, &reason);
         if (r < 0 && !reason) reason = strdup(strerror(-r));
         if (ret_reason) *ret_reason = r > 0 ? NULL : TAKE_PTR(reason);
         return r;

@@ -37,6 +37,12 @@ int changeset_extract(const changeset_extract_args *a, char **ret_error);
  * *ret_reason = git's explanation), -errno on other failures (*ret_reason set). */
 int changeset_apply(const char *directory, const char *patch_path, char **ret_reason);
 
+/* Does directory already hold the patch, i.e. does its reverse apply cleanly
+ * (`git apply -R --check`, with the same private git dir as changeset_apply)?
+ * Used to finish an accept that a crash interrupted without applying twice.
+ * Returns 1 yes, 0 no (or an empty patch), -errno. */
+int changeset_is_applied(const char *directory, const char *patch_path);
+
 /* `git apply --numstat` summary of a patch: files, added and deleted lines
  * (binary entries count as files only). All zero if git fails. */
 int changeset_numstat(const char *patch_path, unsigned *files, unsigned *additions, unsigned *deletions);

@@ -98,6 +98,43 @@ START_TEST(worker_finishing_while_daemon_is_dead_is_settled) {
 }
 END_TEST
 
+/* A daemon that dies in the middle of an accept, after the patch landed but
+ * before it recorded the decision: the next accept must see that the tree
+ * already holds the change and not apply it a second time (review: a hunk
+ * whose context repeats in the file applied twice). */
+START_TEST(interrupted_accept_is_not_applied_twice) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL,
+                    "mkdir -p %s && cd %s && git init -q && printf 'A\\nB\\nC\\nD\\nA\\nB\\nC\\nD\\n' > f.txt && "
+                    "git add f.txt && git commit -qm base",
+                    repo, repo));
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "sed -i '0,/^C$/{/^C$/a NEW\n}' f.txt",
+                           NULL};
+        char *id = tf_dispatch(w, d);
+        json_object_put(tf_wait_settled(w, id));
+        /* what the dying daemon's accept job had done: the patch landed, the
+         * decision was not recorded, the record says an accept had begun */
+        char *patch = strdup_printf("%s/diffs/%s.patch", w->state, id);
+        free(tf_shf(w, repo, "git apply %s && grep -c NEW f.txt", patch));
+        stop_daemon(w);
+        char *tasks = strdup(tf_path(w->state, "tasks.json"));
+        free(tf_shf(w, NULL,
+                    "sed -i 's/\"changesetStatus\": \"pending\"/\"acceptStartedAt\": \"2026-01-01T00:00:00.000Z\", "
+                    "\"changesetStatus\": \"pending\"/' %s && grep -q acceptStartedAt %s",
+                    tasks, tasks));
+        const char *acc[] = {"accept", id, "--json", NULL};
+        json_object *o = cli_json(w, acc, 0);
+        ck_assert(json_get_bool(o, "applied", false));
+        ck_assert_str_eq(tf_jstr(o, "changesetStatus"), "accepted");
+        json_object_put(o);
+        char *count = tf_shf(w, repo, "grep -c NEW f.txt");
+        ck_assert_str_eq(count, "1");
+        free(count), free(tasks), free(patch), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 START_TEST(unreadable_state_is_never_overwritten) {
         tf_world *w = tf_world_new(NULL);
         ck_assert_int_eq(mkdir_p(w->state, 0700), 0);
@@ -273,6 +310,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, tasks_survive_restart);
         tcase_add_test(tc, worker_finishing_while_daemon_is_dead_is_settled);
         tcase_add_test(tc, unreadable_state_is_never_overwritten);
+        tcase_add_test(tc, interrupted_accept_is_not_applied_twice);
         tcase_add_test(tc, cancel_kills_the_process_group);
         tcase_add_test(tc, concurrency_cap_queues_and_queued_cancel);
         tcase_add_test(tc, worker_dying_mid_line_keeps_output);

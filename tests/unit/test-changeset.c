@@ -299,10 +299,13 @@ static char *scenario_roundtrip(const char *base) {
         REQUIRE(files == 14 && adds == 11 && dels == 3, "files=%u adds=%u dels=%u", files, adds, dels);
 
         /* Accept: every changed file becomes what the worker left. */
+        REQUIRE(changeset_is_applied(f.dir, f.patch) == 0, "a patch not yet applied reads as applied");
         _cleanup_free_ char *reason = NULL;
         r = changeset_apply(f.dir, f.patch, &reason);
         REQUIRE(r == 1, "r=%d reason=%s", r, strnull(reason));
         REQUIRE(reason == NULL);
+        /* an accept interrupted after the apply is recognised, so it never lands twice */
+        REQUIRE(changeset_is_applied(f.dir, f.patch) == 1, "an applied patch does not read as applied");
         REQUIRE(dir_is_empty(f.markers), "hostile attributes ran during apply");
         REQUIRE(sh("diff -r -x .git -x node_modules -x '*.log' '%s' '%s' >&2", f.expected, f.dir) == 0,
                 "applied tree differs from the merged view");
