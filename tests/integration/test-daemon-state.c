@@ -106,7 +106,7 @@ START_TEST(interrupted_accept_is_not_applied_twice) {
         tf_world *w = tf_world_new(NULL);
         char *repo = strdup(tf_path(w->repo_parent, "repo"));
         free(tf_shf(w, NULL,
-                    "mkdir -p %s && cd %s && git init -q && printf 'A\\nB\\nC\\nD\\nA\\nB\\nC\\nD\\n' > f.txt && "
+                    "mkdir -p %s && cd %s && git init -q && printf 'top\\nx\\ny\\nA\\nB\\nC\\nD\\nE\\nF\\nmid\\nA\\nB\\nC\\nD\\nE\\nF\\nbottom\\nz\\nw\\n' > f.txt && "
                     "git add f.txt && git commit -qm base",
                     repo, repo));
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "sed -i '0,/^C$/{/^C$/a NEW\n}' f.txt",
