@@ -122,6 +122,7 @@ struct Manager {
         bool socket_self_bound;
         sd_event_source *listen_source;
         sd_event_source *accept_retry; /* set while accepting is paused (out of fds) */
+        uint64_t accept_warned_ms;     /* monotonic ms of the last "cannot accept" warning */
         Connection *connections;
         unsigned in_flight;
         /* tasks */

@@ -104,10 +104,13 @@ static char *check_binds(Manager *m, json_object *params, const char *directory)
         for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
                 json_object *arr = json_get_array(params, keys[k]);
                 for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
-                        const char *p = json_object_get_string(json_object_array_get_idx(arr, i));
-                        if (p[0] != '/')
+                        const char *given = json_object_get_string(json_object_array_get_idx(arr, i));
+                        if (given[0] != '/')
                                 return strdup_printf("error: %s entry %s is not an absolute path\nhelp: pass absolute paths",
-                                                     keys[k], p);
+                                                     keys[k], given);
+                        /* compare what the path resolves to: a symlink into the state dir is the state dir */
+                        _cleanup_free_ char *p = canonical(given);
+                        if (!p) return strdup("error: out of memory");
                         for (size_t j = 0; j < ELEMENTSOF(protected_); j++)
                                 if (paths_overlap(p, protected_[j]))
                                         return strdup_printf(

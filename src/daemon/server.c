@@ -273,7 +273,12 @@ static int accept_resume(sd_event_source *s, uint64_t usec, void *userdata) {
  * polling it for a moment instead of spinning (and logging) on EMFILE. */
 static void accept_pause(Manager *m, int error) {
         if (m->accept_retry) return;
-        log_warning_errno(error, "cannot accept connections; pausing for 250 ms");
+        /* at most one warning a minute however long the shortage lasts */
+        uint64_t now_mono = mono_ms();
+        if (!m->accept_warned_ms || now_mono - m->accept_warned_ms >= 60000) {
+                log_warning_errno(error, "cannot accept connections; pausing for 250 ms at a time");
+                m->accept_warned_ms = now_mono;
+        }
         sd_event_source_set_enabled(m->listen_source, SD_EVENT_OFF);
         uint64_t now;
         sd_event_now(m->event, CLOCK_MONOTONIC, &now);

@@ -10,6 +10,10 @@
 #include "util.h"
 
 #define READ_CHUNK 65536
+/* A stdout "line" longer than this without a newline is logged in pieces of
+ * this size (newline=false), so a worker cannot grow the shim, which runs
+ * outside the sandbox, without bound. */
+#define LINE_MAX_BYTES ((size_t) 64 << 20)
 
 void log_pipe_raw(log_pipe *p, const char *data, size_t len) {
         if (len == 0) return;
@@ -98,6 +102,10 @@ int log_pipe_read(log_pipe *p, int fd) {
         if (k == 0) return 0;
         p->len += (size_t) k;
         process_lines(p);
+        if (p->len >= LINE_MAX_BYTES) {
+                emit_line(p, p->buf, p->len, false);
+                p->len = p->scanned = 0;
+        }
         return 1;
 }
 

@@ -3,7 +3,8 @@
  * (spec lifecycle.md §3.1, executor.h): stdout is split into lines of any
  * length, every line (with its newline flag) goes through the executor's
  * normalize_line, and each resulting log line is appended to the log with a
- * single writev(2) of "<line>\n". The worker's stderr is appended raw,
+ * single writev(2) of "<line>\n" (a line over 64 MiB is logged in 64 MiB
+ * pieces, each passed with newline=false). The worker's stderr is appended raw,
  * byte for byte (log_pipe_raw), but a canonical line always starts on a line
  * of its own: if stderr left the log mid-line, a '\n' is written first, so a
  * stderr write without a newline can never glue itself onto an event and
