@@ -74,6 +74,15 @@ static char *canonical(const char *p) {
 static char *check_directory(Manager *m, const char *directory) {
         const char *own[] = {m->paths.state_dir, m->paths.runtime_dir, m->paths.cache_dir, m->paths.overlay_tmp_root};
         const char *own_names[] = {"the state dir", "the runtime dir", "the cache dir", "the overlay dir"};
+        /* masked in every sandbox (launch.c build_masks): a target inside would vanish */
+        const char *masked_roots[] = {"/run/user", "/run/dbus"};
+        for (size_t i = 0; i < ELEMENTSOF(masked_roots); i++) {
+                size_t n = strlen(masked_roots[i]);
+                if (strncmp(directory, masked_roots[i], n) == 0 && (directory[n] == '/' || directory[n] == 0))
+                        return strdup_printf("error: directory %s is inside %s, which is masked in every sandbox\nhelp: "
+                                             "dispatch into a project directory",
+                                             directory, masked_roots[i]);
+        }
         for (size_t i = 0; i < ELEMENTSOF(own); i++) {
                 _cleanup_free_ char *c = canonical(own[i]);
                 if (c && paths_overlap(directory, c))

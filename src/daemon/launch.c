@@ -74,6 +74,14 @@ static int build_masks(Manager *m, char ***ret) {
                 if (strv_pushf(&cand, "%s/%s", p->home, home_rel[i]) < 0) return -ENOMEM;
         for (char **e = m->settings.sandbox_denylist; e && *e; e++)
                 if (strv_push(&cand, *e) < 0) return -ENOMEM;
+        /* Every user's runtime dir (and the system bus): a read-only view still
+         * lets a worker connect() to the sockets there — the user manager
+         * (systemd-run would run code on the host), the session bus, ssh and gpg
+         * agents (review finding). The task's own socket is bound back below. */
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (strv_push(&cand, "/run/user") < 0 || strv_push(&cand, "/run/dbus") < 0 ||
+            (xdg && *xdg == '/' && strv_push(&cand, xdg) < 0))
+                return -ENOMEM;
         if (strv_push(&cand, p->runtime_dir) < 0 || strv_push(&cand, p->overlay_tmp_root) < 0 ||
             strv_push(&cand, p->cache_dir) < 0)
                 return -ENOMEM;
@@ -501,6 +509,12 @@ static void launch_task(Task *t) {
         spec.prompt_file = prompt_file;
         if (sandbox) {
                 if (build_masks(m, &masks) < 0) return task_settle_spawn_error(t, "out of memory");
+                /* addresses of host services the masks just hid: nothing to gain, and
+                 * a tool would only time out on them */
+                static const char *const host_service_vars[] = {"DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS",
+                                                                "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO",
+                                                                "XDG_RUNTIME_DIR"};
+                for (size_t i = 0; i < ELEMENTSOF(host_service_vars); i++) strv_env_unset(&env, host_service_vars[i]);
                 const char *out = task_str(t, "outputDir");
                 if (out && strv_push(&rw, out) < 0) return task_settle_spawn_error(t, "out of memory");
                 json_object *extra = json_get_array(lp, "rwBind");

@@ -4,6 +4,9 @@
  * directories are refused because they would unmask what every sandbox hides. */
 
 #include <check.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "harness.h"
 #include "json-util.h"
@@ -219,6 +222,51 @@ START_TEST(orphaned_connection_is_still_sandboxed) {
 }
 END_TEST
 
+/* Third review: a read-only view does not stop connect(), so every socket in
+ * the user's runtime dir (the user manager: systemd-run runs code on the
+ * host; the session bus; ssh and gpg agents) was reachable from a worker. */
+START_TEST(host_service_sockets_are_hidden) {
+        tf_world *w = tf_world_new(NULL);
+        char *xdg = strdup(tf_path(w->root, "xdg-runtime"));
+        ck_assert_int_eq(mkdir(xdg, 0700), 0);
+        char *bus = strdup(tf_path(xdg, "bus"));
+        int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", bus);
+        ck_assert_int_eq(bind(lfd, (struct sockaddr *) &sa, sizeof sa), 0);
+        ck_assert_int_eq(listen(lfd, 4), 0);
+        char *src = strdup(tf_path(w->root, "uconnect.c"));
+        char *bin = strdup(tf_path(w->fixtures, "bin/unix-connect"));
+        const char *code = "#include <stdio.h>\n#include <sys/socket.h>\n#include <sys/un.h>\n"
+                           "int main(int c, char **v) { struct sockaddr_un sa = {.sun_family = AF_UNIX};\n"
+                           "  snprintf(sa.sun_path, sizeof sa.sun_path, \"%s\", v[1]);\n"
+                           "  int fd = socket(AF_UNIX, SOCK_STREAM, 0);\n"
+                           "  return connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0 ? 0 : 1; }\n";
+        tf_write(src, code, strlen(code), 0644);
+        free(tf_shf(w, NULL, "cc -o %s %s && %s %s", bin, src, bin, bus)); /* reachable from the host */
+        /* the daemon (and so every worker) runs with this runtime dir and bus address */
+        tf_world_setenv(w, "XDG_RUNTIME_DIR", xdg);
+        char *addr = strdup_printf("unix:path=%s", bus);
+        tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", addr);
+        tf_world_setenv(w, "SSH_AUTH_SOCK", bus);
+        char *script = strdup_printf("unix-connect %s && echo bus-reachable; env | grep -E '^(DBUS_|SSH_AUTH_SOCK|XDG_RUNTIME_DIR)' "
+                                     "| sed 's/=.*//;s/^/leaked /'; echo end",
+                                     bus);
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        json_object_put(tf_wait_settled(w, id));
+        const char *res[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(o, "message"), "end\n");
+        json_object_put(o);
+        tf_run_done(&r);
+        close(lfd);
+        free(xdg), free(bus), free(src), free(bin), free(addr), free(script), free(id);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("sandbox-peers");
         TCase *tc = tcase_create("peers");
@@ -227,6 +275,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, directories_that_would_unmask_are_refused);
         tcase_add_test(tc, caller_env_reaches_the_worker_not_bwrap);
         tcase_add_test(tc, orphaned_connection_is_still_sandboxed);
+        tcase_add_test(tc, host_service_sockets_are_hidden);
         suite_add_tcase(s, tc);
         return s;
 }
