@@ -27,6 +27,7 @@
 
 #include "executor.h"
 #include "json-util.h"
+#include "landlock.h"
 #include "launch-spec.h"
 #include "log-pipe.h"
 #include "overlay.h"
@@ -308,6 +309,17 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                 free(err);
         }
         if (chdir(dir) < 0) child_fail(err_w, "cannot change to directory %s: %s", dir, strerror(errno));
+        if (sb) {
+                /* the host's abstract sockets and processes stay out of reach (landlock.h) */
+                int r = landlock_scope_ipc();
+                if (r == -EPERM)
+                        /* a seccomp filter around us (a container) forbids Landlock: the
+                         * mounts still confine the worker; say what is left open */
+                        dprintf(STDERR_FILENO, "taskferry-shim: warning: Landlock is not permitted here; the host's "
+                                               "abstract unix sockets stay reachable from this sandbox\n");
+                else if (r < 0)
+                        child_fail(err_w, "cannot scope the sandbox with Landlock: %s", strerror(-r));
+        }
 
         if (s->prompt_fd >= 0 && fcntl(s->prompt_fd, F_SETFD, 0) < 0)
                 child_fail(err_w, "cannot pass the prompt to bwrap: %s", strerror(errno));

@@ -4,6 +4,7 @@
  * directories are refused because they would unmask what every sandbox hides. */
 
 #include <check.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -237,21 +238,36 @@ START_TEST(host_service_sockets_are_hidden) {
         ck_assert_int_eq(listen(lfd, 4), 0);
         char *src = strdup(tf_path(w->root, "uconnect.c"));
         char *bin = strdup(tf_path(w->fixtures, "bin/unix-connect"));
-        const char *code = "#include <stdio.h>\n#include <sys/socket.h>\n#include <sys/un.h>\n"
+        /* "@name" connects to the abstract socket "name" */
+        const char *code = "#include <stddef.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/socket.h>\n"
+                           "#include <sys/un.h>\n"
                            "int main(int c, char **v) { struct sockaddr_un sa = {.sun_family = AF_UNIX};\n"
-                           "  snprintf(sa.sun_path, sizeof sa.sun_path, \"%s\", v[1]);\n"
+                           "  socklen_t len = sizeof sa;\n"
+                           "  if (v[1][0] == '@') { sa.sun_path[0] = 0; strncpy(sa.sun_path + 1, v[1] + 1, sizeof sa.sun_path - 2);\n"
+                           "    len = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(v[1] + 1); }\n"
+                           "  else snprintf(sa.sun_path, sizeof sa.sun_path, \"%s\", v[1]);\n"
                            "  int fd = socket(AF_UNIX, SOCK_STREAM, 0);\n"
-                           "  return connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0 ? 0 : 1; }\n";
+                           "  return connect(fd, (struct sockaddr *) &sa, len) == 0 ? 0 : 1; }\n";
         tf_write(src, code, strlen(code), 0644);
-        free(tf_shf(w, NULL, "cc -o %s %s && %s %s", bin, src, bin, bus)); /* reachable from the host */
+        /* an abstract socket on the host: no mount hides it (shared network namespace) */
+        char abstract[64];
+        snprintf(abstract, sizeof abstract, "tf-test-abstract-%d", (int) getpid());
+        int afd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un aa = {.sun_family = AF_UNIX};
+        strncpy(aa.sun_path + 1, abstract, sizeof aa.sun_path - 2);
+        ck_assert_int_eq(bind(afd, (struct sockaddr *) &aa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + strlen(abstract))), 0);
+        ck_assert_int_eq(listen(afd, 4), 0);
+        /* both reachable from the host */
+        free(tf_shf(w, NULL, "cc -o %s %s && %s %s && %s @%s", bin, src, bin, bus, bin, abstract));
         /* the daemon (and so every worker) runs with this runtime dir and bus address */
         tf_world_setenv(w, "XDG_RUNTIME_DIR", xdg);
         char *addr = strdup_printf("unix:path=%s", bus);
         tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", addr);
         tf_world_setenv(w, "SSH_AUTH_SOCK", bus);
-        char *script = strdup_printf("unix-connect %s && echo bus-reachable; env | grep -E '^(DBUS_|SSH_AUTH_SOCK|XDG_RUNTIME_DIR)' "
+        char *script = strdup_printf("unix-connect %s && echo bus-reachable; unix-connect @%s && echo abstract-reachable; "
+                                     "env | grep -E '^(DBUS_|SSH_AUTH_SOCK|XDG_RUNTIME_DIR)' "
                                      "| sed 's/=.*//;s/^/leaked /'; echo end",
-                                     bus);
+                                     bus, abstract);
         const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", script, NULL};
         char *id = tf_dispatch(w, d);
         json_object_put(tf_wait_settled(w, id));
@@ -262,6 +278,7 @@ START_TEST(host_service_sockets_are_hidden) {
         json_object_put(o);
         tf_run_done(&r);
         close(lfd);
+        close(afd);
         free(xdg), free(bus), free(src), free(bin), free(addr), free(script), free(id);
         tf_world_free(w);
 }
