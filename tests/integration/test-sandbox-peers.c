@@ -142,20 +142,24 @@ START_TEST(caller_env_reaches_the_worker_not_bwrap) {
         tf_run wr = tf_cli(w, NULL, NULL, warm);
         ck_assert_int_eq(wr.exit_code, 0);
         tf_run_done(&wr);
-        tf_world_setenv(w, "PROBE_MARKER", marker);
-        tf_world_setenv(w, "FOO_FROM_CALLER", "caller value with spaces");
-        const char *d[] = {"dispatch", "--json", "--executor", "shell", "--directory", w->repo_parent, "--prompt",
-                           "echo \"foo=$FOO_FROM_CALLER child=$TASKFERRY_CHILD\"", NULL};
-        /* LD_PRELOAD only for the dispatched task: the CLI forwards it */
-        char *ld = strdup_printf("LD_PRELOAD=%s", so);
-        tf_world_setenv(w, "LD_PRELOAD", so);
-        tf_run r = tf_cli(w, NULL, NULL, d);
-        strv_env_unset(&w->env, "LD_PRELOAD");
-        ck_assert_msg(r.exit_code == 0, "%s", r.out);
-        json_object *o = tf_json(r.out);
-        char *id = strdup(tf_jstr(o, "id"));
-        json_object_put(o);
-        tf_run_done(&r);
+        /* the caller's environment as the CLI forwards it (task.dispatch env), sent
+         * over the wire directly: an LD_PRELOAD in the test's own CLI process
+         * would also load into it (and break an ASan build) */
+        json_object *params = json_object_new_object(), *env = json_object_new_object();
+        json_add_string(env, "LD_PRELOAD", so);
+        json_add_string(env, "PROBE_MARKER", marker);
+        json_add_string(env, "FOO_FROM_CALLER", "caller value with spaces");
+        json_add_string(params, "prompt", "echo \"foo=$FOO_FROM_CALLER child=$TASKFERRY_CHILD\"");
+        json_add_string(params, "directory", w->repo_parent);
+        json_add_string(params, "executor", "shell");
+        json_add(params, "env", env);
+        json_object *f = tf_rpc(w, "task.dispatch", json_to_line(params, NULL));
+        char *id = strdup(tf_jstr(tf_result(f), "id"));
+        json_object_put(f);
+        json_object_put(params);
+        char *ld = NULL;
+        tf_run r;
+        json_object *o;
         json_object *st = tf_wait_settled(w, id);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
         json_object_put(st);
