@@ -229,6 +229,9 @@ START_TEST(out_of_order_replies) {
                 tf_send(fd, l);
                 free(l);
         }
+        /* let the daemon take all 256 in (ordering across connections is not
+         * defined): the parked waits answer nothing until their task ends */
+        usleep(500000);
         int fd2 = tf_connect(w);
         tf_send(fd2, "{\"version\":1,\"id\":\"busy\",\"method\":\"system.health\",\"params\":{}}");
         char *busy = tf_recv_line(fd2, 10000);
