@@ -23,34 +23,6 @@ static char *xstrdup_printf(const char *fmt, ...) {
         return s;
 }
 
-/* Worlds still alive in this (forked) test process. A failing assertion ends
- * the process without tf_world_free; the atexit handler then stops their
- * daemons so a failed test leaves no daemon behind. */
-static tf_world *live_worlds[16];
-
-static void stop_live_worlds(void) {
-        for (size_t i = 0; i < 16; i++) {
-                tf_world *w = live_worlds[i];
-                if (!w) continue;
-                live_worlds[i] = NULL;
-                pid_t pid = tf_daemon_pid(w);
-                if (pid > 0) kill(pid, SIGTERM);
-        }
-}
-
-static void track_world(tf_world *w, bool live) {
-        static bool registered = false;
-        if (!registered) {
-                atexit(stop_live_worlds);
-                registered = true;
-        }
-        for (size_t i = 0; i < 16; i++)
-                if (live ? !live_worlds[i] : live_worlds[i] == w) {
-                        live_worlds[i] = live ? w : NULL;
-                        return;
-                }
-}
-
 int tf_run_suite(Suite *s) {
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
@@ -139,13 +111,11 @@ tf_world *tf_world_new(char *const extra_env[]) {
                 tf_world_setenv(w, name, eq + 1);
                 free(name);
         }
-        track_world(w, true);
         return w;
 }
 
 void tf_world_free(tf_world *w) {
         if (!w) return;
-        track_world(w, false);
         pid_t pid = tf_daemon_pid(w);
         if (pid > 0) {
                 kill(pid, SIGTERM);
