@@ -183,6 +183,8 @@ json_object *task_summary(Task *t);
 /* task.status result: summary + logBytesWritten, logLastWriteAt, logHasEvent. */
 json_object *task_status_detail(Task *t);
 void task_set_status(Task *t, const char *status);
+/* dst[key] = a reference to src[key] (JSON null when absent), appended in order. */
+void json_copy_key(json_object *dst, json_object *src, const char *key);
 void task_wake_waiters(Task *t);
 /* task.list result (spec §1.7, lifecycle.md §7.4). visible_to: NULL = every
  * task; else only the task with that id and the tasks it dispatched (a

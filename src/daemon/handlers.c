@@ -25,15 +25,20 @@ static void reply_unknown_task(Request *r, const char *id) {
 
 static void reply_failed(Request *r, const char *text) { request_reply_error_text(r, E_REQUEST_FAILED, text); }
 
+/* tasks.json could not be read at start (lifecycle.md §1.4): every state
+ * call fails with the reason. Returns true after replying. */
+static bool reply_if_state_unreadable(Manager *m, Request *r) {
+        if (!m->state_load_error) return false;
+        _cleanup_free_ char *text = strdup_printf(
+                "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
+                m->state_load_error, m->paths.state_dir);
+        reply_failed(r, text ? text : "error: could not read persisted task state");
+        return true;
+}
+
 /* Common lookup; replies and returns NULL on failure. */
 static Task *lookup_task(Manager *m, Request *r) {
-        if (m->state_load_error) {
-                _cleanup_free_ char *text = strdup_printf(
-                        "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
-                        m->state_load_error, m->paths.state_dir);
-                reply_failed(r, text ? text : "error: could not read persisted task state");
-                return NULL;
-        }
+        if (reply_if_state_unreadable(m, r)) return NULL;
         const char *id = json_get_string(r->req.params, "taskId");
         Task *t = id ? manager_find_task(m, id) : NULL;
         if (!t) reply_unknown_task(r, strempty(id));
@@ -53,12 +58,7 @@ static void handle_health(Manager *m, Request *r) {
 
 /* Does a overlap b: equal, ancestor or descendant (root-aware). */
 static bool paths_overlap(const char *a, const char *b) {
-        size_t la = strlen(a), lb = strlen(b);
-        if (streq(a, "/") || streq(b, "/")) return true;
-        if (la == lb) return streq(a, b);
-        const char *s = la < lb ? a : b, *l = la < lb ? b : a;
-        size_t ls = la < lb ? la : lb;
-        return strncmp(s, l, ls) == 0 && l[ls] == '/';
+        return path_is_at_or_below(a, b) || path_is_at_or_below(b, a);
 }
 
 static char *canonical(const char *p) {
@@ -77,8 +77,7 @@ static char *check_directory(Manager *m, const char *directory) {
         /* masked in every sandbox (launch.c build_masks): a target inside would vanish */
         const char *masked_roots[] = {"/run/user", "/run/dbus"};
         for (size_t i = 0; i < ELEMENTSOF(masked_roots); i++) {
-                size_t n = strlen(masked_roots[i]);
-                if (strncmp(directory, masked_roots[i], n) == 0 && (directory[n] == '/' || directory[n] == 0))
+                if (path_is_at_or_below(directory, masked_roots[i]))
                         return strdup_printf("error: directory %s is inside %s, which is masked in every sandbox\nhelp: "
                                              "dispatch into a project directory",
                                              directory, masked_roots[i]);
@@ -94,8 +93,7 @@ static char *check_directory(Manager *m, const char *directory) {
         for (size_t i = 0; i < ELEMENTSOF(home_rel); i++) {
                 _cleanup_free_ char *d = strdup_printf("%s/%s", m->paths.home, home_rel[i]);
                 _cleanup_free_ char *c = d ? canonical(d) : NULL;
-                size_t n = c ? strlen(c) : 0;
-                if (c && (streq(directory, c) || (strncmp(directory, c, n) == 0 && directory[n] == '/')))
+                if (c && path_is_at_or_below(directory, c))
                         return strdup_printf("error: directory %s is inside %s, which is masked in every sandbox\nhelp: "
                                              "dispatch into a project directory",
                                              directory, c);
@@ -162,12 +160,7 @@ static char *resolve_variant(const char *executor_id, const char *requested) {
 
 static void handle_dispatch(Manager *m, Request *r) {
         json_object *p = r->req.params;
-        if (m->state_load_error) {
-                _cleanup_free_ char *text = strdup_printf(
-                        "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
-                        m->state_load_error, m->paths.state_dir);
-                return reply_failed(r, text);
-        }
+        if (reply_if_state_unreadable(m, r)) return;
         const char *dir_param = json_get_string(p, "directory");
         _cleanup_free_ char *directory = realpath(dir_param, NULL);
         if (!directory || !is_dir(directory)) {
@@ -378,12 +371,7 @@ static void handle_status(Manager *m, Request *r) {
 
 /* ---- task.list ---- */
 static void handle_list(Manager *m, Request *r) {
-        if (m->state_load_error) {
-                _cleanup_free_ char *text = strdup_printf(
-                        "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
-                        m->state_load_error, m->paths.state_dir);
-                return reply_failed(r, text);
-        }
+        if (reply_if_state_unreadable(m, r)) return;
         Caller who = caller_of(m, r->conn);
         request_reply_result(r, manager_list(m, json_get_string(r->req.params, "directory"),
                                              who.sandboxed ? (who.task ? who.task->id : "") : NULL));
@@ -493,11 +481,6 @@ static bool fields_include(json_object *fields, const char *name) {
         return false;
 }
 
-static void add_rec(json_object *o, Task *t, const char *key) {
-        json_object *v = NULL;
-        json_object_object_get_ex(t->rec, key, &v);
-        json_object_object_add(o, key, json_object_get(v));
-}
 
 typedef struct ResultJob {
         Request *r;
@@ -519,9 +502,9 @@ static json_object *result_job_run(void *userdata, int *error) {
         }
         json_object *o = json_object_new_object();
         json_add_string(o, "taskId", t->id);
-        add_rec(o, t, "status");
+        json_copy_key(o, t->rec, "status");
         static const char *const head[] = {"exitCode", "signal", "spawnError", "failureReason", "failureDetail"};
-        for (size_t i = 0; i < ELEMENTSOF(head); i++) add_rec(o, t, head[i]);
+        for (size_t i = 0; i < ELEMENTSOF(head); i++) json_copy_key(o, t->rec, head[i]);
         const char *diff_path = task_str(t, "diffPath");
         json_object *diff = NULL, *stat = NULL;
         if (diff_path && (fields_include(fields, "diff") || fields_include(fields, "diffStat"))) {
@@ -540,24 +523,24 @@ static json_object *result_job_run(void *userdata, int *error) {
         }
         json_add(o, "diff", diff);
         json_add(o, "diffStat", stat);
-        add_rec(o, t, "changesetError");
+        json_copy_key(o, t->rec, "changesetError");
         if (task_str(t, "headDriftFrom")) {
-                add_rec(o, t, "headDriftFrom");
-                add_rec(o, t, "headDriftTo");
-                add_rec(o, t, "headDriftRecovered");
+                json_copy_key(o, t->rec, "headDriftFrom");
+                json_copy_key(o, t->rec, "headDriftTo");
+                json_copy_key(o, t->rec, "headDriftRecovered");
         }
         bool incomplete = json_get_bool(t->rec, "incomplete", false);
         if (incomplete) json_add_bool(o, "incomplete", true);
         static const char *const opt[] = {"finalMarker", "finalStatus", "class", "parentTaskId", "projectConfigWarning"};
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
-                if (task_str(t, opt[i])) add_rec(o, t, opt[i]);
+                if (task_str(t, opt[i])) json_copy_key(o, t->rec, opt[i]);
         const char *check = task_str(t, "checkStatus");
         if (check && !streq(check, "none")) {
                 static const char *const ck[] = {"checkStatus", "checkCommand", "checkExitCode", "checkStartedAt",
                                                  "checkEndedAt"};
-                for (size_t i = 0; i < ELEMENTSOF(ck); i++) add_rec(o, t, ck[i]);
+                for (size_t i = 0; i < ELEMENTSOF(ck); i++) json_copy_key(o, t->rec, ck[i]);
                 if (json_get_bool(t->rec, "checkOverride", false)) json_add_bool(o, "checkOverride", true);
-                if (fields_include(fields, "checkOutputTail")) add_rec(o, t, "checkOutputTail");
+                if (fields_include(fields, "checkOutputTail")) json_copy_key(o, t->rec, "checkOutputTail");
         }
         json_add_string(o, "sessionId", s.session_id ? s.session_id : task_str(t, "sessionId"));
         json_add(o, "tokens", s.tokens ? json_object_get(s.tokens) : NULL);
@@ -591,13 +574,13 @@ static json_object *result_job_run(void *userdata, int *error) {
                         "Run taskferry result with full: true on task id \"%s\" to see the complete narration", t->id);
                 json_add_string(o, "next", next);
         }
-        add_rec(o, t, "logPath");
-        add_rec(o, t, "outputDir");
+        json_copy_key(o, t->rec, "logPath");
+        json_copy_key(o, t->rec, "outputDir");
         log_summary_done(&s);
         if (!fields) return o;
         json_object *proj = json_object_new_object();
         json_add_string(proj, "taskId", t->id);
-        add_rec(proj, t, "status");
+        json_copy_key(proj, t->rec, "status");
         for (size_t i = 0; i < json_object_array_length(fields); i++) {
                 const char *f = json_object_get_string(json_object_array_get_idx(fields, i));
                 json_object *v = NULL;
@@ -813,7 +796,7 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
         json_add_string(o, "changesetStatus", accept ? "accepted" : "rejected");
         if (accept) {
                 json_add_bool(o, "applied", true);
-                add_rec(o, t, "checkStatus");
+                json_copy_key(o, t->rec, "checkStatus");
         }
         if (!removed) json_add_bool(o, "cleanupFailed", true);
         request_reply_result(r, o);

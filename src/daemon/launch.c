@@ -90,10 +90,7 @@ static int build_masks(Manager *m, char ***ret) {
                 /* a dir inside an already masked one is hidden already; masking it
                  * again would only leave its mountpoint visible */
                 bool covered = false;
-                for (char **e = l; e && *e && !covered; e++) {
-                        size_t n = strlen(*e);
-                        covered = strncmp(*c, *e, n) == 0 && (*c)[n] == '/';
-                }
+                for (char **e = l; e && *e && !covered; e++) covered = path_is_at_or_below(*c, *e);
                 if (!covered && strv_push(&l, *c) < 0) return -ENOMEM;
         }
         *ret = TAKE_PTR(l);
@@ -156,10 +153,8 @@ static json_object *settle_job_run(void *userdata, int *error) {
                         json_add_bool(res, "hasStop", s.has_stop);
                         json_add_bool(res, "hasJsonLine", s.has_json_line);
                         const char *msg = s.message ? s.message : "";
-                        size_t a = 0, b = strlen(msg);
-                        while (a < b && strchr(" \t\r\n\f\v", msg[a])) a++;
-                        while (b > a && strchr(" \t\r\n\f\v", msg[b - 1])) b--;
-                        json_add_bool(res, "messageNonEmpty", b > a);
+                        /* message.trim() !== "" (lifecycle.md §4.5) */
+                        json_add_bool(res, "messageNonEmpty", !log_line_is_blank(msg, strlen(msg)));
                         const char *marker = task_str(t, "finalMarker");
                         if (marker) {
                                 regex_t re;

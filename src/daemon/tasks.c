@@ -146,7 +146,7 @@ int manager_load_tasks(Manager *m) {
         return 0;
 }
 
-static void add_copy(json_object *dst, json_object *src, const char *key) {
+void json_copy_key(json_object *dst, json_object *src, const char *key) {
         json_object *v = NULL;
         json_object_object_get_ex(src, key, &v);
         json_object_object_add(dst, key, json_object_get(v));
@@ -163,35 +163,35 @@ json_object *task_summary(Task *t) {
         static const char *const head[] = {"id", "status", "directory", "model", "sessionId", "originSessionId", "pid",
                                            "startedAt", "endedAt", "exitCode", "signal", "logPath", "failureReason",
                                            "failureDetail", "spawnError", "promptPreview"};
-        for (size_t i = 0; i < ELEMENTSOF(head); i++) add_copy(o, rec, head[i]);
+        for (size_t i = 0; i < ELEMENTSOF(head); i++) json_copy_key(o, rec, head[i]);
         static const char *const opt[] = {"promptTotalChars", "summaryOf"};
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
-                if (rec_has_nonnull(rec, opt[i])) add_copy(o, rec, opt[i]);
+                if (rec_has_nonnull(rec, opt[i])) json_copy_key(o, rec, opt[i]);
         if (json_get_bool(rec, "incomplete", false)) json_add_bool(o, "incomplete", true);
         static const char *const opt2[] = {"finalMarker", "finalStatus", "class", "executorId", "overlayDirs",
                                            "changesetError", "parentTaskId", "projectConfigWarning"};
         for (size_t i = 0; i < ELEMENTSOF(opt2); i++)
-                if (rec_has_nonnull(rec, opt2[i])) add_copy(o, rec, opt2[i]);
+                if (rec_has_nonnull(rec, opt2[i])) json_copy_key(o, rec, opt2[i]);
         const char *check = json_get_string(rec, "checkStatus");
         if (check && !streq(check, "none")) {
                 static const char *const ck[] = {"checkStatus", "checkCommand", "checkExitCode", "checkStartedAt",
                                                  "checkEndedAt"};
-                for (size_t i = 0; i < ELEMENTSOF(ck); i++) add_copy(o, rec, ck[i]);
+                for (size_t i = 0; i < ELEMENTSOF(ck); i++) json_copy_key(o, rec, ck[i]);
                 if (json_get_bool(rec, "checkOverride", false)) json_add_bool(o, "checkOverride", true);
         }
         const char *cs = json_get_string(rec, "changesetStatus");
         const char *role = json_get_string(rec, "role");
         if (cs && (!streq(cs, "none") || streq_ptr(role, "advisor"))) {
-                add_copy(o, rec, "role");
-                add_copy(o, rec, "changesetStatus");
+                json_copy_key(o, rec, "role");
+                json_copy_key(o, rec, "changesetStatus");
         }
         if (rec_has_nonnull(rec, "headDriftFrom")) {
-                add_copy(o, rec, "headDriftFrom");
-                add_copy(o, rec, "headDriftTo");
-                add_copy(o, rec, "headDriftRecovered");
+                json_copy_key(o, rec, "headDriftFrom");
+                json_copy_key(o, rec, "headDriftTo");
+                json_copy_key(o, rec, "headDriftRecovered");
         }
         json_add_bool(o, "cancelRequested", json_get_bool(rec, "cancelRequested", false));
-        add_copy(o, rec, "outputDir");
+        json_copy_key(o, rec, "outputDir");
         return o;
 }
 
@@ -300,7 +300,7 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                 Task *t = rows[i];
                 json_object *row = json_object_new_object();
                 static const char *const keys[] = {"id", "status", "model", "startedAt", "directory", "failureReason"};
-                for (size_t k = 0; k < ELEMENTSOF(keys); k++) add_copy(row, t->rec, keys[k]);
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++) json_copy_key(row, t->rec, keys[k]);
                 json_object_array_add(arr, row);
         }
         json_add(o, "tasks", arr);

@@ -167,13 +167,6 @@ static int append_file(const char *path, const char *data, size_t len) {
         return loop_write(fd, data, len);
 }
 
-/* Does `path` (absolute, canonical) equal `dir` or lie below it? */
-static bool path_is_at_or_below(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-        if (n == 1 && dir[0] == '/') return true;
-        return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
-
 /* GIT_ALTERNATE_OBJECT_DIRECTORIES is colon-separated; an entry that starts
  * with a double quote is C-quoted (git-config(1)/git(1), "ENVIRONMENT"). */
 static char *quote_alternate(const char *p) {

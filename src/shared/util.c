@@ -448,6 +448,12 @@ static int rm_rf_at(int dfd, const char *name) {
 
 int rm_rf(const char *path) { return rm_rf_at(AT_FDCWD, path); }
 
+bool path_is_at_or_below(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+        if (n == 1 && dir[0] == '/') return true;
+        return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
 bool is_dir(const char *path) {
         struct stat st;
         return stat(path, &st) == 0 && S_ISDIR(st.st_mode);

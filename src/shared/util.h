@@ -78,6 +78,9 @@ int mkdir_p_chmod(const char *path, mode_t mode);
 /* Recursively remove path, making directories writable first (overlayfs work
  * dirs end up mode 000). Missing path is success. Does not follow symlinks. */
 int rm_rf(const char *path);
+/* Does path equal dir or lie below it? Plain string test on absolute,
+ * canonical paths ("/" contains everything; "/a" does not contain "/ab"). */
+bool path_is_at_or_below(const char *path, const char *dir);
 /* True if path is a directory (follows symlinks). */
 bool is_dir(const char *path);
 /* Resolve `name` against PATH (colon list; NULL → getenv("PATH")). Names with
