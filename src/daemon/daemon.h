@@ -28,7 +28,9 @@ typedef struct Settings {
         char *default_executor;       /* TASKFERRY_DEFAULT_EXECUTOR || "pi" */
         char *default_variant;        /* TASKFERRY_DEFAULT_VARIANT || "highest" */
         char **env_denylist;          /* TASKFERRY_ENV_DENYLIST */
-        char **sandbox_denylist;      /* TASKFERRY_SANDBOX_DENYLIST (extra deny dirs) */
+        char **sandbox_denylist;      /* TASKFERRY_SANDBOX_DENYLIST (extra deny dirs or files) */
+        char **rw_bind, **ro_bind;    /* TASKFERRY_RW_BIND / TASKFERRY_RO_BIND: unioned with each dispatch's (spec §2.4) */
+        char **home_allow;            /* TASKFERRY_SANDBOX_HOME_ALLOW: more home entries a sandbox sees read-only */
         char *shim_path;              /* resolved taskferry-shim */
 } Settings;
 

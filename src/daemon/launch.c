@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 
 #include "changeset.h"
+#include "executor-home.h"
+#include "sandbox-plan.h"
 #include "daemon.h"
 #include "executor.h"
 #include "json-util.h"
@@ -61,37 +63,55 @@ static int build_worker_env(Task *t, char ***ret) {
         return 0;
 }
 
-/* Masked directories: the fixed deny-list (seed; spec §2.1) and the extra
- * TASKFERRY_SANDBOX_DENYLIST dirs that exist, plus the runtime, overlay and
- * cache dirs (DESIGN.md: masked inside every sandbox). */
-static int build_masks(Manager *m, char ***ret) {
+/* What the sandbox masks (sandbox-plan.h step 6): the deny-list (seed; spec
+ * §2.1; DESIGN.md's file-shaped secrets) and taskferry's own dirs, plus every
+ * user's runtime dir and the system bus (a read-only view still lets a worker
+ * connect() to the sockets there: the user manager, the session bus, ssh and
+ * gpg agents), should a user bind show them. */
+static int build_masks(Manager *m, char ***ret_deny, char ***ret_structural) {
         const tf_paths *p = &m->paths;
-        _cleanup_strv_free_ char **l = NULL;
-        const char *home_rel[] = {".ssh", ".aws", ".config/gcloud", ".config/gh", ".gnupg", ".claude"};
-        _cleanup_strv_free_ char **cand = NULL;
-        if (strv_push(&cand, p->state_dir) < 0) return -ENOMEM;
-        for (size_t i = 0; i < ELEMENTSOF(home_rel); i++)
-                if (strv_pushf(&cand, "%s/%s", p->home, home_rel[i]) < 0) return -ENOMEM;
-        for (char **e = m->settings.sandbox_denylist; e && *e; e++)
-                if (strv_push(&cand, *e) < 0) return -ENOMEM;
-        /* Every user's runtime dir (and the system bus): a read-only view still
-         * lets a worker connect() to the sockets there — the user manager
-         * (systemd-run would run code on the host), the session bus, ssh and gpg
-         * agents (review finding). The task's own socket is bound back below. */
+        _cleanup_strv_free_ char **deny = NULL, **structural = NULL;
+        int r = sandbox_deny_list(p->home, p->state_dir, m->settings.sandbox_denylist, &deny);
+        if (r < 0) return r;
         const char *xdg = getenv("XDG_RUNTIME_DIR");
-        if (strv_push(&cand, "/run/user") < 0 || strv_push(&cand, "/run/dbus") < 0 ||
-            (xdg && *xdg == '/' && strv_push(&cand, xdg) < 0))
-                return -ENOMEM;
-        if (strv_push(&cand, p->runtime_dir) < 0 || strv_push(&cand, p->overlay_tmp_root) < 0 ||
-            strv_push(&cand, p->cache_dir) < 0)
-                return -ENOMEM;
-        for (char **c = cand; *c; c++) {
-                if (!is_dir(*c) || strv_contains(l, *c)) continue;
-                /* a dir inside an already masked one is hidden already; masking it
-                 * again would only leave its mountpoint visible */
-                bool covered = false;
-                for (char **e = l; e && *e && !covered; e++) covered = path_is_at_or_below(*c, *e);
-                if (!covered && strv_push(&l, *c) < 0) return -ENOMEM;
+        const char *own[] = {p->state_dir, p->runtime_dir, p->overlay_tmp_root, p->cache_dir, "/run/user", "/run/dbus",
+                             xdg && *xdg == '/' ? xdg : NULL};
+        for (size_t i = 0; i < ELEMENTSOF(own); i++)
+                if (own[i] && !strv_contains(structural, own[i]) && (r = strv_push(&structural, own[i])) < 0) return r;
+        *ret_deny = TAKE_PTR(deny);
+        *ret_structural = TAKE_PTR(structural);
+        return 0;
+}
+
+/* The user's binds of one kind: the daemon's (TASKFERRY_RW_BIND /
+ * TASKFERRY_RO_BIND) then the dispatch's, resolved, deduplicated; entries that
+ * do not exist, or (daemon-wide ones, which the dispatch check did not see)
+ * overlap the target or taskferry's own dirs, are left out with a warning. */
+static int collect_binds(Task *t, char *const *daemon_wide, json_object *given, char *const *protected_,
+                         char *const *exclude, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        for (int pass = 0; pass < 2; pass++) {
+                size_t n = pass == 0 ? strv_length(daemon_wide) : (given ? json_object_array_length(given) : 0);
+                for (size_t i = 0; i < n; i++) {
+                        const char *raw = pass == 0 ? daemon_wide[i]
+                                                    : json_object_get_string(json_object_array_get_idx(given, i));
+                        if (!raw || raw[0] != '/') continue;
+                        _cleanup_free_ char *real = realpath(raw, NULL);
+                        if (!real) {
+                                log_warning("task %s: bind %s does not exist; not bound", t->id, raw);
+                                continue;
+                        }
+                        bool bad = false;
+                        for (char *const *p = protected_; pass == 0 && p && *p && !bad; p++)
+                                bad = path_is_at_or_below(real, *p) || path_is_at_or_below(*p, real);
+                        if (bad) {
+                                log_warning("task %s: bind %s overlaps the target or taskferry's own dirs; not bound",
+                                            t->id, real);
+                                continue;
+                        }
+                        if (strv_contains(l, real) || strv_contains(exclude, real)) continue;
+                        if (strv_push(&l, real) < 0) return -ENOMEM;
+                }
         }
         *ret = TAKE_PTR(l);
         return 0;
@@ -451,6 +471,184 @@ static int overlay_prepare(Task *t) {
         return 0;
 }
 
+/* The session this task resumes was last run by which task? Its home seeds
+ * ours (executor-home.h). The newest other task of the same executor with
+ * that session id whose home still exists. */
+static char *seed_home_for(Task *t) {
+        const char *sid = task_str(t, "sessionId"), *ex = task_str(t, "executorId");
+        if (!sid || !ex) return NULL;
+        Manager *m = t->m;
+        for (size_t i = m->n_tasks; i > 0; i--) {
+                Task *o = m->tasks[i - 1];
+                if (o == t || !streq(strempty(task_str(o, "sessionId")), sid) ||
+                    !streq(strempty(task_str(o, "executorId")), ex))
+                        continue;
+                char *root = executor_home_root(m->paths.cache_dir, o->id);
+                if (root && is_dir(root)) return root;
+                free(root);
+        }
+        return NULL;
+}
+
+/* Launch preflight (issue: a newcomer's first dispatch must say what is
+ * wrong): the worker's binary must be on PATH, and visible inside the
+ * sandbox — as must the interpreter of a script. Returns NULL or the
+ * spawnError text. */
+static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mounts, size_t n_mounts) {
+        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
+        if (!ex) return NULL;
+        executor_launch el = {.model = task_str(t, "model"), .directory = task_str(t, "directory"), .prompt = "",
+                              .prompt_file = "/dev/null"};
+        _cleanup_strv_free_ char **argv = NULL;
+        if (ex->build_argv(&el, &argv) < 0 || !argv || !argv[0]) return NULL;
+        const char *path = strv_env_get(env, "PATH");
+        if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+        _cleanup_free_ char *exe = NULL;
+        if (find_executable(argv[0], path, &exe) < 0)
+                return strdup_printf("%s not found on PATH (searched %s); install %s or put its directory on the "
+                                     "daemon's PATH",
+                                     argv[0], path, argv[0]);
+        if (!mounts) return NULL;
+        /* the binary, then a script's interpreter (#!/usr/bin/env X: X on PATH) */
+        _cleanup_free_ char *cur = TAKE_PTR(exe);
+        for (int depth = 0; cur && depth < 3; depth++) {
+                _cleanup_free_ char *real = realpath(cur, NULL);
+                if (!real) break;
+                const char *hidden = NULL;
+                if (!sandbox_plan_path_visible(mounts, n_mounts, real)) hidden = real;
+                else if (!streq(real, cur) && !sandbox_plan_path_visible(mounts, n_mounts, cur)) hidden = cur;
+                if (hidden) {
+                        _cleanup_free_ char *dir = strdup(hidden);
+                        char *slash = dir ? strrchr(dir, '/') : NULL;
+                        if (slash && slash != dir) *slash = 0;
+                        return strdup_printf("%s%s is at %s on the host, but the sandbox does not show that path "
+                                             "(it shows the system dirs, a few toolchain dirs of your home and the "
+                                             "target; /tmp and taskferry's own dirs are private or masked)\nhelp: "
+                                             "dispatch with --ro-bind %s (or set TASKFERRY_RO_BIND), or install it "
+                                             "under /usr/local or ~/.local",
+                                             depth ? "the interpreter of " : "", depth ? cur : argv[0], hidden,
+                                             dir ? dir : hidden);
+                }
+                char head[256] = "";
+                _cleanup_close_ int fd = open(real, O_RDONLY | O_CLOEXEC);
+                ssize_t k = fd >= 0 ? read(fd, head, sizeof head - 1) : -1;
+                if (k < 2 || head[0] != '#' || head[1] != '!') break;
+                head[k] = 0;
+                char *s = head + 2, *nl = strchr(s, '\n');
+                if (nl) *nl = 0;
+                char *interp = strtok(s, " \t");
+                char *arg = strtok(NULL, " \t");
+                if (!interp) break;
+                free(cur);
+                cur = NULL;
+                const char *base = strrchr(interp, '/');
+                if (base && streq(base + 1, "env") && arg) {
+                        if (find_executable(arg, path, &cur) < 0)
+                                return strdup_printf("%s needs %s, which is not on PATH (searched %s)", argv[0], arg,
+                                                     path);
+                } else
+                        cur = strdup(interp);
+        }
+        return NULL;
+}
+
+/* Build the sandbox of a launch: masks, the user's binds, the executor homes,
+ * the task's output dir and socket (sandbox-plan.h), and set the variables
+ * the homes need in *env. */
+static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_sandbox *sb, char **ret_error) {
+        Manager *m = t->m;
+        _cleanup_strv_free_ char **deny = NULL, **structural = NULL, **rw = NULL, **ro = NULL, **warnings = NULL;
+        _cleanup_strv_free_ char **never = NULL;
+        int r = build_masks(m, &deny, &structural);
+        if (r < 0) return r;
+        /* addresses of host services the sandbox does not show: nothing to
+         * gain, and a tool would only time out on them */
+        static const char *const host_service_vars[] = {"DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS",
+                                                        "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO",
+                                                        "XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST"};
+        for (size_t i = 0; i < ELEMENTSOF(host_service_vars); i++) strv_env_unset(env, host_service_vars[i]);
+
+        const char *directory = task_str(t, "directory");
+        for (char **s = structural; *s; s++)
+                if ((r = strv_push(&never, *s)) < 0) return r;
+        if ((r = strv_push(&never, directory)) < 0) return r;
+        json_object *lp = t->launch;
+        if ((r = collect_binds(t, m->settings.rw_bind, json_get_array(lp, "rwBind"), never, NULL, &rw)) < 0 ||
+            (r = collect_binds(t, m->settings.ro_bind, json_get_array(lp, "roBind"), never, rw, &ro)) < 0)
+                return r;
+
+        _cleanup_strv_free_ char **never_exposed = strv_copy(deny);
+        for (char **s = structural; s && *s; s++)
+                if (strv_push(&never_exposed, *s) < 0) return -ENOMEM;
+        _cleanup_free_ char *seed = seed_home_for(t);
+        executor_home_args ha = {
+                .executor = strempty(task_str(t, "executorId")),
+                .task_id = t->id,
+                .cache_dir = m->paths.cache_dir,
+                .home = m->paths.home,
+                .env = *env,
+                .seed_root = seed,
+                .deny = never_exposed,
+        };
+        if ((r = executor_home_plan(&ha, home)) < 0) return r;
+        for (char **e = home->env; e && *e; e++) {
+                char *eq = strchr(*e, '=');
+                *eq = 0;
+                r = strv_env_set(env, *e, eq + 1);
+                *eq = '=';
+                if (r < 0) return r;
+        }
+        /* the tail: the homes, the output dir, the task's own socket (not the
+         * daemon's: every caller on it runs inside this sandbox, peer.c) */
+        sandbox_mount *tail = NULL;
+        size_t n_tail = 0;
+        for (size_t i = 0; i < home->n_mounts; i++) {
+                const sandbox_mount *h = &home->mounts[i];
+                if ((r = sandbox_mounts_push(&tail, &n_tail, h->op, h->src, h->dest, h->upper, h->work, h->stage)) < 0)
+                        goto out;
+        }
+        const char *out = task_str(t, "outputDir");
+        if (out && (r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, out, out, NULL, NULL, NULL)) < 0)
+                goto out;
+        r = task_socket_open(t);
+        if (r < 0) log_warning_errno(r, "task %s: no socket for nested dispatch", t->id);
+        if (t->sock_path) {
+                if ((r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, t->sock_path, t->sock_path, NULL, NULL,
+                                             NULL)) < 0 ||
+                    (r = strv_env_set(env, "TASKFERRY_SOCKET_PATH", t->sock_path)) < 0 ||
+                    (r = strv_env_set(env, "TASKFERRY_AUTO_START", "0")) < 0)
+                        goto out;
+        }
+        sandbox_plan_args pa = {
+                .home = m->paths.home,
+                .directory = directory,
+                .home_allow = m->settings.home_allow,
+                .rw_binds = rw,
+                .ro_binds = ro,
+                .deny = deny,
+                .structural = structural,
+                .tail = tail,
+                .n_tail = n_tail,
+        };
+        r = sandbox_plan_build(&pa, &sb->mounts, &sb->n_mounts, &warnings);
+        if (r < 0) goto out;
+        for (char **w = warnings; w && *w; w++) log_warning("task %s: %s", t->id, *w);
+        *ret_error = preflight_binary(t, *env, sb->mounts, sb->n_mounts);
+        if (*ret_error) {
+                r = -ENOENT;
+                goto out;
+        }
+        sb->uid = getuid();
+        sb->gid = getgid();
+        sb->dirs = home->dirs;
+        sb->seeds = home->seeds;
+        sb->n_seeds = home->n_seeds;
+        sb->share_net = true;
+out:
+        sandbox_mounts_free(tail, n_tail);
+        return r;
+}
+
 static bool json_true(json_object *o, const char *key) { return json_get_bool(o, key, false); }
 
 static void launch_task(Task *t) {
@@ -489,9 +687,9 @@ static void launch_task(Task *t) {
         launch_spec spec = {0};
         launch_sandbox sb = {0};
         launch_overlay ov = {0};
+        executor_home home = {0};
         _cleanup_free_ char *prompt_file = prompt_file_path(t);
         _cleanup_free_ char *log_path = strdup(strempty(task_str(t, "logPath")));
-        _cleanup_strv_free_ char **masks = NULL, **rw = NULL, **ro = NULL;
         spec.task_id = t->id;
         spec.executor = (char *) task_str(t, "executorId");
         spec.model = (char *) task_str(t, "model");
@@ -503,39 +701,13 @@ static void launch_task(Task *t) {
         spec.task_dir = task_dir;
         spec.prompt_file = prompt_file;
         if (sandbox) {
-                if (build_masks(m, &masks) < 0) return task_settle_spawn_error(t, "out of memory");
-                /* addresses of host services the masks just hid: nothing to gain, and
-                 * a tool would only time out on them */
-                static const char *const host_service_vars[] = {"DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS",
-                                                                "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO",
-                                                                "XDG_RUNTIME_DIR"};
-                for (size_t i = 0; i < ELEMENTSOF(host_service_vars); i++) strv_env_unset(&env, host_service_vars[i]);
-                const char *out = task_str(t, "outputDir");
-                if (out && strv_push(&rw, out) < 0) return task_settle_spawn_error(t, "out of memory");
-                json_object *extra = json_get_array(lp, "rwBind");
-                for (size_t i = 0; extra && i < json_object_array_length(extra); i++) {
-                        const char *p = json_object_get_string(json_object_array_get_idx(extra, i));
-                        if (is_dir(p) && !strv_contains(rw, p)) strv_push(&rw, p);
+                _cleanup_free_ char *err = NULL;
+                r = sandbox_prepare(t, &env, &home, &sb, &err);
+                if (r < 0) {
+                        executor_home_done(&home);
+                        sandbox_mounts_free(sb.mounts, sb.n_mounts);
+                        return task_settle_spawn_error(t, err ? err : "cannot plan the sandbox: out of memory");
                 }
-                extra = json_get_array(lp, "roBind");
-                for (size_t i = 0; extra && i < json_object_array_length(extra); i++) {
-                        const char *p = json_object_get_string(json_object_array_get_idx(extra, i));
-                        if (access(p, F_OK) == 0 && !strv_contains(rw, p) && !strv_contains(ro, p)) strv_push(&ro, p);
-                }
-                sb.uid = getuid();
-                sb.gid = getgid();
-                sb.tmpfs = masks;
-                /* not the daemon's socket: the task's own, so the daemon knows every
-                 * caller on it runs inside this sandbox (peer.c) */
-                r = task_socket_open(t);
-                if (r < 0) log_warning_errno(r, "task %s: no socket for nested dispatch", t->id);
-                sb.socket_path = t->sock_path;
-                if (t->sock_path && (strv_env_set(&env, "TASKFERRY_SOCKET_PATH", t->sock_path) < 0 ||
-                                     strv_env_set(&env, "TASKFERRY_AUTO_START", "0") < 0))
-                        return task_settle_spawn_error(t, "out of memory");
-                sb.rw_binds = rw;
-                sb.ro_binds = ro;
-                sb.share_net = true;
                 json_object *od = json_get_object(t->rec, "overlayDirs");
                 if (overlay && od) {
                         ov.lower = spec.directory;
@@ -547,6 +719,11 @@ static void launch_task(Task *t) {
         }
         spec.env = env; /* after the sandbox block, which may add to env */
         int memfd = launch_spec_to_memfd(&spec);
+        /* the spec owns nothing of these: they were borrowed from home and sb */
+        sb.dirs = NULL;
+        sb.seeds = NULL;
+        executor_home_done(&home);
+        sandbox_mounts_free(sb.mounts, sb.n_mounts);
         if (memfd < 0) return task_settle_spawn_error(t, "cannot pass the launch spec to taskferry-shim");
 
         /* #346: the overlay is never on disk without a durable owning record */

@@ -94,6 +94,9 @@ static int settings_load(Settings *s, char **ret_error) {
         s->default_variant = strdup(a);
         s->env_denylist = split_comma_list(getenv("TASKFERRY_ENV_DENYLIST"));
         s->sandbox_denylist = split_comma_list(getenv("TASKFERRY_SANDBOX_DENYLIST"));
+        s->rw_bind = split_comma_list(getenv("TASKFERRY_RW_BIND"));
+        s->ro_bind = split_comma_list(getenv("TASKFERRY_RO_BIND"));
+        s->home_allow = split_comma_list(getenv("TASKFERRY_SANDBOX_HOME_ALLOW"));
         int r = resolve_shim(&s->shim_path);
         if (r < 0) {
                 *ret_error = strdup("cannot find taskferry-shim next to taskferryd or in " TASKFERRY_INSTALL_LIBEXECDIR);
@@ -107,6 +110,9 @@ static void settings_done(Settings *s) {
         free(s->default_variant);
         strv_free(s->env_denylist);
         strv_free(s->sandbox_denylist);
+        strv_free(s->rw_bind);
+        strv_free(s->ro_bind);
+        strv_free(s->home_allow);
         free(s->shim_path);
 }
 

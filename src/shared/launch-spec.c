@@ -38,16 +38,90 @@ static int add_obj(json_object *o, const char *key, json_object *v) {
         return json_add(o, key, v);
 }
 
+static const char *const mount_op_table[_SANDBOX_MOUNT_OP_MAX] = {
+        [SANDBOX_MOUNT_RO_BIND] = "ro-bind", [SANDBOX_MOUNT_BIND] = "bind",
+        [SANDBOX_MOUNT_TMPFS] = "tmpfs",     [SANDBOX_MOUNT_DIR] = "dir",
+        [SANDBOX_MOUNT_SYMLINK] = "symlink", [SANDBOX_MOUNT_MASK_FILE] = "mask-file",
+        [SANDBOX_MOUNT_OVERLAY] = "overlay", [SANDBOX_MOUNT_TARGET] = "target",
+};
+
+const char *sandbox_mount_op_to_string(sandbox_mount_op op) {
+        return op >= 0 && op < _SANDBOX_MOUNT_OP_MAX ? mount_op_table[op] : NULL;
+}
+
+sandbox_mount_op sandbox_mount_op_from_string(const char *s) {
+        for (int i = 0; s && i < _SANDBOX_MOUNT_OP_MAX; i++)
+                if (streq(s, mount_op_table[i])) return (sandbox_mount_op) i;
+        return _SANDBOX_MOUNT_OP_INVALID;
+}
+
+void sandbox_mounts_free(sandbox_mount *m, size_t n) {
+        for (size_t i = 0; m && i < n; i++) {
+                free(m[i].src);
+                free(m[i].dest);
+                free(m[i].upper);
+                free(m[i].work);
+                free(m[i].stage);
+        }
+        free(m);
+}
+
+static int strdup_null(const char *s, char **ret) {
+        *ret = NULL;
+        if (!s) return 0;
+        return (*ret = strdup(s)) ? 0 : -ENOMEM;
+}
+
+int sandbox_mounts_push(sandbox_mount **m, size_t *n, sandbox_mount_op op, const char *src, const char *dest,
+                        const char *upper, const char *work, const char *stage) {
+        sandbox_mount *nm = realloc(*m, (*n + 1) * sizeof **m);
+        if (!nm) return -ENOMEM;
+        *m = nm;
+        sandbox_mount e = {.op = op};
+        if (strdup_null(src, &e.src) < 0 || strdup_null(dest, &e.dest) < 0 || strdup_null(upper, &e.upper) < 0 ||
+            strdup_null(work, &e.work) < 0 || strdup_null(stage, &e.stage) < 0) {
+                free(e.src), free(e.dest), free(e.upper), free(e.work), free(e.stage);
+                return -ENOMEM;
+        }
+        nm[(*n)++] = e;
+        return 0;
+}
+
 static int sandbox_to_json(const launch_sandbox *sb, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         int r;
         if (!o) return -ENOMEM;
         if ((r = add_obj(o, "uid", json_object_new_int64(sb->uid))) < 0) return r;
         if ((r = add_obj(o, "gid", json_object_new_int64(sb->gid))) < 0) return r;
-        if ((r = add_obj(o, "tmpfs", strv_to_json(sb->tmpfs))) < 0) return r;
-        if ((r = add_str(o, "socketPath", sb->socket_path)) < 0) return r;
-        if ((r = add_obj(o, "rwBinds", strv_to_json(sb->rw_binds))) < 0) return r;
-        if ((r = add_obj(o, "roBinds", strv_to_json(sb->ro_binds))) < 0) return r;
+        _cleanup_json_ json_object *mounts = json_object_new_array();
+        if (!mounts) return -ENOMEM;
+        for (size_t i = 0; i < sb->n_mounts; i++) {
+                const sandbox_mount *e = &sb->mounts[i];
+                json_object *m = json_object_new_object();
+                if (!m || json_object_array_add(mounts, m) < 0) {
+                        json_object_put(m);
+                        return -ENOMEM;
+                }
+                if ((r = add_str(m, "op", sandbox_mount_op_to_string(e->op))) < 0 ||
+                    (r = add_str(m, "src", e->src)) < 0 || (r = add_str(m, "dest", e->dest)) < 0 ||
+                    (r = add_str(m, "upper", e->upper)) < 0 || (r = add_str(m, "work", e->work)) < 0 ||
+                    (r = add_str(m, "stage", e->stage)) < 0)
+                        return r;
+        }
+        if ((r = json_add(o, "mounts", TAKE_PTR(mounts))) < 0) return r;
+        if ((r = add_obj(o, "dirs", strv_to_json(sb->dirs))) < 0) return r;
+        _cleanup_json_ json_object *seeds = json_object_new_array();
+        if (!seeds) return -ENOMEM;
+        for (size_t i = 0; i < sb->n_seeds; i++) {
+                json_object *e = json_object_new_object();
+                if (!e || json_object_array_add(seeds, e) < 0) {
+                        json_object_put(e);
+                        return -ENOMEM;
+                }
+                if ((r = add_str(e, "src", sb->seeds[i].src)) < 0 || (r = add_str(e, "dest", sb->seeds[i].dest)) < 0)
+                        return r;
+        }
+        if ((r = json_add(o, "seeds", TAKE_PTR(seeds))) < 0) return r;
         if (sb->overlay) {
                 _cleanup_json_ json_object *ov = json_object_new_object();
                 if (!ov) return -ENOMEM;
@@ -171,10 +245,13 @@ static void launch_overlay_free(launch_overlay *o) {
 
 static void launch_sandbox_free(launch_sandbox *sb) {
         if (!sb) return;
-        strv_free(sb->tmpfs);
-        free(sb->socket_path);
-        strv_free(sb->rw_binds);
-        strv_free(sb->ro_binds);
+        sandbox_mounts_free(sb->mounts, sb->n_mounts);
+        strv_free(sb->dirs);
+        for (size_t i = 0; sb->seeds && i < sb->n_seeds; i++) {
+                free(sb->seeds[i].src);
+                free(sb->seeds[i].dest);
+        }
+        free(sb->seeds);
         launch_overlay_free(sb->overlay);
         free(sb);
 }
@@ -200,9 +277,30 @@ static inline void launch_spec_freep(launch_spec **s) { launch_spec_free(*s); }
 static inline void launch_sandbox_freep(launch_sandbox **s) { launch_sandbox_free(*s); }
 static inline void launch_overlay_freep(launch_overlay **o) { launch_overlay_free(*o); }
 
+/* One mount: every key present; which ones may be null depends on op. */
+static int mount_from_json(json_object *j, launch_sandbox *sb) {
+        static const char *const keys[] = {"op", "src", "dest", "upper", "work", "stage"};
+        int r = check_keys(j, keys, ELEMENTSOF(keys));
+        if (r < 0) return r;
+        _cleanup_free_ char *op = NULL, *src = NULL, *dest = NULL, *upper = NULL, *work = NULL, *stage = NULL;
+        if ((r = get_str(j, "op", false, false, &op)) < 0) return r;
+        sandbox_mount_op o = sandbox_mount_op_from_string(op);
+        if (o < 0) return -EBADMSG;
+        bool overlay = o == SANDBOX_MOUNT_OVERLAY;
+        bool has_src = o == SANDBOX_MOUNT_RO_BIND || o == SANDBOX_MOUNT_BIND || o == SANDBOX_MOUNT_SYMLINK || overlay;
+        /* a symlink's target may be relative ("usr/bin"); every other path is absolute */
+        if ((r = get_str(j, "src", !has_src, o != SANDBOX_MOUNT_SYMLINK, &src)) < 0) return r;
+        if (!has_src && src) return -EBADMSG;
+        if ((r = get_str(j, "dest", false, true, &dest)) < 0) return r;
+        if ((r = get_str(j, "upper", !overlay, true, &upper)) < 0) return r;
+        if ((r = get_str(j, "work", !overlay, true, &work)) < 0) return r;
+        if ((r = get_str(j, "stage", !overlay, true, &stage)) < 0) return r;
+        if (!overlay && (upper || work || stage)) return -EBADMSG;
+        return sandbox_mounts_push(&sb->mounts, &sb->n_mounts, o, src, dest, upper, work, stage);
+}
+
 static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
-        static const char *const keys[] = {"uid",     "gid",     "tmpfs",   "socketPath",
-                                           "rwBinds", "roBinds", "overlay", "shareNet"};
+        static const char *const keys[] = {"uid", "gid", "mounts", "dirs", "seeds", "overlay", "shareNet"};
         int r = check_keys(j, keys, ELEMENTSOF(keys));
         if (r < 0) return r;
         _cleanup_(launch_sandbox_freep) launch_sandbox *sb = calloc(1, sizeof *sb);
@@ -212,10 +310,25 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
         sb->uid = (uid_t) id;
         if ((r = get_id(j, "gid", &id)) < 0) return r;
         sb->gid = (gid_t) id;
-        if ((r = get_strv(j, "tmpfs", true, false, &sb->tmpfs)) < 0) return r;
-        if ((r = get_str(j, "socketPath", true, true, &sb->socket_path)) < 0) return r;
-        if ((r = get_strv(j, "rwBinds", true, false, &sb->rw_binds)) < 0) return r;
-        if ((r = get_strv(j, "roBinds", true, false, &sb->ro_binds)) < 0) return r;
+        json_object *a = json_get_array(j, "mounts");
+        if (!a) return -EBADMSG;
+        for (size_t i = 0; i < json_object_array_length(a); i++)
+                if ((r = mount_from_json(json_object_array_get_idx(a, i), sb)) < 0) return r;
+        if ((r = get_strv(j, "dirs", true, false, &sb->dirs)) < 0) return r;
+        a = json_get_array(j, "seeds");
+        if (!a) return -EBADMSG;
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *e = json_object_array_get_idx(a, i);
+                static const char *const skeys[] = {"src", "dest"};
+                if ((r = check_keys(e, skeys, ELEMENTSOF(skeys))) < 0) return r;
+                sandbox_seed *ns = realloc(sb->seeds, (sb->n_seeds + 1) * sizeof *ns);
+                if (!ns) return -ENOMEM;
+                sb->seeds = ns;
+                ns[sb->n_seeds] = (sandbox_seed){0};
+                sb->n_seeds++;
+                if ((r = get_str(e, "src", false, true, &ns[sb->n_seeds - 1].src)) < 0) return r;
+                if ((r = get_str(e, "dest", false, true, &ns[sb->n_seeds - 1].dest)) < 0) return r;
+        }
         json_object *ov = NULL;
         (void) json_object_object_get_ex(j, "overlay", &ov);
         if (ov) {

@@ -20,11 +20,17 @@
  *                                           bound at SANDBOX_PROMPT_PATH instead (sandbox.h)
  *   "sandbox": null | {
  *       "uid": N, "gid": N,                  our real ids
- *       "tmpfs": ["/abs", ...],              masked dirs, in order (deny-list that exists, runtime dir, cache dir)
- *       "socketPath": str|null,              bound back read-write (file only) for nested dispatch
- *       "rwBinds": ["/abs", ...],            bound read-write at the same path (output dir, ...)
- *       "roBinds": ["/abs", ...],            bound read-only at the same path
+ *       "mounts": [{"op": OP, "src": str|null, "dest": "/abs", "upper": str|null, "work": str|null,
+ *                   "stage": str|null}, ...]
+ *                                            the sandbox's file system, in mount order (sandbox-plan.h
+ *                                            builds it, sandbox.h turns it into bwrap options); OP is one
+ *                                            of sandbox_mount_op_to_string()
+ *       "dirs": ["/abs", ...],               created (mkdir -p, 0700) by the shim before bwrap runs:
+ *                                            the task's executor homes (executor-home.h)
+ *       "seeds": [{"src": "/abs", "dest": "/abs"}, ...]
+ *                                            trees the shim copies before bwrap runs (a resumed session)
  *       "overlay": null | {"lower": D, "upper": U, "work": W},   copy-on-write overlay of "directory"
+ *                                            (mounted where the "target" mount stands)
  *       "shareNet": true
  *   }
  * }
@@ -51,16 +57,57 @@ typedef struct launch_overlay {
         char *lower, *upper, *work;
 } launch_overlay;
 
+/* One entry of the sandbox's mount list (sandbox-plan.h says what each
+ * entry is for; sandbox.h says which bwrap options each becomes). */
+typedef enum sandbox_mount_op {
+        SANDBOX_MOUNT_RO_BIND,   /* "ro-bind": src (host) read-only at dest */
+        SANDBOX_MOUNT_BIND,      /* "bind": src (host) read-write at dest */
+        SANDBOX_MOUNT_TMPFS,     /* "tmpfs": an empty tmpfs at dest (a masked dir) */
+        SANDBOX_MOUNT_DIR,       /* "dir": an empty directory at dest on the sandbox's root tmpfs */
+        SANDBOX_MOUNT_SYMLINK,   /* "symlink": dest is a symlink whose target is src */
+        SANDBOX_MOUNT_MASK_FILE, /* "mask-file": /dev/null read-only over dest (a masked file) */
+        SANDBOX_MOUNT_OVERLAY,   /* "overlay": overlayfs of lower=src, upper, work at dest; without bwrap's
+                                  * --overlay the shim mounts it at stage (a host dir, in its private mount
+                                  * namespace) and bwrap binds stage at dest */
+        SANDBOX_MOUNT_TARGET,    /* "target": the target directory (dest): the task's overlay, or a plain bind */
+        _SANDBOX_MOUNT_OP_MAX,
+        _SANDBOX_MOUNT_OP_INVALID = -1,
+} sandbox_mount_op;
+
+const char *sandbox_mount_op_to_string(sandbox_mount_op op);
+sandbox_mount_op sandbox_mount_op_from_string(const char *s);
+
+typedef struct sandbox_mount {
+        sandbox_mount_op op;
+        char *src;               /* ro-bind, bind, overlay (lower): host path; symlink: the link's target */
+        char *dest;              /* absolute path inside the sandbox */
+        char *upper, *work, *stage; /* overlay only */
+} sandbox_mount;
+
+typedef struct sandbox_seed {
+        char *src, *dest;        /* copy the tree src to dest (both absolute host paths) */
+} sandbox_seed;
+
 typedef struct launch_sandbox {
         uid_t uid;
         gid_t gid;
-        char **tmpfs;     /* strv */
-        char *socket_path;
-        char **rw_binds;  /* strv */
-        char **ro_binds;  /* strv */
+        sandbox_mount *mounts;
+        size_t n_mounts;
+        char **dirs;             /* strv */
+        sandbox_seed *seeds;
+        size_t n_seeds;
         launch_overlay *overlay; /* NULL: plain --bind of directory */
         bool share_net;
+        /* not serialized: set by the shim where /proc/sys is read-only (a
+         * container), so bwrap cannot disable user namespaces (sandbox.h) */
+        bool userns_allowed;
 } launch_sandbox;
+
+/* Free the contents of an array of mounts (and the array). */
+void sandbox_mounts_free(sandbox_mount *m, size_t n);
+/* Append a copy of (op, src, dest, upper, work, stage) to *m (length *n). -ENOMEM. */
+int sandbox_mounts_push(sandbox_mount **m, size_t *n, sandbox_mount_op op, const char *src, const char *dest,
+                        const char *upper, const char *work, const char *stage);
 
 typedef struct launch_spec {
         char *task_id, *executor, *model, *variant, *session_id, *prompt, *directory;

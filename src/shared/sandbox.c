@@ -17,40 +17,77 @@ static int push_many(char ***l, const char *const *items, size_t n) {
                 if (_r_ < 0) return _r_;                                             \
         } while (0)
 
+static int push_mount(char ***l, const char *directory, const launch_sandbox *sb, const sandbox_mount *m,
+                      overlay_method method) {
+        char **argv = *l;
+        int r = 0;
+#define EMIT(...)                                                                    \
+        do {                                                                         \
+                const char *const _items_[] = {__VA_ARGS__};                         \
+                r = push_many(&argv, _items_, ELEMENTSOF(_items_));                  \
+        } while (0)
+        bool need_src = m->op == SANDBOX_MOUNT_RO_BIND || m->op == SANDBOX_MOUNT_BIND ||
+                        m->op == SANDBOX_MOUNT_SYMLINK || m->op == SANDBOX_MOUNT_OVERLAY;
+        if (!m->dest || (need_src && !m->src)) return -EINVAL;
+        switch (m->op) {
+        case SANDBOX_MOUNT_RO_BIND: EMIT("--ro-bind", m->src, m->dest); break;
+        case SANDBOX_MOUNT_BIND: EMIT("--bind", m->src, m->dest); break;
+        case SANDBOX_MOUNT_TMPFS: EMIT("--tmpfs", m->dest); break;
+        case SANDBOX_MOUNT_DIR: EMIT("--dir", m->dest); break;
+        case SANDBOX_MOUNT_SYMLINK: EMIT("--symlink", m->src, m->dest); break;
+        case SANDBOX_MOUNT_MASK_FILE: EMIT("--ro-bind", "/dev/null", m->dest); break;
+        case SANDBOX_MOUNT_OVERLAY:
+                if (!m->upper || !m->work || !m->stage) return -EINVAL;
+                if (method == OVERLAY_METHOD_BWRAP)
+                        EMIT("--overlay-src", m->src, "--overlay", m->upper, m->work, m->dest);
+                else
+                        EMIT("--bind", m->stage, m->dest);
+                break;
+        case SANDBOX_MOUNT_TARGET:
+                if (sb->overlay && method == OVERLAY_METHOD_BWRAP)
+                        EMIT("--overlay-src", sb->overlay->lower, "--overlay", sb->overlay->upper, sb->overlay->work,
+                             directory);
+                else
+                        EMIT("--bind", directory, directory);
+                break;
+        default: return -EINVAL;
+        }
+#undef EMIT
+        *l = argv;
+        return r;
+}
+
+bool sandbox_has_overlays(const launch_sandbox *sb) {
+        if (sb->overlay) return true;
+        for (size_t i = 0; i < sb->n_mounts; i++)
+                if (sb->mounts[i].op == SANDBOX_MOUNT_OVERLAY) return true;
+        return false;
+}
+
+bool sandbox_needs_userns(const launch_sandbox *sb, overlay_method method) {
+        return method == OVERLAY_METHOD_USERNS && sandbox_has_overlays(sb);
+}
+
 int sandbox_build_argv(const char *bwrap_path, const char *directory, const launch_sandbox *sb,
                        overlay_method method, int prompt_fd, char *const worker_argv[], char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
         int r;
-        bool overlay = sb->overlay != NULL;
 
-        PUSH(bwrap_path, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
-
-        if (overlay && method == OVERLAY_METHOD_BWRAP)
-                PUSH("--overlay-src", sb->overlay->lower, "--overlay", sb->overlay->upper, sb->overlay->work,
-                     directory);
-        else
-                PUSH("--bind", directory, directory);
-
-        /* The masks come after the target: bwrap mounts in order, and a target
-         * that contains a masked dir (a dispatch into $HOME holds ~/.ssh) must
-         * not bring it back. The binds below re-expose single paths on purpose. */
-        for (size_t i = 0; sb->tmpfs && sb->tmpfs[i]; i++) PUSH("--tmpfs", sb->tmpfs[i]);
-
-        if (sb->socket_path) PUSH("--bind", sb->socket_path, sb->socket_path);
-        for (size_t i = 0; sb->rw_binds && sb->rw_binds[i]; i++) PUSH("--bind", sb->rw_binds[i], sb->rw_binds[i]);
-        for (size_t i = 0; sb->ro_binds && sb->ro_binds[i]; i++)
-                PUSH("--ro-bind", sb->ro_binds[i], sb->ro_binds[i]);
+        PUSH(bwrap_path, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+        for (size_t i = 0; i < sb->n_mounts; i++)
+                if ((r = push_mount(&argv, directory, sb, &sb->mounts[i], method)) < 0) return r;
         if (prompt_fd >= 0) {
                 PUSH("--ro-bind-data");
                 if ((r = strv_pushf(&argv, "%d", prompt_fd)) < 0) return r;
                 PUSH(SANDBOX_PROMPT_PATH);
         }
 
-        PUSH("--unshare-all");
+        PUSH("--unshare-all", "--unshare-user");
+        if (!sb->userns_allowed) PUSH("--disable-userns");
         if (sb->share_net) PUSH("--share-net");
-        PUSH("--die-with-parent");
+        PUSH("--die-with-parent", "--cap-drop", "ALL");
 
-        if (overlay && method == OVERLAY_METHOD_USERNS) {
+        if (sandbox_needs_userns(sb, method)) {
                 PUSH("--uid");
                 if ((r = strv_pushf(&argv, "%u", (unsigned) sb->uid)) < 0) return r;
                 PUSH("--gid");

@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include "executor.h"
@@ -143,6 +144,32 @@ static int fail_spawn(shim *s, const char *fmt, ...) {
 }
 
 /* ---- preparation ---- */
+
+/* The task's executor homes (executor-home.h): create the dirs, copy the
+ * seeds (a resumed session), on the host before bwrap runs. */
+static int prepare_homes(const launch_sandbox *sb) {
+        for (char **d = sb->dirs; d && *d; d++) {
+                int r = mkdir_p(*d, 0700);
+                if (r < 0) return r;
+        }
+        for (size_t i = 0; i < sb->n_seeds; i++) {
+                _cleanup_free_ char *from = strdup_printf("%s/.", sb->seeds[i].src);
+                if (!from) return -ENOMEM;
+                int r = mkdir_p(sb->seeds[i].dest, 0700);
+                if (r < 0) return r;
+                /* -a keeps modes and times; --no-dereference: a symlink stays one */
+                char *argv[] = {(char *) "cp", (char *) "-a", (char *) "--no-dereference", from,
+                                (char *) sb->seeds[i].dest, NULL};
+                run_result rr;
+                r = run_command(argv, NULL, NULL, 0, -1, &rr);
+                if (r < 0) return r;
+                int code = rr.exit_code;
+                if (code != 0) log_warning("copying the resumed session from %s failed: %s", sb->seeds[i].src,
+                                           rr.err ? rr.err : "");
+                run_result_done(&rr);
+        }
+        return 0;
+}
 
 static void strip_trailing_ws(char *s) {
         size_t n = strlen(s);
@@ -296,17 +323,33 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
 
         launch_sandbox *sb = s->spec->sandbox;
         const char *dir = s->spec->directory;
-        if (sb && sb->overlay && s->method == OVERLAY_METHOD_USERNS) {
+        if (sb && sandbox_needs_userns(sb, s->method)) {
                 int r = userns_enter_as_root(getuid(), getgid());
                 if (r < 0)
                         child_fail(err_w, "cannot enter a user namespace to mount the overlay: %s", strerror(-r));
                 char *err = NULL;
-                r = overlay_mount(sb->overlay->lower, sb->overlay->upper, sb->overlay->work, dir, true, &err);
-                if (r < 0) {
-                        if (err) child_fail(err_w, "%s", err);
-                        child_fail(err_w, "overlay mount on %s failed: %s", dir, strerror(-r));
+                if (sb->overlay) {
+                        r = overlay_mount(sb->overlay->lower, sb->overlay->upper, sb->overlay->work, dir, true, &err);
+                        if (r < 0) {
+                                if (err) child_fail(err_w, "%s", err);
+                                child_fail(err_w, "overlay mount on %s failed: %s", dir, strerror(-r));
+                        }
+                        free(err);
+                        err = NULL;
                 }
-                free(err);
+                /* the extra overlays (an executor's config dir) at their stage dirs,
+                 * which bwrap then binds where they belong (sandbox.h) */
+                for (size_t i = 0; i < sb->n_mounts; i++) {
+                        const sandbox_mount *m = &sb->mounts[i];
+                        if (m->op != SANDBOX_MOUNT_OVERLAY) continue;
+                        r = overlay_mount(m->src, m->upper, m->work, m->stage, true, &err);
+                        if (r < 0) {
+                                if (err) child_fail(err_w, "%s", err);
+                                child_fail(err_w, "overlay mount on %s failed: %s", m->stage, strerror(-r));
+                        }
+                        free(err);
+                        err = NULL;
+                }
         }
         if (chdir(dir) < 0) child_fail(err_w, "cannot change to directory %s: %s", dir, strerror(errno));
         if (sb) {
@@ -464,11 +507,22 @@ static int start_and_monitor(shim *s) {
                 if (r < 0)
                         return fail_spawn(s, "bwrap is required for sandboxing but was not found on PATH; "
                                              "install bubblewrap or dispatch with --no-sandbox");
-                if (sb->overlay) {
+                if (sandbox_has_overlays(sb)) {
                         r = bwrap_probe_overlay(bwrap, &s->method);
                         if (r < 0) return fail_spawn(s, "cannot run %s --help: %s", bwrap, strerror(-r));
                         s->have_overlay_method = true;
                 }
+        }
+
+        if (sb) {
+                struct statvfs sv;
+                if (statvfs("/proc/sys", &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+                        sb->userns_allowed = true;
+                        dprintf(s->log_fd, "taskferry-shim: warning: /proc/sys is read-only here (a container?), so "
+                                           "the sandbox cannot forbid nested user namespaces\n");
+                }
+                r = prepare_homes(sb);
+                if (r < 0) return fail_spawn(s, "cannot prepare the task's executor homes: %s", strerror(-r));
         }
 
         r = capture_head(spec->directory, &s->pre_dispatch_head);

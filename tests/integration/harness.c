@@ -88,6 +88,9 @@ tf_world *tf_world_new(char *const extra_env[]) {
                 xstrdup_printf("XDG_CONFIG_HOME=%s", w->cfg),
                 xstrdup_printf("TASKFERRY_DAEMON=%s", tf_bin("taskferryd")),
                 xstrdup_printf("TASKFERRY_SHIM=%s", tf_bin("taskferry-shim")),
+                /* the sandbox shows system dirs, not /var/tmp: the fake workers and
+                 * the CLI are bound in as a user would bind a tool of theirs */
+                xstrdup_printf("TASKFERRY_RO_BIND=%s", w->fixtures),
                 strdup("TASKFERRY_LOWERDIR_STAGGER_MS=0"),
                 strdup("TASKFERRY_ACTIVITY_SUMMARIES=0"),
                 strdup("GIT_AUTHOR_NAME=Test"),

@@ -20,6 +20,7 @@
 
 #include "json-util.h"
 #include "launch-spec.h"
+#include "sandbox-plan.h"
 #include "macro.h"
 #include "overlay.h"
 #include "sandbox.h"
@@ -192,13 +193,21 @@ static launch_spec *spec_new(const tree *t, const char *prompt, bool sandbox, ui
                 ck_assert_ptr_nonnull(sb);
                 sb->uid = uid;
                 sb->gid = gid;
-                ck_assert_int_eq(strv_push(&sb->tmpfs, t->state), 0);
-                ck_assert_int_eq(strv_push(&sb->tmpfs, t->ssh), 0);
-                ck_assert_int_eq(strv_push(&sb->tmpfs, t->runtime), 0);
-                ck_assert_int_eq(strv_push(&sb->tmpfs, t->cache), 0);
-                sb->socket_path = strdup(t->socket);
-                ck_assert_int_eq(strv_push(&sb->rw_binds, t->output), 0);
-                sb->ro_binds = calloc(1, sizeof(char *));
+                /* the mounts the daemon would plan (sandbox-plan.h) */
+                char *deny[] = {t->state, t->ssh, NULL};
+                char *structural[] = {t->runtime, t->cache, NULL};
+                sandbox_mount *tail = NULL;
+                size_t n_tail = 0;
+                ck_assert_int_eq(sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, t->output, t->output, NULL,
+                                                     NULL, NULL),
+                                 0);
+                ck_assert_int_eq(sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, t->socket, t->socket, NULL,
+                                                     NULL, NULL),
+                                 0);
+                sandbox_plan_args pa = {.home = t->home, .directory = t->repo, .deny = deny, .structural = structural,
+                                        .tail = tail, .n_tail = n_tail};
+                ck_assert_int_eq(sandbox_plan_build(&pa, &sb->mounts, &sb->n_mounts, NULL), 0);
+                sandbox_mounts_free(tail, n_tail);
                 sb->overlay = calloc(1, sizeof(launch_overlay));
                 ck_assert_ptr_nonnull(sb->overlay);
                 sb->overlay->lower = strdup(t->repo);
@@ -382,10 +391,10 @@ static char *core_prompt(const tree *t) {
                 "echo modified >> tracked.txt\n"
                 "echo new > created.txt\n"
                 "rm deleted.txt\n"
-                "ls -A \"$HOME/.ssh\" > \"$O/ssh.txt\" 2>&1\n"
+                "ls -A \"$HOME/.ssh\" > \"$O/ssh.txt\" 2>/dev/null\n"
                 "if test -e '%s'; then echo visible; else echo hidden; fi > \"$O/logs.txt\"\n"
                 "ls -A '%s' > \"$O/state.txt\" 2>&1\n"
-                "ls -A '%s' > \"$O/cache.txt\" 2>&1\n"
+                "ls -A '%s' > \"$O/cache.txt\" 2>/dev/null\n"
                 "ls -A '%s' > \"$O/runtime.txt\" 2>&1\n"
                 "test -S '%s' && echo socket > \"$O/socket.txt\"\n"
                 "if touch \"$HOME/planted\" 2>/dev/null; then echo yes; else echo no; fi > \"$O/home-writable.txt\"\n"
@@ -481,7 +490,8 @@ static void run_core_sandbox(const char *user) {
         assert_out_file(&t, "cache.txt", "");
         assert_out_file(&t, "runtime.txt", "daemon.sock\n"); /* no sibling overlays */
         assert_out_file(&t, "socket.txt", "socket\n");
-        assert_out_file(&t, "home-writable.txt", "no\n");
+        /* the sandbox's home is a private tmpfs: writable, and nothing reaches the real home */
+        assert_out_file(&t, "home-writable.txt", "yes\n");
         assert_out_file(&t, "usr-writable.txt", "no\n");
         _cleanup_free_ char *home_planted = path_join(t.home, "planted");
         ck_assert(!exists(home_planted));

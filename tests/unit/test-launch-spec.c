@@ -15,17 +15,27 @@
 static inline void launch_spec_freep(launch_spec **s) { launch_spec_free(*s); }
 
 static char *env_list[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "EMPTY=", "EQ=a=b", NULL};
-static char *tmpfs_list[] = {"/home/u/.ssh", "/run/user/1000/taskferry", NULL};
-static char *rw_list[] = {"/state/outputs/oc_1", NULL};
-static char *ro_list[] = {"/ro one", "/ro,two", NULL};
+static sandbox_mount mounts[] = {
+        {.op = SANDBOX_MOUNT_SYMLINK, .src = "usr/bin", .dest = "/bin"},
+        {.op = SANDBOX_MOUNT_TARGET, .dest = "/repo"},
+        {.op = SANDBOX_MOUNT_TMPFS, .dest = "/home/u/.ssh"},
+        {.op = SANDBOX_MOUNT_MASK_FILE, .dest = "/home/u/.netrc"},
+        {.op = SANDBOX_MOUNT_RO_BIND, .src = "/ro one", .dest = "/ro,two"},
+        {.op = SANDBOX_MOUNT_OVERLAY, .src = "/c", .dest = "/home/u/.config/opencode", .upper = "/h/u", .work = "/h/w",
+         .stage = "/h/m"},
+        {.op = SANDBOX_MOUNT_BIND, .src = "/state/outputs/oc_1", .dest = "/state/outputs/oc_1"},
+};
+static char *dirs_list[] = {"/cache/homes/oc_1", NULL};
+static sandbox_seed seeds[] = {{.src = "/cache/homes/oc_0/pi/sessions", .dest = "/cache/homes/oc_1/pi/sessions"}};
 static launch_overlay ov = {.lower = "/repo", .upper = "/ov/upper/main", .work = "/ov/work/main"};
 static launch_sandbox sb = {
         .uid = 1000,
         .gid = 1001,
-        .tmpfs = tmpfs_list,
-        .socket_path = "/run/user/1000/taskferry/daemon.sock",
-        .rw_binds = rw_list,
-        .ro_binds = ro_list,
+        .mounts = mounts,
+        .n_mounts = ELEMENTSOF(mounts),
+        .dirs = dirs_list,
+        .seeds = seeds,
+        .n_seeds = 1,
         .overlay = &ov,
         .share_net = true,
 };
@@ -50,9 +60,17 @@ static const char *FULL_JSON =
         "\"env\":[\"PATH=/usr/bin:/bin\",\"HOME=/home/u\",\"EMPTY=\",\"EQ=a=b\"],"
         "\"logPath\":\"/state/logs/oc_1.ndjson\",\"taskDir\":\"/state/tasks/oc_1\","
         "\"promptFile\":\"/state/prompts/oc_1.prompt.txt\",\"sandbox\":{\"uid\":1000,\"gid\":1001,"
-        "\"tmpfs\":[\"/home/u/.ssh\",\"/run/user/1000/taskferry\"],"
-        "\"socketPath\":\"/run/user/1000/taskferry/daemon.sock\",\"rwBinds\":[\"/state/outputs/oc_1\"],"
-        "\"roBinds\":[\"/ro one\",\"/ro,two\"],\"overlay\":{\"lower\":\"/repo\",\"upper\":\"/ov/upper/main\","
+        "\"mounts\":[{\"op\":\"symlink\",\"src\":\"usr/bin\",\"dest\":\"/bin\",\"upper\":null,\"work\":null,"
+        "\"stage\":null},{\"op\":\"target\",\"src\":null,\"dest\":\"/repo\",\"upper\":null,\"work\":null,"
+        "\"stage\":null},{\"op\":\"tmpfs\",\"src\":null,\"dest\":\"/home/u/.ssh\",\"upper\":null,\"work\":null,"
+        "\"stage\":null},{\"op\":\"mask-file\",\"src\":null,\"dest\":\"/home/u/.netrc\",\"upper\":null,"
+        "\"work\":null,\"stage\":null},{\"op\":\"ro-bind\",\"src\":\"/ro one\",\"dest\":\"/ro,two\","
+        "\"upper\":null,\"work\":null,\"stage\":null},{\"op\":\"overlay\",\"src\":\"/c\","
+        "\"dest\":\"/home/u/.config/opencode\",\"upper\":\"/h/u\",\"work\":\"/h/w\",\"stage\":\"/h/m\"},"
+        "{\"op\":\"bind\",\"src\":\"/state/outputs/oc_1\",\"dest\":\"/state/outputs/oc_1\",\"upper\":null,"
+        "\"work\":null,\"stage\":null}],\"dirs\":[\"/cache/homes/oc_1\"],"
+        "\"seeds\":[{\"src\":\"/cache/homes/oc_0/pi/sessions\",\"dest\":\"/cache/homes/oc_1/pi/sessions\"}],"
+        "\"overlay\":{\"lower\":\"/repo\",\"upper\":\"/ov/upper/main\","
         "\"work\":\"/ov/work/main\"},\"shareNet\":true}}";
 
 static void assert_strv_eq(char **a, char **b) {
@@ -82,10 +100,22 @@ static void assert_spec_eq(const launch_spec *a, const launch_spec *b) {
         if (!a->sandbox) return;
         ck_assert_uint_eq(a->sandbox->uid, b->sandbox->uid);
         ck_assert_uint_eq(a->sandbox->gid, b->sandbox->gid);
-        assert_strv_eq(a->sandbox->tmpfs, b->sandbox->tmpfs);
-        assert_str_eq_null(a->sandbox->socket_path, b->sandbox->socket_path);
-        assert_strv_eq(a->sandbox->rw_binds, b->sandbox->rw_binds);
-        assert_strv_eq(a->sandbox->ro_binds, b->sandbox->ro_binds);
+        ck_assert_uint_eq(a->sandbox->n_mounts, b->sandbox->n_mounts);
+        for (size_t i = 0; i < a->sandbox->n_mounts; i++) {
+                const sandbox_mount *x = &a->sandbox->mounts[i], *y = &b->sandbox->mounts[i];
+                ck_assert_int_eq(x->op, y->op);
+                assert_str_eq_null(x->src, y->src);
+                assert_str_eq_null(x->dest, y->dest);
+                assert_str_eq_null(x->upper, y->upper);
+                assert_str_eq_null(x->work, y->work);
+                assert_str_eq_null(x->stage, y->stage);
+        }
+        assert_strv_eq(a->sandbox->dirs, b->sandbox->dirs);
+        ck_assert_uint_eq(a->sandbox->n_seeds, b->sandbox->n_seeds);
+        for (size_t i = 0; i < a->sandbox->n_seeds; i++) {
+                ck_assert_str_eq(a->sandbox->seeds[i].src, b->sandbox->seeds[i].src);
+                ck_assert_str_eq(a->sandbox->seeds[i].dest, b->sandbox->seeds[i].dest);
+        }
         ck_assert_int_eq(a->sandbox->share_net, b->sandbox->share_net);
         ck_assert_int_eq(!a->sandbox->overlay, !b->sandbox->overlay);
         if (a->sandbox->overlay) {
@@ -129,7 +159,7 @@ START_TEST(test_round_trip) {
         assert_spec_eq(&bare, b2);
 
         /* Sandbox without overlay or socket, net unshared. */
-        launch_sandbox sb2 = {.uid = 0, .gid = 0, .tmpfs = no_env, .rw_binds = no_env, .ro_binds = no_env};
+        launch_sandbox sb2 = {.uid = 0, .gid = 0, .dirs = no_env};
         bare.sandbox = &sb2;
         _cleanup_json_ json_object *j3 = NULL;
         ck_assert_int_eq(launch_spec_to_json(&bare, &j3), 0);
@@ -172,10 +202,15 @@ START_TEST(test_strict_types) {
         assert_rejected("\"uid\":1000", "\"uid\":\"1000\"");
         assert_rejected("\"uid\":1000", "\"uid\":1000.5");
         assert_rejected("\"gid\":1001", "\"gid\":null");
-        assert_rejected("\"tmpfs\":[\"/home/u/.ssh\"", "\"tmpfs\":[null");
-        assert_rejected("\"socketPath\":\"/run", "\"socketPath\":0,\"x\":\"/run");
-        assert_rejected("\"rwBinds\":[\"/state/outputs/oc_1\"]", "\"rwBinds\":\"/state/outputs/oc_1\"");
-        assert_rejected("\"roBinds\":[\"/ro one\",", "\"roBinds\":[[\"/ro one\"],");
+        assert_rejected("\"mounts\":[{", "\"mounts\":[null,{");
+        assert_rejected("\"op\":\"symlink\"", "\"op\":\"mount\"");
+        assert_rejected("\"op\":\"symlink\"", "\"op\":1");
+        assert_rejected("\"src\":\"/ro one\"", "\"src\":null");
+        assert_rejected("\"src\":null,\"dest\":\"/repo\"", "\"src\":\"/x\",\"dest\":\"/repo\"");
+        assert_rejected("\"stage\":\"/h/m\"", "\"stage\":null");
+        assert_rejected("\"dest\":\"/bin\",\"upper\":null", "\"dest\":\"/bin\",\"upper\":\"/u\"");
+        assert_rejected("\"dirs\":[\"/cache", "\"dirs\":[3,\"/cache");
+        assert_rejected("\"seeds\":[{\"src\"", "\"seeds\":[{\"x\":1,\"src\"");
         assert_rejected("\"overlay\":{\"lower\":\"/repo\"", "\"overlay\":{\"lower\":3");
         assert_rejected("\"work\":\"/ov/work/main\"", "\"work\":null");
         assert_rejected("\"shareNet\":true", "\"shareNet\":1");
@@ -197,7 +232,9 @@ START_TEST(test_strict_shape) {
         /* values */
         assert_rejected("\"directory\":\"/repo\"", "\"directory\":\"repo\"");
         assert_rejected("\"logPath\":\"/state", "\"logPath\":\"state");
-        assert_rejected("\"tmpfs\":[\"/home", "\"tmpfs\":[\"home");
+        assert_rejected("\"dest\":\"/home/u/.ssh\"", "\"dest\":\"home/u/.ssh\"");
+        assert_rejected("\"src\":\"/ro one\"", "\"src\":\"ro one\"");
+        assert_rejected("\"dirs\":[\"/cache", "\"dirs\":[\"cache");
         assert_rejected("\"upper\":\"/ov", "\"upper\":\"ov");
         assert_rejected("\"taskId\":\"oc_mfz1abc_0123abcd\"", "\"taskId\":\"../etc\"");
         assert_rejected("\"executor\":\"pi\"", "\"executor\":\"\"");

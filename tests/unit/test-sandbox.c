@@ -22,10 +22,17 @@ static void assert_argv(char **argv, ...) {
         ck_assert_msg(!argv[i], "argv too long: extra [%zu] %s", i, argv[i]);
 }
 
-static char *tmpfs_list[] = {"/home/u/.local/state/taskferry", "/home/u/.ssh", "/run/user/1000/taskferry",
-                             "/home/u/.cache/taskferry", NULL};
-static char *rw_list[] = {"/home/u/.local/state/taskferry/outputs/oc_1", "/data/rw", NULL};
-static char *ro_list[] = {"/data/ro", NULL};
+static sandbox_mount mounts[] = {
+        {.op = SANDBOX_MOUNT_RO_BIND, .src = "/usr", .dest = "/usr"},
+        {.op = SANDBOX_MOUNT_SYMLINK, .src = "usr/bin", .dest = "/bin"},
+        {.op = SANDBOX_MOUNT_DIR, .dest = "/home/u"},
+        {.op = SANDBOX_MOUNT_TARGET, .dest = "/repo"},
+        {.op = SANDBOX_MOUNT_TMPFS, .dest = "/home/u/.ssh"},
+        {.op = SANDBOX_MOUNT_MASK_FILE, .dest = "/home/u/.netrc"},
+        {.op = SANDBOX_MOUNT_OVERLAY, .src = "/home/u/.config/opencode", .dest = "/home/u/.config/opencode",
+         .upper = "/h/up", .work = "/h/wk", .stage = "/h/mnt"},
+        {.op = SANDBOX_MOUNT_BIND, .src = "/state/outputs/oc_1", .dest = "/state/outputs/oc_1"},
+};
 static launch_overlay ov = {.lower = "/repo", .upper = "/ov/upper/main", .work = "/ov/work/main"};
 static char *worker[] = {"sh", "/tmp/.taskferry-prompt", NULL};
 
@@ -33,60 +40,62 @@ static launch_sandbox full_sandbox(void) {
         return (launch_sandbox){
                 .uid = 1000,
                 .gid = 1001,
-                .tmpfs = tmpfs_list,
-                .socket_path = "/run/user/1000/taskferry/daemon.sock",
-                .rw_binds = rw_list,
-                .ro_binds = ro_list,
+                .mounts = mounts,
+                .n_mounts = ELEMENTSOF(mounts),
                 .overlay = &ov,
                 .share_net = true,
         };
 }
 
+/* bwrap mounts the overlays itself: --overlay-src for the target and the extra one. */
 START_TEST(test_bwrap_overlay_method) {
         launch_sandbox sb = full_sandbox();
         _cleanup_strv_free_ char **argv = NULL;
         ck_assert_int_eq(sandbox_build_argv("/usr/bin/bwrap", "/repo", &sb, OVERLAY_METHOD_BWRAP, 7, worker, &argv), 0);
-        assert_argv(argv, "/usr/bin/bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
-                    "/tmp", "--overlay-src", "/repo", "--overlay", "/ov/upper/main", "/ov/work/main", "/repo",
-                    "--tmpfs", "/home/u/.local/state/taskferry", "--tmpfs", "/home/u/.ssh", "--tmpfs",
-                    "/run/user/1000/taskferry", "--tmpfs", "/home/u/.cache/taskferry", "--bind",
-                    "/run/user/1000/taskferry/daemon.sock", "/run/user/1000/taskferry/daemon.sock", "--bind",
-                    "/home/u/.local/state/taskferry/outputs/oc_1", "/home/u/.local/state/taskferry/outputs/oc_1",
-                    "--bind", "/data/rw", "/data/rw", "--ro-bind", "/data/ro", "/data/ro", "--ro-bind-data", "7",
-                    SANDBOX_PROMPT_PATH, "--unshare-all", "--share-net", "--die-with-parent", "--chdir", "/repo",
-                    "--", "sh", "/tmp/.taskferry-prompt", NULL);
+        assert_argv(argv, "/usr/bin/bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", "/usr",
+                    "/usr", "--symlink", "usr/bin", "/bin", "--dir", "/home/u", "--overlay-src", "/repo", "--overlay",
+                    "/ov/upper/main", "/ov/work/main", "/repo", "--tmpfs", "/home/u/.ssh", "--ro-bind", "/dev/null",
+                    "/home/u/.netrc", "--overlay-src", "/home/u/.config/opencode", "--overlay", "/h/up", "/h/wk",
+                    "/home/u/.config/opencode", "--bind", "/state/outputs/oc_1", "/state/outputs/oc_1",
+                    "--ro-bind-data", "7", SANDBOX_PROMPT_PATH, "--unshare-all", "--unshare-user", "--disable-userns",
+                    "--share-net", "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/repo", "--", "sh",
+                    "/tmp/.taskferry-prompt", NULL);
 }
 END_TEST
 
+/* The shim mounted the overlays in its own user namespace: bwrap binds them
+ * (the extra one from its stage dir) and restores our ids. */
 START_TEST(test_userns_overlay_method) {
         launch_sandbox sb = full_sandbox();
+        ck_assert(sandbox_needs_userns(&sb, OVERLAY_METHOD_USERNS));
+        ck_assert(!sandbox_needs_userns(&sb, OVERLAY_METHOD_BWRAP));
         _cleanup_strv_free_ char **argv = NULL;
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/repo", &sb, OVERLAY_METHOD_USERNS, 12, worker, &argv), 0);
-        assert_argv(argv, "bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                    "--bind", "/repo", "/repo", "--tmpfs", "/home/u/.local/state/taskferry", "--tmpfs",
-                    "/home/u/.ssh", "--tmpfs", "/run/user/1000/taskferry", "--tmpfs", "/home/u/.cache/taskferry",
-                    "--bind", "/run/user/1000/taskferry/daemon.sock", "/run/user/1000/taskferry/daemon.sock",
-                    "--bind", "/home/u/.local/state/taskferry/outputs/oc_1",
-                    "/home/u/.local/state/taskferry/outputs/oc_1", "--bind", "/data/rw", "/data/rw", "--ro-bind",
-                    "/data/ro", "/data/ro", "--ro-bind-data", "12", SANDBOX_PROMPT_PATH, "--unshare-all",
-                    "--share-net", "--die-with-parent", "--uid", "1000", "--gid", "1001", "--chdir", "/repo", "--",
-                    "sh", "/tmp/.taskferry-prompt", NULL);
+        assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
+                    "--symlink", "usr/bin", "/bin", "--dir", "/home/u", "--bind", "/repo", "/repo", "--tmpfs",
+                    "/home/u/.ssh", "--ro-bind", "/dev/null", "/home/u/.netrc", "--bind", "/h/mnt",
+                    "/home/u/.config/opencode", "--bind", "/state/outputs/oc_1", "/state/outputs/oc_1",
+                    "--ro-bind-data", "12", SANDBOX_PROMPT_PATH, "--unshare-all", "--unshare-user",
+                    "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop", "ALL", "--uid", "1000",
+                    "--gid", "1001", "--chdir", "/repo", "--", "sh", "/tmp/.taskferry-prompt", NULL);
 }
 END_TEST
 
-/* No overlay (--no-overlay): a plain bind and no --uid/--gid whatever the
- * probed method; no socket (advisor), no prompt fd, no extra binds. */
+/* No overlay at all (--no-overlay, a shell task): a plain bind of the
+ * target and no --uid/--gid whatever the probed method. */
 START_TEST(test_no_overlay_minimal) {
         for (int m = 0; m < 2; m++) {
-                launch_sandbox sb = {.uid = 1000, .gid = 1000, .share_net = true};
+                sandbox_mount t[] = {{.op = SANDBOX_MOUNT_TARGET, .dest = "/w d"}};
+                launch_sandbox sb = {.uid = 1000, .gid = 1000, .mounts = t, .n_mounts = 1, .share_net = true};
+                ck_assert(!sandbox_needs_userns(&sb, m ? OVERLAY_METHOD_USERNS : OVERLAY_METHOD_BWRAP));
                 _cleanup_strv_free_ char **argv = NULL;
                 char *w[] = {"opencode", "run", NULL};
                 ck_assert_int_eq(sandbox_build_argv("/b/bwrap", "/w d", &sb,
                                                     m ? OVERLAY_METHOD_USERNS : OVERLAY_METHOD_BWRAP, -1, w, &argv),
                                  0);
-                assert_argv(argv, "/b/bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
-                            "/tmp", "--bind", "/w d", "/w d", "--unshare-all", "--share-net", "--die-with-parent",
-                            "--chdir", "/w d", "--", "opencode", "run", NULL);
+                assert_argv(argv, "/b/bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", "/w d",
+                            "/w d", "--unshare-all", "--unshare-user", "--disable-userns", "--share-net",
+                            "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/w d", "--", "opencode", "run", NULL);
         }
 }
 END_TEST
@@ -96,32 +105,28 @@ START_TEST(test_unshared_net) {
         _cleanup_strv_free_ char **argv = NULL;
         char *w[] = {"true", NULL};
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
-        assert_argv(argv, "bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                    "--bind", "/d", "/d", "--unshare-all", "--die-with-parent", "--chdir", "/d", "--", "true", NULL);
+        assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
+                    "--unshare-user", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/d",
+                    "--", "true", NULL);
 }
 END_TEST
 
-/* Masked dirs keep their order and come after the target mount (a target
- * containing a masked dir must not unmask it) but before the single-path
- * binds, so a bind beneath a masked dir (the output dir under the state dir,
- * the socket under the runtime dir) stays visible. */
-START_TEST(test_mask_before_binds) {
-        launch_sandbox sb = full_sandbox();
-        _cleanup_strv_free_ char **argv = NULL;
-        ck_assert_int_eq(sandbox_build_argv("bwrap", "/repo", &sb, OVERLAY_METHOD_USERNS, -1, worker, &argv), 0);
-        ssize_t last_tmpfs = -1, first_bind = -1, dashdash = -1, target = -1;
-        for (size_t i = 0; argv[i]; i++) {
-                if (streq(argv[i], "--tmpfs") && !streq(argv[i + 1], "/tmp")) last_tmpfs = (ssize_t) i;
-                if (target < 0 && streq(argv[i], "--bind")) target = (ssize_t) i;
-                else if (first_bind < 0 && streq(argv[i], "--bind")) first_bind = (ssize_t) i;
-                if (dashdash < 0 && streq(argv[i], "--")) dashdash = (ssize_t) i;
-                ck_assert_msg(!streq(argv[i], "--ro-bind-data"), "no prompt fd, no --ro-bind-data");
+/* A mount missing the path its op needs is refused, not emitted half. */
+START_TEST(test_every_op) {
+        sandbox_mount bad[] = {{.op = SANDBOX_MOUNT_BIND, .dest = "/x"}};
+        launch_sandbox sb = {.mounts = bad, .n_mounts = 1};
+        char **argv = NULL;
+        char *w[] = {"true", NULL};
+        ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), -EINVAL);
+        sandbox_mount ov_no_stage[] = {{.op = SANDBOX_MOUNT_OVERLAY, .src = "/l", .dest = "/x", .upper = "/u", .work = "/w"}};
+        sb.mounts = ov_no_stage;
+        ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_USERNS, -1, w, &argv), -EINVAL);
+        for (int op = 0; op < _SANDBOX_MOUNT_OP_MAX; op++) {
+                const char *name = sandbox_mount_op_to_string((sandbox_mount_op) op);
+                ck_assert_ptr_nonnull(name);
+                ck_assert_int_eq(sandbox_mount_op_from_string(name), op);
         }
-        ck_assert_str_eq(argv[target + 1], "/repo");
-        ck_assert_int_lt(target, last_tmpfs);
-        ck_assert_int_gt(first_bind, last_tmpfs);
-        ck_assert_int_gt(dashdash, first_bind);
-        ck_assert_str_eq(argv[dashdash + 1], "sh");
+        ck_assert_int_eq(sandbox_mount_op_from_string("mount"), _SANDBOX_MOUNT_OP_INVALID);
 }
 END_TEST
 
@@ -132,7 +137,7 @@ static Suite *sandbox_suite(void) {
         tcase_add_test(tc, test_userns_overlay_method);
         tcase_add_test(tc, test_no_overlay_minimal);
         tcase_add_test(tc, test_unshared_net);
-        tcase_add_test(tc, test_mask_before_binds);
+        tcase_add_test(tc, test_every_op);
         suite_add_tcase(s, tc);
         return s;
 }
