@@ -130,7 +130,12 @@ static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
                 if (pass_option(params, a, passthrough[i]) < 0) return -ENOMEM;
         const char *origin = getenv("CLAUDE_CODE_SESSION_ID");
         if (!isempty(origin) && json_add_string(params, "originSessionId", origin) < 0) return -ENOMEM;
-        return call(ctx, "task.dispatch", params, ret, err);
+        r = call(ctx, "task.dispatch", params, ret, err);
+        /* the daemon's warnings (a bind that exposes a deny-listed path) go to stderr */
+        json_object *w = r >= 0 && *ret ? json_get_array(*ret, "warnings") : NULL;
+        for (size_t i = 0; w && i < json_object_array_length(w); i++)
+                fprintf(stderr, "%s\n", json_object_get_string(json_object_array_get_idx(w, i)));
+        return r;
 }
 
 static int run_cancel(cli_context *ctx, json_object **ret, cli_error *err) {

@@ -9,10 +9,12 @@
 
 #include "changeset.h"
 #include "daemon.h"
+#include "executor-home.h"
 #include "executor.h"
 #include "json-util.h"
 #include "logparse.h"
 #include "overlay.h"
+#include "sandbox-plan.h"
 #include "util.h"
 
 #define NARRATION_PREVIEW_UNITS 2000
@@ -89,10 +91,12 @@ static char *check_directory(Manager *m, const char *directory) {
                                              "directory that neither contains nor lies inside taskferry's own directories",
                                              directory, own_names[i], c);
         }
-        const char *home_rel[] = {".ssh", ".aws", ".config/gcloud", ".config/gh", ".gnupg", ".claude"};
-        for (size_t i = 0; i < ELEMENTSOF(home_rel); i++) {
-                _cleanup_free_ char *d = strdup_printf("%s/%s", m->paths.home, home_rel[i]);
-                _cleanup_free_ char *c = d ? canonical(d) : NULL;
+        _cleanup_strv_free_ char **deny = NULL;
+        if (sandbox_deny_list(m->paths.home, NULL, m->settings.sandbox_denylist, &deny) < 0)
+                return strdup("error: out of memory");
+        for (char **d = deny; *d; d++) {
+                if (!is_dir(*d)) continue; /* a file mask cannot hide a directory target */
+                _cleanup_free_ char *c = canonical(*d);
                 if (c && path_is_at_or_below(directory, c))
                         return strdup_printf("error: directory %s is inside %s, which is masked in every sandbox\nhelp: "
                                              "dispatch into a project directory",
@@ -127,6 +131,42 @@ static char *check_binds(Manager *m, json_object *params, const char *directory)
                 }
         }
         return NULL;
+}
+
+/* Binding a deny-listed path (or something inside one) is the user's
+ * explicit call (spec §2.4): it is bound, and the dispatch says so loudly. */
+static int bind_warnings(Manager *m, json_object *params, json_object **ret) {
+        _cleanup_strv_free_ char **deny = NULL;
+        int r = sandbox_deny_list(m->paths.home, NULL, m->settings.sandbox_denylist, &deny);
+        if (r < 0) return r;
+        _cleanup_json_ json_object *w = json_object_new_array();
+        if (!w) return -ENOMEM;
+        static const char *const keys[] = {"rwBind", "allowedDirs", "roBind"};
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                json_object *arr = json_get_array(params, keys[k]);
+                for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+                        _cleanup_free_ char *p = canonical(json_object_get_string(json_object_array_get_idx(arr, i)));
+                        for (char **d = deny; p && *d; d++) {
+                                if (!path_is_at_or_below(p, *d) && !path_is_at_or_below(*d, p)) continue;
+                                bool inside = path_is_at_or_below(p, *d);
+                                char *text = strdup_printf(
+                                        inside ? "warning: %s is inside the deny-listed %s; it is bound %s anyway, "
+                                                 "because you asked for it -- the worker can read it"
+                                               : "warning: %s contains the deny-listed %s; it stays masked inside "
+                                                 "the sandbox (bound %s)",
+                                        p, *d, k == 2 ? "read-only" : "read-write");
+                                if (!text || json_object_array_add(w, json_object_new_string(text)) < 0) {
+                                        free(text);
+                                        return -ENOMEM;
+                                }
+                                if (inside) log_warning("%s", text + strlen("warning: "));
+                                free(text);
+                                break;
+                        }
+                }
+        }
+        *ret = json_object_array_length(w) ? TAKE_PTR(w) : NULL;
+        return 0;
 }
 
 static int create_output_dir(const char *path) {
@@ -207,6 +247,8 @@ static void handle_dispatch(Manager *m, Request *r) {
         if (dir_err) return reply_failed(r, dir_err);
         _cleanup_free_ char *bind_err = check_binds(m, p, directory);
         if (bind_err) return reply_failed(r, bind_err);
+        _cleanup_json_ json_object *warnings = NULL;
+        if (bind_warnings(m, p, &warnings) < 0) return reply_failed(r, "error: out of memory");
         Caller who = caller_of(m, r->conn);
         if (who.sandboxed) {
                 static const char *const widening[] = {"noSandbox", "noOverlay", "rwBind", "roBind", "allowedDirs"};
@@ -342,6 +384,7 @@ static void handle_dispatch(Manager *m, Request *r) {
                         ? strdup_printf("Task is queued; run taskferry wait or taskferry status with task id \"%s\" to check when it starts", id)
                         : strdup_printf("Run taskferry wait or taskferry status with task id \"%s\" to check progress", id);
         json_add_string(res, "next", next);
+        if (warnings) json_add(res, "warnings", TAKE_PTR(warnings));
         request_reply_result(r, res);
 }
 
@@ -744,6 +787,9 @@ static json_object *change_job_run(void *userdata, int *error) {
                 json_add_string(o, "reason", reason);
                 if (r <= 0) return o;
         }
+        /* the executor homes go with the overlay, but for what a resume needs */
+        _cleanup_free_ char *home = executor_home_root(t->m->paths.cache_dir, t->id);
+        if (home) (void) executor_home_release(home);
         json_object *od = json_get_object(t->rec, "overlayDirs");
         if (od) {
                 int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));

@@ -151,6 +151,12 @@ void task_settle_spawn_error(Task *t, const char *message) {
 
 /* ---- settlement (lifecycle.md §4.4) ---- */
 
+/* Remove the task's executor homes but for what a later resume needs. */
+static void release_home(Task *t) {
+        _cleanup_free_ char *home = executor_home_root(t->m->paths.cache_dir, t->id);
+        if (home) (void) executor_home_release(home);
+}
+
 static json_object *settle_job_run(void *userdata, int *error) {
         Task *t = userdata;
         const executor *ex = executor_find(strempty(task_str(t, "executorId")));
@@ -199,6 +205,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 }
         }
         json_object *od = json_get_object(t->rec, "overlayDirs");
+        if (!od) release_home(t); /* nothing pending: the homes go now (executor-home.h) */
         if (od) {
                 json_object *ex_res = json_object_new_object();
                 _cleanup_free_ char *scratch = strdup_printf("%s/scratch", strempty(json_get_string(od, "root")));
@@ -230,6 +237,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                                                             strempty(json_get_string(od, "root")));
                                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
                         }
+                        if (r == 0) release_home(t);
                 }
                 json_add(res, "extract", ex_res);
         }

@@ -1,0 +1,359 @@
+/* The escape battery (issue "Sandbox v2"): a hostile worker tries to get out
+ * through its capabilities, the masks, the user's binds, file-shaped secrets,
+ * host Unix sockets and the executor homes. Runs as whoever runs the suite:
+ * tools/test runs it as root and again as an unprivileged user. */
+
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+static char *make_repo(tf_world *w) {
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
+                    repo, repo));
+        return repo;
+}
+
+/* Run a shell worker and return its stdout (the task's message). */
+static char *run_worker(tf_world *w, const char *repo, const char *const extra[], const char *script,
+                        json_object **ret_status) {
+        const char *argv[16] = {"--executor", "shell", "--directory", repo};
+        size_t n = 4;
+        for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
+        argv[n++] = "--prompt";
+        argv[n++] = script;
+        argv[n] = NULL;
+        char *id = tf_dispatch(w, argv);
+        json_object *st = tf_wait_settled(w, id);
+        const char *res[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        char *msg = strdup(strempty(tf_jstr(o, "message")));
+        json_object_put(o);
+        tf_run_done(&r);
+        free(id);
+        if (ret_status) *ret_status = st;
+        else json_object_put(st);
+        return msg;
+}
+
+static void put(const char *path, const char *content) {
+        _cleanup_free_ char *dir = strdup(path);
+        *strrchr(dir, '/') = 0;
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        tf_write(path, content, strlen(content), 0600);
+}
+
+/* No capabilities, also under a root daemon: a mask cannot be unmounted,
+ * / and the binds cannot be remounted read-write, no nested user namespace
+ * gets them back, and nothing reaches the real home. */
+START_TEST(no_capabilities_no_unmask) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *gh = strdup(tf_path(w->home, ".config/gh/hosts.yml"));
+        put(gh, "SECRET-GH-TOKEN\n");
+        put(tf_path(w->home, ".config/other/ok"), "visible\n");
+        char *config = strdup(tf_path(w->home, ".config"));
+        const char *extra[] = {"--ro-bind", config, NULL};
+        const char *script =
+                "grep -E '^Cap(Eff|Prm|Bnd|Amb):' /proc/self/status; "
+                "umount \"$HOME/.config/gh\" 2>/dev/null; echo umount=$?; "
+                "umount -l \"$HOME/.config/gh\" 2>/dev/null; echo umount-lazy=$?; "
+                "cat \"$HOME/.config/gh/hosts.yml\" 2>/dev/null; "
+                "mount -o remount,bind,rw / 2>/dev/null; echo remount-root=$?; "
+                "mount -o remount,bind,rw \"$HOME/.config\" 2>/dev/null; echo remount-bind=$?; "
+                "mount -t tmpfs none \"$HOME/.config\" 2>/dev/null; echo mount=$?; "
+                "unshare -Urm sh -c 'umount \"$HOME/.config/gh\" && cat \"$HOME/.config/gh/hosts.yml\"' "
+                "2>/dev/null; echo nested=$?; "
+                "cat \"$HOME/.config/other/ok\"; "
+                "echo x > \"$HOME/.config/planted\" 2>/dev/null; echo write-bind=$?; "
+                "echo x > \"$HOME/planted\"; echo done";
+        json_object *st = NULL;
+        char *msg = run_worker(w, repo, extra, script, &st);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        static const char *const want[] = {"CapEff:\t0000000000000000\n", "CapPrm:\t0000000000000000\n",
+                                           "CapBnd:\t0000000000000000\n", "CapAmb:\t0000000000000000\n",
+                                           "visible\n", "done"};
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) ck_assert_msg(strstr(msg, want[i]), "no %s in: %s", want[i], msg);
+        static const char *const failed[] = {"umount=0", "umount-lazy=0", "remount-root=0", "remount-bind=0", "mount=0",
+                                             "nested=0", "write-bind=0"};
+        for (size_t i = 0; i < ELEMENTSOF(failed); i++)
+                ck_assert_msg(!strstr(msg, failed[i]), "%s succeeded: %s", failed[i], msg);
+        ck_assert_msg(!strstr(msg, "SECRET-GH"), "read the masked gh token: %s", msg);
+        ck_assert(!tf_exists(tf_path(w->home, "planted")));
+        ck_assert(!tf_exists(tf_path(w->home, ".config/planted")));
+        free(msg), free(gh), free(config), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* File-shaped secrets are masked by default, with and without a bind of the
+ * whole home; TASKFERRY_SANDBOX_DENYLIST takes files too. */
+START_TEST(file_secrets_masked) {
+        tf_world *w = tf_world_new(NULL);
+        char *extra_secret = strdup(tf_path(w->home, "work-token.txt"));
+        tf_world_setenv(w, "TASKFERRY_SANDBOX_DENYLIST", extra_secret);
+        char *repo = make_repo(w);
+        static const char *const secrets[] = {".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
+                                              ".npmrc", ".pypirc", ".local/share/keyrings/login.keyring",
+                                              ".ssh/id_ed25519", ".aws/credentials", "work-token.txt"};
+        _cleanup_free_ char *script = strdup("");
+        for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
+                _cleanup_free_ char *content = strdup_printf("SECRET-%zu\n", i);
+                put(tf_path(w->home, secrets[i]), content);
+                char *s = strdup_printf("%scat \"$HOME/%s\" 2>/dev/null; ", script, secrets[i]);
+                free(script);
+                script = s;
+        }
+        char *s = strdup_printf("%sls -a \"$HOME\" | tr '\\n' ' '; echo; echo done", script);
+        free(script);
+        script = s;
+        for (int bound = 0; bound < 2; bound++) {
+                const char *extra[] = {"--ro-bind", w->home, NULL};
+                json_object *st = NULL;
+                _cleanup_free_ char *msg = run_worker(w, repo, bound ? extra : NULL, script, &st);
+                ck_assert_str_eq(tf_jstr(st, "status"), "done");
+                json_object_put(st);
+                ck_assert_msg(strstr(msg, "done"), "%s", msg);
+                ck_assert_msg(!strstr(msg, "SECRET-"), "a secret was readable (home %sbound): %s", bound ? "" : "not ", msg);
+        }
+        free(extra_secret), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+static int listen_at(const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        *strrchr(dir, '/') = 0;
+        ck_assert_int_eq(mkdir_p(dir, 0755), 0);
+        (void) unlink(path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
+        strcpy(sa.sun_path, path);
+        ck_assert_msg(bind(fd, (struct sockaddr *) &sa, sizeof sa) == 0, "bind %s: %m", path);
+        ck_assert_int_eq(chmod(path, 0777), 0);
+        ck_assert_int_eq(listen(fd, 16), 0);
+        return fd;
+}
+
+/* No host Unix socket is reachable, only the task's own socket (which must
+ * connect: the probe works). /run and /var/run need root to create one in. */
+START_TEST(host_sockets_unreachable) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *tag = strdup(strrchr(w->root, '/') + 1);
+        char *paths[8];
+        size_t n = 0;
+        paths[n++] = strdup(tf_path(w->home, ".docker/desktop/docker.sock"));
+        paths[n++] = strdup_printf("%s/.local/share/%s.sock", w->home, tag);
+        paths[n++] = strdup_printf("/var/tmp/%s.sock", tag);
+        paths[n++] = strdup_printf("%s/listener.sock", repo); /* the user's own, in the target */
+        if (geteuid() == 0) {
+                paths[n++] = strdup_printf("/run/%s.sock", tag);
+                paths[n++] = strdup_printf("/var/run/%s-v.sock", tag);
+        } else
+                fprintf(stderr, "host_sockets_unreachable: not root, /run and /var/run listeners skipped\n");
+        int fds[8];
+        for (size_t i = 0; i < n; i++) fds[i] = listen_at(paths[i]);
+        _cleanup_free_ char *script = strdup("tf-connect \"$TASKFERRY_SOCKET_PATH\" | sed 's/^[^ ]* /own: /'; tf-connect");
+        for (size_t i = 0; i < n; i++) {
+                char *s = strdup_printf("%s '%s'", script, paths[i]);
+                free(script);
+                script = s;
+        }
+        char *s = strdup_printf("%s; echo done", script);
+        free(script);
+        script = s;
+        json_object *st = NULL;
+        _cleanup_free_ char *msg = run_worker(w, repo, NULL, script, &st);
+        json_object_put(st);
+        ck_assert_msg(strstr(msg, "own: connected\n"), "the task's own socket did not connect: %s", msg);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *bad = strdup_printf("%s connected", paths[i]);
+                _cleanup_free_ char *tried = strdup_printf("%s refused", paths[i]);
+                ck_assert_msg(!strstr(msg, bad), "reached a host socket: %s", msg);
+                ck_assert_msg(strstr(msg, tried), "%s not probed: %s", paths[i], msg);
+        }
+        for (size_t i = 0; i < n; i++) {
+                close(fds[i]);
+                unlink(paths[i]);
+                free(paths[i]);
+        }
+        free(tag), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Launch preflight: the worker binary missing from PATH, or present only
+ * where the sandbox does not look. */
+START_TEST(preflight_binary) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_world_setenv(w, "PATH", "/usr/local/bin:/usr/bin:/bin");
+        const char *d[] = {"--executor", "pi", "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
+        const char *se = strempty(tf_jstr(st, "spawnError"));
+        ck_assert_msg(strstr(se, "pi not found on PATH") && strstr(se, "/usr/local/bin:/usr/bin:/bin"), "%s", se);
+        json_object_put(st);
+        free(id);
+        /* a pi installed only under /tmp (the sandbox's /tmp is private) */
+        char tmpl[] = "/tmp/tf-pi-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        free(tf_shf(w, NULL, "mkdir %s/bin && cp %s/bin/fake-worker %s/bin/pi && chmod -R a+rX %s", tmpl,
+                    w->fixtures, tmpl, tmpl));
+        /* a new world whose daemon starts with that PATH */
+        tf_world_free(w);
+        w = tf_world_new(NULL);
+        free(repo);
+        repo = make_repo(w);
+        d[5] = repo;
+        char *path = strdup_printf("%s/bin:/usr/bin:/bin", tmpl);
+        tf_world_setenv(w, "PATH", path);
+        id = tf_dispatch(w, d);
+        st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
+        se = strempty(tf_jstr(st, "spawnError"));
+        ck_assert_msg(strstr(se, "sandbox does not show") && strstr(se, tmpl) && strstr(se, "--ro-bind"), "%s", se);
+        json_object_put(st);
+        free(id), free(path), free(repo);
+        (void) rm_rf(tmpl);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Per-task executor homes: what one pi or OpenCode task writes into its
+ * homes is invisible to the next, the user's read-only parts cannot be
+ * written, and the user's real dirs stay byte-identical. */
+START_TEST(executor_homes_isolated) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        put(tf_path(w->home, ".pi/agent/models.json"), "{\"providers\":{}}\n");
+        put(tf_path(w->home, ".pi/agent/auth.json"), "{}\n");
+        put(tf_path(w->home, ".pi/agent/extensions/ok.ts"), "// user extension\n");
+        put(tf_path(w->home, ".local/share/opencode/auth.json"), "{}\n");
+        put(tf_path(w->cfg, "opencode/opencode.json"), "{}\n");
+        char *before_pi = tf_tree_snapshot(tf_path(w->home, ".pi"), false);
+        char *before_data = tf_tree_snapshot(tf_path(w->home, ".local/share"), false);
+        char *before_cfg = tf_tree_snapshot(w->cfg, false);
+        const char *script =
+                "o=$TASKFERRY_OUTPUT_DIR/report; : > $o; "
+                "if [ -n \"$PI_CODING_AGENT_DIR\" ]; then d=$PI_CODING_AGENT_DIR; "
+                "  ls \"$d/sessions\" | sed 's/^/seen:/' >> $o; "
+                "  echo mine > \"$d/sessions/planted-$TASKFERRY_TASK_ID\" && echo wrote-session >> $o; "
+                "  (echo evil > \"$d/extensions/evil.ts\") 2>/dev/null && echo wrote-extension >> $o; "
+                "  (echo x > \"$d/models.json\") 2>/dev/null && echo wrote-models >> $o; "
+                "  mkdir \"$d/settings.json.lock\" && echo locked >> $o; "
+                "  cat \"$d/extensions/ok.ts\" >> $o; "
+                "else d=$XDG_DATA_HOME/opencode; c=${XDG_CONFIG_HOME:-$HOME/.config}/opencode; "
+                "  ls \"$d\" \"$c\" \"$XDG_CACHE_HOME\" | sed 's/^/seen:/' >> $o; "
+                "  echo mine > \"$d/planted-$TASKFERRY_TASK_ID\" && echo wrote-data >> $o; "
+                "  echo mine > \"$c/planted-$TASKFERRY_TASK_ID\" && echo wrote-config >> $o; "
+                "  echo mine > \"$XDG_CACHE_HOME/planted-$TASKFERRY_TASK_ID\" && echo wrote-cache >> $o; "
+                "  (echo x > \"$d/auth.json\") 2>/dev/null && echo wrote-auth >> $o; "
+                "  cat \"$c/opencode.json\" >> $o; "
+                "fi";
+        tf_world_setenv(w, "FAKE_SCRIPT", script);
+        static const char *const exes[] = {"pi", "opencode"};
+        for (size_t e = 0; e < ELEMENTSOF(exes); e++) {
+                char *ids[2];
+                for (int k = 0; k < 2; k++) {
+                        const char *d[] = {"--executor", exes[e], "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
+                        ids[k] = tf_dispatch(w, d);
+                        json_object *st = tf_wait_settled(w, ids[k]);
+                        ck_assert_msg(streq(tf_jstr(st, "status"), "done"), "%s: %s", exes[e], json_to_line(st, NULL));
+                        json_object_put(st);
+                        char *rp = strdup_printf("%s/outputs/%s/report", w->state, ids[k]);
+                        char *rep = tf_read(rp, NULL);
+                        ck_assert_msg(!strstr(rep, "seen:planted"), "%s task %d saw another task's file: %s", exes[e], k,
+                                      rep);
+                        if (e == 0) {
+                                ck_assert_msg(strstr(rep, "wrote-session") && strstr(rep, "locked") &&
+                                                      strstr(rep, "user extension"),
+                                              "pi home: %s", rep);
+                                ck_assert_msg(!strstr(rep, "wrote-extension") && !strstr(rep, "wrote-models"),
+                                              "pi wrote the user's files: %s", rep);
+                        } else {
+                                ck_assert_msg(strstr(rep, "wrote-data") && strstr(rep, "wrote-config") &&
+                                                      strstr(rep, "wrote-cache") && strstr(rep, "{}"),
+                                              "opencode home: %s", rep);
+                                ck_assert_msg(!strstr(rep, "wrote-auth"), "opencode wrote auth.json: %s", rep);
+                        }
+                        free(rp), free(rep);
+                }
+                free(ids[0]), free(ids[1]);
+        }
+        char *after_pi = tf_tree_snapshot(tf_path(w->home, ".pi"), false);
+        char *after_data = tf_tree_snapshot(tf_path(w->home, ".local/share"), false);
+        char *after_cfg = tf_tree_snapshot(w->cfg, false);
+        ck_assert_str_eq(before_pi, after_pi);
+        ck_assert_str_eq(before_data, after_data);
+        ck_assert_str_eq(before_cfg, after_cfg);
+        free(before_pi), free(before_data), free(before_cfg), free(after_pi), free(after_data), free(after_cfg);
+        free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* --session-id: the new task starts from the sessions of the task that last
+ * ran that session, copied, so the earlier task's home is never written. */
+START_TEST(resume_seeds_from_previous_task) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *fixture = strdup(tf_path(w->fixtures, "real/pi-answer"));
+        tf_world_setenv(w, "FAKE_FIXTURE", fixture);
+        tf_world_setenv(w, "FAKE_SCRIPT",
+                        "d=$PI_CODING_AGENT_DIR/sessions/--r--; mkdir -p $d; ls $d > $TASKFERRY_OUTPUT_DIR/seen; "
+                        "echo turn >> $d/s_$TASKFERRY_TASK_ID.jsonl");
+        const char *d1[] = {"--executor", "pi", "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
+        char *a = tf_dispatch(w, d1);
+        json_object *st = tf_wait_settled(w, a);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        char *sid = strdup(strempty(tf_jstr(st, "sessionId")));
+        ck_assert_msg(*sid, "no session id: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        const char *d2[] = {"--executor", "pi", "--model", "m/x", "--session-id", sid, "--directory", repo, "--prompt", "again", NULL};
+        char *b = tf_dispatch(w, d2);
+        st = tf_wait_settled(w, b);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        char *seen_path = strdup_printf("%s/outputs/%s/seen", w->state, b);
+        char *seen = tf_read(seen_path, NULL);
+        char *want = strdup_printf("s_%s.jsonl", a);
+        ck_assert_msg(strstr(seen, want), "the resumed task does not see the earlier session: %s", seen);
+        /* the earlier task's own session file got no second turn */
+        char *first = strdup_printf("%s/homes/%s/pi/sessions/--r--/s_%s.jsonl", w->cache, a, a);
+        char *content = tf_read(first, NULL);
+        ck_assert_str_eq(content, "turn\n");
+        free(content), free(first), free(want), free(seen), free(seen_path), free(a), free(b), free(sid), free(fixture);
+        free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("sandbox-escape");
+        TCase *tc = tcase_create("escape");
+        tcase_set_timeout(tc, 180);
+        tcase_add_test(tc, no_capabilities_no_unmask);
+        tcase_add_test(tc, file_secrets_masked);
+        tcase_add_test(tc, host_sockets_unreachable);
+        tcase_add_test(tc, preflight_binary);
+        tcase_add_test(tc, executor_homes_isolated);
+        tcase_add_test(tc, resume_seeds_from_previous_task);
+        suite_add_tcase(s, tc);
+        return tf_run_suite(s);
+}
