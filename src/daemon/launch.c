@@ -12,6 +12,7 @@
 
 #include "changeset.h"
 #include "executor-home.h"
+#include "gitdir.h"
 #include "sandbox-plan.h"
 #include "daemon.h"
 #include "executor.h"
@@ -472,7 +473,30 @@ static int overlay_prepare(Task *t) {
         json_add_string(od, "upperDir", up);
         json_add_string(od, "workDir", wk);
         json_add_string(od, "tmpRoot", m->paths.overlay_tmp_root);
-        json_add(od, "rwBinds", json_object_new_array());
+        json_object *rwb = json_object_new_array();
+        /* spec §3: git's common dir outside the target (a linked worktree, a
+         * subdirectory of a repository) gets an overlay of its own, so the
+         * worker's git add/commit land there and never in the real gitdir */
+        git_dirs gd = {0};
+        if (git_dirs_find(task_str(t, "directory"), &gd) > 0 && !path_is_at_or_below(gd.common, task_str(t, "directory"))) {
+                _cleanup_free_ char *gu = strdup_printf("%s/upper/gitdir", root), *gw = strdup_printf("%s/work/gitdir", root),
+                                    *gm = strdup_printf("%s/mnt/gitdir", root);
+                if (!gu || !gw || !gm || mkdir_p(gu, 0700) < 0 || mkdir_p(gw, 0700) < 0 || mkdir_p(gm, 0700) < 0) {
+                        git_dirs_done(&gd);
+                        json_object_put(rwb);
+                        json_object_put(od);
+                        return -ENOMEM;
+                }
+                json_object *e = json_object_new_object();
+                json_add_string(e, "path", gd.common);
+                json_add_string(e, "upperDir", gu);
+                json_add_string(e, "workDir", gw);
+                json_add_string(e, "stage", gm);
+                json_add_bool(e, "worktree", !streq(gd.gitdir, gd.common));
+                json_object_array_add(rwb, e);
+        }
+        git_dirs_done(&gd);
+        json_add(od, "rwBinds", rwb);
         json_add(od, "rwFileBinds", json_object_new_array());
         task_set(t, "overlayDirs", od);
         task_set_str(t, "changesetStatus", "pending");
@@ -560,6 +584,43 @@ static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mo
         return NULL;
 }
 
+/* Git's common dir when it lies outside the target (spec §3): with an
+ * overlay, the overlay overlay_prepare() recorded (the main checkout's HEAD,
+ * index and config stay read-only on top of it for a linked worktree);
+ * without one, the dir read-only, so git at least reads the repository. */
+static int git_mounts(Task *t, sandbox_mount **m, size_t *n) {
+        json_object *od = json_get_object(t->rec, "overlayDirs");
+        json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
+        int r;
+        if (!rwb) {
+                git_dirs gd = {0};
+                r = git_dirs_find(task_str(t, "directory"), &gd);
+                if (r > 0 && !path_is_at_or_below(gd.common, task_str(t, "directory")))
+                        r = sandbox_mounts_push(m, n, SANDBOX_MOUNT_RO_BIND, gd.common, gd.common, NULL, NULL, NULL);
+                git_dirs_done(&gd);
+                return r < 0 ? r : 0;
+        }
+        for (size_t i = 0; i < json_object_array_length(rwb); i++) {
+                json_object *e = json_object_array_get_idx(rwb, i);
+                const char *path = json_get_string(e, "path");
+                if (!path || !json_get_string(e, "stage")) continue;
+                if ((r = sandbox_mounts_push(m, n, SANDBOX_MOUNT_OVERLAY, path, path, json_get_string(e, "upperDir"),
+                                             json_get_string(e, "workDir"), json_get_string(e, "stage"))) < 0)
+                        return r;
+                if (!json_get_bool(e, "worktree", false)) continue;
+                static const char *const top[] = {"HEAD", "index", "config"};
+                for (size_t k = 0; k < ELEMENTSOF(top); k++) {
+                        _cleanup_free_ char *f = strdup_printf("%s/%s", path, top[k]);
+                        if (!f) return -ENOMEM;
+                        struct stat st;
+                        if (lstat(f, &st) == 0 && S_ISREG(st.st_mode) &&
+                            (r = sandbox_mounts_push(m, n, SANDBOX_MOUNT_RO_BIND, f, f, NULL, NULL, NULL)) < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 /* Build the sandbox of a launch: masks, the user's binds, the executor homes,
  * the task's output dir and socket (sandbox-plan.h), and set the variables
  * the homes need in *env. */
@@ -610,6 +671,7 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
          * daemon's: every caller on it runs inside this sandbox, peer.c) */
         sandbox_mount *tail = NULL;
         size_t n_tail = 0;
+        if ((r = git_mounts(t, &tail, &n_tail)) < 0) goto out;
         for (size_t i = 0; i < home->n_mounts; i++) {
                 const sandbox_mount *h = &home->mounts[i];
                 if ((r = sandbox_mounts_push(&tail, &n_tail, h->op, h->src, h->dest, h->upper, h->work, h->stage)) < 0)
@@ -627,9 +689,17 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
                     (r = strv_env_set(env, "TASKFERRY_AUTO_START", "0")) < 0)
                         goto out;
         }
+        git_dirs gd = {0};
+        if ((r = git_dirs_find(directory, &gd)) < 0) goto out;
+        /* git finds the repository across the overlay's mount boundary */
+        if (r > 0 && !streq(gd.top, directory) && (r = strv_env_set(env, "GIT_DISCOVERY_ACROSS_FILESYSTEM", "1")) < 0) {
+                git_dirs_done(&gd);
+                goto out;
+        }
         sandbox_plan_args pa = {
                 .home = m->paths.home,
                 .directory = directory,
+                .work_tree = gd.top,
                 .home_allow = m->settings.home_allow,
                 .rw_binds = rw,
                 .ro_binds = ro,
@@ -639,6 +709,7 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
                 .n_tail = n_tail,
         };
         r = sandbox_plan_build(&pa, &sb->mounts, &sb->n_mounts, &warnings);
+        git_dirs_done(&gd);
         if (r < 0) goto out;
         for (char **w = warnings; w && *w; w++) log_warning("task %s: %s", t->id, *w);
         *ret_error = preflight_binary(t, *env, sb->mounts, sb->n_mounts);

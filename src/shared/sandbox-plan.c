@@ -131,6 +131,11 @@ int sandbox_plan_build(const sandbox_plan_args *a, sandbox_mount **ret, size_t *
         _cleanup_strv_free_ char **masked = NULL, **warnings = NULL;
         int r;
         if ((r = add_system_roots(&p)) < 0 || (r = add_var_run(&p)) < 0 || (r = add_home(&p, a)) < 0) goto fail;
+        /* not a home dir kept in git (dotfiles): that would show the whole home */
+        if (a->work_tree && !streq(a->work_tree, a->directory) && path_is_at_or_below(a->directory, a->work_tree) &&
+            !(a->home && path_is_at_or_below(a->home, a->work_tree)) &&
+            (r = add(&p, SANDBOX_MOUNT_RO_BIND, a->work_tree, a->work_tree)) < 0)
+                goto fail;
         if ((r = add(&p, SANDBOX_MOUNT_TARGET, NULL, a->directory)) < 0) goto fail;
         for (char *const *b = a->rw_binds; b && *b; b++)
                 if ((r = add(&p, SANDBOX_MOUNT_BIND, *b, *b)) < 0) goto fail;

@@ -19,7 +19,10 @@
  *     (writable, gone with the sandbox), with the entries of
  *     SANDBOX_HOME_ALLOW (toolchains, git's config) and a->home_allow bound
  *     read-only where they exist and are directories or regular files;
- *  4. the target directory ("target" mount: its overlay, or a plain bind);
+ *  4. the git work tree the target lies in, read-only, when the target is a
+ *     subdirectory of it (git then sees the whole repository) — unless that
+ *     work tree is the home dir or above it (a home kept in git), then the
+ *     target directory ("target" mount: its overlay, or a plain bind);
  *  5. the user's binds: rw (`--rw-bind`), then ro (`--ro-bind`);
  *  6. the masks, on top of everything above, so no bind unmasks them: each
  *     path of a->deny and a->structural that exists on the host and lies at
@@ -67,6 +70,7 @@ int sandbox_deny_list(const char *home, const char *state_dir, char *const *extr
 typedef struct sandbox_plan_args {
         const char *home;            /* the user's home dir */
         const char *directory;       /* the target dir */
+        const char *work_tree;       /* the top of the git work tree around it, or NULL */
         char *const *home_allow;     /* extra entries: home-relative or absolute (TASKFERRY_SANDBOX_HOME_ALLOW) */
         char *const *rw_binds;       /* user rw binds (absolute, canonical, existing) */
         char *const *ro_binds;       /* user ro binds */
