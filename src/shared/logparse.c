@@ -283,6 +283,40 @@ static bool is_error_line(const char *s, size_t len) {
         return s[5] == ':' || js_space_len((const unsigned char *) s + 5, len - 5) > 0;
 }
 
+/* A copy of s[0..len) without ANSI escape sequences (CSI ... final byte,
+ * and two-byte ESC x): OpenCode colours its "Error:" lines. */
+static char *strip_ansi(const char *s, size_t len, size_t *ret_len) {
+        char *out = malloc(len + 1);
+        if (!out) return NULL;
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == '\x1b' && i + 1 < len) {
+                        if (s[i + 1] == '[') {
+                                i += 2;
+                                while (i < len && !((unsigned char) s[i] >= 0x40 && (unsigned char) s[i] <= 0x7e)) i++;
+                        } else
+                                i++;
+                        continue;
+                }
+                out[o++] = s[i];
+        }
+        out[o] = 0;
+        *ret_len = o;
+        return out;
+}
+
+/* How telling a boot-failure line is: 2 an "error:" line, 1 a line naming
+ * an errno (EROFS: ..., ENOENT, "Read-only file system") — the cause, where
+ * the runtime's own banner (Bun v1.3.14 ...) is printed last — else 0. */
+static int telling_rank(const char *s, size_t len) {
+        if (is_error_line(s, len)) return 2;
+        static const char *const causes[] = {"EROFS", "ENOENT", "EACCES", "EPERM", "ENOSPC", "Read-only file system",
+                                             "No such file or directory", "Permission denied"};
+        for (size_t i = 0; i < ELEMENTSOF(causes); i++)
+                if (memmem(s, len, causes[i], strlen(causes[i]))) return 1;
+        return 0;
+}
+
 int log_boot_failure(const char *path, char **ret_detail) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f) return errno == ENOENT ? 0 : -errno;
@@ -323,23 +357,29 @@ int log_boot_failure(const char *path, char **ret_detail) {
                 const char *nl = memchr(p, '\n', got);
                 p = nl ? nl + 1 : end;
         }
-        const char *err_line = NULL, *last_line = NULL;
-        size_t err_len = 0, last_len = 0;
+        _cleanup_free_ char *best = NULL;
+        size_t best_len = 0;
+        int best_rank = -1;
         while (p < end) {
                 const char *nl = memchr(p, '\n', (size_t) (end - p));
                 size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
                 if (!log_line_is_blank(p, l) && !line_parses_as_json(p, l)) {
-                        last_line = p;
-                        last_len = l;
-                        if (is_error_line(p, l)) {
-                                err_line = p;
-                                err_len = l;
-                        }
+                        size_t cl;
+                        char *clean = strip_ansi(p, l, &cl);
+                        if (!clean) return -ENOMEM;
+                        int rank = log_line_is_blank(clean, cl) ? -1 : telling_rank(clean, cl);
+                        if (rank >= 0 && rank >= best_rank) {
+                                free(best);
+                                best = clean;
+                                best_len = cl;
+                                best_rank = rank;
+                        } else
+                                free(clean);
                 }
                 p = nl ? nl + 1 : end;
         }
-        if (!last_line) return 0;
-        char *detail = err_line ? detail_cap_n(err_line, err_len) : detail_cap_n(last_line, last_len);
+        if (!best) return 0;
+        char *detail = detail_cap_n(best, best_len);
         if (!detail) return -ENOMEM;
         if (ret_detail)
                 *ret_detail = detail;

@@ -39,8 +39,11 @@ int log_classify_file(const char *path, const char *prefix, const char *structur
 /* Boot-failure detail (§4.4 step 5): if no line of the log parses as JSON,
  * take the last 64 KiB (dropping the first, partial line if the file is
  * larger), skip blank lines, and return 1 with *ret_detail = the last line
- * matching /^error\b[:\s]/i, else the last non-blank line (capped). Returns 0
- * when the log has a JSON line or no candidate line. */
+ * matching /^error\b[:\s]/i, else the last line naming an errno (EROFS,
+ * ENOENT, "Read-only file system", ...; not the runtime's banner that
+ * OpenCode prints last), else the last non-blank line — ANSI colour codes
+ * removed, capped. Returns 0 when the log has a JSON line or no candidate
+ * line. */
 int log_boot_failure(const char *path, char **ret_detail);
 /* Cap a failure detail: > 500 UTF-16 units → first 499 units + "…".
  * Returns a malloc'd copy (NULL on -ENOMEM or when s is NULL). */

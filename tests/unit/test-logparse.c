@@ -691,6 +691,23 @@ START_TEST(test_boot_failure) {
         ck_assert_int_eq(boot("  Error: indented does not count\nother\n", &d), 1);
         ck_assert_str_eq(d, "other");
         free(d);
+        /* OpenCode's coloured error, then its runtime banner: the error is the detail */
+        ck_assert_int_eq(boot("\x1b[91m\x1b[1mError: \x1b[0mEROFS: read-only file system, mkdir '/h/.local/share/opencode'\n"
+                              "\nBun v1.3.14 (Linux x64 baseline)\n",
+                              &d),
+                         1);
+        ck_assert_str_eq(d, "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'");
+        free(d);
+        /* pi's uncaught ENOENT (no "error:" prefix) beats the stack lines after it */
+        ck_assert_int_eq(boot("file:///x/main.js:1\nError: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'\n"
+                              "    at async mkdir (node:internal/fs/promises:858:10)\nNode.js v20.20.2\n",
+                              &d),
+                         1);
+        ck_assert_str_eq(d, "Error: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'");
+        free(d);
+        ck_assert_int_eq(boot("cannot write: Read-only file system\nbanner v1\n", &d), 1);
+        ck_assert_str_eq(d, "cannot write: Read-only file system");
+        free(d);
         /* A brace-starting non-JSON line is a candidate too. */
         ck_assert_int_eq(boot("Warning: a\n{oops not json\n", &d), 1);
         ck_assert_str_eq(d, "{oops not json");
