@@ -193,7 +193,7 @@ static Task *find_session_task(Manager *m, const char *session_id, const char *e
 
 static char *resolve_variant(const char *executor_id, const char *requested) {
         if (streq(executor_id, "shell")) return NULL;
-        if (streq(executor_id, "pi")) return strdup(streq(requested, "highest") ? "max" : requested);
+        if (streq(executor_id, "pi")) return strdup(executor_pi_thinking_level(requested));
         /* opencode: "highest" is ranked from the variants cache; without one, no flag */
         return streq(requested, "highest") ? NULL : strdup(requested);
 }

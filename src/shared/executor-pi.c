@@ -29,6 +29,16 @@ struct normalizer {
         json_object *tool_args;
 };
 
+/* pi 0.73.1's --thinking levels are off, minimal, low, medium, high and
+ * xhigh; "max" is refused with a warning on every run and the level ignored.
+ * "highest" (and the original's "max") therefore mean xhigh. */
+#define PI_HIGHEST_THINKING "xhigh"
+
+const char *executor_pi_thinking_level(const char *variant) {
+        if (streq_ptr(variant, "highest") || streq_ptr(variant, "max")) return PI_HIGHEST_THINKING;
+        return variant;
+}
+
 /* pi [--provider <p>] --model <m> --mode json [--continue --session <id>]
  *    [--thinking <v>] (-p <instruction> @<promptFile> | -p <prompt>) */
 static int pi_build_argv(const executor_launch *l, char ***ret_argv) {
@@ -55,7 +65,7 @@ static int pi_build_argv(const executor_launch *l, char ***ret_argv) {
         }
         if (r >= 0 && l->variant) {
                 r = strv_push(&argv, "--thinking");
-                if (r >= 0) r = strv_push(&argv, l->variant);
+                if (r >= 0) r = strv_push(&argv, executor_pi_thinking_level(l->variant));
         }
         if (r >= 0) r = strv_push(&argv, "-p");
         if (r >= 0 && l->prompt_file) {
@@ -253,6 +263,24 @@ static int on_message_end(normalizer *n, json_object *evt, char ***out) {
         return 0;
 }
 
+/* pi reports an HTTP error as "<status> <provider message>", but when the
+ * provider's error body is JSON without a message pi's SDK understands it
+ * prints the body (Anthropic: `401 {"type":"error","error":{"type":
+ * "authentication_error","message":"invalid x-api-key"}}`). For such a body:
+ * "<status> <error.type>: <error.message>" (the type keeps it classifiable),
+ * malloc'd; NULL when e is not of that shape (then e is the message). */
+static char *provider_message(const char *e) {
+        size_t i = 0;
+        while (e[i] >= '0' && e[i] <= '9') i++;
+        if (i != 3 || e[i] != ' ' || e[i + 1] != '{') return NULL;
+        _cleanup_json_ json_object *body = NULL;
+        if (json_parse_strict(e + i + 1, strlen(e + i + 1), &body) < 0) return NULL;
+        json_object *error = json_get_object(body, "error");
+        const char *msg = json_get_string(error, "message"), *type = json_get_string(error, "type");
+        if (isempty(msg)) return NULL;
+        return isempty(type) ? strdup_printf("%.3s %s", e, msg) : strdup_printf("%.3s %s: %s", e, type, msg);
+}
+
 static int on_agent_end(normalizer *n, json_object *evt, char ***out) {
         json_object *msgs = json_get_array(evt, "messages");
         json_object *last = NULL;
@@ -268,12 +296,13 @@ static int on_agent_end(normalizer *n, json_object *evt, char ***out) {
         if (streq_ptr(json_get_string(last, "stopReason"), "error")) {
                 const char *e = json_get_string(last, "errorMessage");
                 if (isempty(e)) e = "pi agent error";
+                _cleanup_free_ char *pm = provider_message(e);
                 _cleanup_json_ json_object *o = json_object_new_object();
                 _cleanup_json_ json_object *error = json_object_new_object();
                 _cleanup_json_ json_object *data = json_object_new_object();
                 if (!o || !error || !data) return -ENOMEM;
-                if (json_add_string(o, "type", "error") < 0 || json_add_string(o, "message", e) < 0 ||
-                    json_add_string(error, "name", "pi_error") < 0 || json_add_string(data, "message", e) < 0 ||
+                if (json_add_string(o, "type", "error") < 0 || json_add_string(o, "message", pm ? pm : e) < 0 ||
+                    json_add_string(error, "name", "pi_error") < 0 || json_add_string(data, "message", pm ? pm : e) < 0 ||
                     json_add(error, "data", TAKE_PTR(data)) < 0 || json_add(o, "error", TAKE_PTR(error)) < 0)
                         return -ENOMEM;
                 return emit(out, o);

@@ -46,6 +46,12 @@ typedef struct executor {
         int (*normalize_finish)(normalizer *n, char ***out);
 } executor;
 
+/* The --thinking level pi gets for a variant: "highest" and "max" → the
+ * highest level the supported pi accepts ("xhigh" for pi 0.73.1, which
+ * refuses "max"); anything else (or NULL) unchanged. Static storage or
+ * variant itself. (Issue 5 item 3; spec lifecycle.md §2.2 said "max".) */
+const char *executor_pi_thinking_level(const char *variant);
+
 /* Look an executor up by id; NULL if unknown. */
 const executor *executor_find(const char *id);
 /* Comma+space list of executor ids ("opencode, pi, shell") for error messages. */

@@ -70,6 +70,47 @@ char *failure_detail_cap(const char *s) {
         return detail_cap_n(s, strlen(s));
 }
 
+/* Length of the terminal escape sequence at s[0..len) (ESC [ params final,
+ * ESC ] ... BEL/ST, or ESC + one byte), 0 if s does not start with ESC. */
+static size_t escape_len(const char *s, size_t len) {
+        if (len == 0 || s[0] != '\033') return 0;
+        if (len == 1) return 1;
+        size_t i = 2;
+        if (s[1] == '[') {
+                /* CSI: parameter and intermediate bytes 0x20–0x3F, final byte 0x40–0x7E */
+                while (i < len && (unsigned char) s[i] >= 0x20 && (unsigned char) s[i] <= 0x3F) i++;
+                return i < len && (unsigned char) s[i] >= 0x40 && (unsigned char) s[i] <= 0x7E ? i + 1 : i;
+        }
+        if (s[1] == ']') {
+                /* OSC: up to BEL or ESC \ */
+                for (; i < len; i++) {
+                        if (s[i] == '\a') return i + 1;
+                        if (s[i] == '\033' && i + 1 < len && s[i + 1] == '\\') return i + 2;
+                }
+                return len;
+        }
+        return 2;
+}
+
+/* s[0..len) without terminal escape sequences (OpenCode colours its
+ * `Error:` lines), malloc'd and NUL-terminated; its length in *ret_len. */
+static char *strip_escapes(const char *s, size_t len, size_t *ret_len) {
+        char *out = malloc(len + 1);
+        if (!out) return NULL;
+        size_t o = 0;
+        for (size_t i = 0; i < len;) {
+                size_t e = escape_len(s + i, len - i);
+                if (e > 0) {
+                        i += e;
+                        continue;
+                }
+                out[o++] = s[i++];
+        }
+        out[o] = 0;
+        *ret_len = o;
+        return out;
+}
+
 /* Read one line (without its '\n') from f. Returns the length, or -1 at EOF,
  * or -errno. A trailing fragment without '\n' is returned as a line too. */
 static ssize_t read_line(FILE *f, char **buf, size_t *cap) {
@@ -93,9 +134,13 @@ static const struct {
         /* POSIX ERE; "\s" inside a bracket is not an escape in POSIX, hence
          * [:space:]. "\b" is a GNU extension that glibc's regcomp accepts. */
         { "payment_required",
-          "insufficient_quota|payment.?required|\\bbilling\\b|status(_code)?[:[:space:]=]+402\\b" },
+          "insufficient_quota|payment.?required|\\bbilling\\b|status(.?code)?\"?[:[:space:]=]+402\\b" },
+        /* beyond §6.3 (issue 5 item 4): OpenAI's "Incorrect API key
+         * provided", Anthropic's "authentication_error" body and JSON
+         * "statusCode":401, as the real pi and OpenCode report them */
         { "authentication_failed",
-          "unauthorized|invalid.api.?key|authentication.?failed|status(_code)?[:[:space:]=]+401\\b|no api key" },
+          "unauthorized|(invalid|incorrect).api.?key|authentication.?(failed|error)|"
+          "status(.?code)?\"?[:[:space:]=]+401\\b|no api key" },
         { "rate_limited",
           "rate.?limit|usage.?limit|too many requests|\\b429\\b|\\bquota\\b" },
 };
@@ -194,12 +239,16 @@ static int classify_with(classifier *c, const char *line, size_t len, const char
         _cleanup_free_ char *reason = NULL, *detail = NULL;
 
         if (json_parse_strict(line, len, &evt) < 0) {
-                /* Not JSON: raw stderr, plain-text worker output. */
-                int b, r = classifier_match(c, line, len, &b);
+                /* Not JSON: raw stderr, plain-text worker output, matched
+                 * and reported without its terminal colour codes. */
+                size_t plen = 0;
+                _cleanup_free_ char *plain = strip_escapes(line, len, &plen);
+                if (!plain) return -ENOMEM;
+                int b, r = classifier_match(c, plain, plen, &b);
                 if (r < 0) return r;
                 if (b < 0) return 0;
                 reason = bucket_for(prefix, buckets[b].name);
-                detail = detail_cap_n(line, len);
+                detail = detail_cap_n(plain, plen);
         } else {
                 /* JSON: only type:"error" events are failures; text events
                  * and everything else are never scanned. */
@@ -207,22 +256,29 @@ static int classify_with(classifier *c, const char *line, size_t len, const char
                 const char *text;
                 size_t text_len;
                 json_object *m;
+                bool serialized = false;
                 if (json_object_object_get_ex(evt, "message", &m) && json_object_is_type(m, json_type_string)) {
                         text = json_object_get_string(m);
                         text_len = (size_t) json_object_get_string_len(m);
-                } else
+                } else {
                         text = json_to_line(evt, &text_len);
+                        serialized = true;
+                }
                 if (!text) return -ENOMEM;
 
                 int b, r = classifier_match(c, text, text_len, &b);
                 if (r < 0) return r;
+                json_object *error = json_get_object(evt, "error");
+                const char *dmsg = json_get_string(json_get_object(error, "data"), "message");
                 if (b >= 0) {
                         reason = bucket_for(prefix, buckets[b].name);
-                        detail = detail_cap_n(text, text_len);
+                        /* The event's message; when it has none, the provider's
+                         * own message (error.data.message) rather than the
+                         * serialized event that was scanned (issue 5 item 4:
+                         * OpenCode's APIError has no top-level message). */
+                        detail = serialized && !isempty(dmsg) ? failure_detail_cap(dmsg) : detail_cap_n(text, text_len);
                 } else {
-                        json_object *error = json_get_object(evt, "error");
                         const char *name = json_get_string(error, "name");
-                        const char *dmsg = json_get_string(json_get_object(error, "data"), "message");
                         reason = structured_reason(structured_prefix, isempty(name) ? "error" : name);
                         detail = dmsg ? failure_detail_cap(dmsg) : detail_cap_n(text, text_len);
                 }
@@ -279,30 +335,10 @@ static bool line_parses_as_json(const char *line, size_t len) {
 /* /^error\b[:\s]/i — "error" followed by ':' or JavaScript whitespace (the
  * word boundary always holds before such a character). */
 static bool is_error_line(const char *s, size_t len) {
+        /* leading colour codes (OpenCode's "\033[91m\033[1mError: \033[0m…") */
+        for (size_t e; (e = escape_len(s, len)) > 0;) s += e, len -= e;
         if (len < 6 || strncasecmp(s, "error", 5) != 0) return false;
         return s[5] == ':' || js_space_len((const unsigned char *) s + 5, len - 5) > 0;
-}
-
-/* A copy of s[0..len) without ANSI escape sequences (CSI ... final byte,
- * and two-byte ESC x): OpenCode colours its "Error:" lines. */
-static char *strip_ansi(const char *s, size_t len, size_t *ret_len) {
-        char *out = malloc(len + 1);
-        if (!out) return NULL;
-        size_t o = 0;
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] == '\x1b' && i + 1 < len) {
-                        if (s[i + 1] == '[') {
-                                i += 2;
-                                while (i < len && !((unsigned char) s[i] >= 0x40 && (unsigned char) s[i] <= 0x7e)) i++;
-                        } else
-                                i++;
-                        continue;
-                }
-                out[o++] = s[i];
-        }
-        out[o] = 0;
-        *ret_len = o;
-        return out;
 }
 
 /* How telling a boot-failure line is: 2 an "error:" line, 1 a line naming
@@ -365,7 +401,7 @@ int log_boot_failure(const char *path, char **ret_detail) {
                 size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
                 if (!log_line_is_blank(p, l) && !line_parses_as_json(p, l)) {
                         size_t cl;
-                        char *clean = strip_ansi(p, l, &cl);
+                        char *clean = strip_escapes(p, l, &cl);
                         if (!clean) return -ENOMEM;
                         int rank = log_line_is_blank(clean, cl) ? -1 : telling_rank(clean, cl);
                         if (rank >= 0 && rank >= best_rank) {

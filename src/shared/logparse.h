@@ -25,7 +25,12 @@ typedef struct log_summary {
 int log_summarize_file(const char *path, const char *initial_session_id, log_summary *ret);
 void log_summary_done(log_summary *s);
 
-/* Classify one log line (spec lifecycle.md §6.3). prefix is the executor's
+/* Classify one log line (spec lifecycle.md §6.3, with issue 5 item 4's
+ * additions: "incorrect api key", "authentication_error" and JSON
+ * "statusCode":401 are authentication failures; a non-JSON line is matched
+ * and reported without terminal escape sequences; a bucketed JSON error
+ * without a top-level message reports error.data.message when it has one,
+ * not the serialized event). prefix is the executor's
  * failure_prefix (NULL → bare bucket names), structured_prefix its
  * structured error prefix. On a match returns 1 and sets *ret_reason and
  * *ret_detail (malloc'd, detail capped: > 500 UTF-16 units → first 499 + "…");
@@ -39,11 +44,11 @@ int log_classify_file(const char *path, const char *prefix, const char *structur
 /* Boot-failure detail (§4.4 step 5): if no line of the log parses as JSON,
  * take the last 64 KiB (dropping the first, partial line if the file is
  * larger), skip blank lines, and return 1 with *ret_detail = the last line
- * matching /^error\b[:\s]/i, else the last line naming an errno (EROFS,
- * ENOENT, "Read-only file system", ...; not the runtime's banner that
- * OpenCode prints last), else the last non-blank line — ANSI colour codes
- * removed, capped. Returns 0 when the log has a JSON line or no candidate
- * line. */
+ * matching /^error\b[:\s]/i after any leading terminal escape sequences,
+ * else the last line naming an errno (EROFS, ENOENT, "Read-only file
+ * system", ...; not the runtime's banner that OpenCode prints last), else
+ * the last non-blank line — escape sequences removed, capped. Returns 0 when
+ * the log has a JSON line or no candidate line. */
 int log_boot_failure(const char *path, char **ret_detail);
 /* Cap a failure detail: > 500 UTF-16 units → first 499 units + "…".
  * Returns a malloc'd copy (NULL on -ENOMEM or when s is NULL). */

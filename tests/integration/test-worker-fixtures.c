@@ -27,13 +27,15 @@ static const fixture_case cases[] = {
         {"pi-write_file", "pi", "done", "done", 280, 24, NULL, NULL, "01a22cbc-6a4d-7255-9375-4f3d589632c7"},
         {"pi-slow", "pi", "done", NULL, -1, -1, NULL, NULL, NULL},
         {"pi-rate_limit", "pi", "crashed", NULL, -1, -1, NULL, "pi_rate_limited", NULL},
-        {"pi-auth", "pi", "crashed", NULL, -1, -1, NULL, "pi_pi_error", NULL},
+        {"pi-auth", "pi", "crashed", NULL, -1, -1, NULL, "pi_authentication_failed", NULL},
+        {"pi-auth_anthropic", "pi", "crashed", NULL, -1, -1, NULL, "pi_authentication_failed", NULL},
         {"pi-hang", "pi", "crashed", NULL, -1, -1, NULL, NULL, NULL},
         {"opencode-answer", "opencode", "done", "PONG", -1, -1, NULL, NULL, "ses_dd342a805ffeA0bRD1FUzzv5oO"},
         {"opencode-write_file", "opencode", "done", "done", 280, 24, "0.00016+0.000168", NULL,
          "ses_dd3429236ffe1BVlij5y3VQ3dS"},
         {"opencode-rate_limit", "opencode", "crashed", NULL, -1, -1, NULL, "rate_limited", NULL},
         {"opencode-auth", "opencode", "crashed", NULL, -1, -1, NULL, "authentication_failed", NULL},
+        {"opencode-auth_anthropic", "opencode", "crashed", NULL, -1, -1, NULL, "authentication_failed", NULL},
         {"opencode-hang", "opencode", "crashed", NULL, -1, -1, NULL, NULL, NULL},
 };
 
@@ -59,6 +61,20 @@ START_TEST(replay_fixture) {
         if (c->reason) ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")), c->reason);
         else ck_assert_msg(tf_jstr(st, "failureReason") == NULL, "%s: unexpected reason %s", c->name, tf_jstr(st, "failureReason"));
         json_object_put(st);
+
+        /* status --full shows the resolved variant: the default "highest" is
+         * pi's highest thinking level (xhigh for pi 0.73.1, never "max");
+         * opencode without a variants cache gets no flag (issue 5 item 3) */
+        const char *full_argv[] = {"status", id, "--full", "--json", NULL};
+        tf_run fr = tf_cli(w, NULL, NULL, full_argv);
+        ck_assert_msg(fr.exit_code == 0, "status --full: %s %s", fr.out, fr.err);
+        json_object *full = tf_json(fr.out);
+        if (streq(c->executor, "pi"))
+                ck_assert_str_eq(strempty(tf_jstr(full, "variant")), "xhigh");
+        else
+                ck_assert_ptr_null(tf_jstr(full, "variant"));
+        json_object_put(full);
+        tf_run_done(&fr);
 
         const char *res_argv[] = {"result", id, "--json", NULL};
         tf_run r = tf_cli(w, NULL, NULL, res_argv);

@@ -185,6 +185,29 @@ START_TEST(test_pi_argv_provider_split) {
 }
 END_TEST
 
+/* pi 0.73.1 refuses "max" (a warning on every run, level ignored): "highest"
+ * and "max" become its highest level, xhigh; real levels pass verbatim
+ * (issue 5 item 3). */
+START_TEST(test_pi_argv_thinking_levels) {
+        const char *cases[][2] = { { "highest", "xhigh" }, { "max", "xhigh" }, { "xhigh", "xhigh" }, { "high", "high" },
+                                   { "medium", "medium" }, { "low", "low" }, { "minimal", "minimal" }, { "off", "off" } };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                executor_launch l = { .model = "p/m", .variant = cases[i][0], .directory = "/w", .prompt = "hi" };
+                _cleanup_strv_free_ char **argv = build("pi", &l);
+                assert_argv(argv, "pi", "--provider", "p", "--model", "m", "--mode", "json", "--thinking", cases[i][1],
+                            "-p", "hi", NULL);
+                ck_assert_str_eq(executor_pi_thinking_level(cases[i][0]), cases[i][1]);
+        }
+        ck_assert_ptr_null(executor_pi_thinking_level(NULL));
+        /* opencode keeps "max": it is one of its variant keys */
+        executor_launch l = { .model = "p/m", .variant = "max", .directory = "/w", .prompt = "hi" };
+        _cleanup_strv_free_ char **argv = build("opencode", &l);
+        bool has_max = false;
+        for (char **a = argv; *a; a++) has_max = has_max || streq(*a, "max");
+        ck_assert(has_max);
+}
+END_TEST
+
 START_TEST(test_pi_argv_no_slash) {
         executor_launch l = { .model = "gpt-5", .directory = "/w", .prompt = "hi" };
         _cleanup_strv_free_ char **argv = build("pi", &l);
@@ -197,7 +220,7 @@ START_TEST(test_pi_argv_resume_thinking_file) {
                               .directory = "/w", .prompt = "SECRET PROMPT", .prompt_file = "/p/oc_2.prompt.txt" };
         _cleanup_strv_free_ char **argv = build("pi", &l);
         assert_argv(argv, "pi", "--provider", "mockllm", "--model", "mock-model", "--mode", "json", "--continue",
-                    "--session", "019f90ea", "--thinking", "max", "-p", INSTRUCTION, "@/p/oc_2.prompt.txt", NULL);
+                    "--session", "019f90ea", "--thinking", "xhigh", "-p", INSTRUCTION, "@/p/oc_2.prompt.txt", NULL);
         for (char **a = argv; *a; a++) ck_assert_ptr_null(strstr(*a, "SECRET"));
 
         const executor *e = executor_find("pi");
@@ -318,6 +341,16 @@ START_TEST(test_pi_real_auth) {
         _cleanup_json_ json_object *e = parse(out[1]);
         ck_assert_str_eq(json_get_string(e, "message"), "401 Incorrect API key provided (mockllm).");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "name"), "pi_error");
+        ck_assert_str_eq(json_get_string(json_get_object(json_get_object(e, "error"), "data"), "message"),
+                         "401 Incorrect API key provided (mockllm).");
+
+        /* Anthropic's JSON error body, printed raw by pi: its type and message */
+        _cleanup_strv_free_ char **ant = normalize_file("pi", REAL_DIR "/pi-auth_anthropic.stdout.ndjson");
+        ck_assert_uint_eq(strv_length(ant), 2);
+        _cleanup_json_ json_object *a = parse(ant[1]);
+        ck_assert_str_eq(json_get_string(a, "message"), "401 authentication_error: invalid x-api-key (mockllm)");
+        ck_assert_str_eq(json_get_string(json_get_object(json_get_object(a, "error"), "data"), "message"),
+                         "401 authentication_error: invalid x-api-key (mockllm)");
 }
 END_TEST
 
@@ -513,6 +546,7 @@ static Suite *executor_suite(void) {
         tcase_add_test(tc, test_table);
         tcase_add_test(tc, test_opencode_argv_inline);
         tcase_add_test(tc, test_opencode_argv_resume_variant_file);
+        tcase_add_test(tc, test_pi_argv_thinking_levels);
         tcase_add_test(tc, test_opencode_argv_errors);
         tcase_add_test(tc, test_pi_argv_provider_split);
         tcase_add_test(tc, test_pi_argv_no_slash);

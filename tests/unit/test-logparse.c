@@ -177,8 +177,12 @@ static const real_case real_cases[] = {
         /* exit 0, but the error events decide */
         { "pi-rate_limit", "crashed", "pi_rate_limited",
           "429 Rate limit reached for mock-model (mockllm): please retry later.", "", NULL, -1 },
-        /* "401 Incorrect API key provided" matches no §6.3 pattern: pi's own error bucket */
-        { "pi-auth", "crashed", "pi_pi_error", "401 Incorrect API key provided (mockllm).", "", NULL, -1 },
+        /* "401 Incorrect API key provided" matched no §6.3 pattern (then pi_pi_error);
+         * issue 5 item 4 puts it in the auth bucket */
+        { "pi-auth", "crashed", "pi_authentication_failed", "401 Incorrect API key provided (mockllm).", "", NULL, -1 },
+        /* the Anthropic body: pi prints it raw; the normalizer keeps its type and message */
+        { "pi-auth_anthropic", "crashed", "pi_authentication_failed",
+          "401 authentication_error: invalid x-api-key (mockllm)", "", NULL, -1 },
         /* killed (exit 124): JSON lines exist, so no boot failure; no reason at all */
         { "pi-hang", "crashed", NULL, NULL, "", NULL, -1 },
         { "opencode-answer", "done", NULL, NULL, "PONG", OC_PONG_TOKENS, 0.00011 },
@@ -188,9 +192,12 @@ static const real_case real_cases[] = {
         { "opencode-write_file", "done", NULL, NULL, "done",
           "{\"total\":304,\"input\":280,\"output\":24,\"reasoning\":0,\"cache\":{\"write\":0,\"read\":0}}",
           0.00016 + 0.000168 },
-        /* no top-level message: the serialized event is scanned and is the (capped) detail */
-        { "opencode-rate_limit", "crashed", "rate_limited", NULL, "", NULL, -1 },
-        { "opencode-auth", "crashed", "authentication_failed", NULL, "", NULL, -1 },
+        /* no top-level message: the serialized event is scanned; the detail is the
+         * provider's message (error.data.message, issue 5 item 4) */
+        { "opencode-rate_limit", "crashed", "rate_limited",
+          "Rate limit reached for mock-model (mockllm): please retry later.", "", NULL, -1 },
+        { "opencode-auth", "crashed", "authentication_failed", "Incorrect API key provided (mockllm).", "", NULL, -1 },
+        { "opencode-auth_anthropic", "crashed", "authentication_failed", "invalid x-api-key (mockllm)", "", NULL, -1 },
         /* empty stdout, exit 124: no JSON, but no candidate line either */
         { "opencode-hang", "crashed", NULL, NULL, "", NULL, -1 },
 };
@@ -254,21 +261,6 @@ START_TEST(test_real_fixtures_all_covered) {
 }
 END_TEST
 
-START_TEST(test_real_opencode_error_details) {
-        /* The real opencode error event has no top-level message: the detail is
-         * the serialized event, capped at 500 UTF-16 units. */
-        const char *names[] = { "opencode-rate_limit", "opencode-auth" };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                _cleanup_free_ char *prefix = strdup_printf(REAL "%s", names[i]);
-                outcome o;
-                settle_fixture("opencode", prefix, &o);
-                ck_assert(startswith(o.detail, "{\"type\":\"error\",\"timestamp\":"));
-                ck_assert_uint_eq(utf8_utf16_length(o.detail, strlen(o.detail)), 500);
-                ck_assert_str_eq(o.detail + strlen(o.detail) - strlen("…"), "…");
-                outcome_done(&o);
-        }
-}
-END_TEST
 
 /* ---- synthetic OC-* / PI-* (acceptance-scenarios.md §3) ---- */
 
@@ -317,6 +309,30 @@ static char *variant_log(const char *exec_id, const char *prefix, const char *fr
                 changed = strdup(out);
         return write_log_str(exec_id, changed, stderr_text);
 }
+
+START_TEST(test_real_opencode_error_details) {
+        /* The real opencode error event has no top-level message: the detail is
+         * error.data.message, never the serialized event (issue 5 item 4). */
+        const char *names[] = { "opencode-rate_limit", "opencode-auth", "opencode-auth_anthropic" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_free_ char *prefix = strdup_printf(REAL "%s", names[i]);
+                outcome o;
+                settle_fixture("opencode", prefix, &o);
+                ck_assert_msg(!strchr(o.detail, '{'), "%s: detail %s", names[i], o.detail);
+                outcome_done(&o);
+        }
+        /* without data.message the serialized event stays the (capped) detail */
+        _cleanup_free_ char *log = variant_log("opencode", REAL "opencode-auth",
+                                               "\"message\":\"Incorrect API key provided (mockllm).\",", "", NULL);
+        outcome o;
+        settle("opencode", log, 1, &o);
+        ck_assert_str_eq(o.reason, "authentication_failed");
+        ck_assert(startswith(o.detail, "{\"type\":\"error\",\"timestamp\":"));
+        ck_assert_uint_eq(utf8_utf16_length(o.detail, strlen(o.detail)), 500);
+        ck_assert_str_eq(o.detail + strlen(o.detail) - strlen("…"), "…");
+        outcome_done(&o);
+}
+END_TEST
 
 START_TEST(test_oc_c) {
         outcome o;
@@ -486,6 +502,20 @@ START_TEST(test_classifier_patterns) {
         assert_bucket("Authentication failed", "authentication_failed");
         assert_bucket("HTTP status:401", "authentication_failed");
         assert_bucket("No API key found for openai.", "authentication_failed");
+        /* issue 5 item 4: what the real pi and OpenCode report */
+        assert_bucket("401 Incorrect API key provided (mockllm).", "authentication_failed");
+        assert_bucket("{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"x\"}}",
+                      "authentication_failed");
+        assert_bucket("APIError {\"message\":\"nope\",\"statusCode\":401,\"isRetryable\":false}",
+                      "authentication_failed");
+        assert_bucket("{\"type\":\"error\",\"error\":{\"data\":{\"statusCode\":401}}}", "authentication_failed");
+        assert_bucket("status code: 401", "authentication_failed");
+        assert_bucket("\"statusCode\":4010", NULL);
+        assert_bucket("APIError {\"statusCode\":402}", "payment_required");
+        assert_bucket("\033[91m\033[1mError: \033[0mIncorrect API key provided (mockllm).", "authentication_failed");
+        assert_bucket("\033[91m\033[1mError: \033[0mUnauthorized", "authentication_failed");
+        /* colour codes do not hide a word: "\033[1mrate\033[0mlimit" is "ratelimit" */
+        assert_bucket("\033[1mrate\033[0mlimit", "rate_limited");
         assert_bucket("Rate limit reached", "rate_limited");
         assert_bucket("ratelimit", "rate_limited");
         assert_bucket("usage limit", "rate_limited");
@@ -508,6 +538,15 @@ END_TEST
 
 START_TEST(test_classifier_json) {
         _cleanup_free_ char *reason = NULL, *detail = NULL;
+        /* a colour-coded raw line: matched and reported without the codes */
+        ck_assert_int_eq(classify("\033[91m\033[1mError: \033[0mIncorrect API key provided (mockllm).", NULL,
+                                  "opencode", &reason, &detail),
+                         1);
+        ck_assert_str_eq(reason, "authentication_failed");
+        ck_assert_str_eq(detail, "Error: Incorrect API key provided (mockllm).");
+        free(reason);
+        free(detail);
+        reason = detail = NULL;
         /* text events are never scanned (W7) */
         ck_assert_int_eq(classify("{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"429 quota rate limit "
                                   "exceeded\"}}",
@@ -711,6 +750,18 @@ START_TEST(test_boot_failure) {
         /* A brace-starting non-JSON line is a candidate too. */
         ck_assert_int_eq(boot("Warning: a\n{oops not json\n", &d), 1);
         ck_assert_str_eq(d, "{oops not json");
+        free(d);
+        d = NULL;
+        /* OpenCode's colour-coded Error: line beats its runtime banner; the
+         * detail has no escape codes (issue 5 items 2 and 4) */
+        ck_assert_int_eq(boot("\033[0m\n\033[91m\033[1mError: \033[0mEROFS: read-only file system, mkdir "
+                              "'/h/.local/share/opencode'\n\nBun v1.3.14 (Linux x64 baseline)\n",
+                              &d),
+                         1);
+        ck_assert_str_eq(d, "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'");
+        free(d);
+        ck_assert_int_eq(boot("\033[1mlast\033[0m line\n", &d), 1);
+        ck_assert_str_eq(d, "last line");
         free(d);
         d = NULL;
         /* Any JSON line anywhere: no boot failure. */

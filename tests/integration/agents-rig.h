@@ -1,0 +1,80 @@
+#pragma once
+/* The rig of the real-agents suite and benchmark: an isolated taskferry world
+ * (harness.h) whose HOME holds the user's ordinary pi and OpenCode config
+ * pointing at a scripted model server on 127.0.0.1
+ * (tests/fixtures/model-server/model-server.js), the real pi 0.73.1 and
+ * OpenCode 1.18.33 from $TASKFERRY_TEST_AGENTS_DIR (default
+ * /opt/taskferry-test/agents, installed by tools/test) on the daemon's PATH,
+ * and a git repository to work in. Default taskferry settings: sandboxed,
+ * overlay on, no binds. */
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <json-c/json.h>
+
+#include "harness.h"
+
+#define RIG_PI_VERSION "0.73.1"
+#define RIG_OPENCODE_VERSION "1.18.33"
+
+typedef struct rig {
+        tf_world *w;
+        char *agents_bin;  /* <agents dir>/bin */
+        char *repo;        /* R/work/repo, a git repository with one commit */
+        char *mock_log;    /* R/model-requests.ndjson */
+        pid_t mock_pid;
+        int port;
+        char *user_dirs_before; /* snapshot of the user's real executor dirs */
+} rig;
+
+/* NULL if pi and opencode of the pinned versions are installed, else a
+ * malloc'd message saying what is missing and to run tools/test. */
+char *rig_agents_missing(void);
+
+/* Run the calling process (before any test forks) in a private network
+ * namespace with only `lo` up: as root unshare(CLONE_NEWNET); otherwise a new
+ * user namespace mapping the caller's uid/gid to themselves plus a network
+ * namespace. Returns 0, or -errno when the machine does not allow it (the
+ * caller records that and goes on). */
+int rig_private_network(void);
+
+/* A world with the model server running, the user's config written and the
+ * daemon started. Aborts the test on failure. */
+rig *rig_new(void);
+/* Stop the daemon and the model server, remove the world. */
+void rig_free(rig *r);
+
+/* The user's real executor dirs (~/.pi/agent, ~/.config/opencode,
+ * ~/.local/share/opencode, ~/.cache, ~/.local/state) as a snapshot string:
+ * equal strings ⇔ byte-identical trees. */
+char *rig_user_dirs_snapshot(rig *r);
+
+/* "mockllm/mock-model" (OpenAI chat completions) or, anthropic,
+ * "mockant/mock-model" (Anthropic messages). */
+const char *rig_model(bool anthropic);
+
+/* Dispatch executor ("pi"/"opencode") with model and prompt on the rig's
+ * repo, default settings, plus extra argv (NULL-terminated, may be NULL).
+ * Returns the task id (malloc'd). */
+char *rig_dispatch(rig *r, const char *executor, const char *model, const char *prompt, const char *const extra[]);
+
+/* `taskferry result <id> --json [--diff]`, parsed. */
+json_object *rig_result(rig *r, const char *id, bool diff);
+
+/* The model server's request log: an array of request objects
+ * {seq,t,method,path,kind,scenario,body}. Never NULL. */
+json_object *rig_requests(rig *r);
+/* Number of requests of that kind ("main", "title") whose JSON body contains
+ * needle (NULL: any). */
+size_t rig_count_requests(rig *r, const char *kind, const char *needle);
+/* The last "main" request whose body contains needle; a new reference or NULL. */
+json_object *rig_last_request(rig *r, const char *needle);
+
+/* PIDs of live processes whose environment holds TASKFERRY_TASK_ID=<id>
+ * (the sandbox, the CLI and everything it started); count returned, up to
+ * max pids stored. */
+size_t rig_task_processes(const char *task_id, pid_t *pids, size_t max);
+
+/* A prompt that makes the model run script with the CLI's own bash tool and
+ * answer with its output (scenario "bash"); malloc'd. */
+char *rig_bash_prompt(const char *script);

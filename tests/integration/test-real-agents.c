@@ -1,0 +1,419 @@
+/* The real pi 0.73.1 and OpenCode 1.18.33 (installed by tools/test into
+ * /opt/taskferry-test/agents), dispatched through taskferry with DEFAULT
+ * settings — sandboxed, overlay on, no extra binds — against the scripted
+ * model server of tests/fixtures/model-server on 127.0.0.1, with the user's
+ * ordinary config made in the world's HOME (agents-rig.c). Issue 5,
+ * acceptance "Real workers, default settings" and "Isolation of executor
+ * homes":
+ *   answer → done, PONG, tokens and cost as scripted, a session id (OpenAI
+ *            and Anthropic APIs);
+ *   write_file → a pending changeset of exactly hello.txt = "hi\n"; accept
+ *            lands it;
+ *   rate_limit / auth → the rate / auth bucket, the provider's message as
+ *            the detail;
+ *   slow → streamed to the end; hang → cancel settles cancelled with no
+ *            process of the task left;
+ *   --session-id of a settled task → the same session, the model sees the
+ *            earlier turns;
+ *   two concurrent tasks and a later one: what a worker writes into its
+ *            homes is invisible to the others; the user's real dirs are
+ *            byte-identical afterwards (checked after every test).
+ * The suite runs in a private network namespace where the machine allows it
+ * (main()), so nothing can leave loopback. */
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agents-rig.h"
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+static const char *const executors[] = {"pi", "opencode"};
+
+static bool no_sandbox(void) { return getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX") != NULL; }
+
+static void assert_user_dirs_unchanged(rig *r) {
+        if (no_sandbox()) return; /* unsandboxed workers do write the real dirs */
+        _cleanup_free_ char *after = rig_user_dirs_snapshot(r);
+        ck_assert_msg(streq(after, r->user_dirs_before),
+                      "the user's real pi/OpenCode dirs changed:\n--- before\n%s\n--- after\n%s", r->user_dirs_before,
+                      after);
+}
+
+/* status after settling, with a readable message on a mismatch */
+static json_object *settle(rig *r, const char *id, const char *want_status) {
+        json_object *st = tf_wait_settled(r->w, id);
+        ck_assert_msg(streq_ptr(tf_jstr(st, "status"), want_status),
+                      "task %s: status %s, want %s (failureReason %s, failureDetail %s, spawnError %s)", id,
+                      tf_jstr(st, "status"), want_status, tf_jstr(st, "failureReason"), tf_jstr(st, "failureDetail"),
+                      tf_jstr(st, "spawnError"));
+        return st;
+}
+
+/* Is the task still queued or running? When what is set, a task that is
+ * not fails the test ("ended before <what>"). */
+static bool task_active(rig *r, const char *id, const char *what) {
+        _cleanup_free_ char *st = tf_shf(r->w, NULL, "%s status %s --json | tr -d '\n'", tf_bin("taskferry"), id);
+        bool active = strstr(st, "\"status\":\"running\"") || strstr(st, "\"status\":\"queued\"");
+        ck_assert_msg(active || !what, "task %s ended before %s: %s", id, what, st);
+        return active;
+}
+
+static int64_t token(json_object *res, const char *key) {
+        int64_t v = -1;
+        json_get_int64(json_get_object(res, "tokens"), key, &v);
+        return v;
+}
+
+/* ---- answer ---- */
+
+START_TEST(answer) {
+        const char *ex = executors[_i % 2];
+        bool anthropic = _i >= 2;
+        rig *r = rig_new();
+        char *id = rig_dispatch(r, ex, rig_model(anthropic), "scenario:answer Reply with exactly: PONG", NULL);
+        json_object *st = settle(r, id, "done");
+        ck_assert_msg(tf_jstr(st, "failureReason") == NULL, "reason %s", tf_jstr(st, "failureReason"));
+        json_object_put(st);
+
+        json_object *res = rig_result(r, id, false);
+        ck_assert_str_eq(strempty(tf_jstr(res, "message")), "PONG");
+        ck_assert_int_eq(token(res, "input"), 100);
+        ck_assert_int_eq(token(res, "output"), 5);
+        json_object *cost = NULL;
+        ck_assert_msg(json_object_object_get_ex(res, "cost", &cost) && cost, "no cost: %s", json_to_line(res, NULL));
+        /* 100 in × $1/M + 5 out × $2/M, as each CLI computes it (pi's binary
+         * float noise included) */
+        double want = streq(ex, "pi") ? 0.00010999999999999999 : 0.00011;
+        ck_assert_msg(json_object_get_double(cost) == want, "cost %.17g, want %.17g", json_object_get_double(cost), want);
+        const char *sid = tf_jstr(res, "sessionId");
+        ck_assert_msg(sid && (streq(ex, "pi") ? strlen(sid) == 36 : startswith(sid, "ses_")), "session id %s",
+                      sid ? sid : "(none)");
+        json_object_put(res);
+
+        /* it was the model server that answered: one main request; OpenCode's
+         * title request came on the side */
+        ck_assert_uint_eq(rig_count_requests(r, "main", "scenario:answer"), 1);
+        ck_assert_uint_eq(rig_count_requests(r, "title", NULL), streq(ex, "opencode") ? 1 : 0);
+        assert_user_dirs_unchanged(r);
+        free(id);
+        rig_free(r);
+}
+END_TEST
+
+/* ---- write_file ---- */
+
+static size_t count_substr(const char *s, const char *needle) {
+        size_t n = 0;
+        for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
+        return n;
+}
+
+START_TEST(write_file) {
+        const char *ex = executors[_i];
+        rig *r = rig_new();
+        char *id = rig_dispatch(r, ex, rig_model(false), "scenario:write_file Write hello.txt containing hi.", NULL);
+        json_object *st = settle(r, id, "done");
+        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
+        json_object_put(st);
+        ck_assert_msg(!tf_exists(tf_path(r->repo, "hello.txt")), "the worker wrote the real repository");
+
+        json_object *res = rig_result(r, id, true);
+        const char *diff = tf_jstr(res, "diff");
+        ck_assert_ptr_nonnull(diff);
+        ck_assert_msg(count_substr(diff, "diff --git ") == 1 && strstr(diff, "diff --git a/hello.txt b/hello.txt\n"),
+                      "the changeset is not exactly hello.txt:\n%s", diff);
+        ck_assert_msg(strstr(diff, "new file mode 100644\n") && strstr(diff, "\n+hi\n"), "diff:\n%s", diff);
+        json_object_put(res);
+
+        const char *acc[] = {"accept", id, "--json", NULL};
+        tf_run a = tf_cli(r->w, NULL, NULL, acc);
+        ck_assert_msg(a.exit_code == 0, "accept: %s %s", a.out, a.err);
+        tf_run_done(&a);
+        size_t len = 0;
+        char *data = tf_read(tf_path(r->repo, "hello.txt"), &len);
+        ck_assert_uint_eq(len, 3);
+        ck_assert_str_eq(data, "hi\n");
+        free(data);
+        char *status = tf_shf(r->w, r->repo, "git status --porcelain");
+        ck_assert_str_eq(status, "?? hello.txt");
+        free(status);
+        assert_user_dirs_unchanged(r);
+        free(id);
+        rig_free(r);
+}
+END_TEST
+
+/* ---- rate_limit, auth ---- */
+
+START_TEST(rate_limit) {
+        const char *ex = executors[_i];
+        rig *r = rig_new();
+        char *id = rig_dispatch(r, ex, rig_model(false), "scenario:rate_limit Reply with exactly: PONG", NULL);
+        json_object *st = settle(r, id, "crashed");
+        ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")), streq(ex, "pi") ? "pi_rate_limited" : "rate_limited");
+        ck_assert_msg(strstr(strempty(tf_jstr(st, "failureDetail")), "Rate limit reached for mock-model (mockllm)"),
+                      "detail: %s", tf_jstr(st, "failureDetail"));
+        /* the CLI retried (Retry-After: 0) before giving up */
+        ck_assert_uint_ge(rig_count_requests(r, "main", "scenario:rate_limit"), 2);
+        json_object_put(st);
+        assert_user_dirs_unchanged(r);
+        free(id);
+        rig_free(r);
+}
+END_TEST
+
+START_TEST(auth) {
+        const char *ex = executors[_i % 2];
+        bool anthropic = _i >= 2;
+        rig *r = rig_new();
+        char *id = rig_dispatch(r, ex, rig_model(anthropic), "scenario:auth Reply with exactly: PONG", NULL);
+        json_object *st = settle(r, id, "crashed");
+        ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")),
+                         streq(ex, "pi") ? "pi_authentication_failed" : "authentication_failed");
+        /* the provider's own message (the mock's 401 body), never a serialized event */
+        const char *want = anthropic ? (streq(ex, "pi") ? "401 authentication_error: invalid x-api-key (mockllm)"
+                                                        : "invalid x-api-key (mockllm)")
+                                     : (streq(ex, "pi") ? "401 Incorrect API key provided (mockllm)."
+                                                        : "Incorrect API key provided (mockllm).");
+        ck_assert_str_eq(strempty(tf_jstr(st, "failureDetail")), want);
+        json_object_put(st);
+        assert_user_dirs_unchanged(r);
+        free(id);
+        rig_free(r);
+}
+END_TEST
+
+/* ---- slow, hang ---- */
+
+START_TEST(slow) {
+        const char *ex = executors[_i];
+        rig *r = rig_new();
+        char *id = rig_dispatch(r, ex, rig_model(false), "scenario:slow Count to five.", NULL);
+        json_object *st = settle(r, id, "done");
+        json_object_put(st);
+        json_object *res = rig_result(r, id, false);
+        ck_assert_str_eq(strempty(tf_jstr(res, "message")), "tick1 tick2 tick3 tick4 tick5 ");
+        ck_assert_int_eq(token(res, "output"), 5);
+        json_object_put(res);
+        free(id);
+        rig_free(r);
+}
+END_TEST
+
+START_TEST(hang) {
+        const char *ex = executors[_i];
+        rig *r = rig_new();
+        char *id = rig_dispatch(r, ex, rig_model(false), "scenario:hang Reply with exactly: PONG", NULL);
+        /* the worker is up and waiting for the model */
+        uint64_t deadline = mono_ms() + 90000;
+        while (rig_count_requests(r, "main", "scenario:hang") == 0 && mono_ms() < deadline) {
+                task_active(r, id, "calling the model");
+                usleep(50000);
+        }
+        ck_assert_msg(rig_count_requests(r, "main", "scenario:hang") > 0, "the CLI never called the model");
+        pid_t pids[64];
+        ck_assert_msg(rig_task_processes(id, pids, 64) > 0, "no process of task %s found while it runs", id);
+
+        const char *cancel[] = {"cancel", id, "--json", NULL};
+        tf_run c = tf_cli(r->w, NULL, NULL, cancel);
+        ck_assert_msg(c.exit_code == 0, "cancel: %s %s", c.out, c.err);
+        tf_run_done(&c);
+        json_object *st = settle(r, id, "cancelled");
+        json_object_put(st);
+        size_t left = 0;
+        for (int i = 0; i < 50 && (left = rig_task_processes(id, pids, 64)) > 0; i++) usleep(100000);
+        ck_assert_msg(left == 0, "%zu process(es) of cancelled task %s still run (first pid %d)", left, id, (int) pids[0]);
+        assert_user_dirs_unchanged(r);
+        free(id);
+        rig_free(r);
+}
+END_TEST
+
+/* ---- resume ---- */
+
+START_TEST(resume) {
+        const char *ex = executors[_i];
+        rig *r = rig_new();
+        char *first = rig_dispatch(r, ex, rig_model(false), "scenario:answer first-turn-kiwi Reply with exactly: PONG",
+                                   NULL);
+        json_object *st = settle(r, first, "done");
+        json_object_put(st);
+        json_object *res = rig_result(r, first, false);
+        char *sid = strdup(strempty(tf_jstr(res, "sessionId")));
+        json_object_put(res);
+        ck_assert_msg(*sid, "no session id");
+
+        const char *extra[] = {"--session-id", sid, NULL};
+        char *second = rig_dispatch(r, ex, NULL, "scenario:answer second-turn-mango Reply with exactly: PONG", extra);
+        st = settle(r, second, "done");
+        json_object_put(st);
+        res = rig_result(r, second, false);
+        ck_assert_str_eq(strempty(tf_jstr(res, "sessionId")), sid);
+        ck_assert_str_eq(strempty(tf_jstr(res, "message")), "PONG");
+        json_object_put(res);
+
+        /* the model saw the earlier turns: the first prompt and its answer
+         * travel in the resumed request */
+        json_object *req = rig_last_request(r, "second-turn-mango");
+        ck_assert_ptr_nonnull(req);
+        json_object *body = NULL;
+        json_object_object_get_ex(req, "body", &body);
+        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        ck_assert_msg(strstr(text, "first-turn-kiwi") && strstr(text, "PONG"),
+                      "the resumed request lacks the earlier turns: %.2000s", text);
+        json_object_put(req);
+        assert_user_dirs_unchanged(r);
+        free(sid), free(first), free(second);
+        rig_free(r);
+}
+END_TEST
+
+/* ---- isolation of executor homes ---- */
+
+/* The worker's homes as the CLIs find them (their own defaults when the
+ * sandbox sets nothing), one "label:path" a line. */
+#define HOMES_SH                                                                                  \
+        "AD=${PI_CODING_AGENT_DIR:-$HOME/.pi/agent}; DH=${XDG_DATA_HOME:-$HOME/.local/share}; "   \
+        "CH=${XDG_CACHE_HOME:-$HOME/.cache}; CF=${XDG_CONFIG_HOME:-$HOME/.config}; "              \
+        "SH=${XDG_STATE_HOME:-$HOME/.local/state}; "                                              \
+        "homes=\"agent:$AD sessions:$AD/sessions data:$DH/opencode cache:$CH cache-oc:$CH/opencode " \
+        "config:$CF/opencode state:$SH state-oc:$SH/opencode\"; "
+static char *isolation_writer(void) {
+        return strdup(HOMES_SH
+                      "for h in $homes; do d=${h#*:}; mkdir -p \"$d\" 2>/dev/null; "
+                      "if echo \"$TASKFERRY_TASK_ID\" > \"$d/tf-marker-$TASKFERRY_TASK_ID\" 2>/dev/null; "
+                      "then echo \"W ok ${h%%:*}\"; else echo \"W fail ${h%%:*}\"; fi; done; "
+                      ": > \"$TASKFERRY_OUTPUT_DIR/written\"; i=0; "
+                      "while [ ! -e \"$TASKFERRY_OUTPUT_DIR/go\" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+                      "for h in $homes; do for f in \"${h#*:}\"/tf-marker-*; do [ -e \"$f\" ] && "
+                      "echo \"SEEN ${h%%:*} ${f##*/tf-marker-}\"; done; done; echo END");
+}
+
+static char *isolation_reader(void) {
+        return strdup(HOMES_SH
+                      "for h in $homes; do for f in \"${h#*:}\"/tf-marker-*; do [ -e \"$f\" ] && "
+                      "echo \"SEEN ${h%%:*} ${f##*/tf-marker-}\"; done; done; echo END");
+}
+
+static bool has_line(const char *text, const char *line) {
+        size_t n = strlen(line);
+        for (const char *p = text; (p = strstr(p, line)); p += n)
+                if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == 0)) return true;
+        return false;
+}
+
+START_TEST(isolation) {
+        const char *ex = executors[_i];
+        bool pi = streq(ex, "pi");
+        rig *r = rig_new();
+        _cleanup_free_ char *writer = isolation_writer(), *reader = isolation_reader();
+        _cleanup_free_ char *wprompt = rig_bash_prompt(writer), *rprompt = rig_bash_prompt(reader);
+        char *ids[2];
+        for (int k = 0; k < 2; k++) ids[k] = rig_dispatch(r, ex, rig_model(false), wprompt, NULL);
+
+        /* both have written their markers before either looks */
+        for (int k = 0; k < 2; k++) {
+                _cleanup_free_ char *written = strdup_printf("%s/outputs/%s/written", r->w->state, ids[k]);
+                uint64_t deadline = mono_ms() + 120000;
+                while (!tf_exists(written) && mono_ms() < deadline) {
+                        task_active(r, ids[k], "writing its markers");
+                        usleep(100000);
+                }
+                ck_assert_msg(tf_exists(written), "task %s never wrote its markers", ids[k]);
+        }
+        for (int k = 0; k < 2; k++) {
+                _cleanup_free_ char *go = strdup_printf("%s/outputs/%s/go", r->w->state, ids[k]);
+                tf_write(go, "", 0, 0644);
+        }
+        /* the homes the CLI itself uses must be writable; the rest is reported */
+        const char *required_pi[] = {"agent", "sessions", NULL};
+        const char *required_oc[] = {"data", "cache-oc", "config", "state-oc", NULL};
+        for (int k = 0; k < 2; k++) {
+                json_object *st = settle(r, ids[k], "done");
+                json_object_put(st);
+                json_object *res = rig_result(r, ids[k], false);
+                const char *msg = strempty(tf_jstr(res, "message"));
+                printf("real-agents: %s isolation task %s saw:\n%s\n", ex, ids[k], msg);
+                ck_assert_msg(strstr(msg, "END"), "task %s: the script did not run to its end: %s", ids[k], msg);
+                for (const char *const *h = pi ? required_pi : required_oc; *h; h++) {
+                        _cleanup_free_ char *ok = strdup_printf("W ok %s", *h);
+                        ck_assert_msg(has_line(msg, ok), "task %s could not write its %s home:\n%s", ids[k], *h, msg);
+                        _cleanup_free_ char *own = strdup_printf("SEEN %s %s", *h, ids[k]);
+                        ck_assert_msg(has_line(msg, own), "task %s does not see its own %s marker:\n%s", ids[k], *h,
+                                      msg);
+                }
+                const char *other = ids[1 - k];
+                ck_assert_msg(!strstr(msg, other), "task %s sees a file of concurrent task %s:\n%s", ids[k], other, msg);
+                json_object_put(res);
+        }
+
+        /* the next task of the same CLI sees none of it */
+        char *next = rig_dispatch(r, ex, rig_model(false), rprompt, NULL);
+        json_object *st = settle(r, next, "done");
+        json_object_put(st);
+        json_object *res = rig_result(r, next, false);
+        const char *msg = strempty(tf_jstr(res, "message"));
+        printf("real-agents: %s isolation, next task %s saw:\n%s\n", ex, next, msg);
+        ck_assert_msg(strstr(msg, "END"), "the next task's script did not run: %s", msg);
+        for (int k = 0; k < 2; k++)
+                ck_assert_msg(!strstr(msg, ids[k]), "the next task %s sees a file of task %s:\n%s", next, ids[k], msg);
+        json_object_put(res);
+        fflush(stdout);
+        assert_user_dirs_unchanged(r);
+        free(ids[0]), free(ids[1]), free(next);
+        rig_free(r);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("real-agents");
+        struct {
+                const char *name;
+                const TTest *test;
+                int n;
+        } cases[] = {
+                {"answer", answer, 4},   /* pi, opencode × OpenAI, Anthropic */
+                {"write_file", write_file, 2},
+                {"rate_limit", rate_limit, 2},
+                {"auth", auth, 4},       /* pi, opencode × OpenAI, Anthropic */
+                {"slow", slow, 2},
+                {"hang", hang, 2},
+                {"resume", resume, 2},
+                {"isolation", isolation, 2},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                TCase *tc = tcase_create(cases[i].name);
+                /* OpenCode starts in 4–5 s; a few runs per test, plus retries */
+                tcase_set_timeout(tc, 300);
+                tcase_add_loop_test(tc, cases[i].test, 0, cases[i].n);
+                suite_add_tcase(s, tc);
+        }
+        return s;
+}
+
+int main(void) {
+        /* never a silent skip: without the CLIs the suite fails and says why */
+        _cleanup_free_ char *missing = rig_agents_missing();
+        if (missing) {
+                fprintf(stderr, "real-agents: FAIL: %s\n", missing);
+                return 1;
+        }
+        int r = rig_private_network();
+        if (r < 0)
+                printf("real-agents: no private network namespace on this machine (%s as uid %u); running in the "
+                       "host's network namespace\n",
+                       strerror(-r), (unsigned) geteuid());
+        else
+                printf("real-agents: running in a private network namespace (only lo, up)\n");
+        if (no_sandbox())
+                printf("real-agents: TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX is set: dispatching with --no-sandbox "
+                       "(a check of the rig, not the acceptance test)\n");
+        fflush(stdout);
+        return tf_run_suite(suite());
+}
