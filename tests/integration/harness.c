@@ -69,8 +69,11 @@ tf_world *tf_world_new(char *const extra_env[]) {
                 char *q1 = shell_quote(TASKFERRY_FIXTURES_DIR), *q2 = shell_quote(w->fixtures);
                 /* and the CLI, so workers can call it from inside the sandbox */
                 char *q3 = shell_quote(tf_bin("taskferry"));
-                char *cp = xstrdup_printf("cp -a %s %s && cp %s %s/bin/taskferry", q1, q2, q3, q2);
-                free(q3);
+                /* and the hostile-worker helper (tests/fixtures/src/taskferry-test-peer.c) */
+                char *q4 = shell_quote(tf_bin("taskferry-test-peer"));
+                char *cp = xstrdup_printf("cp -a %s %s && cp %s %s/bin/taskferry && cp %s %s/bin/taskferry-test-peer", q1, q2,
+                                          q3, q2, q4, q2);
+                free(q3), free(q4);
                 char *argv[] = {(char *) "sh", (char *) "-c", cp, NULL};
                 run_result rr;
                 ck_assert_int_eq(run_command(argv, NULL, NULL, 0, -1, &rr), 0);
