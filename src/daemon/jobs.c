@@ -107,6 +107,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
                         if (dup2(p[1], 3) < 0) _exit(3);
                 }
                 syscall(SYS_close_range, 4U, ~0U, 0U);
+                fd_limit_restore();
                 signal(SIGPIPE, SIG_DFL);
                 signal(SIGTERM, SIG_DFL);
                 signal(SIGINT, SIG_DFL);

@@ -570,6 +570,7 @@ static void launch_task(Task *t) {
                 int a = fcntl(memfd, F_DUPFD_CLOEXEC, 10), b = fcntl(sp[1], F_DUPFD_CLOEXEC, 10);
                 if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(127);
                 syscall(SYS_close_range, 5U, ~0U, 0U);
+                fd_limit_restore(); /* fdlimit.c: the shim and worker get the user's soft limit */
                 (void) setsid();
                 sigset_t none;
                 sigemptyset(&none);

@@ -7,10 +7,13 @@
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <inttypes.h>
+#include <sys/resource.h>
 #include <sys/un.h>
 
 #include "harness.h"
 #include "json-util.h"
+#include "protocol.h"
 #include "util.h"
 
 static char *make_repo(tf_world *w) {
@@ -288,6 +291,147 @@ START_TEST(host_service_sockets_are_hidden) {
 }
 END_TEST
 
+/* ---- floods from inside a sandbox (issue 5 item 6) ---- */
+
+/* How long a request may take before the test calls it hung. Not a timing
+ * assertion: an answer takes milliseconds; a starved daemon never answers. */
+#define HANG_MS 15000
+
+/* One request on a fresh connection to the user's socket; NULL if no reply
+ * came within HANG_MS. Prints the latency. */
+static json_object *timed_rpc(tf_world *w, const char *method, const char *params) {
+        uint64_t t0 = mono_ms();
+        int fd = tf_connect(w);
+        char *line = strdup_printf("{\"version\":1,\"id\":\"timed\",\"method\":\"%s\",\"params\":%s}", method, params);
+        tf_send(fd, line);
+        char *resp = tf_recv_line(fd, HANG_MS);
+        close(fd);
+        fprintf(stderr, "  %s answered %s after %" PRIu64 " ms\n", method, resp ? "" : "NOTHING", mono_ms() - t0);
+        json_object *o = resp ? tf_json(resp) : NULL;
+        free(resp), free(line);
+        return o;
+}
+
+/* Asserts an ok:true answer within HANG_MS; returns the frame. */
+static json_object *answered(tf_world *w, const char *method, const char *params) {
+        json_object *f = timed_rpc(w, method, params);
+        ck_assert_msg(f != NULL, "%s did not answer within %d ms", method, HANG_MS);
+        tf_result(f);
+        return f;
+}
+
+static bool report_ready(tf_world *w, void *id) {
+        char *p = strdup_printf("%s/outputs/%s/report", w->state, (const char *) id);
+        bool ok = tf_exists(p);
+        free(p);
+        return ok;
+}
+
+static int report_value(const char *report, const char *key) {
+        char *k = strdup_printf("%s=", key);
+        const char *at = strstr(report, k);
+        ck_assert_msg(at != NULL, "no %s in report %s", key, report);
+        int v = atoi(at + strlen(k));
+        free(k);
+        return v;
+}
+
+static const char *task_status_of(json_object *status_frame) {
+        return tf_jstr(json_get_object(status_frame, "result"), "status");
+}
+
+/* A worker floods its own task socket with `flood` (a taskferry-test-peer
+ * command); meanwhile the user's health, list and cancel of that worker
+ * answer, and another task settles with its changeset. Returns the worker's
+ * report ("key=value ..."). */
+static char *flood_scenario(const char *flood) {
+        /* the default soft limit of a systemd user service: a flood of a
+         * thousand connections reaches it */
+        struct rlimit rl;
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_cur > 1024) rl.rlim_cur = 1024;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *other = strdup(tf_path(w->repo_parent, "other"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
+                    other, other));
+        const char *df[] = {"--executor", "shell", "--directory", repo, "--prompt", flood, NULL};
+        char *flooder = tf_dispatch(w, df);
+        ck_assert_msg(tf_wait_until(report_ready, w, flooder, 60000), "the flooding worker never reported");
+        char *rp = strdup_printf("%s/outputs/%s/report", w->state, flooder);
+        char *report = tf_read(rp, NULL);
+        fprintf(stderr, "worker `%s`: %s", flood, report);
+
+        /* the user, while the flood holds */
+        json_object_put(answered(w, "system.health", "{}"));
+        json_object_put(answered(w, "task.list", "{}"));
+        char *sp = strdup_printf("{\"taskId\":\"%s\"}", flooder);
+        json_object *st = answered(w, "task.status", sp);
+        ck_assert_str_eq(task_status_of(st), "running");
+        json_object_put(st);
+
+        /* another task settles meanwhile, with its changeset */
+        json_object *params = json_object_new_object();
+        json_add_string(params, "prompt", "echo hi > new.txt");
+        json_add_string(params, "directory", other);
+        json_add_string(params, "executor", "shell");
+        json_object *d = answered(w, "task.dispatch", json_to_line(params, NULL));
+        char *settler = strdup(tf_jstr(tf_result(d), "id"));
+        json_object_put(d), json_object_put(params);
+        char *sq = strdup_printf("{\"taskId\":\"%s\"}", settler);
+        json_object *done = NULL;
+        for (uint64_t end = mono_ms() + 120000; mono_ms() < end; usleep(100000)) {
+                json_object *f = answered(w, "task.status", sq);
+                const char *s = task_status_of(f);
+                if (!streq(s, "queued") && !streq(s, "running")) {
+                        done = f;
+                        break;
+                }
+                json_object_put(f);
+        }
+        ck_assert_msg(done != NULL, "the other task did not settle during the flood");
+        json_object *ds = json_get_object(done, "result");
+        ck_assert_msg(streq_ptr(tf_jstr(ds, "status"), "done") && streq_ptr(tf_jstr(ds, "changesetStatus"), "pending") &&
+                              !tf_jstr(ds, "changesetError"),
+                      "the other task lost its changeset: %s", json_to_line(ds, NULL));
+        json_object_put(done);
+        char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", settler);
+        json_object *res = answered(w, "task.result", rq);
+        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
+        ck_assert_msg(diff && strstr(diff, "+++ b/new.txt") && strstr(diff, "+hi"), "diff: %s", diff ? diff : "(null)");
+        json_object_put(res);
+
+        /* and the user cancels the flooding worker */
+        json_object_put(answered(w, "task.cancel", sp));
+        json_object *fs = tf_wait_settled(w, flooder);
+        ck_assert_str_eq(tf_jstr(fs, "status"), "cancelled");
+        json_object_put(fs);
+        json_object_put(answered(w, "system.health", "{}"));
+        free(sp), free(sq), free(rq), free(rp), free(settler), free(flooder), free(other), free(repo);
+        tf_world_free(w);
+        return report;
+}
+
+START_TEST(worker_parking_waits_starves_nothing) {
+        char *report = flood_scenario("taskferry-test-peer waits 300");
+        /* the worker's own socket refuses what is over its cap, and only that */
+        int parked = report_value(report, "parked"), busy = report_value(report, "busy");
+        ck_assert_msg(parked >= 1 && parked <= PROTOCOL_TASK_SOCKET_MAX_REQUESTS, "%s", report);
+        ck_assert_msg(busy == 300 - parked, "%s", report);
+        free(report);
+}
+END_TEST
+
+START_TEST(worker_opening_connections_starves_nothing) {
+        char *report = flood_scenario("taskferry-test-peer connections 1100");
+        int open = report_value(report, "open"), busy = report_value(report, "busy");
+        ck_assert_msg(open >= 1 && open <= PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS, "%s", report);
+        ck_assert_msg(busy >= 1, "no connection over the cap was told SERVER_BUSY: %s", report);
+        free(report);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("sandbox-peers");
         TCase *tc = tcase_create("peers");
@@ -297,6 +441,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, caller_env_reaches_the_worker_not_bwrap);
         tcase_add_test(tc, orphaned_connection_is_still_sandboxed);
         tcase_add_test(tc, host_service_sockets_are_hidden);
+        tcase_add_test(tc, worker_parking_waits_starves_nothing);
+        tcase_add_test(tc, worker_opening_connections_starves_nothing);
         suite_add_tcase(s, tc);
         return s;
 }
