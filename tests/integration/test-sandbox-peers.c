@@ -432,6 +432,117 @@ START_TEST(worker_opening_connections_starves_nothing) {
 }
 END_TEST
 
+/* ---- nested dispatch stays inside the caller's view (issue 5 item 7) ---- */
+
+static size_t count_entries(const char *dir) {
+        char *q = shell_quote(dir);
+        char *script = strdup_printf("ls -A %s 2>/dev/null | wc -l", q);
+        run_result rr;
+        char *argv[] = {(char *) "sh", (char *) "-c", script, NULL};
+        ck_assert_int_eq(run_command(argv, NULL, NULL, 1 << 20, -1, &rr), 0);
+        size_t n = (size_t) atol(rr.out);
+        run_result_done(&rr);
+        free(q), free(script);
+        return n;
+}
+
+static size_t count_tasks(tf_world *w) {
+        json_object *f = answered(w, "task.list", "{}");
+        json_object *counts = json_get_object(json_get_object(f, "result"), "counts");
+        size_t n = 0;
+        json_object_object_foreach(counts, k, v) {
+                (void) k;
+                n += (size_t) json_object_get_int64(v);
+        }
+        json_object_put(f);
+        return n;
+}
+
+START_TEST(nested_dispatch_stays_inside_the_callers_target) {
+        tf_world *w = tf_world_new(NULL);
+        char *outside = strdup(tf_path(w->repo_parent, "outside"));
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        /* a host dir next to the target, and a symlink to it committed in the target */
+        free(tf_shf(w, NULL,
+                    "mkdir -p %s && echo HOSTSECRET > %s/secret.txt && mkdir -p %s/sub && cd %s && git init -q && "
+                    "echo base > f && echo keep > sub/keep && ln -s %s hostlink && git add -A && git commit -qm base",
+                    outside, outside, repo, repo, outside));
+        char *overlay = strdup(tf_path(w->run, "overlay"));
+        char *outputs = strdup(tf_path(w->state, "outputs"));
+        /* the worker's script: each line one raw task.dispatch reply */
+        const char *targets[] = {
+                outside,                    /* a host dir outside the target */
+                "$R/../outside",            /* .. out of the target */
+                "$R/sub/../../outside",     /* .. through a real subdir */
+                "$R/made-link",             /* a symlink the worker made in its overlay */
+                "$R/made-link/",            /* ... with a trailing slash */
+                "$R/hostlink",              /* a symlink in the target pointing out */
+                "$R/made-dir",              /* a dir that exists only in the overlay */
+                "/tmp",                     /* the sandbox's private /tmp, the host's /tmp */
+                "/",
+                NULL,
+        };
+        char *script = strdup_printf("R=%s; O=$TASKFERRY_OUTPUT_DIR/dispatch.txt; ln -s %s $R/made-link; mkdir $R/made-dir; ",
+                                     repo, outside);
+        for (size_t i = 0; targets[i]; i++) {
+                char *s = strdup_printf("%staskferry-test-peer dispatch \"{\\\"prompt\\\":\\\"cat secret.txt\\\",\\\"directory\\\":"
+                                        "\\\"%s\\\",\\\"executor\\\":\\\"shell\\\"}\" >> $O; ",
+                                        script, targets[i]);
+                free(script);
+                script = s;
+        }
+        char *s = strdup_printf("%staskferry-test-peer dispatch \"{\\\"prompt\\\":\\\"echo nested > n.txt\\\",\\\"directory\\\":"
+                                "\\\"$R/sub\\\",\\\"executor\\\":\\\"shell\\\"}\" >> $O; cat $O",
+                                script);
+        free(script);
+        script = s;
+        tf_daemon_start(w);
+        size_t tasks_before = count_tasks(w), outputs_before = count_entries(outputs);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        char *dp = strdup_printf("%s/outputs/%s/dispatch.txt", w->state, id);
+        char *replies = tf_read(dp, NULL);
+        fprintf(stderr, "nested dispatch replies:\n%s", replies);
+        /* every refused one: an error frame that says why, nothing created */
+        char *save = NULL, *line = strtok_r(replies, "\n", &save);
+        size_t i = 0;
+        char *nested = NULL;
+        for (; line; line = strtok_r(NULL, "\n", &save), i++) {
+                json_object *f = tf_json(line);
+                json_object *e = json_get_object(f, "error");
+                if (targets[i]) {
+                        ck_assert_msg(e != NULL, "dispatch into %s was not refused: %s", targets[i], line);
+                        ck_assert_str_eq(json_get_string(e, "code"), "REQUEST_FAILED");
+                        ck_assert_msg(strstr(json_get_string(e, "message"), "own directory"), "unclear refusal: %s", line);
+                } else {
+                        ck_assert_msg(e == NULL, "dispatch into a subdir of the target failed: %s", line);
+                        nested = strdup(tf_jstr(tf_result(f), "id"));
+                }
+                json_object_put(f);
+        }
+        ck_assert_int_eq(i, ELEMENTSOF(targets));
+        ck_assert_ptr_nonnull(nested);
+        json_object *ns = tf_wait_settled(w, nested);
+        ck_assert_str_eq(tf_jstr(ns, "status"), "done");
+        ck_assert_str_eq(tf_jstr(ns, "changesetStatus"), "pending");
+        json_object_put(ns);
+        /* the worker and its one allowed child: no other task record, output dir or overlay */
+        ck_assert_int_eq(count_tasks(w), tasks_before + 2);
+        ck_assert_int_eq(count_entries(outputs), outputs_before + 2);
+        ck_assert_int_le(count_entries(overlay), 2);
+        const char *res[] = {"result", nested, "--diff", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        ck_assert_msg(strstr(r.out, "+++ b/n.txt") && !strstr(r.out, "HOSTSECRET"), "%s", r.out);
+        tf_run_done(&r);
+        free(nested), free(replies), free(dp), free(id), free(script), free(overlay), free(outputs), free(repo),
+                free(outside);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("sandbox-peers");
         TCase *tc = tcase_create("peers");
@@ -443,6 +554,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, host_service_sockets_are_hidden);
         tcase_add_test(tc, worker_parking_waits_starves_nothing);
         tcase_add_test(tc, worker_opening_connections_starves_nothing);
+        tcase_add_test(tc, nested_dispatch_stays_inside_the_callers_target);
         suite_add_tcase(s, tc);
         return s;
 }
