@@ -127,6 +127,10 @@ struct Job {
         int status;
         job_done_fn done;
         void *userdata;
+        /* job_start_retrying: a start deferred for lack of resources */
+        job_run_fn run;
+        sd_event_source *retry_source;
+        unsigned attempts;
         Job *next, *prev;
 };
 
@@ -172,9 +176,10 @@ void request_reply_error_text(Request *r, const char *code, const char *text);
 /* Drop a request without answering (its connection died); frees r. */
 void request_free(Request *r);
 /* Listen on a socket of task t's own (<runtime>/task-sockets/<id>.sock, 0600)
- * and tag its connections with t. -errno. */
+ * and tag its connections with t; they draw on t's own budgets
+ * (PROTOCOL_TASK_SOCKET_MAX_*), never on the daemon-wide ones. -errno. */
 int task_socket_open(Task *t);
-/* Stop listening on t's socket and remove it. */
+/* Stop listening on t's socket, remove it and close the connections it accepted. */
 void task_socket_close(Task *t);
 
 /* tasks.c (spec lifecycle.md §1) */
@@ -229,6 +234,13 @@ void task_settlement_done(Task *t);
  * with the parsed result (or NULL and -ECHILD/-EBADMSG) once the child exited
  * and the pipe hit EOF. The child keeps only stdio and the pipe. -errno. */
 int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
+/* As job_start, but a start that fails for lack of resources (EMFILE, ENFILE,
+ * EAGAIN, ENOMEM: fds, processes, memory) is retried every second until it
+ * starts, so work that must happen (a settlement) is deferred, never skipped.
+ * If the daemon stops first, done() is never called (a task left running is
+ * settled from its exit.json at the next start, task_readopt). 0 once started
+ * or deferred; other errors as job_start. */
+int job_start_retrying(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
 void jobs_free(Manager *m);
 
 /* fdlimit.c */

@@ -284,7 +284,7 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
 static void task_start_settlement(Task *t) {
         if (t->settling) return;
         t->settling = true;
-        int r = job_start(t->m, settle_job_run, settle_job_done, t);
+        int r = job_start_retrying(t->m, settle_job_run, settle_job_done, t);
         if (r < 0) {
                 log_error_errno(r, "cannot start settlement job for %s", t->id);
                 settle_job_done(t->m, t, NULL, r);

@@ -541,6 +541,14 @@ int server_listen(Manager *m) {
                 int r = bind_socket(m);
                 if (r < 0) return r;
         }
+        /* accept_pause and job_start_retrying arm CLOCK_MONOTONIC timers exactly
+         * when the daemon is out of fds: sd-event creates a clock's timerfd on
+         * first use and keeps it, so make that use happen now */
+        sd_event_source *warm = NULL;
+        uint64_t now;
+        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (sd_event_add_time(m->event, &warm, CLOCK_MONOTONIC, now + 3600ULL * 1000000ULL, 0, NULL, NULL) >= 0)
+                sd_event_source_disable_unref(warm);
         return listener_start(m, &m->listener, m->listener.fd, NULL);
 }
 

@@ -4,6 +4,7 @@
  * directories are refused because they would unmask what every sandbox hides. */
 
 #include <check.h>
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -432,6 +433,145 @@ START_TEST(worker_opening_connections_starves_nothing) {
 }
 END_TEST
 
+/* ---- out of file descriptors (issue 5 item 6) ---- */
+
+/* The highest fd number open in pid; *count: how many are open. */
+static unsigned daemon_max_fd(pid_t pid, unsigned *count) {
+        char *dir = strdup_printf("/proc/%d/fd", (int) pid);
+        DIR *d = opendir(dir);
+        ck_assert_msg(d != NULL, "cannot read %s", dir);
+        unsigned max = 0;
+        *count = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+                if (e->d_name[0] == '.') continue;
+                (*count)++;
+                if ((unsigned) atoi(e->d_name) > max) max = (unsigned) atoi(e->d_name);
+        }
+        closedir(d);
+        free(dir);
+        return max;
+}
+
+/* utime + stime of a process, in seconds */
+static double cpu_seconds(pid_t pid) {
+        char *p = strdup_printf("/proc/%d/stat", (int) pid);
+        char *s = tf_read(p, NULL);
+        const char *rest = strrchr(s, ')');
+        ck_assert_ptr_nonnull(rest);
+        unsigned long ut = 0, st = 0;
+        /* fields 3..13, then utime (14) and stime (15) */
+        ck_assert_int_eq(sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st), 2);
+        free(s), free(p);
+        return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
+}
+
+static void touch_output(tf_world *w, const char *id, const char *name) {
+        char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
+        tf_write(p, "", 0, 0644);
+        free(p);
+}
+
+/* Leave the daemon no descriptor: its soft limit at its highest fd + 1, and
+ * the test's own connections filling every hole below (the rest wait in the
+ * backlog). Returns those connections. */
+static int *starve_daemon(tf_world *w, pid_t pid, size_t *n_fill) {
+        struct rlimit low;
+        ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, NULL, &low), 0);
+        unsigned count;
+        low.rlim_cur = daemon_max_fd(pid, &count) + 1;
+        ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, &low, NULL), 0);
+        *n_fill = low.rlim_cur - count + 16;
+        int *fill = calloc(*n_fill, sizeof *fill);
+        for (size_t i = 0; i < *n_fill; i++) fill[i] = tf_connect(w);
+        usleep(500000);
+        daemon_max_fd(pid, &count);
+        ck_assert_msg(count == low.rlim_cur, "the daemon has %u fds open, limit %u", count, (unsigned) low.rlim_cur);
+        return fill;
+}
+
+static void feed_daemon(pid_t pid, const struct rlimit *saved, int *fill, size_t n_fill) {
+        ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, saved, NULL), 0);
+        for (size_t i = 0; i < n_fill; i++) close(fill[i]);
+        free(fill);
+}
+
+static bool reply_arrived(tf_world *w, void *id) {
+        char *p = strdup_printf("%s/outputs/%s/reply.txt", w->state, (const char *) id);
+        char *data = NULL;
+        bool ok = read_file(p, 1 << 20, &data, NULL) == 0 && strstr(data, "own directory");
+        free(data), free(p);
+        return ok;
+}
+
+/* The daemon runs out of descriptors while a worker connects to its own
+ * socket and then finishes: every listener pauses instead of spinning (one
+ * warning), and the settlement waits for descriptors instead of recording
+ * "changeset extraction did not run". */
+START_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        pid_t pid = w->daemon_pid;
+        const char *script = "while [ ! -e $TASKFERRY_OUTPUT_DIR/go1 ]; do sleep 0.1; done; "
+                             "taskferry-test-peer dispatch '{\"prompt\":\"true\",\"directory\":\"/\"}' > $TASKFERRY_OUTPUT_DIR/reply.txt & "
+                             "while [ ! -e $TASKFERRY_OUTPUT_DIR/go2 ]; do sleep 0.1; done; echo hi > new.txt";
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        /* running under its shim, with its socket */
+        char *sp = strdup_printf("{\"taskId\":\"%s\"}", id);
+        for (uint64_t end = mono_ms() + 60000;; usleep(100000)) {
+                json_object *f = answered(w, "task.status", sp);
+                int64_t wpid = 0;
+                bool up = json_get_int64(json_get_object(f, "result"), "pid", &wpid) && wpid > 0;
+                json_object_put(f);
+                if (up) break;
+                ck_assert_msg(mono_ms() < end, "the worker never started");
+        }
+        /* phase 1: out of fds while the worker connects to its own socket */
+        struct rlimit saved;
+        ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, NULL, &saved), 0);
+        size_t n_fill;
+        int *fill = starve_daemon(w, pid, &n_fill);
+        double c0 = cpu_seconds(pid);
+        touch_output(w, id, "go1");
+        sleep(3);
+        double c1 = cpu_seconds(pid);
+        fprintf(stderr, "  daemon CPU while out of fds, worker connecting: %.2f s in 3 s\n", c1 - c0);
+        ck_assert_msg(c1 - c0 < 0.3, "the daemon spins while out of fds: %.2f s CPU in 3 s", c1 - c0);
+        feed_daemon(pid, &saved, fill, n_fill);
+        /* the paused task socket accepts again: the worker's request is answered */
+        ck_assert_msg(tf_wait_until(reply_arrived, w, id, HANG_MS), "the worker's socket never resumed accepting");
+
+        /* phase 2: out of fds when the worker finishes; its settlement needs a
+         * pipe, a fork and a pidfd */
+        fill = starve_daemon(w, pid, &n_fill);
+        touch_output(w, id, "go2");
+        sleep(3);
+        double c2 = cpu_seconds(pid);
+        fprintf(stderr, "  daemon CPU while out of fds, settlement pending: %.2f s in 3 s\n", c2 - c1);
+        ck_assert_msg(c2 - c1 < 0.3, "the daemon spins while out of fds: %.2f s CPU in 3 s", c2 - c1);
+        feed_daemon(pid, &saved, fill, n_fill);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_msg(streq_ptr(tf_jstr(st, "status"), "done") && streq_ptr(tf_jstr(st, "changesetStatus"), "pending") &&
+                              !tf_jstr(st, "changesetError"),
+                      "settlement was skipped: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", id);
+        json_object *res = answered(w, "task.result", rq);
+        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
+        ck_assert_msg(diff && strstr(diff, "+hi"), "diff: %s", diff ? diff : "(null)");
+        json_object_put(res);
+        /* one warning, not one per failed accept */
+        char *log = tf_read(tf_path(w->root, "daemon.log"), NULL);
+        size_t warnings = 0;
+        for (const char *p = log; (p = strstr(p, "cannot accept connections")); p++) warnings++;
+        fprintf(stderr, "  accept warnings logged: %zu\n", warnings);
+        ck_assert_msg(warnings >= 1 && warnings <= 2, "%zu accept warnings:\n%s", warnings, log);
+        free(log), free(rq), free(sp), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* ---- nested dispatch stays inside the caller's view (issue 5 item 7) ---- */
 
 static size_t count_entries(const char *dir) {
@@ -554,6 +694,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, host_service_sockets_are_hidden);
         tcase_add_test(tc, worker_parking_waits_starves_nothing);
         tcase_add_test(tc, worker_opening_connections_starves_nothing);
+        tcase_add_test(tc, out_of_fds_pauses_listeners_and_defers_settlement);
         tcase_add_test(tc, nested_dispatch_stays_inside_the_callers_target);
         suite_add_tcase(s, tc);
         return s;
