@@ -572,6 +572,34 @@ START_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
 }
 END_TEST
 
+/* The daemon takes the hard fd limit for itself; the worker (and the shim)
+ * get the user's soft limit back: select() users break above 1024. */
+START_TEST(workers_get_the_users_fd_limit) {
+        struct rlimit rl;
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_max <= 1024) return; /* nothing to raise here */
+        rl.rlim_cur = 1000;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        struct rlimit daemon;
+        ck_assert_int_eq(prlimit(w->daemon_pid, RLIMIT_NOFILE, NULL, &daemon), 0);
+        ck_assert_msg(daemon.rlim_cur == rl.rlim_max, "daemon soft limit %lu, hard %lu", (unsigned long) daemon.rlim_cur,
+                      (unsigned long) rl.rlim_max);
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "ulimit -Sn", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object_put(tf_wait_settled(w, id));
+        const char *res[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(o, "message"), "1000\n");
+        json_object_put(o);
+        tf_run_done(&r);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
 /* ---- nested dispatch stays inside the caller's view (issue 5 item 7) ---- */
 
 static size_t count_entries(const char *dir) {
@@ -695,6 +723,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, worker_parking_waits_starves_nothing);
         tcase_add_test(tc, worker_opening_connections_starves_nothing);
         tcase_add_test(tc, out_of_fds_pauses_listeners_and_defers_settlement);
+        tcase_add_test(tc, workers_get_the_users_fd_limit);
         tcase_add_test(tc, nested_dispatch_stays_inside_the_callers_target);
         suite_add_tcase(s, tc);
         return s;
