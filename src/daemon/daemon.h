@@ -35,6 +35,18 @@ typedef struct Settings {
 } Settings;
 
 /* ---- the socket server ---- */
+/* One listening socket: the user's (origin NULL) or a task's own. Every
+ * listener pauses the same way when the daemon is out of fds (EMFILE/ENFILE:
+ * stop polling it for 250 ms, one warning a minute daemon-wide) instead of
+ * spinning on a socket that stays readable. */
+typedef struct Listener {
+        Manager *m;
+        Task *origin;            /* NULL: the user's socket */
+        int fd;
+        sd_event_source *io;
+        sd_event_source *retry;  /* armed while accepting is paused */
+} Listener;
+
 struct Connection {
         Manager *m;
         unsigned n_ref;
@@ -64,6 +76,10 @@ struct Request {
         sd_event_source *timer;
         Task *wait_task;
         uint64_t tail_chars;  /* task.wait tailChars (0: none) */
+        /* the budget the request draws on until it is freed (docs/taskferryd.8.md
+         * "Limits"): its task socket's, else the daemon-wide waits or active one */
+        Task *budget_task;
+        bool budget_wait;
 };
 
 /* ---- tasks ---- */
@@ -89,9 +105,10 @@ struct Task {
         bool log_has_event;    /* cache: once true stays true */
         /* the task's own socket, bound into its sandbox at TASKFERRY_SOCKET_PATH:
          * every connection on it comes from inside this task's sandbox */
-        int sock_fd;
+        Listener sock;
         char *sock_path;
-        sd_event_source *sock_source;
+        unsigned sock_connections; /* open connections accepted on it (cap PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS) */
+        unsigned sock_requests;    /* their requests in flight, waits included (cap PROTOCOL_TASK_SOCKET_MAX_REQUESTS) */
         Request *waiters;
         Task *next_queued;
 };
@@ -112,6 +129,10 @@ struct Job {
         int status;
         job_done_fn done;
         void *userdata;
+        /* job_start_retrying: a start deferred for lack of resources */
+        job_run_fn run;
+        sd_event_source *retry_source;
+        unsigned attempts;
         Job *next, *prev;
 };
 
@@ -120,13 +141,12 @@ struct Manager {
         tf_paths paths;
         Settings settings;
         /* socket */
-        int listen_fd;
+        Listener listener;             /* the user's socket */
         bool socket_self_bound;
-        sd_event_source *listen_source;
-        sd_event_source *accept_retry; /* set while accepting is paused (out of fds) */
         uint64_t accept_warned_ms;     /* monotonic ms of the last "cannot accept" warning */
         Connection *connections;
-        unsigned in_flight;
+        unsigned in_flight;            /* active requests on the user's socket (cap PROTOCOL_MAX_IN_FLIGHT) */
+        unsigned waits;                /* task.wait requests on the user's socket (cap PROTOCOL_MAX_WAITS) */
         /* tasks */
         Task **tasks;
         size_t n_tasks, cap_tasks;
@@ -158,9 +178,10 @@ void request_reply_error_text(Request *r, const char *code, const char *text);
 /* Drop a request without answering (its connection died); frees r. */
 void request_free(Request *r);
 /* Listen on a socket of task t's own (<runtime>/task-sockets/<id>.sock, 0600)
- * and tag its connections with t. -errno. */
+ * and tag its connections with t; they draw on t's own budgets
+ * (PROTOCOL_TASK_SOCKET_MAX_*), never on the daemon-wide ones. -errno. */
 int task_socket_open(Task *t);
-/* Stop listening on t's socket and remove it. */
+/* Stop listening on t's socket, remove it and close the connections it accepted. */
 void task_socket_close(Task *t);
 
 /* tasks.c (spec lifecycle.md §1) */
@@ -215,7 +236,22 @@ void task_settlement_done(Task *t);
  * with the parsed result (or NULL and -ECHILD/-EBADMSG) once the child exited
  * and the pipe hit EOF. The child keeps only stdio and the pipe. -errno. */
 int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
+/* As job_start, but a start that fails for lack of resources (EMFILE, ENFILE,
+ * EAGAIN, ENOMEM: fds, processes, memory) is retried every second until it
+ * starts, so work that must happen (a settlement) is deferred, never skipped.
+ * If the daemon stops first, done() is never called (a task left running is
+ * settled from its exit.json at the next start, task_readopt). 0 once started
+ * or deferred; other errors as job_start. */
+int job_start_retrying(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
 void jobs_free(Manager *m);
+
+/* fdlimit.c */
+/* Raise the soft RLIMIT_NOFILE to the hard limit (1 raised, 0 already at it,
+ * -errno); remembers the original soft limit. */
+int fd_limit_raise(void);
+/* In a forked child before exec: put the original soft limit back (select()
+ * users break above 1024). No-op if fd_limit_raise changed nothing. */
+void fd_limit_restore(void);
 
 /* handlers.c */
 void handle_request(Manager *m, Request *r);

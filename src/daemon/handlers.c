@@ -198,11 +198,65 @@ static char *resolve_variant(const char *executor_id, const char *requested) {
         return streq(requested, "highest") ? NULL : strdup(requested);
 }
 
+/* Nested dispatch stays inside the caller's view (issue 5 item 7). A caller
+ * inside a task's sandbox may dispatch only into its own target directory or
+ * a directory under it. The path it sends is one it sees in its sandbox,
+ * where the target is mounted at its host path over an overlay the worker
+ * writes: a `..` or a symlink it made there names something else on the host.
+ * So the path must lie under the target lexically, `..` refused rather than
+ * resolved; then its host realpath must exist and still lie under the target
+ * (a committed symlink pointing out is refused too). A directory that exists
+ * only in the worker's overlay does not exist on the host: refused. Nothing is
+ * looked up outside the target, so a refusal says nothing about other host
+ * paths. Returns the error text, or NULL and the host directory in *ret. */
+static char *nested_directory(Task *caller, const char *given, char **ret) {
+        const char *target = strempty(task_str(caller, "directory"));
+        _cleanup_free_ char *norm = calloc(1, strlen(given) + 2);
+        if (!norm) return strdup("error: out of memory");
+        bool dotdot = given[0] != '/';
+        size_t n = 0;
+        for (const char *p = given; *p && !dotdot;) {
+                while (*p == '/') p++;
+                size_t len = strcspn(p, "/");
+                if (len == 0 || (len == 1 && p[0] == '.')) {
+                        p += len;
+                        continue;
+                }
+                if (len == 2 && p[0] == '.' && p[1] == '.') dotdot = true;
+                norm[n++] = '/';
+                memcpy(norm + n, p, len);
+                n += len;
+                p += len;
+        }
+        if (n == 0) norm[n++] = '/';
+        norm[n] = 0;
+        if (dotdot || !path_is_at_or_below(norm, target))
+                return strdup_printf("error: a task running in a sandbox can dispatch only into its own directory %s or a "
+                                     "directory under it, not %s\nhelp: pass %s or one of its subdirectories, without .. "
+                                     "components; dispatch from outside the sandbox to reach other directories",
+                                     target, given, target);
+        _cleanup_free_ char *real = realpath(norm, NULL);
+        if (!real || !path_is_at_or_below(real, target) || !is_dir(real))
+                return strdup_printf("error: %s is not a directory under this task's own directory %s outside the sandbox "
+                                     "(directories the task created and symlinks it made exist only in its overlay; a "
+                                     "symlink may not lead out of %s)\nhelp: dispatch into a directory that already exists "
+                                     "under %s, or from outside the sandbox",
+                                     given, target, target, target);
+        *ret = TAKE_PTR(real);
+        return NULL;
+}
+
 static void handle_dispatch(Manager *m, Request *r) {
         json_object *p = r->req.params;
         if (reply_if_state_unreadable(m, r)) return;
         const char *dir_param = json_get_string(p, "directory");
-        _cleanup_free_ char *directory = realpath(dir_param, NULL);
+        Caller who = caller_of(m, r->conn);
+        _cleanup_free_ char *directory = NULL;
+        if (who.task) {
+                _cleanup_free_ char *nested_err = nested_directory(who.task, dir_param, &directory);
+                if (nested_err) return reply_failed(r, nested_err);
+        } else
+                directory = realpath(dir_param, NULL);
         if (!directory || !is_dir(directory)) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: directory does not exist: %s\nhelp: Use an existing directory path for --directory", dir_param);
@@ -249,7 +303,6 @@ static void handle_dispatch(Manager *m, Request *r) {
         if (bind_err) return reply_failed(r, bind_err);
         _cleanup_json_ json_object *warnings = NULL;
         if (bind_warnings(m, p, &warnings) < 0) return reply_failed(r, "error: out of memory");
-        Caller who = caller_of(m, r->conn);
         if (who.sandboxed) {
                 static const char *const widening[] = {"noSandbox", "noOverlay", "rwBind", "roBind", "allowedDirs"};
                 for (size_t i = 0; i < ELEMENTSOF(widening); i++) {

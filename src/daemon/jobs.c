@@ -19,6 +19,8 @@
 #include <linux/close_range.h>
 #endif
 
+#define JOB_RETRY_USEC (1000 * 1000ULL)
+
 static void job_unlink(Job *j) {
         Manager *m = j->m;
         if (j->prev) j->prev->next = j->next;
@@ -27,6 +29,7 @@ static void job_unlink(Job *j) {
 }
 
 static void job_free(Job *j) {
+        j->retry_source = sd_event_source_disable_unref(j->retry_source);
         j->pid_source = sd_event_source_disable_unref(j->pid_source);
         j->pipe_source = sd_event_source_disable_unref(j->pipe_source);
         j->pidfd = safe_close(j->pidfd);
@@ -107,6 +110,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
                         if (dup2(p[1], 3) < 0) _exit(3);
                 }
                 syscall(SYS_close_range, 4U, ~0U, 0U);
+                fd_limit_restore();
                 signal(SIGPIPE, SIG_DFL);
                 signal(SIGTERM, SIG_DFL);
                 signal(SIGINT, SIG_DFL);
@@ -147,6 +151,58 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
                 job_free(j);
                 return r;
         }
+        j->next = m->jobs;
+        if (m->jobs) m->jobs->prev = j;
+        m->jobs = j;
+        return 0;
+}
+
+/* ---- starting a job that must not be skipped ---- */
+
+static bool job_error_is_transient(int r) {
+        return r == -EMFILE || r == -ENFILE || r == -EAGAIN || r == -ENOMEM;
+}
+
+static int job_retry_cb(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+        Manager *m = j->m;
+        int r = job_start(m, j->run, j->done, j->userdata);
+        if (r >= 0 || !job_error_is_transient(r)) {
+                if (r >= 0) log_info("started a deferred job after %u attempts", j->attempts);
+                job_unlink(j);
+                job_done_fn done = j->done;
+                void *ud = j->userdata;
+                job_free(j);
+                if (r < 0) done(m, ud, NULL, r);
+                return 0;
+        }
+        j->attempts++;
+        uint64_t now;
+        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        sd_event_source_set_time(s, now + JOB_RETRY_USEC);
+        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+int job_start_retrying(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
+        int r = job_start(m, run, done, userdata);
+        if (r >= 0 || !job_error_is_transient(r)) return r;
+        Job *j = calloc(1, sizeof *j);
+        if (!j) return r;
+        j->m = m;
+        j->pidfd = j->pipe_fd = -1;
+        j->run = run;
+        j->done = done;
+        j->userdata = userdata;
+        j->attempts = 1;
+        uint64_t now;
+        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        int k = sd_event_add_time(m->event, &j->retry_source, CLOCK_MONOTONIC, now + JOB_RETRY_USEC, 0, job_retry_cb, j);
+        if (k < 0) {
+                free(j);
+                return r;
+        }
+        log_warning_errno(r, "cannot start a job now; retrying every %d ms until it starts", (int) (JOB_RETRY_USEC / 1000));
         j->next = m->jobs;
         if (m->jobs) m->jobs->prev = j;
         m->jobs = j;

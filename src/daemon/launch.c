@@ -313,7 +313,7 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
 static void task_start_settlement(Task *t) {
         if (t->settling) return;
         t->settling = true;
-        int r = job_start(t->m, settle_job_run, settle_job_done, t);
+        int r = job_start_retrying(t->m, settle_job_run, settle_job_done, t);
         if (r < 0) {
                 log_error_errno(r, "cannot start settlement job for %s", t->id);
                 settle_job_done(t->m, t, NULL, r);
@@ -826,6 +826,7 @@ static void launch_task(Task *t) {
                 int a = fcntl(memfd, F_DUPFD_CLOEXEC, 10), b = fcntl(sp[1], F_DUPFD_CLOEXEC, 10);
                 if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(127);
                 syscall(SYS_close_range, 5U, ~0U, 0U);
+                fd_limit_restore(); /* fdlimit.c: the shim and worker get the user's soft limit */
                 (void) setsid();
                 sigset_t none;
                 sigemptyset(&none);

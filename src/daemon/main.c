@@ -215,8 +215,12 @@ int main(int argc, char *argv[]) {
         /* No umask(0077) here: taskferry's own files get explicit modes (0600/0700),
          * while workers and `accept` must create files with the user's umask. */
         signal(SIGPIPE, SIG_IGN);
+        /* every client connection and task socket is an fd: take the hard limit
+         * (children get the original back, fdlimit.c) */
+        int fl = fd_limit_raise();
+        if (fl < 0) log_warning_errno(fl, "cannot raise the file descriptor limit");
 
-        Manager mgr = {.listen_fd = -1};
+        Manager mgr = {.listener.fd = -1};
         Manager *m = &mgr;
         int r = tf_paths_resolve(&m->paths);
         if (r < 0) {

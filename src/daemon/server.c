@@ -62,6 +62,7 @@ static void connection_kill(Connection *c) {
         if (c->next) c->next->prev = c->prev;
         c->next = c->prev = NULL;
         connection_drop_waiting(c);
+        if (c->origin && c->origin->sock_connections > 0) c->origin->sock_connections--;
         connection_unref(c);
 }
 
@@ -148,9 +149,16 @@ void request_free(Request *r) {
                 if (r->conn_next) r->conn_next->conn_prev = r->conn_prev;
                 connection_unref(r->conn);
         }
+        Task *bt = r->budget_task;
+        bool wait = r->budget_wait;
         proto_request_done(&r->req);
         free(r);
-        if (m->in_flight > 0) m->in_flight--;
+        if (bt) {
+                if (bt->sock_requests > 0) bt->sock_requests--;
+        } else if (wait) {
+                if (m->waits > 0) m->waits--;
+        } else if (m->in_flight > 0)
+                m->in_flight--;
 }
 
 static void request_send(Request *r, json_object *frame) {
@@ -184,10 +192,19 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
                 if (err) connection_send_frame(c, err, json_get_string(err, "id"), true);
                 return;
         }
-        if (m->in_flight >= PROTOCOL_MAX_IN_FLIGHT) {
+        /* the budget this request draws on (docs/taskferryd.8.md "Limits") */
+        Task *bt = c->origin;
+        bool wait = !bt && streq(pr.method, "task.wait");
+        const char *busy_msg = NULL;
+        if (bt && bt->sock_requests >= PROTOCOL_TASK_SOCKET_MAX_REQUESTS)
+                busy_msg = "this task's socket has too many requests in flight";
+        else if (wait && m->waits >= PROTOCOL_MAX_WAITS)
+                busy_msg = "daemon has too many task.wait requests parked";
+        else if (!bt && !wait && m->in_flight >= PROTOCOL_MAX_IN_FLIGHT)
+                busy_msg = "daemon has too many requests in flight";
+        if (busy_msg) {
                 _cleanup_json_ json_object *busy =
-                        proto_error(pr.id, E_SERVER_BUSY, "daemon has too many requests in flight",
-                                    "Wait for an outstanding request to finish, then retry", NULL);
+                        proto_error(pr.id, E_SERVER_BUSY, busy_msg, "Wait for an outstanding request to finish, then retry", NULL);
                 connection_send_frame(c, busy, pr.id, true);
                 proto_request_done(&pr);
                 return;
@@ -200,7 +217,11 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
         req->m = m;
         req->conn = connection_ref(c);
         req->req = pr;
-        m->in_flight++;
+        req->budget_task = bt;
+        req->budget_wait = wait;
+        if (bt) bt->sock_requests++;
+        else if (wait) m->waits++;
+        else m->in_flight++;
         handle_request(m, req);
 }
 
@@ -263,36 +284,71 @@ out:
 }
 
 static int accept_resume(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        m->accept_retry = sd_event_source_disable_unref(m->accept_retry);
-        if (m->listen_source) sd_event_source_set_enabled(m->listen_source, SD_EVENT_ON);
+        Listener *l = userdata;
+        l->retry = sd_event_source_disable_unref(l->retry);
+        if (l->io) sd_event_source_set_enabled(l->io, SD_EVENT_ON);
         return 0;
 }
 
-/* Out of file descriptors: the listening socket stays readable, so stop
- * polling it for a moment instead of spinning (and logging) on EMFILE. */
-static void accept_pause(Manager *m, int error) {
-        if (m->accept_retry) return;
-        /* at most one warning a minute however long the shortage lasts */
+/* Out of file descriptors (EMFILE/ENFILE, or the kernel out of memory for
+ * one): the listening socket stays readable, so stop polling it for a moment
+ * instead of spinning (and logging) on it. One mechanism for every listener,
+ * the user's socket and each task socket. */
+static void accept_pause(Listener *l, int error) {
+        Manager *m = l->m;
+        if (l->retry) return;
+        /* at most one warning a minute daemon-wide however long the shortage lasts */
         uint64_t now_mono = mono_ms();
         if (!m->accept_warned_ms || now_mono - m->accept_warned_ms >= 60000) {
-                log_warning_errno(error, "cannot accept connections; pausing for 250 ms at a time");
+                if (l->origin)
+                        log_warning_errno(error, "cannot accept connections on the socket of task %s; pausing for 250 ms at a time",
+                                          l->origin->id);
+                else
+                        log_warning_errno(error, "cannot accept connections; pausing for 250 ms at a time");
                 m->accept_warned_ms = now_mono;
         }
-        sd_event_source_set_enabled(m->listen_source, SD_EVENT_OFF);
+        sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
         uint64_t now;
         sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        if (sd_event_add_time(m->event, &m->accept_retry, CLOCK_MONOTONIC, now + 250000, 0, accept_resume, m) < 0)
-                sd_event_source_set_enabled(m->listen_source, SD_EVENT_ON);
+        if (sd_event_add_time(m->event, &l->retry, CLOCK_MONOTONIC, now + 250000, 0, accept_resume, l) < 0)
+                sd_event_source_set_enabled(l->io, SD_EVENT_ON);
 }
 
-static void accept_connections(Manager *m, int fd, Task *origin) {
-        for (;;) {
+/* A connection over its task socket's cap: told why, then closed. The frame
+ * is small and the socket fresh, so one nonblocking send delivers it. */
+static void refuse_connection(int cfd) {
+        char help[128];
+        snprintf(help, sizeof help, "Close a connection to the daemon first; a task may hold at most %d at a time",
+                 PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS);
+        _cleanup_json_ json_object *e =
+                proto_error(NULL, E_SERVER_BUSY, "this task's socket has too many connections", help, NULL);
+        size_t len = 0;
+        const char *s = e ? json_to_line(e, &len) : NULL;
+        if (s) {
+                (void) send(cfd, s, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void) send(cfd, "\n", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        close(cfd);
+}
+
+/* Accept at most this many connections per wakeup, so one busy listener (a
+ * worker connecting in a loop) cannot keep the loop from everything else. */
+#define ACCEPT_BATCH 64
+
+static int listener_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Listener *l = userdata;
+        Manager *m = l->m;
+        Task *origin = l->origin;
+        for (unsigned n = 0; n < ACCEPT_BATCH; n++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
-                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return;
-                        if (!origin) accept_pause(m, -errno);
-                        return;
+                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return 0;
+                        accept_pause(l, -errno);
+                        return 0;
+                }
+                if (origin && origin->sock_connections >= PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS) {
+                        refuse_connection(cfd);
+                        continue;
                 }
                 Connection *c = calloc(1, sizeof *c);
                 if (!c) {
@@ -314,21 +370,25 @@ static void accept_connections(Manager *m, int fd, Task *origin) {
                         free(c);
                         continue;
                 }
+                if (origin) origin->sock_connections++;
                 c->next = m->connections;
                 if (m->connections) m->connections->prev = c;
                 m->connections = c;
         }
-}
-
-static int listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        accept_connections(userdata, fd, NULL);
         return 0;
 }
 
-static int task_listen_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Task *t = userdata;
-        accept_connections(t->m, fd, t);
-        return 0;
+static int listener_start(Manager *m, Listener *l, int fd, Task *origin) {
+        l->m = m;
+        l->origin = origin;
+        l->fd = fd;
+        return sd_event_add_io(m->event, &l->io, fd, EPOLLIN, listener_io, l);
+}
+
+static void listener_stop(Listener *l) {
+        l->retry = sd_event_source_disable_unref(l->retry);
+        l->io = sd_event_source_disable_unref(l->io);
+        l->fd = safe_close(l->fd);
 }
 
 int task_socket_open(Task *t) {
@@ -348,23 +408,28 @@ int task_socket_open(Task *t) {
         mode_t old = umask(0177);
         r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
         umask(old);
-        if (r < 0 || listen(fd, 16) < 0) return -errno;
-        r = sd_event_add_io(m->event, &t->sock_source, fd, EPOLLIN, task_listen_io, t);
+        if (r < 0 || listen(fd, PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS) < 0) return -errno;
+        r = listener_start(m, &t->sock, fd, t);
         if (r < 0) {
                 (void) unlink(path);
                 return r;
         }
-        t->sock_fd = TAKE_FD(fd);
+        TAKE_FD(fd);
         t->sock_path = TAKE_PTR(path);
         return 0;
 }
 
 void task_socket_close(Task *t) {
-        t->sock_source = sd_event_source_disable_unref(t->sock_source);
-        t->sock_fd = safe_close(t->sock_fd);
+        listener_stop(&t->sock);
         if (t->sock_path) (void) unlink(t->sock_path);
         free(t->sock_path);
         t->sock_path = NULL;
+        /* a task's connections end with it: nothing inside its sandbox is left
+         * to use them, and they must not outlive the cap that bounded them */
+        for (Connection *c = t->m->connections, *next; c; c = next) {
+                next = c->next;
+                if (c->origin == t) connection_kill(c);
+        }
 }
 
 /* Probe a socket path with a health request, 250 ms budget (§4.2 step 2).
@@ -447,7 +512,7 @@ static int bind_socket(Manager *m) {
                 close(fd);
                 return log_error_errno(r, "cannot listen on %s", path);
         }
-        m->listen_fd = fd;
+        m->listener.fd = fd;
         m->socket_self_bound = true;
         return 0;
 }
@@ -470,13 +535,21 @@ int server_listen(Manager *m) {
                 int fl = fcntl(fd, F_GETFL);
                 if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
                 (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
-                m->listen_fd = fd;
+                m->listener.fd = fd;
                 m->socket_self_bound = false;
         } else {
                 int r = bind_socket(m);
                 if (r < 0) return r;
         }
-        return sd_event_add_io(m->event, &m->listen_source, m->listen_fd, EPOLLIN, listen_io, m);
+        /* accept_pause and job_start_retrying arm CLOCK_MONOTONIC timers exactly
+         * when the daemon is out of fds: sd-event creates a clock's timerfd on
+         * first use and keeps it, so make that use happen now */
+        sd_event_source *warm = NULL;
+        uint64_t now;
+        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (sd_event_add_time(m->event, &warm, CLOCK_MONOTONIC, now + 3600ULL * 1000000ULL, 0, NULL, NULL) >= 0)
+                sd_event_source_disable_unref(warm);
+        return listener_start(m, &m->listener, m->listener.fd, NULL);
 }
 
 void server_close(Manager *m, const char *reason) {
@@ -495,9 +568,7 @@ void server_close(Manager *m, const char *reason) {
                 }
                 connection_kill(c);
         }
-        m->accept_retry = sd_event_source_disable_unref(m->accept_retry);
-        m->listen_source = sd_event_source_disable_unref(m->listen_source);
-        m->listen_fd = safe_close(m->listen_fd);
+        listener_stop(&m->listener);
         if (m->socket_self_bound && unlink(m->paths.socket_path) < 0 && errno != ENOENT)
                 log_warning_errno(-errno, "cannot remove %s", m->paths.socket_path);
 }

@@ -44,7 +44,7 @@ Task *task_new(Manager *m, json_object *rec) {
         t->id = strdup(id);
         t->shim_pidfd = -1;
         t->status_fd = -1;
-        t->sock_fd = -1;
+        t->sock.fd = -1;
         if (!t->id) {
                 free(t);
                 return NULL;

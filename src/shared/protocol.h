@@ -9,7 +9,17 @@
 
 #define PROTOCOL_VERSION 1
 #define PROTOCOL_MAX_BUFFER_BYTES (1024 * 1024) /* MAX_BUFFER_BYTES, §1.5 */
-#define PROTOCOL_MAX_IN_FLIGHT 256              /* §1.5 */
+/* §1.5 as amended (docs/taskferryd.8.md "Limits"): 256 *active* requests
+ * daemon-wide on the user's socket; parked task.wait requests have a budget
+ * of their own, so waits can never starve health, status, list or cancel. */
+#define PROTOCOL_MAX_IN_FLIGHT 256
+#define PROTOCOL_MAX_WAITS 1024
+/* Per task socket (the socket bound into one sandbox): at most this many open
+ * connections (one more gets a SERVER_BUSY error frame with id null and is
+ * closed) and requests in flight, task.wait included (one more gets
+ * SERVER_BUSY). Task sockets do not draw on the two budgets above. */
+#define PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS 16
+#define PROTOCOL_TASK_SOCKET_MAX_REQUESTS 32
 
 /* Error codes (§1.4). */
 #define E_MALFORMED_JSON "MALFORMED_JSON"

@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -11,6 +12,7 @@
 
 #include "harness.h"
 #include "json-util.h"
+#include "protocol.h"
 #include "util.h"
 
 static json_object *error_of(json_object *frame) { return json_get_object(frame, "error"); }
@@ -223,7 +225,9 @@ START_TEST(out_of_order_replies) {
         ck_assert_str_eq(json_get_string(json_get_object(jb, "result"), "status"), "running");
         json_object_put(ja), json_object_put(jb);
         free(a), free(b), free(l1), free(l2);
-        /* SERVER_BUSY: 256 parked waits, the 257th request is refused */
+        /* 256 parked waits (spec §1.5 as amended, docs/taskferryd.8.md
+         * "Limits": 256 *active* requests): waits draw on a budget of their
+         * own, so the user's health, status and list still answer */
         for (int i = 0; i < 256; i++) {
                 char *l = strdup_printf("{\"version\":1,\"id\":\"w%d\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\"}}", i, slow);
                 tf_send(fd, l);
@@ -233,18 +237,53 @@ START_TEST(out_of_order_replies) {
          * defined): the parked waits answer nothing until their task ends */
         usleep(500000);
         int fd2 = tf_connect(w);
-        tf_send(fd2, "{\"version\":1,\"id\":\"busy\",\"method\":\"system.health\",\"params\":{}}");
+        char *status_params = strdup_printf("{\"taskId\":\"%s\"}", slow);
+        const char *probes[][2] = {{"system.health", "{}"}, {"task.status", status_params}, {"task.list", "{}"}};
+        for (size_t i = 0; i < ELEMENTSOF(probes); i++) {
+                char *l = strdup_printf("{\"version\":1,\"id\":\"p%zu\",\"method\":\"%s\",\"params\":%s}", i, probes[i][0],
+                                        probes[i][1]);
+                uint64_t t0 = mono_ms();
+                tf_send(fd2, l);
+                char *resp = tf_recv_line(fd2, 15000);
+                fprintf(stderr, "  %s with 256 waits parked: %s after %" PRIu64 " ms\n", probes[i][0],
+                        resp ? "answered" : "NO ANSWER", mono_ms() - t0);
+                ck_assert_msg(resp != NULL, "%s did not answer with 256 waits parked", probes[i][0]);
+                json_object *jr = tf_json(resp);
+                ck_assert_msg(json_get_bool(jr, "ok", false), "%s with 256 waits parked: %s", probes[i][0], resp);
+                json_object_put(jr);
+                free(resp), free(l);
+        }
+        /* the waits' own budget: once it is full, one more wait is SERVER_BUSY
+         * and everything else still answers */
+        for (int i = 256; i < PROTOCOL_MAX_WAITS; i++) {
+                char *l = strdup_printf("{\"version\":1,\"id\":\"w%d\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\"}}", i, slow);
+                tf_send(fd, l);
+                free(l);
+        }
+        usleep(500000);
+        char *lb = strdup_printf("{\"version\":1,\"id\":\"busy\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\"}}", slow);
+        tf_send(fd2, lb);
         char *busy = tf_recv_line(fd2, 10000);
         ck_assert_ptr_nonnull(busy);
         json_object *jbusy = tf_json(busy);
         assert_error(jbusy, "SERVER_BUSY");
         ck_assert_str_eq(json_get_string(jbusy, "id"), "busy");
         json_object_put(jbusy);
-        free(busy);
-        close(fd2);
+        free(busy), free(lb);
+        tf_send(fd2, "{\"version\":1,\"id\":\"h\",\"method\":\"system.health\",\"params\":{}}");
+        char *h = tf_recv_line(fd2, 10000);
+        ck_assert_msg(h && strstr(h, "\"ok\":true"), "health with every wait slot taken: %s", h ? h : "(none)");
+        free(h);
         /* the parked waits are released when their connection closes */
         close(fd);
         usleep(200000);
+        char *lw = strdup_printf("{\"version\":1,\"id\":\"again\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\",\"timeoutMs\":1}}", slow);
+        tf_send(fd2, lw);
+        char *again = tf_recv_line(fd2, 10000);
+        ck_assert_msg(again && strstr(again, "\"ok\":true") && strstr(again, "\"timedOut\":true"), "wait after release: %s",
+                      again ? again : "(none)");
+        free(again), free(lw), free(status_params);
+        close(fd2);
         json_object *f = tf_rpc(w, "system.health", "{}");
         tf_result(f);
         json_object_put(f);

@@ -4,13 +4,17 @@
  * directories are refused because they would unmask what every sandbox hides. */
 
 #include <check.h>
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <inttypes.h>
+#include <sys/resource.h>
 #include <sys/un.h>
 
 #include "harness.h"
 #include "json-util.h"
+#include "protocol.h"
 #include "util.h"
 
 static char *make_repo(tf_world *w) {
@@ -288,6 +292,425 @@ START_TEST(host_service_sockets_are_hidden) {
 }
 END_TEST
 
+/* ---- floods from inside a sandbox (issue 5 item 6) ---- */
+
+/* How long a request may take before the test calls it hung. Not a timing
+ * assertion: an answer takes milliseconds; a starved daemon never answers. */
+#define HANG_MS 15000
+
+/* One request on a fresh connection to the user's socket; NULL if no reply
+ * came within HANG_MS. Prints the latency. */
+static json_object *timed_rpc(tf_world *w, const char *method, const char *params) {
+        uint64_t t0 = mono_ms();
+        int fd = tf_connect(w);
+        char *line = strdup_printf("{\"version\":1,\"id\":\"timed\",\"method\":\"%s\",\"params\":%s}", method, params);
+        tf_send(fd, line);
+        char *resp = tf_recv_line(fd, HANG_MS);
+        close(fd);
+        fprintf(stderr, "  %s answered %s after %" PRIu64 " ms\n", method, resp ? "" : "NOTHING", mono_ms() - t0);
+        json_object *o = resp ? tf_json(resp) : NULL;
+        free(resp), free(line);
+        return o;
+}
+
+/* Asserts an ok:true answer within HANG_MS; returns the frame. */
+static json_object *answered(tf_world *w, const char *method, const char *params) {
+        json_object *f = timed_rpc(w, method, params);
+        ck_assert_msg(f != NULL, "%s did not answer within %d ms", method, HANG_MS);
+        tf_result(f);
+        return f;
+}
+
+static bool report_ready(tf_world *w, void *id) {
+        char *p = strdup_printf("%s/outputs/%s/report", w->state, (const char *) id);
+        bool ok = tf_exists(p);
+        free(p);
+        return ok;
+}
+
+static int report_value(const char *report, const char *key) {
+        char *k = strdup_printf("%s=", key);
+        const char *at = strstr(report, k);
+        ck_assert_msg(at != NULL, "no %s in report %s", key, report);
+        int v = atoi(at + strlen(k));
+        free(k);
+        return v;
+}
+
+static const char *task_status_of(json_object *status_frame) {
+        return tf_jstr(json_get_object(status_frame, "result"), "status");
+}
+
+/* A worker floods its own task socket with `flood` (a taskferry-test-peer
+ * command); meanwhile the user's health, list and cancel of that worker
+ * answer, and another task settles with its changeset. Returns the worker's
+ * report ("key=value ..."). */
+static char *flood_scenario(const char *flood) {
+        /* the default soft limit of a systemd user service: a flood of a
+         * thousand connections reaches it */
+        struct rlimit rl;
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_cur > 1024) rl.rlim_cur = 1024;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *other = strdup(tf_path(w->repo_parent, "other"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
+                    other, other));
+        const char *df[] = {"--executor", "shell", "--directory", repo, "--prompt", flood, NULL};
+        char *flooder = tf_dispatch(w, df);
+        ck_assert_msg(tf_wait_until(report_ready, w, flooder, 60000), "the flooding worker never reported");
+        char *rp = strdup_printf("%s/outputs/%s/report", w->state, flooder);
+        char *report = tf_read(rp, NULL);
+        fprintf(stderr, "worker `%s`: %s", flood, report);
+
+        /* the user, while the flood holds */
+        json_object_put(answered(w, "system.health", "{}"));
+        json_object_put(answered(w, "task.list", "{}"));
+        char *sp = strdup_printf("{\"taskId\":\"%s\"}", flooder);
+        json_object *st = answered(w, "task.status", sp);
+        ck_assert_str_eq(task_status_of(st), "running");
+        json_object_put(st);
+
+        /* another task settles meanwhile, with its changeset */
+        json_object *params = json_object_new_object();
+        json_add_string(params, "prompt", "echo hi > new.txt");
+        json_add_string(params, "directory", other);
+        json_add_string(params, "executor", "shell");
+        json_object *d = answered(w, "task.dispatch", json_to_line(params, NULL));
+        char *settler = strdup(tf_jstr(tf_result(d), "id"));
+        json_object_put(d), json_object_put(params);
+        char *sq = strdup_printf("{\"taskId\":\"%s\"}", settler);
+        json_object *done = NULL;
+        for (uint64_t end = mono_ms() + 120000; mono_ms() < end; usleep(100000)) {
+                json_object *f = answered(w, "task.status", sq);
+                const char *s = task_status_of(f);
+                if (!streq(s, "queued") && !streq(s, "running")) {
+                        done = f;
+                        break;
+                }
+                json_object_put(f);
+        }
+        ck_assert_msg(done != NULL, "the other task did not settle during the flood");
+        json_object *ds = json_get_object(done, "result");
+        ck_assert_msg(streq_ptr(tf_jstr(ds, "status"), "done") && streq_ptr(tf_jstr(ds, "changesetStatus"), "pending") &&
+                              !tf_jstr(ds, "changesetError"),
+                      "the other task lost its changeset: %s", json_to_line(ds, NULL));
+        json_object_put(done);
+        char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", settler);
+        json_object *res = answered(w, "task.result", rq);
+        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
+        ck_assert_msg(diff && strstr(diff, "+++ b/new.txt") && strstr(diff, "+hi"), "diff: %s", diff ? diff : "(null)");
+        json_object_put(res);
+
+        /* and the user cancels the flooding worker */
+        json_object_put(answered(w, "task.cancel", sp));
+        json_object *fs = tf_wait_settled(w, flooder);
+        ck_assert_str_eq(tf_jstr(fs, "status"), "cancelled");
+        json_object_put(fs);
+        json_object_put(answered(w, "system.health", "{}"));
+        free(sp), free(sq), free(rq), free(rp), free(settler), free(flooder), free(other), free(repo);
+        tf_world_free(w);
+        return report;
+}
+
+START_TEST(worker_parking_waits_starves_nothing) {
+        char *report = flood_scenario("taskferry-test-peer waits 300");
+        /* the worker's own socket refuses what is over its cap, and only that */
+        int parked = report_value(report, "parked"), busy = report_value(report, "busy");
+        ck_assert_msg(parked >= 1 && parked <= PROTOCOL_TASK_SOCKET_MAX_REQUESTS, "%s", report);
+        ck_assert_msg(busy == 300 - parked, "%s", report);
+        free(report);
+}
+END_TEST
+
+START_TEST(worker_opening_connections_starves_nothing) {
+        char *report = flood_scenario("taskferry-test-peer connections 1100");
+        int open = report_value(report, "open"), busy = report_value(report, "busy");
+        ck_assert_msg(open >= 1 && open <= PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS, "%s", report);
+        ck_assert_msg(busy >= 1, "no connection over the cap was told SERVER_BUSY: %s", report);
+        free(report);
+}
+END_TEST
+
+/* ---- out of file descriptors (issue 5 item 6) ---- */
+
+/* The highest fd number open in pid; *count: how many are open. */
+static unsigned daemon_max_fd(pid_t pid, unsigned *count) {
+        char *dir = strdup_printf("/proc/%d/fd", (int) pid);
+        DIR *d = opendir(dir);
+        ck_assert_msg(d != NULL, "cannot read %s", dir);
+        unsigned max = 0;
+        *count = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+                if (e->d_name[0] == '.') continue;
+                (*count)++;
+                if ((unsigned) atoi(e->d_name) > max) max = (unsigned) atoi(e->d_name);
+        }
+        closedir(d);
+        free(dir);
+        return max;
+}
+
+/* utime + stime of a process, in seconds */
+static double cpu_seconds(pid_t pid) {
+        char *p = strdup_printf("/proc/%d/stat", (int) pid);
+        char *s = tf_read(p, NULL);
+        const char *rest = strrchr(s, ')');
+        ck_assert_ptr_nonnull(rest);
+        unsigned long ut = 0, st = 0;
+        /* fields 3..13, then utime (14) and stime (15) */
+        ck_assert_int_eq(sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st), 2);
+        free(s), free(p);
+        return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
+}
+
+static void touch_output(tf_world *w, const char *id, const char *name) {
+        char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
+        tf_write(p, "", 0, 0644);
+        free(p);
+}
+
+/* Leave the daemon no descriptor: its soft limit at its highest fd + 1, and
+ * the test's own connections filling every hole below (the rest wait in the
+ * backlog). Returns those connections. */
+static int *starve_daemon(tf_world *w, pid_t pid, size_t *n_fill) {
+        struct rlimit low;
+        ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, NULL, &low), 0);
+        unsigned count;
+        low.rlim_cur = daemon_max_fd(pid, &count) + 1;
+        ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, &low, NULL), 0);
+        *n_fill = low.rlim_cur - count + 16;
+        int *fill = calloc(*n_fill, sizeof *fill);
+        for (size_t i = 0; i < *n_fill; i++) fill[i] = tf_connect(w);
+        usleep(500000);
+        daemon_max_fd(pid, &count);
+        ck_assert_msg(count == low.rlim_cur, "the daemon has %u fds open, limit %u", count, (unsigned) low.rlim_cur);
+        return fill;
+}
+
+static void feed_daemon(pid_t pid, const struct rlimit *saved, int *fill, size_t n_fill) {
+        ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, saved, NULL), 0);
+        for (size_t i = 0; i < n_fill; i++) close(fill[i]);
+        free(fill);
+}
+
+static bool reply_arrived(tf_world *w, void *id) {
+        char *p = strdup_printf("%s/outputs/%s/reply.txt", w->state, (const char *) id);
+        char *data = NULL;
+        bool ok = read_file(p, 1 << 20, &data, NULL) == 0 && strstr(data, "own directory");
+        free(data), free(p);
+        return ok;
+}
+
+/* The daemon runs out of descriptors while a worker connects to its own
+ * socket and then finishes: every listener pauses instead of spinning (one
+ * warning), and the settlement waits for descriptors instead of recording
+ * "changeset extraction did not run". */
+START_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        pid_t pid = w->daemon_pid;
+        const char *script = "while [ ! -e $TASKFERRY_OUTPUT_DIR/go1 ]; do sleep 0.1; done; "
+                             "taskferry-test-peer dispatch '{\"prompt\":\"true\",\"directory\":\"/\"}' > $TASKFERRY_OUTPUT_DIR/reply.txt & "
+                             "while [ ! -e $TASKFERRY_OUTPUT_DIR/go2 ]; do sleep 0.1; done; echo hi > new.txt";
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        /* running under its shim, with its socket */
+        char *sp = strdup_printf("{\"taskId\":\"%s\"}", id);
+        for (uint64_t end = mono_ms() + 60000;; usleep(100000)) {
+                json_object *f = answered(w, "task.status", sp);
+                int64_t wpid = 0;
+                bool up = json_get_int64(json_get_object(f, "result"), "pid", &wpid) && wpid > 0;
+                json_object_put(f);
+                if (up) break;
+                ck_assert_msg(mono_ms() < end, "the worker never started");
+        }
+        /* phase 1: out of fds while the worker connects to its own socket */
+        struct rlimit saved;
+        ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, NULL, &saved), 0);
+        size_t n_fill;
+        int *fill = starve_daemon(w, pid, &n_fill);
+        double c0 = cpu_seconds(pid);
+        touch_output(w, id, "go1");
+        sleep(3);
+        double c1 = cpu_seconds(pid);
+        fprintf(stderr, "  daemon CPU while out of fds, worker connecting: %.2f s in 3 s\n", c1 - c0);
+        ck_assert_msg(c1 - c0 < 0.3, "the daemon spins while out of fds: %.2f s CPU in 3 s", c1 - c0);
+        feed_daemon(pid, &saved, fill, n_fill);
+        /* the paused task socket accepts again: the worker's request is answered */
+        ck_assert_msg(tf_wait_until(reply_arrived, w, id, HANG_MS), "the worker's socket never resumed accepting");
+
+        /* phase 2: out of fds when the worker finishes; its settlement needs a
+         * pipe, a fork and a pidfd */
+        fill = starve_daemon(w, pid, &n_fill);
+        touch_output(w, id, "go2");
+        sleep(3);
+        double c2 = cpu_seconds(pid);
+        fprintf(stderr, "  daemon CPU while out of fds, settlement pending: %.2f s in 3 s\n", c2 - c1);
+        ck_assert_msg(c2 - c1 < 0.3, "the daemon spins while out of fds: %.2f s CPU in 3 s", c2 - c1);
+        feed_daemon(pid, &saved, fill, n_fill);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_msg(streq_ptr(tf_jstr(st, "status"), "done") && streq_ptr(tf_jstr(st, "changesetStatus"), "pending") &&
+                              !tf_jstr(st, "changesetError"),
+                      "settlement was skipped: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", id);
+        json_object *res = answered(w, "task.result", rq);
+        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
+        ck_assert_msg(diff && strstr(diff, "+hi"), "diff: %s", diff ? diff : "(null)");
+        json_object_put(res);
+        /* one warning, not one per failed accept */
+        char *log = tf_read(tf_path(w->root, "daemon.log"), NULL);
+        size_t warnings = 0;
+        for (const char *p = log; (p = strstr(p, "cannot accept connections")); p++) warnings++;
+        fprintf(stderr, "  accept warnings logged: %zu\n", warnings);
+        ck_assert_msg(warnings >= 1 && warnings <= 2, "%zu accept warnings:\n%s", warnings, log);
+        free(log), free(rq), free(sp), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The daemon takes the hard fd limit for itself; the worker (and the shim)
+ * get the user's soft limit back: select() users break above 1024. */
+START_TEST(workers_get_the_users_fd_limit) {
+        struct rlimit rl;
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_max <= 1024) return; /* nothing to raise here */
+        rl.rlim_cur = 1000;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        struct rlimit daemon;
+        ck_assert_int_eq(prlimit(w->daemon_pid, RLIMIT_NOFILE, NULL, &daemon), 0);
+        ck_assert_msg(daemon.rlim_cur == rl.rlim_max, "daemon soft limit %lu, hard %lu", (unsigned long) daemon.rlim_cur,
+                      (unsigned long) rl.rlim_max);
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "ulimit -Sn", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object_put(tf_wait_settled(w, id));
+        const char *res[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(o, "message"), "1000\n");
+        json_object_put(o);
+        tf_run_done(&r);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- nested dispatch stays inside the caller's view (issue 5 item 7) ---- */
+
+static size_t count_entries(const char *dir) {
+        char *q = shell_quote(dir);
+        char *script = strdup_printf("ls -A %s 2>/dev/null | wc -l", q);
+        run_result rr;
+        char *argv[] = {(char *) "sh", (char *) "-c", script, NULL};
+        ck_assert_int_eq(run_command(argv, NULL, NULL, 1 << 20, -1, &rr), 0);
+        size_t n = (size_t) atol(rr.out);
+        run_result_done(&rr);
+        free(q), free(script);
+        return n;
+}
+
+static size_t count_tasks(tf_world *w) {
+        json_object *f = answered(w, "task.list", "{}");
+        json_object *counts = json_get_object(json_get_object(f, "result"), "counts");
+        size_t n = 0;
+        json_object_object_foreach(counts, k, v) {
+                (void) k;
+                n += (size_t) json_object_get_int64(v);
+        }
+        json_object_put(f);
+        return n;
+}
+
+START_TEST(nested_dispatch_stays_inside_the_callers_target) {
+        tf_world *w = tf_world_new(NULL);
+        char *outside = strdup(tf_path(w->repo_parent, "outside"));
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        /* a host dir next to the target, and a symlink to it committed in the target */
+        free(tf_shf(w, NULL,
+                    "mkdir -p %s && echo HOSTSECRET > %s/secret.txt && mkdir -p %s/sub && cd %s && git init -q && "
+                    "echo base > f && echo keep > sub/keep && ln -s %s hostlink && git add -A && git commit -qm base",
+                    outside, outside, repo, repo, outside));
+        char *overlay = strdup(tf_path(w->run, "overlay"));
+        char *outputs = strdup(tf_path(w->state, "outputs"));
+        /* the worker's script: each line one raw task.dispatch reply */
+        const char *targets[] = {
+                outside,                    /* a host dir outside the target */
+                "$R/../outside",            /* .. out of the target */
+                "$R/sub/../../outside",     /* .. through a real subdir */
+                "$R/made-link",             /* a symlink the worker made in its overlay */
+                "$R/made-link/",            /* ... with a trailing slash */
+                "$R/hostlink",              /* a symlink in the target pointing out */
+                "$R/made-dir",              /* a dir that exists only in the overlay */
+                "/tmp",                     /* the sandbox's private /tmp, the host's /tmp */
+                "/",
+                NULL,
+        };
+        char *script = strdup_printf("R=%s; O=$TASKFERRY_OUTPUT_DIR/dispatch.txt; ln -s %s $R/made-link; mkdir $R/made-dir; ",
+                                     repo, outside);
+        for (size_t i = 0; targets[i]; i++) {
+                char *s = strdup_printf("%staskferry-test-peer dispatch \"{\\\"prompt\\\":\\\"cat secret.txt\\\",\\\"directory\\\":"
+                                        "\\\"%s\\\",\\\"executor\\\":\\\"shell\\\"}\" >> $O; ",
+                                        script, targets[i]);
+                free(script);
+                script = s;
+        }
+        char *s = strdup_printf("%staskferry-test-peer dispatch \"{\\\"prompt\\\":\\\"echo nested > n.txt\\\",\\\"directory\\\":"
+                                "\\\"$R/sub\\\",\\\"executor\\\":\\\"shell\\\"}\" >> $O; cat $O",
+                                script);
+        free(script);
+        script = s;
+        tf_daemon_start(w);
+        size_t tasks_before = count_tasks(w), outputs_before = count_entries(outputs);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        char *dp = strdup_printf("%s/outputs/%s/dispatch.txt", w->state, id);
+        char *replies = tf_read(dp, NULL);
+        fprintf(stderr, "nested dispatch replies:\n%s", replies);
+        /* every refused one: an error frame that says why, nothing created */
+        char *save = NULL, *line = strtok_r(replies, "\n", &save);
+        size_t i = 0;
+        char *nested = NULL;
+        for (; line; line = strtok_r(NULL, "\n", &save), i++) {
+                json_object *f = tf_json(line);
+                json_object *e = json_get_object(f, "error");
+                if (targets[i]) {
+                        ck_assert_msg(e != NULL, "dispatch into %s was not refused: %s", targets[i], line);
+                        ck_assert_str_eq(json_get_string(e, "code"), "REQUEST_FAILED");
+                        ck_assert_msg(strstr(json_get_string(e, "message"), "own directory"), "unclear refusal: %s", line);
+                } else {
+                        ck_assert_msg(e == NULL, "dispatch into a subdir of the target failed: %s", line);
+                        nested = strdup(tf_jstr(tf_result(f), "id"));
+                }
+                json_object_put(f);
+        }
+        ck_assert_int_eq(i, ELEMENTSOF(targets));
+        ck_assert_ptr_nonnull(nested);
+        json_object *ns = tf_wait_settled(w, nested);
+        ck_assert_str_eq(tf_jstr(ns, "status"), "done");
+        ck_assert_str_eq(tf_jstr(ns, "changesetStatus"), "pending");
+        json_object_put(ns);
+        /* the worker and its one allowed child: no other task record, output dir or overlay */
+        ck_assert_int_eq(count_tasks(w), tasks_before + 2);
+        ck_assert_int_eq(count_entries(outputs), outputs_before + 2);
+        ck_assert_int_le(count_entries(overlay), 2);
+        const char *res[] = {"result", nested, "--diff", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        ck_assert_msg(strstr(r.out, "+++ b/n.txt") && !strstr(r.out, "HOSTSECRET"), "%s", r.out);
+        tf_run_done(&r);
+        free(nested), free(replies), free(dp), free(id), free(script), free(overlay), free(outputs), free(repo),
+                free(outside);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("sandbox-peers");
         TCase *tc = tcase_create("peers");
@@ -297,6 +720,11 @@ static Suite *suite(void) {
         tcase_add_test(tc, caller_env_reaches_the_worker_not_bwrap);
         tcase_add_test(tc, orphaned_connection_is_still_sandboxed);
         tcase_add_test(tc, host_service_sockets_are_hidden);
+        tcase_add_test(tc, worker_parking_waits_starves_nothing);
+        tcase_add_test(tc, worker_opening_connections_starves_nothing);
+        tcase_add_test(tc, out_of_fds_pauses_listeners_and_defers_settlement);
+        tcase_add_test(tc, workers_get_the_users_fd_limit);
+        tcase_add_test(tc, nested_dispatch_stays_inside_the_callers_target);
         suite_add_tcase(s, tc);
         return s;
 }
