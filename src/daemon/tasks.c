@@ -169,7 +169,7 @@ json_object *task_summary(Task *t) {
                 if (rec_has_nonnull(rec, opt[i])) json_copy_key(o, rec, opt[i]);
         if (json_get_bool(rec, "incomplete", false)) json_add_bool(o, "incomplete", true);
         static const char *const opt2[] = {"finalMarker", "finalStatus", "class", "executorId", "overlayDirs",
-                                           "changesetError", "parentTaskId", "projectConfigWarning"};
+                                           "changesetError", "changesetWarnings", "parentTaskId", "projectConfigWarning"};
         for (size_t i = 0; i < ELEMENTSOF(opt2); i++)
                 if (rec_has_nonnull(rec, opt2[i])) json_copy_key(o, rec, opt2[i]);
         const char *check = json_get_string(rec, "checkStatus");
