@@ -1654,6 +1654,55 @@ static int reverse_applies(const git_ctx *g, const char *patch, char **reason) {
         return r;
 }
 
+/* Would the patch leave a directory of the live tree that git takes for a
+ * repository with one of the patch's paths inside it? The pieces are those
+ * the live tree has (untracked, ignored and empty entries too) and those the
+ * patch's paths would create (a deleted one still counts: erring on the safe
+ * side). Returns 1 with *why set, 0 if not, -errno. */
+static int patch_plants_repository(const git_ctx *g, const char *patch, char **why) {
+        run_result rr;
+        _cleanup_free_ char *err = NULL;
+        char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
+        int r = git_ok(g, g->work_tree, LIST_MAX, &rr, &err, "apply --numstat", ns_args);
+        if (r < 0) {
+                *why = TAKE_PTR(err);
+                return r;
+        }
+        path_list pl = {};
+        numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+        run_result_done(&rr);
+        _cleanup_strv_free_ char **paths = pl.paths;
+        if (pl.r < 0) return pl.r;
+        _cleanup_(dir_masks_done) dir_masks dirs = {};
+        for (size_t i = 0; r >= 0 && paths && paths[i]; i++) {
+                const char *p = paths[i], *start = p;
+                for (const char *sl;; start = sl + 1) {
+                        sl = strchr(start, '/');
+                        _cleanup_free_ char *comp = sl ? strndup(start, (size_t) (sl - start)) : strdup(start);
+                        if (!comp) return -ENOMEM;
+                        r = dir_masks_add(&dirs, p, start > p ? (size_t) (start - p - 1) : 0, piece_of(comp));
+                        if (r < 0 || !sl) break;
+                }
+        }
+        if (r < 0) return r;
+        dir_masks_normalize(&dirs);
+        _cleanup_close_ int dfd = open(g->work_tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return -errno;
+        for (size_t i = 0; i < dirs.n; i++) dirs.e[i].mask |= host_pieces(dfd, dirs.e[i].dir);
+        for (size_t i = 0; i < dirs.n; i++) {
+                if (!pieces_make_repository(dirs.e[i].mask)) continue;
+                const char *d = dirs.e[i].dir;
+                _cleanup_free_ char *q = *d ? quote_path(d) : strdup("the target directory");
+                *why = q ? strdup_printf("the changeset would leave %s%s looking like a git repository to git (HEAD "
+                                         "with objects and refs, or with commondir) with its changes inside; "
+                                         "not applied",
+                                         q, *d ? "/" : "")
+                         : NULL;
+                return *why ? 1 : -ENOMEM;
+        }
+        return 0;
+}
+
 /* check_applied: only answer whether the tree already holds the patch. */
 static int apply_impl(const char *directory, const char *patch_path, bool check_applied, char **reason) {
         if (isempty(directory) || isempty(patch_path)) {
@@ -1695,6 +1744,8 @@ static int apply_impl(const char *directory, const char *patch_path, bool check_
                 *reason = strdup_printf("cannot create a private git directory: %s", strerror(-r));
         else if ((r = git_ctx_build_env(&g)) >= 0 && check_applied)
                 r = reverse_applies(&g, patch, reason);
+        else if (r >= 0 && (r = patch_plants_repository(&g, patch, reason)) != 0)
+                r = r > 0 ? 0 : r;
         else if (r >= 0) {
                 r = apply_check_then_apply(&g, patch, reason);
                 if (r == 0) {

@@ -886,6 +886,59 @@ START_TEST(test_planted_dotgit_left_out) {
 }
 END_TEST
 
+/* A patch whose HEAD and config are harmless when extracted becomes a
+ * repository if the live tree gains objects/ and refs/ before the accept:
+ * the apply refuses it and leaves the tree untouched. */
+START_TEST(test_apply_refuses_to_complete_a_repository) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        _cleanup_free_ char *mark = make_marker_program(&f);
+        ck_assert_ptr_nonnull(mark);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; echo a > a.txt; mkdir -p src/lib; echo f > src/lib/f.c; "
+                            GIT " add -A; " GIT " commit -qm i",
+                            f.dir), 0);
+        _cleanup_free_ char *head = capture("git -C '%s' rev-parse HEAD", f.dir);
+        _cleanup_free_ char *script = strdup_printf(
+                "set -e; echo more >> a.txt; printf 'ref: refs/heads/main\\n' > src/HEAD; "
+                "printf '[core]\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = %s\\n' > src/config",
+                mark);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, script), 0);
+        _cleanup_strv_free_ char **warnings = NULL;
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .ret_warnings = &warnings};
+        _cleanup_free_ char *err = NULL;
+        ck_assert_int_eq(changeset_extract(&a, &err), 1);
+        ck_assert_ptr_null(warnings);
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "a.txt -> a.txt|src/HEAD -> src/HEAD|src/config -> src/config|");
+
+        /* the live tree gets the missing pieces (empty directories: never in a patch) */
+        ck_assert_int_eq(sh("mkdir '%s/src/objects' '%s/src/refs'", f.dir, f.dir), 0);
+        _cleanup_free_ char *snap0 = strdup_printf("%s/host0", base);
+        ck_assert_int_eq(snapshot(f.dir, snap0), 0);
+        _cleanup_free_ char *reason = NULL;
+        int r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 0, "r=%d reason=%s", r, strnull(reason));
+        ck_assert_msg(reason && strstr(reason, "src/") && strstr(reason, "repository"), "%s", strnull(reason));
+        _cleanup_free_ char *snap1 = strdup_printf("%s/host1", base);
+        ck_assert_int_eq(snapshot(f.dir, snap1), 0);
+        ck_assert(snapshots_equal(snap0, snap1));
+        static const char *const where[] = {".", "src", "src/lib", NULL};
+        git_status_everywhere(f.dir, where);
+        ck_assert_msg(dir_is_empty(f.markers), "git status ran a planted program");
+
+        /* without them it applies */
+        ck_assert_int_eq(sh("rmdir '%s/src/objects' '%s/src/refs'", f.dir, f.dir), 0);
+        free(reason);
+        reason = NULL;
+        r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 1, "r=%d reason=%s", r, strnull(reason));
+        rm_rf(base);
+}
+END_TEST
+
 static Suite *changeset_suite(void) {
         Suite *s = suite_create("changeset");
         TCase *tc = tcase_create("changeset");
@@ -903,6 +956,7 @@ static Suite *changeset_suite(void) {
         tcase_add_test(tc, test_refused_paths_left_out);
         tcase_add_test(tc, test_bare_repository_shapes_left_out);
         tcase_add_test(tc, test_planted_dotgit_left_out);
+        tcase_add_test(tc, test_apply_refuses_to_complete_a_repository);
         suite_add_tcase(s, tc);
         return s;
 }
