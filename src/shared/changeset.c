@@ -743,7 +743,18 @@ static char *refused_reason(const char *add_err, const char *path) {
         if (add_err && strstr(add_err, invalid))
                 return strdup("git refuses this path (it names .git or .gitmodules in a spelling that NTFS, HFS+ "
                               "or a case-insensitive file system reads as one)");
-        const char *hit = add_err ? strstr(add_err, quoted) : NULL;
+        /* "error: <path>: can only add regular files, ..." or "... '<path>' ..." */
+        _cleanup_free_ char *lead = strdup_printf("error: %s: ", path);
+        if (!lead) return NULL;
+        const char *hit = NULL;
+        if (add_err && startswith(add_err, lead)) hit = add_err;
+        else if (add_err) {
+                _cleanup_free_ char *nl_lead = strdup_printf("\n%s", lead);
+                if (!nl_lead) return NULL;
+                hit = strstr(add_err, nl_lead);
+                if (hit) hit++;
+        }
+        if (!hit && add_err) hit = strstr(add_err, quoted);
         if (hit) {
                 const char *start = hit, *end = strchr(hit, '\n');
                 while (start > add_err && start[-1] != '\n') start--;

@@ -701,8 +701,9 @@ static int git_status_everywhere(const char *dir, const char *const *subdirs) {
 }
 
 /* Paths git refuses (its NTFS/HFS and .git protections): each is left out with
- * a warning that names it, the rest extracts and applies, a pre-existing
- * refused path the worker left alone raises no warning. */
+ * a warning that names it, and so is a tracked file git cannot record (a
+ * FIFO now); the rest extracts and applies, a pre-existing refused path the
+ * worker left alone raises no warning. */
 START_TEST(test_refused_paths_left_out) {
         _cleanup_free_ char *base = make_base();
         ck_assert_ptr_nonnull(base);
@@ -722,7 +723,7 @@ START_TEST(test_refused_paths_left_out) {
                 "echo c > .git./config; echo c > \"$(printf '.g\\342\\200\\214it')/config\"; "
                 "echo c > \"$(printf '.Git\\357\\273\\277')/HEAD\"; echo c > 'src/.git /config'; "
                 "echo c > git~1/config; mkdir -p src/lib/GIT~1; echo c > src/lib/GIT~1/HEAD; "
-                "ln -s /etc/passwd .gitmodules; echo ok > src/lib/ok.txt";
+                "ln -s /etc/passwd .gitmodules; echo ok > src/lib/ok.txt; rm src/lib/f.c; mkfifo src/lib/f.c";
         ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, script), 0);
         _cleanup_strv_free_ char **warnings = NULL;
         changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
@@ -742,7 +743,11 @@ START_TEST(test_refused_paths_left_out) {
                 ck_assert_msg(wr, "no warning names %s:%s", refused[i], all);
                 ck_assert_msg(strstr(wr, "git refuses"), "%s", wr);
         }
-        ck_assert_msg(strv_length(warnings) == ELEMENTSOF(refused), "unexpected warnings:%s", all);
+        /* a tracked file turned into a FIFO: git cannot record it either */
+        const char *fifo = warning_for(warnings, "src/lib/f.c");
+        ck_assert_msg(fifo && strstr(fifo, "git could not record it: ") && strstr(fifo, "can only add regular files"),
+                      "%s", all);
+        ck_assert_msg(strv_length(warnings) == ELEMENTSOF(refused) + 1, "unexpected warnings:%s", all);
         ck_assert_msg(!warning_for(warnings, "git~1/pre"), "a pre-existing path raised a warning:%s", all);
 
         _cleanup_free_ char *reason = NULL;
@@ -751,7 +756,7 @@ START_TEST(test_refused_paths_left_out) {
         ck_assert_int_eq(sh("cd '%s' && test \"$(cat a.txt)\" = \"$(printf 'a\\nmore')\" && test -e src/lib/ok.txt && "
                             "test ! -e .GIT && test ! -e .git. && test ! -e .gitmodules && test ! -e git~1/config && "
                             "test ! -e \"$(printf '.g\\342\\200\\214it')\" && test ! -e 'src/.git ' && "
-                            "test ! -e src/lib/GIT~1 && test \"$(cat git~1/pre)\" = pre",
+                            "test ! -e src/lib/GIT~1 && test \"$(cat git~1/pre)\" = pre && test \"$(cat src/lib/f.c)\" = f",
                             f.dir), 0);
         rm_rf(base);
 }
