@@ -634,19 +634,20 @@ static int repo_info_gather(const char *dir, repo_info *ri) {
  * left alone) and git's reason. */
 typedef struct refused_path {
         char *path;
-        char *why;
         bool exists;
         struct stat st;
 } refused_path;
 
 typedef struct refused_list {
         refused_path *e;
-        size_t n;
+        size_t n, allocated;
+        char *add_err; /* the stderr of that `git add`, for the reasons */
 } refused_list;
 
 static void refused_list_done(refused_list *l) {
-        for (size_t i = 0; i < l->n; i++) free(l->e[i].path), free(l->e[i].why);
+        for (size_t i = 0; i < l->n; i++) free(l->e[i].path);
         free(l->e);
+        free(l->add_err);
         memset(l, 0, sizeof *l);
 }
 
@@ -777,6 +778,9 @@ static int refused_collect(extract_child *c, const char *add_err, refused_list *
         char *ls_args[] = {(char *) "ls-files", (char *) "-o", (char *) "-z", (char *) "--exclude-standard", NULL};
         char *df_args[] = {(char *) "diff-files", (char *) "-z", (char *) "--name-only", (char *) "--no-ext-diff", NULL};
         char **argvs[] = {ls_args, df_args};
+        if (!add_err) return 0; /* git add exited 0: it refused nothing */
+        free(out->add_err);
+        if (!(out->add_err = strdup(add_err))) return -ENOMEM;
         _cleanup_close_ int dfd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0) return -errno;
         for (size_t k = 0; k < ELEMENTSOF(argvs); k++) {
@@ -785,18 +789,19 @@ static int refused_collect(extract_child *c, const char *add_err, refused_list *
                 if (r < 0) return r;
                 for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
                         if (!*p) continue;
-                        refused_path *n = realloc(out->e, (out->n + 1) * sizeof *out->e);
-                        if (!n) {
-                                r = -ENOMEM;
-                                break;
+                        if (out->n == out->allocated) {
+                                size_t na = out->allocated ? 2 * out->allocated : 16;
+                                refused_path *n = reallocarray(out->e, na, sizeof *out->e);
+                                if (!n) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                out->e = n;
+                                out->allocated = na;
                         }
-                        out->e = n;
                         refused_path *e = &out->e[out->n];
                         memset(e, 0, sizeof *e);
-                        e->path = strdup(p);
-                        e->why = refused_reason(add_err, p);
-                        if (!e->path || !e->why) {
-                                free(e->path), free(e->why);
+                        if (!(e->path = strdup(p))) {
                                 r = -ENOMEM;
                                 break;
                         }
@@ -807,6 +812,15 @@ static int refused_collect(extract_child *c, const char *add_err, refused_list *
                 if (r < 0) return r;
         }
         return 0;
+}
+
+/* Warn about a refused path (git's reason looked up only while warnings are
+ * still kept: the search is linear in git's stderr). */
+static int refused_warn_one(warnings *w, const refused_list *l, const char *path, const char *prefix) {
+        if (w->n_lines >= CHANGESET_WARNINGS_MAX) return warn_path(w, path, "");
+        _cleanup_free_ char *reason = refused_reason(l->add_err, path);
+        _cleanup_free_ char *why = reason ? strdup_printf("%s%s", prefix, reason) : NULL;
+        return why ? warn_path(w, path, why) : -ENOMEM;
 }
 
 /* Warnings for what git refused in the merged view, leaving out the paths
@@ -823,7 +837,7 @@ static int refused_warn(extract_child *c, const refused_list *host, const refuse
                                     h->st.st_ctim.tv_sec == m->st.st_ctim.tv_sec &&
                                     h->st.st_ctim.tv_nsec == m->st.st_ctim.tv_nsec)))
                         continue;
-                r = warn_path(&c->w, m->path, m->why);
+                r = refused_warn_one(&c->w, merged, m->path, "");
         }
         /* refused in the host view and gone now: the worker deleted it */
         _cleanup_close_ int dfd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -832,8 +846,7 @@ static int refused_warn(extract_child *c, const refused_list *host, const refuse
                 const refused_path *h = &host->e[i];
                 struct stat st;
                 if (refused_find(merged, h->path) || fstatat(dfd, h->path, &st, AT_SYMLINK_NOFOLLOW) >= 0) continue;
-                _cleanup_free_ char *why = strdup_printf("its deletion is not carried: %s", h->why);
-                r = why ? warn_path(&c->w, h->path, why) : -ENOMEM;
+                r = refused_warn_one(&c->w, host, h->path, "its deletion is not carried: ");
         }
         return r;
 }

@@ -762,6 +762,34 @@ START_TEST(test_refused_paths_left_out) {
 }
 END_TEST
 
+/* Warnings are capped: a worker that creates many refused paths gets
+ * CHANGESET_WARNINGS_MAX lines, the last one counting the rest. */
+START_TEST(test_warnings_are_capped) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; echo a > a.txt", f.dir), 0);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work,
+                                    "mkdir .GIT; i=0; while [ $i -lt 3000 ]; do : > .GIT/f$i; i=$((i+1)); done; "
+                                    "echo b > b.txt"),
+                         0);
+        _cleanup_strv_free_ char **warnings = NULL;
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = NULL,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .ret_warnings = &warnings};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        ck_assert_msg(r == 1, "r=%d err=%s", r, strnull(err));
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "b.txt -> b.txt|");
+        ck_assert_uint_eq(strv_length(warnings), CHANGESET_WARNINGS_MAX);
+        ck_assert_str_eq(warnings[CHANGESET_WARNINGS_MAX - 1],
+                         "and 2901 more paths were left out of the changeset");
+        ck_assert_msg(startswith(warnings[0], ".GIT/f") && strstr(warnings[0], "git refuses"), "%s", warnings[0]);
+        rm_rf(base);
+}
+END_TEST
+
 /* A worker plants bare repositories whose config would run a program on the
  * user's next `git status`: a fresh one (src/), one completed with pieces the
  * host already has (pkg/: refs tracked, objects ignored), one made of files
@@ -959,6 +987,7 @@ static Suite *changeset_suite(void) {
         tcase_add_test(tc, test_extract_errors);
         tcase_add_test(tc, test_numstat_failure_is_zero);
         tcase_add_test(tc, test_refused_paths_left_out);
+        tcase_add_test(tc, test_warnings_are_capped);
         tcase_add_test(tc, test_bare_repository_shapes_left_out);
         tcase_add_test(tc, test_planted_dotgit_left_out);
         tcase_add_test(tc, test_apply_refuses_to_complete_a_repository);
