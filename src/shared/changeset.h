@@ -57,8 +57,9 @@ int changeset_extract(const changeset_extract_args *a, char **ret_error);
  * does not fit. Git's path protections stay on (a path git refuses fails the
  * check), and a patch that would leave a directory of the live tree looking
  * like a repository (as above, counting what the live tree already holds) is
- * not applied (returns 0 with the reason). Returns 1 if applied, 0 if it did not apply (tree untouched;
- * *ret_reason = git's explanation), -errno on other failures (*ret_reason set). */
+ * not applied. Returns 1 if applied, 0 if it did not apply (tree untouched;
+ * *ret_reason = git's explanation or ours), -errno on other failures
+ * (*ret_reason set). */
 int changeset_apply(const char *directory, const char *patch_path, char **ret_reason);
 
 /* Does directory already hold the patch, i.e. does its reverse apply cleanly
