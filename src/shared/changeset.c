@@ -57,8 +57,8 @@
  * it (or tracked and not updated) is what git refused, in that view; the
  * child compares the two views' lists (stat data) to warn only about paths
  * the worker touched. A .git the worker created is found in the overlay's
- * upper dir (git itself never lists one). Repository shapes (HEAD + objects
- * + refs, or HEAD + commondir: setup.c is_git_directory()) are ours to find:
+ * upper dir (git itself never lists one). Repository shapes (HEAD + refs
+ * (+ objects), or HEAD + commondir: setup.c is_git_directory()) are ours to find:
  * the parent looks at the directories above every changed path, counting
  * the pieces of the after tree and what the host has there, and reverts the
  * changed paths inside any such directory in the index before writing the
@@ -1135,10 +1135,12 @@ enum {
 
 /* GIT_DIR discovery (setup.c is_git_directory()) takes a directory that has
  * HEAD, plus objects and refs (or a commondir file that names where they
- * are). Entries of any type count (an executable file passes its
- * access(X_OK) test, a symlink may point anywhere). */
+ * are). objects is not asked for when GIT_OBJECT_DIRECTORY is set in the
+ * user's environment, so HEAD with refs is enough here. Entries of any type
+ * count (an executable file passes its access(X_OK) test, a symlink may point
+ * anywhere). */
 static bool pieces_make_repository(unsigned m) {
-        return (m & PIECE_HEAD) && ((m & PIECE_COMMONDIR) || ((m & PIECE_OBJECTS) && (m & PIECE_REFS)));
+        return (m & PIECE_HEAD) && (m & (PIECE_REFS | PIECE_COMMONDIR));
 }
 
 /* Which piece an entry name is, compared the way a case-insensitive file
@@ -1322,7 +1324,7 @@ static int drop_repository_shapes(extract_child *c, const char *before, char *af
                         if (r < 0 || !repo) continue;
                         _cleanup_free_ char *qdir = *repo ? quote_path(repo) : strdup("the target directory");
                         _cleanup_free_ char *why = qdir ? strdup_printf("git would take %s%s for a repository (it holds "
-                                                                        "HEAD with objects and refs, or with commondir)",
+                                                                        "HEAD with refs, or with commondir)",
                                                                         qdir, *repo ? "/" : "")
                                                         : NULL;
                         r = why ? warn_path(w, ch[i].path, why) : -ENOMEM;
@@ -1718,7 +1720,7 @@ static int patch_plants_repository(const git_ctx *g, const char *patch, char **w
                 const char *d = dirs.e[i].dir;
                 _cleanup_free_ char *q = *d ? quote_path(d) : strdup("the target directory");
                 *why = q ? strdup_printf("the changeset would leave %s%s looking like a git repository to git (HEAD "
-                                         "with objects and refs, or with commondir) with its changes inside; "
+                                         "with refs, or with commondir) with its changes inside; "
                                          "not applied",
                                          q, *d ? "/" : "")
                          : NULL;

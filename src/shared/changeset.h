@@ -42,7 +42,8 @@ typedef struct changeset_extract_args {
  *    records one; the files beside it are kept, as for any nested repository);
  *  - every changed path inside a directory that git would take for a
  *    repository (GIT_DIR discovery, setup.c is_git_directory()): one that
- *    holds HEAD together with objects and refs, or HEAD with commondir,
+ *    holds HEAD together with refs (git also wants objects, unless
+ *    GIT_OBJECT_DIRECTORY is set), or HEAD with commondir,
  *    counting entries of any type, names compared case-insensitively, the
  *    pieces already on the host (ignored or untracked ones too) included.
  * Pre-existing paths the worker did not touch raise no warning.

@@ -794,8 +794,9 @@ END_TEST
  * user's next `git status`: a fresh one (src/), one completed with pieces the
  * host already has (pkg/: refs tracked, objects ignored), one made of files
  * (bin/: objects and refs as executables), and a linked-worktree git dir
- * (wt/: HEAD + commondir). Everything in them is left out with a warning; the
- * rest lands; afterwards `git status` anywhere runs nothing. */
+ * (wt/: HEAD + commondir), HEAD + refs alone (ho/). Everything in them is
+ * left out with a warning; the rest lands; afterwards `git status` anywhere
+ * runs nothing. */
 START_TEST(test_bare_repository_shapes_left_out) {
         _cleanup_free_ char *base = make_base();
         ck_assert_ptr_nonnull(base);
@@ -819,6 +820,8 @@ START_TEST(test_bare_repository_shapes_left_out) {
                 "printf '#!/bin/sh\\n' > bin/refs; chmod +x bin/objects bin/refs; printf \"$cfg\" > bin/config; "
                 "printf 'ref: refs/heads/main\\n' > wt/HEAD; echo ../.git > wt/commondir; "
                 "printf '[core]\\n\\tfsmonitor = %s\\n' > wt/config.worktree; "
+                /* HEAD and refs without objects: enough where GIT_OBJECT_DIRECTORY is set */
+                "mkdir -p ho/refs/heads; printf 'ref: refs/heads/main\\n' > ho/HEAD; echo > ho/refs/heads/keep; "
                 /* changes to tracked files inside them go back, too */
                 "echo changed >> pkg/refs/README; rm wt/w.txt",
                 mark, mark);
@@ -844,7 +847,7 @@ START_TEST(test_bare_repository_shapes_left_out) {
         static const char *const planted[] = {
                 "src/HEAD", "src/objects/info/keep", "src/refs/heads/keep", "src/config", "pkg/HEAD", "pkg/config",
                 "bin/HEAD", "bin/objects", "bin/refs", "bin/config", "wt/HEAD", "wt/commondir", "wt/config.worktree",
-                "pkg/refs/README", "wt/w.txt",
+                "pkg/refs/README", "wt/w.txt", "ho/HEAD", "ho/refs/heads/keep",
         };
         for (size_t i = 0; i < ELEMENTSOF(planted); i++) {
                 const char *wr = warning_for(warnings, planted[i]);
@@ -860,7 +863,7 @@ START_TEST(test_bare_repository_shapes_left_out) {
                             "test ! -e src/HEAD && test ! -e src/objects && test ! -e src/refs && test ! -e src/config && "
                             "test ! -e pkg/HEAD && test ! -e pkg/config && test ! -e bin && test ! -e wt/HEAD && "
                             "test ! -e wt/commondir && test ! -e wt/config.worktree && test \"$(cat pkg/refs/README)\" = r && "
-                            "test \"$(cat wt/w.txt)\" = w",
+                            "test \"$(cat wt/w.txt)\" = w && test ! -e ho",
                             f.dir), 0);
         static const char *const where[] = {".", "src", "src/lib", "pkg", "pkg/refs", "bin", "wt", NULL};
         git_status_everywhere(f.dir, where);
