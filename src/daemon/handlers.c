@@ -620,6 +620,7 @@ static json_object *result_job_run(void *userdata, int *error) {
         json_add(o, "diff", diff);
         json_add(o, "diffStat", stat);
         json_copy_key(o, t->rec, "changesetError");
+        if (json_get_array(t->rec, "changesetWarnings")) json_copy_key(o, t->rec, "changesetWarnings");
         if (task_str(t, "headDriftFrom")) {
                 json_copy_key(o, t->rec, "headDriftFrom");
                 json_copy_key(o, t->rec, "headDriftTo");

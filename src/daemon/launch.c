@@ -223,6 +223,8 @@ static json_object *settle_job_run(void *userdata, int *error) {
                         .scratch_dir = scratch,
                         .patch_path = patch,
                 };
+                _cleanup_strv_free_ char **warnings = NULL;
+                a.ret_warnings = &warnings;
                 _cleanup_free_ char *err = NULL;
                 int r = changeset_extract(&a, &err);
                 (void) rm_rf(scratch);
@@ -233,6 +235,13 @@ static json_object *settle_job_run(void *userdata, int *error) {
                         json_add_bool(ex_res, "ok", true);
                         json_add_bool(ex_res, "hasChanges", r > 0);
                         json_add_string(ex_res, "diffPath", patch);
+                        if (warnings) {
+                                /* paths left out of the patch (changeset.h) */
+                                json_object *arr = json_object_new_array();
+                                for (size_t i = 0; arr && warnings[i]; i++)
+                                        json_object_array_add(arr, json_object_new_string(warnings[i]));
+                                json_add(ex_res, "warnings", arr);
+                        }
                         if (r == 0) {
                                 int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")),
                                                             strempty(json_get_string(od, "root")));
@@ -300,6 +309,9 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                 } else {
                         task_set_str(t, "diffPath", json_get_string(ext, "diffPath"));
                         task_set_null(t, "changesetError");
+                        json_object *warnings = json_get_array(ext, "warnings");
+                        if (warnings && json_object_array_length(warnings) > 0)
+                                task_set(t, "changesetWarnings", json_object_get(warnings));
                         if (json_get_bool(ext, "hasChanges", false)) task_set_str(t, "changesetStatus", "pending");
                         else {
                                 task_set_str(t, "changesetStatus", "accepted");

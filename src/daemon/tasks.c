@@ -168,10 +168,12 @@ json_object *task_summary(Task *t) {
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
                 if (rec_has_nonnull(rec, opt[i])) json_copy_key(o, rec, opt[i]);
         if (json_get_bool(rec, "incomplete", false)) json_add_bool(o, "incomplete", true);
-        /* variant: an addition to the spec's TaskSummary (issue 5 item 3), so
-         * that `status --full` shows the resolved thinking level */
-        static const char *const opt2[] = {"finalMarker", "finalStatus", "class", "executorId", "variant", "overlayDirs",
-                                           "changesetError", "parentTaskId", "projectConfigWarning"};
+        /* variant and changesetWarnings: additions to the spec's TaskSummary
+         * (issue 5 items 3 and 11): `status --full` shows the resolved
+         * thinking level and the paths left out of the changeset */
+        static const char *const opt2[] = {"finalMarker",    "finalStatus",       "class",        "executorId",
+                                           "variant",        "overlayDirs",       "changesetError", "changesetWarnings",
+                                           "parentTaskId",   "projectConfigWarning"};
         for (size_t i = 0; i < ELEMENTSOF(opt2); i++)
                 if (rec_has_nonnull(rec, opt2[i])) json_copy_key(o, rec, opt2[i]);
         const char *check = json_get_string(rec, "checkStatus");

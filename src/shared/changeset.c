@@ -50,6 +50,20 @@
  * mount namespace we hide each nested .git under an empty bind mount, so git
  * sees a plain directory; the changeset then carries the files themselves.
  *
+ * Paths left out (issue 5 items 11, 13; changeset.h): git's own path
+ * protections stay on (core.protectNTFS/protectHFS in the private config), so
+ * git is the judge of which names could stand for .git. `add --ignore-errors`
+ * skips what it refuses, and what is still untracked-and-not-ignored after
+ * it (or tracked and not updated) is what git refused, in that view; the
+ * child compares the two views' lists (stat data) to warn only about paths
+ * the worker touched. A .git the worker created is found in the overlay's
+ * upper dir (git itself never lists one). Repository shapes (HEAD + refs
+ * (+ objects), or HEAD + commondir: setup.c is_git_directory()) are ours to find:
+ * the parent looks at the directories above every changed path, counting
+ * the pieces of the after tree and what the host has there, and reverts the
+ * changed paths inside any such directory in the index before writing the
+ * after tree again.
+ *
  * Ignore rules: the work tree's .gitignore files, the user's excludes file
  * (core.excludesFile or $XDG_CONFIG_HOME/git/ignore), the repository's
  * info/exclude and, for a subdirectory dispatch, the .gitignore files of the
@@ -77,6 +91,7 @@
 #include "changeset.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
@@ -100,6 +115,9 @@
 #define SMALL_MAX ((size_t) 1 << 20)
 /* Nested repositories inside nested repositories... give up after this many rounds. */
 #define FLATTEN_ROUNDS_MAX 64
+/* Bytes of path arguments per git command line when a list of paths is passed
+ * as arguments (run_command gives git no stdin); far below ARG_MAX. */
+#define ARGS_BATCH_BYTES ((size_t) 256 << 10)
 
 /* Our private repository's configuration. Nothing here names a program. */
 static const char private_config[] =
@@ -117,8 +135,8 @@ static const char private_config[] =
         "\tuntrackedCache = false\n"
         "\tsplitIndex = false\n"
         "\tsparseCheckout = false\n"
-        "\tprotectNTFS = false\n"
-        "\tprotectHFS = false\n"
+        "\tprotectNTFS = true\n"
+        "\tprotectHFS = true\n"
         "\tlogAllRefUpdates = false\n"
         "\tcheckStat = default\n"
         "[index]\n"
@@ -188,6 +206,101 @@ static char *quote_alternate(const char *p) {
         *o++ = '"';
         *o = 0;
         return q;
+}
+
+/* A path as git prints it with core.quotePath (quote.c quote_c_style): as
+ * is when it is plain printable ASCII without '"' and '\\', else in double
+ * quotes with C escapes and every other byte (control, non-ASCII) in octal,
+ * so invisible code points such as U+200C show. */
+static char *quote_path(const char *p) {
+        bool plain = true;
+        for (const unsigned char *s = (const unsigned char *) p; *s; s++)
+                if (*s < 0x20 || *s >= 0x7f || *s == '"' || *s == '\\') plain = false;
+        if (plain) return strdup(p);
+        char *q = malloc(strlen(p) * 4 + 3), *o = q;
+        if (!q) return NULL;
+        *o++ = '"';
+        for (const unsigned char *s = (const unsigned char *) p; *s; s++) {
+                char e = 0;
+                switch (*s) {
+                case '\a': e = 'a'; break;
+                case '\b': e = 'b'; break;
+                case '\t': e = 't'; break;
+                case '\n': e = 'n'; break;
+                case '\v': e = 'v'; break;
+                case '\f': e = 'f'; break;
+                case '\r': e = 'r'; break;
+                case '"': e = '"'; break;
+                case '\\': e = '\\'; break;
+                }
+                if (e) {
+                        *o++ = '\\';
+                        *o++ = e;
+                } else if (*s < 0x20 || *s >= 0x7f)
+                        o += sprintf(o, "\\%03o", *s);
+                else
+                        *o++ = (char) *s;
+        }
+        *o++ = '"';
+        *o = 0;
+        return q;
+}
+
+/* The warnings of one extraction: at most CHANGESET_WARNINGS_MAX lines kept,
+ * all of them counted. */
+typedef struct warnings {
+        char **lines;
+        size_t n_lines, total;
+} warnings;
+
+static void warnings_done(warnings *w) {
+        strv_free(w->lines);
+        memset(w, 0, sizeof *w);
+}
+
+static int warnings_add_line(warnings *w, char *line) {
+        if (!line) return -ENOMEM;
+        w->total++;
+        if (w->n_lines >= CHANGESET_WARNINGS_MAX) {
+                free(line);
+                return 0;
+        }
+        int r = strv_consume(&w->lines, line);
+        if (r >= 0) w->n_lines++;
+        return r;
+}
+
+/* "<quoted path>: left out of the changeset: <why>" */
+static int warn_path(warnings *w, const char *path, const char *why) {
+        _cleanup_free_ char *q = quote_path(path);
+        if (!q) return -ENOMEM;
+        return warnings_add_line(w, strdup_printf("%s: left out of the changeset: %s", q, why));
+}
+
+/* The list handed to the caller: the kept lines, the last one replaced by a
+ * count when there were more. */
+static int warnings_finish(warnings *w, char ***ret) {
+        if (w->total > w->n_lines && w->n_lines > 0) {
+                size_t shown = w->n_lines - 1;
+                free(w->lines[shown]);
+                w->lines[shown] = strdup_printf("and %zu more paths were left out of the changeset", w->total - shown);
+                if (!w->lines[shown]) return -ENOMEM;
+        }
+        *ret = TAKE_PTR(w->lines);
+        w->n_lines = w->total = 0;
+        return 0;
+}
+
+/* Open rel (no leading '/') beneath dirfd without following any symlink. */
+static int open_beneath(int dirfd, const char *rel, int flags) {
+        struct open_how how = {
+                .flags = (uint64_t) (flags | O_NOFOLLOW | O_CLOEXEC),
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        int fd = (int) syscall(SYS_openat2, dirfd, *rel ? rel : ".", &how, sizeof how);
+        if (fd < 0 && errno == ENOSYS) /* before Linux 5.6 */
+                fd = openat(dirfd, *rel ? rel : ".", flags | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -314,6 +427,43 @@ static int git_ok(const git_ctx *g, const char *cwd, size_t max_out, run_result 
         *err = git_failure(what, r, rr);
         if (r >= 0) run_result_done(rr);
         return r < 0 ? r : -EIO;
+}
+
+/* Run `git <prefix...> [--] <args...>` in as many runs as it takes to keep
+ * each command line below ARGS_BATCH_BYTES of args, never splitting a group
+ * of `group` consecutive args; group 1 means the args are paths and follow
+ * "--". Exit 0 and, if ok_exit_1, exit 1 are success. cb (may be NULL) sees
+ * each run's output; a negative return stops. */
+typedef int (*batch_cb)(void *userdata, const run_result *rr);
+static int git_batched(const git_ctx *g, const char *cwd, size_t max_out, const char *what, char *const *prefix,
+                       char *const *args, bool ok_exit_1, size_t group, batch_cb cb, void *userdata, char **err) {
+        size_t i = 0, n = strv_length(args);
+        while (i < n) {
+                _cleanup_strv_free_ char **argv = NULL;
+                int r = 0;
+                for (size_t k = 0; r >= 0 && prefix[k]; k++) r = strv_push(&argv, prefix[k]);
+                if (r >= 0 && group == 1) r = strv_push(&argv, "--");
+                for (size_t bytes = 0; r >= 0 && i < n;) {
+                        size_t len = 0;
+                        for (size_t k = i; k < i + group && k < n; k++) len += strlen(args[k]) + 1;
+                        if (bytes > 0 && bytes + len > ARGS_BATCH_BYTES) break;
+                        for (size_t k = i; r >= 0 && k < i + group && k < n; k++) r = strv_push(&argv, args[k]);
+                        bytes += len;
+                        i += group;
+                }
+                if (r < 0) return r;
+                run_result rr;
+                r = run_git_argv(g, cwd, max_out, &rr, argv);
+                if (r < 0 || !(rr.exit_code == 0 || (ok_exit_1 && rr.exit_code == 1))) {
+                        *err = git_failure(what, r, &rr);
+                        if (r >= 0) run_result_done(&rr);
+                        return r < 0 ? r : -EIO;
+                }
+                r = cb ? cb(userdata, &rr) : 0;
+                run_result_done(&rr);
+                if (r < 0) return r;
+        }
+        return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -479,6 +629,34 @@ static int repo_info_gather(const char *dir, repo_info *ri) {
 /* ------------------------------------------------------------------------ */
 /* the child: both views inside one user + mount namespace */
 
+/* Paths that `git add --ignore-errors` left out of one view, with their
+ * stat data in that view (to tell a path the worker touched from one it
+ * left alone) and git's reason. */
+typedef struct refused_path {
+        char *path;
+        bool exists;
+        struct stat st;
+} refused_path;
+
+typedef struct refused_list {
+        refused_path *e;
+        size_t n, allocated;
+        char *add_err; /* the stderr of that `git add`, for the reasons */
+} refused_list;
+
+static void refused_list_done(refused_list *l) {
+        for (size_t i = 0; i < l->n; i++) free(l->e[i].path);
+        free(l->e);
+        free(l->add_err);
+        memset(l, 0, sizeof *l);
+}
+
+static const refused_path *refused_find(const refused_list *l, const char *path) {
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->e[i].path, path)) return &l->e[i];
+        return NULL;
+}
+
 typedef struct extract_child {
         const changeset_extract_args *a;
         git_ctx *g;
@@ -486,6 +664,9 @@ typedef struct extract_child {
         const char *empty_dir;     /* bind source hiding a nested .git directory */
         const char *empty_file;    /* bind source hiding a nested .git file or symlink */
         char **hidden;             /* nested .git paths hidden in the current view */
+        refused_list *refused;     /* where add_all_flattened records what git refused (NULL: nowhere) */
+        int host_fd;               /* O_PATH fd of D in the host view, opened before the overlay */
+        warnings w;                /* what the child reports besides the trees */
 } extract_child;
 
 /* Hide <D>/<rel>.git (rel ends in '/', or is "" for the top) under an empty
@@ -554,6 +735,122 @@ static int index_force_remove(extract_child *c, char **paths, char **err) {
         return r;
 }
 
+/* git's reason for refusing path, from the stderr of `add --ignore-errors`
+ * (which names it in quotes, as is). */
+static char *refused_reason(const char *add_err, const char *path) {
+        _cleanup_free_ char *invalid = strdup_printf("invalid path '%s'\n", path);
+        _cleanup_free_ char *quoted = strdup_printf("'%s'", path);
+        if (!invalid || !quoted) return NULL;
+        if (add_err && strstr(add_err, invalid))
+                return strdup("git refuses this path (it names .git or .gitmodules in a spelling that NTFS, HFS+ "
+                              "or a case-insensitive file system reads as one)");
+        /* "error: <path>: can only add regular files, ..." or "... '<path>' ..." */
+        _cleanup_free_ char *lead = strdup_printf("error: %s: ", path);
+        if (!lead) return NULL;
+        const char *hit = NULL;
+        if (add_err && startswith(add_err, lead)) hit = add_err;
+        else if (add_err) {
+                _cleanup_free_ char *nl_lead = strdup_printf("\n%s", lead);
+                if (!nl_lead) return NULL;
+                hit = strstr(add_err, nl_lead);
+                if (hit) hit++;
+        }
+        if (!hit && add_err) hit = strstr(add_err, quoted);
+        if (hit) {
+                const char *start = hit, *end = strchr(hit, '\n');
+                while (start > add_err && start[-1] != '\n') start--;
+                if (!end) end = hit + strlen(hit);
+                if (startswith(start, "error: ")) start += strlen("error: ");
+                _cleanup_free_ char *line = strndup(start, (size_t) (end - start));
+                if (!line) return NULL;
+                /* the line names the path raw; keep the warning printable */
+                _cleanup_free_ char *clean = quote_path(line);
+                return clean ? strdup_printf("git could not record it: %s", clean) : NULL;
+        }
+        return strdup("git could not record it");
+}
+
+/* After the last `add --ignore-errors` of a view: what git left out, i.e.
+ * the untracked files that are still not ignored and the tracked ones whose
+ * index entry could not be updated. */
+static int refused_collect(extract_child *c, const char *add_err, refused_list *out, char **err) {
+        static const char *const what[] = {"ls-files -o", "diff-files"};
+        char *ls_args[] = {(char *) "ls-files", (char *) "-o", (char *) "-z", (char *) "--exclude-standard", NULL};
+        char *df_args[] = {(char *) "diff-files", (char *) "-z", (char *) "--name-only", (char *) "--no-ext-diff", NULL};
+        char **argvs[] = {ls_args, df_args};
+        if (!add_err) return 0; /* git add exited 0: it refused nothing */
+        free(out->add_err);
+        if (!(out->add_err = strdup(add_err))) return -ENOMEM;
+        _cleanup_close_ int dfd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return -errno;
+        for (size_t k = 0; k < ELEMENTSOF(argvs); k++) {
+                run_result rr;
+                int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, what[k], argvs[k]);
+                if (r < 0) return r;
+                for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
+                        if (!*p) continue;
+                        if (out->n == out->allocated) {
+                                size_t na = out->allocated ? 2 * out->allocated : 16;
+                                refused_path *n = reallocarray(out->e, na, sizeof *out->e);
+                                if (!n) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                out->e = n;
+                                out->allocated = na;
+                        }
+                        refused_path *e = &out->e[out->n];
+                        memset(e, 0, sizeof *e);
+                        if (!(e->path = strdup(p))) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        e->exists = fstatat(dfd, p, &e->st, AT_SYMLINK_NOFOLLOW) >= 0;
+                        out->n++;
+                }
+                run_result_done(&rr);
+                if (r < 0) return r;
+        }
+        return 0;
+}
+
+/* Warn about a refused path (git's reason looked up only while warnings are
+ * still kept: the search is linear in git's stderr). */
+static int refused_warn_one(warnings *w, const refused_list *l, const char *path, const char *prefix) {
+        if (w->n_lines >= CHANGESET_WARNINGS_MAX) return warn_path(w, path, "");
+        _cleanup_free_ char *reason = refused_reason(l->add_err, path);
+        _cleanup_free_ char *why = reason ? strdup_printf("%s%s", prefix, reason) : NULL;
+        return why ? warn_path(w, path, why) : -ENOMEM;
+}
+
+/* Warnings for what git refused in the merged view, leaving out the paths
+ * that were refused in the host view as well and that the worker left alone
+ * (same type, size, mtime and ctime: a copy-up or any write changes ctime). */
+static int refused_warn(extract_child *c, const refused_list *host, const refused_list *merged) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < merged->n; i++) {
+                const refused_path *m = &merged->e[i], *h = refused_find(host, m->path);
+                if (h && h->exists == m->exists &&
+                    (!m->exists || (h->st.st_mode == m->st.st_mode && h->st.st_size == m->st.st_size &&
+                                    h->st.st_mtim.tv_sec == m->st.st_mtim.tv_sec &&
+                                    h->st.st_mtim.tv_nsec == m->st.st_mtim.tv_nsec &&
+                                    h->st.st_ctim.tv_sec == m->st.st_ctim.tv_sec &&
+                                    h->st.st_ctim.tv_nsec == m->st.st_ctim.tv_nsec)))
+                        continue;
+                r = refused_warn_one(&c->w, merged, m->path, "");
+        }
+        /* refused in the host view and gone now: the worker deleted it */
+        _cleanup_close_ int dfd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return r < 0 ? r : -errno;
+        for (size_t i = 0; r >= 0 && i < host->n; i++) {
+                const refused_path *h = &host->e[i];
+                struct stat st;
+                if (refused_find(merged, h->path) || fstatat(dfd, h->path, &st, AT_SYMLINK_NOFOLLOW) >= 0) continue;
+                r = refused_warn_one(&c->w, host, h->path, "its deletion is not carried: ");
+        }
+        return r;
+}
+
 /* `git add -A` of the current view, with every nested repository flattened
  * into plain files (see the top of this file). */
 static int add_all_flattened(extract_child *c, const char *view, char **err) {
@@ -575,15 +872,25 @@ static int add_all_flattened(extract_child *c, const char *view, char **err) {
                 if (r < 0) return r;
                 if (hidden > 0) continue;
 
-                char *add_args[] = {(char *) "add", (char *) "-A", (char *) "--no-warn-embedded-repo", NULL};
+                /* A path git refuses (verify_path(): .git in any spelling
+                 * its NTFS/HFS protections know, an unreadable file) is
+                 * skipped, not fatal: exit status 1. */
+                char *add_args[] = {(char *) "add", (char *) "-A", (char *) "--ignore-errors",
+                                    (char *) "--no-warn-embedded-repo", NULL};
                 _cleanup_free_ char *what = strdup_printf("add -A (%s)", view);
                 if (!what) return -ENOMEM;
-                if ((r = git_ok(c->g, c->a->directory, 0, &rr, err, what, add_args)) < 0) return r;
+                r = run_git_argv(c->g, c->a->directory, 0, &rr, add_args);
+                if (r < 0 || (rr.exit_code != 0 && rr.exit_code != 1)) {
+                        *err = git_failure(what, r, &rr);
+                        if (r >= 0) run_result_done(&rr);
+                        return r < 0 ? r : -EIO;
+                }
+                _cleanup_free_ char *add_err = rr.exit_code == 1 ? strdup(strempty(rr.err)) : NULL;
                 run_result_done(&rr);
 
                 _cleanup_strv_free_ char **links = NULL;
                 if ((r = index_gitlinks(c, &links, err)) < 0) return r;
-                if (!links) return 0;
+                if (!links) return c->refused ? refused_collect(c, add_err, c->refused, err) : 0;
                 for (size_t i = 0; links[i]; i++) {
                         if (strv_contains(tried_gitlinks, links[i])) {
                                 *err = strdup_printf("cannot record the contents of nested repository %s", links[i]);
@@ -633,9 +940,18 @@ static int child_before(extract_child *c, char **ret_tree, char **err) {
                 _cleanup_free_ char *tree = ok ? strdup(rr.out) : NULL;
                 run_result_done(&rr);
                 if (ok && tree && is_hex_oid(tree)) {
+                        /* A base that holds a path git's protections refuse
+                         * (committed where they were off) does not read:
+                         * start from an empty index then, too. */
                         char *args[] = {(char *) "read-tree", tree, NULL};
-                        if ((r = git_ok(c->g, c->a->directory, 0, &rr, err, "read-tree", args)) < 0) return r;
+                        if ((r = run_git_argv(c->g, c->a->directory, 0, &rr, args)) < 0) {
+                                *err = git_failure("read-tree", r, &rr);
+                                return r;
+                        }
+                        ok = rr.exit_code == 0;
                         run_result_done(&rr);
+                }
+                if (ok && tree && is_hex_oid(tree)) {
                         _cleanup_strv_free_ char **links = NULL;
                         if ((r = index_gitlinks(c, &links, err)) < 0) return r;
                         if (links && (r = index_force_remove(c, links, err)) < 0) return r;
@@ -696,16 +1012,98 @@ static int child_after(extract_child *c, char **ret_tree, char **err) {
         return write_tree(c, true, ret_tree, err);
 }
 
+/* Collect below dirfd (upper-dir path rel, "" at the top) every entry named
+ * .git that is not a whiteout and that the host view of D does not have. */
+#define DOTGIT_DEPTH_MAX 256
+static int dotgit_collect(int dirfd, const char *rel, int host_fd, unsigned depth, char ***out) {
+        if (depth > DOTGIT_DEPTH_MAX) return 0;
+        int fd = openat(dirfd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        int r = 0;
+        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                if (streq(de->d_name, ".") || streq(de->d_name, "..")) continue;
+                _cleanup_free_ char *path = *rel ? strdup_printf("%s/%s", rel, de->d_name) : strdup(de->d_name);
+                if (!path) {
+                        r = -ENOMEM;
+                        break;
+                }
+                struct stat st;
+                if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+                if (streq(de->d_name, ".git")) {
+                        if (S_ISCHR(st.st_mode) && st.st_rdev == 0) continue; /* a whiteout: deleted */
+                        int hfd = open_beneath(host_fd, path, O_PATH);
+                        if (hfd >= 0) {
+                                safe_close(hfd);
+                                continue; /* the host has it: not planted */
+                        }
+                        r = strv_consume(out, TAKE_PTR(path));
+                } else if (S_ISDIR(st.st_mode))
+                        r = dotgit_collect(dirfd, path, host_fd, depth + 1, out);
+        }
+        closedir(d);
+        return r;
+}
+
+/* `check-ignore` without --stdin cannot NUL-terminate: one line per ignored
+ * path, raw with core.quotePath off unless the path holds a control
+ * character, '"' or '\\' (then it is quoted and matches no path of ours:
+ * such a path counts as not ignored, which only costs a warning). */
+static int collect_ignored(void *userdata, const run_result *rr) {
+        char ***ignored = userdata;
+        int r = 0;
+        for (char *p = rr->out, *nl; r >= 0 && p < rr->out + rr->out_len; p = nl + 1) {
+                nl = memchr(p, '\n', (size_t) (rr->out + rr->out_len - p));
+                if (!nl) nl = rr->out + rr->out_len;
+                if (nl > p) r = strv_consume(ignored, strndup(p, (size_t) (nl - p)));
+        }
+        return r;
+}
+
+/* Warnings for the .git files and directories the worker created (the
+ * overlay's upper dir holds everything it wrote), unless they lie in what
+ * the merged view ignores. git never records them. */
+static int dotgit_warn(extract_child *c, char **err) {
+        _cleanup_close_ int ufd = open(c->a->upper, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (ufd < 0) return -errno;
+        _cleanup_strv_free_ char **planted = NULL, **ignored = NULL;
+        int r = dotgit_collect(ufd, "", c->host_fd, 0, &planted);
+        if (r < 0 || !planted) return r;
+        char *ci_args[] = {(char *) "-c", (char *) "core.quotePath=false", (char *) "check-ignore", NULL};
+        r = git_batched(c->g, c->a->directory, LIST_MAX, "check-ignore", ci_args, planted, true, 1, collect_ignored,
+                        &ignored, err);
+        for (size_t i = 0; r >= 0 && planted[i]; i++)
+                if (!strv_contains(ignored, planted[i]))
+                        r = warn_path(&c->w, planted[i],
+                                      "a .git file or directory makes git take its directory for a repository; "
+                                      "git never records one (the files beside it are kept)");
+        return r;
+}
+
 static _Noreturn void child_main(extract_child *c, int out_fd) {
         _cleanup_free_ char *err = NULL, *before = NULL, *after = NULL;
+        _cleanup_(refused_list_done) refused_list host = {}, merged = {};
         int r = userns_enter_as_root(getuid(), getgid());
         if (r < 0) err = strdup_printf("cannot enter a user namespace: %s", strerror(-r));
+        if (r >= 0 && (c->host_fd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) r = -errno;
+        c->refused = &host;
         if (r >= 0) r = child_before(c, &before, &err);
+        c->refused = &merged;
         if (r >= 0) r = child_after(c, &after, &err);
+        if (r >= 0) r = refused_warn(c, &host, &merged);
+        if (r >= 0) r = dotgit_warn(c, &err);
         if (r < 0 && !err) err = strdup(strerror(-r));
-        _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s %s\n", before, after)
+        /* "O<before> <after> <warnings counted>\n" then the kept warnings,
+         * each NUL-terminated (they are quoted: no NUL, no newline) */
+        _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s %s %zu\n", before, after, c->w.total)
                                           : strdup_printf("E%s", err ? err : "out of memory");
         if (msg) (void) loop_write(out_fd, msg, strlen(msg));
+        for (size_t i = 0; r >= 0 && c->w.lines && c->w.lines[i]; i++)
+                (void) loop_write(out_fd, c->w.lines[i], strlen(c->w.lines[i]) + 1);
         _exit(r >= 0 ? 0 : 1);
 }
 
@@ -723,6 +1121,238 @@ static int diff_trees(const git_ctx *g, const char *before, const char *after, r
                 *err = strdup_printf("the patch is larger than %zu MiB", PATCH_MAX >> 20);
         }
         return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* repository shapes: directories git would take for a git directory */
+
+enum {
+        PIECE_HEAD = 1u << 0,
+        PIECE_OBJECTS = 1u << 1,
+        PIECE_REFS = 1u << 2,
+        PIECE_COMMONDIR = 1u << 3,
+};
+
+/* GIT_DIR discovery (setup.c is_git_directory()) takes a directory that has
+ * HEAD, plus objects and refs (or a commondir file that names where they
+ * are). objects is not asked for when GIT_OBJECT_DIRECTORY is set in the
+ * user's environment, so HEAD with refs is enough here. Entries of any type
+ * count (an executable file passes its access(X_OK) test, a symlink may point
+ * anywhere). */
+static bool pieces_make_repository(unsigned m) {
+        return (m & PIECE_HEAD) && (m & (PIECE_REFS | PIECE_COMMONDIR));
+}
+
+/* Which piece an entry name is, compared the way a case-insensitive file
+ * system, NTFS (trailing dots and spaces) and HFS+ (code points it ignores,
+ * utf8.c next_hfs_char()) would compare it. */
+static unsigned piece_of(const char *name) {
+        char norm[16];
+        size_t n = 0;
+        for (const unsigned char *s = (const unsigned char *) name; *s;) {
+                if (s[0] == 0xe2 && s[1] == 0x80 && s[2] >= 0x8c && s[2] <= 0x8f) s += 3;        /* U+200C..U+200F */
+                else if (s[0] == 0xe2 && s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae) s += 3;   /* U+202A..U+202E */
+                else if (s[0] == 0xe2 && s[1] == 0x81 && s[2] >= 0xaa && s[2] <= 0xaf) s += 3;   /* U+206A..U+206F */
+                else if (s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf) s += 3;                   /* U+FEFF */
+                else {
+                        if (n + 1 >= sizeof norm) return 0;
+                        norm[n++] = (char) tolower(*s++);
+                }
+        }
+        while (n > 0 && (norm[n - 1] == '.' || norm[n - 1] == ' ')) n--;
+        norm[n] = 0;
+        if (streq(norm, "head")) return PIECE_HEAD;
+        if (streq(norm, "objects")) return PIECE_OBJECTS;
+        if (streq(norm, "refs")) return PIECE_REFS;
+        if (streq(norm, "commondir")) return PIECE_COMMONDIR;
+        return 0;
+}
+
+/* The pieces that directory rel of D holds on the host (or live) file
+ * system, untracked and ignored entries included. */
+static unsigned host_pieces(int dir_fd, const char *rel) {
+        int fd = open_beneath(dir_fd, rel, O_RDONLY | O_DIRECTORY);
+        if (fd < 0) return 0;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return 0;
+        }
+        unsigned m = 0;
+        for (struct dirent *de; (de = readdir(d));) m |= piece_of(de->d_name);
+        closedir(d);
+        return m;
+}
+
+typedef struct dir_mask {
+        char *dir; /* "" for D itself, else "a/b" */
+        unsigned mask;
+} dir_mask;
+
+static int dir_mask_cmp(const void *x, const void *y) {
+        return strcmp(((const dir_mask *) x)->dir, ((const dir_mask *) y)->dir);
+}
+
+typedef struct dir_masks {
+        dir_mask *e;
+        size_t n;
+} dir_masks;
+
+static void dir_masks_done(dir_masks *l) {
+        for (size_t i = 0; i < l->n; i++) free(l->e[i].dir);
+        free(l->e);
+        memset(l, 0, sizeof *l);
+}
+
+static int dir_masks_add(dir_masks *l, const char *dir, size_t len, unsigned mask) {
+        dir_mask *n = realloc(l->e, (l->n + 1) * sizeof *l->e);
+        if (!n) return -ENOMEM;
+        l->e = n;
+        if (!(l->e[l->n].dir = strndup(dir, len))) return -ENOMEM;
+        l->e[l->n++].mask = mask;
+        return 0;
+}
+
+/* Sort and merge equal dirs (masks or-ed). */
+static void dir_masks_normalize(dir_masks *l) {
+        if (l->n == 0) return;
+        qsort(l->e, l->n, sizeof *l->e, dir_mask_cmp);
+        size_t o = 0;
+        for (size_t i = 1; i < l->n; i++) {
+                if (streq(l->e[i].dir, l->e[o].dir)) {
+                        l->e[o].mask |= l->e[i].mask;
+                        free(l->e[i].dir);
+                } else
+                        l->e[++o] = l->e[i];
+        }
+        l->n = o + 1;
+}
+
+static dir_mask *dir_masks_find(const dir_masks *l, const char *dir) {
+        dir_mask key = {.dir = (char *) dir};
+        return l->n ? bsearch(&key, l->e, l->n, sizeof *l->e, dir_mask_cmp) : NULL;
+}
+
+/* The directories above every changed path: "", "a", "a/b" for "a/b/c". */
+static int add_ancestors(dir_masks *l, const char *path) {
+        int r = dir_masks_add(l, "", 0, 0);
+        for (const char *p = path; r >= 0 && (p = strchr(p, '/')); p++) r = dir_masks_add(l, path, (size_t) (p - path), 0);
+        return r;
+}
+
+typedef struct changed_entry {
+        char *path;
+        char old_mode[8];
+        char old_oid[72];
+        bool added; /* absent from the before tree */
+} changed_entry;
+
+/* Leave out of the after tree every change inside a directory that git
+ * would take for a repository once the patch is applied: its pieces are
+ * counted from the after tree and from what the host has there (ignored
+ * and untracked entries, empty directories). A changed path in such a
+ * directory goes back to its before state in the index (removed, or its
+ * old entry restored) and the tree is written again. Reverting only removes
+ * pieces that the host does not have, so one pass leaves no repository made
+ * of the worker's changes. */
+static int drop_repository_shapes(extract_child *c, const char *before, char *after, size_t after_size, warnings *w,
+                                  char **err) {
+        git_ctx *g = c->g;
+        run_result rr;
+        char *dt_args[] = {(char *) "diff-tree", (char *) "-r", (char *) "-z", (char *) "--no-renames",
+                           (char *) before, after, NULL};
+        int r = git_ok(g, "/", LIST_MAX, &rr, err, "diff-tree --raw", dt_args);
+        if (r < 0) return r;
+        changed_entry *ch = NULL;
+        size_t n_ch = 0;
+        _cleanup_(dir_masks_done) dir_masks cand = {}, after_pieces = {};
+        /* ":<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0" */
+        for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len;) {
+                char *path = p + strlen(p) + 1;
+                if (*p != ':' || path >= rr.out + rr.out_len) break;
+                changed_entry *n = realloc(ch, (n_ch + 1) * sizeof *ch);
+                if (!n) {
+                        r = -ENOMEM;
+                        break;
+                }
+                ch = n;
+                changed_entry *e = &ch[n_ch];
+                memset(e, 0, sizeof *e);
+                if (sscanf(p + 1, "%7s %*s %71s", e->old_mode, e->old_oid) != 2 || !(e->path = strdup(path))) {
+                        r = e->old_mode[0] ? -ENOMEM : -EIO;
+                        break;
+                }
+                e->added = strspn(e->old_mode, "0") == strlen(e->old_mode);
+                n_ch++;
+                r = add_ancestors(&cand, path);
+                p = path + strlen(path) + 1;
+        }
+        run_result_done(&rr);
+        _cleanup_strv_free_ char **removals = NULL, **restores = NULL;
+        bool dropped = false;
+        if (r >= 0 && n_ch > 0) {
+                dir_masks_normalize(&cand);
+                /* the pieces in the after tree */
+                char *lt_args[] = {(char *) "ls-tree", (char *) "-r", (char *) "-t", (char *) "-z", (char *) "--name-only",
+                                   (char *) "--full-tree", after, NULL};
+                r = git_ok(g, "/", LIST_MAX, &rr, err, "ls-tree", lt_args);
+                if (r >= 0) {
+                        for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
+                                const char *slash = strrchr(p, '/');
+                                unsigned m = piece_of(slash ? slash + 1 : p);
+                                if (m) r = dir_masks_add(&after_pieces, p, slash ? (size_t) (slash - p) : 0, m);
+                        }
+                        run_result_done(&rr);
+                        dir_masks_normalize(&after_pieces);
+                }
+                _cleanup_close_ int dfd = r >= 0 ? open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                if (r >= 0 && dfd < 0) r = -errno;
+                for (size_t i = 0; r >= 0 && i < cand.n; i++) {
+                        const dir_mask *am = dir_masks_find(&after_pieces, cand.e[i].dir);
+                        cand.e[i].mask = (am ? am->mask : 0) | host_pieces(dfd, cand.e[i].dir);
+                }
+                for (size_t i = 0; r >= 0 && i < n_ch; i++) {
+                        /* the outermost repository-shaped directory above it */
+                        const dir_mask *dm = dir_masks_find(&cand, "");
+                        const char *repo = dm && pieces_make_repository(dm->mask) ? dm->dir : NULL;
+                        for (const char *sl = ch[i].path; r >= 0 && !repo && (sl = strchr(sl, '/')); sl++) {
+                                _cleanup_free_ char *anc = strndup(ch[i].path, (size_t) (sl - ch[i].path));
+                                if (!anc) r = -ENOMEM;
+                                else if ((dm = dir_masks_find(&cand, anc)) && pieces_make_repository(dm->mask))
+                                        repo = dm->dir;
+                        }
+                        if (r < 0 || !repo) continue;
+                        _cleanup_free_ char *qdir = *repo ? quote_path(repo) : strdup("the target directory");
+                        _cleanup_free_ char *why = qdir ? strdup_printf("git would take %s%s for a repository (it holds "
+                                                                        "HEAD with refs, or with commondir)",
+                                                                        qdir, *repo ? "/" : "")
+                                                        : NULL;
+                        r = why ? warn_path(w, ch[i].path, why) : -ENOMEM;
+                        if (r >= 0 && ch[i].added) r = strv_push(&removals, ch[i].path);
+                        else if (r >= 0) {
+                                r = strv_push(&restores, "--cacheinfo");
+                                if (r >= 0) r = strv_pushf(&restores, "%s,%s,%s", ch[i].old_mode, ch[i].old_oid, ch[i].path);
+                        }
+                        dropped = true;
+                }
+        }
+        for (size_t i = 0; i < n_ch; i++) free(ch[i].path);
+        free(ch);
+        if (r < 0 || !dropped) return r;
+        /* removals first: a restored entry may need the place of a removed one */
+        char *rm_prefix[] = {(char *) "update-index", (char *) "--force-remove", NULL};
+        char *ci_prefix[] = {(char *) "update-index", (char *) "--add", NULL};
+        const char *cwd = c->a->directory;
+        if (removals)
+                r = git_batched(g, cwd, 0, "update-index --force-remove", rm_prefix, removals, false, 1, NULL, NULL, err);
+        if (r >= 0 && restores)
+                r = git_batched(g, cwd, 0, "update-index --cacheinfo", ci_prefix, restores, false, 2, NULL, NULL, err);
+        _cleanup_free_ char *tree = NULL;
+        if (r >= 0) r = write_tree(c, true, &tree, err);
+        if (r < 0) return r;
+        if (strlen(tree) >= after_size) return -EIO;
+        strcpy(after, tree);
+        return 1;
 }
 
 static int extract_impl(const changeset_extract_args *a, char **err) {
@@ -804,7 +1434,8 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
         }
         if (pid == 0) {
                 safe_close(pfd[0]);
-                extract_child c = {.a = a, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file};
+                extract_child c = {.a = a, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file,
+                                   .host_fd = -1};
                 /* The child works on the canonical D. */
                 changeset_extract_args ca = *a;
                 ca.directory = dir;
@@ -813,7 +1444,8 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
         }
         safe_close(pfd[1]);
         _cleanup_free_ char *reply = NULL;
-        r = read_fd(pfd[0], SIZE_MAX - 1, &reply, NULL);
+        size_t reply_len = 0;
+        r = read_fd(pfd[0], SIZE_MAX - 1, &reply, &reply_len);
         safe_close(pfd[0]);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0)
@@ -832,10 +1464,22 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
                 return -EIO;
         }
         char before[80] = "", after[80] = "";
-        if (sscanf(reply + 1, "%79s %79s", before, after) != 2 || !is_hex_oid(before) || !is_hex_oid(after)) {
+        size_t child_total = 0;
+        char *nl = strchr(reply, '\n');
+        if (!nl || sscanf(reply + 1, "%79s %79s %zu", before, after, &child_total) != 3 || !is_hex_oid(before) ||
+            !is_hex_oid(after)) {
                 *err = strdup("the extraction process returned no trees");
                 return -EIO;
         }
+        /* The child's warnings, then ours. */
+        _cleanup_(warnings_done) warnings w = {};
+        for (char *p = nl + 1; p < reply + reply_len; p += strlen(p) + 1)
+                if (*p && (r = warnings_add_line(&w, strdup(p))) < 0) return r;
+        w.total = child_total > w.total ? child_total : w.total;
+        changeset_extract_args pa = *a;
+        pa.directory = dir;
+        extract_child pc = {.a = &pa, .g = &g, .host_fd = -1};
+        if ((r = drop_repository_shapes(&pc, before, after, sizeof after, &w, err)) < 0) return r;
 
         run_result rr = {};
         bool diffed = false;
@@ -850,11 +1494,13 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
                 *err = strdup_printf("cannot write %s: %s", a->patch_path, strerror(-r));
                 return r;
         }
+        if (a->ret_warnings && (r = warnings_finish(&w, a->ret_warnings)) < 0) return r;
         return len > 0 ? 1 : 0;
 }
 
 int changeset_extract(const changeset_extract_args *a, char **ret_error) {
         _cleanup_free_ char *err = NULL;
+        if (a && a->ret_warnings) *a->ret_warnings = NULL;
         int r = extract_impl(a, &err);
         if (r >= 0) return r;
         if (ret_error)
@@ -1034,6 +1680,55 @@ static int reverse_applies(const git_ctx *g, const char *patch, char **reason) {
         return r;
 }
 
+/* Would the patch leave a directory of the live tree that git takes for a
+ * repository with one of the patch's paths inside it? The pieces are those
+ * the live tree has (untracked, ignored and empty entries too) and those the
+ * patch's paths would create (a deleted one still counts: erring on the safe
+ * side). Returns 1 with *why set, 0 if not, -errno. */
+static int patch_plants_repository(const git_ctx *g, const char *patch, char **why) {
+        run_result rr;
+        _cleanup_free_ char *err = NULL;
+        char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
+        int r = git_ok(g, g->work_tree, LIST_MAX, &rr, &err, "apply --numstat", ns_args);
+        if (r < 0) {
+                *why = TAKE_PTR(err);
+                return r;
+        }
+        path_list pl = {};
+        numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+        run_result_done(&rr);
+        _cleanup_strv_free_ char **paths = pl.paths;
+        if (pl.r < 0) return pl.r;
+        _cleanup_(dir_masks_done) dir_masks dirs = {};
+        for (size_t i = 0; r >= 0 && paths && paths[i]; i++) {
+                const char *p = paths[i], *start = p;
+                for (const char *sl;; start = sl + 1) {
+                        sl = strchr(start, '/');
+                        _cleanup_free_ char *comp = sl ? strndup(start, (size_t) (sl - start)) : strdup(start);
+                        if (!comp) return -ENOMEM;
+                        r = dir_masks_add(&dirs, p, start > p ? (size_t) (start - p - 1) : 0, piece_of(comp));
+                        if (r < 0 || !sl) break;
+                }
+        }
+        if (r < 0) return r;
+        dir_masks_normalize(&dirs);
+        _cleanup_close_ int dfd = open(g->work_tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return -errno;
+        for (size_t i = 0; i < dirs.n; i++) dirs.e[i].mask |= host_pieces(dfd, dirs.e[i].dir);
+        for (size_t i = 0; i < dirs.n; i++) {
+                if (!pieces_make_repository(dirs.e[i].mask)) continue;
+                const char *d = dirs.e[i].dir;
+                _cleanup_free_ char *q = *d ? quote_path(d) : strdup("the target directory");
+                *why = q ? strdup_printf("the changeset would leave %s%s looking like a git repository to git (HEAD "
+                                         "with refs, or with commondir) with its changes inside; "
+                                         "not applied",
+                                         q, *d ? "/" : "")
+                         : NULL;
+                return *why ? 1 : -ENOMEM;
+        }
+        return 0;
+}
+
 /* check_applied: only answer whether the tree already holds the patch. */
 static int apply_impl(const char *directory, const char *patch_path, bool check_applied, char **reason) {
         if (isempty(directory) || isempty(patch_path)) {
@@ -1075,6 +1770,8 @@ static int apply_impl(const char *directory, const char *patch_path, bool check_
                 *reason = strdup_printf("cannot create a private git directory: %s", strerror(-r));
         else if ((r = git_ctx_build_env(&g)) >= 0 && check_applied)
                 r = reverse_applies(&g, patch, reason);
+        else if (r >= 0 && (r = patch_plants_repository(&g, patch, reason)) != 0)
+                r = r > 0 ? 0 : r;
         else if (r >= 0) {
                 r = apply_check_then_apply(&g, patch, reason);
                 if (r == 0) {

@@ -95,6 +95,8 @@ json_object *cli_lean_status(json_object *detail, bool full) {
                 return NULL;
         if (cli_json_truthy(get(detail, "changesetError")) && copy_key(lean, detail, "changesetError") < 0)
                 return NULL;
+        if (cli_json_truthy(get(detail, "changesetWarnings")) && copy_key(lean, detail, "changesetWarnings") < 0)
+                return NULL;
         json_object *check = get(detail, "checkStatus");
         if (check && !(json_object_is_type(check, json_type_string) && streq(json_object_get_string(check), "none"))) {
                 if (copy_key(lean, detail, "checkStatus") < 0 || copy_key(lean, detail, "checkCommand") < 0 ||

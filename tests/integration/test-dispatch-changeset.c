@@ -405,6 +405,130 @@ START_TEST(no_sandbox_runs_directly) {
 }
 END_TEST
 
+/* The warning in arr that names quoted_path ("<path>: left out of the changeset: ..."). */
+static const char *warning_naming(json_object *arr, const char *quoted_path) {
+        size_t n = strlen(quoted_path);
+        for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+                const char *s = json_object_get_string(json_object_array_get_idx(arr, i));
+                if (s && strncmp(s, quoted_path, n) == 0 && startswith(s + n, ": left out of the changeset")) return s;
+        }
+        return NULL;
+}
+
+/* tasks.json holds the task's changesetWarnings naming .GIT/x and src/config. */
+static bool warnings_persisted(tf_world *w, void *arg) {
+        const char *id = arg;
+        char *path = strdup(tf_path(w->state, "tasks.json"));
+        char *data = NULL;
+        size_t len = 0;
+        bool ok = false;
+        if (read_file(path, 64 << 20, &data, &len) >= 0) {
+                json_object *arr = json_tokener_parse(data);
+                for (size_t i = 0; arr && json_object_is_type(arr, json_type_array) && i < json_object_array_length(arr); i++) {
+                        json_object *rec = json_object_array_get_idx(arr, i);
+                        if (!streq_ptr(json_get_string(rec, "id"), id)) continue;
+                        json_object *wa = json_get_array(rec, "changesetWarnings");
+                        ok = wa && warning_naming(wa, ".GIT/x") && warning_naming(wa, "src/config");
+                }
+                json_object_put(arr);
+        }
+        free(data);
+        free(path);
+        return ok;
+}
+
+/* Issue 5 items 11 and 13 through the daemon: a worker that edits a.txt and
+ * creates paths git refuses (.GIT/x, .git., git~1, .g<U+200C>it) and a bare
+ * repository whose config runs a program (src/HEAD, src/objects/, src/refs/,
+ * src/config with core.fsmonitor). The changeset holds a.txt alone, status
+ * and result name every left-out path in changesetWarnings (also in
+ * tasks.json), accept lands a.txt, and afterwards `git status` anywhere in the
+ * tree runs nothing and none of the planted paths exists. */
+START_TEST(planted_repository_paths_are_left_out) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        char *markers = strdup(tf_path(w->root, "markers"));
+        char *mark = strdup(tf_path(w->root, "mark.sh"));
+        free(tf_shf(w, NULL,
+                    "set -e; mkdir -p %s %s/src/lib && cd %s && git init -q && echo a > a.txt && echo f > src/lib/f.c && "
+                    "git add -A && git commit -qm initial && "
+                    "printf '#!/bin/sh\\necho \"ran in $PWD\" >> %s/ran\\n' > %s && chmod +x %s",
+                    markers, repo, repo, markers, mark, mark));
+        char *script = strdup_printf(
+                "set -e; echo more >> a.txt; mkdir -p .GIT; echo x > .GIT/x; "
+                "zw=$(printf '.g\\342\\200\\214it'); mkdir .git. git~1 \"$zw\"; "
+                "echo c > .git./config; echo c > git~1/config; echo c > \"$zw/config\"; "
+                "printf 'ref: refs/heads/main\\n' > src/HEAD; mkdir -p src/objects/info src/refs/heads; "
+                "echo > src/objects/info/keep; echo > src/refs/heads/keep; "
+                "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = ..\\n"
+                "\\tfsmonitor = %s\\n' > src/config",
+                mark);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, argv);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        ck_assert_msg(!json_get_string(st, "changesetError"), "changesetError: %s", json_get_string(st, "changesetError"));
+        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
+        json_object_put(st);
+
+        static const char *const left_out[] = {
+                ".GIT/x", ".git./config", "git~1/config", "\".g\\342\\200\\214it/config\"",
+                "src/HEAD", "src/config", "src/objects/info/keep", "src/refs/heads/keep",
+        };
+        /* status (lean and --full) and result show them */
+        const char *status_argv[] = {"status", id, "--json", NULL};
+        const char *full_argv[] = {"status", id, "--full", "--json", NULL};
+        const char *result_argv[] = {"result", id, "--json", NULL};
+        const char *const *views[] = {status_argv, full_argv, result_argv};
+        for (size_t v = 0; v < ELEMENTSOF(views); v++) {
+                tf_run r = tf_cli(w, NULL, NULL, views[v]);
+                ck_assert_msg(r.exit_code == 0, "%s: %s %s", views[v][0], r.out, r.err);
+                json_object *o = tf_json(r.out);
+                json_object *arr = json_get_array(o, "changesetWarnings");
+                ck_assert_msg(arr, "%s %s: no changesetWarnings in %s", views[v][0], views[v][2], r.out);
+                ck_assert_int_eq(json_object_array_length(arr), ELEMENTSOF(left_out));
+                for (size_t i = 0; i < ELEMENTSOF(left_out); i++)
+                        ck_assert_msg(warning_naming(arr, left_out[i]), "%s: no warning names %s: %s", views[v][0],
+                                      left_out[i], r.out);
+                json_object_put(o);
+                tf_run_done(&r);
+        }
+        /* the changeset is a.txt alone */
+        const char *diff_argv[] = {"result", id, "--diff", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, diff_argv);
+        json_object *res = tf_json(r.out);
+        const char *diff = tf_jstr(res, "diff");
+        ck_assert_ptr_nonnull(diff);
+        ck_assert_msg(strstr(diff, "diff --git a/a.txt b/a.txt"), "%s", diff);
+        int files = 0;
+        for (const char *p = diff; (p = strstr(p, "diff --git ")); p++) files++;
+        ck_assert_msg(files == 1, "%s", diff);
+        json_object_put(res);
+        tf_run_done(&r);
+        /* persisted (tasks.json is written 250 ms after a change) */
+        ck_assert_msg(tf_wait_until(warnings_persisted, w, id, 10000), "changesetWarnings not in tasks.json");
+
+        const char *accept_argv[] = {"accept", id, "--json", NULL};
+        r = tf_cli(w, NULL, NULL, accept_argv);
+        ck_assert_msg(r.exit_code == 0, "accept failed: %s %s", r.out, r.err);
+        tf_run_done(&r);
+        char *a = tf_read(tf_path(repo, "a.txt"), NULL);
+        ck_assert_str_eq(a, "a\nmore\n");
+        free(a);
+        free(tf_shf(w, repo,
+                    "for d in . src src/lib; do (cd $d && git status >/dev/null 2>&1; git log -1 >/dev/null 2>&1); done; "
+                    "true"));
+        ck_assert_msg(!tf_exists(tf_path(markers, "ran")), "git status ran the planted program after the accept");
+        char *absent = tf_shf(w, repo,
+                              "for p in .GIT .git. git~1 \"$(printf '.g\\342\\200\\214it')\" src/HEAD src/objects "
+                              "src/refs src/config; do test ! -e \"$p\" || echo \"$p\"; done");
+        ck_assert_msg(streq(absent, ""), "planted paths in the tree: %s", absent);
+        free(absent);
+        free(script), free(id), free(mark), free(markers), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("dispatch-changeset");
         TCase *tc = tcase_create("main");
@@ -415,6 +539,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, sandbox_confinement);
         tcase_add_test(tc, missing_bwrap_crashes_with_spawn_error);
         tcase_add_test(tc, no_sandbox_runs_directly);
+        tcase_add_test(tc, planted_repository_paths_are_left_out);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -655,6 +655,332 @@ START_TEST(test_preexisting_ignored_stays_out) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* paths left out of the changeset (issue 5 items 11 and 13) */
+
+/* The warning that names path (C-quoted as the warnings quote it), or NULL. */
+static const char *warning_for(char **warnings, const char *quoted_path) {
+        size_t n = strlen(quoted_path);
+        for (size_t i = 0; warnings && warnings[i]; i++)
+                if (strncmp(warnings[i], quoted_path, n) == 0 && startswith(warnings[i] + n, ": left out of the changeset"))
+                        return warnings[i];
+        return NULL;
+}
+
+static char *warnings_joined(char **warnings) {
+        char *s = strdup("");
+        for (size_t i = 0; s && warnings && warnings[i]; i++) {
+                char *n = strdup_printf("%s\n  %s", s, warnings[i]);
+                free(s);
+                s = n;
+        }
+        return s;
+}
+
+/* A program that leaves a mark when it runs; hostile config points at it. */
+static char *make_marker_program(const fixture *f) {
+        char *prog = strdup_printf("%s/mark.sh", f->base);
+        char *src = strdup_printf("#!/bin/sh\necho \"ran in $PWD\" >> '%s/ran'\nexit 0\n", f->markers);
+        bool ok = prog && src && put(prog, src, strlen(src)) == 0 && chmod(prog, 0755) == 0;
+        free(src);
+        if (!ok) {
+                free(prog);
+                return NULL;
+        }
+        return prog;
+}
+
+/* `git status` (and `git log`) in each directory, as the user would run them
+ * after an accept, with the machine's config out of the way. */
+static int git_status_everywhere(const char *dir, const char *const *subdirs) {
+        for (size_t i = 0; subdirs[i]; i++)
+                (void) sh("cd '%s/%s' 2>/dev/null && git status >/dev/null 2>&1; "
+                          "cd '%s/%s' 2>/dev/null && git log -1 >/dev/null 2>&1; true",
+                          dir, subdirs[i], dir, subdirs[i]);
+        return 0;
+}
+
+/* Paths git refuses (its NTFS/HFS and .git protections): each is left out with
+ * a warning that names it, and so is a tracked file git cannot record (a
+ * FIFO now); the rest extracts and applies, a pre-existing refused path the
+ * worker left alone raises no warning. */
+START_TEST(test_refused_paths_left_out) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; echo a > a.txt; mkdir -p src/lib; echo f > src/lib/f.c; "
+                            GIT " add -A; " GIT " commit -qm i; mkdir git~1; echo pre > git~1/pre",
+                            f.dir), 0);
+        _cleanup_free_ char *head = capture("git -C '%s' rev-parse HEAD", f.dir);
+        /* .g<U+200C>it and .Git<U+FEFF> (HFS+ ignores both code points), .git.
+         * and "git~1" (NTFS), ".git " with a trailing space, .GIT, a
+         * .gitmodules symlink. */
+        const char *script =
+                "set -e; echo more >> a.txt; mkdir -p .GIT/hooks; echo x > .GIT/x; "
+                "printf '#!/bin/sh\\n' > .GIT/hooks/pre-commit; "
+                "mkdir .git. \"$(printf '.g\\342\\200\\214it')\" \"$(printf '.Git\\357\\273\\277')\" 'src/.git '; "
+                "echo c > .git./config; echo c > \"$(printf '.g\\342\\200\\214it')/config\"; "
+                "echo c > \"$(printf '.Git\\357\\273\\277')/HEAD\"; echo c > 'src/.git /config'; "
+                "echo c > git~1/config; mkdir -p src/lib/GIT~1; echo c > src/lib/GIT~1/HEAD; "
+                "ln -s /etc/passwd .gitmodules; echo ok > src/lib/ok.txt; rm src/lib/f.c; mkfifo src/lib/f.c";
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, script), 0);
+        _cleanup_strv_free_ char **warnings = NULL;
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .ret_warnings = &warnings};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        ck_assert_msg(r == 1, "r=%d err=%s", r, strnull(err));
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "a.txt -> a.txt|src/lib/ok.txt -> src/lib/ok.txt|");
+        _cleanup_free_ char *all = warnings_joined(warnings);
+        static const char *const refused[] = {
+                ".GIT/x", ".GIT/hooks/pre-commit", ".git./config", "\".g\\342\\200\\214it/config\"",
+                "\".Git\\357\\273\\277/HEAD\"", "src/.git /config", "git~1/config", "src/lib/GIT~1/HEAD", ".gitmodules",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                const char *wr = warning_for(warnings, refused[i]);
+                ck_assert_msg(wr, "no warning names %s:%s", refused[i], all);
+                ck_assert_msg(strstr(wr, "git refuses"), "%s", wr);
+        }
+        /* a tracked file turned into a FIFO: git cannot record it either */
+        const char *fifo = warning_for(warnings, "src/lib/f.c");
+        ck_assert_msg(fifo && strstr(fifo, "git could not record it: ") && strstr(fifo, "can only add regular files"),
+                      "%s", all);
+        ck_assert_msg(strv_length(warnings) == ELEMENTSOF(refused) + 1, "unexpected warnings:%s", all);
+        ck_assert_msg(!warning_for(warnings, "git~1/pre"), "a pre-existing path raised a warning:%s", all);
+
+        _cleanup_free_ char *reason = NULL;
+        r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 1, "r=%d reason=%s", r, strnull(reason));
+        ck_assert_int_eq(sh("cd '%s' && test \"$(cat a.txt)\" = \"$(printf 'a\\nmore')\" && test -e src/lib/ok.txt && "
+                            "test ! -e .GIT && test ! -e .git. && test ! -e .gitmodules && test ! -e git~1/config && "
+                            "test ! -e \"$(printf '.g\\342\\200\\214it')\" && test ! -e 'src/.git ' && "
+                            "test ! -e src/lib/GIT~1 && test \"$(cat git~1/pre)\" = pre && test \"$(cat src/lib/f.c)\" = f",
+                            f.dir), 0);
+        rm_rf(base);
+}
+END_TEST
+
+/* Warnings are capped: a worker that creates many refused paths gets
+ * CHANGESET_WARNINGS_MAX lines, the last one counting the rest. */
+START_TEST(test_warnings_are_capped) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; echo a > a.txt", f.dir), 0);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work,
+                                    "mkdir .GIT; i=0; while [ $i -lt 3000 ]; do : > .GIT/f$i; i=$((i+1)); done; "
+                                    "echo b > b.txt"),
+                         0);
+        _cleanup_strv_free_ char **warnings = NULL;
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = NULL,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .ret_warnings = &warnings};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        ck_assert_msg(r == 1, "r=%d err=%s", r, strnull(err));
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "b.txt -> b.txt|");
+        ck_assert_uint_eq(strv_length(warnings), CHANGESET_WARNINGS_MAX);
+        ck_assert_str_eq(warnings[CHANGESET_WARNINGS_MAX - 1],
+                         "and 2901 more paths were left out of the changeset");
+        ck_assert_msg(startswith(warnings[0], ".GIT/f") && strstr(warnings[0], "git refuses"), "%s", warnings[0]);
+        rm_rf(base);
+}
+END_TEST
+
+/* A worker plants bare repositories whose config would run a program on the
+ * user's next `git status`: a fresh one (src/), one completed with pieces the
+ * host already has (pkg/: refs tracked, objects ignored), one made of files
+ * (bin/: objects and refs as executables), and a linked-worktree git dir
+ * (wt/: HEAD + commondir), HEAD + refs alone (ho/). Everything in them is
+ * left out with a warning; the rest lands; afterwards `git status` anywhere
+ * runs nothing. */
+START_TEST(test_bare_repository_shapes_left_out) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        _cleanup_free_ char *mark = make_marker_program(&f);
+        ck_assert_ptr_nonnull(mark);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; echo a > a.txt; mkdir -p src/lib pkg/refs wt; "
+                            "echo f > src/lib/f.c; echo r > pkg/refs/README; echo w > wt/w.txt; "
+                            "printf 'objects/\\n' > pkg/.gitignore; " GIT " add -A; " GIT " commit -qm i; "
+                            "mkdir -p pkg/objects/info; echo o > pkg/objects/info/o",
+                            f.dir), 0);
+        _cleanup_free_ char *head = capture("git -C '%s' rev-parse HEAD", f.dir);
+        _cleanup_free_ char *script = strdup_printf(
+                "set -e; echo more >> a.txt; echo ok > ok.txt; "
+                "cfg='[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = %s\\n'; "
+                "printf 'ref: refs/heads/main\\n' > src/HEAD; mkdir -p src/objects/info src/refs/heads; "
+                "echo > src/objects/info/keep; echo > src/refs/heads/keep; printf \"$cfg\" > src/config; "
+                "printf 'ref: refs/heads/main\\n' > pkg/HEAD; printf \"$cfg\" > pkg/config; "
+                "mkdir bin; printf 'ref: refs/heads/main\\n' > bin/HEAD; printf '#!/bin/sh\\n' > bin/objects; "
+                "printf '#!/bin/sh\\n' > bin/refs; chmod +x bin/objects bin/refs; printf \"$cfg\" > bin/config; "
+                "printf 'ref: refs/heads/main\\n' > wt/HEAD; echo ../.git > wt/commondir; "
+                "printf '[core]\\n\\tfsmonitor = %s\\n' > wt/config.worktree; "
+                /* HEAD and refs without objects: enough where GIT_OBJECT_DIRECTORY is set */
+                "mkdir -p ho/refs/heads; printf 'ref: refs/heads/main\\n' > ho/HEAD; echo > ho/refs/heads/keep; "
+                /* changes to tracked files inside them go back, too */
+                "echo changed >> pkg/refs/README; rm wt/w.txt",
+                mark, mark);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, script), 0);
+        /* the planted shapes would work: git status in a copy of the merged
+         * view runs the program (the upper dir's whiteout cannot be copied
+         * unprivileged, and need not be) */
+        ck_assert_int_eq(sh("mkdir -p '%s/probe' && cp -a '%s/.' '%s/probe/' && { cp -a '%s/.' '%s/probe/' 2>/dev/null; "
+                            "true; } && cd '%s/probe/src/lib' && git status >/dev/null 2>&1; test -s '%s/ran'",
+                            base, f.dir, base, f.upper, base, base, f.markers), 0);
+        ck_assert_int_eq(sh("rm -rf '%s/probe' '%s/ran'", base, f.markers), 0);
+
+        _cleanup_strv_free_ char **warnings = NULL;
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .ret_warnings = &warnings};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        ck_assert_msg(r == 1, "r=%d err=%s", r, strnull(err));
+        ck_assert_msg(dir_is_empty(f.markers), "extraction ran the planted config");
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "a.txt -> a.txt|ok.txt -> ok.txt|");
+        _cleanup_free_ char *all = warnings_joined(warnings);
+        static const char *const planted[] = {
+                "src/HEAD", "src/objects/info/keep", "src/refs/heads/keep", "src/config", "pkg/HEAD", "pkg/config",
+                "bin/HEAD", "bin/objects", "bin/refs", "bin/config", "wt/HEAD", "wt/commondir", "wt/config.worktree",
+                "pkg/refs/README", "wt/w.txt", "ho/HEAD", "ho/refs/heads/keep",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(planted); i++) {
+                const char *wr = warning_for(warnings, planted[i]);
+                ck_assert_msg(wr, "no warning names %s:%s", planted[i], all);
+                ck_assert_msg(strstr(wr, "repository"), "%s", wr);
+        }
+        ck_assert_msg(strv_length(warnings) == ELEMENTSOF(planted), "unexpected warnings:%s", all);
+
+        _cleanup_free_ char *reason = NULL;
+        r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 1, "r=%d reason=%s", r, strnull(reason));
+        ck_assert_int_eq(sh("cd '%s' && test \"$(cat a.txt)\" = \"$(printf 'a\\nmore')\" && test -e ok.txt && "
+                            "test ! -e src/HEAD && test ! -e src/objects && test ! -e src/refs && test ! -e src/config && "
+                            "test ! -e pkg/HEAD && test ! -e pkg/config && test ! -e bin && test ! -e wt/HEAD && "
+                            "test ! -e wt/commondir && test ! -e wt/config.worktree && test \"$(cat pkg/refs/README)\" = r && "
+                            "test \"$(cat wt/w.txt)\" = w && test ! -e ho",
+                            f.dir), 0);
+        static const char *const where[] = {".", "src", "src/lib", "pkg", "pkg/refs", "bin", "wt", NULL};
+        git_status_everywhere(f.dir, where);
+        ck_assert_msg(dir_is_empty(f.markers), "git status ran a planted program after the accept");
+        rm_rf(base);
+}
+END_TEST
+
+/* A worker plants a .git file (a gitdir: pointer to a bare repository it also
+ * planted) and a .git directory (a repository it created): the .git entries
+ * and the repository they point to are left out with warnings; the files
+ * beside the new repository are kept; no warning for the host's own .git and
+ * for a nested repository in an ignored directory. */
+START_TEST(test_planted_dotgit_left_out) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        _cleanup_free_ char *mark = make_marker_program(&f);
+        ck_assert_ptr_nonnull(mark);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; echo a > a.txt; mkdir -p src/lib; echo f > src/lib/f.c; "
+                            "echo 'deps/' > .gitignore; " GIT " add -A; " GIT " commit -qm i",
+                            f.dir), 0);
+        _cleanup_free_ char *head = capture("git -C '%s' rev-parse HEAD", f.dir);
+        _cleanup_free_ char *script = strdup_printf(
+                "set -e; echo more >> a.txt; "
+                "mkdir -p evil/objects evil/refs/heads; printf 'ref: refs/heads/main\\n' > evil/HEAD; "
+                "echo > evil/objects/keep; echo > evil/refs/heads/keep; "
+                "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = %s\\n' > evil/config; "
+                "printf 'gitdir: ../../evil\\n' > src/lib/.git; "
+                "mkdir -p vendor/new && cd vendor/new && " GIT " init -q . && echo v > v.txt && "
+                GIT " add v.txt && " GIT " commit -qm v && git config core.fsmonitor '%s' && cd ../.. && "
+                "mkdir -p deps/d && cd deps/d && " GIT " init -q . && cd ../.. && " GIT " add -A && " GIT " commit -qm w",
+                mark, mark);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, script), 0);
+
+        _cleanup_strv_free_ char **warnings = NULL;
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .ret_warnings = &warnings};
+        _cleanup_free_ char *err = NULL;
+        int r = changeset_extract(&a, &err);
+        ck_assert_msg(r == 1, "r=%d err=%s", r, strnull(err));
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "a.txt -> a.txt|vendor/new/v.txt -> vendor/new/v.txt|");
+        _cleanup_free_ char *all = warnings_joined(warnings);
+        static const char *const left_out[] = {"src/lib/.git", "vendor/new/.git", "evil/HEAD", "evil/config",
+                                               "evil/objects/keep", "evil/refs/heads/keep"};
+        for (size_t i = 0; i < ELEMENTSOF(left_out); i++)
+                ck_assert_msg(warning_for(warnings, left_out[i]), "no warning names %s:%s", left_out[i], all);
+        ck_assert_msg(strv_length(warnings) == ELEMENTSOF(left_out), "unexpected warnings:%s", all);
+
+        _cleanup_free_ char *reason = NULL;
+        r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 1, "r=%d reason=%s", r, strnull(reason));
+        ck_assert_int_eq(sh("cd '%s' && test -e vendor/new/v.txt && test ! -e vendor/new/.git && test ! -e src/lib/.git && "
+                            "test ! -e evil && test ! -e deps",
+                            f.dir), 0);
+        static const char *const where[] = {".", "src", "src/lib", "vendor/new", NULL};
+        git_status_everywhere(f.dir, where);
+        ck_assert_msg(dir_is_empty(f.markers), "git status ran a planted program after the accept");
+        rm_rf(base);
+}
+END_TEST
+
+/* A patch whose HEAD and config are harmless when extracted becomes a
+ * repository if the live tree gains objects/ and refs/ before the accept:
+ * the apply refuses it and leaves the tree untouched. */
+START_TEST(test_apply_refuses_to_complete_a_repository) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        _cleanup_free_ char *mark = make_marker_program(&f);
+        ck_assert_ptr_nonnull(mark);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; echo a > a.txt; mkdir -p src/lib; echo f > src/lib/f.c; "
+                            GIT " add -A; " GIT " commit -qm i",
+                            f.dir), 0);
+        _cleanup_free_ char *head = capture("git -C '%s' rev-parse HEAD", f.dir);
+        _cleanup_free_ char *script = strdup_printf(
+                "set -e; echo more >> a.txt; printf 'ref: refs/heads/main\\n' > src/HEAD; "
+                "printf '[core]\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = %s\\n' > src/config",
+                mark);
+        ck_assert_int_eq(run_worker(f.dir, f.upper, f.work, script), 0);
+        _cleanup_strv_free_ char **warnings = NULL;
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .ret_warnings = &warnings};
+        _cleanup_free_ char *err = NULL;
+        ck_assert_int_eq(changeset_extract(&a, &err), 1);
+        ck_assert_ptr_null(warnings);
+        _cleanup_free_ char *headers = patch_headers(f.patch);
+        ck_assert_str_eq(headers, "a.txt -> a.txt|src/HEAD -> src/HEAD|src/config -> src/config|");
+
+        /* the live tree gets the missing pieces (empty directories: never in a patch) */
+        ck_assert_int_eq(sh("mkdir '%s/src/objects' '%s/src/refs'", f.dir, f.dir), 0);
+        _cleanup_free_ char *snap0 = strdup_printf("%s/host0", base);
+        ck_assert_int_eq(snapshot(f.dir, snap0), 0);
+        _cleanup_free_ char *reason = NULL;
+        int r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 0, "r=%d reason=%s", r, strnull(reason));
+        ck_assert_msg(reason && strstr(reason, "src/") && strstr(reason, "repository"), "%s", strnull(reason));
+        _cleanup_free_ char *snap1 = strdup_printf("%s/host1", base);
+        ck_assert_int_eq(snapshot(f.dir, snap1), 0);
+        ck_assert(snapshots_equal(snap0, snap1));
+        static const char *const where[] = {".", "src", "src/lib", NULL};
+        git_status_everywhere(f.dir, where);
+        ck_assert_msg(dir_is_empty(f.markers), "git status ran a planted program");
+
+        /* without them it applies */
+        ck_assert_int_eq(sh("rmdir '%s/src/objects' '%s/src/refs'", f.dir, f.dir), 0);
+        free(reason);
+        reason = NULL;
+        r = changeset_apply(f.dir, f.patch, &reason);
+        ck_assert_msg(r == 1, "r=%d reason=%s", r, strnull(reason));
+        rm_rf(base);
+}
+END_TEST
+
 static Suite *changeset_suite(void) {
         Suite *s = suite_create("changeset");
         TCase *tc = tcase_create("changeset");
@@ -669,6 +995,11 @@ static Suite *changeset_suite(void) {
         tcase_add_test(tc, test_apply_three_way_clean);
         tcase_add_test(tc, test_extract_errors);
         tcase_add_test(tc, test_numstat_failure_is_zero);
+        tcase_add_test(tc, test_refused_paths_left_out);
+        tcase_add_test(tc, test_warnings_are_capped);
+        tcase_add_test(tc, test_bare_repository_shapes_left_out);
+        tcase_add_test(tc, test_planted_dotgit_left_out);
+        tcase_add_test(tc, test_apply_refuses_to_complete_a_repository);
         suite_add_tcase(s, tc);
         return s;
 }
