@@ -246,6 +246,8 @@ static char *nested_directory(Task *caller, const char *given, char **ret) {
         return NULL;
 }
 
+static bool caller_may_see(Caller who, Task *t);
+
 static void handle_dispatch(Manager *m, Request *r) {
         json_object *p = r->req.params;
         if (reply_if_state_unreadable(m, r)) return;
@@ -265,6 +267,8 @@ static void handle_dispatch(Manager *m, Request *r) {
         const char *executor_id = json_get_string(p, "executor");
         const char *session_id = json_get_string(p, "sessionId");
         Task *prior = session_id ? find_session_task(m, session_id, executor_id) : NULL;
+        /* a sandboxed caller inherits nothing from a session it may not see */
+        if (prior && !caller_may_see(who, prior)) prior = NULL;
         if (!executor_id) executor_id = prior ? task_str(prior, "executorId") : m->settings.default_executor;
         const executor *ex = executor_find(strempty(executor_id));
         if (!ex) {

@@ -517,16 +517,20 @@ static int overlay_prepare(Task *t) {
 
 /* The session this task resumes was last run by which task? Its home seeds
  * ours (executor-home.h). The newest other task of the same executor with
- * that session id whose home still exists. */
+ * that session id whose home still exists — and, for a task a worker
+ * dispatched, one that worker may see (its own task or the tasks it
+ * dispatched): a session id is no key to another task's conversation. */
 static char *seed_home_for(Task *t) {
         const char *sid = task_str(t, "sessionId"), *ex = task_str(t, "executorId");
         if (!sid || !ex) return NULL;
+        const char *by = task_str(t, "dispatchedBy");
         Manager *m = t->m;
         for (size_t i = m->n_tasks; i > 0; i--) {
                 Task *o = m->tasks[i - 1];
                 if (o == t || !streq(strempty(task_str(o, "sessionId")), sid) ||
                     !streq(strempty(task_str(o, "executorId")), ex))
                         continue;
+                if (by && !streq(o->id, by) && !streq_ptr(task_str(o, "dispatchedBy"), by)) continue;
                 char *root = executor_home_root(m->paths.cache_dir, o->id);
                 if (root && is_dir(root)) return root;
                 free(root);

@@ -338,6 +338,23 @@ START_TEST(resume_seeds_from_previous_task) {
         char *first = strdup_printf("%s/homes/%s/pi/sessions/--r--/s_%s.jsonl", w->cache, a, a);
         char *content = tf_read(first, NULL);
         ck_assert_str_eq(content, "turn\n");
+        /* a worker cannot resume another task's session: its nested task starts empty */
+        char *nested = strdup_printf("child=$(taskferry dispatch --executor pi --model m/x --session-id %s --prompt x "
+                                     "| sed -n 's/^id: //p'); taskferry wait $child >/dev/null; echo child=$child",
+                                     sid);
+        const char *d3[] = {"--executor", "shell", "--directory", repo, "--prompt", nested, NULL};
+        char *c = tf_dispatch(w, d3);
+        json_object_put(tf_wait_settled(w, c));
+        const char *res[] = {"result", c, "--json", NULL};
+        tf_run rr = tf_cli(w, NULL, NULL, res);
+        const char *child = strstr(rr.out, "child=oc_");
+        ck_assert_msg(child, "nested dispatch failed: %s", rr.out);
+        _cleanup_free_ char *child_id = strndup(child + 6, strcspn(child + 6, "\\\n\""));
+        _cleanup_free_ char *child_seen = strdup_printf("%s/outputs/%s/seen", w->state, child_id);
+        _cleanup_free_ char *cs = tf_read(child_seen, NULL); /* the nested worker ran */
+        ck_assert_msg(!strstr(cs, want), "a worker resumed another task's session: %s", cs);
+        tf_run_done(&rr);
+        free(nested), free(c);
         free(content), free(first), free(want), free(seen), free(seen_path), free(a), free(b), free(sid), free(fixture);
         free(repo);
         tf_world_free(w);
