@@ -63,8 +63,10 @@ START_TEST(commit_in_linked_worktree) {
         tf_run r = tf_cli(w, NULL, NULL, acc);
         ck_assert_msg(r.exit_code == 0, "accept: %s %s", r.out, r.err);
         tf_run_done(&r);
-        ck_assert_str_eq(tf_read(tf_path(wt, "new.txt"), NULL), "new\n");
-        ck_assert_str_eq(tf_read(tf_path(wt, "f"), NULL), "changed\n");
+        char *nt = tf_read(tf_path(wt, "new.txt"), NULL), *ft = tf_read(tf_path(wt, "f"), NULL);
+        ck_assert_str_eq(nt, "new\n");
+        ck_assert_str_eq(ft, "changed\n");
+        free(nt), free(ft);
         free(msg), free(id), free(before_git), free(after_git), free(before_main), free(after_main);
         free(before_wt_head), free(after_wt_head), free(gitdir), free(wt), free(main_repo);
         tf_world_free(w);
