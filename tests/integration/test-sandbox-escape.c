@@ -127,6 +127,24 @@ START_TEST(file_secrets_masked) {
                 ck_assert_msg(strstr(msg, "done"), "%s", msg);
                 ck_assert_msg(!strstr(msg, "SECRET-"), "a secret was readable (home %sbound): %s", bound ? "" : "not ", msg);
         }
+        /* binding a deny-listed path itself is the user's explicit call: bound, with a loud warning */
+        char *ssh = strdup(tf_path(w->home, ".ssh"));
+        const char *d[] = {"dispatch", "--executor", "shell", "--directory", repo, "--ro-bind", ssh, "--prompt",
+                           "cat \"$HOME/.ssh/id_ed25519\"", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, d);
+        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
+        ck_assert_msg(strstr(r.err, "warning: ") && strstr(r.err, ssh) && strstr(r.err, "deny-listed"),
+                      "no warning on stderr: %s", r.err);
+        const char *idl = strstr(r.out, "id: ");
+        ck_assert_ptr_nonnull(idl);
+        char *id = strndup(idl + 4, strcspn(idl + 4, "\n"));
+        tf_run_done(&r);
+        json_object_put(tf_wait_settled(w, id));
+        const char *res[] = {"result", id, "--json", NULL};
+        r = tf_cli(w, NULL, NULL, res);
+        ck_assert_msg(strstr(r.out, "SECRET-7"), "the explicitly bound key is not readable: %s", r.out);
+        tf_run_done(&r);
+        free(id), free(ssh);
         free(extra_secret), free(repo);
         tf_world_free(w);
 }
