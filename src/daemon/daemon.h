@@ -30,6 +30,8 @@ typedef struct Settings {
         char **env_denylist;          /* TASKFERRY_ENV_DENYLIST */
         char **sandbox_denylist;      /* TASKFERRY_SANDBOX_DENYLIST (extra deny dirs) */
         char *shim_path;              /* resolved taskferry-shim */
+        uint64_t task_disk_max;       /* TASKFERRY_TASK_DISK_MAX (disk_size_parse), 0: the default rule
+                                         of disk-budget.h */
 } Settings;
 
 /* ---- the socket server ---- */
