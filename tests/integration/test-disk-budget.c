@@ -302,6 +302,65 @@ START_TEST(setting_sets_default_budget) {
 }
 END_TEST
 
+/* Records made while overlays lived elsewhere (the old default,
+ * <runtime>/overlay, here forced with TASKFERRY_OVERLAY_TMP_DIR) keep working
+ * after the daemon restarts with the new default: accept and reject use the
+ * recorded tmpRoot, and new tasks go under <state>/overlays. */
+START_TEST(legacy_overlay_location_still_works) {
+        tf_world *w = tf_world_new(NULL);
+        char *legacy = strdup_printf("%s/overlay", w->run);
+        tf_world_setenv(w, "TASKFERRY_OVERLAY_TMP_DIR", legacy);
+        char *repo = make_repo(w);
+        const char *argv1[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo one > one.txt", NULL};
+        const char *argv2[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo two > two.txt", NULL};
+        char *id1 = tf_dispatch(w, argv1), *id2 = tf_dispatch(w, argv2);
+        char *roots[2];
+        char *ids[2] = {id1, id2};
+        for (int i = 0; i < 2; i++) {
+                json_object *rec = settled_record(w, ids[i]);
+                ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
+                json_object *od = json_get_object(rec, "overlayDirs");
+                ck_assert_str_eq(strempty(json_get_string(od, "tmpRoot")), legacy);
+                roots[i] = strdup(json_get_string(od, "root"));
+                ck_assert(tf_exists(roots[i]));
+                json_object_put(rec);
+        }
+        /* restart with the default location */
+        pid_t pid = tf_daemon_pid(w);
+        ck_assert_int_gt(pid, 0);
+        kill(pid, SIGTERM);
+        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(10000);
+        tf_world_setenv(w, "TASKFERRY_OVERLAY_TMP_DIR", "");
+        /* the new location is masked inside the sandbox, like the state dir */
+        char *probe = strdup_printf("if [ -e %s/overlays ]; then echo visible; else echo hidden; fi > three.txt", w->state);
+        const char *argv3[] = {"--executor", "shell", "--directory", repo, "--prompt", probe, NULL};
+        char *id3 = tf_dispatch(w, argv3);
+        json_object *rec = settled_record(w, id3);
+        char *prefix = strdup_printf("%s/overlays/taskferry-cow-", w->state);
+        ck_assert_msg(startswith(strempty(json_get_string(json_get_object(rec, "overlayDirs"), "root")), prefix), "%s",
+                      json_get_string(json_get_object(rec, "overlayDirs"), "root"));
+        json_object_put(rec);
+        free(prefix);
+        /* the old records still accept and reject, and leave nothing behind */
+        ck_assert(tf_exists(roots[0]) && tf_exists(roots[1]));
+        accept_ok(w, id1);
+        ck_assert(tf_exists(tf_path(repo, "one.txt")));
+        ck_assert(!tf_exists(roots[0]));
+        const char *rj[] = {"reject", id2, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, rj);
+        ck_assert_msg(r.exit_code == 0, "reject: %s %s", r.out, r.err);
+        tf_run_done(&r);
+        ck_assert(!tf_exists(roots[1]));
+        ck_assert(!tf_exists(tf_path(repo, "two.txt")));
+        accept_ok(w, id3);
+        char *seen = tf_shf(w, repo, "cat three.txt");
+        ck_assert_str_eq(seen, "hidden");
+        free(seen), free(probe);
+        free(roots[0]), free(roots[1]), free(id1), free(id2), free(id3), free(legacy), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("disk-budget");
         TCase *tc = tcase_create("main");
@@ -311,6 +370,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, many_empty_files_extract);
         tcase_add_test(tc, full_state_fs_blocks_nobody);
         tcase_add_test(tc, setting_sets_default_budget);
+        tcase_add_test(tc, legacy_overlay_location_still_works);
         suite_add_tcase(s, tc);
         return s;
 }
