@@ -361,6 +361,49 @@ START_TEST(legacy_overlay_location_still_works) {
 }
 END_TEST
 
+/* A worker cannot widen its nested tasks' budget past the default: a nested
+ * dispatch with --disk-max 1T gets min(10 GiB, 1/4 of the filesystem). */
+START_TEST(nested_dispatch_cannot_raise_budget) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *script = strdup_printf("child=$(taskferry dispatch --executor shell --disk-max 1T --directory %s "
+                                     "--prompt true | sed -n 's/^id: //p'); echo child=$child",
+                                     repo);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, argv);
+        json_object *rec = settled_record(w, id);
+        ck_assert_str_eq(tf_jstr(rec, "status"), "done");
+        json_object_put(rec);
+        const char *res[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        const char *msg = strempty(tf_jstr(o, "message"));
+        const char *c = strstr(msg, "child=oc_");
+        ck_assert_msg(c, "nested dispatch failed: %s", msg);
+        char *child = strndup(c + 6, strcspn(c + 6, "\n"));
+        json_object_put(o);
+        tf_run_done(&r);
+        rec = settled_record(w, child);
+        struct statvfs sv;
+        ck_assert_int_eq(statvfs(w->state, &sv), 0);
+        uint64_t fs = (uint64_t) sv.f_blocks * sv.f_frsize;
+        uint64_t want = fs / 4 < (10ULL << 30) ? fs / 4 : 10ULL << 30;
+        int64_t got = 0;
+        ck_assert(json_get_int64(rec, "diskMaxBytes", &got));
+        ck_assert_int_eq(got, (int64_t) want);
+        json_object_put(rec);
+        /* the user, outside every sandbox, may ask for more */
+        const char *argv2[] = {"--executor", "shell", "--directory", repo, "--disk-max", "1T", "--prompt", "true", NULL};
+        char *id2 = tf_dispatch(w, argv2);
+        rec = settled_record(w, id2);
+        ck_assert(json_get_int64(rec, "diskMaxBytes", &got));
+        ck_assert_int_eq(got, 1LL << 40);
+        json_object_put(rec);
+        free(child), free(id), free(id2), free(script), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("disk-budget");
         TCase *tc = tcase_create("main");
@@ -371,6 +414,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, full_state_fs_blocks_nobody);
         tcase_add_test(tc, setting_sets_default_budget);
         tcase_add_test(tc, legacy_overlay_location_still_works);
+        tcase_add_test(tc, nested_dispatch_cannot_raise_budget);
         suite_add_tcase(s, tc);
         return s;
 }
