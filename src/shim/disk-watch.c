@@ -51,22 +51,27 @@ static char *floor_detail(const disk_watch *w, uint64_t usage) {
                              disk_size_format(usage, d), disk_size_format(w->max_bytes, e));
 }
 
+/* statvfs every watched tree's filesystem; updates w->below. */
+static void check_floors(disk_watch *w) {
+        bool below = false;
+        for (char **p = w->paths; *p && !below; p++) {
+                disk_fs_info fs;
+                if (disk_fs_stat(*p, &fs) < 0 || !disk_fs_below_floor(&fs)) continue;
+                below = true;
+                w->below_path = *p;
+                w->below_fs = fs;
+        }
+        if (below && !w->below) w->walked_below = false;
+        w->below = below;
+}
+
 int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail) {
         char a[32], b[32];
         *ret_detail = NULL;
         if (w->tripped || !w->paths || !w->paths[0]) return 0;
         if (now >= w->next_fs_ms) {
                 w->next_fs_ms = now + DISK_WATCH_FS_INTERVAL_MS;
-                bool below = false;
-                for (char **p = w->paths; *p && !below; p++) {
-                        disk_fs_info fs;
-                        if (disk_fs_stat(*p, &fs) < 0 || !disk_fs_below_floor(&fs)) continue;
-                        below = true;
-                        w->below_path = *p;
-                        w->below_fs = fs;
-                }
-                if (below && !w->below) w->walked_below = false;
-                w->below = below;
+                check_floors(w);
         }
         if (now >= w->next_walk_ms || (w->below && !w->walked_below)) {
                 uint64_t t0 = mono_ms();
@@ -94,6 +99,10 @@ int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail) {
                                                   disk_size_format(u.bytes, b), (unsigned long long) u.entries,
                                                   w->paths[0]),
                                     ret_detail);
+                /* the usage counts as "while above the floor" only if the floors
+                 * still hold after the walk: writes during the walk may have
+                 * filled the filesystem */
+                if (!w->below) check_floors(w);
                 if (w->below) {
                         w->walked_below = true;
                         if (u.bytes > w->ok_usage) return trip(w, floor_detail(w, u.bytes), ret_detail);

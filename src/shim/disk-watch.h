@@ -9,8 +9,8 @@
  *    (statvfs, every DISK_WATCH_FS_INTERVAL_MS: cheap). A filesystem below
  *    its floor stops the worker only if this task is among those taking the
  *    space: the trees are walked at once, and the worker is stopped when they
- *    grew past what they measured at the last walk while the filesystem was
- *    above its floor (0 if there was none). A task that sits idle while
+ *    grew past what they measured at the last walk after which the filesystem
+ *    was still above its floor (0 if there was none). A task that sits idle while
  *    another one fills the disk keeps running;
  *  - the trees themselves against the budget (a full walk). The interval
  *    adapts to the walk's cost: 20 x the last walk's duration, within
