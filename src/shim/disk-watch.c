@@ -81,7 +81,8 @@ int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail) {
                 uint64_t t1 = mono_ms();
                 w->last_walk_ms = t1 - t0;
                 w->last_usage = u.bytes;
-                w->next_walk_ms = t1 + disk_watch_walk_interval(w->last_walk_ms, u.bytes, w->max_bytes);
+                /* on the caller's clock: now plus the walk itself plus the interval */
+                w->next_walk_ms = now + w->last_walk_ms + disk_watch_walk_interval(w->last_walk_ms, u.bytes, w->max_bytes);
                 if (r < 0)
                         /* the worker controls the tree: what cannot be measured is not allowed */
                         return trip(w,
