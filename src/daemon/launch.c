@@ -388,6 +388,8 @@ static void task_apply_exit_json(Task *t) {
         _cleanup_free_ char *task_dir = tf_path_task_dir(&t->m->paths, t->id);
         exit_info ei = {0};
         char iso[32];
+        _cleanup_free_ char *reserve = task_dir ? strdup_printf("%s/%s", task_dir, DISK_RESERVE_NAME) : NULL;
+        if (reserve) (void) unlink(reserve); /* left behind by a shim that was killed */
         if (!task_dir || exit_info_read(task_dir, &ei) < 0) {
                 task_set_str(t, "spawnError", "taskferry-shim exited without reporting the worker's exit status");
                 task_set_str(t, "endedAt", format_iso(now_ms(), iso));

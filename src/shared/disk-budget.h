@@ -17,6 +17,11 @@
 #define DISK_FLOOR_MAX ((uint64_t) 256 << 20)            /* 256 MiB */
 #define DISK_SIZE_MAX ((uint64_t) 9007199254740991ULL)   /* 2^53-1, a JSON safe integer */
 
+/* <taskDir>/disk-reserve: space the shim sets aside for exit.json while its
+ * worker runs (src/shim/disk-watch.h) */
+#define DISK_RESERVE_NAME "disk-reserve"
+#define DISK_RESERVE_BYTES (256 * 1024)
+
 /* Parse a size: decimal digits, optionally followed by one of K, M, G, T
  * (either case, binary multiples 2^10..2^40) and an optional "B"/"iB"
  * ("50M", "50MiB", "1g", "4096"). No sign, no spaces, no fraction.

@@ -55,9 +55,8 @@ uint64_t disk_watch_walk_interval(uint64_t walk_ms, uint64_t usage, uint64_t max
 
 /* A small file (DISK_RESERVE_BYTES, blocks allocated) in the task dir, made
  * before the worker starts and removed right before exit.json is written, so
- * that exit.json can be written on a filesystem the worker filled.
+ * that exit.json can be written on a filesystem the worker filled (the
+ * daemon removes a leftover one at settlement, disk-budget.h).
  * Best effort: create returns -errno, release ignores errors. */
-#define DISK_RESERVE_NAME "disk-reserve"
-#define DISK_RESERVE_BYTES (256 * 1024)
 int disk_reserve_create(const char *task_dir);
 void disk_reserve_release(const char *task_dir);

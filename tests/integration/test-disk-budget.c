@@ -105,6 +105,9 @@ START_TEST(disk_max_stops_dense_writer) {
         ck_assert_msg(startswith(strempty(json_get_string(od, "root")), prefix), "%s", json_get_string(od, "root"));
         free(prefix);
         json_object_put(rec);
+        char *reserve = strdup_printf("%s/tasks/%s/disk-reserve", w->state, id);
+        ck_assert(!tf_exists(reserve)); /* released for exit.json */
+        free(reserve);
         accept_ok(w, id);
         /* stopped well before the 200 files: the budget, not the script, ended it */
         char *n = tf_shf(w, repo, "ls f* | wc -l");
@@ -234,6 +237,9 @@ START_TEST(full_state_fs_blocks_nobody) {
         char *id_b = tf_dispatch(w, argv_b);
         char *started = strdup_printf("%s/outputs/%s/started", w->state, id_b);
         ck_assert(tf_wait_until(go_file_written, w, started, 60000));
+        /* its shim holds space for its exit.json */
+        char *reserve_b = strdup_printf("%s/tasks/%s/disk-reserve", w->state, id_b);
+        ck_assert(tf_exists(reserve_b));
         /* A: fills the filesystem (its budget is larger than the filesystem) */
         const char *argv_a[] = {"--executor", "shell", "--directory", repo, "--disk-max", "1G", "--prompt",
                                 "i=0; while head -c 1048576 /dev/zero > f$i; do i=$((i+1)); done; sleep 60", NULL};
@@ -257,6 +263,8 @@ START_TEST(full_state_fs_blocks_nobody) {
         ck_assert_str_eq(tf_jstr(rec, "status"), "done");
         ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
         json_object_put(rec);
+        ck_assert(!tf_exists(reserve_b));
+        free(reserve_b);
         accept_ok(w, id_b);
         char *b = tf_shf(w, repo, "cat b.txt");
         ck_assert_str_eq(b, "from-b");
