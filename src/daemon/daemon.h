@@ -32,6 +32,8 @@ typedef struct Settings {
         char **rw_bind, **ro_bind;    /* TASKFERRY_RW_BIND / TASKFERRY_RO_BIND: unioned with each dispatch's (spec §2.4) */
         char **home_allow;            /* TASKFERRY_SANDBOX_HOME_ALLOW: more home entries a sandbox sees read-only */
         char *shim_path;              /* resolved taskferry-shim */
+        uint64_t task_disk_max;       /* TASKFERRY_TASK_DISK_MAX (disk_size_parse), 0: the default rule
+                                         of disk-budget.h */
 } Settings;
 
 /* ---- the socket server ---- */

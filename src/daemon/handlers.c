@@ -414,6 +414,8 @@ static void handle_dispatch(Manager *m, Request *r) {
         }
         json_add(lp, "rwBind", rw);
         json_add(lp, "roBind", json_object_get(json_get_array(p, "roBind")));
+        int64_t disk_max;
+        if (json_get_int64(p, "diskMax", &disk_max)) json_add(lp, "diskMax", json_object_new_int64(disk_max));
 
         Task *t = task_new(m, rec);
         if (!t) {

@@ -15,6 +15,7 @@
 #include "gitdir.h"
 #include "sandbox-plan.h"
 #include "daemon.h"
+#include "disk-budget.h"
 #include "executor.h"
 #include "json-util.h"
 #include "launch-spec.h"
@@ -158,6 +159,36 @@ static void release_home(Task *t) {
         if (home) (void) executor_home_release(home);
 }
 
+#define DISK_STOP_REASON "disk_quota_exceeded"
+
+/* A worker the shim stopped for its disk use keeps a pending changeset,
+ * unless keeping it would hurt everyone else: the filesystem holding the
+ * overlay is still below its free-space floor (the space is needed for other
+ * tasks' dispatch and settlement), or its files measure more than twice its
+ * budget (a sparse giant extraction would have to read). Then the overlay is
+ * discarded (changesetStatus "rejected"); returns why (malloc'd), else NULL.
+ * Runs in the settlement job. */
+static char *disk_stop_discard_reason(Task *t, json_object *od) {
+        if (!streq_ptr(task_str(t, "failureReason"), DISK_STOP_REASON)) return NULL;
+        const char *root = json_get_string(od, "root");
+        if (!root) return NULL;
+        char a[32], b[32];
+        disk_fs_info fs;
+        if (disk_fs_stat(root, &fs) >= 0 && disk_fs_below_floor(&fs))
+                return strdup_printf("changeset discarded: the filesystem holding %s still has only %s free after "
+                                     "the worker was stopped (floor %s); keeping it would block other tasks",
+                                     root, disk_size_format(fs.avail, a), disk_size_format(disk_floor_bytes(fs.size), b));
+        int64_t budget = 0;
+        if (!json_get_int64(t->rec, "diskMaxBytes", &budget) || budget <= 0) return NULL;
+        disk_usage u = {0};
+        const char *upper = json_get_string(od, "upperDir");
+        if (upper && disk_usage_walk(upper, 2 * (uint64_t) budget, &u) == 1)
+                return strdup_printf("changeset discarded: the worker's files measure more than twice its disk "
+                                     "budget of %s (at least %s, sparse files at their apparent size)",
+                                     disk_size_format((uint64_t) budget, a), disk_size_format(u.bytes, b));
+        return NULL;
+}
+
 static json_object *settle_job_run(void *userdata, int *error) {
         Task *t = userdata;
         const executor *ex = executor_find(strempty(task_str(t, "executorId")));
@@ -207,7 +238,16 @@ static json_object *settle_job_run(void *userdata, int *error) {
         }
         json_object *od = json_get_object(t->rec, "overlayDirs");
         if (!od) release_home(t); /* nothing pending: the homes go now (executor-home.h) */
-        if (od) {
+        _cleanup_free_ char *discard = od ? disk_stop_discard_reason(t, od) : NULL;
+        if (discard) {
+                json_object *ex_res = json_object_new_object();
+                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
+                json_add_bool(ex_res, "ok", true);
+                json_add_string(ex_res, "discarded", discard);
+                json_add_bool(ex_res, "overlayRemoved", k >= 0);
+                json_add(res, "extract", ex_res);
+                release_home(t);
+        } else if (od) {
                 json_object *ex_res = json_object_new_object();
                 _cleanup_free_ char *scratch = strdup_printf("%s/scratch", strempty(json_get_string(od, "root")));
                 _cleanup_free_ char *patch = strdup_printf("%s/diffs/%s.patch", t->m->paths.state_dir, t->id);
@@ -286,7 +326,7 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
         }
         /* crash recovery: the worker reached a final answer before failing */
         if (streq(status, "crashed") && !spawn_error && res && json_get_bool(res, "hasStop", false) &&
-            json_get_bool(res, "messageNonEmpty", false))
+            json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(task_str(t, "failureReason"), DISK_STOP_REASON))
                 status = "done";
         if (res && json_get_string(res, "sessionId")) task_set_str(t, "sessionId", json_get_string(res, "sessionId"));
         if (streq(status, "done") && res) {
@@ -304,6 +344,10 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
         if (json_get_object(t->rec, "overlayDirs")) {
                 if (!ext) {
                         task_set_str(t, "changesetError", "changeset extraction did not run; the overlay is kept");
+                } else if (json_get_string(ext, "discarded")) {
+                        task_set_str(t, "changesetStatus", "rejected");
+                        task_set_str(t, "changesetError", json_get_string(ext, "discarded"));
+                        if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, "overlayDirs");
                 } else if (!json_get_bool(ext, "ok", false)) {
                         task_set_str(t, "changesetError", json_get_string(ext, "error"));
                 } else {
@@ -386,6 +430,8 @@ static void task_apply_exit_json(Task *t) {
         _cleanup_free_ char *task_dir = tf_path_task_dir(&t->m->paths, t->id);
         exit_info ei = {0};
         char iso[32];
+        _cleanup_free_ char *reserve = task_dir ? strdup_printf("%s/%s", task_dir, DISK_RESERVE_NAME) : NULL;
+        if (reserve) (void) unlink(reserve); /* left behind by a shim that was killed */
         if (!task_dir || exit_info_read(task_dir, &ei) < 0) {
                 task_set_str(t, "spawnError", "taskferry-shim exited without reporting the worker's exit status");
                 task_set_str(t, "endedAt", format_iso(now_ms(), iso));
@@ -394,6 +440,12 @@ static void task_apply_exit_json(Task *t) {
         if (ei.has_exit_code) task_set_int(t, "exitCode", ei.exit_code);
         task_set_str(t, "signal", ei.signal);
         if (ei.spawn_error) task_set_str(t, "spawnError", ei.spawn_error);
+        if (ei.stop_reason) {
+                /* the shim stopped the worker itself: that is the reason, not
+                 * whatever the killed worker logged */
+                task_set_str(t, "failureReason", ei.stop_reason);
+                task_set_str(t, "failureDetail", ei.stop_detail);
+        }
         task_set_str(t, "endedAt", format_iso(ei.ended_at_ms ? ei.ended_at_ms : now_ms(), iso));
         exit_info_done(&ei);
 }
@@ -746,6 +798,47 @@ out:
 
 static bool json_true(json_object *o, const char *key) { return json_get_bool(o, key, false); }
 
+/* The task's disk budget (disk-budget.h): --disk-max (diskMax), else
+ * TASKFERRY_TASK_DISK_MAX, else min(10 GiB, 1/4 of the filesystem holding the
+ * overlay root); a nested dispatch gets no more than that default. What
+ * counts: the overlay upper dirs (the target's and a git common dir's), the
+ * output dir and the executor homes (a worker writes those too). Recorded on
+ * the task as diskMaxBytes. */
+static int task_disk_budget(Task *t, bool sandboxed, launch_disk *d, char ***paths) {
+        Manager *m = t->m;
+        disk_fs_info fs = {0};
+        if (disk_fs_stat(m->paths.overlay_tmp_root, &fs) < 0) (void) disk_fs_stat(m->paths.state_dir, &fs);
+        uint64_t def = m->settings.task_disk_max ? m->settings.task_disk_max : disk_budget_default(fs.size);
+        int64_t asked = 0;
+        uint64_t budget = def;
+        if (json_get_int64(t->launch, "diskMax", &asked) && asked > 0) {
+                budget = (uint64_t) asked;
+                if (task_str(t, "dispatchedBy") && budget > def) budget = def;
+        }
+        json_object *od = json_get_object(t->rec, "overlayDirs");
+        const char *upper = od ? json_get_string(od, "upperDir") : NULL;
+        const char *out = task_str(t, "outputDir");
+        if ((upper && strv_push(paths, upper) < 0) || (out && strv_push(paths, out) < 0)) return -ENOMEM;
+        json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
+        for (size_t i = 0; rwb && i < json_object_array_length(rwb); i++) {
+                const char *u = json_get_string(json_object_array_get_idx(rwb, i), "upperDir");
+                if (u && strv_push(paths, u) < 0) return -ENOMEM;
+        }
+        if (sandboxed) {
+                _cleanup_free_ char *home = executor_home_root(m->paths.cache_dir, t->id);
+                _cleanup_strv_free_ char **dirs = NULL;
+                if (!home || executor_home_writable_dirs(home, &dirs) < 0) return -ENOMEM;
+                for (char **e = dirs; *e; e++)
+                        if (strv_push(paths, *e) < 0) return -ENOMEM;
+        }
+        if (!*paths && !(*paths = calloc(1, sizeof(char *)))) return -ENOMEM;
+        d->max_bytes = budget;
+        d->grace_ms = m->settings.cancel_grace_ms;
+        d->paths = *paths;
+        task_set_int(t, "diskMaxBytes", (int64_t) budget);
+        return 0;
+}
+
 static void launch_task(Task *t) {
         Manager *m = t->m;
         json_object *lp = t->launch;
@@ -812,6 +905,10 @@ static void launch_task(Task *t) {
                 }
                 spec.sandbox = &sb;
         }
+        launch_disk disk = {0};
+        _cleanup_strv_free_ char **disk_paths = NULL;
+        if (task_disk_budget(t, sandbox, &disk, &disk_paths) < 0) return task_settle_spawn_error(t, "out of memory");
+        spec.disk = &disk;
         spec.env = env; /* after the sandbox block, which may add to env */
         int memfd = launch_spec_to_memfd(&spec);
         /* the spec owns nothing of these: they were borrowed from home and sb */

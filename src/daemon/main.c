@@ -7,6 +7,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
+#include "disk-budget.h"
 #include "executor.h"
 #include "taskferry-config.h"
 #include "util.h"
@@ -97,6 +98,12 @@ static int settings_load(Settings *s, char **ret_error) {
         s->rw_bind = split_comma_list(getenv("TASKFERRY_RW_BIND"));
         s->ro_bind = split_comma_list(getenv("TASKFERRY_RO_BIND"));
         s->home_allow = split_comma_list(getenv("TASKFERRY_SANDBOX_HOME_ALLOW"));
+        const char *dm = getenv("TASKFERRY_TASK_DISK_MAX");
+        if (dm && *dm && disk_size_parse(dm, &s->task_disk_max) < 0) {
+                *ret_error = strdup_printf("TASKFERRY_TASK_DISK_MAX must be a positive size in bytes, optionally "
+                                           "with a K, M, G or T suffix (got \"%s\")", dm);
+                return -EINVAL;
+        }
         int r = resolve_shim(&s->shim_path);
         if (r < 0) {
                 *ret_error = strdup("cannot find taskferry-shim next to taskferryd or in " TASKFERRY_INSTALL_LIBEXECDIR);

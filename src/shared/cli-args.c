@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk-budget.h"
 #include "json-util.h"
 #include "util.h"
 
@@ -28,6 +29,7 @@ static const cli_option_help dispatch_options[] = {
         { "--executor <opencode|pi|shell>", "worker backend to dispatch through, default pi; shell runs the prompt with sh -c and needs no --model" },
         { "--class <name>", "optional free-text task-class tag for external telemetry consumers; taskferry does not validate against a fixed list" },
         { "--parent-task <id>", "tag this dispatch as fixing/retrying an earlier task; persisted as parentTaskId, and echoed by that task's check-gate failure message" },
+        { "--disk-max <size>", "disk budget of this task's writes (overlay upper dir plus output dir; sparse files count their apparent size): bytes or a K/M/G/T suffix (50M, 2G); default TASKFERRY_TASK_DISK_MAX, else min(10G, 1/4 of the filesystem holding the overlays); past it the worker is stopped and the task crashes with disk_quota_exceeded" },
         {}
 };
 static const char *const dispatch_examples[] = {
@@ -246,6 +248,7 @@ typedef enum flag_kind {
         FLAG_FIELDS,
         FLAG_CHOICE,
         FLAG_REGEX,
+        FLAG_SIZE,
 } flag_kind;
 
 typedef struct flag_spec {
@@ -270,6 +273,7 @@ static const flag_spec flags[] = {
         { "--class", "class", FLAG_STRING, "dispatch advisor", 0, 0 },
         { "--parent-task", "parentTaskId", FLAG_STRING, "dispatch advisor", 0, 0 },
         { "--grace-ms", "graceMs", FLAG_INTEGER, "cancel", 0, CLI_MAX_SAFE_INTEGER },
+        { "--disk-max", "diskMax", FLAG_SIZE, "dispatch", 0, 0 },
         { "--timeout", "timeoutMs", FLAG_DURATION, "wait advisor", 0, 0 },
         { "--tail-chars", "tailChars", FLAG_INTEGER, "wait", 1, 65536 },
         { "--chars", "chars", FLAG_INTEGER, "tail", 1, 131072 },
@@ -749,6 +753,18 @@ int cli_args_parse(char *const *argv_in, size_t argc_in, cli_args *ret, cli_erro
                         r = parse_regex(name, value, err);
                         if (r >= 0) v = json_object_new_string(value);
                         break;
+                case FLAG_SIZE: {
+                        uint64_t bytes;
+                        r = disk_size_parse(value, &bytes);
+                        if (r < 0)
+                                r = cli_error_usage(err, "Use --disk-max with bytes or a size with a K, M, G or T suffix "
+                                                         "(e.g. 50M, 2G), from 1 byte through 9007199254740991 bytes",
+                                                    r == -ERANGE ? "%s must be a positive size within 9007199254740991 bytes"
+                                                                 : "%s must be a size such as 4096, 50M or 2G",
+                                                    name);
+                        else v = json_object_new_int64((int64_t) bytes);
+                        break;
+                }
                 case FLAG_BOOL:
                         break;
                 }

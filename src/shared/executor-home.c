@@ -223,3 +223,13 @@ int executor_home_release(const char *root) {
         closedir(d);
         return r;
 }
+
+int executor_home_writable_dirs(const char *root, char ***ret) {
+        static const char *const subs[] = {"uv", "pi", "opencode/data", "opencode/cache", "opencode/state",
+                                           "opencode/config-upper"};
+        _cleanup_strv_free_ char **l = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++)
+                if (strv_pushf(&l, "%s/%s", root, subs[i]) < 0) return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}

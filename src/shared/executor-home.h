@@ -58,6 +58,9 @@ char *executor_home_root(const char *cache_dir, const char *task_id);
 /* Plan the homes of one task (stats host paths; creates nothing). -ENOMEM. */
 int executor_home_plan(const executor_home_args *a, executor_home *ret);
 void executor_home_done(executor_home *h);
+/* The dirs of <H> a worker can write (what its disk budget counts): never
+ * an overlay's work dir, which overlayfs keeps at mode 000. strv, -ENOMEM. */
+int executor_home_writable_dirs(const char *root, char ***ret);
 /* Remove <H> except what a later resume needs (pi/sessions, opencode/data).
  * Missing home: 0. -errno. Blocking: call from a job or the shim. */
 int executor_home_release(const char *root);

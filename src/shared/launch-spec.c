@@ -157,14 +157,25 @@ int launch_spec_to_json(const launch_spec *s, json_object **ret) {
                 if ((r = json_add(o, "sandbox", sb)) < 0) return r;
         } else if ((r = json_add_null(o, "sandbox")) < 0)
                 return r;
+        if (s->disk) {
+                _cleanup_json_ json_object *d = json_object_new_object();
+                if (!d) return -ENOMEM;
+                if ((r = add_obj(d, "maxBytes", json_object_new_int64((int64_t) s->disk->max_bytes))) < 0) return r;
+                if ((r = add_obj(d, "graceMs", json_object_new_int64((int64_t) s->disk->grace_ms))) < 0) return r;
+                if ((r = add_obj(d, "paths", strv_to_json(s->disk->paths))) < 0) return r;
+                if ((r = json_add(o, "disk", TAKE_PTR(d))) < 0) return r;
+        } else if ((r = json_add_null(o, "disk")) < 0)
+                return r;
         *ret = TAKE_PTR(o);
         return 0;
 }
 
 /* ---- strict parsing ---- */
 
-/* Refuse any key of o that is not in allowed[]; require every key of allowed[]. */
-static int check_keys(json_object *o, const char *const *allowed, size_t n) {
+/* Refuse any key of o that is not in allowed[]; require the first n_required
+ * keys of allowed[] (the rest are optional: fields added later, so a document
+ * from an older writer still parses). */
+static int check_keys_opt(json_object *o, const char *const *allowed, size_t n, size_t n_required) {
         if (!json_is_object(o)) return -EBADMSG;
         json_object_object_foreach(o, key, val) {
                 (void) val;
@@ -172,9 +183,13 @@ static int check_keys(json_object *o, const char *const *allowed, size_t n) {
                 for (size_t i = 0; i < n && !known; i++) known = streq(key, allowed[i]);
                 if (!known) return -EBADMSG;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n_required; i++)
                 if (!json_object_object_get_ex(o, allowed[i], NULL)) return -EBADMSG;
         return 0;
+}
+
+static int check_keys(json_object *o, const char *const *allowed, size_t n) {
+        return check_keys_opt(o, allowed, n, n);
 }
 
 static bool str_ok(json_object *v) {
@@ -270,6 +285,10 @@ void launch_spec_free(launch_spec *s) {
         free(s->task_dir);
         free(s->prompt_file);
         launch_sandbox_free(s->sandbox);
+        if (s->disk) {
+                strv_free(s->disk->paths);
+                free(s->disk);
+        }
         free(s);
 }
 
@@ -297,6 +316,33 @@ static int mount_from_json(json_object *j, launch_sandbox *sb) {
         if ((r = get_str(j, "stage", !overlay, true, &stage)) < 0) return r;
         if (!overlay && (upper || work || stage)) return -EBADMSG;
         return sandbox_mounts_push(&sb->mounts, &sb->n_mounts, o, src, dest, upper, work, stage);
+}
+
+static int get_u64(json_object *o, const char *key, uint64_t min, uint64_t max, uint64_t *ret) {
+        json_object *v = NULL;
+        (void) json_object_object_get_ex(o, key, &v);
+        if (!v || !json_object_is_type(v, json_type_int)) return -EBADMSG;
+        int64_t x = json_object_get_int64(v);
+        if (x < 0 || (uint64_t) x < min || (uint64_t) x > max) return -EBADMSG;
+        *ret = (uint64_t) x;
+        return 0;
+}
+
+static int disk_from_json(json_object *j, launch_disk **ret) {
+        static const char *const keys[] = {"maxBytes", "graceMs", "paths"};
+        int r = check_keys(j, keys, ELEMENTSOF(keys));
+        if (r < 0) return r;
+        launch_disk *d = calloc(1, sizeof *d);
+        if (!d) return -ENOMEM;
+        if ((r = get_u64(j, "maxBytes", 1, (uint64_t) 9007199254740991ULL, &d->max_bytes)) < 0 ||
+            (r = get_u64(j, "graceMs", 0, (uint64_t) 9007199254740991ULL, &d->grace_ms)) < 0 ||
+            (r = get_strv(j, "paths", true, false, &d->paths)) < 0) {
+                strv_free(d->paths);
+                free(d);
+                return r;
+        }
+        *ret = d;
+        return 0;
 }
 
 static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
@@ -351,8 +397,10 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
 
 int launch_spec_from_json(json_object *j, launch_spec **ret) {
         static const char *const keys[] = {"taskId", "executor", "model",   "variant",    "sessionId", "prompt",
-                                           "directory", "env",   "logPath", "taskDir", "promptFile", "sandbox"};
-        int r = check_keys(j, keys, ELEMENTSOF(keys));
+                                           "directory", "env",   "logPath", "taskDir", "promptFile", "sandbox",
+                                           "disk"};
+        /* "disk" is optional: a spec from an older daemon has none */
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 1);
         if (r < 0) return r;
         _cleanup_(launch_spec_freep) launch_spec *s = calloc(1, sizeof *s);
         if (!s) return -ENOMEM;
@@ -372,6 +420,9 @@ int launch_spec_from_json(json_object *j, launch_spec **ret) {
         json_object *sb = NULL;
         (void) json_object_object_get_ex(j, "sandbox", &sb);
         if (sb && (r = sandbox_from_json(sb, &s->sandbox)) < 0) return r;
+        json_object *dk = NULL;
+        (void) json_object_object_get_ex(j, "disk", &dk);
+        if (dk && (r = disk_from_json(dk, &s->disk)) < 0) return r;
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -477,6 +528,10 @@ int exit_info_to_json(const exit_info *i, json_object **ret) {
         if ((r = add_str(o, "signal", i->signal)) < 0) return r;
         if ((r = add_str(o, "spawnError", i->spawn_error)) < 0) return r;
         if ((r = add_iso(o, "endedAt", i->ended_at_ms)) < 0) return r;
+        if (i->stop_reason) {
+                if ((r = add_str(o, "stopReason", i->stop_reason)) < 0) return r;
+                if ((r = add_str(o, "stopDetail", i->stop_detail)) < 0) return r;
+        }
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -484,13 +539,16 @@ int exit_info_to_json(const exit_info *i, json_object **ret) {
 void exit_info_done(exit_info *i) {
         free(i->signal);
         free(i->spawn_error);
-        i->signal = i->spawn_error = NULL;
+        free(i->stop_reason);
+        free(i->stop_detail);
+        i->signal = i->spawn_error = i->stop_reason = i->stop_detail = NULL;
 }
 
 int exit_info_from_json(json_object *j, exit_info *ret) {
-        static const char *const keys[] = {"exitCode", "signal", "spawnError", "endedAt"};
+        static const char *const keys[] = {"exitCode", "signal", "spawnError", "endedAt", "stopReason", "stopDetail"};
         exit_info i = {0};
-        int r = check_keys(j, keys, ELEMENTSOF(keys));
+        /* stopReason/stopDetail are optional (absent in an older shim's exit.json) */
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), 4);
         if (r >= 0) {
                 json_object *v = NULL;
                 (void) json_object_object_get_ex(j, "exitCode", &v);
@@ -507,6 +565,9 @@ int exit_info_from_json(json_object *j, exit_info *ret) {
         if (r >= 0) r = get_str(j, "signal", true, false, &i.signal);
         if (r >= 0) r = get_str(j, "spawnError", true, false, &i.spawn_error);
         if (r >= 0) r = get_iso(j, "endedAt", &i.ended_at_ms);
+        if (r >= 0) r = get_str(j, "stopReason", true, false, &i.stop_reason);
+        if (r >= 0) r = get_str(j, "stopDetail", true, false, &i.stop_detail);
+        if (r >= 0 && i.stop_reason && !streq(i.stop_reason, "disk_quota_exceeded")) r = -EBADMSG;
         if (r < 0) {
                 exit_info_done(&i);
                 return r;

@@ -32,6 +32,11 @@
  *       "overlay": null | {"lower": D, "upper": U, "work": W},   copy-on-write overlay of "directory"
  *                                            (mounted where the "target" mount stands)
  *       "shareNet": true
+ *   },
+ *   "disk": null | {                         the task's disk budget (disk-budget.h); optional on read
+ *       "maxBytes": N,                       budget in bytes, 1..2^53-1
+ *       "graceMs": N,                        SIGTERM → SIGKILL delay when the worker is stopped for it
+ *       "paths": ["/abs", ...]               trees that count (overlay upper dir, output dir)
  *   }
  * }
  *
@@ -44,7 +49,11 @@
  *
  * exit.json (written by the shim atomically, 0600, after the worker exited and
  * its stdout was drained into the log):
- *   {"exitCode": N|null, "signal": "SIGTERM"|null, "spawnError": str|null, "endedAt": ISO}
+ *   {"exitCode": N|null, "signal": "SIGTERM"|null, "spawnError": str|null, "endedAt": ISO
+ *    [, "stopReason": "disk_quota_exceeded", "stopDetail": str|null]}
+ * stopReason/stopDetail are present only when the shim stopped the worker
+ * itself (over its disk budget, or a filesystem below its free-space floor);
+ * optional on read.
  * spawnError is set when the worker could not be started (bwrap missing,
  * overlay mount failed, exec failed); exitCode and signal are then null. */
 
@@ -108,16 +117,22 @@ void sandbox_mounts_free(sandbox_mount *m, size_t n);
 /* Append a copy of (op, src, dest, upper, work, stage) to *m (length *n). -ENOMEM. */
 int sandbox_mounts_push(sandbox_mount **m, size_t *n, sandbox_mount_op op, const char *src, const char *dest,
                         const char *upper, const char *work, const char *stage);
+typedef struct launch_disk {
+        uint64_t max_bytes;
+        uint64_t grace_ms;
+        char **paths;     /* strv */
+} launch_disk;
 
 typedef struct launch_spec {
         char *task_id, *executor, *model, *variant, *session_id, *prompt, *directory;
         char **env;       /* strv */
         char *log_path, *task_dir, *prompt_file;
         launch_sandbox *sandbox; /* NULL: --no-sandbox */
+        launch_disk *disk;       /* NULL: no disk watch (a spec from an older daemon) */
 } launch_spec;
 
 /* Serialize / parse. Parsing is strict (-EBADMSG): every key of the shape
- * above must be present (nullable ones as null), with the right type, and no
+ * above except "disk" must be present (nullable ones as null), with the right type, and no
  * other key; taskId must pass task_id_is_valid(); executor must be non-empty;
  * directory, logPath, taskDir, promptFile and every path in sandbox must be
  * absolute; env entries must be "NAME=value" with a non-empty NAME; strings
@@ -152,6 +167,8 @@ typedef struct exit_info {
         char *signal;             /* "SIGTERM" or NULL */
         char *spawn_error;        /* NULL unless the worker could not be started */
         uint64_t ended_at_ms;     /* epoch ms; serialized as ISO-8601 */
+        char *stop_reason;        /* "disk_quota_exceeded" or NULL */
+        char *stop_detail;        /* why, naming the budget and the usage; NULL without stop_reason */
 } exit_info;
 
 /* launch.json object, keys in the order documented above. -ENOMEM. */

@@ -57,7 +57,9 @@ int tf_paths_resolve(tf_paths *p) {
         if (!p->socket_path) goto oom;
 
         if ((v = env_nonempty("TASKFERRY_OVERLAY_TMP_DIR"))) p->overlay_tmp_root = absolute(v);
-        else p->overlay_tmp_root = strdup_printf("%s/overlay", p->runtime_dir);
+        /* real disk under the state dir, not the small runtime-dir tmpfs (issue 5
+         * item 14); masked in every sandbox with the state dir */
+        else p->overlay_tmp_root = strdup_printf("%s/overlays", p->state_dir);
         if (!p->overlay_tmp_root) goto oom;
 
         if ((v = env_nonempty("XDG_CONFIG_HOME"))) p->config_file = strdup_printf("%s/taskferry/config.json", v);

@@ -8,7 +8,8 @@ typedef struct tf_paths {
                                    /run/user/<uid>/taskferry (if /run/user/<uid> is a dir) || <state>/run */
         char *cache_dir;        /* $TASKFERRY_CACHE_DIR || ${XDG_CACHE_HOME:-~/.cache}/taskferry */
         char *socket_path;      /* $TASKFERRY_SOCKET_PATH || <runtime>/daemon.sock */
-        char *overlay_tmp_root; /* $TASKFERRY_OVERLAY_TMP_DIR || <runtime>/overlay */
+        char *overlay_tmp_root; /* $TASKFERRY_OVERLAY_TMP_DIR || <state>/overlays (was <runtime>/overlay:
+                                   records keep their own overlayDirs.tmpRoot) */
         char *config_file;      /* ${XDG_CONFIG_HOME:-~/.config}/taskferry/config.json */
 } tf_paths;
 

@@ -26,6 +26,7 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
+#include "disk-watch.h"
 #include "executor.h"
 #include "json-util.h"
 #include "landlock.h"
@@ -71,6 +72,10 @@ typedef struct shim {
         bool reaped;
         int wait_status;
         uint64_t ended_at;
+
+        disk_watch disk;         /* armed when the spec has a disk budget */
+        char *stop_detail;       /* set once the disk watch stopped the worker */
+        uint64_t kill_at;        /* mono_ms() of the SIGKILL after the stop's SIGTERM */
 } shim;
 
 static void shim_done(shim *s) {
@@ -83,6 +88,7 @@ static void shim_done(shim *s) {
         free(s->pre_dispatch_head);
         strv_free(s->argv);
         free(s->exe);
+        free(s->stop_detail);
 }
 
 /* ---- exit.json / launch.json ---- */
@@ -118,6 +124,13 @@ static int write_exit_json(shim *s, const char *spawn_error) {
                 }
         }
         ei.spawn_error = (char *) spawn_error;
+        if (s->stop_detail) {
+                ei.stop_reason = (char *) "disk_quota_exceeded";
+                ei.stop_detail = s->stop_detail;
+        }
+        /* the space set aside at start is what exit.json is written into when a
+         * worker filled the disk */
+        disk_reserve_release(s->spec->task_dir);
         _cleanup_json_ json_object *j = NULL;
         int r = exit_info_to_json(&ei, &j);
         if (r < 0) return r;
@@ -423,6 +436,35 @@ static void drain_signals(shim *s) {
         try_reap(s);
 }
 
+/* The disk watch (disk-watch.h): stop the worker like a cancel does, SIGTERM
+ * to its process group now and SIGKILL after the grace. */
+static void disk_check(shim *s) {
+        uint64_t now = mono_ms();
+        if (s->kill_at && now >= s->kill_at) {
+                s->kill_at = 0;
+                forward_signal(s, SIGKILL);
+        }
+        if (s->stop_detail || s->reaped || !s->spec->disk) return;
+        _cleanup_free_ char *detail = NULL;
+        if (disk_watch_check(&s->disk, now, &detail) <= 0) return;
+        log_warning("task %s: stopping the worker: %s", s->spec->task_id, detail);
+        s->stop_detail = TAKE_PTR(detail);
+        forward_signal(s, SIGTERM);
+        s->kill_at = now + s->spec->disk->grace_ms;
+        if (!s->kill_at) s->kill_at = 1;
+}
+
+static int disk_timeout(shim *s, int timeout) {
+        uint64_t now = mono_ms();
+        int t = s->spec->disk && !s->reaped ? disk_watch_timeout(&s->disk, now) : -1;
+        if (s->kill_at && !s->reaped) {
+                int k = s->kill_at > now ? (int) (s->kill_at - now) : 0;
+                if (t < 0 || k < t) t = k;
+        }
+        if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+        return timeout;
+}
+
 /* Takes out_r and err_r (the read ends of the worker's stdout and stderr)
  * and closes them. */
 static void monitor(shim *s, int out_r, int err_r) {
@@ -430,6 +472,7 @@ static void monitor(shim *s, int out_r, int err_r) {
         (void) log_pipe_init(&lp, s->exec, s->log_fd, s->spec->task_id);
         bool out_open = true, err_open = true;
         uint64_t deadline = 0;
+        if (s->spec->disk) disk_watch_init(&s->disk, s->spec->disk->max_bytes, s->spec->disk->paths, mono_ms());
 
         for (;;) {
                 if (s->reaped && !out_open && !err_open) break;
@@ -440,6 +483,7 @@ static void monitor(shim *s, int out_r, int err_r) {
                         if (now >= deadline) break; /* a grandchild still holds stdout: stop waiting */
                         timeout = (int) (deadline - now);
                 }
+                timeout = disk_timeout(s, timeout);
                 struct pollfd p[3] = {{.fd = s->signal_fd, .events = POLLIN},
                                       {.fd = out_open ? out_r : -1, .events = POLLIN},
                                       {.fd = err_open ? err_r : -1, .events = POLLIN}};
@@ -470,6 +514,7 @@ static void monitor(shim *s, int out_r, int err_r) {
                         }
                 }
                 try_reap(s);
+                disk_check(s);
         }
         safe_close(out_r);
         safe_close(err_r);
@@ -586,6 +631,7 @@ static int start_and_monitor(shim *s) {
         }
         _cleanup_close_ int out_r = outp[0];
         _cleanup_close_ int serr_r = stderrp[0];
+        if (spec->disk) (void) disk_reserve_create(spec->task_dir);
         uint64_t started_at = now_ms();
         pid_t pid = fork();
         if (pid < 0) {

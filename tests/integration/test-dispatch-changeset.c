@@ -37,7 +37,7 @@ static char *repo_state(tf_world *w, const char *repo) {
 }
 
 static bool no_cow_dirs(tf_world *w, void *arg) {
-        char *dir = strdup(tf_path(w->run, "overlay"));
+        char *dir = strdup(tf_path(w->state, "overlays"));
         DIR *d = opendir(dir);
         free(dir);
         if (!d) return true;

@@ -368,6 +368,37 @@ START_TEST(test_integers) {
 }
 END_TEST
 
+/* --disk-max <size>: bytes or a K/M/G/T suffix, sent as diskMax bytes. */
+START_TEST(test_disk_max) {
+        {
+                PARSE_OK("dispatch", "--prompt", "p", "--disk-max", "50M");
+                int64_t v = 0;
+                ck_assert(cli_args_int(&a, "diskMax", &v));
+                ck_assert_int_eq(v, 50LL << 20);
+                cli_args_done(&a);
+        }
+        {
+                PARSE_OK("dispatch", "--prompt", "p", "--disk-max=4096");
+                int64_t v = 0;
+                ck_assert(cli_args_int(&a, "diskMax", &v));
+                ck_assert_int_eq(v, 4096);
+                cli_args_done(&a);
+        }
+        EXPECT_USAGE("--disk-max must be a size such as 4096, 50M or 2G",
+                     "Use --disk-max with bytes or a size with a K, M, G or T suffix (e.g. 50M, 2G), from 1 byte "
+                     "through 9007199254740991 bytes",
+                     "dispatch", "--prompt", "p", "--disk-max", "1.5G");
+        EXPECT_USAGE("--disk-max must be a size such as 4096, 50M or 2G", NULL, "dispatch", "--prompt", "p",
+                     "--disk-max", "lots");
+        EXPECT_USAGE("--disk-max must be a positive size within 9007199254740991 bytes", NULL, "dispatch", "--prompt",
+                     "p", "--disk-max", "0");
+        EXPECT_USAGE("--disk-max must be a positive size within 9007199254740991 bytes", NULL, "dispatch", "--prompt",
+                     "p", "--disk-max", "9000T");
+        EXPECT_USAGE("--disk-max requires a value", NULL, "dispatch", "--prompt", "p", "--disk-max");
+        EXPECT_USAGE("unknown flag --disk-max for `cancel`", NULL, "cancel", "x", "--disk-max", "5M");
+}
+END_TEST
+
 START_TEST(test_fields) {
         {
                 PARSE_OK("result", "x", "--fields", " message, tokens,,narration ");
@@ -632,6 +663,7 @@ static Suite *cli_args_suite(void) {
         tcase_add_test(tc, test_durations);
         tcase_add_test(tc, test_integers);
         tcase_add_test(tc, test_fields);
+        tcase_add_test(tc, test_disk_max);
         tcase_add_test(tc, test_path_lists_and_deprecation);
         tcase_add_test(tc, test_choices_and_regex);
         tcase_add_test(tc, test_dispatch_all_options);

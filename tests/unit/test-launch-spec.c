@@ -39,6 +39,8 @@ static launch_sandbox sb = {
         .overlay = &ov,
         .share_net = true,
 };
+static char *disk_paths[] = {"/ov/upper/main", "/state/outputs/oc_1", NULL};
+static launch_disk disk = {.max_bytes = 52428800, .grace_ms = 5000, .paths = disk_paths};
 static launch_spec full = {
         .task_id = "oc_mfz1abc_0123abcd",
         .executor = "pi",
@@ -52,6 +54,7 @@ static launch_spec full = {
         .task_dir = "/state/tasks/oc_1",
         .prompt_file = "/state/prompts/oc_1.prompt.txt",
         .sandbox = &sb,
+        .disk = &disk,
 };
 
 static const char *FULL_JSON =
@@ -71,7 +74,8 @@ static const char *FULL_JSON =
         "\"work\":null,\"stage\":null}],\"dirs\":[\"/cache/homes/oc_1\"],"
         "\"seeds\":[{\"src\":\"/cache/homes/oc_0/pi/sessions\",\"dest\":\"/cache/homes/oc_1/pi/sessions\"}],"
         "\"overlay\":{\"lower\":\"/repo\",\"upper\":\"/ov/upper/main\","
-        "\"work\":\"/ov/work/main\"},\"shareNet\":true}}";
+        "\"work\":\"/ov/work/main\"},\"shareNet\":true},"
+        "\"disk\":{\"maxBytes\":52428800,\"graceMs\":5000,\"paths\":[\"/ov/upper/main\",\"/state/outputs/oc_1\"]}}";
 
 static void assert_strv_eq(char **a, char **b) {
         size_t n = strv_length(a);
@@ -96,6 +100,12 @@ static void assert_spec_eq(const launch_spec *a, const launch_spec *b) {
         ck_assert_str_eq(a->log_path, b->log_path);
         ck_assert_str_eq(a->task_dir, b->task_dir);
         assert_str_eq_null(a->prompt_file, b->prompt_file);
+        ck_assert_int_eq(!a->disk, !b->disk);
+        if (a->disk) {
+                ck_assert_uint_eq(a->disk->max_bytes, b->disk->max_bytes);
+                ck_assert_uint_eq(a->disk->grace_ms, b->disk->grace_ms);
+                assert_strv_eq(a->disk->paths, b->disk->paths);
+        }
         ck_assert_int_eq(!a->sandbox, !b->sandbox);
         if (!a->sandbox) return;
         ck_assert_uint_eq(a->sandbox->uid, b->sandbox->uid);
@@ -153,7 +163,7 @@ START_TEST(test_round_trip) {
         ck_assert_str_eq(json_to_line(j, NULL),
                          "{\"taskId\":\"oc_x_1\",\"executor\":\"shell\",\"model\":null,\"variant\":null,"
                          "\"sessionId\":null,\"prompt\":\"\",\"directory\":\"/d\",\"env\":[],\"logPath\":\"/l\","
-                         "\"taskDir\":\"/t\",\"promptFile\":null,\"sandbox\":null}");
+                         "\"taskDir\":\"/t\",\"promptFile\":null,\"sandbox\":null,\"disk\":null}");
         _cleanup_(launch_spec_freep) launch_spec *b2 = NULL;
         ck_assert_int_eq(launch_spec_from_json(j, &b2), 0);
         assert_spec_eq(&bare, b2);
@@ -168,8 +178,18 @@ START_TEST(test_round_trip) {
         assert_spec_eq(&bare, b3);
         ck_assert_ptr_null(b3->sandbox->overlay);
         ck_assert_int_eq(b3->sandbox->share_net, false);
+
+        /* A spec from an older daemon has no "disk" key: it still parses, unwatched. */
+        _cleanup_(launch_spec_freep) launch_spec *b4 = NULL;
+        ck_assert_int_eq(parse_text("{\"taskId\":\"oc_x_1\",\"executor\":\"shell\",\"model\":null,\"variant\":null,"
+                                    "\"sessionId\":null,\"prompt\":\"\",\"directory\":\"/d\",\"env\":[],\"logPath\":\"/l\","
+                                    "\"taskDir\":\"/t\",\"promptFile\":null,\"sandbox\":null}",
+                                    &b4),
+                         0);
+        ck_assert_ptr_null(b4->disk);
 }
 END_TEST
+
 
 /* Replace the first occurrence of `from` in FULL_JSON with `to` and expect
  * the parse to fail. */
@@ -215,6 +235,19 @@ START_TEST(test_strict_types) {
         assert_rejected("\"work\":\"/ov/work/main\"", "\"work\":null");
         assert_rejected("\"shareNet\":true", "\"shareNet\":1");
         assert_rejected("\"shareNet\":true", "\"shareNet\":null");
+}
+END_TEST
+
+START_TEST(test_strict_disk) {
+        assert_rejected("\"maxBytes\":52428800", "\"maxBytes\":0");
+        assert_rejected("\"maxBytes\":52428800", "\"maxBytes\":-1");
+        assert_rejected("\"maxBytes\":52428800", "\"maxBytes\":\"50M\"");
+        assert_rejected("\"maxBytes\":52428800", "\"maxBytes\":9007199254740992");
+        assert_rejected("\"graceMs\":5000", "\"graceMs\":null");
+        assert_rejected("\"graceMs\":5000,", "");
+        assert_rejected("\"paths\":[\"/ov", "\"paths\":[\"ov");
+        assert_rejected("\"paths\":[", "\"extra\":1,\"paths\":[");
+        assert_rejected("\"disk\":{", "\"disk\":[{");
 }
 END_TEST
 
@@ -372,6 +405,29 @@ START_TEST(test_exit_info) {
         const char *bad2 = "{\"exitCode\":\"1\",\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\"}";
         ck_assert_int_eq(write_file_atomic(path, bad2, strlen(bad2), 0600), 0);
         ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
+
+        /* the shim stopped the worker for its disk use */
+        exit_info stop = {.signal = "SIGTERM", .ended_at_ms = 0, .stop_reason = "disk_quota_exceeded",
+                          .stop_detail = "the task used more than its disk budget of 50.0 MiB: 51.0 MiB"};
+        _cleanup_json_ json_object *j3 = NULL;
+        ck_assert_int_eq(exit_info_to_json(&stop, &j3), 0);
+        ck_assert_str_eq(json_to_line(j3, NULL),
+                         "{\"exitCode\":null,\"signal\":\"SIGTERM\",\"spawnError\":null,"
+                         "\"endedAt\":\"1970-01-01T00:00:00.000Z\",\"stopReason\":\"disk_quota_exceeded\","
+                         "\"stopDetail\":\"the task used more than its disk budget of 50.0 MiB: 51.0 MiB\"}");
+        exit_info sb2;
+        ck_assert_int_eq(exit_info_from_json(j3, &sb2), 0);
+        ck_assert_str_eq(sb2.stop_reason, "disk_quota_exceeded");
+        ck_assert_str_eq(sb2.stop_detail, "the task used more than its disk budget of 50.0 MiB: 51.0 MiB");
+        exit_info_done(&sb2);
+        const char *bad3 = "{\"exitCode\":null,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\","
+                           "\"stopReason\":\"bored\",\"stopDetail\":null}";
+        ck_assert_int_eq(write_file_atomic(path, bad3, strlen(bad3), 0600), 0);
+        ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
+        const char *bad4 = "{\"exitCode\":null,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\","
+                           "\"stopReason\":3}";
+        ck_assert_int_eq(write_file_atomic(path, bad4, strlen(bad4), 0600), 0);
+        ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
         ck_assert_int_eq(rm_rf(dir), 0);
 }
 END_TEST
@@ -383,6 +439,7 @@ static Suite *launch_spec_suite(void) {
         tcase_add_test(tc, test_round_trip);
         tcase_add_test(tc, test_strict_types);
         tcase_add_test(tc, test_strict_shape);
+        tcase_add_test(tc, test_strict_disk);
         tcase_add_test(tc, test_memfd);
         tcase_add_test(tc, test_read_pipe_and_garbage);
         suite_add_tcase(s, tc);

@@ -33,7 +33,8 @@ START_TEST(defaults_under_home) {
         char *sock = strdup_printf("%s/daemon.sock", p.runtime_dir);
         ck_assert_str_eq(p.socket_path, sock);
         free(sock);
-        char *ov = strdup_printf("%s/overlay", p.runtime_dir);
+        /* on real disk under the state dir, not the runtime-dir tmpfs (issue 5 item 14) */
+        char *ov = strdup_printf("%s/overlays", p.state_dir);
         ck_assert_str_eq(p.overlay_tmp_root, ov);
         free(ov);
         tf_paths_done(&p);

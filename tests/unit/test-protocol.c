@@ -80,6 +80,17 @@ START_TEST(validation_order_and_codes) {
                          "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, task.list, "
                          "task.result, task.accept, task.reject");
         json_object_put(e);
+        /* diskMax: a positive integer of bytes */
+        const char *bad_disk[] = {"0", "-1", "\"50M\"", "1.5", "9007199254740992", "null"};
+        for (size_t i = 0; i < ELEMENTSOF(bad_disk); i++) {
+                char *req = strdup_printf("{\"version\":1,\"id\":\"x\",\"method\":\"task.dispatch\",\"params\":"
+                                          "{\"prompt\":\"p\",\"directory\":\"/x\",\"diskMax\":%s}}",
+                                          bad_disk[i]);
+                e = parse_error(req);
+                ck_assert_msg(streq(err_code(e), "INVALID_PARAMS"), "diskMax %s: %s", bad_disk[i], err_code(e));
+                json_object_put(e);
+                free(req);
+        }
         e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.status\",\"params\":{\"taskId\":null}}");
         ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
@@ -98,6 +109,8 @@ START_TEST(valid_requests) {
                 "{\"version\":1,\"id\":\"a\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"t\",\"timeoutMs\":0,\"tailChars\":6}}",
                 "{\"version\":1,\"id\":\"a\",\"method\":\"task.list\",\"params\":{}}",
                 "{\"version\":1,\"id\":\"a\",\"method\":\"task.cancel\",\"params\":{\"taskId\":\"t\",\"graceMs\":0}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"p\",\"directory\":\"/x\","
+                "\"diskMax\":52428800}}",
         };
         for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
                 proto_request r;

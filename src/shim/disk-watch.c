@@ -1,0 +1,140 @@
+/* The shim's disk watch (disk-watch.h). */
+#include "disk-watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void disk_watch_init(disk_watch *w, uint64_t max_bytes, char **paths, uint64_t now) {
+        *w = (disk_watch) {.max_bytes = max_bytes, .paths = paths, .next_fs_ms = now, .next_walk_ms = now};
+}
+
+int disk_watch_timeout(const disk_watch *w, uint64_t now) {
+        if (w->tripped || !w->paths || !w->paths[0]) return -1;
+        uint64_t next = w->next_fs_ms < w->next_walk_ms ? w->next_fs_ms : w->next_walk_ms;
+        if (next <= now) return 0;
+        uint64_t d = next - now;
+        return d > 60000 ? 60000 : (int) d;
+}
+
+uint64_t disk_watch_walk_interval(uint64_t walk_ms, uint64_t usage, uint64_t max_bytes) {
+        uint64_t iv = walk_ms * 20;
+        if (max_bytes && usage >= max_bytes / 4 * 3) iv = walk_ms * 4;
+        if (iv < DISK_WATCH_WALK_MIN_MS) iv = DISK_WATCH_WALK_MIN_MS;
+        if (iv > DISK_WATCH_WALK_MAX_MS) iv = DISK_WATCH_WALK_MAX_MS;
+        return iv;
+}
+
+static int trip(disk_watch *w, char *detail, char **ret_detail) {
+        if (!detail) return -ENOMEM;
+        w->tripped = true;
+        *ret_detail = detail;
+        return 1;
+}
+
+static char *floor_detail(const disk_watch *w, uint64_t usage) {
+        char a[32], b[32], c[32], d[32], e[32];
+        const disk_fs_info *fs = &w->below_fs;
+        if (fs->size > 0 && fs->avail < disk_floor_bytes(fs->size))
+                return strdup_printf("the filesystem holding %s has %s free, below its floor of %s (min(256 MiB, 5%% "
+                                     "of %s)), while the task's files grew to %s (disk budget %s)",
+                                     w->below_path, disk_size_format(fs->avail, a),
+                                     disk_size_format(disk_floor_bytes(fs->size), b), disk_size_format(fs->size, c),
+                                     disk_size_format(usage, d), disk_size_format(w->max_bytes, e));
+        return strdup_printf("the filesystem holding %s has %llu free inodes, below its floor of %llu (min(10000, "
+                             "5%% of %llu)), while the task's files grew to %s (disk budget %s)",
+                             w->below_path, (unsigned long long) fs->inodes_avail,
+                             (unsigned long long) disk_floor_inodes(fs->inodes), (unsigned long long) fs->inodes,
+                             disk_size_format(usage, d), disk_size_format(w->max_bytes, e));
+}
+
+/* statvfs every watched tree's filesystem; updates w->below. */
+static void check_floors(disk_watch *w) {
+        bool below = false;
+        for (char **p = w->paths; *p && !below; p++) {
+                disk_fs_info fs;
+                if (disk_fs_stat(*p, &fs) < 0 || !disk_fs_below_floor(&fs)) continue;
+                below = true;
+                w->below_path = *p;
+                w->below_fs = fs;
+        }
+        if (below && !w->below) w->walked_below = false;
+        w->below = below;
+}
+
+int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail) {
+        char a[32], b[32];
+        *ret_detail = NULL;
+        if (w->tripped || !w->paths || !w->paths[0]) return 0;
+        if (now >= w->next_fs_ms) {
+                w->next_fs_ms = now + DISK_WATCH_FS_INTERVAL_MS;
+                check_floors(w);
+        }
+        if (now >= w->next_walk_ms || (w->below && !w->walked_below)) {
+                uint64_t t0 = mono_ms();
+                disk_usage u = {0};
+                int r = 0;
+                for (char **p = w->paths; *p && r == 0; p++) r = disk_usage_walk(*p, w->max_bytes, &u);
+                uint64_t t1 = mono_ms();
+                w->last_walk_ms = t1 - t0;
+                w->last_usage = u.bytes;
+                /* on the caller's clock: now plus the walk itself plus the interval */
+                w->next_walk_ms = now + w->last_walk_ms + disk_watch_walk_interval(w->last_walk_ms, u.bytes, w->max_bytes);
+                if (r < 0)
+                        /* the worker controls the tree: what cannot be measured is not allowed */
+                        return trip(w,
+                                    strdup_printf("the task's files cannot be measured against its %s disk budget "
+                                                  "(%s)",
+                                                  disk_size_format(w->max_bytes, a),
+                                                  r == -ELOOP ? "directories nested deeper than 512 levels"
+                                                              : strerror(-r)),
+                                    ret_detail);
+                if (u.bytes > w->max_bytes)
+                        return trip(w,
+                                    strdup_printf("the task used more than its disk budget of %s: %s%s in %llu "
+                                                  "entries under %s",
+                                                  disk_size_format(w->max_bytes, a), r == 1 ? "at least " : "",
+                                                  disk_size_format(u.bytes, b), (unsigned long long) u.entries,
+                                                  w->paths[0]),
+                                    ret_detail);
+                /* the usage counts as "while above the floor" only if the floors
+                 * still hold after the walk: writes during the walk may have
+                 * filled the filesystem */
+                if (!w->below) check_floors(w);
+                if (w->below) {
+                        w->walked_below = true;
+                        if (u.bytes > w->ok_usage) return trip(w, floor_detail(w, u.bytes), ret_detail);
+                } else
+                        w->ok_usage = u.bytes;
+        }
+        return 0;
+}
+
+int disk_reserve_create(const char *task_dir) {
+        _cleanup_free_ char *p = strdup_printf("%s/%s", task_dir, DISK_RESERVE_NAME);
+        if (!p) return -ENOMEM;
+        (void) unlink(p);
+        _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) return -errno;
+        /* real blocks, not a hole: posix_fallocate, or zeros where it is not supported */
+        int r = posix_fallocate(fd, 0, DISK_RESERVE_BYTES);
+        if (r == EOPNOTSUPP || r == EINVAL) {
+                static const char zeros[65536];
+                for (size_t done = 0; r != 0 && done < DISK_RESERVE_BYTES; done += sizeof zeros)
+                        if (loop_write(fd, zeros, sizeof zeros) < 0) break;
+                r = 0;
+        }
+        if (r != 0) {
+                (void) unlink(p);
+                return -r;
+        }
+        return 0;
+}
+
+void disk_reserve_release(const char *task_dir) {
+        _cleanup_free_ char *p = strdup_printf("%s/%s", task_dir, DISK_RESERVE_NAME);
+        if (p) (void) unlink(p);
+}

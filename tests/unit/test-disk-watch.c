@@ -1,0 +1,215 @@
+/* The shim's disk watch (src/shim/disk-watch.h) on real trees: when checks
+ * are due, the adaptive walk interval, tripping on the budget (with a detail
+ * naming budget and usage), staying quiet under it, tripping once, and the
+ * exit.json reserve file. */
+
+#include <check.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "disk-watch.h"
+#include "macro.h"
+#include "util.h"
+
+static char *tmpdir(void) {
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        if (!base || !*base) base = "/var/tmp";
+        char *t = strdup_printf("%s/tf-disk-watch-XXXXXX", base);
+        ck_assert_ptr_nonnull(mkdtemp(t));
+        return t;
+}
+
+static void sparse(const char *dir, const char *name, off_t size) {
+        _cleanup_free_ char *p = strdup_printf("%s/%s", dir, name);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, size), 0);
+        close(fd);
+}
+
+START_TEST(test_interval) {
+        /* 20 x the walk, within [200 ms, 10 s] */
+        ck_assert_uint_eq(disk_watch_walk_interval(0, 0, 100), DISK_WATCH_WALK_MIN_MS);
+        ck_assert_uint_eq(disk_watch_walk_interval(5, 0, 100), DISK_WATCH_WALK_MIN_MS);
+        ck_assert_uint_eq(disk_watch_walk_interval(50, 0, 100), 1000);
+        ck_assert_uint_eq(disk_watch_walk_interval(2000, 0, 100), DISK_WATCH_WALK_MAX_MS);
+        /* past 3/4 of the budget: 4 x the walk */
+        ck_assert_uint_eq(disk_watch_walk_interval(50, 75, 100), DISK_WATCH_WALK_MIN_MS);
+        ck_assert_uint_eq(disk_watch_walk_interval(100, 80, 100), 400);
+        ck_assert_uint_eq(disk_watch_walk_interval(100, 74, 100), 2000);
+        ck_assert_uint_eq(disk_watch_walk_interval(10000, 99, 100), DISK_WATCH_WALK_MAX_MS);
+}
+END_TEST
+
+START_TEST(test_budget_trip) {
+        _cleanup_free_ char *upper = tmpdir();
+        _cleanup_free_ char *out = tmpdir();
+        char *paths[] = {upper, out, NULL};
+        disk_watch w;
+        uint64_t now = 1000;
+        disk_watch_init(&w, 10 << 20, paths, now);
+        ck_assert_int_eq(disk_watch_timeout(&w, now), 0); /* checks due at once */
+        _cleanup_free_ char *detail = NULL;
+        ck_assert_int_eq(disk_watch_check(&w, now, &detail), 0);
+        ck_assert_ptr_null(detail);
+        int t = disk_watch_timeout(&w, now);
+        ck_assert_int_gt(t, 0);
+        ck_assert_int_le(t, DISK_WATCH_FS_INTERVAL_MS);
+        /* under the budget in both trees together: quiet */
+        sparse(upper, "a", 4 << 20);
+        sparse(out, "b", 4 << 20);
+        now += DISK_WATCH_WALK_MAX_MS;
+        ck_assert_int_eq(disk_watch_check(&w, now, &detail), 0);
+        ck_assert_uint_ge(w.last_usage, 8 << 20);
+        /* not yet due: nothing measured */
+        sparse(out, "c", 4 << 20);
+        ck_assert_int_eq(disk_watch_check(&w, now + 1, &detail), 0);
+        /* due: over the budget, counted across both trees */
+        now += DISK_WATCH_WALK_MAX_MS;
+        ck_assert_int_eq(disk_watch_check(&w, now, &detail), 1);
+        ck_assert_ptr_nonnull(detail);
+        ck_assert_msg(strstr(detail, "disk budget of 10.0 MiB"), "%s", detail);
+        ck_assert_msg(strstr(detail, "12.0 MiB") || strstr(detail, "at least"), "%s", detail);
+        ck_assert_msg(strstr(detail, upper), "%s", detail);
+        /* trips once; disarmed afterwards */
+        _cleanup_free_ char *again = NULL;
+        ck_assert_int_eq(disk_watch_check(&w, now + DISK_WATCH_WALK_MAX_MS, &again), 0);
+        ck_assert_ptr_null(again);
+        ck_assert_int_eq(disk_watch_timeout(&w, now), -1);
+        ck_assert_int_eq(rm_rf(upper), 0);
+        ck_assert_int_eq(rm_rf(out), 0);
+}
+END_TEST
+
+START_TEST(test_unmeasurable_trips) {
+        _cleanup_free_ char *upper = tmpdir();
+        int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        for (int i = 0; i < DISK_WALK_MAX_DEPTH + 1; i++) {
+                ck_assert_int_eq(mkdirat(fd, "d", 0700), 0);
+                int n = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                close(fd);
+                fd = n;
+        }
+        close(fd);
+        char *paths[] = {upper, NULL};
+        disk_watch w;
+        disk_watch_init(&w, 1ULL << 40, paths, 0);
+        _cleanup_free_ char *detail = NULL;
+        ck_assert_int_eq(disk_watch_check(&w, 0, &detail), 1);
+        ck_assert_msg(strstr(detail, "cannot be measured") && strstr(detail, "nested deeper than 512"), "%s", detail);
+        ck_assert_int_eq(rm_rf(upper), 0);
+}
+END_TEST
+
+/* Two tasks on one small filesystem: the one that fills it trips on the
+ * floor, the idle one keeps running. Needs a mount: root only (in a private
+ * mount namespace of this test process). */
+START_TEST(test_floor_only_the_grower) {
+        if (geteuid() != 0) {
+                fprintf(stderr, "test_floor_only_the_grower: SKIPPED: mounting a small tmpfs needs root\n");
+                return;
+        }
+        _cleanup_free_ char *mnt = tmpdir();
+        ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+        ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=8m"), 0);
+        _cleanup_free_ char *a = strdup_printf("%s/a", mnt), *b = strdup_printf("%s/b", mnt);
+        ck_assert_int_eq(mkdir(a, 0700), 0);
+        ck_assert_int_eq(mkdir(b, 0700), 0);
+        _cleanup_free_ char *bf = strdup_printf("%s/kept", b);
+        int fd = open(bf, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_eq(posix_fallocate(fd, 0, 100 << 10), 0);
+        close(fd);
+        char *pa[] = {a, NULL}, *pb[] = {b, NULL};
+        disk_watch wa, wb;
+        uint64_t now = 0;
+        disk_watch_init(&wa, 1ULL << 30, pa, now);
+        disk_watch_init(&wb, 1ULL << 30, pb, now);
+        _cleanup_free_ char *da = NULL, *db = NULL;
+        ck_assert_int_eq(disk_watch_check(&wa, now, &da), 0);
+        ck_assert_int_eq(disk_watch_check(&wb, now, &db), 0);
+        /* a fills the filesystem */
+        for (int i = 0;; i++) {
+                _cleanup_free_ char *f = strdup_printf("%s/f%d", a, i);
+                fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                if (fd < 0) break;
+                int r = posix_fallocate(fd, 0, 256 << 10);
+                close(fd);
+                if (r != 0) break;
+        }
+        now += DISK_WATCH_FS_INTERVAL_MS;
+        ck_assert_int_eq(disk_watch_check(&wb, now, &db), 0);
+        ck_assert_ptr_null(db);
+        ck_assert_int_eq(disk_watch_check(&wa, now, &da), 1);
+        ck_assert_msg(strstr(da, "below its floor") && strstr(da, a), "%s", da);
+        /* b stays quiet while it does not grow */
+        for (int i = 0; i < 5; i++) {
+                now += DISK_WATCH_WALK_MAX_MS;
+                ck_assert_int_eq(disk_watch_check(&wb, now, &db), 0);
+        }
+        /* and trips once it grows on the full filesystem */
+        _cleanup_free_ char *bf2 = strdup_printf("%s/more", b);
+        fd = open(bf2, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, 1 << 20), 0); /* apparent size counts */
+        close(fd);
+        now += DISK_WATCH_WALK_MAX_MS;
+        ck_assert_int_eq(disk_watch_check(&wb, now, &db), 1);
+        ck_assert_int_eq(umount2(mnt, MNT_DETACH), 0);
+        ck_assert_int_eq(rmdir(mnt), 0);
+}
+END_TEST
+
+START_TEST(test_no_paths) {
+        char *none[] = {NULL};
+        disk_watch w;
+        disk_watch_init(&w, 1, none, 0);
+        ck_assert_int_eq(disk_watch_timeout(&w, 0), -1);
+        _cleanup_free_ char *detail = NULL;
+        ck_assert_int_eq(disk_watch_check(&w, 0, &detail), 0);
+}
+END_TEST
+
+START_TEST(test_reserve) {
+        _cleanup_free_ char *dir = tmpdir();
+        _cleanup_free_ char *p = strdup_printf("%s/%s", dir, DISK_RESERVE_NAME);
+        ck_assert_int_eq(disk_reserve_create(dir), 0);
+        struct stat st;
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_int_ge((long long) st.st_blocks * 512, DISK_RESERVE_BYTES); /* real blocks, not a hole */
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        ck_assert_int_eq(disk_reserve_create(dir), 0); /* a stale one is replaced */
+        disk_reserve_release(dir);
+        ck_assert_int_eq(access(p, F_OK), -1);
+        disk_reserve_release(dir); /* idempotent */
+        ck_assert_int_eq(rm_rf(dir), 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("disk-watch");
+        TCase *tc = tcase_create("watch");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_interval);
+        tcase_add_test(tc, test_budget_trip);
+        tcase_add_test(tc, test_unmeasurable_trips);
+        tcase_add_test(tc, test_no_paths);
+        tcase_add_test(tc, test_floor_only_the_grower);
+        tcase_add_test(tc, test_reserve);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
