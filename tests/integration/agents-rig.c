@@ -211,9 +211,13 @@ char *rig_user_dirs_snapshot(rig *r) {
         for (size_t i = 0; i < 5; i++) {
                 _cleanup_free_ char *d = strdup_printf("%s/%s", r->w->home, dirs[i]);
                 _cleanup_free_ char *snap = tf_tree_snapshot(d, false);
-                char *next = strdup_printf("%s== %s\n%s", all, dirs[i], snap);
-                free(all);
-                all = next;
+                /* every line names its tree: "~/.pi/agent: ./sessions d 755 …" */
+                char *save = NULL;
+                for (char *line = strtok_r(snap, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                        char *next = strdup_printf("%s~/%s: %s\n", all, dirs[i], line);
+                        free(all);
+                        all = next;
+                }
         }
         return all;
 }
@@ -274,8 +278,18 @@ char *rig_dispatch(rig *r, const char *executor, const char *model, const char *
                 argv[n++] = "--model";
                 argv[n++] = model;
         }
-        /* a local check of the rig itself, never what the suite asserts */
+        /* checks of the rig itself, never what the suite asserts: no sandbox,
+         * or the sandbox with the user's executor dirs rw-bound (the manual
+         * workaround issue 5 describes: shared, writable homes) */
+        _cleanup_free_ char *binds = NULL;
         if (getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX")) argv[n++] = "--no-sandbox";
+        else if (getenv("TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES")) {
+                const char *h = r->w->home;
+                binds = strdup_printf("%s/.pi/agent,%s/.config/opencode,%s/.local/share/opencode,%s/.cache,%s/.local/state",
+                                      h, h, h, h, h);
+                argv[n++] = "--rw-bind";
+                argv[n++] = binds;
+        }
         for (size_t i = 0; extra && extra[i] && n < 46; i++) argv[n++] = extra[i];
         argv[n] = NULL;
         return tf_dispatch(r->w, argv);
