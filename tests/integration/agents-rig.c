@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -105,6 +106,8 @@ static void start_mock(rig *r) {
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
+                /* a test killed by its timeout takes the server with it */
+                prctl(PR_SET_PDEATHSIG, SIGTERM);
                 int devnull = open("/dev/null", O_RDWR);
                 _cleanup_free_ char *logp = strdup_printf("%s/model-server.log", w->root);
                 int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
