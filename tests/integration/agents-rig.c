@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -105,6 +106,8 @@ static void start_mock(rig *r) {
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
+                /* a test killed by its timeout takes the server with it */
+                prctl(PR_SET_PDEATHSIG, SIGTERM);
                 int devnull = open("/dev/null", O_RDWR);
                 _cleanup_free_ char *logp = strdup_printf("%s/model-server.log", w->root);
                 int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -211,11 +214,47 @@ char *rig_user_dirs_snapshot(rig *r) {
         for (size_t i = 0; i < 5; i++) {
                 _cleanup_free_ char *d = strdup_printf("%s/%s", r->w->home, dirs[i]);
                 _cleanup_free_ char *snap = tf_tree_snapshot(d, false);
-                char *next = strdup_printf("%s== %s\n%s", all, dirs[i], snap);
-                free(all);
-                all = next;
+                /* every line names its tree: "~/.pi/agent: ./sessions d 755 …" */
+                char *save = NULL;
+                for (char *line = strtok_r(snap, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                        char *next = strdup_printf("%s~/%s: %s\n", all, dirs[i], line);
+                        free(all);
+                        all = next;
+                }
         }
         return all;
+}
+
+/* A failed assertion ends a forked Check test at once: no rig_free, no
+ * atexit handlers (see harness.c history). A reaper process, started once
+ * the daemon runs, waits on a pipe only the test process holds; EOF without
+ * rig_free's "done" byte means the test died, and the reaper stops the
+ * world's daemon (its workers go with it) so a failed test leaves nothing
+ * running. */
+static void start_reaper(rig *r) {
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        pid_t daemon = r->w->daemon_pid;
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(p[1]);
+                int devnull = open("/dev/null", O_RDWR);
+                dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
+                setsid();
+                char c = 0;
+                ssize_t n;
+                while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR) {}
+                if (n == 1 && c == 'd') _exit(0);
+                if (daemon > 0 && kill(daemon, SIGTERM) == 0) {
+                        for (int i = 0; i < 100 && kill(daemon, 0) == 0; i++) usleep(50000);
+                        kill(daemon, SIGKILL);
+                }
+                _exit(0);
+        }
+        close(p[0]);
+        r->reaper_fd = p[1];
+        r->reaper_pid = pid;
 }
 
 rig *rig_new(void) {
@@ -223,6 +262,7 @@ rig *rig_new(void) {
         ck_assert_msg(!missing, "%s", missing);
         rig *r = calloc(1, sizeof *r);
         ck_assert_ptr_nonnull(r);
+        r->reaper_fd = -1;
         r->w = tf_world_new(NULL);
         r->agents_bin = strdup_printf("%s/bin", agents_dir());
         tf_world *w = r->w;
@@ -244,11 +284,19 @@ rig *rig_new(void) {
         make_repo(r);
         r->user_dirs_before = rig_user_dirs_snapshot(r);
         tf_daemon_start(w);
+        start_reaper(r);
         return r;
 }
 
 void rig_free(rig *r) {
         if (!r) return;
+        if (r->reaper_fd >= 0) {
+                /* a clean end: the reaper leaves everything to us */
+                ssize_t n = write(r->reaper_fd, "d", 1);
+                (void) n;
+                close(r->reaper_fd);
+                waitpid(r->reaper_pid, NULL, 0);
+        }
         /* keep the daemon's and the server's logs of a failed test */
         if (getenv("TASKFERRY_TEST_KEEP")) {
                 printf("real-agents: keeping %s\n", r->w->root);
@@ -274,8 +322,18 @@ char *rig_dispatch(rig *r, const char *executor, const char *model, const char *
                 argv[n++] = "--model";
                 argv[n++] = model;
         }
-        /* a local check of the rig itself, never what the suite asserts */
+        /* checks of the rig itself, never what the suite asserts: no sandbox,
+         * or the sandbox with the user's executor dirs rw-bound (the manual
+         * workaround issue 5 describes: shared, writable homes) */
+        _cleanup_free_ char *binds = NULL;
         if (getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX")) argv[n++] = "--no-sandbox";
+        else if (getenv("TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES")) {
+                const char *h = r->w->home;
+                binds = strdup_printf("%s/.pi/agent,%s/.config/opencode,%s/.local/share/opencode,%s/.cache,%s/.local/state",
+                                      h, h, h, h, h);
+                argv[n++] = "--rw-bind";
+                argv[n++] = binds;
+        }
         for (size_t i = 0; extra && extra[i] && n < 46; i++) argv[n++] = extra[i];
         argv[n] = NULL;
         return tf_dispatch(r->w, argv);

@@ -25,6 +25,8 @@ typedef struct rig {
         pid_t mock_pid;
         int port;
         char *user_dirs_before; /* snapshot of the user's real executor dirs */
+        int reaper_fd;     /* write end of the reaper's pipe (start_reaper) */
+        pid_t reaper_pid;
 } rig;
 
 /* NULL if pi and opencode of the pinned versions are installed, else a

@@ -35,14 +35,42 @@
 
 static const char *const executors[] = {"pi", "opencode"};
 
-static bool no_sandbox(void) { return getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX") != NULL; }
+/* the rig checks of agents-rig.c: the workers do write the real dirs */
+static bool no_sandbox(void) {
+        return getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX") || getenv("TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES");
+}
+
+/* Lines of a that are not lines of b, "<prefix>line\n" each, at most max
+ * bytes in all (Check's failure messages are small). */
+static void append_missing_lines(char **out, const char *a, const char *b, const char *prefix, size_t max) {
+        _cleanup_free_ char *copy = strdup(a);
+        char *save = NULL;
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                bool found = false;
+                size_t n = strlen(line);
+                for (const char *p = b; !found && (p = strstr(p, line)); p += n)
+                        found = (p == b || p[-1] == '\n') && (p[n] == '\n' || p[n] == 0);
+                if (found) continue;
+                if (strlen(*out) + n + 8 > max) {
+                        char *more = strdup_printf("%s…\n", *out);
+                        free(*out);
+                        *out = more;
+                        return;
+                }
+                char *next = strdup_printf("%s%s%.200s\n", *out, prefix, line);
+                free(*out);
+                *out = next;
+        }
+}
 
 static void assert_user_dirs_unchanged(rig *r) {
         if (no_sandbox()) return; /* unsandboxed workers do write the real dirs */
         _cleanup_free_ char *after = rig_user_dirs_snapshot(r);
-        ck_assert_msg(streq(after, r->user_dirs_before),
-                      "the user's real pi/OpenCode dirs changed:\n--- before\n%s\n--- after\n%s", r->user_dirs_before,
-                      after);
+        if (streq(after, r->user_dirs_before)) return;
+        _cleanup_free_ char *diff = strdup("");
+        append_missing_lines(&diff, r->user_dirs_before, after, "- ", 1200);
+        append_missing_lines(&diff, after, r->user_dirs_before, "+ ", 2400);
+        ck_abort_msg("the user's real pi/OpenCode dirs changed (path type mode size target / sha256 path):\n%s", diff);
 }
 
 /* status after settling, with a readable message on a mismatch */
@@ -411,9 +439,12 @@ int main(void) {
                        strerror(-r), (unsigned) geteuid());
         else
                 printf("real-agents: running in a private network namespace (only lo, up)\n");
-        if (no_sandbox())
+        if (getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX"))
                 printf("real-agents: TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX is set: dispatching with --no-sandbox "
                        "(a check of the rig, not the acceptance test)\n");
+        else if (getenv("TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES"))
+                printf("real-agents: TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES is set: dispatching with the user's "
+                       "executor dirs rw-bound (a check of the rig, not the acceptance test)\n");
         fflush(stdout);
         return tf_run_suite(suite());
 }
