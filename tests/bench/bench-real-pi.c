@@ -126,6 +126,10 @@ int main(int argc, char **argv) {
         int r = rig_private_network();
         printf("bench-real-pi: %s\n", r < 0 ? "host network namespace (no private one allowed here)"
                                             : "private network namespace (only lo)");
+        if (getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX"))
+                printf("bench-real-pi: TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX: dispatches use --no-sandbox\n");
+        else if (getenv("TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES"))
+                printf("bench-real-pi: TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES: the user's executor dirs are rw-bound\n");
         Suite *s = suite_create("bench-real-pi");
         TCase *tc = tcase_create("bench");
         tcase_set_timeout(tc, 3600);
