@@ -483,8 +483,13 @@ static int *starve_daemon(tf_world *w, pid_t pid, size_t *n_fill) {
         *n_fill = low.rlim_cur - count + 16;
         int *fill = calloc(*n_fill, sizeof *fill);
         for (size_t i = 0; i < *n_fill; i++) fill[i] = tf_connect(w);
-        usleep(500000);
-        daemon_max_fd(pid, &count);
+        /* the daemon accepts them in batches: wait until it holds every fd it
+         * may (a loaded machine needs a while; this bounds a hang, it times nothing) */
+        for (int i = 0; i < 200; i++) {
+                usleep(50000);
+                daemon_max_fd(pid, &count);
+                if (count == low.rlim_cur) break;
+        }
         ck_assert_msg(count == low.rlim_cur, "the daemon has %u fds open, limit %u", count, (unsigned) low.rlim_cur);
         return fill;
 }
