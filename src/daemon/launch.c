@@ -166,15 +166,16 @@ static void release_home(Task *t) {
  * overlay is still below its free-space floor (the space is needed for other
  * tasks' dispatch and settlement), or its files measure more than twice its
  * budget (a sparse giant extraction would have to read). Then the overlay is
- * discarded (changesetStatus "rejected"); returns why (malloc'd), else NULL.
- * Runs in the settlement job. */
-static char *disk_stop_discard_reason(Task *t, json_object *od) {
-        if (!streq_ptr(task_str(t, "failureReason"), DISK_STOP_REASON)) return NULL;
+ * discarded (changesetStatus "rejected"); returns why (malloc'd), else NULL;
+ * *ret_over says the files were over twice the budget. Runs in the
+ * settlement job. */
+static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) {
+        bool stopped = streq_ptr(task_str(t, "failureReason"), DISK_STOP_REASON);
         const char *root = json_get_string(od, "root");
         if (!root) return NULL;
         char a[32], b[32];
         disk_fs_info fs;
-        if (disk_fs_stat(root, &fs) >= 0 && disk_fs_below_floor(&fs))
+        if (stopped && disk_fs_stat(root, &fs) >= 0 && disk_fs_below_floor(&fs))
                 return strdup_printf("changeset discarded: the filesystem holding %s still has only %s free after "
                                      "the worker was stopped (floor %s); keeping it would block other tasks",
                                      root, disk_size_format(fs.avail, a), disk_size_format(disk_floor_bytes(fs.size), b));
@@ -182,10 +183,14 @@ static char *disk_stop_discard_reason(Task *t, json_object *od) {
         if (!json_get_int64(t->rec, "diskMaxBytes", &budget) || budget <= 0) return NULL;
         disk_usage u = {0};
         const char *upper = json_get_string(od, "upperDir");
-        if (upper && disk_usage_walk(upper, 2 * (uint64_t) budget, &u) == 1)
+        /* also for a worker that exited before the shim's walk saw its files (a
+         * 1 TiB sparse file made at once): extraction would read all of it */
+        if (upper && disk_usage_walk(upper, 2 * (uint64_t) budget, &u) == 1) {
+                *ret_over = true;
                 return strdup_printf("changeset discarded: the worker's files measure more than twice its disk "
                                      "budget of %s (at least %s, sparse files at their apparent size)",
                                      disk_size_format((uint64_t) budget, a), disk_size_format(u.bytes, b));
+        }
         return NULL;
 }
 
@@ -238,9 +243,11 @@ static json_object *settle_job_run(void *userdata, int *error) {
         }
         json_object *od = json_get_object(t->rec, "overlayDirs");
         if (!od) release_home(t); /* nothing pending: the homes go now (executor-home.h) */
-        _cleanup_free_ char *discard = od ? disk_stop_discard_reason(t, od) : NULL;
+        bool over = false;
+        _cleanup_free_ char *discard = od ? disk_stop_discard_reason(t, od, &over) : NULL;
         if (discard) {
                 json_object *ex_res = json_object_new_object();
+                if (over) json_add_bool(ex_res, "overBudget", true);
                 int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
                 json_add_bool(ex_res, "ok", true);
                 json_add_string(ex_res, "discarded", discard);
@@ -308,6 +315,11 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
         const char *sig = task_str(t, "signal");
         const char *spawn_error = task_str(t, "spawnError");
 
+        json_object *ext0 = res ? json_get_object(res, "extract") : NULL;
+        if (ext0 && json_get_bool(ext0, "overBudget", false) && !task_str(t, "failureReason")) {
+                task_set_str(t, "failureReason", DISK_STOP_REASON);
+                task_set_str(t, "failureDetail", json_get_string(ext0, "discarded"));
+        }
         if (res && !task_str(t, "failureReason") && json_get_string(res, "failureReason")) {
                 task_set_str(t, "failureReason", json_get_string(res, "failureReason"));
                 task_set_str(t, "failureDetail", json_get_string(res, "failureDetail"));
