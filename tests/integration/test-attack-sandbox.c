@@ -1,0 +1,289 @@
+/* A hostile worker against the sandbox v2 (issue 5): each case is one way out
+ * a security review found. A case that still escapes carries an OPEN comment
+ * naming where the fix belongs. Runs as whoever runs the suite: tools/test
+ * runs it as root and again as an unprivileged user. */
+
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+static char *make_repo(tf_world *w) {
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
+                    repo, repo));
+        return repo;
+}
+
+static void put(const char *path, const char *content) {
+        _cleanup_free_ char *dir = strdup(path);
+        *strrchr(dir, '/') = 0;
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        tf_write(path, content, strlen(content), 0600);
+}
+
+/* Dispatch, wait, return the settled status (caller frees) and the id. */
+static json_object *run_task(tf_world *w, const char *const argv[], char **ret_id) {
+        char *id = tf_dispatch(w, argv);
+        json_object *st = tf_wait_settled(w, id);
+        if (ret_id) *ret_id = id;
+        else free(id);
+        return st;
+}
+
+/* The task's message (its stdout for a shell worker). */
+static char *message_of(tf_world *w, const char *id) {
+        const char *res[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        char *msg = strdup(strempty(tf_jstr(o, "message")));
+        json_object_put(o);
+        tf_run_done(&r);
+        return msg;
+}
+
+static char *output_file(tf_world *w, const char *id, const char *name) {
+        _cleanup_free_ char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
+        return tf_exists(p) ? tf_read(p, NULL) : strdup("");
+}
+
+/* Finding: a resumed session is seeded by `cp -a <H'>/pi/sessions/. <H>/...`
+ * on the host, and the earlier task owned <H'>/pi/sessions: it replaced the
+ * dir by a symlink to ~/.ssh, so the resume copied the user's keys into the
+ * new task's home. Same for OpenCode's <H'>/opencode/data/opencode. */
+START_TEST(resume_seed_follows_planted_symlink) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        put(tf_path(w->home, ".ssh/id_ed25519"), "SECRET-SSH-KEY\n");
+        char *fixture = strdup(tf_path(w->fixtures, "real/pi-answer"));
+        static const char *const exes[] = {"pi", "opencode"};
+        static const char *const plant[] = {
+                "rm -rf \"$PI_CODING_AGENT_DIR/sessions\" && ln -s \"$HOME/.ssh\" \"$PI_CODING_AGENT_DIR/sessions\"",
+                "rm -rf \"$XDG_DATA_HOME/opencode\" && ln -s \"$HOME/.ssh\" \"$XDG_DATA_HOME/opencode\"",
+        };
+        static const char *const loot[] = {
+                "cat \"$PI_CODING_AGENT_DIR/sessions/id_ed25519\" > $TASKFERRY_OUTPUT_DIR/loot 2>&1; true",
+                "cat \"$XDG_DATA_HOME/opencode/id_ed25519\" > $TASKFERRY_OUTPUT_DIR/loot 2>&1; true",
+        };
+        for (size_t e = 0; e < ELEMENTSOF(exes); e++) {
+                tf_world_setenv(w, "FAKE_FIXTURE", e == 0 ? fixture : tf_path(w->fixtures, "real/opencode-answer"));
+                tf_world_setenv(w, "FAKE_SCRIPT", plant[e]);
+                const char *d1[] = {"--executor", exes[e], "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
+                json_object *st = run_task(w, d1, NULL);
+                const char *sid = tf_jstr(st, "sessionId");
+                ck_assert_msg(sid && *sid, "%s: no session id: %s", exes[e], json_to_line(st, NULL));
+                _cleanup_free_ char *session = strdup(sid);
+                json_object_put(st);
+                tf_world_setenv(w, "FAKE_SCRIPT", loot[e]);
+                const char *d2[] = {"--executor", exes[e], "--model", "m/x", "--session-id", session,
+                                    "--directory", repo, "--prompt", "again", NULL};
+                char *b = NULL;
+                json_object_put(run_task(w, d2, &b));
+                _cleanup_free_ char *got = output_file(w, b, "loot");
+                ck_assert_msg(!strstr(got, "SECRET-SSH-KEY"), "%s: the resumed task read ~/.ssh through the earlier "
+                              "task's planted symlink: %s", exes[e], got);
+                free(b);
+        }
+        free(fixture), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Finding: a nested dispatch carries the worker's own environment, and the
+ * daemon picks the user's pi agent dir from PI_CODING_AGENT_DIR in it, then
+ * binds every entry of that dir read-only into the nested task's home: a
+ * worker names any directory that is not deny-listed (another project, a
+ * browser profile, ~/.cargo with its credentials) and reads it. */
+START_TEST(nested_env_names_user_dir) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        put(tf_path(w->home, "private/notes.txt"), "SECRET-PRIVATE-NOTES\n");
+        put(tf_path(w->home, ".cargo/credentials.toml"), "SECRET-CARGO-TOKEN\n");
+        tf_world_setenv(w, "FAKE_SCRIPT", "true");
+        const char *script =
+                "for d in \"$HOME/private\" \"$HOME/.cargo\"; do "
+                "  c=$(FAKE_SCRIPT='cat \"$PI_CODING_AGENT_DIR\"/notes.txt \"$PI_CODING_AGENT_DIR\"/credentials.toml "
+                "2>/dev/null > $TASKFERRY_OUTPUT_DIR/loot; true' PI_CODING_AGENT_DIR=$d taskferry dispatch --executor pi "
+                "--model m/x --prompt x | sed -n 's/^id: //p'); "
+                "  taskferry wait $c >/dev/null; echo child=$c; "
+                "done";
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        int children = 0;
+        for (const char *p = msg; (p = strstr(p, "child=oc_")); p++) {
+                _cleanup_free_ char *cid = strndup(p + 6, strcspn(p + 6, "\n"));
+                _cleanup_free_ char *got = output_file(w, cid, "loot");
+                ck_assert_msg(!strstr(got, "SECRET-"), "a nested task read a user dir its dispatcher named in "
+                              "PI_CODING_AGENT_DIR: %s", got);
+                children++;
+        }
+        ck_assert_msg(children == 2, "nested dispatches did not run: %s", msg);
+        free(msg), free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Finding: ~/.config/git is allow-listed for git's config, but git's
+ * credential store also lives there ($XDG_CONFIG_HOME/git/credentials,
+ * git-credential-store(1)); only ~/.git-credentials was masked. */
+START_TEST(xdg_git_credentials_masked) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        put(tf_path(w->home, ".config/git/credentials"), "https://u:SECRET-GIT-TOKEN@example.com\n");
+        put(tf_path(w->home, ".config/git/config"), "[user]\n\tname = visible\n");
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                           "cat $HOME/.config/git/config $HOME/.config/git/credentials 2>/dev/null; echo done", NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        ck_assert_msg(strstr(msg, "visible") && strstr(msg, "done"), "%s", msg);
+        ck_assert_msg(!strstr(msg, "SECRET-GIT-TOKEN"), "git's XDG credential store was readable: %s", msg);
+        free(msg), free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Finding (daemon as root): the worker holds no capabilities, but it runs as
+ * uid 0 mapped to the host's uid 0, so it owns every root-owned file the
+ * read-only system dirs show: /etc/shadow, the host's SSH keys. The issue
+ * asks for "a mapping in which the worker's uid is not privileged over
+ * anything mounted". */
+START_TEST(root_worker_reads_root_only_files) {
+        if (geteuid() != 0) {
+                fprintf(stderr, "root_worker_reads_root_only_files: not root, nothing to test\n");
+                return;
+        }
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *tag = strdup(strrchr(w->root, '/') + 1);
+        char *secret = strdup_printf("/etc/%s-root-only", tag);
+        tf_write(secret, "SECRET-ROOT-ONLY\n", 17, 0600);
+        char *script = strdup_printf("id -u; cat %s 2>&1; echo done", secret);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        (void) unlink(secret);
+        ck_assert_msg(strstr(msg, "done"), "%s", msg);
+        /* OPEN: the worker of a root daemon must run as an unprivileged uid
+         * (bwrap --uid/--gid do not change the host uid behind the mapping:
+         * the shim has to enter a user namespace whose outside uid is not 0,
+         * or setuid to a dedicated user, before bwrap). Belongs in
+         * src/shim/main.c run_worker and src/shared/sandbox.c. */
+        ck_assert_msg(!strstr(msg, "SECRET-ROOT-ONLY"), "a root daemon's worker read a root-only file: %s", msg);
+        free(msg), free(a), free(script), free(secret), free(tag), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+static bool status_is(tf_world *w, const char *id, const char *want) {
+        _cleanup_free_ char *params = strdup_printf("{\"taskId\":\"%s\"}", id);
+        json_object *f = tf_rpc(w, "task.status", params);
+        json_object *res = json_get_object(f, "result");
+        bool ok = res && streq_ptr(json_get_string(res, "status"), want);
+        json_object_put(f);
+        return ok;
+}
+
+typedef struct { const char *id, *want; } status_arg;
+static bool status_pred(tf_world *w, void *arg) {
+        status_arg *a = arg;
+        return status_is(w, a->id, a->want);
+}
+
+/* Finding: a worker's nested tasks outlive a cancel of the worker: the user
+ * cancels A, A's child goes on running what A gave it. */
+START_TEST(cancel_leaves_nested_tasks_running) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *script =
+                "c=$(taskferry dispatch --executor shell --prompt 'sleep 120' | sed -n 's/^id: //p'); "
+                "echo $c > $TASKFERRY_OUTPUT_DIR/child; sleep 120";
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = tf_dispatch(w, d);
+        char *child_path = strdup_printf("%s/outputs/%s/child", w->state, a);
+        for (int i = 0; i < 400 && !tf_exists(child_path); i++) usleep(50000);
+        usleep(200000);
+        char *child = tf_read(child_path, NULL);
+        child[strcspn(child, "\n")] = 0;
+        status_arg running = {child, "running"};
+        ck_assert_msg(tf_wait_until(status_pred, w, &running, 20000), "nested task %s never ran", child);
+        const char *c[] = {"cancel", a, "--json", NULL};
+        tf_run cr = tf_cli(w, NULL, NULL, c);
+        tf_run_done(&cr);
+        json_object_put(tf_wait_settled(w, a));
+        status_arg cancelled = {child, "cancelled"};
+        bool gone = tf_wait_until(status_pred, w, &cancelled, 10000);
+        if (!gone) {
+                const char *cc[] = {"cancel", child, "--json", NULL};
+                tf_run r2 = tf_cli(w, NULL, NULL, cc);
+                tf_run_done(&r2);
+                json_object_put(tf_wait_settled(w, child));
+        }
+        /* OPEN: cancelling a task should cancel the tasks its worker dispatched
+         * (transitively); belongs in src/daemon/handlers.c handle_cancel (and
+         * the settlement of a task whose worker exits while children run is a
+         * product decision for the lead). */
+        ck_assert_msg(gone, "the nested task %s kept running after its dispatcher %s was cancelled", child, a);
+        free(child), free(child_path), free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Finding: nothing bounds how many tasks a worker dispatches: its nested
+ * tasks queue in front of the user's, each with a socket that may dispatch
+ * more. */
+START_TEST(nested_dispatch_unbounded) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *script =
+                "n=0; i=0; while [ $i -lt 80 ]; do i=$((i+1)); "
+                "taskferry dispatch --executor shell --prompt 'sleep 60' >/dev/null 2>&1 && n=$((n+1)); done; "
+                "echo accepted=$n";
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        ck_assert_msg(strstr(msg, "accepted="), "%s", msg);
+        int n = atoi(strstr(msg, "accepted=") + 9);
+        /* clean up: cancel everything still queued or running */
+        json_object *f = tf_rpc(w, "task.list", "{}");
+        json_object *tasks = json_get_array(json_get_object(f, "result"), "tasks");
+        for (size_t i = 0; tasks && i < json_object_array_length(tasks); i++) {
+                const char *id = json_get_string(json_object_array_get_idx(tasks, i), "id");
+                _cleanup_free_ char *p = strdup_printf("{\"taskId\":\"%s\",\"graceMs\":0}", id);
+                json_object_put(tf_rpc(w, "task.cancel", p));
+        }
+        json_object_put(f);
+        /* OPEN: a per-task cap on live nested tasks (queued or running,
+         * counted over the whole dispatch tree), with SERVER_BUSY past it;
+         * belongs in src/daemon/handlers.c handle_dispatch. */
+        ck_assert_msg(n < 80, "a worker queued %d nested tasks", n);
+        free(msg), free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("attack-sandbox");
+        TCase *tc = tcase_create("attack");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, resume_seed_follows_planted_symlink);
+        tcase_add_test(tc, nested_env_names_user_dir);
+        tcase_add_test(tc, xdg_git_credentials_masked);
+        tcase_add_test(tc, root_worker_reads_root_only_files);
+        tcase_add_test(tc, cancel_leaves_nested_tasks_running);
+        tcase_add_test(tc, nested_dispatch_unbounded);
+        suite_add_tcase(s, tc);
+        return tf_run_suite(s);
+}
