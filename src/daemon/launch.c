@@ -519,7 +519,8 @@ static int overlay_prepare(Task *t) {
  * ours (executor-home.h). The newest other task of the same executor with
  * that session id whose home still exists — and, for a task a worker
  * dispatched, one that worker may see (its own task or the tasks it
- * dispatched): a session id is no key to another task's conversation. */
+ * dispatched): a session id is no key to another task's conversation. A
+ * task still queued, running or settling seeds nothing. */
 static char *seed_home_for(Task *t) {
         const char *sid = task_str(t, "sessionId"), *ex = task_str(t, "executorId");
         if (!sid || !ex) return NULL;
@@ -531,6 +532,9 @@ static char *seed_home_for(Task *t) {
                     !streq(strempty(task_str(o, "executorId")), ex))
                         continue;
                 if (by && !streq(o->id, by) && !streq_ptr(task_str(o, "dispatchedBy"), by)) continue;
+                /* only a settled task's home: a worker still running could swap
+                 * a dir for a symlink while the shim copies (executor-home.h) */
+                if (task_is_active(o) || o->settling) continue;
                 char *root = executor_home_root(m->paths.cache_dir, o->id);
                 if (root && is_dir(root)) return root;
                 free(root);
