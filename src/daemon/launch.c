@@ -670,12 +670,22 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
         for (char **s = structural; s && *s; s++)
                 if (strv_push(&never_exposed, *s) < 0) return -ENOMEM;
         _cleanup_free_ char *seed = seed_home_for(t);
+        /* which of the user's dirs the homes expose (PI_CODING_AGENT_DIR,
+         * XDG_DATA_HOME, XDG_CONFIG_HOME): for a task a worker dispatched, the
+         * daemon's own environment says, never the worker's — it would name
+         * any dir of the user's to have it bound into its nested task */
+        _cleanup_strv_free_ char **ambient = NULL;
+        if (task_str(t, "dispatchedBy"))
+                for (char **e = environ; e && *e; e++)
+                        if (strchr(*e, '=') && !env_name_in(*e, m->settings.env_denylist) && strv_push(&ambient, *e) < 0)
+                                return -ENOMEM;
+        char *no_env[] = {NULL};
         executor_home_args ha = {
                 .executor = strempty(task_str(t, "executorId")),
                 .task_id = t->id,
                 .cache_dir = m->paths.cache_dir,
                 .home = m->paths.home,
-                .env = *env,
+                .env = task_str(t, "dispatchedBy") ? (ambient ? ambient : no_env) : *env,
                 .seed_root = seed,
                 .deny = never_exposed,
         };
