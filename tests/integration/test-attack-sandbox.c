@@ -4,11 +4,13 @@
  * runs it as root and again as an unprivileged user. */
 
 #include <check.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -274,6 +276,104 @@ START_TEST(nested_dispatch_unbounded) {
 }
 END_TEST
 
+
+/* A listener of the host: on loopback TCP, or an abstract Unix socket. */
+static int listen_tcp_loopback(int *ret_port) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        socklen_t l = sizeof sa;
+        ck_assert_int_eq(getsockname(fd, (struct sockaddr *) &sa, &l), 0);
+        ck_assert_int_eq(listen(fd, 16), 0);
+        *ret_port = ntohs(sa.sin_port);
+        return fd;
+}
+
+static int listen_abstract(const char *name) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        size_t n = strlen(name);
+        memcpy(sa.sun_path + 1, name, n);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + n)), 0);
+        ck_assert_int_eq(listen(fd, 16), 0);
+        return fd;
+}
+
+/* Held: the host's abstract Unix sockets (X11, some agents) stay out of
+ * reach (Landlock scope, where the kernel has ABI 6). */
+START_TEST(abstract_socket_unreachable) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *name = strdup_printf("tf-attack-%s", strrchr(w->root, '/') + 1);
+        int fd = listen_abstract(name);
+        char *script = strdup_printf(
+                "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\\\0%s'); print('abstract-connected')\" "
+                "2>&1; echo done", name);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        close(fd);
+        ck_assert_msg(strstr(msg, "done"), "%s", msg);
+        ck_assert_msg(!strstr(msg, "abstract-connected"), "reached a host abstract socket: %s", msg);
+        ck_assert_msg(strstr(msg, "Error"), "the probe did not run: %s", msg);
+        free(msg), free(a), free(script), free(name), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Finding: the sandbox shares the host's network namespace, so every service
+ * listening on the host's loopback (databases with trust auth, dev servers,
+ * an unauthenticated Docker TCP port, a local model server, the cloud
+ * metadata endpoint through the host's routes) is reachable. */
+START_TEST(loopback_service_reachable) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        int port = 0;
+        int fd = listen_tcp_loopback(&port);
+        char *script = strdup_printf(
+                "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 3); print('tcp-connected')\" "
+                "2>&1; echo done", port);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        close(fd);
+        ck_assert_msg(strstr(msg, "done"), "%s", msg);
+        /* OPEN: a product decision for the lead. Model providers need the
+         * network, the acceptance suite's model server sits on loopback; a
+         * fix is a network namespace of the sandbox's own with outbound
+         * access only (pasta/slirp4netns), or Landlock ABI 4 TCP connect
+         * rules allowing the provider ports plus an allow-list of loopback
+         * ports (src/shared/landlock.c, src/shim/main.c run_worker). */
+        ck_assert_msg(!strstr(msg, "tcp-connected"), "reached a host loopback service: %s", msg);
+        free(msg), free(a), free(script), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Finding: ~/.npm-global is allow-listed as a toolchain dir, and npm keeps
+ * its global config (with registry tokens, like ~/.npmrc which is masked)
+ * at <prefix>/etc/npmrc, i.e. ~/.npm-global/etc/npmrc. */
+START_TEST(npm_global_npmrc_masked) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        put(tf_path(w->home, ".npm-global/etc/npmrc"), "//registry.npmjs.org/:_authToken=SECRET-NPM-TOKEN\n");
+        put(tf_path(w->home, ".npm-global/bin/tool"), "visible-tool\n");
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                           "cat $HOME/.npm-global/bin/tool $HOME/.npm-global/etc/npmrc 2>/dev/null; echo done", NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        ck_assert_msg(strstr(msg, "visible-tool") && strstr(msg, "done"), "%s", msg);
+        ck_assert_msg(!strstr(msg, "SECRET-NPM-TOKEN"), "npm's global config was readable: %s", msg);
+        free(msg), free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("attack-sandbox");
         TCase *tc = tcase_create("attack");
@@ -284,6 +384,9 @@ int main(void) {
         tcase_add_test(tc, root_worker_reads_root_only_files);
         tcase_add_test(tc, cancel_leaves_nested_tasks_running);
         tcase_add_test(tc, nested_dispatch_unbounded);
+        tcase_add_test(tc, abstract_socket_unreachable);
+        tcase_add_test(tc, loopback_service_reachable);
+        tcase_add_test(tc, npm_global_npmrc_masked);
         suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }
