@@ -370,6 +370,128 @@ START_TEST(npm_global_npmrc_masked) {
 }
 END_TEST
 
+/* Held: a resumed OpenCode session is seeded from the earlier task's data
+ * dir, and the user's auth.json is then bound at
+ * <H>/opencode/data/opencode/auth.json — a path inside what was copied. The
+ * earlier task (run while the user had no auth.json, so nothing was mounted
+ * there) left a dangling symlink at that name. bwrap resolves a mount
+ * point's symlinks inside the new root, so no host file is created (the
+ * resumed task fails to start instead: a denial of that resume only). */
+START_TEST(seeded_mount_point_symlink) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *victim = strdup_printf("/var/tmp/%s-created-by-bwrap", strrchr(w->root, '/') + 1);
+        (void) unlink(victim);
+        tf_world_setenv(w, "FAKE_FIXTURE", tf_path(w->fixtures, "real/opencode-answer"));
+        char *plant = strdup_printf("ln -s %s \"$XDG_DATA_HOME/opencode/auth.json\"", victim);
+        tf_world_setenv(w, "FAKE_SCRIPT", plant);
+        const char *d1[] = {"--executor", "opencode", "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
+        json_object *st = run_task(w, d1, NULL);
+        _cleanup_free_ char *session = strdup(strempty(tf_jstr(st, "sessionId")));
+        ck_assert_msg(*session, "no session id: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        /* the user logs in to OpenCode, then resumes the session */
+        put(tf_path(w->home, ".local/share/opencode/auth.json"), "{\"k\":\"SECRET-AUTH\"}\n");
+        tf_world_setenv(w, "FAKE_SCRIPT", "true");
+        const char *d2[] = {"--executor", "opencode", "--model", "m/x", "--session-id", session,
+                            "--directory", repo, "--prompt", "again", NULL};
+        json_object_put(run_task(w, d2, NULL));
+        bool created = tf_exists(victim);
+        (void) unlink(victim);
+        ck_assert_msg(!created, "bwrap created %s on the host through the earlier task's symlink", victim);
+        free(plant), free(victim), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+static int listen_unix(const char *path) {
+        (void) unlink(path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
+        strcpy(sa.sun_path, path);
+        ck_assert_msg(bind(fd, (struct sockaddr *) &sa, sizeof sa) == 0, "bind %s: %m", path);
+        ck_assert_int_eq(chmod(path, 0777), 0);
+        ck_assert_int_eq(listen(fd, 16), 0);
+        return fd;
+}
+
+/* Finding: the read-only system dirs are bound whole, and a read-only mount
+ * does not stop connect(2): a Unix socket under /etc or /opt (or the Nix
+ * daemon's /nix/var/nix/daemon-socket/socket, through which a root-owned
+ * client is a trusted Nix user) is reachable. Needs root to create one. */
+START_TEST(socket_in_system_dir_reachable) {
+        if (geteuid() != 0) {
+                fprintf(stderr, "socket_in_system_dir_reachable: not root, cannot create sockets in /etc or /opt\n");
+                return;
+        }
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *tag = strrchr(w->root, '/') + 1;
+        char *dir = strdup_printf("/opt/%s", tag);
+        ck_assert_int_eq(mkdir_p(dir, 0755), 0);
+        char *paths[2] = {strdup_printf("/etc/%s.sock", tag), strdup_printf("%s/run.sock", dir)};
+        int fds[2];
+        for (int i = 0; i < 2; i++) fds[i] = listen_unix(paths[i]);
+        char *script = strdup_printf("tf-connect %s %s; echo done", paths[0], paths[1]);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        for (int i = 0; i < 2; i++) close(fds[i]), unlink(paths[i]);
+        (void) rm_rf(dir);
+        ck_assert_msg(strstr(msg, "done"), "%s", msg);
+        /* OPEN: Landlock (ABI <= 6) cannot forbid connect(2) on a path, so the
+         * plan must not show sockets: mask each socket found in a bounded walk
+         * of /etc and /opt, and /nix/var/nix/daemon-socket outright
+         * (src/shared/sandbox-plan.c add_system_roots / masks). A socket made
+         * after the plan stays reachable. */
+        ck_assert_msg(!strstr(msg, " connected"), "reached a host socket in a system dir: %s", msg);
+        free(msg), free(a), free(script), free(paths[0]), free(paths[1]), free(dir), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Finding: the Nix daemon's socket lies under the read-only /nix (bound for
+ * the store): a worker reaches nix-daemon (builds, store imports; a root
+ * client is a trusted user). Root only: creates /nix/var/nix/daemon-socket
+ * when the machine has no /nix, and removes it again. */
+START_TEST(nix_daemon_socket_masked) {
+        if (geteuid() != 0) {
+                fprintf(stderr, "nix_daemon_socket_masked: not root\n");
+                return;
+        }
+        bool made_nix = !tf_exists("/nix");
+        if (!made_nix && !tf_exists("/nix/var/nix/daemon-socket")) {
+                fprintf(stderr, "nix_daemon_socket_masked: a /nix without a daemon socket dir; skipped\n");
+                return;
+        }
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        int fd = -1;
+        const char *sock = "/nix/var/nix/daemon-socket/socket";
+        if (made_nix) {
+                ck_assert_int_eq(mkdir_p("/nix/var/nix/daemon-socket", 0755), 0);
+                ck_assert_int_eq(mkdir_p("/nix/store", 0755), 0);
+                fd = listen_unix(sock);
+        }
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                           "ls -d /nix/store; tf-connect /nix/var/nix/daemon-socket/socket; echo done", NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        if (made_nix) {
+                close(fd);
+                (void) rm_rf("/nix");
+        }
+        ck_assert_msg(strstr(msg, "/nix/store\n") && strstr(msg, "done"), "%s", msg);
+        ck_assert_msg(!strstr(msg, " connected"), "reached the Nix daemon: %s", msg);
+        free(msg), free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("attack-sandbox");
         TCase *tc = tcase_create("attack");
@@ -383,6 +505,9 @@ int main(void) {
         tcase_add_test(tc, abstract_socket_unreachable);
         tcase_add_test(tc, loopback_service_reachable);
         tcase_add_test(tc, npm_global_npmrc_masked);
+        tcase_add_test(tc, seeded_mount_point_symlink);
+        tcase_add_test(tc, socket_in_system_dir_reachable);
+        tcase_add_test(tc, nix_daemon_socket_masked);
         suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }
