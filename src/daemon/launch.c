@@ -68,15 +68,17 @@ static int build_worker_env(Task *t, char ***ret) {
  * §2.1; DESIGN.md's file-shaped secrets) and taskferry's own dirs, plus every
  * user's runtime dir and the system bus (a read-only view still lets a worker
  * connect() to the sockets there: the user manager, the session bus, ssh and
- * gpg agents), should a user bind show them. */
+ * gpg agents), should a user bind show them, and the Nix daemon's socket dir,
+ * which the read-only /nix shows. */
 static int build_masks(Manager *m, char ***ret_deny, char ***ret_structural) {
         const tf_paths *p = &m->paths;
         _cleanup_strv_free_ char **deny = NULL, **structural = NULL;
         int r = sandbox_deny_list(p->home, p->state_dir, m->settings.sandbox_denylist, &deny);
         if (r < 0) return r;
         const char *xdg = getenv("XDG_RUNTIME_DIR");
+        /* /nix/var/nix/daemon-socket: nix-daemon's socket under the read-only /nix */
         const char *own[] = {p->state_dir, p->runtime_dir, p->overlay_tmp_root, p->cache_dir, "/run/user", "/run/dbus",
-                             xdg && *xdg == '/' ? xdg : NULL};
+                             "/nix/var/nix/daemon-socket", xdg && *xdg == '/' ? xdg : NULL};
         for (size_t i = 0; i < ELEMENTSOF(own); i++)
                 if (own[i] && !strv_contains(structural, own[i]) && (r = strv_push(&structural, own[i])) < 0) return r;
         *ret_deny = TAKE_PTR(deny);
