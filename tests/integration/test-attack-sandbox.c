@@ -492,6 +492,62 @@ START_TEST(nix_daemon_socket_masked) {
 }
 END_TEST
 
+/* Kill the daemon's forked children (a settlement job that never ends
+ * would outlive the daemon: jobs have no parent-death signal). */
+static void kill_daemon_children(tf_world *w) {
+        pid_t d = tf_daemon_pid(w);
+        if (d <= 0) return;
+        _cleanup_free_ char *p = strdup_printf("/proc/%d/task/%d/children", (int) d, (int) d);
+        if (!tf_exists(p)) return;
+        _cleanup_free_ char *list = tf_read(p, NULL);
+        char *save = NULL;
+        for (char *t = strtok_r(list, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+                _cleanup_free_ char *comm_p = strdup_printf("/proc/%s/comm", t);
+                if (!tf_exists(comm_p)) continue;
+                _cleanup_free_ char *comm = tf_read(comm_p, NULL);
+                if (startswith(comm, "taskferryd")) kill(atoi(t), SIGKILL);
+        }
+}
+
+/* Finding: a nested dispatch may carry a --require-final-marker, which the
+ * settlement job matches against the task's message with regexec(3). glibc
+ * matches back-references by backtracking, polynomial in the message with
+ * the number of groups: a marker like (.*)(.*)...\2\1 against a message the
+ * nested worker prints never finishes. The task never settles, holds one of
+ * the daemon's concurrency slots for good (four such tasks stop every
+ * launch of the user's), and the hung job outlives the daemon. */
+START_TEST(final_marker_redos) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *script =
+                "c=$(taskferry dispatch --executor shell "
+                "--require-final-marker '^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1c' "
+                "--prompt 'head -c 3000 /dev/zero | tr \"\\\\0\" a' 2>&1 | sed -n 's/^id: //p'); "
+                "echo child=$c";
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = NULL;
+        json_object_put(run_task(w, d, &a));
+        char *msg = message_of(w, a);
+        const char *c = strstr(msg, "child=");
+        ck_assert_ptr_nonnull(c);
+        _cleanup_free_ char *child = strndup(c + 6, strcspn(c + 6, "\n"));
+        bool settled = true;
+        if (*child) {
+                status_arg running = {child, "running"}, queued = {child, "queued"};
+                settled = false;
+                for (int i = 0; i < 150 && !settled; i++) {
+                        settled = !status_is(w, child, "running") && !status_is(w, child, "queued");
+                        if (!settled) usleep(100000);
+                }
+                (void) running, (void) queued;
+        }
+        kill_daemon_children(w);
+        ck_assert_msg(settled, "the nested task %s with a back-reference marker never settled", child);
+        free(msg), free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("attack-sandbox");
         TCase *tc = tcase_create("attack");
@@ -508,6 +564,7 @@ int main(void) {
         tcase_add_test(tc, seeded_mount_point_symlink);
         tcase_add_test(tc, socket_in_system_dir_reachable);
         tcase_add_test(tc, nix_daemon_socket_masked);
+        tcase_add_test(tc, final_marker_redos);
         suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }
