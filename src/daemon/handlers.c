@@ -248,6 +248,21 @@ static char *nested_directory(Task *caller, const char *given, char **ret) {
 
 static bool caller_may_see(Caller who, Task *t);
 
+/* Is a final marker too costly to take from a worker? glibc's regcomp(3)
+ * expands interval expressions ((((a{255}){255}){255}) takes seconds and
+ * GiBs, in the daemon's loop), and regexec(3) matches back-references
+ * (\1..\9) by backtracking, polynomial in the text with the number of
+ * groups: the settlement job would never finish with a worker's message. */
+static bool marker_is_costly(const char *re) {
+        for (const char *p = re; *p; p++) {
+                if (*p == '{') return true;
+                if (*p != '\\') continue;
+                if (p[1] >= '1' && p[1] <= '9') return true;
+                if (p[1]) p++;
+        }
+        return false;
+}
+
 /* Live (queued or running) tasks a dispatch tree may hold below its
  * top-level task: a worker's nested tasks would otherwise queue in front of
  * the user's without end, each with a socket that dispatches more. */
@@ -321,6 +336,10 @@ static void handle_dispatch(Manager *m, Request *r) {
                                         "--executor shell for a plain command");
         }
         const char *marker = json_get_string(p, "finalMarker");
+        if (who.sandboxed && marker && marker_is_costly(marker))
+                return reply_failed(r, "error: a task running in a sandbox cannot dispatch with a --require-final-marker "
+                                       "that uses a back-reference (\\1 to \\9) or an interval ({m,n})\nhelp: match the "
+                                       "marker without them");
         if (marker) {
                 regex_t re;
                 int rc = regcomp(&re, marker, REG_EXTENDED | REG_NEWLINE | REG_NOSUB);
