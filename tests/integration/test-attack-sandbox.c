@@ -554,6 +554,43 @@ START_TEST(final_marker_redos) {
 }
 END_TEST
 
+/* Finding: "a changeset never plants a hook" (DESIGN.md) covers .git, but a
+ * repository whose core.hooksPath points into its own work tree (husky's
+ * .husky/_, a .githooks dir) keeps its hooks in tracked files: the worker
+ * edits .githooks/pre-commit, the changeset shows an ordinary file change,
+ * and after accept the user's next `git commit` runs the worker's code on
+ * the host. */
+START_TEST(hookspath_hook_planted) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        free(tf_shf(w, repo, "mkdir .githooks && printf '#!/bin/sh\\nexit 0\\n' > .githooks/pre-commit && "
+                             "chmod +x .githooks/pre-commit && git config core.hooksPath .githooks && "
+                             "git add .githooks && git commit -qm hooks"));
+        char *marker = strdup_printf("%s/hook-ran", w->root);
+        char *script = strdup_printf("printf '#!/bin/sh\\ntouch %s\\n' > .githooks/pre-commit; echo edit >> f", marker);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *a = NULL;
+        json_object *st = run_task(w, d, &a);
+        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
+        json_object *warn = json_get_array(st, "changesetWarnings");
+        bool warned = warn && strstr(json_to_line(warn, NULL), "pre-commit");
+        json_object_put(st);
+        const char *acc[] = {"accept", a, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, acc);
+        tf_run_done(&r);
+        tf_run g = tf_sh(w, repo, "git add f && git commit -qm user-commit", true);
+        tf_run_done(&g);
+        bool ran = tf_exists(marker);
+        /* OPEN: leave paths under a work-tree core.hooksPath out of the
+         * changeset (or at least warn, as for .git), in src/shared/changeset.c
+         * (the repository's core.hooksPath is read in repo_info_gather). */
+        ck_assert_msg(!ran || warned, "the accepted changeset planted a hook that ran on the user's git commit, "
+                      "without a warning");
+        free(marker), free(script), free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("attack-sandbox");
         TCase *tc = tcase_create("attack");
@@ -571,6 +608,7 @@ int main(void) {
         tcase_add_test(tc, socket_in_system_dir_reachable);
         tcase_add_test(tc, nix_daemon_socket_masked);
         tcase_add_test(tc, final_marker_redos);
+        tcase_add_test(tc, hookspath_hook_planted);
         suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }
