@@ -591,6 +591,51 @@ START_TEST(hookspath_hook_planted) {
 }
 END_TEST
 
+static long daemon_hwm_kb(tf_world *w) {
+        pid_t d = tf_daemon_pid(w);
+        _cleanup_free_ char *p = strdup_printf("/proc/%d/status", (int) d);
+        _cleanup_free_ char *st = tf_read(p, NULL);
+        const char *h = strstr(st, "VmHWM:");
+        return h ? atol(h + 6) : -1;
+}
+
+/* Finding: task.result reads the whole patch (up to 1 GiB) in a forked job,
+ * and the daemon reads the job's whole answer into memory before it finds
+ * the response exceeds the 1 MiB frame budget. A worker asking for the diff
+ * of its own big nested changeset, 32 requests at a time on each task
+ * socket, makes the daemon hold gigabytes (the OOM killer then takes the
+ * daemon). Here: a 24 MiB changeset, 4 requests at once. */
+START_TEST(result_diff_buffers_whole_patch) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                           "head -c 25165824 /dev/urandom > big.bin", NULL};
+        char *a = NULL;
+        json_object *st = run_task(w, d, &a);
+        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
+        json_object_put(st);
+        long before = daemon_hwm_kb(w);
+        int fds[4];
+        _cleanup_free_ char *req = strdup_printf(
+                "{\"version\":1,\"id\":\"r\",\"method\":\"task.result\",\"params\":{\"taskId\":\"%s\",\"fields\":[\"diff\"]}}", a);
+        for (int i = 0; i < 4; i++) {
+                fds[i] = tf_connect(w);
+                tf_send(fds[i], req);
+        }
+        for (int i = 0; i < 4; i++) {
+                char *line = tf_recv_line(fds[i], 60000);
+                ck_assert_msg(line && strstr(line, "RESPONSE_TOO_LARGE"), "%.200s", line ? line : "(none)");
+                free(line);
+                close(fds[i]);
+        }
+        long after = daemon_hwm_kb(w);
+        ck_assert_msg(after - before < 64 * 1024, "the daemon's peak memory grew by %ld KiB answering 4 diffs it could "
+                      "not send", after - before);
+        free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("attack-sandbox");
         TCase *tc = tcase_create("attack");
@@ -609,6 +654,7 @@ int main(void) {
         tcase_add_test(tc, nix_daemon_socket_masked);
         tcase_add_test(tc, final_marker_redos);
         tcase_add_test(tc, hookspath_hook_planted);
+        tcase_add_test(tc, result_diff_buffers_whole_patch);
         suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }
