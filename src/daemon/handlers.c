@@ -638,6 +638,11 @@ typedef struct ResultJob {
         Task *t;
 } ResultJob;
 
+static int64_t file_size(const char *path) {
+        struct stat st;
+        return stat(path, &st) == 0 ? (int64_t) st.st_size : -1;
+}
+
 /* Runs in the forked child: reads the log and the patch (spec lifecycle.md §4.2–§4.3). */
 static json_object *result_job_run(void *userdata, int *error) {
         ResultJob *rj = userdata;
@@ -657,6 +662,15 @@ static json_object *result_job_run(void *userdata, int *error) {
         static const char *const head[] = {"exitCode", "signal", "spawnError", "failureReason", "failureDetail"};
         for (size_t i = 0; i < ELEMENTSOF(head); i++) json_copy_key(o, t->rec, head[i]);
         const char *diff_path = task_str(t, "diffPath");
+        /* a patch that alone exceeds the frame budget is never read: the
+         * answer could not be sent, and the daemon would hold all of it */
+        if (diff_path && fields_include(fields, "diff") && file_size(diff_path) > PROTOCOL_MAX_BUFFER_BYTES) {
+                json_object_put(o);
+                o = json_object_new_object();
+                json_add_bool(o, "responseTooLarge", true);
+                log_summary_done(&s);
+                return o;
+        }
         json_object *diff = NULL, *stat = NULL;
         if (diff_path && (fields_include(fields, "diff") || fields_include(fields, "diffStat"))) {
                 _cleanup_free_ char *data = NULL;
@@ -754,6 +768,14 @@ static void result_job_done(Manager *m, void *userdata, json_object *res, int er
                 _cleanup_free_ char *text = strdup_printf("error: could not read the task log: %s",
                                                           strerror(error < 0 ? -error : EIO));
                 return reply_failed(r, text);
+        }
+        if (json_get_bool(res, "responseTooLarge", false)) {
+                /* the same answer connection_send_frame gives a frame over budget */
+                _cleanup_free_ char *msg = strdup_printf("daemon response for this request exceeds %d bytes",
+                                                         PROTOCOL_MAX_BUFFER_BYTES);
+                return request_reply_error(r, E_RESPONSE_TOO_LARGE, msg ? msg : "response too large",
+                                           "Narrow the request (e.g. pass --directory), or use a method that "
+                                           "summarizes server-side if one exists");
         }
         request_reply_result(r, json_object_get(res));
 }
