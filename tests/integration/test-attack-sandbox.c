@@ -705,6 +705,54 @@ START_TEST(worker_has_no_resource_limits) {
 }
 END_TEST
 
+/* Finding: the daemon's forked jobs (settlement, accept, result) have no
+ * parent-death signal: a job that does not end (here a settlement matching
+ * the user's own back-reference marker against a long message) keeps
+ * burning a CPU after the daemon is stopped, and the next daemon starts
+ * another one. */
+START_TEST(job_outlives_daemon) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--require-final-marker",
+                           "^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1c", "--prompt",
+                           "head -c 3000 /dev/zero | tr '\\0' a", NULL};
+        char *a = tf_dispatch(w, d);
+        pid_t daemon = tf_daemon_pid(w);
+        ck_assert_int_gt(daemon, 0);
+        /* the settlement job is running once the shim is gone */
+        pid_t job = 0;
+        for (int i = 0; i < 200 && !job; i++) {
+                _cleanup_free_ char *p = strdup_printf("/proc/%d/task/%d/children", (int) daemon, (int) daemon);
+                _cleanup_free_ char *list = tf_read(p, NULL);
+                char *save = NULL;
+                for (char *t = strtok_r(list, " \n", &save); t && !job; t = strtok_r(NULL, " \n", &save)) {
+                        _cleanup_free_ char *cp = strdup_printf("/proc/%s/comm", t);
+                        _cleanup_free_ char *comm = tf_exists(cp) ? tf_read(cp, NULL) : strdup("");
+                        if (startswith(comm, "taskferryd")) job = atoi(t);
+                }
+                if (job) {
+                        /* still the daemon's program a moment later: a job, not a shim before its exec */
+                        usleep(300000);
+                        _cleanup_free_ char *cp = strdup_printf("/proc/%d/comm", (int) job);
+                        _cleanup_free_ char *comm = tf_exists(cp) ? tf_read(cp, NULL) : strdup("");
+                        if (!startswith(comm, "taskferryd")) job = 0;
+                } else
+                        usleep(50000);
+        }
+        ck_assert_msg(job > 0, "no settlement job seen");
+        ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+        bool gone = false;
+        for (int i = 0; i < 100 && !gone; i++) {
+                gone = kill(job, 0) < 0;
+                if (!gone) usleep(50000);
+        }
+        if (!gone) kill(job, SIGKILL);
+        ck_assert_msg(gone, "settlement job %d outlived its daemon", (int) job);
+        free(a), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("attack-sandbox");
         TCase *tc = tcase_create("attack");
@@ -725,6 +773,7 @@ int main(void) {
         tcase_add_test(tc, hookspath_hook_planted);
         tcase_add_test(tc, result_diff_buffers_whole_patch);
         tcase_add_test(tc, worker_has_no_resource_limits);
+        tcase_add_test(tc, job_outlives_daemon);
         suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }
