@@ -182,9 +182,9 @@ START_TEST(root_worker_reads_root_only_files) {
          * the shim has to enter a user namespace whose outside uid is not 0,
          * or setuid to a dedicated user, before bwrap). Belongs in
          * src/shim/main.c run_worker and src/shared/sandbox.c. */
+        tf_world_free(w); /* before the check: a failed check ends the test at once */
         ck_assert_msg(!strstr(msg, "SECRET-ROOT-ONLY"), "a root daemon's worker read a root-only file: %s", msg);
         free(msg), free(a), free(script), free(secret), free(tag), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -344,9 +344,9 @@ START_TEST(loopback_service_reachable) {
          * access only (pasta/slirp4netns), or Landlock ABI 4 TCP connect
          * rules allowing the provider ports plus an allow-list of loopback
          * ports (src/shared/landlock.c, src/shim/main.c run_worker). */
+        tf_world_free(w);
         ck_assert_msg(!strstr(msg, "tcp-connected"), "reached a host loopback service: %s", msg);
         free(msg), free(a), free(script), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -447,9 +447,9 @@ START_TEST(socket_in_system_dir_reachable) {
          * of /etc and /opt, and /nix/var/nix/daemon-socket outright
          * (src/shared/sandbox-plan.c add_system_roots / masks). A socket made
          * after the plan stays reachable. */
+        tf_world_free(w);
         ck_assert_msg(!strstr(msg, " connected"), "reached a host socket in a system dir: %s", msg);
         free(msg), free(a), free(script), free(paths[0]), free(paths[1]), free(dir), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -584,10 +584,10 @@ START_TEST(hookspath_hook_planted) {
         /* OPEN: leave paths under a work-tree core.hooksPath out of the
          * changeset (or at least warn, as for .git), in src/shared/changeset.c
          * (the repository's core.hooksPath is read in repo_info_gather). */
+        tf_world_free(w);
         ck_assert_msg(!ran || warned, "the accepted changeset planted a hook that ran on the user's git commit, "
                       "without a warning");
         free(marker), free(script), free(a), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -698,10 +698,10 @@ START_TEST(worker_has_no_resource_limits) {
          * manager a fallback is needed too (a delegated cgroup of the
          * daemon's, or prlimit RLIMIT_NPROC/RLIMIT_AS on the worker): in
          * src/daemon/launch.c launch_task. */
+        tf_world_free(w);
         ck_assert_msg(procs_bounded && mem_bounded, "worker limits: pids.max=%s memory.max=%s nproc=%ld as=%ld", pids_max,
                       mem_max, nproc, as);
         free(a), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -753,6 +753,31 @@ START_TEST(job_outlives_daemon) {
 }
 END_TEST
 
+/* Finding: extraction hashes every file the worker left, whatever its size:
+ * a sparse file of 1 TiB costs no disk (so no disk budget would see it) but
+ * hours of `git add`, and until the settlement ends the task holds one of
+ * the daemon's concurrency slots: four such tasks (or a worker's nested
+ * ones) stop every launch of the user's. */
+START_TEST(sparse_file_stalls_settlement) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "truncate -s 1T huge.bin", NULL};
+        char *a = tf_dispatch(w, d);
+        bool settled = false;
+        for (int i = 0; i < 300 && !settled; i++) {
+                settled = !status_is(w, a, "running") && !status_is(w, a, "queued");
+                if (!settled) usleep(100000);
+        }
+        /* OPEN: leave files over a size limit out of the changeset with a
+         * warning (or fail the extraction with a changesetError) before git
+         * reads them, in src/shared/changeset.c (the upper dir lists the
+         * touched paths; st_size is known without reading). */
+        tf_world_free(w); /* the daemon's death takes the settlement job and its git along */
+        ck_assert_msg(settled, "a task with a 1 TiB sparse file did not settle in 30 s");
+        free(a), free(repo);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("attack-sandbox");
         TCase *tc = tcase_create("attack");
@@ -774,6 +799,7 @@ int main(void) {
         tcase_add_test(tc, result_diff_buffers_whole_patch);
         tcase_add_test(tc, worker_has_no_resource_limits);
         tcase_add_test(tc, job_outlives_daemon);
+        tcase_add_test(tc, sparse_file_stalls_settlement);
         suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }
