@@ -248,6 +248,45 @@ static char *nested_directory(Task *caller, const char *given, char **ret) {
 
 static bool caller_may_see(Caller who, Task *t);
 
+/* Is a final marker too costly to take from a worker? glibc's regcomp(3)
+ * expands interval expressions ((((a{255}){255}){255}) takes seconds and
+ * GiBs, in the daemon's loop), and regexec(3) matches back-references
+ * (\1..\9) by backtracking, polynomial in the text with the number of
+ * groups: the settlement job would never finish with a worker's message. */
+static bool marker_is_costly(const char *re) {
+        for (const char *p = re; *p; p++) {
+                if (*p == '{') return true;
+                if (*p != '\\') continue;
+                if (p[1] >= '1' && p[1] <= '9') return true;
+                if (p[1]) p++;
+        }
+        return false;
+}
+
+/* Live (queued or running) tasks a dispatch tree may hold below its
+ * top-level task: a worker's nested tasks would otherwise queue in front of
+ * the user's without end, each with a socket that dispatches more. */
+#define NESTED_TASKS_MAX 16
+
+static Task *dispatch_root(Manager *m, Task *t) {
+        for (unsigned depth = 0; depth < 256; depth++) {
+                const char *by = task_str(t, "dispatchedBy");
+                Task *p = by ? manager_find_task(m, by) : NULL;
+                if (!p) break;
+                t = p;
+        }
+        return t;
+}
+
+static unsigned live_nested_tasks(Manager *m, Task *root) {
+        unsigned n = 0;
+        for (size_t i = 0; i < m->n_tasks; i++) {
+                Task *o = m->tasks[i];
+                if (o != root && task_str(o, "dispatchedBy") && task_is_active(o) && dispatch_root(m, o) == root) n++;
+        }
+        return n;
+}
+
 static void handle_dispatch(Manager *m, Request *r) {
         json_object *p = r->req.params;
         if (reply_if_state_unreadable(m, r)) return;
@@ -255,6 +294,14 @@ static void handle_dispatch(Manager *m, Request *r) {
         Caller who = caller_of(m, r->conn);
         _cleanup_free_ char *directory = NULL;
         if (who.task) {
+                if (live_nested_tasks(m, dispatch_root(m, who.task)) >= NESTED_TASKS_MAX) {
+                        _cleanup_free_ char *help = strdup_printf(
+                                "Wait for a nested task to finish; a task and the tasks dispatched from it may have at "
+                                "most %d nested tasks queued or running",
+                                NESTED_TASKS_MAX);
+                        return request_reply_error(r, E_SERVER_BUSY, "this task has too many nested tasks queued or running",
+                                                   help ? help : "");
+                }
                 _cleanup_free_ char *nested_err = nested_directory(who.task, dir_param, &directory);
                 if (nested_err) return reply_failed(r, nested_err);
         } else
@@ -289,6 +336,10 @@ static void handle_dispatch(Manager *m, Request *r) {
                                         "--executor shell for a plain command");
         }
         const char *marker = json_get_string(p, "finalMarker");
+        if (who.sandboxed && marker && marker_is_costly(marker))
+                return reply_failed(r, "error: a task running in a sandbox cannot dispatch with a --require-final-marker "
+                                       "that uses a back-reference (\\1 to \\9) or an interval ({m,n})\nhelp: match the "
+                                       "marker without them");
         if (marker) {
                 regex_t re;
                 int rc = regcomp(&re, marker, REG_EXTENDED | REG_NEWLINE | REG_NOSUB);
@@ -589,6 +640,11 @@ typedef struct ResultJob {
         Task *t;
 } ResultJob;
 
+static int64_t file_size(const char *path) {
+        struct stat st;
+        return stat(path, &st) == 0 ? (int64_t) st.st_size : -1;
+}
+
 /* Runs in the forked child: reads the log and the patch (spec lifecycle.md §4.2–§4.3). */
 static json_object *result_job_run(void *userdata, int *error) {
         ResultJob *rj = userdata;
@@ -608,6 +664,15 @@ static json_object *result_job_run(void *userdata, int *error) {
         static const char *const head[] = {"exitCode", "signal", "spawnError", "failureReason", "failureDetail"};
         for (size_t i = 0; i < ELEMENTSOF(head); i++) json_copy_key(o, t->rec, head[i]);
         const char *diff_path = task_str(t, "diffPath");
+        /* a patch that alone exceeds the frame budget is never read: the
+         * answer could not be sent, and the daemon would hold all of it */
+        if (diff_path && fields_include(fields, "diff") && file_size(diff_path) > PROTOCOL_MAX_BUFFER_BYTES) {
+                json_object_put(o);
+                o = json_object_new_object();
+                json_add_bool(o, "responseTooLarge", true);
+                log_summary_done(&s);
+                return o;
+        }
         json_object *diff = NULL, *stat = NULL;
         if (diff_path && (fields_include(fields, "diff") || fields_include(fields, "diffStat"))) {
                 _cleanup_free_ char *data = NULL;
@@ -706,6 +771,14 @@ static void result_job_done(Manager *m, void *userdata, json_object *res, int er
                                                           strerror(error < 0 ? -error : EIO));
                 return reply_failed(r, text);
         }
+        if (json_get_bool(res, "responseTooLarge", false)) {
+                /* the same answer connection_send_frame gives a frame over budget */
+                _cleanup_free_ char *msg = strdup_printf("daemon response for this request exceeds %d bytes",
+                                                         PROTOCOL_MAX_BUFFER_BYTES);
+                return request_reply_error(r, E_RESPONSE_TOO_LARGE, msg ? msg : "response too large",
+                                           "Narrow the request (e.g. pass --directory), or use a method that "
+                                           "summarizes server-side if one exists");
+        }
         request_reply_result(r, json_object_get(res));
 }
 
@@ -771,10 +844,47 @@ static bool caller_may_decide(Manager *m, Request *r, Task *t, const char *verb)
         return false;
 }
 
+/* A cancel reaches the tasks the cancelled task's worker dispatched, and
+ * theirs: a worker cannot go on through a nested task after its user
+ * stopped it (a security review finding). Queued ones are cancelled before
+ * launch, running ones get SIGTERM and, after grace ms, SIGKILL. */
+static void cancel_dispatched(Manager *m, Task *parent, int64_t grace, unsigned depth) {
+        if (depth > 64) return;
+        char iso[32];
+        for (size_t i = 0; i < m->n_tasks; i++) {
+                Task *c = m->tasks[i];
+                if (c == parent || !streq_ptr(task_str(c, "dispatchedBy"), parent->id)) continue;
+                const char *status = task_status(c);
+                if (streq(status, "queued")) {
+                        scheduler_remove(m, c);
+                        task_set_str(c, "status", "cancelled");
+                        task_set_str(c, "endedAt", format_iso(now_ms(), iso));
+                        json_object_put(c->launch);
+                        c->launch = NULL;
+                        task_persist(c);
+                        task_wake_waiters(c);
+                } else if (streq(status, "running") && !json_get_bool(c->rec, "cancelRequested", false)) {
+                        task_set_bool(c, "cancelRequested", true);
+                        if (task_signal(c, SIGTERM) >= 0) {
+                                c->kill_timer = sd_event_source_disable_unref(c->kill_timer);
+                                uint64_t now;
+                                sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+                                (void) sd_event_add_time(m->event, &c->kill_timer, CLOCK_MONOTONIC,
+                                                         now + (uint64_t) grace * 1000ULL, 0, kill_timer_cb, c);
+                        }
+                        task_persist(c);
+                }
+                cancel_dispatched(m, c, grace, depth + 1);
+        }
+}
+
 static void handle_cancel(Manager *m, Request *r) {
         Task *t = lookup_visible_task(m, r);
         if (!t) return;
         if (!caller_may_decide(m, r, t, "cancel")) return;
+        int64_t child_grace = (int64_t) m->settings.cancel_grace_ms;
+        json_get_int64(r->req.params, "graceMs", &child_grace);
+        cancel_dispatched(m, t, child_grace, 0);
         const char *status = task_status(t);
         char iso[32];
         if (streq(status, "queued")) {

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/pidfd.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "daemon.h"
@@ -97,6 +98,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
         if (pipe2(p, O_CLOEXEC) < 0) return -errno;
         fflush(stdout);
         fflush(stderr);
+        pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0) {
                 int r = -errno;
@@ -105,6 +107,10 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
                 return r;
         }
         if (pid == 0) {
+                /* a job never outlives its daemon (the next one redoes the
+                 * work: settlement from exit.json, an interrupted accept is
+                 * checked before it is applied again) */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) _exit(5);
                 /* child: keep stdin/out/err and the result pipe only */
                 if (p[1] != 3) {
                         if (dup2(p[1], 3) < 0) _exit(3);

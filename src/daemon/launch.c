@@ -69,15 +69,17 @@ static int build_worker_env(Task *t, char ***ret) {
  * §2.1; DESIGN.md's file-shaped secrets) and taskferry's own dirs, plus every
  * user's runtime dir and the system bus (a read-only view still lets a worker
  * connect() to the sockets there: the user manager, the session bus, ssh and
- * gpg agents), should a user bind show them. */
+ * gpg agents), should a user bind show them, and the Nix daemon's socket dir,
+ * which the read-only /nix shows. */
 static int build_masks(Manager *m, char ***ret_deny, char ***ret_structural) {
         const tf_paths *p = &m->paths;
         _cleanup_strv_free_ char **deny = NULL, **structural = NULL;
         int r = sandbox_deny_list(p->home, p->state_dir, m->settings.sandbox_denylist, &deny);
         if (r < 0) return r;
         const char *xdg = getenv("XDG_RUNTIME_DIR");
+        /* /nix/var/nix/daemon-socket: nix-daemon's socket under the read-only /nix */
         const char *own[] = {p->state_dir, p->runtime_dir, p->overlay_tmp_root, p->cache_dir, "/run/user", "/run/dbus",
-                             xdg && *xdg == '/' ? xdg : NULL};
+                             "/nix/var/nix/daemon-socket", xdg && *xdg == '/' ? xdg : NULL};
         for (size_t i = 0; i < ELEMENTSOF(own); i++)
                 if (own[i] && !strv_contains(structural, own[i]) && (r = strv_push(&structural, own[i])) < 0) return r;
         *ret_deny = TAKE_PTR(deny);
@@ -583,7 +585,8 @@ static int overlay_prepare(Task *t) {
  * ours (executor-home.h). The newest other task of the same executor with
  * that session id whose home still exists — and, for a task a worker
  * dispatched, one that worker may see (its own task or the tasks it
- * dispatched): a session id is no key to another task's conversation. */
+ * dispatched): a session id is no key to another task's conversation. A
+ * task still queued, running or settling seeds nothing. */
 static char *seed_home_for(Task *t) {
         const char *sid = task_str(t, "sessionId"), *ex = task_str(t, "executorId");
         if (!sid || !ex) return NULL;
@@ -595,6 +598,9 @@ static char *seed_home_for(Task *t) {
                     !streq(strempty(task_str(o, "executorId")), ex))
                         continue;
                 if (by && !streq(o->id, by) && !streq_ptr(task_str(o, "dispatchedBy"), by)) continue;
+                /* only a settled task's home: a worker still running could swap
+                 * a dir for a symlink while the shim copies (executor-home.h) */
+                if (task_is_active(o) || o->settling) continue;
                 char *root = executor_home_root(m->paths.cache_dir, o->id);
                 if (root && is_dir(root)) return root;
                 free(root);
@@ -730,12 +736,22 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
         for (char **s = structural; s && *s; s++)
                 if (strv_push(&never_exposed, *s) < 0) return -ENOMEM;
         _cleanup_free_ char *seed = seed_home_for(t);
+        /* which of the user's dirs the homes expose (PI_CODING_AGENT_DIR,
+         * XDG_DATA_HOME, XDG_CONFIG_HOME): for a task a worker dispatched, the
+         * daemon's own environment says, never the worker's — it would name
+         * any dir of the user's to have it bound into its nested task */
+        _cleanup_strv_free_ char **ambient = NULL;
+        if (task_str(t, "dispatchedBy"))
+                for (char **e = environ; e && *e; e++)
+                        if (strchr(*e, '=') && !env_name_in(*e, m->settings.env_denylist) && strv_push(&ambient, *e) < 0)
+                                return -ENOMEM;
+        char *no_env[] = {NULL};
         executor_home_args ha = {
                 .executor = strempty(task_str(t, "executorId")),
                 .task_id = t->id,
                 .cache_dir = m->paths.cache_dir,
                 .home = m->paths.home,
-                .env = *env,
+                .env = task_str(t, "dispatchedBy") ? (ambient ? ambient : no_env) : *env,
                 .seed_root = seed,
                 .deny = never_exposed,
         };

@@ -100,6 +100,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1089,6 +1090,7 @@ static _Noreturn void child_main(extract_child *c, int out_fd) {
         _cleanup_(refused_list_done) refused_list host = {}, merged = {};
         int r = userns_enter_as_root(getuid(), getgid());
         if (r < 0) err = strdup_printf("cannot enter a user namespace: %s", strerror(-r));
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL); /* a credential change may have cleared it */
         if (r >= 0 && (c->host_fd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) r = -errno;
         c->refused = &host;
         if (r >= 0) r = child_before(c, &before, &err);
@@ -1433,6 +1435,8 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
                 return r;
         }
         if (pid == 0) {
+                /* dies with the job that forked it (run_command's git with it) */
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
                 safe_close(pfd[0]);
                 extract_child c = {.a = a, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file,
                                    .host_fd = -1};

@@ -58,6 +58,27 @@ static int push_env(executor_home *h, const char *name, const char *root, const 
         return strv_consume(&h->env, strdup_printf("%s=%s/%s", name, root, sub));
 }
 
+/* Is root/rel a directory reached without a symlink below root? The earlier
+ * task owned everything below <H'>/pi and <H'>/opencode, and the shim's copy
+ * follows a symlink it meets on the way to the source: a sessions dir
+ * replaced by a link to ~/.ssh would copy the keys into the new task's home.
+ * Race-free because the task that wrote <H'> has settled (launch.c
+ * seed_home_for): nothing writes there any more. */
+static bool seed_dir_ok(const char *root, const char *rel) {
+        _cleanup_free_ char *p = strdup(root), *rest = strdup(rel);
+        if (!p || !rest) return false;
+        char *save = NULL;
+        for (char *c = strtok_r(rest, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                char *n = strdup_printf("%s/%s", p, c);
+                if (!n) return false;
+                free(p);
+                p = n;
+                struct stat st;
+                if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode)) return false;
+        }
+        return true;
+}
+
 static int push_seed(executor_home *h, const char *src, const char *dest) {
         sandbox_seed *n = realloc(h->seeds, (h->n_seeds + 1) * sizeof *n);
         if (!n) return -ENOMEM;
@@ -94,7 +115,7 @@ static int plan_pi(const executor_home_args *a, executor_home *h) {
         if (a->seed_root) {
                 _cleanup_free_ char *from = strdup_printf("%s/pi/sessions", a->seed_root);
                 if (!from) return -ENOMEM;
-                if (is_dir(from) && (r = push_seed(h, from, sessions)) < 0) return r;
+                if (seed_dir_ok(a->seed_root, "pi/sessions") && (r = push_seed(h, from, sessions)) < 0) return r;
         }
         _cleanup_free_ char *real_ad = safe_source(ad, a->deny);
         if (!real_ad || !is_dir(real_ad)) return 0;
@@ -138,7 +159,7 @@ static int plan_opencode(const executor_home_args *a, executor_home *h) {
                 _cleanup_free_ char *from = strdup_printf("%s/opencode/data/opencode", a->seed_root),
                                     *to = strdup_printf("%s/data/opencode", oc);
                 if (!from || !to) return -ENOMEM;
-                if (is_dir(from) && (r = push_seed(h, from, to)) < 0) return r;
+                if (seed_dir_ok(a->seed_root, "opencode/data/opencode") && (r = push_seed(h, from, to)) < 0) return r;
         }
         _cleanup_free_ char *auth = strdup_printf("%s/opencode/auth.json", data),
                             *auth_dest = strdup_printf("%s/data/opencode/auth.json", oc);

@@ -23,7 +23,8 @@
  * Resume (--session-id): the home of the task that last ran that session
  * seeds the new one (pi: <H'>/pi/sessions, OpenCode: <H'>/opencode/data),
  * copied by the shim before the worker starts, so no writable store is
- * shared. executor_home_release() removes a home except those two dirs.
+ * shared. A seed source reached through a symlink below <H'> (the earlier
+ * task planted it) is no seed. executor_home_release() removes a home except those two dirs.
  *
  * Sources are exposed only when lstat shows a directory, or a regular file
  * with one link (a symlink is followed only to a directory or single-link

@@ -55,10 +55,14 @@
 
 /* The fixed deny-list below the home dir (spec §2.1, plus the file-shaped
  * secrets DESIGN.md names): dirs are masked with an empty tmpfs, files with
- * /dev/null. */
+ * /dev/null. .config/git/credentials is git-credential-store(1)'s second
+ * default file, inside the allow-listed .config/git; .npm-global/etc/npmrc
+ * is npm's global config (prefix ~/.npm-global), inside the allow-listed
+ * .npm-global. */
 #define SANDBOX_DENY_HOME                                                                                  \
         ".ssh", ".aws", ".config/gcloud", ".config/gh", ".gnupg", ".claude", ".local/share/keyrings", ".netrc", \
-                ".git-credentials", ".docker/config.json", ".kube/config", ".npmrc", ".pypirc"
+                ".git-credentials", ".config/git/credentials", ".docker/config.json", ".kube/config", ".npmrc", \
+                ".npm-global/etc/npmrc", ".pypirc"
 
 /* The full deny-list, in the spec's order: state_dir, then home/<each of
  * SANDBOX_DENY_HOME>, then extra (TASKFERRY_SANDBOX_DENYLIST: dirs or

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -533,6 +534,7 @@ int run_command(char *const argv[], char *const envp[], const char *cwd, size_t 
                 close(errp[1]);
                 return r;
         }
+        pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0) {
                 r = -errno;
@@ -540,6 +542,9 @@ int run_command(char *const argv[], char *const envp[], const char *cwd, size_t 
                 return r;
         }
         if (pid == 0) {
+                /* the caller waits for it: it never outlives the caller (a
+                 * daemon job killed with its daemon takes its git along) */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) _exit(127);
                 int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
                 if (devnull < 0) _exit(127);
                 dup2(devnull, 0);

@@ -104,6 +104,7 @@ void run_result_done(run_result *r);
  * environ), cwd (NULL → ours), stdin from /dev/null, stdout captured up to
  * max_out bytes (-EFBIG beyond; 0 → discard stdout), stderr captured.
  * stdout_fd >= 0 sends stdout to that fd instead of capturing.
+ * The child gets SIGKILL should the caller die first (PR_SET_PDEATHSIG).
  * Returns 0 when the child ran (check r->exit_code), -errno if it could not be started. */
 int run_command(char *const argv[], char *const envp[], const char *cwd,
                 size_t max_out, int stdout_fd, run_result *r);

@@ -106,6 +106,14 @@ START_TEST(test_pi_home) {
         ck_assert(strstr(h.seeds[0].src, "oc_t_0/pi/sessions"));
         ck_assert(strstr(h.seeds[0].dest, "oc_t_1/pi/sessions"));
         executor_home_done(&h);
+
+        /* the earlier task replaced its sessions dir by a symlink: no seed */
+        _cleanup_free_ char *sdir = strdup_printf("%s/pi/sessions", seed), *ssh2 = at(".ssh");
+        ck_assert_int_eq(rm_rf(sdir), 0);
+        ck_assert_int_eq(symlink(ssh2, sdir), 0);
+        plan("pi", NULL, seed, &h);
+        ck_assert_uint_eq(h.n_seeds, 0);
+        executor_home_done(&h);
 }
 END_TEST
 
