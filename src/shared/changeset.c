@@ -522,6 +522,7 @@ typedef struct repo_info {
         char *toplevel;   /* absolute */
         char *prefix;     /* D relative to toplevel, "" or "a/b/" */
         char *excludes;   /* the initial T/info/exclude text */
+        char *hooks_rel;  /* core.hooksPath when it lies inside D: relative to D ("" = D itself), else NULL */
 } repo_info;
 
 static void repo_info_done(repo_info *ri) {
@@ -529,6 +530,7 @@ static void repo_info_done(repo_info *ri) {
         free(ri->toplevel);
         free(ri->prefix);
         free(ri->excludes);
+        free(ri->hooks_rel);
         memset(ri, 0, sizeof *ri);
 }
 
@@ -577,6 +579,32 @@ static int repo_info_gather(const char *dir, repo_info *ri) {
         run_result_done(&rr);
         if (r < 0) return r;
         bool subdir = !isempty(ri->prefix);
+
+        /* A core.hooksPath inside the work tree (husky, .githooks): files the
+         * worker changes there would run on the user's next git command. The
+         * host's config, read before the worker's view exists; a relative
+         * value is relative to the top of the work tree (githooks(5)). */
+        if (ri->toplevel) {
+                char *hp_argv[] = {(char *) "git", (char *) "-C", (char *) dir, (char *) "config", (char *) "--path",
+                                   (char *) "--get", (char *) "core.hooksPath", NULL};
+                r = run_command(hp_argv, env, "/", SMALL_MAX, -1, &rr);
+                if (r < 0) return r;
+                if (rr.exit_code == 0) {
+                        strip_trailing_space(rr.out);
+                        _cleanup_free_ char *abs = !*rr.out ? NULL
+                                                   : rr.out[0] == '/' ? strdup(rr.out)
+                                                                      : path_join(ri->toplevel, rr.out);
+                        _cleanup_free_ char *real = abs ? realpath(abs, NULL) : NULL;
+                        const char *h = real ? real : abs;
+                        if (h && path_is_at_or_below(h, dir)) {
+                                const char *rel = h + strlen(dir);
+                                while (*rel == '/') rel++;
+                                if (!(ri->hooks_rel = strdup(rel))) r = -ENOMEM;
+                        }
+                }
+                run_result_done(&rr);
+                if (r < 0) return r;
+        }
 
         /* The user's excludes file (gitignore(5)): core.excludesFile, else
          * $XDG_CONFIG_HOME/git/ignore or ~/.config/git/ignore. */
@@ -668,6 +696,7 @@ typedef struct extract_child {
         refused_list *refused;     /* where add_all_flattened records what git refused (NULL: nowhere) */
         int host_fd;               /* O_PATH fd of D in the host view, opened before the overlay */
         warnings w;                /* what the child reports besides the trees */
+        const char *hooks_rel;     /* repo_info.hooks_rel: changed paths below it are left out */
 } extract_child;
 
 /* Hide <D>/<rel>.git (rel ends in '/', or is "" for the top) under an empty
@@ -1323,12 +1352,19 @@ static int drop_repository_shapes(extract_child *c, const char *before, char *af
                                 else if ((dm = dir_masks_find(&cand, anc)) && pieces_make_repository(dm->mask))
                                         repo = dm->dir;
                         }
-                        if (r < 0 || !repo) continue;
-                        _cleanup_free_ char *qdir = *repo ? quote_path(repo) : strdup("the target directory");
-                        _cleanup_free_ char *why = qdir ? strdup_printf("git would take %s%s for a repository (it holds "
-                                                                        "HEAD with refs, or with commondir)",
-                                                                        qdir, *repo ? "/" : "")
-                                                        : NULL;
+                        bool hook = !repo && c->hooks_rel &&
+                                    (!*c->hooks_rel || path_is_at_or_below(ch[i].path, c->hooks_rel));
+                        if (r < 0 || (!repo && !hook)) continue;
+                        _cleanup_free_ char *qdir = hook ? quote_path(*c->hooks_rel ? c->hooks_rel : ".")
+                                                    : *repo ? quote_path(repo) : strdup("the target directory");
+                        _cleanup_free_ char *why =
+                                !qdir ? NULL
+                                : hook ? strdup_printf("it is a hook: this repository's core.hooksPath is %s, so git "
+                                                       "would run it on your next commit",
+                                                       qdir)
+                                       : strdup_printf("git would take %s%s for a repository (it holds "
+                                                       "HEAD with refs, or with commondir)",
+                                                       qdir, *repo ? "/" : "");
                         r = why ? warn_path(w, ch[i].path, why) : -ENOMEM;
                         if (r >= 0 && ch[i].added) r = strv_push(&removals, ch[i].path);
                         else if (r >= 0) {
@@ -1482,7 +1518,7 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
         w.total = child_total > w.total ? child_total : w.total;
         changeset_extract_args pa = *a;
         pa.directory = dir;
-        extract_child pc = {.a = &pa, .g = &g, .host_fd = -1};
+        extract_child pc = {.a = &pa, .g = &g, .host_fd = -1, .hooks_rel = ri.hooks_rel};
         if ((r = drop_repository_shapes(&pc, before, after, sizeof after, &w, err)) < 0) return r;
 
         run_result rr = {};
