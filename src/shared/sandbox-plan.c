@@ -1,6 +1,8 @@
 #include "sandbox-plan.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,4 +195,73 @@ int sandbox_deny_list(const char *home, const char *state_dir, char *const *extr
         if (!l && !(l = calloc(1, sizeof(char *)))) return -ENOMEM;
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+typedef struct socket_scan {
+        sandbox_mount **m;
+        size_t *n;
+        size_t left;
+        bool partial;
+        int found;
+        const sandbox_mount *shown; /* the mounts as they were before the scan */
+        size_t n_shown;
+} socket_scan;
+
+static int scan_dir(socket_scan *sc, int dfd, const char *path, int depth) {
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                close(dfd);
+                return 0;
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r >= 0 && (de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, "..")) continue;
+                if (sc->left == 0) {
+                        sc->partial = true;
+                        break;
+                }
+                sc->left--;
+                unsigned char type = de->d_type;
+                struct stat st;
+                if (type == DT_UNKNOWN) {
+                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+                        type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+                }
+                if (type != DT_SOCK && type != DT_DIR) continue;
+                _cleanup_free_ char *child = strdup_printf("%s/%s", path, de->d_name);
+                if (!child) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (type == DT_SOCK) {
+                        if (!sandbox_plan_path_visible(sc->shown, sc->n_shown, child)) continue;
+                        r = sandbox_mounts_push(sc->m, sc->n, SANDBOX_MOUNT_MASK_FILE, NULL, child, NULL, NULL, NULL);
+                        if (r >= 0) sc->found++;
+                        continue;
+                }
+                if (depth >= 32) continue;
+                int cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cfd >= 0) r = scan_dir(sc, cfd, child, depth + 1);
+        }
+        closedir(d);
+        return r;
+}
+
+int sandbox_plan_mask_sockets(sandbox_mount **m, size_t *n, size_t max_entries, bool *ret_partial) {
+        static const char *const roots[] = {SANDBOX_SOCKET_SCAN_ROOTS};
+        /* the visibility test looks at the mounts before the scan adds any */
+        size_t n0 = *n;
+        _cleanup_free_ sandbox_mount *shown = n0 ? malloc(n0 * sizeof *shown) : NULL;
+        if (n0 && !shown) return -ENOMEM;
+        if (n0) memcpy(shown, *m, n0 * sizeof *shown);
+        socket_scan sc = {.m = m, .n = n, .left = max_entries, .shown = shown, .n_shown = n0};
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(roots) && r >= 0; i++) {
+                int fd = open(roots[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0) continue;
+                r = scan_dir(&sc, fd, roots[i], 0);
+        }
+        if (ret_partial) *ret_partial = sc.partial;
+        return r < 0 ? r : sc.found;
 }

@@ -89,6 +89,23 @@ typedef struct sandbox_plan_args {
  * bound anyway (your --ro-bind/--rw-bind)"). -ENOMEM. */
 int sandbox_plan_build(const sandbox_plan_args *a, sandbox_mount **ret, size_t *ret_n, char ***ret_warnings);
 
+/* System roots that may hold a Unix socket (a daemon's, an appliance's):
+ * scanned by sandbox_plan_mask_sockets(). /usr, /sys and /nix/store hold
+ * none by convention and are too large to walk per launch. */
+#define SANDBOX_SOCKET_SCAN_ROOTS "/etc", "/opt"
+/* Entries the scan visits at most (a larger tree is scanned that far and
+ * reported as partial). */
+#define SANDBOX_SOCKET_SCAN_MAX 200000
+
+/* A read-only mount does not stop connect(2), and Landlock (ABI <= 6) cannot
+ * forbid it on a path: append a "mask-file" mount (/dev/null over it) for
+ * every Unix socket found under the scan roots that the mounts show (no
+ * symlink followed, at most max_entries entries, depth <= 32). A socket
+ * created after the scan stays reachable. Blocking (walks the roots): call
+ * from the shim, never from the daemon's loop. Returns the number of sockets
+ * masked, or -ENOMEM; *ret_partial says the entry cap was hit. */
+int sandbox_plan_mask_sockets(sandbox_mount **m, size_t *n, size_t max_entries, bool *ret_partial);
+
 /* Is host path p visible inside a sandbox with these mounts — at or below
  * the dest of a bind/ro-bind/overlay/target mount and not at or below a
  * later mask (tmpfs or mask-file)? Used by the launch preflight to tell a

@@ -33,6 +33,7 @@
 #include "launch-spec.h"
 #include "log-pipe.h"
 #include "overlay.h"
+#include "sandbox-plan.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -602,6 +603,14 @@ static int start_and_monitor(shim *s) {
                                   strerror(r < 0 ? -r : EINVAL));
 
         if (sb) {
+                /* no host socket under the read-only system roots (sandbox-plan.h) */
+                bool partial = false;
+                r = sandbox_plan_mask_sockets(&sb->mounts, &sb->n_mounts, SANDBOX_SOCKET_SCAN_MAX, &partial);
+                if (r < 0) return fail_spawn(s, "cannot scan the system dirs for sockets: %s", strerror(-r));
+                if (partial)
+                        dprintf(s->log_fd, "taskferry-shim: warning: /etc and /opt hold more than %d entries; the "
+                                           "sandbox masks only the Unix sockets among the first of them\n",
+                                SANDBOX_SOCKET_SCAN_MAX);
                 r = sandbox_build_argv(bwrap, spec->directory, sb, s->method, s->prompt_fd, worker_argv, &s->argv);
                 if (r < 0) return fail_spawn(s, "cannot build the bwrap command line: %s", strerror(-r));
                 r = bwrap_args_through_memfd(s);
