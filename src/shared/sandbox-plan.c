@@ -198,6 +198,7 @@ int sandbox_deny_list(const char *home, const char *state_dir, char *const *extr
 }
 
 typedef struct socket_scan {
+        bool private_files;         /* also mask what others may not read (a root daemon's worker is host uid 0) */
         sandbox_mount **m;
         size_t *n;
         size_t left;
@@ -224,19 +225,28 @@ static int scan_dir(socket_scan *sc, int dfd, const char *path, int depth) {
                 sc->left--;
                 unsigned char type = de->d_type;
                 struct stat st;
-                if (type == DT_UNKNOWN) {
+                bool have_st = false;
+                if (type == DT_UNKNOWN || (sc->private_files && (type == DT_REG || type == DT_DIR))) {
                         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
-                        type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+                        have_st = true;
+                        type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR
+                                                      : S_ISREG(st.st_mode)  ? DT_REG
+                                                                              : DT_UNKNOWN;
                 }
-                if (type != DT_SOCK && type != DT_DIR) continue;
+                /* what others may not read, for a worker that is host uid 0 */
+                bool private_ = have_st && sc->private_files &&
+                                ((type == DT_REG && !(st.st_mode & S_IROTH)) ||
+                                 (type == DT_DIR && (st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH)));
+                if (type != DT_SOCK && type != DT_DIR && !private_) continue;
                 _cleanup_free_ char *child = strdup_printf("%s/%s", path, de->d_name);
                 if (!child) {
                         r = -ENOMEM;
                         break;
                 }
-                if (type == DT_SOCK) {
+                if (type == DT_SOCK || private_) {
                         if (!sandbox_plan_path_visible(sc->shown, sc->n_shown, child)) continue;
-                        r = sandbox_mounts_push(sc->m, sc->n, SANDBOX_MOUNT_MASK_FILE, NULL, child, NULL, NULL, NULL);
+                        r = sandbox_mounts_push(sc->m, sc->n, type == DT_DIR ? SANDBOX_MOUNT_TMPFS : SANDBOX_MOUNT_MASK_FILE,
+                                                NULL, child, NULL, NULL, NULL);
                         if (r >= 0) sc->found++;
                         continue;
                 }
@@ -248,14 +258,16 @@ static int scan_dir(socket_scan *sc, int dfd, const char *path, int depth) {
         return r;
 }
 
-int sandbox_plan_mask_sockets(sandbox_mount **m, size_t *n, size_t max_entries, bool *ret_partial) {
+int sandbox_plan_scan_roots(sandbox_mount **m, size_t *n, size_t max_entries, bool private_files,
+                              bool *ret_partial) {
         static const char *const roots[] = {SANDBOX_SOCKET_SCAN_ROOTS};
         /* the visibility test looks at the mounts before the scan adds any */
         size_t n0 = *n;
         _cleanup_free_ sandbox_mount *shown = n0 ? malloc(n0 * sizeof *shown) : NULL;
         if (n0 && !shown) return -ENOMEM;
         if (n0) memcpy(shown, *m, n0 * sizeof *shown);
-        socket_scan sc = {.m = m, .n = n, .left = max_entries, .shown = shown, .n_shown = n0};
+        socket_scan sc = {.private_files = private_files, .m = m, .n = n, .left = max_entries, .shown = shown,
+                          .n_shown = n0};
         int r = 0;
         for (size_t i = 0; i < ELEMENTSOF(roots) && r >= 0; i++) {
                 int fd = open(roots[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

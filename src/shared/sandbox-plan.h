@@ -90,7 +90,7 @@ typedef struct sandbox_plan_args {
 int sandbox_plan_build(const sandbox_plan_args *a, sandbox_mount **ret, size_t *ret_n, char ***ret_warnings);
 
 /* System roots that may hold a Unix socket (a daemon's, an appliance's):
- * scanned by sandbox_plan_mask_sockets(). /usr, /sys and /nix/store hold
+ * scanned by sandbox_plan_scan_roots(). /usr, /sys and /nix/store hold
  * none by convention and are too large to walk per launch. */
 #define SANDBOX_SOCKET_SCAN_ROOTS "/etc", "/opt"
 /* Entries the scan visits at most (a larger tree is scanned that far and
@@ -103,8 +103,13 @@ int sandbox_plan_build(const sandbox_plan_args *a, sandbox_mount **ret, size_t *
  * symlink followed, at most max_entries entries, depth <= 32). A socket
  * created after the scan stays reachable. Blocking (walks the roots): call
  * from the shim, never from the daemon's loop. Returns the number of sockets
- * masked, or -ENOMEM; *ret_partial says the entry cap was hit. */
-int sandbox_plan_mask_sockets(sandbox_mount **m, size_t *n, size_t max_entries, bool *ret_partial);
+ * masked, or -ENOMEM; *ret_partial says the entry cap was hit.
+ * private_files (a daemon running as root, whose worker is host uid 0 and so
+ * owns root's files): also mask every file others may not read and every
+ * dir others may not list (/etc/shadow, ssh host keys, /etc/ssl/private),
+ * so the worker reads in those roots what an unprivileged user could. */
+int sandbox_plan_scan_roots(sandbox_mount **m, size_t *n, size_t max_entries, bool private_files,
+                              bool *ret_partial);
 
 /* Is host path p visible inside a sandbox with these mounts — at or below
  * the dest of a bind/ro-bind/overlay/target mount and not at or below a

@@ -605,7 +605,7 @@ static int start_and_monitor(shim *s) {
         if (sb) {
                 /* no host socket under the read-only system roots (sandbox-plan.h) */
                 bool partial = false;
-                r = sandbox_plan_mask_sockets(&sb->mounts, &sb->n_mounts, SANDBOX_SOCKET_SCAN_MAX, &partial);
+                r = sandbox_plan_scan_roots(&sb->mounts, &sb->n_mounts, SANDBOX_SOCKET_SCAN_MAX, geteuid() == 0, &partial);
                 if (r < 0) return fail_spawn(s, "cannot scan the system dirs for sockets: %s", strerror(-r));
                 if (partial)
                         dprintf(s->log_fd, "taskferry-shim: warning: /etc and /opt hold more than %d entries; the "

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "executor-home.h"
 #include "sandbox-plan.h"
@@ -70,7 +71,7 @@ int main(int argc, char **argv) {
                 size_t k = 0;
                 sandbox_plan_args a = {.home = home, .directory = dir, .deny = deny, .structural = structural};
                 if (sandbox_plan_build(&a, &m, &k, NULL) < 0) return 1;
-                found = sandbox_plan_mask_sockets(&m, &k, SANDBOX_SOCKET_SCAN_MAX, &partial);
+                found = sandbox_plan_scan_roots(&m, &k, SANDBOX_SOCKET_SCAN_MAX, geteuid() == 0, &partial);
                 sandbox_mounts_free(m, k);
         }
         double scan_ms = (now_s() - ts) / scans * 1e3;
