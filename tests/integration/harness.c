@@ -503,3 +503,27 @@ json_object *tf_wait_settled(tf_world *w, const char *id) {
                       st ? st : "?");
         return o;
 }
+
+char *tf_task_message(tf_world *w, const char *id) {
+        const char *res[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, res);
+        json_object *o = tf_json(r.out);
+        char *msg = strdup(strempty(tf_jstr(o, "message")));
+        json_object_put(o);
+        tf_run_done(&r);
+        ck_assert_ptr_nonnull(msg);
+        return msg;
+}
+
+int tf_listen_unix(const char *path) {
+        (void) unlink(path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
+        strcpy(sa.sun_path, path);
+        ck_assert_msg(bind(fd, (struct sockaddr *) &sa, sizeof sa) == 0, "bind %s: %m", path);
+        ck_assert_int_eq(chmod(path, 0777), 0);
+        ck_assert_int_eq(listen(fd, 16), 0);
+        return fd;
+}

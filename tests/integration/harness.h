@@ -85,5 +85,10 @@ bool tf_wait_until(bool (*pred)(tf_world *, void *), tf_world *w, void *arg, int
 
 /* Dispatch through the CLI with --json and return the task id (asserts). */
 char *tf_dispatch(tf_world *w, const char *const extra_argv[]);
+/* The task's result message (a shell worker's stdout), via `result --json`; malloc'd. */
+char *tf_task_message(tf_world *w, const char *id);
+/* A listening Unix stream socket at path (mode 0777, any old file there
+ * removed), for probes that a sandbox must not reach; returns its fd. */
+int tf_listen_unix(const char *path);
 /* `taskferry wait <id> --json` until settled; returns the parsed status. */
 json_object *tf_wait_settled(tf_world *w, const char *id);

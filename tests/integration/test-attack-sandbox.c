@@ -41,17 +41,6 @@ static json_object *run_task(tf_world *w, const char *const argv[], char **ret_i
         return st;
 }
 
-/* The task's message (its stdout for a shell worker). */
-static char *message_of(tf_world *w, const char *id) {
-        const char *res[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        char *msg = strdup(strempty(tf_jstr(o, "message")));
-        json_object_put(o);
-        tf_run_done(&r);
-        return msg;
-}
-
 static char *output_file(tf_world *w, const char *id, const char *name) {
         _cleanup_free_ char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
         return tf_exists(p) ? tf_read(p, NULL) : strdup("");
@@ -120,7 +109,7 @@ START_TEST(nested_env_names_user_dir) {
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         int children = 0;
         for (const char *p = msg; (p = strstr(p, "child=oc_")); p++) {
                 _cleanup_free_ char *cid = strndup(p + 6, strcspn(p + 6, "\n"));
@@ -147,7 +136,7 @@ START_TEST(xdg_git_credentials_masked) {
                            "cat $HOME/.config/git/config $HOME/.config/git/credentials 2>/dev/null; echo done", NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         ck_assert_msg(strstr(msg, "visible") && strstr(msg, "done"), "%s", msg);
         ck_assert_msg(!strstr(msg, "SECRET-GIT-TOKEN"), "git's XDG credential store was readable: %s", msg);
         free(msg), free(a), free(repo);
@@ -174,7 +163,7 @@ START_TEST(root_worker_reads_root_only_files) {
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         (void) unlink(secret);
         ck_assert_msg(strstr(msg, "done"), "%s", msg);
         /* mitigated: the shim of a root daemon masks what others may not read
@@ -252,7 +241,7 @@ START_TEST(nested_dispatch_unbounded) {
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         ck_assert_msg(strstr(msg, "accepted="), "%s", msg);
         int n = atoi(strstr(msg, "accepted=") + 9);
         /* clean up: cancel everything still queued or running */
@@ -309,7 +298,7 @@ START_TEST(abstract_socket_unreachable) {
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         close(fd);
         ck_assert_msg(strstr(msg, "done"), "%s", msg);
         ck_assert_msg(!strstr(msg, "abstract-connected"), "reached a host abstract socket: %s", msg);
@@ -334,7 +323,7 @@ START_TEST(loopback_service_reachable) {
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         close(fd);
         ck_assert_msg(strstr(msg, "done"), "%s", msg);
         /* OPEN: a product decision for the lead. Model providers need the
@@ -361,7 +350,7 @@ START_TEST(npm_global_npmrc_masked) {
                            "cat $HOME/.npm-global/bin/tool $HOME/.npm-global/etc/npmrc 2>/dev/null; echo done", NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         ck_assert_msg(strstr(msg, "visible-tool") && strstr(msg, "done"), "%s", msg);
         ck_assert_msg(!strstr(msg, "SECRET-NPM-TOKEN"), "npm's global config was readable: %s", msg);
         free(msg), free(a), free(repo);
@@ -403,19 +392,6 @@ START_TEST(seeded_mount_point_symlink) {
 }
 END_TEST
 
-static int listen_unix(const char *path) {
-        (void) unlink(path);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(fd, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
-        strcpy(sa.sun_path, path);
-        ck_assert_msg(bind(fd, (struct sockaddr *) &sa, sizeof sa) == 0, "bind %s: %m", path);
-        ck_assert_int_eq(chmod(path, 0777), 0);
-        ck_assert_int_eq(listen(fd, 16), 0);
-        return fd;
-}
-
 /* Finding: the read-only system dirs are bound whole, and a read-only mount
  * does not stop connect(2): a Unix socket under /etc or /opt (or the Nix
  * daemon's /nix/var/nix/daemon-socket/socket, through which a root-owned
@@ -432,12 +408,12 @@ START_TEST(socket_in_system_dir_reachable) {
         ck_assert_int_eq(mkdir_p(dir, 0755), 0);
         char *paths[2] = {strdup_printf("/etc/%s.sock", tag), strdup_printf("%s/run.sock", dir)};
         int fds[2];
-        for (int i = 0; i < 2; i++) fds[i] = listen_unix(paths[i]);
+        for (int i = 0; i < 2; i++) fds[i] = tf_listen_unix(paths[i]);
         char *script = strdup_printf("tf-connect %s %s; echo done", paths[0], paths[1]);
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         for (int i = 0; i < 2; i++) close(fds[i]), unlink(paths[i]);
         (void) rm_rf(dir);
         ck_assert_msg(strstr(msg, "done"), "%s", msg);
@@ -470,13 +446,13 @@ START_TEST(nix_daemon_socket_masked) {
         if (made_nix) {
                 ck_assert_int_eq(mkdir_p("/nix/var/nix/daemon-socket", 0755), 0);
                 ck_assert_int_eq(mkdir_p("/nix/store", 0755), 0);
-                fd = listen_unix(sock);
+                fd = tf_listen_unix(sock);
         }
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
                            "ls -d /nix/store; tf-connect /nix/var/nix/daemon-socket/socket; echo done", NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         if (made_nix) {
                 close(fd);
                 (void) rm_rf("/nix");
@@ -526,7 +502,7 @@ START_TEST(final_marker_redos) {
         const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
         char *a = NULL;
         json_object_put(run_task(w, d, &a));
-        char *msg = message_of(w, a);
+        char *msg = tf_task_message(w, a);
         /* regcomp of nested intervals runs in the daemon's loop: seconds and
          * GiBs for (((a{255}){255}){255}), so a worker may not send one */
         ck_assert_msg(strstr(msg, "interval"), "a nested dispatch with nested intervals was taken: %s", msg);

@@ -34,12 +34,7 @@ static char *run_worker(tf_world *w, const char *repo, const char *const extra[]
         argv[n] = NULL;
         char *id = tf_dispatch(w, argv);
         json_object *st = tf_wait_settled(w, id);
-        const char *res[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        char *msg = strdup(strempty(tf_jstr(o, "message")));
-        json_object_put(o);
-        tf_run_done(&r);
+        char *msg = tf_task_message(w, id);
         free(id);
         if (ret_status) *ret_status = st;
         else json_object_put(st);
@@ -154,16 +149,7 @@ static int listen_at(const char *path) {
         _cleanup_free_ char *dir = strdup(path);
         *strrchr(dir, '/') = 0;
         ck_assert_int_eq(mkdir_p(dir, 0755), 0);
-        (void) unlink(path);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(fd, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
-        strcpy(sa.sun_path, path);
-        ck_assert_msg(bind(fd, (struct sockaddr *) &sa, sizeof sa) == 0, "bind %s: %m", path);
-        ck_assert_int_eq(chmod(path, 0777), 0);
-        ck_assert_int_eq(listen(fd, 16), 0);
-        return fd;
+        return tf_listen_unix(path);
 }
 
 /* No host Unix socket is reachable, only the task's own socket (which must

@@ -13,16 +13,6 @@
 #include "json-util.h"
 #include "util.h"
 
-static char *result_message(tf_world *w, const char *id) {
-        const char *res[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        char *msg = strdup(strempty(tf_jstr(o, "message")));
-        json_object_put(o);
-        tf_run_done(&r);
-        return msg;
-}
-
 START_TEST(commit_in_linked_worktree) {
         tf_world *w = tf_world_new(NULL);
         char *main_repo = strdup(tf_path(w->repo_parent, "main"));
@@ -44,7 +34,7 @@ START_TEST(commit_in_linked_worktree) {
         const char *d[] = {"--executor", "shell", "--directory", wt, "--prompt", script, NULL};
         char *id = tf_dispatch(w, d);
         json_object *st = tf_wait_settled(w, id);
-        char *msg = result_message(w, id);
+        char *msg = tf_task_message(w, id);
         ck_assert_msg(streq(tf_jstr(st, "status"), "done"), "worker failed: %s / %s", json_to_line(st, NULL), msg);
         ck_assert_msg(strstr(msg, "2\ncommitted"), "commit inside the sandbox failed: %s", msg);
         ck_assert_msg(!strstr(msg, "config-writable") && !strstr(msg, "head-writable"),
@@ -87,7 +77,7 @@ START_TEST(commit_in_subdirectory) {
         const char *d[] = {"--executor", "shell", "--directory", sub, "--prompt", script, NULL};
         char *id = tf_dispatch(w, d);
         json_object *st = tf_wait_settled(w, id);
-        char *msg = result_message(w, id);
+        char *msg = tf_task_message(w, id);
         ck_assert_msg(streq(tf_jstr(st, "status"), "done") && strstr(msg, "2\nok"), "%s / %s", json_to_line(st, NULL), msg);
         ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
         json_object_put(st);
