@@ -59,10 +59,6 @@ static void handle_health(Manager *m, Request *r) {
 /* ---- task.dispatch ---- */
 
 /* Does a overlap b: equal, ancestor or descendant (root-aware). */
-static bool paths_overlap(const char *a, const char *b) {
-        return path_is_at_or_below(a, b) || path_is_at_or_below(b, a);
-}
-
 static char *canonical(const char *p) {
         char *real = realpath(p, NULL);
         return real ? real : strdup(p);

@@ -107,7 +107,7 @@ static int collect_binds(Task *t, char *const *daemon_wide, json_object *given, 
                         }
                         bool bad = false;
                         for (char *const *p = protected_; pass == 0 && p && *p && !bad; p++)
-                                bad = path_is_at_or_below(real, *p) || path_is_at_or_below(*p, real);
+                                bad = paths_overlap(real, *p);
                         if (bad) {
                                 log_warning("task %s: bind %s overlaps the target or taskferry's own dirs; not bound",
                                             t->id, real);

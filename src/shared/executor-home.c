@@ -30,7 +30,7 @@ void executor_home_done(executor_home *h) {
 
 static bool denied(char *const *deny, const char *p) {
         for (; deny && *deny; deny++)
-                if (path_is_at_or_below(p, *deny) || path_is_at_or_below(*deny, p)) return true;
+                if (paths_overlap(p, *deny)) return true;
         return false;
 }
 

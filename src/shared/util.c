@@ -455,6 +455,8 @@ bool path_is_at_or_below(const char *path, const char *dir) {
         return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
 }
 
+bool paths_overlap(const char *a, const char *b) { return path_is_at_or_below(a, b) || path_is_at_or_below(b, a); }
+
 bool is_dir(const char *path) {
         struct stat st;
         return stat(path, &st) == 0 && S_ISDIR(st.st_mode);

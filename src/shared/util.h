@@ -81,6 +81,8 @@ int rm_rf(const char *path);
 /* Does path equal dir or lie below it? Plain string test on absolute,
  * canonical paths ("/" contains everything; "/a" does not contain "/ab"). */
 bool path_is_at_or_below(const char *path, const char *dir);
+/* Is one of a and b at or below the other (same rules)? */
+bool paths_overlap(const char *a, const char *b);
 /* True if path is a directory (follows symlinks). */
 bool is_dir(const char *path);
 /* Resolve `name` against PATH (colon list; NULL → getenv("PATH")). Names with
