@@ -12,6 +12,7 @@
 
 #include "paths.h"
 #include "protocol.h"
+#include "workspace.h"
 
 typedef struct Manager Manager;
 typedef struct Connection Connection;
@@ -266,9 +267,3 @@ typedef struct Caller {
 } Caller;
 Caller caller_of(Manager *m, Connection *c);
 
-/* workspace.c */
-/* Git workspace root of dir (§1.9) computed from the filesystem only (no git
- * process): the parent of the common git dir; a submodule's own top; dir
- * itself when not in a repository. malloc'd. */
-char *workspace_root(const char *dir);
-bool same_workspace(const char *a, const char *b);

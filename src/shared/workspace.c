@@ -5,7 +5,10 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "daemon.h"
+#include "workspace.h"
+
+#include <stdlib.h>
+#include <string.h>
 #include "util.h"
 
 static char *dirname_dup(const char *p) {
