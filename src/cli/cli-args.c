@@ -10,6 +10,7 @@
 
 #include "disk-budget.h"
 #include "json-util.h"
+#include "protocol.h"
 #include "util.h"
 
 /* ---- command specs (§2.10; texts follow the original command-specs) ---- */
@@ -223,13 +224,6 @@ const cli_command_spec cli_commands[] = {
         {}
 };
 
-const char *const cli_result_fields[] = {
-        "message", "narration", "tokens", "cost", "sessionId", "exitCode", "signal", "spawnError",
-        "failureReason", "failureDetail", "logPath", "outputDir", "incomplete", "finalMarker",
-        "finalStatus", "class", "diff", "diffStat", "changesetError", "checkStatus", "checkCommand",
-        "checkExitCode", "checkOutputTail", "checkStartedAt", "checkEndedAt", "checkOverride",
-        "parentTaskId", "projectConfigWarning", NULL
-};
 
 const cli_command_spec *cli_command_find(const char *name) {
         for (const cli_command_spec *c = cli_commands; c->name; c++)
@@ -506,7 +500,7 @@ static int parse_fields(const char *value, json_object **ret, cli_error *err) {
         if (ok) {
                 for (size_t i = 0; ok && i < json_object_array_length(list); i++) {
                         const char *f = json_object_get_string(json_object_array_get_idx(list, i));
-                        ok = strv_contains((char **) cli_result_fields, f);
+                        ok = strv_contains((char **) protocol_result_fields, f);
                 }
         }
         if (!ok) {
@@ -516,7 +510,7 @@ static int parse_fields(const char *value, json_object **ret, cli_error *err) {
                 FILE *f = open_memstream(&buf, &size);
                 if (!f) return -ENOMEM;
                 fputs("Use one of: ", f);
-                for (size_t i = 0; cli_result_fields[i]; i++) fprintf(f, "%s%s", i ? ", " : "", cli_result_fields[i]);
+                for (size_t i = 0; protocol_result_fields[i]; i++) fprintf(f, "%s%s", i ? ", " : "", protocol_result_fields[i]);
                 if (fclose(f) != 0) {
                         free(buf);
                         return -ENOMEM;

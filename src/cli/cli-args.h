@@ -32,8 +32,6 @@ extern const cli_command_spec cli_commands[];
 /* Lookup by name; NULL if unknown. */
 const cli_command_spec *cli_command_find(const char *name);
 
-/* RESULT_FIELDS (§1.6): the 28 task.result field names in order, NULL-terminated. */
-extern const char *const cli_result_fields[];
 
 typedef struct cli_args {
         const char *command; /* static: "home" (no command), "version", or a cli_commands name */

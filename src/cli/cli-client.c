@@ -55,62 +55,6 @@ int cli_client_connect(cli_client *c, const char *socket_path) {
         return 0;
 }
 
-/* True if obj has exactly the given keys (any order). */
-static bool exact_keys(json_object *obj, const char *const *keys) {
-        size_t n = 0;
-        for (; keys[n]; n++)
-                if (!json_object_object_get_ex(obj, keys[n], NULL)) return false;
-        return (size_t) json_object_object_length(obj) == n;
-}
-
-static bool is_string(json_object *v) {
-        return v && json_object_is_type(v, json_type_string);
-}
-
-cli_frame_kind cli_frame_classify(json_object *frame) {
-        if (!json_is_object(frame)) return CLI_FRAME_INVALID;
-        json_object *version = NULL, *type = NULL, *ok = NULL, *id = NULL;
-        json_object_object_get_ex(frame, "version", &version);
-        if (!version || !json_object_is_type(version, json_type_int) || json_object_get_int64(version) != 1) {
-                /* 1.0 is the same number as 1 in JavaScript */
-                if (!(version && json_object_is_type(version, json_type_double) && json_object_get_double(version) == 1.0))
-                        return CLI_FRAME_INVALID;
-        }
-        json_object_object_get_ex(frame, "type", &type);
-        if (is_string(type) && streq(json_object_get_string(type), "shutdown")) return CLI_FRAME_SHUTDOWN;
-        if (is_string(type) && streq(json_object_get_string(type), "event")) {
-                static const char *const keys[] = { "version", "type", "subscriptionId", "event", NULL };
-                json_object *sid = NULL, *event = NULL;
-                json_object_object_get_ex(frame, "subscriptionId", &sid);
-                json_object_object_get_ex(frame, "event", &event);
-                if (!exact_keys(frame, keys) || !is_string(sid) || json_object_get_string_len(sid) == 0 ||
-                    !json_is_object(event))
-                        return CLI_FRAME_INVALID;
-                return CLI_FRAME_EVENT;
-        }
-        json_object_object_get_ex(frame, "ok", &ok);
-        json_object_object_get_ex(frame, "id", &id);
-        bool ok_true = ok && json_object_is_type(ok, json_type_boolean) && json_object_get_boolean(ok);
-        if (ok_true) {
-                static const char *const keys[] = { "version", "id", "ok", "result", NULL };
-                if (!exact_keys(frame, keys) || !is_string(id)) return CLI_FRAME_INVALID;
-                return CLI_FRAME_RESPONSE_OK;
-        }
-        static const char *const keys[] = { "version", "id", "ok", "error", NULL };
-        static const char *const error_keys[] = { "code", "message", "help", "detail", NULL };
-        if (!exact_keys(frame, keys) || !is_string(id) || !ok || !json_object_is_type(ok, json_type_boolean))
-                return CLI_FRAME_INVALID;
-        json_object *error = NULL;
-        json_object_object_get_ex(frame, "error", &error);
-        if (!json_is_object(error) || !exact_keys(error, error_keys)) return CLI_FRAME_INVALID;
-        for (size_t i = 0; error_keys[i]; i++) {
-                json_object *v = NULL;
-                json_object_object_get_ex(error, error_keys[i], &v);
-                if (!is_string(v)) return CLI_FRAME_INVALID;
-        }
-        return CLI_FRAME_RESPONSE_ERROR;
-}
-
 static int client_fail(cli_client *c, cli_error *err, int r, const char *text) {
         c->failed = true;
         c->fd = safe_close(c->fd);
@@ -192,17 +136,13 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
         int r = uuid4(id);
         if (r < 0) return cli_error_fail(err, NULL, "could not generate a request id: %s", strerror(-r));
 
-        _cleanup_json_ json_object *req = json_object_new_object();
+        _cleanup_json_ json_object *req = proto_request_new(id, method, params);
         if (!req) return -ENOMEM;
-        if (json_add_int(req, "version", 1) < 0 || json_add_string(req, "id", id) < 0 ||
-            json_add_string(req, "method", method) < 0 ||
-            json_add(req, "params", params ? json_object_get(params) : json_object_new_object()) < 0)
-                return -ENOMEM;
         size_t len;
         const char *line = json_to_line(req, &len);
         /* The daemon drops a connection whose request exceeds MAX_BUFFER_BYTES
          * (spec §1.5); say why here instead of failing on its id-null reply. */
-        if (len + 1 > CLI_CLIENT_MAX_BUFFER_BYTES) {
+        if (len + 1 > PROTOCOL_MAX_BUFFER_BYTES) {
                 cli_error_fail(err, NULL,
                                "the %s request is %zu bytes, over the daemon's 1 MiB request limit (1048576 bytes)\n"
                                "help: shorten the prompt (dispatch also forwards your whole environment, which counts "
@@ -220,7 +160,7 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                 size_t llen;
                 _cleanup_free_ char *l = next_line(c, &llen);
                 if (!l) {
-                        if (c->len > CLI_CLIENT_MAX_BUFFER_BYTES)
+                        if (c->len > PROTOCOL_MAX_BUFFER_BYTES)
                                 return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
                         ssize_t n = fill(c, -1);
                         if (n == -ENOMEM) return -ENOMEM;
@@ -230,21 +170,21 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                 if (llen == 0) continue;
                 _cleanup_json_ json_object *msg = NULL;
                 if (json_parse_strict(l, llen, &msg) < 0) return client_fail(c, err, -EPROTO, INVALID_FRAME);
-                switch (cli_frame_classify(msg)) {
-                case CLI_FRAME_INVALID:
+                switch (proto_classify_frame(msg)) {
+                case PROTO_FRAME_INVALID:
                         return client_fail(c, err, -EPROTO, INVALID_FRAME);
-                case CLI_FRAME_SHUTDOWN:
+                case PROTO_FRAME_SHUTDOWN:
                         c->restarting = streq_ptr(json_get_string(msg, "reason"), "restart");
                         continue;
-                case CLI_FRAME_EVENT:
+                case PROTO_FRAME_EVENT:
                         continue;
-                case CLI_FRAME_RESPONSE_OK:
+                case PROTO_FRAME_RESPONSE_OK:
                         if (!streq(json_get_string(msg, "id"), id)) continue;
                         json_object *result = NULL;
                         json_object_object_get_ex(msg, "result", &result);
                         *ret_result = result ? json_object_get(result) : NULL;
                         return 0;
-                case CLI_FRAME_RESPONSE_ERROR: {
+                case PROTO_FRAME_RESPONSE_ERROR: {
                         if (!streq(json_get_string(msg, "id"), id)) continue;
                         json_object *e = json_get_object(msg, "error");
                         const char *code = json_get_string(e, "code");
@@ -257,35 +197,6 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                 }
                 }
         }
-}
-
-bool cli_daemon_healthy(const char *socket_path, int timeout_ms) {
-        cli_client c = CLI_CLIENT_INIT;
-        bool healthy = false;
-        if (cli_client_connect(&c, socket_path) < 0) return false;
-        static const char probe[] = "{\"version\":1,\"id\":\"health-check\",\"method\":\"system.health\",\"params\":{}}\n";
-        if (send_all(c.fd, probe, sizeof probe - 1) < 0) goto out;
-        uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
-        for (;;) {
-                size_t llen;
-                _cleanup_free_ char *l = next_line(&c, &llen);
-                if (l) {
-                        _cleanup_json_ json_object *msg = NULL;
-                        if (json_parse_strict(l, llen, &msg) < 0) goto out;
-                        int64_t v;
-                        healthy = json_get_int64(msg, "version", &v) && v == 1 &&
-                                  streq_ptr(json_get_string(msg, "id"), "health-check") &&
-                                  json_get_bool(msg, "ok", false) &&
-                                  json_get_bool(json_get_object(msg, "result"), "healthy", false);
-                        goto out;
-                }
-                uint64_t now = mono_ms();
-                if (now >= deadline || c.len > CLI_CLIENT_MAX_BUFFER_BYTES) goto out;
-                if (fill(&c, (int) (deadline - now)) <= 0) goto out;
-        }
-out:
-        cli_client_close(&c);
-        return healthy;
 }
 
 int cli_find_daemon(char **ret) {
@@ -479,7 +390,7 @@ static int spawn_and_connect(cli_client *c, const tf_paths *p, cli_error *err) {
                                               lock_path, strerror(errno), p->runtime_dir);
 
         /* Another CLI may have started it while we waited for the lock. */
-        if (cli_daemon_healthy(p->socket_path, 500) && cli_client_connect(c, p->socket_path) >= 0) return 0;
+        if (proto_health_probe(p->socket_path, 500) > 0 && cli_client_connect(c, p->socket_path) >= 0) return 0;
 
         if (unlink(boot_err) < 0 && errno != ENOENT) {}
         _cleanup_close_ int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -1,7 +1,9 @@
 #pragma once
 /* CLI side of the daemon wire protocol (spec protocol-cli.md §1.1, §1.2,
  * §1.10 reference client) and daemon auto-start (§4.1, DESIGN.md
- * "Auto-start"). Blocking I/O: one CLI process, one connection. */
+ * "Auto-start"). Blocking I/O: one CLI process, one connection. Envelopes,
+ * frame classification and the health probe are protocol.h's, shared with
+ * the daemon. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,8 +11,8 @@
 
 #include "cli-error.h"
 #include "paths.h"
+#include "protocol.h"
 
-#define CLI_CLIENT_MAX_BUFFER_BYTES (1024 * 1024) /* §1.5: unterminated remainder limit */
 #define CLI_AUTOSTART_TIMEOUT_MS 5000
 #define CLI_AUTOSTART_RETRY_MS 25
 
@@ -30,17 +32,6 @@ void cli_client_close(cli_client *c);
  * (-ENOENT, -ECONNREFUSED, -ENAMETOOLONG, ...). */
 int cli_client_connect(cli_client *c, const char *socket_path);
 
-/* Frame kinds a client can receive, with the exact checks of §1.10. */
-typedef enum cli_frame_kind {
-        CLI_FRAME_INVALID,
-        CLI_FRAME_SHUTDOWN,       /* version 1, type "shutdown" */
-        CLI_FRAME_EVENT,          /* exactly {version,type,subscriptionId,event} */
-        CLI_FRAME_RESPONSE_OK,    /* exactly {version,id,ok:true,result}, string id */
-        CLI_FRAME_RESPONSE_ERROR, /* exactly {version,id,ok:false,error}, error exactly
-                                     {code,message,help,detail}, all strings */
-} cli_frame_kind;
-cli_frame_kind cli_frame_classify(json_object *frame);
-
 /* Send {"version":1,"id":<uuid4>,"method":method,"params":params} + "\n"
  * (params borrowed; NULL → {}) and wait for the response with that id,
  * skipping events, unknown ids and empty lines. Returns 0 and the result
@@ -56,11 +47,6 @@ cli_frame_kind cli_frame_classify(json_object *frame);
  *   -ENOMEM */
 int cli_client_call(cli_client *c, const char *method, json_object *params,
                     json_object **ret_result, cli_error *err);
-
-/* Health probe (§4.1 step 4): connect, send system.health with id
- * "health-check", healthy iff the first line is version 1, id
- * "health-check", ok true and result.healthy true within timeout_ms. */
-bool cli_daemon_healthy(const char *socket_path, int timeout_ms);
 
 /* Find the daemon binary: $TASKFERRY_DAEMON, <dir of /proc/self/exe>/taskferryd,
  * <that dir>/../libexec/taskferryd, TASKFERRY_INSTALL_LIBEXECDIR/taskferryd;

@@ -432,34 +432,6 @@ void task_socket_close(Task *t) {
         }
 }
 
-/* Probe a socket path with a health request, 250 ms budget (§4.2 step 2).
- * Returns 1 healthy taskferry daemon, 0 another listener, -errno on connect error. */
-static int probe_socket(const char *path) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        if (strlen(path) >= sizeof sa.sun_path) return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) return -errno;
-        const char *req = "{\"version\":1,\"id\":\"health-check\",\"method\":\"system.health\",\"params\":{}}\n";
-        if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) return 0;
-        char buf[4096];
-        size_t len = 0;
-        uint64_t deadline = mono_ms() + 250;
-        while (len < sizeof buf - 1) {
-                uint64_t now = mono_ms();
-                if (now >= deadline) break;
-                struct pollfd p = {.fd = fd, .events = POLLIN};
-                if (poll(&p, 1, (int) (deadline - now)) <= 0) break;
-                ssize_t n = recv(fd, buf + len, sizeof buf - 1 - len, 0);
-                if (n <= 0) break;
-                len += (size_t) n;
-                if (memchr(buf, '\n', len)) break;
-        }
-        buf[len] = 0;
-        return strstr(buf, "\"healthy\":true") ? 1 : 0;
-}
-
 static int bind_socket(Manager *m) {
         const char *path = m->paths.socket_path;
         _cleanup_free_ char *dir = strdup(path);
@@ -481,7 +453,7 @@ static int bind_socket(Manager *m) {
                         if (errno != ENOENT) return -errno;
                         break;
                 }
-                int p = probe_socket(path);
+                int p = proto_health_probe(path, 250); /* §4.2 step 2 */
                 if (p >= 0) {
                         fprintf(stderr, "error: %s %s\nhelp: use the existing daemon or choose another TASKFERRY_RUNTIME_DIR\n",
                                 p == 1 ? "taskferry daemon is already listening on" : "another process is already listening on",

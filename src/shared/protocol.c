@@ -1,8 +1,14 @@
 #include "protocol.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "json-util.h"
 #include "util.h"
@@ -352,36 +358,120 @@ int proto_parse_request(const char *line, size_t len, proto_request *ret, json_o
         return 0;
 }
 
-static bool has_exact_keys(json_object *o, const char *const keys[], size_t n) {
-        if (!json_is_object(o) || (size_t) json_object_object_length(o) != n) return false;
-        for (size_t i = 0; i < n; i++)
-                if (!json_object_object_get_ex(o, keys[i], NULL)) return false;
-        return true;
+/* True if obj is an object with exactly the given keys (any order). */
+static bool has_exact_keys(json_object *obj, const char *const *keys) {
+        if (!json_is_object(obj)) return false;
+        size_t n = 0;
+        for (; keys[n]; n++)
+                if (!json_object_object_get_ex(obj, keys[n], NULL)) return false;
+        return (size_t) json_object_object_length(obj) == n;
+}
+
+static bool is_string(json_object *v) {
+        return v && json_object_is_type(v, json_type_string);
 }
 
 proto_frame_kind proto_classify_frame(json_object *frame) {
         if (!json_is_object(frame)) return PROTO_FRAME_INVALID;
-        json_object *v;
-        int64_t ver;
-        if (!json_object_object_get_ex(frame, "version", &v) || !v || !is_safe_integer(v, &ver) || ver != 1)
-                return PROTO_FRAME_INVALID;
-        const char *type = json_get_string(frame, "type");
-        if (type && streq(type, "shutdown")) return PROTO_FRAME_SHUTDOWN;
-        if (type && streq(type, "event")) {
-                static const char *const k[] = {"version", "type", "subscriptionId", "event"};
-                return has_exact_keys(frame, k, 4) ? PROTO_FRAME_EVENT : PROTO_FRAME_INVALID;
+        json_object *version = NULL, *type = NULL, *ok = NULL, *id = NULL;
+        json_object_object_get_ex(frame, "version", &version);
+        int64_t v;
+        if (!version || !is_safe_integer(version, &v) || v != PROTOCOL_VERSION) return PROTO_FRAME_INVALID;
+        json_object_object_get_ex(frame, "type", &type);
+        if (is_string(type) && streq(json_object_get_string(type), "shutdown")) return PROTO_FRAME_SHUTDOWN;
+        if (is_string(type) && streq(json_object_get_string(type), "event")) {
+                static const char *const keys[] = {"version", "type", "subscriptionId", "event", NULL};
+                json_object *sid = NULL, *event = NULL;
+                json_object_object_get_ex(frame, "subscriptionId", &sid);
+                json_object_object_get_ex(frame, "event", &event);
+                if (!has_exact_keys(frame, keys) || !is_string(sid) || json_object_get_string_len(sid) == 0 ||
+                    !json_is_object(event))
+                        return PROTO_FRAME_INVALID;
+                return PROTO_FRAME_EVENT;
         }
-        if (!json_get_string(frame, "id")) return PROTO_FRAME_INVALID;
-        static const char *const ok_keys[] = {"version", "id", "ok", "result"};
-        static const char *const err_keys[] = {"version", "id", "ok", "error"};
-        if (has_exact_keys(frame, ok_keys, 4)) return PROTO_FRAME_RESPONSE_OK;
-        if (has_exact_keys(frame, err_keys, 4)) {
-                static const char *const ek[] = {"code", "message", "help", "detail"};
-                json_object *e = json_get_object(frame, "error");
-                if (!has_exact_keys(e, ek, 4)) return PROTO_FRAME_INVALID;
-                for (size_t i = 0; i < 4; i++)
-                        if (!json_get_string(e, ek[i])) return PROTO_FRAME_INVALID;
-                return PROTO_FRAME_RESPONSE_ERROR;
+        json_object_object_get_ex(frame, "ok", &ok);
+        json_object_object_get_ex(frame, "id", &id);
+        if (!ok || !json_object_is_type(ok, json_type_boolean) || !is_string(id)) return PROTO_FRAME_INVALID;
+        if (json_object_get_boolean(ok)) {
+                static const char *const keys[] = {"version", "id", "ok", "result", NULL};
+                return has_exact_keys(frame, keys) ? PROTO_FRAME_RESPONSE_OK : PROTO_FRAME_INVALID;
         }
-        return PROTO_FRAME_INVALID;
+        static const char *const keys[] = {"version", "id", "ok", "error", NULL};
+        static const char *const error_keys[] = {"code", "message", "help", "detail", NULL};
+        json_object *error = NULL;
+        json_object_object_get_ex(frame, "error", &error);
+        if (!has_exact_keys(frame, keys) || !has_exact_keys(error, error_keys)) return PROTO_FRAME_INVALID;
+        for (size_t i = 0; error_keys[i]; i++) {
+                json_object *e = NULL;
+                json_object_object_get_ex(error, error_keys[i], &e);
+                if (!is_string(e)) return PROTO_FRAME_INVALID;
+        }
+        return PROTO_FRAME_RESPONSE_ERROR;
+}
+
+json_object *proto_request_new(const char *id, const char *method, json_object *params) {
+        _cleanup_json_ json_object *req = json_object_new_object();
+        if (!req) return NULL;
+        if (json_add_int(req, "version", PROTOCOL_VERSION) < 0 || json_add_string(req, "id", id) < 0 ||
+            json_add_string(req, "method", method) < 0 ||
+            json_add(req, "params", params ? json_object_get(params) : json_object_new_object()) < 0)
+                return NULL;
+        return TAKE_PTR(req);
+}
+
+int proto_health_probe(const char *path, int timeout_ms) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(path) >= sizeof sa.sun_path) return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return -errno;
+        int r;
+        do r = connect(fd, (struct sockaddr *) &sa, sizeof sa);
+        while (r < 0 && errno == EINTR);
+        if (r < 0) return -errno;
+
+        _cleanup_json_ json_object *req = proto_request_new(PROTOCOL_HEALTH_PROBE_ID, "system.health", NULL);
+        if (!req) return -ENOMEM;
+        size_t len;
+        const char *line = json_to_line(req, &len);
+        _cleanup_free_ char *out = strdup_printf("%s\n", line);
+        if (!out) return -ENOMEM;
+        for (size_t off = 0; off < len + 1;) {
+                ssize_t n = send(fd, out + off, len + 1 - off, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) return 0; /* it took the connection, then closed it */
+                off += (size_t) n;
+        }
+
+        /* the first line of the answer, at most MAX_BUFFER_BYTES */
+        _cleanup_free_ char *buf = NULL;
+        size_t have = 0, cap = 0;
+        char *nl = NULL;
+        uint64_t deadline = mono_ms() + (uint64_t) (timeout_ms > 0 ? timeout_ms : 0);
+        while (!nl) {
+                uint64_t now = mono_ms();
+                if (now >= deadline || have >= PROTOCOL_MAX_BUFFER_BYTES) return 0;
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                r = poll(&p, 1, (int) (deadline - now));
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) return 0;
+                if (cap - have < 4096) {
+                        size_t ncap = cap ? cap * 2 : 4096;
+                        char *nb = realloc(buf, ncap);
+                        if (!nb) return -ENOMEM;
+                        buf = nb;
+                        cap = ncap;
+                }
+                ssize_t n = recv(fd, buf + have, cap - have, 0);
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) return 0;
+                nl = memchr(buf + have, '\n', (size_t) n);
+                have += (size_t) n;
+        }
+        _cleanup_json_ json_object *msg = NULL;
+        if (json_parse_strict(buf, (size_t) (nl - buf), &msg) < 0) return 0;
+        int64_t v;
+        return json_get_int64(msg, "version", &v) && v == PROTOCOL_VERSION &&
+               streq_ptr(json_get_string(msg, "id"), PROTOCOL_HEALTH_PROBE_ID) && json_get_bool(msg, "ok", false) &&
+               json_get_bool(json_get_object(msg, "result"), "healthy", false);
 }

@@ -74,10 +74,31 @@ json_object *proto_error_from_text(const char *id, const char *code, const char 
 /* Frame types a client can receive (§1.10). */
 typedef enum proto_frame_kind {
         PROTO_FRAME_INVALID,
-        PROTO_FRAME_RESPONSE_OK,
-        PROTO_FRAME_RESPONSE_ERROR,
-        PROTO_FRAME_EVENT,
-        PROTO_FRAME_SHUTDOWN,
+        PROTO_FRAME_RESPONSE_OK,    /* exactly {version,id,ok:true,result}, string id */
+        PROTO_FRAME_RESPONSE_ERROR, /* exactly {version,id,ok:false,error}, string id, error exactly
+                                       {code,message,help,detail}, all strings */
+        PROTO_FRAME_EVENT,          /* exactly {version,type:"event",subscriptionId,event}, a
+                                       non-empty string subscriptionId and an object event */
+        PROTO_FRAME_SHUTDOWN,       /* version 1, type "shutdown" (other keys not checked) */
 } proto_frame_kind;
-/* Classify a received frame with the reference client's exact checks. */
+/* Classify a received frame with the reference client's exact checks
+ * (§1.10): version is the number 1 (1.0 too: JavaScript's 1 === 1.0);
+ * anything else is PROTO_FRAME_INVALID, a protocol failure for the client. */
 proto_frame_kind proto_classify_frame(json_object *frame);
+
+/* The request envelope {"version":1,"id":id,"method":method,"params":params}
+ * (§1.2), key order as the reference client sends it. params is borrowed
+ * (a reference is taken); NULL → {}. NULL on ENOMEM. */
+json_object *proto_request_new(const char *id, const char *method, json_object *params);
+
+/* The health probe of §4.1 step 4 and §4.2 step 2, blocking: connect to the
+ * AF_UNIX stream socket at path, send system.health with id
+ * PROTOCOL_HEALTH_PROBE_ID and read the first line within timeout_ms.
+ * Returns 1 when that line is {version 1, id "health-check", ok true,
+ * result.healthy true}; 0 when the socket accepted the connection but did not
+ * answer so in time (another listener, a stuck or unhealthy daemon); -errno
+ * when connect failed (-ENOENT, -ECONNREFUSED, -ENOTSOCK, -ENAMETOOLONG, ...)
+ * or -ENOMEM. The CLI's auto-start asks "is a daemon there?"; the daemon's
+ * socket bind asks "is the path taken, and by whom?". */
+#define PROTOCOL_HEALTH_PROBE_ID "health-check"
+int proto_health_probe(const char *path, int timeout_ms);

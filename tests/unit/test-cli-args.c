@@ -8,6 +8,7 @@
 
 #include "cli-args.h"
 #include "cli-resolve.h"
+#include "protocol.h"
 #include "json-util.h"
 #include "util.h"
 
@@ -410,7 +411,7 @@ START_TEST(test_fields) {
         EXPECT_USAGE("--fields must contain one or more supported result fields", help, "result", "x", "--fields", "message,bogus");
         EXPECT_USAGE("--fields must contain one or more supported result fields", help, "result", "x", "--fields", ", ,");
         size_t n = 0;
-        while (cli_result_fields[n]) n++;
+        while (protocol_result_fields[n]) n++;
         ck_assert_uint_eq(n, 28);
 }
 END_TEST

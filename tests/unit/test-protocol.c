@@ -124,26 +124,45 @@ START_TEST(valid_requests) {
 END_TEST
 
 START_TEST(client_frame_classification) {
-        const struct {
-                const char *frame;
-                proto_frame_kind kind;
-        } cases[] = {
-                {"{\"version\":1,\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_RESPONSE_OK},
-                {"{\"version\":1,\"ok\":false,\"error\":{\"code\":\"c\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":\"a\"}",
-                 PROTO_FRAME_RESPONSE_ERROR},
-                /* an id-null error frame is a protocol failure for the reference client (§1.10) */
-                {"{\"version\":1,\"ok\":false,\"error\":{\"code\":\"c\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":null}",
-                 PROTO_FRAME_INVALID},
-                {"{\"version\":1,\"ok\":true,\"id\":\"a\",\"result\":{},\"extra\":1}", PROTO_FRAME_INVALID},
-                {"{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"s\",\"event\":{}}", PROTO_FRAME_EVENT},
-                {"{\"version\":1,\"type\":\"shutdown\",\"reason\":\"shutdown\"}", PROTO_FRAME_SHUTDOWN},
-                {"{\"version\":2,\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_INVALID},
+        static const struct { const char *frame; proto_frame_kind kind; } cases[] = {
+                { "{\"version\":1,\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_RESPONSE_OK },
+                { "{\"result\":null,\"id\":\"a\",\"ok\":true,\"version\":1}", PROTO_FRAME_RESPONSE_OK },
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":\"a\"}", PROTO_FRAME_RESPONSE_ERROR },
+                { "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"s\",\"event\":{}}", PROTO_FRAME_EVENT },
+                { "{\"version\":1,\"type\":\"shutdown\",\"reason\":\"restart\"}", PROTO_FRAME_SHUTDOWN },
+                { "{\"version\":1,\"type\":\"shutdown\"}", PROTO_FRAME_SHUTDOWN },
+                /* violations */
+                { "[]", PROTO_FRAME_INVALID },
+                { "\"x\"", PROTO_FRAME_INVALID },
+                { "{\"version\":2,\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_INVALID },
+                { "{\"version\":\"1\",\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_INVALID },
+                { "{\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":true,\"id\":\"a\",\"result\":{},\"extra\":1}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":true,\"id\":\"a\"}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":true,\"id\":7,\"result\":{}}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":\"true\",\"id\":\"a\",\"result\":{}}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"id\":\"a\",\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"}}", PROTO_FRAME_INVALID },
+                /* an id-null error frame kills the connection (§1.10) */
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":null}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\"},\"id\":\"a\"}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":1},\"id\":\"a\"}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\",\"x\":\"y\"},\"id\":\"a\"}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":false,\"error\":\"boom\",\"id\":\"a\"}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"type\":\"event\",\"event\":{}}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"\",\"event\":{}}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"s\",\"event\":[]}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"type\":\"event\",\"subscriptionId\":\"s\",\"event\":{},\"id\":\"a\"}", PROTO_FRAME_INVALID },
+                /* 1.0 is the number 1 (JavaScript) */
+                { "{\"version\":1.0,\"ok\":true,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_RESPONSE_OK },
+                /* ok must agree with the payload key */
+                { "{\"version\":1,\"ok\":false,\"id\":\"a\",\"result\":{}}", PROTO_FRAME_INVALID },
+                { "{\"version\":1,\"ok\":true,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":\"a\"}", PROTO_FRAME_INVALID },
         };
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-                json_object *o = NULL;
-                ck_assert_int_eq(json_parse_strict(cases[i].frame, strlen(cases[i].frame), &o), 0);
-                ck_assert_msg(proto_classify_frame(o) == cases[i].kind, "frame %s", cases[i].frame);
-                json_object_put(o);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                json_object *v = NULL;
+                ck_assert_int_eq(json_parse_strict(cases[i].frame, strlen(cases[i].frame), &v), 0);
+                ck_assert_msg(proto_classify_frame(v) == cases[i].kind, "%s", cases[i].frame);
+                json_object_put(v);
         }
 }
 END_TEST
