@@ -3,7 +3,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <libgen.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "cli-args.h"
 #include "util.h"
+#include "workspace.h"
 
 /* Node/libuv-style error text: "ENOENT: no such file or directory". */
 static char *errno_text(int e) {
@@ -44,47 +44,10 @@ int cli_normalize_directory(const char *dir, char **ret, cli_error *err) {
         return 0;
 }
 
-/* Run `git -C dir rev-parse <arg>`; trimmed stdout or NULL if git failed. */
-static char *git_rev_parse(const char *dir, const char *arg) {
-        char *argv[] = { "git", "-C", (char *) dir, "rev-parse", (char *) arg, NULL };
-        run_result r = {};
-        if (run_command(argv, NULL, NULL, 64 * 1024, -1, &r) < 0) return NULL;
-        char *out = NULL;
-        if (r.exit_code == 0 && r.out) {
-                size_t len = r.out_len;
-                while (len > 0 && isspace((unsigned char) r.out[len - 1])) len--;
-                if (len > 0) out = strndup(r.out, len);
-        }
-        run_result_done(&r);
-        return out;
-}
-
 int cli_workspace_root(const char *dir, char **ret) {
-        _cleanup_free_ char *common = git_rev_parse(dir, "--git-common-dir");
-        if (!common) {
-                fprintf(stderr, "no git repository found for %s; using it directly\n", dir);
-                char *d = strdup(dir);
-                if (!d) return -ENOMEM;
-                *ret = d;
-                return 0;
-        }
-        _cleanup_free_ char *joined = common[0] == '/' ? strdup(common) : strdup_printf("%s/%s", dir, common);
-        if (!joined) return -ENOMEM;
-        if (strstr(joined, "/.git/modules/")) {
-                char *top = git_rev_parse(dir, "--show-toplevel");
-                if (top) {
-                        *ret = top;
-                        return 0;
-                }
-        }
-        _cleanup_free_ char *real = realpath(joined, NULL);
-        const char *base = real ? real : joined;
-        _cleanup_free_ char *copy = strdup(base);
-        if (!copy) return -ENOMEM;
-        char *parent = strdup(dirname(copy));
-        if (!parent) return -ENOMEM;
-        *ret = parent;
-        return 0;
+        int r = workspace_root_find(dir, ret);
+        if (r == 0) fprintf(stderr, "no git repository found for %s; using it directly\n", dir);
+        return r < 0 ? r : 0;
 }
 
 int cli_read_prompt(int fd, const char *command, volatile sig_atomic_t *interrupted,

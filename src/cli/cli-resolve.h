@@ -18,11 +18,10 @@
  * a file"). Returns 0 and a malloc'd path, -EINVAL with err set, -ENOMEM. */
 int cli_normalize_directory(const char *dir, char **ret, cli_error *err);
 
-/* Git workspace root of dir (§1.9): dirname of the resolved
- * `git -C dir rev-parse --git-common-dir`; inside a submodule (a
- * "/.git/modules/" common dir) `git rev-parse --show-toplevel`. Not a repo
- * (or no git) → dir itself, and the notice "no git repository found for
- * <dir>; using it directly" on stderr. Returns 0 and a malloc'd path, -ENOMEM. */
+/* Workspace root of dir (§1.9) as workspace.h computes it, without running
+ * git. Not in a repository → dir itself (realpath'd), and the notice "no git
+ * repository found for <dir>; using it directly" on stderr. Returns 0 and a
+ * malloc'd path, -ENOMEM. */
 int cli_workspace_root(const char *dir, char **ret);
 
 /* Read the prompt for `--prompt -` from fd (§2.6): fd must not be a TTY;

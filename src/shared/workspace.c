@@ -1,17 +1,16 @@
 /* Git workspace roots (spec protocol-cli.md §1.9, lifecycle.md §7.4) without
- * running git on the event loop: the same answer as
- * `dirname(git rev-parse --git-common-dir)`, read from the .git entries. */
-
-#include <limits.h>
-#include <sys/stat.h>
+ * running git: see workspace.h. */
 
 #include "workspace.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gitdir.h"
 #include "util.h"
 
-static char *dirname_dup(const char *p) {
+static char *parent_dir(const char *p) {
         char *d = strdup(p);
         if (!d) return NULL;
         char *s = strrchr(d, '/');
@@ -20,60 +19,27 @@ static char *dirname_dup(const char *p) {
         return d;
 }
 
-static char *resolve_against(const char *base, const char *p) {
-        _cleanup_free_ char *joined = p[0] == '/' ? strdup(p) : strdup_printf("%s/%s", base, p);
-        if (!joined) return NULL;
-        char *real = realpath(joined, NULL);
-        return real ? real : TAKE_PTR(joined);
-}
-
-/* Contents of a small file with trailing whitespace removed. */
-static char *read_trimmed(const char *path) {
-        char *data = NULL;
-        if (read_file(path, 8192, &data, NULL) < 0) return NULL;
-        size_t n = strlen(data);
-        while (n && (data[n - 1] == '\n' || data[n - 1] == '\r' || data[n - 1] == ' ')) data[--n] = 0;
-        return data;
-}
-
-static char *root_from_gitfile(const char *top, const char *gitfile) {
-        _cleanup_free_ char *content = read_trimmed(gitfile);
-        if (!content || !startswith(content, "gitdir:")) return NULL;
-        const char *g = content + 7;
-        while (*g == ' ') g++;
-        _cleanup_free_ char *gitdir = resolve_against(top, g);
-        if (!gitdir) return NULL;
-        if (strstr(gitdir, "/.git/modules/")) return strdup(top); /* submodule: its own top level */
-        _cleanup_free_ char *cd_file = strdup_printf("%s/commondir", gitdir);
-        _cleanup_free_ char *cd = cd_file ? read_trimmed(cd_file) : NULL;
-        if (cd) {
-                _cleanup_free_ char *common = resolve_against(gitdir, cd);
-                return common ? dirname_dup(common) : NULL;
-        }
-        return strdup(top);
+int workspace_root_find(const char *dir, char **ret) {
+        git_dirs g = {0};
+        int r = git_dirs_find(dir, &g);
+        if (r < 0) return r;
+        char *root;
+        if (r == 0) {
+                root = realpath(dir, NULL);
+                if (!root) root = strdup(dir);
+        } else if (strstr(g.common, "/.git/modules/"))
+                root = strdup(g.top); /* a submodule: its own top level */
+        else
+                root = parent_dir(g.common);
+        git_dirs_done(&g);
+        if (!root) return -ENOMEM;
+        *ret = root;
+        return r;
 }
 
 char *workspace_root(const char *dir) {
-        char *real = realpath(dir, NULL);
-        _cleanup_free_ char *cur = real ? real : strdup(dir);
-        if (!cur) return NULL;
-        _cleanup_free_ char *probe = strdup(cur);
-        while (probe) {
-                _cleanup_free_ char *git = strdup_printf("%s%s.git", probe, streq(probe, "/") ? "" : "/");
-                struct stat st;
-                if (git && lstat(git, &st) == 0) {
-                        if (S_ISDIR(st.st_mode)) return strdup(probe);
-                        if (S_ISREG(st.st_mode)) {
-                                char *r = root_from_gitfile(probe, git);
-                                if (r) return r;
-                        }
-                }
-                if (streq(probe, "/")) break;
-                char *parent = dirname_dup(probe);
-                free(probe);
-                probe = parent;
-        }
-        return TAKE_PTR(cur);
+        char *root = NULL;
+        return workspace_root_find(dir, &root) < 0 ? NULL : root;
 }
 
 bool same_workspace(const char *a, const char *b) {

@@ -1,0 +1,173 @@
+/* workspace.c: the git-free workspace root (spec protocol-cli.md §1.9,
+ * lifecycle.md §7.4) against real git repositories, each case checked against
+ * both the path it must be and what the spec's git formula says
+ * (dirname(realpath(git rev-parse --git-common-dir)), --show-toplevel in a
+ * submodule). */
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "workspace.h"
+
+static char *tmp_root;
+
+static void setup(void) {
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        _cleanup_free_ char *tmpl = strdup_printf("%s/test-workspace-XXXXXX", isempty(base) ? "/var/tmp" : base);
+        ck_assert_ptr_nonnull(tmpl);
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        tmp_root = realpath(tmpl, NULL);
+        ck_assert_ptr_nonnull(tmp_root);
+}
+
+static void teardown(void) {
+        rm_rf(tmp_root);
+        free(tmp_root);
+        tmp_root = NULL;
+}
+
+static void sh(const char *cmd) {
+        char *argv[] = { "sh", "-ec", (char *) cmd, NULL };
+        run_result r = {};
+        ck_assert_int_eq(run_command(argv, NULL, tmp_root, 1 << 20, -1, &r), 0);
+        ck_assert_msg(r.exit_code == 0, "%s failed: %s", cmd, strnull(r.err));
+        run_result_done(&r);
+}
+
+static char *git(const char *dir, const char *arg) {
+        char *argv[] = { "git", "-C", (char *) dir, "rev-parse", (char *) arg, NULL };
+        run_result r = {};
+        ck_assert_int_eq(run_command(argv, NULL, NULL, 1 << 16, -1, &r), 0);
+        char *out = NULL;
+        if (r.exit_code == 0 && r.out) {
+                size_t n = r.out_len;
+                while (n && (r.out[n - 1] == '\n' || r.out[n - 1] == '\r')) n--;
+                out = strndup(r.out, n);
+        }
+        run_result_done(&r);
+        return out;
+}
+
+/* The spec's formula, with git itself. */
+static char *git_root(const char *dir) {
+        _cleanup_free_ char *common = git(dir, "--git-common-dir");
+        if (!common) return realpath(dir, NULL);
+        _cleanup_free_ char *joined = common[0] == '/' ? strdup(common) : strdup_printf("%s/%s", dir, common);
+        _cleanup_free_ char *real = realpath(joined, NULL);
+        ck_assert_ptr_nonnull(real);
+        if (strstr(real, "/.git/modules/")) return git(dir, "--show-toplevel");
+        char *slash = strrchr(real, '/');
+        ck_assert_ptr_nonnull(slash);
+        return strndup(real, slash == real ? 1 : (size_t) (slash - real));
+}
+
+/* workspace_root(dir) is want (relative to tmp_root), and git agrees. */
+static void expect_root(const char *dir, const char *want, int want_found) {
+        _cleanup_free_ char *d = strdup_printf("%s/%s", tmp_root, dir);
+        _cleanup_free_ char *w = strdup_printf("%s%s%s", tmp_root, *want ? "/" : "", want);
+        _cleanup_free_ char *root = NULL;
+        ck_assert_int_eq(workspace_root_find(d, &root), want_found);
+        ck_assert_str_eq(root, w);
+        _cleanup_free_ char *root2 = workspace_root(d);
+        ck_assert_str_eq(root2, w);
+        _cleanup_free_ char *g = git_root(d);
+        ck_assert_msg(streq_ptr(g, w), "git says %s for %s, want %s", strnull(g), d, w);
+}
+
+#define COMMIT "-c user.email=t@t -c user.name=t commit -q --allow-empty -m init"
+
+START_TEST(plain_directory) {
+        sh("mkdir -p plain/sub");
+        /* git must not find a repository above the temp dir either */
+        setenv("GIT_CEILING_DIRECTORIES", tmp_root, 1);
+        expect_root("plain/sub", "plain/sub", 0);
+        expect_root("plain", "plain", 0);
+        /* a path that does not exist is its own root */
+        _cleanup_free_ char *gone = strdup_printf("%s/gone", tmp_root);
+        _cleanup_free_ char *r = NULL;
+        ck_assert_int_eq(workspace_root_find(gone, &r), 0);
+        ck_assert_str_eq(r, gone);
+}
+END_TEST
+
+START_TEST(repository_and_subdirectory) {
+        sh("git init -q repo && mkdir -p repo/src/deep && ln -s repo/src link");
+        expect_root("repo", "repo", 1);
+        expect_root("repo/src/deep", "repo", 1);
+        /* through a symlink: the real path's root */
+        expect_root("link", "repo", 1);
+}
+END_TEST
+
+START_TEST(linked_worktree) {
+        sh("git init -q repo && git -C repo " COMMIT " && "
+           "git -C repo worktree add -q ../wt && git -C repo worktree add -q .worktrees/nested && mkdir wt/sub");
+        expect_root("wt", "repo", 1);
+        expect_root("wt/sub", "repo", 1);
+        expect_root("repo/.worktrees/nested", "repo", 1);
+}
+END_TEST
+
+START_TEST(submodule) {
+        sh("git init -q sub && git -C sub " COMMIT " && git init -q super && git -C super " COMMIT " && "
+           "git -C super -c protocol.file.allow=always submodule add -q \"$PWD/sub\" mods/sub 2>/dev/null && "
+           "mkdir -p super/mods/sub/inner");
+        expect_root("super/mods/sub", "super/mods/sub", 1);
+        expect_root("super/mods/sub/inner", "super/mods/sub", 1);
+        expect_root("super/mods", "super", 1);
+}
+END_TEST
+
+/* A .git file naming a git dir elsewhere (git init --separate-git-dir): the
+ * root is the parent of that git dir, as git's common dir says. */
+START_TEST(git_file_pointing_elsewhere) {
+        sh("mkdir store && git init -q --separate-git-dir store/proj.git work && mkdir work/sub");
+        expect_root("work", "store", 1);
+        expect_root("work/sub", "store", 1);
+        /* a .git file that names nothing is no repository */
+        sh("mkdir -p broken/sub && echo 'gitdir: ../nowhere' > broken/.git");
+        setenv("GIT_CEILING_DIRECTORIES", tmp_root, 1);
+        _cleanup_free_ char *b = strdup_printf("%s/broken/sub", tmp_root), *r = NULL;
+        ck_assert_int_eq(workspace_root_find(b, &r), 0);
+        ck_assert_str_eq(r, b);
+}
+END_TEST
+
+START_TEST(same_workspace_matches_roots) {
+        sh("git init -q repo && git -C repo " COMMIT " && git -C repo worktree add -q ../wt && mkdir -p repo/a other");
+        _cleanup_free_ char *repo = strdup_printf("%s/repo", tmp_root), *a = strdup_printf("%s/repo/a", tmp_root),
+                            *wt = strdup_printf("%s/wt", tmp_root), *other = strdup_printf("%s/other", tmp_root);
+        setenv("GIT_CEILING_DIRECTORIES", tmp_root, 1);
+        ck_assert(same_workspace(a, wt));
+        ck_assert(same_workspace(repo, a));
+        ck_assert(same_workspace(other, other));
+        ck_assert(!same_workspace(other, repo));
+        ck_assert(!same_workspace(wt, other));
+}
+END_TEST
+
+static Suite *workspace_suite(void) {
+        Suite *s = suite_create("workspace");
+        TCase *tc = tcase_create("root");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, plain_directory);
+        tcase_add_test(tc, repository_and_subdirectory);
+        tcase_add_test(tc, linked_worktree);
+        tcase_add_test(tc, submodule);
+        tcase_add_test(tc, git_file_pointing_elsewhere);
+        tcase_add_test(tc, same_workspace_matches_roots);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(workspace_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
