@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/close_range.h>
-#include <systemd/sd-bus.h>
 
 #include "json-util.h"
+#include "libsystemd-dl.h"
 #include "taskferry-config.h"
 #include "util.h"
 
@@ -261,17 +261,21 @@ static int start_socket_unit(const tf_paths *p) {
         if (!expected) return -ENOMEM;
         if (!streq(expected, p->socket_path)) return -EPERM;
 
+        /* libsystemd is loaded only here (libsystemd-dl.h): the common path,
+         * a daemon already listening, never pays for it */
+        int r = dlopen_libsystemd();
+        if (r < 0) return r;
         sd_bus *bus = NULL;
-        int r = sd_bus_open_user(&bus);
+        r = sym_sd_bus_open_user(&bus);
         if (r < 0) return r;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
-        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                               "org.freedesktop.systemd1.Manager", "StartUnit", &error, &reply,
-                               "ss", "taskferry.socket", "replace");
-        sd_bus_error_free(&error);
-        sd_bus_message_unref(reply);
-        sd_bus_flush_close_unref(bus);
+        r = sym_sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                   "org.freedesktop.systemd1.Manager", "StartUnit", &error, &reply,
+                                   "ss", "taskferry.socket", "replace");
+        sym_sd_bus_error_free(&error);
+        sym_sd_bus_message_unref(reply);
+        sym_sd_bus_flush_close_unref(bus);
         return r;
 }
 

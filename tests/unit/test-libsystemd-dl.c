@@ -1,0 +1,42 @@
+/* libsystemd-dl.c: the CLI's lazily loaded libsystemd (auto-start's StartUnit). */
+#include <check.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include "libsystemd-dl.h"
+
+START_TEST(loads_once_and_resolves_every_symbol) {
+        /* nothing is resolved before the first use */
+        ck_assert_ptr_null(sym_sd_bus_open_user);
+        ck_assert_int_eq(dlopen_libsystemd(), 1);
+        ck_assert_int_eq(dlopen_libsystemd(), 0);
+        ck_assert_ptr_nonnull(sym_sd_bus_open_user);
+        ck_assert_ptr_nonnull(sym_sd_bus_call_method);
+        ck_assert_ptr_nonnull(sym_sd_bus_error_free);
+        ck_assert_ptr_nonnull(sym_sd_bus_message_unref);
+        ck_assert_ptr_nonnull(sym_sd_bus_flush_close_unref);
+        /* the very functions of the installed library */
+        void *dl = dlopen(LIBSYSTEMD_SONAME, RTLD_NOW | RTLD_NOLOAD);
+        ck_assert_ptr_nonnull(dl);
+        ck_assert_ptr_eq((void *) sym_sd_bus_call_method, dlsym(dl, "sd_bus_call_method"));
+        dlclose(dl);
+        /* and callable */
+        ck_assert_ptr_null(sym_sd_bus_message_unref(NULL));
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sym_sd_bus_error_free(&e);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("libsystemd-dl");
+        TCase *tc = tcase_create("dlopen");
+        tcase_add_test(tc, loads_once_and_resolves_every_symbol);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        /* one process: the load-once state is the point */
+        srunner_set_fork_status(sr, CK_NOFORK);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
