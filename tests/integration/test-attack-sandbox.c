@@ -331,7 +331,7 @@ START_TEST(loopback_service_reachable) {
          * fix is a network namespace of the sandbox's own with outbound
          * access only (pasta/slirp4netns), or Landlock ABI 4 TCP connect
          * rules allowing the provider ports plus an allow-list of loopback
-         * ports (src/shared/landlock.c, src/shim/main.c run_worker). */
+         * ports (src/shim/landlock.c, src/shim/main.c run_worker). */
         tf_world_free(w);
         ck_assert_msg(!strstr(msg, "tcp-connected"), "reached a host loopback service: %s", msg);
         free(msg), free(a), free(script), free(repo);
@@ -740,7 +740,7 @@ START_TEST(sparse_file_stalls_settlement) {
         }
         /* OPEN: leave files over a size limit out of the changeset with a
          * warning (or fail the extraction with a changesetError) before git
-         * reads them, in src/shared/changeset.c (the upper dir lists the
+         * reads them, in src/daemon/changeset.c (the upper dir lists the
          * touched paths; st_size is known without reading). */
         tf_world_free(w); /* the daemon's death takes the settlement job and its git along */
         ck_assert_msg(settled, "a task with a 1 TiB sparse file did not settle in 30 s");
