@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,14 +81,28 @@ static int send_all(int fd, const char *data, size_t len) {
         return 0;
 }
 
-/* Read more bytes into the buffer (blocking). 0 = EOF, >0 bytes read, -errno. */
-static ssize_t fill(cli_client *c) {
+/* Read more bytes into the buffer. 0 = EOF, >0 bytes read, -errno. With
+ * timeout_ms >= 0 waits at most that long (-ETIMEDOUT). */
+static ssize_t fill(cli_client *c, int timeout_ms) {
         if (c->cap - c->len < 65536) {
                 size_t ncap = c->cap ? c->cap * 2 : 65536;
                 char *nb = realloc(c->buf, ncap);
                 if (!nb) return -ENOMEM;
                 c->buf = nb;
                 c->cap = ncap;
+        }
+        if (timeout_ms >= 0) {
+                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+                uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
+                for (;;) {
+                        uint64_t now = mono_ms();
+                        int left = now >= deadline ? 0 : (int) (deadline - now);
+                        int r = poll(&pfd, 1, left);
+                        if (r < 0 && errno == EINTR) continue;
+                        if (r < 0) return -errno;
+                        if (r == 0) return -ETIMEDOUT;
+                        break;
+                }
         }
         for (;;) {
                 ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
@@ -147,7 +162,7 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                 if (!l) {
                         if (c->len > PROTOCOL_MAX_BUFFER_BYTES)
                                 return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
-                        ssize_t n = fill(c);
+                        ssize_t n = fill(c, -1);
                         if (n == -ENOMEM) return -ENOMEM;
                         if (n <= 0) return closed_error(c, err);
                         continue;
