@@ -142,7 +142,7 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
         const char *line = json_to_line(req, &len);
         /* The daemon drops a connection whose request exceeds MAX_BUFFER_BYTES
          * (spec §1.5); say why here instead of failing on its id-null reply. */
-        if (len + 1 > PROTOCOL_MAX_BUFFER_BYTES) {
+        if (len + 1 > CLI_CLIENT_MAX_BUFFER_BYTES) {
                 cli_error_fail(err, NULL,
                                "the %s request is %zu bytes, over the daemon's 1 MiB request limit (1048576 bytes)\n"
                                "help: shorten the prompt (dispatch also forwards your whole environment, which counts "
@@ -160,7 +160,7 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                 size_t llen;
                 _cleanup_free_ char *l = next_line(c, &llen);
                 if (!l) {
-                        if (c->len > PROTOCOL_MAX_BUFFER_BYTES)
+                        if (c->len > CLI_CLIENT_MAX_BUFFER_BYTES)
                                 return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
                         ssize_t n = fill(c, -1);
                         if (n == -ENOMEM) return -ENOMEM;

@@ -13,6 +13,7 @@
 #include "paths.h"
 #include "protocol.h"
 
+#define CLI_CLIENT_MAX_BUFFER_BYTES PROTOCOL_MAX_BUFFER_BYTES /* §1.5: unterminated remainder limit */
 #define CLI_AUTOSTART_TIMEOUT_MS 5000
 #define CLI_AUTOSTART_RETRY_MS 25
 
