@@ -22,11 +22,6 @@ const char *const protocol_result_fields[] = {
         "checkOverride", "parentTaskId",   "projectConfigWarning", NULL,
 };
 
-const char *const protocol_methods[] = {
-        "system.health", "task.dispatch", "task.cancel", "task.status", "task.wait",
-        "task.list",     "task.result",   "task.accept", "task.reject", NULL,
-};
-
 typedef enum ptype {
         P_STR,    /* non-empty string */
         P_ABS,    /* absolute path string */
@@ -69,11 +64,16 @@ static const pspec result_params[] = {
 static const pspec accept_params[] = {{"taskId", P_STR, true}, {"force", P_BOOL, false}, {NULL, 0, 0}};
 static const pspec reject_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
 
-static const method_spec method_specs[] = {
-        {"system.health", health_params}, {"task.dispatch", dispatch_params}, {"task.cancel", cancel_params},
-        {"task.status", status_params},   {"task.wait", wait_params},         {"task.list", list_params},
-        {"task.result", result_params},   {"task.accept", accept_params},     {"task.reject", reject_params},
-};
+/* The one list of methods: name and params, in the order the UNKNOWN_METHOD
+ * help lists them. */
+#define PROTOCOL_METHODS(X)                                                                                \
+        X("system.health", health_params) X("task.dispatch", dispatch_params) X("task.cancel", cancel_params) \
+        X("task.status", status_params) X("task.wait", wait_params) X("task.list", list_params)            \
+        X("task.result", result_params) X("task.accept", accept_params) X("task.reject", reject_params)
+#define METHOD_SPEC(name, params) {name, params},
+#define METHOD_NAME(name, params) name,
+static const method_spec method_specs[] = {PROTOCOL_METHODS(METHOD_SPEC)};
+const char *const protocol_methods[] = {PROTOCOL_METHODS(METHOD_NAME) NULL};
 
 void proto_request_done(proto_request *r) {
         if (r->frame) json_object_put(r->frame);
