@@ -1,0 +1,271 @@
+/* Benchmark (figures only, never a pass/fail timing) of the daemon core
+ * against the goals of issue 6 item 6, through the real taskferryd of the
+ * build tree in an isolated world (tests/integration/harness):
+ *
+ *   - RSS of an idle daemon with an empty state            goal <= 4 MB
+ *   - RSS of an idle daemon with N settled tasks            goal <= 15 MB (N = 10,000)
+ *   - task.list {} over them, median round trip             goal <= 1 ms
+ *   - task.list {directory} over them, median round trip
+ *   - task.status while 256 task.wait requests are parked:
+ *     median / max round trip and SERVER_BUSY answers       goal <= 50 ms, no SERVER_BUSY
+ *
+ * The N records are copies of a record the daemon itself wrote for a settled
+ * `shell` task (so their shape is the real one), with distinct ids, times and
+ * one of 20 workspace directories.
+ *
+ *   build/dev/tests/bench-daemon [N]     (default 10000)
+ *
+ * Round trips are measured by the client over one connection, so they include
+ * the socket and the JSON parse of the reply: an upper bound of the daemon's
+ * own time. */
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+#define DIRS 20
+#define WAITS 256
+
+static int n_tasks = 10000;
+
+static double clock_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+        qsort(v, (size_t) n, sizeof *v, cmp_double);
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* VmRSS of pid in kB (-1 if unknown) */
+static long rss_kb(pid_t pid) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (!f) return -1;
+        char line[256];
+        long kb = -1;
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
+        fclose(f);
+        return kb;
+}
+
+/* One request on an open connection; returns the reply frame. */
+static json_object *rpc_on(int fd, const char *line, double *ms) {
+        double t0 = clock_ms();
+        tf_send(fd, line);
+        char *reply = tf_recv_line(fd, 30000);
+        if (ms) *ms = clock_ms() - t0;
+        ck_assert_msg(reply, "no reply to %s", line);
+        json_object *o = tf_json(reply);
+        free(reply);
+        return o;
+}
+
+/* The reply line on a waiter's connection (the harness keeps line buffers
+ * for 64 fds only); the bytes are dropped. */
+static void drain_line(int fd, int timeout_ms) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        char c;
+        while (poll(&p, 1, timeout_ms) > 0) {
+                if (recv(fd, &c, 1, 0) != 1 || c == '\n') return;
+        }
+}
+
+static void print_row(const char *what, double value, const char *unit, const char *goal) {
+        printf("%-58s %10.3f %-3s  (goal %s)\n", what, value, unit, goal);
+}
+
+static void stop_daemon(tf_world *w) {
+        pid_t pid = tf_daemon_pid(w);
+        if (pid <= 0) return;
+        kill(pid, SIGTERM);
+        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) {
+                waitpid(pid, NULL, WNOHANG);
+                usleep(10000);
+        }
+}
+
+static long settle_rss(tf_world *w) {
+        /* let start-up work (loads, sweeps, jobs) finish */
+        usleep(1500 * 1000);
+        return rss_kb(tf_daemon_pid(w));
+}
+
+START_TEST(bench) {
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        long empty_kb = settle_rss(w);
+
+        /* one real record */
+        char *dirs[DIRS];
+        for (int i = 0; i < DIRS; i++) {
+                dirs[i] = strdup_printf("%s/repo%02d", w->repo_parent, i);
+                free(tf_shf(w, NULL, "mkdir -p '%s/sub' && cd '%s' && git init -q && echo a > a && git add a && "
+                               "git commit -qm init",
+                            dirs[i], dirs[i]));
+        }
+        const char *argv[] = {"--directory", dirs[0], "--executor", "shell", "--no-overlay", "--prompt", "echo hi",
+                              NULL};
+        char *id = tf_dispatch(w, argv);
+        json_object_put(tf_wait_settled(w, id));
+        stop_daemon(w);
+        char *path = strdup_printf("%s/tasks.json", w->state);
+        char *text = tf_read(path, NULL);
+        json_object *arr = tf_json(text);
+        free(text);
+        ck_assert_int_eq(json_object_array_length(arr), 1);
+        json_object *proto = json_object_array_get_idx(arr, 0);
+
+        /* N copies */
+        json_object *big = json_object_new_array();
+        int64_t base = (int64_t) time(NULL) * 1000 - (int64_t) n_tasks * 1000;
+        for (int i = 0; i < n_tasks; i++) {
+                json_object *rec = NULL;
+                ck_assert_int_eq(json_object_deep_copy(proto, &rec, NULL), 0);
+                char tid[64], iso[64];
+                snprintf(tid, sizeof tid, "bench%08d-%04x", i, (unsigned) (i * 2654435761u) & 0xffff);
+                time_t s = (time_t) ((base + (int64_t) i * 1000) / 1000);
+                struct tm tm;
+                gmtime_r(&s, &tm);
+                strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+                json_object_object_add(rec, "id", json_object_new_string(tid));
+                json_object *v;
+                if (json_object_object_get_ex(rec, "directory", &v))
+                        json_object_object_add(rec, "directory", json_object_new_string(dirs[i % DIRS]));
+                const char *times[] = {"startedAt", "endedAt"};
+                for (size_t k = 0; k < sizeof times / sizeof *times; k++)
+                        if (json_object_object_get_ex(rec, times[k], &v) && json_object_is_type(v, json_type_string))
+                                json_object_object_add(rec, times[k], json_object_new_string(iso));
+                json_object_array_add(big, rec);
+        }
+        const char *out = json_object_to_json_string_ext(big, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        tf_write(path, out, strlen(out), 0600);
+        size_t file_bytes = strlen(out);
+        json_object_put(big);
+        json_object_put(arr);
+
+        double t0 = clock_ms();
+        tf_daemon_start(w);
+        double start_ms = clock_ms() - t0;
+        long full_kb = settle_rss(w);
+
+        int fd = tf_connect(w);
+        enum { ROUNDS = 50 };
+        double v[ROUNDS];
+        for (int i = 0; i < ROUNDS; i++) {
+                json_object *o = rpc_on(fd, "{\"version\":1,\"id\":\"1\",\"method\":\"task.list\",\"params\":{}}", &v[i]);
+                ck_assert_ptr_nonnull(tf_result(o));
+                json_object_put(o);
+        }
+        double list_ms = median(v, ROUNDS);
+        char *req = NULL;
+        {
+                json_object *p = json_object_new_object();
+                json_object_object_add(p, "version", json_object_new_int(1));
+                json_object_object_add(p, "id", json_object_new_string("2"));
+                json_object_object_add(p, "method", json_object_new_string("task.list"));
+                json_object *params = json_object_new_object();
+                json_object_object_add(params, "directory", json_object_new_string(dirs[3]));
+                json_object_object_add(p, "params", params);
+                req = strdup(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(p);
+        }
+        for (int i = 0; i < ROUNDS; i++) {
+                json_object *o = rpc_on(fd, req, &v[i]);
+                ck_assert_ptr_nonnull(tf_result(o));
+                json_object_put(o);
+        }
+        double list_dir_ms = median(v, ROUNDS);
+        free(req);
+
+        /* 256 parked waits on a task that runs until we let it go */
+        char *stop = strdup_printf("%s/stop", w->root);
+        char *prompt = strdup_printf("while [ ! -e '%s' ]; do sleep 0.1; done", stop);
+        const char *argv2[] = {"--directory", dirs[1], "--executor", "shell", "--no-overlay", "--no-sandbox",
+                               "--prompt", prompt, NULL};
+        char *runner = tf_dispatch(w, argv2);
+        int waiters[WAITS];
+        char *wait_req = strdup_printf("{\"version\":1,\"id\":\"7\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\",\"timeoutMs\":120000}}",
+                                        runner);
+        int parked = 0;
+        for (int i = 0; i < WAITS; i++) {
+                waiters[i] = tf_connect(w);
+                tf_send(waiters[i], wait_req);
+                parked++;
+        }
+        usleep(300 * 1000);
+        char *status_req = strdup_printf("{\"version\":1,\"id\":\"3\",\"method\":\"task.status\",\"params\":{\"taskId\":\"%s\"}}", runner);
+        enum { SROUNDS = 100 };
+        double sv[SROUNDS];
+        int busy = 0, other_err = 0;
+        for (int i = 0; i < SROUNDS; i++) {
+                json_object *o = rpc_on(fd, status_req, &sv[i]);
+                json_object *e = NULL;
+                if (json_object_object_get_ex(o, "error", &e) && e) {
+                        const char *code = tf_jstr(e, "code");
+                        if (code && !strcmp(code, "SERVER_BUSY"))
+                                busy++;
+                        else
+                                other_err++;
+                }
+                json_object_put(o);
+        }
+        double status_med = median(sv, SROUNDS), status_max = sv[SROUNDS - 1];
+        tf_write(stop, "", 0, 0644);
+        for (int i = 0; i < WAITS; i++) {
+                drain_line(waiters[i], 60000);
+                close(waiters[i]);
+        }
+        close(fd);
+
+        printf("\n== bench-daemon: %d settled tasks, tasks.json %.1f MB ==\n", n_tasks, (double) file_bytes / 1e6);
+        print_row("idle RSS, empty state", (double) empty_kb / 1024.0, "MB", "<= 4 MB");
+        print_row("idle RSS, N settled tasks", (double) full_kb / 1024.0, "MB", "<= 15 MB for N=10000");
+        print_row("start with N tasks (until the socket answers)", start_ms, "ms", "-");
+        print_row("task.list {} median round trip", list_ms, "ms", "<= 1 ms");
+        print_row("task.list {directory} median round trip", list_dir_ms, "ms", "-");
+        char what[128];
+        snprintf(what, sizeof what, "task.status with %d waits parked, median", parked);
+        print_row(what, status_med, "ms", "<= 50 ms");
+        snprintf(what, sizeof what, "task.status with %d waits parked, max", parked);
+        print_row(what, status_max, "ms", "<= 50 ms");
+        printf("%-58s %10d      (goal 0)\n", "task.status answered SERVER_BUSY", busy);
+        printf("%-58s %10d      (goal 0)\n", "task.status answered another error", other_err);
+        fflush(stdout);
+
+        free(status_req), free(wait_req), free(runner), free(prompt), free(stop), free(id), free(path);
+        for (int i = 0; i < DIRS; i++) free(dirs[i]);
+        tf_world_free(w);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+        if (argc > 1 && atoi(argv[1]) > 0) n_tasks = atoi(argv[1]);
+        Suite *s = suite_create("bench-daemon");
+        TCase *tc = tcase_create("bench");
+        tcase_set_timeout(tc, 1800);
+        tcase_add_test(tc, bench);
+        suite_add_tcase(s, tc);
+        return tf_run_suite(s);
+}
