@@ -12,12 +12,18 @@
 
 #include "paths.h"
 #include "protocol.h"
+#include "task.h"
 
 typedef struct Manager Manager;
 typedef struct Connection Connection;
 typedef struct Request Request;
 typedef struct Task Task;
 typedef struct Job Job;
+
+typedef struct TaskObserver {
+        task_observer_fn fn;
+        void *userdata;
+} TaskObserver;
 
 /* ---- settings read once at start (spec protocol-cli.md §3.2/§3.3, env part) ---- */
 typedef struct Settings {
@@ -87,8 +93,8 @@ struct Request {
 /* ---- tasks ---- */
 struct Task {
         Manager *m;
-        json_object *rec;      /* the persisted record (key order = tasks.json) */
-        char *id;              /* == rec.id */
+        TaskRecord rec;        /* the persisted record (task.h; only task.c writes it) */
+        const char *id;        /* == rec.id, which never changes */
         json_object *caller_env; /* dispatch env param (not persisted; secrets) */
         json_object *launch;   /* launch options of the dispatch (noSandbox, noOverlay, rwBind, roBind); not persisted */
         /* runtime only */
@@ -153,6 +159,8 @@ struct Manager {
         Task **tasks;
         size_t n_tasks, cap_tasks;
         Task *queue_head, *queue_tail;
+        TaskObserver *task_observers;  /* task.h manager_add_task_observer */
+        size_t n_task_observers;
         unsigned running;
         char *state_load_error;
         /* persistence */
@@ -187,34 +195,44 @@ int task_socket_open(Task *t);
 void task_socket_close(Task *t);
 
 /* tasks.c (spec lifecycle.md §1) */
-/* Load <state>/tasks.json. A missing file is an empty store; an unreadable or
- * malformed one sets m->state_load_error (every state call then fails and the
- * file is never overwritten). Running tasks are re-adopted (task_readopt). */
-int manager_load_tasks(Manager *m);
 Task *manager_find_task(Manager *m, const char *id);
+/* Take t out of the table (order kept) and free it: a task that never
+ * became durable (a dispatch whose flush failed). t must own no process,
+ * socket or waiter. */
+void manager_remove_task(Manager *m, Task *t);
+/* A task from its tasks.json record (task_record_from_json), appended to the
+ * table; takes ownership of rec. NULL if rec is no task record or on ENOMEM. */
 Task *task_new(Manager *m, json_object *rec);
-void task_persist(Task *t);             /* mark dirty, debounce 250 ms */
-int manager_flush(Manager *m);          /* write tasks.json now if dirty */
-const char *task_status(Task *t);
-const char *task_str(Task *t, const char *key);
-void task_set_str(Task *t, const char *key, const char *value);
-void task_set_int(Task *t, const char *key, int64_t v);
-void task_set_null(Task *t, const char *key);
-void task_set_bool(Task *t, const char *key, bool v);
-void task_set(Task *t, const char *key, json_object *v); /* takes ownership */
-bool task_is_active(Task *t);           /* queued or running */
+/* Free t's memory (record, runtime buffers); closes nothing. */
+void task_free(Task *t);
+/* dst[name of k] = the record's value of k as JSON (null when absent). */
+void task_copy_key(json_object *dst, Task *t, TaskKey k);
 /* TaskSummary (spec protocol-cli.md §1.7), a new object. */
 json_object *task_summary(Task *t);
 /* task.status result: summary + logBytesWritten, logLastWriteAt, logHasEvent. */
 json_object *task_status_detail(Task *t);
-void task_set_status(Task *t, const char *status);
-/* dst[key] = a reference to src[key] (JSON null when absent), appended in order. */
-void json_copy_key(json_object *dst, json_object *src, const char *key);
 void task_wake_waiters(Task *t);
+/* Register the waiters' observer (task.h): the first observer of every manager. */
+int manager_add_wait_observer(Manager *m);
 /* task.list result (spec §1.7, lifecycle.md §7.4). visible_to: NULL = every
  * task; else only the task with that id and the tasks it dispatched (a
  * sandboxed caller's view; "" = none). */
 json_object *manager_list(Manager *m, const char *directory, const char *visible_to);
+
+/* store.c (spec lifecycle.md §1.4–§1.6) */
+/* Load <state>/tasks.json. A missing file is an empty store; an unreadable or
+ * malformed one sets m->state_load_error (every state call then fails and the
+ * file is never overwritten). Running tasks are re-adopted (task_readopt);
+ * queued ones are queued again in file order and the scheduler is kicked;
+ * anything else active becomes unknown. 0 or -ENOMEM. */
+int manager_load_tasks(Manager *m);
+/* Mark the table dirty and arm the 250 ms debounced flush. */
+void task_persist(Task *t);
+/* Write tasks.json now if dirty: the whole table, to a temp file in the state
+ * dir, fsync'd, renamed over tasks.json, the dir fsync'd (write_file_atomic).
+ * 0 once durable (or nothing to do), -EIO after a failed load, else -errno of
+ * the write (EROFS, ENOSPC, EACCES, ...); the table stays dirty then. */
+int manager_flush(Manager *m);
 
 /* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–7) */
 /* Launch queued tasks FIFO while fewer than max_concurrent run. */
@@ -230,7 +248,9 @@ int task_signal(Task *t, int sig);
  * is gone without an exit status. */
 bool task_readopt(Task *t);
 void task_settle_spawn_error(Task *t, const char *message);
-void task_settlement_done(Task *t);
+/* End a settlement: release the slot, socket and launch state, then move the
+ * task to status/cs through task_transition (which wakes its waiters). */
+void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs);
 
 /* jobs.c */
 /* Fork a child that runs run(userdata) (blocking work: git, logs, mounts),

@@ -180,9 +180,9 @@ static Task *find_session_task(Manager *m, const char *session_id, const char *e
         Task *best = NULL;
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
-                if (!streq_ptr(task_str(t, "sessionId"), session_id)) continue;
-                if (executor_id && !streq_ptr(task_str(t, "executorId"), executor_id)) continue;
-                if (!best || strcmp(strempty(task_str(t, "startedAt")), strempty(task_str(best, "startedAt"))) > 0) best = t;
+                if (!streq_ptr(t->rec.session_id, session_id)) continue;
+                if (executor_id && !streq_ptr(t->rec.executor_id, executor_id)) continue;
+                if (!best || strcmp(strempty(t->rec.started_at), strempty(best->rec.started_at)) > 0) best = t;
         }
         return best;
 }
@@ -206,7 +206,7 @@ static char *resolve_variant(const char *executor_id, const char *requested) {
  * looked up outside the target, so a refusal says nothing about other host
  * paths. Returns the error text, or NULL and the host directory in *ret. */
 static char *nested_directory(Task *caller, const char *given, char **ret) {
-        const char *target = strempty(task_str(caller, "directory"));
+        const char *target = strempty(caller->rec.directory);
         _cleanup_free_ char *norm = calloc(1, strlen(given) + 2);
         if (!norm) return strdup("error: out of memory");
         bool dotdot = given[0] != '/';
@@ -266,7 +266,7 @@ static bool marker_is_costly(const char *re) {
 
 static Task *dispatch_root(Manager *m, Task *t) {
         for (unsigned depth = 0; depth < 256; depth++) {
-                const char *by = task_str(t, "dispatchedBy");
+                const char *by = t->rec.dispatched_by;
                 Task *p = by ? manager_find_task(m, by) : NULL;
                 if (!p) break;
                 t = p;
@@ -278,7 +278,7 @@ static unsigned live_nested_tasks(Manager *m, Task *root) {
         unsigned n = 0;
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *o = m->tasks[i];
-                if (o != root && task_str(o, "dispatchedBy") && task_is_active(o) && dispatch_root(m, o) == root) n++;
+                if (o != root && o->rec.dispatched_by && task_is_active(o) && dispatch_root(m, o) == root) n++;
         }
         return n;
 }
@@ -312,7 +312,7 @@ static void handle_dispatch(Manager *m, Request *r) {
         Task *prior = session_id ? find_session_task(m, session_id, executor_id) : NULL;
         /* a sandboxed caller inherits nothing from a session it may not see */
         if (prior && !caller_may_see(who, prior)) prior = NULL;
-        if (!executor_id) executor_id = prior ? task_str(prior, "executorId") : m->settings.default_executor;
+        if (!executor_id) executor_id = prior ? prior->rec.executor_id : m->settings.default_executor;
         const executor *ex = executor_find(strempty(executor_id));
         if (!ex) {
                 _cleanup_free_ char *text = strdup_printf("error: unknown executor: %s\nhelp: use one of %s",
@@ -320,7 +320,7 @@ static void handle_dispatch(Manager *m, Request *r) {
                 return reply_failed(r, text);
         }
         const char *model = json_get_string(p, "model");
-        if (!model && prior) model = task_str(prior, "model");
+        if (!model && prior) model = prior->rec.model;
         if (!model && ex->needs_model) {
                 if (session_id) {
                         _cleanup_free_ char *text = strdup_printf(
@@ -389,7 +389,7 @@ static void handle_dispatch(Manager *m, Request *r) {
                                        "They survive after the task ends; retrieve them with `taskferry output %s`.",
                                        user_prompt, out_dir, sandboxed ? " inside the sandbox" : "", id);
         const char *requested_variant = json_get_string(p, "variant");
-        if (!requested_variant && prior) requested_variant = task_str(prior, "variant");
+        if (!requested_variant && prior) requested_variant = prior->rec.variant;
         if (!requested_variant) requested_variant = m->settings.default_variant;
         _cleanup_free_ char *variant = resolve_variant(ex->id, requested_variant);
 
@@ -467,7 +467,7 @@ static void handle_dispatch(Manager *m, Request *r) {
         Task *t = task_new(m, rec);
         if (!t) {
                 json_object_put(lp);
-                json_object_put(rec);
+                (void) rmdir(out_dir);
                 return reply_failed(r, "error: out of memory");
         }
         json_object *env = json_get_object(p, "env");
@@ -477,16 +477,27 @@ static void handle_dispatch(Manager *m, Request *r) {
                 if (sandboxed)
                         log_warning("overlay disabled -- writes of task %s land directly on %s, not gated by accept/reject",
                                     id, directory);
+        /* The id we hand out must survive a crash right after the reply: the
+         * record is durable before anything runs, or the dispatch fails and
+         * leaves nothing behind (issue 6 item 5). */
         task_persist(t);
+        int fk = manager_flush(m);
+        if (fk < 0) {
+                log_error_errno(fk, "cannot record task %s in tasks.json; dispatch refused", id);
+                manager_remove_task(m, t);
+                (void) rmdir(out_dir);
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: cannot record the task durably in %s/tasks.json: %s\nhelp: make the state directory "
+                        "writable and free some space on its file system, then dispatch again",
+                        m->paths.state_dir, strerror(-fk));
+                return reply_failed(r, text);
+        }
         scheduler_enqueue(m, t);
         scheduler_kick(m);
-        /* the id we hand out must survive a crash right after the reply */
-        int fk = manager_flush(m);
-        if (fk < 0) log_warning_errno(fk, "cannot flush tasks.json after dispatching %s", id);
 
         json_object *res = task_summary(t);
         _cleanup_free_ char *next =
-                streq(task_status(t), "queued")
+                t->rec.status == TASK_QUEUED
                         ? strdup_printf("Task is queued; run taskferry wait or taskferry status with task id \"%s\" to check when it starts", id)
                         : strdup_printf("Run taskferry wait or taskferry status with task id \"%s\" to check progress", id);
         json_add_string(res, "next", next);
@@ -500,7 +511,7 @@ static void handle_dispatch(Manager *m, Request *r) {
 static bool caller_may_see(Caller who, Task *t) {
         if (!who.sandboxed) return true;
         if (!who.task) return false;
-        return t == who.task || streq_ptr(task_str(t, "dispatchedBy"), who.task->id);
+        return t == who.task || streq_ptr(t->rec.dispatched_by, who.task->id);
 }
 
 static Task *lookup_visible_task(Manager *m, Request *r) {
@@ -532,7 +543,7 @@ static json_object *tail_job_run(void *userdata, int *error) {
         Request *r = userdata;
         Task *t = r->wait_task;
         log_summary s = {0};
-        if (!t || log_summarize_file(task_str(t, "logPath"), task_str(t, "sessionId"), &s) < 0) return NULL;
+        if (!t || log_summarize_file(t->rec.log_path, t->rec.session_id, &s) < 0) return NULL;
         json_object *o = json_object_new_object();
         const char *n = s.narration ? s.narration : "";
         size_t len = strlen(n), units = utf8_utf16_length(n, len);
@@ -556,7 +567,7 @@ static void tail_job_done(Manager *m, void *userdata, json_object *res, int erro
         r->wait_task = NULL;
         json_object *o = t ? task_summary(t) : json_object_new_object();
         json_add_bool(o, "timedOut", true);
-        if (res && t && streq(task_status(t), "running")) {
+        if (res && t && t->rec.status == TASK_RUNNING) {
                 json_object_object_foreach(res, key, val) json_add(o, key, json_object_get(val));
         }
         request_reply_result(r, o);
@@ -583,7 +594,7 @@ static int wait_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Task *t = r->wait_task;
         r->timer = sd_event_source_disable_unref(r->timer);
         wait_detach(r);
-        if (t && r->tail_chars > 0 && streq(task_status(t), "running")) {
+        if (t && r->tail_chars > 0 && t->rec.status == TASK_RUNNING) {
                 if (job_start(r->m, tail_job_run, tail_job_done, r) >= 0) return 0;
         }
         r->wait_task = NULL;
@@ -649,17 +660,18 @@ static json_object *result_job_run(void *userdata, int *error) {
         json_object *fields = json_get_array(params, "fields");
         bool full = json_get_bool(params, "full", false);
         log_summary s = {0};
-        int r = log_summarize_file(task_str(t, "logPath"), task_str(t, "sessionId"), &s);
+        int r = log_summarize_file(t->rec.log_path, t->rec.session_id, &s);
         if (r < 0 && r != -ENOENT) {
                 *error = r;
                 return NULL;
         }
         json_object *o = json_object_new_object();
         json_add_string(o, "taskId", t->id);
-        json_copy_key(o, t->rec, "status");
-        static const char *const head[] = {"exitCode", "signal", "spawnError", "failureReason", "failureDetail"};
-        for (size_t i = 0; i < ELEMENTSOF(head); i++) json_copy_key(o, t->rec, head[i]);
-        const char *diff_path = task_str(t, "diffPath");
+        task_copy_key(o, t, TASK_KEY_status);
+        static const TaskKey head[] = {TASK_KEY_exit_code, TASK_KEY_signal, TASK_KEY_spawn_error, TASK_KEY_failure_reason,
+                                       TASK_KEY_failure_detail};
+        for (size_t i = 0; i < ELEMENTSOF(head); i++) task_copy_key(o, t, head[i]);
+        const char *diff_path = t->rec.diff_path;
         /* a patch that alone exceeds the frame budget is never read: the
          * answer could not be sent, and the daemon would hold all of it */
         if (diff_path && fields_include(fields, "diff") && file_size(diff_path) > PROTOCOL_MAX_BUFFER_BYTES) {
@@ -686,27 +698,28 @@ static json_object *result_job_run(void *userdata, int *error) {
         }
         json_add(o, "diff", diff);
         json_add(o, "diffStat", stat);
-        json_copy_key(o, t->rec, "changesetError");
-        if (json_get_array(t->rec, "changesetWarnings")) json_copy_key(o, t->rec, "changesetWarnings");
-        if (task_str(t, "headDriftFrom")) {
-                json_copy_key(o, t->rec, "headDriftFrom");
-                json_copy_key(o, t->rec, "headDriftTo");
-                json_copy_key(o, t->rec, "headDriftRecovered");
+        task_copy_key(o, t, TASK_KEY_changeset_error);
+        if (t->rec.changeset_warnings) task_copy_key(o, t, TASK_KEY_changeset_warnings);
+        if (t->rec.head_drift_from) {
+                task_copy_key(o, t, TASK_KEY_head_drift_from);
+                task_copy_key(o, t, TASK_KEY_head_drift_to);
+                task_copy_key(o, t, TASK_KEY_head_drift_recovered);
         }
-        bool incomplete = json_get_bool(t->rec, "incomplete", false);
+        bool incomplete = t->rec.incomplete;
         if (incomplete) json_add_bool(o, "incomplete", true);
-        static const char *const opt[] = {"finalMarker", "finalStatus", "class", "parentTaskId", "projectConfigWarning"};
+        static const TaskKey opt[] = {TASK_KEY_final_marker, TASK_KEY_final_status, TASK_KEY_class_name,
+                                      TASK_KEY_parent_task_id, TASK_KEY_project_config_warning};
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
-                if (task_str(t, opt[i])) json_copy_key(o, t->rec, opt[i]);
-        const char *check = task_str(t, "checkStatus");
+                if (task_record_is_set(&t->rec, opt[i])) task_copy_key(o, t, opt[i]);
+        const char *check = t->rec.check_status;
         if (check && !streq(check, "none")) {
-                static const char *const ck[] = {"checkStatus", "checkCommand", "checkExitCode", "checkStartedAt",
-                                                 "checkEndedAt"};
-                for (size_t i = 0; i < ELEMENTSOF(ck); i++) json_copy_key(o, t->rec, ck[i]);
-                if (json_get_bool(t->rec, "checkOverride", false)) json_add_bool(o, "checkOverride", true);
-                if (fields_include(fields, "checkOutputTail")) json_copy_key(o, t->rec, "checkOutputTail");
+                static const TaskKey ck[] = {TASK_KEY_check_status, TASK_KEY_check_command, TASK_KEY_check_exit_code,
+                                             TASK_KEY_check_started_at, TASK_KEY_check_ended_at};
+                for (size_t i = 0; i < ELEMENTSOF(ck); i++) task_copy_key(o, t, ck[i]);
+                if (t->rec.check_override) json_add_bool(o, "checkOverride", true);
+                if (fields_include(fields, "checkOutputTail")) task_copy_key(o, t, TASK_KEY_check_output_tail);
         }
-        json_add_string(o, "sessionId", s.session_id ? s.session_id : task_str(t, "sessionId"));
+        json_add_string(o, "sessionId", s.session_id ? s.session_id : t->rec.session_id);
         json_add(o, "tokens", s.tokens ? json_object_get(s.tokens) : NULL);
         json_add(o, "cost", s.has_cost ? json_new_number(s.cost) : NULL);
         json_add_string(o, "message", s.message ? s.message : "");
@@ -723,7 +736,7 @@ static json_object *result_job_run(void *userdata, int *error) {
         json_add_bool(o, "narrationTruncated", truncated);
         if (incomplete) {
                 _cleanup_free_ char *why = NULL;
-                const char *marker = task_str(t, "finalMarker");
+                const char *marker = t->rec.final_marker;
                 if (marker) {
                         json_object *q = json_object_new_string(marker);
                         why = strdup_printf("(--require-final-marker %s did not match)", json_to_line(q, NULL));
@@ -738,21 +751,19 @@ static json_object *result_job_run(void *userdata, int *error) {
                         "Run taskferry result with full: true on task id \"%s\" to see the complete narration", t->id);
                 json_add_string(o, "next", next);
         }
-        json_copy_key(o, t->rec, "logPath");
-        json_copy_key(o, t->rec, "outputDir");
+        task_copy_key(o, t, TASK_KEY_log_path);
+        task_copy_key(o, t, TASK_KEY_output_dir);
         log_summary_done(&s);
         if (!fields) return o;
         json_object *proj = json_object_new_object();
         json_add_string(proj, "taskId", t->id);
-        json_copy_key(proj, t->rec, "status");
+        task_copy_key(proj, t, TASK_KEY_status);
         for (size_t i = 0; i < json_object_array_length(fields); i++) {
                 const char *f = json_object_get_string(json_object_array_get_idx(fields, i));
                 json_object *v = NULL;
-                if (!json_object_object_get_ex(o, f, &v)) {
-                        /* fields not in the detail shape come from the record */
-                        json_object_object_get_ex(t->rec, f, &v);
-                }
-                json_object_object_add(proj, f, json_object_get(v));
+                if (json_object_object_get_ex(o, f, &v)) v = json_object_get(v);
+                else v = task_record_get_json_by_name(&t->rec, f); /* fields not in the detail shape come from the record */
+                json_object_object_add(proj, f, v);
         }
         json_object_put(o);
         return proj;
@@ -785,7 +796,7 @@ static void handle_result(Manager *m, Request *r) {
         if (fields && json_get_bool(r->req.params, "full", false) && !fields_include(fields, "narration"))
                 return reply_failed(r, "error: full requires narration in fields\nhelp: add narration to fields or drop full");
         if (task_is_active(t) || t->settling) {
-                const char *status = t->settling ? "running" : task_status(t);
+                const char *status = t->settling ? "running" : strempty(task_status_to_string(t->rec.status));
                 json_object *o = json_object_new_object();
                 json_add_string(o, "taskId", t->id);
                 json_add_string(o, "status", status);
@@ -815,7 +826,7 @@ static void handle_result(Manager *m, Request *r) {
 static int kill_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
         Task *t = userdata;
         t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
-        if (streq(task_status(t), "running")) (void) task_signal(t, SIGKILL);
+        if (t->rec.status == TASK_RUNNING) (void) task_signal(t, SIGKILL);
         return 0;
 }
 
@@ -830,7 +841,7 @@ static bool caller_may_decide(Manager *m, Request *r, Task *t, const char *verb)
                 text = strdup_printf("error: a task running in a sandbox cannot accept changesets\nhelp: read the diff "
                                      "(taskferry result %s --diff) and run taskferry accept %s from outside the sandbox",
                                      t->id, t->id);
-        else if (who.task && streq_ptr(task_str(t, "dispatchedBy"), who.task->id))
+        else if (who.task && streq_ptr(t->rec.dispatched_by, who.task->id))
                 return true;
         else
                 text = strdup_printf("error: a task running in a sandbox can only %s tasks it dispatched itself, and %s "
@@ -849,18 +860,15 @@ static void cancel_dispatched(Manager *m, Task *parent, int64_t grace, unsigned 
         char iso[32];
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *c = m->tasks[i];
-                if (c == parent || !streq_ptr(task_str(c, "dispatchedBy"), parent->id)) continue;
-                const char *status = task_status(c);
-                if (streq(status, "queued")) {
+                if (c == parent || !streq_ptr(c->rec.dispatched_by, parent->id)) continue;
+                if (c->rec.status == TASK_QUEUED) {
                         scheduler_remove(m, c);
-                        task_set_str(c, "status", "cancelled");
-                        task_set_str(c, "endedAt", format_iso(now_ms(), iso));
+                        task_set_str(c, TASK_KEY_ended_at, format_iso(now_ms(), iso));
                         json_object_put(c->launch);
                         c->launch = NULL;
-                        task_persist(c);
-                        task_wake_waiters(c);
-                } else if (streq(status, "running") && !json_get_bool(c->rec, "cancelRequested", false)) {
-                        task_set_bool(c, "cancelRequested", true);
+                        (void) task_transition(c, TASK_CANCELLED, c->rec.changeset_status);
+                } else if (c->rec.status == TASK_RUNNING && !c->rec.cancel_requested) {
+                        task_set_bool(c, TASK_KEY_cancel_requested, true);
                         if (task_signal(c, SIGTERM) >= 0) {
                                 c->kill_timer = sd_event_source_disable_unref(c->kill_timer);
                                 uint64_t now;
@@ -881,21 +889,19 @@ static void handle_cancel(Manager *m, Request *r) {
         int64_t child_grace = (int64_t) m->settings.cancel_grace_ms;
         json_get_int64(r->req.params, "graceMs", &child_grace);
         cancel_dispatched(m, t, child_grace, 0);
-        const char *status = task_status(t);
+        const char *status = strempty(task_status_to_string(t->rec.status));
         char iso[32];
-        if (streq(status, "queued")) {
+        if (t->rec.status == TASK_QUEUED) {
                 scheduler_remove(m, t);
-                task_set_str(t, "status", "cancelled");
-                task_set_str(t, "endedAt", format_iso(now_ms(), iso));
+                task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
                 json_object_put(t->launch);
                 t->launch = NULL;
-                task_persist(t);
-                task_wake_waiters(t);
+                (void) task_transition(t, TASK_CANCELLED, t->rec.changeset_status);
                 json_object *o = task_summary(t);
                 json_add_string(o, "note", "queued task cancelled before launch");
                 return request_reply_result(r, o);
         }
-        if (!streq(status, "running")) {
+        if (t->rec.status != TASK_RUNNING) {
                 json_object *o = task_summary(t);
                 _cleanup_free_ char *note = strdup_printf("task is already %s; nothing to cancel", status);
                 json_add_string(o, "note", note);
@@ -904,12 +910,12 @@ static void handle_cancel(Manager *m, Request *r) {
         int64_t grace = (int64_t) m->settings.cancel_grace_ms;
         json_get_int64(r->req.params, "graceMs", &grace);
         int64_t pid = 0;
-        bool has_pid = json_get_int64(t->rec, "pid", &pid);
+        bool has_pid = task_record_get_int(&t->rec, TASK_KEY_pid, &pid);
         if (!has_pid && t->shim_pid <= 0) {
                 _cleanup_free_ char *text = strdup_printf("error: task %s has no pid on record", t->id);
                 return reply_failed(r, text);
         }
-        task_set_bool(t, "cancelRequested", true);
+        task_set_bool(t, TASK_KEY_cancel_requested, true);
         int k = task_signal(t, SIGTERM);
         if (k < 0) {
                 _cleanup_free_ char *text = strdup_printf("error: cannot signal task %s: %s", t->id, strerror(-k));
@@ -945,10 +951,10 @@ static json_object *change_job_run(void *userdata, int *error) {
                 _cleanup_free_ char *reason = NULL;
                 int r;
                 /* an accept a crash interrupted may have landed already: never twice */
-                if (t->accept_interrupted && changeset_is_applied(task_str(t, "directory"), task_str(t, "diffPath")) > 0)
+                if (t->accept_interrupted && changeset_is_applied(t->rec.directory, t->rec.diff_path) > 0)
                         r = 1;
                 else
-                        r = changeset_apply(task_str(t, "directory"), task_str(t, "diffPath"), &reason);
+                        r = changeset_apply(t->rec.directory, t->rec.diff_path, &reason);
                 json_add_int(o, "apply", r);
                 json_add_string(o, "reason", reason);
                 if (r <= 0) return o;
@@ -956,7 +962,7 @@ static json_object *change_job_run(void *userdata, int *error) {
         /* the executor homes go with the overlay, but for what a resume needs */
         _cleanup_free_ char *home = executor_home_root(t->m->paths.cache_dir, t->id);
         if (home) (void) executor_home_release(home);
-        json_object *od = json_get_object(t->rec, "overlayDirs");
+        json_object *od = t->rec.overlay_dirs;
         if (od) {
                 int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
                 json_add_bool(o, "removed", k >= 0);
@@ -988,7 +994,7 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
         }
         if (accept) {
                 t->accept_interrupted = false;
-                task_set_null(t, "acceptStartedAt");
+                task_set_null(t, TASK_KEY_accept_started_at);
         }
         json_object *o = json_object_new_object();
         json_add_string(o, "taskId", t->id);
@@ -999,8 +1005,8 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
                 return request_reply_result(r, o);
         }
         bool removed = json_get_bool(res, "removed", false);
-        if (accept) task_set_str(t, "changesetStatus", "accepted");
-        if (removed) task_set_null(t, "overlayDirs");
+        if (removed) task_set_null(t, TASK_KEY_overlay_dirs);
+        if (accept) (void) task_transition(t, t->rec.status, CHANGESET_ACCEPTED);
         task_persist(t);
         /* the decision is durable before the caller hears of it */
         int k = manager_flush(m);
@@ -1008,7 +1014,7 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
         json_add_string(o, "changesetStatus", accept ? "accepted" : "rejected");
         if (accept) {
                 json_add_bool(o, "applied", true);
-                json_copy_key(o, t->rec, "checkStatus");
+                task_copy_key(o, t, TASK_KEY_check_status);
         }
         if (!removed) json_add_bool(o, "cleanupFailed", true);
         request_reply_result(r, o);
@@ -1019,15 +1025,15 @@ static void handle_change(Manager *m, Request *r, bool accept) {
         if (!t) return;
         if (!caller_may_decide(m, r, t, accept ? "accept" : "reject")) return;
         const char *verb = accept ? "accepted" : "rejected";
-        if (accept && streq_ptr(task_str(t, "role"), "advisor")) {
+        if (accept && streq_ptr(t->rec.role, "advisor")) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s has role \"advisor\" and cannot be accepted\nhelp: advisor changesets are never applied; "
                         "inspect them with taskferry result %s --diff",
                         t->id, t->id);
                 return reply_failed(r, text);
         }
-        const char *cs = strempty(task_str(t, "changesetStatus"));
-        if (!streq(cs, "pending")) {
+        const char *cs = strempty(changeset_status_to_string(t->rec.changeset_status));
+        if (t->rec.changeset_status != CHANGESET_PENDING) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s has no pending changeset (changesetStatus: %s)\nhelp: only a task with changesetStatus "
                         "\"pending\" can be %s",
@@ -1038,7 +1044,7 @@ static void handle_change(Manager *m, Request *r, bool accept) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s is still %s; its changeset is not extracted yet\nhelp: wait for it with taskferry wait "
                         "%s, or cancel it with taskferry cancel %s",
-                        t->id, task_status(t), t->id, t->id);
+                        t->id, strempty(task_status_to_string(t->rec.status)), t->id, t->id);
                 return reply_failed(r, text);
         }
         if (t->busy) {
@@ -1047,13 +1053,13 @@ static void handle_change(Manager *m, Request *r, bool accept) {
                 return reply_failed(r, text);
         }
         if (accept) {
-                const char *diff = task_str(t, "diffPath");
-                json_object *od = json_get_object(t->rec, "overlayDirs");
+                const char *diff = t->rec.diff_path;
+                json_object *od = t->rec.overlay_dirs;
                 if (!diff) {
                         _cleanup_free_ char *text = strdup_printf(
                                 "error: changeset for task %s was never extracted (%s); its overlay is preserved at %s\nhelp: "
                                 "reject it with taskferry reject %s",
-                                t->id, task_str(t, "changesetError") ? task_str(t, "changesetError") : "unknown reason",
+                                t->id, t->rec.changeset_error ? t->rec.changeset_error : "unknown reason",
                                 od ? strempty(json_get_string(od, "root")) : "(none)", t->id);
                         return reply_failed(r, text);
                 }
@@ -1066,8 +1072,7 @@ static void handle_change(Manager *m, Request *r, bool accept) {
                 }
         } else {
                 /* flip before any cleanup so a late gate result is ignored */
-                task_set_str(t, "changesetStatus", "rejected");
-                task_persist(t);
+                (void) task_transition(t, t->rec.status, CHANGESET_REJECTED);
                 int k = manager_flush(m);
                 if (k < 0) log_warning_errno(k, "cannot flush tasks.json after rejecting %s", t->id);
         }
@@ -1075,7 +1080,7 @@ static void handle_change(Manager *m, Request *r, bool accept) {
                 /* durable before the live tree is touched: a daemon dying mid-apply
                  * leaves a trace that the next accept checks (changeset_is_applied) */
                 char iso[32];
-                task_set_str(t, "acceptStartedAt", format_iso(now_ms(), iso));
+                task_set_str(t, TASK_KEY_accept_started_at, format_iso(now_ms(), iso));
                 int k = manager_flush(m);
                 if (k < 0) log_warning_errno(k, "cannot flush tasks.json before accepting %s", t->id);
         }

@@ -59,7 +59,7 @@ static int build_worker_env(Task *t, char ***ret) {
         }
         if (strv_env_set(&env, "TASKFERRY_CHILD", "1") < 0 || strv_env_set(&env, "TASKFERRY_TASK_ID", t->id) < 0)
                 return -ENOMEM;
-        const char *out = task_str(t, "outputDir");
+        const char *out = t->rec.output_dir;
         if (out && strv_env_set(&env, "TASKFERRY_OUTPUT_DIR", out) < 0) return -ENOMEM;
         *ret = TAKE_PTR(env);
         return 0;
@@ -130,7 +130,7 @@ static void task_release_slot(Task *t) {
 
 static char *prompt_file_path(Task *t) { return strdup_printf("%s/prompts/%s.prompt.txt", t->m->paths.state_dir, t->id); }
 
-void task_settlement_done(Task *t) {
+void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs) {
         Manager *m = t->m;
         _cleanup_free_ char *pf = prompt_file_path(t);
         if (pf) (void) unlink(pf);
@@ -141,16 +141,20 @@ void task_settlement_done(Task *t) {
         task_release_slot(t);
         task_socket_close(t);
         task_persist(t);
-        task_wake_waiters(t);
+        int r = task_transition(t, status, cs);
+        if (r < 0)
+                log_error("refusing an illegal settlement of %s: %s/%s to %s/%s", t->id,
+                          strnull(task_status_to_string(t->rec.status)),
+                          strnull(changeset_status_to_string(t->rec.changeset_status)),
+                          strnull(task_status_to_string(status)), strnull(changeset_status_to_string(cs)));
         scheduler_kick(m);
 }
 
 void task_settle_spawn_error(Task *t, const char *message) {
         char iso[32];
-        task_set_str(t, "status", "crashed");
-        task_set_str(t, "spawnError", message);
-        task_set_str(t, "endedAt", format_iso(now_ms(), iso));
-        task_settlement_done(t);
+        task_set_str(t, TASK_KEY_spawn_error, message);
+        task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
+        task_settlement_done(t, TASK_CRASHED, t->rec.changeset_status);
 }
 
 /* ---- settlement (lifecycle.md §4.4) ---- */
@@ -172,7 +176,7 @@ static void release_home(Task *t) {
  * *ret_over says the files were over twice the budget. Runs in the
  * settlement job. */
 static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) {
-        bool stopped = streq_ptr(task_str(t, "failureReason"), DISK_STOP_REASON);
+        bool stopped = streq_ptr(t->rec.failure_reason, DISK_STOP_REASON);
         const char *root = json_get_string(od, "root");
         if (!root) return NULL;
         char a[32], b[32];
@@ -182,7 +186,7 @@ static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) 
                                      "the worker was stopped (floor %s); keeping it would block other tasks",
                                      root, disk_size_format(fs.avail, a), disk_size_format(disk_floor_bytes(fs.size), b));
         int64_t budget = 0;
-        if (!json_get_int64(t->rec, "diskMaxBytes", &budget) || budget <= 0) return NULL;
+        if (!task_record_get_int(&t->rec, TASK_KEY_disk_max_bytes, &budget) || budget <= 0) return NULL;
         disk_usage u = {0};
         const char *upper = json_get_string(od, "upperDir");
         /* also for a worker that exited before the shim's walk saw its files (a
@@ -198,11 +202,11 @@ static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) 
 
 static json_object *settle_job_run(void *userdata, int *error) {
         Task *t = userdata;
-        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
-        const char *log = task_str(t, "logPath");
+        const executor *ex = executor_find(strempty(t->rec.executor_id));
+        const char *log = t->rec.log_path;
         json_object *res = json_object_new_object();
         if (!res) return NULL;
-        if (ex && log && !task_str(t, "failureReason")) {
+        if (ex && log && !t->rec.failure_reason) {
                 _cleanup_free_ char *reason = NULL, *detail = NULL;
                 if (log_classify_file(log, ex->failure_prefix, ex->structured_prefix, &reason, &detail) > 0) {
                         json_add_string(res, "failureReason", reason);
@@ -213,14 +217,14 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 _cleanup_free_ char *boot = NULL;
                 if (log_boot_failure(log, &boot) > 0) json_add_string(res, "bootDetail", boot);
                 log_summary s = {0};
-                if (log_summarize_file(log, task_str(t, "sessionId"), &s) >= 0) {
+                if (log_summarize_file(log, t->rec.session_id, &s) >= 0) {
                         json_add_string(res, "sessionId", s.session_id);
                         json_add_bool(res, "hasStop", s.has_stop);
                         json_add_bool(res, "hasJsonLine", s.has_json_line);
                         const char *msg = s.message ? s.message : "";
                         /* message.trim() !== "" (lifecycle.md §4.5) */
                         json_add_bool(res, "messageNonEmpty", !log_line_is_blank(msg, strlen(msg)));
-                        const char *marker = task_str(t, "finalMarker");
+                        const char *marker = t->rec.final_marker;
                         if (marker) {
                                 regex_t re;
                                 bool match = false;
@@ -243,7 +247,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                         log_summary_done(&s);
                 }
         }
-        json_object *od = json_get_object(t->rec, "overlayDirs");
+        json_object *od = t->rec.overlay_dirs;
         if (!od) release_home(t); /* nothing pending: the homes go now (executor-home.h) */
         bool over = false;
         _cleanup_free_ char *discard = od ? disk_stop_discard_reason(t, od, &over) : NULL;
@@ -265,10 +269,10 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 (void) rm_rf(scratch);
                 (void) mkdir(scratch, 0700);
                 changeset_extract_args a = {
-                        .directory = task_str(t, "directory"),
+                        .directory = t->rec.directory,
                         .upper = json_get_string(od, "upperDir"),
                         .work = json_get_string(od, "workDir"),
-                        .pre_head = task_str(t, "preDispatchHead"),
+                        .pre_head = t->rec.pre_dispatch_head,
                         .scratch_dir = scratch,
                         .patch_path = patch,
                 };
@@ -311,73 +315,72 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                           strerror(error < 0 ? -error : EIO));
                 res = NULL;
         }
-        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
+        const executor *ex = executor_find(strempty(t->rec.executor_id));
         int64_t code = 0;
-        bool has_code = json_get_int64(t->rec, "exitCode", &code);
-        const char *sig = task_str(t, "signal");
-        const char *spawn_error = task_str(t, "spawnError");
+        bool has_code = task_record_get_int(&t->rec, TASK_KEY_exit_code, &code);
+        const char *sig = t->rec.signal;
+        const char *spawn_error = t->rec.spawn_error;
 
         json_object *ext0 = res ? json_get_object(res, "extract") : NULL;
-        if (ext0 && json_get_bool(ext0, "overBudget", false) && !task_str(t, "failureReason")) {
-                task_set_str(t, "failureReason", DISK_STOP_REASON);
-                task_set_str(t, "failureDetail", json_get_string(ext0, "discarded"));
+        if (ext0 && json_get_bool(ext0, "overBudget", false) && !t->rec.failure_reason) {
+                task_set_str(t, TASK_KEY_failure_reason, DISK_STOP_REASON);
+                task_set_str(t, TASK_KEY_failure_detail, json_get_string(ext0, "discarded"));
         }
-        if (res && !task_str(t, "failureReason") && json_get_string(res, "failureReason")) {
-                task_set_str(t, "failureReason", json_get_string(res, "failureReason"));
-                task_set_str(t, "failureDetail", json_get_string(res, "failureDetail"));
+        if (res && !t->rec.failure_reason && json_get_string(res, "failureReason")) {
+                task_set_str(t, TASK_KEY_failure_reason, json_get_string(res, "failureReason"));
+                task_set_str(t, TASK_KEY_failure_detail, json_get_string(res, "failureDetail"));
         }
-        const char *status;
-        if (json_get_bool(t->rec, "cancelRequested", false)) status = "cancelled";
-        else if (spawn_error || task_str(t, "failureReason")) status = "crashed";
-        else if (has_code && code == 0 && !sig) status = "done";
-        else status = "crashed";
+        TaskStatus status;
+        if (t->rec.cancel_requested) status = TASK_CANCELLED;
+        else if (spawn_error || t->rec.failure_reason) status = TASK_CRASHED;
+        else if (has_code && code == 0 && !sig) status = TASK_DONE;
+        else status = TASK_CRASHED;
 
         /* boot failure: explicit nonzero exit, no reason, no JSON line at all */
-        if (streq(status, "crashed") && !spawn_error && !task_str(t, "failureReason") && has_code && code != 0 && res &&
+        if (status == TASK_CRASHED && !spawn_error && !t->rec.failure_reason && has_code && code != 0 && res &&
             json_get_string(res, "bootDetail") && !json_get_bool(res, "hasJsonLine", false) && ex) {
-                task_set_str(t, "failureReason", ex->boot_failure_reason);
-                task_set_str(t, "failureDetail", json_get_string(res, "bootDetail"));
+                task_set_str(t, TASK_KEY_failure_reason, ex->boot_failure_reason);
+                task_set_str(t, TASK_KEY_failure_detail, json_get_string(res, "bootDetail"));
         }
         /* crash recovery: the worker reached a final answer before failing */
-        if (streq(status, "crashed") && !spawn_error && res && json_get_bool(res, "hasStop", false) &&
-            json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(task_str(t, "failureReason"), DISK_STOP_REASON))
-                status = "done";
-        if (res && json_get_string(res, "sessionId")) task_set_str(t, "sessionId", json_get_string(res, "sessionId"));
-        if (streq(status, "done") && res) {
-                if (!json_get_bool(res, "messageNonEmpty", false)) task_set_bool(t, "incomplete", true);
+        if (status == TASK_CRASHED && !spawn_error && res && json_get_bool(res, "hasStop", false) &&
+            json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(t->rec.failure_reason, DISK_STOP_REASON))
+                status = TASK_DONE;
+        if (res && json_get_string(res, "sessionId")) task_set_str(t, TASK_KEY_session_id, json_get_string(res, "sessionId"));
+        if (status == TASK_DONE && res) {
+                if (!json_get_bool(res, "messageNonEmpty", false)) task_set_bool(t, TASK_KEY_incomplete, true);
                 else {
-                        if (task_str(t, "finalMarker") && !json_get_bool(res, "markerMatched", false))
-                                task_set_bool(t, "incomplete", true);
+                        if (t->rec.final_marker && !json_get_bool(res, "markerMatched", false))
+                                task_set_bool(t, TASK_KEY_incomplete, true);
                         if (json_get_string(res, "finalStatus"))
-                                task_set_str(t, "finalStatus", json_get_string(res, "finalStatus"));
+                                task_set_str(t, TASK_KEY_final_status, json_get_string(res, "finalStatus"));
                 }
         }
-        task_set_str(t, "status", status);
-
+        ChangesetStatus cs = t->rec.changeset_status;
         json_object *ext = res ? json_get_object(res, "extract") : NULL;
-        if (json_get_object(t->rec, "overlayDirs")) {
+        if (t->rec.overlay_dirs) {
                 if (!ext) {
-                        task_set_str(t, "changesetError", "changeset extraction did not run; the overlay is kept");
+                        task_set_str(t, TASK_KEY_changeset_error, "changeset extraction did not run; the overlay is kept");
                 } else if (json_get_string(ext, "discarded")) {
-                        task_set_str(t, "changesetStatus", "rejected");
-                        task_set_str(t, "changesetError", json_get_string(ext, "discarded"));
-                        if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, "overlayDirs");
+                        cs = CHANGESET_REJECTED;
+                        task_set_str(t, TASK_KEY_changeset_error, json_get_string(ext, "discarded"));
+                        if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, TASK_KEY_overlay_dirs);
                 } else if (!json_get_bool(ext, "ok", false)) {
-                        task_set_str(t, "changesetError", json_get_string(ext, "error"));
+                        task_set_str(t, TASK_KEY_changeset_error, json_get_string(ext, "error"));
                 } else {
-                        task_set_str(t, "diffPath", json_get_string(ext, "diffPath"));
-                        task_set_null(t, "changesetError");
+                        task_set_str(t, TASK_KEY_diff_path, json_get_string(ext, "diffPath"));
+                        task_set_null(t, TASK_KEY_changeset_error);
                         json_object *warnings = json_get_array(ext, "warnings");
                         if (warnings && json_object_array_length(warnings) > 0)
-                                task_set(t, "changesetWarnings", json_object_get(warnings));
-                        if (json_get_bool(ext, "hasChanges", false)) task_set_str(t, "changesetStatus", "pending");
+                                task_set_json(t, TASK_KEY_changeset_warnings, json_object_get(warnings));
+                        if (json_get_bool(ext, "hasChanges", false)) cs = CHANGESET_PENDING;
                         else {
-                                task_set_str(t, "changesetStatus", "accepted");
-                                if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, "overlayDirs");
+                                cs = CHANGESET_ACCEPTED;
+                                if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, TASK_KEY_overlay_dirs);
                         }
                 }
         }
-        task_settlement_done(t);
+        task_settlement_done(t, status, cs);
 }
 
 static void task_start_settlement(Task *t) {
@@ -399,8 +402,8 @@ static void task_read_status_line(Task *t, const char *line, size_t len) {
                 log_warning("ignoring a malformed status line from the shim of %s", t->id);
                 return;
         }
-        if (li.worker_pid > 0) task_set_int(t, "pid", li.worker_pid);
-        if (li.pre_dispatch_head) task_set_str(t, "preDispatchHead", li.pre_dispatch_head);
+        if (li.worker_pid > 0) task_set_int(t, TASK_KEY_pid, li.worker_pid);
+        if (li.pre_dispatch_head) task_set_str(t, TASK_KEY_pre_dispatch_head, li.pre_dispatch_head);
         task_persist(t);
         launch_info_done(&li);
 }
@@ -447,20 +450,20 @@ static void task_apply_exit_json(Task *t) {
         _cleanup_free_ char *reserve = task_dir ? strdup_printf("%s/%s", task_dir, DISK_RESERVE_NAME) : NULL;
         if (reserve) (void) unlink(reserve); /* left behind by a shim that was killed */
         if (!task_dir || exit_info_read(task_dir, &ei) < 0) {
-                task_set_str(t, "spawnError", "taskferry-shim exited without reporting the worker's exit status");
-                task_set_str(t, "endedAt", format_iso(now_ms(), iso));
+                task_set_str(t, TASK_KEY_spawn_error, "taskferry-shim exited without reporting the worker's exit status");
+                task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
                 return;
         }
-        if (ei.has_exit_code) task_set_int(t, "exitCode", ei.exit_code);
-        task_set_str(t, "signal", ei.signal);
-        if (ei.spawn_error) task_set_str(t, "spawnError", ei.spawn_error);
+        if (ei.has_exit_code) task_set_int(t, TASK_KEY_exit_code, ei.exit_code);
+        task_set_str(t, TASK_KEY_signal, ei.signal);
+        if (ei.spawn_error) task_set_str(t, TASK_KEY_spawn_error, ei.spawn_error);
         if (ei.stop_reason) {
                 /* the shim stopped the worker itself: that is the reason, not
                  * whatever the killed worker logged */
-                task_set_str(t, "failureReason", ei.stop_reason);
-                task_set_str(t, "failureDetail", ei.stop_detail);
+                task_set_str(t, TASK_KEY_failure_reason, ei.stop_reason);
+                task_set_str(t, TASK_KEY_failure_detail, ei.stop_detail);
         }
-        task_set_str(t, "endedAt", format_iso(ei.ended_at_ms ? ei.ended_at_ms : now_ms(), iso));
+        task_set_str(t, TASK_KEY_ended_at, format_iso(ei.ended_at_ms ? ei.ended_at_ms : now_ms(), iso));
         exit_info_done(&ei);
 }
 
@@ -506,7 +509,7 @@ bool task_readopt(Task *t) {
         if (launch_info_read(task_dir, &li) == 0) {
                 shim = li.shim_pid;
                 launch_info_done(&li);
-        } else if (json_get_int64(t->rec, "shimPid", &recorded))
+        } else if (task_record_get_int(&t->rec, TASK_KEY_shim_pid_recorded, &recorded))
                 shim = (pid_t) recorded;
         /* the pid must still be a taskferry-shim (pids are reused) */
         char exe_link[64], exe[4096];
@@ -544,7 +547,7 @@ static int overlay_prepare(Task *t) {
          * it is (the overlay root above it stays 0700). */
         struct stat st;
         _cleanup_free_ char *upper = strdup_printf("%s/upper/main", root);
-        if (upper && stat(task_str(t, "directory"), &st) == 0) (void) chmod(upper, st.st_mode & 07777);
+        if (upper && stat(t->rec.directory, &st) == 0) (void) chmod(upper, st.st_mode & 07777);
         json_object *od = json_object_new_object();
         json_add_string(od, "root", root);
         _cleanup_free_ char *up = strdup_printf("%s/upper/main", root), *wk = strdup_printf("%s/work/main", root);
@@ -556,7 +559,7 @@ static int overlay_prepare(Task *t) {
          * subdirectory of a repository) gets an overlay of its own, so the
          * worker's git add/commit land there and never in the real gitdir */
         git_dirs gd = {0};
-        if (git_dirs_find(task_str(t, "directory"), &gd) > 0 && !path_is_at_or_below(gd.common, task_str(t, "directory"))) {
+        if (git_dirs_find(t->rec.directory, &gd) > 0 && !path_is_at_or_below(gd.common, t->rec.directory)) {
                 _cleanup_free_ char *gu = strdup_printf("%s/upper/gitdir", root), *gw = strdup_printf("%s/work/gitdir", root),
                                     *gm = strdup_printf("%s/mnt/gitdir", root);
                 if (!gu || !gw || !gm || mkdir_p(gu, 0700) < 0 || mkdir_p(gw, 0700) < 0 || mkdir_p(gm, 0700) < 0) {
@@ -576,9 +579,9 @@ static int overlay_prepare(Task *t) {
         git_dirs_done(&gd);
         json_add(od, "rwBinds", rwb);
         json_add(od, "rwFileBinds", json_object_new_array());
-        task_set(t, "overlayDirs", od);
-        task_set_str(t, "changesetStatus", "pending");
-        return 0;
+        task_set_json(t, TASK_KEY_overlay_dirs, od);
+        r = task_transition(t, t->rec.status, CHANGESET_PENDING);
+        return r < 0 ? r : 0;
 }
 
 /* The session this task resumes was last run by which task? Its home seeds
@@ -588,16 +591,16 @@ static int overlay_prepare(Task *t) {
  * dispatched): a session id is no key to another task's conversation. A
  * task still queued, running or settling seeds nothing. */
 static char *seed_home_for(Task *t) {
-        const char *sid = task_str(t, "sessionId"), *ex = task_str(t, "executorId");
+        const char *sid = t->rec.session_id, *ex = t->rec.executor_id;
         if (!sid || !ex) return NULL;
-        const char *by = task_str(t, "dispatchedBy");
+        const char *by = t->rec.dispatched_by;
         Manager *m = t->m;
         for (size_t i = m->n_tasks; i > 0; i--) {
                 Task *o = m->tasks[i - 1];
-                if (o == t || !streq(strempty(task_str(o, "sessionId")), sid) ||
-                    !streq(strempty(task_str(o, "executorId")), ex))
+                if (o == t || !streq(strempty(o->rec.session_id), sid) ||
+                    !streq(strempty(o->rec.executor_id), ex))
                         continue;
-                if (by && !streq(o->id, by) && !streq_ptr(task_str(o, "dispatchedBy"), by)) continue;
+                if (by && !streq(o->id, by) && !streq_ptr(o->rec.dispatched_by, by)) continue;
                 /* only a settled task's home: a worker still running could swap
                  * a dir for a symlink while the shim copies (executor-home.h) */
                 if (task_is_active(o) || o->settling) continue;
@@ -613,9 +616,9 @@ static char *seed_home_for(Task *t) {
  * sandbox — as must the interpreter of a script. Returns NULL or the
  * spawnError text. */
 static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mounts, size_t n_mounts) {
-        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
+        const executor *ex = executor_find(strempty(t->rec.executor_id));
         if (!ex) return NULL;
-        executor_launch el = {.model = task_str(t, "model"), .directory = task_str(t, "directory"), .prompt = "",
+        executor_launch el = {.model = t->rec.model, .directory = t->rec.directory, .prompt = "",
                               .prompt_file = "/dev/null"};
         _cleanup_strv_free_ char **argv = NULL;
         if (ex->build_argv(&el, &argv) < 0 || !argv || !argv[0]) return NULL;
@@ -675,13 +678,13 @@ static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mo
  * index and config stay read-only on top of it for a linked worktree);
  * without one, the dir read-only, so git at least reads the repository. */
 static int git_mounts(Task *t, sandbox_mount **m, size_t *n) {
-        json_object *od = json_get_object(t->rec, "overlayDirs");
+        json_object *od = t->rec.overlay_dirs;
         json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
         int r;
         if (!rwb) {
                 git_dirs gd = {0};
-                r = git_dirs_find(task_str(t, "directory"), &gd);
-                if (r > 0 && !path_is_at_or_below(gd.common, task_str(t, "directory")))
+                r = git_dirs_find(t->rec.directory, &gd);
+                if (r > 0 && !path_is_at_or_below(gd.common, t->rec.directory))
                         r = sandbox_mounts_push(m, n, SANDBOX_MOUNT_RO_BIND, gd.common, gd.common, NULL, NULL, NULL);
                 git_dirs_done(&gd);
                 return r < 0 ? r : 0;
@@ -723,7 +726,7 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
                                                         "XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST"};
         for (size_t i = 0; i < ELEMENTSOF(host_service_vars); i++) strv_env_unset(env, host_service_vars[i]);
 
-        const char *directory = task_str(t, "directory");
+        const char *directory = t->rec.directory;
         for (char **s = structural; *s; s++)
                 if ((r = strv_push(&never, *s)) < 0) return r;
         if ((r = strv_push(&never, directory)) < 0) return r;
@@ -741,17 +744,17 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
          * daemon's own environment says, never the worker's — it would name
          * any dir of the user's to have it bound into its nested task */
         _cleanup_strv_free_ char **ambient = NULL;
-        if (task_str(t, "dispatchedBy"))
+        if (t->rec.dispatched_by)
                 for (char **e = environ; e && *e; e++)
                         if (strchr(*e, '=') && !env_name_in(*e, m->settings.env_denylist) && strv_push(&ambient, *e) < 0)
                                 return -ENOMEM;
         char *no_env[] = {NULL};
         executor_home_args ha = {
-                .executor = strempty(task_str(t, "executorId")),
+                .executor = strempty(t->rec.executor_id),
                 .task_id = t->id,
                 .cache_dir = m->paths.cache_dir,
                 .home = m->paths.home,
-                .env = task_str(t, "dispatchedBy") ? (ambient ? ambient : no_env) : *env,
+                .env = t->rec.dispatched_by ? (ambient ? ambient : no_env) : *env,
                 .seed_root = seed,
                 .deny = never_exposed,
         };
@@ -773,7 +776,7 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
                 if ((r = sandbox_mounts_push(&tail, &n_tail, h->op, h->src, h->dest, h->upper, h->work, h->stage)) < 0)
                         goto out;
         }
-        const char *out = task_str(t, "outputDir");
+        const char *out = t->rec.output_dir;
         if (out && (r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, out, out, NULL, NULL, NULL)) < 0)
                 goto out;
         r = task_socket_open(t);
@@ -841,11 +844,11 @@ static int task_disk_budget(Task *t, bool sandboxed, launch_disk *d, char ***pat
         uint64_t budget = def;
         if (json_get_int64(t->launch, "diskMax", &asked) && asked > 0) {
                 budget = (uint64_t) asked;
-                if (task_str(t, "dispatchedBy") && budget > def) budget = def;
+                if (t->rec.dispatched_by && budget > def) budget = def;
         }
-        json_object *od = json_get_object(t->rec, "overlayDirs");
+        json_object *od = t->rec.overlay_dirs;
         const char *upper = od ? json_get_string(od, "upperDir") : NULL;
-        const char *out = task_str(t, "outputDir");
+        const char *out = t->rec.output_dir;
         if ((upper && strv_push(paths, upper) < 0) || (out && strv_push(paths, out) < 0)) return -ENOMEM;
         json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
         for (size_t i = 0; rwb && i < json_object_array_length(rwb); i++) {
@@ -863,7 +866,7 @@ static int task_disk_budget(Task *t, bool sandboxed, launch_disk *d, char ***pat
         d->max_bytes = budget;
         d->grace_ms = m->settings.cancel_grace_ms;
         d->paths = *paths;
-        task_set_int(t, "diskMaxBytes", (int64_t) budget);
+        task_set_int(t, TASK_KEY_disk_max_bytes, (int64_t) budget);
         return 0;
 }
 
@@ -905,14 +908,14 @@ static void launch_task(Task *t) {
         launch_overlay ov = {0};
         executor_home home = {0};
         _cleanup_free_ char *prompt_file = prompt_file_path(t);
-        _cleanup_free_ char *log_path = strdup(strempty(task_str(t, "logPath")));
-        spec.task_id = t->id;
-        spec.executor = (char *) task_str(t, "executorId");
-        spec.model = (char *) task_str(t, "model");
-        spec.variant = (char *) task_str(t, "variant");
-        spec.session_id = (char *) task_str(t, "sessionId");
-        spec.prompt = (char *) strempty(task_str(t, "prompt"));
-        spec.directory = (char *) task_str(t, "directory");
+        _cleanup_free_ char *log_path = strdup(strempty(t->rec.log_path));
+        spec.task_id = (char *) t->id;
+        spec.executor = (char *) t->rec.executor_id;
+        spec.model = (char *) t->rec.model;
+        spec.variant = (char *) t->rec.variant;
+        spec.session_id = (char *) t->rec.session_id;
+        spec.prompt = (char *) strempty(t->rec.prompt);
+        spec.directory = (char *) t->rec.directory;
         spec.log_path = log_path;
         spec.task_dir = task_dir;
         spec.prompt_file = prompt_file;
@@ -924,7 +927,7 @@ static void launch_task(Task *t) {
                         sandbox_mounts_free(sb.mounts, sb.n_mounts);
                         return task_settle_spawn_error(t, err ? err : "cannot plan the sandbox: out of memory");
                 }
-                json_object *od = json_get_object(t->rec, "overlayDirs");
+                json_object *od = t->rec.overlay_dirs;
                 if (overlay && od) {
                         ov.lower = spec.directory;
                         ov.upper = (char *) json_get_string(od, "upperDir");
@@ -947,7 +950,7 @@ static void launch_task(Task *t) {
         if (memfd < 0) return task_settle_spawn_error(t, "cannot pass the launch spec to taskferry-shim");
 
         /* #346: the overlay is never on disk without a durable owning record */
-        task_set_str(t, "status", "running");
+        (void) task_transition(t, TASK_RUNNING, t->rec.changeset_status);
         m->dirty = true;
         r = manager_flush(m);
         if (r < 0) log_warning_errno(r, "cannot flush tasks.json before spawning %s", t->id);
@@ -986,7 +989,7 @@ static void launch_task(Task *t) {
         t->shim_pid = pid;
         /* durable at once: a daemon dying before the shim reports can still
          * re-adopt it (task_readopt) */
-        task_set_int(t, "shimPid", pid);
+        task_set_int(t, TASK_KEY_shim_pid_recorded, pid);
         m->dirty = true;
         r = manager_flush(m);
         if (r < 0) log_warning_errno(r, "cannot flush tasks.json after spawning %s", t->id);
@@ -1032,14 +1035,14 @@ void scheduler_kick(Manager *m) {
         while (m->queue_head && m->running < m->settings.max_concurrent) {
                 Task *t = m->queue_head;
                 scheduler_remove(m, t);
-                if (!streq(task_status(t), "queued")) continue;
+                if (t->rec.status != TASK_QUEUED) continue;
                 launch_task(t);
         }
 }
 
 int task_signal(Task *t, int sig) {
         int64_t pid = 0;
-        if (json_get_int64(t->rec, "pid", &pid) && pid > 0) {
+        if (task_record_get_int(&t->rec, TASK_KEY_pid, &pid) && pid > 0) {
                 if (kill((pid_t) -pid, sig) == 0) return 0;
                 if (errno == ESRCH) {
                         if (kill((pid_t) pid, sig) == 0 || errno == ESRCH) return 0;

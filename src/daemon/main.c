@@ -176,15 +176,11 @@ static void manager_free(Manager *m) {
                 task_socket_close(t);
                 safe_close(t->shim_pidfd);
                 safe_close(t->status_fd);
-                free(t->status_buf);
-                json_object_put(t->caller_env);
-                json_object_put(t->launch);
-                json_object_put(t->rec);
-                free(t->id);
-                free(t);
+                task_free(t);
         }
         free(m->tasks);
         m->tasks = NULL;
+        manager_free_task_observers(m);
         m->n_tasks = 0;
         m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
         m->event = sd_event_unref(m->event);
@@ -255,6 +251,8 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
+        r = manager_add_wait_observer(m);
+        if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
         (void) manager_flush(m);
