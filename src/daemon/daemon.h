@@ -19,6 +19,7 @@ typedef struct Connection Connection;
 typedef struct Request Request;
 typedef struct Task Task;
 typedef struct Job Job;
+typedef struct ChangeJob ChangeJob;
 
 typedef struct TaskObserver {
         task_observer_fn fn;
@@ -168,6 +169,7 @@ struct Manager {
         sd_event_source *persist_timer;
         /* jobs */
         Job *jobs;
+        ChangeJob *change_jobs;        /* accepts/rejects, running and waiting (handlers.c) */
         bool shutting_down;
 };
 
@@ -185,6 +187,8 @@ void request_reply_result(Request *r, json_object *result);
 void request_reply_error(Request *r, const char *code, const char *message, const char *help);
 /* Reply with an error frame built from "error: ...\nhelp: ..." text (§1.8). */
 void request_reply_error_text(Request *r, const char *code, const char *text);
+/* Answer with a ready frame (a success or error envelope); frees r. */
+void request_reply_frame(Request *r, json_object *frame);
 /* Drop a request without answering (its connection died); frees r. */
 void request_free(Request *r);
 /* Listen on a socket of task t's own (<runtime>/task-sockets/<id>.sock, 0600)
@@ -211,9 +215,7 @@ void task_copy_key(json_object *dst, Task *t, TaskKey k);
 json_object *task_summary(Task *t);
 /* task.status result: summary + logBytesWritten, logLastWriteAt, logHasEvent. */
 json_object *task_status_detail(Task *t);
-void task_wake_waiters(Task *t);
-/* Register the waiters' observer (task.h): the first observer of every manager. */
-int manager_add_wait_observer(Manager *m);
+
 /* task.list result (spec §1.7, lifecycle.md §7.4). visible_to: NULL = every
  * task; else only the task with that id and the tasks it dispatched (a
  * sandboxed caller's view; "" = none). */
@@ -223,7 +225,8 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
 /* Load <state>/tasks.json. A missing file is an empty store; an unreadable or
  * malformed one sets m->state_load_error (every state call then fails and the
  * file is never overwritten). Running tasks are re-adopted (task_readopt);
- * queued ones are queued again in file order and the scheduler is kicked;
+ * queued ones are queued again in file order (the caller kicks the
+ * scheduler once it owns the socket);
  * anything else active becomes unknown. 0 or -ENOMEM. */
 int manager_load_tasks(Manager *m);
 /* Mark the table dirty and arm the 250 ms debounced flush. */
@@ -234,11 +237,29 @@ void task_persist(Task *t);
  * the write (EROFS, ENOSPC, EACCES, ...); the table stays dirty then. */
 int manager_flush(Manager *m);
 
-/* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–7) */
+/* scheduler.c (spec lifecycle.md §5): FIFO under the global concurrency cap.
+ * Owns Manager.queue_head/queue_tail/running, Task.next_queued/counted_running. */
 /* Launch queued tasks FIFO while fewer than max_concurrent run. */
 void scheduler_kick(Manager *m);
 void scheduler_enqueue(Manager *m, Task *t);
 bool scheduler_remove(Manager *m, Task *t);
+/* t holds a concurrency slot from now on (idempotent) / gives it back. */
+void scheduler_take_slot(Task *t);
+void scheduler_release_slot(Task *t);
+
+/* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–5): env, sandbox,
+ * overlay, launch spec, spawn of taskferry-shim. */
+/* Launch a task the scheduler admitted: on success it is running and
+ * watched (monitor_watch_shim); on failure it is settled as a spawn error. */
+void launch_task(Task *t);
+/* <state>/prompts/<id>.prompt.txt (malloc'd, NULL on ENOMEM). */
+char *task_prompt_file_path(Task *t);
+
+/* monitor.c: the shim of a running task (status pipe, pidfd), re-adoption,
+ * signals. Owns Task.shim_pid/shim_pidfd/shim_source/status_fd/status_*. */
+/* Watch t's freshly spawned shim (t->shim_pid): its pidfd and the status
+ * pipe status_fd (taken). On the shim's exit: read exit.json, settle. */
+void monitor_watch_shim(Task *t, int status_fd);
 /* kill(-pid, sig) to the worker's process group (ESRCH → kill(pid)); before
  * the worker's pid is known, to the shim, which forwards it. -errno. */
 int task_signal(Task *t, int sig);
@@ -247,10 +268,28 @@ int task_signal(Task *t, int sig);
  * true if the task stays "running" (adopted or settling), false if its shim
  * is gone without an exit status. */
 bool task_readopt(Task *t);
+
+/* settle.c (spec lifecycle.md §4.4): exit → classification → changeset
+ * extraction job → the one transition to the final state. Owns Task.settling. */
+void task_start_settlement(Task *t);
 void task_settle_spawn_error(Task *t, const char *message);
 /* End a settlement: release the slot, socket and launch state, then move the
  * task to status/cs through task_transition (which wakes its waiters). */
 void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs);
+
+/* wait.c (spec lifecycle.md §7.2): the only owner of parked task.wait requests. */
+/* Register the waiters' task observer: the first observer of every manager. */
+int wait_init(Manager *m);
+/* Answer r now if t is final and settled, else park it on t until then or
+ * for timeout ms (< 0: no timeout); tail_chars > 0 adds the output tail to a
+ * timed-out answer. Replies exactly once. */
+void wait_park(Request *r, Task *t, int64_t timeout, uint64_t tail_chars);
+/* Unlink r from its task and connection (it stays unanswered). */
+void wait_detach(Request *r);
+/* Drop every parked wait of a dead connection / of a task (daemon shutdown)
+ * without answering. */
+void wait_drop_connection(Connection *c);
+void wait_drop_task(Task *t);
 
 /* jobs.c */
 /* Fork a child that runs run(userdata) (blocking work: git, logs, mounts),
@@ -275,8 +314,9 @@ int fd_limit_raise(void);
  * users break above 1024). No-op if fd_limit_raise changed nothing. */
 void fd_limit_restore(void);
 
-/* handlers.c */
-void handle_request(Manager *m, Request *r);
+/* handlers.c + methods.c: the method table and its handlers (methods.h) */
+/* Drop the accepts/rejects still waiting for their workspace (shutdown). */
+void change_jobs_free(Manager *m);
 
 /* peer.c: who is calling (DESIGN.md: a peer inside a task sandbox cannot
  * accept, reject or cancel tasks it did not start). */

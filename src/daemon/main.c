@@ -162,14 +162,11 @@ static void help(void) {
 
 static void manager_free(Manager *m) {
         server_close(m, "shutdown");
+        change_jobs_free(m);
         jobs_free(m);
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
-                while (t->waiters) {
-                        Request *w = t->waiters;
-                        t->waiters = w->next_waiter;
-                        request_free(w);
-                }
+                wait_drop_task(t);
                 sd_event_source_disable_unref(t->shim_source);
                 sd_event_source_disable_unref(t->status_source);
                 sd_event_source_disable_unref(t->kill_timer);
@@ -251,7 +248,7 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
-        r = manager_add_wait_observer(m);
+        r = wait_init(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
@@ -259,6 +256,8 @@ int main(int argc, char *argv[]) {
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+        /* tasks queued again at load start only once this daemon owns the socket */
+        scheduler_kick(m);
         (void) sd_event_set_watchdog(m->event, true);
         sd_notifyf(false, "READY=1\nSTATUS=%zu tasks loaded\nMAINPID=%d", m->n_tasks, (int) getpid());
 

@@ -106,7 +106,6 @@ int manager_load_tasks(Manager *m) {
                         m->dirty = true;
                 }
         }
-        scheduler_kick(m);
         return 0;
 }
 

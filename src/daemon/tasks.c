@@ -152,26 +152,61 @@ json_object *task_status_detail(Task *t) {
         return o;
 }
 
-/* The protocol's waiters: the first task observer (task.h). A task.wait
- * returns once its task is final and settled. */
-static void waiters_observer(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata) {
-        if (!task_is_active(t) && !t->settling) task_wake_waiters(t);
-}
-
-int manager_add_wait_observer(Manager *m) { return manager_add_task_observer(m, waiters_observer, NULL); }
-
-void task_wake_waiters(Task *t) {
-        while (t->waiters) {
-                Request *r = t->waiters;
-                t->waiters = r->next_waiter;
-                r->wait_task = NULL;
-                request_reply_result(r, task_summary(t));
-        }
-}
-
 static int cmp_started_desc(const void *a, const void *b) {
         Task *x = *(Task *const *) a, *y = *(Task *const *) b;
         return strcmp(strempty(y->rec.started_at), strempty(x->rec.started_at));
+}
+
+static const char *started(const Task *t) { return strempty(t->rec.started_at); }
+
+static void reverse(Task **rows, size_t n) {
+        for (size_t i = 0; i < n / 2; i++) {
+                Task *x = rows[i];
+                rows[i] = rows[n - 1 - i];
+                rows[n - 1 - i] = x;
+        }
+}
+
+/* Newest first, ties in table order (what glibc's merge-sort qsort gives).
+ * The table is nearly always in creation order already: then a reversal
+ * does it in O(n), with each run of equal startedAt turned back. */
+static void sort_started_desc(Task **rows, size_t n) {
+        for (size_t i = 1; i < n; i++)
+                if (strcmp(started(rows[i - 1]), started(rows[i])) > 0) {
+                        qsort(rows, n, sizeof *rows, cmp_started_desc);
+                        return;
+                }
+        reverse(rows, n);
+        for (size_t i = 0, j; i < n; i = j) {
+                for (j = i + 1; j < n && streq(started(rows[j]), started(rows[i])); j++)
+                        ;
+                reverse(rows + i, j - i);
+        }
+}
+
+/* Which task directories lie in the asked workspace, computed once per
+ * distinct directory per call (workspace_root walks the file system). */
+typedef struct DirSlot {
+        const char *dir;
+        bool match;
+} DirSlot;
+
+static uint64_t str_hash(const char *s) {
+        uint64_t h = 1469598103934665603ULL;
+        for (; *s; s++) h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+        return h;
+}
+
+static bool dir_in_workspace(DirSlot *slots, size_t mask, const char *d, const char *directory, const char *root) {
+        for (size_t i = str_hash(d) & mask;; i = (i + 1) & mask) {
+                if (!slots[i].dir) {
+                        _cleanup_free_ char *r2 = workspace_root(d);
+                        slots[i].dir = d;
+                        slots[i].match = streq(d, directory) || streq_ptr(r2, root);
+                        return slots[i].match;
+                }
+                if (streq(slots[i].dir, d)) return slots[i].match;
+        }
 }
 
 json_object *manager_list(Manager *m, const char *directory, const char *visible_to) {
@@ -185,23 +220,27 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                 root = workspace_root(real ? real : directory);
                 free(real);
         }
+        _cleanup_free_ DirSlot *slots = NULL;
+        size_t mask = 0;
+        if (directory) {
+                size_t cap = 16;
+                while (cap < 2 * m->n_tasks) cap *= 2;
+                slots = calloc(cap, sizeof *slots);
+                if (!slots) return NULL;
+                mask = cap - 1;
+        }
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
                 if (visible_to && !streq(t->id, visible_to) && !streq_ptr(t->rec.dispatched_by, visible_to))
                         continue;
                 if (directory) {
                         const char *d = t->rec.directory;
-                        if (!d) continue;
-                        _cleanup_free_ char *r2 = workspace_root(d);
-                        if (!streq(d, directory) && !streq_ptr(r2, root)) continue;
+                        if (!d || !dir_in_workspace(slots, mask, d, directory, root)) continue;
                 }
                 rows[n++] = t;
                 if (t->rec.status >= 0 && t->rec.status < _TASK_STATUS_MAX) counts[t->rec.status]++;
         }
-        if (!directory) {
-                /* counts cover all tasks */
-        }
-        qsort(rows, n, sizeof *rows, cmp_started_desc);
+        sort_started_desc(rows, n);
         json_object *o = json_object_new_object(), *c = json_object_new_object();
         for (TaskStatus k = 0; k < _TASK_STATUS_MAX; k++) json_add_int(c, task_status_to_string(k), counts[k]);
         json_add(o, "counts", c);
