@@ -96,9 +96,10 @@ struct Task {
         Manager *m;
         TaskRecord rec;        /* the persisted record (task.h; only task.c writes it) */
         const char *id;        /* == rec.id, which never changes */
+        /* handlers.c (dispatch) sets, settle.c drops: */
         json_object *caller_env; /* dispatch env param (not persisted; secrets) */
         json_object *launch;   /* launch options of the dispatch (noSandbox, noOverlay, rwBind, roBind); not persisted */
-        /* runtime only */
+        /* monitor.c: the shim of a running task */
         pid_t shim_pid;
         int shim_pidfd;
         sd_event_source *shim_source;
@@ -106,20 +107,26 @@ struct Task {
         sd_event_source *status_source;
         char *status_buf;
         size_t status_len;
-        sd_event_source *kill_timer;
+        sd_event_source *kill_timer; /* handlers.c (cancel) arms it, monitor.c drops it at exit */
+        /* scheduler.c */
         bool counted_running;  /* holds a concurrency slot */
+        Task *next_queued;
+        /* settle.c */
         bool settling;         /* settlement job in flight */
-        bool busy;             /* accept/reject job in flight */
+        /* handlers.c (accept/reject) */
+        bool busy;             /* accept/reject job in flight or waiting for its workspace */
         bool accept_interrupted; /* tasks.json says an accept began under an earlier daemon */
+        /* tasks.c */
         bool log_has_event;    /* cache: once true stays true */
-        /* the task's own socket, bound into its sandbox at TASKFERRY_SOCKET_PATH:
-         * every connection on it comes from inside this task's sandbox */
+        /* server.c: the task's own socket, bound into its sandbox at
+         * TASKFERRY_SOCKET_PATH: every connection on it comes from inside
+         * this task's sandbox */
         Listener sock;
         char *sock_path;
         unsigned sock_connections; /* open connections accepted on it (cap PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS) */
         unsigned sock_requests;    /* their requests in flight, waits included (cap PROTOCOL_TASK_SOCKET_MAX_REQUESTS) */
+        /* wait.c */
         Request *waiters;
-        Task *next_queued;
 };
 
 typedef void (*job_done_fn)(Manager *m, void *userdata, json_object *result, int error);
