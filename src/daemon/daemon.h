@@ -13,12 +13,19 @@
 #include "paths.h"
 #include "protocol.h"
 #include "workspace.h"
+#include "task.h"
 
 typedef struct Manager Manager;
 typedef struct Connection Connection;
 typedef struct Request Request;
 typedef struct Task Task;
 typedef struct Job Job;
+typedef struct ChangeJob ChangeJob;
+
+typedef struct TaskObserver {
+        task_observer_fn fn;
+        void *userdata;
+} TaskObserver;
 
 /* ---- settings read once at start (spec protocol-cli.md §3.2/§3.3, env part) ---- */
 typedef struct Settings {
@@ -88,11 +95,12 @@ struct Request {
 /* ---- tasks ---- */
 struct Task {
         Manager *m;
-        json_object *rec;      /* the persisted record (key order = tasks.json) */
-        char *id;              /* == rec.id */
+        TaskRecord rec;        /* the persisted record (task.h; only task.c writes it) */
+        const char *id;        /* == rec.id, which never changes */
+        /* handlers.c (dispatch) sets, settle.c drops: */
         json_object *caller_env; /* dispatch env param (not persisted; secrets) */
         json_object *launch;   /* launch options of the dispatch (noSandbox, noOverlay, rwBind, roBind); not persisted */
-        /* runtime only */
+        /* monitor.c: the shim of a running task */
         pid_t shim_pid;
         int shim_pidfd;
         sd_event_source *shim_source;
@@ -100,20 +108,26 @@ struct Task {
         sd_event_source *status_source;
         char *status_buf;
         size_t status_len;
-        sd_event_source *kill_timer;
+        sd_event_source *kill_timer; /* handlers.c (cancel) arms it, monitor.c drops it at exit */
+        /* scheduler.c */
         bool counted_running;  /* holds a concurrency slot */
+        Task *next_queued;
+        /* settle.c */
         bool settling;         /* settlement job in flight */
-        bool busy;             /* accept/reject job in flight */
+        /* handlers.c (accept/reject) */
+        bool busy;             /* accept/reject job in flight or waiting for its workspace */
         bool accept_interrupted; /* tasks.json says an accept began under an earlier daemon */
+        /* tasks.c */
         bool log_has_event;    /* cache: once true stays true */
-        /* the task's own socket, bound into its sandbox at TASKFERRY_SOCKET_PATH:
-         * every connection on it comes from inside this task's sandbox */
+        /* server.c: the task's own socket, bound into its sandbox at
+         * TASKFERRY_SOCKET_PATH: every connection on it comes from inside
+         * this task's sandbox */
         Listener sock;
         char *sock_path;
         unsigned sock_connections; /* open connections accepted on it (cap PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS) */
         unsigned sock_requests;    /* their requests in flight, waits included (cap PROTOCOL_TASK_SOCKET_MAX_REQUESTS) */
+        /* wait.c */
         Request *waiters;
-        Task *next_queued;
 };
 
 typedef void (*job_done_fn)(Manager *m, void *userdata, json_object *result, int error);
@@ -154,6 +168,8 @@ struct Manager {
         Task **tasks;
         size_t n_tasks, cap_tasks;
         Task *queue_head, *queue_tail;
+        TaskObserver *task_observers;  /* task.h manager_add_task_observer */
+        size_t n_task_observers;
         unsigned running;
         char *state_load_error;
         /* persistence */
@@ -161,6 +177,7 @@ struct Manager {
         sd_event_source *persist_timer;
         /* jobs */
         Job *jobs;
+        ChangeJob *change_jobs;        /* accepts/rejects, running and waiting (handlers.c) */
         bool shutting_down;
 };
 
@@ -178,6 +195,8 @@ void request_reply_result(Request *r, json_object *result);
 void request_reply_error(Request *r, const char *code, const char *message, const char *help);
 /* Reply with an error frame built from "error: ...\nhelp: ..." text (§1.8). */
 void request_reply_error_text(Request *r, const char *code, const char *text);
+/* Answer with a ready frame (a success or error envelope); frees r. */
+void request_reply_frame(Request *r, json_object *frame);
 /* Drop a request without answering (its connection died); frees r. */
 void request_free(Request *r);
 /* Listen on a socket of task t's own (<runtime>/task-sockets/<id>.sock, 0600)
@@ -188,40 +207,67 @@ int task_socket_open(Task *t);
 void task_socket_close(Task *t);
 
 /* tasks.c (spec lifecycle.md §1) */
-/* Load <state>/tasks.json. A missing file is an empty store; an unreadable or
- * malformed one sets m->state_load_error (every state call then fails and the
- * file is never overwritten). Running tasks are re-adopted (task_readopt). */
-int manager_load_tasks(Manager *m);
 Task *manager_find_task(Manager *m, const char *id);
+/* Take t out of the table (order kept) and free it: a task that never
+ * became durable (a dispatch whose flush failed). t must own no process,
+ * socket or waiter. */
+void manager_remove_task(Manager *m, Task *t);
+/* A task from its tasks.json record (task_record_from_json), appended to the
+ * table; takes ownership of rec. NULL if rec is no task record or on ENOMEM. */
 Task *task_new(Manager *m, json_object *rec);
-void task_persist(Task *t);             /* mark dirty, debounce 250 ms */
-int manager_flush(Manager *m);          /* write tasks.json now if dirty */
-const char *task_status(Task *t);
-const char *task_str(Task *t, const char *key);
-void task_set_str(Task *t, const char *key, const char *value);
-void task_set_int(Task *t, const char *key, int64_t v);
-void task_set_null(Task *t, const char *key);
-void task_set_bool(Task *t, const char *key, bool v);
-void task_set(Task *t, const char *key, json_object *v); /* takes ownership */
-bool task_is_active(Task *t);           /* queued or running */
+/* Free t's memory (record, runtime buffers); closes nothing. */
+void task_free(Task *t);
+/* dst[name of k] = the record's value of k as JSON (null when absent). */
+void task_copy_key(json_object *dst, Task *t, TaskKey k);
 /* TaskSummary (spec protocol-cli.md §1.7), a new object. */
 json_object *task_summary(Task *t);
 /* task.status result: summary + logBytesWritten, logLastWriteAt, logHasEvent. */
 json_object *task_status_detail(Task *t);
-void task_set_status(Task *t, const char *status);
-/* dst[key] = a reference to src[key] (JSON null when absent), appended in order. */
-void json_copy_key(json_object *dst, json_object *src, const char *key);
-void task_wake_waiters(Task *t);
+
 /* task.list result (spec §1.7, lifecycle.md §7.4). visible_to: NULL = every
  * task; else only the task with that id and the tasks it dispatched (a
  * sandboxed caller's view; "" = none). */
 json_object *manager_list(Manager *m, const char *directory, const char *visible_to);
 
-/* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–7) */
+/* store.c (spec lifecycle.md §1.4–§1.6) */
+/* Load <state>/tasks.json. A missing file is an empty store; an unreadable or
+ * malformed one sets m->state_load_error (every state call then fails and the
+ * file is never overwritten). Running tasks are re-adopted (task_readopt);
+ * queued ones are queued again in file order (the caller kicks the
+ * scheduler once it owns the socket);
+ * anything else active becomes unknown. 0 or -ENOMEM. */
+int manager_load_tasks(Manager *m);
+/* Mark the table dirty and arm the 250 ms debounced flush. */
+void task_persist(Task *t);
+/* Write tasks.json now if dirty: the whole table, to a temp file in the state
+ * dir, fsync'd, renamed over tasks.json, the dir fsync'd (write_file_atomic).
+ * 0 once durable (or nothing to do), -EIO after a failed load, else -errno of
+ * the write (EROFS, ENOSPC, EACCES, ...); the table stays dirty then. */
+int manager_flush(Manager *m);
+
+/* scheduler.c (spec lifecycle.md §5): FIFO under the global concurrency cap.
+ * Owns Manager.queue_head/queue_tail/running, Task.next_queued/counted_running. */
 /* Launch queued tasks FIFO while fewer than max_concurrent run. */
 void scheduler_kick(Manager *m);
 void scheduler_enqueue(Manager *m, Task *t);
 bool scheduler_remove(Manager *m, Task *t);
+/* t holds a concurrency slot from now on (idempotent) / gives it back. */
+void scheduler_take_slot(Task *t);
+void scheduler_release_slot(Task *t);
+
+/* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–5): env, sandbox,
+ * overlay, launch spec, spawn of taskferry-shim. */
+/* Launch a task the scheduler admitted: on success it is running and
+ * watched (monitor_watch_shim); on failure it is settled as a spawn error. */
+void launch_task(Task *t);
+/* <state>/prompts/<id>.prompt.txt (malloc'd, NULL on ENOMEM). */
+char *task_prompt_file_path(Task *t);
+
+/* monitor.c: the shim of a running task (status pipe, pidfd), re-adoption,
+ * signals. Owns Task.shim_pid/shim_pidfd/shim_source/status_fd/status_*. */
+/* Watch t's freshly spawned shim (t->shim_pid): its pidfd and the status
+ * pipe status_fd (taken). On the shim's exit: read exit.json, settle. */
+void monitor_watch_shim(Task *t, int status_fd);
 /* kill(-pid, sig) to the worker's process group (ESRCH → kill(pid)); before
  * the worker's pid is known, to the shim, which forwards it. -errno. */
 int task_signal(Task *t, int sig);
@@ -230,8 +276,28 @@ int task_signal(Task *t, int sig);
  * true if the task stays "running" (adopted or settling), false if its shim
  * is gone without an exit status. */
 bool task_readopt(Task *t);
+
+/* settle.c (spec lifecycle.md §4.4): exit → classification → changeset
+ * extraction job → the one transition to the final state. Owns Task.settling. */
+void task_start_settlement(Task *t);
 void task_settle_spawn_error(Task *t, const char *message);
-void task_settlement_done(Task *t);
+/* End a settlement: release the slot, socket and launch state, then move the
+ * task to status/cs through task_transition (which wakes its waiters). */
+void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs);
+
+/* wait.c (spec lifecycle.md §7.2): the only owner of parked task.wait requests. */
+/* Register the waiters' task observer: the first observer of every manager. */
+int wait_init(Manager *m);
+/* Answer r now if t is final and settled, else park it on t until then or
+ * for timeout ms (< 0: no timeout); tail_chars > 0 adds the output tail to a
+ * timed-out answer. Replies exactly once. */
+void wait_park(Request *r, Task *t, int64_t timeout, uint64_t tail_chars);
+/* Unlink r from its task and connection (it stays unanswered). */
+void wait_detach(Request *r);
+/* Drop every parked wait of a dead connection / of a task (daemon shutdown)
+ * without answering. */
+void wait_drop_connection(Connection *c);
+void wait_drop_task(Task *t);
 
 /* jobs.c */
 /* Fork a child that runs run(userdata) (blocking work: git, logs, mounts),
@@ -256,8 +322,9 @@ int fd_limit_raise(void);
  * users break above 1024). No-op if fd_limit_raise changed nothing. */
 void fd_limit_restore(void);
 
-/* handlers.c */
-void handle_request(Manager *m, Request *r);
+/* handlers.c + methods.c: the method table and its handlers (methods.h) */
+/* Drop the accepts/rejects still waiting for their workspace (shutdown). */
+void change_jobs_free(Manager *m);
 
 /* peer.c: who is calling (DESIGN.md: a peer inside a task sandbox cannot
  * accept, reject or cancel tasks it did not start). */

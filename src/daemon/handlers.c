@@ -1,6 +1,7 @@
 /* Method handlers (spec protocol-cli.md §1.6–§1.8, lifecycle.md §2, §4, §7,
- * sandbox-changeset-env.md §5.6–§5.7). Handlers answer at once or park the
- * request and answer from a timer, a settlement or a forked job. */
+ * sandbox-changeset-env.md §5.6–§5.7). Each returns its result or error to
+ * the dispatcher (methods.c), or hands the request to a wait or a forked job
+ * (METHOD_DEFERRED) whose completion answers through method_reply(). */
 
 #include <fcntl.h>
 #include <regex.h>
@@ -9,6 +10,7 @@
 
 #include "changeset.h"
 #include "daemon.h"
+#include "methods.h"
 #include "executor-home.h"
 #include "executor.h"
 #include "json-util.h"
@@ -19,41 +21,37 @@
 
 #define NARRATION_PREVIEW_UNITS 2000
 
-static void reply_unknown_task(Request *r, const char *id) {
+static int unknown_task(MethodError *err, const char *id) {
         _cleanup_free_ char *text =
                 strdup_printf("error: unknown task id: %s\nhelp: run taskferry list to see valid task ids", id);
-        request_reply_error_text(r, E_UNKNOWN_TASK, text ? text : "error: unknown task id");
+        method_error_text(err, E_UNKNOWN_TASK, text ? text : "error: unknown task id");
+        return -ENOENT;
 }
 
-static void reply_failed(Request *r, const char *text) { request_reply_error_text(r, E_REQUEST_FAILED, text); }
-
 /* tasks.json could not be read at start (lifecycle.md §1.4): every state
- * call fails with the reason. Returns true after replying. */
-static bool reply_if_state_unreadable(Manager *m, Request *r) {
-        if (!m->state_load_error) return false;
+ * call fails with the reason. */
+int method_check_state(Manager *m, MethodError *err) {
+        if (!m->state_load_error) return 0;
         _cleanup_free_ char *text = strdup_printf(
                 "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
                 m->state_load_error, m->paths.state_dir);
-        reply_failed(r, text ? text : "error: could not read persisted task state");
-        return true;
+        return method_fail(err, text ? text : "error: could not read persisted task state");
 }
 
-/* Common lookup; replies and returns NULL on failure. */
-static Task *lookup_task(Manager *m, Request *r) {
-        if (reply_if_state_unreadable(m, r)) return NULL;
-        const char *id = json_get_string(r->req.params, "taskId");
-        Task *t = id ? manager_find_task(m, id) : NULL;
-        if (!t) reply_unknown_task(r, strempty(id));
-        return t;
+/* A completion (a job's or a timer's) that failed. */
+static void complete_failed(Request *r, const char *text) {
+        MethodError e = {0};
+        method_reply(r, method_fail(&e, text), NULL, &e);
 }
 
 /* ---- system.health ---- */
-static void handle_health(Manager *m, Request *r) {
+int method_health(Manager *m, Request *r, Task *target, json_object **ret, MethodError *err) {
         json_object *o = json_object_new_object();
         json_add_bool(o, "healthy", true);
         json_add_int(o, "pid", getpid());
         json_add_int(o, "version", PROTOCOL_VERSION);
-        request_reply_result(r, o);
+        *ret = o;
+        return 0;
 }
 
 /* ---- task.dispatch ---- */
@@ -180,9 +178,9 @@ static Task *find_session_task(Manager *m, const char *session_id, const char *e
         Task *best = NULL;
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
-                if (!streq_ptr(task_str(t, "sessionId"), session_id)) continue;
-                if (executor_id && !streq_ptr(task_str(t, "executorId"), executor_id)) continue;
-                if (!best || strcmp(strempty(task_str(t, "startedAt")), strempty(task_str(best, "startedAt"))) > 0) best = t;
+                if (!streq_ptr(t->rec.session_id, session_id)) continue;
+                if (executor_id && !streq_ptr(t->rec.executor_id, executor_id)) continue;
+                if (!best || strcmp(strempty(t->rec.started_at), strempty(best->rec.started_at)) > 0) best = t;
         }
         return best;
 }
@@ -206,7 +204,7 @@ static char *resolve_variant(const char *executor_id, const char *requested) {
  * looked up outside the target, so a refusal says nothing about other host
  * paths. Returns the error text, or NULL and the host directory in *ret. */
 static char *nested_directory(Task *caller, const char *given, char **ret) {
-        const char *target = strempty(task_str(caller, "directory"));
+        const char *target = strempty(caller->rec.directory);
         _cleanup_free_ char *norm = calloc(1, strlen(given) + 2);
         if (!norm) return strdup("error: out of memory");
         bool dotdot = given[0] != '/';
@@ -266,7 +264,7 @@ static bool marker_is_costly(const char *re) {
 
 static Task *dispatch_root(Manager *m, Task *t) {
         for (unsigned depth = 0; depth < 256; depth++) {
-                const char *by = task_str(t, "dispatchedBy");
+                const char *by = t->rec.dispatched_by;
                 Task *p = by ? manager_find_task(m, by) : NULL;
                 if (!p) break;
                 t = p;
@@ -278,14 +276,13 @@ static unsigned live_nested_tasks(Manager *m, Task *root) {
         unsigned n = 0;
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *o = m->tasks[i];
-                if (o != root && task_str(o, "dispatchedBy") && task_is_active(o) && dispatch_root(m, o) == root) n++;
+                if (o != root && o->rec.dispatched_by && task_is_active(o) && dispatch_root(m, o) == root) n++;
         }
         return n;
 }
 
-static void handle_dispatch(Manager *m, Request *r) {
+int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret, MethodError *err) {
         json_object *p = r->req.params;
-        if (reply_if_state_unreadable(m, r)) return;
         const char *dir_param = json_get_string(p, "directory");
         Caller who = caller_of(m, r->conn);
         _cleanup_free_ char *directory = NULL;
@@ -295,45 +292,45 @@ static void handle_dispatch(Manager *m, Request *r) {
                                 "Wait for a nested task to finish; a task and the tasks dispatched from it may have at "
                                 "most %d nested tasks queued or running",
                                 NESTED_TASKS_MAX);
-                        return request_reply_error(r, E_SERVER_BUSY, "this task has too many nested tasks queued or running",
+                        return method_error(err, E_SERVER_BUSY, "this task has too many nested tasks queued or running",
                                                    help ? help : "");
                 }
                 _cleanup_free_ char *nested_err = nested_directory(who.task, dir_param, &directory);
-                if (nested_err) return reply_failed(r, nested_err);
+                if (nested_err) return method_fail(err, nested_err);
         } else
                 directory = realpath(dir_param, NULL);
         if (!directory || !is_dir(directory)) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: directory does not exist: %s\nhelp: Use an existing directory path for --directory", dir_param);
-                return reply_failed(r, text);
+                return method_fail(err, text);
         }
         const char *executor_id = json_get_string(p, "executor");
         const char *session_id = json_get_string(p, "sessionId");
         Task *prior = session_id ? find_session_task(m, session_id, executor_id) : NULL;
         /* a sandboxed caller inherits nothing from a session it may not see */
         if (prior && !caller_may_see(who, prior)) prior = NULL;
-        if (!executor_id) executor_id = prior ? task_str(prior, "executorId") : m->settings.default_executor;
+        if (!executor_id) executor_id = prior ? prior->rec.executor_id : m->settings.default_executor;
         const executor *ex = executor_find(strempty(executor_id));
         if (!ex) {
                 _cleanup_free_ char *text = strdup_printf("error: unknown executor: %s\nhelp: use one of %s",
                                                           strempty(executor_id), executor_names());
-                return reply_failed(r, text);
+                return method_fail(err, text);
         }
         const char *model = json_get_string(p, "model");
-        if (!model && prior) model = task_str(prior, "model");
+        if (!model && prior) model = prior->rec.model;
         if (!model && ex->needs_model) {
                 if (session_id) {
                         _cleanup_free_ char *text = strdup_printf(
                                 "error: no task found for session id \"%s\" to inherit a model from\nhelp: pass --model",
                                 session_id);
-                        return reply_failed(r, text);
+                        return method_fail(err, text);
                 }
-                return reply_failed(r, "error: --model is required\nhelp: pass --model <provider/model>, or use "
+                return method_fail(err, "error: --model is required\nhelp: pass --model <provider/model>, or use "
                                         "--executor shell for a plain command");
         }
         const char *marker = json_get_string(p, "finalMarker");
         if (who.sandboxed && marker && marker_is_costly(marker))
-                return reply_failed(r, "error: a task running in a sandbox cannot dispatch with a --require-final-marker "
+                return method_fail(err, "error: a task running in a sandbox cannot dispatch with a --require-final-marker "
                                        "that uses a back-reference (\\1 to \\9) or an interval ({m,n})\nhelp: match the "
                                        "marker without them");
         if (marker) {
@@ -344,16 +341,16 @@ static void handle_dispatch(Manager *m, Request *r) {
                         regerror(rc, &re, buf, sizeof buf);
                         _cleanup_free_ char *text = strdup_printf(
                                 "error: --require-final-marker is not a valid RegExp: %s\nhelp: pass a valid regular expression", buf);
-                        return reply_failed(r, text);
+                        return method_fail(err, text);
                 }
                 regfree(&re);
         }
         _cleanup_free_ char *dir_err = check_directory(m, directory);
-        if (dir_err) return reply_failed(r, dir_err);
+        if (dir_err) return method_fail(err, dir_err);
         _cleanup_free_ char *bind_err = check_binds(m, p, directory);
-        if (bind_err) return reply_failed(r, bind_err);
+        if (bind_err) return method_fail(err, bind_err);
         _cleanup_json_ json_object *warnings = NULL;
-        if (bind_warnings(m, p, &warnings) < 0) return reply_failed(r, "error: out of memory");
+        if (bind_warnings(m, p, &warnings) < 0) return method_fail(err, "error: out of memory");
         if (who.sandboxed) {
                 static const char *const widening[] = {"noSandbox", "noOverlay", "rwBind", "roBind", "allowedDirs"};
                 for (size_t i = 0; i < ELEMENTSOF(widening); i++) {
@@ -364,19 +361,19 @@ static void handle_dispatch(Manager *m, Request *r) {
                                 "error: a task running in a sandbox cannot dispatch with %s\nhelp: nested tasks run "
                                 "sandboxed on an overlay with no extra binds; dispatch from outside the sandbox to widen them",
                                 widening[i]);
-                        return reply_failed(r, text);
+                        return method_fail(err, text);
                 }
         }
 
         _cleanup_free_ char *id = task_id_new();
         _cleanup_free_ char *log_path = id ? tf_path_log(&m->paths, id) : NULL;
         _cleanup_free_ char *out_dir = id ? tf_path_output_dir(&m->paths, id) : NULL;
-        if (!id || !log_path || !out_dir) return reply_failed(r, "error: out of memory");
+        if (!id || !log_path || !out_dir) return method_fail(err, "error: out of memory");
         int k = create_output_dir(out_dir);
         if (k < 0) {
                 _cleanup_free_ char *text = strdup_printf("error: cannot create task output directory %s: %s", out_dir,
                                                           k == -ELOOP ? "task output directory is a symlink" : strerror(-k));
-                return reply_failed(r, text);
+                return method_fail(err, text);
         }
         const char *user_prompt = json_get_string(p, "prompt");
         _cleanup_free_ char *prompt = NULL;
@@ -389,7 +386,7 @@ static void handle_dispatch(Manager *m, Request *r) {
                                        "They survive after the task ends; retrieve them with `taskferry output %s`.",
                                        user_prompt, out_dir, sandboxed ? " inside the sandbox" : "", id);
         const char *requested_variant = json_get_string(p, "variant");
-        if (!requested_variant && prior) requested_variant = task_str(prior, "variant");
+        if (!requested_variant && prior) requested_variant = prior->rec.variant;
         if (!requested_variant) requested_variant = m->settings.default_variant;
         _cleanup_free_ char *variant = resolve_variant(ex->id, requested_variant);
 
@@ -467,8 +464,8 @@ static void handle_dispatch(Manager *m, Request *r) {
         Task *t = task_new(m, rec);
         if (!t) {
                 json_object_put(lp);
-                json_object_put(rec);
-                return reply_failed(r, "error: out of memory");
+                (void) rmdir(out_dir);
+                return method_fail(err, "error: out of memory");
         }
         json_object *env = json_get_object(p, "env");
         t->caller_env = env ? json_object_get(env) : NULL;
@@ -477,21 +474,33 @@ static void handle_dispatch(Manager *m, Request *r) {
                 if (sandboxed)
                         log_warning("overlay disabled -- writes of task %s land directly on %s, not gated by accept/reject",
                                     id, directory);
+        /* The id we hand out must survive a crash right after the reply: the
+         * record is durable before anything runs, or the dispatch fails and
+         * leaves nothing behind (issue 6 item 5). */
         task_persist(t);
+        int fk = manager_flush(m);
+        if (fk < 0) {
+                log_error_errno(fk, "cannot record task %s in tasks.json; dispatch refused", id);
+                manager_remove_task(m, t);
+                (void) rmdir(out_dir);
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: cannot record the task durably in %s/tasks.json: %s\nhelp: make the state directory "
+                        "writable and free some space on its file system, then dispatch again",
+                        m->paths.state_dir, strerror(-fk));
+                return method_fail(err, text);
+        }
         scheduler_enqueue(m, t);
         scheduler_kick(m);
-        /* the id we hand out must survive a crash right after the reply */
-        int fk = manager_flush(m);
-        if (fk < 0) log_warning_errno(fk, "cannot flush tasks.json after dispatching %s", id);
 
         json_object *res = task_summary(t);
         _cleanup_free_ char *next =
-                streq(task_status(t), "queued")
+                t->rec.status == TASK_QUEUED
                         ? strdup_printf("Task is queued; run taskferry wait or taskferry status with task id \"%s\" to check when it starts", id)
                         : strdup_printf("Run taskferry wait or taskferry status with task id \"%s\" to check progress", id);
         json_add_string(res, "next", next);
         if (warnings) json_add(res, "warnings", TAKE_PTR(warnings));
-        request_reply_result(r, res);
+        *ret = res;
+        return 0;
 }
 
 /* A caller inside a sandbox sees its own task and the tasks it dispatched,
@@ -500,125 +509,38 @@ static void handle_dispatch(Manager *m, Request *r) {
 static bool caller_may_see(Caller who, Task *t) {
         if (!who.sandboxed) return true;
         if (!who.task) return false;
-        return t == who.task || streq_ptr(task_str(t, "dispatchedBy"), who.task->id);
+        return t == who.task || streq_ptr(t->rec.dispatched_by, who.task->id);
 }
 
-static Task *lookup_visible_task(Manager *m, Request *r) {
-        Task *t = lookup_task(m, r);
-        if (t && !caller_may_see(caller_of(m, r->conn), t)) {
-                reply_unknown_task(r, t->id);
-                return NULL;
-        }
-        return t;
-}
-
-/* ---- task.status ---- */
-static void handle_status(Manager *m, Request *r) {
-        Task *t = lookup_visible_task(m, r);
-        if (t) request_reply_result(r, task_status_detail(t));
-}
-
-/* ---- task.list ---- */
-static void handle_list(Manager *m, Request *r) {
-        if (reply_if_state_unreadable(m, r)) return;
-        Caller who = caller_of(m, r->conn);
-        request_reply_result(r, manager_list(m, json_get_string(r->req.params, "directory"),
-                                             who.sandboxed ? (who.task ? who.task->id : "") : NULL));
-}
-
-/* ---- task.wait ---- */
-
-static json_object *tail_job_run(void *userdata, int *error) {
-        Request *r = userdata;
-        Task *t = r->wait_task;
-        log_summary s = {0};
-        if (!t || log_summarize_file(task_str(t, "logPath"), task_str(t, "sessionId"), &s) < 0) return NULL;
-        json_object *o = json_object_new_object();
-        const char *n = s.narration ? s.narration : "";
-        size_t len = strlen(n), units = utf8_utf16_length(n, len);
-        size_t want = r->tail_chars;
-        const char *start = n;
-        if (units > want) {
-                /* keep the last `want` UTF-16 units */
-                size_t skip_bytes = utf8_prefix_utf16(n, len, units - want);
-                start = n + skip_bytes;
-        }
-        json_add_string(o, "outputTail", start);
-        json_add_int(o, "outputTailTotalChars", (int64_t) units);
-        json_add_bool(o, "outputTailTruncated", units > want);
-        log_summary_done(&s);
-        return o;
-}
-
-static void tail_job_done(Manager *m, void *userdata, json_object *res, int error) {
-        Request *r = userdata;
-        Task *t = r->wait_task;
-        r->wait_task = NULL;
-        json_object *o = t ? task_summary(t) : json_object_new_object();
-        json_add_bool(o, "timedOut", true);
-        if (res && t && streq(task_status(t), "running")) {
-                json_object_object_foreach(res, key, val) json_add(o, key, json_object_get(val));
-        }
-        request_reply_result(r, o);
-}
-
-static void wait_detach(Request *r) {
-        Task *t = r->wait_task;
-        if (t) {
-                Request **pp = &t->waiters;
-                while (*pp && *pp != r) pp = &(*pp)->next_waiter;
-                if (*pp) *pp = r->next_waiter;
-        }
-        Connection *c = r->conn;
-        if (c) {
-                if (r->conn_prev) r->conn_prev->conn_next = r->conn_next;
-                else if (c->waiting == r) c->waiting = r->conn_next;
-                if (r->conn_next) r->conn_next->conn_prev = r->conn_prev;
-                r->conn_next = r->conn_prev = NULL;
-        }
-}
-
-static int wait_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        Request *r = userdata;
-        Task *t = r->wait_task;
-        r->timer = sd_event_source_disable_unref(r->timer);
-        wait_detach(r);
-        if (t && r->tail_chars > 0 && streq(task_status(t), "running")) {
-                if (job_start(r->m, tail_job_run, tail_job_done, r) >= 0) return 0;
-        }
-        r->wait_task = NULL;
-        json_object *o = t ? task_summary(t) : json_object_new_object();
-        json_add_bool(o, "timedOut", true);
-        request_reply_result(r, o);
+int method_lookup_task(Manager *m, Request *r, Task **ret, MethodError *err) {
+        const char *id = json_get_string(r->req.params, "taskId");
+        Task *t = id ? manager_find_task(m, id) : NULL;
+        if (!t) return unknown_task(err, strempty(id));
+        if (!caller_may_see(caller_of(m, r->conn), t)) return unknown_task(err, t->id);
+        *ret = t;
         return 0;
 }
 
-static void handle_wait(Manager *m, Request *r) {
-        Task *t = lookup_visible_task(m, r);
-        if (!t) return;
-        if (!task_is_active(t)) return request_reply_result(r, task_summary(t));
+/* ---- task.status ---- */
+int method_status(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
+        *ret = task_status_detail(t);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* ---- task.list ---- */
+int method_list(Manager *m, Request *r, Task *target, json_object **ret, MethodError *err) {
+        Caller who = caller_of(m, r->conn);
+        *ret = manager_list(m, json_get_string(r->req.params, "directory"),
+                            who.sandboxed ? (who.task ? who.task->id : "") : NULL);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int method_wait(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
         int64_t timeout = -1, tail = 0;
         json_get_int64(r->req.params, "timeoutMs", &timeout);
         json_get_int64(r->req.params, "tailChars", &tail);
-        r->tail_chars = tail > 0 ? (uint64_t) tail : 0;
-        r->wait_task = t;
-        r->next_waiter = t->waiters;
-        t->waiters = r;
-        Connection *c = r->conn;
-        r->conn_prev = NULL;
-        r->conn_next = c->waiting;
-        if (c->waiting) c->waiting->conn_prev = r;
-        c->waiting = r;
-        if (timeout >= 0) {
-                uint64_t now;
-                sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-                if (sd_event_add_time(m->event, &r->timer, CLOCK_MONOTONIC, now + (uint64_t) timeout * 1000ULL, 0,
-                                      wait_timeout, r) < 0) {
-                        wait_detach(r);
-                        r->wait_task = NULL;
-                        reply_failed(r, "error: cannot arm the wait timer");
-                }
-        }
+        wait_park(r, t, timeout, tail > 0 ? (uint64_t) tail : 0);
+        return METHOD_DEFERRED; /* wait.c answers it */
 }
 
 /* ---- task.result ---- */
@@ -649,17 +571,18 @@ static json_object *result_job_run(void *userdata, int *error) {
         json_object *fields = json_get_array(params, "fields");
         bool full = json_get_bool(params, "full", false);
         log_summary s = {0};
-        int r = log_summarize_file(task_str(t, "logPath"), task_str(t, "sessionId"), &s);
+        int r = log_summarize_file(t->rec.log_path, t->rec.session_id, &s);
         if (r < 0 && r != -ENOENT) {
                 *error = r;
                 return NULL;
         }
         json_object *o = json_object_new_object();
         json_add_string(o, "taskId", t->id);
-        json_copy_key(o, t->rec, "status");
-        static const char *const head[] = {"exitCode", "signal", "spawnError", "failureReason", "failureDetail"};
-        for (size_t i = 0; i < ELEMENTSOF(head); i++) json_copy_key(o, t->rec, head[i]);
-        const char *diff_path = task_str(t, "diffPath");
+        task_copy_key(o, t, TASK_KEY_status);
+        static const TaskKey head[] = {TASK_KEY_exit_code, TASK_KEY_signal, TASK_KEY_spawn_error, TASK_KEY_failure_reason,
+                                       TASK_KEY_failure_detail};
+        for (size_t i = 0; i < ELEMENTSOF(head); i++) task_copy_key(o, t, head[i]);
+        const char *diff_path = t->rec.diff_path;
         /* a patch that alone exceeds the frame budget is never read: the
          * answer could not be sent, and the daemon would hold all of it */
         if (diff_path && fields_include(fields, "diff") && file_size(diff_path) > PROTOCOL_MAX_BUFFER_BYTES) {
@@ -686,27 +609,28 @@ static json_object *result_job_run(void *userdata, int *error) {
         }
         json_add(o, "diff", diff);
         json_add(o, "diffStat", stat);
-        json_copy_key(o, t->rec, "changesetError");
-        if (json_get_array(t->rec, "changesetWarnings")) json_copy_key(o, t->rec, "changesetWarnings");
-        if (task_str(t, "headDriftFrom")) {
-                json_copy_key(o, t->rec, "headDriftFrom");
-                json_copy_key(o, t->rec, "headDriftTo");
-                json_copy_key(o, t->rec, "headDriftRecovered");
+        task_copy_key(o, t, TASK_KEY_changeset_error);
+        if (t->rec.changeset_warnings) task_copy_key(o, t, TASK_KEY_changeset_warnings);
+        if (t->rec.head_drift_from) {
+                task_copy_key(o, t, TASK_KEY_head_drift_from);
+                task_copy_key(o, t, TASK_KEY_head_drift_to);
+                task_copy_key(o, t, TASK_KEY_head_drift_recovered);
         }
-        bool incomplete = json_get_bool(t->rec, "incomplete", false);
+        bool incomplete = t->rec.incomplete;
         if (incomplete) json_add_bool(o, "incomplete", true);
-        static const char *const opt[] = {"finalMarker", "finalStatus", "class", "parentTaskId", "projectConfigWarning"};
+        static const TaskKey opt[] = {TASK_KEY_final_marker, TASK_KEY_final_status, TASK_KEY_class_name,
+                                      TASK_KEY_parent_task_id, TASK_KEY_project_config_warning};
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
-                if (task_str(t, opt[i])) json_copy_key(o, t->rec, opt[i]);
-        const char *check = task_str(t, "checkStatus");
+                if (task_record_is_set(&t->rec, opt[i])) task_copy_key(o, t, opt[i]);
+        const char *check = t->rec.check_status;
         if (check && !streq(check, "none")) {
-                static const char *const ck[] = {"checkStatus", "checkCommand", "checkExitCode", "checkStartedAt",
-                                                 "checkEndedAt"};
-                for (size_t i = 0; i < ELEMENTSOF(ck); i++) json_copy_key(o, t->rec, ck[i]);
-                if (json_get_bool(t->rec, "checkOverride", false)) json_add_bool(o, "checkOverride", true);
-                if (fields_include(fields, "checkOutputTail")) json_copy_key(o, t->rec, "checkOutputTail");
+                static const TaskKey ck[] = {TASK_KEY_check_status, TASK_KEY_check_command, TASK_KEY_check_exit_code,
+                                             TASK_KEY_check_started_at, TASK_KEY_check_ended_at};
+                for (size_t i = 0; i < ELEMENTSOF(ck); i++) task_copy_key(o, t, ck[i]);
+                if (t->rec.check_override) json_add_bool(o, "checkOverride", true);
+                if (fields_include(fields, "checkOutputTail")) task_copy_key(o, t, TASK_KEY_check_output_tail);
         }
-        json_add_string(o, "sessionId", s.session_id ? s.session_id : task_str(t, "sessionId"));
+        json_add_string(o, "sessionId", s.session_id ? s.session_id : t->rec.session_id);
         json_add(o, "tokens", s.tokens ? json_object_get(s.tokens) : NULL);
         json_add(o, "cost", s.has_cost ? json_new_number(s.cost) : NULL);
         json_add_string(o, "message", s.message ? s.message : "");
@@ -723,7 +647,7 @@ static json_object *result_job_run(void *userdata, int *error) {
         json_add_bool(o, "narrationTruncated", truncated);
         if (incomplete) {
                 _cleanup_free_ char *why = NULL;
-                const char *marker = task_str(t, "finalMarker");
+                const char *marker = t->rec.final_marker;
                 if (marker) {
                         json_object *q = json_object_new_string(marker);
                         why = strdup_printf("(--require-final-marker %s did not match)", json_to_line(q, NULL));
@@ -738,21 +662,19 @@ static json_object *result_job_run(void *userdata, int *error) {
                         "Run taskferry result with full: true on task id \"%s\" to see the complete narration", t->id);
                 json_add_string(o, "next", next);
         }
-        json_copy_key(o, t->rec, "logPath");
-        json_copy_key(o, t->rec, "outputDir");
+        task_copy_key(o, t, TASK_KEY_log_path);
+        task_copy_key(o, t, TASK_KEY_output_dir);
         log_summary_done(&s);
         if (!fields) return o;
         json_object *proj = json_object_new_object();
         json_add_string(proj, "taskId", t->id);
-        json_copy_key(proj, t->rec, "status");
+        task_copy_key(proj, t, TASK_KEY_status);
         for (size_t i = 0; i < json_object_array_length(fields); i++) {
                 const char *f = json_object_get_string(json_object_array_get_idx(fields, i));
                 json_object *v = NULL;
-                if (!json_object_object_get_ex(o, f, &v)) {
-                        /* fields not in the detail shape come from the record */
-                        json_object_object_get_ex(t->rec, f, &v);
-                }
-                json_object_object_add(proj, f, json_object_get(v));
+                if (json_object_object_get_ex(o, f, &v)) v = json_object_get(v);
+                else v = task_record_get_json_by_name(&t->rec, f); /* fields not in the detail shape come from the record */
+                json_object_object_add(proj, f, v);
         }
         json_object_put(o);
         return proj;
@@ -765,27 +687,27 @@ static void result_job_done(Manager *m, void *userdata, json_object *res, int er
         if (!res) {
                 _cleanup_free_ char *text = strdup_printf("error: could not read the task log: %s",
                                                           strerror(error < 0 ? -error : EIO));
-                return reply_failed(r, text);
+                return complete_failed(r, text);
         }
         if (json_get_bool(res, "responseTooLarge", false)) {
                 /* the same answer connection_send_frame gives a frame over budget */
                 _cleanup_free_ char *msg = strdup_printf("daemon response for this request exceeds %d bytes",
                                                          PROTOCOL_MAX_BUFFER_BYTES);
-                return request_reply_error(r, E_RESPONSE_TOO_LARGE, msg ? msg : "response too large",
-                                           "Narrow the request (e.g. pass --directory), or use a method that "
-                                           "summarizes server-side if one exists");
+                MethodError e = {0};
+                int k = method_error(&e, E_RESPONSE_TOO_LARGE, msg ? msg : "response too large",
+                                     "Narrow the request (e.g. pass --directory), or use a method that "
+                                     "summarizes server-side if one exists");
+                return method_reply(r, k, NULL, &e);
         }
-        request_reply_result(r, json_object_get(res));
+        method_reply(r, 0, json_object_get(res), NULL);
 }
 
-static void handle_result(Manager *m, Request *r) {
-        Task *t = lookup_visible_task(m, r);
-        if (!t) return;
+int method_result(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
         json_object *fields = json_get_array(r->req.params, "fields");
         if (fields && json_get_bool(r->req.params, "full", false) && !fields_include(fields, "narration"))
-                return reply_failed(r, "error: full requires narration in fields\nhelp: add narration to fields or drop full");
+                return method_fail(err, "error: full requires narration in fields\nhelp: add narration to fields or drop full");
         if (task_is_active(t) || t->settling) {
-                const char *status = t->settling ? "running" : task_status(t);
+                const char *status = t->settling ? "running" : strempty(task_status_to_string(t->rec.status));
                 json_object *o = json_object_new_object();
                 json_add_string(o, "taskId", t->id);
                 json_add_string(o, "status", status);
@@ -797,17 +719,18 @@ static void handle_result(Manager *m, Request *r) {
                                 if (streq(f, "message")) json_add_string(o, f, msg);
                                 else json_add_null(o, f);
                         }
-                return request_reply_result(r, o);
+                return *ret = o, 0;
         }
         ResultJob *rj = calloc(1, sizeof *rj);
-        if (!rj) return reply_failed(r, "error: out of memory");
+        if (!rj) return method_fail(err, "error: out of memory");
         rj->r = r;
         rj->t = t;
         int k = job_start(m, result_job_run, result_job_done, rj);
         if (k < 0) {
                 free(rj);
-                reply_failed(r, "error: cannot start the result job");
+                return method_fail(err, "error: cannot start the result job");
         }
+        return METHOD_DEFERRED; /* result_job_done answers it */
 }
 
 /* ---- task.cancel ---- */
@@ -815,29 +738,28 @@ static void handle_result(Manager *m, Request *r) {
 static int kill_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
         Task *t = userdata;
         t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
-        if (streq(task_status(t), "running")) (void) task_signal(t, SIGKILL);
+        if (t->rec.status == TASK_RUNNING) (void) task_signal(t, SIGKILL);
         return 0;
 }
 
 /* A caller inside a sandbox may cancel or reject only the tasks its own task
  * dispatched, and may never accept (landing changes is the user's decision).
- * Returns false after replying with the refusal. */
-static bool caller_may_decide(Manager *m, Request *r, Task *t, const char *verb) {
+ * 0, or -EIO with the refusal in err. */
+static int caller_may_decide(Manager *m, Request *r, Task *t, const char *verb, MethodError *err) {
         Caller who = caller_of(m, r->conn);
-        if (!who.sandboxed) return true;
+        if (!who.sandboxed) return 0;
         _cleanup_free_ char *text = NULL;
         if (streq(verb, "accept"))
                 text = strdup_printf("error: a task running in a sandbox cannot accept changesets\nhelp: read the diff "
                                      "(taskferry result %s --diff) and run taskferry accept %s from outside the sandbox",
                                      t->id, t->id);
-        else if (who.task && streq_ptr(task_str(t, "dispatchedBy"), who.task->id))
-                return true;
+        else if (who.task && streq_ptr(t->rec.dispatched_by, who.task->id))
+                return 0;
         else
                 text = strdup_printf("error: a task running in a sandbox can only %s tasks it dispatched itself, and %s "
                                      "was not dispatched by it\nhelp: run taskferry %s %s from outside the sandbox",
                                      verb, t->id, verb, t->id);
-        reply_failed(r, text ? text : "error: refused");
-        return false;
+        return method_fail(err, text ? text : "error: refused");
 }
 
 /* A cancel reaches the tasks the cancelled task's worker dispatched, and
@@ -849,18 +771,15 @@ static void cancel_dispatched(Manager *m, Task *parent, int64_t grace, unsigned 
         char iso[32];
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *c = m->tasks[i];
-                if (c == parent || !streq_ptr(task_str(c, "dispatchedBy"), parent->id)) continue;
-                const char *status = task_status(c);
-                if (streq(status, "queued")) {
+                if (c == parent || !streq_ptr(c->rec.dispatched_by, parent->id)) continue;
+                if (c->rec.status == TASK_QUEUED) {
                         scheduler_remove(m, c);
-                        task_set_str(c, "status", "cancelled");
-                        task_set_str(c, "endedAt", format_iso(now_ms(), iso));
+                        task_set_str(c, TASK_KEY_ended_at, format_iso(now_ms(), iso));
                         json_object_put(c->launch);
                         c->launch = NULL;
-                        task_persist(c);
-                        task_wake_waiters(c);
-                } else if (streq(status, "running") && !json_get_bool(c->rec, "cancelRequested", false)) {
-                        task_set_bool(c, "cancelRequested", true);
+                        (void) task_transition(c, TASK_CANCELLED, c->rec.changeset_status);
+                } else if (c->rec.status == TASK_RUNNING && !c->rec.cancel_requested) {
+                        task_set_bool(c, TASK_KEY_cancel_requested, true);
                         if (task_signal(c, SIGTERM) >= 0) {
                                 c->kill_timer = sd_event_source_disable_unref(c->kill_timer);
                                 uint64_t now;
@@ -874,46 +793,43 @@ static void cancel_dispatched(Manager *m, Task *parent, int64_t grace, unsigned 
         }
 }
 
-static void handle_cancel(Manager *m, Request *r) {
-        Task *t = lookup_visible_task(m, r);
-        if (!t) return;
-        if (!caller_may_decide(m, r, t, "cancel")) return;
+int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
+        int d = caller_may_decide(m, r, t, "cancel", err);
+        if (d < 0) return d;
         int64_t child_grace = (int64_t) m->settings.cancel_grace_ms;
         json_get_int64(r->req.params, "graceMs", &child_grace);
         cancel_dispatched(m, t, child_grace, 0);
-        const char *status = task_status(t);
+        const char *status = strempty(task_status_to_string(t->rec.status));
         char iso[32];
-        if (streq(status, "queued")) {
+        if (t->rec.status == TASK_QUEUED) {
                 scheduler_remove(m, t);
-                task_set_str(t, "status", "cancelled");
-                task_set_str(t, "endedAt", format_iso(now_ms(), iso));
+                task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
                 json_object_put(t->launch);
                 t->launch = NULL;
-                task_persist(t);
-                task_wake_waiters(t);
+                (void) task_transition(t, TASK_CANCELLED, t->rec.changeset_status);
                 json_object *o = task_summary(t);
                 json_add_string(o, "note", "queued task cancelled before launch");
-                return request_reply_result(r, o);
+                return *ret = o, 0;
         }
-        if (!streq(status, "running")) {
+        if (t->rec.status != TASK_RUNNING) {
                 json_object *o = task_summary(t);
                 _cleanup_free_ char *note = strdup_printf("task is already %s; nothing to cancel", status);
                 json_add_string(o, "note", note);
-                return request_reply_result(r, o);
+                return *ret = o, 0;
         }
         int64_t grace = (int64_t) m->settings.cancel_grace_ms;
         json_get_int64(r->req.params, "graceMs", &grace);
         int64_t pid = 0;
-        bool has_pid = json_get_int64(t->rec, "pid", &pid);
+        bool has_pid = task_record_get_int(&t->rec, TASK_KEY_pid, &pid);
         if (!has_pid && t->shim_pid <= 0) {
                 _cleanup_free_ char *text = strdup_printf("error: task %s has no pid on record", t->id);
-                return reply_failed(r, text);
+                return method_fail(err, text);
         }
-        task_set_bool(t, "cancelRequested", true);
+        task_set_bool(t, TASK_KEY_cancel_requested, true);
         int k = task_signal(t, SIGTERM);
         if (k < 0) {
                 _cleanup_free_ char *text = strdup_printf("error: cannot signal task %s: %s", t->id, strerror(-k));
-                return reply_failed(r, text);
+                return method_fail(err, text);
         }
         t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
         uint64_t now;
@@ -926,16 +842,23 @@ static void handle_cancel(Manager *m, Request *r) {
                 "SIGTERM sent to process group %" PRId64 "; escalates to SIGKILL after %" PRId64 "ms if it hasn't exited",
                 has_pid ? pid : (int64_t) t->shim_pid, grace);
         json_add_string(o, "note", note);
-        request_reply_result(r, o);
+        *ret = o;
+        return 0;
 }
 
 /* ---- task.accept / task.reject ---- */
 
-typedef struct ChangeJob {
+/* An accept or reject: its job applies or drops the changeset. Jobs into one
+ * workspace run one at a time, in request order (issue 6 item 5: a second
+ * accept must not race the first between `git apply --check` and the
+ * apply); Manager.change_jobs lists the running and the waiting ones. */
+struct ChangeJob {
         Request *r;
         Task *t;
         bool accept;
-} ChangeJob;
+        bool started;
+        ChangeJob *next;
+};
 
 static json_object *change_job_run(void *userdata, int *error) {
         ChangeJob *cj = userdata;
@@ -945,10 +868,10 @@ static json_object *change_job_run(void *userdata, int *error) {
                 _cleanup_free_ char *reason = NULL;
                 int r;
                 /* an accept a crash interrupted may have landed already: never twice */
-                if (t->accept_interrupted && changeset_is_applied(task_str(t, "directory"), task_str(t, "diffPath")) > 0)
+                if (t->accept_interrupted && changeset_is_applied(t->rec.directory, t->rec.diff_path) > 0)
                         r = 1;
                 else
-                        r = changeset_apply(task_str(t, "directory"), task_str(t, "diffPath"), &reason);
+                        r = changeset_apply(t->rec.directory, t->rec.diff_path, &reason);
                 json_add_int(o, "apply", r);
                 json_add_string(o, "reason", reason);
                 if (r <= 0) return o;
@@ -956,7 +879,7 @@ static json_object *change_job_run(void *userdata, int *error) {
         /* the executor homes go with the overlay, but for what a resume needs */
         _cleanup_free_ char *home = executor_home_root(t->m->paths.cache_dir, t->id);
         if (home) (void) executor_home_release(home);
-        json_object *od = json_get_object(t->rec, "overlayDirs");
+        json_object *od = t->rec.overlay_dirs;
         if (od) {
                 int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
                 json_add_bool(o, "removed", k >= 0);
@@ -966,16 +889,57 @@ static json_object *change_job_run(void *userdata, int *error) {
         return o;
 }
 
+static void change_job_done(Manager *m, void *userdata, json_object *res, int error);
+static void change_job_finish(Manager *m, Request *r, Task *t, bool accept, json_object *res);
+
+static bool change_job_conflicts(Manager *m, ChangeJob *cj) {
+        for (ChangeJob *o = m->change_jobs; o && o != cj; o = o->next)
+                if (same_workspace(o->t->rec.directory, cj->t->rec.directory)) return true;
+        return false;
+}
+
+static void change_job_unlink(Manager *m, ChangeJob *cj) {
+        for (ChangeJob **pp = &m->change_jobs; *pp; pp = &(*pp)->next)
+                if (*pp == cj) {
+                        *pp = cj->next;
+                        break;
+                }
+}
+
+/* Start every waiting job that no earlier job's workspace blocks. */
+static void change_jobs_kick(Manager *m) {
+        for (ChangeJob *cj = m->change_jobs, *next; cj; cj = next) {
+                next = cj->next;
+                if (cj->started || change_job_conflicts(m, cj)) continue;
+                cj->started = true;
+                int k = job_start(m, change_job_run, change_job_done, cj);
+                if (k < 0) {
+                        Request *r = cj->r;
+                        cj->t->busy = false;
+                        change_job_unlink(m, cj);
+                        free(cj);
+                        complete_failed(r, "error: cannot start the changeset job");
+                        next = m->change_jobs; /* the list changed: rescan */
+                }
+        }
+}
+
 static void change_job_done(Manager *m, void *userdata, json_object *res, int error) {
         ChangeJob *cj = userdata;
         Request *r = cj->r;
         Task *t = cj->t;
         bool accept = cj->accept;
+        change_job_unlink(m, cj);
         free(cj);
         t->busy = false;
+        change_job_finish(m, r, t, accept, res);
+        change_jobs_kick(m);
+}
+
+static void change_job_finish(Manager *m, Request *r, Task *t, bool accept, json_object *res) {
         if (!res) {
                 task_persist(t);
-                return reply_failed(r, accept ? "error: the accept job failed; the changeset is still pending"
+                return complete_failed(r, accept ? "error: the accept job failed; the changeset is still pending"
                                               : "error: the overlay removal job failed; the changeset is rejected and its overlay remains on disk");
         }
         int64_t applied = 1;
@@ -984,11 +948,11 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
                 _cleanup_free_ char *text = strdup_printf("error: changeset for task %s could not be applied: %s\nhelp: the "
                                                           "task is still pending; fix the problem and retry, or reject it",
                                                           t->id, strempty(json_get_string(res, "reason")));
-                return reply_failed(r, text);
+                return complete_failed(r, text);
         }
         if (accept) {
                 t->accept_interrupted = false;
-                task_set_null(t, "acceptStartedAt");
+                task_set_null(t, TASK_KEY_accept_started_at);
         }
         json_object *o = json_object_new_object();
         json_add_string(o, "taskId", t->id);
@@ -996,11 +960,11 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
                 json_add_string(o, "changesetStatus", "pending");
                 json_add_bool(o, "applied", false);
                 json_add_string(o, "reason", json_get_string(res, "reason"));
-                return request_reply_result(r, o);
+                return method_reply(r, 0, o, NULL);
         }
         bool removed = json_get_bool(res, "removed", false);
-        if (accept) task_set_str(t, "changesetStatus", "accepted");
-        if (removed) task_set_null(t, "overlayDirs");
+        if (removed) task_set_null(t, TASK_KEY_overlay_dirs);
+        if (accept) (void) task_transition(t, t->rec.status, CHANGESET_ACCEPTED);
         task_persist(t);
         /* the decision is durable before the caller hears of it */
         int k = manager_flush(m);
@@ -1008,66 +972,64 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
         json_add_string(o, "changesetStatus", accept ? "accepted" : "rejected");
         if (accept) {
                 json_add_bool(o, "applied", true);
-                json_copy_key(o, t->rec, "checkStatus");
+                task_copy_key(o, t, TASK_KEY_check_status);
         }
         if (!removed) json_add_bool(o, "cleanupFailed", true);
-        request_reply_result(r, o);
+        method_reply(r, 0, o, NULL);
 }
 
-static void handle_change(Manager *m, Request *r, bool accept) {
-        Task *t = lookup_visible_task(m, r);
-        if (!t) return;
-        if (!caller_may_decide(m, r, t, accept ? "accept" : "reject")) return;
+static int change(Manager *m, Request *r, Task *t, bool accept, MethodError *err) {
+        int d = caller_may_decide(m, r, t, accept ? "accept" : "reject", err);
+        if (d < 0) return d;
         const char *verb = accept ? "accepted" : "rejected";
-        if (accept && streq_ptr(task_str(t, "role"), "advisor")) {
+        if (accept && streq_ptr(t->rec.role, "advisor")) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s has role \"advisor\" and cannot be accepted\nhelp: advisor changesets are never applied; "
                         "inspect them with taskferry result %s --diff",
                         t->id, t->id);
-                return reply_failed(r, text);
+                return method_fail(err, text);
         }
-        const char *cs = strempty(task_str(t, "changesetStatus"));
-        if (!streq(cs, "pending")) {
+        const char *cs = strempty(changeset_status_to_string(t->rec.changeset_status));
+        if (t->rec.changeset_status != CHANGESET_PENDING) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s has no pending changeset (changesetStatus: %s)\nhelp: only a task with changesetStatus "
                         "\"pending\" can be %s",
                         t->id, cs, verb);
-                return reply_failed(r, text);
+                return method_fail(err, text);
         }
         if (task_is_active(t) || t->settling) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s is still %s; its changeset is not extracted yet\nhelp: wait for it with taskferry wait "
                         "%s, or cancel it with taskferry cancel %s",
-                        t->id, task_status(t), t->id, t->id);
-                return reply_failed(r, text);
+                        t->id, strempty(task_status_to_string(t->rec.status)), t->id, t->id);
+                return method_fail(err, text);
         }
         if (t->busy) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s is already being accepted or rejected\nhelp: retry once that request has finished", t->id);
-                return reply_failed(r, text);
+                return method_fail(err, text);
         }
         if (accept) {
-                const char *diff = task_str(t, "diffPath");
-                json_object *od = json_get_object(t->rec, "overlayDirs");
+                const char *diff = t->rec.diff_path;
+                json_object *od = t->rec.overlay_dirs;
                 if (!diff) {
                         _cleanup_free_ char *text = strdup_printf(
                                 "error: changeset for task %s was never extracted (%s); its overlay is preserved at %s\nhelp: "
                                 "reject it with taskferry reject %s",
-                                t->id, task_str(t, "changesetError") ? task_str(t, "changesetError") : "unknown reason",
+                                t->id, t->rec.changeset_error ? t->rec.changeset_error : "unknown reason",
                                 od ? strempty(json_get_string(od, "root")) : "(none)", t->id);
-                        return reply_failed(r, text);
+                        return method_fail(err, text);
                 }
                 if (access(diff, R_OK) < 0) {
                         _cleanup_free_ char *text = strdup_printf(
                                 "error: the diff of task %s is missing at %s; the changeset cannot be applied without its diff\n"
                                 "help: restore the file, or reject the changeset with taskferry reject %s",
                                 t->id, diff, t->id);
-                        return reply_failed(r, text);
+                        return method_fail(err, text);
                 }
         } else {
                 /* flip before any cleanup so a late gate result is ignored */
-                task_set_str(t, "changesetStatus", "rejected");
-                task_persist(t);
+                (void) task_transition(t, t->rec.status, CHANGESET_REJECTED);
                 int k = manager_flush(m);
                 if (k < 0) log_warning_errno(k, "cannot flush tasks.json after rejecting %s", t->id);
         }
@@ -1075,34 +1037,38 @@ static void handle_change(Manager *m, Request *r, bool accept) {
                 /* durable before the live tree is touched: a daemon dying mid-apply
                  * leaves a trace that the next accept checks (changeset_is_applied) */
                 char iso[32];
-                task_set_str(t, "acceptStartedAt", format_iso(now_ms(), iso));
+                task_set_str(t, TASK_KEY_accept_started_at, format_iso(now_ms(), iso));
                 int k = manager_flush(m);
                 if (k < 0) log_warning_errno(k, "cannot flush tasks.json before accepting %s", t->id);
         }
         ChangeJob *cj = calloc(1, sizeof *cj);
-        if (!cj) return reply_failed(r, "error: out of memory");
+        if (!cj) return method_fail(err, "error: out of memory");
         cj->r = r;
         cj->t = t;
         cj->accept = accept;
         t->busy = true;
-        int k = job_start(m, change_job_run, change_job_done, cj);
-        if (k < 0) {
-                t->busy = false;
+        /* queued behind the accepts/rejects into the same workspace */
+        ChangeJob **pp = &m->change_jobs;
+        while (*pp) pp = &(*pp)->next;
+        *pp = cj;
+        change_jobs_kick(m); /* answers r itself if the job cannot start */
+        return METHOD_DEFERRED; /* change_job_done answers it */
+}
+
+void change_jobs_free(Manager *m) {
+        while (m->change_jobs) {
+                ChangeJob *cj = m->change_jobs;
+                m->change_jobs = cj->next;
+                if (cj->started) continue; /* its job owns it */
+                request_free(cj->r);
                 free(cj);
-                reply_failed(r, "error: cannot start the changeset job");
         }
 }
 
-void handle_request(Manager *m, Request *r) {
-        const char *method = r->req.method;
-        if (streq(method, "system.health")) handle_health(m, r);
-        else if (streq(method, "task.dispatch")) handle_dispatch(m, r);
-        else if (streq(method, "task.status")) handle_status(m, r);
-        else if (streq(method, "task.wait")) handle_wait(m, r);
-        else if (streq(method, "task.result")) handle_result(m, r);
-        else if (streq(method, "task.list")) handle_list(m, r);
-        else if (streq(method, "task.cancel")) handle_cancel(m, r);
-        else if (streq(method, "task.accept")) handle_change(m, r, true);
-        else if (streq(method, "task.reject")) handle_change(m, r, false);
-        else request_reply_error(r, E_UNKNOWN_METHOD, "unknown method", "");
+int method_accept(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
+        return change(m, r, t, true, err);
+}
+
+int method_reject(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
+        return change(m, r, t, false, err);
 }

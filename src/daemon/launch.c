@@ -1,6 +1,7 @@
-/* Scheduler, launch and settlement (DESIGN.md "Data flow of one dispatch"
- * steps 3–7; spec lifecycle.md §2.6, §4.4, §5; sandbox-changeset-env.md §1,
- * §4, §5, §7). */
+/* Launch: the worker's environment, the sandbox and overlay plan, the launch
+ * spec, and the spawn of taskferry-shim (DESIGN.md "Data flow of one
+ * dispatch" steps 3–5; spec lifecycle.md §2.6; sandbox-changeset-env.md §1,
+ * §4, §5, §7). The monitor (monitor.c) takes the shim from there. */
 
 #include <fcntl.h>
 #include <regex.h>
@@ -59,7 +60,7 @@ static int build_worker_env(Task *t, char ***ret) {
         }
         if (strv_env_set(&env, "TASKFERRY_CHILD", "1") < 0 || strv_env_set(&env, "TASKFERRY_TASK_ID", t->id) < 0)
                 return -ENOMEM;
-        const char *out = task_str(t, "outputDir");
+        const char *out = t->rec.output_dir;
         if (out && strv_env_set(&env, "TASKFERRY_OUTPUT_DIR", out) < 0) return -ENOMEM;
         *ret = TAKE_PTR(env);
         return 0;
@@ -121,415 +122,7 @@ static int collect_binds(Task *t, char *const *daemon_wide, json_object *given, 
         return 0;
 }
 
-static void task_release_slot(Task *t) {
-        if (t->counted_running) {
-                t->counted_running = false;
-                if (t->m->running > 0) t->m->running--;
-        }
-}
-
-static char *prompt_file_path(Task *t) { return strdup_printf("%s/prompts/%s.prompt.txt", t->m->paths.state_dir, t->id); }
-
-void task_settlement_done(Task *t) {
-        Manager *m = t->m;
-        _cleanup_free_ char *pf = prompt_file_path(t);
-        if (pf) (void) unlink(pf);
-        json_object_put(t->launch);
-        t->launch = NULL;
-        json_object_put(t->caller_env);
-        t->caller_env = NULL;
-        task_release_slot(t);
-        task_socket_close(t);
-        task_persist(t);
-        task_wake_waiters(t);
-        scheduler_kick(m);
-}
-
-void task_settle_spawn_error(Task *t, const char *message) {
-        char iso[32];
-        task_set_str(t, "status", "crashed");
-        task_set_str(t, "spawnError", message);
-        task_set_str(t, "endedAt", format_iso(now_ms(), iso));
-        task_settlement_done(t);
-}
-
-/* ---- settlement (lifecycle.md §4.4) ---- */
-
-/* Remove the task's executor homes but for what a later resume needs. */
-static void release_home(Task *t) {
-        _cleanup_free_ char *home = executor_home_root(t->m->paths.cache_dir, t->id);
-        if (home) (void) executor_home_release(home);
-}
-
-#define DISK_STOP_REASON "disk_quota_exceeded"
-
-/* A worker the shim stopped for its disk use keeps a pending changeset,
- * unless keeping it would hurt everyone else: the filesystem holding the
- * overlay is still below its free-space floor (the space is needed for other
- * tasks' dispatch and settlement), or its files measure more than twice its
- * budget (a sparse giant extraction would have to read). Then the overlay is
- * discarded (changesetStatus "rejected"); returns why (malloc'd), else NULL;
- * *ret_over says the files were over twice the budget. Runs in the
- * settlement job. */
-static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) {
-        bool stopped = streq_ptr(task_str(t, "failureReason"), DISK_STOP_REASON);
-        const char *root = json_get_string(od, "root");
-        if (!root) return NULL;
-        char a[32], b[32];
-        disk_fs_info fs;
-        if (stopped && disk_fs_stat(root, &fs) >= 0 && disk_fs_below_floor(&fs))
-                return strdup_printf("changeset discarded: the filesystem holding %s still has only %s free after "
-                                     "the worker was stopped (floor %s); keeping it would block other tasks",
-                                     root, disk_size_format(fs.avail, a), disk_size_format(disk_floor_bytes(fs.size), b));
-        int64_t budget = 0;
-        if (!json_get_int64(t->rec, "diskMaxBytes", &budget) || budget <= 0) return NULL;
-        disk_usage u = {0};
-        const char *upper = json_get_string(od, "upperDir");
-        /* also for a worker that exited before the shim's walk saw its files (a
-         * 1 TiB sparse file made at once): extraction would read all of it */
-        if (upper && disk_usage_walk(upper, 2 * (uint64_t) budget, &u) == 1) {
-                *ret_over = true;
-                return strdup_printf("changeset discarded: the worker's files measure more than twice its disk "
-                                     "budget of %s (at least %s, sparse files at their apparent size)",
-                                     disk_size_format((uint64_t) budget, a), disk_size_format(u.bytes, b));
-        }
-        return NULL;
-}
-
-static json_object *settle_job_run(void *userdata, int *error) {
-        Task *t = userdata;
-        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
-        const char *log = task_str(t, "logPath");
-        json_object *res = json_object_new_object();
-        if (!res) return NULL;
-        if (ex && log && !task_str(t, "failureReason")) {
-                _cleanup_free_ char *reason = NULL, *detail = NULL;
-                if (log_classify_file(log, ex->failure_prefix, ex->structured_prefix, &reason, &detail) > 0) {
-                        json_add_string(res, "failureReason", reason);
-                        json_add_string(res, "failureDetail", detail);
-                }
-        }
-        if (log) {
-                _cleanup_free_ char *boot = NULL;
-                if (log_boot_failure(log, &boot) > 0) json_add_string(res, "bootDetail", boot);
-                log_summary s = {0};
-                if (log_summarize_file(log, task_str(t, "sessionId"), &s) >= 0) {
-                        json_add_string(res, "sessionId", s.session_id);
-                        json_add_bool(res, "hasStop", s.has_stop);
-                        json_add_bool(res, "hasJsonLine", s.has_json_line);
-                        const char *msg = s.message ? s.message : "";
-                        /* message.trim() !== "" (lifecycle.md §4.5) */
-                        json_add_bool(res, "messageNonEmpty", !log_line_is_blank(msg, strlen(msg)));
-                        const char *marker = task_str(t, "finalMarker");
-                        if (marker) {
-                                regex_t re;
-                                bool match = false;
-                                if (regcomp(&re, marker, REG_EXTENDED | REG_NEWLINE | REG_NOSUB) == 0) {
-                                        match = regexec(&re, msg, 0, NULL, 0) == 0;
-                                        regfree(&re);
-                                }
-                                json_add_bool(res, "markerMatched", match);
-                        }
-                        regex_t fs;
-                        if (regcomp(&fs, "^Status:[[:space:]]*(DONE_WITH_CONCERNS|DONE|BLOCKED|NEEDS_CONTEXT)[[:space:]]*$",
-                                    REG_EXTENDED | REG_NEWLINE) == 0) {
-                                regmatch_t mt[2];
-                                if (regexec(&fs, msg, 2, mt, 0) == 0) {
-                                        _cleanup_free_ char *v = strndup(msg + mt[1].rm_so, (size_t) (mt[1].rm_eo - mt[1].rm_so));
-                                        json_add_string(res, "finalStatus", v);
-                                }
-                                regfree(&fs);
-                        }
-                        log_summary_done(&s);
-                }
-        }
-        json_object *od = json_get_object(t->rec, "overlayDirs");
-        if (!od) release_home(t); /* nothing pending: the homes go now (executor-home.h) */
-        bool over = false;
-        _cleanup_free_ char *discard = od ? disk_stop_discard_reason(t, od, &over) : NULL;
-        if (discard) {
-                json_object *ex_res = json_object_new_object();
-                if (over) json_add_bool(ex_res, "overBudget", true);
-                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
-                json_add_bool(ex_res, "ok", true);
-                json_add_string(ex_res, "discarded", discard);
-                json_add_bool(ex_res, "overlayRemoved", k >= 0);
-                json_add(res, "extract", ex_res);
-                release_home(t);
-        } else if (od) {
-                json_object *ex_res = json_object_new_object();
-                _cleanup_free_ char *scratch = strdup_printf("%s/scratch", strempty(json_get_string(od, "root")));
-                _cleanup_free_ char *patch = strdup_printf("%s/diffs/%s.patch", t->m->paths.state_dir, t->id);
-                _cleanup_free_ char *diffs = strdup_printf("%s/diffs", t->m->paths.state_dir);
-                (void) mkdir_p(diffs, 0700);
-                (void) rm_rf(scratch);
-                (void) mkdir(scratch, 0700);
-                changeset_extract_args a = {
-                        .directory = task_str(t, "directory"),
-                        .upper = json_get_string(od, "upperDir"),
-                        .work = json_get_string(od, "workDir"),
-                        .pre_head = task_str(t, "preDispatchHead"),
-                        .scratch_dir = scratch,
-                        .patch_path = patch,
-                };
-                _cleanup_strv_free_ char **warnings = NULL;
-                a.ret_warnings = &warnings;
-                _cleanup_free_ char *err = NULL;
-                int r = changeset_extract(&a, &err);
-                (void) rm_rf(scratch);
-                if (r < 0) {
-                        json_add_bool(ex_res, "ok", false);
-                        json_add_string(ex_res, "error", err ? err : strerror(-r));
-                } else {
-                        json_add_bool(ex_res, "ok", true);
-                        json_add_bool(ex_res, "hasChanges", r > 0);
-                        json_add_string(ex_res, "diffPath", patch);
-                        if (warnings) {
-                                /* paths left out of the patch (changeset.h) */
-                                json_object *arr = json_object_new_array();
-                                for (size_t i = 0; arr && warnings[i]; i++)
-                                        json_object_array_add(arr, json_object_new_string(warnings[i]));
-                                json_add(ex_res, "warnings", arr);
-                        }
-                        if (r == 0) {
-                                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")),
-                                                            strempty(json_get_string(od, "root")));
-                                json_add_bool(ex_res, "overlayRemoved", k >= 0);
-                        }
-                        if (r == 0) release_home(t);
-                }
-                json_add(res, "extract", ex_res);
-        }
-        return res;
-}
-
-static void settle_job_done(Manager *m, void *userdata, json_object *res, int error) {
-        Task *t = userdata;
-        t->settling = false;
-        if (error < 0 || !res) {
-                log_error("settlement analysis for %s failed (%s); settling from the exit status only", t->id,
-                          strerror(error < 0 ? -error : EIO));
-                res = NULL;
-        }
-        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
-        int64_t code = 0;
-        bool has_code = json_get_int64(t->rec, "exitCode", &code);
-        const char *sig = task_str(t, "signal");
-        const char *spawn_error = task_str(t, "spawnError");
-
-        json_object *ext0 = res ? json_get_object(res, "extract") : NULL;
-        if (ext0 && json_get_bool(ext0, "overBudget", false) && !task_str(t, "failureReason")) {
-                task_set_str(t, "failureReason", DISK_STOP_REASON);
-                task_set_str(t, "failureDetail", json_get_string(ext0, "discarded"));
-        }
-        if (res && !task_str(t, "failureReason") && json_get_string(res, "failureReason")) {
-                task_set_str(t, "failureReason", json_get_string(res, "failureReason"));
-                task_set_str(t, "failureDetail", json_get_string(res, "failureDetail"));
-        }
-        const char *status;
-        if (json_get_bool(t->rec, "cancelRequested", false)) status = "cancelled";
-        else if (spawn_error || task_str(t, "failureReason")) status = "crashed";
-        else if (has_code && code == 0 && !sig) status = "done";
-        else status = "crashed";
-
-        /* boot failure: explicit nonzero exit, no reason, no JSON line at all */
-        if (streq(status, "crashed") && !spawn_error && !task_str(t, "failureReason") && has_code && code != 0 && res &&
-            json_get_string(res, "bootDetail") && !json_get_bool(res, "hasJsonLine", false) && ex) {
-                task_set_str(t, "failureReason", ex->boot_failure_reason);
-                task_set_str(t, "failureDetail", json_get_string(res, "bootDetail"));
-        }
-        /* crash recovery: the worker reached a final answer before failing */
-        if (streq(status, "crashed") && !spawn_error && res && json_get_bool(res, "hasStop", false) &&
-            json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(task_str(t, "failureReason"), DISK_STOP_REASON))
-                status = "done";
-        if (res && json_get_string(res, "sessionId")) task_set_str(t, "sessionId", json_get_string(res, "sessionId"));
-        if (streq(status, "done") && res) {
-                if (!json_get_bool(res, "messageNonEmpty", false)) task_set_bool(t, "incomplete", true);
-                else {
-                        if (task_str(t, "finalMarker") && !json_get_bool(res, "markerMatched", false))
-                                task_set_bool(t, "incomplete", true);
-                        if (json_get_string(res, "finalStatus"))
-                                task_set_str(t, "finalStatus", json_get_string(res, "finalStatus"));
-                }
-        }
-        task_set_str(t, "status", status);
-
-        json_object *ext = res ? json_get_object(res, "extract") : NULL;
-        if (json_get_object(t->rec, "overlayDirs")) {
-                if (!ext) {
-                        task_set_str(t, "changesetError", "changeset extraction did not run; the overlay is kept");
-                } else if (json_get_string(ext, "discarded")) {
-                        task_set_str(t, "changesetStatus", "rejected");
-                        task_set_str(t, "changesetError", json_get_string(ext, "discarded"));
-                        if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, "overlayDirs");
-                } else if (!json_get_bool(ext, "ok", false)) {
-                        task_set_str(t, "changesetError", json_get_string(ext, "error"));
-                } else {
-                        task_set_str(t, "diffPath", json_get_string(ext, "diffPath"));
-                        task_set_null(t, "changesetError");
-                        json_object *warnings = json_get_array(ext, "warnings");
-                        if (warnings && json_object_array_length(warnings) > 0)
-                                task_set(t, "changesetWarnings", json_object_get(warnings));
-                        if (json_get_bool(ext, "hasChanges", false)) task_set_str(t, "changesetStatus", "pending");
-                        else {
-                                task_set_str(t, "changesetStatus", "accepted");
-                                if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, "overlayDirs");
-                        }
-                }
-        }
-        task_settlement_done(t);
-}
-
-static void task_start_settlement(Task *t) {
-        if (t->settling) return;
-        t->settling = true;
-        int r = job_start_retrying(t->m, settle_job_run, settle_job_done, t);
-        if (r < 0) {
-                log_error_errno(r, "cannot start settlement job for %s", t->id);
-                settle_job_done(t->m, t, NULL, r);
-        }
-}
-
-/* ---- shim watching ---- */
-
-static void task_read_status_line(Task *t, const char *line, size_t len) {
-        _cleanup_json_ json_object *o = NULL;
-        launch_info li = {0};
-        if (json_parse_strict(line, len, &o) < 0 || launch_info_from_json(o, &li) < 0) {
-                log_warning("ignoring a malformed status line from the shim of %s", t->id);
-                return;
-        }
-        if (li.worker_pid > 0) task_set_int(t, "pid", li.worker_pid);
-        if (li.pre_dispatch_head) task_set_str(t, "preDispatchHead", li.pre_dispatch_head);
-        task_persist(t);
-        launch_info_done(&li);
-}
-
-static void task_close_status(Task *t) {
-        t->status_source = sd_event_source_disable_unref(t->status_source);
-        t->status_fd = safe_close(t->status_fd);
-        free(t->status_buf);
-        t->status_buf = NULL;
-        t->status_len = 0;
-}
-
-static int status_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Task *t = userdata;
-        char buf[4096];
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0 && errno == EAGAIN) return 0;
-                if (n <= 0) break;
-                if (t->status_len + (size_t) n > 65536) break;
-                char *nb = realloc(t->status_buf, t->status_len + (size_t) n + 1);
-                if (!nb) break;
-                t->status_buf = nb;
-                memcpy(t->status_buf + t->status_len, buf, (size_t) n);
-                t->status_len += (size_t) n;
-                t->status_buf[t->status_len] = 0;
-                char *nl;
-                while ((nl = memchr(t->status_buf, '\n', t->status_len))) {
-                        task_read_status_line(t, t->status_buf, (size_t) (nl - t->status_buf));
-                        size_t rest = t->status_len - (size_t) (nl - t->status_buf) - 1;
-                        memmove(t->status_buf, nl + 1, rest);
-                        t->status_len = rest;
-                }
-        }
-        task_close_status(t);
-        return 0;
-}
-
-static void task_apply_exit_json(Task *t) {
-        _cleanup_free_ char *task_dir = tf_path_task_dir(&t->m->paths, t->id);
-        exit_info ei = {0};
-        char iso[32];
-        _cleanup_free_ char *reserve = task_dir ? strdup_printf("%s/%s", task_dir, DISK_RESERVE_NAME) : NULL;
-        if (reserve) (void) unlink(reserve); /* left behind by a shim that was killed */
-        if (!task_dir || exit_info_read(task_dir, &ei) < 0) {
-                task_set_str(t, "spawnError", "taskferry-shim exited without reporting the worker's exit status");
-                task_set_str(t, "endedAt", format_iso(now_ms(), iso));
-                return;
-        }
-        if (ei.has_exit_code) task_set_int(t, "exitCode", ei.exit_code);
-        task_set_str(t, "signal", ei.signal);
-        if (ei.spawn_error) task_set_str(t, "spawnError", ei.spawn_error);
-        if (ei.stop_reason) {
-                /* the shim stopped the worker itself: that is the reason, not
-                 * whatever the killed worker logged */
-                task_set_str(t, "failureReason", ei.stop_reason);
-                task_set_str(t, "failureDetail", ei.stop_detail);
-        }
-        task_set_str(t, "endedAt", format_iso(ei.ended_at_ms ? ei.ended_at_ms : now_ms(), iso));
-        exit_info_done(&ei);
-}
-
-static int shim_exit_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Task *t = userdata;
-        siginfo_t si = {0};
-        /* A re-adopted shim is not our child (ECHILD): the pidfd turning readable
-         * is its exit. Our own child is reaped here. */
-        if (waitid(P_PIDFD, (id_t) fd, &si, WEXITED | WNOHANG) < 0) {
-                if (errno != ECHILD) return 0;
-        } else if (si.si_pid == 0)
-                return 0;
-        t->shim_source = sd_event_source_disable_unref(t->shim_source);
-        t->shim_pidfd = safe_close(t->shim_pidfd);
-        t->shim_pid = 0; /* the pid may be reused: it no longer identifies this task's callers */
-        t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
-        /* drain whatever the shim reported */
-        if (t->status_fd >= 0) status_io(NULL, t->status_fd, EPOLLIN, t);
-        task_apply_exit_json(t);
-        task_start_settlement(t);
-        return 0;
-}
-
-bool task_readopt(Task *t) {
-        Manager *m = t->m;
-        _cleanup_free_ char *task_dir = tf_path_task_dir(&m->paths, t->id);
-        if (!task_dir) return false;
-        exit_info ei = {0};
-        if (exit_info_read(task_dir, &ei) == 0) {
-                exit_info_done(&ei);
-                log_info("task %s finished while the daemon was down; settling it from its exit status", t->id);
-                t->counted_running = true;
-                m->running++;
-                task_apply_exit_json(t);
-                task_start_settlement(t);
-                return true;
-        }
-        /* the shim's pid: from its launch.json, or, if the daemon died before the
-         * shim wrote it, from the record (persisted right after the fork) */
-        launch_info li = {0};
-        pid_t shim = 0;
-        int64_t recorded = 0;
-        if (launch_info_read(task_dir, &li) == 0) {
-                shim = li.shim_pid;
-                launch_info_done(&li);
-        } else if (json_get_int64(t->rec, "shimPid", &recorded))
-                shim = (pid_t) recorded;
-        /* the pid must still be a taskferry-shim (pids are reused) */
-        char exe_link[64], exe[4096];
-        snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int) shim);
-        ssize_t n = shim > 1 ? readlink(exe_link, exe, sizeof exe - 1) : -1;
-        if (n <= 0) return false;
-        exe[n] = 0;
-        const char *base = strrchr(exe, '/');
-        if (!base || !startswith(base + 1, "taskferry-shim")) return false;
-        int pidfd = pidfd_open(shim, 0);
-        if (pidfd < 0) return false;
-        t->shim_pid = shim;
-        t->shim_pidfd = pidfd;
-        if (sd_event_add_io(m->event, &t->shim_source, pidfd, EPOLLIN, shim_exit_io, t) < 0) {
-                t->shim_pidfd = safe_close(t->shim_pidfd);
-                t->shim_pid = 0;
-                return false;
-        }
-        t->counted_running = true;
-        m->running++;
-        log_info("re-adopted task %s (shim pid %d)", t->id, (int) shim);
-        return true;
-}
+char *task_prompt_file_path(Task *t) { return strdup_printf("%s/prompts/%s.prompt.txt", t->m->paths.state_dir, t->id); }
 
 /* ---- launch ---- */
 
@@ -544,7 +137,7 @@ static int overlay_prepare(Task *t) {
          * it is (the overlay root above it stays 0700). */
         struct stat st;
         _cleanup_free_ char *upper = strdup_printf("%s/upper/main", root);
-        if (upper && stat(task_str(t, "directory"), &st) == 0) (void) chmod(upper, st.st_mode & 07777);
+        if (upper && stat(t->rec.directory, &st) == 0) (void) chmod(upper, st.st_mode & 07777);
         json_object *od = json_object_new_object();
         json_add_string(od, "root", root);
         _cleanup_free_ char *up = strdup_printf("%s/upper/main", root), *wk = strdup_printf("%s/work/main", root);
@@ -556,7 +149,7 @@ static int overlay_prepare(Task *t) {
          * subdirectory of a repository) gets an overlay of its own, so the
          * worker's git add/commit land there and never in the real gitdir */
         git_dirs gd = {0};
-        if (git_dirs_find(task_str(t, "directory"), &gd) > 0 && !path_is_at_or_below(gd.common, task_str(t, "directory"))) {
+        if (git_dirs_find(t->rec.directory, &gd) > 0 && !path_is_at_or_below(gd.common, t->rec.directory)) {
                 _cleanup_free_ char *gu = strdup_printf("%s/upper/gitdir", root), *gw = strdup_printf("%s/work/gitdir", root),
                                     *gm = strdup_printf("%s/mnt/gitdir", root);
                 if (!gu || !gw || !gm || mkdir_p(gu, 0700) < 0 || mkdir_p(gw, 0700) < 0 || mkdir_p(gm, 0700) < 0) {
@@ -576,9 +169,9 @@ static int overlay_prepare(Task *t) {
         git_dirs_done(&gd);
         json_add(od, "rwBinds", rwb);
         json_add(od, "rwFileBinds", json_object_new_array());
-        task_set(t, "overlayDirs", od);
-        task_set_str(t, "changesetStatus", "pending");
-        return 0;
+        task_set_json(t, TASK_KEY_overlay_dirs, od);
+        r = task_transition(t, t->rec.status, CHANGESET_PENDING);
+        return r < 0 ? r : 0;
 }
 
 /* The session this task resumes was last run by which task? Its home seeds
@@ -588,16 +181,16 @@ static int overlay_prepare(Task *t) {
  * dispatched): a session id is no key to another task's conversation. A
  * task still queued, running or settling seeds nothing. */
 static char *seed_home_for(Task *t) {
-        const char *sid = task_str(t, "sessionId"), *ex = task_str(t, "executorId");
+        const char *sid = t->rec.session_id, *ex = t->rec.executor_id;
         if (!sid || !ex) return NULL;
-        const char *by = task_str(t, "dispatchedBy");
+        const char *by = t->rec.dispatched_by;
         Manager *m = t->m;
         for (size_t i = m->n_tasks; i > 0; i--) {
                 Task *o = m->tasks[i - 1];
-                if (o == t || !streq(strempty(task_str(o, "sessionId")), sid) ||
-                    !streq(strempty(task_str(o, "executorId")), ex))
+                if (o == t || !streq(strempty(o->rec.session_id), sid) ||
+                    !streq(strempty(o->rec.executor_id), ex))
                         continue;
-                if (by && !streq(o->id, by) && !streq_ptr(task_str(o, "dispatchedBy"), by)) continue;
+                if (by && !streq(o->id, by) && !streq_ptr(o->rec.dispatched_by, by)) continue;
                 /* only a settled task's home: a worker still running could swap
                  * a dir for a symlink while the shim copies (executor-home.h) */
                 if (task_is_active(o) || o->settling) continue;
@@ -613,9 +206,9 @@ static char *seed_home_for(Task *t) {
  * sandbox — as must the interpreter of a script. Returns NULL or the
  * spawnError text. */
 static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mounts, size_t n_mounts) {
-        const executor *ex = executor_find(strempty(task_str(t, "executorId")));
+        const executor *ex = executor_find(strempty(t->rec.executor_id));
         if (!ex) return NULL;
-        executor_launch el = {.model = task_str(t, "model"), .directory = task_str(t, "directory"), .prompt = "",
+        executor_launch el = {.model = t->rec.model, .directory = t->rec.directory, .prompt = "",
                               .prompt_file = "/dev/null"};
         _cleanup_strv_free_ char **argv = NULL;
         if (ex->build_argv(&el, &argv) < 0 || !argv || !argv[0]) return NULL;
@@ -675,13 +268,13 @@ static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mo
  * index and config stay read-only on top of it for a linked worktree);
  * without one, the dir read-only, so git at least reads the repository. */
 static int git_mounts(Task *t, sandbox_mount **m, size_t *n) {
-        json_object *od = json_get_object(t->rec, "overlayDirs");
+        json_object *od = t->rec.overlay_dirs;
         json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
         int r;
         if (!rwb) {
                 git_dirs gd = {0};
-                r = git_dirs_find(task_str(t, "directory"), &gd);
-                if (r > 0 && !path_is_at_or_below(gd.common, task_str(t, "directory")))
+                r = git_dirs_find(t->rec.directory, &gd);
+                if (r > 0 && !path_is_at_or_below(gd.common, t->rec.directory))
                         r = sandbox_mounts_push(m, n, SANDBOX_MOUNT_RO_BIND, gd.common, gd.common, NULL, NULL, NULL);
                 git_dirs_done(&gd);
                 return r < 0 ? r : 0;
@@ -723,7 +316,7 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
                                                         "XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST"};
         for (size_t i = 0; i < ELEMENTSOF(host_service_vars); i++) strv_env_unset(env, host_service_vars[i]);
 
-        const char *directory = task_str(t, "directory");
+        const char *directory = t->rec.directory;
         for (char **s = structural; *s; s++)
                 if ((r = strv_push(&never, *s)) < 0) return r;
         if ((r = strv_push(&never, directory)) < 0) return r;
@@ -741,17 +334,17 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
          * daemon's own environment says, never the worker's — it would name
          * any dir of the user's to have it bound into its nested task */
         _cleanup_strv_free_ char **ambient = NULL;
-        if (task_str(t, "dispatchedBy"))
+        if (t->rec.dispatched_by)
                 for (char **e = environ; e && *e; e++)
                         if (strchr(*e, '=') && !env_name_in(*e, m->settings.env_denylist) && strv_push(&ambient, *e) < 0)
                                 return -ENOMEM;
         char *no_env[] = {NULL};
         executor_home_args ha = {
-                .executor = strempty(task_str(t, "executorId")),
+                .executor = strempty(t->rec.executor_id),
                 .task_id = t->id,
                 .cache_dir = m->paths.cache_dir,
                 .home = m->paths.home,
-                .env = task_str(t, "dispatchedBy") ? (ambient ? ambient : no_env) : *env,
+                .env = t->rec.dispatched_by ? (ambient ? ambient : no_env) : *env,
                 .seed_root = seed,
                 .deny = never_exposed,
         };
@@ -773,7 +366,7 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
                 if ((r = sandbox_mounts_push(&tail, &n_tail, h->op, h->src, h->dest, h->upper, h->work, h->stage)) < 0)
                         goto out;
         }
-        const char *out = task_str(t, "outputDir");
+        const char *out = t->rec.output_dir;
         if (out && (r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, out, out, NULL, NULL, NULL)) < 0)
                 goto out;
         r = task_socket_open(t);
@@ -841,11 +434,11 @@ static int task_disk_budget(Task *t, bool sandboxed, launch_disk *d, char ***pat
         uint64_t budget = def;
         if (json_get_int64(t->launch, "diskMax", &asked) && asked > 0) {
                 budget = (uint64_t) asked;
-                if (task_str(t, "dispatchedBy") && budget > def) budget = def;
+                if (t->rec.dispatched_by && budget > def) budget = def;
         }
-        json_object *od = json_get_object(t->rec, "overlayDirs");
+        json_object *od = t->rec.overlay_dirs;
         const char *upper = od ? json_get_string(od, "upperDir") : NULL;
-        const char *out = task_str(t, "outputDir");
+        const char *out = t->rec.output_dir;
         if ((upper && strv_push(paths, upper) < 0) || (out && strv_push(paths, out) < 0)) return -ENOMEM;
         json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
         for (size_t i = 0; rwb && i < json_object_array_length(rwb); i++) {
@@ -863,11 +456,11 @@ static int task_disk_budget(Task *t, bool sandboxed, launch_disk *d, char ***pat
         d->max_bytes = budget;
         d->grace_ms = m->settings.cancel_grace_ms;
         d->paths = *paths;
-        task_set_int(t, "diskMaxBytes", (int64_t) budget);
+        task_set_int(t, TASK_KEY_disk_max_bytes, (int64_t) budget);
         return 0;
 }
 
-static void launch_task(Task *t) {
+void launch_task(Task *t) {
         Manager *m = t->m;
         json_object *lp = t->launch;
         bool sandbox = m->settings.sandbox_enabled && !json_true(lp, "noSandbox");
@@ -904,15 +497,15 @@ static void launch_task(Task *t) {
         launch_sandbox sb = {0};
         launch_overlay ov = {0};
         executor_home home = {0};
-        _cleanup_free_ char *prompt_file = prompt_file_path(t);
-        _cleanup_free_ char *log_path = strdup(strempty(task_str(t, "logPath")));
-        spec.task_id = t->id;
-        spec.executor = (char *) task_str(t, "executorId");
-        spec.model = (char *) task_str(t, "model");
-        spec.variant = (char *) task_str(t, "variant");
-        spec.session_id = (char *) task_str(t, "sessionId");
-        spec.prompt = (char *) strempty(task_str(t, "prompt"));
-        spec.directory = (char *) task_str(t, "directory");
+        _cleanup_free_ char *prompt_file = task_prompt_file_path(t);
+        _cleanup_free_ char *log_path = strdup(strempty(t->rec.log_path));
+        spec.task_id = (char *) t->id;
+        spec.executor = (char *) t->rec.executor_id;
+        spec.model = (char *) t->rec.model;
+        spec.variant = (char *) t->rec.variant;
+        spec.session_id = (char *) t->rec.session_id;
+        spec.prompt = (char *) strempty(t->rec.prompt);
+        spec.directory = (char *) t->rec.directory;
         spec.log_path = log_path;
         spec.task_dir = task_dir;
         spec.prompt_file = prompt_file;
@@ -924,7 +517,7 @@ static void launch_task(Task *t) {
                         sandbox_mounts_free(sb.mounts, sb.n_mounts);
                         return task_settle_spawn_error(t, err ? err : "cannot plan the sandbox: out of memory");
                 }
-                json_object *od = json_get_object(t->rec, "overlayDirs");
+                json_object *od = t->rec.overlay_dirs;
                 if (overlay && od) {
                         ov.lower = spec.directory;
                         ov.upper = (char *) json_get_string(od, "upperDir");
@@ -947,7 +540,7 @@ static void launch_task(Task *t) {
         if (memfd < 0) return task_settle_spawn_error(t, "cannot pass the launch spec to taskferry-shim");
 
         /* #346: the overlay is never on disk without a durable owning record */
-        task_set_str(t, "status", "running");
+        (void) task_transition(t, TASK_RUNNING, t->rec.changeset_status);
         m->dirty = true;
         r = manager_flush(m);
         if (r < 0) log_warning_errno(r, "cannot flush tasks.json before spawning %s", t->id);
@@ -986,70 +579,11 @@ static void launch_task(Task *t) {
         t->shim_pid = pid;
         /* durable at once: a daemon dying before the shim reports can still
          * re-adopt it (task_readopt) */
-        task_set_int(t, "shimPid", pid);
+        task_set_int(t, TASK_KEY_shim_pid_recorded, pid);
         m->dirty = true;
         r = manager_flush(m);
         if (r < 0) log_warning_errno(r, "cannot flush tasks.json after spawning %s", t->id);
-        t->status_fd = sp[0];
-        (void) fcntl(t->status_fd, F_SETFL, O_NONBLOCK);
-        t->counted_running = true;
-        m->running++;
-        t->shim_pidfd = pidfd_open(pid, 0);
-        if (t->shim_pidfd < 0 ||
-            sd_event_add_io(m->event, &t->shim_source, t->shim_pidfd, EPOLLIN, shim_exit_io, t) < 0) {
-                log_error("cannot watch taskferry-shim of %s", t->id);
-                kill(pid, SIGKILL);
-        }
-        if (sd_event_add_io(m->event, &t->status_source, t->status_fd, EPOLLIN, status_io, t) < 0)
-                task_close_status(t);
+        monitor_watch_shim(t, sp[0]);
         task_persist(t);
 }
 
-/* ---- scheduler (FIFO under the global concurrency cap) ---- */
-
-void scheduler_enqueue(Manager *m, Task *t) {
-        t->next_queued = NULL;
-        if (m->queue_tail) m->queue_tail->next_queued = t;
-        else m->queue_head = t;
-        m->queue_tail = t;
-}
-
-bool scheduler_remove(Manager *m, Task *t) {
-        Task **pp = &m->queue_head, *prev = NULL;
-        while (*pp && *pp != t) {
-                prev = *pp;
-                pp = &(*pp)->next_queued;
-        }
-        if (!*pp) return false;
-        *pp = t->next_queued;
-        if (m->queue_tail == t) m->queue_tail = prev;
-        t->next_queued = NULL;
-        return true;
-}
-
-void scheduler_kick(Manager *m) {
-        if (m->shutting_down) return;
-        while (m->queue_head && m->running < m->settings.max_concurrent) {
-                Task *t = m->queue_head;
-                scheduler_remove(m, t);
-                if (!streq(task_status(t), "queued")) continue;
-                launch_task(t);
-        }
-}
-
-int task_signal(Task *t, int sig) {
-        int64_t pid = 0;
-        if (json_get_int64(t->rec, "pid", &pid) && pid > 0) {
-                if (kill((pid_t) -pid, sig) == 0) return 0;
-                if (errno == ESRCH) {
-                        if (kill((pid_t) pid, sig) == 0 || errno == ESRCH) return 0;
-                }
-                return -errno;
-        }
-        if (t->shim_pid > 0) {
-                /* the worker has not reported yet: the shim forwards to it */
-                if (kill(t->shim_pid, sig) < 0 && errno != ESRCH) return -errno;
-                return 0;
-        }
-        return -ESRCH;
-}

@@ -162,29 +162,22 @@ static void help(void) {
 
 static void manager_free(Manager *m) {
         server_close(m, "shutdown");
+        change_jobs_free(m);
         jobs_free(m);
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
-                while (t->waiters) {
-                        Request *w = t->waiters;
-                        t->waiters = w->next_waiter;
-                        request_free(w);
-                }
+                wait_drop_task(t);
                 sd_event_source_disable_unref(t->shim_source);
                 sd_event_source_disable_unref(t->status_source);
                 sd_event_source_disable_unref(t->kill_timer);
                 task_socket_close(t);
                 safe_close(t->shim_pidfd);
                 safe_close(t->status_fd);
-                free(t->status_buf);
-                json_object_put(t->caller_env);
-                json_object_put(t->launch);
-                json_object_put(t->rec);
-                free(t->id);
-                free(t);
+                task_free(t);
         }
         free(m->tasks);
         m->tasks = NULL;
+        manager_free_task_observers(m);
         m->n_tasks = 0;
         m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
         m->event = sd_event_unref(m->event);
@@ -255,12 +248,16 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
+        r = wait_init(m);
+        if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
         (void) manager_flush(m);
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+        /* tasks queued again at load start only once this daemon owns the socket */
+        scheduler_kick(m);
         (void) sd_event_set_watchdog(m->event, true);
         sd_notifyf(false, "READY=1\nSTATUS=%zu tasks loaded\nMAINPID=%d", m->n_tasks, (int) getpid());
 

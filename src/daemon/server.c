@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
+#include "methods.h"
 #include "json-util.h"
 #include "util.h"
 
@@ -37,20 +38,6 @@ static void connection_update_events(Connection *c) {
         if (c->closing && c->out_len <= c->out_off) connection_kill(c);
 }
 
-/* Cancel parked waits of a dead connection so they stop counting in flight. */
-static void connection_drop_waiting(Connection *c) {
-        while (c->waiting) {
-                Request *r = c->waiting;
-                Task *t = r->wait_task;
-                if (t) {
-                        Request **pp = &t->waiters;
-                        while (*pp && *pp != r) pp = &(*pp)->next_waiter;
-                        if (*pp) *pp = r->next_waiter;
-                }
-                request_free(r);
-        }
-}
-
 static void connection_kill(Connection *c) {
         if (c->dead) return;
         c->dead = true;
@@ -61,7 +48,7 @@ static void connection_kill(Connection *c) {
         else m->connections = c->next;
         if (c->next) c->next->prev = c->prev;
         c->next = c->prev = NULL;
-        connection_drop_waiting(c);
+        wait_drop_connection(c); /* parked waits stop counting in flight */
         if (c->origin && c->origin->sock_connections > 0) c->origin->sock_connections--;
         connection_unref(c);
 }
@@ -161,22 +148,22 @@ void request_free(Request *r) {
                 m->in_flight--;
 }
 
-static void request_send(Request *r, json_object *frame) {
+void request_reply_frame(Request *r, json_object *frame) {
         if (r->conn && !r->conn->dead) connection_send_frame(r->conn, frame, r->req.id, true);
         json_object_put(frame);
         request_free(r);
 }
 
 void request_reply_result(Request *r, json_object *result) {
-        request_send(r, proto_success(r->req.id, result));
+        request_reply_frame(r, proto_success(r->req.id, result));
 }
 
 void request_reply_error(Request *r, const char *code, const char *message, const char *help) {
-        request_send(r, proto_error(r->req.id, code, message, help, NULL));
+        request_reply_frame(r, proto_error(r->req.id, code, message, help, NULL));
 }
 
 void request_reply_error_text(Request *r, const char *code, const char *text) {
-        request_send(r, proto_error_from_text(r->req.id, code, text));
+        request_reply_frame(r, proto_error_from_text(r->req.id, code, text));
 }
 
 static void connection_handle_line(Connection *c, const char *line, size_t len) {
@@ -222,7 +209,7 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
         if (bt) bt->sock_requests++;
         else if (wait) m->waits++;
         else m->in_flight++;
-        handle_request(m, req);
+        method_dispatch(m, req);
 }
 
 static int connection_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {

@@ -1,0 +1,366 @@
+/* methods.c + wait.c: the method table, the one dispatcher (replies exactly
+ * once, or never for a deferred method until its completion), flags, and a
+ * parked task.wait answered once by its timeout or by the task observer.
+ * In-process: a Manager on its own sd-event loop, a socketpair for the
+ * connection, no shim. */
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "json-util.h"
+#include "methods.h"
+#include "util.h"
+
+static Manager m;
+static char *dir;
+static Connection *conn;
+static int peer = -1;
+
+static void setup(void) {
+        m = (Manager) {0};
+        ck_assert_int_ge(sd_event_new(&m.event), 0);
+        ck_assert_int_eq(wait_init(&m), 0);
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        dir = strdup_printf("%s/test-methods-XXXXXX", base && *base ? base : "/var/tmp");
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        m.paths.state_dir = strdup(dir);
+        int sp[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp), 0);
+        conn = calloc(1, sizeof *conn);
+        conn->m = &m;
+        conn->n_ref = 1; /* the test's */
+        conn->fd = sp[0];
+        conn->peer_uid = getuid();
+        peer = sp[1];
+}
+
+static void teardown(void) {
+        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
+        free(m.tasks);
+        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
+        manager_free_task_observers(&m);
+        m.event = sd_event_unref(m.event);
+        free(m.state_load_error);
+        free(m.paths.state_dir);
+        (void) rm_rf(dir);
+        free(dir);
+        ck_assert_uint_eq(conn->n_ref, 1); /* every request let go of it */
+        close(conn->fd);
+        free(conn->in);
+        free(conn->out);
+        free(conn);
+        close(peer);
+}
+
+/* A validated request on conn, as server.c makes one (it counts in flight). */
+static Request *request(const char *line) {
+        Request *r = calloc(1, sizeof *r);
+        json_object *err = NULL;
+        ck_assert_int_eq(proto_parse_request(line, strlen(line), &r->req, &err), 0);
+        r->m = &m;
+        r->conn = conn;
+        conn->n_ref++;
+        m.in_flight++;
+        return r;
+}
+
+/* Every frame the peer has received so far, as a JSON array. */
+static json_object *frames(void) {
+        char buf[65536];
+        ssize_t n = read(peer, buf, sizeof buf - 1);
+        json_object *arr = json_object_new_array();
+        if (n <= 0) return arr;
+        buf[n] = 0;
+        for (char *p = buf, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+                json_object *o = NULL;
+                ck_assert_int_eq(json_parse_strict(p, (size_t) (nl - p), &o), 0);
+                json_object_array_add(arr, o);
+        }
+        return arr;
+}
+
+static json_object *one_frame(void) {
+        json_object *arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 1);
+        json_object *f = json_object_get(json_object_array_get_idx(arr, 0));
+        json_object_put(arr);
+        return f;
+}
+
+static Task *add_task(const char *id, const char *status) {
+        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\","
+                                "\"cancelRequested\":false,\"outputDir\":null}",
+                                id, status);
+        json_object *o = NULL;
+        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
+        free(s);
+        Task *t = task_new(&m, o);
+        ck_assert_ptr_nonnull(t);
+        return t;
+}
+
+START_TEST(table_names_the_methods) {
+        static const char *const names[] = {"system.health", "task.dispatch", "task.status", "task.wait", "task.result",
+                                            "task.list",     "task.cancel",   "task.accept", "task.reject"};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                const Method *x = method_find(names[i]);
+                ck_assert_ptr_nonnull(x);
+                ck_assert_str_eq(x->name, names[i]);
+                ck_assert_ptr_nonnull(x->handler);
+        }
+        ck_assert_ptr_null(method_find("event.subscribe"));
+        ck_assert_ptr_null(method_find("task.Status"));
+        ck_assert_ptr_null(method_find(NULL));
+        ck_assert_uint_eq(method_find("system.health")->flags, 0);
+        ck_assert(method_find("task.list")->flags & METHOD_STATE);
+        ck_assert(!(method_find("task.list")->flags & METHOD_TASK));
+        ck_assert(method_find("task.accept")->flags & METHOD_TASK);
+}
+END_TEST
+
+START_TEST(unknown_method_is_one_error) {
+        /* valid on the wire (one of the 16 names) but not served here */
+        /* a request that passed validation but names no table entry (the
+         * server validates against the spec's 16 names; event.subscribe is
+         * one the table does not serve) */
+        Request *r = request("{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}");
+        json_object_object_add(r->req.frame, "method", json_object_new_string("event.subscribe"));
+        r->req.method = json_get_string(r->req.frame, "method");
+        json_object *res = NULL;
+        MethodError err = {0};
+        ck_assert_int_eq(method_call(&m, r, &res, &err), -EOPNOTSUPP);
+        ck_assert_ptr_null(res);
+        ck_assert_str_eq(err.code, "UNKNOWN_METHOD");
+        method_reply(r, -EOPNOTSUPP, res, &err);
+        ck_assert_ptr_null(err.code); /* cleared */
+        json_object *f = one_frame();
+        ck_assert(!json_get_bool(f, "ok", true));
+        ck_assert_str_eq(json_get_string(f, "id"), "a");
+        ck_assert_str_eq(json_get_string(json_get_object(f, "error"), "code"), "UNKNOWN_METHOD");
+        json_object_put(f);
+        ck_assert_uint_eq(m.in_flight, 0);
+}
+END_TEST
+
+START_TEST(state_flag_and_task_flag) {
+        /* health needs no state */
+        m.state_load_error = strdup("tasks.json: broken");
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"h\",\"method\":\"system.health\",\"params\":{}}"));
+        json_object *f = one_frame();
+        ck_assert(json_get_bool(f, "ok", false));
+        ck_assert(json_get_bool(json_get_object(f, "result"), "healthy", false));
+        json_object_put(f);
+        /* a METHOD_STATE method fails with the load error, before any lookup */
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"s\",\"method\":\"task.status\",\"params\":{\"taskId\":\"oc_x\"}}"));
+        f = one_frame();
+        json_object *e = json_get_object(f, "error");
+        ck_assert_str_eq(json_get_string(e, "code"), "REQUEST_FAILED");
+        ck_assert_str_eq(json_get_string(e, "message"), "could not read persisted task state: tasks.json: broken");
+        json_object_put(f);
+        free(m.state_load_error);
+        m.state_load_error = NULL;
+        /* METHOD_TASK: an unknown id */
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"u\",\"method\":\"task.status\",\"params\":{\"taskId\":\"oc_x\"}}"));
+        f = one_frame();
+        e = json_get_object(f, "error");
+        ck_assert_str_eq(json_get_string(e, "code"), "UNKNOWN_TASK");
+        ck_assert_str_eq(json_get_string(e, "message"), "unknown task id: oc_x");
+        ck_assert_str_eq(json_get_string(e, "help"), "run taskferry list to see valid task ids");
+        json_object_put(f);
+        /* and a known one reaches the handler with its task */
+        add_task("oc_k", "done");
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"k\",\"method\":\"task.status\",\"params\":{\"taskId\":\"oc_k\"}}"));
+        f = one_frame();
+        ck_assert(json_get_bool(f, "ok", false));
+        ck_assert_str_eq(json_get_string(json_get_object(f, "result"), "id"), "oc_k");
+        ck_assert_str_eq(json_get_string(json_get_object(f, "result"), "status"), "done");
+        json_object_put(f);
+        ck_assert_uint_eq(m.in_flight, 0);
+}
+END_TEST
+
+START_TEST(method_call_does_not_reply) {
+        add_task("oc_c", "done");
+        Request *r = request("{\"version\":1,\"id\":\"c\",\"method\":\"task.cancel\",\"params\":{\"taskId\":\"oc_c\"}}");
+        json_object *res = NULL;
+        MethodError err = {0};
+        ck_assert_int_eq(method_call(&m, r, &res, &err), 0);
+        ck_assert_ptr_null(err.code);
+        ck_assert_str_eq(json_get_string(res, "note"), "task is already done; nothing to cancel");
+        json_object *arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 0); /* the handler itself sent nothing */
+        json_object_put(arr);
+        method_reply(r, 0, res, &err);
+        json_object *f = one_frame();
+        ck_assert_str_eq(json_get_string(f, "id"), "c");
+        json_object_put(f);
+}
+END_TEST
+
+START_TEST(accept_refusal_is_an_error) {
+        add_task("oc_n", "done");
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"n\",\"method\":\"task.accept\",\"params\":{\"taskId\":\"oc_n\"}}"));
+        json_object *f = one_frame();
+        json_object *e = json_get_object(f, "error");
+        ck_assert_str_eq(json_get_string(e, "code"), "REQUEST_FAILED");
+        ck_assert_str_eq(json_get_string(e, "message"), "task oc_n has no pending changeset (changesetStatus: none)");
+        json_object_put(f);
+}
+END_TEST
+
+static void run_loop_ms(unsigned ms) {
+        uint64_t end = now_ms() + ms;
+        while (now_ms() < end) ck_assert_int_ge(sd_event_run(m.event, 10 * 1000), 0);
+}
+
+START_TEST(wait_answers_once_on_timeout) {
+        add_task("oc_w", "running");
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"w\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_w\","
+                                    "\"timeoutMs\":50}}"));
+        json_object *arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 0); /* parked */
+        json_object_put(arr);
+        ck_assert_ptr_nonnull(m.tasks[0]->waiters);
+        run_loop_ms(200);
+        json_object *f = one_frame();
+        ck_assert(json_get_bool(json_get_object(f, "result"), "timedOut", false));
+        ck_assert_str_eq(json_get_string(json_get_object(f, "result"), "status"), "running");
+        json_object_put(f);
+        ck_assert_ptr_null(m.tasks[0]->waiters);
+        /* the task's end later answers nobody twice */
+        ck_assert_int_eq(task_transition(m.tasks[0], TASK_DONE, CHANGESET_NONE), 1);
+        arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 0);
+        json_object_put(arr);
+}
+END_TEST
+
+START_TEST(wait_woken_by_the_transition) {
+        Task *t = add_task("oc_v", "queued");
+        for (int i = 0; i < 3; i++)
+                method_dispatch(&m, request("{\"version\":1,\"id\":\"v\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_v\"}}"));
+        json_object *arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 0);
+        json_object_put(arr);
+        /* a transition that leaves the task active wakes nobody */
+        ck_assert_int_eq(task_transition(t, TASK_RUNNING, CHANGESET_NONE), 1);
+        arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 0);
+        json_object_put(arr);
+        /* still settling: not yet */
+        t->settling = true;
+        ck_assert_int_eq(task_transition(t, TASK_CRASHED, CHANGESET_NONE), 1);
+        arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 0);
+        json_object_put(arr);
+        ck_assert_ptr_nonnull(t->waiters);
+        t->settling = false;
+        wait_drop_task(t); /* as at shutdown: dropped without an answer */
+        ck_assert_uint_eq(m.in_flight, 0);
+        /* and a fresh wait on a final task answers at once */
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"z\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_v\"}}"));
+        json_object *f = one_frame();
+        ck_assert_str_eq(json_get_string(json_get_object(f, "result"), "status"), "crashed");
+        json_object_put(f);
+}
+END_TEST
+
+START_TEST(wait_woken_once_when_final) {
+        Task *t = add_task("oc_f", "running");
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"1\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_f\","
+                                    "\"timeoutMs\":100}}"));
+        method_dispatch(&m, request("{\"version\":1,\"id\":\"2\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_f\"}}"));
+        ck_assert_int_eq(task_transition(t, TASK_DONE, CHANGESET_NONE), 1);
+        json_object *arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 2);
+        for (size_t i = 0; i < 2; i++) {
+                json_object *res = json_get_object(json_object_array_get_idx(arr, i), "result");
+                ck_assert_str_eq(json_get_string(res, "status"), "done");
+                ck_assert(!json_object_object_get_ex(res, "timedOut", NULL));
+        }
+        json_object_put(arr);
+        run_loop_ms(250); /* the first wait's timer was cancelled with it */
+        arr = frames();
+        ck_assert_uint_eq(json_object_array_length(arr), 0);
+        json_object_put(arr);
+        ck_assert_uint_eq(m.in_flight, 0);
+}
+END_TEST
+
+static Task *add_task_at(const char *id, const char *where, const char *started_at) {
+        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"%s\",\"status\":\"done\",\"startedAt\":\"%s\"}", id,
+                                where, started_at);
+        json_object *o = NULL;
+        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
+        free(s);
+        Task *t = task_new(&m, o);
+        ck_assert_ptr_nonnull(t);
+        return t;
+}
+
+static void assert_list(const char *params, const char *const *want, size_t n) {
+        char *line = strdup_printf("{\"version\":1,\"id\":\"l\",\"method\":\"task.list\",\"params\":%s}", params);
+        method_dispatch(&m, request(line));
+        free(line);
+        json_object *f = one_frame();
+        json_object *rows = json_get_array(json_get_object(f, "result"), "tasks");
+        ck_assert_ptr_nonnull(rows);
+        ck_assert_uint_eq(json_object_array_length(rows), n);
+        for (size_t i = 0; i < n; i++)
+                ck_assert_str_eq(json_get_string(json_object_array_get_idx(rows, i), "id"), want[i]);
+        json_object_put(f);
+}
+
+START_TEST(list_newest_first_ties_in_table_order) {
+        char *a = strdup_printf("%s/a", dir), *b = strdup_printf("%s/b", dir);
+        ck_assert_int_eq(mkdir(a, 0700), 0);
+        ck_assert_int_eq(mkdir(b, 0700), 0);
+        /* in creation order, with ties (one millisecond, two dispatches) */
+        add_task_at("oc_1", a, "2026-01-01T00:00:00.001Z");
+        add_task_at("oc_2", b, "2026-01-01T00:00:00.002Z");
+        add_task_at("oc_3", a, "2026-01-01T00:00:00.002Z");
+        add_task_at("oc_4", a, "2026-01-01T00:00:00.002Z");
+        add_task_at("oc_5", b, "2026-01-01T00:00:00.003Z");
+        static const char *const all[] = {"oc_5", "oc_2", "oc_3", "oc_4", "oc_1"};
+        assert_list("{}", all, ELEMENTSOF(all));
+        char *pa = strdup_printf("{\"directory\":\"%s\"}", a);
+        static const char *const in_a[] = {"oc_3", "oc_4", "oc_1"};
+        assert_list(pa, in_a, ELEMENTSOF(in_a));
+        /* out of creation order (records from another daemon): the same rule */
+        add_task_at("oc_0", b, "2026-01-01T00:00:00.000Z");
+        add_task_at("oc_6", a, "2026-01-01T00:00:00.002Z");
+        static const char *const all2[] = {"oc_5", "oc_2", "oc_3", "oc_4", "oc_6", "oc_1", "oc_0"};
+        assert_list("{}", all2, ELEMENTSOF(all2));
+        static const char *const in_a2[] = {"oc_3", "oc_4", "oc_6", "oc_1"};
+        assert_list(pa, in_a2, ELEMENTSOF(in_a2));
+        free(pa);
+        free(a);
+        free(b);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("methods");
+        TCase *tc = tcase_create("methods");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, table_names_the_methods);
+        tcase_add_test(tc, unknown_method_is_one_error);
+        tcase_add_test(tc, state_flag_and_task_flag);
+        tcase_add_test(tc, method_call_does_not_reply);
+        tcase_add_test(tc, accept_refusal_is_an_error);
+        tcase_add_test(tc, wait_answers_once_on_timeout);
+        tcase_add_test(tc, wait_woken_by_the_transition);
+        tcase_add_test(tc, wait_woken_once_when_final);
+        tcase_add_test(tc, list_newest_first_ties_in_table_order);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

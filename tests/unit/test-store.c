@@ -1,0 +1,195 @@
+/* store.c: tasks.json load and store (spec lifecycle.md §1.4–§1.6, issue 6
+ * item 5: a failed write is an error, queued tasks are queued again). */
+
+#include <check.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "json-util.h"
+#include "util.h"
+
+static Manager m;
+static char *dir;
+
+static void setup(void) {
+        m = (Manager) {0};
+        ck_assert_int_ge(sd_event_new(&m.event), 0);
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        dir = strdup_printf("%s/test-store-XXXXXX", base && *base ? base : "/var/tmp");
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        m.paths.state_dir = strdup(dir);
+}
+
+static void teardown(void) {
+        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
+        free(m.tasks);
+        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
+        m.event = sd_event_unref(m.event);
+        free(m.state_load_error);
+        free(m.paths.state_dir);
+        (void) chmod(dir, 0700);
+        (void) rm_rf(dir);
+        free(dir);
+}
+
+static char *tasks_path(void) { return strdup_printf("%s/tasks.json", dir); }
+
+static void write_tasks(const char *s) {
+        char *p = tasks_path();
+        ck_assert_int_eq(write_file_atomic(p, s, strlen(s), 0600), 0);
+        free(p);
+}
+
+static char *read_tasks(void) {
+        char *p = tasks_path(), *data = NULL;
+        size_t len = 0;
+        ck_assert_int_ge(read_file(p, 1 << 20, &data, &len), 0);
+        free(p);
+        return data;
+}
+
+/* the daemon's own tasks.json formatting */
+static char *pretty(const char *s) {
+        json_object *o = NULL;
+        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
+        char *out = strdup(json_object_to_json_string_ext(
+                o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+        return out;
+}
+
+START_TEST(missing_file_is_an_empty_store) {
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_uint_eq(m.n_tasks, 0);
+        ck_assert_ptr_null(m.state_load_error);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *s = read_tasks();
+        json_object *o = NULL;
+        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
+        ck_assert(json_object_is_type(o, json_type_array));
+        ck_assert_uint_eq(json_object_array_length(o), 0);
+        json_object_put(o);
+        free(s);
+        struct stat st;
+        char *p = tasks_path();
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        free(p);
+}
+END_TEST
+
+START_TEST(load_store_round_trip) {
+        const char *in =
+                "[{\"id\":\"oc_a\",\"directory\":\"/w\",\"status\":\"done\",\"newer\":[1,{\"x\":null}],\"pid\":3,"
+                "\"changesetStatus\":\"accepted\",\"overlayDirs\":null,\"endedAt\":\"2026-01-01T00:00:00.000Z\"},"
+                "{\"id\":\"oc_s\",\"logPath\":\"/l\",\"summaryOf\":{\"maxWords\":5},\"status\":\"crashed\",\"internal\":true}]";
+        char *want = pretty(in);
+        write_tasks(want);
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_uint_eq(m.n_tasks, 2);
+        ck_assert_int_eq(m.tasks[0]->rec.status, TASK_DONE);
+        ck_assert_int_eq(m.tasks[1]->rec.status, TASK_CRASHED);
+        /* load normalization: a missing executorId becomes "opencode" (§1.5), appended */
+        ck_assert_str_eq(m.tasks[0]->rec.executor_id, "opencode");
+        m.dirty = true;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert(!m.dirty);
+        char *got = read_tasks();
+        const char *in2 =
+                "[{\"id\":\"oc_a\",\"directory\":\"/w\",\"status\":\"done\",\"newer\":[1,{\"x\":null}],\"pid\":3,"
+                "\"changesetStatus\":\"accepted\",\"overlayDirs\":null,\"endedAt\":\"2026-01-01T00:00:00.000Z\","
+                "\"executorId\":\"opencode\"},"
+                "{\"id\":\"oc_s\",\"logPath\":\"/l\",\"summaryOf\":{\"maxWords\":5},\"status\":\"crashed\",\"internal\":true,"
+                "\"executorId\":\"opencode\"}]";
+        char *want2 = pretty(in2);
+        ck_assert_str_eq(got, want2);
+        free(got);
+        free(want);
+        free(want2);
+}
+END_TEST
+
+START_TEST(malformed_file_is_kept_and_never_overwritten) {
+        write_tasks("{\"not\": \"an array\"}");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_ptr_nonnull(m.state_load_error);
+        ck_assert_ptr_nonnull(strstr(m.state_load_error, "not a JSON array"));
+        m.dirty = true;
+        ck_assert_int_eq(manager_flush(&m), -EIO);
+        char *s = read_tasks();
+        ck_assert_str_eq(s, "{\"not\": \"an array\"}");
+        free(s);
+        free(m.state_load_error);
+        m.state_load_error = NULL;
+        write_tasks("[{\"id\":\"oc_a\"},");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_ptr_nonnull(m.state_load_error);
+}
+END_TEST
+
+START_TEST(failed_write_is_an_error) {
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        /* a rename over a non-empty directory fails for root too */
+        char *p = tasks_path(), *q = strdup_printf("%s/keep", p);
+        ck_assert_int_eq(mkdir(p, 0700), 0);
+        ck_assert_int_eq(mkdir(q, 0700), 0);
+        m.dirty = true;
+        int r = manager_flush(&m);
+        ck_assert_int_lt(r, 0);
+        ck_assert(m.dirty); /* still to be written */
+        ck_assert_int_eq(rmdir(q), 0);
+        ck_assert_int_eq(rmdir(p), 0);
+        if (geteuid() != 0) {
+                /* a read-only state dir (root ignores the mode) */
+                ck_assert_int_eq(chmod(dir, 0500), 0);
+                ck_assert_int_eq(manager_flush(&m), -EACCES);
+                ck_assert(m.dirty);
+                ck_assert_int_eq(chmod(dir, 0700), 0);
+        }
+        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert(!m.dirty);
+        free(p);
+        free(q);
+}
+END_TEST
+
+START_TEST(queued_tasks_are_queued_again_in_order) {
+        write_tasks("[{\"id\":\"oc_1\",\"status\":\"queued\",\"changesetStatus\":\"none\"},"
+                    "{\"id\":\"oc_2\",\"status\":\"done\",\"changesetStatus\":\"none\"},"
+                    "{\"id\":\"oc_3\",\"status\":\"queued\",\"changesetStatus\":\"none\"},"
+                    "{\"id\":\"oc_4\",\"status\":\"cancelled\"},"
+                    "{\"id\":\"oc_5\",\"status\":\"queued\"}]");
+        m.settings.max_concurrent = 0; /* nothing launches in this test */
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_uint_eq(m.n_tasks, 5);
+        const char *want[] = {"oc_1", "oc_3", "oc_5"};
+        size_t n = 0;
+        for (Task *t = m.queue_head; t; t = t->next_queued) {
+                ck_assert_uint_lt(n, ELEMENTSOF(want));
+                ck_assert_str_eq(t->id, want[n++]);
+                ck_assert_int_eq(t->rec.status, TASK_QUEUED);
+        }
+        ck_assert_uint_eq(n, ELEMENTSOF(want));
+        ck_assert_int_eq(m.tasks[1]->rec.status, TASK_DONE);
+        ck_assert_int_eq(m.tasks[3]->rec.status, TASK_CANCELLED);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("store");
+        TCase *tc = tcase_create("store");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, missing_file_is_an_empty_store);
+        tcase_add_test(tc, load_store_round_trip);
+        tcase_add_test(tc, malformed_file_is_kept_and_never_overwritten);
+        tcase_add_test(tc, failed_write_is_an_error);
+        tcase_add_test(tc, queued_tasks_are_queued_again_in_order);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
