@@ -21,6 +21,7 @@
 
 #include "json-util.h"
 #include "taskferry-config.h"
+#include "process-util.h"
 #include "util.h"
 
 extern char **environ;
@@ -389,38 +390,34 @@ static int spawn_daemon(const char *daemon, char **envp, int log_fd) {
                 close(pfd[1]);
                 return r;
         }
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
+        /* Detached: neither fork gets a death signal — the daemon outlives
+         * this CLI (its parent, the intermediate child, exits at once). */
+        pid_t pid;
+        int r = safe_fork("taskferry-autostart", FORK_NEW_SESSION, &pid);
+        if (r < 0) {
                 close(pfd[0]);
                 close(pfd[1]);
                 close(null_fd);
                 return r;
         }
-        if (pid == 0) {
-                /* child: new session, then the daemon as a grandchild */
-                if (setsid() < 0) _exit(1);
-                pid_t gp = fork();
-                if (gp < 0) {
-                        int e = errno;
+        if (r == 0) {
+                /* child: new session, then the daemon as a grandchild.
+                 * Inherited descriptors we did not open must not reach the
+                 * daemon: all but the error pipe and stdio sources close. */
+                int keep[] = {pfd[1], null_fd, log_fd};
+                r = safe_fork_full("taskferryd", keep, ELEMENTSOF(keep), FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS, NULL);
+                if (r < 0) {
+                        int e = -r;
                         (void) !write(pfd[1], &e, sizeof e);
                         _exit(1);
                 }
-                if (gp > 0) _exit(0);
-                sigset_t all;
-                sigemptyset(&all);
-                sigprocmask(SIG_SETMASK, &all, NULL);
-                signal(SIGINT, SIG_DFL);
-                signal(SIGTERM, SIG_DFL);
-                signal(SIGPIPE, SIG_DFL);
+                if (r > 0) _exit(0);
                 if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 ||
                     dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO) < 0) {
                         int e = errno;
                         (void) !write(pfd[1], &e, sizeof e);
                         _exit(1);
                 }
-                /* Inherited descriptors we did not open must not reach the daemon. */
-                (void) close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
                 if (chdir("/") < 0) {}
                 char *argv[] = { (char *) daemon, NULL };
                 execve(daemon, argv, envp);
