@@ -30,9 +30,7 @@ extern char **environ;
 
 void cli_client_close(cli_client *c) {
         c->fd = safe_close(c->fd);
-        free(c->buf);
-        c->buf = NULL;
-        c->len = c->cap = 0;
+        line_buffer_done(&c->lines);
 }
 
 int cli_client_connect(cli_client *c, const char *socket_path) {
@@ -50,6 +48,7 @@ int cli_client_connect(cli_client *c, const char *socket_path) {
                 return r;
         }
         cli_client_close(c);
+        line_buffer_init(&c->lines, CLI_CLIENT_MAX_BUFFER_BYTES, 0);
         c->fd = fd;
         c->restarting = false;
         c->failed = false;
@@ -141,13 +140,6 @@ static int send_all(int fd, const char *data, size_t len) {
 /* Read more bytes into the buffer. 0 = EOF, >0 bytes read, -errno. With
  * timeout_ms >= 0 waits at most that long (-ETIMEDOUT). */
 static ssize_t fill(cli_client *c, int timeout_ms) {
-        if (c->cap - c->len < 65536) {
-                size_t ncap = c->cap ? c->cap * 2 : 65536;
-                char *nb = realloc(c->buf, ncap);
-                if (!nb) return -ENOMEM;
-                c->buf = nb;
-                c->cap = ncap;
-        }
         if (timeout_ms >= 0) {
                 struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
@@ -162,25 +154,18 @@ static ssize_t fill(cli_client *c, int timeout_ms) {
                 }
         }
         for (;;) {
-                ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) return -errno;
-                c->len += (size_t) n;
+                ssize_t n = line_buffer_read(&c->lines, c->fd, 65536);
+                if (n == -EINTR) continue;
                 return n;
         }
 }
 
-/* Take the next complete line out of the buffer (without '\n'); NULL if none. */
-static char *next_line(cli_client *c, size_t *ret_len) {
-        char *nl = c->buf ? memchr(c->buf, '\n', c->len) : NULL;
-        if (!nl) return NULL;
-        size_t len = (size_t) (nl - c->buf);
-        char *line = strndup(c->buf, len);
-        if (!line) return NULL;
-        memmove(c->buf, nl + 1, c->len - len - 1);
-        c->len -= len + 1;
-        *ret_len = len;
-        return line;
+/* The next complete line (without '\n'), valid until the next call on c:
+ * 1, 0 if none yet, -ENOBUFS if the unterminated remainder exceeds 1 MiB
+ * (§1.5: a protocol failure). */
+static int next_line(cli_client *c, const char **ret_line, size_t *ret_len) {
+        int r = line_buffer_pop(&c->lines, ret_line, ret_len);
+        return r == LINE_BUFFER_LINE ? 1 : r;
 }
 
 int cli_client_call(cli_client *c, const char *method, json_object *params,
@@ -219,10 +204,11 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
 
         for (;;) {
                 size_t llen;
-                _cleanup_free_ char *l = next_line(c, &llen);
-                if (!l) {
-                        if (c->len > CLI_CLIENT_MAX_BUFFER_BYTES)
-                                return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
+                const char *l;
+                int k = next_line(c, &l, &llen);
+                if (k == -ENOBUFS)
+                        return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
+                if (k == 0) {
                         ssize_t n = fill(c, -1);
                         if (n == -ENOMEM) return -ENOMEM;
                         if (n <= 0) return closed_error(c, err);
@@ -269,8 +255,9 @@ bool cli_daemon_healthy(const char *socket_path, int timeout_ms) {
         uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
         for (;;) {
                 size_t llen;
-                _cleanup_free_ char *l = next_line(&c, &llen);
-                if (l) {
+                const char *l;
+                int k = next_line(&c, &l, &llen);
+                if (k > 0) {
                         _cleanup_json_ json_object *msg = NULL;
                         if (json_parse_strict(l, llen, &msg) < 0) goto out;
                         int64_t v;
@@ -281,7 +268,7 @@ bool cli_daemon_healthy(const char *socket_path, int timeout_ms) {
                         goto out;
                 }
                 uint64_t now = mono_ms();
-                if (now >= deadline || c.len > CLI_CLIENT_MAX_BUFFER_BYTES) goto out;
+                if (now >= deadline || k < 0) goto out;
                 if (fill(&c, (int) (deadline - now)) <= 0) goto out;
         }
 out:
