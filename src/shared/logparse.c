@@ -514,6 +514,8 @@ typedef struct summarizer {
         size_t final_key_len;
         char *keybuf;     /* scratch for the key of the current event */
         size_t keybuf_cap;
+        char *fast_text;  /* scratch for summarize_fast's decoded text */
+        size_t fast_text_cap;
 } summarizer;
 
 #define SUMMARIZER_INIT { .last_hit = NO_MESSAGE }
@@ -527,6 +529,7 @@ static void summarizer_done(summarizer *s) {
         free(s->slots);
         free(s->final_key);
         free(s->keybuf);
+        free(s->fast_text);
 }
 
 /* FNV-1a 64 over the key bytes; the undefined key (NULL) has its own hash. */
@@ -826,12 +829,132 @@ void log_summary_done(log_summary *s) {
         *s = (log_summary) {};
 }
 
+/* ---- the fast path for the commonest line ----
+ * Most of a long log is text events exactly as the pi and shell normalizers
+ * write them (json-c's serialization, keys in this order):
+ *   {"type":"text","part":{"type":"text","text":"…","messageID":"…"}}
+ * Such a line is matched byte by byte here, without building a json-c tree
+ * (for a log of text deltas json-c's allocations were most of the cost).
+ * Anything else — another shape, key order or extra key, a \u escape, a
+ * control character or DEL, bytes that are not strict UTF-8 (RFC 3629), any
+ * trailing byte but JSON whitespace — goes to json-c. A line accepted here
+ * is valid strict JSON that json-c parses to exactly these two strings, and
+ * summarize_event would do exactly what this does with it (test-logparse's
+ * differential test holds each boundary against json-c). */
+
+/* Length of the strict UTF-8 sequence at s[0..len) (no overlongs, no
+ * surrogates, <= U+10FFFF), or 0. */
+static size_t utf8_seq_len(const unsigned char *s, size_t len) {
+        unsigned char c = s[0];
+        size_t n;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+                n = 2;
+        else if (c >= 0xE0 && c <= 0xEF) {
+                n = 3;
+                if (c == 0xE0) lo = 0xA0;
+                if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+                n = 4;
+                if (c == 0xF0) lo = 0x90;
+                if (c == 0xF4) hi = 0x8F;
+        } else
+                return 0;
+        if (len < n || s[1] < lo || s[1] > hi) return 0;
+        for (size_t i = 2; i < n; i++)
+                if ((s[i] & 0xC0) != 0x80) return 0;
+        return n;
+}
+
+/* Decode the JSON string whose body starts at *pp (after its opening quote)
+ * into out[*out_len...] (out has room for end - *pp bytes: decoding never
+ * grows). On success *pp is past the closing quote and returns true; false
+ * when the string is outside the subset above. */
+static bool fast_string(const char **pp, const char *end, char *out, size_t *out_len) {
+        const unsigned char *p = (const unsigned char *) *pp, *e = (const unsigned char *) end;
+        size_t o = *out_len;
+        while (p < e) {
+                unsigned char c = *p;
+                if (c == '"') {
+                        *pp = (const char *) p + 1;
+                        *out_len = o;
+                        return true;
+                }
+                if (c == '\\') {
+                        if (++p >= e) return false;
+                        switch (*p) {
+                        case '"': out[o++] = '"'; break;
+                        case '\\': out[o++] = '\\'; break;
+                        case '/': out[o++] = '/'; break;
+                        case 'b': out[o++] = '\b'; break;
+                        case 'f': out[o++] = '\f'; break;
+                        case 'n': out[o++] = '\n'; break;
+                        case 'r': out[o++] = '\r'; break;
+                        case 't': out[o++] = '\t'; break;
+                        default: return false; /* \u…, or invalid */
+                        }
+                        p++;
+                } else if (c < 0x80) {
+                        if (c < 0x20 || c == 0x7F) return false;
+                        out[o++] = (char) c;
+                        p++;
+                } else {
+                        size_t n = utf8_seq_len(p, (size_t) (e - p));
+                        if (n == 0) return false;
+                        memcpy(out + o, p, n);
+                        o += n;
+                        p += n;
+                }
+        }
+        return false;
+}
+
+/* 1 if line was such a text event and is summarized, 0 if json-c must
+ * look at it, -ENOMEM. */
+static int summarize_fast(summarizer *s, const char *line, size_t len) {
+        static const char head[] = "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"";
+        static const char mid[] = ",\"messageID\":\"";
+        const size_t hl = sizeof head - 1, ml = sizeof mid - 1;
+        if (len < hl || memcmp(line, head, hl) != 0) return 0;
+        const char *p = line + hl, *end = line + len;
+        if (s->fast_text_cap < len + 1) {
+                char *nb = realloc(s->fast_text, len + 1);
+                if (!nb) return -ENOMEM;
+                s->fast_text = nb;
+                s->fast_text_cap = len + 1;
+        }
+        if (s->keybuf_cap < len + 3) {
+                char *nb = realloc(s->keybuf, len + 3);
+                if (!nb) return -ENOMEM;
+                s->keybuf = nb;
+                s->keybuf_cap = len + 3;
+        }
+        size_t text_len = 0, key_len = 2;
+        if (!fast_string(&p, end, s->fast_text, &text_len)) return 0;
+        if ((size_t) (end - p) < ml || memcmp(p, mid, ml) != 0) return 0;
+        p += ml;
+        memcpy(s->keybuf, "s:", 2);
+        if (!fast_string(&p, end, s->keybuf, &key_len)) return 0;
+        if (end - p < 2 || p[0] != '}' || p[1] != '}') return 0;
+        for (p += 2; p < end; p++)
+                if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') return 0;
+        s->keybuf[key_len] = 0;
+        int r = summarizer_add_text(s, s->keybuf, key_len, s->fast_text, text_len);
+        return r < 0 ? r : 1;
+}
+
 static int summarize_stream(log_reader *lr, summarizer *s, log_summary *out) {
         for (;;) {
                 const char *line;
                 size_t n;
                 int r = log_reader_next(lr, &line, &n);
                 if (r <= 0) return r;
+                r = summarize_fast(s, line, n);
+                if (r < 0) return r;
+                if (r > 0) {
+                        out->has_json_line = true;
+                        continue;
+                }
                 json_object *evt = NULL;
                 if (json_parse_strict_with(lr->tok, line, n, &evt) < 0) continue; /* not JSON: skipped */
                 out->has_json_line = true;

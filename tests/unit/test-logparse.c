@@ -1064,6 +1064,77 @@ START_TEST(test_golden_delta_log) {
 }
 END_TEST
 
+/* summarize's fast path for text events (logparse.c "the fast path") against
+ * json-c: every line is summarized as written and with one leading space,
+ * which json-c skips but the fast path never takes, and both must agree —
+ * the same texts, message ids and JSON-ness — on each boundary of the subset
+ * the fast path accepts. */
+START_TEST(test_fast_path_matches_json_c) {
+#define T(text, id) "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"" text "\",\"messageID\":\"" id "\"}}"
+        static const char *const lines[] = {
+                T("plain", "m1"),
+                T("", "m1"),
+                T("esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t end", "m1"),
+                T("unicode escape \\u0041\\u00e9\\ud83d\\ude00", "m1"),
+                T("escaped nul \\u0000 cut", "m1"),
+                T("bad escape \\x41", "m1"),
+                T("lone surrogate \\ud800", "m1"),
+                T("utf8 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "m\xc3\xa9"),
+                T("overlong \xc0\xaf", "m1"),
+                T("surrogate in utf8 \xed\xa0\x80", "m1"),
+                T("beyond U+10FFFF \xf4\x90\x80\x80", "m1"),
+                T("truncated \xe2\x82", "m1"),
+                T("lone continuation \x80", "m1"),
+                T("del \x7f", "m1"),
+                T("tab \t raw", "m1"),
+                T("id escape", "a\\\"b\\\\c\\u0041"),
+                T("empty id", ""),
+                T("trailing ws", "m2") " \t\r",
+                T("trailing garbage", "m2") "x",
+                T("trailing comma", "m2") ",",
+                T("two values", "m2") "{}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"unterminated",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"no id\"}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"id number\",\"messageID\":7}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"id null\",\"messageID\":null}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"extra\",\"messageID\":\"m3\",\"x\":1}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"dup\",\"messageID\":\"m3\",\"text\":\"2\"}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"order\",\"messageID\":\"m3\"},\"sessionID\":\"s9\"}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"open\",\"messageID\":\"m3\"}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"close\",\"messageID\":\"m3\"}}}",
+        };
+#undef T
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+                _cleanup_free_ char *fast = new_log_path(), *slow = new_log_path();
+                _cleanup_close_ int ff = open(fast, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                _cleanup_close_ int sf = open(slow, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                ck_assert_int_ge(ff, 0);
+                ck_assert_int_ge(sf, 0);
+                /* a first text event, so that "which message is last" is tested too */
+                const char *first = "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"first\",\"messageID\":\"m0\"}}\n";
+                append_bytes(ff, first, strlen(first));
+                append_bytes(sf, first, strlen(first));
+                append_bytes(ff, lines[i], strlen(lines[i]));
+                append_bytes(sf, " ", 1);
+                append_bytes(sf, lines[i], strlen(lines[i]));
+                append_bytes(ff, "\n", 1);
+                append_bytes(sf, "\n", 1);
+                _cleanup_free_ char *df = summary_digest(fast), *ds = summary_digest(slow);
+                ck_assert_msg(streq(df, ds), "line %zu: fast %s, json-c %s", i, df, ds);
+        }
+        /* the leading space really is JSON to json-c (else the test proves nothing) */
+        _cleanup_free_ char *one = new_log_path();
+        _cleanup_close_ int fd = open(one, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        const char *spaced = " {\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"x\",\"messageID\":\"m\"}}\n";
+        append_bytes(fd, spaced, strlen(spaced));
+        log_summary s = {0};
+        ck_assert_int_eq(log_summarize_file(one, NULL, &s), 0);
+        ck_assert(s.has_json_line);
+        ck_assert_str_eq(s.message, "x");
+        log_summary_done(&s);
+}
+END_TEST
+
 static Suite *logparse_suite(void) {
         Suite *s = suite_create("logparse");
         TCase *tc = tcase_create("core");
@@ -1095,6 +1166,7 @@ static Suite *logparse_suite(void) {
         tcase_add_test(tc, test_blank);
         tcase_add_test(tc, test_golden_realistic_log);
         tcase_add_test(tc, test_golden_delta_log);
+        tcase_add_test(tc, test_fast_path_matches_json_c);
         suite_add_tcase(s, tc);
         return s;
 }
