@@ -21,6 +21,7 @@
 #include "json-util.h"
 #include "libsystemd-dl.h"
 #include "taskferry-config.h"
+#include "process-util.h"
 #include "util.h"
 
 extern char **environ;
@@ -29,9 +30,7 @@ extern char **environ;
 
 void cli_client_close(cli_client *c) {
         c->fd = safe_close(c->fd);
-        free(c->buf);
-        c->buf = NULL;
-        c->len = c->cap = 0;
+        line_buffer_done(&c->lines);
 }
 
 int cli_client_connect(cli_client *c, const char *socket_path) {
@@ -49,6 +48,7 @@ int cli_client_connect(cli_client *c, const char *socket_path) {
                 return r;
         }
         cli_client_close(c);
+        line_buffer_init(&c->lines, CLI_CLIENT_MAX_BUFFER_BYTES, 0);
         c->fd = fd;
         c->restarting = false;
         c->failed = false;
@@ -84,13 +84,6 @@ static int send_all(int fd, const char *data, size_t len) {
 /* Read more bytes into the buffer. 0 = EOF, >0 bytes read, -errno. With
  * timeout_ms >= 0 waits at most that long (-ETIMEDOUT). */
 static ssize_t fill(cli_client *c, int timeout_ms) {
-        if (c->cap - c->len < 65536) {
-                size_t ncap = c->cap ? c->cap * 2 : 65536;
-                char *nb = realloc(c->buf, ncap);
-                if (!nb) return -ENOMEM;
-                c->buf = nb;
-                c->cap = ncap;
-        }
         if (timeout_ms >= 0) {
                 struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
@@ -105,25 +98,18 @@ static ssize_t fill(cli_client *c, int timeout_ms) {
                 }
         }
         for (;;) {
-                ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) return -errno;
-                c->len += (size_t) n;
+                ssize_t n = line_buffer_read(&c->lines, c->fd, 65536);
+                if (n == -EINTR) continue;
                 return n;
         }
 }
 
-/* Take the next complete line out of the buffer (without '\n'); NULL if none. */
-static char *next_line(cli_client *c, size_t *ret_len) {
-        char *nl = c->buf ? memchr(c->buf, '\n', c->len) : NULL;
-        if (!nl) return NULL;
-        size_t len = (size_t) (nl - c->buf);
-        char *line = strndup(c->buf, len);
-        if (!line) return NULL;
-        memmove(c->buf, nl + 1, c->len - len - 1);
-        c->len -= len + 1;
-        *ret_len = len;
-        return line;
+/* The next complete line (without '\n'), valid until the next call on c:
+ * 1, 0 if none yet, -ENOBUFS if the unterminated remainder exceeds 1 MiB
+ * (§1.5: a protocol failure). */
+static int next_line(cli_client *c, const char **ret_line, size_t *ret_len) {
+        int r = line_buffer_pop(&c->lines, ret_line, ret_len);
+        return r == LINE_BUFFER_LINE ? 1 : r;
 }
 
 int cli_client_call(cli_client *c, const char *method, json_object *params,
@@ -158,10 +144,11 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
 
         for (;;) {
                 size_t llen;
-                _cleanup_free_ char *l = next_line(c, &llen);
-                if (!l) {
-                        if (c->len > CLI_CLIENT_MAX_BUFFER_BYTES)
-                                return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
+                const char *l;
+                int k = next_line(c, &l, &llen);
+                if (k == -ENOBUFS)
+                        return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
+                if (k == 0) {
                         ssize_t n = fill(c, -1);
                         if (n == -ENOMEM) return -ENOMEM;
                         if (n <= 0) return closed_error(c, err);
@@ -304,38 +291,34 @@ static int spawn_daemon(const char *daemon, char **envp, int log_fd) {
                 close(pfd[1]);
                 return r;
         }
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
+        /* Detached: neither fork gets a death signal — the daemon outlives
+         * this CLI (its parent, the intermediate child, exits at once). */
+        pid_t pid;
+        int r = safe_fork("taskferry-autostart", FORK_NEW_SESSION, &pid);
+        if (r < 0) {
                 close(pfd[0]);
                 close(pfd[1]);
                 close(null_fd);
                 return r;
         }
-        if (pid == 0) {
-                /* child: new session, then the daemon as a grandchild */
-                if (setsid() < 0) _exit(1);
-                pid_t gp = fork();
-                if (gp < 0) {
-                        int e = errno;
+        if (r == 0) {
+                /* child: new session, then the daemon as a grandchild.
+                 * Inherited descriptors we did not open must not reach the
+                 * daemon: all but the error pipe and stdio sources close. */
+                int keep[] = {pfd[1], null_fd, log_fd};
+                r = safe_fork_full("taskferryd", keep, ELEMENTSOF(keep), FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS, NULL);
+                if (r < 0) {
+                        int e = -r;
                         (void) !write(pfd[1], &e, sizeof e);
                         _exit(1);
                 }
-                if (gp > 0) _exit(0);
-                sigset_t all;
-                sigemptyset(&all);
-                sigprocmask(SIG_SETMASK, &all, NULL);
-                signal(SIGINT, SIG_DFL);
-                signal(SIGTERM, SIG_DFL);
-                signal(SIGPIPE, SIG_DFL);
+                if (r > 0) _exit(0);
                 if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 ||
                     dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO) < 0) {
                         int e = errno;
                         (void) !write(pfd[1], &e, sizeof e);
                         _exit(1);
                 }
-                /* Inherited descriptors we did not open must not reach the daemon. */
-                (void) close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
                 if (chdir("/") < 0) {}
                 char *argv[] = { (char *) daemon, NULL };
                 execve(daemon, argv, envp);

@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "cli-error.h"
+#include "line-buffer.h"
 #include "paths.h"
 #include "protocol.h"
 
@@ -19,13 +20,12 @@
 
 typedef struct cli_client {
         int fd;          /* connected AF_UNIX stream socket, -1 when closed */
-        char *buf;       /* received bytes not yet split into lines */
-        size_t len, cap;
+        LineBuffer lines; /* received bytes not yet split into lines (§1.5 limit) */
         bool restarting; /* a {"type":"shutdown","reason":"restart"} frame arrived */
         bool failed;     /* protocol failure or close: further calls fail */
 } cli_client;
 
-#define CLI_CLIENT_INIT { .fd = -1 }
+#define CLI_CLIENT_INIT { .fd = -1, .lines = LINE_BUFFER_INIT(CLI_CLIENT_MAX_BUFFER_BYTES, 0) }
 
 void cli_client_close(cli_client *c);
 

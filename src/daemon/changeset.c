@@ -107,6 +107,7 @@
 #include <time.h>
 
 #include "overlay.h"
+#include "process-util.h"
 #include "util.h"
 
 #define EMPTY_TREE_OID "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -1464,15 +1465,14 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
 
         int pfd[2];
         if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                r = -errno;
+        /* dies with the job that forked it (run_command's git with it) */
+        pid_t pid;
+        r = safe_fork("changeset-extract", FORK_DEATHSIG_SIGKILL, &pid);
+        if (r < 0) {
                 safe_close(pfd[0]), safe_close(pfd[1]);
                 return r;
         }
-        if (pid == 0) {
-                /* dies with the job that forked it (run_command's git with it) */
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (r == 0) {
                 safe_close(pfd[0]);
                 extract_child c = {.a = a, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file,
                                    .host_fd = -1};

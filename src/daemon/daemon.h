@@ -11,6 +11,7 @@
 #include <systemd/sd-event.h>
 
 #include "paths.h"
+#include "process-util.h"
 #include "protocol.h"
 #include "workspace.h"
 #include "task.h"
@@ -314,13 +315,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
 int job_start_retrying(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
 void jobs_free(Manager *m);
 
-/* fdlimit.c */
-/* Raise the soft RLIMIT_NOFILE to the hard limit (1 raised, 0 already at it,
- * -errno); remembers the original soft limit. */
-int fd_limit_raise(void);
-/* In a forked child before exec: put the original soft limit back (select()
- * users break above 1024). No-op if fd_limit_raise changed nothing. */
-void fd_limit_restore(void);
+/* fd_limit_raise/fd_limit_restore and safe_fork: process-util.h (src/shared) */
 
 /* handlers.c + methods.c: the method table and its handlers (methods.h) */
 /* Drop the accepts/rejects still waiting for their workspace (shutdown). */

@@ -14,6 +14,7 @@
 
 #include "daemon.h"
 #include "json-util.h"
+#include "process-util.h"
 #include "util.h"
 
 #ifndef CLOSE_RANGE_UNSHARE
@@ -98,31 +99,23 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
         if (pipe2(p, O_CLOEXEC) < 0) return -errno;
         fflush(stdout);
         fflush(stderr);
-        pid_t parent = getpid();
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
+        /* a job never outlives its daemon (the next one redoes the work:
+         * settlement from exit.json, an interrupted accept is checked before
+         * it is applied again); it keeps stdin/out/err and the result pipe only */
+        pid_t pid;
+        int r = safe_fork_full("taskferryd-job", &p[1], 1,
+                               FORK_DEATHSIG_SIGKILL | FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_RLIMIT_NOFILE_SAFE,
+                               &pid);
+        if (r < 0) {
                 close(p[0]);
                 close(p[1]);
                 return r;
         }
-        if (pid == 0) {
-                /* a job never outlives its daemon (the next one redoes the
-                 * work: settlement from exit.json, an interrupted accept is
-                 * checked before it is applied again) */
-                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) _exit(5);
-                /* child: keep stdin/out/err and the result pipe only */
+        if (r == 0) {
                 if (p[1] != 3) {
                         if (dup2(p[1], 3) < 0) _exit(3);
+                        close(p[1]);
                 }
-                syscall(SYS_close_range, 4U, ~0U, 0U);
-                fd_limit_restore();
-                signal(SIGPIPE, SIG_DFL);
-                signal(SIGTERM, SIG_DFL);
-                signal(SIGINT, SIG_DFL);
-                sigset_t all;
-                sigemptyset(&all);
-                sigprocmask(SIG_SETMASK, &all, NULL);
                 int error = 0;
                 json_object *res = run(userdata, &error);
                 if (error < 0 && !res) _exit(1);
@@ -147,7 +140,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
         j->done = done;
         j->userdata = userdata;
         j->pidfd = pidfd_open(pid, 0);
-        int r = j->pidfd < 0 ? -errno : 0;
+        r = j->pidfd < 0 ? -errno : 0;
         if (r == 0) r = fcntl(j->pipe_fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
         if (r == 0) r = sd_event_add_io(m->event, &j->pipe_source, j->pipe_fd, EPOLLIN, job_pipe_io, j);
         if (r == 0) r = sd_event_add_io(m->event, &j->pid_source, j->pidfd, EPOLLIN, job_pid_io, j);

@@ -22,6 +22,7 @@
 #include "launch-spec.h"
 #include "logparse.h"
 #include "overlay.h"
+#include "process-util.h"
 #include "util.h"
 
 extern char **environ;
@@ -551,23 +552,19 @@ void launch_task(Task *t) {
                 return task_settle_spawn_error(t, "cannot create the shim status pipe");
         }
         fflush(stderr);
-        pid_t pid = fork();
-        if (pid < 0) {
+        /* the shim outlives a daemon restart (task_readopt): no death signal;
+         * it gets the user's soft fd limit, and only the spec and status fds */
+        pid_t pid;
+        int keep[] = {memfd, sp[1]};
+        r = safe_fork_full("taskferry-shim", keep, ELEMENTSOF(keep),
+                           FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_NEW_SESSION | FORK_RLIMIT_NOFILE_SAFE, &pid);
+        if (r < 0) {
                 close(memfd), close(sp[0]), close(sp[1]);
                 return task_settle_spawn_error(t, "cannot fork taskferry-shim");
         }
-        if (pid == 0) {
+        if (r == 0) {
                 int a = fcntl(memfd, F_DUPFD_CLOEXEC, 10), b = fcntl(sp[1], F_DUPFD_CLOEXEC, 10);
                 if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(127);
-                syscall(SYS_close_range, 5U, ~0U, 0U);
-                fd_limit_restore(); /* fdlimit.c: the shim and worker get the user's soft limit */
-                (void) setsid();
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                signal(SIGPIPE, SIG_DFL);
-                signal(SIGTERM, SIG_DFL);
-                signal(SIGINT, SIG_DFL);
                 char *argv[] = {(char *) "taskferry-shim", (char *) "--spec-fd", (char *) "3", (char *) "--status-fd",
                                 (char *) "4", NULL};
                 execve(m->settings.shim_path, argv, environ);

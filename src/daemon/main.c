@@ -216,7 +216,7 @@ int main(int argc, char *argv[]) {
          * while workers and `accept` must create files with the user's umask. */
         signal(SIGPIPE, SIG_IGN);
         /* every client connection and task socket is an fd: take the hard limit
-         * (children get the original back, fdlimit.c) */
+         * (children get the original back, process-util.c) */
         int fl = fd_limit_raise();
         if (fl < 0) log_warning_errno(fl, "cannot raise the file descriptor limit");
 

@@ -1,6 +1,7 @@
 #include "json-util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +9,18 @@
 
 #include "macro.h"
 
-int json_parse_strict(const char *buf, size_t len, json_object **ret) {
-        if (memchr(buf, 0, len)) return -EBADMSG;
+json_tokener *json_strict_tokener_new(void) {
         json_tokener *tok = json_tokener_new_ex(64);
-        if (!tok) return -ENOMEM;
+        if (!tok) return NULL;
         /* frames are UTF-8 JSON (spec protocol-cli.md §1.1): reject invalid UTF-8 */
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        return tok;
+}
+
+int json_parse_strict_with(json_tokener *tok, const char *buf, size_t len, json_object **ret) {
+        if (memchr(buf, 0, len)) return -EBADMSG;
+        if (len > INT_MAX) return -EBADMSG;
+        json_tokener_reset(tok);
         json_object *obj = json_tokener_parse_ex(tok, buf, (int) len);
         enum json_tokener_error err = json_tokener_get_error(tok);
         size_t used = json_tokener_get_parse_end(tok);
@@ -24,7 +31,6 @@ int json_parse_strict(const char *buf, size_t len, json_object **ret) {
                 err = json_tokener_get_error(tok);
                 used = len;
         }
-        json_tokener_free(tok);
         if (err != json_tokener_success) {
                 if (obj) json_object_put(obj);
                 return -EBADMSG;
@@ -36,6 +42,15 @@ int json_parse_strict(const char *buf, size_t len, json_object **ret) {
                 }
         *ret = obj;
         return 0;
+}
+
+int json_parse_strict(const char *buf, size_t len, json_object **ret) {
+        if (memchr(buf, 0, len)) return -EBADMSG;
+        json_tokener *tok = json_strict_tokener_new();
+        if (!tok) return -ENOMEM;
+        int r = json_parse_strict_with(tok, buf, len, ret);
+        json_tokener_free(tok);
+        return r;
 }
 
 const char *json_to_line(json_object *obj, size_t *ret_len) {

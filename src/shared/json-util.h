@@ -13,6 +13,11 @@
  * > 64. (An escaped \u0000 inside a string is valid JSON; see
  * json_string_has_nul.) */
 int json_parse_strict(const char *buf, size_t len, json_object **ret);
+/* The same with a tokener made once by json_strict_tokener_new (NULL on
+ * -ENOMEM; free with json_tokener_free) and reset here for every value, for
+ * readers that parse line after line. -EBADMSG as above. */
+json_tokener *json_strict_tokener_new(void);
+int json_parse_strict_with(json_tokener *tok, const char *buf, size_t len, json_object **ret);
 /* Serialize compactly without escaping '/', as JSON.stringify would.
  * Returns a string owned by obj (valid until obj changes or is freed). */
 const char *json_to_line(json_object *obj, size_t *ret_len);

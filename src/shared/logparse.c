@@ -3,12 +3,18 @@
  * detection (§4.4 step 5).
  *
  * Logs can be large (a chatty worker easily writes 100 MB), so every reader
- * here streams the file line by line with getline(3) and never holds the
- * whole log in memory. */
+ * here streams the file through one line buffer (line-buffer.h) in 64 KiB
+ * reads and never holds the whole log in memory: what it holds is the
+ * longest line, bounded by LOG_LINE_MAX, plus what the caller asked for
+ * (the texts of the messages, for the result). One json-c tokener parses
+ * every line of a file (json_parse_strict_with), and messages are found by
+ * a hash of their ids, so the cost is linear in the log's size. */
 
 #include "logparse.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <locale.h>
 #include <regex.h>
 #include <stdio.h>
@@ -18,6 +24,7 @@
 #include <unistd.h>
 
 #include "json-util.h"
+#include "line-buffer.h"
 #include "macro.h"
 #include "util.h"
 
@@ -111,14 +118,65 @@ static char *strip_escapes(const char *s, size_t len, size_t *ret_len) {
         return out;
 }
 
-/* Read one line (without its '\n') from f. Returns the length, or -1 at EOF,
- * or -errno. A trailing fragment without '\n' is returned as a line too. */
-static ssize_t read_line(FILE *f, char **buf, size_t *cap) {
-        errno = 0;
-        ssize_t n = getline(buf, cap, f);
-        if (n < 0) return errno != 0 ? -errno : (ferror(f) ? -EIO : -1);
-        if (n > 0 && (*buf)[n - 1] == '\n') (*buf)[--n] = 0;
-        return n;
+/* The one reader of every function here: lines of the log at path, in order,
+ * each without its '\n'; a trailing fragment without '\n' is a line too.
+ * A line longer than LOG_LINE_MAX — the shim writes none (log-pipe.h: stdout
+ * is logged in 64 MiB pieces); only the worker's raw stderr can hold one —
+ * is dropped with a warning naming its size, never cut short and parsed. */
+#define LOG_LINE_MAX ((size_t) 128 << 20)
+#define LOG_READ_CHUNK ((size_t) 64 << 10)
+
+typedef struct log_reader {
+        int fd;
+        const char *path;
+        LineBuffer lb;
+        json_tokener *tok;
+        bool eof;
+} log_reader;
+
+/* 0 and a reader, -ENOENT for a missing log, -errno, -ENOMEM. */
+static int log_reader_open(log_reader *r, const char *path) {
+        *r = (log_reader) { .fd = -1, .path = path };
+        line_buffer_init(&r->lb, LOG_LINE_MAX, 0);
+        r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (r->fd < 0) return -errno;
+        r->tok = json_strict_tokener_new();
+        if (!r->tok) {
+                r->fd = safe_close(r->fd);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void log_reader_close(log_reader *r) {
+        r->fd = safe_close(r->fd);
+        line_buffer_done(&r->lb);
+        if (r->tok) json_tokener_free(r->tok);
+        r->tok = NULL;
+}
+
+/* Next line: 1 with *ret_line (valid until the next call), 0 at the end,
+ * -errno on a read error, -ENOMEM. */
+static int log_reader_next(log_reader *r, const char **ret_line, size_t *ret_len) {
+        for (;;) {
+                int k = line_buffer_pop(&r->lb, ret_line, ret_len);
+                if (k == LINE_BUFFER_LINE) return 1;
+                if (k == -ENOBUFS) {
+                        log_warning("%s: a line over %zu bytes: skipped", r->path, LOG_LINE_MAX);
+                        line_buffer_skip_line(&r->lb);
+                        continue;
+                }
+                if (r->eof) return line_buffer_pop_rest(&r->lb, ret_line, ret_len);
+                ssize_t n = line_buffer_read(&r->lb, r->fd, LOG_READ_CHUNK);
+                if (n == -EINTR) continue;
+                if (n < 0) return (int) n;
+                if (n == 0) r->eof = true;
+        }
+}
+
+/* Parse one line strictly, with the reader's tokener when there is one. */
+static int parse_line(json_tokener *tok, const char *line, size_t len, json_object **ret) {
+        return tok ? json_parse_strict_with(tok, line, len, ret) : json_parse_strict(line, len, ret);
 }
 
 static bool json_is_number(json_object *v) {
@@ -233,12 +291,12 @@ static char *structured_reason(const char *structured_prefix, const char *name) 
         return out;
 }
 
-static int classify_with(classifier *c, const char *line, size_t len, const char *prefix,
+static int classify_with(classifier *c, json_tokener *tok, const char *line, size_t len, const char *prefix,
                          const char *structured_prefix, char **ret_reason, char **ret_detail) {
         _cleanup_json_ json_object *evt = NULL;
         _cleanup_free_ char *reason = NULL, *detail = NULL;
 
-        if (json_parse_strict(line, len, &evt) < 0) {
+        if (parse_line(tok, line, len, &evt) < 0) {
                 /* Not JSON: raw stderr, plain-text worker output, matched
                  * and reported without its terminal colour codes. */
                 size_t plen = 0;
@@ -292,42 +350,39 @@ static int classify_with(classifier *c, const char *line, size_t len, const char
 int log_classify_line(const char *line, size_t len, const char *prefix, const char *structured_prefix,
                       char **ret_reason, char **ret_detail) {
         classifier c = {};
-        int r = classify_with(&c, line, len, prefix, structured_prefix, ret_reason, ret_detail);
+        int r = classify_with(&c, NULL, line, len, prefix, structured_prefix, ret_reason, ret_detail);
         classifier_done(&c);
         return r;
 }
 
 int log_classify_file(const char *path, const char *prefix, const char *structured_prefix,
                       char **ret_reason, char **ret_detail) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f) return errno == ENOENT ? 0 : -errno;
+        log_reader lr;
+        int r = log_reader_open(&lr, path);
+        if (r < 0) {
+                log_reader_close(&lr);
+                return r == -ENOENT ? 0 : r;
+        }
 
         classifier c = {};
-        int r = 0;
-        _cleanup_free_ char *buf = NULL;
-        size_t cap = 0;
         for (;;) {
-                ssize_t n = read_line(f, &buf, &cap);
-                if (n == -1) {
-                        r = 0;
-                        break;
-                }
-                if (n < 0) {
-                        r = (int) n;
-                        break;
-                }
-                r = classify_with(&c, buf, (size_t) n, prefix, structured_prefix, ret_reason, ret_detail);
+                const char *line;
+                size_t n;
+                r = log_reader_next(&lr, &line, &n);
+                if (r <= 0) break;
+                r = classify_with(&c, lr.tok, line, n, prefix, structured_prefix, ret_reason, ret_detail);
                 if (r != 0) break;
         }
         classifier_done(&c);
+        log_reader_close(&lr);
         return r;
 }
 
 /* ---- boot failure (§4.4 step 5) ---- */
 
-static bool line_parses_as_json(const char *line, size_t len) {
+static bool line_parses_as_json(json_tokener *tok, const char *line, size_t len) {
         json_object *o = NULL;
-        if (json_parse_strict(line, len, &o) < 0) return false;
+        if (parse_line(tok, line, len, &o) < 0) return false;
         json_object_put(o);
         return true;
 }
@@ -353,23 +408,28 @@ static int telling_rank(const char *s, size_t len) {
         return 0;
 }
 
-int log_boot_failure(const char *path, char **ret_detail) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f) return errno == ENOENT ? 0 : -errno;
-
+static int boot_failure_pass1(log_reader *lr) {
         /* Pass 1: any parseable line anywhere in the log is evidence the worker started. */
-        _cleanup_free_ char *buf = NULL;
-        size_t cap = 0;
         for (;;) {
-                ssize_t n = read_line(f, &buf, &cap);
-                if (n == -1) break;
-                if (n < 0) return (int) n;
-                if (line_parses_as_json(buf, (size_t) n)) return 0;
+                const char *line;
+                size_t n;
+                int r = log_reader_next(lr, &line, &n);
+                if (r <= 0) return r;
+                if (line_parses_as_json(lr->tok, line, n)) return 1;
         }
+}
+
+int log_boot_failure(const char *path, char **ret_detail) {
+        log_reader lr;
+        int r = log_reader_open(&lr, path);
+        if (r >= 0) r = boot_failure_pass1(&lr);
+        _cleanup_close_ int fd = TAKE_FD(lr.fd);
+        log_reader_close(&lr);
+        if (r != 0) return r == -ENOENT || r > 0 ? 0 : r;
 
         /* Pass 2: the last 64 KiB. */
         struct stat st;
-        if (fstat(fileno(f), &st) < 0) return -errno;
+        if (fstat(fd, &st) < 0) return -errno;
         off_t size = st.st_size;
         off_t start = size > BOOT_TAIL_BYTES ? size - BOOT_TAIL_BYTES : 0;
         size_t want = (size_t) (size - start);
@@ -377,7 +437,7 @@ int log_boot_failure(const char *path, char **ret_detail) {
         if (!tail) return -ENOMEM;
         size_t got = 0;
         while (got < want) {
-                ssize_t k = pread(fileno(f), tail + got, want - got, start + (off_t) got);
+                ssize_t k = pread(fd, tail + got, want - got, start + (off_t) got);
                 if (k < 0) {
                         if (errno == EINTR) continue;
                         return -errno;
@@ -399,7 +459,7 @@ int log_boot_failure(const char *path, char **ret_detail) {
         while (p < end) {
                 const char *nl = memchr(p, '\n', (size_t) (end - p));
                 size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
-                if (!log_line_is_blank(p, l) && !line_parses_as_json(p, l)) {
+                if (!log_line_is_blank(p, l) && !line_parses_as_json(NULL, p, l)) {
                         size_t cl;
                         char *clean = strip_escapes(p, l, &cl);
                         if (!clean) return -ENOMEM;
@@ -428,22 +488,37 @@ int log_boot_failure(const char *path, char **ret_detail) {
 
 /* One message's text parts, keyed like a JavaScript Map key: "s:<string>"
  * for a string messageID, "j:<json>" for any other JSON value, NULL for a
- * missing one (undefined is its own key). */
+ * missing one (undefined is its own key). Messages stay in first-seen order
+ * (the narration's order); an open-addressing hash of their keys finds one
+ * in O(1) — a long worker's log has tens of thousands of messages, and a
+ * linear scan per text event made the result quadratic in them. */
 typedef struct message_texts {
         char *key;
+        size_t key_len;
+        uint64_t hash;
         char *text;
         size_t len, cap;
 } message_texts;
 
+#define NO_MESSAGE SIZE_MAX
+
 typedef struct summarizer {
         message_texts *msgs;
         size_t n_msgs, cap_msgs;
-        size_t last_hit;
+        size_t *slots;    /* index into msgs, NO_MESSAGE when free; n_slots a power of two */
+        size_t n_slots;
+        size_t last_hit;  /* NO_MESSAGE or the message of the last text event */
         bool any_text;
-        char *last_key;   /* key of the last text event (NULL = undefined) */
         bool final_set;   /* finalMessageId is neither undefined nor null */
         char *final_key;
+        size_t final_key_len;
+        char *keybuf;     /* scratch for the key of the current event */
+        size_t keybuf_cap;
+        char *fast_text;  /* scratch for summarize_fast's decoded text */
+        size_t fast_text_cap;
 } summarizer;
+
+#define SUMMARIZER_INIT { .last_hit = NO_MESSAGE }
 
 static void summarizer_done(summarizer *s) {
         for (size_t i = 0; i < s->n_msgs; i++) {
@@ -451,45 +526,99 @@ static void summarizer_done(summarizer *s) {
                 free(s->msgs[i].text);
         }
         free(s->msgs);
-        free(s->last_key);
+        free(s->slots);
         free(s->final_key);
+        free(s->keybuf);
+        free(s->fast_text);
 }
 
-/* Map key for the messageID member of part (see message_texts). *ret NULL = undefined. */
-static int message_key(json_object *part, char **ret) {
+/* FNV-1a 64 over the key bytes; the undefined key (NULL) has its own hash. */
+static uint64_t key_hash(const char *key, size_t len) {
+        if (!key) return 0x9e3779b97f4a7c15ULL;
+        uint64_t h = 0xcbf29ce484222325ULL;
+        for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char) key[i]) * 0x100000001b3ULL;
+        return h;
+}
+
+static bool key_eq(const message_texts *m, const char *key, size_t len, uint64_t hash) {
+        if (!m->key || !key) return !m->key && !key;
+        return m->hash == hash && m->key_len == len && memcmp(m->key, key, len) == 0;
+}
+
+/* Key of the messageID member of part (see message_texts) into s->keybuf;
+ * *ret NULL = undefined. The key is valid until the next call. */
+static int message_key(summarizer *s, json_object *part, const char **ret, size_t *ret_len) {
         json_object *v;
         *ret = NULL;
+        *ret_len = 0;
         if (!json_object_object_get_ex(part, "messageID", &v)) return 0;
+        const char *body;
+        size_t n;
+        char tag;
         if (v && json_object_is_type(v, json_type_string)) {
-                size_t n = (size_t) json_object_get_string_len(v);
-                char *k = malloc(n + 3);
-                if (!k) return -ENOMEM;
-                memcpy(k, "s:", 2);
-                memcpy(k + 2, json_object_get_string(v), n);
-                k[n + 2] = 0;
-                *ret = k;
-                return 0;
+                tag = 's';
+                body = json_object_get_string(v);
+                n = (size_t) json_object_get_string_len(v);
+        } else {
+                tag = 'j';
+                body = v ? json_to_line(v, &n) : "null";
+                if (!body) return -ENOMEM;
+                if (!v) n = 4;
+                else if (!memchr(body, 0, n)) n = strlen(body); /* as "%s" printed it */
         }
-        *ret = v ? strdup_printf("j:%s", json_to_line(v, NULL)) : strdup("j:null");
-        return *ret ? 0 : -ENOMEM;
+        if (n + 3 > s->keybuf_cap) {
+                size_t nc = s->keybuf_cap ? s->keybuf_cap : 64;
+                while (nc < n + 3) nc *= 2;
+                char *nb = realloc(s->keybuf, nc);
+                if (!nb) return -ENOMEM;
+                s->keybuf = nb;
+                s->keybuf_cap = nc;
+        }
+        s->keybuf[0] = tag;
+        s->keybuf[1] = ':';
+        memcpy(s->keybuf + 2, body, n);
+        s->keybuf[n + 2] = 0;
+        /* a key is a C string (the original strdup'ed it): a string id with
+         * an escaped NUL ends there */
+        *ret = s->keybuf;
+        *ret_len = strlen(s->keybuf);
+        return 0;
 }
 
-static bool key_eq(const char *a, const char *b) { return streq_ptr(a, b); }
-
-static message_texts *summarizer_find(summarizer *s, const char *key) {
-        if (s->last_hit < s->n_msgs && key_eq(s->msgs[s->last_hit].key, key)) return &s->msgs[s->last_hit];
-        for (size_t i = 0; i < s->n_msgs; i++)
-                if (key_eq(s->msgs[i].key, key)) {
-                        s->last_hit = i;
-                        return &s->msgs[i];
-                }
-        return NULL;
+static size_t summarizer_find(summarizer *s, const char *key, size_t len, uint64_t hash) {
+        if (s->last_hit != NO_MESSAGE && key_eq(&s->msgs[s->last_hit], key, len, hash)) return s->last_hit;
+        if (s->n_slots == 0) return NO_MESSAGE;
+        for (size_t i = (size_t) hash & (s->n_slots - 1);; i = (i + 1) & (s->n_slots - 1)) {
+                size_t k = s->slots[i];
+                if (k == NO_MESSAGE) return NO_MESSAGE;
+                if (key_eq(&s->msgs[k], key, len, hash)) return k;
+        }
 }
 
-static int summarizer_add_text(summarizer *s, char *key /* consumed */, const char *text, size_t len) {
-        _cleanup_free_ char *k = key;
-        message_texts *m = summarizer_find(s, k);
-        if (!m) {
+static void slots_insert(size_t *slots, size_t n_slots, uint64_t hash, size_t idx) {
+        size_t i = (size_t) hash & (n_slots - 1);
+        while (slots[i] != NO_MESSAGE) i = (i + 1) & (n_slots - 1);
+        slots[i] = idx;
+}
+
+/* Keep the table at most half full. */
+static int slots_grow(summarizer *s) {
+        if ((s->n_msgs + 1) * 2 <= s->n_slots) return 0;
+        size_t n = s->n_slots ? s->n_slots * 2 : 64;
+        size_t *slots = malloc(n * sizeof(*slots));
+        if (!slots) return -ENOMEM;
+        for (size_t i = 0; i < n; i++) slots[i] = NO_MESSAGE;
+        for (size_t k = 0; k < s->n_msgs; k++) slots_insert(slots, n, s->msgs[k].hash, k);
+        free(s->slots);
+        s->slots = slots;
+        s->n_slots = n;
+        return 0;
+}
+
+static int summarizer_add_text(summarizer *s, const char *key, size_t key_len, const char *text, size_t len) {
+        uint64_t hash = key_hash(key, key_len);
+        size_t idx = summarizer_find(s, key, key_len, hash);
+        if (idx == NO_MESSAGE) {
                 if (s->n_msgs == s->cap_msgs) {
                         size_t nc = s->cap_msgs ? s->cap_msgs * 2 : 8;
                         message_texts *nm = realloc(s->msgs, nc * sizeof(*nm));
@@ -497,14 +626,18 @@ static int summarizer_add_text(summarizer *s, char *key /* consumed */, const ch
                         s->msgs = nm;
                         s->cap_msgs = nc;
                 }
+                if (slots_grow(s) < 0) return -ENOMEM;
                 char *kc = NULL;
-                if (k && !(kc = strdup(k))) return -ENOMEM;
-                m = &s->msgs[s->n_msgs];
-                *m = (message_texts) { .key = kc };
-                s->last_hit = s->n_msgs++;
+                if (key && !(kc = strndup(key, key_len))) return -ENOMEM;
+                idx = s->n_msgs++;
+                s->msgs[idx] = (message_texts) { .key = kc, .key_len = key_len, .hash = hash };
+                slots_insert(s->slots, s->n_slots, hash, idx);
         }
+        message_texts *m = &s->msgs[idx];
         if (m->len + len + 1 > m->cap) {
-                size_t nc = m->cap ? m->cap : 64;
+                /* the first part exactly (most messages are one or few
+                 * parts), then doubling */
+                size_t nc = m->cap ? m->cap * 2 : len + 1;
                 while (nc < m->len + len + 1) nc *= 2;
                 char *nt = realloc(m->text, nc);
                 if (!nt) return -ENOMEM;
@@ -515,8 +648,7 @@ static int summarizer_add_text(summarizer *s, char *key /* consumed */, const ch
         m->len += len;
         m->text[m->len] = 0;
 
-        free(s->last_key);
-        s->last_key = TAKE_PTR(k);
+        s->last_hit = idx;
         s->any_text = true;
         return 0;
 }
@@ -615,10 +747,12 @@ static int summarize_event(summarizer *s, log_summary *ret, json_object *evt) {
                 json_object *t;
                 if (!json_object_object_get_ex(part, "text", &t) || !t || !json_object_is_type(t, json_type_string))
                         return 0;
-                char *key;
-                r = message_key(part, &key);
+                const char *key;
+                size_t key_len;
+                r = message_key(s, part, &key, &key_len);
                 if (r < 0) return r;
-                return summarizer_add_text(s, key, json_object_get_string(t), (size_t) json_object_get_string_len(t));
+                return summarizer_add_text(s, key, key_len, json_object_get_string(t),
+                                           (size_t) json_object_get_string_len(t));
         }
         if (streq(type, "step_finish")) {
                 json_object *tokens = member(part, "tokens");
@@ -633,13 +767,17 @@ static int summarize_event(summarizer *s, log_summary *ret, json_object *evt) {
                 }
                 if (streq_ptr(json_get_string(part, "reason"), "stop")) {
                         ret->has_stop = true;
-                        char *key;
-                        r = message_key(part, &key);
+                        const char *key;
+                        size_t key_len;
+                        r = message_key(s, part, &key, &key_len);
                         if (r < 0) return r;
+                        char *copy = key ? strndup(key, key_len) : NULL;
+                        if (key && !copy) return -ENOMEM;
                         free(s->final_key);
                         /* finalMessageId ?? lastSeen: undefined and null fall back. */
                         s->final_set = key && !streq(key, "j:null");
-                        s->final_key = key;
+                        s->final_key = copy;
+                        s->final_key_len = key_len;
                 }
         }
         return 0;
@@ -647,16 +785,12 @@ static int summarize_event(summarizer *s, log_summary *ret, json_object *evt) {
 
 static int summarizer_finish(summarizer *s, log_summary *ret) {
         /* message */
-        const char *target = NULL;
-        bool have_target = false;
-        if (s->final_set) {
-                target = s->final_key;
-                have_target = true;
-        } else if (s->any_text) {
-                target = s->last_key;
-                have_target = true;
-        }
-        message_texts *m = have_target ? summarizer_find(s, target) : NULL;
+        size_t idx = NO_MESSAGE;
+        if (s->final_set)
+                idx = summarizer_find(s, s->final_key, s->final_key_len, key_hash(s->final_key, s->final_key_len));
+        else if (s->any_text)
+                idx = s->last_hit; /* the last text event's message */
+        message_texts *m = idx != NO_MESSAGE ? &s->msgs[idx] : NULL;
         ret->message = m && m->text ? strndup(m->text, m->len) : strdup("");
         if (!ret->message) return -ENOMEM;
 
@@ -695,31 +829,156 @@ void log_summary_done(log_summary *s) {
         *s = (log_summary) {};
 }
 
-static int summarize_stream(FILE *f, summarizer *s, log_summary *out) {
-        _cleanup_free_ char *buf = NULL;
-        size_t cap = 0;
+/* ---- the fast path for the commonest line ----
+ * Most of a long log is text events exactly as the pi and shell normalizers
+ * write them (json-c's serialization, keys in this order):
+ *   {"type":"text","part":{"type":"text","text":"…","messageID":"…"}}
+ * Such a line is matched byte by byte here, without building a json-c tree
+ * (for a log of text deltas json-c's allocations were most of the cost).
+ * Anything else — another shape, key order or extra key, a \u escape, a
+ * control character or DEL, bytes that are not strict UTF-8 (RFC 3629), any
+ * trailing byte but JSON whitespace — goes to json-c. A line accepted here
+ * is valid strict JSON that json-c parses to exactly these two strings, and
+ * summarize_event would do exactly what this does with it (test-logparse's
+ * differential test holds each boundary against json-c). */
+
+/* Length of the strict UTF-8 sequence at s[0..len) (no overlongs, no
+ * surrogates, <= U+10FFFF), or 0. */
+static size_t utf8_seq_len(const unsigned char *s, size_t len) {
+        unsigned char c = s[0];
+        size_t n;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+                n = 2;
+        else if (c >= 0xE0 && c <= 0xEF) {
+                n = 3;
+                if (c == 0xE0) lo = 0xA0;
+                if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+                n = 4;
+                if (c == 0xF0) lo = 0x90;
+                if (c == 0xF4) hi = 0x8F;
+        } else
+                return 0;
+        if (len < n || s[1] < lo || s[1] > hi) return 0;
+        for (size_t i = 2; i < n; i++)
+                if ((s[i] & 0xC0) != 0x80) return 0;
+        return n;
+}
+
+/* Decode the JSON string whose body starts at *pp (after its opening quote)
+ * into out[*out_len...] (out has room for end - *pp bytes: decoding never
+ * grows). On success *pp is past the closing quote and returns true; false
+ * when the string is outside the subset above. */
+static bool fast_string(const char **pp, const char *end, char *out, size_t *out_len) {
+        const unsigned char *p = (const unsigned char *) *pp, *e = (const unsigned char *) end;
+        size_t o = *out_len;
+        while (p < e) {
+                unsigned char c = *p;
+                if (c == '"') {
+                        *pp = (const char *) p + 1;
+                        *out_len = o;
+                        return true;
+                }
+                if (c == '\\') {
+                        if (++p >= e) return false;
+                        switch (*p) {
+                        case '"': out[o++] = '"'; break;
+                        case '\\': out[o++] = '\\'; break;
+                        case '/': out[o++] = '/'; break;
+                        case 'b': out[o++] = '\b'; break;
+                        case 'f': out[o++] = '\f'; break;
+                        case 'n': out[o++] = '\n'; break;
+                        case 'r': out[o++] = '\r'; break;
+                        case 't': out[o++] = '\t'; break;
+                        default: return false; /* \u…, or invalid */
+                        }
+                        p++;
+                } else if (c < 0x80) {
+                        if (c < 0x20 || c == 0x7F) return false;
+                        out[o++] = (char) c;
+                        p++;
+                } else {
+                        size_t n = utf8_seq_len(p, (size_t) (e - p));
+                        if (n == 0) return false;
+                        memcpy(out + o, p, n);
+                        o += n;
+                        p += n;
+                }
+        }
+        return false;
+}
+
+/* 1 if line was such a text event and is summarized, 0 if json-c must
+ * look at it, -ENOMEM. */
+static int summarize_fast(summarizer *s, const char *line, size_t len) {
+        static const char head[] = "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"";
+        static const char mid[] = ",\"messageID\":\"";
+        const size_t hl = sizeof head - 1, ml = sizeof mid - 1;
+        if (len < hl || memcmp(line, head, hl) != 0) return 0;
+        const char *p = line + hl, *end = line + len;
+        if (s->fast_text_cap < len + 1) {
+                char *nb = realloc(s->fast_text, len + 1);
+                if (!nb) return -ENOMEM;
+                s->fast_text = nb;
+                s->fast_text_cap = len + 1;
+        }
+        if (s->keybuf_cap < len + 3) {
+                char *nb = realloc(s->keybuf, len + 3);
+                if (!nb) return -ENOMEM;
+                s->keybuf = nb;
+                s->keybuf_cap = len + 3;
+        }
+        size_t text_len = 0, key_len = 2;
+        if (!fast_string(&p, end, s->fast_text, &text_len)) return 0;
+        if ((size_t) (end - p) < ml || memcmp(p, mid, ml) != 0) return 0;
+        p += ml;
+        memcpy(s->keybuf, "s:", 2);
+        if (!fast_string(&p, end, s->keybuf, &key_len)) return 0;
+        if (end - p < 2 || p[0] != '}' || p[1] != '}') return 0;
+        for (p += 2; p < end; p++)
+                if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') return 0;
+        s->keybuf[key_len] = 0;
+        int r = summarizer_add_text(s, s->keybuf, key_len, s->fast_text, text_len);
+        return r < 0 ? r : 1;
+}
+
+static int summarize_stream(log_reader *lr, summarizer *s, log_summary *out) {
         for (;;) {
-                ssize_t n = read_line(f, &buf, &cap);
-                if (n == -1) return 0;
-                if (n < 0) return (int) n;
+                const char *line;
+                size_t n;
+                int r = log_reader_next(lr, &line, &n);
+                if (r <= 0) return r;
+                r = summarize_fast(s, line, n);
+                if (r < 0) return r;
+                if (r > 0) {
+                        out->has_json_line = true;
+                        continue;
+                }
                 json_object *evt = NULL;
-                if (json_parse_strict(buf, (size_t) n, &evt) < 0) continue; /* not JSON: skipped */
+                if (json_parse_strict_with(lr->tok, line, n, &evt) < 0) continue; /* not JSON: skipped */
                 out->has_json_line = true;
-                int r = json_is_object(evt) ? summarize_event(s, out, evt) : 0;
+                r = json_is_object(evt) ? summarize_event(s, out, evt) : 0;
                 json_object_put(evt);
                 if (r < 0) return r;
         }
 }
 
 int log_summarize_file(const char *path, const char *initial_session_id, log_summary *ret) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f && errno != ENOENT) return -errno;
+        log_reader lr;
+        int r = log_reader_open(&lr, path);
+        if (r < 0 && r != -ENOENT) {
+                log_reader_close(&lr);
+                return r;
+        }
+        bool present = r >= 0;
 
         log_summary out = {};
-        summarizer s = {};
-        int r = 0;
+        summarizer s = SUMMARIZER_INIT;
+        r = 0;
         if (initial_session_id && !(out.session_id = strdup(initial_session_id))) r = -ENOMEM;
-        if (r >= 0 && f) r = summarize_stream(f, &s, &out);
+        if (r >= 0 && present) r = summarize_stream(&lr, &s, &out);
+        log_reader_close(&lr);
         if (r >= 0) r = summarizer_finish(&s, &out);
         summarizer_done(&s);
         if (r < 0) {

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "process-util.h"
+
 extern char **environ;
 
 static const char *log_program = "taskferry";
@@ -536,17 +538,15 @@ int run_command(char *const argv[], char *const envp[], const char *cwd, size_t 
                 close(errp[1]);
                 return r;
         }
-        pid_t parent = getpid();
-        pid_t pid = fork();
-        if (pid < 0) {
-                r = -errno;
+        /* the caller waits for it: it never outlives the caller (a daemon job
+         * killed with its daemon takes its git along) */
+        pid_t pid;
+        r = safe_fork(argv[0], FORK_DEATHSIG_SIGKILL | FORK_RESET_SIGNALS, &pid);
+        if (r < 0) {
                 safe_close(outp[0]), safe_close(outp[1]), safe_close(errp[0]), safe_close(errp[1]);
                 return r;
         }
-        if (pid == 0) {
-                /* the caller waits for it: it never outlives the caller (a
-                 * daemon job killed with its daemon takes its git along) */
-                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) _exit(127);
+        if (r == 0) {
                 int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
                 if (devnull < 0) _exit(127);
                 dup2(devnull, 0);
@@ -558,7 +558,6 @@ int run_command(char *const argv[], char *const envp[], const char *cwd, size_t 
                         dprintf(2, "chdir %s: %s\n", cwd, strerror(errno));
                         _exit(127);
                 }
-                signal(SIGPIPE, SIG_DFL);
                 execve(exe, argv, envp ? envp : environ);
                 dprintf(2, "exec %s: %s\n", exe, strerror(errno));
                 _exit(127);

@@ -11,8 +11,8 @@
 
 #define READ_CHUNK 65536
 /* A stdout "line" longer than this without a newline is logged in pieces of
- * this size (newline=false), so a worker cannot grow the shim, which runs
- * outside the sandbox, without bound. */
+ * this size (newline=false; LINE_BUFFER_SPLIT), so a worker cannot grow the
+ * shim, which runs outside the sandbox, without bound. */
 #define LINE_MAX_BYTES ((size_t) 64 << 20)
 
 void log_pipe_raw(log_pipe *p, const char *data, size_t len) {
@@ -58,7 +58,8 @@ static void emit_line(log_pipe *p, const char *line, size_t len, bool newline) {
 }
 
 int log_pipe_init(log_pipe *p, const executor *exec, int log_fd, const char *task_id) {
-        *p = (log_pipe){.exec = exec, .log_fd = log_fd, .task_id = task_id, .at_line_start = true};
+        *p = (log_pipe){.exec = exec, .log_fd = log_fd, .task_id = task_id, .at_line_start = true,
+                        .lines = LINE_BUFFER_INIT(LINE_MAX_BYTES, LINE_BUFFER_SPLIT)};
         if (exec->normalizer_new && exec->normalize_line) {
                 p->norm = exec->normalizer_new();
                 if (!p->norm) log_warning("task %s: no memory for the %s normalizer; logging stdout verbatim",
@@ -67,53 +68,28 @@ int log_pipe_init(log_pipe *p, const executor *exec, int log_fd, const char *tas
         return 0;
 }
 
-/* Log every complete line in the buffer; keep the partial rest. Each byte
- * is scanned for '\n' once, so a long line costs O(n) overall. */
+/* Log every complete line held, and every LINE_MAX_BYTES piece of a longer
+ * one; keep the partial rest. */
 static void process_lines(log_pipe *p) {
-        size_t start = 0;
-        for (;;) {
-                char *nl = memchr(p->buf + p->scanned, '\n', p->len - p->scanned);
-                if (!nl) {
-                        p->scanned = p->len;
-                        break;
-                }
-                size_t end = (size_t) (nl - p->buf);
-                emit_line(p, p->buf + start, end - start, true);
-                start = p->scanned = end + 1;
-        }
-        if (start > 0) {
-                memmove(p->buf, p->buf + start, p->len - start);
-                p->len -= start;
-                p->scanned -= start;
-        }
+        const char *line;
+        size_t len;
+        int k;
+        while ((k = line_buffer_pop(&p->lines, &line, &len)) > 0) emit_line(p, line, len, k == LINE_BUFFER_LINE);
 }
 
 int log_pipe_read(log_pipe *p, int fd) {
-        if (p->cap - p->len < READ_CHUNK) {
-                size_t ncap = p->cap ? p->cap * 2 : 2 * READ_CHUNK;
-                while (ncap - p->len < READ_CHUNK) ncap *= 2;
-                char *nb = realloc(p->buf, ncap);
-                if (!nb) return -ENOMEM;
-                p->buf = nb;
-                p->cap = ncap;
-        }
-        ssize_t k = read(fd, p->buf + p->len, p->cap - p->len);
-        if (k < 0) return errno == EINTR || errno == EAGAIN ? 1 : -errno;
+        ssize_t k = line_buffer_read(&p->lines, fd, READ_CHUNK);
+        if (k == -EINTR || k == -EAGAIN) return 1;
+        if (k < 0) return (int) k;
         if (k == 0) return 0;
-        p->len += (size_t) k;
         process_lines(p);
-        if (p->len >= LINE_MAX_BYTES) {
-                emit_line(p, p->buf, p->len, false);
-                p->len = p->scanned = 0;
-        }
         return 1;
 }
 
 void log_pipe_finish(log_pipe *p) {
-        if (p->len > 0) {
-                emit_line(p, p->buf, p->len, false);
-                p->len = p->scanned = 0;
-        }
+        const char *line;
+        size_t len;
+        if (line_buffer_pop_rest(&p->lines, &line, &len) > 0) emit_line(p, line, len, false);
         if (p->norm && p->exec->normalize_finish) {
                 _cleanup_strv_free_ char **out = NULL;
                 if (p->exec->normalize_finish(p->norm, &out) < 0)
@@ -125,7 +101,5 @@ void log_pipe_finish(log_pipe *p) {
 void log_pipe_done(log_pipe *p) {
         if (p->norm && p->exec->normalizer_free) p->exec->normalizer_free(p->norm);
         p->norm = NULL;
-        free(p->buf);
-        p->buf = NULL;
-        p->len = p->cap = p->scanned = 0;
+        line_buffer_done(&p->lines);
 }

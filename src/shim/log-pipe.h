@@ -3,8 +3,9 @@
  * (spec lifecycle.md §3.1, executor.h): stdout is split into lines of any
  * length, every line (with its newline flag) goes through the executor's
  * normalize_line, and each resulting log line is appended to the log with a
- * single writev(2) of "<line>\n" (a line over 64 MiB is logged in 64 MiB
- * pieces, each passed with newline=false). The worker's stderr is appended raw,
+ * single writev(2) of "<line>\n" (a line over 64 MiB is logged in pieces of
+ * exactly 64 MiB, each passed with newline=false, then its rest with
+ * newline=true; a partial last line at EOF is passed with newline=false). The worker's stderr is appended raw,
  * byte for byte (log_pipe_raw), but a canonical line always starts on a line
  * of its own: if stderr left the log mid-line, a '\n' is written first, so a
  * stderr write without a newline can never glue itself onto an event and
@@ -14,14 +15,14 @@
 #include <stddef.h>
 
 #include "executor.h"
+#include "line-buffer.h"
 
 typedef struct log_pipe {
         const executor *exec;
         normalizer *norm;    /* NULL if the normalizer could not be allocated: lines go verbatim */
         int log_fd;          /* borrowed, O_APPEND */
         const char *task_id; /* borrowed, for warnings only */
-        char *buf;           /* unterminated tail of stdout */
-        size_t len, cap, scanned;
+        LineBuffer lines;    /* stdout not yet logged: max LINE_MAX_BYTES, LINE_BUFFER_SPLIT */
         bool at_line_start;  /* the log's last byte is '\n' (or the log is empty) */
 } log_pipe;
 

@@ -35,6 +35,7 @@
 #include "overlay.h"
 #include "sandbox-plan.h"
 #include "sandbox.h"
+#include "process-util.h"
 #include "util.h"
 
 #define EMPTY_TREE_SHA "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -318,17 +319,9 @@ static _Noreturn void child_fail(int err_fd, const char *fmt, ...) {
 }
 
 static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
-        /* Default dispositions and an empty mask: handlers are reset by
-         * execve, but ignored signals and the mask would be inherited. */
-        struct sigaction sa = {.sa_handler = SIG_DFL};
-        for (int sig = 1; sig < _NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP) (void) sigaction(sig, &sa, NULL);
-        sigset_t empty;
-        sigemptyset(&empty);
-        (void) sigprocmask(SIG_SETMASK, &empty, NULL);
-
-        if (setpgid(0, 0) < 0) child_fail(err_w, "setpgid: %s", strerror(errno));
-
+        /* safe_fork reset every signal's disposition and the mask (handlers
+         * are reset by execve, but ignored signals and the mask would be
+         * inherited) and made the worker a process group leader */
         int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (devnull < 0) child_fail(err_w, "open /dev/null: %s", strerror(errno));
         if (dup2(devnull, STDIN_FILENO) < 0 || dup2(out_w, STDOUT_FILENO) < 0 ||
@@ -642,16 +635,18 @@ static int start_and_monitor(shim *s) {
         _cleanup_close_ int serr_r = stderrp[0];
         if (spec->disk) (void) disk_reserve_create(spec->task_dir);
         uint64_t started_at = now_ms();
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = errno;
+        /* the worker leads its own process group (the shim signals the
+         * group); no death signal: bwrap's --die-with-parent does that */
+        pid_t pid;
+        r = safe_fork("taskferry-shim-worker", FORK_RESET_SIGNALS | FORK_NEW_PROCESS_GROUP, &pid);
+        if (r < 0) {
                 close(outp[1]);
                 close(errp[0]);
                 close(errp[1]);
                 close(stderrp[1]);
-                return fail_spawn(s, "cannot fork the worker: %s", strerror(e));
+                return fail_spawn(s, "cannot fork the worker: %s", strerror(-r));
         }
-        if (pid == 0) {
+        if (r == 0) {
                 close(outp[0]);
                 close(errp[0]);
                 close(stderrp[0]);

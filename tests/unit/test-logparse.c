@@ -20,9 +20,22 @@
 #include "macro.h"
 #include "util.h"
 
+#include "../bench/realistic-log.h"
+
 #define REAL TASKFERRY_FIXTURES_DIR "/real/"
 #define SYN TASKFERRY_FIXTURES_DIR "/synthetic/"
 #define SES "019f90ea-1234-70e0-98dc-6847db316eb4"
+
+#define GOLDEN_REALISTIC                                                                                         \
+        "sid=01a22cbc-6a4d-7255-9375-4f3d589632c7-r690 tokens={\"total\":1000568,\"input\":939760,\"output\":60808,"  \
+        "\"reasoning\":0,\"cache\":{\"write\":0,\"read\":0}} cost=1.0613760000001415 stop=1 json=1 "                   \
+        "message=12/10ce906e5aaa3fa1 narration=73244/ec3b2eeabf2cf00d"
+#define GOLDEN_REALISTIC_CLASSIFY "classify=1 pi_authentication_failed Incorrect API key provided (mockllm). boot=0 (null)"
+#define GOLDEN_DELTA                                                                                             \
+        "sid=initial-session tokens={\"total\":32445,\"input\":30900,\"output\":1545,\"cache\":{\"write\":0,"       \
+        "\"read\":0}} cost=0.033989999999999874 stop=1 json=1 message=1592656/2d42056ab7832d1d "                      \
+        "narration=1592656/2d42056ab7832d1d"
+#define GOLDEN_DELTA_CLASSIFY "classify=0 (null) (null) boot=0 (null)"
 
 static char *tmpdir;
 
@@ -974,6 +987,154 @@ START_TEST(test_blank) {
 }
 END_TEST
 
+/* ---- golden outputs on big logs ----
+ * The figures below were produced by main's logparse (fbdc228, before the
+ * speed work of issue 6): the faster reader must give byte-identical results
+ * on a big realistic log (every recorded stream, normalized, in rounds with
+ * their own ids: thousands of messages) and on the bench's single-message
+ * pi-delta log. Texts are compared by length and FNV-1a 64. */
+
+static uint64_t fnv1a(const char *s) {
+        uint64_t h = 0xcbf29ce484222325ULL;
+        for (; s && *s; s++) h = (h ^ (unsigned char) *s) * 0x100000001b3ULL;
+        return h;
+}
+
+static char *summary_digest(const char *path) {
+        log_summary s = {0};
+        ck_assert_int_eq(log_summarize_file(path, "initial-session", &s), 0);
+        char cost[32];
+        char *d = strdup_printf("sid=%s tokens=%s cost=%s stop=%d json=%d message=%zu/%016llx narration=%zu/%016llx",
+                                strnull(s.session_id), s.tokens ? json_to_line(s.tokens, NULL) : "none",
+                                s.has_cost ? js_number_format(s.cost, cost) : "none", s.has_stop, s.has_json_line,
+                                strlen(s.message), (unsigned long long) fnv1a(s.message), strlen(s.narration),
+                                (unsigned long long) fnv1a(s.narration));
+        log_summary_done(&s);
+        return d;
+}
+
+static char *classify_digest(const char *path, const executor *e) {
+        _cleanup_free_ char *reason = NULL, *detail = NULL, *boot = NULL;
+        int r = log_classify_file(path, e->failure_prefix, e->structured_prefix, &reason, &detail);
+        int b = log_boot_failure(path, &boot);
+        return strdup_printf("classify=%d %s %s boot=%d %s", r, strnull(reason), strnull(detail), b, strnull(boot));
+}
+
+START_TEST(test_golden_realistic_log) {
+        _cleanup_free_ char *path = new_log_path();
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        size_t written = 0, rounds = 0, fixtures = 0;
+        ck_assert_int_eq(realistic_log_write(fd, (size_t) 8 << 20, &written, &rounds, &fixtures), 0);
+        ck_assert_uint_eq(fixtures, 18);
+        _cleanup_free_ char *d = summary_digest(path);
+        ck_assert_str_eq(d, GOLDEN_REALISTIC);
+        _cleanup_free_ char *c = classify_digest(path, executor_find("pi"));
+        ck_assert_str_eq(c, GOLDEN_REALISTIC_CLASSIFY);
+}
+END_TEST
+
+START_TEST(test_golden_delta_log) {
+        const char *delta = "{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"text_delta\",\"contentIndex\":0,"
+                            "\"delta\":\"Some streamed words of an answer, about a line long.\"},\"message\":{\"role\":"
+                            "\"assistant\",\"responseId\":\"chatcmpl-bench-0001\"}}";
+        const char *end = "{\"type\":\"message_end\",\"message\":{\"role\":\"assistant\",\"stopReason\":\"stop\","
+                          "\"responseId\":\"chatcmpl-bench-0001\",\"usage\":{\"input\":100,\"output\":5,\"cacheRead\":0,"
+                          "\"cacheWrite\":0,\"totalTokens\":105,\"cost\":{\"total\":0.00011}}}}";
+        const executor *pi = executor_find("pi");
+        _cleanup_free_ char *path = new_log_path();
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        normalizer *n = pi->normalizer_new();
+        for (size_t written = 0, lines = 0; written < ((size_t) 4 << 20); lines++) {
+                _cleanup_strv_free_ char **out = NULL;
+                const char *in = (lines % 100 == 99) ? end : delta;
+                ck_assert_int_eq(pi->normalize_line(n, in, strlen(in), true, &out), 0);
+                for (char **l = out; l && *l; l++) {
+                        append_bytes(fd, *l, strlen(*l));
+                        append_bytes(fd, "\n", 1);
+                        written += strlen(*l) + 1;
+                }
+        }
+        pi->normalizer_free(n);
+        _cleanup_free_ char *d = summary_digest(path);
+        ck_assert_str_eq(d, GOLDEN_DELTA);
+        _cleanup_free_ char *c = classify_digest(path, pi);
+        ck_assert_str_eq(c, GOLDEN_DELTA_CLASSIFY);
+}
+END_TEST
+
+/* summarize's fast path for text events (logparse.c "the fast path") against
+ * json-c: every line is summarized as written and with one leading space,
+ * which json-c skips but the fast path never takes, and both must agree —
+ * the same texts, message ids and JSON-ness — on each boundary of the subset
+ * the fast path accepts. */
+START_TEST(test_fast_path_matches_json_c) {
+#define T(text, id) "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"" text "\",\"messageID\":\"" id "\"}}"
+        static const char *const lines[] = {
+                T("plain", "m1"),
+                T("", "m1"),
+                T("esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t end", "m1"),
+                T("unicode escape \\u0041\\u00e9\\ud83d\\ude00", "m1"),
+                T("escaped nul \\u0000 cut", "m1"),
+                T("bad escape \\x41", "m1"),
+                T("lone surrogate \\ud800", "m1"),
+                T("utf8 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "m\xc3\xa9"),
+                T("overlong \xc0\xaf", "m1"),
+                T("surrogate in utf8 \xed\xa0\x80", "m1"),
+                T("beyond U+10FFFF \xf4\x90\x80\x80", "m1"),
+                T("truncated \xe2\x82", "m1"),
+                T("lone continuation \x80", "m1"),
+                T("del \x7f", "m1"),
+                T("tab \t raw", "m1"),
+                T("id escape", "a\\\"b\\\\c\\u0041"),
+                T("empty id", ""),
+                T("trailing ws", "m2") " \t\r",
+                T("trailing garbage", "m2") "x",
+                T("trailing comma", "m2") ",",
+                T("two values", "m2") "{}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"unterminated",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"no id\"}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"id number\",\"messageID\":7}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"id null\",\"messageID\":null}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"extra\",\"messageID\":\"m3\",\"x\":1}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"dup\",\"messageID\":\"m3\",\"text\":\"2\"}}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"order\",\"messageID\":\"m3\"},\"sessionID\":\"s9\"}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"open\",\"messageID\":\"m3\"}",
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"close\",\"messageID\":\"m3\"}}}",
+        };
+#undef T
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+                _cleanup_free_ char *fast = new_log_path(), *slow = new_log_path();
+                _cleanup_close_ int ff = open(fast, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                _cleanup_close_ int sf = open(slow, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                ck_assert_int_ge(ff, 0);
+                ck_assert_int_ge(sf, 0);
+                /* a first text event, so that "which message is last" is tested too */
+                const char *first = "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"first\",\"messageID\":\"m0\"}}\n";
+                append_bytes(ff, first, strlen(first));
+                append_bytes(sf, first, strlen(first));
+                append_bytes(ff, lines[i], strlen(lines[i]));
+                append_bytes(sf, " ", 1);
+                append_bytes(sf, lines[i], strlen(lines[i]));
+                append_bytes(ff, "\n", 1);
+                append_bytes(sf, "\n", 1);
+                _cleanup_free_ char *df = summary_digest(fast), *ds = summary_digest(slow);
+                ck_assert_msg(streq(df, ds), "line %zu: fast %s, json-c %s", i, df, ds);
+        }
+        /* the leading space really is JSON to json-c (else the test proves nothing) */
+        _cleanup_free_ char *one = new_log_path();
+        _cleanup_close_ int fd = open(one, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        const char *spaced = " {\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"x\",\"messageID\":\"m\"}}\n";
+        append_bytes(fd, spaced, strlen(spaced));
+        log_summary s = {0};
+        ck_assert_int_eq(log_summarize_file(one, NULL, &s), 0);
+        ck_assert(s.has_json_line);
+        ck_assert_str_eq(s.message, "x");
+        log_summary_done(&s);
+}
+END_TEST
+
 static Suite *logparse_suite(void) {
         Suite *s = suite_create("logparse");
         TCase *tc = tcase_create("core");
@@ -1003,6 +1164,9 @@ static Suite *logparse_suite(void) {
         tcase_add_test(tc, test_summary_tokens);
         tcase_add_test(tc, test_summary_large_log);
         tcase_add_test(tc, test_blank);
+        tcase_add_test(tc, test_golden_realistic_log);
+        tcase_add_test(tc, test_golden_delta_log);
+        tcase_add_test(tc, test_fast_path_matches_json_c);
         suite_add_tcase(s, tc);
         return s;
 }

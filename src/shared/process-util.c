@@ -1,0 +1,139 @@
+/* safe_fork and the fd limit; see process-util.h. */
+
+#include "process-util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#include <linux/close_range.h>
+#endif
+
+static struct rlimit original_nofile;
+static bool nofile_raised;
+
+int fd_limit_raise(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0) return -errno;
+        if (rl.rlim_cur >= rl.rlim_max) return 0;
+        struct rlimit orig = rl;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) return -errno;
+        if (!nofile_raised) original_nofile = orig;
+        nofile_raised = true;
+        return 1;
+}
+
+void fd_limit_restore(void) {
+        if (nofile_raised) (void) setrlimit(RLIMIT_NOFILE, &original_nofile);
+}
+
+/* close_range(first, last) or, on a kernel without it, close() one by one. */
+static int close_span(unsigned first, unsigned last) {
+        if (first > last) return 0;
+        if (close_range(first, last, 0) == 0) return 0;
+        if (errno != ENOSYS) return -errno;
+        struct rlimit rl;
+        unsigned top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < UINT_MAX ? (unsigned) rl.rlim_cur : 65536;
+        if (last > top) last = top;
+        for (unsigned fd = first; fd <= last && fd != UINT_MAX; fd++) (void) close((int) fd);
+        return 0;
+}
+
+int close_all_fds(const int except_fds[], size_t n_except_fds) {
+        /* the kept fds in ascending order (insertion sort: async-signal-safe, few entries) */
+        int keep[64];
+        size_t n = 0;
+        for (size_t i = 0; i < n_except_fds; i++) {
+                int fd = except_fds[i];
+                if (fd < 3) continue;
+                if (n == sizeof keep / sizeof keep[0]) return -E2BIG;
+                size_t j = n++;
+                while (j > 0 && keep[j - 1] > fd) {
+                        keep[j] = keep[j - 1];
+                        j--;
+                }
+                keep[j] = fd;
+        }
+        unsigned next = 3;
+        for (size_t i = 0; i < n; i++) {
+                unsigned fd = (unsigned) keep[i];
+                if (fd < next) continue; /* a duplicate */
+                int r = close_span(next, fd - 1);
+                if (r < 0) return r;
+                next = fd + 1;
+        }
+        return close_span(next, UINT_MAX);
+}
+
+static _Noreturn void child_fail(const char *name, const char *step, int error) {
+        /* stderr is still the parent's: one line, no secrets (names only) */
+        dprintf(STDERR_FILENO, "%s: %s: %s\n", name ? name : "child", step, strerror(error));
+        _exit(EXIT_FAILURE);
+}
+
+static void reset_all_signal_handlers(void) {
+        struct sigaction sa = { .sa_handler = SIG_DFL };
+        sigemptyset(&sa.sa_mask);
+        for (int sig = 1; sig < _NSIG; sig++) {
+                if (sig == SIGKILL || sig == SIGSTOP) continue;
+                (void) sigaction(sig, &sa, NULL); /* EINVAL for the realtime signals glibc keeps */
+        }
+}
+
+int safe_fork_full(const char *name, const int except_fds[], size_t n_except_fds, ForkFlags flags, pid_t *ret_pid) {
+        pid_t parent = getpid();
+        int deathsig = (flags & FORK_DEATHSIG_SIGKILL) ? SIGKILL : (flags & FORK_DEATHSIG_SIGTERM) ? SIGTERM : 0;
+        bool block = (flags & FORK_RESET_SIGNALS) || deathsig != 0;
+        sigset_t all, saved;
+        if (block) {
+                sigfillset(&all);
+                if (sigprocmask(SIG_SETMASK, &all, &saved) < 0) return -errno;
+        }
+
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                if (block) (void) sigprocmask(SIG_SETMASK, &saved, NULL);
+                return r;
+        }
+        if (pid > 0) {
+                if (block) (void) sigprocmask(SIG_SETMASK, &saved, NULL);
+                if (ret_pid) *ret_pid = pid;
+                return 1;
+        }
+
+        /* the child */
+        if ((flags & FORK_NEW_SESSION) && setsid() < 0) child_fail(name, "setsid", errno);
+        if ((flags & FORK_NEW_PROCESS_GROUP) && !(flags & FORK_NEW_SESSION) && setpgid(0, 0) < 0)
+                child_fail(name, "setpgid", errno);
+        if (deathsig != 0) {
+                if (prctl(PR_SET_PDEATHSIG, deathsig) < 0) child_fail(name, "PR_SET_PDEATHSIG", errno);
+                /* the parent died before the prctl: no signal will come */
+                if (getppid() != parent) {
+                        (void) raise(deathsig); /* SIGKILL is never blocked; SIGTERM is, so: */
+                        _exit(EXIT_FAILURE);
+                }
+        }
+        if (flags & FORK_RESET_SIGNALS) {
+                reset_all_signal_handlers();
+                sigset_t none;
+                sigemptyset(&none);
+                if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) child_fail(name, "sigprocmask", errno);
+        } else if (block && sigprocmask(SIG_SETMASK, &saved, NULL) < 0)
+                child_fail(name, "sigprocmask", errno);
+        if (flags & FORK_CLOSE_ALL_FDS) {
+                int r = close_all_fds(except_fds, n_except_fds);
+                if (r < 0) child_fail(name, "closing inherited file descriptors", -r);
+        }
+        if (flags & FORK_RLIMIT_NOFILE_SAFE) fd_limit_restore();
+        if (ret_pid) *ret_pid = getpid();
+        return 0;
+}

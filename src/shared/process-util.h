@@ -1,0 +1,72 @@
+#pragma once
+/* One place that knows how to fork (modelled on systemd's safe_fork_full,
+ * src/basic/process-util.h): every fork() of taskferry goes through
+ * safe_fork, and each caller says with flags what its child needs. The
+ * child then does only what is specific to it (its dup2()s, chdir, exec, or
+ * its work and _exit) — setup that every child needs is never hand-written.
+ *
+ * With FORK_RESET_SIGNALS or a FORK_DEATHSIG_* flag every signal is blocked
+ * in the parent around fork(), so a signal arriving in between can never run
+ * the parent's handler in the child (the shim's handler writes to a pipe the
+ * parent reads); the parent's mask is restored before safe_fork returns.
+ *
+ * The daemon's RLIMIT_NOFILE: a systemd user service starts with a soft
+ * limit of 1024 and a hard limit far above it; the daemon holds a socket per
+ * client connection and per running task, pipes and pidfds per job, so it
+ * raises its soft limit to the hard one at start (fd_limit_raise). Children
+ * get the original soft limit back (FORK_RLIMIT_NOFILE_SAFE): programs using
+ * select() break on descriptors above 1024 (select(2) NOTES), and a worker has
+ * no business inheriting the daemon's budget (docs/taskferryd.8.md
+ * "Limits"). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef enum ForkFlags {
+        /* every signal's disposition back to SIG_DFL and an empty signal
+         * mask (exec resets handlers, but ignored signals and the mask —
+         * sd-event blocks the signals it handles — would be inherited) */
+        FORK_RESET_SIGNALS = 1 << 0,
+        /* close every fd but 0, 1, 2 and the except_fds of safe_fork_full
+         * (close_range(2)); CLOEXEC fds would close at exec anyway, this also
+         * catches those opened without it, and children that do not exec */
+        FORK_CLOSE_ALL_FDS = 1 << 1,
+        /* PR_SET_PDEATHSIG: the child gets SIGKILL/SIGTERM when the parent
+         * dies. If the parent already died before the prctl (getppid() is no
+         * longer the forking process), the child kills itself the same way.
+         * For children that must not outlive their parent: never for one
+         * that must survive it (the shim, the auto-started daemon). */
+        FORK_DEATHSIG_SIGKILL = 1 << 2,
+        FORK_DEATHSIG_SIGTERM = 1 << 3,
+        /* setpgid(0, 0): the child leads a new process group (the shim kills
+         * the worker's whole group) */
+        FORK_NEW_PROCESS_GROUP = 1 << 4,
+        /* setsid(): a new session and process group, no controlling tty */
+        FORK_NEW_SESSION = 1 << 5,
+        /* the soft RLIMIT_NOFILE back to what it was before fd_limit_raise */
+        FORK_RLIMIT_NOFILE_SAFE = 1 << 6,
+} ForkFlags;
+
+/* Fork. In the parent returns 1 and *ret_pid = the child's pid; in the child
+ * returns 0 (*ret_pid = its own pid) once the flags' setup is done; -errno
+ * (from fork(2) or the parent's sigprocmask) when there is no child. A child
+ * whose setup fails writes "<name>: <step>: <error>" to its stderr and
+ * _exit(EXIT_FAILURE)s. name is for that message only (NULL → "child");
+ * except_fds (n_except_fds entries, any order, negative entries ignored) stay
+ * open with FORK_CLOSE_ALL_FDS. */
+int safe_fork_full(const char *name, const int except_fds[], size_t n_except_fds, ForkFlags flags, pid_t *ret_pid);
+
+static inline int safe_fork(const char *name, ForkFlags flags, pid_t *ret_pid) {
+        return safe_fork_full(name, NULL, 0, flags, ret_pid);
+}
+
+/* Close every fd >= 3 except those listed. Async-signal-safe. 0 or -errno. */
+int close_all_fds(const int except_fds[], size_t n_except_fds);
+
+/* Raise the soft RLIMIT_NOFILE to the hard limit, remembering the original:
+ * 1 if raised, 0 if it already was at the hard limit, -errno. */
+int fd_limit_raise(void);
+/* Put back the soft limit fd_limit_raise found; no-op if it changed nothing.
+ * Async-signal-safe (safe_fork calls it in the child). */
+void fd_limit_restore(void);

@@ -1,0 +1,277 @@
+/* line-buffer.[ch]: lines split across reads, bytes preserved (CRLF, NUL),
+ * each overflow mode (error, skip, split into pieces, limit on what is held),
+ * the partial last line at EOF, and reading straight from a pipe. */
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "line-buffer.h"
+#include "macro.h"
+
+/* Pop one line and check its kind and bytes. */
+static void expect(LineBuffer *b, int kind, const char *bytes, size_t len) {
+        const char *l = NULL;
+        size_t n = 0;
+        int r = line_buffer_pop(b, &l, &n);
+        ck_assert_int_eq(r, kind);
+        ck_assert_uint_eq(n, len);
+        ck_assert(memcmp(l, bytes, len) == 0);
+        if (kind == LINE_BUFFER_LINE) ck_assert_int_eq(l[len], 0);
+}
+
+static void expect_none(LineBuffer *b) {
+        const char *l;
+        size_t n;
+        ck_assert_int_eq(line_buffer_pop(b, &l, &n), 0);
+}
+
+START_TEST(test_split_across_appends) {
+        LineBuffer b = LINE_BUFFER_INIT(1024, 0);
+        ck_assert_int_eq(line_buffer_append(&b, "hel", 3), 0);
+        expect_none(&b);
+        ck_assert_int_eq(line_buffer_append(&b, "lo\nwor", 6), 0);
+        expect(&b, LINE_BUFFER_LINE, "hello", 5);
+        expect_none(&b);
+        ck_assert_int_eq(line_buffer_append(&b, "ld\n\n", 4), 0);
+        ck_assert_int_eq(line_buffer_append(&b, "x\ny\nz", 5), 0);
+        expect(&b, LINE_BUFFER_LINE, "world", 5);
+        expect(&b, LINE_BUFFER_LINE, "", 0);
+        expect(&b, LINE_BUFFER_LINE, "x", 1);
+        expect(&b, LINE_BUFFER_LINE, "y", 1);
+        expect_none(&b);
+        ck_assert_uint_eq(line_buffer_pending(&b), 1);
+        line_buffer_done(&b);
+}
+END_TEST
+
+/* One byte at a time over many lines: the reclaiming memmove keeps lines intact. */
+START_TEST(test_byte_by_byte) {
+        LineBuffer b = LINE_BUFFER_INIT(64, 0);
+        char want[64];
+        for (int i = 0; i < 2000; i++) {
+                int n = snprintf(want, sizeof want, "line %d of many", i);
+                for (int k = 0; k < n; k++) {
+                        ck_assert_int_eq(line_buffer_append(&b, want + k, 1), 0);
+                        expect_none(&b);
+                }
+                ck_assert_int_eq(line_buffer_append(&b, "\n", 1), 0);
+                expect(&b, LINE_BUFFER_LINE, want, (size_t) n);
+        }
+        ck_assert_uint_le(b.cap, 4096);
+        line_buffer_done(&b);
+}
+END_TEST
+
+START_TEST(test_bytes_preserved) {
+        LineBuffer b = LINE_BUFFER_INIT(1024, 0);
+        static const char in[] = "crlf\r\nnul\0in\0line\n\r\n\xff\xfe bytes\n";
+        ck_assert_int_eq(line_buffer_append(&b, in, sizeof in - 1), 0);
+        expect(&b, LINE_BUFFER_LINE, "crlf\r", 5);
+        expect(&b, LINE_BUFFER_LINE, "nul\0in\0line", 11);
+        expect(&b, LINE_BUFFER_LINE, "\r", 1);
+        expect(&b, LINE_BUFFER_LINE, "\xff\xfe bytes", 8);
+        expect_none(&b);
+        line_buffer_done(&b);
+}
+END_TEST
+
+START_TEST(test_eof_partial) {
+        LineBuffer b = LINE_BUFFER_INIT(1024, 0);
+        const char *l;
+        size_t n;
+        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 0); /* nothing ever appended */
+        ck_assert_int_eq(line_buffer_append(&b, "a\npartial\0tail", 14), 0);
+        expect(&b, LINE_BUFFER_LINE, "a", 1);
+        expect_none(&b);
+        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 1);
+        ck_assert_uint_eq(n, 12);
+        ck_assert(memcmp(l, "partial\0tail", 12) == 0);
+        ck_assert_int_eq(l[n], 0);
+        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 0);
+        /* a log ending in '\n' has no partial line */
+        ck_assert_int_eq(line_buffer_append(&b, "b\n", 2), 0);
+        expect(&b, LINE_BUFFER_LINE, "b", 1);
+        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 0);
+        line_buffer_done(&b);
+}
+END_TEST
+
+/* Default: an unterminated remainder over max is an error, the bytes stay;
+ * a line of exactly max bytes is fine; a complete longer line already held is
+ * handed out. */
+START_TEST(test_overlong_error) {
+        LineBuffer b = LINE_BUFFER_INIT(8, 0);
+        const char *l;
+        size_t n;
+        ck_assert_int_eq(line_buffer_append(&b, "12345678", 8), 0);
+        expect_none(&b);
+        ck_assert_int_eq(line_buffer_append(&b, "\n", 1), 0);
+        expect(&b, LINE_BUFFER_LINE, "12345678", 8);
+        ck_assert_int_eq(line_buffer_append(&b, "123456789", 9), 0);
+        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
+        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
+        ck_assert_uint_eq(line_buffer_pending(&b), 9);
+        line_buffer_done(&b);
+
+        line_buffer_init(&b, 8, 0);
+        ck_assert_int_eq(line_buffer_append(&b, "0123456789abcdef\nok\n", 20), 0);
+        expect(&b, LINE_BUFFER_LINE, "0123456789abcdef", 16);
+        expect(&b, LINE_BUFFER_LINE, "ok", 2);
+        line_buffer_done(&b);
+}
+END_TEST
+
+/* Skipping an over-long line drops it through its '\n', across appends. */
+START_TEST(test_overlong_skip) {
+        LineBuffer b = LINE_BUFFER_INIT(4, 0);
+        const char *l;
+        size_t n;
+        ck_assert_int_eq(line_buffer_append(&b, "toolong", 7), 0);
+        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
+        line_buffer_skip_line(&b);
+        ck_assert(line_buffer_skipping(&b));
+        ck_assert_uint_eq(line_buffer_pending(&b), 0);
+        ck_assert_int_eq(line_buffer_append(&b, "still more", 10), 0);
+        expect_none(&b);
+        ck_assert_int_eq(line_buffer_append(&b, "end\nnext\nla", 11), 0);
+        ck_assert(!line_buffer_skipping(&b));
+        expect(&b, LINE_BUFFER_LINE, "next", 4);
+        ck_assert_int_eq(line_buffer_append(&b, "stXX", 4), 0);
+        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
+        line_buffer_skip_line(&b);
+        /* EOF while skipping: the dropped line is not handed out */
+        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 0);
+        line_buffer_done(&b);
+
+        /* the line ends inside what is already held */
+        line_buffer_init(&b, 4, 0);
+        ck_assert_int_eq(line_buffer_append(&b, "abcdef", 6), 0);
+        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
+        ck_assert_int_eq(line_buffer_append(&b, "g\nhi\n", 5), 0);
+        line_buffer_skip_line(&b);
+        ck_assert(!line_buffer_skipping(&b));
+        expect(&b, LINE_BUFFER_LINE, "hi", 2);
+        line_buffer_done(&b);
+}
+END_TEST
+
+/* LINE_BUFFER_SPLIT: pieces of exactly max bytes, then the line's end. */
+START_TEST(test_overlong_split) {
+        LineBuffer b = LINE_BUFFER_INIT(4, LINE_BUFFER_SPLIT);
+        const char *l;
+        size_t n;
+        ck_assert_int_eq(line_buffer_append(&b, "abcd", 4), 0);
+        expect_none(&b); /* exactly max: may still end here */
+        ck_assert_int_eq(line_buffer_append(&b, "efghij", 6), 0);
+        expect(&b, LINE_BUFFER_PIECE, "abcd", 4);
+        expect(&b, LINE_BUFFER_PIECE, "efgh", 4);
+        expect_none(&b);
+        ck_assert_int_eq(line_buffer_append(&b, "\nxyz", 4), 0);
+        expect(&b, LINE_BUFFER_LINE, "ij", 2);
+        expect_none(&b);
+        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 1);
+        ck_assert_uint_eq(n, 3);
+        ck_assert(memcmp(l, "xyz", 3) == 0);
+        line_buffer_done(&b);
+}
+END_TEST
+
+/* LINE_BUFFER_LIMIT_BUFFERED: the limit is on everything held, at append. */
+START_TEST(test_limit_buffered) {
+        LineBuffer b = LINE_BUFFER_INIT(10, LINE_BUFFER_LIMIT_BUFFERED);
+        ck_assert_int_eq(line_buffer_append(&b, "a\nb\nc\nd\n", 8), 0);
+        ck_assert_int_eq(line_buffer_append(&b, "e\nf", 3), -ENOBUFS); /* 11 > 10, nothing appended */
+        ck_assert_uint_eq(line_buffer_pending(&b), 8);
+        ck_assert_int_eq(line_buffer_append(&b, "e\n", 2), 0); /* exactly 10 */
+        expect(&b, LINE_BUFFER_LINE, "a", 1);
+        ck_assert_int_eq(line_buffer_append(&b, "f\n", 2), 0); /* popped bytes no longer count */
+        expect(&b, LINE_BUFFER_LINE, "b", 1);
+        expect(&b, LINE_BUFFER_LINE, "c", 1);
+        expect(&b, LINE_BUFFER_LINE, "d", 1);
+        expect(&b, LINE_BUFFER_LINE, "e", 1);
+        expect(&b, LINE_BUFFER_LINE, "f", 1);
+        expect_none(&b);
+        line_buffer_done(&b);
+}
+END_TEST
+
+START_TEST(test_read_fd) {
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        LineBuffer b = LINE_BUFFER_INIT(1 << 20, 0);
+        ck_assert_int_eq(line_buffer_read(&b, p[0], 0), -EAGAIN);
+        ck_assert_int_eq(write(p[1], "one\r\ntw", 7), 7);
+        ck_assert_int_eq(line_buffer_read(&b, p[0], 3), 3); /* chunk bounds the read */
+        expect_none(&b);
+        ck_assert_int_eq(line_buffer_read(&b, p[0], 0), 4);
+        expect(&b, LINE_BUFFER_LINE, "one\r", 4);
+        expect_none(&b);
+        ck_assert_int_eq(write(p[1], "o\n", 2), 2);
+        close(p[1]);
+        ck_assert_int_eq(line_buffer_read(&b, p[0], 0), 2);
+        expect(&b, LINE_BUFFER_LINE, "two", 3);
+        ck_assert_int_eq(line_buffer_read(&b, p[0], 0), 0);
+        close(p[0]);
+        line_buffer_done(&b);
+
+        /* LIMIT_BUFFERED through read: the bytes stay, the caller is told */
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        line_buffer_init(&b, 4, LINE_BUFFER_LIMIT_BUFFERED);
+        ck_assert_int_eq(write(p[1], "abcdef", 6), 6);
+        ck_assert_int_eq(line_buffer_read(&b, p[0], 0), -ENOBUFS);
+        ck_assert_uint_eq(line_buffer_pending(&b), 6);
+        close(p[0]);
+        close(p[1]);
+        line_buffer_done(&b);
+}
+END_TEST
+
+/* A long line arriving in many small appends is scanned once: this would
+ * take minutes if every append rescanned the whole remainder. */
+START_TEST(test_long_line_linear) {
+        LineBuffer b = LINE_BUFFER_INIT((size_t) 64 << 20, 0);
+        char chunk[512];
+        memset(chunk, 'x', sizeof chunk);
+        size_t total = 0;
+        for (int i = 0; i < 65536; i++) {
+                ck_assert_int_eq(line_buffer_append(&b, chunk, sizeof chunk), 0);
+                total += sizeof chunk;
+                expect_none(&b);
+        }
+        ck_assert_int_eq(line_buffer_append(&b, "\n", 1), 0);
+        const char *l;
+        size_t n;
+        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), LINE_BUFFER_LINE);
+        ck_assert_uint_eq(n, total);
+        line_buffer_done(&b);
+}
+END_TEST
+
+static Suite *line_buffer_suite(void) {
+        Suite *s = suite_create("line-buffer");
+        TCase *tc = tcase_create("core");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_split_across_appends);
+        tcase_add_test(tc, test_byte_by_byte);
+        tcase_add_test(tc, test_bytes_preserved);
+        tcase_add_test(tc, test_eof_partial);
+        tcase_add_test(tc, test_overlong_error);
+        tcase_add_test(tc, test_overlong_skip);
+        tcase_add_test(tc, test_overlong_split);
+        tcase_add_test(tc, test_limit_buffered);
+        tcase_add_test(tc, test_read_fd);
+        tcase_add_test(tc, test_long_line_linear);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(line_buffer_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

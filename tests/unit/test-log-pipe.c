@@ -1,0 +1,149 @@
+/* The shim's stdout → normalizer → log pipeline (src/shim/log-pipe.c) over a
+ * real pipe: lines split across reads, CRLF and bytes kept, the partial last
+ * line at EOF, stderr never gluing onto an event, and a stdout "line" over
+ * 64 MiB logged in pieces that lose nothing. Read back with logparse, as
+ * task.result does: the shell executor's message is exactly its stdout. */
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "executor.h"
+#include "log-pipe.h"
+#include "logparse.h"
+#include "macro.h"
+#include "util.h"
+
+static char *tmpdir;
+
+static void setup(void) {
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        _cleanup_free_ char *tmpl = strdup_printf("%s/test-log-pipe.XXXXXX", isempty(base) ? "/var/tmp" : base);
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        tmpdir = TAKE_PTR(tmpl);
+}
+
+static void teardown(void) {
+        rm_rf(tmpdir);
+        free(tmpdir);
+        tmpdir = NULL;
+}
+
+/* Feed `chunks` (n of them) into a log_pipe of the shell executor, each as
+ * its own fd read to its end — so a chunk boundary is always a read
+ * boundary, as when a worker pauses between writes; stderr_text (if any) is
+ * appended raw after the first chunk. Returns the log's path. */
+static char *pipe_through(const char *const *chunks, const size_t *lens, size_t n, const char *stderr_text) {
+        static unsigned counter;
+        char *path = strdup_printf("%s/log-%u.ndjson", tmpdir, counter++);
+        int log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        ck_assert_int_ge(log_fd, 0);
+        log_pipe lp;
+        ck_assert_int_eq(log_pipe_init(&lp, executor_find("shell"), log_fd, "test"), 0);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *cp = strdup_printf("%s/chunk-%u-%zu", tmpdir, counter, i);
+                int fd = open(cp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(loop_write(fd, chunks[i], lens[i]), 0);
+                ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+                int r;
+                while ((r = log_pipe_read(&lp, fd)) > 0)
+                        ;
+                ck_assert_int_eq(r, 0);
+                close(fd);
+                unlink(cp);
+                if (i == 0 && stderr_text) log_pipe_raw(&lp, stderr_text, strlen(stderr_text));
+        }
+        log_pipe_finish(&lp);
+        log_pipe_done(&lp);
+        close(log_fd);
+        return path;
+}
+
+static char *message_of(const char *path) {
+        log_summary s = {0};
+        ck_assert_int_eq(log_summarize_file(path, NULL, &s), 0);
+        char *m = TAKE_PTR(s.message);
+        log_summary_done(&s);
+        return m;
+}
+
+START_TEST(test_split_reads_and_eof_partial) {
+        const char *chunks[] = { "fir", "st line\r\nsec", "ond\n\nthird \xc3", "\xa9 partial" };
+        size_t lens[ELEMENTSOF(chunks)];
+        for (size_t i = 0; i < ELEMENTSOF(chunks); i++) lens[i] = strlen(chunks[i]);
+        _cleanup_free_ char *path = pipe_through(chunks, lens, ELEMENTSOF(chunks), NULL);
+        _cleanup_free_ char *m = message_of(path);
+        /* every byte, the CR included; the last line without the '\n' it never had */
+        ck_assert_str_eq(m, "first line\r\nsecond\n\nthird \xc3\xa9 partial");
+        /* one canonical event per line: 4 stdout lines → 4 log lines */
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file(path, 1 << 20, &data, &len), 0);
+        size_t lines = 0;
+        for (size_t i = 0; i < len; i++) lines += data[i] == '\n';
+        ck_assert_uint_eq(lines, 4);
+}
+END_TEST
+
+/* stderr without a newline, then stdout: the event still starts its own line. */
+START_TEST(test_stderr_never_glues) {
+        const char *chunks[] = { "out one\n", "out two\n" };
+        size_t lens[] = { 8, 8 };
+        _cleanup_free_ char *path = pipe_through(chunks, lens, ELEMENTSOF(chunks), "stderr without newline");
+        _cleanup_free_ char *m = message_of(path);
+        ck_assert_str_eq(m, "out one\nout two\n");
+        _cleanup_free_ char *data = NULL;
+        ck_assert_int_eq(read_file(path, 1 << 20, &data, NULL), 0);
+        ck_assert_ptr_nonnull(strstr(data, "stderr without newline\n{"));
+}
+END_TEST
+
+/* A stdout line of 64 MiB + 100 bytes, its newline in a later write: one
+ * 64 MiB piece, then the rest with its newline; the message is the line,
+ * byte for byte. (A long line whose newline comes in the same read is
+ * logged whole, as before.) */
+START_TEST(test_overlong_line_in_pieces) {
+        size_t big = ((size_t) 64 << 20) + 100;
+        _cleanup_free_ char *line = malloc(big + 1);
+        ck_assert_ptr_nonnull(line);
+        for (size_t i = 0; i < big; i++) line[i] = (char) ('a' + i % 26);
+        line[big] = '\n';
+        const char *chunks[] = { line, "\nafter\n" };
+        size_t lens[] = { big, 7 };
+        _cleanup_free_ char *path = pipe_through(chunks, lens, ELEMENTSOF(chunks), NULL);
+        _cleanup_free_ char *m = message_of(path);
+        ck_assert_uint_eq(strlen(m), big + 1 + 6);
+        ck_assert(memcmp(m, line, big + 1) == 0);
+        ck_assert_str_eq(m + big + 1, "after\n");
+        /* logged as 3 events: the 64 MiB piece, the rest of the line, "after" */
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file(path, (size_t) 256 << 20, &data, &len), 0);
+        size_t lines = 0;
+        for (size_t i = 0; i < len; i++) lines += data[i] == '\n';
+        ck_assert_uint_eq(lines, 3);
+}
+END_TEST
+
+static Suite *log_pipe_suite(void) {
+        Suite *s = suite_create("log-pipe");
+        TCase *tc = tcase_create("core");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 240);
+        tcase_add_test(tc, test_split_reads_and_eof_partial);
+        tcase_add_test(tc, test_stderr_never_glues);
+        tcase_add_test(tc, test_overlong_line_in_pieces);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(log_pipe_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,242 @@
+/* process-util.[ch]: what each safe_fork flag does to the child, seen from
+ * inside the real child — signals reset, fds closed, the death signal when
+ * the parent dies (and only with the flag), process group and session, the
+ * fd soft limit — and what the child inherits without the flags. */
+
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "process-util.h"
+
+/* Wait for pid; its exit code (a failed check in the child exits non-zero). */
+static int wait_exit(pid_t pid) {
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status), "child killed by signal %d", WTERMSIG(status));
+        return WEXITSTATUS(status);
+}
+
+static bool sig_is_default(int sig) {
+        struct sigaction sa;
+        return sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL;
+}
+
+static bool sig_is_blocked(int sig) {
+        sigset_t cur;
+        return sigprocmask(SIG_SETMASK, NULL, &cur) == 0 && sigismember(&cur, sig) == 1;
+}
+
+static void on_usr(int sig) { (void) sig; }
+
+START_TEST(test_reset_signals) {
+        struct sigaction ign = { .sa_handler = SIG_IGN }, handler = { .sa_handler = on_usr };
+        ck_assert_int_eq(sigaction(SIGUSR1, &ign, NULL), 0);
+        ck_assert_int_eq(sigaction(SIGHUP, &handler, NULL), 0);
+        sigset_t block, saved;
+        sigemptyset(&block);
+        sigaddset(&block, SIGUSR2);
+        ck_assert_int_eq(sigprocmask(SIG_BLOCK, &block, &saved), 0);
+
+        /* without the flag the child inherits all of it */
+        pid_t pid;
+        int r = safe_fork("test", 0, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) _exit(!sig_is_default(SIGUSR1) && !sig_is_default(SIGHUP) && sig_is_blocked(SIGUSR2) ? 0 : 1);
+        ck_assert_int_eq(wait_exit(pid), 0);
+
+        r = safe_fork("test", FORK_RESET_SIGNALS, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                bool ok = sig_is_default(SIGUSR1) && sig_is_default(SIGHUP) && sig_is_default(SIGPIPE);
+                sigset_t cur;
+                sigprocmask(SIG_SETMASK, NULL, &cur);
+                for (int s = 1; s < SIGRTMIN; s++)
+                        if (sigismember(&cur, s) == 1) ok = false;
+                _exit(ok ? 0 : 1);
+        }
+        ck_assert_int_eq(wait_exit(pid), 0);
+        /* the parent's mask is what it was (safe_fork blocks all around fork) */
+        ck_assert(sig_is_blocked(SIGUSR2));
+        ck_assert(!sig_is_blocked(SIGTERM));
+        sigprocmask(SIG_SETMASK, &saved, NULL);
+        signal(SIGUSR1, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+}
+END_TEST
+
+static bool fd_open(int fd) { return fcntl(fd, F_GETFD) >= 0; }
+
+START_TEST(test_close_all_fds) {
+        int a = open("/dev/null", O_RDONLY); /* no CLOEXEC on purpose */
+        int b = open("/dev/null", O_RDONLY);
+        int c = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int high = fcntl(a, F_DUPFD, 200);
+        ck_assert_int_ge(a, 3);
+        ck_assert_int_ge(b, 3);
+        ck_assert_int_ge(c, 3);
+        ck_assert_int_ge(high, 200);
+
+        pid_t pid;
+        int r = safe_fork("test", 0, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) _exit(fd_open(a) && fd_open(b) && fd_open(c) && fd_open(high) ? 0 : 1);
+        ck_assert_int_eq(wait_exit(pid), 0);
+
+        int except[] = { high, -1, b, b };
+        r = safe_fork_full("test", except, ELEMENTSOF(except), FORK_CLOSE_ALL_FDS, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0)
+                _exit(fd_open(0) && fd_open(1) && fd_open(2) && !fd_open(a) && fd_open(b) && !fd_open(c) &&
+                                      fd_open(high) && !fd_open(high + 1)
+                              ? 0
+                              : 1);
+        ck_assert_int_eq(wait_exit(pid), 0);
+        /* the parent's fds are untouched */
+        ck_assert(fd_open(a) && fd_open(b) && fd_open(c) && fd_open(high));
+        close(a), close(b), close(c), close(high);
+}
+END_TEST
+
+/* An intermediate process forks a sleeper with `flags`, reports its pid and
+ * exits; we are the subreaper, so the sleeper becomes our child. Returns the
+ * sleeper's wait status, or -1 if it was still alive after 5 s (then killed). */
+static int orphan_status(ForkFlags flags) {
+        ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+        int p[2], q[2]; /* the sleeper's pid to us, and "ready" to the intermediate */
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(q, O_CLOEXEC), 0);
+        pid_t mid = fork();
+        ck_assert_int_ge(mid, 0);
+        if (mid == 0) {
+                close(p[0]);
+                pid_t sleeper;
+                int r = safe_fork("sleeper", flags, &sleeper);
+                if (r < 0) _exit(2);
+                if (r == 0) {
+                        /* report once the prctl is in place, then wait to be killed */
+                        pid_t me = getpid();
+                        (void) !write(p[1], &me, sizeof me);
+                        (void) !write(q[1], &me, sizeof me);
+                        close(p[1]);
+                        close(q[1]);
+                        for (int i = 0; i < 100; i++) usleep(100 * 1000);
+                        _exit(0);
+                }
+                close(q[1]);
+                pid_t got;
+                (void) !read(q[0], &got, sizeof got);
+                _exit(0); /* the parent dies */
+        }
+        close(q[0]);
+        close(q[1]);
+        close(p[1]);
+        pid_t sleeper = 0;
+        ck_assert_int_eq(read(p[0], &sleeper, sizeof sleeper), (ssize_t) sizeof sleeper);
+        close(p[0]);
+        ck_assert_int_eq(wait_exit(mid), 0);
+        int status = 0;
+        for (int i = 0; i < 500; i++) {
+                pid_t w = waitpid(sleeper, &status, WNOHANG);
+                ck_assert_int_ge(w, 0);
+                if (w == sleeper) return status;
+                usleep(10 * 1000);
+        }
+        kill(sleeper, SIGKILL);
+        ck_assert_int_eq(waitpid(sleeper, &status, 0), sleeper);
+        return -1;
+}
+
+START_TEST(test_deathsig) {
+        int status = orphan_status(FORK_DEATHSIG_SIGKILL);
+        ck_assert_int_ne(status, -1);
+        ck_assert(WIFSIGNALED(status));
+        ck_assert_int_eq(WTERMSIG(status), SIGKILL);
+
+        status = orphan_status(FORK_DEATHSIG_SIGTERM | FORK_RESET_SIGNALS);
+        ck_assert_int_ne(status, -1);
+        ck_assert(WIFSIGNALED(status));
+        ck_assert_int_eq(WTERMSIG(status), SIGTERM);
+
+        /* without the flag the child outlives its parent */
+        ck_assert_int_eq(orphan_status(0), -1);
+}
+END_TEST
+
+START_TEST(test_process_group_and_session) {
+        pid_t pid;
+        int r = safe_fork("test", 0, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) _exit(getpgid(0) == getpgid(getppid()) && getsid(0) == getsid(getppid()) ? 0 : 1);
+        ck_assert_int_eq(wait_exit(pid), 0);
+
+        r = safe_fork("test", FORK_NEW_PROCESS_GROUP, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) _exit(pid == getpid() && getpgid(0) == getpid() && getsid(0) == getsid(getppid()) ? 0 : 1);
+        ck_assert_int_eq(wait_exit(pid), 0);
+
+        r = safe_fork("test", FORK_NEW_SESSION, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) _exit(getsid(0) == getpid() && getpgid(0) == getpid() ? 0 : 1);
+        ck_assert_int_eq(wait_exit(pid), 0);
+}
+END_TEST
+
+START_TEST(test_rlimit_nofile) {
+        struct rlimit rl, low;
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_max < 512) return; /* nothing to raise to */
+        low = (struct rlimit) { .rlim_cur = 256, .rlim_max = rl.rlim_max };
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+        ck_assert_int_eq(fd_limit_raise(), 1);
+        struct rlimit now;
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &now), 0);
+        ck_assert_uint_eq(now.rlim_cur, rl.rlim_max);
+
+        pid_t pid;
+        int r = safe_fork("test", 0, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                struct rlimit c;
+                _exit(getrlimit(RLIMIT_NOFILE, &c) == 0 && c.rlim_cur == rl.rlim_max ? 0 : 1);
+        }
+        ck_assert_int_eq(wait_exit(pid), 0);
+        r = safe_fork("test", FORK_RLIMIT_NOFILE_SAFE, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                struct rlimit c;
+                _exit(getrlimit(RLIMIT_NOFILE, &c) == 0 && c.rlim_cur == 256 ? 0 : 1);
+        }
+        ck_assert_int_eq(wait_exit(pid), 0);
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+END_TEST
+
+static Suite *process_util_suite(void) {
+        Suite *s = suite_create("process-util");
+        TCase *tc = tcase_create("core");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_reset_signals);
+        tcase_add_test(tc, test_close_all_fds);
+        tcase_add_test(tc, test_deathsig);
+        tcase_add_test(tc, test_process_group_and_session);
+        tcase_add_test(tc, test_rlimit_nofile);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(process_util_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
