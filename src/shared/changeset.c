@@ -100,6 +100,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -2162,7 +2163,6 @@ static _Noreturn void snapshot_child_main(void *userdata, int out_fd) {
                         err = NULL;
                         strv_free(c->hidden);
                         c->hidden = NULL;
-                        (void) umount2(c->a->directory, MNT_DETACH); /* nothing is mounted on D itself */
                         r = snapshot_reset(s);
                         if (r >= 0) r = 1;
                 }
@@ -3039,6 +3039,15 @@ static int apply_3way_impl(const char *directory, const char *patch_path, const 
                 return r;
         }
         if (st.st_size == 0) return check_only ? 0 : 1;
+        /* One merge-and-apply at a time per directory (an advisory lock on
+         * the directory itself: nothing is written for it, and it goes with
+         * the process): a second accept merges with what the first wrote. */
+        _cleanup_close_ int lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
+                int r = -errno;
+                *reason = strdup_printf("cannot lock %s: %s", dir, strerror(errno));
+                return r;
+        }
         const char *tmp = getenv("TMPDIR");
         _cleanup_free_ char *scratch = strdup_printf("%s/taskferry-apply-XXXXXX", isempty(tmp) ? "/tmp" : tmp);
         if (!scratch) return -ENOMEM;
@@ -3076,7 +3085,6 @@ static int apply_3way_impl(const char *directory, const char *patch_path, const 
                         run_result_done(&rr);
                 }
         }
-        if (r >= 0) r = strv_push(&env, "GIT_AUTHOR_NAME=taskferry");
         if (r >= 0) r = git_ctx_build_env(&g);
         /* commits for merge-tree: fixed identity and dates (same bytes every time) */
         static const char *const ident[] = {"GIT_AUTHOR_NAME=taskferry", "GIT_AUTHOR_EMAIL=taskferry@localhost",
