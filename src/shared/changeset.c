@@ -1287,6 +1287,21 @@ typedef struct changed_entry {
         bool added; /* absent from the before tree */
 } changed_entry;
 
+/* The pieces among ls-tree's NUL-separated full paths, by parent directory. */
+static int collect_pieces(dir_masks *l, const run_result *rr) {
+        int r = 0;
+        for (char *p = rr->out; r >= 0 && p < rr->out + rr->out_len; p += strlen(p) + 1) {
+                const char *slash = strrchr(p, '/');
+                unsigned m = piece_of(slash ? slash + 1 : p);
+                if (m) r = dir_masks_add(l, p, slash ? (size_t) (slash - p) : 0, m);
+        }
+        return r;
+}
+
+static int collect_pieces_cb(void *userdata, const run_result *rr) {
+        return collect_pieces(userdata, rr);
+}
+
 /* Leave out of the after tree every change inside a directory that git
  * would take for a repository once the patch is applied: its pieces are
  * counted from the after tree and from what the host has there (ignored
@@ -1332,19 +1347,25 @@ static int drop_repository_shapes(extract_child *c, const char *before, char *af
         bool dropped = false;
         if (r >= 0 && n_ch > 0) {
                 dir_masks_normalize(&cand);
-                /* the pieces in the after tree */
-                char *lt_args[] = {(char *) "ls-tree", (char *) "-r", (char *) "-t", (char *) "-z", (char *) "--name-only",
-                                   (char *) "--full-tree", after, NULL};
-                r = git_ok(g, "/", LIST_MAX, &rr, err, "ls-tree", lt_args);
+                /* the pieces in the after tree, in the candidate directories only
+                 * (their entries: the top's, then "<dir>/" of each other one) */
+                _cleanup_strv_free_ char **dirs = NULL;
+                for (size_t i = 0; r >= 0 && i < cand.n; i++)
+                        if (*cand.e[i].dir) r = strv_pushf(&dirs, "%s/", cand.e[i].dir);
+                char *top_args[] = {(char *) "ls-tree", (char *) "-z", (char *) "--name-only", (char *) "--full-tree",
+                                    after, NULL};
+                /* -t: a directory that is also on the way to a deeper one is still listed */
+                char *sub_prefix[] = {(char *) "--literal-pathspecs", (char *) "ls-tree", (char *) "-t", (char *) "-z",
+                                      (char *) "--name-only", (char *) "--full-tree", after, NULL};
+                if (r >= 0) r = git_ok(g, "/", LIST_MAX, &rr, err, "ls-tree", top_args);
                 if (r >= 0) {
-                        for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
-                                const char *slash = strrchr(p, '/');
-                                unsigned m = piece_of(slash ? slash + 1 : p);
-                                if (m) r = dir_masks_add(&after_pieces, p, slash ? (size_t) (slash - p) : 0, m);
-                        }
+                        r = collect_pieces(&after_pieces, &rr);
                         run_result_done(&rr);
-                        dir_masks_normalize(&after_pieces);
                 }
+                if (r >= 0 && dirs)
+                        r = git_batched(g, "/", LIST_MAX, "ls-tree", sub_prefix, dirs, false, 1, collect_pieces_cb,
+                                        &after_pieces, err);
+                if (r >= 0) dir_masks_normalize(&after_pieces);
                 _cleanup_close_ int dfd = r >= 0 ? open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
                 if (r >= 0 && dfd < 0) r = -errno;
                 for (size_t i = 0; r >= 0 && i < cand.n; i++) {
@@ -2447,6 +2468,8 @@ typedef struct touched_child {
         const char *base_tree;
         touched *t;
         const char *rm_spec, *add_spec; /* pathspec files */
+        const char *host_objects;       /* empty dir: the host's object store is bound here */
+        const char *check_index;        /* where the base index is copied */
 } touched_child;
 
 /* Hide every .git in the merged view that lies in a directory above a touched
@@ -2501,6 +2524,23 @@ static int warn_refused_touched(touched_child *tc, const char *add_err, char **e
         return r;
 }
 
+/* Gitlink entries (mode 160000) under the added paths: only there can `git add` have made one. */
+static int collect_gitlinks(void *userdata, const run_result *rr) {
+        char ***l = userdata;
+        int r = 0;
+        for (char *p = rr->out; r >= 0 && p < rr->out + rr->out_len; p += strlen(p) + 1) {
+                char *tab = strchr(p, '\t');
+                if (tab && startswith(p, "160000 ")) r = strv_push(l, tab + 1);
+        }
+        return r;
+}
+
+static int touched_gitlinks(touched_child *tc, char ***ret, char **err) {
+        char *prefix[] = {(char *) "ls-files", (char *) "-s", (char *) "-z", NULL};
+        return git_batched(tc->c.g, tc->c.a->directory, LIST_MAX, "ls-files -s", prefix, tc->t->add, false, 1,
+                           collect_gitlinks, ret, err);
+}
+
 static int add_touched(touched_child *tc, char **err) {
         extract_child *c = &tc->c;
         run_result rr;
@@ -2530,7 +2570,7 @@ static int add_touched(touched_child *tc, char **err) {
                 _cleanup_free_ char *add_err = rr.exit_code == 1 ? strdup(strempty(rr.err)) : NULL;
                 run_result_done(&rr);
                 _cleanup_strv_free_ char **links = NULL;
-                if ((r = index_gitlinks(c, &links, err)) < 0) return r;
+                if ((r = touched_gitlinks(tc, &links, err)) < 0) return r;
                 if (!links) return add_err ? warn_refused_touched(tc, add_err, err) : 0;
                 for (size_t i = 0; links[i]; i++) {
                         if (strv_contains(tried, links[i])) {
@@ -2562,6 +2602,18 @@ static _Noreturn void touched_child_main(void *userdata, int out_fd) {
                 r = git_ok(c->g, a->directory, 0, &rr, &err, "read-tree (base)", rt_args);
                 if (r >= 0) run_result_done(&rr);
         }
+        /* the base index, for the parent's "applies to its own base" check */
+        if (r >= 0 && tc->check_index && copy_file_keep_mtime(c->g->index_file, tc->check_index) < 0)
+                (void) unlink(tc->check_index);
+        /* The real object store as the host has it, at a private path: once the
+         * overlay is on D, D/.git/objects is the worker's, this bind is not. With
+         * it, the base's trees stay reachable and write-tree rewrites none. */
+        bool host_objects = false;
+        if (r >= 0 && c->g->alternates && tc->host_objects &&
+            mount(c->g->alternates, tc->host_objects, NULL, MS_BIND | MS_REC, NULL) >= 0) {
+                (void) mount(NULL, tc->host_objects, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
+                host_objects = true;
+        }
         if (r >= 0) {
                 static const unsigned backoff_ms[] = {100, 300, 900};
                 for (size_t attempt = 0;; attempt++) {
@@ -2579,9 +2631,11 @@ static _Noreturn void touched_child_main(void *userdata, int out_fd) {
                 }
         }
         if (r >= 0) {
-                /* merged view: D/.git/objects is the worker's now; only the base store stays */
+                /* merged view: D/.git/objects is the worker's now; the base store and
+                 * the host's objects through the private bind stay */
                 c->g->alternates = mfree(c->g->alternates);
-                r = git_ctx_build_env(c->g);
+                if (host_objects && !(c->g->alternates = strdup(tc->host_objects))) r = -ENOMEM;
+                if (r >= 0) r = git_ctx_build_env(c->g);
         }
         if (r >= 0) r = hide_touched_nested(tc, &err);
         if (r >= 0) r = add_touched(tc, &err);
@@ -2609,8 +2663,11 @@ static int patch_applies_to_tree(const git_ctx *g0, const char *scratch, const c
         if (r < 0) return r;
         run_result rr;
         char *rt_args[] = {(char *) "read-tree", (char *) tree, NULL};
-        if ((r = git_ok(&g, "/", 0, &rr, why, "read-tree", rt_args)) < 0) return r;
-        run_result_done(&rr);
+        /* the child left a copy of the base index there (else read the tree) */
+        if (access(g.index_file, F_OK) < 0) {
+                if ((r = git_ok(&g, "/", 0, &rr, why, "read-tree", rt_args)) < 0) return r;
+                run_result_done(&rr);
+        }
         char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) "--check", (char *) patch, NULL};
         if ((r = run_git_argv(&g, "/", 0, &rr, ap_args)) < 0) {
                 *why = git_failure("apply --cached --check", r, &rr);
@@ -2642,9 +2699,11 @@ static int extract_touched(const changeset_extract_args *a, const char *dir, con
         _cleanup_free_ char *rm_spec = path_join(scratch, "rm.spec"), *add_spec = path_join(scratch, "add.spec");
         _cleanup_free_ char *base_exclude = path_join(a->base_dir, BASE_EXCLUDE_NAME);
         _cleanup_free_ char *patch_tmp = path_join(scratch, "patch"), *ex = NULL;
+        _cleanup_free_ char *host_objects = path_join(scratch, "host-objects"), *check_index = path_join(scratch, "check-index");
         if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !g.base_objects || !empty_dir || !empty_file ||
-            !rm_spec || !add_spec || !base_exclude || !patch_tmp)
+            !rm_spec || !add_spec || !base_exclude || !patch_tmp || !host_objects || !check_index)
                 return -ENOMEM;
+        if (mkdir(host_objects, 0700) < 0) return -errno;
         if (ri.common_dir) {
                 g.alternates = path_join(ri.common_dir, "objects");
                 if (g.alternates && !is_dir(g.alternates)) g.alternates = mfree(g.alternates);
@@ -2695,6 +2754,8 @@ static int extract_touched(const changeset_extract_args *a, const char *dir, con
                         .t = &t,
                         .rm_spec = rm_spec,
                         .add_spec = add_spec,
+                        .host_objects = host_objects,
+                        .check_index = check_index,
                 };
                 _cleanup_free_ char *reply = NULL;
                 size_t reply_len = 0;
