@@ -1276,6 +1276,7 @@ START_TEST(test_base_two_accepts_one_file) {
         ck_assert_msg(reason && strstr(reason, "lines.txt"), "%s", strnull(reason));
         ck_assert_int_eq(snapshot(f1.dir, snap1), 0);
         ck_assert(snapshots_equal(snap0, snap1));
+        for (size_t i = 0; i < 3; i++) free(bd[i]);
         rm_rf(base);
 }
 END_TEST
