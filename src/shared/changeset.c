@@ -3,8 +3,20 @@
  * summarize it (spec sandbox-changeset-env.md §5, DESIGN.md "Deliberate
  * differences", fixes for §11 D7 and D8).
  *
- * How extraction works (changeset_extract)
- * ----------------------------------------
+ * What a changeset is (issue 6)
+ * -----------------------------
+ * The difference between D as the worker found it and what it left, over the
+ * paths it touched. The shim takes the base (changeset_snapshot) on the host
+ * just before the worker starts, into <overlay root>/base; extraction then
+ * reads only the overlay's upper dir, and accept merges 3-way with that base.
+ * See "Base snapshots, extraction over the touched paths, 3-way accept" below.
+ * Everything said here about the private repository, attributes, nested
+ * repositories, refused paths, repository shapes and hooks holds for both
+ * paths; what follows describes the whole-tree comparison, which still runs
+ * when a task has no base (records from before, a snapshot that failed).
+ *
+ * How extraction works without a base (changeset_extract)
+ * -------------------------------------------------------
  * Every git command runs against a PRIVATE repository T = <scratch>/git that we
  * create ourselves (HEAD, objects/, refs/, a fixed config, info/attributes,
  * info/exclude), with GIT_DIR=T, GIT_WORK_TREE=D, GIT_INDEX_FILE=<scratch>/index,

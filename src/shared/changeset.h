@@ -71,7 +71,14 @@ int changeset_is_applied_3way(const char *directory, const char *patch_path, con
  * were left out. */
 #define CHANGESET_WARNINGS_MAX 100
 
-/* Extract the changes the worker made in the overlay as a patch of the
+/* Extract the changes the worker made in the overlay as a patch. With a base
+ * (a->base_dir holds one): base tree vs base tree with the upper dir's paths
+ * taken from the merged view; the cost follows what the worker wrote, a path
+ * it never touched never appears, files over a->file_max and those a patch
+ * cannot represent (fifos, sockets, devices) are left out with a warning
+ * without being read, and a patch that does not apply to its own base
+ * (`git apply --cached --check`) is an error with git's reason. Rerunning it
+ * writes the same bytes. Without a base, as follows: a patch of the
  * working tree of D before (lower) vs after (merged view): a git diff with
  * --binary --full-index, run with a private GIT_DIR and index so that the
  * worker's repository config, hooks, fsmonitor, external diff and textconv
