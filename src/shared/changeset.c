@@ -1629,8 +1629,16 @@ static int extract_dispatch(const changeset_extract_args *a, char **err) {
                 } else if (path_is_at_or_below(scratch, dir)) {
                         *err = strdup_printf("the scratch directory %s lies inside the target directory", scratch);
                         r = -EINVAL;
-                } else
-                        r = extract_touched(&b, dir, scratch, base_tree, err);
+                } else if ((r = extract_touched(&b, dir, scratch, base_tree, err)) == -EXDEV) {
+                        /* the upper dir needs the lower to be read: compare whole trees, in a clean scratch */
+                        _cleanup_free_ char *again = strdup_printf("%s/full", scratch);
+                        if (!again) r = -ENOMEM;
+                        else if (mkdir(again, 0700) < 0) r = -errno;
+                        else {
+                                b.scratch_dir = again;
+                                r = extract_impl(&b, err);
+                        }
+                }
         }
         if (own) (void) rm_rf(own);
         return r;
@@ -2391,6 +2399,24 @@ static bool dir_is_opaque(int dirfd, const char *rel) {
         return false;
 }
 
+/* Does the entry carry an overlay.metacopy (a file whose data is still the
+ * lower's) or overlay.redirect (a renamed directory) xattr? Then the upper
+ * dir alone does not say what changed (overlayfs(5): metacopy, redirect_dir,
+ * which the userxattr mounts we make never use, but a kernel's defaults may
+ * for other mounts): the caller falls back to the whole-tree comparison. */
+static bool entry_needs_lower(int dirfd, const char *rel, const struct stat *st) {
+        if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) return false;
+        char proc[64];
+        _cleanup_close_ int fd = openat(dirfd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return false;
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        static const char *const names[] = {"trusted.overlay.metacopy", "user.overlay.metacopy",
+                                            "trusted.overlay.redirect", "user.overlay.redirect"};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (getxattr(proc, names[i], NULL, 0) >= 0) return true;
+        return false;
+}
+
 static const char *special_kind(mode_t m) {
         if (S_ISFIFO(m)) return "a named pipe";
         if (S_ISSOCK(m)) return "a socket";
@@ -2425,6 +2451,10 @@ static int touched_walk(int upper_fd, int lower_fd, const char *rel, bool in_add
                         break;
                 }
                 t->n++;
+                if (entry_needs_lower(upper_fd, path, &st)) {
+                        r = -EXDEV;
+                        break;
+                }
                 bool whiteout = S_ISCHR(st.st_mode) && st.st_rdev == 0;
                 if (streq(de->d_name, ".git")) {
                         /* git never records a .git; a non-whiteout one is hidden in the merged view */
@@ -2747,7 +2777,9 @@ static int extract_touched(const changeset_extract_args *a, const char *dir, con
                         *err = strdup_printf("cannot open %s: %s", ufd < 0 ? a->upper : dir, strerror(errno));
                         return r;
                 }
-                if ((r = touched_walk(ufd, lfd, "", false, 0, file_max, &t, &w)) < 0) {
+                if ((r = touched_walk(ufd, lfd, "", false, 0, file_max, &t, &w)) == -EXDEV)
+                        return -EXDEV; /* metacopy or redirect: the caller compares whole trees */
+                if (r < 0) {
                         *err = strdup_printf("cannot read the overlay's upper dir %s: %s", a->upper, strerror(-r));
                         return r;
                 }
