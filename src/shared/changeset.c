@@ -718,6 +718,7 @@ typedef struct extract_child {
         int host_fd;               /* O_PATH fd of D in the host view, opened before the overlay */
         warnings w;                /* what the child reports besides the trees */
         const char *hooks_rel;     /* repo_info.hooks_rel: changed paths below it are left out */
+        uint64_t file_max;         /* snapshot: untracked files larger than this stay out of the base (0: no bound) */
 } extract_child;
 
 /* Hide <D>/<rel>.git (rel ends in '/', or is "" for the top) under an empty
@@ -913,8 +914,19 @@ static int add_all_flattened(extract_child *c, const char *view, char **err) {
                 int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files -o", ls_args);
                 if (r < 0) return r;
                 int hidden = 0;
+                _cleanup_close_ int dfd = c->file_max ? open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                _cleanup_free_ char *exclude_path = c->file_max ? path_join(c->g->git_dir, "info/exclude") : NULL;
                 for (char *p = rr.out; p < rr.out + rr.out_len && r >= 0; p += strlen(p) + 1) {
                         size_t n = strlen(p);
+                        struct stat st;
+                        if (n > 0 && p[n - 1] != '/' && dfd >= 0 && exclude_path &&
+                            fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                            (uint64_t) st.st_size > c->file_max) {
+                                /* not hashed into the base: a changeset never carries it anyway */
+                                _cleanup_free_ char *pat = exclude_pattern_for(p);
+                                if (pat) r = append_file(exclude_path, pat, strlen(pat));
+                                continue;
+                        }
                         if (n == 0 || p[n - 1] != '/') continue;
                         r = hide_nested_git(c, p, err);
                         if (r > 0) hidden++;
@@ -2322,7 +2334,7 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
         changeset_extract_args fake = {.directory = dir};
         snapshot_child s = {
                 .c = {.a = &fake, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file,
-                      .host_fd = -1},
+                      .host_fd = -1, .file_max = changeset_file_max()},
                 .index_copy = index_copy,
                 .exclude_text = strempty(ri.excludes),
         };

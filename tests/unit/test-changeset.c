@@ -1283,7 +1283,8 @@ END_TEST
 
 /* The snapshot starts from the repository's index: unchanged files are not
  * re-hashed, and dirty and untracked files are part of the base (so they
- * never show up as the worker's). */
+ * never show up as the worker's), but for untracked files over the size
+ * bound. */
 START_TEST(test_base_snapshot_contents) {
         _cleanup_free_ char *base = make_base();
         ck_assert_ptr_nonnull(base);
@@ -1291,10 +1292,13 @@ START_TEST(test_base_snapshot_contents) {
         ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
         ck_assert_int_eq(make_issue_repo(&f), 0);
         ck_assert_int_eq(sh("cd '%s' && printf 'dirty\\n' >> a.txt && printf u > untracked.txt && "
-                            "printf '*.o\\n' > .gitignore && printf o > x.o",
+                            "printf '*.o\\n' > .gitignore && printf o > x.o && truncate -s 2M huge.img",
                             f.dir), 0);
+        /* an untracked file over the bound is not hashed into the base */
+        setenv("TASKFERRY_CHANGESET_FILE_MAX", "1M", 1);
         _cleanup_free_ char *head = head_of(f.dir), *bdir = base_dir_for_upper(f.upper), *err = NULL;
         ck_assert_msg(changeset_snapshot(f.dir, head, bdir, &err) == 0, "%s", strnull(err));
+        unsetenv("TASKFERRY_CHANGESET_FILE_MAX");
         _cleanup_free_ char *tree = capture("cat '%s/tree'", bdir);
         _cleanup_free_ char *ls = capture("GIT_DIR='%s/git' GIT_ALTERNATE_OBJECT_DIRECTORIES='%s/.git/objects' "
                                           "git ls-tree -r --name-only %s | tr '\\n' ' '",
