@@ -1615,6 +1615,22 @@ static int scratch_begin(const char *root, char **ret) {
         return 0;
 }
 
+/* The base path needs git >= 2.38 (merge-tree --write-tree; --pathspec-from-file
+ * of add and rm is 2.26). Older git: the whole-tree comparison and plain apply. */
+static bool git_has_merge_tree(void) {
+        static int cached = -1;
+        if (cached >= 0) return cached;
+        char *argv[] = {(char *) "git", (char *) "--version", NULL};
+        run_result rr;
+        unsigned major = 0, minor = 0;
+        if (run_command(argv, NULL, "/", SMALL_MAX, -1, &rr) >= 0) {
+                if (rr.exit_code == 0 && rr.out) (void) sscanf(rr.out, "git version %u.%u", &major, &minor);
+                run_result_done(&rr);
+        }
+        cached = major > 2 || (major == 2 && minor >= 38);
+        return cached;
+}
+
 static int extract_dispatch(const changeset_extract_args *a, char **err) {
         if (!a || isempty(a->directory) || isempty(a->upper) || isempty(a->work) || isempty(a->patch_path) ||
             a->directory[0] != '/' || (isempty(a->scratch_dir) && isempty(a->overlay_root))) {
@@ -1631,7 +1647,7 @@ static int extract_dispatch(const changeset_extract_args *a, char **err) {
                 }
                 b.scratch_dir = own;
         }
-        _cleanup_free_ char *base_tree = base_tree_read(a->base_dir);
+        _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(a->base_dir) : NULL;
         if (!base_tree) r = extract_impl(&b, err);
         else {
                 _cleanup_free_ char *dir = realpath(a->directory, NULL), *scratch = realpath(b.scratch_dir, NULL);
@@ -2373,7 +2389,9 @@ fail:
 
 int changeset_snapshot(const char *directory, const char *pre_head, const char *base_dir, char **ret_error) {
         _cleanup_free_ char *err = NULL;
-        int r = snapshot_impl(directory, pre_head, base_dir, &err);
+        int r = git_has_merge_tree() ? snapshot_impl(directory, pre_head, base_dir, &err)
+                                     : (err = strdup("git 2.38 or later is needed for a base (merge-tree --write-tree)"),
+                                        -ENOTSUP);
         if (r >= 0) return 0;
         if (ret_error)
                 *ret_error = strdup_printf("cannot take the base snapshot of %s: %s", strnull(directory),
@@ -3087,6 +3105,11 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
         char *mt_args[] = {(char *) "merge-tree", (char *) "--write-tree", (char *) "-z", (char *) "--no-messages",
                            c_o, c_r, NULL};
         if ((r = run_git_argv(g, "/", LIST_MAX, &rr, mt_args)) < 0) goto fail;
+        if (rr.exit_code == 129) {
+                /* a git before 2.38 has no merge-tree --write-tree */
+                run_result_done(&rr);
+                return -ENOTSUP;
+        }
         if (rr.exit_code != 0 && rr.exit_code != 1) {
                 err = git_failure("merge-tree", 0, &rr);
                 run_result_done(&rr);
@@ -3211,6 +3234,12 @@ static int apply_3way_impl(const char *directory, const char *patch_path, const 
         if (r >= 0) {
                 _cleanup_free_ char *why = NULL;
                 int m = merge_3way(&g, scratch, base_tree, patch, merged, &why);
+                if (m == -ENOTSUP) {
+                        /* no 3-way merge with this git: the patch's own check-then-apply */
+                        (void) rm_rf(scratch);
+                        if (check_only) return changeset_is_applied(directory, patch_path);
+                        return apply_impl(directory, patch_path, false, reason);
+                }
                 if (check_only) r = m == 2;
                 else if (m == 2) r = 1;
                 else if (m == 1) {
@@ -3235,7 +3264,7 @@ static int apply_3way_impl(const char *directory, const char *patch_path, const 
 }
 
 int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **ret_reason) {
-        _cleanup_free_ char *base_tree = base_tree_read(base_dir);
+        _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(base_dir) : NULL;
         if (!base_tree) return changeset_apply(directory, patch_path, ret_reason);
         _cleanup_free_ char *reason = NULL;
         int r = isempty(directory) || isempty(patch_path) ? -EINVAL
@@ -3246,7 +3275,7 @@ int changeset_apply_3way(const char *directory, const char *patch_path, const ch
 }
 
 int changeset_is_applied_3way(const char *directory, const char *patch_path, const char *base_dir) {
-        _cleanup_free_ char *base_tree = base_tree_read(base_dir);
+        _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(base_dir) : NULL;
         if (!base_tree) return changeset_is_applied(directory, patch_path);
         _cleanup_free_ char *reason = NULL;
         if (isempty(directory) || isempty(patch_path)) return -EINVAL;

@@ -48,7 +48,9 @@ char *changeset_base_dir(const char *overlay_root);
  * `git status`); else from pre_head (the whole of D is hashed). The same
  * protections as extraction apply (private git dir, no repository config,
  * attributes reset, nested repositories flattened). Blocks: call it from the
- * shim or a job. Returns 0, or -errno with *ret_error set. */
+ * shim or a job. Needs git >= 2.38 (merge-tree --write-tree, used by the
+ * accept): -ENOTSUP before; without a base everything works as before.
+ * Returns 0, or -errno with *ret_error set. */
 int changeset_snapshot(const char *directory, const char *pre_head, const char *base_dir, char **ret_error);
 
 /* Accept: merge the changeset into the live directory, 3-way, with the
