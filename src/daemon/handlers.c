@@ -867,11 +867,13 @@ static json_object *change_job_run(void *userdata, int *error) {
         if (cj->accept) {
                 _cleanup_free_ char *reason = NULL;
                 int r;
+                json_object *cod = t->rec.overlay_dirs;
+                _cleanup_free_ char *base = cod ? changeset_base_dir(json_get_string(cod, "root")) : NULL;
                 /* an accept a crash interrupted may have landed already: never twice */
-                if (t->accept_interrupted && changeset_is_applied(t->rec.directory, t->rec.diff_path) > 0)
+                if (t->accept_interrupted && changeset_is_applied_3way(t->rec.directory, t->rec.diff_path, base) > 0)
                         r = 1;
                 else
-                        r = changeset_apply(t->rec.directory, t->rec.diff_path, &reason);
+                        r = changeset_apply_3way(t->rec.directory, t->rec.diff_path, base, &reason);
                 json_add_int(o, "apply", r);
                 json_add_string(o, "reason", reason);
                 if (r <= 0) return o;

@@ -157,25 +157,23 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 release_home(t);
         } else if (od) {
                 json_object *ex_res = json_object_new_object();
-                _cleanup_free_ char *scratch = strdup_printf("%s/scratch", strempty(json_get_string(od, "root")));
                 _cleanup_free_ char *patch = strdup_printf("%s/diffs/%s.patch", t->m->paths.state_dir, t->id);
                 _cleanup_free_ char *diffs = strdup_printf("%s/diffs", t->m->paths.state_dir);
+                _cleanup_free_ char *base = changeset_base_dir(json_get_string(od, "root"));
                 (void) mkdir_p(diffs, 0700);
-                (void) rm_rf(scratch);
-                (void) mkdir(scratch, 0700);
                 changeset_extract_args a = {
                         .directory = t->rec.directory,
                         .upper = json_get_string(od, "upperDir"),
                         .work = json_get_string(od, "workDir"),
                         .pre_head = t->rec.pre_dispatch_head,
-                        .scratch_dir = scratch,
+                        .overlay_root = json_get_string(od, "root"), /* scratch.<pid> per attempt */
+                        .base_dir = base,
                         .patch_path = patch,
                 };
                 _cleanup_strv_free_ char **warnings = NULL;
                 a.ret_warnings = &warnings;
                 _cleanup_free_ char *err = NULL;
                 int r = changeset_extract(&a, &err);
-                (void) rm_rf(scratch);
                 if (r < 0) {
                         json_add_bool(ex_res, "ok", false);
                         json_add_string(ex_res, "error", err ? err : strerror(-r));

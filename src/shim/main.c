@@ -26,6 +26,7 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
+#include "changeset.h"
 #include "disk-watch.h"
 #include "executor.h"
 #include "json-util.h"
@@ -217,6 +218,20 @@ static int capture_head(const char *dir, char **ret) {
         run_result_done(&rr);
         if (is_git && !(*ret = strdup(EMPTY_TREE_SHA))) return -ENOMEM;
         return 0;
+}
+
+/* The changeset's base (changeset.h): D as the worker will first see it, at
+ * <overlay root>/base (the root holds upper/main). Without one, extraction
+ * compares whole trees as before, so a failure is only a warning. */
+static void take_base_snapshot(shim *s, const launch_overlay *ov) {
+        _cleanup_free_ char *root = strdup(ov->upper), *base = NULL, *err = NULL;
+        char *sl = root ? strrchr(root, '/') : NULL;
+        if (sl) *sl = 0, sl = strrchr(root, '/');
+        if (!sl) return;
+        *sl = 0;
+        base = changeset_base_dir(root);
+        if (base && changeset_snapshot(s->spec->directory, s->pre_dispatch_head, base, &err) < 0)
+                dprintf(s->log_fd, "taskferry-shim: warning: %s\n", err ? err : "cannot take the base snapshot");
 }
 
 static int write_prompt_file(const char *path, const char *prompt) {
@@ -566,6 +581,7 @@ static int start_and_monitor(shim *s) {
 
         r = capture_head(spec->directory, &s->pre_dispatch_head);
         if (r < 0) return fail_spawn(s, "cannot read HEAD of %s: %s", spec->directory, strerror(-r));
+        if (sb && sb->overlay) take_base_snapshot(s, sb->overlay);
 
         if (sb) {
                 s->prompt_fd = prompt_memfd(spec->prompt);

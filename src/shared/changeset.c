@@ -3,8 +3,20 @@
  * summarize it (spec sandbox-changeset-env.md §5, DESIGN.md "Deliberate
  * differences", fixes for §11 D7 and D8).
  *
- * How extraction works (changeset_extract)
- * ----------------------------------------
+ * What a changeset is (issue 6)
+ * -----------------------------
+ * The difference between D as the worker found it and what it left, over the
+ * paths it touched. The shim takes the base (changeset_snapshot) on the host
+ * just before the worker starts, into <overlay root>/base; extraction then
+ * reads only the overlay's upper dir, and accept merges 3-way with that base.
+ * See "Base snapshots, extraction over the touched paths, 3-way accept" below.
+ * Everything said here about the private repository, attributes, nested
+ * repositories, refused paths, repository shapes and hooks holds for both
+ * paths; what follows describes the whole-tree comparison, which still runs
+ * when a task has no base (records from before, a snapshot that failed).
+ *
+ * How extraction works without a base (changeset_extract)
+ * -------------------------------------------------------
  * Every git command runs against a PRIVATE repository T = <scratch>/git that we
  * create ourselves (HEAD, objects/, refs/, a fixed config, info/attributes,
  * info/exclude), with GIT_DIR=T, GIT_WORK_TREE=D, GIT_INDEX_FILE=<scratch>/index,
@@ -91,6 +103,7 @@
 #include "changeset.h"
 
 #include <ctype.h>
+#include <sched.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -99,6 +112,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -106,6 +120,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <sys/xattr.h>
+
+#include "disk-budget.h"
 #include "overlay.h"
 #include "process-util.h"
 #include "util.h"
@@ -313,6 +330,7 @@ typedef struct git_ctx {
         char *work_tree;    /* D (NULL: none) */
         char *index_file;   /* private index (NULL: none) */
         char *alternates;   /* real object store (NULL: none) */
+        char *base_objects; /* the task's base snapshot object store, also an alternate (NULL: none) */
         char *home;         /* a nonexistent HOME, so no user file is read by default */
         char **env;         /* built from the above */
 } git_ctx;
@@ -322,6 +340,7 @@ static void git_ctx_done(git_ctx *g) {
         free(g->work_tree);
         free(g->index_file);
         free(g->alternates);
+        free(g->base_objects);
         free(g->home);
         strv_free(g->env);
         memset(g, 0, sizeof *g);
@@ -343,9 +362,11 @@ static int git_ctx_build_env(git_ctx *g) {
         if (r >= 0) r = strv_pushf(&env, "GIT_DIR=%s", g->git_dir);
         if (r >= 0 && g->work_tree) r = strv_pushf(&env, "GIT_WORK_TREE=%s", g->work_tree);
         if (r >= 0 && g->index_file) r = strv_pushf(&env, "GIT_INDEX_FILE=%s", g->index_file);
-        if (r >= 0 && g->alternates) {
-                _cleanup_free_ char *q = quote_alternate(g->alternates);
-                r = q ? strv_pushf(&env, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s", q) : -ENOMEM;
+        if (r >= 0 && (g->alternates || g->base_objects)) {
+                _cleanup_free_ char *q = g->alternates ? quote_alternate(g->alternates) : strdup("");
+                _cleanup_free_ char *qb = g->base_objects ? quote_alternate(g->base_objects) : strdup("");
+                r = q && qb ? strv_pushf(&env, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s%s%s", qb, *qb && *q ? ":" : "", q)
+                            : -ENOMEM;
         }
         if (r < 0) return r;
         strv_free(g->env);
@@ -698,6 +719,7 @@ typedef struct extract_child {
         int host_fd;               /* O_PATH fd of D in the host view, opened before the overlay */
         warnings w;                /* what the child reports besides the trees */
         const char *hooks_rel;     /* repo_info.hooks_rel: changed paths below it are left out */
+        uint64_t file_max;         /* snapshot: untracked files larger than this stay out of the base (0: no bound) */
 } extract_child;
 
 /* Hide <D>/<rel>.git (rel ends in '/', or is "" for the top) under an empty
@@ -893,8 +915,19 @@ static int add_all_flattened(extract_child *c, const char *view, char **err) {
                 int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files -o", ls_args);
                 if (r < 0) return r;
                 int hidden = 0;
+                _cleanup_close_ int dfd = c->file_max ? open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                _cleanup_free_ char *exclude_path = c->file_max ? path_join(c->g->git_dir, "info/exclude") : NULL;
                 for (char *p = rr.out; p < rr.out + rr.out_len && r >= 0; p += strlen(p) + 1) {
                         size_t n = strlen(p);
+                        struct stat st;
+                        if (n > 0 && p[n - 1] != '/' && dfd >= 0 && exclude_path &&
+                            fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                            (uint64_t) st.st_size > c->file_max) {
+                                /* not hashed into the base: a changeset never carries it anyway */
+                                _cleanup_free_ char *pat = exclude_pattern_for(p);
+                                if (pat) r = append_file(exclude_path, pat, strlen(pat));
+                                continue;
+                        }
                         if (n == 0 || p[n - 1] != '/') continue;
                         r = hide_nested_git(c, p, err);
                         if (r > 0) hidden++;
@@ -1279,6 +1312,21 @@ typedef struct changed_entry {
         bool added; /* absent from the before tree */
 } changed_entry;
 
+/* The pieces among ls-tree's NUL-separated full paths, by parent directory. */
+static int collect_pieces(dir_masks *l, const run_result *rr) {
+        int r = 0;
+        for (char *p = rr->out; r >= 0 && p < rr->out + rr->out_len; p += strlen(p) + 1) {
+                const char *slash = strrchr(p, '/');
+                unsigned m = piece_of(slash ? slash + 1 : p);
+                if (m) r = dir_masks_add(l, p, slash ? (size_t) (slash - p) : 0, m);
+        }
+        return r;
+}
+
+static int collect_pieces_cb(void *userdata, const run_result *rr) {
+        return collect_pieces(userdata, rr);
+}
+
 /* Leave out of the after tree every change inside a directory that git
  * would take for a repository once the patch is applied: its pieces are
  * counted from the after tree and from what the host has there (ignored
@@ -1324,19 +1372,25 @@ static int drop_repository_shapes(extract_child *c, const char *before, char *af
         bool dropped = false;
         if (r >= 0 && n_ch > 0) {
                 dir_masks_normalize(&cand);
-                /* the pieces in the after tree */
-                char *lt_args[] = {(char *) "ls-tree", (char *) "-r", (char *) "-t", (char *) "-z", (char *) "--name-only",
-                                   (char *) "--full-tree", after, NULL};
-                r = git_ok(g, "/", LIST_MAX, &rr, err, "ls-tree", lt_args);
+                /* the pieces in the after tree, in the candidate directories only
+                 * (their entries: the top's, then "<dir>/" of each other one) */
+                _cleanup_strv_free_ char **dirs = NULL;
+                for (size_t i = 0; r >= 0 && i < cand.n; i++)
+                        if (*cand.e[i].dir) r = strv_pushf(&dirs, "%s/", cand.e[i].dir);
+                char *top_args[] = {(char *) "ls-tree", (char *) "-z", (char *) "--name-only", (char *) "--full-tree",
+                                    after, NULL};
+                /* -t: a directory that is also on the way to a deeper one is still listed */
+                char *sub_prefix[] = {(char *) "--literal-pathspecs", (char *) "ls-tree", (char *) "-t", (char *) "-z",
+                                      (char *) "--name-only", (char *) "--full-tree", after, NULL};
+                if (r >= 0) r = git_ok(g, "/", LIST_MAX, &rr, err, "ls-tree", top_args);
                 if (r >= 0) {
-                        for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
-                                const char *slash = strrchr(p, '/');
-                                unsigned m = piece_of(slash ? slash + 1 : p);
-                                if (m) r = dir_masks_add(&after_pieces, p, slash ? (size_t) (slash - p) : 0, m);
-                        }
+                        r = collect_pieces(&after_pieces, &rr);
                         run_result_done(&rr);
-                        dir_masks_normalize(&after_pieces);
                 }
+                if (r >= 0 && dirs)
+                        r = git_batched(g, "/", LIST_MAX, "ls-tree", sub_prefix, dirs, false, 1, collect_pieces_cb,
+                                        &after_pieces, err);
+                if (r >= 0) dir_masks_normalize(&after_pieces);
                 _cleanup_close_ int dfd = r >= 0 ? open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
                 if (r >= 0 && dfd < 0) r = -errno;
                 for (size_t i = 0; r >= 0 && i < cand.n; i++) {
@@ -1538,10 +1592,90 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
         return len > 0 ? 1 : 0;
 }
 
+static char *base_tree_read(const char *base_dir);
+static int extract_touched(const changeset_extract_args *a, const char *dir, const char *scratch, const char *base_tree,
+                           char **err);
+
+/* A scratch dir of this attempt's own: <root>/scratch.<pid>, after removing
+ * what earlier attempts left (a killed daemon's job may still run: it never
+ * shares our dir, and its patch, were it to finish, has the same bytes). */
+static int scratch_begin(const char *root, char **ret) {
+        _cleanup_free_ char *mine = strdup_printf("%s/scratch.%d", root, (int) getpid());
+        if (!mine) return -ENOMEM;
+        DIR *d = opendir(root);
+        if (!d) return -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                if (!streq(de->d_name, "scratch") && !startswith(de->d_name, "scratch.")) continue;
+                _cleanup_free_ char *p = path_join(root, de->d_name);
+                if (p) (void) rm_rf(p);
+        }
+        closedir(d);
+        if (mkdir(mine, 0700) < 0) return -errno;
+        *ret = TAKE_PTR(mine);
+        return 0;
+}
+
+/* The base path needs git >= 2.38 (merge-tree --write-tree; --pathspec-from-file
+ * of add and rm is 2.26). Older git: the whole-tree comparison and plain apply. */
+static bool git_has_merge_tree(void) {
+        static int cached = -1;
+        if (cached >= 0) return cached;
+        char *argv[] = {(char *) "git", (char *) "--version", NULL};
+        run_result rr;
+        unsigned major = 0, minor = 0;
+        if (run_command(argv, NULL, "/", SMALL_MAX, -1, &rr) >= 0) {
+                if (rr.exit_code == 0 && rr.out) (void) sscanf(rr.out, "git version %u.%u", &major, &minor);
+                run_result_done(&rr);
+        }
+        cached = major > 2 || (major == 2 && minor >= 38);
+        return cached;
+}
+
+static int extract_dispatch(const changeset_extract_args *a, char **err) {
+        if (!a || isempty(a->directory) || isempty(a->upper) || isempty(a->work) || isempty(a->patch_path) ||
+            a->directory[0] != '/' || (isempty(a->scratch_dir) && isempty(a->overlay_root))) {
+                *err = strdup("invalid arguments");
+                return -EINVAL;
+        }
+        _cleanup_free_ char *own = NULL;
+        changeset_extract_args b = *a;
+        int r;
+        if (isempty(a->scratch_dir)) {
+                if ((r = scratch_begin(a->overlay_root, &own)) < 0) {
+                        *err = strdup_printf("cannot create a scratch dir in %s: %s", a->overlay_root, strerror(-r));
+                        return r;
+                }
+                b.scratch_dir = own;
+        }
+        _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(a->base_dir) : NULL;
+        if (!base_tree) r = extract_impl(&b, err);
+        else {
+                _cleanup_free_ char *dir = realpath(a->directory, NULL), *scratch = realpath(b.scratch_dir, NULL);
+                if (!dir || !scratch) {
+                        r = -errno;
+                        *err = strdup_printf("cannot resolve %s: %s", dir ? b.scratch_dir : a->directory, strerror(errno));
+                } else if (path_is_at_or_below(scratch, dir)) {
+                        *err = strdup_printf("the scratch directory %s lies inside the target directory", scratch);
+                        r = -EINVAL;
+                } else if ((r = extract_touched(&b, dir, scratch, base_tree, err)) == -EXDEV) {
+                        /* the upper dir needs the lower to be read: compare whole trees, in a clean scratch */
+                        _cleanup_free_ char *again = strdup_printf("%s/full", scratch);
+                        if (!again) r = -ENOMEM;
+                        else if (mkdir(again, 0700) < 0) r = -errno;
+                        else {
+                                b.scratch_dir = again;
+                                r = extract_impl(&b, err);
+                        }
+                }
+        }
+        if (own) (void) rm_rf(own);
+        return r;
+}
+
 int changeset_extract(const changeset_extract_args *a, char **ret_error) {
         _cleanup_free_ char *err = NULL;
         if (a && a->ret_warnings) *a->ret_warnings = NULL;
-        int r = extract_impl(a, &err);
+        int r = extract_dispatch(a, &err);
         if (r >= 0) return r;
         if (ret_error)
                 *ret_error = strdup_printf("git diff extraction failed for %s: %s",
@@ -1915,4 +2049,1235 @@ int changeset_numstat(const char *patch_path, unsigned *files, unsigned *additio
         if (additions) *additions = s.additions;
         if (deletions) *deletions = s.deletions;
         return r < 0 ? r : 0;
+}
+
+/* ======================================================================== */
+/* Base snapshots, extraction over the touched paths, 3-way accept.
+ *
+ * The base (changeset_snapshot, run by the shim on the host just before the
+ * worker starts): phase A of the old extraction (host view: `add -A`,
+ * nested repositories flattened, ignored paths pinned) run once, at launch,
+ * from a copy of the repository's index so that its stat data spares
+ * re-hashing unchanged files. The child maps our uid to itself in its user
+ * namespace (not to root), so owners match the index's stat data. Its tree
+ * id, exclude rules and private object store go to <overlay root>/base.
+ *
+ * Extraction with a base (extract_touched): the overlay's upper dir lists
+ * every path the worker touched: regular files and symlinks (complete copies:
+ * the overlay runs without metacopy), whiteouts (char device 0:0: deleted),
+ * opaque directories (trusted. or user.overlay.opaque = "y": the lower's
+ * contents are hidden) and directories that merge with the lower's. The
+ * child reads the base tree into a private index (host view, real objects
+ * as alternates), mounts the overlay, and updates only those paths:
+ * `rm --cached` for whiteouts, `add -A` of files, symlinks, and of opaque or
+ * new directories as a whole (minus what is left out), by pathspec file
+ * with :(literal) magic. Cost: the bytes the worker wrote, plus reading the
+ * base tree. The patch is `diff-tree base result`; it is stored only if it
+ * applies to its own base (`apply --cached --check` on a scratch index
+ * holding the base tree).
+ *
+ * Accept (changeset_apply_3way): R = base + patch (apply --cached in a
+ * private index), O = base with the touched paths (diff-tree base R) taken
+ * from the live directory, M = `merge-tree --write-tree` of commits O and R
+ * whose only common ancestor is a commit of the base. Conflicts: nothing is
+ * written. Otherwise the patch O -> M (touched paths only) is checked
+ * against the live tree and applied (apply_check_then_apply). */
+
+#define BASE_TREE_NAME "tree"
+#define BASE_EXCLUDE_NAME "exclude"
+#define BASE_GIT_NAME "git"
+#define TOUCHED_ROUNDS_MAX 16
+
+static char *mfree(char *p) {
+        free(p);
+        return NULL;
+}
+
+uint64_t changeset_file_max(void) {
+        const char *v = getenv("TASKFERRY_CHANGESET_FILE_MAX");
+        uint64_t n;
+        if (!isempty(v) && disk_size_parse(v, &n) >= 0) return n;
+        return CHANGESET_FILE_MAX_DEFAULT;
+}
+
+char *changeset_base_dir(const char *overlay_root) {
+        return overlay_root ? path_join(overlay_root, "base") : NULL;
+}
+
+/* The base tree id in base_dir, or NULL (none, unreadable, malformed). */
+static char *base_tree_read(const char *base_dir) {
+        if (isempty(base_dir)) return NULL;
+        _cleanup_free_ char *p = path_join(base_dir, BASE_TREE_NAME), *data = NULL;
+        if (!p || read_file(p, 256, &data, NULL) < 0) return NULL;
+        strip_trailing_space(data);
+        return is_hex_oid(data) ? TAKE_PTR(data) : NULL;
+}
+
+static int write_proc(const char *path, const char *data) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) return -errno;
+        return loop_write(fd, data, strlen(data));
+}
+
+/* A user + mount namespace where our uid and gid map to themselves (file
+ * owners read as on the host, so the index's stat data stays valid); the
+ * process keeps its capabilities there until it execs. */
+static int userns_enter_identity(void) {
+        uid_t u = getuid();
+        gid_t g = getgid();
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) return -errno;
+        char map[64];
+        int r = write_proc("/proc/self/setgroups", "deny");
+        if (r < 0 && r != -ENOENT) return r;
+        snprintf(map, sizeof map, "%u %u 1\n", (unsigned) u, (unsigned) u);
+        if ((r = write_proc("/proc/self/uid_map", map)) < 0) return r;
+        snprintf(map, sizeof map, "%u %u 1\n", (unsigned) g, (unsigned) g);
+        if ((r = write_proc("/proc/self/gid_map", map)) < 0) return r;
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) return -errno;
+        return 0;
+}
+
+/* Fork fn(userdata, out_fd) and read what it writes: "O<text>" or "E<error>". */
+typedef void (*child_fn)(void *userdata, int out_fd);
+static int run_child(child_fn fn, void *userdata, char **ret_reply, size_t *ret_len, char **err) {
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                safe_close(pfd[0]), safe_close(pfd[1]);
+                return r;
+        }
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                safe_close(pfd[0]);
+                fn(userdata, pfd[1]);
+                _exit(1);
+        }
+        safe_close(pfd[1]);
+        _cleanup_free_ char *reply = NULL;
+        size_t len = 0;
+        int r = read_fd(pfd[0], SIZE_MAX - 1, &reply, &len);
+        safe_close(pfd[0]);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR) {
+                        if (r >= 0) r = -errno;
+                        break;
+                }
+        if (r < 0) return r;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply[0] != 'O') {
+                if (reply[0] == 'E') *err = strdup(reply + 1);
+                else if (WIFSIGNALED(status))
+                        *err = strdup_printf("the git process was killed by %s", strnull(signal_to_name(WTERMSIG(status))));
+                else
+                        *err = strdup("the git process failed");
+                return -EIO;
+        }
+        *ret_reply = TAKE_PTR(reply);
+        if (ret_len) *ret_len = len;
+        return 0;
+}
+
+static int copy_file_keep_mtime(const char *from, const char *to) {
+        _cleanup_close_ int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (in < 0) return -errno;
+        struct stat st;
+        if (fstat(in, &st) < 0) return -errno;
+        if (!S_ISREG(st.st_mode)) return -EINVAL;
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r = read_fd(in, (size_t) 2 << 30, &data, &len);
+        if (r < 0) return r;
+        _cleanup_close_ int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (out < 0) return -errno;
+        if ((r = loop_write(out, data, len)) < 0) return r;
+        /* git's racy-entry test compares entry mtimes with the index file's */
+        struct timespec ts[2] = {st.st_atim, st.st_mtim};
+        return futimens(out, ts) < 0 ? -errno : 0;
+}
+
+/* ---- the snapshot ---- */
+
+typedef struct snapshot_child {
+        extract_child c;
+        const char *index_copy; /* the repository's index, or NULL */
+        const char *exclude_text;
+} snapshot_child;
+
+static int snapshot_reset(snapshot_child *s) {
+        _cleanup_free_ char *ex = path_join(s->c.g->git_dir, "info/exclude");
+        if (!ex) return -ENOMEM;
+        (void) unlink(s->c.g->index_file);
+        return write_small_file(ex, s->exclude_text, strlen(s->exclude_text));
+}
+
+static _Noreturn void snapshot_child_main(void *userdata, int out_fd) {
+        snapshot_child *s = userdata;
+        extract_child *c = &s->c;
+        _cleanup_free_ char *err = NULL, *tree = NULL;
+        int r = userns_enter_identity();
+        if (r < 0) err = strdup_printf("cannot enter a user namespace: %s", strerror(-r));
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (r >= 0 && s->index_copy) {
+                /* from the repository's index: its stat data spares re-hashing */
+                const char *keep = c->base_treeish;
+                c->base_treeish = NULL;
+                r = copy_file_keep_mtime(s->index_copy, c->g->index_file);
+                if (r >= 0) r = child_before(c, &tree, &err);
+                c->base_treeish = keep;
+                if (r < 0) {
+                        /* a split, sparse or otherwise unusable index: from the tree then */
+                        free(err);
+                        err = NULL;
+                        strv_free(c->hidden);
+                        c->hidden = NULL;
+                        r = snapshot_reset(s);
+                        if (r >= 0) r = 1;
+                }
+        }
+        if (r > 0 || (r >= 0 && !tree)) r = child_before(c, &tree, &err);
+        if (r < 0 && !err) err = strdup(strerror(-r));
+        _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s", tree) : strdup_printf("E%s", err ? err : "out of memory");
+        if (msg) (void) loop_write(out_fd, msg, strlen(msg));
+        _exit(r >= 0 ? 0 : 1);
+}
+
+/* The index file of the work tree whose top is dir, or NULL. */
+static char *repo_index_path(const char *dir) {
+        _cleanup_strv_free_ char **env = NULL;
+        if (host_env(&env) < 0) return NULL;
+        char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C", (char *) dir,
+                        (char *) "rev-parse", (char *) "--path-format=absolute", (char *) "--git-path", (char *) "index",
+                        NULL};
+        run_result rr;
+        if (run_command(argv, env, "/", SMALL_MAX, -1, &rr) < 0) return NULL;
+        char *p = NULL;
+        if (rr.exit_code == 0 && rr.out && rr.out[0] == '/') {
+                strip_trailing_space(rr.out);
+                struct stat st;
+                if (stat(rr.out, &st) == 0 && S_ISREG(st.st_mode)) p = strdup(rr.out);
+        }
+        run_result_done(&rr);
+        return p;
+}
+
+static int snapshot_impl(const char *directory, const char *pre_head, const char *base_dir, char **err) {
+        if (isempty(directory) || directory[0] != '/' || isempty(base_dir)) {
+                *err = strdup("invalid arguments");
+                return -EINVAL;
+        }
+        if (pre_head && !is_hex_oid(pre_head)) {
+                *err = strdup("the pre-dispatch HEAD is not an object id");
+                return -EINVAL;
+        }
+        _cleanup_free_ char *dir = realpath(directory, NULL);
+        if (!dir) {
+                int r = -errno;
+                *err = strdup_printf("cannot resolve %s: %s", directory, strerror(errno));
+                return r;
+        }
+        if (access(base_dir, F_OK) == 0) {
+                *err = strdup_printf("%s already exists", base_dir);
+                return -EEXIST;
+        }
+        _cleanup_free_ char *tmp = strdup_printf("%s.tmp.%d", base_dir, (int) getpid());
+        if (!tmp) return -ENOMEM;
+        (void) rm_rf(tmp);
+        if (mkdir(tmp, 0700) < 0) {
+                int r = -errno;
+                *err = strdup_printf("cannot create %s: %s", tmp, strerror(errno));
+                return r;
+        }
+        _cleanup_free_ char *real_tmp = realpath(tmp, NULL);
+        if (!real_tmp || path_is_at_or_below(real_tmp, dir)) {
+                (void) rm_rf(tmp);
+                *err = strdup_printf("the snapshot directory %s lies inside the target directory", tmp);
+                return -EINVAL;
+        }
+
+        _cleanup_(repo_info_done) repo_info ri = {};
+        int r = repo_info_gather(dir, &ri);
+        if (r < 0) {
+                *err = strdup_printf("cannot run git: %s", strerror(-r));
+                goto fail;
+        }
+        _cleanup_free_ char *base = NULL, *index_copy = NULL;
+        if (pre_head) {
+                _cleanup_free_ char *prefix = strdup(strempty(ri.prefix));
+                if (!prefix) return -ENOMEM;
+                size_t n = strlen(prefix);
+                while (n > 0 && prefix[n - 1] == '/') prefix[--n] = 0;
+                base = n ? strdup_printf("%s:%s", pre_head, prefix) : strdup(pre_head);
+                if (!base) return -ENOMEM;
+        }
+        /* The index is relative to the top of the work tree: only usable there. */
+        if (ri.toplevel && isempty(ri.prefix)) index_copy = repo_index_path(dir);
+
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        g.git_dir = path_join(tmp, BASE_GIT_NAME);
+        g.work_tree = strdup(dir);
+        g.index_file = path_join(tmp, "index");
+        g.home = path_join(tmp, "home");
+        _cleanup_free_ char *empty_dir = path_join(tmp, "empty-dir"), *empty_file = path_join(tmp, "empty-file");
+        _cleanup_free_ char *exclude_path = NULL, *tree_path = path_join(tmp, BASE_TREE_NAME);
+        _cleanup_free_ char *base_exclude = path_join(tmp, BASE_EXCLUDE_NAME);
+        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !empty_dir || !empty_file || !tree_path ||
+            !base_exclude) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        if (ri.common_dir) {
+                g.alternates = path_join(ri.common_dir, "objects");
+                if (g.alternates && !is_dir(g.alternates)) g.alternates = mfree(g.alternates);
+        }
+        if ((r = private_repo_create(g.git_dir)) < 0) {
+                *err = strdup_printf("cannot create the private git directory in %s: %s", tmp, strerror(-r));
+                goto fail;
+        }
+        exclude_path = path_join(g.git_dir, "info/exclude");
+        if (!exclude_path) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        if ((r = write_small_file(exclude_path, strempty(ri.excludes), strlen(strempty(ri.excludes)))) < 0 ||
+            (mkdir(empty_dir, 0500) < 0 && (r = -errno)) || (r = write_small_file(empty_file, "", 0)) < 0) {
+                *err = strdup_printf("cannot prepare %s: %s", tmp, strerror(-r));
+                goto fail;
+        }
+        if ((r = git_ctx_build_env(&g)) < 0) goto fail;
+
+        changeset_extract_args fake = {.directory = dir};
+        snapshot_child s = {
+                .c = {.a = &fake, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file,
+                      .host_fd = -1, .file_max = changeset_file_max()},
+                .index_copy = index_copy,
+                .exclude_text = strempty(ri.excludes),
+        };
+        _cleanup_free_ char *reply = NULL;
+        if ((r = run_child(snapshot_child_main, &s, &reply, NULL, err)) < 0) goto fail;
+        if (!is_hex_oid(reply + 1)) {
+                *err = strdup("the snapshot process returned no tree");
+                r = -EIO;
+                goto fail;
+        }
+        _cleanup_free_ char *line = strdup_printf("%s\n", reply + 1), *ex = NULL;
+        size_t ex_len = 0;
+        if (!line) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        if ((r = read_file(exclude_path, LIST_MAX, &ex, &ex_len)) < 0 ||
+            (r = write_file_atomic(base_exclude, ex, ex_len, 0600)) < 0 ||
+            (r = write_file_atomic(tree_path, line, strlen(line), 0600)) < 0) {
+                *err = strdup_printf("cannot write the snapshot: %s", strerror(-r));
+                goto fail;
+        }
+        (void) unlink(g.index_file);
+        (void) rmdir(empty_dir);
+        (void) unlink(empty_file);
+        if (rename(tmp, base_dir) < 0) {
+                r = -errno;
+                *err = strdup_printf("cannot rename %s to %s: %s", tmp, base_dir, strerror(errno));
+                goto fail;
+        }
+        return 0;
+fail:
+        (void) rm_rf(tmp);
+        return r < 0 ? r : -EIO;
+}
+
+int changeset_snapshot(const char *directory, const char *pre_head, const char *base_dir, char **ret_error) {
+        _cleanup_free_ char *err = NULL;
+        int r = git_has_merge_tree() ? snapshot_impl(directory, pre_head, base_dir, &err)
+                                     : (err = strdup("git 2.38 or later is needed for a base (merge-tree --write-tree)"),
+                                        -ENOTSUP);
+        if (r >= 0) return 0;
+        if (ret_error)
+                *ret_error = strdup_printf("cannot take the base snapshot of %s: %s", strnull(directory),
+                                           err ? err : strerror(-r));
+        return r;
+}
+
+/* ---- the touched paths (the upper dir) ---- */
+
+typedef struct touched {
+        char **rm;      /* whiteouts: paths deleted */
+        char **add;     /* :(literal)<path> for files, symlinks, opaque and new dirs */
+        char **exclude; /* :(exclude,literal)<path> left out inside an added dir */
+        char **dotgit;  /* .git entries the worker made (nested repositories to hide) */
+        size_t n;       /* entries seen */
+} touched;
+
+static void touched_done(touched *t) {
+        strv_free(t->rm);
+        strv_free(t->add);
+        strv_free(t->exclude);
+        strv_free(t->dotgit);
+        memset(t, 0, sizeof *t);
+}
+
+static bool dir_is_opaque(int dirfd, const char *rel) {
+        _cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return false;
+        static const char *const names[] = {"trusted.overlay.opaque", "user.overlay.opaque"};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char v[4] = "";
+                ssize_t n = fgetxattr(fd, names[i], v, sizeof v);
+                if (n == 1 && v[0] == 'y') return true;
+        }
+        return false;
+}
+
+/* Does the entry carry an overlay.metacopy (a file whose data is still the
+ * lower's) or overlay.redirect (a renamed directory) xattr? Then the upper
+ * dir alone does not say what changed (overlayfs(5): metacopy, redirect_dir,
+ * which the userxattr mounts we make never use, but a kernel's defaults may
+ * for other mounts): the caller falls back to the whole-tree comparison. */
+static bool entry_needs_lower(int dirfd, const char *rel, const struct stat *st) {
+        if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) return false;
+        char proc[64];
+        _cleanup_close_ int fd = openat(dirfd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return false;
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        static const char *const names[] = {"trusted.overlay.metacopy", "user.overlay.metacopy",
+                                            "trusted.overlay.redirect", "user.overlay.redirect"};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (getxattr(proc, names[i], NULL, 0) >= 0) return true;
+        return false;
+}
+
+static const char *special_kind(mode_t m) {
+        if (S_ISFIFO(m)) return "a named pipe";
+        if (S_ISSOCK(m)) return "a socket";
+        if (S_ISCHR(m)) return "a character device";
+        if (S_ISBLK(m)) return "a block device";
+        return "a special file";
+}
+
+/* Walk the upper dir below rel ("" = top). in_added: rel is covered by an
+ * added directory pathspec (only exclusions and .git entries matter then). */
+static int touched_walk(int upper_fd, int lower_fd, const char *rel, bool in_added, unsigned depth, uint64_t file_max,
+                        touched *t, warnings *w) {
+        if (depth > DOTGIT_DEPTH_MAX) return -ELOOP;
+        int fd = openat(upper_fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        int r = 0;
+        for (struct dirent *de; r >= 0 && (errno = 0, de = readdir(d));) {
+                if (streq(de->d_name, ".") || streq(de->d_name, "..")) continue;
+                _cleanup_free_ char *path = *rel ? strdup_printf("%s/%s", rel, de->d_name) : strdup(de->d_name);
+                if (!path) {
+                        r = -ENOMEM;
+                        break;
+                }
+                struct stat st;
+                if (fstatat(upper_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = -errno;
+                        break;
+                }
+                t->n++;
+                if (entry_needs_lower(upper_fd, path, &st)) {
+                        r = -EXDEV;
+                        break;
+                }
+                bool whiteout = S_ISCHR(st.st_mode) && st.st_rdev == 0;
+                if (streq(de->d_name, ".git")) {
+                        /* git never records a .git; a non-whiteout one is hidden in the merged view */
+                        if (!whiteout) r = strv_consume(&t->dotgit, TAKE_PTR(path));
+                        continue;
+                }
+                if (whiteout) {
+                        if (!in_added) r = strv_consume(&t->rm, TAKE_PTR(path));
+                        continue;
+                }
+                if (S_ISDIR(st.st_mode)) {
+                        struct stat lst;
+                        bool lower_dir = fstatat(lower_fd, path, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(lst.st_mode);
+                        bool whole = !in_added && (!lower_dir || dir_is_opaque(upper_fd, path));
+                        if (whole) r = strv_pushf(&t->add, ":(literal)%s", path);
+                        if (r >= 0) r = touched_walk(upper_fd, lower_fd, path, in_added || whole, depth + 1, file_max, t, w);
+                        continue;
+                }
+                char why[200] = "";
+                if (S_ISREG(st.st_mode) && (uint64_t) st.st_size > file_max) {
+                        char a[32], b[32];
+                        snprintf(why, sizeof why,
+                                 "it is %s, over the %s bound for one file (TASKFERRY_CHANGESET_FILE_MAX)",
+                                 disk_size_format((uint64_t) st.st_size, a), disk_size_format(file_max, b));
+                } else if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+                        snprintf(why, sizeof why, "it is %s, which a patch cannot represent", special_kind(st.st_mode));
+                if (*why) {
+                        r = warn_path(w, path, why);
+                        if (r >= 0 && in_added) r = strv_pushf(&t->exclude, ":(exclude,literal)%s", path);
+                        continue;
+                }
+                if (!in_added) r = strv_pushf(&t->add, ":(literal)%s", path);
+        }
+        if (r >= 0 && errno != 0) r = -errno;
+        closedir(d);
+        return r;
+}
+
+/* Write a NUL-separated pathspec file. */
+static int write_specs(const char *path, char **a, char **b) {
+        size_t size = 0;
+        _cleanup_free_ char *buf = NULL;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f) return -ENOMEM;
+        for (size_t i = 0; a && a[i]; i++) fwrite(a[i], 1, strlen(a[i]) + 1, f);
+        for (size_t i = 0; b && b[i]; i++) fwrite(b[i], 1, strlen(b[i]) + 1, f);
+        if (fclose(f) != 0) return -ENOMEM;
+        return write_small_file(path, buf ? buf : "", size);
+}
+
+typedef struct touched_child {
+        extract_child c;
+        const char *base_tree;
+        touched *t;
+        const char *rm_spec, *add_spec; /* pathspec files */
+        const char *host_objects;       /* empty dir: the host's object store is bound here */
+        const char *check_index;        /* where the base index is copied */
+} touched_child;
+
+/* Hide every .git in the merged view that lies in a directory above a touched
+ * path (a pre-existing nested repository, a submodule) or that the worker made. */
+static int hide_touched_nested(touched_child *tc, char **err) {
+        extract_child *c = &tc->c;
+        char **lists[] = {tc->t->rm, tc->t->add};
+        int r = 0;
+        for (size_t k = 0; k < ELEMENTSOF(lists); k++)
+                for (size_t i = 0; r >= 0 && lists[k] && lists[k][i]; i++) {
+                        const char *p = lists[k][i];
+                        if (startswith(p, ":(literal)")) p += strlen(":(literal)");
+                        for (const char *sl = p; r >= 0 && (sl = strchr(sl, '/')); sl++) {
+                                _cleanup_free_ char *anc = strndup(p, (size_t) (sl - p + 1));
+                                r = anc ? hide_nested_git(c, anc, err) : -ENOMEM;
+                        }
+                }
+        for (size_t i = 0; r >= 0 && tc->t->dotgit && tc->t->dotgit[i]; i++) {
+                _cleanup_free_ char *parent = strdup(tc->t->dotgit[i]);
+                if (!parent) return -ENOMEM;
+                char *sl = strrchr(parent, '/');
+                if (sl) sl[1] = 0;
+                else parent[0] = 0;
+                if (*parent) r = hide_nested_git(c, parent, err);
+        }
+        return r < 0 ? r : 0;
+}
+
+static int warn_refused_touched(touched_child *tc, const char *add_err, char **err) {
+        extract_child *c = &tc->c;
+        _cleanup_strv_free_ char **specs = NULL, **refused = NULL;
+        for (size_t i = 0; tc->t->add && tc->t->add[i]; i++)
+                if (strv_push(&specs, tc->t->add[i]) < 0) return -ENOMEM;
+        for (size_t i = 0; tc->t->exclude && tc->t->exclude[i]; i++)
+                if (strv_push(&specs, tc->t->exclude[i]) < 0) return -ENOMEM;
+        if (!specs) return 0;
+        char *ls_prefix[] = {(char *) "-c", (char *) "core.quotePath=false", (char *) "ls-files", (char *) "-o",
+                             (char *) "--exclude-standard", (char *) "--", NULL};
+        char *df_prefix[] = {(char *) "-c", (char *) "core.quotePath=false", (char *) "diff-files", (char *) "--name-only",
+                             (char *) "--no-ext-diff", (char *) "--", NULL};
+        /* exclusions must go with every batch: one run (the list is the upper dir's, small) */
+        int r = git_batched(c->g, c->a->directory, LIST_MAX, "ls-files -o", ls_prefix, specs, true, SIZE_MAX / 2,
+                            collect_ignored, &refused, err);
+        if (r >= 0)
+                r = git_batched(c->g, c->a->directory, LIST_MAX, "diff-files", df_prefix, specs, true, SIZE_MAX / 2,
+                                collect_ignored, &refused, err);
+        refused_list l = {.add_err = (char *) add_err};
+        for (size_t i = 0; r >= 0 && refused && refused[i]; i++) {
+                if (i > 0 && strv_contains(refused + i + 1, refused[i])) continue;
+                r = refused_warn_one(&c->w, &l, refused[i], "");
+        }
+        return r;
+}
+
+/* Gitlink entries (mode 160000) under the added paths: only there can `git add` have made one. */
+static int collect_gitlinks(void *userdata, const run_result *rr) {
+        char ***l = userdata;
+        int r = 0;
+        for (char *p = rr->out; r >= 0 && p < rr->out + rr->out_len; p += strlen(p) + 1) {
+                char *tab = strchr(p, '\t');
+                if (tab && startswith(p, "160000 ")) r = strv_push(l, tab + 1);
+        }
+        return r;
+}
+
+static int touched_gitlinks(touched_child *tc, char ***ret, char **err) {
+        char *prefix[] = {(char *) "ls-files", (char *) "-s", (char *) "-z", NULL};
+        return git_batched(tc->c.g, tc->c.a->directory, LIST_MAX, "ls-files -s", prefix, tc->t->add, false, 1,
+                           collect_gitlinks, ret, err);
+}
+
+static int add_touched(touched_child *tc, char **err) {
+        extract_child *c = &tc->c;
+        run_result rr;
+        int r;
+        if (tc->t->rm) {
+                char *rm_args[] = {(char *) "rm", (char *) "--cached", (char *) "-r", (char *) "-f", (char *) "-q",
+                                   (char *) "--ignore-unmatch", (char *) "--pathspec-file-nul", NULL, NULL};
+                _cleanup_free_ char *pf = strdup_printf("--pathspec-from-file=%s", tc->rm_spec);
+                if (!pf) return -ENOMEM;
+                rm_args[7] = pf;
+                if ((r = git_ok(c->g, c->a->directory, 0, &rr, err, "rm --cached", rm_args)) < 0) return r;
+                run_result_done(&rr);
+        }
+        if (!tc->t->add) return 0;
+        _cleanup_strv_free_ char **tried = NULL;
+        _cleanup_free_ char *pf = strdup_printf("--pathspec-from-file=%s", tc->add_spec);
+        if (!pf) return -ENOMEM;
+        for (unsigned round = 0; round < TOUCHED_ROUNDS_MAX; round++) {
+                char *add_args[] = {(char *) "add", (char *) "-A", (char *) "--ignore-errors", (char *) "--no-warn-embedded-repo",
+                                    (char *) "--pathspec-file-nul", pf, NULL};
+                r = run_git_argv(c->g, c->a->directory, 0, &rr, add_args);
+                if (r < 0 || (rr.exit_code != 0 && rr.exit_code != 1)) {
+                        *err = git_failure("add -A (merged view, touched paths)", r, &rr);
+                        if (r >= 0) run_result_done(&rr);
+                        return r < 0 ? r : -EIO;
+                }
+                _cleanup_free_ char *add_err = rr.exit_code == 1 ? strdup(strempty(rr.err)) : NULL;
+                run_result_done(&rr);
+                _cleanup_strv_free_ char **links = NULL;
+                if ((r = touched_gitlinks(tc, &links, err)) < 0) return r;
+                if (!links) return add_err ? warn_refused_touched(tc, add_err, err) : 0;
+                for (size_t i = 0; links[i]; i++) {
+                        if (strv_contains(tried, links[i])) {
+                                *err = strdup_printf("cannot record the contents of nested repository %s", links[i]);
+                                return -ENOTSUP;
+                        }
+                        if ((r = strv_push(&tried, links[i])) < 0) return r;
+                        if ((r = hide_nested_git(c, links[i], err)) < 0) return r;
+                }
+                if ((r = index_force_remove(c, links, err)) < 0) return r;
+        }
+        *err = strdup_printf("nested repositories deeper than %d levels", TOUCHED_ROUNDS_MAX);
+        return -ELOOP;
+}
+
+static _Noreturn void touched_child_main(void *userdata, int out_fd) {
+        touched_child *tc = userdata;
+        extract_child *c = &tc->c;
+        const changeset_extract_args *a = c->a;
+        _cleanup_free_ char *err = NULL, *after = NULL;
+        run_result rr;
+        int r = userns_enter_as_root(getuid(), getgid());
+        if (r < 0) err = strdup_printf("cannot enter a user namespace: %s", strerror(-r));
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (r >= 0 && (c->host_fd = open(a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) r = -errno;
+        /* host view: the base tree's objects are in the base store or the real repository */
+        if (r >= 0) {
+                char *rt_args[] = {(char *) "read-tree", (char *) tc->base_tree, NULL};
+                r = git_ok(c->g, a->directory, 0, &rr, &err, "read-tree (base)", rt_args);
+                if (r >= 0) run_result_done(&rr);
+        }
+        /* the base index, for the parent's "applies to its own base" check */
+        if (r >= 0 && tc->check_index && copy_file_keep_mtime(c->g->index_file, tc->check_index) < 0)
+                (void) unlink(tc->check_index);
+        /* The real object store as the host has it, at a private path: once the
+         * overlay is on D, D/.git/objects is the worker's, this bind is not. With
+         * it, the base's trees stay reachable and write-tree rewrites none. */
+        bool host_objects = false;
+        if (r >= 0 && c->g->alternates && tc->host_objects &&
+            mount(c->g->alternates, tc->host_objects, NULL, MS_BIND | MS_REC, NULL) >= 0) {
+                (void) mount(NULL, tc->host_objects, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
+                host_objects = true;
+        }
+        if (r >= 0) {
+                static const unsigned backoff_ms[] = {100, 300, 900};
+                for (size_t attempt = 0;; attempt++) {
+                        _cleanup_free_ char *merr = NULL;
+                        r = overlay_mount(a->directory, a->upper, a->work, a->directory, true, &merr);
+                        if (r >= 0) break;
+                        if (r != -EBUSY || attempt >= ELEMENTSOF(backoff_ms)) {
+                                err = merr ? TAKE_PTR(merr)
+                                           : strdup_printf("overlay mount on %s failed: %s", a->directory, strerror(-r));
+                                break;
+                        }
+                        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long) backoff_ms[attempt] * 1000000L};
+                        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                                ;
+                }
+        }
+        if (r >= 0) {
+                /* merged view: D/.git/objects is the worker's now; the base store and
+                 * the host's objects through the private bind stay */
+                c->g->alternates = mfree(c->g->alternates);
+                if (host_objects && !(c->g->alternates = strdup(tc->host_objects))) r = -ENOMEM;
+                if (r >= 0) r = git_ctx_build_env(c->g);
+        }
+        if (r >= 0) r = hide_touched_nested(tc, &err);
+        if (r >= 0) r = add_touched(tc, &err);
+        if (r >= 0) r = write_tree(c, true, &after, &err);
+        if (r >= 0) r = dotgit_warn(c, &err);
+        if (r < 0 && !err) err = strdup(strerror(-r));
+        _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s %zu\n", after, c->w.total)
+                                          : strdup_printf("E%s", err ? err : "out of memory");
+        if (msg) (void) loop_write(out_fd, msg, strlen(msg));
+        for (size_t i = 0; r >= 0 && c->w.lines && c->w.lines[i]; i++)
+                (void) loop_write(out_fd, c->w.lines[i], strlen(c->w.lines[i]) + 1);
+        _exit(r >= 0 ? 0 : 1);
+}
+
+/* Does the patch apply to tree (a scratch index of g's)? 1 yes, 0 no (*why = git's reason), -errno. */
+static int patch_applies_to_tree(const git_ctx *g0, const char *scratch, const char *tree, const char *patch, char **why) {
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        g.git_dir = strdup(g0->git_dir);
+        g.home = strdup(g0->home);
+        g.index_file = path_join(scratch, "check-index");
+        g.alternates = g0->alternates ? strdup(g0->alternates) : NULL;
+        g.base_objects = g0->base_objects ? strdup(g0->base_objects) : NULL;
+        if (!g.git_dir || !g.home || !g.index_file) return -ENOMEM;
+        int r = git_ctx_build_env(&g);
+        if (r < 0) return r;
+        run_result rr;
+        char *rt_args[] = {(char *) "read-tree", (char *) tree, NULL};
+        /* the child left a copy of the base index there (else read the tree) */
+        if (access(g.index_file, F_OK) < 0) {
+                if ((r = git_ok(&g, "/", 0, &rr, why, "read-tree", rt_args)) < 0) return r;
+                run_result_done(&rr);
+        }
+        char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) "--check", (char *) patch, NULL};
+        if ((r = run_git_argv(&g, "/", 0, &rr, ap_args)) < 0) {
+                *why = git_failure("apply --cached --check", r, &rr);
+                return r;
+        }
+        r = rr.exit_code == 0;
+        if (!r) *why = trimmed(*rr.err ? rr.err : "git apply --check failed");
+        run_result_done(&rr);
+        (void) unlink(g.index_file);
+        return r;
+}
+
+/* Extraction with a base snapshot: only the paths the upper dir lists. */
+static int extract_touched(const changeset_extract_args *a, const char *dir, const char *scratch, const char *base_tree,
+                           char **err) {
+        _cleanup_(repo_info_done) repo_info ri = {};
+        int r = repo_info_gather(dir, &ri);
+        if (r < 0) {
+                *err = strdup_printf("cannot run git: %s", strerror(-r));
+                return r;
+        }
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        g.git_dir = path_join(scratch, "git");
+        g.work_tree = strdup(dir);
+        g.index_file = path_join(scratch, "index");
+        g.home = path_join(scratch, "home");
+        g.base_objects = strdup_printf("%s/%s/objects", a->base_dir, BASE_GIT_NAME);
+        _cleanup_free_ char *empty_dir = path_join(scratch, "empty-dir"), *empty_file = path_join(scratch, "empty-file");
+        _cleanup_free_ char *rm_spec = path_join(scratch, "rm.spec"), *add_spec = path_join(scratch, "add.spec");
+        _cleanup_free_ char *base_exclude = path_join(a->base_dir, BASE_EXCLUDE_NAME);
+        _cleanup_free_ char *patch_tmp = path_join(scratch, "patch"), *ex = NULL;
+        _cleanup_free_ char *host_objects = path_join(scratch, "host-objects"), *check_index = path_join(scratch, "check-index");
+        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !g.base_objects || !empty_dir || !empty_file ||
+            !rm_spec || !add_spec || !base_exclude || !patch_tmp || !host_objects || !check_index)
+                return -ENOMEM;
+        if (mkdir(host_objects, 0700) < 0) return -errno;
+        if (ri.common_dir) {
+                g.alternates = path_join(ri.common_dir, "objects");
+                if (g.alternates && !is_dir(g.alternates)) g.alternates = mfree(g.alternates);
+        }
+        if ((r = private_repo_create(g.git_dir)) < 0) {
+                *err = strdup_printf("cannot create the private git directory in %s: %s", scratch, strerror(-r));
+                return r;
+        }
+        size_t ex_len = 0;
+        _cleanup_free_ char *exclude_path = path_join(g.git_dir, "info/exclude");
+        if (!exclude_path) return -ENOMEM;
+        if ((r = read_file(base_exclude, LIST_MAX, &ex, &ex_len)) < 0 ||
+            (r = write_small_file(exclude_path, ex, ex_len)) < 0 || (mkdir(empty_dir, 0500) < 0 && (r = -errno)) ||
+            (r = write_small_file(empty_file, "", 0)) < 0) {
+                *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
+                return r;
+        }
+        if ((r = git_ctx_build_env(&g)) < 0) return r;
+
+        /* what the worker touched */
+        _cleanup_(touched_done) touched t = {};
+        _cleanup_(warnings_done) warnings w = {};
+        uint64_t file_max = a->file_max ? a->file_max : changeset_file_max();
+        {
+                _cleanup_close_ int ufd = open(a->upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_close_ int lfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (ufd < 0 || lfd < 0) {
+                        r = -errno;
+                        *err = strdup_printf("cannot open %s: %s", ufd < 0 ? a->upper : dir, strerror(errno));
+                        return r;
+                }
+                if ((r = touched_walk(ufd, lfd, "", false, 0, file_max, &t, &w)) == -EXDEV)
+                        return -EXDEV; /* metacopy or redirect: the caller compares whole trees */
+                if (r < 0) {
+                        *err = strdup_printf("cannot read the overlay's upper dir %s: %s", a->upper, strerror(-r));
+                        return r;
+                }
+        }
+        if ((r = write_specs(rm_spec, t.rm, NULL)) < 0 || (r = write_specs(add_spec, t.add, t.exclude)) < 0) return r;
+
+        char after[80] = "";
+        if (!t.rm && !t.add) {
+                snprintf(after, sizeof after, "%s", base_tree);
+        } else {
+                changeset_extract_args ca = *a;
+                ca.directory = dir;
+                touched_child tc = {
+                        .c = {.a = &ca, .g = &g, .empty_dir = empty_dir, .empty_file = empty_file, .host_fd = -1},
+                        .base_tree = base_tree,
+                        .t = &t,
+                        .rm_spec = rm_spec,
+                        .add_spec = add_spec,
+                        .host_objects = host_objects,
+                        .check_index = check_index,
+                };
+                _cleanup_free_ char *reply = NULL;
+                size_t reply_len = 0;
+                if ((r = run_child(touched_child_main, &tc, &reply, &reply_len, err)) < 0) return r;
+                size_t child_total = 0;
+                char *nl = strchr(reply, '\n');
+                if (!nl || sscanf(reply + 1, "%79s %zu", after, &child_total) != 2 || !is_hex_oid(after)) {
+                        *err = strdup("the extraction process returned no tree");
+                        return -EIO;
+                }
+                for (char *p = nl + 1; p < reply + reply_len; p += strlen(p) + 1)
+                        if (*p && (r = warnings_add_line(&w, strdup(p))) < 0) return r;
+                size_t recv = 0;
+                for (char *p = nl + 1; p < reply + reply_len; p += strlen(p) + 1) recv += *p != 0;
+                if (child_total > recv) w.total += child_total - recv;
+        }
+        changeset_extract_args pa = *a;
+        pa.directory = dir;
+        extract_child pc = {.a = &pa, .g = &g, .host_fd = -1, .hooks_rel = ri.hooks_rel};
+        if ((r = drop_repository_shapes(&pc, base_tree, after, sizeof after, &w, err)) < 0) return r;
+
+        run_result rr = {};
+        bool diffed = false;
+        if (!streq(base_tree, after)) {
+                if ((r = diff_trees(&g, base_tree, after, &rr, err)) < 0) return r;
+                diffed = rr.out_len > 0;
+                if (!diffed) run_result_done(&rr);
+        }
+        if (diffed) {
+                /* pending only if it applies to its own base */
+                r = write_small_file(patch_tmp, rr.out, rr.out_len);
+                _cleanup_free_ char *why = NULL;
+                if (r >= 0) r = patch_applies_to_tree(&g, scratch, base_tree, patch_tmp, &why);
+                if (r <= 0) {
+                        run_result_done(&rr);
+                        *err = r == 0 ? strdup_printf("the patch does not apply to its own base: %s", strempty(why))
+                                      : why ? TAKE_PTR(why) : strdup(strerror(-r));
+                        return r == 0 ? -EIO : r;
+                }
+        }
+        r = write_file_atomic(a->patch_path, diffed ? rr.out : "", diffed ? rr.out_len : 0, 0600);
+        if (diffed) run_result_done(&rr);
+        if (r < 0) {
+                *err = strdup_printf("cannot write %s: %s", a->patch_path, strerror(-r));
+                return r;
+        }
+        if (a->ret_warnings && (r = warnings_finish(&w, a->ret_warnings)) < 0) return r;
+        return diffed ? 1 : 0;
+}
+
+/* ---- accept: 3-way merge with the base ---- */
+
+static int git_line(const git_ctx *g, const char *cwd, char **err, const char *what, char *const *args, char **ret) {
+        run_result rr;
+        int r = git_ok(g, cwd, SMALL_MAX, &rr, err, what, args);
+        if (r < 0) return r;
+        strip_trailing_space(rr.out);
+        if (!is_hex_oid(rr.out)) {
+                *err = strdup_printf("git %s printed no object id", what);
+                run_result_done(&rr);
+                return -EIO;
+        }
+        *ret = strdup(rr.out);
+        run_result_done(&rr);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int commit_tree(const git_ctx *g, const char *tree, const char *parent, char **ret, char **err) {
+        char *args[] = {(char *) "commit-tree", (char *) tree, (char *) "-m", (char *) "taskferry",
+                        parent ? (char *) "-p" : NULL, (char *) parent, NULL};
+        return git_line(g, "/", err, "commit-tree", args, ret);
+}
+
+
+/* One conflicted path of merge-tree: the blobs of stages 1 (base), 2 (ours), 3 (theirs). */
+typedef struct conflict_entry {
+        char *path;
+        char mode[3][8];
+        char oid[3][72];
+} conflict_entry;
+
+static int cat_blob(const git_ctx *g, const char *oid, char **ret, size_t *ret_len) {
+        run_result rr;
+        char *args[] = {(char *) "cat-file", (char *) "blob", (char *) oid, NULL};
+        _cleanup_free_ char *err = NULL;
+        int r = git_ok(g, "/", PATCH_MAX, &rr, &err, "cat-file", args);
+        if (r < 0) return r;
+        *ret = TAKE_PTR(rr.out);
+        *ret_len = rr.out_len;
+        run_result_done(&rr);
+        return 0;
+}
+
+/* Both sides only appended whole lines to the end of the base's file (the
+ * user's line and the worker's line after the same last line): keep both,
+ * ours first. Anything else stays a conflict. Returns 1 with the merged
+ * blob's id, 0 if not such a case, -errno. */
+static int merge_appends(const git_ctx *g, const char *scratch, const conflict_entry *e, char **ret_oid) {
+        for (int k = 0; k < 3; k++)
+                if (!*e->oid[k] || !streq(e->mode[k], e->mode[0]) ||
+                    (!streq(e->mode[k], "100644") && !streq(e->mode[k], "100755")))
+                        return 0;
+        _cleanup_free_ char *b = NULL, *o = NULL, *t = NULL;
+        size_t bl = 0, ol = 0, tl = 0;
+        int r;
+        if ((r = cat_blob(g, e->oid[0], &b, &bl)) < 0 || (r = cat_blob(g, e->oid[1], &o, &ol)) < 0 ||
+            (r = cat_blob(g, e->oid[2], &t, &tl)) < 0)
+                return r;
+        if (bl > 0 && b[bl - 1] != '\n') return 0;
+        if (ol <= bl || tl <= bl || memcmp(o, b, bl) != 0 || memcmp(t, b, bl) != 0) return 0;
+        if (o[ol - 1] != '\n' || memchr(o, 0, ol) || memchr(t, 0, tl)) return 0; /* whole lines of text only */
+        if (ol - bl >= tl - bl && memcmp(o + ol - (tl - bl), t + bl, tl - bl) == 0) {
+                /* ours ends with their lines already (an accept that landed): ours, so it never lands twice */
+                *ret_oid = strdup(e->oid[1]);
+                return *ret_oid ? 1 : -ENOMEM;
+        }
+        _cleanup_free_ char *path = path_join(scratch, "union.blob");
+        if (!path) return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) return -errno;
+        if ((r = loop_write(fd, o, ol)) < 0 || (r = loop_write(fd, t + bl, tl - bl)) < 0) return r;
+        _cleanup_free_ char *err = NULL;
+        char *args[] = {(char *) "hash-object", (char *) "-w", (char *) "--no-filters", path, NULL};
+        return git_line(g, "/", &err, "hash-object", args, ret_oid) < 0 ? -EIO : 1;
+}
+
+/* Resolve what merge_appends can; *ret_conflicts lists the rest (NULL: none
+ * left, *tree replaced by the resolved tree). */
+static int resolve_appends(const git_ctx *g0, const char *scratch, char *p, char *end, char **tree, char ***ret_conflicts,
+                           char **err) {
+        conflict_entry *ce = NULL;
+        size_t n = 0;
+        int r = 0;
+        for (; p < end; p += strlen(p) + 1) {
+                char mode[8], oid[72];
+                int stage = 0;
+                char *tab = strchr(p, '\t');
+                if (!tab || sscanf(p, "%7s %71s %d", mode, oid, &stage) != 3 || stage < 1 || stage > 3) continue;
+                const char *path = tab + 1;
+                if (n == 0 || !streq(ce[n - 1].path, path)) {
+                        conflict_entry *nc = realloc(ce, (n + 1) * sizeof *ce);
+                        if (!nc) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        ce = nc;
+                        memset(&ce[n], 0, sizeof *ce);
+                        if (!(ce[n].path = strdup(path))) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        n++;
+                }
+                snprintf(ce[n - 1].mode[stage - 1], sizeof ce->mode[0], "%s", mode);
+                snprintf(ce[n - 1].oid[stage - 1], sizeof ce->oid[0], "%s", oid);
+        }
+        _cleanup_strv_free_ char **left = NULL, **infos = NULL;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                _cleanup_free_ char *oid = NULL;
+                int k = merge_appends(g0, scratch, &ce[i], &oid);
+                if (k < 0) r = k;
+                else if (k == 0) r = strv_push(&left, ce[i].path);
+                else {
+                        r = strv_push(&infos, "--cacheinfo");
+                        if (r >= 0) r = strv_pushf(&infos, "%s,%s,%s", ce[i].mode[1], oid, ce[i].path);
+                }
+        }
+        if (n == 0 && r >= 0) r = strv_push(&left, "(merge-tree reported a conflict without paths)");
+        for (size_t i = 0; i < n; i++) free(ce[i].path);
+        free(ce);
+        if (r < 0) return r;
+        if (left) {
+                *ret_conflicts = TAKE_PTR(left);
+                return 0;
+        }
+        /* every conflict resolved: the merged tree with those blobs */
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        g.git_dir = strdup(g0->git_dir);
+        g.home = strdup(g0->home);
+        g.index_file = path_join(scratch, "union-index");
+        g.alternates = g0->alternates ? strdup(g0->alternates) : NULL;
+        g.base_objects = g0->base_objects ? strdup(g0->base_objects) : NULL;
+        if (!g.git_dir || !g.home || !g.index_file) return -ENOMEM;
+        if ((r = git_ctx_build_env(&g)) < 0) return r;
+        run_result rr;
+        char *rt_args[] = {(char *) "read-tree", *tree, NULL};
+        if ((r = git_ok(&g, "/", 0, &rr, err, "read-tree", rt_args)) < 0) return r;
+        run_result_done(&rr);
+        char *ui_prefix[] = {(char *) "update-index", (char *) "--add", NULL};
+        if ((r = git_batched(&g, "/", 0, "update-index --cacheinfo", ui_prefix, infos, false, 2, NULL, NULL, err)) < 0)
+                return r;
+        _cleanup_free_ char *t = NULL;
+        if ((r = git_line(&g, "/", err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, &t)) < 0) return r;
+        free(*tree);
+        *tree = TAKE_PTR(t);
+        return 0;
+}
+
+/* 2: the live tree already holds every change; 1: *ret_patch written (live -> merged);
+ * 0: conflicts or no merge (*why set); -errno. */
+static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, const char *patch, const char *merged_patch,
+                      char **why) {
+        _cleanup_free_ char *err = NULL, *tree_r = NULL, *tree_o = NULL, *c_b = NULL, *c_o = NULL, *c_r = NULL;
+        _cleanup_strv_free_ char **specs = NULL;
+        run_result rr;
+        const char *dir = g->work_tree;
+        int r;
+        /* theirs: the base plus the patch */
+        {
+                char *rt_args[] = {(char *) "read-tree", (char *) base_tree, NULL};
+                if ((r = git_ok(g, "/", 0, &rr, &err, "read-tree (base)", rt_args)) < 0) goto fail;
+                run_result_done(&rr);
+                char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) patch, NULL};
+                if ((r = run_git_argv(g, "/", 0, &rr, ap_args)) < 0) goto fail;
+                if (rr.exit_code != 0) {
+                        _cleanup_free_ char *e = trimmed(rr.err);
+                        run_result_done(&rr);
+                        *why = strdup_printf("the changeset does not apply to its own base: %s", strempty(e));
+                        return 0;
+                }
+                run_result_done(&rr);
+                if ((r = git_line(g, "/", &err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, &tree_r)) < 0)
+                        goto fail;
+        }
+        /* the touched paths */
+        {
+                char *dt_args[] = {(char *) "diff-tree", (char *) "-r", (char *) "-z", (char *) "--no-renames",
+                                   (char *) base_tree, tree_r, NULL};
+                if ((r = git_ok(g, "/", LIST_MAX, &rr, &err, "diff-tree --raw", dt_args)) < 0) goto fail;
+                _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0) r = -errno;
+                for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len;) {
+                        char *path = p + strlen(p) + 1;
+                        if (*p != ':' || path >= rr.out + rr.out_len) break;
+                        bool in_base = p[1] != '0' || strspn(p + 1, "0") < 6;
+                        int fd = in_base ? -1 : open_beneath(dfd, path, O_PATH);
+                        /* a path only the worker added counts if the live tree has it too */
+                        if (in_base || fd >= 0) r = strv_pushf(&specs, ":(literal)%s", path);
+                        if (fd >= 0) safe_close(fd);
+                        p = path + strlen(path) + 1;
+                }
+                run_result_done(&rr);
+                if (r < 0) goto fail;
+        }
+        if (streq(tree_r, base_tree)) return 2;
+        /* ours: the base with the touched paths as the live tree has them */
+        {
+                char *rt_args[] = {(char *) "read-tree", (char *) base_tree, NULL};
+                if ((r = git_ok(g, "/", 0, &rr, &err, "read-tree (base)", rt_args)) < 0) goto fail;
+                run_result_done(&rr);
+                if (specs) {
+                        _cleanup_free_ char *spec_path = path_join(scratch, "live.spec");
+                        _cleanup_free_ char *pf = spec_path ? strdup_printf("--pathspec-from-file=%s", spec_path) : NULL;
+                        if (!pf) return -ENOMEM;
+                        if ((r = write_specs(spec_path, specs, NULL)) < 0) goto fail;
+                        char *add_args[] = {(char *) "add", (char *) "-A", (char *) "-f", (char *) "--ignore-errors",
+                                            (char *) "--no-warn-embedded-repo", (char *) "--pathspec-file-nul", pf, NULL};
+                        if ((r = run_git_argv(g, dir, 0, &rr, add_args)) < 0) goto fail;
+                        if (rr.exit_code != 0) {
+                                _cleanup_free_ char *e = trimmed(rr.err);
+                                run_result_done(&rr);
+                                *why = strdup_printf("cannot read the live files the changeset touches: %s", strempty(e));
+                                return 0;
+                        }
+                        run_result_done(&rr);
+                }
+                if ((r = git_line(g, "/", &err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, &tree_o)) < 0)
+                        goto fail;
+        }
+        if ((r = commit_tree(g, base_tree, NULL, &c_b, &err)) < 0 || (r = commit_tree(g, tree_o, c_b, &c_o, &err)) < 0 ||
+            (r = commit_tree(g, tree_r, c_b, &c_r, &err)) < 0)
+                goto fail;
+        char *mt_args[] = {(char *) "merge-tree", (char *) "--write-tree", (char *) "-z", (char *) "--no-messages",
+                           c_o, c_r, NULL};
+        if ((r = run_git_argv(g, "/", LIST_MAX, &rr, mt_args)) < 0) goto fail;
+        if (rr.exit_code == 129) {
+                /* a git before 2.38 has no merge-tree --write-tree */
+                run_result_done(&rr);
+                return -ENOTSUP;
+        }
+        if (rr.exit_code != 0 && rr.exit_code != 1) {
+                err = git_failure("merge-tree", 0, &rr);
+                run_result_done(&rr);
+                r = -EIO;
+                goto fail;
+        }
+        _cleanup_free_ char *tree_m = strdup(rr.out);
+        if (!tree_m) {
+                run_result_done(&rr);
+                return -ENOMEM;
+        }
+        strip_trailing_space(tree_m);
+        if (rr.exit_code == 1) {
+                /* "<tree>\0" then "<mode> <oid> <stage>\t<path>\0" per conflicted stage */
+                _cleanup_strv_free_ char **conflicts = NULL;
+                r = resolve_appends(g, scratch, rr.out + strlen(rr.out) + 1, rr.out + rr.out_len, &tree_m, &conflicts,
+                                    &err);
+                run_result_done(&rr);
+                if (r < 0) goto fail;
+                if (conflicts) {
+                        size_t size = 0;
+                        _cleanup_free_ char *list = NULL;
+                        FILE *f = open_memstream(&list, &size);
+                        if (!f) return -ENOMEM;
+                        for (size_t i = 0; conflicts[i]; i++) {
+                                _cleanup_free_ char *q = quote_path(conflicts[i]);
+                                fprintf(f, "%s%s", i ? ", " : "", q ? q : conflicts[i]);
+                        }
+                        fclose(f);
+                        *why = strdup_printf("the changeset conflicts with changes made in %s since the task started: "
+                                             "%s; nothing was applied",
+                                             dir, list ? list : "");
+                        return 0;
+                }
+        } else
+                run_result_done(&rr);
+        if (!is_hex_oid(tree_m)) {
+                err = strdup("git merge-tree printed no tree id");
+                r = -EIO;
+                goto fail;
+        }
+        if (streq(tree_m, tree_o)) return 2;
+        if ((r = diff_trees(g, tree_o, tree_m, &rr, &err)) < 0) goto fail;
+        r = write_small_file(merged_patch, rr.out, rr.out_len);
+        run_result_done(&rr);
+        return r < 0 ? r : 1;
+fail:
+        if (r == -ENOMEM) return r;
+        *why = strdup_printf("3-way merge not possible: %s", err ? err : strerror(-r));
+        return r;
+}
+
+/* check_only: 1 if the live tree holds every change already, else 0. */
+static int apply_3way_impl(const char *directory, const char *patch_path, const char *base_tree, const char *base_dir,
+                           bool check_only, char **reason) {
+        _cleanup_free_ char *dir = realpath(directory, NULL);
+        if (!dir || !is_dir(dir)) {
+                int r = dir ? -ENOTDIR : -errno;
+                *reason = strdup_printf("cannot use %s: %s", directory, strerror(-r));
+                return r;
+        }
+        _cleanup_free_ char *patch = realpath(patch_path, NULL);
+        struct stat st;
+        if (!patch || stat(patch, &st) < 0) {
+                int r = -errno;
+                *reason = strdup_printf("cannot read the patch %s: %s", patch_path, strerror(errno));
+                return r;
+        }
+        if (st.st_size == 0) return check_only ? 0 : 1;
+        /* One merge-and-apply at a time per directory (an advisory lock on
+         * the directory itself: nothing is written for it, and it goes with
+         * the process): a second accept merges with what the first wrote. */
+        _cleanup_close_ int lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
+                int r = -errno;
+                *reason = strdup_printf("cannot lock %s: %s", dir, strerror(errno));
+                return r;
+        }
+        const char *tmp = getenv("TMPDIR");
+        _cleanup_free_ char *scratch = strdup_printf("%s/taskferry-apply-XXXXXX", isempty(tmp) ? "/tmp" : tmp);
+        if (!scratch) return -ENOMEM;
+        if (!mkdtemp(scratch)) {
+                int r = -errno;
+                *reason = strdup_printf("cannot create a scratch directory: %s", strerror(errno));
+                return r;
+        }
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        g.git_dir = path_join(scratch, "git");
+        g.work_tree = strdup(dir);
+        g.index_file = path_join(scratch, "index");
+        g.home = path_join(scratch, "home");
+        g.base_objects = strdup_printf("%s/%s/objects", base_dir, BASE_GIT_NAME);
+        _cleanup_free_ char *merged = path_join(scratch, "merged.patch"), *ex = NULL;
+        _cleanup_free_ char *base_exclude = path_join(base_dir, BASE_EXCLUDE_NAME);
+        _cleanup_strv_free_ char **env = NULL;
+        int r = 0;
+        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !g.base_objects || !merged || !base_exclude)
+                r = -ENOMEM;
+        if (r >= 0 && (r = private_repo_create(g.git_dir)) < 0)
+                *reason = strdup_printf("cannot create a private git directory: %s", strerror(-r));
+        /* the live repository's objects (never the worker's: the overlay is not mounted here) */
+        if (r >= 0 && (r = host_env(&env)) >= 0) {
+                char *rp_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C", dir,
+                                   (char *) "rev-parse", (char *) "--path-format=absolute", (char *) "--git-common-dir",
+                                   NULL};
+                run_result rr;
+                if ((r = run_command(rp_argv, env, "/", SMALL_MAX, -1, &rr)) >= 0) {
+                        if (rr.exit_code == 0 && rr.out[0] == '/') {
+                                strip_trailing_space(rr.out);
+                                g.alternates = path_join(rr.out, "objects");
+                                if (g.alternates && !is_dir(g.alternates)) g.alternates = mfree(g.alternates);
+                        }
+                        run_result_done(&rr);
+                }
+        }
+        if (r >= 0) r = git_ctx_build_env(&g);
+        /* commits for merge-tree: fixed identity and dates (same bytes every time) */
+        static const char *const ident[] = {"GIT_AUTHOR_NAME=taskferry", "GIT_AUTHOR_EMAIL=taskferry@localhost",
+                                            "GIT_AUTHOR_DATE=@0 +0000", "GIT_COMMITTER_NAME=taskferry",
+                                            "GIT_COMMITTER_EMAIL=taskferry@localhost", "GIT_COMMITTER_DATE=@0 +0000"};
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ident); i++) r = strv_push(&g.env, ident[i]);
+        if (r >= 0) {
+                _cleanup_free_ char *why = NULL;
+                int m = merge_3way(&g, scratch, base_tree, patch, merged, &why);
+                if (m == -ENOTSUP) {
+                        /* no 3-way merge with this git: the patch's own check-then-apply */
+                        (void) rm_rf(scratch);
+                        if (check_only) return changeset_is_applied(directory, patch_path);
+                        return apply_impl(directory, patch_path, false, reason);
+                }
+                if (check_only) r = m == 2;
+                else if (m == 2) r = 1;
+                else if (m == 1) {
+                        r = patch_plants_repository(&g, merged, reason);
+                        if (r > 0) r = 0;
+                        else if (r == 0) {
+                                r = apply_check_then_apply(&g, merged, reason);
+                                if (r == 0) {
+                                        _cleanup_free_ char *e = TAKE_PTR(*reason);
+                                        *reason = strdup_printf("the live tree changed while the changeset was being "
+                                                                "merged: %s; nothing was applied",
+                                                                strempty(e));
+                                }
+                        }
+                } else {
+                        r = m;
+                        *reason = TAKE_PTR(why);
+                }
+        }
+        (void) rm_rf(scratch);
+        return r;
+}
+
+int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **ret_reason) {
+        _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(base_dir) : NULL;
+        if (!base_tree) return changeset_apply(directory, patch_path, ret_reason);
+        _cleanup_free_ char *reason = NULL;
+        int r = isempty(directory) || isempty(patch_path) ? -EINVAL
+                                                           : apply_3way_impl(directory, patch_path, base_tree, base_dir, false, &reason);
+        if (r < 0 && !reason) reason = strdup(strerror(-r));
+        if (ret_reason) *ret_reason = r > 0 ? NULL : TAKE_PTR(reason);
+        return r;
+}
+
+int changeset_is_applied_3way(const char *directory, const char *patch_path, const char *base_dir) {
+        _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(base_dir) : NULL;
+        if (!base_tree) return changeset_is_applied(directory, patch_path);
+        _cleanup_free_ char *reason = NULL;
+        if (isempty(directory) || isempty(patch_path)) return -EINVAL;
+        return apply_3way_impl(directory, patch_path, base_tree, base_dir, true, &reason);
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct changeset_extract_args {
         const char *directory;   /* the target dir D (host path; the overlay lower) */
@@ -16,13 +17,70 @@ typedef struct changeset_extract_args {
         const char *patch_path;  /* output: the patch file (written atomically, 0600) */
         char ***ret_warnings;    /* optional output: one line per path left out of the patch (see
                                   * below), NULL if none; free with strv_free(). Set on success only. */
+        const char *base_dir;    /* optional: the task's base snapshot (changeset_snapshot()); when it
+                                  * holds a base, only the paths the upper dir lists are compared */
+        const char *overlay_root; /* optional, used when scratch_dir is NULL: the scratch dir is then
+                                  * <overlay_root>/scratch.<pid>, made and removed here; older
+                                  * scratch.* dirs (a killed attempt's) are removed first */
+        uint64_t file_max;       /* files larger than this are left out (0: TASKFERRY_CHANGESET_FILE_MAX,
+                                  * else CHANGESET_FILE_MAX_DEFAULT); base path only */
 } changeset_extract_args;
+
+/* Files larger than this are left out of a changeset with a warning (setting
+ * TASKFERRY_CHANGESET_FILE_MAX, a size as disk_size_parse() reads it). */
+#define CHANGESET_FILE_MAX_DEFAULT ((uint64_t) 100 << 20)
+/* The bound in effect: TASKFERRY_CHANGESET_FILE_MAX if it parses, else the default. */
+uint64_t changeset_file_max(void);
+
+/* "<overlay_root>/base": where a task's base snapshot lives (removed with the overlay). */
+char *changeset_base_dir(const char *overlay_root);
+
+/* The base of a changeset: the directory D as it is now (its working tree,
+ * untracked files and uncommitted edits included, ignored files not), taken
+ * on the host just before the worker starts. Written to base_dir, which must
+ * not exist, through a temp dir renamed into place (crash-safe):
+ *   base_dir/tree     "<tree id>\n"
+ *   base_dir/exclude  the ignore rules in effect then (pinned ignored paths included)
+ *   base_dir/git/     a private repository whose objects/ holds what the real
+ *                     repository's object store lacks (untracked and dirty files)
+ * Built from a copy of the repository's index when D is the top of a work
+ * tree, so only files whose stat data changed are hashed (about the cost of
+ * `git status`); else from pre_head (the whole of D is hashed). The same
+ * protections as extraction apply (private git dir, no repository config,
+ * attributes reset, nested repositories flattened). Blocks: call it from the
+ * shim or a job. Needs git >= 2.38 (merge-tree --write-tree, used by the
+ * accept): -ENOTSUP before; without a base everything works as before.
+ * Returns 0, or -errno with *ret_error set. */
+int changeset_snapshot(const char *directory, const char *pre_head, const char *base_dir, char **ret_error);
+
+/* Accept: merge the changeset into the live directory, 3-way, with the
+ * task's base snapshot as the merge base (ours = the live directory now,
+ * theirs = base + patch). Every merged result is computed in a private index
+ * before anything is written; then one patch from the live contents to the
+ * merged ones goes through check-then-apply (changeset_apply's protections).
+ * Nothing is ever staged in the live index. A conflict touches nothing and
+ * returns 0 with *ret_reason naming the conflicting paths. With no usable
+ * base (base_dir NULL or without a tree) this is changeset_apply().
+ * Returns 1 applied (also when the live tree already holds every change),
+ * 0 not applied (tree untouched, *ret_reason set), -errno. */
+int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **ret_reason);
+/* Does the live directory already hold every change of the changeset (the
+ * 3-way merge would change nothing)? Falls back to changeset_is_applied()
+ * without a base. 1 yes, 0 no, -errno. */
+int changeset_is_applied_3way(const char *directory, const char *patch_path, const char *base_dir);
 
 /* At most this many warnings are returned; past it the last one says how many more paths
  * were left out. */
 #define CHANGESET_WARNINGS_MAX 100
 
-/* Extract the changes the worker made in the overlay as a patch of the
+/* Extract the changes the worker made in the overlay as a patch. With a base
+ * (a->base_dir holds one): base tree vs base tree with the upper dir's paths
+ * taken from the merged view; the cost follows what the worker wrote, a path
+ * it never touched never appears, files over a->file_max and those a patch
+ * cannot represent (fifos, sockets, devices) are left out with a warning
+ * without being read, and a patch that does not apply to its own base
+ * (`git apply --cached --check`) is an error with git's reason. Rerunning it
+ * writes the same bytes. Without a base, as follows: a patch of the
  * working tree of D before (lower) vs after (merged view): a git diff with
  * --binary --full-index, run with a private GIT_DIR and index so that the
  * worker's repository config, hooks, fsmonitor, external diff and textconv
