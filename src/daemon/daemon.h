@@ -216,6 +216,9 @@ void manager_remove_task(Manager *m, Task *t);
 /* A task from its tasks.json record (task_record_from_json), appended to the
  * table; takes ownership of rec. NULL if rec is no task record or on ENOMEM. */
 Task *task_new(Manager *m, json_object *rec);
+/* A new task whose record holds only its id, appended to the table; the
+ * caller adds the other keys in order (task_set_*, task_init_*). NULL on ENOMEM. */
+Task *task_create(Manager *m, const char *id);
 /* Free t's memory (record, runtime buffers); closes nothing. */
 void task_free(Task *t);
 /* dst[name of k] = the record's value of k as JSON (null when absent). */

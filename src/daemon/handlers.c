@@ -400,51 +400,63 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
         char iso[32];
         format_iso(now_ms(), iso);
 
-        json_object *rec = json_object_new_object();
-        json_add_string(rec, "id", id);
-        json_add_string(rec, "directory", directory);
-        json_add_string(rec, "logPath", log_path);
-        json_add_string(rec, "role", "dispatch");
-        json_add_string(rec, "prompt", prompt);
-        json_add_string(rec, "status", "queued");
-        json_add_string(rec, "model", model);
-        json_add_string(rec, "executorId", ex->id);
-        json_add_string(rec, "variant", variant);
-        json_add_string(rec, "sessionId", session_id);
-        json_add_string(rec, "originSessionId", json_get_string(p, "originSessionId"));
-        json_add_null(rec, "pid");
-        json_add_string(rec, "startedAt", iso);
-        json_add_null(rec, "endedAt");
-        json_add_null(rec, "exitCode");
-        json_add_null(rec, "signal");
-        json_add_string(rec, "promptPreview", preview);
-        if (units > 200) json_add_int(rec, "promptTotalChars", (int64_t) units);
-        else json_add_null(rec, "promptTotalChars");
-        json_add_null(rec, "spawnError");
-        json_add_bool(rec, "cancelRequested", false);
-        json_add_bool(rec, "internal", false);
-        json_add_null(rec, "failureReason");
-        json_add_null(rec, "failureDetail");
-        json_add_bool(rec, "incomplete", false);
-        json_add_string(rec, "finalMarker", marker);
-        json_add_null(rec, "finalStatus");
-        json_add_string(rec, "class", json_get_string(p, "class"));
-        json_add_string(rec, "changesetStatus", "none");
-        json_add_null(rec, "diffPath");
-        json_add_null(rec, "overlayDirs");
-        json_add_null(rec, "preDispatchHead");
-        json_add_null(rec, "changesetError");
-        json_add_string(rec, "parentTaskId", json_get_string(p, "parentTaskId"));
-        json_add_string(rec, "checkStatus", "none");
-        static const char *const check_nulls[] = {"checkCommand", "checkExitCode", "checkOutputTail", "checkStartedAt",
-                                                  "checkEndedAt"};
-        for (size_t i = 0; i < ELEMENTSOF(check_nulls); i++) json_add_null(rec, check_nulls[i]);
-        json_add_bool(rec, "checkOverride", false);
-        json_add_null(rec, "projectConfigWarning");
-        json_add_null(rec, "checkGatePid");
-        json_add_string(rec, "outputDir", out_dir);
+        /* the record, key by key in tasks.json's order (lifecycle.md §1.2) */
+        Task *t = task_create(m, id);
+        if (!t) {
+                (void) rmdir(out_dir);
+                return method_fail(err, "error: out of memory");
+        }
+        int rk = 0;
+#define SET(x) do { if (rk >= 0) rk = (x); } while (0)
+        SET(task_set_str(t, TASK_KEY_directory, directory));
+        SET(task_set_str(t, TASK_KEY_log_path, log_path));
+        SET(task_set_str(t, TASK_KEY_role, "dispatch"));
+        SET(task_set_str(t, TASK_KEY_prompt, prompt));
+        SET(task_init_status(t, TASK_QUEUED));
+        SET(task_set_str(t, TASK_KEY_model, model));
+        SET(task_set_str(t, TASK_KEY_executor_id, ex->id));
+        SET(task_set_str(t, TASK_KEY_variant, variant));
+        SET(task_set_str(t, TASK_KEY_session_id, session_id));
+        SET(task_set_str(t, TASK_KEY_origin_session_id, json_get_string(p, "originSessionId")));
+        SET(task_set_null(t, TASK_KEY_pid));
+        SET(task_set_str(t, TASK_KEY_started_at, iso));
+        SET(task_set_null(t, TASK_KEY_ended_at));
+        SET(task_set_null(t, TASK_KEY_exit_code));
+        SET(task_set_null(t, TASK_KEY_signal));
+        SET(task_set_str(t, TASK_KEY_prompt_preview, preview));
+        SET(units > 200 ? task_set_int(t, TASK_KEY_prompt_total_chars, (int64_t) units)
+                        : task_set_null(t, TASK_KEY_prompt_total_chars));
+        SET(task_set_null(t, TASK_KEY_spawn_error));
+        SET(task_set_bool(t, TASK_KEY_cancel_requested, false));
+        SET(task_set_bool(t, TASK_KEY_internal, false));
+        SET(task_set_null(t, TASK_KEY_failure_reason));
+        SET(task_set_null(t, TASK_KEY_failure_detail));
+        SET(task_set_bool(t, TASK_KEY_incomplete, false));
+        SET(task_set_str(t, TASK_KEY_final_marker, marker));
+        SET(task_set_null(t, TASK_KEY_final_status));
+        SET(task_set_str(t, TASK_KEY_class_name, json_get_string(p, "class")));
+        SET(task_init_changeset(t, CHANGESET_NONE));
+        SET(task_set_null(t, TASK_KEY_diff_path));
+        SET(task_set_null(t, TASK_KEY_overlay_dirs));
+        SET(task_set_null(t, TASK_KEY_pre_dispatch_head));
+        SET(task_set_null(t, TASK_KEY_changeset_error));
+        SET(task_set_str(t, TASK_KEY_parent_task_id, json_get_string(p, "parentTaskId")));
+        SET(task_set_str(t, TASK_KEY_check_status, "none"));
+        static const TaskKey check_nulls[] = {TASK_KEY_check_command, TASK_KEY_check_exit_code, TASK_KEY_check_output_tail,
+                                              TASK_KEY_check_started_at, TASK_KEY_check_ended_at};
+        for (size_t i = 0; i < ELEMENTSOF(check_nulls); i++) SET(task_set_null(t, check_nulls[i]));
+        SET(task_set_bool(t, TASK_KEY_check_override, false));
+        SET(task_set_null(t, TASK_KEY_project_config_warning));
+        SET(task_set_null(t, TASK_KEY_check_gate_pid));
+        SET(task_set_str(t, TASK_KEY_output_dir, out_dir));
         /* the task whose worker dispatched this one (it may cancel or reject it) */
-        json_add_string(rec, "dispatchedBy", who.task ? who.task->id : NULL);
+        SET(task_set_str(t, TASK_KEY_dispatched_by, who.task ? who.task->id : NULL));
+#undef SET
+        if (rk < 0) {
+                manager_remove_task(m, t);
+                (void) rmdir(out_dir);
+                return method_fail(err, "error: out of memory");
+        }
         /* launch options: kept on the Task (not in tasks.json) until it settles */
         json_object *lp = json_object_new_object();
         json_add_bool(lp, "noSandbox", json_get_bool(p, "noSandbox", false));
@@ -461,12 +473,6 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
         int64_t disk_max;
         if (json_get_int64(p, "diskMax", &disk_max)) json_add(lp, "diskMax", json_object_new_int64(disk_max));
 
-        Task *t = task_new(m, rec);
-        if (!t) {
-                json_object_put(lp);
-                (void) rmdir(out_dir);
-                return method_fail(err, "error: out of memory");
-        }
         json_object *env = json_get_object(p, "env");
         t->caller_env = env ? json_object_get(env) : NULL;
         t->launch = lp;

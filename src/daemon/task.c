@@ -384,6 +384,24 @@ static int set_enum(Task *t, TaskKey k) {
         return 0;
 }
 
+int task_init_status(Task *t, TaskStatus s) {
+        assert(s >= 0 && s < _TASK_STATUS_MAX);
+        if (task_record_has(&t->rec, TASK_KEY_status)) return -EEXIST;
+        int r = set_enum(t, TASK_KEY_status);
+        if (r < 0) return r;
+        t->rec.status = s;
+        return 0;
+}
+
+int task_init_changeset(Task *t, ChangesetStatus cs) {
+        assert(cs >= 0 && cs < _CHANGESET_STATUS_MAX);
+        if (task_record_has(&t->rec, TASK_KEY_changeset_status)) return -EEXIST;
+        int r = set_enum(t, TASK_KEY_changeset_status);
+        if (r < 0) return r;
+        t->rec.changeset_status = cs;
+        return 0;
+}
+
 int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
         assert(t);
         TaskStatus old_s = t->rec.status;

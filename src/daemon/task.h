@@ -167,6 +167,12 @@ int task_set_bool(Task *t, TaskKey k, bool v);
 int task_set_null(Task *t, TaskKey k);
 int task_set_json(Task *t, TaskKey k, json_object *v); /* takes ownership of v */
 
+/* "(new) → queued" (lifecycle.md §1.3): the first status and changeset
+ * status of a record being built (task_create), placed at the current end
+ * of its key order. -EEXIST if the key is already there, -ENOMEM. */
+int task_init_status(Task *t, TaskStatus s);
+int task_init_changeset(Task *t, ChangesetStatus cs);
+
 /* Is moving from→to legal (lifecycle.md §1.3)? Same state is legal (no change).
  * status: queued → running | crashed | cancelled | unknown;
  *         running → done | crashed | cancelled | unknown; final states never move.

@@ -38,6 +38,12 @@ Task *task_new(Manager *m, json_object *json) {
         return t;
 }
 
+Task *task_create(Manager *m, const char *id) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        if (!o || json_add_string(o, "id", id) < 0) return NULL;
+        return task_new(m, TAKE_PTR(o));
+}
+
 void task_free(Task *t) {
         if (!t) return;
         task_record_done(&t->rec);

@@ -301,6 +301,28 @@ START_TEST(set_keeps_place_and_appends_new_keys) {
 }
 END_TEST
 
+START_TEST(create_then_init_in_order) {
+        Task *t = task_create(&m, "oc_new");
+        ck_assert_ptr_nonnull(t);
+        ck_assert_int_eq(task_set_str(t, TASK_KEY_directory, "/d"), 0);
+        ck_assert_int_eq(task_init_status(t, TASK_QUEUED), 0);
+        ck_assert_int_eq(task_set_str(t, TASK_KEY_model, NULL), 0);
+        ck_assert_int_eq(task_init_changeset(t, CHANGESET_NONE), 0);
+        /* only once: later moves go through task_transition */
+        ck_assert_int_eq(task_init_status(t, TASK_RUNNING), -EEXIST);
+        ck_assert_int_eq(task_init_changeset(t, CHANGESET_PENDING), -EEXIST);
+        ck_assert_int_eq(t->rec.status, TASK_QUEUED);
+        json_object *out = task_record_to_json(&t->rec);
+        ck_assert_str_eq(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                         "{\"id\":\"oc_new\",\"directory\":\"/d\",\"status\":\"queued\",\"model\":null,"
+                         "\"changesetStatus\":\"none\"}");
+        json_object_put(out);
+        ck_assert_ptr_eq(manager_find_task(&m, "oc_new"), t);
+        manager_remove_task(&m, t);
+        ck_assert_ptr_null(manager_find_task(&m, "oc_new"));
+}
+END_TEST
+
 START_TEST(rejects_non_records) {
         json_object *o = json_object_new_array();
         ck_assert_ptr_null(task_new(&m, o));
@@ -338,6 +360,7 @@ int main(void) {
         tcase_add_test(tc, json_round_trip_with_unknown_keys);
         tcase_add_test(tc, set_keeps_place_and_appends_new_keys);
         tcase_add_test(tc, rejects_non_records);
+        tcase_add_test(tc, create_then_init_in_order);
         tcase_add_test(tc, summary_from_typed_fields);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);

@@ -1,0 +1,94 @@
+/* The daemon core through the real binaries (issue 6 items 2 and 5): a
+ * dispatch is answered only once its record is durable, and tasks still
+ * queued when the daemon dies are queued again, in order, by the next one. */
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+START_TEST(dispatch_refused_when_the_record_cannot_be_written) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        tf_daemon_start(w);
+        /* tasks.json turns into a non-empty directory: every write of the
+         * store fails (a rename over it), for root as for anyone */
+        char *tasks = strdup(tf_path(w->state, "tasks.json"));
+        free(tf_shf(w, NULL, "rm -f %s && mkdir -p %s/keep", tasks, tasks));
+        char *marker = strdup_printf("%s/ran", w->repo_parent);
+        char *prompt = strdup_printf("touch %s", marker);
+        const char *d[] = {"dispatch", "--json", "--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, d);
+        ck_assert_int_eq(r.exit_code, 1);
+        ck_assert_msg(strstr(r.out, "cannot record the task durably"), "%s", r.out);
+        tf_run_done(&r);
+        usleep(500 * 1000);
+        ck_assert_msg(!tf_exists(marker), "the refused task ran");
+        /* nothing left behind: no task, no output dir, no log */
+        json_object *frame = tf_rpc(w, "task.list", "{}");
+        ck_assert_str_eq(tf_jstr(tf_result(frame), "tasks"), "none found (this server process's lifetime)");
+        json_object_put(frame);
+        char *outputs = tf_shf(w, NULL, "ls -A %s/outputs 2>/dev/null | wc -l; ls -A %s/logs 2>/dev/null | wc -l", w->state,
+                               w->state);
+        ck_assert_str_eq(outputs, "0\n0");
+        free(outputs);
+        /* once the store can be written again, dispatch works */
+        free(tf_shf(w, NULL, "rm -r %s", tasks));
+        const char *ok[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
+        char *id = tf_dispatch(w, ok);
+        json_object *o = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(o, "status"), "done");
+        json_object_put(o);
+        ck_assert(tf_exists(marker));
+        free(id), free(prompt), free(marker), free(tasks);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(queued_tasks_run_after_a_daemon_crash) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *order = strdup_printf("%s/order", w->repo_parent);
+        char *p0 = strdup_printf("sleep 2; echo 0 >> %s", order);
+        const char *d0[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", p0, NULL};
+        char *ids[4];
+        ids[0] = tf_dispatch(w, d0);
+        for (int i = 1; i < 4; i++) {
+                char *p = strdup_printf("echo %d >> %s", i, order);
+                const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", p, NULL};
+                ids[i] = tf_dispatch(w, d);
+                free(p);
+        }
+        pid_t pid = tf_daemon_pid(w);
+        ck_assert_int_gt(pid, 0);
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(10000);
+        /* the next CLI call starts a daemon; every task ends done, FIFO */
+        for (int i = 0; i < 4; i++) {
+                json_object *o = tf_wait_settled(w, ids[i]);
+                ck_assert_msg(streq(tf_jstr(o, "status"), "done"), "task %d: %s", i, tf_jstr(o, "status"));
+                json_object_put(o);
+        }
+        char *got = tf_read(order, NULL);
+        ck_assert_str_eq(got, "0\n1\n2\n3\n");
+        free(got);
+        for (int i = 0; i < 4; i++) free(ids[i]);
+        free(p0), free(order);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("daemon-core");
+        TCase *tc = tcase_create("core");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, dispatch_refused_when_the_record_cannot_be_written);
+        tcase_add_test(tc, queued_tasks_run_after_a_daemon_crash);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return tf_run_suite(suite()); }
