@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "disk-budget.h"
 #include "executor.h"
+#include "sweep.h"
 #include "taskferry-config.h"
 #include "util.h"
 
@@ -257,6 +258,9 @@ int main(int argc, char *argv[]) {
 
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
+        /* boot sweeps (sweep.h): after the load, before the first flush and listen */
+        r = manager_sweep(m);
+        if (r < 0) log_warning_errno(r, "boot sweep failed");
         (void) manager_flush(m);
         r = server_listen(m);
         if (r < 0)
