@@ -258,13 +258,16 @@ int main(int argc, char *argv[]) {
 
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
-        /* boot sweeps (sweep.h): after the load, before the first flush and listen */
-        r = manager_sweep(m);
-        if (r < 0) log_warning_errno(r, "boot sweep failed");
         (void) manager_flush(m);
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+        /* boot sweeps (sweep.h): after the load, and only once we are the one
+         * daemon on this socket (a second daemon's stale view of tasks.json
+         * must not sweep what the first one just created) */
+        r = manager_sweep(m);
+        if (r < 0) log_warning_errno(r, "boot sweep failed");
+        (void) manager_flush(m);
         (void) sd_event_set_watchdog(m->event, true);
         sd_notifyf(false, "READY=1\nSTATUS=%zu tasks loaded\nMAINPID=%d", m->n_tasks, (int) getpid());
 

@@ -280,6 +280,10 @@ static void empty_trash_detached(char *const *trash) {
         if (pid == 0) {
                 if (fork() != 0) _exit(0);
                 (void) setsid();
+                /* hold none of the daemon's fds, not even its stdio (a pipe
+                 * someone waits on for EOF) */
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                for (int fd = 0; null >= 0 && fd < 3; fd++) (void) dup2(null, fd);
                 (void) syscall(SYS_close_range, 3U, ~0U, 0U);
                 empty_trash(trash);
                 _exit(0);
