@@ -286,7 +286,9 @@ END_TEST
  * flushed yet. It finds the socket taken and exits without sweeping. */
 START_TEST(second_daemon_does_not_sweep) {
         tf_world *w = tf_world_new(NULL);
-        write_tasks(w, json_object_new_array());
+        json_object *empty = json_object_new_array();
+        write_tasks(w, empty);
+        json_object_put(empty);
         tf_daemon_start(w);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         char *id = mkid(41);
