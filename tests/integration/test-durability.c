@@ -280,6 +280,51 @@ START_TEST(sweep_skipped_when_state_unreadable) {
 }
 END_TEST
 
+/* The real thing: a reject flips changesetStatus to "rejected" durably
+ * before its job removes the overlay; a daemon killed in between leaves a
+ * real overlayfs upper/work (whiteouts, work/work at 000) owned by a
+ * rejected task. The next start removes it and persists overlayDirs null. */
+START_TEST(sweep_overlay_of_interrupted_reject) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL,
+                    "mkdir -p %s/d && cd %s && git init -q && echo a > a && echo x > d/x && git add -A && git commit -qm a",
+                    repo, repo));
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                           "rm a; rm -r d; mkdir -p n/m; echo new > n/m/f", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
+        json_object_put(st);
+        const char *sf[] = {"status", id, "--full", "--json", NULL};
+        tf_run sr = tf_cli(w, NULL, NULL, sf);
+        json_object *rec = tf_json(sr.out);
+        tf_run_done(&sr);
+        char *root = strdup(strempty(json_get_string(json_get_object(rec, "overlayDirs"), "root")));
+        json_object_put(rec);
+        ck_assert_msg(tf_exists(root), "no overlay at %s", root);
+        /* a clean stop: the settled record is on disk (a settlement is only
+         * persisted by the 250 ms debounce), then what the killed reject left */
+        stop_daemon(w, SIGTERM);
+        char *tasks = strdup(tf_path(w->state, "tasks.json"));
+        free(tf_shf(w, NULL, "sed -i 's/\"changesetStatus\": \"pending\"/\"changesetStatus\": \"rejected\"/' %s && "
+                             "grep -q '\"rejected\"' %s",
+                    tasks, tasks));
+        tf_daemon_start(w);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        ck_assert_msg(!tf_exists(root), "the rejected task's overlay %s survived the boot sweep", root);
+        char *ovl = strdup_printf("%s/overlays", w->state);
+        ck_assert_msg(tf_wait_until(trash_empty, w, ovl, 20000), "the trash under %s was never emptied", ovl);
+        rec = disk_record(w, id);
+        ck_assert_msg(rec && overlay_dirs_null(rec), "overlayDirs kept: %s", json_to_line(rec, NULL));
+        json_object_put(rec);
+        /* the live tree never saw any of it */
+        ck_assert(tf_exists(tf_path(repo, "a")) && tf_exists(tf_path(repo, "d/x")) && !tf_exists(tf_path(repo, "n")));
+        free(ovl), free(tasks), free(root), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* A second taskferryd started while one runs (a racing auto-start, a user
  * typing it) loads a tasks.json that may lag the first one's memory: it must
  * not sweep the output dir or overlay of a dispatch the first has not
@@ -644,6 +689,7 @@ static Suite *suite(void) {
         tcase_add_test(sw, sweep_skipped_when_state_unreadable);
         tcase_add_test(sw, sweep_skips_mounted_overlay);
         tcase_add_test(sw, second_daemon_does_not_sweep);
+        tcase_add_test(sw, sweep_overlay_of_interrupted_reject);
         suite_add_tcase(s, sw);
         TCase *tc = tcase_create("durable");
         tcase_set_timeout(tc, 300);
