@@ -610,19 +610,20 @@ END_TEST
 /* Two changesets that both rewrite f.txt (and each add a file of its own),
  * accepted at the same moment on two connections: one applies, the other
  * stays pending with git's reason naming f.txt, and the tree holds exactly
- * one of them, whole. Three rounds. */
+ * one of them, whole. Five rounds (the race is narrow). */
 START_TEST(concurrent_accepts_one_file) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w, "repo");
-        for (int round = 0; round < 3; round++) {
+        for (int round = 0; round < 5; round++) {
                 char *pa = strdup_printf("echo A%d > f.txt; echo a > a%d.txt", round, round);
                 char *pb = strdup_printf("echo B%d > f.txt; echo b > b%d.txt", round, round);
                 const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
                 const char *db[] = {"--executor", "shell", "--directory", repo, "--prompt", pb, NULL};
                 char *a = tf_dispatch(w, da), *b = tf_dispatch(w, db);
                 json_object *sa = tf_wait_settled(w, a), *sb = tf_wait_settled(w, b);
-                ck_assert_str_eq(strempty(tf_jstr(sa, "changesetStatus")), "pending");
-                ck_assert_str_eq(strempty(tf_jstr(sb, "changesetStatus")), "pending");
+                ck_assert_msg(streq(strempty(tf_jstr(sa, "changesetStatus")), "pending") &&
+                                      streq(strempty(tf_jstr(sb, "changesetStatus")), "pending"),
+                              "round %d: both must be pending: %s | %s", round, json_to_line(sa, NULL), json_to_line(sb, NULL));
                 json_object_put(sa), json_object_put(sb);
                 int fa = tf_connect(w), fb = tf_connect(w);
                 char *la = strdup_printf("{\"version\":1,\"id\":\"a\",\"method\":\"task.accept\",\"params\":{\"taskId\":\"%s\"}}", a);
@@ -691,12 +692,15 @@ static Suite *suite(void) {
         tcase_add_test(sw, second_daemon_does_not_sweep);
         tcase_add_test(sw, sweep_overlay_of_interrupted_reject);
         suite_add_tcase(s, sw);
+        TCase *ca = tcase_create("accepts");
+        tcase_set_timeout(ca, 300);
+        tcase_add_test(ca, concurrent_accepts_one_file);
+        suite_add_tcase(s, ca);
         TCase *tc = tcase_create("durable");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, dispatch_fails_on_read_only_state);
         tcase_add_test(tc, dispatch_fails_on_full_disk);
         tcase_add_test(tc, queued_across_kill9);
-        tcase_add_test(tc, concurrent_accepts_one_file);
         suite_add_tcase(s, tc);
         return s;
 }
