@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "disk-budget.h"
 #include "executor.h"
+#include "sweep.h"
 #include "taskferry-config.h"
 #include "util.h"
 
@@ -256,6 +257,12 @@ int main(int argc, char *argv[]) {
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+        /* boot sweeps (sweep.h): after the load, and only once we are the one
+         * daemon on this socket (a second daemon's stale view of tasks.json
+         * must not sweep what the first one just created) */
+        r = manager_sweep(m);
+        if (r < 0) log_warning_errno(r, "boot sweep failed");
+        (void) manager_flush(m);
         /* tasks queued again at load start only once this daemon owns the socket */
         scheduler_kick(m);
         (void) sd_event_set_watchdog(m->event, true);

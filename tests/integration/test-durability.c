@@ -1,0 +1,708 @@
+/* Durability through the real daemon and CLI (issue 6 item 5; spec
+ * lifecycle.md §1.4–§1.6, sandbox-changeset-env.md §4.4): the boot sweeps
+ * (orphaned and settled overlays, orphaned output dirs, what they must never
+ * touch), a dispatch that cannot be made durable (read-only state dir, full
+ * disk) leaving nothing behind, tasks queued across a kill -9, and two
+ * concurrent accepts into one file.
+ *
+ * The read-only and full-disk cases need a mount namespace of their own:
+ * as root the test unshares one; unprivileged it enters a user + mount
+ * namespace in which it is root (overlay.h); where neither is possible they
+ * are skipped with a message. */
+
+#include <check.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "overlay.h"
+#include "util.h"
+
+/* ---- helpers ---- */
+
+/* Still running (a zombie whose parent does not reap it counts as gone). */
+static bool pid_running(pid_t pid) {
+        if (kill(pid, 0) < 0) return false;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (!f) return false;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *p = strrchr(buf, ')');
+        return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+
+static void stop_daemon(tf_world *w, int sig) {
+        pid_t pid = tf_daemon_pid(w);
+        ck_assert_int_gt(pid, 0);
+        kill(pid, sig);
+        for (int i = 0; i < 1000 && pid_running(pid); i++) {
+                if (w->daemon_pid == pid) waitpid(pid, NULL, WNOHANG);
+                usleep(10000);
+        }
+        ck_assert_msg(!pid_running(pid), "daemon %d did not stop", (int) pid);
+}
+
+static char *mkid(int n) { return strdup_printf("oc_mtest%03d_%08x", n, 0xabc00000u + (unsigned) n); }
+
+/* A settled dispatch record as tasks.json holds it (lifecycle.md §1.2), with
+ * an overlay at `overlay` (NULL: overlayDirs null). */
+static json_object *record(tf_world *w, const char *id, const char *status, const char *cs, const char *overlay) {
+        json_object *r = json_object_new_object();
+        json_add_string(r, "id", id);
+        json_add_string(r, "directory", w->repo_parent);
+        char *log = strdup_printf("%s/logs/%s.ndjson", w->state, id);
+        json_add_string(r, "logPath", log);
+        free(log);
+        json_add_string(r, "role", "dispatch");
+        json_add_string(r, "prompt", "true");
+        json_add_string(r, "status", status);
+        json_add_string(r, "model", "shell");
+        json_add_string(r, "executorId", "shell");
+        json_add_string(r, "startedAt", "2026-01-01T00:00:00.000Z");
+        json_add_string(r, "endedAt", "2026-01-01T00:00:01.000Z");
+        json_add_int(r, "exitCode", 0);
+        json_add_string(r, "promptPreview", "true");
+        json_add_string(r, "changesetStatus", cs);
+        json_add_string(r, "checkStatus", "none");
+        if (overlay) {
+                json_object *od = json_object_new_object();
+                char *up = strdup_printf("%s/upper/main", overlay), *wk = strdup_printf("%s/work/main", overlay);
+                char *tmp = strdup(overlay);
+                *strrchr(tmp, '/') = 0;
+                json_add_string(od, "root", overlay);
+                json_add_string(od, "upperDir", up);
+                json_add_string(od, "workDir", wk);
+                json_add_string(od, "tmpRoot", tmp);
+                json_add(od, "rwBinds", json_object_new_array());
+                json_add(od, "rwFileBinds", json_object_new_array());
+                json_add(r, "overlayDirs", od);
+                free(up), free(wk), free(tmp);
+        } else
+                json_add_null(r, "overlayDirs");
+        char *out = strdup_printf("%s/outputs/%s", w->state, id);
+        json_add_string(r, "outputDir", out);
+        free(out);
+        return r;
+}
+
+static void write_tasks(tf_world *w, json_object *arr) {
+        ck_assert_int_eq(mkdir_p(w->state, 0700), 0);
+        const char *s = json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY);
+        tf_write(tf_path(w->state, "tasks.json"), s, strlen(s), 0600);
+}
+
+/* The record with this id in tasks.json as it is on disk (new reference). */
+static json_object *disk_record(tf_world *w, const char *id) {
+        char *data = tf_read(tf_path(w->state, "tasks.json"), NULL);
+        json_object *arr = tf_json(data);
+        free(data);
+        json_object *found = NULL;
+        for (size_t i = 0; i < json_object_array_length(arr); i++) {
+                json_object *r = json_object_array_get_idx(arr, i);
+                if (streq_ptr(json_get_string(r, "id"), id)) found = json_object_get(r);
+        }
+        json_object_put(arr);
+        return found;
+}
+
+static bool overlay_dirs_null(json_object *rec) {
+        json_object *v = NULL;
+        return json_object_object_get_ex(rec, "overlayDirs", &v) && v == NULL;
+}
+
+/* An overlay root as overlayfs leaves it: upper/main with the worker's file,
+ * work/work at mode 000. */
+static void fake_overlay(const char *root) {
+        char *p = strdup_printf("%s/upper/main/sub", root);
+        ck_assert_int_eq(mkdir_p(p, 0700), 0);
+        tf_write(tf_path(p, "edit.txt"), "worker\n", 7, 0600);
+        free(p);
+        p = strdup_printf("%s/work/work", root);
+        ck_assert_int_eq(mkdir_p(p, 0700), 0);
+        ck_assert_int_eq(chmod(p, 0), 0);
+        free(p);
+}
+
+
+/* The sweep's trash dir under root is empty (or absent): the background
+ * remover finished. */
+static bool trash_empty(tf_world *w, void *arg) {
+        char *t = strdup_printf("%s/.taskferry-trash", (const char *) arg);
+        char *cmd = strdup_printf("[ ! -d %s ] || [ -z \"$(ls -A %s)\" ]", t, t);
+        tf_run r = tf_sh(w, NULL, cmd, true);
+        bool ok = r.exit_code == 0;
+        tf_run_done(&r);
+        free(cmd), free(t);
+        return ok;
+}
+
+static char *daemon_log(tf_world *w) {
+        char *data = NULL;
+        if (read_file(tf_path(w->root, "daemon.log"), (size_t) 1 << 24, &data, NULL) < 0) data = strdup("");
+        return data;
+}
+
+/* ---- boot sweeps ---- */
+
+/* §4.4: an overlay with no task, and the leftover overlays of an accepted
+ * and a rejected task, go (their overlayDirs persisted as null); the overlay
+ * of a pending changeset stays, as do entries without the prefix; a symlink
+ * planted under the root is removed without following it. */
+START_TEST(sweep_overlays) {
+        tf_world *w = tf_world_new(NULL);
+        char *ovl = strdup_printf("%s/overlays", w->state);
+        char *idp = mkid(1), *ida = mkid(2), *idr = mkid(3), *ido = mkid(4), *idl = mkid(5);
+        char *rp = strdup_printf("%s/taskferry-cow-%s", ovl, idp), *ra = strdup_printf("%s/taskferry-cow-%s", ovl, ida),
+             *rr = strdup_printf("%s/taskferry-cow-%s", ovl, idr), *ro = strdup_printf("%s/taskferry-cow-%s", ovl, ido),
+             *rl = strdup_printf("%s/taskferry-cow-%s", ovl, idl), *other = strdup_printf("%s/not-an-overlay", ovl),
+             *outside = strdup_printf("%s/outside", w->root);
+        fake_overlay(rp), fake_overlay(ra), fake_overlay(rr), fake_overlay(ro);
+        ck_assert_int_eq(mkdir_p(other, 0700), 0);
+        ck_assert_int_eq(mkdir_p(outside, 0700), 0);
+        tf_write(tf_path(outside, "precious"), "keep\n", 5, 0600);
+        ck_assert_int_eq(symlink(outside, rl), 0);
+        json_object *arr = json_object_new_array();
+        json_object_array_add(arr, record(w, idp, "done", "pending", rp));
+        json_object_array_add(arr, record(w, ida, "done", "accepted", ra));
+        json_object_array_add(arr, record(w, idr, "crashed", "rejected", rr));
+        write_tasks(w, arr);
+        json_object_put(arr);
+
+        tf_daemon_start(w);
+        ck_assert_int_gt(tf_daemon_pid(w), 0); /* answered: the sweep (before the loop) is done */
+        ck_assert_msg(!tf_exists(ro), "orphaned overlay %s survived the boot sweep", ro);
+        ck_assert_msg(!tf_exists(ra), "the accepted task's overlay survived the boot sweep");
+        ck_assert_msg(!tf_exists(rr), "the rejected task's overlay survived the boot sweep");
+        ck_assert_msg(!tf_exists(rl), "the planted symlink survived the boot sweep");
+        ck_assert_msg(tf_wait_until(trash_empty, w, ovl, 10000), "the sweep's trash under %s was never emptied", ovl);
+        ck_assert_msg(tf_exists(tf_path(rp, "upper/main/sub/edit.txt")), "the pending changeset's overlay was deleted");
+        ck_assert(tf_exists(other));
+        char *precious = tf_read(tf_path(outside, "precious"), NULL);
+        ck_assert_str_eq(precious, "keep\n");
+        free(precious);
+        /* persisted: the settled tasks no longer name their overlay, the pending one does */
+        json_object *rec = disk_record(w, ida);
+        ck_assert_msg(rec && overlay_dirs_null(rec), "accepted task keeps overlayDirs: %s", json_to_line(rec, NULL));
+        json_object_put(rec);
+        rec = disk_record(w, idr);
+        ck_assert_msg(rec && overlay_dirs_null(rec), "rejected task keeps overlayDirs: %s", json_to_line(rec, NULL));
+        json_object_put(rec);
+        rec = disk_record(w, idp);
+        ck_assert_str_eq(strempty(json_get_string(json_get_object(rec, "overlayDirs"), "root")), rp);
+        ck_assert_str_eq(strempty(json_get_string(rec, "changesetStatus")), "pending");
+        json_object_put(rec);
+        /* and the daemon says the same */
+        const char *st[] = {"status", ida, "--full", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, st);
+        ck_assert_int_eq(r.exit_code, 0);
+        json_object *o = tf_json(r.out);
+        ck_assert_ptr_null(json_get_object(o, "overlayDirs"));
+        json_object_put(o);
+        tf_run_done(&r);
+        free(idp), free(ida), free(idr), free(ido), free(idl);
+        free(rp), free(ra), free(rr), free(ro), free(rl), free(other), free(outside), free(ovl);
+        tf_world_free(w);
+}
+END_TEST
+
+/* lifecycle.md §1.6 step 4: an output dir whose name is no task id goes; a
+ * known task's output dir stays; a symlink there goes without its target
+ * being touched. */
+START_TEST(sweep_output_dirs) {
+        tf_world *w = tf_world_new(NULL);
+        char *outs = strdup_printf("%s/outputs", w->state);
+        char *idk = mkid(11), *ido = mkid(12);
+        char *known = strdup_printf("%s/%s", outs, idk), *orphan = strdup_printf("%s/%s", outs, ido),
+             *deep = strdup_printf("%s/%s/a/b/c", outs, ido), *link = strdup_printf("%s/stray-link", outs),
+             *outside = strdup_printf("%s/outside", w->root);
+        ck_assert_int_eq(mkdir_p(known, 0700), 0);
+        tf_write(tf_path(known, "report.md"), "report\n", 7, 0600);
+        ck_assert_int_eq(mkdir_p(deep, 0700), 0);
+        tf_write(tf_path(deep, "f"), "x", 1, 0600);
+        ck_assert_int_eq(chmod(deep, 0500), 0); /* not writable: the sweep copes */
+        ck_assert_int_eq(mkdir_p(outside, 0700), 0);
+        tf_write(tf_path(outside, "precious"), "keep\n", 5, 0600);
+        ck_assert_int_eq(symlink(outside, link), 0);
+        json_object *arr = json_object_new_array();
+        json_object_array_add(arr, record(w, idk, "done", "none", NULL));
+        write_tasks(w, arr);
+        json_object_put(arr);
+
+        tf_daemon_start(w);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        ck_assert_msg(!tf_exists(orphan), "orphaned output dir %s survived the boot sweep", orphan);
+        ck_assert(!tf_exists(link));
+        ck_assert(tf_wait_until(trash_empty, w, outs, 10000));
+        char *s = tf_read(tf_path(known, "report.md"), NULL);
+        ck_assert_str_eq(s, "report\n");
+        free(s);
+        s = tf_read(tf_path(outside, "precious"), NULL);
+        ck_assert_str_eq(s, "keep\n");
+        free(s);
+        /* the known task is still there, naming its output dir */
+        const char *st[] = {"status", idk, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, st);
+        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
+        json_object *o = tf_json(r.out);
+        ck_assert_str_eq(strempty(tf_jstr(o, "outputDir")), known);
+        json_object_put(o);
+        tf_run_done(&r);
+        free(idk), free(ido), free(known), free(orphan), free(deep), free(link), free(outside), free(outs);
+        tf_world_free(w);
+}
+END_TEST
+
+/* A tasks.json the daemon cannot read makes every entry look orphaned: the
+ * sweeps must not run at all then. */
+START_TEST(sweep_skipped_when_state_unreadable) {
+        tf_world *w = tf_world_new(NULL);
+        char *id = mkid(21);
+        char *ov = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id), *out = strdup_printf("%s/outputs/%s", w->state, id);
+        fake_overlay(ov);
+        ck_assert_int_eq(mkdir_p(out, 0700), 0);
+        const char *garbage = "[{\"id\": \"oc_x\", truncated";
+        tf_write(tf_path(w->state, "tasks.json"), garbage, strlen(garbage), 0600);
+        tf_daemon_start(w);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        ck_assert_msg(tf_exists(tf_path(ov, "upper/main/sub/edit.txt")), "swept an overlay though tasks.json is unreadable");
+        ck_assert_msg(tf_exists(out), "swept an output dir though tasks.json is unreadable");
+        free(id), free(ov), free(out);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The real thing: a reject flips changesetStatus to "rejected" durably
+ * before its job removes the overlay; a daemon killed in between leaves a
+ * real overlayfs upper/work (whiteouts, work/work at 000) owned by a
+ * rejected task. The next start removes it and persists overlayDirs null. */
+START_TEST(sweep_overlay_of_interrupted_reject) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL,
+                    "mkdir -p %s/d && cd %s && git init -q && echo a > a && echo x > d/x && git add -A && git commit -qm a",
+                    repo, repo));
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                           "rm a; rm -r d; mkdir -p n/m; echo new > n/m/f", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
+        json_object_put(st);
+        const char *sf[] = {"status", id, "--full", "--json", NULL};
+        tf_run sr = tf_cli(w, NULL, NULL, sf);
+        json_object *rec = tf_json(sr.out);
+        tf_run_done(&sr);
+        char *root = strdup(strempty(json_get_string(json_get_object(rec, "overlayDirs"), "root")));
+        json_object_put(rec);
+        ck_assert_msg(tf_exists(root), "no overlay at %s", root);
+        /* a clean stop: the settled record is on disk (a settlement is only
+         * persisted by the 250 ms debounce), then what the killed reject left */
+        stop_daemon(w, SIGTERM);
+        char *tasks = strdup(tf_path(w->state, "tasks.json"));
+        free(tf_shf(w, NULL, "sed -i 's/\"changesetStatus\": \"pending\"/\"changesetStatus\": \"rejected\"/' %s && "
+                             "grep -q '\"rejected\"' %s",
+                    tasks, tasks));
+        tf_daemon_start(w);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        ck_assert_msg(!tf_exists(root), "the rejected task's overlay %s survived the boot sweep", root);
+        char *ovl = strdup_printf("%s/overlays", w->state);
+        ck_assert_msg(tf_wait_until(trash_empty, w, ovl, 20000), "the trash under %s was never emptied", ovl);
+        rec = disk_record(w, id);
+        ck_assert_msg(rec && overlay_dirs_null(rec), "overlayDirs kept: %s", json_to_line(rec, NULL));
+        json_object_put(rec);
+        /* the live tree never saw any of it */
+        ck_assert(tf_exists(tf_path(repo, "a")) && tf_exists(tf_path(repo, "d/x")) && !tf_exists(tf_path(repo, "n")));
+        free(ovl), free(tasks), free(root), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* A second taskferryd started while one runs (a racing auto-start, a user
+ * typing it) loads a tasks.json that may lag the first one's memory: it must
+ * not sweep the output dir or overlay of a dispatch the first has not
+ * flushed yet. It finds the socket taken and exits without sweeping. */
+START_TEST(second_daemon_does_not_sweep) {
+        tf_world *w = tf_world_new(NULL);
+        json_object *empty = json_object_new_array();
+        write_tasks(w, empty);
+        json_object_put(empty);
+        tf_daemon_start(w);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        char *id = mkid(41);
+        char *ov = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id), *out = strdup_printf("%s/outputs/%s", w->state, id);
+        fake_overlay(ov);
+        ck_assert_int_eq(mkdir_p(out, 0700), 0);
+        char *argv[] = {(char *) tf_bin("taskferryd"), NULL};
+        run_result rr;
+        ck_assert_int_eq(run_command(argv, w->env, w->root, 1 << 20, -1, &rr), 0);
+        ck_assert_msg(rr.exit_code != 0, "a second daemon started: %s", rr.err);
+        run_result_done(&rr);
+        ck_assert_msg(tf_exists(ov) && tf_exists(out), "a second daemon swept the first one's fresh dirs");
+        /* the one daemon's next start does sweep them */
+        stop_daemon(w, SIGTERM);
+        tf_daemon_start(w);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        ck_assert(!tf_exists(ov) && !tf_exists(out));
+        free(id), free(ov), free(out);
+        tf_world_free(w);
+}
+END_TEST
+
+/* A mount of our own namespace (as root), or of a user + mount namespace in
+ * which we are root (unprivileged). Returns false (and says why) where
+ * neither is possible. The namespace lasts as long as this test process and
+ * its children. */
+static bool enter_private_mount_ns(void) {
+        if (geteuid() == 0) {
+                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                        fprintf(stderr, "SKIP: cannot unshare a mount namespace: %m\n");
+                        return false;
+                }
+                return true;
+        }
+        int r = userns_enter_as_root(getuid(), getgid());
+        if (r < 0) {
+                fprintf(stderr, "SKIP: no unprivileged user + mount namespace here (%s)\n", strerror(-r));
+                return false;
+        }
+        return true;
+}
+
+/* A crashed sandbox can leave a mount on an overlay dir; unprivileged we
+ * cannot unmount it, and removing through it would delete what it shows: the
+ * sweep skips that overlay with a warning, and its record keeps overlayDirs
+ * so the next start retries. */
+START_TEST(sweep_skips_mounted_overlay) {
+        tf_world *w = tf_world_new(NULL);
+        if (!enter_private_mount_ns()) {
+                tf_world_free(w);
+                return;
+        }
+        char *id = mkid(31), *ido = mkid(32);
+        char *ov = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id);
+        char *orphan = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, ido);
+        fake_overlay(ov), fake_overlay(orphan);
+        char *mnt = strdup_printf("%s/upper/main/sub", ov);
+        ck_assert_msg(mount("tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0700") == 0, "mount tmpfs: %m");
+        tf_write(tf_path(mnt, "in-mount.txt"), "mounted\n", 8, 0600);
+        json_object *arr = json_object_new_array();
+        json_object_array_add(arr, record(w, id, "done", "accepted", ov));
+        write_tasks(w, arr);
+        json_object_put(arr);
+
+        tf_daemon_start(w);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        ck_assert(!tf_exists(orphan)); /* the unmounted orphan is swept */
+        ck_assert_msg(tf_exists(tf_path(mnt, "in-mount.txt")), "the sweep deleted files through a mount");
+        ck_assert(tf_exists(ov));
+        char *log = daemon_log(w);
+        ck_assert_msg(strstr(log, "still mounted"), "no warning about the mounted overlay: %s", log);
+        free(log);
+        json_object *rec = disk_record(w, id);
+        ck_assert_msg(json_get_object(rec, "overlayDirs"), "overlayDirs dropped for an overlay still on disk");
+        json_object_put(rec);
+        stop_daemon(w, SIGTERM);
+        ck_assert_int_eq(umount2(mnt, MNT_DETACH), 0);
+        free(id), free(ido), free(ov), free(orphan), free(mnt);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- dispatch must be durable before it is acknowledged ---- */
+
+/* Names in dir, sorted, one a line ("" if dir is missing). */
+static char *names_in(tf_world *w, const char *dir) {
+        char *q = shell_quote(dir);
+        char *s = tf_shf(w, NULL, "ls -A %s 2>/dev/null | LC_ALL=C sort; true", q);
+        free(q);
+        return s;
+}
+
+typedef struct Leftovers {
+        char *outputs, *overlays, *logs, *tasks, *prompts, *sockets;
+} Leftovers;
+
+static void leftovers_take(tf_world *w, Leftovers *l) {
+        l->outputs = names_in(w, tf_path(w->state, "outputs"));
+        l->overlays = names_in(w, tf_path(w->state, "overlays"));
+        l->logs = names_in(w, tf_path(w->state, "logs"));
+        l->tasks = names_in(w, tf_path(w->state, "tasks"));
+        l->prompts = names_in(w, tf_path(w->state, "prompts"));
+        l->sockets = names_in(w, tf_path(w->run, "task-sockets"));
+}
+
+static void leftovers_done(Leftovers *l) {
+        free(l->outputs), free(l->overlays), free(l->logs), free(l->tasks), free(l->prompts), free(l->sockets);
+}
+
+static void leftovers_same(tf_world *w, Leftovers *before) {
+        Leftovers now;
+        leftovers_take(w, &now);
+        ck_assert_msg(streq(before->outputs, now.outputs), "output dir left behind: [%s] -> [%s]", before->outputs, now.outputs);
+        ck_assert_msg(streq(before->overlays, now.overlays), "overlay left behind: [%s] -> [%s]", before->overlays, now.overlays);
+        ck_assert_msg(streq(before->logs, now.logs), "log left behind: [%s] -> [%s]", before->logs, now.logs);
+        ck_assert_msg(streq(before->tasks, now.tasks), "task dir left behind: [%s] -> [%s]", before->tasks, now.tasks);
+        ck_assert_msg(streq(before->prompts, now.prompts), "prompt left behind: [%s] -> [%s]", before->prompts, now.prompts);
+        ck_assert_msg(streq(before->sockets, now.sockets), "task socket left behind: [%s] -> [%s]", before->sockets, now.sockets);
+        leftovers_done(&now);
+}
+
+static char *make_repo(tf_world *w, const char *name) {
+        char *repo = strdup(tf_path(w->repo_parent, name));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f.txt && git add f.txt && git commit -qm base",
+                    repo, repo));
+        return repo;
+}
+
+static int64_t count_of(tf_world *w, const char *status) {
+        const char *list[] = {"list", "--all", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, list);
+        ck_assert_msg(r.exit_code == 0, "list: %s %s", r.out, r.err);
+        json_object *o = tf_json(r.out);
+        int64_t n = -1;
+        json_get_int64(json_get_object(o, "counts"), status, &n);
+        json_object_put(o);
+        tf_run_done(&r);
+        return n;
+}
+
+static int64_t count_all(tf_world *w) {
+        static const char *const st[] = {"queued", "running", "done", "crashed", "cancelled", "unknown"};
+        int64_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(st); i++) n += count_of(w, st[i]);
+        return n;
+}
+
+/* The undurable dispatch: with the state dir unwritable (how = "ro") or its
+ * filesystem full (how = "full"), dispatch answers an error, the worker never
+ * runs, nothing is left on disk, and a daemon restarted after the disk is
+ * writable again knows nothing of it. First, in the same setting, a dispatch
+ * while the disk is fine proves the worker and its marker work. */
+static void undurable_dispatch(const char *how) {
+        tf_world *w = tf_world_new(NULL);
+        if (!enter_private_mount_ns()) {
+                tf_world_free(w);
+                return;
+        }
+        bool full = streq(how, "full");
+        if (full) {
+                ck_assert_int_eq(mkdir_p(w->state, 0700), 0);
+                ck_assert_msg(mount("tmpfs", w->state, "tmpfs", 0, "size=8m,mode=0700") == 0, "mount tmpfs: %m");
+        }
+        char *repo = make_repo(w, "repo");
+        char *marks = strdup(tf_path(w->root, "marks"));
+        ck_assert_int_eq(mkdir_p(marks, 0777), 0);
+        ck_assert_int_eq(chmod(marks, 0777), 0);
+        char *ok_mark = strdup(tf_path(marks, "ok")), *bad_mark = strdup(tf_path(marks, "ran"));
+        char *ok_prompt = strdup_printf("touch %s; echo ok > ok.txt", ok_mark);
+        char *bad_prompt = strdup_printf("touch %s; echo bad > bad.txt", bad_mark);
+        const char *d_ok[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", ok_prompt, NULL};
+        char *id_ok = tf_dispatch(w, d_ok);
+        json_object *st = tf_wait_settled(w, id_ok);
+        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object_put(st);
+        ck_assert_msg(tf_exists(ok_mark), "the worker's marker does not work in this setting");
+        Leftovers before;
+        leftovers_take(w, &before);
+
+        if (full) {
+                /* fill the filesystem up */
+                tf_run r = tf_sh(w, NULL, "dd if=/dev/zero of=\"$TASKFERRY_STATE_DIR/fill\" bs=64k 2>/dev/null; df -k \"$TASKFERRY_STATE_DIR\"", true);
+                ck_assert_msg(strstr(r.out, " 0 ") || strstr(r.out, "100%"), "the tmpfs is not full: %s", r.out);
+                tf_run_done(&r);
+        } else {
+                ck_assert_msg(mount(w->state, w->state, NULL, MS_BIND, NULL) == 0, "bind: %m");
+                ck_assert_msg(mount(NULL, w->state, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) == 0, "remount ro: %m");
+        }
+        const char *d_bad[] = {"dispatch", "--json", "--executor", "shell", "--directory", repo, "--rw-bind", marks,
+                               "--prompt", bad_prompt, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, d_bad);
+        ck_assert_msg(r.exit_code != 0, "dispatch with the state dir %s was acknowledged: %s",
+                      full ? "on a full disk" : "read-only", r.out);
+        /* a clear error names the cause */
+        const char *cause = strerror(full ? ENOSPC : EROFS);
+        ck_assert_msg(strstr(r.out, cause) || strstr(r.err, cause), "the error does not say \"%s\": %s %s", cause, r.out,
+                      r.err);
+        tf_run_done(&r);
+        usleep(2000 * 1000);
+        ck_assert_msg(!tf_exists(bad_mark), "the worker of a failed dispatch ran");
+        leftovers_same(w, &before);
+
+        /* disk fine again; a graceful stop would flush a record still in memory */
+        if (full) ck_assert_int_eq(unlink(tf_path(w->state, "fill")), 0);
+        else ck_assert_int_eq(umount2(w->state, MNT_DETACH), 0);
+        stop_daemon(w, SIGTERM);
+        tf_daemon_start(w);
+        ck_assert_int_eq(count_all(w), 1);
+        usleep(1000 * 1000);
+        ck_assert_msg(!tf_exists(bad_mark), "the worker of a failed dispatch ran after the restart");
+        ck_assert_msg(!tf_exists(tf_path(repo, "bad.txt")), "the failed dispatch touched the repository");
+        leftovers_same(w, &before);
+        leftovers_done(&before);
+        free(repo), free(marks), free(ok_mark), free(bad_mark), free(ok_prompt), free(bad_prompt), free(id_ok);
+        tf_world_free(w);
+}
+
+START_TEST(dispatch_fails_on_read_only_state) { undurable_dispatch("ro"); }
+END_TEST
+
+START_TEST(dispatch_fails_on_full_disk) { undurable_dispatch("full"); }
+END_TEST
+
+/* ---- queued across a restart ---- */
+
+static bool n_running(tf_world *w, void *arg) { return count_of(w, "running") == *(int64_t *) arg; }
+
+/* lifecycle.md §1.5 was "queued → unknown"; issue 6: tasks queued when the
+ * daemon dies are queued again after the restart, in order. */
+START_TEST(queued_across_kill9) {
+        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=4", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release"));
+        char *ids[6];
+        for (int i = 0; i < 6; i++) {
+                char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo %d > out-%d.txt; echo finished-%d",
+                                             release, i, i, i);
+                const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
+                ids[i] = tf_dispatch(w, d);
+                free(prompt);
+        }
+        int64_t four = 4;
+        ck_assert_msg(tf_wait_until(n_running, w, &four, 30000), "4 workers never ran");
+        ck_assert_int_eq(count_of(w, "queued"), 2);
+        stop_daemon(w, SIGKILL);
+        /* the next CLI call starts a new daemon */
+        ck_assert_int_eq(count_all(w), 6);
+        tf_write(release, "", 0, 0644);
+        for (int i = 0; i < 6; i++) {
+                json_object *st = tf_wait_settled(w, ids[i]);
+                ck_assert_msg(streq(strempty(tf_jstr(st, "status")), "done"), "task %d (%s) after the restart: %s", i,
+                              ids[i], json_to_line(st, NULL));
+                ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
+                json_object_put(st);
+                const char *res[] = {"result", ids[i], "--json", NULL};
+                tf_run r = tf_cli(w, NULL, NULL, res);
+                json_object *o = tf_json(r.out);
+                char *want = strdup_printf("+%d", i), *msg = strdup_printf("finished-%d\n", i);
+                ck_assert_str_eq(strempty(tf_jstr(o, "message")), msg);
+                ck_assert_msg(strstr(strempty(tf_jstr(o, "diff")), want), "diff of %d: %s", i, tf_jstr(o, "diff"));
+                free(want), free(msg);
+                json_object_put(o);
+                tf_run_done(&r);
+                free(ids[i]);
+        }
+        free(repo), free(release);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- concurrent accepts ---- */
+
+/* Two changesets that both rewrite f.txt (and each add a file of its own),
+ * accepted at the same moment on two connections: one applies, the other
+ * stays pending with git's reason naming f.txt, and the tree holds exactly
+ * one of them, whole. Five rounds (the race is narrow). */
+START_TEST(concurrent_accepts_one_file) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w, "repo");
+        for (int round = 0; round < 5; round++) {
+                char *pa = strdup_printf("echo A%d > f.txt; echo a > a%d.txt", round, round);
+                char *pb = strdup_printf("echo B%d > f.txt; echo b > b%d.txt", round, round);
+                const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
+                const char *db[] = {"--executor", "shell", "--directory", repo, "--prompt", pb, NULL};
+                char *a = tf_dispatch(w, da), *b = tf_dispatch(w, db);
+                json_object *sa = tf_wait_settled(w, a), *sb = tf_wait_settled(w, b);
+                ck_assert_msg(streq(strempty(tf_jstr(sa, "changesetStatus")), "pending") &&
+                                      streq(strempty(tf_jstr(sb, "changesetStatus")), "pending"),
+                              "round %d: both must be pending: %s | %s", round, json_to_line(sa, NULL), json_to_line(sb, NULL));
+                json_object_put(sa), json_object_put(sb);
+                int fa = tf_connect(w), fb = tf_connect(w);
+                char *la = strdup_printf("{\"version\":1,\"id\":\"a\",\"method\":\"task.accept\",\"params\":{\"taskId\":\"%s\"}}", a);
+                char *lb = strdup_printf("{\"version\":1,\"id\":\"b\",\"method\":\"task.accept\",\"params\":{\"taskId\":\"%s\"}}", b);
+                tf_send(fa, la);
+                tf_send(fb, lb);
+                char *ra = tf_recv_line(fa, 60000), *rb = tf_recv_line(fb, 60000);
+                ck_assert_ptr_nonnull(ra);
+                ck_assert_ptr_nonnull(rb);
+                close(fa), close(fb);
+                json_object *oa = tf_json(ra), *ob = tf_json(rb);
+                bool app_a = json_get_bool(oa, "ok", false) && json_get_bool(json_get_object(oa, "result"), "applied", false);
+                bool app_b = json_get_bool(ob, "ok", false) && json_get_bool(json_get_object(ob, "result"), "applied", false);
+                ck_assert_msg(app_a != app_b, "round %d: exactly one accept must apply: %s | %s", round, ra, rb);
+                json_object *loser = app_a ? ob : oa;
+                const char *lid = app_a ? b : a, *wid = app_a ? a : b;
+                /* git's reason names the file */
+                const char *reason = json_get_bool(loser, "ok", false)
+                                             ? json_get_string(json_get_object(loser, "result"), "reason")
+                                             : json_get_string(json_get_object(loser, "error"), "message");
+                ck_assert_msg(reason && strstr(reason, "f.txt"), "round %d: no reason naming f.txt: %s", round,
+                              app_a ? rb : ra);
+                ck_assert_msg(!strstr(reason, "already being accepted"), "round %d: refused as busy, not by git: %s",
+                              round, reason);
+                const char *st[] = {"status", lid, "--json", NULL};
+                tf_run r = tf_cli(w, NULL, NULL, st);
+                json_object *so = tf_json(r.out);
+                ck_assert_str_eq(strempty(tf_jstr(so, "changesetStatus")), "pending");
+                json_object_put(so);
+                tf_run_done(&r);
+                /* the tree: exactly the winner's change, whole */
+                char *f = tf_read(tf_path(repo, "f.txt"), NULL);
+                char *want = strdup_printf("%c%d\n", app_a ? 'A' : 'B', round);
+                ck_assert_msg(streq(f, want), "round %d: f.txt is %s, want %s", round, f, want);
+                char *mine = strdup_printf("%c%d.txt", app_a ? 'a' : 'b', round),
+                     *theirs = strdup_printf("%c%d.txt", app_a ? 'b' : 'a', round);
+                ck_assert_msg(tf_exists(tf_path(repo, mine)), "round %d: half applied: %s missing", round, mine);
+                ck_assert_msg(!tf_exists(tf_path(repo, theirs)), "round %d: the refused changeset's %s landed", round, theirs);
+                char *rej = tf_shf(w, repo, "find . -name '*.rej' -o -name '*.orig' | head -1; git diff --name-only --diff-filter=U");
+                ck_assert_msg(!*rej, "round %d: leftovers of a failed apply: %s", round, rej);
+                free(rej);
+                /* settle the round: the winner's change is the new base */
+                free(tf_shf(w, repo, "git add -A && git commit -qm round"));
+                const char *rj[] = {"reject", lid, "--json", NULL};
+                r = tf_cli(w, NULL, NULL, rj);
+                ck_assert_int_eq(r.exit_code, 0);
+                tf_run_done(&r);
+                (void) wid;
+                free(f), free(want), free(mine), free(theirs);
+                json_object_put(oa), json_object_put(ob);
+                free(ra), free(rb), free(la), free(lb), free(pa), free(pb), free(a), free(b);
+        }
+        free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("durability");
+        TCase *sw = tcase_create("sweeps");
+        tcase_set_timeout(sw, 120);
+        tcase_add_test(sw, sweep_overlays);
+        tcase_add_test(sw, sweep_output_dirs);
+        tcase_add_test(sw, sweep_skipped_when_state_unreadable);
+        tcase_add_test(sw, sweep_skips_mounted_overlay);
+        tcase_add_test(sw, second_daemon_does_not_sweep);
+        tcase_add_test(sw, sweep_overlay_of_interrupted_reject);
+        suite_add_tcase(s, sw);
+        TCase *ca = tcase_create("accepts");
+        tcase_set_timeout(ca, 300);
+        tcase_add_test(ca, concurrent_accepts_one_file);
+        suite_add_tcase(s, ca);
+        TCase *tc = tcase_create("durable");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, dispatch_fails_on_read_only_state);
+        tcase_add_test(tc, dispatch_fails_on_full_disk);
+        tcase_add_test(tc, queued_across_kill9);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return tf_run_suite(suite()); }
