@@ -2296,13 +2296,18 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
                 return -EINVAL;
         }
 
+        /* every owned variable is declared before the first goto fail: a jump
+         * past a _cleanup_ declaration would free an indeterminate pointer */
+        _cleanup_free_ char *base = NULL, *index_copy = NULL, *empty_dir = NULL, *empty_file = NULL,
+                            *exclude_path = NULL, *tree_path = NULL, *base_exclude = NULL, *reply = NULL,
+                            *line = NULL, *ex = NULL;
+        _cleanup_(git_ctx_done) git_ctx g = {};
         _cleanup_(repo_info_done) repo_info ri = {};
         int r = repo_info_gather(dir, &ri);
         if (r < 0) {
                 *err = strdup_printf("cannot run git: %s", strerror(-r));
                 goto fail;
         }
-        _cleanup_free_ char *base = NULL, *index_copy = NULL;
         if (pre_head) {
                 _cleanup_free_ char *prefix = strdup(strempty(ri.prefix));
                 if (!prefix) return -ENOMEM;
@@ -2314,14 +2319,14 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
         /* The index is relative to the top of the work tree: only usable there. */
         if (ri.toplevel && isempty(ri.prefix)) index_copy = repo_index_path(dir);
 
-        _cleanup_(git_ctx_done) git_ctx g = {};
         g.git_dir = path_join(tmp, BASE_GIT_NAME);
         g.work_tree = strdup(dir);
         g.index_file = path_join(tmp, "index");
         g.home = path_join(tmp, "home");
-        _cleanup_free_ char *empty_dir = path_join(tmp, "empty-dir"), *empty_file = path_join(tmp, "empty-file");
-        _cleanup_free_ char *exclude_path = NULL, *tree_path = path_join(tmp, BASE_TREE_NAME);
-        _cleanup_free_ char *base_exclude = path_join(tmp, BASE_EXCLUDE_NAME);
+        empty_dir = path_join(tmp, "empty-dir");
+        empty_file = path_join(tmp, "empty-file");
+        tree_path = path_join(tmp, BASE_TREE_NAME);
+        base_exclude = path_join(tmp, BASE_EXCLUDE_NAME);
         if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !empty_dir || !empty_file || !tree_path ||
             !base_exclude) {
                 r = -ENOMEM;
@@ -2354,14 +2359,13 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
                 .index_copy = index_copy,
                 .exclude_text = strempty(ri.excludes),
         };
-        _cleanup_free_ char *reply = NULL;
         if ((r = run_child(snapshot_child_main, &s, &reply, NULL, err)) < 0) goto fail;
         if (!is_hex_oid(reply + 1)) {
                 *err = strdup("the snapshot process returned no tree");
                 r = -EIO;
                 goto fail;
         }
-        _cleanup_free_ char *line = strdup_printf("%s\n", reply + 1), *ex = NULL;
+        line = strdup_printf("%s\n", reply + 1);
         size_t ex_len = 0;
         if (!line) {
                 r = -ENOMEM;
@@ -3032,7 +3036,7 @@ static int resolve_appends(const git_ctx *g0, const char *scratch, char *p, char
  * 0: conflicts or no merge (*why set); -errno. */
 static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, const char *patch, const char *merged_patch,
                       char **why) {
-        _cleanup_free_ char *err = NULL, *tree_r = NULL, *tree_o = NULL, *c_b = NULL, *c_o = NULL, *c_r = NULL;
+        _cleanup_free_ char *err = NULL, *tree_r = NULL, *tree_o = NULL, *c_b = NULL, *c_o = NULL, *c_r = NULL, *tree_m = NULL;
         _cleanup_strv_free_ char **specs = NULL;
         run_result rr;
         const char *dir = g->work_tree;
@@ -3116,7 +3120,7 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
                 r = -EIO;
                 goto fail;
         }
-        _cleanup_free_ char *tree_m = strdup(rr.out);
+        tree_m = strdup(rr.out);
         if (!tree_m) {
                 run_result_done(&rr);
                 return -ENOMEM;
