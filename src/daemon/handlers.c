@@ -9,8 +9,18 @@
 #include <sys/stat.h>
 
 #include "changeset.h"
-#include "daemon.h"
+#include "jobs.h"
+#include "manager.h"
 #include "methods.h"
+#include "monitor.h"
+#include "peer.h"
+#include "scheduler.h"
+#include "server.h"
+#include "settings.h"
+#include "store.h"
+#include "task.h"
+#include "tasks.h"
+#include "wait.h"
 #include "executor-home.h"
 #include "executor.h"
 #include "json-util.h"
@@ -18,6 +28,7 @@
 #include "overlay.h"
 #include "sandbox-plan.h"
 #include "util.h"
+#include "workspace.h"
 
 #define NARRATION_PREVIEW_UNITS 2000
 

@@ -2,8 +2,10 @@
 
 #include <string.h>
 
-#include "daemon.h"
+#include "manager.h"
 #include "methods.h"
+#include "server.h"
+#include "task.h"
 #include "util.h"
 
 static const Method methods[] = {
