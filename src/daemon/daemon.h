@@ -17,6 +17,7 @@
  *   server.h     Listener, Connection, Request (server.c)
  *   jobs.h       Job: forked blocking work (jobs.c)
  *   peer.h       Caller: who is calling (peer.c)
+ *   change.h     ChangeJob: accept/reject, serialized per workspace (change.c)
  *   methods.h    the method table, MethodError, the handlers (methods.c, handlers.c)
  *   sweep.h      boot sweeps (sweep.c)
  *   executor-home.h  per-task executor homes (executor-home.c)
@@ -24,6 +25,7 @@
  * Nothing here blocks the loop on git, child processes or large reads: such
  * work runs in forked jobs (jobs.h) watched through pidfds. */
 
+#include "change.h"
 #include "executor-home.h"
 #include "jobs.h"
 #include "launch.h"

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
+#include "change.h"
 #include "jobs.h"
 #include "manager.h"
 #include "methods.h"

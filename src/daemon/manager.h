@@ -49,6 +49,6 @@ struct Manager {
         sd_event_source *persist_timer;
         /* jobs.c */
         Job *jobs;
-        ChangeJob *change_jobs;        /* accepts/rejects, running and waiting (handlers.c) */
+        ChangeJob *change_jobs;        /* change.c: accepts/rejects, running and waiting */
         bool shutting_down;            /* main.c: the loop is stopping */
 };

@@ -81,5 +81,3 @@ int method_reject(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
 int method_check_state(Manager *m, MethodError *err);
 /* Look up params.taskId as the caller may see it; -ENOENT with UNKNOWN_TASK. */
 int method_lookup_task(Manager *m, Request *r, Task **ret, MethodError *err);
-/* Drop the accepts/rejects still waiting for their workspace (shutdown). */
-void change_jobs_free(Manager *m);

@@ -229,9 +229,10 @@ struct Task {
         Task *next_queued;
         /* settle.c */
         bool settling;         /* settlement job in flight */
-        /* handlers.c (accept/reject) */
+        /* change.c (accept/reject) */
         bool busy;             /* accept/reject job in flight or waiting for its workspace */
-        bool accept_interrupted; /* tasks.json says an accept began under an earlier daemon */
+        bool accept_interrupted; /* store.c sets it at load: tasks.json says an accept began
+                                  * under an earlier daemon; change.c clears it */
         /* tasks.c */
         bool log_has_event;    /* cache: once true stays true */
         /* server.c: the task's own socket, bound into its sandbox at
