@@ -1,7 +1,7 @@
 #pragma once
-/* taskferryd internals, all of them: the umbrella for main.c and for tests
- * that drive a whole Manager. A module's .c includes only the headers it
- * uses. One header per module, each owning its struct (CONTRIBUTING.md
+/* taskferryd internals, all of them: an umbrella for tests that drive a
+ * whole Manager. No module includes it: a module's .c includes only the
+ * headers it uses, and a new declaration goes into its module's header. One header per module, each owning its struct (CONTRIBUTING.md
  * "Where things go"):
  *
  *   manager.h    Manager (the top object), TaskObserver
