@@ -1,8 +1,9 @@
 #pragma once
 /* taskferryd internals, all of them: an umbrella for tests that drive a
  * whole Manager. No module includes it: a module's .c includes only the
- * headers it uses, and a new declaration goes into its module's header. One header per module, each owning its struct (CONTRIBUTING.md
- * "Where things go"):
+ * headers it uses, and a new declaration goes into its module's header.
+ * One header per module, each owning its struct (CONTRIBUTING.md "Where
+ * things go"):
  *
  *   manager.h    Manager (the top object), TaskObserver
  *   settings.h   Settings (read once at start)
