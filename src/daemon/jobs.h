@@ -34,7 +34,6 @@ struct Job {
         Job *next, *prev;
 };
 
-/* jobs.c */
 /* Fork a child that runs run(userdata) (blocking work: git, logs, mounts),
  * writes its JSON result to a pipe and exits; done() is called on the loop
  * with the parsed result (or NULL and -ECHILD/-EBADMSG) once the child exited
@@ -47,6 +46,8 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
  * settled from its exit.json at the next start, task_readopt). 0 once started
  * or deferred; other errors as job_start. */
 int job_start_retrying(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
+/* Shutdown: forget every job without calling its done() (the children are
+ * not killed; a settlement reruns at the next start). */
 void jobs_free(Manager *m);
 
 /* fd_limit_raise/fd_limit_restore and safe_fork: process-util.h (src/shared) */

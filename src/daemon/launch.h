@@ -1,4 +1,6 @@
 #pragma once
+/* Launch (launch.c): from an admitted task to its running shim. */
+
 typedef struct Task Task;
 
 /* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–5): env, sandbox,

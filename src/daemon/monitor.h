@@ -1,4 +1,6 @@
 #pragma once
+/* The monitor (monitor.c): a running task's shim, watched from the loop. */
+
 #include <stdbool.h>
 
 typedef struct Task Task;

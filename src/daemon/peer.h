@@ -1,4 +1,6 @@
 #pragma once
+/* Who is calling (peer.c). */
+
 #include <stdbool.h>
 
 typedef struct Manager Manager;

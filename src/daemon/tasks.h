@@ -8,6 +8,7 @@
 #include "task.h"
 
 /* tasks.c (spec lifecycle.md §1) */
+/* The task with that id, NULL if none (a linear scan of the table). */
 Task *manager_find_task(Manager *m, const char *id);
 /* Take t out of the table (order kept) and free it: a task that never
  * became durable (a dispatch whose flush failed). t must own no process,

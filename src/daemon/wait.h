@@ -1,4 +1,6 @@
 #pragma once
+/* Parked task.wait requests (wait.c). */
+
 #include <stdint.h>
 
 typedef struct Manager Manager;
