@@ -165,8 +165,10 @@ static json_object *client_frames(Client *c, size_t want, unsigned timeout_ms) {
                 json_object_array_add(arr, o);
                 start = i + 1;
         }
-        memmove(c->buf, c->buf + start, c->len - start);
-        c->len -= start;
+        if (start > 0) {
+                memmove(c->buf, c->buf + start, c->len - start);
+                c->len -= start;
+        }
         return arr;
 }
 
