@@ -352,7 +352,9 @@ out:
 /* ---- the adapter to the task table (task.h): the one place here that
  * knows Task ---- */
 
-#include "daemon.h"
+#include "manager.h"
+#include "store.h"
+#include "task.h"
 #include "json-util.h"
 
 static void manager_sweep_get(void *userdata, size_t i, SweepTask *ret) {

@@ -1,0 +1,54 @@
+#pragma once
+/* The daemon's top object: one sd-event loop owning the task table, the
+ * socket server, launches, settlements and forked jobs (DESIGN.md
+ * "Processes"). Each group of fields below is owned (written) by the module
+ * named beside it; the others only read it. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "paths.h"
+#include "server.h"
+#include "settings.h"
+#include "task.h"
+
+typedef struct Manager Manager;
+typedef struct Job Job;
+typedef struct ChangeJob ChangeJob;
+
+typedef struct TaskObserver {
+        task_observer_fn fn;
+        void *userdata;
+} TaskObserver;
+
+struct Manager {
+        /* main.c: set up once at start, then only read */
+        sd_event *event;
+        tf_paths paths;
+        Settings settings;
+        /* server.c */
+        Listener listener;             /* the user's socket */
+        bool socket_self_bound;
+        uint64_t accept_warned_ms;     /* monotonic ms of the last "cannot accept" warning */
+        Connection *connections;
+        unsigned in_flight;            /* active requests on the user's socket (cap PROTOCOL_MAX_IN_FLIGHT) */
+        unsigned waits;                /* task.wait requests on the user's socket (cap PROTOCOL_MAX_WAITS) */
+        /* tasks.c: the table */
+        Task **tasks;
+        size_t n_tasks, cap_tasks;
+        /* scheduler.c */
+        Task *queue_head, *queue_tail;
+        unsigned running;
+        /* task.c (manager_add_task_observer) */
+        TaskObserver *task_observers;
+        size_t n_task_observers;
+        /* store.c */
+        char *state_load_error;
+        bool dirty;
+        sd_event_source *persist_timer;
+        /* jobs.c */
+        Job *jobs;
+        ChangeJob *change_jobs;        /* change.c: accepts/rejects, running and waiting */
+        bool shutting_down;            /* main.c: the loop is stopping */
+};
