@@ -2402,7 +2402,7 @@ int changeset_snapshot(const char *directory, const char *pre_head, const char *
 /* ---- the touched paths (the upper dir) ---- */
 
 typedef struct touched {
-        char **rm;      /* whiteouts: paths deleted */
+        char **rm;      /* :(literal)<path> for whiteouts: paths deleted */
         char **add;     /* :(literal)<path> for files, symlinks, opaque and new dirs */
         char **exclude; /* :(exclude,literal)<path> left out inside an added dir */
         char **dotgit;  /* .git entries the worker made (nested repositories to hide) */
@@ -2492,7 +2492,8 @@ static int touched_walk(int upper_fd, int lower_fd, const char *rel, bool in_add
                         continue;
                 }
                 if (whiteout) {
-                        if (!in_added) r = strv_consume(&t->rm, TAKE_PTR(path));
+                        /* literal: a deleted "*" or "a[1].txt" names that path alone */
+                        if (!in_added) r = strv_pushf(&t->rm, ":(literal)%s", path);
                         continue;
                 }
                 if (S_ISDIR(st.st_mode)) {
