@@ -2475,6 +2475,15 @@ static int touched_walk(int upper_fd, int lower_fd, const char *rel, bool in_add
                         r = -ENOMEM;
                         break;
                 }
+                /* Longer than a path git (or any relative lookup) can use: left
+                 * out, with what lies below it, instead of failing the whole
+                 * extraction (a worker could otherwise lose every change it made
+                 * with one deep directory). */
+                if (strlen(path) >= PATH_MAX - 1) {
+                        r = warn_path(w, path, "its path is longer than PATH_MAX");
+                        if (r >= 0 && in_added) r = strv_pushf(&t->exclude, ":(exclude,literal)%s", path);
+                        continue;
+                }
                 struct stat st;
                 if (fstatat(upper_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         r = -errno;
@@ -2500,6 +2509,14 @@ static int touched_walk(int upper_fd, int lower_fd, const char *rel, bool in_add
                         struct stat lst;
                         bool lower_dir = fstatat(lower_fd, path, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(lst.st_mode);
                         bool whole = !in_added && (!lower_dir || dir_is_opaque(upper_fd, path));
+                        if (depth + 1 > DOTGIT_DEPTH_MAX) {
+                                /* the walk's bound (one open directory per level) */
+                                char why[96];
+                                snprintf(why, sizeof why, "it is nested deeper than %d directories", DOTGIT_DEPTH_MAX);
+                                r = warn_path(w, path, why);
+                                if (r >= 0 && in_added) r = strv_pushf(&t->exclude, ":(exclude,literal)%s", path);
+                                continue;
+                        }
                         if (whole) r = strv_pushf(&t->add, ":(literal)%s", path);
                         if (r >= 0) r = touched_walk(upper_fd, lower_fd, path, in_added || whole, depth + 1, file_max, t, w);
                         continue;
