@@ -904,10 +904,40 @@ static int refused_warn(extract_child *c, const refused_list *host, const refuse
         return r;
 }
 
+/* Snapshot: tracked files now larger than c->file_max (a dirty file made
+ * huge: `truncate -s 8G`) keep their index version in the base instead of
+ * being hashed before the worker starts; a changeset never carries them
+ * anyway. They are marked assume-unchanged in the private index, so
+ * `add -A` does not read them. One lstat per tracked file, as `git status`. */
+static int keep_large_tracked(extract_child *c, char **err) {
+        run_result rr;
+        char *ls_args[] = {(char *) "ls-files", (char *) "-z", (char *) "--cached", NULL};
+        int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files --cached", ls_args);
+        if (r < 0) return r;
+        _cleanup_strv_free_ char **large = NULL;
+        _cleanup_close_ int dfd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) r = -errno;
+        for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
+                struct stat st;
+                if (*p && fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                    (uint64_t) st.st_size > c->file_max && (!large || !strv_contains(large, p)))
+                        r = strv_push(&large, p);
+        }
+        run_result_done(&rr);
+        if (r < 0 || !large) return r;
+        char *prefix[] = {(char *) "update-index", (char *) "--assume-unchanged", NULL};
+        return git_batched(c->g, c->a->directory, 0, "update-index --assume-unchanged", prefix, large, false, 1, NULL,
+                           NULL, err);
+}
+
 /* `git add -A` of the current view, with every nested repository flattened
  * into plain files (see the top of this file). */
 static int add_all_flattened(extract_child *c, const char *view, char **err) {
         _cleanup_strv_free_ char **tried_gitlinks = NULL;
+        if (c->file_max) {
+                int r = keep_large_tracked(c, err);
+                if (r < 0) return r;
+        }
         for (unsigned round = 0; round < FLATTEN_ROUNDS_MAX; round++) {
                 /* Untracked nested repositories are listed as "dir/". */
                 char *ls_args[] = {(char *) "ls-files", (char *) "-o", (char *) "-z", (char *) "--exclude-standard", NULL};
