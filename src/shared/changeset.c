@@ -1849,6 +1849,90 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
         return 0;
 }
 
+static int write_specs(const char *path, char **a, char **b);
+static int git_line(const git_ctx *g, const char *cwd, char **err, const char *what, char *const *args, char **ret);
+
+static int collect_nul_paths(void *userdata, const run_result *rr) {
+        char ***l = userdata;
+        int r = 0;
+        for (char *p = rr->out; r >= 0 && p < rr->out + rr->out_len; p += strlen(p) + 1)
+                if (*p) r = strv_push(l, p);
+        return r;
+}
+
+/* The live contents of the paths `patch` touches, staged into a private
+ * index (<dir of g->index_file>/<index_name>) over start_tree (NULL: an
+ * empty index), as a tree in *ret. Only paths the live tree has (no
+ * symlink followed) or the index holds are named, so no pathspec fails. */
+static int stage_patch_paths(const git_ctx *g0, const char *index_name, const char *start_tree, const char *patch,
+                             char **ret, char **err) {
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        _cleanup_free_ char *idir = strdup(g0->index_file);
+        char *sl = idir ? strrchr(idir, '/') : NULL;
+        if (!sl) return -ENOMEM;
+        *sl = 0;
+        g.git_dir = strdup(g0->git_dir);
+        g.work_tree = strdup(g0->work_tree);
+        g.home = strdup(g0->home);
+        g.index_file = path_join(idir, index_name);
+        g.alternates = g0->alternates ? strdup(g0->alternates) : NULL;
+        g.base_objects = g0->base_objects ? strdup(g0->base_objects) : NULL;
+        _cleanup_free_ char *spec = strdup_printf("%s.spec", g.index_file ? g.index_file : "");
+        _cleanup_free_ char *pf = strdup_printf("--pathspec-from-file=%s", strempty(spec));
+        if (!g.git_dir || !g.work_tree || !g.home || !g.index_file || !spec || !pf) return -ENOMEM;
+        int r = git_ctx_build_env(&g);
+        if (r < 0) return r;
+        (void) unlink(g.index_file);
+        run_result rr;
+        char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
+        if ((r = git_ok(&g, g.work_tree, LIST_MAX, &rr, err, "apply --numstat", ns_args)) < 0) return r;
+        path_list pl = {};
+        numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+        run_result_done(&rr);
+        _cleanup_strv_free_ char **paths = pl.paths, **literal = NULL, **indexed = NULL, **specs = NULL;
+        if (pl.r < 0) return pl.r;
+        if (start_tree) {
+                char *rt_args[] = {(char *) "read-tree", (char *) start_tree, NULL};
+                if ((r = git_ok(&g, "/", 0, &rr, err, "read-tree", rt_args)) < 0) return r;
+                run_result_done(&rr);
+        }
+        for (size_t i = 0; paths && paths[i]; i++)
+                if ((r = strv_pushf(&literal, ":(literal)%s", paths[i])) < 0) return r;
+        if (start_tree && literal) {
+                char *ls_prefix[] = {(char *) "ls-files", (char *) "-z", (char *) "--cached", NULL};
+                if ((r = git_batched(&g, g.work_tree, LIST_MAX, "ls-files", ls_prefix, literal, false, 1,
+                                     collect_nul_paths, &indexed, err)) < 0)
+                        return r;
+        }
+        _cleanup_close_ int dfd = open(g.work_tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return -errno;
+        for (size_t i = 0; paths && paths[i]; i++) {
+                int fd = open_beneath(dfd, paths[i], O_PATH);
+                bool keep = fd >= 0 || strv_contains(indexed, paths[i]);
+                if (fd >= 0) safe_close(fd);
+                if (keep && (r = strv_push(&specs, literal[i])) < 0) return r;
+        }
+        if (specs) {
+                if ((r = write_specs(spec, specs, NULL)) < 0) return r;
+                char *add_args[] = {(char *) "add", (char *) "-A", (char *) "-f", (char *) "--ignore-errors",
+                                    (char *) "--no-warn-embedded-repo", (char *) "--pathspec-file-nul", pf, NULL};
+                if ((r = run_git_argv(&g, g.work_tree, 0, &rr, add_args)) < 0) return r;
+                bool ok = rr.exit_code == 0 || rr.exit_code == 1;
+                if (!ok) *err = git_failure("add -A (live paths)", 0, &rr);
+                run_result_done(&rr);
+                if (!ok) return -EIO;
+        }
+        r = git_line(&g, "/", err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, ret);
+        (void) unlink(g.index_file);
+        return r;
+}
+
+/* `git apply --check`, then `git apply`. The check does not see every way
+ * a write can fail (a read-only directory, a full disk): if the apply
+ * fails after it, what it wrote is put back (the live contents of the
+ * touched paths were staged first), so the tree is never left half
+ * applied. 1 applied, 0 not (tree as it was, *reason set), -errno (only
+ * when restoring failed too: *reason says so). */
 static int apply_check_then_apply(const git_ctx *g, const char *patch, char **reason) {
         run_result rr;
         char *check_args[] = {(char *) "apply", (char *) "--check", (char *) patch, NULL};
@@ -1863,11 +1947,43 @@ static int apply_check_then_apply(const git_ctx *g, const char *patch, char **re
                 return 0;
         }
         run_result_done(&rr);
+        _cleanup_free_ char *before = NULL, *serr = NULL;
+        if ((r = stage_patch_paths(g, "before-apply-index", NULL, patch, &before, &serr)) < 0) {
+                *reason = strdup_printf("cannot record the live files before applying: %s", serr ? serr : strerror(-r));
+                return r;
+        }
         char *apply_args[] = {(char *) "apply", (char *) patch, NULL};
-        r = git_ok(g, g->work_tree, 0, &rr, reason, "apply (after a successful --check)", apply_args);
-        if (r < 0) return r;
-        run_result_done(&rr);
-        return 1;
+        _cleanup_free_ char *aerr = NULL;
+        r = git_ok(g, g->work_tree, 0, &rr, &aerr, "apply (after a successful --check)", apply_args);
+        if (r >= 0) {
+                run_result_done(&rr);
+                return 1;
+        }
+        /* roll back: what the live tree has at those paths now, back to `before` */
+        _cleanup_free_ char *now = NULL, *back = NULL, *rerr = NULL;
+        int k = stage_patch_paths(g, "after-apply-index", before, patch, &now, &rerr);
+        if (k >= 0 && !streq(now, before)) {
+                _cleanup_free_ char *idir = strdup(g->index_file);
+                char *sl = idir ? strrchr(idir, '/') : NULL;
+                if (sl) *sl = 0;
+                back = sl ? path_join(idir, "rollback.patch") : NULL;
+                if (!back) k = -ENOMEM;
+                if (k >= 0) k = diff_trees(g, now, before, &rr, &rerr);
+                if (k >= 0) {
+                        k = write_small_file(back, rr.out, rr.out_len);
+                        run_result_done(&rr);
+                }
+                char *back_args[] = {(char *) "apply", back, NULL};
+                if (k >= 0 && (k = git_ok(g, g->work_tree, 0, &rr, &rerr, "apply (rolling back)", back_args)) >= 0)
+                        run_result_done(&rr);
+        }
+        if (k >= 0) {
+                *reason = strdup_printf("%s; the files it had written were restored, nothing was applied", strempty(aerr));
+                return 0;
+        }
+        *reason = strdup_printf("%s; restoring the files it had written failed (%s): the tree is partly applied",
+                                strempty(aerr), rerr ? rerr : strerror(-k));
+        return r;
 }
 
 /* Does the live tree already hold the patch: does its reverse apply cleanly? */
