@@ -252,6 +252,48 @@ START_TEST(planted_symlinks_are_never_followed) {
 }
 END_TEST
 
+/* Attack: an accept that fails while writing (a read-only directory of
+ * the user's, a full disk the worker's bulk caused). `git apply --check`
+ * passes, then the write of ro/x.txt fails after a.txt was written: the
+ * tree must not be left half applied. A read-only bind mount as root (root
+ * ignores modes), a 0555 directory otherwise. */
+START_TEST(accept_failing_midway_is_rolled_back) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        free(tf_shf(w, repo, "mkdir ro && echo x > ro/x.txt && git add ro && git -c user.email=u@x -c user.name=u "
+                             "commit -qm ro"));
+        json_object *st = NULL;
+        char *id = run_settled(w, repo, "set -e; printf 'w\\n' >> a.txt; printf 'w\\n' >> ro/x.txt; "
+                                        "printf 'w\\n' >> b.txt", &st);
+        assert_pending(st);
+        json_object_put(st);
+        char *ro = strdup(tf_path(repo, "ro"));
+        bool root = geteuid() == 0;
+        if (root) free(tf_shf(w, NULL, "mount --bind %s %s && mount -o remount,bind,ro %s", ro, ro, ro));
+        else ck_assert_int_eq(chmod(ro, 0555), 0);
+        char *before = tf_tree_snapshot(repo, false);
+        tf_run r = accept(w, id);
+        char *after = tf_tree_snapshot(repo, false);
+        if (root) free(tf_shf(w, NULL, "umount %s", ro));
+        else (void) chmod(ro, 0755);
+        ck_assert_msg(r.exit_code != 0, "accept into a read-only dir succeeded: %s", r.out);
+        if (!streq(after, before)) {
+                char *a = tf_read(tf_path(repo, "a.txt"), NULL);
+                ck_abort_msg("a failed accept left the tree half applied (a.txt: %s): %.400s %.400s", a, r.out, r.err);
+        }
+        ck_assert_msg(strstr(r.out, "restored") || strstr(r.err, "restored"), "%s %s", r.out, r.err);
+        tf_run_done(&r);
+        char *cs = cs_status(w, id);
+        ck_assert_str_eq(cs, "pending");
+        /* writable again: it lands whole */
+        assert_accepts(w, id);
+        char *got = tf_shf(w, repo, "cat a.txt ro/x.txt b.txt");
+        ck_assert_str_eq(got, "one\nw\nx\nw\nb\nw");
+        free(got), free(cs), free(before), free(after), free(ro), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* Attack: .git, .git/hooks, a nested .git, a .gitmodules symlink written by
  * the worker. None of it is in the diff; accept leaves the user's .git as
  * it was; .gitattributes (a regular file) is an ordinary change and runs no
@@ -514,6 +556,40 @@ START_TEST(snapshot_over_huge_dirty_file) {
         struct stat sb;
         ck_assert(stat(tf_path(repo, "big.bin"), &sb) == 0 && sb.st_size == ((off_t) 8 << 30));
         free(diff), free(files), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack: a sparse checkout (dir/ not checked out: skip-worktree entries,
+ * absent from the tree). The worker, which never sees dir/old.txt, writes
+ * one; another file is edited. Accept lands the worker's file or refuses
+ * naming it, with the tree untouched; nothing is lost silently. */
+START_TEST(sparse_checkout_base) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        free(tf_shf(w, repo, "git sparse-checkout set --no-cone '/*' '!/dir/' 2>&1 && test ! -e dir/old.txt"));
+        json_object *st = NULL;
+        char *id = run_settled(w, repo, "set -e; test ! -e dir/old.txt; mkdir -p dir; printf 'new\\n' > dir/old.txt; "
+                                        "printf 'w\\n' >> a.txt", &st);
+        assert_pending(st);
+        json_object_put(st);
+        char *diff = diff_of(w, id);
+        ck_assert_msg(strstr(diff, "+new\n") && strstr(diff, "+w\n"), "%s", diff);
+        char *before = tf_tree_snapshot(repo, false);
+        tf_run r = accept(w, id);
+        if (r.exit_code == 0) {
+                char *got = tf_shf(w, repo, "cat dir/old.txt a.txt");
+                ck_assert_str_eq(got, "new\none\nw");
+                free(got);
+        } else {
+                char *after = tf_tree_snapshot(repo, false);
+                ck_assert_str_eq(after, before);
+                ck_assert_msg(strstr(r.out, "dir/old.txt") || strstr(r.err, "dir/old.txt"), "%s %s", r.out, r.err);
+                if (getenv("TF_ATTACK_DEBUG")) fprintf(stderr, "sparse accept refused: %s %s\n", r.out, r.err);
+                free(after);
+        }
+        tf_run_done(&r);
+        free(before), free(diff), free(id), free(repo);
         tf_world_free(w);
 }
 END_TEST
@@ -804,6 +880,7 @@ static Suite *suite(void) {
         ADD(tc, accept_never_writes_through_user_symlink);
         ADD(tc, planted_symlinks_are_never_followed);
         ADD(tc, worker_git_metadata_never_lands);
+        ADD(tc, accept_failing_midway_is_rolled_back);
         ADD(tc, file_dir_swaps_keep_user_files);
         ADD(tc, whiteouts_of_files_the_base_lacks);
         ADD(tc, recreated_directory_drops_old_files);
@@ -811,6 +888,7 @@ static Suite *suite(void) {
         ADD(tc, snapshot_runs_no_repository_program);
         ADD(tc, snapshot_over_fifo_does_not_hang);
         ADD(tc, snapshot_over_huge_dirty_file);
+        ADD(tc, sparse_checkout_base);
         ADD(tc, worker_cannot_reach_its_base);
         ADD(tc, file_max_and_special_files);
         ADD(tc, deep_and_wide_trees);
