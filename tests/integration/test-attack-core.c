@@ -366,6 +366,46 @@ START_TEST(file_dir_swaps_keep_user_files) {
 }
 END_TEST
 
+/* Attack: the worker replaces the directory dir (where the user adds
+ * dir/user.txt meanwhile) by a symlink to ~/.ssh. Accept must neither
+ * lose the user's file nor write into ~/.ssh: it refuses with the tree
+ * untouched (or keeps dir/user.txt); with the file moved away the link
+ * lands as the diff shows it, and ~/.ssh never changes. */
+START_TEST(symlink_replacing_user_directory) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo key > %s/.ssh/authorized_keys", w->home, w->home));
+        char *script = strdup_printf("set -e; rm -rf dir; ln -s %s/.ssh dir; " WAIT_GO, w->home);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, argv);
+        wait_for_log(w, id, "worker-finished");
+        free(tf_shf(w, repo, "printf 'mine\\n' > dir/user.txt"));
+        go(w, id);
+        json_object *st = tf_wait_settled(w, id);
+        assert_pending(st);
+        json_object_put(st);
+        char *ssh_before = tf_tree_snapshot(tf_path(w->home, ".ssh"), false), *before = tf_tree_snapshot(repo, false);
+        tf_run r = accept(w, id);
+        if (r.exit_code != 0) {
+                char *after = tf_tree_snapshot(repo, false);
+                ck_assert_str_eq(after, before);
+                free(after);
+        }
+        tf_run_done(&r);
+        char *u = tf_read(tf_path(repo, "dir/user.txt"), NULL);
+        ck_assert_str_eq(u, "mine\n");
+        free(tf_shf(w, repo, "mv dir/user.txt user.txt"));
+        assert_accepts(w, id);
+        char *ssh_after = tf_tree_snapshot(tf_path(w->home, ".ssh"), false);
+        ck_assert_str_eq(ssh_after, ssh_before);
+        char *got = tf_shf(w, repo, "readlink dir; cat user.txt");
+        char *want = strdup_printf("%s/.ssh\nmine", w->home);
+        ck_assert_str_eq(got, want);
+        free(want), free(got), free(u), free(ssh_before), free(ssh_after), free(before), free(script), free(id), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* Attack: the worker deletes everything it can see, including a file the
  * user created after the task started (the overlay's lower is the live
  * tree, so the worker sees it) and an ignored file. Only the files of the
@@ -882,6 +922,7 @@ static Suite *suite(void) {
         ADD(tc, worker_git_metadata_never_lands);
         ADD(tc, accept_failing_midway_is_rolled_back);
         ADD(tc, file_dir_swaps_keep_user_files);
+        ADD(tc, symlink_replacing_user_directory);
         ADD(tc, whiteouts_of_files_the_base_lacks);
         ADD(tc, recreated_directory_drops_old_files);
         ADD(tc, overlay_xattrs_from_the_worker);
