@@ -88,7 +88,9 @@
  * live directory as work tree, so paths are relative to D even inside a larger
  * repository, and no attribute conversion or repository config applies.
  * `git apply --check` first, then `git apply` (which itself applies all or
- * nothing in memory before writing). If the check fails, a 3-way merge is tried
+ * nothing in memory before writing); a write that still fails partway (a
+ * read-only directory, a full disk) is undone from the live contents of the
+ * patch's paths, staged in a private index just before the apply. If the check fails, a 3-way merge is tried
  * in a scratch index only (never in the live tree): the touched paths of the
  * live tree are staged into a private index, `git apply --cached --3way` runs
  * there, and only a conflict-free result is turned into a new patch against
