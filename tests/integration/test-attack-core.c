@@ -553,6 +553,37 @@ START_TEST(snapshot_runs_no_repository_program) {
 }
 END_TEST
 
+/* Attack: the directory's .git is a file pointing at another repository
+ * (whose index, objects and config then serve the snapshot). The base is
+ * the directory's own content, nothing of the other repository's tree
+ * shows in the diff, and accept writes into the directory alone. */
+START_TEST(dotgit_file_points_elsewhere) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *other = strdup(tf_path(w->repo_parent, "other"));
+        free(tf_shf(w, NULL,
+                    "set -e; mkdir -p %s && cd %s && git init -q && echo SECRET-OTHER > secret.txt && echo o > a.txt && "
+                    "git add -A && git -c user.email=u@x -c user.name=u commit -qm other && cd %s && rm -rf .git && "
+                    "printf 'gitdir: %s/.git\n' > .git",
+                    other, other, repo, other));
+        char *other_before = tf_tree_snapshot(other, false);
+        json_object *st = NULL;
+        char *id = run_settled(w, repo, "set -e; printf 'w\\n' >> a.txt; echo n > new.txt", &st);
+        ck_assert_msg(streq_ptr(json_get_string(st, "changesetStatus"), "pending"), "%s", json_to_line(st, NULL));
+        json_object_put(st);
+        char *diff = diff_of(w, id);
+        ck_assert_msg(!strstr(diff, "SECRET-OTHER") && !strstr(diff, "secret.txt"), "%s", diff);
+        ck_assert_msg(strstr(diff, "+w\n") && strstr(diff, "+n\n"), "%s", diff);
+        assert_accepts(w, id);
+        char *other_after = tf_tree_snapshot(other, false);
+        ck_assert_str_eq(other_after, other_before);
+        char *got = tf_shf(w, repo, "cat a.txt new.txt; test ! -e secret.txt && echo ok");
+        ck_assert_str_eq(got, "one\nw\nn\nok");
+        free(got), free(other_before), free(other_after), free(diff), free(id), free(other), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* Attack: the user's tree holds a fifo (untracked) and a socket when the
  * snapshot runs: were the snapshot to open them it would hang the shim
  * before the worker ever starts. */
@@ -928,6 +959,7 @@ static Suite *suite(void) {
         ADD(tc, overlay_xattrs_from_the_worker);
         ADD(tc, snapshot_runs_no_repository_program);
         ADD(tc, snapshot_over_fifo_does_not_hang);
+        ADD(tc, dotgit_file_points_elsewhere);
         ADD(tc, snapshot_over_huge_dirty_file);
         ADD(tc, sparse_checkout_base);
         ADD(tc, worker_cannot_reach_its_base);
