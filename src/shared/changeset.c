@@ -2244,7 +2244,7 @@ static char *mfree(char *p) {
 uint64_t changeset_file_max(void) {
         const char *v = getenv("TASKFERRY_CHANGESET_FILE_MAX");
         uint64_t n;
-        if (!isempty(v) && disk_size_parse(v, &n) >= 0) return n;
+        if (!isempty(v) && disk_size_parse(v, &n) >= 0 && n > 0) return n;
         return CHANGESET_FILE_MAX_DEFAULT;
 }
 

@@ -29,7 +29,9 @@ typedef struct changeset_extract_args {
 /* Files larger than this are left out of a changeset with a warning (setting
  * TASKFERRY_CHANGESET_FILE_MAX, a size as disk_size_parse() reads it). */
 #define CHANGESET_FILE_MAX_DEFAULT ((uint64_t) 100 << 20)
-/* The bound in effect: TASKFERRY_CHANGESET_FILE_MAX if it parses, else the default. */
+/* The bound in effect (bytes): TASKFERRY_CHANGESET_FILE_MAX if it parses to more
+ * than 0, else the default (0 is not a usable bound: it would leave out every
+ * non-empty file in extraction while the snapshot read it as none). */
 uint64_t changeset_file_max(void);
 
 /* "<overlay_root>/base": where a task's base snapshot lives (removed with the overlay). */
