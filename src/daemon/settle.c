@@ -29,10 +29,7 @@ void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs) {
         Manager *m = t->m;
         _cleanup_free_ char *pf = task_prompt_file_path(t);
         if (pf) (void) unlink(pf);
-        json_object_put(t->launch);
-        t->launch = NULL;
-        json_object_put(t->caller_env);
-        t->caller_env = NULL;
+        launch_request_drop(t);
         scheduler_release_slot(t);
         task_socket_close(t);
         task_persist(t);

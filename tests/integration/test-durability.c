@@ -605,6 +605,247 @@ START_TEST(queued_across_kill9) {
 }
 END_TEST
 
+/* `status <id> --full --json` once settled (new reference). */
+static json_object *settled_status(tf_world *w, const char *id) {
+        json_object_put(tf_wait_settled(w, id));
+        const char *st[] = {"status", id, "--full", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, st);
+        ck_assert_msg(r.exit_code == 0, "status %s: %s %s", id, r.out, r.err);
+        json_object *o = tf_json(r.out);
+        tf_run_done(&r);
+        return o;
+}
+
+static bool is_status(tf_world *w, const char *id, const char *want) {
+        const char *st[] = {"status", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, st);
+        bool ok = false;
+        if (r.exit_code == 0) {
+                json_object *o = tf_json(r.out);
+                ok = streq_ptr(tf_jstr(o, "status"), want);
+                json_object_put(o);
+        }
+        tf_run_done(&r);
+        return ok;
+}
+
+typedef struct StatusArg {
+        const char *id, *status;
+} StatusArg;
+static bool has_status(tf_world *w, void *arg) {
+        StatusArg *a = arg;
+        return is_status(w, a->id, a->status);
+}
+
+/* Does any file under dir hold needle? (grep -r; "" if none) */
+static char *files_holding(tf_world *w, const char *dir, const char *needle) {
+        char *qd = shell_quote(dir), *qn = shell_quote(needle);
+        char *s = tf_shf(w, NULL, "grep -rlF -- %s %s 2>/dev/null; true", qn, qd);
+        free(qd), free(qn);
+        return s;
+}
+
+/* A queued task survives a kill -9 whole (issue 6 item 5): after the
+ * restart it runs with its own launch options (--ro-bind, --no-overlay) and
+ * the caller's environment (a secret the restarted daemon's own environment
+ * holds a different value of), exactly as if nothing had happened. The
+ * request file holding the env is 0600 in a 0700 dir while queued and gone
+ * once the task launched; the secret appears in no file of the state dir,
+ * nor in the daemon's log. */
+START_TEST(queued_keeps_env_and_binds_across_kill9) {
+        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release-env"));
+        char *ro = strdup(tf_path(w->root, "ro-data"));
+        ck_assert_int_eq(mkdir_p(ro, 0755), 0);
+        ck_assert_int_eq(chmod(ro, 0755), 0);
+        tf_write(tf_path(ro, "seen.txt"), "ro-content\n", 11, 0644);
+        const char *secret = "sk-test-8f3a1c9e7b2d4f60a5e1";
+        tf_daemon_start(w); /* the daemon's own env has no TF_TEST_SECRET */
+
+        char *pa = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done", release);
+        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
+        char *a = tf_dispatch(w, da);
+        StatusArg ra = {a, "running"};
+        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        char *pb = strdup_printf("printf '%%s\\n' \"$TF_TEST_SECRET\" > env.txt; cat %s/seen.txt > ro.txt; "
+                                 "if touch %s/probe 2>/dev/null; then echo writable; else echo read-only; fi > bind.txt",
+                                 ro, ro);
+        tf_world_setenv(w, "TF_TEST_SECRET", secret); /* the caller's env (the CLI forwards all of it) */
+        const char *db[] = {"--executor", "shell", "--directory", repo, "--no-overlay", "--ro-bind", ro, "--prompt", pb, NULL};
+        char *b = tf_dispatch(w, db);
+        tf_world_setenv(w, "TF_TEST_SECRET", "the-daemons-own-value");
+        ck_assert(is_status(w, b, "queued"));
+
+        /* while queued: the request file, private */
+        char *tdir = strdup_printf("%s/tasks/%s", w->state, b);
+        char *req = strdup_printf("%s/pending-launch.json", tdir);
+        struct stat st;
+        ck_assert_msg(stat(req, &st) == 0, "no launch request file %s", req);
+        ck_assert_msg((st.st_mode & 07777) == 0600, "launch request mode %o", st.st_mode & 07777);
+        ck_assert_int_eq(st.st_uid, geteuid());
+        ck_assert(stat(tdir, &st) == 0 && (st.st_mode & 07777) == 0700);
+        ck_assert(stat(w->state, &st) == 0 && (st.st_mode & 0077) == 0);
+        char *data = tf_read(req, NULL);
+        ck_assert_msg(strstr(data, secret), "the request does not hold the caller's env");
+        free(data);
+        data = tf_read(tf_path(w->state, "tasks.json"), NULL);
+        ck_assert_msg(!strstr(data, secret), "the secret is in tasks.json");
+        free(data);
+        char *a_req = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, a);
+        ck_assert_msg(!tf_exists(a_req), "the launched task's request file is still there");
+
+        stop_daemon(w, SIGKILL);
+        tf_daemon_start(w); /* its environment says TF_TEST_SECRET=the-daemons-own-value */
+        ck_assert(is_status(w, b, "queued"));
+        tf_write(release, "", 0, 0644);
+        json_object *sb = settled_status(w, b);
+        ck_assert_msg(streq(strempty(tf_jstr(sb, "status")), "done"), "after the restart: %s", json_to_line(sb, NULL));
+        /* --no-overlay: the worker wrote the target itself, nothing pending */
+        ck_assert_msg(!streq_ptr(tf_jstr(sb, "changesetStatus"), "pending"), "%s", json_to_line(sb, NULL));
+        json_object_put(sb);
+        char *want_env = strdup_printf("%s\n", secret);
+        char *got = tf_read(tf_path(repo, "env.txt"), NULL);
+        ck_assert_msg(streq(got, want_env), "the requeued worker saw TF_TEST_SECRET=%s", got);
+        free(got);
+        got = tf_read(tf_path(repo, "ro.txt"), NULL);
+        ck_assert_msg(streq(got, "ro-content\n"), "the --ro-bind dir was not bound: ro.txt=%s", got);
+        free(got);
+        got = tf_read(tf_path(repo, "bind.txt"), NULL);
+        ck_assert_msg(streq(got, "read-only\n"), "the --ro-bind dir was %s", got);
+        free(got);
+        ck_assert(!tf_exists(tf_path(ro, "probe")));
+        json_object *sa = tf_wait_settled(w, a);
+        ck_assert_str_eq(strempty(tf_jstr(sa, "status")), "done");
+        json_object_put(sa);
+
+        /* gone once launched; the secret nowhere in the state dir or the logs */
+        ck_assert_msg(!tf_exists(req), "the launch request outlived the launch");
+        char *where = files_holding(w, w->state, secret);
+        ck_assert_msg(!*where, "the secret is in %s", where);
+        free(where);
+        where = files_holding(w, w->run, secret);
+        ck_assert_msg(!*where, "the secret is in %s", where);
+        free(where);
+        char *log = daemon_log(w);
+        ck_assert_msg(!strstr(log, secret), "the secret is in the daemon's log");
+        free(log);
+        free(want_env), free(a_req), free(tdir), free(req), free(pa), free(pb), free(a), free(b);
+        free(repo), free(release), free(ro);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The request file's lifetime: a queued task cancelled takes it along; an
+ * orphaned one (a task no longer queued, a task dir of no task, a temp file
+ * of an interrupted write) is swept at the next start; a queued task whose
+ * request is missing crashes with a reason instead of running without it. */
+START_TEST(launch_request_lifetime) {
+        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release-life"));
+        char *marks = strdup(tf_path(w->root, "marks"));
+        ck_assert_int_eq(mkdir_p(marks, 0777), 0);
+        ck_assert_int_eq(chmod(marks, 0777), 0);
+        tf_daemon_start(w);
+        char *pa = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done", release);
+        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
+        char *a = tf_dispatch(w, da);
+        StatusArg ra = {a, "running"};
+        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        char *pq = strdup_printf("touch %s/ran-q", marks), *pl = strdup_printf("touch %s/ran-l", marks);
+        const char *dq[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", pq, NULL};
+        const char *dl[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", pl, NULL};
+        char *c = tf_dispatch(w, dq), *q = tf_dispatch(w, dq), *l = tf_dispatch(w, dl);
+        char *req_c = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, c);
+        char *req_q = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, q);
+        char *req_l = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, l);
+        ck_assert(tf_exists(req_c) && tf_exists(req_q) && tf_exists(req_l));
+        const char *cc[] = {"cancel", c, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, cc);
+        ck_assert_int_eq(r.exit_code, 0);
+        tf_run_done(&r);
+        ck_assert_msg(!tf_exists(req_c), "a cancelled task's request file stayed");
+
+        stop_daemon(w, SIGKILL);
+        /* orphans as a crash can leave them */
+        char *a_dir = strdup_printf("%s/tasks/%s", w->state, a);
+        tf_write(tf_path(a_dir, "pending-launch.json"), "{}", 2, 0600);
+        tf_write(tf_path(a_dir, ".pending-launch.json-0123abcd.tmp"), "{", 1, 0600);
+        char *stray = strdup_printf("%s/tasks/oc_stray_00000000", w->state);
+        ck_assert_int_eq(mkdir_p(stray, 0700), 0);
+        tf_write(tf_path(stray, "pending-launch.json"), "{}", 2, 0600);
+        ck_assert_int_eq(unlink(req_l), 0); /* l lost its request */
+        tf_daemon_start(w);
+        ck_assert_msg(!tf_exists(tf_path(a_dir, "pending-launch.json")), "a running task's stale request survived the sweep");
+        ck_assert_msg(!tf_exists(tf_path(a_dir, ".pending-launch.json-0123abcd.tmp")), "a temp request survived the sweep");
+        ck_assert_msg(!tf_exists(stray), "a task dir of no task survived the sweep");
+        ck_assert_msg(tf_exists(req_q), "a queued task's request was swept");
+        json_object *sl = settled_status(w, l);
+        ck_assert_msg(streq(strempty(tf_jstr(sl, "status")), "crashed") && strstr(strempty(tf_jstr(sl, "spawnError")), "dispatch it again"),
+                      "a queued task without its request: %s", json_to_line(sl, NULL));
+        json_object_put(sl);
+        tf_write(release, "", 0, 0644);
+        json_object *sq = tf_wait_settled(w, q);
+        ck_assert_str_eq(strempty(tf_jstr(sq, "status")), "done");
+        json_object_put(sq);
+        ck_assert(tf_exists(tf_path(marks, "ran-q")));
+        ck_assert_msg(!tf_exists(tf_path(marks, "ran-l")), "a task without its launch request ran");
+        ck_assert(!tf_exists(req_q));
+        free(a_dir), free(stray), free(req_c), free(req_q), free(req_l), free(pq), free(pl), free(pa);
+        free(a), free(c), free(q), free(l), free(marks), free(release), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* FIFO by dispatch time across a restart (lifecycle.md §5; issue 6 item 5):
+ * with a cap of 1, B and C queued behind A when the daemon is killed; A
+ * finishes while no daemon runs; D is dispatched by the call that starts the
+ * next daemon. They run A, B, C, D. */
+START_TEST(queued_order_across_kill9) {
+        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release-order"));
+        char *marks = strdup(tf_path(w->root, "marks"));
+        ck_assert_int_eq(mkdir_p(marks, 0777), 0);
+        ck_assert_int_eq(chmod(marks, 0777), 0);
+        char *order = strdup(tf_path(marks, "order"));
+        char *ids[4];
+        for (int i = 0; i < 4; i++) {
+                if (i == 3) {
+                        stop_daemon(w, SIGKILL);
+                        tf_write(release, "", 0, 0644);
+                        usleep(500 * 1000); /* A's worker ends while no daemon runs */
+                }
+                char *p = strdup_printf("%s echo %c >> %s", i == 0 ? "while [ ! -e " : "", 'A' + i, order);
+                if (i == 0) {
+                        free(p);
+                        p = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo A >> %s", release, order);
+                }
+                const char *d[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", p, NULL};
+                ids[i] = tf_dispatch(w, d);
+                free(p);
+                if (i == 0) {
+                        StatusArg ra = {ids[0], "running"};
+                        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+                }
+        }
+        for (int i = 0; i < 4; i++) {
+                json_object *st = tf_wait_settled(w, ids[i]);
+                ck_assert_msg(streq(strempty(tf_jstr(st, "status")), "done"), "%c: %s", 'A' + i, json_to_line(st, NULL));
+                json_object_put(st);
+                free(ids[i]);
+        }
+        char *got = tf_read(order, NULL);
+        ck_assert_msg(streq(got, "A\nB\nC\nD\n"), "ran in the order %s", got);
+        free(got), free(order), free(marks), free(release), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* ---- concurrent accepts ---- */
 
 /* Two changesets that both rewrite f.txt (and each add a file of its own),
@@ -701,6 +942,9 @@ static Suite *suite(void) {
         tcase_add_test(tc, dispatch_fails_on_read_only_state);
         tcase_add_test(tc, dispatch_fails_on_full_disk);
         tcase_add_test(tc, queued_across_kill9);
+        tcase_add_test(tc, queued_keeps_env_and_binds_across_kill9);
+        tcase_add_test(tc, launch_request_lifetime);
+        tcase_add_test(tc, queued_order_across_kill9);
         suite_add_tcase(s, tc);
         return s;
 }
