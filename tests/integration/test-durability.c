@@ -11,6 +11,7 @@
  * are skipped with a message. */
 
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -846,6 +847,171 @@ START_TEST(queued_order_across_kill9) {
 }
 END_TEST
 
+/* ---- settlement across a crash ---- */
+
+/* The daemon's descendants (children, theirs, ...), from /proc. */
+static size_t descendants_of(pid_t root, pid_t *out, size_t max) {
+        size_t n = 0;
+        pid_t frontier[256];
+        size_t nf = 0;
+        frontier[nf++] = root;
+        while (nf > 0 && n < max) {
+                pid_t parent = frontier[--nf];
+                DIR *d = opendir("/proc");
+                if (!d) break;
+                for (struct dirent *de; (de = readdir(d));) {
+                        pid_t pid = (pid_t) atoi(de->d_name);
+                        if (pid <= 0) continue;
+                        char path[64], buf[512];
+                        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+                        FILE *f = fopen(path, "re");
+                        if (!f) continue;
+                        size_t k = fread(buf, 1, sizeof buf - 1, f);
+                        fclose(f);
+                        buf[k] = 0;
+                        const char *p = strrchr(buf, ')');
+                        int ppid = 0;
+                        char state;
+                        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || ppid != parent) continue;
+                        if (n < max) out[n++] = pid;
+                        if (nf < ELEMENTSOF(frontier)) frontier[nf++] = pid;
+                }
+                closedir(d);
+        }
+        return n;
+}
+
+static bool dir_has_prefix(const char *dir, const char *prefix) {
+        DIR *d = opendir(dir);
+        if (!d) return false;
+        bool any = false;
+        for (struct dirent *de; !any && (de = readdir(d));) any = startswith(de->d_name, prefix);
+        closedir(d);
+        return any;
+}
+
+/* kill -9 of the daemon while its settlement job extracts a changeset of
+ * many files (issue 6 item 5, "Faults"): the job and everything it forked
+ * (git) die with the daemon, so nothing writes the scratch dir or the patch
+ * after it; the next daemon re-settles from exit.json and the changeset is
+ * exact, with no changesetError. */
+START_TEST(kill9_during_extraction) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w, "repo");
+        const int N = 4000;
+        tf_daemon_start(w);
+        pid_t daemon = tf_daemon_pid(w);
+        char *prompt = strdup_printf("mkdir -p many && i=0; while [ $i -lt %d ]; do echo \"line $i\" > many/f$i.txt; "
+                                     "i=$((i+1)); done; echo edited > f.txt",
+                                     N);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
+        char *id = tf_dispatch(w, d);
+        char *root = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id);
+        bool seen = false;
+        for (int i = 0; i < 60000 && !seen; i++) {
+                seen = dir_has_prefix(root, "scratch.");
+                if (!seen) usleep(2000);
+        }
+        ck_assert_msg(seen, "the extraction never started in %s", root);
+        pid_t kids[64];
+        size_t nk = descendants_of(daemon, kids, ELEMENTSOF(kids));
+        kill(daemon, SIGKILL);
+        waitpid(daemon, NULL, 0);
+        ck_assert_msg(nk > 0, "no settlement job under the daemon");
+        /* its job and the job's git die with it (no writer survives); a
+         * shim (re-adoptable) is not among them: its worker has exited */
+        for (size_t i = 0; i < nk; i++) {
+                bool gone = false;
+                for (int k = 0; k < 300 && !gone; k++) {
+                        gone = !pid_running(kids[i]);
+                        if (!gone) usleep(10000);
+                }
+                char comm[64] = "?";
+                char *cp = strdup_printf("/proc/%d/comm", (int) kids[i]);
+                FILE *f = fopen(cp, "re");
+                if (f) {
+                        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+                        fclose(f);
+                }
+                free(cp);
+                ck_assert_msg(gone, "process %d (%s) of the killed daemon still runs", (int) kids[i], comm);
+        }
+        json_object *rec = disk_record(w, id);
+        ck_assert_msg(streq(strempty(json_get_string(rec, "status")), "running"), "settled before the kill: %s",
+                      json_to_line(rec, NULL));
+        json_object_put(rec);
+
+        tf_daemon_start(w);
+        json_object *st = settled_status(w, id);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "status")), "done") &&
+                              streq(strempty(tf_jstr(st, "changesetStatus")), "pending") && !tf_jstr(st, "changesetError"),
+                      "re-settled: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        ck_assert_msg(!dir_has_prefix(root, "scratch"), "a scratch dir is left in %s", root);
+        const char *acc[] = {"accept", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, acc);
+        ck_assert_msg(r.exit_code == 0, "accept: %s %s", r.out, r.err);
+        tf_run_done(&r);
+        /* exactly the worker's files */
+        char *check = tf_shf(w, repo,
+                             "n=0; i=0; while [ $i -lt %d ]; do [ \"$(cat many/f$i.txt)\" = \"line $i\" ] && n=$((n+1)); "
+                             "i=$((i+1)); done; echo $n $(ls many | wc -l) $(cat f.txt)",
+                             N);
+        char *want = strdup_printf("%d %d edited", N, N);
+        ck_assert_msg(streq(check, want), "after accept: %s, want %s", check, want);
+        free(check), free(want), free(root), free(id), free(prompt), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The crash point after a no-change extraction: the job wrote the empty
+ * patch and removed the overlay, and the daemon died before its 250 ms
+ * debounced flush recorded the settlement. On disk: the launch-time record
+ * (running, pending, overlayDirs naming the removed overlay), exit.json,
+ * the empty patch. The next daemon settles it as a never-interrupted one
+ * would have: done, changeset accepted (empty), no changesetError. */
+START_TEST(crash_after_empty_extraction) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release-empty"));
+        char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo no changes", release);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
+        char *id = tf_dispatch(w, d);
+        StatusArg ra = {id, "running"};
+        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        usleep(500 * 1000); /* the post-spawn flush (shimPid) is on disk */
+        json_object *at_launch = disk_record(w, id);
+        ck_assert_str_eq(strempty(json_get_string(at_launch, "status")), "running");
+        const char *root = json_get_string(json_get_object(at_launch, "overlayDirs"), "root");
+        ck_assert_msg(root && tf_exists(root), "no overlay at launch: %s", json_to_line(at_launch, NULL));
+        tf_write(release, "", 0, 0644);
+        json_object *st = settled_status(w, id);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "changesetStatus")), "accepted") && !tf_exists(root),
+                      "a no-change task: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        stop_daemon(w, SIGTERM);
+        char *patch = strdup_printf("%s/diffs/%s.patch", w->state, id);
+        size_t plen = 1;
+        free(tf_read(patch, &plen));
+        ck_assert_int_eq(plen, 0);
+        json_object *arr = json_object_new_array();
+        json_object_array_add(arr, json_object_get(at_launch));
+        write_tasks(w, arr);
+        json_object_put(arr);
+
+        tf_daemon_start(w);
+        st = settled_status(w, id);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "status")), "done") &&
+                              streq(strempty(tf_jstr(st, "changesetStatus")), "accepted") &&
+                              !tf_jstr(st, "changesetError") && !json_get_object(st, "overlayDirs"),
+                      "re-settled: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        json_object_put(at_launch);
+        free(patch), free(id), free(prompt), free(release), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* ---- concurrent accepts ---- */
 
 /* Two changesets that both rewrite f.txt (and each add a file of its own),
@@ -933,6 +1099,11 @@ static Suite *suite(void) {
         tcase_add_test(sw, second_daemon_does_not_sweep);
         tcase_add_test(sw, sweep_overlay_of_interrupted_reject);
         suite_add_tcase(s, sw);
+        TCase *se = tcase_create("settle");
+        tcase_set_timeout(se, 300);
+        tcase_add_test(se, kill9_during_extraction);
+        tcase_add_test(se, crash_after_empty_extraction);
+        suite_add_tcase(s, se);
         TCase *ca = tcase_create("accepts");
         tcase_set_timeout(ca, 300);
         tcase_add_test(ca, concurrent_accepts_one_file);
