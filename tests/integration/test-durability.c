@@ -1014,16 +1014,22 @@ END_TEST
 
 /* ---- concurrent accepts ---- */
 
-/* Two changesets that both rewrite f.txt (and each add a file of its own),
- * accepted at the same moment on two connections: one applies, the other
- * stays pending with git's reason naming f.txt, and the tree holds exactly
- * one of them, whole. Five rounds (the race is narrow). */
+/* Two changesets that both rewrite f.txt (and each edit 1000 files and add
+ * one of its own), accepted at the same moment on two connections: one
+ * applies, the other stays pending with git's reason naming f.txt, and the
+ * tree holds exactly one of them, whole. Ten rounds. The 1000 edits widen
+ * the window in which an unserialized second apply reads f.txt before the
+ * first writes it (both would apply, the tree a mix of the two). */
 START_TEST(concurrent_accepts_one_file) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w, "repo");
-        for (int round = 0; round < 5; round++) {
-                char *pa = strdup_printf("echo A%d > f.txt; echo a > a%d.txt", round, round);
-                char *pb = strdup_printf("echo B%d > f.txt; echo b > b%d.txt", round, round);
+        free(tf_shf(w, repo, "mkdir x y && i=0; while [ $i -lt 1000 ]; do echo x > x/$i; echo y > y/$i; i=$((i+1)); done; "
+                             "git add -A && git commit -qm many"));
+        for (int round = 0; round < 10; round++) {
+                char *pa = strdup_printf("echo A%d > f.txt; for f in x/*; do echo A%d >> $f; done; echo a > za%d.txt", round,
+                                         round, round);
+                char *pb = strdup_printf("echo B%d > f.txt; for f in y/*; do echo B%d >> $f; done; echo b > zb%d.txt", round,
+                                         round, round);
                 const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
                 const char *db[] = {"--executor", "shell", "--directory", repo, "--prompt", pb, NULL};
                 char *a = tf_dispatch(w, da), *b = tf_dispatch(w, db);
@@ -1065,10 +1071,15 @@ START_TEST(concurrent_accepts_one_file) {
                 char *f = tf_read(tf_path(repo, "f.txt"), NULL);
                 char *want = strdup_printf("%c%d\n", app_a ? 'A' : 'B', round);
                 ck_assert_msg(streq(f, want), "round %d: f.txt is %s, want %s", round, f, want);
-                char *mine = strdup_printf("%c%d.txt", app_a ? 'a' : 'b', round),
-                     *theirs = strdup_printf("%c%d.txt", app_a ? 'b' : 'a', round);
+                char *mine = strdup_printf("z%c%d.txt", app_a ? 'a' : 'b', round),
+                     *theirs = strdup_printf("z%c%d.txt", app_a ? 'b' : 'a', round);
                 ck_assert_msg(tf_exists(tf_path(repo, mine)), "round %d: half applied: %s missing", round, mine);
                 ck_assert_msg(!tf_exists(tf_path(repo, theirs)), "round %d: the refused changeset's %s landed", round, theirs);
+                char *edits = tf_shf(w, repo, "echo $(grep -L %c%d %s/* | wc -l) $(grep -l %c%d %s/* | wc -l)",
+                                     app_a ? 'A' : 'B', round, app_a ? "x" : "y", app_a ? 'B' : 'A', round,
+                                     app_a ? "y" : "x");
+                ck_assert_msg(streq(edits, "0 0"), "round %d: edits missing / the refused ones landed: %s", round, edits);
+                free(edits);
                 char *rej = tf_shf(w, repo, "find . -name '*.rej' -o -name '*.orig' | head -1; git diff --name-only --diff-filter=U");
                 ck_assert_msg(!*rej, "round %d: leftovers of a failed apply: %s", round, rej);
                 free(rej);
@@ -1105,7 +1116,7 @@ static Suite *suite(void) {
         tcase_add_test(se, crash_after_empty_extraction);
         suite_add_tcase(s, se);
         TCase *ca = tcase_create("accepts");
-        tcase_set_timeout(ca, 300);
+        tcase_set_timeout(ca, 900);
         tcase_add_test(ca, concurrent_accepts_one_file);
         suite_add_tcase(s, ca);
         TCase *tc = tcase_create("durable");
