@@ -11,6 +11,7 @@
 #include "change.h"
 #include "changeset.h"
 #include "jobs.h"
+#include "launch.h"
 #include "manager.h"
 #include "methods.h"
 #include "monitor.h"
@@ -469,7 +470,8 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
                 (void) rmdir(out_dir);
                 return method_fail(err, "error: out of memory");
         }
-        /* launch options: kept on the Task (not in tasks.json) until it settles */
+        /* launch options and the caller's env: on the Task, and in its launch
+         * request file (launch_request_save) until it launches or settles */
         json_object *lp = json_object_new_object();
         json_add_bool(lp, "noSandbox", json_get_bool(p, "noSandbox", false));
         json_add_bool(lp, "noOverlay", json_get_bool(p, "noOverlay", false));
@@ -495,10 +497,24 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
         /* The id we hand out must survive a crash right after the reply: the
          * record is durable before anything runs, or the dispatch fails and
          * leaves nothing behind (issue 6 item 5). */
-        task_persist(t);
-        int fk = manager_flush(m);
+        _cleanup_free_ char *task_dir = tf_path_task_dir(&m->paths, id);
+        if (!task_dir) {
+                manager_remove_task(m, t);
+                (void) rmdir(out_dir);
+                return method_fail(err, "error: out of memory");
+        }
+        /* what it needs to launch after a restart, durable first (a crash
+         * before the record is flushed leaves an orphan the boot sweep takes) */
+        int fk = launch_request_save(t);
+        if (fk < 0) log_error_errno(fk, "cannot record the launch request of task %s; dispatch refused", id);
+        else {
+                task_persist(t);
+                fk = manager_flush(m);
+                if (fk < 0) log_error_errno(fk, "cannot record task %s in tasks.json; dispatch refused", id);
+        }
         if (fk < 0) {
-                log_error_errno(fk, "cannot record task %s in tasks.json; dispatch refused", id);
+                launch_request_drop(t);
+                (void) rmdir(task_dir);
                 manager_remove_task(m, t);
                 (void) rmdir(out_dir);
                 _cleanup_free_ char *text = strdup_printf(
@@ -793,8 +809,7 @@ static void cancel_dispatched(Manager *m, Task *parent, int64_t grace, unsigned 
                 if (c->rec.status == TASK_QUEUED) {
                         scheduler_remove(m, c);
                         task_set_str(c, TASK_KEY_ended_at, format_iso(now_ms(), iso));
-                        json_object_put(c->launch);
-                        c->launch = NULL;
+                        launch_request_drop(c);
                         (void) task_transition(c, TASK_CANCELLED, c->rec.changeset_status);
                 } else if (c->rec.status == TASK_RUNNING && !c->rec.cancel_requested) {
                         task_set_bool(c, TASK_KEY_cancel_requested, true);
@@ -822,8 +837,7 @@ int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
         if (t->rec.status == TASK_QUEUED) {
                 scheduler_remove(m, t);
                 task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
-                json_object_put(t->launch);
-                t->launch = NULL;
+                launch_request_drop(t);
                 (void) task_transition(t, TASK_CANCELLED, t->rec.changeset_status);
                 json_object *o = task_summary(t);
                 json_add_string(o, "note", "queued task cancelled before launch");

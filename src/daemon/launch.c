@@ -130,6 +130,55 @@ static int collect_binds(Task *t, char *const *daemon_wide, json_object *given, 
         return 0;
 }
 
+/* ---- the launch request (daemon.h launch_request_*) ---- */
+
+static char *launch_request_path(Task *t) {
+        return strdup_printf("%s/tasks/%s/" LAUNCH_REQUEST_FILE, t->m->paths.state_dir, t->id);
+}
+
+int launch_request_save(Task *t) {
+        _cleanup_free_ char *dir = tf_path_task_dir(&t->m->paths, t->id);
+        _cleanup_free_ char *path = launch_request_path(t);
+        if (!dir || !path) return -ENOMEM;
+        int r = mkdir_p_chmod(dir, 0700);
+        if (r < 0) return r;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        if (!o || json_add(o, "launch", json_object_get(t->launch)) < 0 ||
+            json_add(o, "env", json_object_get(t->caller_env)) < 0)
+                return -ENOMEM;
+        size_t len = 0;
+        const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        if (!s) return -ENOMEM;
+        return write_file_atomic(path, s, len, 0600);
+}
+
+int launch_request_load(Task *t) {
+        _cleanup_free_ char *path = launch_request_path(t);
+        if (!path) return -ENOMEM;
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r = read_file(path, (size_t) 64 << 20, &data, &len);
+        if (r < 0) return r;
+        _cleanup_json_ json_object *o = NULL;
+        if (json_parse_strict(data, len, &o) < 0 || !json_is_object(o)) return -EBADMSG;
+        json_object *lp = json_get_object(o, "launch"), *env = NULL;
+        if (!lp || !json_object_object_get_ex(o, "env", &env) || (env && !json_is_object(env))) return -EBADMSG;
+        json_object_put(t->launch);
+        json_object_put(t->caller_env);
+        t->launch = json_object_get(lp);
+        t->caller_env = env ? json_object_get(env) : NULL;
+        return 0;
+}
+
+void launch_request_drop(Task *t) {
+        json_object_put(t->launch);
+        t->launch = NULL;
+        json_object_put(t->caller_env);
+        t->caller_env = NULL;
+        _cleanup_free_ char *path = launch_request_path(t);
+        if (path && unlink(path) < 0 && errno != ENOENT) log_warning_errno(-errno, "cannot remove %s", path);
+}
+
 char *task_prompt_file_path(Task *t) { return strdup_printf("%s/prompts/%s.prompt.txt", t->m->paths.state_dir, t->id); }
 
 /* ---- launch ---- */
@@ -547,11 +596,22 @@ void launch_task(Task *t) {
         sandbox_mounts_free(sb.mounts, sb.n_mounts);
         if (memfd < 0) return task_settle_spawn_error(t, "cannot pass the launch spec to taskferry-shim");
 
-        /* #346: the overlay is never on disk without a durable owning record */
+        /* #346: the overlay is never on disk without a durable owning record;
+         * and a task not durably "running" must not run: after a restart it
+         * is queued again and would run twice */
         (void) task_transition(t, TASK_RUNNING, t->rec.changeset_status);
         m->dirty = true;
         r = manager_flush(m);
-        if (r < 0) log_warning_errno(r, "cannot flush tasks.json before spawning %s", t->id);
+        if (r < 0) {
+                close(memfd);
+                log_error_errno(r, "cannot flush tasks.json before spawning %s", t->id);
+                _cleanup_free_ char *msg = strdup_printf("cannot record the launch durably in %s/tasks.json: %s",
+                                                         m->paths.state_dir, strerror(-r));
+                return task_settle_spawn_error(t, msg ? msg : "cannot record the launch durably");
+        }
+        /* the launch spec holds the env and options now: the request file
+         * (the caller's secrets) goes */
+        launch_request_drop(t);
 
         int sp[2];
         if (pipe2(sp, O_CLOEXEC) < 0) {

@@ -10,3 +10,19 @@ typedef struct Task Task;
 void launch_task(Task *t);
 /* <state>/prompts/<id>.prompt.txt (malloc'd, NULL on ENOMEM). */
 char *task_prompt_file_path(Task *t);
+/* The launch request: what a queued task needs to launch that tasks.json
+ * does not hold — its launch options (Task.launch: noSandbox, noOverlay,
+ * rwBind, roBind, diskMax) and the caller's environment (Task.caller_env:
+ * secrets) — in <state>/tasks/<id>/pending-launch.json, mode 0600 in the
+ * 0700 task dir, as {"launch": {...}, "env": {...} | null}. Written at
+ * dispatch before the record is flushed (temp + fsync + rename); removed
+ * once the task's launch spec is built and it is durably running, or when
+ * it settles or is cancelled; the boot sweep removes one a task no longer
+ * queued left behind. Values are never logged.
+ * save: 0 once durable, -errno (EROFS, ENOSPC, ...), the dir may be left.
+ * load: fills Task.launch/caller_env; -ENOENT, -EBADMSG, -errno.
+ * drop: frees both and removes the file (ENOENT is fine). */
+#define LAUNCH_REQUEST_FILE "pending-launch.json"
+int launch_request_save(Task *t);
+int launch_request_load(Task *t);
+void launch_request_drop(Task *t);

@@ -36,10 +36,7 @@ void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs) {
         Manager *m = t->m;
         _cleanup_free_ char *pf = task_prompt_file_path(t);
         if (pf) (void) unlink(pf);
-        json_object_put(t->launch);
-        t->launch = NULL;
-        json_object_put(t->caller_env);
-        t->caller_env = NULL;
+        launch_request_drop(t);
         scheduler_release_slot(t);
         task_socket_close(t);
         task_persist(t);
@@ -102,6 +99,24 @@ static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) 
         return NULL;
 }
 
+/* What an earlier settlement attempt of this task left, whose daemon died
+ * before it recorded the result (a settlement is persisted by the 250 ms
+ * debounce; the attempt's job dies with its daemon, jobs.c): 1 if it found
+ * no changes (the empty patch it writes before removing the overlay is
+ * there), else 0; or 0 with *ret_discard set when the overlay is gone
+ * without that (an attempt discarded it for its disk use, or something
+ * removed it): nothing is left to extract. Runs in the settlement job. */
+static int earlier_attempt(json_object *od, const char *patch, char **ret_discard) {
+        struct stat st;
+        if (patch && stat(patch, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) return 1;
+        const char *root = json_get_string(od, "root");
+        if (root && lstat(root, &st) < 0 && errno == ENOENT)
+                *ret_discard = strdup_printf("changeset lost: its overlay %s no longer exists (an earlier settlement "
+                                             "discarded it, or it was removed)",
+                                             root);
+        return 0;
+}
+
 static json_object *settle_job_run(void *userdata, int *error) {
         Task *t = userdata;
         const executor *ex = executor_find(strempty(t->rec.executor_id));
@@ -151,9 +166,24 @@ static json_object *settle_job_run(void *userdata, int *error) {
         }
         json_object *od = t->rec.overlay_dirs;
         if (!od) release_home(t); /* nothing pending: the homes go now (executor-home.h) */
+        _cleanup_free_ char *patch = strdup_printf("%s/diffs/%s.patch", t->m->paths.state_dir, t->id);
         bool over = false;
-        _cleanup_free_ char *discard = od ? disk_stop_discard_reason(t, od, &over) : NULL;
-        if (discard) {
+        _cleanup_free_ char *discard = NULL;
+        int earlier = od ? earlier_attempt(od, patch, &discard) : 0;
+        if (earlier == 0 && od) discard = disk_stop_discard_reason(t, od, &over);
+        if (earlier > 0) {
+                /* an attempt under a daemon that died before recording it found
+                 * no changes, wrote the empty patch, then removed the overlay
+                 * (perhaps only in part): its answer stands */
+                json_object *ex_res = json_object_new_object();
+                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
+                json_add_bool(ex_res, "ok", true);
+                json_add_bool(ex_res, "hasChanges", false);
+                json_add_string(ex_res, "diffPath", patch);
+                json_add_bool(ex_res, "overlayRemoved", k >= 0);
+                json_add(res, "extract", ex_res);
+                release_home(t);
+        } else if (discard) {
                 json_object *ex_res = json_object_new_object();
                 if (over) json_add_bool(ex_res, "overBudget", true);
                 int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
@@ -164,7 +194,6 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 release_home(t);
         } else if (od) {
                 json_object *ex_res = json_object_new_object();
-                _cleanup_free_ char *patch = strdup_printf("%s/diffs/%s.patch", t->m->paths.state_dir, t->id);
                 _cleanup_free_ char *diffs = strdup_printf("%s/diffs", t->m->paths.state_dir);
                 _cleanup_free_ char *base = changeset_base_dir(json_get_string(od, "root"));
                 (void) mkdir_p(diffs, 0700);

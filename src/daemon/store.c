@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "launch.h"
 #include "manager.h"
 #include "monitor.h"
 #include "scheduler.h"
@@ -99,11 +100,30 @@ int manager_load_tasks(Manager *m) {
                  * (lifecycle.md §1.5). */
                 if (t->rec.status == TASK_RUNNING && task_readopt(t)) continue;
                 /* A task still queued when the daemon died is queued again, in
-                 * its order in tasks.json (issue 6 item 5). It runs with the
-                 * daemon's environment: the caller's (secrets) and its launch
-                 * options were never persisted. */
+                 * its order in tasks.json (issue 6 item 5), with the launch
+                 * options and caller env its dispatch recorded. Without them it
+                 * cannot run as dispatched (an older daemon's record, a lost
+                 * file, or one already launched whose "running" was never
+                 * durable): it crashes with a reason instead of running wrong
+                 * or twice. */
                 if (t->rec.status == TASK_QUEUED) {
-                        scheduler_enqueue(m, t);
+                        r = launch_request_load(t);
+                        if (r >= 0) {
+                                scheduler_enqueue(m, t);
+                                continue;
+                        }
+                        if (r == -ENOMEM) return r;
+                        log_warning("task %s was queued, but its launch request (%s) cannot be read: %s; not launched",
+                                    t->id, LAUNCH_REQUEST_FILE, r == -EBADMSG ? "malformed" : strerror(-r));
+                        _cleanup_free_ char *msg = strdup_printf(
+                                "queued when the daemon stopped, but what it needs to launch (its launch options and "
+                                "environment, %s) %s; dispatch it again",
+                                LAUNCH_REQUEST_FILE, r == -ENOENT ? "was not recorded" : "cannot be read");
+                        char iso[32];
+                        task_set_str(t, TASK_KEY_spawn_error, msg ? msg : "launch request lost; dispatch it again");
+                        task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
+                        (void) task_transition(t, TASK_CRASHED, t->rec.changeset_status);
+                        m->dirty = true;
                         continue;
                 }
                 if (task_is_active(t)) {

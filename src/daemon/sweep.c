@@ -211,6 +211,44 @@ static int prompt_entry(Sweep *s, const char *root, int root_fd, const char *nam
         return take_away(s, root, root_fd, name, "prompt file");
 }
 
+/* <state>/tasks/<id>: a task dir of no known task goes whole; a known
+ * task's launch request (pending-launch.json: the caller's env, daemon.h)
+ * goes unless the task is still queued; a temp file of an interrupted write
+ * of it always goes (nothing writes one before the loop runs). */
+#define LAUNCH_REQUEST_NAME "pending-launch.json"
+static int task_dir_entry(Sweep *s, const char *root, int root_fd, const char *name) {
+        ssize_t i = find_task(s, name);
+        if (i < 0) return take_away(s, root, root_fd, name, "task dir");
+        bool queued = streq_ptr(s->tasks[i].status, "queued");
+        _cleanup_close_ int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return 0;
+        int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        if (!d) {
+                safe_close(dfd);
+                return 0;
+        }
+        _cleanup_strv_free_ char **doomed = NULL;
+        int r = 0;
+        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                size_t len = strlen(de->d_name);
+                bool tmp = startswith(de->d_name, "." LAUNCH_REQUEST_NAME "-") && len > 4 &&
+                           streq(de->d_name + len - 4, ".tmp");
+                if ((tmp || (!queued && streq(de->d_name, LAUNCH_REQUEST_NAME)))) r = strv_push(&doomed, de->d_name);
+        }
+        closedir(d);
+        if (r < 0) return r;
+        for (char **n = doomed; n && *n; n++) {
+                if (unlinkat(fd, *n, 0) < 0) {
+                        if (errno != ENOENT) log_warning_errno(-errno, "boot sweep: cannot remove %s/%s/%s", root, name, *n);
+                        continue;
+                }
+                log_info("boot sweep: removed %s/%s/%s", root, name, *n);
+                s->removed++;
+        }
+        return 0;
+}
+
 /* Remove dfd/name without following symlinks or leaving filesystem dev. */
 static void rm_tree_at(int dfd, const char *name, dev_t dev) {
         struct stat st;
@@ -339,6 +377,12 @@ int sweep_run(const tf_paths *p, const SweepTable *table) {
         }
         if ((r = sweep_dir(&s, outputs, output_entry)) < 0) goto out;
         if ((r = sweep_dir(&s, prompts, prompt_entry)) < 0) goto out;
+        _cleanup_free_ char *task_dirs = strdup_printf("%s/tasks", p->state_dir);
+        if (!task_dirs) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if ((r = sweep_dir(&s, task_dirs, task_dir_entry)) < 0) goto out;
         empty_trash_detached(s.trash);
         r = s.removed;
 out:

@@ -14,6 +14,9 @@
  *  - output dirs: every entry of <state>/outputs whose name is not a task id;
  *  - prompt files: <state>/prompts/<id>.prompt.txt of a task not queued or
  *    running.
+ *  - task dirs: <state>/tasks/<id> of an unknown id; in a known task's dir
+ *    its launch request (pending-launch.json, daemon.h) unless the task is
+ *    queued, and temp files of an interrupted write of one.
  *
  * Safety: nothing is followed (a symlink entry is unlinked, its target never
  * touched); an entry not owned by our uid, or with a mount point at or

@@ -11,6 +11,7 @@
  * are skipped with a message. */
 
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -605,18 +606,430 @@ START_TEST(queued_across_kill9) {
 }
 END_TEST
 
+/* `status <id> --full --json` once settled (new reference). */
+static json_object *settled_status(tf_world *w, const char *id) {
+        json_object_put(tf_wait_settled(w, id));
+        const char *st[] = {"status", id, "--full", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, st);
+        ck_assert_msg(r.exit_code == 0, "status %s: %s %s", id, r.out, r.err);
+        json_object *o = tf_json(r.out);
+        tf_run_done(&r);
+        return o;
+}
+
+static bool is_status(tf_world *w, const char *id, const char *want) {
+        const char *st[] = {"status", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, st);
+        bool ok = false;
+        if (r.exit_code == 0) {
+                json_object *o = tf_json(r.out);
+                ok = streq_ptr(tf_jstr(o, "status"), want);
+                json_object_put(o);
+        }
+        tf_run_done(&r);
+        return ok;
+}
+
+typedef struct StatusArg {
+        const char *id, *status;
+} StatusArg;
+static bool has_status(tf_world *w, void *arg) {
+        StatusArg *a = arg;
+        return is_status(w, a->id, a->status);
+}
+
+/* Does any file under dir hold needle? (grep -r; "" if none) */
+static char *files_holding(tf_world *w, const char *dir, const char *needle) {
+        char *qd = shell_quote(dir), *qn = shell_quote(needle);
+        char *s = tf_shf(w, NULL, "grep -rlF -- %s %s 2>/dev/null; true", qn, qd);
+        free(qd), free(qn);
+        return s;
+}
+
+/* A queued task survives a kill -9 whole (issue 6 item 5): after the
+ * restart it runs with its own launch options (--ro-bind, --no-overlay) and
+ * the caller's environment (a secret the restarted daemon's own environment
+ * holds a different value of), exactly as if nothing had happened. The
+ * request file holding the env is 0600 in a 0700 dir while queued and gone
+ * once the task launched; the secret appears in no file of the state dir,
+ * nor in the daemon's log. */
+START_TEST(queued_keeps_env_and_binds_across_kill9) {
+        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release-env"));
+        char *ro = strdup(tf_path(w->root, "ro-data"));
+        ck_assert_int_eq(mkdir_p(ro, 0755), 0);
+        ck_assert_int_eq(chmod(ro, 0755), 0);
+        tf_write(tf_path(ro, "seen.txt"), "ro-content\n", 11, 0644);
+        const char *secret = "sk-test-8f3a1c9e7b2d4f60a5e1";
+        tf_daemon_start(w); /* the daemon's own env has no TF_TEST_SECRET */
+
+        char *pa = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done", release);
+        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
+        char *a = tf_dispatch(w, da);
+        StatusArg ra = {a, "running"};
+        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        char *pb = strdup_printf("printf '%%s\\n' \"$TF_TEST_SECRET\" > env.txt; cat %s/seen.txt > ro.txt; "
+                                 "if touch %s/probe 2>/dev/null; then echo writable; else echo read-only; fi > bind.txt",
+                                 ro, ro);
+        tf_world_setenv(w, "TF_TEST_SECRET", secret); /* the caller's env (the CLI forwards all of it) */
+        const char *db[] = {"--executor", "shell", "--directory", repo, "--no-overlay", "--ro-bind", ro, "--prompt", pb, NULL};
+        char *b = tf_dispatch(w, db);
+        tf_world_setenv(w, "TF_TEST_SECRET", "the-daemons-own-value");
+        ck_assert(is_status(w, b, "queued"));
+
+        /* while queued: the request file, private */
+        char *tdir = strdup_printf("%s/tasks/%s", w->state, b);
+        char *req = strdup_printf("%s/pending-launch.json", tdir);
+        struct stat st;
+        ck_assert_msg(stat(req, &st) == 0, "no launch request file %s", req);
+        ck_assert_msg((st.st_mode & 07777) == 0600, "launch request mode %o", st.st_mode & 07777);
+        ck_assert_int_eq(st.st_uid, geteuid());
+        ck_assert(stat(tdir, &st) == 0 && (st.st_mode & 07777) == 0700);
+        ck_assert(stat(w->state, &st) == 0 && (st.st_mode & 0077) == 0);
+        char *data = tf_read(req, NULL);
+        ck_assert_msg(strstr(data, secret), "the request does not hold the caller's env");
+        free(data);
+        data = tf_read(tf_path(w->state, "tasks.json"), NULL);
+        ck_assert_msg(!strstr(data, secret), "the secret is in tasks.json");
+        free(data);
+        char *a_req = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, a);
+        ck_assert_msg(!tf_exists(a_req), "the launched task's request file is still there");
+
+        stop_daemon(w, SIGKILL);
+        tf_daemon_start(w); /* its environment says TF_TEST_SECRET=the-daemons-own-value */
+        ck_assert(is_status(w, b, "queued"));
+        tf_write(release, "", 0, 0644);
+        json_object *sb = settled_status(w, b);
+        ck_assert_msg(streq(strempty(tf_jstr(sb, "status")), "done"), "after the restart: %s", json_to_line(sb, NULL));
+        /* --no-overlay: the worker wrote the target itself, nothing pending */
+        ck_assert_msg(!streq_ptr(tf_jstr(sb, "changesetStatus"), "pending"), "%s", json_to_line(sb, NULL));
+        json_object_put(sb);
+        char *want_env = strdup_printf("%s\n", secret);
+        char *got = tf_read(tf_path(repo, "env.txt"), NULL);
+        ck_assert_msg(streq(got, want_env), "the requeued worker saw TF_TEST_SECRET=%s", got);
+        free(got);
+        got = tf_read(tf_path(repo, "ro.txt"), NULL);
+        ck_assert_msg(streq(got, "ro-content\n"), "the --ro-bind dir was not bound: ro.txt=%s", got);
+        free(got);
+        got = tf_read(tf_path(repo, "bind.txt"), NULL);
+        ck_assert_msg(streq(got, "read-only\n"), "the --ro-bind dir was %s", got);
+        free(got);
+        ck_assert(!tf_exists(tf_path(ro, "probe")));
+        json_object *sa = tf_wait_settled(w, a);
+        ck_assert_str_eq(strempty(tf_jstr(sa, "status")), "done");
+        json_object_put(sa);
+
+        /* gone once launched; the secret nowhere in the state dir or the logs */
+        ck_assert_msg(!tf_exists(req), "the launch request outlived the launch");
+        char *where = files_holding(w, w->state, secret);
+        ck_assert_msg(!*where, "the secret is in %s", where);
+        free(where);
+        where = files_holding(w, w->run, secret);
+        ck_assert_msg(!*where, "the secret is in %s", where);
+        free(where);
+        char *log = daemon_log(w);
+        ck_assert_msg(!strstr(log, secret), "the secret is in the daemon's log");
+        free(log);
+        free(want_env), free(a_req), free(tdir), free(req), free(pa), free(pb), free(a), free(b);
+        free(repo), free(release), free(ro);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The request file's lifetime: a queued task cancelled takes it along; an
+ * orphaned one (a task no longer queued, a task dir of no task, a temp file
+ * of an interrupted write) is swept at the next start; a queued task whose
+ * request is missing crashes with a reason instead of running without it. */
+START_TEST(launch_request_lifetime) {
+        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release-life"));
+        char *marks = strdup(tf_path(w->root, "marks"));
+        ck_assert_int_eq(mkdir_p(marks, 0777), 0);
+        ck_assert_int_eq(chmod(marks, 0777), 0);
+        tf_daemon_start(w);
+        char *pa = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done", release);
+        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
+        char *a = tf_dispatch(w, da);
+        StatusArg ra = {a, "running"};
+        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        char *pq = strdup_printf("touch %s/ran-q", marks), *pl = strdup_printf("touch %s/ran-l", marks);
+        const char *dq[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", pq, NULL};
+        const char *dl[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", pl, NULL};
+        char *c = tf_dispatch(w, dq), *q = tf_dispatch(w, dq), *l = tf_dispatch(w, dl);
+        char *req_c = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, c);
+        char *req_q = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, q);
+        char *req_l = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, l);
+        ck_assert(tf_exists(req_c) && tf_exists(req_q) && tf_exists(req_l));
+        const char *cc[] = {"cancel", c, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, cc);
+        ck_assert_int_eq(r.exit_code, 0);
+        tf_run_done(&r);
+        ck_assert_msg(!tf_exists(req_c), "a cancelled task's request file stayed");
+
+        stop_daemon(w, SIGKILL);
+        /* orphans as a crash can leave them */
+        char *a_dir = strdup_printf("%s/tasks/%s", w->state, a);
+        tf_write(tf_path(a_dir, "pending-launch.json"), "{}", 2, 0600);
+        tf_write(tf_path(a_dir, ".pending-launch.json-0123abcd.tmp"), "{", 1, 0600);
+        char *stray = strdup_printf("%s/tasks/oc_stray_00000000", w->state);
+        ck_assert_int_eq(mkdir_p(stray, 0700), 0);
+        tf_write(tf_path(stray, "pending-launch.json"), "{}", 2, 0600);
+        ck_assert_int_eq(unlink(req_l), 0); /* l lost its request */
+        tf_daemon_start(w);
+        ck_assert_msg(!tf_exists(tf_path(a_dir, "pending-launch.json")), "a running task's stale request survived the sweep");
+        ck_assert_msg(!tf_exists(tf_path(a_dir, ".pending-launch.json-0123abcd.tmp")), "a temp request survived the sweep");
+        ck_assert_msg(!tf_exists(stray), "a task dir of no task survived the sweep");
+        ck_assert_msg(tf_exists(req_q), "a queued task's request was swept");
+        json_object *sl = settled_status(w, l);
+        ck_assert_msg(streq(strempty(tf_jstr(sl, "status")), "crashed") && strstr(strempty(tf_jstr(sl, "spawnError")), "dispatch it again"),
+                      "a queued task without its request: %s", json_to_line(sl, NULL));
+        json_object_put(sl);
+        tf_write(release, "", 0, 0644);
+        json_object *sq = tf_wait_settled(w, q);
+        ck_assert_str_eq(strempty(tf_jstr(sq, "status")), "done");
+        json_object_put(sq);
+        ck_assert(tf_exists(tf_path(marks, "ran-q")));
+        ck_assert_msg(!tf_exists(tf_path(marks, "ran-l")), "a task without its launch request ran");
+        ck_assert(!tf_exists(req_q));
+        free(a_dir), free(stray), free(req_c), free(req_q), free(req_l), free(pq), free(pl), free(pa);
+        free(a), free(c), free(q), free(l), free(marks), free(release), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* FIFO by dispatch time across a restart (lifecycle.md §5; issue 6 item 5):
+ * with a cap of 1, B and C queued behind A when the daemon is killed; A
+ * finishes while no daemon runs; D is dispatched by the call that starts the
+ * next daemon. They run A, B, C, D. */
+START_TEST(queued_order_across_kill9) {
+        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release-order"));
+        char *marks = strdup(tf_path(w->root, "marks"));
+        ck_assert_int_eq(mkdir_p(marks, 0777), 0);
+        ck_assert_int_eq(chmod(marks, 0777), 0);
+        char *order = strdup(tf_path(marks, "order"));
+        char *ids[4];
+        for (int i = 0; i < 4; i++) {
+                if (i == 3) {
+                        stop_daemon(w, SIGKILL);
+                        tf_write(release, "", 0, 0644);
+                        usleep(500 * 1000); /* A's worker ends while no daemon runs */
+                }
+                char *p = strdup_printf("%s echo %c >> %s", i == 0 ? "while [ ! -e " : "", 'A' + i, order);
+                if (i == 0) {
+                        free(p);
+                        p = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo A >> %s", release, order);
+                }
+                const char *d[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", p, NULL};
+                ids[i] = tf_dispatch(w, d);
+                free(p);
+                if (i == 0) {
+                        StatusArg ra = {ids[0], "running"};
+                        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+                }
+        }
+        for (int i = 0; i < 4; i++) {
+                json_object *st = tf_wait_settled(w, ids[i]);
+                ck_assert_msg(streq(strempty(tf_jstr(st, "status")), "done"), "%c: %s", 'A' + i, json_to_line(st, NULL));
+                json_object_put(st);
+                free(ids[i]);
+        }
+        char *got = tf_read(order, NULL);
+        ck_assert_msg(streq(got, "A\nB\nC\nD\n"), "ran in the order %s", got);
+        free(got), free(order), free(marks), free(release), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- settlement across a crash ---- */
+
+/* The daemon's descendants (children, theirs, ...), from /proc. */
+static size_t descendants_of(pid_t root, pid_t *out, size_t max) {
+        size_t n = 0;
+        pid_t frontier[256];
+        size_t nf = 0;
+        frontier[nf++] = root;
+        while (nf > 0 && n < max) {
+                pid_t parent = frontier[--nf];
+                DIR *d = opendir("/proc");
+                if (!d) break;
+                for (struct dirent *de; (de = readdir(d));) {
+                        pid_t pid = (pid_t) atoi(de->d_name);
+                        if (pid <= 0) continue;
+                        char path[64], buf[512];
+                        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+                        FILE *f = fopen(path, "re");
+                        if (!f) continue;
+                        size_t k = fread(buf, 1, sizeof buf - 1, f);
+                        fclose(f);
+                        buf[k] = 0;
+                        const char *p = strrchr(buf, ')');
+                        int ppid = 0;
+                        char state;
+                        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || ppid != parent) continue;
+                        if (n < max) out[n++] = pid;
+                        if (nf < ELEMENTSOF(frontier)) frontier[nf++] = pid;
+                }
+                closedir(d);
+        }
+        return n;
+}
+
+static bool dir_has_prefix(const char *dir, const char *prefix) {
+        DIR *d = opendir(dir);
+        if (!d) return false;
+        bool any = false;
+        for (struct dirent *de; !any && (de = readdir(d));) any = startswith(de->d_name, prefix);
+        closedir(d);
+        return any;
+}
+
+/* kill -9 of the daemon while its settlement job extracts a changeset of
+ * many files (issue 6 item 5, "Faults"): the job and everything it forked
+ * (git) die with the daemon, so nothing writes the scratch dir or the patch
+ * after it; the next daemon re-settles from exit.json and the changeset is
+ * exact, with no changesetError. */
+START_TEST(kill9_during_extraction) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w, "repo");
+        const int N = 4000;
+        tf_daemon_start(w);
+        pid_t daemon = tf_daemon_pid(w);
+        char *prompt = strdup_printf("mkdir -p many && i=0; while [ $i -lt %d ]; do echo \"line $i\" > many/f$i.txt; "
+                                     "i=$((i+1)); done; echo edited > f.txt",
+                                     N);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
+        char *id = tf_dispatch(w, d);
+        char *root = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id);
+        bool seen = false;
+        for (int i = 0; i < 60000 && !seen; i++) {
+                seen = dir_has_prefix(root, "scratch.");
+                if (!seen) usleep(2000);
+        }
+        ck_assert_msg(seen, "the extraction never started in %s", root);
+        pid_t kids[64];
+        size_t nk = descendants_of(daemon, kids, ELEMENTSOF(kids));
+        kill(daemon, SIGKILL);
+        waitpid(daemon, NULL, 0);
+        ck_assert_msg(nk > 0, "no settlement job under the daemon");
+        /* its job and the job's git die with it (no writer survives); a
+         * shim (re-adoptable) is not among them: its worker has exited */
+        for (size_t i = 0; i < nk; i++) {
+                bool gone = false;
+                for (int k = 0; k < 300 && !gone; k++) {
+                        gone = !pid_running(kids[i]);
+                        if (!gone) usleep(10000);
+                }
+                char comm[64] = "?";
+                char *cp = strdup_printf("/proc/%d/comm", (int) kids[i]);
+                FILE *f = fopen(cp, "re");
+                if (f) {
+                        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+                        fclose(f);
+                }
+                free(cp);
+                ck_assert_msg(gone, "process %d (%s) of the killed daemon still runs", (int) kids[i], comm);
+        }
+        json_object *rec = disk_record(w, id);
+        ck_assert_msg(streq(strempty(json_get_string(rec, "status")), "running"), "settled before the kill: %s",
+                      json_to_line(rec, NULL));
+        json_object_put(rec);
+
+        tf_daemon_start(w);
+        json_object *st = settled_status(w, id);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "status")), "done") &&
+                              streq(strempty(tf_jstr(st, "changesetStatus")), "pending") && !tf_jstr(st, "changesetError"),
+                      "re-settled: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        ck_assert_msg(!dir_has_prefix(root, "scratch"), "a scratch dir is left in %s", root);
+        const char *acc[] = {"accept", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, acc);
+        ck_assert_msg(r.exit_code == 0, "accept: %s %s", r.out, r.err);
+        tf_run_done(&r);
+        /* exactly the worker's files */
+        char *check = tf_shf(w, repo,
+                             "n=0; i=0; while [ $i -lt %d ]; do [ \"$(cat many/f$i.txt)\" = \"line $i\" ] && n=$((n+1)); "
+                             "i=$((i+1)); done; echo $n $(ls many | wc -l) $(cat f.txt)",
+                             N);
+        char *want = strdup_printf("%d %d edited", N, N);
+        ck_assert_msg(streq(check, want), "after accept: %s, want %s", check, want);
+        free(check), free(want), free(root), free(id), free(prompt), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The crash point after a no-change extraction: the job wrote the empty
+ * patch and removed the overlay, and the daemon died before its 250 ms
+ * debounced flush recorded the settlement. On disk: the launch-time record
+ * (running, pending, overlayDirs naming the removed overlay), exit.json,
+ * the empty patch. The next daemon settles it as a never-interrupted one
+ * would have: done, changeset accepted (empty), no changesetError. */
+START_TEST(crash_after_empty_extraction) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w, "repo");
+        char *release = strdup(tf_path(w->fixtures, "release-empty"));
+        char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo no changes", release);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
+        char *id = tf_dispatch(w, d);
+        StatusArg ra = {id, "running"};
+        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        usleep(500 * 1000); /* the post-spawn flush (shimPid) is on disk */
+        json_object *at_launch = disk_record(w, id);
+        ck_assert_str_eq(strempty(json_get_string(at_launch, "status")), "running");
+        const char *root = json_get_string(json_get_object(at_launch, "overlayDirs"), "root");
+        ck_assert_msg(root && tf_exists(root), "no overlay at launch: %s", json_to_line(at_launch, NULL));
+        tf_write(release, "", 0, 0644);
+        json_object *st = settled_status(w, id);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "changesetStatus")), "accepted") && !tf_exists(root),
+                      "a no-change task: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        stop_daemon(w, SIGTERM);
+        char *patch = strdup_printf("%s/diffs/%s.patch", w->state, id);
+        size_t plen = 1;
+        free(tf_read(patch, &plen));
+        ck_assert_int_eq(plen, 0);
+        json_object *arr = json_object_new_array();
+        json_object_array_add(arr, json_object_get(at_launch));
+        write_tasks(w, arr);
+        json_object_put(arr);
+
+        tf_daemon_start(w);
+        st = settled_status(w, id);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "status")), "done") &&
+                              streq(strempty(tf_jstr(st, "changesetStatus")), "accepted") &&
+                              !tf_jstr(st, "changesetError") && !json_get_object(st, "overlayDirs"),
+                      "re-settled: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        json_object_put(at_launch);
+        free(patch), free(id), free(prompt), free(release), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* ---- concurrent accepts ---- */
 
-/* Two changesets that both rewrite f.txt (and each add a file of its own),
- * accepted at the same moment on two connections: one applies, the other
- * stays pending with git's reason naming f.txt, and the tree holds exactly
- * one of them, whole. Five rounds (the race is narrow). */
+/* Two changesets that both rewrite f.txt (and each edit 1000 files and add
+ * one of its own), accepted at the same moment on two connections: one
+ * applies, the other stays pending with git's reason naming f.txt, and the
+ * tree holds exactly one of them, whole. Ten rounds. The 1000 edits widen
+ * the window in which an unserialized second apply reads f.txt before the
+ * first writes it (both would apply, the tree a mix of the two). */
 START_TEST(concurrent_accepts_one_file) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w, "repo");
-        for (int round = 0; round < 5; round++) {
-                char *pa = strdup_printf("echo A%d > f.txt; echo a > a%d.txt", round, round);
-                char *pb = strdup_printf("echo B%d > f.txt; echo b > b%d.txt", round, round);
+        free(tf_shf(w, repo, "mkdir x y && i=0; while [ $i -lt 1000 ]; do echo x > x/$i; echo y > y/$i; i=$((i+1)); done; "
+                             "git add -A && git commit -qm many"));
+        for (int round = 0; round < 10; round++) {
+                char *pa = strdup_printf("echo A%d > f.txt; for f in x/*; do echo A%d >> $f; done; echo a > za%d.txt", round,
+                                         round, round);
+                char *pb = strdup_printf("echo B%d > f.txt; for f in y/*; do echo B%d >> $f; done; echo b > zb%d.txt", round,
+                                         round, round);
                 const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
                 const char *db[] = {"--executor", "shell", "--directory", repo, "--prompt", pb, NULL};
                 char *a = tf_dispatch(w, da), *b = tf_dispatch(w, db);
@@ -658,10 +1071,15 @@ START_TEST(concurrent_accepts_one_file) {
                 char *f = tf_read(tf_path(repo, "f.txt"), NULL);
                 char *want = strdup_printf("%c%d\n", app_a ? 'A' : 'B', round);
                 ck_assert_msg(streq(f, want), "round %d: f.txt is %s, want %s", round, f, want);
-                char *mine = strdup_printf("%c%d.txt", app_a ? 'a' : 'b', round),
-                     *theirs = strdup_printf("%c%d.txt", app_a ? 'b' : 'a', round);
+                char *mine = strdup_printf("z%c%d.txt", app_a ? 'a' : 'b', round),
+                     *theirs = strdup_printf("z%c%d.txt", app_a ? 'b' : 'a', round);
                 ck_assert_msg(tf_exists(tf_path(repo, mine)), "round %d: half applied: %s missing", round, mine);
                 ck_assert_msg(!tf_exists(tf_path(repo, theirs)), "round %d: the refused changeset's %s landed", round, theirs);
+                char *edits = tf_shf(w, repo, "echo $(grep -L %c%d %s/* | wc -l) $(grep -l %c%d %s/* | wc -l)",
+                                     app_a ? 'A' : 'B', round, app_a ? "x" : "y", app_a ? 'B' : 'A', round,
+                                     app_a ? "y" : "x");
+                ck_assert_msg(streq(edits, "0 0"), "round %d: edits missing / the refused ones landed: %s", round, edits);
+                free(edits);
                 char *rej = tf_shf(w, repo, "find . -name '*.rej' -o -name '*.orig' | head -1; git diff --name-only --diff-filter=U");
                 ck_assert_msg(!*rej, "round %d: leftovers of a failed apply: %s", round, rej);
                 free(rej);
@@ -692,8 +1110,13 @@ static Suite *suite(void) {
         tcase_add_test(sw, second_daemon_does_not_sweep);
         tcase_add_test(sw, sweep_overlay_of_interrupted_reject);
         suite_add_tcase(s, sw);
+        TCase *se = tcase_create("settle");
+        tcase_set_timeout(se, 300);
+        tcase_add_test(se, kill9_during_extraction);
+        tcase_add_test(se, crash_after_empty_extraction);
+        suite_add_tcase(s, se);
         TCase *ca = tcase_create("accepts");
-        tcase_set_timeout(ca, 300);
+        tcase_set_timeout(ca, 900);
         tcase_add_test(ca, concurrent_accepts_one_file);
         suite_add_tcase(s, ca);
         TCase *tc = tcase_create("durable");
@@ -701,6 +1124,9 @@ static Suite *suite(void) {
         tcase_add_test(tc, dispatch_fails_on_read_only_state);
         tcase_add_test(tc, dispatch_fails_on_full_disk);
         tcase_add_test(tc, queued_across_kill9);
+        tcase_add_test(tc, queued_keeps_env_and_binds_across_kill9);
+        tcase_add_test(tc, launch_request_lifetime);
+        tcase_add_test(tc, queued_order_across_kill9);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -155,16 +155,33 @@ START_TEST(failed_write_is_an_error) {
 }
 END_TEST
 
+/* <state>/tasks/<id>/pending-launch.json (daemon.h launch_request_*) */
+static void write_launch_request(const char *id, const char *json) {
+        char *d = strdup_printf("%s/tasks/%s", dir, id);
+        ck_assert_int_eq(mkdir_p(d, 0700), 0);
+        char *p = strdup_printf("%s/" LAUNCH_REQUEST_FILE, d);
+        ck_assert_int_eq(write_file_atomic(p, json, strlen(json), 0600), 0);
+        free(p), free(d);
+}
+
+/* Each queued task comes back with the launch options and caller env its
+ * dispatch recorded; one without its launch request (oc_5) cannot run as
+ * dispatched and crashes with a spawnError instead; a malformed one (oc_6)
+ * likewise. */
 START_TEST(queued_tasks_are_queued_again_in_order) {
+        write_launch_request("oc_1", "{\"launch\":{\"noOverlay\":true,\"roBind\":[\"/srv\"]},\"env\":{\"K\":\"v1\"}}");
+        write_launch_request("oc_3", "{\"launch\":{},\"env\":null}");
+        write_launch_request("oc_6", "{\"env\":{}}");
         write_tasks("[{\"id\":\"oc_1\",\"status\":\"queued\",\"changesetStatus\":\"none\"},"
                     "{\"id\":\"oc_2\",\"status\":\"done\",\"changesetStatus\":\"none\"},"
                     "{\"id\":\"oc_3\",\"status\":\"queued\",\"changesetStatus\":\"none\"},"
                     "{\"id\":\"oc_4\",\"status\":\"cancelled\"},"
-                    "{\"id\":\"oc_5\",\"status\":\"queued\"}]");
+                    "{\"id\":\"oc_5\",\"status\":\"queued\"},"
+                    "{\"id\":\"oc_6\",\"status\":\"queued\"}]");
         m.settings.max_concurrent = 0; /* nothing launches in this test */
         ck_assert_int_eq(manager_load_tasks(&m), 0);
-        ck_assert_uint_eq(m.n_tasks, 5);
-        const char *want[] = {"oc_1", "oc_3", "oc_5"};
+        ck_assert_uint_eq(m.n_tasks, 6);
+        const char *want[] = {"oc_1", "oc_3"};
         size_t n = 0;
         for (Task *t = m.queue_head; t; t = t->next_queued) {
                 ck_assert_uint_lt(n, ELEMENTSOF(want));
@@ -174,6 +191,16 @@ START_TEST(queued_tasks_are_queued_again_in_order) {
         ck_assert_uint_eq(n, ELEMENTSOF(want));
         ck_assert_int_eq(m.tasks[1]->rec.status, TASK_DONE);
         ck_assert_int_eq(m.tasks[3]->rec.status, TASK_CANCELLED);
+        Task *t1 = m.tasks[0], *t3 = m.tasks[2];
+        ck_assert(json_get_bool(t1->launch, "noOverlay", false));
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(json_get_array(t1->launch, "roBind"), 0)), "/srv");
+        ck_assert_str_eq(strempty(json_get_string(t1->caller_env, "K")), "v1");
+        ck_assert_ptr_nonnull(t3->launch);
+        ck_assert_ptr_null(t3->caller_env);
+        for (size_t i = 4; i < 6; i++) {
+                ck_assert_int_eq(m.tasks[i]->rec.status, TASK_CRASHED);
+                ck_assert_ptr_nonnull(strstr(strempty(m.tasks[i]->rec.spawn_error), "dispatch it again"));
+        }
 }
 END_TEST
 
