@@ -264,7 +264,9 @@ int main(int argc, char *argv[]) {
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
-        (void) manager_flush(m);
+        /* nothing is written before we own the socket: a daemon that loses
+         * the race to a running one must not put its older view of
+         * tasks.json over that one's (the first flush follows the sweep) */
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
