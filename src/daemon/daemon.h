@@ -248,6 +248,9 @@ void task_persist(Task *t);
  * 0 once durable (or nothing to do), -EIO after a failed load, else -errno of
  * the write (EROFS, ENOSPC, EACCES, ...); the table stays dirty then. */
 int manager_flush(Manager *m);
+/* tasks.json's text for the table (json-c's pretty, spaced array of every
+ * record, built one record at a time): *ret malloc'd, NUL-terminated. -ENOMEM. */
+int manager_tasks_json(Manager *m, char **ret, size_t *ret_len);
 
 /* scheduler.c (spec lifecycle.md §5): FIFO under the global concurrency cap.
  * Owns Manager.queue_head/queue_tail/running, Task.next_queued/counted_running. */

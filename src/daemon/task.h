@@ -133,6 +133,12 @@ typedef struct TaskRecord {
         json_object *extras; /* unknown / untypable keys, verbatim (NULL: none) */
         uint8_t *order;     /* key order: TaskKey, or TASK_ORDER_EXTRA for the next key of extras */
         size_t n_order;
+        /* One block holding a loaded record's order and strings (so a record
+         * costs one allocation for them, not one per string): a field or the
+         * order pointing into it is not freed on its own; a value set later
+         * is a separate allocation. NULL for a record built by task_create. */
+        char *pool;
+        size_t pool_size;
 } TaskRecord;
 #undef _TASK_FIELD_DECL
 

@@ -177,6 +177,63 @@ START_TEST(queued_tasks_are_queued_again_in_order) {
 }
 END_TEST
 
+/* manager_tasks_json prints the table one record at a time: byte for byte
+ * what json-c prints for the whole array (and what tasks.json held). */
+START_TEST(streamed_text_is_json_c_text) {
+        const char *cases[] = {
+                "[]",
+                "[{\"id\":\"oc_a\",\"executorId\":\"opencode\"}]",
+                "[{\"id\":\"oc_a\",\"executorId\":\"x\",\"directory\":\"/w/a b\\n\\\"q\\\"\",\"status\":\"done\",\"newer\":[1,{\"x\":null,\"y\":[]},{}],"
+                "\"overlayDirs\":{\"upper\":\"/u\",\"deep\":{\"a\":[[{}]]}},\"summaryOf\":{},\"changesetWarnings\":[],\"pid\":3,"
+                "\"internal\":true,\"exitCode\":-1,\"odd\":1.5e3,\"prompt\":\"line1\\nline2\\t\\u00e9/\"},"
+                "{\"id\":\"oc_b\",\"status\":7,\"executorId\":\"pi\"},{\"id\":\"oc_c\",\"executorId\":\"pi\"}]",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *want = pretty(cases[i]);
+                write_tasks(want);
+                ck_assert_int_eq(manager_load_tasks(&m), 0);
+                ck_assert_ptr_null(m.state_load_error);
+                char *got = NULL;
+                size_t len = 0;
+                ck_assert_int_eq(manager_tasks_json(&m, &got, &len), 0);
+                ck_assert_uint_eq(len, strlen(got));
+                ck_assert_str_eq(got, want);
+                free(got);
+                free(want);
+                for (size_t k = 0; k < m.n_tasks; k++) task_free(m.tasks[k]);
+                m.n_tasks = 0;
+        }
+}
+END_TEST
+
+/* The file is parsed one record at a time: text that turns out malformed
+ * after good records loads none of them; the first record of an id wins. */
+START_TEST(streamed_load_is_all_or_nothing) {
+        const char *bad[] = {
+                "[{\"id\":\"oc_a\"},{\"id\":\"oc_b\"}",   "[{\"id\":\"oc_a\"},{\"id\":\"oc_b\"},]",
+                "[{\"id\":\"oc_a\"} {\"id\":\"oc_b\"}]",  "[{\"id\":\"oc_a\"}] x",
+                "[{\"id\":\"oc_a\"},{\"id\":\"\xff\"}]",   "",
+                " ",                                        "[{\"id\":\"oc_a\"},1",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_tasks(bad[i]);
+                ck_assert_int_eq(manager_load_tasks(&m), 0);
+                ck_assert_msg(m.state_load_error, "accepted: %s", bad[i]);
+                ck_assert_uint_eq(m.n_tasks, 0);
+                free(m.state_load_error);
+                m.state_load_error = NULL;
+        }
+        write_tasks(" [ 1 , {\"id\":\"oc_a\",\"role\":\"first\"} ,\"x\",{\"id\":\"oc_a\",\"role\":\"second\"},{\"no\":1},"
+                    "{\"id\":\"oc_b\"} ] \n");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_ptr_null(m.state_load_error);
+        ck_assert_uint_eq(m.n_tasks, 2);
+        ck_assert_str_eq(m.tasks[0]->id, "oc_a");
+        ck_assert_str_eq(m.tasks[0]->rec.role, "first");
+        ck_assert_str_eq(m.tasks[1]->id, "oc_b");
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("store");
         TCase *tc = tcase_create("store");
@@ -186,6 +243,8 @@ int main(void) {
         tcase_add_test(tc, malformed_file_is_kept_and_never_overwritten);
         tcase_add_test(tc, failed_write_is_an_error);
         tcase_add_test(tc, queued_tasks_are_queued_again_in_order);
+        tcase_add_test(tc, streamed_text_is_json_c_text);
+        tcase_add_test(tc, streamed_load_is_all_or_nothing);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
