@@ -120,6 +120,7 @@ struct Task {
         bool accept_interrupted; /* tasks.json says an accept began under an earlier daemon */
         /* tasks.c */
         bool log_has_event;    /* cache: once true stays true */
+        json_object *list_row; /* cache: its task.list row (dropped by every write to rec, task.c) */
         /* server.c: the task's own socket, bound into its sandbox at
          * TASKFERRY_SOCKET_PATH: every connection on it comes from inside
          * this task's sandbox */
@@ -168,6 +169,13 @@ struct Manager {
         /* tasks */
         Task **tasks;
         size_t n_tasks, cap_tasks;
+        /* tasks.c, for task.list without scanning the table: tasks per status
+         * (task_transition keeps it), and how many neighbours in the table
+         * are out of startedAt order (0: the table is sorted, the list is
+         * its reverse) */
+        int64_t status_counts[_TASK_STATUS_MAX];
+        size_t started_inversions;
+        struct RootCache *root_cache;  /* workspace roots of task directories (tasks.c) */
         Task *queue_head, *queue_tail;
         TaskObserver *task_observers;  /* task.h manager_add_task_observer */
         size_t n_task_observers;
@@ -213,6 +221,13 @@ Task *manager_find_task(Manager *m, const char *id);
  * became durable (a dispatch whose flush failed). t must own no process,
  * socket or waiter. */
 void manager_remove_task(Manager *m, Task *t);
+/* task.c calls these around a change of t's startedAt / status (task.list's
+ * incremental order and counts). */
+void manager_task_started_unlink(Task *t);
+void manager_task_started_link(Task *t);
+void manager_task_count_status(Task *t, TaskStatus old_status);
+/* Free the workspace-root cache (shutdown). */
+void manager_free_root_cache(Manager *m);
 /* A task from its tasks.json record (task_record_from_json), appended to the
  * table; takes ownership of rec. NULL if rec is no task record or on ENOMEM. */
 Task *task_new(Manager *m, json_object *rec);

@@ -222,8 +222,7 @@ static int load_one(Manager *m, json_object *rec) {
         if (r < 0) return r;
         if (r == 0) {
                 /* a duplicate id: the first record wins */
-                m->n_tasks--;
-                task_free(t);
+                manager_remove_task(m, t);
         }
         return 0;
 }
@@ -264,7 +263,7 @@ int manager_load_tasks(Manager *m) {
         free(ls.ids.slot);
         if (r < 0) {
                 /* a partly read file loads nothing */
-                while (m->n_tasks > ls.first) task_free(m->tasks[--m->n_tasks]);
+                while (m->n_tasks > ls.first) manager_remove_task(m, m->tasks[m->n_tasks - 1]);
                 if (r == -ENOMEM) return r;
                 m->state_load_error = strdup_printf("%s: %s", path, r == -EBADMSG ? "not a JSON array of task records" : strerror(-r));
                 log_error("could not read persisted task state: %s", strnull(m->state_load_error));

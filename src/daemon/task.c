@@ -332,6 +332,12 @@ json_object *task_record_to_json(const TaskRecord *rec) {
 
 /* ---- writers ---- */
 
+/* The record changes: drop what is derived from it (task.list's row). */
+static void task_touch(Task *t) {
+        json_object_put(t->list_row);
+        t->list_row = NULL;
+}
+
 static void assert_writable(TaskKey k) {
         assert(k >= 0 && k < _TASK_KEY_MAX);
         /* status and changesetStatus move only through task_transition */
@@ -343,19 +349,22 @@ int task_set_str(Task *t, TaskKey k, const char *v) {
         assert(fields[k].kind == KIND_STR);
         char *s = NULL;
         if (v && !(s = strdup(v))) return -ENOMEM;
+        if (k == TASK_KEY_started_at) manager_task_started_unlink(t);
+        task_touch(t);
         int r = field_begin(&t->rec, k);
-        if (r < 0) {
+        if (r >= 0) {
+                *FIELD_PTR(&t->rec, k, char *) = s;
+                if (s) t->rec.nonnull |= BIT(k);
+        } else
                 free(s);
-                return r;
-        }
-        *FIELD_PTR(&t->rec, k, char *) = s;
-        if (s) t->rec.nonnull |= BIT(k);
-        return 0;
+        if (k == TASK_KEY_started_at) manager_task_started_link(t);
+        return r;
 }
 
 int task_set_int(Task *t, TaskKey k, int64_t v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_INT);
+        task_touch(t);
         int r = field_begin(&t->rec, k);
         if (r < 0) return r;
         *FIELD_PTR(&t->rec, k, int64_t) = v;
@@ -366,6 +375,7 @@ int task_set_int(Task *t, TaskKey k, int64_t v) {
 int task_set_bool(Task *t, TaskKey k, bool v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_BOOL);
+        task_touch(t);
         int r = field_begin(&t->rec, k);
         if (r < 0) return r;
         *FIELD_PTR(&t->rec, k, bool) = v;
@@ -375,13 +385,18 @@ int task_set_bool(Task *t, TaskKey k, bool v) {
 
 int task_set_null(Task *t, TaskKey k) {
         assert_writable(k);
-        return field_begin(&t->rec, k);
+        if (k == TASK_KEY_started_at) manager_task_started_unlink(t);
+        task_touch(t);
+        int r = field_begin(&t->rec, k);
+        if (k == TASK_KEY_started_at) manager_task_started_link(t);
+        return r;
 }
 
 int task_set_json(Task *t, TaskKey k, json_object *v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_OBJ || fields[k].kind == KIND_ARR);
         assert(!v || json_object_is_type(v, fields[k].kind == KIND_OBJ ? json_type_object : json_type_array));
+        task_touch(t);
         int r = field_begin(&t->rec, k);
         if (r < 0) {
                 json_object_put(v);
@@ -418,6 +433,7 @@ bool changeset_status_transition_ok(ChangesetStatus from, ChangesetStatus to) {
 }
 
 static int set_enum(Task *t, TaskKey k) {
+        task_touch(t);
         /* the key is present from here on; nonnull: an enum always has a value */
         if (!(t->rec.present & BIT(k))) {
                 int r = order_append(&t->rec, (uint8_t) k);
@@ -434,6 +450,7 @@ int task_init_status(Task *t, TaskStatus s) {
         int r = set_enum(t, TASK_KEY_status);
         if (r < 0) return r;
         t->rec.status = s;
+        manager_task_count_status(t, _TASK_STATUS_INVALID);
         return 0;
 }
 
@@ -464,6 +481,8 @@ int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
         }
         t->rec.status = s;
         t->rec.changeset_status = cs;
+        /* task.list's counts, before any observer looks */
+        if (ds) manager_task_count_status(t, old_s);
         task_persist(t);
         Manager *m = t->m;
         for (size_t i = 0; i < m->n_task_observers; i++)
