@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-event.h>
 
+#include "line-buffer.h"
 #include "paths.h"
 #include "process-util.h"
 #include "protocol.h"
@@ -66,8 +67,7 @@ struct Connection {
         Task *origin;      /* accepted on this task's own socket: the caller runs inside its sandbox */
         uid_t peer_uid;
         sd_event_source *io;
-        char *in;          /* unsplit inbound bytes */
-        size_t in_len, in_cap;
+        LineBuffer in;     /* inbound bytes, LINE_BUFFER_LIMIT_BUFFERED at PROTOCOL_MAX_BUFFER_BYTES (§1.5) */
         char *out;         /* pending outbound bytes */
         size_t out_len, out_off, out_cap;
         bool closing;      /* close once out is flushed */
@@ -107,8 +107,7 @@ struct Task {
         sd_event_source *shim_source;
         int status_fd;
         sd_event_source *status_source;
-        char *status_buf;
-        size_t status_len;
+        LineBuffer *status_buf; /* its lines, at most STATUS_PIPE_MAX_BYTES held (NULL until the first read) */
         sd_event_source *kill_timer; /* handlers.c (cancel) arms it, monitor.c drops it at exit */
         /* scheduler.c */
         bool counted_running;  /* holds a concurrency slot */

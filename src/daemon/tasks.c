@@ -100,6 +100,7 @@ void task_free(Task *t) {
         json_object_put(t->list_row);
         json_object_put(t->caller_env);
         json_object_put(t->launch);
+        line_buffer_done(t->status_buf);
         free(t->status_buf);
         free(t->sock_path);
         free(t);
