@@ -120,6 +120,10 @@ struct Task {
         /* tasks.c */
         bool log_has_event;    /* cache: once true stays true */
         json_object *list_row; /* cache: its task.list row (dropped by every write to rec, task.c) */
+        /* store.c: where the record's text is in the last tasks.json written
+         * (text_len 0: unknown, or the record changed since; task.c resets it) */
+        uint64_t text_off;
+        uint32_t text_len;
         /* server.c: the task's own socket, bound into its sandbox at
          * TASKFERRY_SOCKET_PATH: every connection on it comes from inside
          * this task's sandbox */
@@ -182,6 +186,13 @@ struct Manager {
         char *state_load_error;
         /* persistence */
         bool dirty;
+        /* store.c: identity of the tasks.json it wrote last (a flush copies
+         * unchanged records' text from it, Task.text_off/text_len) */
+        bool tasks_json_written;
+        dev_t tasks_json_dev;
+        ino_t tasks_json_ino;
+        off_t tasks_json_size;
+        struct timespec tasks_json_mtim;
         sd_event_source *persist_timer;
         /* jobs */
         Job *jobs;
@@ -263,8 +274,10 @@ void task_persist(Task *t);
  * the write (EROFS, ENOSPC, EACCES, ...); the table stays dirty then. */
 int manager_flush(Manager *m);
 /* tasks.json's text for the table (json-c's pretty, spaced array of every
- * record, built one record at a time): *ret malloc'd, NUL-terminated. -ENOMEM. */
+ * record, built one record at a time, none copied from an earlier write):
+ * *ret NUL-terminated, freed with manager_tasks_json_free. -ENOMEM. */
 int manager_tasks_json(Manager *m, char **ret, size_t *ret_len);
+void manager_tasks_json_free(char *text, size_t len);
 
 /* scheduler.c (spec lifecycle.md §5): FIFO under the global concurrency cap.
  * Owns Manager.queue_head/queue_tail/running, Task.next_queued/counted_running. */

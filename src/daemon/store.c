@@ -36,6 +36,9 @@ void task_persist(Task *t) {
         }
 }
 
+/* The text being written: mmapped memory grown with mremap, so that a
+ * 14 MB tasks.json goes back to the kernel as soon as it is written (a
+ * malloc'd one would raise glibc's mmap threshold and stay in the heap). */
 typedef struct TextBuf {
         char *data;
         size_t len, cap;
@@ -43,16 +46,21 @@ typedef struct TextBuf {
 
 static int textbuf_append(TextBuf *b, const char *s, size_t n) {
         if (b->len + n > b->cap) {
-                size_t ncap = b->cap ? b->cap : 65536;
+                size_t ncap = b->cap ? b->cap : 1 << 20;
                 while (ncap < b->len + n) ncap *= 2;
-                char *nd = realloc(b->data, ncap);
-                if (!nd) return -ENOMEM;
+                void *nd = b->data ? mremap(b->data, b->cap, ncap, MREMAP_MAYMOVE)
+                                   : mmap(NULL, ncap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (nd == MAP_FAILED) return -ENOMEM;
                 b->data = nd;
                 b->cap = ncap;
         }
         memcpy(b->data + b->len, s, n);
         b->len += n;
         return 0;
+}
+
+void manager_tasks_json_free(char *text, size_t len) {
+        if (text) (void) munmap(text, len + 1 > 1 << 20 ? len + 1 : 1 << 20);
 }
 
 #define TASKS_JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -62,32 +70,42 @@ static int textbuf_append(TextBuf *b, const char *s, size_t n) {
  * JSON tree exists at once (10,000 records as one tree take ~100 MB): each
  * record printed alone, its lines indented one level (two spaces; a JSON
  * string holds no raw newline, so every '\n' starts a line), between json-c's
- * "[\n", ",\n" and "\n]". test-store compares it with json-c's own output. */
-int manager_tasks_json(Manager *m, char **ret, size_t *ret_len) {
+ * "[\n", ",\n" and "\n]". test-store compares it with json-c's own output.
+ * prev: the text of the last write (NULL: none): a record unchanged since
+ * (Task.text_len > 0, which every write to the record resets) is copied from
+ * it instead of printed again. Every task's text_off/text_len then says
+ * where its record is in the new text. */
+static int tasks_json(Manager *m, const char *prev, size_t prev_len, char **ret, size_t *ret_len) {
         TextBuf b = {0};
         int r = textbuf_append(&b, "[", 1);
         for (size_t i = 0; r >= 0 && i < m->n_tasks; i++) {
-                json_object *rec = task_record_to_json(&m->tasks[i]->rec);
-                if (!rec) {
-                        r = -ENOMEM;
-                        break;
+                Task *t = m->tasks[i];
+                r = textbuf_append(&b, i ? ",\n  " : "\n  ", i ? 4 : 3);
+                if (r < 0) break;
+                size_t off = b.len;
+                if (prev && t->text_len > 0 && t->text_off + t->text_len <= prev_len) {
+                        r = textbuf_append(&b, prev + t->text_off, t->text_len);
+                } else {
+                        json_object *rec = task_record_to_json(&t->rec);
+                        size_t len = 0;
+                        const char *s = rec ? json_object_to_json_string_length(rec, TASKS_JSON_FLAGS, &len) : NULL;
+                        if (!s) r = -ENOMEM;
+                        for (size_t k = 0; r >= 0 && k < len;) {
+                                const char *nl = memchr(s + k, '\n', len - k);
+                                size_t n = nl ? (size_t) (nl - (s + k)) + 1 : len - k;
+                                r = textbuf_append(&b, s + k, n);
+                                if (r >= 0 && nl) r = textbuf_append(&b, "  ", 2);
+                                k += n;
+                        }
+                        json_object_put(rec);
                 }
-                size_t len = 0;
-                const char *s = json_object_to_json_string_length(rec, TASKS_JSON_FLAGS, &len);
-                r = s ? textbuf_append(&b, i ? ",\n  " : "\n  ", i ? 4 : 3) : -ENOMEM;
-                for (size_t k = 0; r >= 0 && s && k < len;) {
-                        const char *nl = memchr(s + k, '\n', len - k);
-                        size_t n = nl ? (size_t) (nl - (s + k)) + 1 : len - k;
-                        r = textbuf_append(&b, s + k, n);
-                        if (r >= 0 && nl) r = textbuf_append(&b, "  ", 2);
-                        k += n;
-                }
-                json_object_put(rec);
+                t->text_off = off;
+                t->text_len = b.len - off <= UINT32_MAX ? (uint32_t) (b.len - off) : 0;
         }
         if (r >= 0) r = textbuf_append(&b, "\n]", 2);
         if (r >= 0) r = textbuf_append(&b, "", 1); /* NUL */
         if (r < 0) {
-                free(b.data);
+                if (b.data) (void) munmap(b.data, b.cap);
                 return r;
         }
         *ret = b.data;
@@ -95,17 +113,56 @@ int manager_tasks_json(Manager *m, char **ret, size_t *ret_len) {
         return 0;
 }
 
+int manager_tasks_json(Manager *m, char **ret, size_t *ret_len) {
+        for (size_t i = 0; i < m->n_tasks; i++) m->tasks[i]->text_len = 0;
+        int r = tasks_json(m, NULL, 0, ret, ret_len);
+        /* the offsets are into this text, not into the file */
+        for (size_t i = 0; i < m->n_tasks; i++) m->tasks[i]->text_len = 0;
+        m->tasks_json_written = false;
+        return r;
+}
+
+/* The last tasks.json this daemon wrote, if it is still the file at path
+ * (same inode, size and mtime as right after the rename): mapped read-only. */
+static void *map_own_text(Manager *m, const char *path, size_t *ret_len) {
+        if (!m->tasks_json_written) return NULL;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != m->tasks_json_dev || st.st_ino != m->tasks_json_ino ||
+            st.st_size != m->tasks_json_size || st.st_mtim.tv_sec != m->tasks_json_mtim.tv_sec ||
+            st.st_mtim.tv_nsec != m->tasks_json_mtim.tv_nsec || st.st_size == 0)
+                return NULL;
+        void *p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) return NULL;
+        *ret_len = (size_t) st.st_size;
+        return p;
+}
+
 int manager_flush(Manager *m) {
         if (!m->dirty) return 0;
         if (m->state_load_error) return -EIO; /* never overwrite state we could not read */
         m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
-        _cleanup_free_ char *s = NULL;
-        size_t len = 0;
-        int r = manager_tasks_json(m, &s, &len);
-        if (r < 0) return r;
         _cleanup_free_ char *path = strdup_printf("%s/tasks.json", m->paths.state_dir);
         if (!path) return -ENOMEM;
+        size_t prev_len = 0, len = 0;
+        void *prev = map_own_text(m, path, &prev_len);
+        if (!prev)
+                for (size_t i = 0; i < m->n_tasks; i++) m->tasks[i]->text_len = 0;
+        char *s = NULL;
+        int r = tasks_json(m, prev, prev_len, &s, &len);
+        if (prev) (void) munmap(prev, prev_len);
+        m->tasks_json_written = false;
+        if (r < 0) return r;
         r = write_file_atomic(path, s, len, 0600);
+        manager_tasks_json_free(s, len);
+        struct stat st;
+        if (r >= 0 && stat(path, &st) == 0) {
+                m->tasks_json_written = true;
+                m->tasks_json_dev = st.st_dev;
+                m->tasks_json_ino = st.st_ino;
+                m->tasks_json_size = st.st_size;
+                m->tasks_json_mtim = st.st_mtim;
+        }
         if (r < 0) return r;
         m->dirty = false;
         return 0;

@@ -332,10 +332,12 @@ json_object *task_record_to_json(const TaskRecord *rec) {
 
 /* ---- writers ---- */
 
-/* The record changes: drop what is derived from it (task.list's row). */
+/* The record changes: drop what is derived from it (task.list's row, its
+ * text in the last tasks.json). */
 static void task_touch(Task *t) {
         json_object_put(t->list_row);
         t->list_row = NULL;
+        t->text_len = 0; /* store.c prints it again */
 }
 
 static void assert_writable(TaskKey k) {

@@ -198,7 +198,7 @@ START_TEST(streamed_text_is_json_c_text) {
                 ck_assert_int_eq(manager_tasks_json(&m, &got, &len), 0);
                 ck_assert_uint_eq(len, strlen(got));
                 ck_assert_str_eq(got, want);
-                free(got);
+                manager_tasks_json_free(got, len);
                 free(want);
                 for (size_t k = 0; k < m.n_tasks; k++) task_free(m.tasks[k]);
                 m.n_tasks = 0;
@@ -234,6 +234,61 @@ START_TEST(streamed_load_is_all_or_nothing) {
 }
 END_TEST
 
+static void assert_file_is_full_text(void) {
+        char *want = NULL;
+        size_t len = 0;
+        char *got = read_tasks();
+        /* what the file holds vs the table printed from scratch (this resets the copy state) */
+        ck_assert_int_eq(manager_tasks_json(&m, &want, &len), 0);
+        ck_assert_str_eq(got, want);
+        manager_tasks_json_free(want, len);
+        free(got);
+}
+
+/* A flush copies the text of records unchanged since the last write from
+ * the file it wrote; every changed record is printed again, and a file
+ * someone else replaced is never copied from. */
+START_TEST(flush_copies_unchanged_records) {
+        write_tasks(pretty("[{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\",\"x\":[1]},"
+                           "{\"id\":\"oc_2\",\"status\":\"running\",\"executorId\":\"pi\",\"changesetStatus\":\"none\"},"
+                           "{\"id\":\"oc_3\",\"status\":\"crashed\",\"executorId\":\"pi\",\"model\":\"m\"}]"));
+        ck_assert_int_eq(manager_load_tasks(&m), 0); /* oc_2 becomes unknown: dirty */
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *first = read_tasks();
+        ck_assert_ptr_nonnull(strstr(first, "\"unknown\""));
+        /* copy path: one record changed, one appended, one removed */
+        ck_assert_int_eq(task_set_str(m.tasks[2], TASK_KEY_model, "a much longer model name than before"), 0);
+        ck_assert_int_eq(task_set_int(m.tasks[0], TASK_KEY_pid, 42), 0);
+        Task *t = task_create(&m, "oc_4");
+        ck_assert_ptr_nonnull(t);
+        manager_remove_task(&m, m.tasks[1]);
+        m.dirty = true;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *second = read_tasks();
+        ck_assert_ptr_nonnull(strstr(second, "a much longer model name"));
+        ck_assert_ptr_nonnull(strstr(second, "\"pid\": 42"));
+        ck_assert_ptr_null(strstr(second, "oc_2"));
+        assert_file_is_full_text();
+        /* nothing changed: a flush of copies only */
+        m.dirty = true;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *third = read_tasks();
+        ck_assert_str_eq(third, second);
+        /* replaced behind the daemon's back with text of the same length */
+        char *other = strdup(third);
+        for (char *p = other; *p; p++)
+                if (*p == 'o' && p[1] == 'c') *p = 'x';
+        write_tasks(other);
+        ck_assert_int_eq(task_set_bool(m.tasks[1], TASK_KEY_internal, true), 0);
+        m.dirty = true;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *fourth = read_tasks();
+        ck_assert_ptr_null(strstr(fourth, "xc_"));
+        assert_file_is_full_text();
+        free(first), free(second), free(third), free(other), free(fourth);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("store");
         TCase *tc = tcase_create("store");
@@ -245,6 +300,7 @@ int main(void) {
         tcase_add_test(tc, queued_tasks_are_queued_again_in_order);
         tcase_add_test(tc, streamed_text_is_json_c_text);
         tcase_add_test(tc, streamed_load_is_all_or_nothing);
+        tcase_add_test(tc, flush_copies_unchanged_records);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
