@@ -249,9 +249,11 @@ static void assert_file_is_full_text(void) {
  * the file it wrote; every changed record is printed again, and a file
  * someone else replaced is never copied from. */
 START_TEST(flush_copies_unchanged_records) {
-        write_tasks(pretty("[{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\",\"x\":[1]},"
-                           "{\"id\":\"oc_2\",\"status\":\"running\",\"executorId\":\"pi\",\"changesetStatus\":\"none\"},"
-                           "{\"id\":\"oc_3\",\"status\":\"crashed\",\"executorId\":\"pi\",\"model\":\"m\"}]"));
+        char *in = pretty("[{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\",\"x\":[1]},"
+                          "{\"id\":\"oc_2\",\"status\":\"running\",\"executorId\":\"pi\",\"changesetStatus\":\"none\"},"
+                          "{\"id\":\"oc_3\",\"status\":\"crashed\",\"executorId\":\"pi\",\"model\":\"m\"}]");
+        write_tasks(in);
+        free(in);
         ck_assert_int_eq(manager_load_tasks(&m), 0); /* oc_2 becomes unknown: dirty */
         ck_assert_int_eq(manager_flush(&m), 0);
         char *first = read_tasks();
