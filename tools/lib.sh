@@ -8,6 +8,7 @@ TF_PACKAGES=(
   bubblewrap git rsync
   systemd systemd-container dbus-user-session
   util-linux passwd procps
+  python3
 )
 
 tf_install_deps() {

@@ -185,8 +185,9 @@ static int plan_opencode(const executor_home_args *a, executor_home *h) {
 int executor_home_plan(const executor_home_args *a, executor_home *ret) {
         executor_home h = {.root = executor_home_root(a->cache_dir, a->task_id)};
         int r = -ENOMEM;
+        _cleanup_free_ char *uv = NULL; /* before the first goto: fail frees it */
         if (!h.root) goto fail;
-        _cleanup_free_ char *uv = strdup_printf("%s/uv", h.root);
+        uv = strdup_printf("%s/uv", h.root);
         if (!uv) goto fail;
         if ((r = strv_push(&h.dirs, h.root)) < 0 || (r = strv_push(&h.dirs, uv)) < 0 ||
             (r = push_dir(&h, "%s/%s", uv, "cache")) < 0 || (r = push_dir(&h, "%s/%s", uv, "tools")) < 0 ||

@@ -12,7 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "daemon.h"
+#include "jobs.h"
+#include "manager.h"
 #include "json-util.h"
 #include "process-util.h"
 #include "util.h"

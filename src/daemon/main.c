@@ -6,9 +6,20 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
-#include "daemon.h"
+#include "change.h"
+#include "jobs.h"
+#include "manager.h"
+#include "methods.h"
+#include "scheduler.h"
+#include "server.h"
+#include "settings.h"
+#include "store.h"
+#include "task.h"
+#include "tasks.h"
+#include "wait.h"
 #include "disk-budget.h"
 #include "executor.h"
+#include "process-util.h"
 #include "sweep.h"
 #include "taskferry-config.h"
 #include "util.h"

@@ -2,18 +2,20 @@
 
 #include <string.h>
 
-#include "daemon.h"
+#include "manager.h"
 #include "methods.h"
+#include "server.h"
+#include "task.h"
 #include "util.h"
 
 static const Method methods[] = {
         {"system.health", method_health, 0},
         {"task.dispatch", method_dispatch_task, METHOD_STATE},
+        {"task.cancel", method_cancel, METHOD_STATE | METHOD_TASK},
         {"task.status", method_status, METHOD_STATE | METHOD_TASK},
         {"task.wait", method_wait, METHOD_STATE | METHOD_TASK},
-        {"task.result", method_result, METHOD_STATE | METHOD_TASK},
         {"task.list", method_list, METHOD_STATE},
-        {"task.cancel", method_cancel, METHOD_STATE | METHOD_TASK},
+        {"task.result", method_result, METHOD_STATE | METHOD_TASK},
         {"task.accept", method_accept, METHOD_STATE | METHOD_TASK},
         {"task.reject", method_reject, METHOD_STATE | METHOD_TASK},
 };
@@ -23,6 +25,11 @@ const Method *method_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(methods); i++)
                 if (streq(methods[i].name, name)) return &methods[i];
         return NULL;
+}
+
+const Method *method_table(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(methods);
+        return methods;
 }
 
 void method_error_done(MethodError *e) {

@@ -11,6 +11,7 @@
  * method_dispatch() checks the method's flags, runs the handler and replies
  * exactly once (or not at all for METHOD_DEFERRED). */
 
+#include <stddef.h>
 #include <json-c/json.h>
 
 typedef struct Manager Manager;
@@ -54,6 +55,9 @@ typedef struct Method {
 
 /* The table entry of name, NULL if none. */
 const Method *method_find(const char *name);
+/* The whole table, *ret_n entries in protocol_methods' order (protocol.h:
+ * the two name the same methods, tests/unit/test-methods.c checks it). */
+const Method *method_table(size_t *ret_n);
 
 /* Run the method of r (flags, then handler) without replying: the return
  * value and outputs are the handler's, or the flags' error. Unknown method:

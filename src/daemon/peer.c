@@ -11,7 +11,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "daemon.h"
+#include "manager.h"
+#include "peer.h"
+#include "server.h"
+#include "task.h"
 #include "util.h"
 
 /* Parent pid from /proc/<pid>/stat (field 4, after the parenthesised comm). */

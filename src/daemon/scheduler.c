@@ -2,7 +2,11 @@
  * themselves (spec lifecycle.md §5; today a global cap, FIFO). Owns
  * Manager.queue_head/queue_tail/running and Task.next_queued/counted_running. */
 
-#include "daemon.h"
+#include "launch.h"
+#include "manager.h"
+#include "scheduler.h"
+#include "settings.h"
+#include "task.h"
 #include "util.h"
 
 void scheduler_take_slot(Task *t) {

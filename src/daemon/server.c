@@ -10,8 +10,11 @@
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
-#include "daemon.h"
+#include "manager.h"
 #include "methods.h"
+#include "server.h"
+#include "task.h"
+#include "wait.h"
 #include "json-util.h"
 #include "util.h"
 

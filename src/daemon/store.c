@@ -8,7 +8,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "daemon.h"
+#include "manager.h"
+#include "monitor.h"
+#include "scheduler.h"
+#include "store.h"
+#include "task.h"
+#include "tasks.h"
 #include "json-util.h"
 #include "util.h"
 

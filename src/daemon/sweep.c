@@ -292,6 +292,9 @@ static void empty_trash_detached(char *const *trash) {
 }
 
 int sweep_run(const tf_paths *p, const SweepTable *table) {
+        /* owned variables first: every goto out below jumps past nothing */
+        _cleanup_strv_free_ char **roots = NULL;
+        _cleanup_free_ char *outputs = NULL, *prompts = NULL;
         Sweep s = {.paths = p, .table = table};
         size_t n = table->n_tasks;
         s.tasks = calloc(n + 1, sizeof *s.tasks);
@@ -314,7 +317,6 @@ int sweep_run(const tf_paths *p, const SweepTable *table) {
         }
 
         /* overlays: the configured root, then every root a record names */
-        _cleanup_strv_free_ char **roots = NULL;
         if ((r = strv_push(&roots, p->overlay_tmp_root)) < 0) goto out;
         for (size_t i = 0; i < n; i++) {
                 const char *tr = s.tasks[i].overlay_tmp_root;
@@ -329,8 +331,8 @@ int sweep_run(const tf_paths *p, const SweepTable *table) {
                 if (t->overlay_root && !task_holds_overlay(t) && lstat(t->overlay_root, &st) < 0 && errno == ENOENT)
                         table->overlay_released(table->userdata, i);
         }
-        _cleanup_free_ char *outputs = strdup_printf("%s/outputs", p->state_dir);
-        _cleanup_free_ char *prompts = strdup_printf("%s/prompts", p->state_dir);
+        outputs = strdup_printf("%s/outputs", p->state_dir);
+        prompts = strdup_printf("%s/prompts", p->state_dir);
         if (!outputs || !prompts) {
                 r = -ENOMEM;
                 goto out;
@@ -350,7 +352,9 @@ out:
 /* ---- the adapter to the task table (task.h): the one place here that
  * knows Task ---- */
 
-#include "daemon.h"
+#include "manager.h"
+#include "store.h"
+#include "task.h"
 #include "json-util.h"
 
 static void manager_sweep_get(void *userdata, size_t i, SweepTask *ret) {

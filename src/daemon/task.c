@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "manager.h"
+#include "store.h"
+#include "task.h"
+#include "tasks.h"
 #include "json-util.h"
 #include "util.h"
 

@@ -18,10 +18,16 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "line-buffer.h"
+#include "server.h"
 
 typedef struct Task Task;
 typedef struct Manager Manager;
+typedef struct Request Request;
 
 /* lifecycle.md §1.3. done, crashed, cancelled and unknown are final. */
 typedef enum TaskStatus {
@@ -205,3 +211,48 @@ void manager_free_task_observers(Manager *m);
 
 /* queued or running. */
 bool task_is_active(const Task *t);
+
+/* ---- the runtime task: its record plus what each module keeps of it while
+ * the daemon runs (not persisted). Each group is written only by the module
+ * named beside it. ---- */
+struct Task {
+        Manager *m;
+        TaskRecord rec;        /* the persisted record (task.h; only task.c writes it) */
+        const char *id;        /* == rec.id, which never changes */
+        /* handlers.c (dispatch) sets, settle.c drops: */
+        json_object *caller_env; /* dispatch env param (not persisted; secrets) */
+        json_object *launch;   /* launch options of the dispatch (noSandbox, noOverlay, rwBind, roBind); not persisted */
+        /* monitor.c: the shim of a running task */
+        pid_t shim_pid;
+        int shim_pidfd;
+        sd_event_source *shim_source;
+        int status_fd;
+        sd_event_source *status_source;
+        LineBuffer *status_buf; /* its lines, at most STATUS_PIPE_MAX_BYTES held (NULL until the first read) */
+        sd_event_source *kill_timer; /* handlers.c (cancel) arms it, monitor.c drops it at exit */
+        /* scheduler.c */
+        bool counted_running;  /* holds a concurrency slot */
+        Task *next_queued;
+        /* settle.c */
+        bool settling;         /* settlement job in flight */
+        /* change.c (accept/reject) */
+        bool busy;             /* accept/reject job in flight or waiting for its workspace */
+        bool accept_interrupted; /* store.c sets it at load: tasks.json says an accept began
+                                  * under an earlier daemon; change.c clears it */
+        /* tasks.c */
+        bool log_has_event;    /* cache: once true stays true */
+        json_object *list_row; /* cache: its task.list row (dropped by every write to rec, task.c) */
+        /* store.c: where the record's text is in the last tasks.json written
+         * (text_len 0: unknown, or the record changed since; task.c resets it) */
+        uint64_t text_off;
+        uint32_t text_len;
+        /* server.c: the task's own socket, bound into its sandbox at
+         * TASKFERRY_SOCKET_PATH: every connection on it comes from inside
+         * this task's sandbox */
+        Listener sock;
+        char *sock_path;
+        unsigned sock_connections; /* open connections accepted on it (cap PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS) */
+        unsigned sock_requests;    /* their requests in flight, waits included (cap PROTOCOL_TASK_SOCKET_MAX_REQUESTS) */
+        /* wait.c */
+        Request *waiters;
+};

@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "daemon.h"
 #include "gitdir.h"
+#include "manager.h"
+#include "task.h"
+#include "tasks.h"
 #include "json-util.h"
 #include "util.h"
+#include "workspace.h"
 
 #define MAX_LIST_ROWS 500
 

@@ -5,10 +5,15 @@
  * connection. Owns Task.waiters, Connection.waiting and the Request wait_*,
  * next_waiter, conn_next/conn_prev, timer and tail_chars fields. */
 
-#include "daemon.h"
+#include "jobs.h"
+#include "manager.h"
+#include "methods.h"
+#include "server.h"
+#include "task.h"
+#include "tasks.h"
+#include "wait.h"
 #include "json-util.h"
 #include "logparse.h"
-#include "methods.h"
 #include "util.h"
 
 static json_object *tail_job_run(void *userdata, int *error) {

@@ -88,7 +88,9 @@
  * live directory as work tree, so paths are relative to D even inside a larger
  * repository, and no attribute conversion or repository config applies.
  * `git apply --check` first, then `git apply` (which itself applies all or
- * nothing in memory before writing). If the check fails, a 3-way merge is tried
+ * nothing in memory before writing); a write that still fails partway (a
+ * read-only directory, a full disk) is undone from the live contents of the
+ * patch's paths, staged in a private index just before the apply. If the check fails, a 3-way merge is tried
  * in a scratch index only (never in the live tree): the touched paths of the
  * live tree are staged into a private index, `git apply --cached --3way` runs
  * there, and only a conflict-free result is turned into a new patch against
@@ -904,10 +906,40 @@ static int refused_warn(extract_child *c, const refused_list *host, const refuse
         return r;
 }
 
+/* Snapshot: tracked files now larger than c->file_max (a dirty file made
+ * huge: `truncate -s 8G`) keep their index version in the base instead of
+ * being hashed before the worker starts; a changeset never carries them
+ * anyway. They are marked assume-unchanged in the private index, so
+ * `add -A` does not read them. One lstat per tracked file, as `git status`. */
+static int keep_large_tracked(extract_child *c, char **err) {
+        run_result rr;
+        char *ls_args[] = {(char *) "ls-files", (char *) "-z", (char *) "--cached", NULL};
+        int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files --cached", ls_args);
+        if (r < 0) return r;
+        _cleanup_strv_free_ char **large = NULL;
+        _cleanup_close_ int dfd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) r = -errno;
+        for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
+                struct stat st;
+                if (*p && fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                    (uint64_t) st.st_size > c->file_max && (!large || !strv_contains(large, p)))
+                        r = strv_push(&large, p);
+        }
+        run_result_done(&rr);
+        if (r < 0 || !large) return r;
+        char *prefix[] = {(char *) "update-index", (char *) "--assume-unchanged", NULL};
+        return git_batched(c->g, c->a->directory, 0, "update-index --assume-unchanged", prefix, large, false, 1, NULL,
+                           NULL, err);
+}
+
 /* `git add -A` of the current view, with every nested repository flattened
  * into plain files (see the top of this file). */
 static int add_all_flattened(extract_child *c, const char *view, char **err) {
         _cleanup_strv_free_ char **tried_gitlinks = NULL;
+        if (c->file_max) {
+                int r = keep_large_tracked(c, err);
+                if (r < 0) return r;
+        }
         for (unsigned round = 0; round < FLATTEN_ROUNDS_MAX; round++) {
                 /* Untracked nested repositories are listed as "dir/". */
                 char *ls_args[] = {(char *) "ls-files", (char *) "-o", (char *) "-z", (char *) "--exclude-standard", NULL};
@@ -1819,6 +1851,90 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
         return 0;
 }
 
+static int write_specs(const char *path, char **a, char **b);
+static int git_line(const git_ctx *g, const char *cwd, char **err, const char *what, char *const *args, char **ret);
+
+static int collect_nul_paths(void *userdata, const run_result *rr) {
+        char ***l = userdata;
+        int r = 0;
+        for (char *p = rr->out; r >= 0 && p < rr->out + rr->out_len; p += strlen(p) + 1)
+                if (*p) r = strv_push(l, p);
+        return r;
+}
+
+/* The live contents of the paths `patch` touches, staged into a private
+ * index (<dir of g->index_file>/<index_name>) over start_tree (NULL: an
+ * empty index), as a tree in *ret. Only paths the live tree has (no
+ * symlink followed) or the index holds are named, so no pathspec fails. */
+static int stage_patch_paths(const git_ctx *g0, const char *index_name, const char *start_tree, const char *patch,
+                             char **ret, char **err) {
+        _cleanup_(git_ctx_done) git_ctx g = {};
+        _cleanup_free_ char *idir = strdup(g0->index_file);
+        char *sl = idir ? strrchr(idir, '/') : NULL;
+        if (!sl) return -ENOMEM;
+        *sl = 0;
+        g.git_dir = strdup(g0->git_dir);
+        g.work_tree = strdup(g0->work_tree);
+        g.home = strdup(g0->home);
+        g.index_file = path_join(idir, index_name);
+        g.alternates = g0->alternates ? strdup(g0->alternates) : NULL;
+        g.base_objects = g0->base_objects ? strdup(g0->base_objects) : NULL;
+        _cleanup_free_ char *spec = strdup_printf("%s.spec", g.index_file ? g.index_file : "");
+        _cleanup_free_ char *pf = strdup_printf("--pathspec-from-file=%s", strempty(spec));
+        if (!g.git_dir || !g.work_tree || !g.home || !g.index_file || !spec || !pf) return -ENOMEM;
+        int r = git_ctx_build_env(&g);
+        if (r < 0) return r;
+        (void) unlink(g.index_file);
+        run_result rr;
+        char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
+        if ((r = git_ok(&g, g.work_tree, LIST_MAX, &rr, err, "apply --numstat", ns_args)) < 0) return r;
+        path_list pl = {};
+        numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+        run_result_done(&rr);
+        _cleanup_strv_free_ char **paths = pl.paths, **literal = NULL, **indexed = NULL, **specs = NULL;
+        if (pl.r < 0) return pl.r;
+        if (start_tree) {
+                char *rt_args[] = {(char *) "read-tree", (char *) start_tree, NULL};
+                if ((r = git_ok(&g, "/", 0, &rr, err, "read-tree", rt_args)) < 0) return r;
+                run_result_done(&rr);
+        }
+        for (size_t i = 0; paths && paths[i]; i++)
+                if ((r = strv_pushf(&literal, ":(literal)%s", paths[i])) < 0) return r;
+        if (start_tree && literal) {
+                char *ls_prefix[] = {(char *) "ls-files", (char *) "-z", (char *) "--cached", NULL};
+                if ((r = git_batched(&g, g.work_tree, LIST_MAX, "ls-files", ls_prefix, literal, false, 1,
+                                     collect_nul_paths, &indexed, err)) < 0)
+                        return r;
+        }
+        _cleanup_close_ int dfd = open(g.work_tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return -errno;
+        for (size_t i = 0; paths && paths[i]; i++) {
+                int fd = open_beneath(dfd, paths[i], O_PATH);
+                bool keep = fd >= 0 || strv_contains(indexed, paths[i]);
+                if (fd >= 0) safe_close(fd);
+                if (keep && (r = strv_push(&specs, literal[i])) < 0) return r;
+        }
+        if (specs) {
+                if ((r = write_specs(spec, specs, NULL)) < 0) return r;
+                char *add_args[] = {(char *) "add", (char *) "-A", (char *) "-f", (char *) "--ignore-errors",
+                                    (char *) "--no-warn-embedded-repo", (char *) "--pathspec-file-nul", pf, NULL};
+                if ((r = run_git_argv(&g, g.work_tree, 0, &rr, add_args)) < 0) return r;
+                bool ok = rr.exit_code == 0 || rr.exit_code == 1;
+                if (!ok) *err = git_failure("add -A (live paths)", 0, &rr);
+                run_result_done(&rr);
+                if (!ok) return -EIO;
+        }
+        r = git_line(&g, "/", err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, ret);
+        (void) unlink(g.index_file);
+        return r;
+}
+
+/* `git apply --check`, then `git apply`. The check does not see every way
+ * a write can fail (a read-only directory, a full disk): if the apply
+ * fails after it, what it wrote is put back (the live contents of the
+ * touched paths were staged first), so the tree is never left half
+ * applied. 1 applied, 0 not (tree as it was, *reason set), -errno (only
+ * when restoring failed too: *reason says so). */
 static int apply_check_then_apply(const git_ctx *g, const char *patch, char **reason) {
         run_result rr;
         char *check_args[] = {(char *) "apply", (char *) "--check", (char *) patch, NULL};
@@ -1833,11 +1949,43 @@ static int apply_check_then_apply(const git_ctx *g, const char *patch, char **re
                 return 0;
         }
         run_result_done(&rr);
+        _cleanup_free_ char *before = NULL, *serr = NULL;
+        if ((r = stage_patch_paths(g, "before-apply-index", NULL, patch, &before, &serr)) < 0) {
+                *reason = strdup_printf("cannot record the live files before applying: %s", serr ? serr : strerror(-r));
+                return r;
+        }
         char *apply_args[] = {(char *) "apply", (char *) patch, NULL};
-        r = git_ok(g, g->work_tree, 0, &rr, reason, "apply (after a successful --check)", apply_args);
-        if (r < 0) return r;
-        run_result_done(&rr);
-        return 1;
+        _cleanup_free_ char *aerr = NULL;
+        r = git_ok(g, g->work_tree, 0, &rr, &aerr, "apply (after a successful --check)", apply_args);
+        if (r >= 0) {
+                run_result_done(&rr);
+                return 1;
+        }
+        /* roll back: what the live tree has at those paths now, back to `before` */
+        _cleanup_free_ char *now = NULL, *back = NULL, *rerr = NULL;
+        int k = stage_patch_paths(g, "after-apply-index", before, patch, &now, &rerr);
+        if (k >= 0 && !streq(now, before)) {
+                _cleanup_free_ char *idir = strdup(g->index_file);
+                char *sl = idir ? strrchr(idir, '/') : NULL;
+                if (sl) *sl = 0;
+                back = sl ? path_join(idir, "rollback.patch") : NULL;
+                if (!back) k = -ENOMEM;
+                if (k >= 0) k = diff_trees(g, now, before, &rr, &rerr);
+                if (k >= 0) {
+                        k = write_small_file(back, rr.out, rr.out_len);
+                        run_result_done(&rr);
+                }
+                char *back_args[] = {(char *) "apply", back, NULL};
+                if (k >= 0 && (k = git_ok(g, g->work_tree, 0, &rr, &rerr, "apply (rolling back)", back_args)) >= 0)
+                        run_result_done(&rr);
+        }
+        if (k >= 0) {
+                *reason = strdup_printf("%s; the files it had written were restored, nothing was applied", strempty(aerr));
+                return 0;
+        }
+        *reason = strdup_printf("%s; restoring the files it had written failed (%s): the tree is partly applied",
+                                strempty(aerr), rerr ? rerr : strerror(-k));
+        return r;
 }
 
 /* Does the live tree already hold the patch: does its reverse apply cleanly? */
@@ -2096,7 +2244,7 @@ static char *mfree(char *p) {
 uint64_t changeset_file_max(void) {
         const char *v = getenv("TASKFERRY_CHANGESET_FILE_MAX");
         uint64_t n;
-        if (!isempty(v) && disk_size_parse(v, &n) >= 0) return n;
+        if (!isempty(v) && disk_size_parse(v, &n) >= 0 && n > 0) return n;
         return CHANGESET_FILE_MAX_DEFAULT;
 }
 
@@ -2296,13 +2444,18 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
                 return -EINVAL;
         }
 
+        /* every owned variable is declared before the first goto fail: a jump
+         * past a _cleanup_ declaration would free an indeterminate pointer */
+        _cleanup_free_ char *base = NULL, *index_copy = NULL, *empty_dir = NULL, *empty_file = NULL,
+                            *exclude_path = NULL, *tree_path = NULL, *base_exclude = NULL, *reply = NULL,
+                            *line = NULL, *ex = NULL;
+        _cleanup_(git_ctx_done) git_ctx g = {};
         _cleanup_(repo_info_done) repo_info ri = {};
         int r = repo_info_gather(dir, &ri);
         if (r < 0) {
                 *err = strdup_printf("cannot run git: %s", strerror(-r));
                 goto fail;
         }
-        _cleanup_free_ char *base = NULL, *index_copy = NULL;
         if (pre_head) {
                 _cleanup_free_ char *prefix = strdup(strempty(ri.prefix));
                 if (!prefix) return -ENOMEM;
@@ -2314,14 +2467,14 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
         /* The index is relative to the top of the work tree: only usable there. */
         if (ri.toplevel && isempty(ri.prefix)) index_copy = repo_index_path(dir);
 
-        _cleanup_(git_ctx_done) git_ctx g = {};
         g.git_dir = path_join(tmp, BASE_GIT_NAME);
         g.work_tree = strdup(dir);
         g.index_file = path_join(tmp, "index");
         g.home = path_join(tmp, "home");
-        _cleanup_free_ char *empty_dir = path_join(tmp, "empty-dir"), *empty_file = path_join(tmp, "empty-file");
-        _cleanup_free_ char *exclude_path = NULL, *tree_path = path_join(tmp, BASE_TREE_NAME);
-        _cleanup_free_ char *base_exclude = path_join(tmp, BASE_EXCLUDE_NAME);
+        empty_dir = path_join(tmp, "empty-dir");
+        empty_file = path_join(tmp, "empty-file");
+        tree_path = path_join(tmp, BASE_TREE_NAME);
+        base_exclude = path_join(tmp, BASE_EXCLUDE_NAME);
         if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !empty_dir || !empty_file || !tree_path ||
             !base_exclude) {
                 r = -ENOMEM;
@@ -2354,14 +2507,13 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
                 .index_copy = index_copy,
                 .exclude_text = strempty(ri.excludes),
         };
-        _cleanup_free_ char *reply = NULL;
         if ((r = run_child(snapshot_child_main, &s, &reply, NULL, err)) < 0) goto fail;
         if (!is_hex_oid(reply + 1)) {
                 *err = strdup("the snapshot process returned no tree");
                 r = -EIO;
                 goto fail;
         }
-        _cleanup_free_ char *line = strdup_printf("%s\n", reply + 1), *ex = NULL;
+        line = strdup_printf("%s\n", reply + 1);
         size_t ex_len = 0;
         if (!line) {
                 r = -ENOMEM;
@@ -2402,7 +2554,7 @@ int changeset_snapshot(const char *directory, const char *pre_head, const char *
 /* ---- the touched paths (the upper dir) ---- */
 
 typedef struct touched {
-        char **rm;      /* whiteouts: paths deleted */
+        char **rm;      /* :(literal)<path> for whiteouts: paths deleted */
         char **add;     /* :(literal)<path> for files, symlinks, opaque and new dirs */
         char **exclude; /* :(exclude,literal)<path> left out inside an added dir */
         char **dotgit;  /* .git entries the worker made (nested repositories to hide) */
@@ -2475,6 +2627,15 @@ static int touched_walk(int upper_fd, int lower_fd, const char *rel, bool in_add
                         r = -ENOMEM;
                         break;
                 }
+                /* Longer than a path git (or any relative lookup) can use: left
+                 * out, with what lies below it, instead of failing the whole
+                 * extraction (a worker could otherwise lose every change it made
+                 * with one deep directory). */
+                if (strlen(path) >= PATH_MAX - 1) {
+                        r = warn_path(w, path, "its path is longer than PATH_MAX");
+                        if (r >= 0 && in_added) r = strv_pushf(&t->exclude, ":(exclude,literal)%s", path);
+                        continue;
+                }
                 struct stat st;
                 if (fstatat(upper_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         r = -errno;
@@ -2492,13 +2653,22 @@ static int touched_walk(int upper_fd, int lower_fd, const char *rel, bool in_add
                         continue;
                 }
                 if (whiteout) {
-                        if (!in_added) r = strv_consume(&t->rm, TAKE_PTR(path));
+                        /* literal: a deleted "*" or "a[1].txt" names that path alone */
+                        if (!in_added) r = strv_pushf(&t->rm, ":(literal)%s", path);
                         continue;
                 }
                 if (S_ISDIR(st.st_mode)) {
                         struct stat lst;
                         bool lower_dir = fstatat(lower_fd, path, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(lst.st_mode);
                         bool whole = !in_added && (!lower_dir || dir_is_opaque(upper_fd, path));
+                        if (depth + 1 > DOTGIT_DEPTH_MAX) {
+                                /* the walk's bound (one open directory per level) */
+                                char why[96];
+                                snprintf(why, sizeof why, "it is nested deeper than %d directories", DOTGIT_DEPTH_MAX);
+                                r = warn_path(w, path, why);
+                                if (r >= 0 && in_added) r = strv_pushf(&t->exclude, ":(exclude,literal)%s", path);
+                                continue;
+                        }
                         if (whole) r = strv_pushf(&t->add, ":(literal)%s", path);
                         if (r >= 0) r = touched_walk(upper_fd, lower_fd, path, in_added || whole, depth + 1, file_max, t, w);
                         continue;
@@ -3032,7 +3202,7 @@ static int resolve_appends(const git_ctx *g0, const char *scratch, char *p, char
  * 0: conflicts or no merge (*why set); -errno. */
 static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, const char *patch, const char *merged_patch,
                       char **why) {
-        _cleanup_free_ char *err = NULL, *tree_r = NULL, *tree_o = NULL, *c_b = NULL, *c_o = NULL, *c_r = NULL;
+        _cleanup_free_ char *err = NULL, *tree_r = NULL, *tree_o = NULL, *c_b = NULL, *c_o = NULL, *c_r = NULL, *tree_m = NULL;
         _cleanup_strv_free_ char **specs = NULL;
         run_result rr;
         const char *dir = g->work_tree;
@@ -3116,7 +3286,7 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
                 r = -EIO;
                 goto fail;
         }
-        _cleanup_free_ char *tree_m = strdup(rr.out);
+        tree_m = strdup(rr.out);
         if (!tree_m) {
                 run_result_done(&rr);
                 return -ENOMEM;

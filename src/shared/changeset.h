@@ -29,7 +29,9 @@ typedef struct changeset_extract_args {
 /* Files larger than this are left out of a changeset with a warning (setting
  * TASKFERRY_CHANGESET_FILE_MAX, a size as disk_size_parse() reads it). */
 #define CHANGESET_FILE_MAX_DEFAULT ((uint64_t) 100 << 20)
-/* The bound in effect: TASKFERRY_CHANGESET_FILE_MAX if it parses, else the default. */
+/* The bound in effect (bytes): TASKFERRY_CHANGESET_FILE_MAX if it parses to more
+ * than 0, else the default (0 is not a usable bound: it would leave out every
+ * non-empty file in extraction while the snapshot read it as none). */
 uint64_t changeset_file_max(void);
 
 /* "<overlay_root>/base": where a task's base snapshot lives (removed with the overlay). */
@@ -45,7 +47,9 @@ char *changeset_base_dir(const char *overlay_root);
  *                     repository's object store lacks (untracked and dirty files)
  * Built from a copy of the repository's index when D is the top of a work
  * tree, so only files whose stat data changed are hashed (about the cost of
- * `git status`); else from pre_head (the whole of D is hashed). The same
+ * `git status`); else from pre_head (the whole of D is hashed). Files over
+ * changeset_file_max() are not hashed: untracked ones stay out of the base,
+ * tracked ones keep their index version. The same
  * protections as extraction apply (private git dir, no repository config,
  * attributes reset, nested repositories flattened). Blocks: call it from the
  * shim or a job. Needs git >= 2.38 (merge-tree --write-tree, used by the
@@ -98,6 +102,8 @@ int changeset_is_applied_3way(const char *directory, const char *patch_path, con
  *    a ".gitmodules" symlink, a file git cannot read); the rest extracts;
  *  - a ".git" file or directory the worker created at any depth (git never
  *    records one; the files beside it are kept, as for any nested repository);
+ *  - (with a base) a path longer than PATH_MAX or nested deeper than 256
+ *    directories, with what lies below it;
  *  - every changed path inside a directory that git would take for a
  *    repository (GIT_DIR discovery, setup.c is_git_directory()): one that
  *    holds HEAD together with refs (git also wants objects, unless
@@ -111,7 +117,11 @@ int changeset_is_applied_3way(const char *directory, const char *patch_path, con
 int changeset_extract(const changeset_extract_args *a, char **ret_error);
 
 /* Apply a patch to the live directory. The tree is never left half applied:
- * the patch is checked first (`git apply --check`) and only then applied.
+ * the patch is checked first (`git apply --check`) and only then applied;
+ * should the apply still fail while writing (a read-only directory, a full
+ * disk), what it wrote is put back from the live contents staged just
+ * before (the reason then says so; only if that fails too is the tree left
+ * partly applied, with a -errno return).
  * For a git work tree the apply uses --3way semantics where the plain apply
  * does not fit. Git's path protections stay on (a path git refuses fails the
  * check), and a patch that would leave a directory of the live tree looking

@@ -121,7 +121,7 @@ char *js_number_format(double d, char buf[static 32]) {
 }
 
 json_object *json_new_number(double d) {
-        if (d == floor(d) && fabs(d) < 9007199254740992.0) return json_object_new_int64((int64_t) d);
+        if (fabs(d) < 9007199254740992.0 && d == (double) (int64_t) d) return json_object_new_int64((int64_t) d);
         char buf[32];
         return json_object_new_double_s(d, js_number_format(d, buf));
 }
@@ -163,7 +163,7 @@ bool json_get_int64(json_object *obj, const char *key, int64_t *ret) {
         }
         if (json_object_is_type(v, json_type_double)) {
                 double d = json_object_get_double(v);
-                if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+                if (fabs(d) < 9007199254740992.0 && d == (double) (int64_t) d) {
                         *ret = (int64_t) d;
                         return true;
                 }

@@ -172,7 +172,7 @@ static bool is_safe_integer(json_object *v, int64_t *ret) {
         }
         if (json_object_is_type(v, json_type_double)) {
                 double d = json_object_get_double(v);
-                if (d != floor(d) || fabs(d) > 9007199254740991.0) return false;
+                if (!(fabs(d) <= 9007199254740991.0) || d != (double) (int64_t) d) return false; /* NaN too */
                 *ret = (int64_t) d;
                 return true;
         }

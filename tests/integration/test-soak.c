@@ -251,6 +251,8 @@ START_TEST(kill9_soak) {
                         json_object *o = cli_json(w, acc, &code);
                         decided = code == 0 && o && streq_ptr(json_get_string(o, "changesetStatus"), "accepted") &&
                                   json_get_bool(o, "applied", false);
+                        if (!decided) fprintf(stderr, "soak: accept of %d answered (exit %d): %s\n", i, code,
+                                              o ? json_to_line(o, NULL) : "?");
                         json_object_put(o);
                         if (decided) break;
                         /* refused: an accept that a kill interrupted may have been recorded */

@@ -1352,10 +1352,27 @@ START_TEST(test_base_metacopy_falls_back) {
 }
 END_TEST
 
+/* TASKFERRY_CHANGESET_FILE_MAX: a size, and 0 or garbage falls back to the default */
+START_TEST(test_file_max_setting) {
+        unsetenv("TASKFERRY_CHANGESET_FILE_MAX");
+        ck_assert_uint_eq(changeset_file_max(), CHANGESET_FILE_MAX_DEFAULT);
+        setenv("TASKFERRY_CHANGESET_FILE_MAX", "4096", 1);
+        ck_assert_uint_eq(changeset_file_max(), 4096);
+        setenv("TASKFERRY_CHANGESET_FILE_MAX", "2M", 1);
+        ck_assert_uint_eq(changeset_file_max(), (uint64_t) 2 << 20);
+        setenv("TASKFERRY_CHANGESET_FILE_MAX", "0", 1);
+        ck_assert_uint_eq(changeset_file_max(), CHANGESET_FILE_MAX_DEFAULT);
+        setenv("TASKFERRY_CHANGESET_FILE_MAX", "lots", 1);
+        ck_assert_uint_eq(changeset_file_max(), CHANGESET_FILE_MAX_DEFAULT);
+        unsetenv("TASKFERRY_CHANGESET_FILE_MAX");
+}
+END_TEST
+
 static Suite *changeset_suite(void) {
         Suite *s = suite_create("changeset");
         TCase *tc = tcase_create("changeset");
         tcase_set_timeout(tc, 240);
+        tcase_add_test(tc, test_file_max_setting);
         tcase_add_test(tc, test_roundtrip_git);
         tcase_add_test(tc, test_roundtrip_unprivileged);
         tcase_add_test(tc, test_empty_changeset);

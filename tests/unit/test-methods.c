@@ -1,6 +1,7 @@
-/* methods.c + wait.c: the method table, the one dispatcher (replies exactly
- * once, or never for a deferred method until its completion), flags, and a
- * parked task.wait answered once by its timeout or by the task observer.
+/* methods.c: the method table (the same methods as protocol.c's list), the
+ * one dispatcher (replies exactly once, or never for a deferred method until
+ * its completion: a task.wait answered by its timeout), flags. wait.c alone
+ * is tests/unit/test-wait.c.
  * In-process: a Manager on its own sd-event loop, a socketpair for the
  * connection, no shim. */
 
@@ -123,6 +124,25 @@ START_TEST(table_names_the_methods) {
 }
 END_TEST
 
+/* The protocol module's method list (what requests may name, and the
+ * UNKNOWN_METHOD help) and the daemon's table (what it serves) are one set,
+ * in one order: a method added to one and not the other is caught here. */
+START_TEST(table_and_protocol_name_the_same_methods) {
+        size_t n = 0, n_proto = 0;
+        const Method *table = method_table(&n);
+        for (; protocol_methods[n_proto]; n_proto++) {
+                ck_assert_uint_lt(n_proto, n);
+                ck_assert_str_eq(table[n_proto].name, protocol_methods[n_proto]);
+                ck_assert_ptr_eq(method_find(protocol_methods[n_proto]), &table[n_proto]);
+        }
+        ck_assert_uint_eq(n, n_proto);
+        for (size_t i = 0; i < n; i++) {
+                ck_assert_ptr_nonnull(table[i].handler);
+                for (size_t j = i + 1; j < n; j++) ck_assert_str_ne(table[i].name, table[j].name);
+        }
+}
+END_TEST
+
 START_TEST(unknown_method_is_one_error) {
         /* valid on the wire (one of the 16 names) but not served here */
         /* a request that passed validation but names no table entry (the
@@ -240,58 +260,6 @@ START_TEST(wait_answers_once_on_timeout) {
 }
 END_TEST
 
-START_TEST(wait_woken_by_the_transition) {
-        Task *t = add_task("oc_v", "queued");
-        for (int i = 0; i < 3; i++)
-                method_dispatch(&m, request("{\"version\":1,\"id\":\"v\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_v\"}}"));
-        json_object *arr = frames();
-        ck_assert_uint_eq(json_object_array_length(arr), 0);
-        json_object_put(arr);
-        /* a transition that leaves the task active wakes nobody */
-        ck_assert_int_eq(task_transition(t, TASK_RUNNING, CHANGESET_NONE), 1);
-        arr = frames();
-        ck_assert_uint_eq(json_object_array_length(arr), 0);
-        json_object_put(arr);
-        /* still settling: not yet */
-        t->settling = true;
-        ck_assert_int_eq(task_transition(t, TASK_CRASHED, CHANGESET_NONE), 1);
-        arr = frames();
-        ck_assert_uint_eq(json_object_array_length(arr), 0);
-        json_object_put(arr);
-        ck_assert_ptr_nonnull(t->waiters);
-        t->settling = false;
-        wait_drop_task(t); /* as at shutdown: dropped without an answer */
-        ck_assert_uint_eq(m.in_flight, 0);
-        /* and a fresh wait on a final task answers at once */
-        method_dispatch(&m, request("{\"version\":1,\"id\":\"z\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_v\"}}"));
-        json_object *f = one_frame();
-        ck_assert_str_eq(json_get_string(json_get_object(f, "result"), "status"), "crashed");
-        json_object_put(f);
-}
-END_TEST
-
-START_TEST(wait_woken_once_when_final) {
-        Task *t = add_task("oc_f", "running");
-        method_dispatch(&m, request("{\"version\":1,\"id\":\"1\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_f\","
-                                    "\"timeoutMs\":100}}"));
-        method_dispatch(&m, request("{\"version\":1,\"id\":\"2\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_f\"}}"));
-        ck_assert_int_eq(task_transition(t, TASK_DONE, CHANGESET_NONE), 1);
-        json_object *arr = frames();
-        ck_assert_uint_eq(json_object_array_length(arr), 2);
-        for (size_t i = 0; i < 2; i++) {
-                json_object *res = json_get_object(json_object_array_get_idx(arr, i), "result");
-                ck_assert_str_eq(json_get_string(res, "status"), "done");
-                ck_assert(!json_object_object_get_ex(res, "timedOut", NULL));
-        }
-        json_object_put(arr);
-        run_loop_ms(250); /* the first wait's timer was cancelled with it */
-        arr = frames();
-        ck_assert_uint_eq(json_object_array_length(arr), 0);
-        json_object_put(arr);
-        ck_assert_uint_eq(m.in_flight, 0);
-}
-END_TEST
-
 static Task *add_task_at(const char *id, const char *where, const char *started_at) {
         char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"%s\",\"status\":\"done\",\"startedAt\":\"%s\"}", id,
                                 where, started_at);
@@ -349,13 +317,12 @@ int main(void) {
         TCase *tc = tcase_create("methods");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, table_names_the_methods);
+        tcase_add_test(tc, table_and_protocol_name_the_same_methods);
         tcase_add_test(tc, unknown_method_is_one_error);
         tcase_add_test(tc, state_flag_and_task_flag);
         tcase_add_test(tc, method_call_does_not_reply);
         tcase_add_test(tc, accept_refusal_is_an_error);
         tcase_add_test(tc, wait_answers_once_on_timeout);
-        tcase_add_test(tc, wait_woken_by_the_transition);
-        tcase_add_test(tc, wait_woken_once_when_final);
         tcase_add_test(tc, list_newest_first_ties_in_table_order);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
