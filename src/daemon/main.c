@@ -190,6 +190,7 @@ static void manager_free(Manager *m) {
         free(m->tasks);
         m->tasks = NULL;
         manager_free_task_observers(m);
+        manager_free_root_cache(m);
         m->n_tasks = 0;
         m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
         m->event = sd_event_unref(m->event);

@@ -6,7 +6,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
+#include <time.h>
 
 #include "paths.h"
 #include "server.h"
@@ -37,6 +39,13 @@ struct Manager {
         /* tasks.c: the table */
         Task **tasks;
         size_t n_tasks, cap_tasks;
+        /* tasks.c, for task.list without scanning the table: tasks per status
+         * (task_transition keeps it), and how many neighbours in the table
+         * are out of startedAt order (0: the table is sorted, the list is
+         * its reverse) */
+        int64_t status_counts[_TASK_STATUS_MAX];
+        size_t started_inversions;
+        struct RootCache *root_cache;  /* workspace roots of task directories (tasks.c) */
         /* scheduler.c */
         Task *queue_head, *queue_tail;
         unsigned running;
@@ -46,6 +55,13 @@ struct Manager {
         /* store.c */
         char *state_load_error;
         bool dirty;
+        /* store.c: identity of the tasks.json it wrote last (a flush copies
+         * unchanged records' text from it, Task.text_off/text_len) */
+        bool tasks_json_written;
+        dev_t tasks_json_dev;
+        ino_t tasks_json_ino;
+        off_t tasks_json_size;
+        struct timespec tasks_json_mtim;
         sd_event_source *persist_timer;
         /* jobs.c */
         Job *jobs;

@@ -31,6 +31,9 @@
 
 extern char **environ;
 
+/* The status pipe holds a few short JSON lines (launch-spec.h launch_info) */
+#define STATUS_PIPE_MAX_BYTES 65536
+
 static void task_read_status_line(Task *t, const char *line, size_t len) {
         _cleanup_json_ json_object *o = NULL;
         launch_info li = {0};
@@ -47,34 +50,30 @@ static void task_read_status_line(Task *t, const char *line, size_t len) {
 static void task_close_status(Task *t) {
         t->status_source = sd_event_source_disable_unref(t->status_source);
         t->status_fd = safe_close(t->status_fd);
+        line_buffer_done(t->status_buf);
         free(t->status_buf);
         t->status_buf = NULL;
-        t->status_len = 0;
 }
 
 static int monitor_status_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Task *t = userdata;
-        char buf[4096];
+        if (!t->status_buf) {
+                if (!(t->status_buf = malloc(sizeof *t->status_buf))) goto close;
+                line_buffer_init(t->status_buf, STATUS_PIPE_MAX_BYTES, LINE_BUFFER_LIMIT_BUFFERED);
+        }
         for (;;) {
+                char buf[4096];
                 ssize_t n = read(fd, buf, sizeof buf);
                 if (n < 0 && errno == EINTR) continue;
                 if (n < 0 && errno == EAGAIN) return 0;
                 if (n <= 0) break;
-                if (t->status_len + (size_t) n > 65536) break;
-                char *nb = realloc(t->status_buf, t->status_len + (size_t) n + 1);
-                if (!nb) break;
-                t->status_buf = nb;
-                memcpy(t->status_buf + t->status_len, buf, (size_t) n);
-                t->status_len += (size_t) n;
-                t->status_buf[t->status_len] = 0;
-                char *nl;
-                while ((nl = memchr(t->status_buf, '\n', t->status_len))) {
-                        task_read_status_line(t, t->status_buf, (size_t) (nl - t->status_buf));
-                        size_t rest = t->status_len - (size_t) (nl - t->status_buf) - 1;
-                        memmove(t->status_buf, nl + 1, rest);
-                        t->status_len = rest;
-                }
+                /* more than 64 KiB without a line end: the shim misbehaves, stop listening */
+                if (line_buffer_append(t->status_buf, buf, (size_t) n) < 0) break;
+                const char *line;
+                size_t len;
+                while (line_buffer_pop(t->status_buf, &line, &len) == LINE_BUFFER_LINE) task_read_status_line(t, line, len);
         }
+close:
         task_close_status(t);
         return 0;
 }

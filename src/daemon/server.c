@@ -28,7 +28,7 @@ static Connection *connection_ref(Connection *c) {
 
 static void connection_unref(Connection *c) {
         if (!c || --c->n_ref > 0) return;
-        free(c->in);
+        line_buffer_done(&c->in);
         free(c->out);
         free(c);
 }
@@ -225,46 +225,27 @@ static int connection_io(sd_event_source *s, int fd, uint32_t revents, void *use
                 }
         }
         if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing) {
-                char buf[65536];
-                ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
-                if (n < 0 && (errno == EAGAIN || errno == EINTR)) goto out_update;
-                if (n <= 0) {
-                        connection_kill(c);
-                        goto out;
-                }
-                if (c->in_len + (size_t) n + 1 > c->in_cap) {
-                        size_t ncap = c->in_cap ? c->in_cap : 65536;
-                        while (ncap < c->in_len + (size_t) n + 1) ncap *= 2;
-                        char *nb = realloc(c->in, ncap);
-                        if (!nb) {
-                                connection_kill(c);
-                                goto out;
-                        }
-                        c->in = nb;
-                        c->in_cap = ncap;
-                }
-                memcpy(c->in + c->in_len, buf, (size_t) n);
-                c->in_len += (size_t) n;
-                /* §1.5: checked on the not-yet-split buffer, before splitting lines */
-                if (c->in_len > PROTOCOL_MAX_BUFFER_BYTES) {
+                ssize_t n = line_buffer_read(&c->in, c->fd, 65536);
+                if (n == -EAGAIN || n == -EINTR) goto out_update;
+                if (n == -ENOBUFS) {
+                        /* §1.5: after appending each received chunk, the not-yet-split
+                         * buffer over 1 MiB (LINE_BUFFER_LIMIT_BUFFERED) */
                         _cleanup_json_ json_object *e = proto_error(NULL, E_REQUEST_TOO_LARGE, "request exceeds 1 MiB",
                                                                     "Send a smaller request", NULL);
                         connection_send_frame(c, e, NULL, true);
                         c->closing = true;
-                        c->in_len = 0;
+                        line_buffer_done(&c->in);
                         goto out_update;
                 }
-                size_t start = 0;
-                for (size_t k = 0; k < c->in_len && !c->dead; k++) {
-                        if (c->in[k] != '\n') continue;
-                        connection_handle_line(c, c->in + start, k - start);
-                        start = k + 1;
+                if (n <= 0) {
+                        connection_kill(c);
+                        goto out;
                 }
+                const char *line;
+                size_t len;
+                while (!c->dead && line_buffer_pop(&c->in, &line, &len) == LINE_BUFFER_LINE)
+                        connection_handle_line(c, line, len);
                 if (c->dead) goto out;
-                if (start > 0) {
-                        memmove(c->in, c->in + start, c->in_len - start);
-                        c->in_len -= start;
-                }
         }
 out_update:
         connection_update_events(c);
@@ -349,6 +330,7 @@ static int listener_io(sd_event_source *s, int fd, uint32_t revents, void *userd
                 c->n_ref = 1;
                 c->fd = cfd;
                 c->origin = origin;
+                line_buffer_init(&c->in, PROTOCOL_MAX_BUFFER_BYTES, LINE_BUFFER_LIMIT_BUFFERED);
                 struct ucred cred;
                 socklen_t cl = sizeof cred;
                 if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {

@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-event.h>
 
+#include "line-buffer.h"
 #include "protocol.h"
 
 typedef struct Manager Manager;
@@ -39,8 +40,7 @@ struct Connection {
         Task *origin;      /* accepted on this task's own socket: the caller runs inside its sandbox */
         uid_t peer_uid;
         sd_event_source *io;
-        char *in;          /* unsplit inbound bytes */
-        size_t in_len, in_cap;
+        LineBuffer in;     /* inbound bytes, LINE_BUFFER_LIMIT_BUFFERED at PROTOCOL_MAX_BUFFER_BYTES (§1.5) */
         char *out;         /* pending outbound bytes */
         size_t out_len, out_off, out_cap;
         bool closing;      /* close once out is flushed */

@@ -19,3 +19,8 @@ void task_persist(Task *t);
  * 0 once durable (or nothing to do), -EIO after a failed load, else -errno of
  * the write (EROFS, ENOSPC, EACCES, ...); the table stays dirty then. */
 int manager_flush(Manager *m);
+/* tasks.json's text for the table (json-c's pretty, spaced array of every
+ * record, built one record at a time, none copied from an earlier write):
+ * *ret NUL-terminated, freed with manager_tasks_json_free. -ENOMEM. */
+int manager_tasks_json(Manager *m, char **ret, size_t *ret_len);
+void manager_tasks_json_free(char *text, size_t len);

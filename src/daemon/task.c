@@ -7,6 +7,7 @@
 #include "manager.h"
 #include "store.h"
 #include "task.h"
+#include "tasks.h"
 #include "json-util.h"
 #include "util.h"
 
@@ -72,12 +73,17 @@ _Static_assert(_TASK_KEY_MAX < TASK_ORDER_EXTRA, "order entries are uint8_t");
 #define FIELD_PTR(rec, k, type) ((type *) ((char *) (rec) + fields[k].offset))
 #define BIT(k) (UINT64_C(1) << (k))
 
-TaskKey task_key_from_string(const char *name) {
+/* Records hold their keys mostly in table order: try the key after the
+ * previous one first (hint), then scan. */
+static TaskKey key_lookup(const char *name, TaskKey hint) {
         if (!name) return _TASK_KEY_INVALID;
+        if (hint >= 0 && hint < _TASK_KEY_MAX && streq(fields[hint].name, name)) return hint;
         for (size_t i = 0; i < _TASK_KEY_MAX; i++)
                 if (streq(fields[i].name, name)) return (TaskKey) i;
         return _TASK_KEY_INVALID;
 }
+
+TaskKey task_key_from_string(const char *name) { return key_lookup(name, _TASK_KEY_INVALID); }
 
 const char *task_key_to_string(TaskKey k) { return k >= 0 && k < _TASK_KEY_MAX ? fields[k].name : NULL; }
 
@@ -91,11 +97,16 @@ bool task_record_get_int(const TaskRecord *rec, TaskKey k, int64_t *ret) {
         return true;
 }
 
+static bool in_pool(const TaskRecord *rec, const void *p) {
+        uintptr_t a = (uintptr_t) p, b = (uintptr_t) rec->pool;
+        return rec->pool && a >= b && a < b + rec->pool_size;
+}
+
 static void field_clear(TaskRecord *rec, TaskKey k) {
         switch (fields[k].kind) {
         case KIND_STR: {
                 char **p = FIELD_PTR(rec, k, char *);
-                free(*p);
+                if (!in_pool(rec, *p)) free(*p);
                 *p = NULL;
                 break;
         }
@@ -115,7 +126,13 @@ static void field_clear(TaskRecord *rec, TaskKey k) {
 }
 
 static int order_append(TaskRecord *rec, uint8_t entry) {
-        uint8_t *n = realloc(rec->order, rec->n_order + 1);
+        uint8_t *n;
+        if (in_pool(rec, rec->order)) {
+                /* the loaded order grows out of the pool */
+                n = malloc(rec->n_order + 1);
+                if (n) memcpy(n, rec->order, rec->n_order);
+        } else
+                n = realloc(rec->order, rec->n_order + 1);
         if (!n) return -ENOMEM;
         rec->order = n;
         rec->order[rec->n_order++] = entry;
@@ -134,9 +151,13 @@ static int field_begin(TaskRecord *rec, TaskKey k) {
         return 0;
 }
 
+/* A typed string value: a JSON string without NUL bytes. */
+static bool str_fits(json_object *v) { return json_object_is_type(v, json_type_string) && !json_string_has_nul(v); }
+
 /* Store v into field k if its JSON type fits the field: 1 stored, 0 does not
- * fit (the caller keeps it verbatim), -ENOMEM. */
-static int field_from_json(TaskRecord *rec, TaskKey k, json_object *v) {
+ * fit (the caller keeps it verbatim), -ENOMEM. A string goes to *pool (the
+ * cursor moves past it) when pool is given, else to its own allocation. */
+static int field_from_json(TaskRecord *rec, TaskKey k, json_object *v, char **pool) {
         FieldKind kind = fields[k].kind;
         if (!v) {
                 if (kind == KIND_STATUS || kind == KIND_CHANGESET) return 0;
@@ -145,9 +166,14 @@ static int field_from_json(TaskRecord *rec, TaskKey k, json_object *v) {
         }
         switch (kind) {
         case KIND_STR: {
-                if (!json_object_is_type(v, json_type_string) || json_string_has_nul(v)) return 0;
-                char *s = strdup(json_object_get_string(v));
-                if (!s) return -ENOMEM;
+                if (!str_fits(v)) return 0;
+                char *s;
+                if (pool) {
+                        size_t n = (size_t) json_object_get_string_len(v);
+                        s = memcpy(*pool, json_object_get_string(v), n + 1);
+                        *pool += n + 1;
+                } else if (!(s = strdup(json_object_get_string(v))))
+                        return -ENOMEM;
                 field_clear(rec, k);
                 *FIELD_PTR(rec, k, char *) = s;
                 break;
@@ -215,7 +241,8 @@ json_object *task_record_get_json_by_name(const TaskRecord *rec, const char *nam
 void task_record_done(TaskRecord *rec) {
         for (size_t k = 0; k < _TASK_KEY_MAX; k++) field_clear(rec, (TaskKey) k);
         json_object_put(rec->extras);
-        free(rec->order);
+        if (!in_pool(rec, rec->order)) free(rec->order);
+        free(rec->pool);
         *rec = (TaskRecord) {0};
         rec->status = _TASK_STATUS_INVALID;
         rec->changeset_status = _CHANGESET_STATUS_INVALID;
@@ -226,23 +253,41 @@ int task_record_from_json(TaskRecord *rec, json_object *o) {
         rec->status = _TASK_STATUS_INVALID;
         rec->changeset_status = _CHANGESET_STATUS_INVALID;
         if (!json_is_object(o) || !json_get_string(o, "id")) return -EINVAL;
+        /* one block for the order and every typed string (task.h "pool") */
+        size_t n_keys = 0, str_bytes = 0;
+        TaskKey hint = 0;
+        json_object_object_foreach(o, key0, v0) {
+                TaskKey k = key_lookup(key0, hint);
+                n_keys++;
+                if (k >= 0) {
+                        hint = k + 1;
+                        if (fields[k].kind == KIND_STR && str_fits(v0)) str_bytes += (size_t) json_object_get_string_len(v0) + 1;
+                }
+        }
+        rec->pool_size = n_keys + str_bytes;
+        rec->pool = malloc(rec->pool_size ? rec->pool_size : 1);
+        if (!rec->pool) return -ENOMEM;
+        rec->order = (uint8_t *) rec->pool;
+        char *cursor = rec->pool + n_keys;
         int r = 0;
+        hint = 0;
         json_object_object_foreach(o, key, v) {
-                TaskKey k = task_key_from_string(key);
+                TaskKey k = key_lookup(key, hint);
+                if (k >= 0) hint = k + 1;
                 if (k >= 0 && !(rec->present & BIT(k))) {
-                        r = field_from_json(rec, k, v);
+                        r = field_from_json(rec, k, v, &cursor);
                         if (r < 0) goto fail;
                         if (r > 0) {
-                                r = order_append(rec, (uint8_t) k);
-                                if (r < 0) goto fail;
+                                assert(rec->n_order < n_keys);
+                                rec->order[rec->n_order++] = (uint8_t) k;
                                 rec->present |= BIT(k);
                                 continue;
                         }
                 }
                 /* unknown, or a value the typed field cannot hold: verbatim */
                 if (!rec->extras && !(rec->extras = json_object_new_object())) goto oom;
-                r = order_append(rec, TASK_ORDER_EXTRA);
-                if (r < 0) goto fail;
+                assert(rec->n_order < n_keys);
+                rec->order[rec->n_order++] = TASK_ORDER_EXTRA;
                 if (json_object_object_add(rec->extras, key, json_object_get(v)) < 0) goto oom;
         }
         if (!task_record_is_set(rec, TASK_KEY_id)) {
@@ -290,6 +335,14 @@ json_object *task_record_to_json(const TaskRecord *rec) {
 
 /* ---- writers ---- */
 
+/* The record changes: drop what is derived from it (task.list's row, its
+ * text in the last tasks.json). */
+static void task_touch(Task *t) {
+        json_object_put(t->list_row);
+        t->list_row = NULL;
+        t->text_len = 0; /* store.c prints it again */
+}
+
 static void assert_writable(TaskKey k) {
         assert(k >= 0 && k < _TASK_KEY_MAX);
         /* status and changesetStatus move only through task_transition */
@@ -301,19 +354,22 @@ int task_set_str(Task *t, TaskKey k, const char *v) {
         assert(fields[k].kind == KIND_STR);
         char *s = NULL;
         if (v && !(s = strdup(v))) return -ENOMEM;
+        if (k == TASK_KEY_started_at) manager_task_started_unlink(t);
+        task_touch(t);
         int r = field_begin(&t->rec, k);
-        if (r < 0) {
+        if (r >= 0) {
+                *FIELD_PTR(&t->rec, k, char *) = s;
+                if (s) t->rec.nonnull |= BIT(k);
+        } else
                 free(s);
-                return r;
-        }
-        *FIELD_PTR(&t->rec, k, char *) = s;
-        if (s) t->rec.nonnull |= BIT(k);
-        return 0;
+        if (k == TASK_KEY_started_at) manager_task_started_link(t);
+        return r;
 }
 
 int task_set_int(Task *t, TaskKey k, int64_t v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_INT);
+        task_touch(t);
         int r = field_begin(&t->rec, k);
         if (r < 0) return r;
         *FIELD_PTR(&t->rec, k, int64_t) = v;
@@ -324,6 +380,7 @@ int task_set_int(Task *t, TaskKey k, int64_t v) {
 int task_set_bool(Task *t, TaskKey k, bool v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_BOOL);
+        task_touch(t);
         int r = field_begin(&t->rec, k);
         if (r < 0) return r;
         *FIELD_PTR(&t->rec, k, bool) = v;
@@ -333,13 +390,18 @@ int task_set_bool(Task *t, TaskKey k, bool v) {
 
 int task_set_null(Task *t, TaskKey k) {
         assert_writable(k);
-        return field_begin(&t->rec, k);
+        if (k == TASK_KEY_started_at) manager_task_started_unlink(t);
+        task_touch(t);
+        int r = field_begin(&t->rec, k);
+        if (k == TASK_KEY_started_at) manager_task_started_link(t);
+        return r;
 }
 
 int task_set_json(Task *t, TaskKey k, json_object *v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_OBJ || fields[k].kind == KIND_ARR);
         assert(!v || json_object_is_type(v, fields[k].kind == KIND_OBJ ? json_type_object : json_type_array));
+        task_touch(t);
         int r = field_begin(&t->rec, k);
         if (r < 0) {
                 json_object_put(v);
@@ -376,6 +438,7 @@ bool changeset_status_transition_ok(ChangesetStatus from, ChangesetStatus to) {
 }
 
 static int set_enum(Task *t, TaskKey k) {
+        task_touch(t);
         /* the key is present from here on; nonnull: an enum always has a value */
         if (!(t->rec.present & BIT(k))) {
                 int r = order_append(&t->rec, (uint8_t) k);
@@ -392,6 +455,7 @@ int task_init_status(Task *t, TaskStatus s) {
         int r = set_enum(t, TASK_KEY_status);
         if (r < 0) return r;
         t->rec.status = s;
+        manager_task_count_status(t, _TASK_STATUS_INVALID);
         return 0;
 }
 
@@ -422,6 +486,8 @@ int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
         }
         t->rec.status = s;
         t->rec.changeset_status = cs;
+        /* task.list's counts, before any observer looks */
+        if (ds) manager_task_count_status(t, old_s);
         task_persist(t);
         Manager *m = t->m;
         for (size_t i = 0; i < m->n_task_observers; i++)

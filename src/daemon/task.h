@@ -22,6 +22,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-event.h>
 
+#include "line-buffer.h"
 #include "server.h"
 
 typedef struct Task Task;
@@ -138,6 +139,12 @@ typedef struct TaskRecord {
         json_object *extras; /* unknown / untypable keys, verbatim (NULL: none) */
         uint8_t *order;     /* key order: TaskKey, or TASK_ORDER_EXTRA for the next key of extras */
         size_t n_order;
+        /* One block holding a loaded record's order and strings (so a record
+         * costs one allocation for them, not one per string): a field or the
+         * order pointing into it is not freed on its own; a value set later
+         * is a separate allocation. NULL for a record built by task_create. */
+        char *pool;
+        size_t pool_size;
 } TaskRecord;
 #undef _TASK_FIELD_DECL
 
@@ -221,8 +228,7 @@ struct Task {
         sd_event_source *shim_source;
         int status_fd;
         sd_event_source *status_source;
-        char *status_buf;
-        size_t status_len;
+        LineBuffer *status_buf; /* its lines, at most STATUS_PIPE_MAX_BYTES held (NULL until the first read) */
         sd_event_source *kill_timer; /* handlers.c (cancel) arms it, monitor.c drops it at exit */
         /* scheduler.c */
         bool counted_running;  /* holds a concurrency slot */
@@ -235,6 +241,11 @@ struct Task {
                                   * under an earlier daemon; change.c clears it */
         /* tasks.c */
         bool log_has_event;    /* cache: once true stays true */
+        json_object *list_row; /* cache: its task.list row (dropped by every write to rec, task.c) */
+        /* store.c: where the record's text is in the last tasks.json written
+         * (text_len 0: unknown, or the record changed since; task.c resets it) */
+        uint64_t text_off;
+        uint32_t text_len;
         /* server.c: the task's own socket, bound into its sandbox at
          * TASKFERRY_SOCKET_PATH: every connection on it comes from inside
          * this task's sandbox */

@@ -14,6 +14,13 @@ Task *manager_find_task(Manager *m, const char *id);
  * became durable (a dispatch whose flush failed). t must own no process,
  * socket or waiter. */
 void manager_remove_task(Manager *m, Task *t);
+/* task.c calls these around a change of t's startedAt / status (task.list's
+ * incremental order and counts). */
+void manager_task_started_unlink(Task *t);
+void manager_task_started_link(Task *t);
+void manager_task_count_status(Task *t, TaskStatus old_status);
+/* Free the workspace-root cache (shutdown). */
+void manager_free_root_cache(Manager *m);
 /* A task from its tasks.json record (task_record_from_json), appended to the
  * table; takes ownership of rec. NULL if rec is no task record or on ENOMEM. */
 Task *task_new(Manager *m, json_object *rec);

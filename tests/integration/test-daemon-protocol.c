@@ -168,6 +168,65 @@ START_TEST(param_validation) {
 }
 END_TEST
 
+static void send_all(int fd, const char *data, size_t n) {
+        for (size_t off = 0; off < n;) {
+                ssize_t k = send(fd, data + off, n - off, MSG_NOSIGNAL);
+                ck_assert_int_gt(k, 0);
+                off += (size_t) k;
+        }
+}
+
+static void expect_health_reply(int fd, const char *id) {
+        char *l = tf_recv_line(fd, 10000);
+        ck_assert_msg(l, "no reply for id %s", id);
+        json_object *o = tf_json(l);
+        ck_assert_str_eq(json_get_string(o, "id"), id);
+        tf_result(o);
+        json_object_put(o);
+        free(l);
+}
+
+/* Line framing of §1.1/§1.5 at its edges: CRLF, empty and whitespace-only
+ * lines (ignored), a request arriving a byte at a time, several in one
+ * chunk, and a line that fills the 1 MiB inbound budget exactly (answered;
+ * one byte more is REQUEST_TOO_LARGE, oversized_inbound). */
+START_TEST(framing_edges) {
+        tf_world *w = tf_world_new(NULL);
+        tf_daemon_start(w);
+        int fd = tf_connect(w);
+        const char *req = "{\"version\":1,\"id\":\"%s\",\"method\":\"system.health\",\"params\":{}}";
+        char *a = strdup_printf(req, "a");
+        char *first = strdup_printf("\r\n \t\r\n\n%s\r\n", a);
+        send_all(fd, first, strlen(first));
+        expect_health_reply(fd, "a");
+        char *b = strdup_printf(req, "b");
+        for (size_t i = 0; b[i]; i++) {
+                send_all(fd, b + i, 1);
+                if (i % 8 == 0) usleep(2000);
+        }
+        send_all(fd, "\n", 1);
+        expect_health_reply(fd, "b");
+        char *c = strdup_printf(req, "c"), *d = strdup_printf(req, "d");
+        char *two = strdup_printf("%s\n\n%s\n", c, d);
+        send_all(fd, two, strlen(two));
+        expect_health_reply(fd, "c");
+        expect_health_reply(fd, "d");
+        /* exactly 1 MiB held: the request, spaces, '\n' */
+        char *e = strdup_printf(req, "e");
+        size_t n = 1024 * 1024;
+        char *big = malloc(n);
+        memset(big, ' ', n);
+        memcpy(big, e, strlen(e));
+        big[n - 1] = '\n';
+        send_all(fd, big, n);
+        expect_health_reply(fd, "e");
+        free(big);
+        free(a), free(first), free(b), free(c), free(d), free(two), free(e);
+        close(fd);
+        tf_world_free(w);
+}
+END_TEST
+
 START_TEST(oversized_inbound) {
         tf_world *w = tf_world_new(NULL);
         tf_daemon_start(w);
@@ -414,6 +473,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, envelope_validation_order);
         tcase_add_test(tc, param_validation);
         tcase_add_test(tc, oversized_inbound);
+        tcase_add_test(tc, framing_edges);
         tcase_add_test(tc, out_of_order_replies);
         tcase_add_test(tc, second_daemon_refuses_and_stale_socket_is_replaced);
         tcase_add_test(tc, graceful_shutdown);

@@ -52,7 +52,7 @@ static void teardown(void) {
         free(dir);
         ck_assert_uint_eq(conn->n_ref, 1); /* every request let go of it */
         close(conn->fd);
-        free(conn->in);
+        line_buffer_done(&conn->in);
         free(conn->out);
         free(conn);
         close(peer);

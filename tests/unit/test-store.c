@@ -204,6 +204,120 @@ START_TEST(queued_tasks_are_queued_again_in_order) {
 }
 END_TEST
 
+/* manager_tasks_json prints the table one record at a time: byte for byte
+ * what json-c prints for the whole array (and what tasks.json held). */
+START_TEST(streamed_text_is_json_c_text) {
+        const char *cases[] = {
+                "[]",
+                "[{\"id\":\"oc_a\",\"executorId\":\"opencode\"}]",
+                "[{\"id\":\"oc_a\",\"executorId\":\"x\",\"directory\":\"/w/a b\\n\\\"q\\\"\",\"status\":\"done\",\"newer\":[1,{\"x\":null,\"y\":[]},{}],"
+                "\"overlayDirs\":{\"upper\":\"/u\",\"deep\":{\"a\":[[{}]]}},\"summaryOf\":{},\"changesetWarnings\":[],\"pid\":3,"
+                "\"internal\":true,\"exitCode\":-1,\"odd\":1.5e3,\"prompt\":\"line1\\nline2\\t\\u00e9/\"},"
+                "{\"id\":\"oc_b\",\"status\":7,\"executorId\":\"pi\"},{\"id\":\"oc_c\",\"executorId\":\"pi\"}]",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *want = pretty(cases[i]);
+                write_tasks(want);
+                ck_assert_int_eq(manager_load_tasks(&m), 0);
+                ck_assert_ptr_null(m.state_load_error);
+                char *got = NULL;
+                size_t len = 0;
+                ck_assert_int_eq(manager_tasks_json(&m, &got, &len), 0);
+                ck_assert_uint_eq(len, strlen(got));
+                ck_assert_str_eq(got, want);
+                manager_tasks_json_free(got, len);
+                free(want);
+                for (size_t k = 0; k < m.n_tasks; k++) task_free(m.tasks[k]);
+                m.n_tasks = 0;
+        }
+}
+END_TEST
+
+/* The file is parsed one record at a time: text that turns out malformed
+ * after good records loads none of them; the first record of an id wins. */
+START_TEST(streamed_load_is_all_or_nothing) {
+        const char *bad[] = {
+                "[{\"id\":\"oc_a\"},{\"id\":\"oc_b\"}",   "[{\"id\":\"oc_a\"},{\"id\":\"oc_b\"},]",
+                "[{\"id\":\"oc_a\"} {\"id\":\"oc_b\"}]",  "[{\"id\":\"oc_a\"}] x",
+                "[{\"id\":\"oc_a\"},{\"id\":\"\xff\"}]",   "",
+                " ",                                        "[{\"id\":\"oc_a\"},1",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_tasks(bad[i]);
+                ck_assert_int_eq(manager_load_tasks(&m), 0);
+                ck_assert_msg(m.state_load_error, "accepted: %s", bad[i]);
+                ck_assert_uint_eq(m.n_tasks, 0);
+                free(m.state_load_error);
+                m.state_load_error = NULL;
+        }
+        write_tasks(" [ 1 , {\"id\":\"oc_a\",\"role\":\"first\"} ,\"x\",{\"id\":\"oc_a\",\"role\":\"second\"},{\"no\":1},"
+                    "{\"id\":\"oc_b\"} ] \n");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_ptr_null(m.state_load_error);
+        ck_assert_uint_eq(m.n_tasks, 2);
+        ck_assert_str_eq(m.tasks[0]->id, "oc_a");
+        ck_assert_str_eq(m.tasks[0]->rec.role, "first");
+        ck_assert_str_eq(m.tasks[1]->id, "oc_b");
+}
+END_TEST
+
+static void assert_file_is_full_text(void) {
+        char *want = NULL;
+        size_t len = 0;
+        char *got = read_tasks();
+        /* what the file holds vs the table printed from scratch (this resets the copy state) */
+        ck_assert_int_eq(manager_tasks_json(&m, &want, &len), 0);
+        ck_assert_str_eq(got, want);
+        manager_tasks_json_free(want, len);
+        free(got);
+}
+
+/* A flush copies the text of records unchanged since the last write from
+ * the file it wrote; every changed record is printed again, and a file
+ * someone else replaced is never copied from. */
+START_TEST(flush_copies_unchanged_records) {
+        char *in = pretty("[{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\",\"x\":[1]},"
+                          "{\"id\":\"oc_2\",\"status\":\"running\",\"executorId\":\"pi\",\"changesetStatus\":\"none\"},"
+                          "{\"id\":\"oc_3\",\"status\":\"crashed\",\"executorId\":\"pi\",\"model\":\"m\"}]");
+        write_tasks(in);
+        free(in);
+        ck_assert_int_eq(manager_load_tasks(&m), 0); /* oc_2 becomes unknown: dirty */
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *first = read_tasks();
+        ck_assert_ptr_nonnull(strstr(first, "\"unknown\""));
+        /* copy path: one record changed, one appended, one removed */
+        ck_assert_int_eq(task_set_str(m.tasks[2], TASK_KEY_model, "a much longer model name than before"), 0);
+        ck_assert_int_eq(task_set_int(m.tasks[0], TASK_KEY_pid, 42), 0);
+        Task *t = task_create(&m, "oc_4");
+        ck_assert_ptr_nonnull(t);
+        manager_remove_task(&m, m.tasks[1]);
+        m.dirty = true;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *second = read_tasks();
+        ck_assert_ptr_nonnull(strstr(second, "a much longer model name"));
+        ck_assert_ptr_nonnull(strstr(second, "\"pid\": 42"));
+        ck_assert_ptr_null(strstr(second, "oc_2"));
+        assert_file_is_full_text();
+        /* nothing changed: a flush of copies only */
+        m.dirty = true;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *third = read_tasks();
+        ck_assert_str_eq(third, second);
+        /* replaced behind the daemon's back with text of the same length */
+        char *other = strdup(third);
+        for (char *p = other; *p; p++)
+                if (*p == 'o' && p[1] == 'c') *p = 'x';
+        write_tasks(other);
+        ck_assert_int_eq(task_set_bool(m.tasks[1], TASK_KEY_internal, true), 0);
+        m.dirty = true;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *fourth = read_tasks();
+        ck_assert_ptr_null(strstr(fourth, "xc_"));
+        assert_file_is_full_text();
+        free(first), free(second), free(third), free(other), free(fourth);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("store");
         TCase *tc = tcase_create("store");
@@ -213,6 +327,9 @@ int main(void) {
         tcase_add_test(tc, malformed_file_is_kept_and_never_overwritten);
         tcase_add_test(tc, failed_write_is_an_error);
         tcase_add_test(tc, queued_tasks_are_queued_again_in_order);
+        tcase_add_test(tc, streamed_text_is_json_c_text);
+        tcase_add_test(tc, streamed_load_is_all_or_nothing);
+        tcase_add_test(tc, flush_copies_unchanged_records);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -348,6 +348,103 @@ START_TEST(summary_from_typed_fields) {
 }
 END_TEST
 
+/* task.list from the incremental order and counts equals the list computed
+ * from scratch (every task, stable sort by startedAt descending, counted). */
+static void check_list_matches(void) {
+        size_t n = m.n_tasks;
+        Task **want = calloc(n + 1, sizeof *want);
+        int64_t counts[_TASK_STATUS_MAX] = {0};
+        for (size_t i = 0; i < n; i++) {
+                /* insertion sort: stable */
+                Task *t = m.tasks[i];
+                size_t j = i;
+                while (j > 0 && strcmp(strempty(want[j - 1]->rec.started_at), strempty(t->rec.started_at)) < 0) {
+                        want[j] = want[j - 1];
+                        j--;
+                }
+                want[j] = t;
+                if (t->rec.status >= 0) counts[t->rec.status]++;
+        }
+        json_object *o = manager_list(&m, NULL, NULL);
+        ck_assert_ptr_nonnull(o);
+        json_object *c = NULL, *rows = NULL;
+        ck_assert(json_object_object_get_ex(o, "counts", &c));
+        for (TaskStatus s = 0; s < _TASK_STATUS_MAX; s++) {
+                int64_t v = -1;
+                ck_assert(json_get_int64(c, task_status_to_string(s), &v));
+                ck_assert_int_eq(v, counts[s]);
+        }
+        ck_assert(json_object_object_get_ex(o, "tasks", &rows));
+        if (n == 0) ck_assert(json_object_is_type(rows, json_type_string));
+        else {
+                ck_assert_uint_eq(json_object_array_length(rows), n);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *row = json_object_array_get_idx(rows, i);
+                        ck_assert_str_eq(json_get_string(row, "id"), want[i]->id);
+                        ck_assert_str_eq(json_get_string(row, "status"), task_status_to_string(want[i]->rec.status));
+                        ck_assert_str_eq(strempty(json_get_string(row, "model")), strempty(want[i]->rec.model));
+                        ck_assert_str_eq(strempty(json_get_string(row, "startedAt")), strempty(want[i]->rec.started_at));
+                }
+        }
+        json_object_put(o);
+        free(want);
+}
+
+START_TEST(list_order_and_counts_follow_every_change) {
+        check_list_matches();
+        const char *starts[] = {"2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.000Z", "2026-01-01T00:00:02.000Z",
+                                "2026-01-01T00:00:03.000Z", "2026-01-01T00:00:03.000Z", "2026-01-01T00:00:03.000Z",
+                                "2026-01-01T00:00:04.000Z"};
+        Task *t[10];
+        for (size_t i = 0; i < ELEMENTSOF(starts); i++) {
+                char *json = strdup_printf("{\"id\":\"oc_l%zu\",\"status\":\"%s\",\"changesetStatus\":\"none\",\"startedAt\":\"%s\"}",
+                                           i, i % 2 ? "done" : "running", starts[i]);
+                t[i] = task_from_string(json);
+                free(json);
+                check_list_matches();
+        }
+        ck_assert_uint_eq(m.started_inversions, 0);
+        /* a record out of order (an older one appended) */
+        t[7] = task_from_string("{\"id\":\"oc_l7\",\"status\":\"queued\",\"startedAt\":\"2026-01-01T00:00:02.000Z\"}");
+        check_list_matches();
+        ck_assert_uint_gt(m.started_inversions, 0);
+        /* one without startedAt, then one created and set as dispatch does */
+        t[8] = task_from_string("{\"id\":\"oc_l8\",\"status\":\"crashed\"}");
+        check_list_matches();
+        t[9] = task_create(&m, "oc_l9");
+        ck_assert_int_eq(task_init_status(t[9], TASK_QUEUED), 0);
+        ck_assert_int_eq(task_init_changeset(t[9], CHANGESET_NONE), 0);
+        check_list_matches();
+        ck_assert_int_eq(task_set_str(t[9], TASK_KEY_started_at, "2026-01-01T00:00:09.000Z"), 0);
+        check_list_matches();
+        /* transitions move the counts; field writes refresh the cached rows */
+        ck_assert_int_eq(task_transition(t[9], TASK_RUNNING, CHANGESET_NONE), 1);
+        ck_assert_int_eq(task_transition(t[0], TASK_DONE, CHANGESET_NONE), 1);
+        ck_assert_int_eq(task_set_str(t[3], TASK_KEY_model, "m1"), 0);
+        check_list_matches();
+        /* startedAt rewritten: earlier, later, null */
+        ck_assert_int_eq(task_set_str(t[6], TASK_KEY_started_at, "2026-01-01T00:00:00.000Z"), 0);
+        check_list_matches();
+        ck_assert_int_eq(task_set_str(t[6], TASK_KEY_started_at, "2026-01-01T00:00:05.000Z"), 0);
+        check_list_matches();
+        ck_assert_int_eq(task_set_null(t[2], TASK_KEY_started_at), 0);
+        check_list_matches();
+        /* removals: middle, the out-of-order ones, the last */
+        manager_remove_task(&m, t[4]);
+        check_list_matches();
+        manager_remove_task(&m, t[7]);
+        check_list_matches();
+        manager_remove_task(&m, t[2]);
+        check_list_matches();
+        manager_remove_task(&m, t[8]);
+        check_list_matches();
+        ck_assert_uint_eq(m.started_inversions, 0); /* sorted again: the fast path */
+        manager_remove_task(&m, t[9]);
+        check_list_matches();
+        manager_free_root_cache(&m);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("task");
         TCase *tc = tcase_create("task");
@@ -362,6 +459,7 @@ int main(void) {
         tcase_add_test(tc, rejects_non_records);
         tcase_add_test(tc, create_then_init_in_order);
         tcase_add_test(tc, summary_from_typed_fields);
+        tcase_add_test(tc, list_order_and_counts_follow_every_change);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -47,7 +47,7 @@ static void peer_free(Peer *p) {
         ck_assert_uint_eq(p->conn->n_ref, 1); /* every request let go of it */
         ck_assert_ptr_null(p->conn->waiting);
         close(p->conn->fd);
-        free(p->conn->in);
+        line_buffer_done(&p->conn->in);
         free(p->conn->out);
         free(p->conn);
         close(p->fd);
