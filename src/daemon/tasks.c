@@ -1,6 +1,7 @@
 /* The task table: records, tasks.json persistence and the summary shapes
  * (spec lifecycle.md §1, protocol-cli.md §1.7). */
 
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -423,6 +424,36 @@ static size_t newest_first(Task **rows, size_t n, size_t want, Task **out) {
         return k;
 }
 
+/* A list row is printed once: its text (as json_to_line() prints it) is kept
+ * on the row and json-c's serializer for the row just copies it, so a
+ * task.list reply of 500 cached rows costs a memcpy per row instead of
+ * escaping 3,000 strings again. The row is never modified after this (a
+ * write to the record drops it, task.c). */
+typedef struct RowText {
+        size_t len;
+        char text[];
+} RowText;
+
+static int row_text_serialize(json_object *o, struct printbuf *pb, int level, int flags) {
+        const RowText *rt = json_object_get_userdata(o);
+        return printbuf_memappend(pb, rt->text, (int) rt->len);
+}
+
+static void row_text_free(json_object *o, void *userdata) {
+        free(userdata);
+}
+
+static void row_prerender(json_object *row) {
+        size_t len = 0;
+        const char *s = json_to_line(row, &len);
+        if (!s || len > INT_MAX) return; /* keep json-c's own serializer */
+        RowText *rt = malloc(sizeof *rt + len + 1);
+        if (!rt) return;
+        rt->len = len;
+        memcpy(rt->text, s, len + 1);
+        json_object_set_serializer(row, row_text_serialize, rt, row_text_free);
+}
+
 json_object *manager_list(Manager *m, const char *directory, const char *visible_to) {
         int64_t counts[_TASK_STATUS_MAX] = {0};
         bool all = !directory && !visible_to;
@@ -495,6 +526,7 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                         static const TaskKey keys[] = {TASK_KEY_id,         TASK_KEY_status,    TASK_KEY_model,
                                                        TASK_KEY_started_at, TASK_KEY_directory, TASK_KEY_failure_reason};
                         for (size_t k = 0; row && k < ELEMENTSOF(keys); k++) task_copy_key(row, t, keys[k]);
+                        if (row) row_prerender(row);
                         t->list_row = row;
                 }
                 json_object_array_add(arr, json_object_get(t->list_row));
