@@ -3201,7 +3201,7 @@ static int resolve_appends(const git_ctx *g0, const char *scratch, char *p, char
 /* 2: the live tree already holds every change; 1: *ret_patch written (live -> merged);
  * 0: conflicts or no merge (*why set); -errno. */
 static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, const char *patch, const char *merged_patch,
-                      char **why) {
+                      char **ret_tree_o, char **ret_tree_m, char ***ret_touched, char **why) {
         _cleanup_free_ char *err = NULL, *tree_r = NULL, *tree_o = NULL, *c_b = NULL, *c_o = NULL, *c_r = NULL, *tree_m = NULL;
         _cleanup_strv_free_ char **specs = NULL;
         run_result rr;
@@ -3239,6 +3239,7 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
                         /* a path only the worker added counts if the live tree has it too */
                         if (in_base || fd >= 0) r = strv_pushf(&specs, ":(literal)%s", path);
                         if (fd >= 0) safe_close(fd);
+                        if (r >= 0 && ret_touched) r = strv_push(ret_touched, path);
                         p = path + strlen(path) + 1;
                 }
                 run_result_done(&rr);
@@ -3325,11 +3326,393 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
         if ((r = diff_trees(g, tree_o, tree_m, &rr, &err)) < 0) goto fail;
         r = write_small_file(merged_patch, rr.out, rr.out_len);
         run_result_done(&rr);
-        return r < 0 ? r : 1;
+        if (r < 0) return r;
+        if (ret_tree_o) *ret_tree_o = TAKE_PTR(tree_o);
+        if (ret_tree_m) *ret_tree_m = TAKE_PTR(tree_m);
+        return 1;
 fail:
         if (r == -ENOMEM) return r;
         *why = strdup_printf("3-way merge not possible: %s", err ? err : strerror(-r));
         return r;
+}
+
+/* Run git with its stdout on fd (the same options as run_git_argv). */
+static int run_git_to_fd(const git_ctx *g, int fd, run_result *rr, char *const *args) {
+        _cleanup_strv_free_ char **argv = NULL;
+        int r = strv_push(&argv, "git");
+        if (r >= 0) r = strv_push(&argv, "-c");
+        if (r >= 0) r = strv_push(&argv, "core.fsmonitor=false");
+        if (r >= 0) r = strv_push(&argv, "-c");
+        if (r >= 0) r = strv_push(&argv, "core.hooksPath=/dev/null");
+        for (size_t i = 0; r >= 0 && args[i]; i++) r = strv_push(&argv, args[i]);
+        if (r < 0) return r;
+        return run_command(argv, g->env, "/", 0, fd, rr);
+}
+
+/* `git apply --check` only: 1 it applies, 0 not (*reason), -errno. */
+static int apply_check_only(const git_ctx *g, const char *patch, char **reason) {
+        run_result rr;
+        char *check_args[] = {(char *) "apply", (char *) "--check", (char *) patch, NULL};
+        int r = run_git_argv(g, g->work_tree, 0, &rr, check_args);
+        if (r < 0) {
+                *reason = git_failure("apply --check", r, &rr);
+                return r;
+        }
+        if (rr.exit_code != 0) {
+                *reason = trimmed(*rr.err ? rr.err : "git apply --check failed");
+                run_result_done(&rr);
+                return 0;
+        }
+        run_result_done(&rr);
+        return 1;
+}
+
+/* ---- accept: the write-out into the live tree ----
+ *
+ * `git apply` writes a changed file by unlinking it and creating it anew, all
+ * removals of a patch first: an accept killed with its daemon (PDEATHSIG)
+ * left files missing or empty, and the next accept saw a conflict forever.
+ * Once the merged tree M is known, we write the live tree ourselves, from
+ * ours O (the live contents, as merged) to M, one path at a time, each
+ * atomically: the new content goes into a temp file in the target's own
+ * directory (WO_TEMP_TAG below), is fsynced and renamed over the target, so
+ * a crash leaves every file old or new, never partial. A re-run after a crash
+ * converges: what was written already equals theirs (the merge sees the same
+ * change on both sides, an append that landed is not appended again:
+ * merge_appends), the rest is written then. Temp files a killed write-out left
+ * are removed by the next accept in every directory it touches.
+ *
+ * Path safety: the paths come from a worker-made changeset. `git apply
+ * --check` of the O->M patch has judged them as before (git's verify_path,
+ * nothing "beyond a symbolic link"); we check every path again before writing
+ * any (no "."/".." or .git component, no empty component, only regular files
+ * and symlinks) and every directory is opened one component at a time with
+ * openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS), so a
+ * symlink of the live tree is never followed, whatever changed since. */
+
+#define WO_TEMP_TAG ".tf-"
+
+typedef struct wo_entry {
+        char *path;
+        unsigned mode; /* new mode, octal as git prints it: 0100644, 0100755, 0120000; 0 deleted */
+        char oid[72];  /* new blob */
+} wo_entry;
+
+typedef struct wo_list {
+        wo_entry *e;
+        size_t n;
+} wo_list;
+
+static void wo_list_done(wo_list *l) {
+        for (size_t i = 0; i < l->n; i++) free(l->e[i].path);
+        free(l->e);
+        memset(l, 0, sizeof *l);
+}
+
+/* `diff-tree -r -z --no-renames` raw records: ":om nm ooid noid S\0path\0". */
+static int wo_parse(char *p, char *end, wo_list *l) {
+        while (p < end) {
+                char *path = p + strlen(p) + 1;
+                if (*p != ':' || path >= end) return -EBADMSG;
+                unsigned om = 0, nm = 0;
+                char ooid[72], noid[72], status = 0;
+                if (sscanf(p, ":%o %o %71s %71s %c", &om, &nm, ooid, noid, &status) != 5) return -EBADMSG;
+                wo_entry *ne = realloc(l->e, (l->n + 1) * sizeof *ne);
+                if (!ne) return -ENOMEM;
+                l->e = ne;
+                wo_entry *e = &l->e[l->n];
+                memset(e, 0, sizeof *e);
+                if (!(e->path = strdup(path))) return -ENOMEM;
+                l->n++;
+                e->mode = status == 'D' ? 0 : nm;
+                snprintf(e->oid, sizeof e->oid, "%s", noid);
+                p = path + strlen(path) + 1;
+        }
+        return 0;
+}
+
+/* A path we are willing to write: relative, no empty, ".", ".." or .git
+ * component (git's own rules, verify_path(), are stricter and have run). */
+static bool wo_path_ok(const char *path) {
+        if (!*path || *path == '/') return false;
+        for (const char *c = path;;) {
+                size_t len = strcspn(c, "/");
+                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.') ||
+                    (len == 4 && strncasecmp(c, ".git", 4) == 0))
+                        return false;
+                if (!c[len]) return true;
+                c += len + 1;
+        }
+}
+
+/* Is name one of our temp files ".<name>.tf-<pid>-<n>"? Its pid then. */
+static bool wo_temp_name(const char *name, pid_t *ret_pid) {
+        if (name[0] != '.') return false;
+        const char *t = NULL;
+        for (const char *s = name; (s = strstr(s, WO_TEMP_TAG)); s++) t = s;
+        if (!t || t == name) return false;
+        const char *p = t + strlen(WO_TEMP_TAG);
+        size_t a = strspn(p, "0123456789");
+        if (a == 0 || a > 10 || p[a] != '-') return false;
+        size_t b = strspn(p + a + 1, "0123456789");
+        if (b == 0 || p[a + 1 + b]) return false;
+        *ret_pid = (pid_t) strtol(p, NULL, 10);
+        return *ret_pid > 0;
+}
+
+/* Remove the temp files of dead write-outs in dirfd (regular files and
+ * symlinks named as ours whose process is gone). */
+static void wo_sweep_dir(int dirfd) {
+        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return;
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                pid_t pid;
+                if (!wo_temp_name(de->d_name, &pid)) continue;
+                if (pid == getpid() || kill(pid, 0) == 0 || errno == EPERM) continue;
+                struct stat st;
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+                        continue;
+                (void) unlinkat(dirfd, de->d_name, 0);
+        }
+        closedir(d);
+}
+
+/* Open the directory of path (beneath top, one component at a time, never
+ * through a symlink), creating missing ones when create. *ret_name points
+ * at the last component. -ELOOP: a symlink (or /proc magic link) on the way;
+ * -ENOTDIR: a non-directory there; -ENOENT: missing and !create. */
+static int wo_open_parent(int top, const char *path, bool create, const char **ret_name) {
+        int cur = fcntl(top, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0) return -errno;
+        const char *c = path;
+        for (;;) {
+                size_t len = strcspn(c, "/");
+                if (!c[len]) break;
+                _cleanup_free_ char *comp = strndup(c, len);
+                if (!comp) {
+                        safe_close(cur);
+                        return -ENOMEM;
+                }
+                int fd = open_beneath(cur, comp, O_RDONLY | O_DIRECTORY);
+                if (fd == -ENOENT && create) {
+                        if (mkdirat(cur, comp, 0777) < 0 && errno != EEXIST) {
+                                int r = -errno;
+                                safe_close(cur);
+                                return r;
+                        }
+                        fd = open_beneath(cur, comp, O_RDONLY | O_DIRECTORY);
+                }
+                safe_close(cur);
+                if (fd < 0) return fd == -EXDEV ? -ELOOP : fd;
+                cur = fd;
+                c += len + 1;
+        }
+        *ret_name = c;
+        return cur;
+}
+
+/* Every path before anything is written: what may be written, and no symlink
+ * or non-directory of the live tree in a parent position (but for one the
+ * same change deletes first). Returns 1 ok, 0 refused (*why), -errno. */
+static int wo_check(int top, const wo_list *l, char **why) {
+        for (size_t i = 0; i < l->n; i++) {
+                const wo_entry *e = &l->e[i];
+                const char *what = NULL;
+                if (!wo_path_ok(e->path)) what = "is not a path the changeset may write";
+                else if (e->mode != 0 && e->mode != 0100644 && e->mode != 0100755 && e->mode != 0120000)
+                        what = "is not a regular file or a symlink";
+                else {
+                        const char *name;
+                        int fd = wo_open_parent(top, e->path, false, &name);
+                        if (fd >= 0) safe_close(fd);
+                        else if (fd == -ELOOP) what = "is beyond a symbolic link";
+                        else if (fd == -ENOTDIR) {
+                                /* fine if the change deletes that file first */
+                                bool deleted = false;
+                                for (size_t j = 0; j < l->n && !deleted; j++) {
+                                        size_t len = strlen(l->e[j].path);
+                                        deleted = l->e[j].mode == 0 && strncmp(e->path, l->e[j].path, len) == 0 &&
+                                                  e->path[len] == '/';
+                                }
+                                if (!deleted) what = "is beyond a file that is not a directory";
+                        } else if (fd != -ENOENT)
+                                return fd;
+                }
+                if (what) {
+                        _cleanup_free_ char *q = quote_path(e->path);
+                        *why = strdup_printf("%s %s", q ? q : e->path, what);
+                        return *why ? 0 : -ENOMEM;
+                }
+        }
+        return 1;
+}
+
+/* Write one blob to a new temp file (or symlink) in dirfd; *ret_tmp its name. */
+static int wo_write_temp(const git_ctx *g, int dirfd, const char *name, const wo_entry *e, char **ret_tmp) {
+        static unsigned counter;
+        for (unsigned tries = 0; tries < 100; tries++) {
+                /* ".<name>.tf-<pid>-<n>", the name cut to stay below NAME_MAX */
+                char sfx[48];
+                snprintf(sfx, sizeof sfx, WO_TEMP_TAG "%d-%u", (int) getpid(), counter++);
+                int keep = (int) strnlen(name, NAME_MAX);
+                if ((size_t) keep + strlen(sfx) + 2 > NAME_MAX) keep = NAME_MAX - (int) strlen(sfx) - 2;
+                _cleanup_free_ char *tmp = strdup_printf(".%.*s.%s", keep, name, sfx + 1);
+                if (!tmp) return -ENOMEM;
+                if (e->mode == 0120000) {
+                        _cleanup_free_ char *target = NULL;
+                        size_t len = 0;
+                        int r = cat_blob(g, e->oid, &target, &len);
+                        if (r < 0) return r;
+                        if (len == 0 || memchr(target, 0, len)) return -EINVAL;
+                        if (symlinkat(target, dirfd, tmp) < 0) {
+                                if (errno == EEXIST) continue;
+                                return -errno;
+                        }
+                        *ret_tmp = TAKE_PTR(tmp);
+                        return 0;
+                }
+                _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                                e->mode == 0100755 ? 0777 : 0666);
+                if (fd < 0) {
+                        if (errno == EEXIST) continue;
+                        return -errno;
+                }
+                run_result rr;
+                char *args[] = {(char *) "cat-file", (char *) "blob", (char *) e->oid, NULL};
+                int r = run_git_to_fd(g, fd, &rr, args);
+                bool ok = r >= 0 && rr.exit_code == 0;
+                if (r >= 0) run_result_done(&rr);
+                if (ok && fsync(fd) < 0) r = -errno;
+                else if (!ok) r = r < 0 ? r : -EIO;
+                if (r < 0) {
+                        (void) unlinkat(dirfd, tmp, 0);
+                        return r;
+                }
+                *ret_tmp = TAKE_PTR(tmp);
+                return 0;
+        }
+        return -EEXIST;
+}
+
+/* Delete path and the directories that leaves empty (as git apply does). */
+static int wo_delete(int top, const char *path) {
+        const char *name;
+        int dfd = wo_open_parent(top, path, false, &name);
+        if (dfd == -ENOENT) return 0;
+        if (dfd < 0) return dfd;
+        int r = unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+        if (r >= 0 && fsync(dfd) < 0) r = -errno;
+        safe_close(dfd);
+        if (r < 0) return r;
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir) return -ENOMEM;
+        for (char *sl; (sl = strrchr(dir, '/'));) {
+                *sl = 0;
+                int pfd = wo_open_parent(top, dir, false, &name);
+                if (pfd < 0) break;
+                bool gone = unlinkat(pfd, name, AT_REMOVEDIR) == 0;
+                if (gone) (void) fsync(pfd);
+                safe_close(pfd);
+                if (!gone) break;
+        }
+        return 0;
+}
+
+/* Sweep our dead temp files from the directories of paths (those that exist). */
+static void wo_sweep(int top, char *const *paths, const wo_list *l) {
+        _cleanup_strv_free_ char **seen = NULL;
+        size_t n_paths = strv_length((char **) paths);
+        for (size_t i = 0; i < n_paths + l->n; i++) {
+                const char *p = i < n_paths ? paths[i] : l->e[i - n_paths].path;
+                const char *sl = strrchr(p, '/');
+                _cleanup_free_ char *dir = sl ? strndup(p, (size_t) (sl - p)) : strdup("");
+                if (!dir || strv_contains(seen, dir)) continue;
+                if (strv_push(&seen, dir) < 0) return;
+                int fd = *dir ? open_beneath(top, dir, O_RDONLY | O_DIRECTORY) : fcntl(top, F_DUPFD_CLOEXEC, 3);
+                if (fd < 0) continue;
+                wo_sweep_dir(fd);
+                safe_close(fd);
+        }
+}
+
+/* Write the live tree from tree_o to tree_m (see above). cs_paths: the
+ * changeset's paths, whose directories are swept of dead temp files too.
+ * Returns 1 written, 0 refused before anything was written (*why), -errno
+ * (*why set; what was written so far is whole, and a re-run finishes it). */
+static int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *const *cs_paths, char **why) {
+        _cleanup_free_ char *err = NULL;
+        _cleanup_(wo_list_done) wo_list l = {};
+        run_result rr;
+        char *dt_args[] = {(char *) "diff-tree", (char *) "-r", (char *) "-z", (char *) "--no-renames", (char *) tree_o,
+                           (char *) tree_m, NULL};
+        int r = git_ok(g, "/", LIST_MAX, &rr, &err, "diff-tree --raw", dt_args);
+        if (r < 0) {
+                *why = TAKE_PTR(err);
+                return r;
+        }
+        r = wo_parse(rr.out, rr.out + rr.out_len, &l);
+        run_result_done(&rr);
+        if (r < 0) {
+                *why = strdup_printf("cannot read git diff-tree's output: %s", strerror(-r));
+                return r;
+        }
+        _cleanup_close_ int top = open(g->work_tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0) {
+                r = -errno;
+                *why = strdup_printf("cannot open %s: %s", g->work_tree, strerror(errno));
+                return r;
+        }
+        if ((r = wo_check(top, &l, why)) <= 0) return r;
+        wo_sweep(top, cs_paths, &l);
+        /* deletions first (deepest first), so a file can replace a directory and back */
+        for (size_t i = l.n; i-- > 0;) {
+                if (l.e[i].mode != 0) continue;
+                if ((r = wo_delete(top, l.e[i].path)) < 0) {
+                        _cleanup_free_ char *q = quote_path(l.e[i].path);
+                        *why = strdup_printf("cannot delete %s: %s", q ? q : l.e[i].path, strerror(-r));
+                        return r;
+                }
+        }
+        _cleanup_free_ char *cur_dir = NULL;
+        _cleanup_close_ int cur_fd = -1;
+        for (size_t i = 0; i < l.n; i++) {
+                const wo_entry *e = &l.e[i];
+                if (e->mode == 0) continue;
+                const char *sl = strrchr(e->path, '/');
+                size_t dlen = sl ? (size_t) (sl - e->path) : 0;
+                const char *name = sl ? sl + 1 : e->path;
+                if (!cur_dir || strlen(cur_dir) != dlen || strncmp(cur_dir, e->path, dlen) != 0) {
+                        if (cur_fd >= 0 && fsync(cur_fd) < 0) r = -errno;
+                        cur_fd = safe_close(cur_fd);
+                        free(cur_dir);
+                        cur_dir = strndup(e->path, dlen);
+                        if (!cur_dir) return -ENOMEM;
+                        const char *n2;
+                        if (r >= 0) r = cur_fd = wo_open_parent(top, e->path, true, &n2);
+                }
+                _cleanup_free_ char *tmp = NULL;
+                if (r >= 0) r = wo_write_temp(g, cur_fd, name, e, &tmp);
+                if (r >= 0 && renameat(cur_fd, tmp, cur_fd, name) < 0) {
+                        r = -errno;
+                        (void) unlinkat(cur_fd, tmp, 0);
+                }
+                if (r < 0) {
+                        _cleanup_free_ char *q = quote_path(e->path);
+                        *why = strdup_printf("cannot write %s: %s", q ? q : e->path, strerror(-r));
+                        return r;
+                }
+        }
+        if (cur_fd >= 0 && fsync(cur_fd) < 0) {
+                r = -errno;
+                *why = strdup_printf("cannot sync %s/%s: %s", g->work_tree, strempty(cur_dir), strerror(errno));
+                return r;
+        }
+        return 1;
 }
 
 /* check_only: 1 if the live tree holds every change already, else 0. */
@@ -3402,8 +3785,9 @@ static int apply_3way_impl(const char *directory, const char *patch_path, const 
                                             "GIT_COMMITTER_EMAIL=taskferry@localhost", "GIT_COMMITTER_DATE=@0 +0000"};
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ident); i++) r = strv_push(&g.env, ident[i]);
         if (r >= 0) {
-                _cleanup_free_ char *why = NULL;
-                int m = merge_3way(&g, scratch, base_tree, patch, merged, &why);
+                _cleanup_free_ char *why = NULL, *tree_o = NULL, *tree_m = NULL;
+                _cleanup_strv_free_ char **cs_paths = NULL;
+                int m = merge_3way(&g, scratch, base_tree, patch, merged, &tree_o, &tree_m, &cs_paths, &why);
                 if (m == -ENOTSUP) {
                         /* no 3-way merge with this git: the patch's own check-then-apply */
                         (void) rm_rf(scratch);
@@ -3416,7 +3800,9 @@ static int apply_3way_impl(const char *directory, const char *patch_path, const 
                         r = patch_plants_repository(&g, merged, reason);
                         if (r > 0) r = 0;
                         else if (r == 0) {
-                                r = apply_check_then_apply(&g, merged, reason);
+                                /* git judges the paths as before; then our crash-safe write-out */
+                                r = apply_check_only(&g, merged, reason);
+                                if (r > 0) r = write_out(&g, tree_o, tree_m, cs_paths, reason);
                                 if (r == 0) {
                                         _cleanup_free_ char *e = TAKE_PTR(*reason);
                                         *reason = strdup_printf("the live tree changed while the changeset was being "

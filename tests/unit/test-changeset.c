@@ -8,12 +8,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "changeset.h"
@@ -1368,6 +1370,130 @@ START_TEST(test_file_max_setting) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* a crash during the accept's write-out (issue 6 item 5) */
+
+/* The tree's entries but .git (path, type, mode, size, link target) and the
+ * content hashes of its files, one string. */
+static char *tree_state(const char *dir) {
+        return capture("cd '%s' && { find . -path ./.git -prune -o -printf '%%p %%y %%m %%s %%l\\n' | LC_ALL=C sort; "
+                       "find . -path ./.git -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum; } | "
+                       "sha256sum",
+                       dir);
+}
+
+static long long now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The daemon (and with it the accept job and its git, PDEATHSIG) is killed
+ * at a random moment of an accept of ~300 files; the next accept must finish
+ * it: every file exactly as an uninterrupted accept leaves it (none missing,
+ * empty or partial, no line appended twice), no temp file left behind, and
+ * `git status` the same. Seeded by TASKFERRY_TEST_SEED, else the time; the
+ * seed is printed. */
+START_TEST(test_base_accept_killed_midway_converges) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; for i in $(seq -w 0 299); do seq 1 400 | sed \"s/^/$i /\" "
+                            "> f-$i.txt; done; mkdir -p old/sub; echo gone > old/sub/x.txt; " GIT " add -A; "
+                            GIT " commit -qm init",
+                            f.dir), 0);
+        _cleanup_free_ char *head = head_of(f.dir), *bdir = base_dir_for_upper(f.upper), *err = NULL;
+        ck_assert_msg(changeset_snapshot(f.dir, head, bdir, &err) == 0, "%s", strnull(err));
+        /* appends, edits, rewrites, deletions, mode changes, new dirs, a symlink */
+        ck_assert_int_eq(run_worker_plain(f.dir, f.upper, f.work,
+                                          "for i in $(seq -w 0 299); do case $((1$i % 4)) in "
+                                          "0) echo \"worker $i\" >> f-$i.txt;; "
+                                          "1) sed -i 's/^\\(.*\\) 7$/\\1 seven/' f-$i.txt;; "
+                                          "2) seq 1 900 > f-$i.txt;; "
+                                          "3) if [ $((1$i % 20)) = 3 ]; then rm f-$i.txt; else chmod +x f-$i.txt; fi;; "
+                                          "esac; done; mkdir -p new/sub; for i in $(seq 1 20); do seq $i 300 > new/sub/n-$i; "
+                                          "done; ln -s ../f-001.txt new/link; rm -r old"),
+                         0);
+        /* the user, meanwhile, appends to some of the files the worker appends to */
+        ck_assert_int_eq(sh("cd '%s' && for i in $(seq -w 0 8 299); do echo \"user $i\" >> f-$i.txt; done", f.dir), 0);
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .base_dir = bdir};
+        ck_assert_msg(changeset_extract(&a, &err) == 1, "%s", strnull(err));
+        unsigned files = 0, adds = 0, dels = 0;
+        ck_assert_int_eq(changeset_numstat(f.patch, &files, &adds, &dels), 0);
+        ck_assert_uint_ge(files, 300);
+
+        /* what an uninterrupted accept leaves */
+        _cleanup_free_ char *d0 = strdup_printf("%s/D0", base), *ref = strdup_printf("%s/Dref", base);
+        ck_assert_int_eq(sh("cp -a '%s' '%s' && cp -a '%s' '%s'", f.dir, d0, f.dir, ref), 0);
+        _cleanup_free_ char *reason = NULL;
+        long long t0 = now_us();
+        ck_assert_msg(changeset_apply_3way(ref, f.patch, bdir, &reason) == 1, "%s", strnull(reason));
+        long long total = now_us() - t0;
+        _cleanup_free_ char *want = tree_state(ref);
+        _cleanup_free_ char *want_status = capture("git -C '%s' status --porcelain | sha256sum", ref);
+        ck_assert_int_eq(sh("cd '%s' && test \"$(grep -c '^worker 000$' f-000.txt)\" = 1 && "
+                            "test \"$(grep -c '^user 000$' f-000.txt)\" = 1 && test ! -e f-003.txt && test -x f-007.txt",
+                            ref), 0);
+
+        const char *seed_env = getenv("TASKFERRY_TEST_SEED");
+        unsigned seed = seed_env && *seed_env ? (unsigned) strtoul(seed_env, NULL, 10) : (unsigned) time(NULL);
+        fprintf(stderr, "accept-killed-midway: seed %u (TASKFERRY_TEST_SEED), uninterrupted accept %lld us\n", seed, total);
+        srand(seed);
+        const int rounds = 20;
+        int interrupted = 0, midway = 0;
+        for (int i = 0; i < rounds; i++) {
+                ck_assert_int_eq(sh("rm -rf '%s' && cp -a '%s' '%s'", f.dir, d0, f.dir), 0);
+                /* increasing delays over the whole accept, the later half (where the writing is) more densely */
+                double u = (double) rand() / RAND_MAX;
+                long long delay = (long long) ((double) total * (0.25 + 0.85 * ((double) i + u) / rounds));
+                pid_t pid = fork();
+                ck_assert_int_ge(pid, 0);
+                if (pid == 0) {
+                        char *why = NULL;
+                        int r = changeset_apply_3way(f.dir, f.patch, bdir, &why);
+                        _exit(r == 1 ? 0 : 1);
+                }
+                usleep((useconds_t) delay);
+                (void) kill(pid, SIGKILL);
+                int st = 0;
+                ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+                bool killed = WIFSIGNALED(st);
+                interrupted += killed;
+                if (!killed) ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "round %d: the accept failed", i);
+                /* its git commands die with it (PDEATHSIG); give them a moment */
+                usleep(20000);
+                if (killed) {
+                        _cleanup_free_ char *mid = tree_state(f.dir), *before = tree_state(d0);
+                        midway += !streq(mid, before) && !streq(mid, want);
+                }
+                free(reason);
+                reason = NULL;
+                int r = changeset_apply_3way(f.dir, f.patch, bdir, &reason);
+                ck_assert_msg(r == 1, "seed %u round %d (killed after %lld us: %s): re-run accept r=%d: %s", seed, i,
+                              delay, killed ? "yes" : "finished first", r, strnull(reason));
+                _cleanup_free_ char *got = tree_state(f.dir);
+                _cleanup_free_ char *diff = capture("diff -r -x .git '%s' '%s' 2>&1 | head -c 1500", ref, f.dir);
+                ck_assert_msg(streq(got, want), "seed %u round %d: the tree differs from an uninterrupted accept: %s",
+                              seed, i, diff);
+                _cleanup_free_ char *left = capture("find '%s' -path '%s/.git' -prune -o -name '.*.tf-*' -print", f.dir,
+                                                    f.dir);
+                ck_assert_msg(isempty(left), "seed %u round %d: temp files left: %s", seed, i, left);
+                _cleanup_free_ char *status = capture("git -C '%s' status --porcelain | sha256sum", f.dir);
+                _cleanup_free_ char *sdiff = streq(status, want_status) ? NULL
+                                             : capture("cd '%s' && git -C '%s' status --porcelain > s1; git -C '%s' "
+                                                       "status --porcelain > s2; diff s1 s2 | head -c 1500",
+                                                       base, ref, f.dir);
+                ck_assert_msg(streq(status, want_status), "seed %u round %d: git status differs: %s", seed, i, sdiff);
+                ck_assert_int_eq(changeset_is_applied_3way(f.dir, f.patch, bdir), 1);
+        }
+        fprintf(stderr, "accept-killed-midway: %d of %d accepts killed, %d of them in the middle of writing\n",
+                interrupted, rounds, midway);
+        rm_rf(base);
+}
+END_TEST
+
 static Suite *changeset_suite(void) {
         Suite *s = suite_create("changeset");
         TCase *tc = tcase_create("changeset");
@@ -1414,6 +1540,7 @@ static Suite *changeset_suite(void) {
         tcase_add_test(tb, test_base_two_accepts_one_file);
         tcase_add_test(tb, test_base_snapshot_contents);
         tcase_add_test(tb, test_base_metacopy_falls_back);
+        tcase_add_test(tb, test_base_accept_killed_midway_converges);
         suite_add_tcase(s, tb);
         return s;
 }
