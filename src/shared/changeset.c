@@ -3716,6 +3716,32 @@ static int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, c
 }
 
 /* check_only: 1 if the live tree holds every change already, else 0. */
+/* write_out() failed midway (a read-only directory, a full disk: what
+ * `git apply --check` cannot see): every file it wrote is whole, but the
+ * tree is partly applied. Put the changeset's paths back to tree_o (the live
+ * tree as the merge read it) with the same crash-safe writer. 0 with *reason
+ * saying the files were restored and nothing was applied; else the original
+ * error r with *reason saying the tree is partly applied (a retry of the
+ * accept finishes it: the files already written merge cleanly). */
+static int write_out_rollback(const git_ctx *g, const char *tree_o, const char *merged, char *const *cs_paths, int r,
+                              char **reason) {
+        _cleanup_free_ char *werr = TAKE_PTR(*reason), *now = NULL, *rerr = NULL;
+        int k = stage_patch_paths(g, "after-write-index", tree_o, merged, &now, &rerr);
+        if (k >= 0 && !streq(now, tree_o)) {
+                k = write_out(g, now, tree_o, cs_paths, &rerr);
+                if (k == 0) k = -EIO; /* refused: nothing restored */
+        }
+        if (k >= 0) {
+                *reason = strdup_printf("%s; the files it had written were restored, nothing was applied",
+                                        strempty(werr));
+                return 0;
+        }
+        *reason = strdup_printf("%s; restoring the files it had written failed (%s): the tree is partly applied "
+                                "(accepting again finishes it)",
+                                strempty(werr), rerr ? rerr : strerror(-k));
+        return r;
+}
+
 static int apply_3way_impl(const char *directory, const char *patch_path, const char *base_tree, const char *base_dir,
                            bool check_only, char **reason) {
         _cleanup_free_ char *dir = realpath(directory, NULL);
@@ -3802,8 +3828,13 @@ static int apply_3way_impl(const char *directory, const char *patch_path, const 
                         else if (r == 0) {
                                 /* git judges the paths as before; then our crash-safe write-out */
                                 r = apply_check_only(&g, merged, reason);
+                                bool rolled_back = false;
                                 if (r > 0) r = write_out(&g, tree_o, tree_m, cs_paths, reason);
-                                if (r == 0) {
+                                if (r < 0) {
+                                        r = write_out_rollback(&g, tree_o, merged, cs_paths, r, reason);
+                                        rolled_back = true;
+                                }
+                                if (r == 0 && !rolled_back) {
                                         _cleanup_free_ char *e = TAKE_PTR(*reason);
                                         *reason = strdup_printf("the live tree changed while the changeset was being "
                                                                 "merged: %s; nothing was applied",
