@@ -484,8 +484,10 @@ static int *starve_daemon(tf_world *w, pid_t pid, size_t *n_fill) {
         int *fill = calloc(*n_fill, sizeof *fill);
         for (size_t i = 0; i < *n_fill; i++) fill[i] = tf_connect(w);
         /* the daemon accepts them in batches: wait until it holds every fd it
-         * may (a loaded machine needs a while; this bounds a hang, it times nothing) */
-        for (int i = 0; i < 200; i++) {
+         * may (a loaded machine needs a while — 10 s was not enough beside the
+         * durability suite's 1000-file accepts under ctest -j2; this bounds a
+         * hang at 60 s, it times nothing) */
+        for (int i = 0; i < 1200; i++) {
                 usleep(50000);
                 daemon_max_fd(pid, &count);
                 if (count == low.rlim_cur) break;
