@@ -332,7 +332,7 @@ static void empty_trash_detached(char *const *trash) {
 int sweep_run(const tf_paths *p, const SweepTable *table) {
         /* owned variables first: every goto out below jumps past nothing */
         _cleanup_strv_free_ char **roots = NULL;
-        _cleanup_free_ char *outputs = NULL, *prompts = NULL;
+        _cleanup_free_ char *outputs = NULL, *prompts = NULL, *task_dirs = NULL;
         Sweep s = {.paths = p, .table = table};
         size_t n = table->n_tasks;
         s.tasks = calloc(n + 1, sizeof *s.tasks);
@@ -377,7 +377,7 @@ int sweep_run(const tf_paths *p, const SweepTable *table) {
         }
         if ((r = sweep_dir(&s, outputs, output_entry)) < 0) goto out;
         if ((r = sweep_dir(&s, prompts, prompt_entry)) < 0) goto out;
-        _cleanup_free_ char *task_dirs = strdup_printf("%s/tasks", p->state_dir);
+        task_dirs = strdup_printf("%s/tasks", p->state_dir);
         if (!task_dirs) {
                 r = -ENOMEM;
                 goto out;
