@@ -1929,13 +1929,8 @@ static int stage_patch_paths(const git_ctx *g0, const char *index_name, const ch
         return r;
 }
 
-/* `git apply --check`, then `git apply`. The check does not see every way
- * a write can fail (a read-only directory, a full disk): if the apply
- * fails after it, what it wrote is put back (the live contents of the
- * touched paths were staged first), so the tree is never left half
- * applied. 1 applied, 0 not (tree as it was, *reason set), -errno (only
- * when restoring failed too: *reason says so). */
-static int apply_check_then_apply(const git_ctx *g, const char *patch, char **reason) {
+/* `git apply --check` only: 1 it applies, 0 not (*reason), -errno. */
+static int apply_check_only(const git_ctx *g, const char *patch, char **reason) {
         run_result rr;
         char *check_args[] = {(char *) "apply", (char *) "--check", (char *) patch, NULL};
         int r = run_git_argv(g, g->work_tree, 0, &rr, check_args);
@@ -1949,6 +1944,19 @@ static int apply_check_then_apply(const git_ctx *g, const char *patch, char **re
                 return 0;
         }
         run_result_done(&rr);
+        return 1;
+}
+
+/* `git apply --check`, then `git apply`. The check does not see every way
+ * a write can fail (a read-only directory, a full disk): if the apply
+ * fails after it, what it wrote is put back (the live contents of the
+ * touched paths were staged first), so the tree is never left half
+ * applied. 1 applied, 0 not (tree as it was, *reason set), -errno (only
+ * when restoring failed too: *reason says so). */
+static int apply_check_then_apply(const git_ctx *g, const char *patch, char **reason) {
+        run_result rr;
+        int r = apply_check_only(g, patch, reason);
+        if (r <= 0) return r;
         _cleanup_free_ char *before = NULL, *serr = NULL;
         if ((r = stage_patch_paths(g, "before-apply-index", NULL, patch, &before, &serr)) < 0) {
                 *reason = strdup_printf("cannot record the live files before applying: %s", serr ? serr : strerror(-r));
@@ -3347,24 +3355,6 @@ static int run_git_to_fd(const git_ctx *g, int fd, run_result *rr, char *const *
         for (size_t i = 0; r >= 0 && args[i]; i++) r = strv_push(&argv, args[i]);
         if (r < 0) return r;
         return run_command(argv, g->env, "/", 0, fd, rr);
-}
-
-/* `git apply --check` only: 1 it applies, 0 not (*reason), -errno. */
-static int apply_check_only(const git_ctx *g, const char *patch, char **reason) {
-        run_result rr;
-        char *check_args[] = {(char *) "apply", (char *) "--check", (char *) patch, NULL};
-        int r = run_git_argv(g, g->work_tree, 0, &rr, check_args);
-        if (r < 0) {
-                *reason = git_failure("apply --check", r, &rr);
-                return r;
-        }
-        if (rr.exit_code != 0) {
-                *reason = trimmed(*rr.err ? rr.err : "git apply --check failed");
-                run_result_done(&rr);
-                return 0;
-        }
-        run_result_done(&rr);
-        return 1;
 }
 
 /* ---- accept: the write-out into the live tree ----
