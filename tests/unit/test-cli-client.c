@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -256,7 +257,19 @@ static void kill_started_daemons(void) {
                 for (char *p = data; p && *p; ) {
                         char *nl = strchr(p, '\n');
                         pid_t pid = (pid_t) strtol(p, NULL, 10);
+                        /* The fake daemons are detached (not our children): wait
+                         * for each through a pidfd, so the next CLI run can never
+                         * reach a daemon that is still on its way out. */
+                        int pfd = pid > 1 ? pidfd_open(pid, 0) : -1;
                         if (pid > 1) kill(pid, SIGTERM);
+                        if (pfd >= 0) {
+                                struct pollfd pf = {.fd = pfd, .events = POLLIN};
+                                if (poll(&pf, 1, 10000) <= 0) {
+                                        kill(pid, SIGKILL);
+                                        (void) poll(&pf, 1, 10000);
+                                }
+                                close(pfd);
+                        }
                         p = nl ? nl + 1 : NULL;
                 }
         }
