@@ -48,9 +48,10 @@ struct cli_diff_filter {
         bool colored;    /* an SGR sequence is open on this line */
         unsigned frag_at; /* FRAG: '@' seen so far, to end the colour after "@@ ... @@" */
 
-        /* colour-mode escaping: UTF-8 state */
-        unsigned need;   /* continuation bytes still expected */
-        bool pending_c2; /* held lead byte 0xC2 (maybe a C1 control) */
+        /* colour-mode escaping: a UTF-8 sequence being checked */
+        unsigned char held[4];
+        unsigned held_len;
+        unsigned need; /* continuation bytes still expected */
 };
 
 static bool has_prefix(const char *s, size_t len, const char *p) {
@@ -101,64 +102,74 @@ static int emit_str(cli_diff_filter *f, const char *s) {
         return emit(f, s, strlen(s));
 }
 
-static int emit_escaped_fresh(cli_diff_filter *f, unsigned char c) {
+static int emit_hex(cli_diff_filter *f, unsigned char c) {
         char buf[8];
+        int n = snprintf(buf, sizeof buf, "<%02X>", c);
+        return emit(f, buf, (size_t) n);
+}
+
+/* The held bytes of a sequence that broke off: none was UTF-8. */
+static int flush_held(cli_diff_filter *f) {
+        int r = 0;
+        for (unsigned i = 0; r >= 0 && i < f->held_len; i++) r = emit_hex(f, f->held[i]);
+        f->held_len = 0;
+        f->need = 0;
+        return r;
+}
+
+static int emit_escaped_fresh(cli_diff_filter *f, unsigned char c) {
         if ((c < 0x20 && c != '\t') || c == 0x7F) {
-                buf[0] = '^';
-                buf[1] = c == 0x7F ? '?' : (char) (c + 0x40);
+                char buf[2] = {'^', c == 0x7F ? '?' : (char) (c + 0x40)};
                 return emit(f, buf, 2);
         }
         if (c < 0x80) return emit(f, &c, 1);
-        if (c == 0xC2) {
-                f->pending_c2 = true;
-                return 0;
+        unsigned need = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
+        if (need == 0) return emit_hex(f, c); /* a stray continuation byte, C0/C1, F5..FF */
+        f->held[0] = c;
+        f->held_len = 1;
+        f->need = need;
+        return 0;
+}
+
+/* Is c a valid next byte of the held sequence (no overlong form, surrogate
+ * or code point past U+10FFFF)? */
+static bool continues(const cli_diff_filter *f, unsigned char c) {
+        if ((c & 0xC0) != 0x80) return false;
+        if (f->held_len != 1) return true;
+        switch (f->held[0]) {
+        case 0xE0: return c >= 0xA0;
+        case 0xED: return c <= 0x9F;
+        case 0xF0: return c >= 0x90;
+        case 0xF4: return c <= 0x8F;
+        default: return true;
         }
-        if (c >= 0xC3 && c <= 0xDF) f->need = 1;
-        else if (c >= 0xE0 && c <= 0xEF) f->need = 2;
-        else if (c >= 0xF0 && c <= 0xF4) f->need = 3;
-        else {
-                /* a continuation byte out of place, C0, C1 or F5..FF: never UTF-8 */
-                int n = snprintf(buf, sizeof buf, "<%02X>", c);
-                return emit(f, buf, (size_t) n);
-        }
-        return emit(f, &c, 1);
 }
 
 /* One byte of a line's content in colour mode (never '\n'). */
 static int emit_escaped(cli_diff_filter *f, unsigned char c) {
-        char buf[16];
-        if (f->pending_c2) {
-                f->pending_c2 = false;
-                if (c >= 0x80 && c <= 0x9F) {
-                        int n = snprintf(buf, sizeof buf, "<U+%04X>", c);
-                        return emit(f, buf, (size_t) n);
-                }
-                if (c >= 0xA0 && c <= 0xBF) {
-                        const unsigned char pair[2] = {0xC2, c};
-                        return emit(f, pair, 2);
-                }
-                int r = emit_str(f, "<C2>");
-                if (r < 0) return r;
-                return emit_escaped_fresh(f, c);
-        }
         if (f->need > 0) {
-                if ((c & 0xC0) == 0x80) {
-                        f->need--;
-                        return emit(f, &c, 1);
+                if (!continues(f, c)) {
+                        int r = flush_held(f);
+                        if (r < 0) return r;
+                        return emit_escaped_fresh(f, c);
                 }
-                /* a truncated sequence: its lead bytes were no control */
-                f->need = 0;
+                f->held[f->held_len++] = c;
+                if (--f->need > 0) return 0;
+                unsigned n = f->held_len;
+                f->held_len = 0;
+                if (n == 2 && f->held[0] == 0xC2 && f->held[1] <= 0x9F) {
+                        /* U+0080..U+009F: C1 controls (U+009B is CSI) */
+                        char buf[16];
+                        int k = snprintf(buf, sizeof buf, "<U+%04X>", f->held[1]);
+                        return emit(f, buf, (size_t) k);
+                }
+                return emit(f, f->held, n);
         }
         return emit_escaped_fresh(f, c);
 }
 
 static int end_escaped_line(cli_diff_filter *f) {
-        f->need = 0;
-        if (f->pending_c2) {
-                f->pending_c2 = false;
-                return emit_str(f, "<C2>");
-        }
-        return 0;
+        return flush_held(f);
 }
 
 static const char *kind_color(line_kind k) {

@@ -15,7 +15,7 @@
  * written by a hostile worker (file names and contents): in colour mode
  * every C0 control but TAB (ESC, CR, BS, ...) and DEL are shown in caret
  * notation ("^[", "^?"), C1 controls (U+0080..U+009F) as "<U+009B>", and
- * bytes that cannot be UTF-8 as "<9B>", so no sequence of the patch reaches
+ * bytes that are not part of valid UTF-8 as "<E9>", so no sequence of the patch reaches
  * the terminal raw whatever pager (or none) shows it. git quotes control
  * bytes in names itself but writes contents raw and relies on `less -R`;
  * `PAGER=cat` would then let them through, so this is stricter than git. */

@@ -376,7 +376,7 @@ static int pump_patch(int fd, char *const *paths, bool color, FILE *out) {
         return cli_diff_filter_finish(f);
 }
 
-static int run_diff(cli_context *ctx, json_object **ret, cli_error *err) {
+static int run_diff(cli_context *ctx, cli_error *err) {
         const cli_args *a = ctx->args;
         const char *id = a->task_id;
         _cleanup_json_ json_object *params = task_params(ctx);
@@ -389,10 +389,10 @@ static int run_diff(cli_context *ctx, json_object **ret, cli_error *err) {
         json_object_array_add(fields, json_object_new_string("diffPath"));
         json_object_array_add(fields, json_object_new_string("changesetError"));
         if (json_add(params, "fields", fields) < 0) return -ENOMEM;
-        json_object *res = NULL;
+        /* not handed back in *ret: on an error main would print it for --json */
+        _cleanup_json_ json_object *res = NULL;
         int r = call(ctx, "task.result", params, &res, err);
         if (r < 0) return r;
-        *ret = res;
 
         const char *path = json_get_string(res, "diffPath");
         const char *status = json_get_string(res, "status");
@@ -532,7 +532,7 @@ int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret
         else if (streq(cmd, "list")) r = run_list(ctx, &raw, err);
         else if (streq(cmd, "tail")) r = run_tail(ctx, &raw, err);
         else if (streq(cmd, "output")) r = run_output(ctx, &raw, err);
-        else if (streq(cmd, "diff")) r = run_diff(ctx, &raw, err);
+        else if (streq(cmd, "diff")) r = run_diff(ctx, err);
         else
                 return cli_error_usage(err, "Run `taskferry --help` to see available commands", "unknown command: %s", cmd);
         *ret_raw = raw;

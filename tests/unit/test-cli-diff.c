@@ -276,6 +276,16 @@ START_TEST(test_hostile_escapes) {
                 ck_assert(strstr(o.buf, "<9B>31m ^? \xc2\xa9 \xc3\xa9 \xe2\x82\xac <C2>\033[m\n"));
                 free(o.buf);
         }
+        /* bytes that are not UTF-8: Latin-1, overlong forms (of CSI too),
+         * surrogates, a sequence cut by the end of the line */
+        const char q[] = "diff --git a/f b/f\n@@ -1 +1 @@\n"
+                         "+caf\xe9 x \xc0\x9b \xe0\x82\x9b \xed\xa0\x80 \xf4\x90\x80\x80 \xf0\x9f\x98\x80 \xe2\x82\n";
+        for (size_t chunk = 0; chunk < 4; chunk++) {
+                out o = run(q, sizeof q - 1, NULL, true, chunk);
+                ck_assert_msg(strstr(o.buf, "\033[32m+caf<E9> x <C0><9B> <E0><82><9B> <ED><A0><80> <F4><90><80><80> "
+                                            "\xf0\x9f\x98\x80 <E2><82>\033[m\n"), "%s", o.buf);
+                free(o.buf);
+        }
         /* plain (a pipe) stays byte-exact even so */
         out o = run(p, sizeof p - 1, NULL, false, 3);
         ck_assert_uint_eq(o.len, sizeof p - 1);
