@@ -507,6 +507,43 @@ START_TEST(errors_and_changeset_column) {
 }
 END_TEST
 
+/* A worker (hostile, in its sandbox, on its own task socket) asks for another
+ * task's patch path through the new result fields and tries the state dir's
+ * patch file directly: it gets an unknown task and no file. */
+START_TEST(worker_cannot_reach_another_tasks_patch) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *victim = dispatch_settled(w, repo, "printf 'secret change\\n' > tracked.txt", true);
+        char *patch = patch_path(w, victim);
+        ck_assert(tf_exists(patch));
+        _cleanup_free_ char *script = strdup_printf(
+                "taskferry-test-peer call task.result '{\"taskId\":\"%s\",\"fields\":[\"diffPath\",\"changesetStatus\",\"diff\"]}' "
+                "> $TASKFERRY_OUTPUT_DIR/other.txt; "
+                "taskferry-test-peer call task.result \"{\\\"taskId\\\":\\\"$TASKFERRY_TASK_ID\\\",\\\"fields\\\":[\\\"diffPath\\\"]}\" "
+                "> $TASKFERRY_OUTPUT_DIR/own.txt; "
+                "cat '%s' > $TASKFERRY_OUTPUT_DIR/read.txt 2>&1; echo finished",
+                victim, patch);
+        char *attacker = dispatch_settled(w, repo, script, true);
+        _cleanup_free_ char *od = strdup_printf("%s/outputs/%s", w->state, attacker);
+        char *other = tf_read(tf_path(od, "other.txt"), NULL);
+        ck_assert_msg(strstr(other, "\"code\":\"UNKNOWN_TASK\"") && !strstr(other, "diffs/") && !strstr(other, "secret"),
+                      "%s", other);
+        free(other);
+        char *own = tf_read(tf_path(od, "own.txt"), NULL);
+        /* its own task is still running: nothing extracted, no path */
+        ck_assert_msg(strstr(own, "\"diffPath\":null"), "%s", own);
+        free(own);
+        char *read = tf_read(tf_path(od, "read.txt"), NULL);
+        ck_assert_msg(!strstr(read, "secret change"), "the worker read another task's patch: %s", read);
+        free(read);
+        free(attacker);
+        free(patch);
+        free(victim);
+        free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *diff_suite(void) {
         Suite *s = suite_create("diff");
         TCase *tc = tcase_create("diff");
@@ -516,6 +553,7 @@ static Suite *diff_suite(void) {
         tcase_add_test(tc, tty_coloured_through_pager);
         tcase_add_test(tc, huge_patch_streams);
         tcase_add_test(tc, errors_and_changeset_column);
+        tcase_add_test(tc, worker_cannot_reach_another_tasks_patch);
         suite_add_tcase(s, tc);
         return s;
 }
