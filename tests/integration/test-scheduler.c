@@ -28,9 +28,11 @@ static char *dispatch_shell(tf_world *w, const char *model, const char *prompt) 
 }
 
 /* A worker that prints its start time and then waits until the file
- * <repo_parent>/release-<name> exists. */
+ * <repo_parent>/release-<name> exists (at most 2 minutes, so a failed case
+ * leaves no worker behind for long). */
 static char *dispatch_held(tf_world *w, const char *model, const char *name) {
-        char *p = strdup_printf("date +%%s%%3N; while [ ! -e %s/release-%s ]; do sleep 0.05; done; echo %s",
+        char *p = strdup_printf("date +%%s%%3N; i=0; while [ ! -e %s/release-%s ] && [ $i -lt 2400 ]; do sleep 0.05; "
+                                "i=$((i+1)); done; echo %s",
                                 w->repo_parent, name, name);
         char *id = dispatch_shell(w, model, p);
         free(p);
