@@ -407,6 +407,66 @@ void provider_limits_free(ProviderLimit *l, size_t n) {
         free(l);
 }
 
+static bool json_positive_int(json_object *v, uint64_t *ret) {
+        if (!v) return false;
+        if (json_object_is_type(v, json_type_int)) {
+                int64_t i = json_object_get_int64(v);
+                if (i < 1 || i > 9007199254740991LL) return false;
+                *ret = (uint64_t) i;
+                return true;
+        }
+        if (!json_object_is_type(v, json_type_double)) return false;
+        double d = json_object_get_double(v);
+        if (!isfinite(d) || d < 1 || d > 9007199254740991.0 || d != floor(d)) return false;
+        *ret = (uint64_t) d;
+        return true;
+}
+
+int provider_limits_from_json(json_object *o, ProviderLimit **ret, size_t *ret_n, char **ret_error) {
+        if (!o || !json_object_is_type(o, json_type_object)) {
+                if (ret_error) *ret_error = strdup("providerLimits must be an object");
+                return -EINVAL;
+        }
+        ProviderLimit *l = NULL;
+        size_t n = 0;
+        int r = 0;
+        json_object_object_foreach(o, prov, v) {
+                uint64_t conc = 0, win = 0;
+                json_object *c = NULL, *wv = NULL;
+                bool isobj = v && json_object_is_type(v, json_type_object);
+                if (isobj) {
+                        json_object_object_get_ex(v, "maxConcurrentTasks", &c);
+                        json_object_object_get_ex(v, "maxDispatchesPerWindow", &wv);
+                }
+                const char *why = !*prov ? "the provider is empty"
+                                : !isobj ? "must be an object"
+                                : c && !json_positive_int(c, &conc) ? "maxConcurrentTasks must be a positive integer"
+                                : wv && !json_positive_int(wv, &win) ? "maxDispatchesPerWindow must be a positive integer"
+                                : NULL;
+                if (why) {
+                        if (ret_error) *ret_error = strdup_printf("providerLimits.%s: %s", prov, why);
+                        r = -EINVAL;
+                        break;
+                }
+                ProviderLimit *nl = reallocarray(l, n + 1, sizeof *nl);
+                char *pv = strdup(prov);
+                if (nl) l = nl;
+                if (!nl || !pv) {
+                        free(pv);
+                        r = -ENOMEM;
+                        break;
+                }
+                l[n++] = (ProviderLimit) {.provider = pv, .max_concurrent_tasks = conc, .max_dispatches_per_window = win};
+        }
+        if (r < 0) {
+                provider_limits_free(l, n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
 static char *trim(char *s) {
         while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
         size_t n = strlen(s);

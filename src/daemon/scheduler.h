@@ -91,6 +91,12 @@ int scheduler_status_fields(Manager *m, Task *t, json_object *o);
  * (malloc'd; the daemon prints it after "error: " and refuses to start).
  * -ENOMEM. */
 int provider_limits_parse(const char *s, ProviderLimit **ret, size_t *ret_n, char **ret_error);
+/* config.json's providerLimits (protocol-cli.md §3.2, for settings.c):
+ * {"prov": {"maxConcurrentTasks": N, "maxDispatchesPerWindow": N}}, each key
+ * optional (missing: unlimited), N a positive safe integer. Not an object,
+ * an empty provider name, or a value that is no positive integer: -EINVAL
+ * with *ret_error = `providerLimits.<prov>...: <why>` (malloc'd). -ENOMEM. */
+int provider_limits_from_json(json_object *o, ProviderLimit **ret, size_t *ret_n, char **ret_error);
 void provider_limits_free(ProviderLimit *l, size_t n);
 /* JavaScript Number(s) as a positive safe integer: true and *ret. */
 bool js_number_positive_int(const char *s, uint64_t *ret);

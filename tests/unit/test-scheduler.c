@@ -398,6 +398,44 @@ START_TEST(provider_limits_grammar) {
 }
 END_TEST
 
+START_TEST(provider_limits_config_form) {
+        ProviderLimit *l = NULL;
+        size_t n = 0;
+        char *err = NULL;
+        json_object *o = NULL;
+        const char *ok = "{\"a\":{\"maxConcurrentTasks\":2},\"b\":{\"maxDispatchesPerWindow\":3.0},\"c\":{}}";
+        ck_assert_int_eq(json_parse_strict(ok, strlen(ok), &o), 0);
+        ck_assert_int_eq(provider_limits_from_json(o, &l, &n, &err), 0);
+        json_object_put(o);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_str_eq(l[0].provider, "a");
+        ck_assert_uint_eq(l[0].max_concurrent_tasks, 2);
+        ck_assert_uint_eq(l[0].max_dispatches_per_window, 0);
+        ck_assert_uint_eq(l[1].max_concurrent_tasks, 0);
+        ck_assert_uint_eq(l[1].max_dispatches_per_window, 3);
+        ck_assert_uint_eq(l[2].max_concurrent_tasks + l[2].max_dispatches_per_window, 0);
+        provider_limits_free(l, n);
+        static const struct {
+                const char *in, *err;
+        } bad[] = {
+                {"[]", "providerLimits must be an object"},
+                {"{\"\":{}}", "providerLimits.: the provider is empty"},
+                {"{\"a\":1}", "providerLimits.a: must be an object"},
+                {"{\"a\":{\"maxConcurrentTasks\":0}}", "providerLimits.a: maxConcurrentTasks must be a positive integer"},
+                {"{\"a\":{\"maxConcurrentTasks\":\"2\"}}", "providerLimits.a: maxConcurrentTasks must be a positive integer"},
+                {"{\"a\":{\"maxDispatchesPerWindow\":1.5}}", "providerLimits.a: maxDispatchesPerWindow must be a positive integer"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                ck_assert_int_eq(json_parse_strict(bad[i].in, strlen(bad[i].in), &o), 0);
+                err = NULL;
+                ck_assert_int_eq(provider_limits_from_json(o, &l, &n, &err), -EINVAL);
+                ck_assert_str_eq(err, bad[i].err);
+                free(err);
+                json_object_put(o);
+        }
+}
+END_TEST
+
 START_TEST(js_number_reads_like_number) {
         uint64_t v = 0;
         static const struct {
@@ -433,6 +471,7 @@ int main(void) {
         tcase_add_test(tc, kick_arms_the_timer_for_the_window);
         tcase_add_test(tc, provider_limits_grammar);
         tcase_add_test(tc, js_number_reads_like_number);
+        tcase_add_test(tc, provider_limits_config_form);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
