@@ -90,6 +90,10 @@ json_object *cli_lean_status(json_object *detail, bool full) {
                 return NULL;
         if (!active && (copy_key(lean, detail, "exitCode") < 0 || copy_key(lean, detail, "signal") < 0))
                 return NULL;
+        /* a queued task's place and why it waits (scheduler.h, additive) */
+        static const char *const queue_keys[] = {"queuePosition", "queueProvider", "queuedReason", "cooldownUntil"};
+        for (size_t i = 0; i < ELEMENTSOF(queue_keys); i++)
+                if (get(detail, queue_keys[i]) && copy_key(lean, detail, queue_keys[i]) < 0) return NULL;
         /* a live task's "pending" only means it has an overlay: nothing is extracted
          * yet, nothing can be accepted (issue 7 item 8) */
         if (streq_ptr(json_get_string(detail, "changesetStatus"), "pending") &&
@@ -229,6 +233,7 @@ json_object *cli_project_list(json_object *value, int64_t limit) {
         if (!out) return NULL;
         if (cli_json_truthy(get(value, "directory")) && copy_key(out, value, "directory") < 0) return NULL;
         if (copy_key(out, value, "counts") < 0) return NULL;
+        if (get(value, "cooldowns") && copy_key(out, value, "cooldowns") < 0) return NULL; /* cooldown.h */
         json_object *tasks = get(value, "tasks");
         json_object *rows = project_rows(tasks, limit);
         if ((!rows && tasks) || json_add(out, "tasks", rows) < 0) return NULL;

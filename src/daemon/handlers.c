@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "change.h"
+#include "cooldown.h"
 #include "changeset.h"
 #include "jobs.h"
 #include "launch.h"
@@ -566,6 +567,11 @@ int method_list(Manager *m, Request *r, Task *target, json_object **ret, MethodE
         Caller who = caller_of(m, r->conn);
         *ret = manager_list(m, json_get_string(r->req.params, "directory"),
                             who.sandboxed ? (who.task ? who.task->id : "") : NULL);
+        if (*ret && !who.sandboxed) { /* active provider cooldowns (cooldown.h), only when there are any */
+                json_object *cd = cooldown_snapshot(m);
+                if (cd && json_object_array_length(cd) > 0) json_add(*ret, "cooldowns", cd);
+                else json_object_put(cd);
+        }
         return *ret ? 0 : -ENOMEM;
 }
 

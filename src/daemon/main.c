@@ -7,6 +7,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "change.h"
+#include "cooldown.h"
 #include "jobs.h"
 #include "manager.h"
 #include "methods.h"
@@ -18,6 +19,7 @@
 #include "tasks.h"
 #include "wait.h"
 #include "disk-budget.h"
+#include "scheduler.h"
 #include "executor.h"
 #include "process-util.h"
 #include "sweep.h"
@@ -47,6 +49,20 @@ static uint64_t env_positive(const char *name, uint64_t def) {
         double d = strtod(v, &end);
         while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
         if (!end || *end || d <= 0 || d != (double) (uint64_t) d || d > 9007199254740991.0) return def;
+        return (uint64_t) d;
+}
+
+/* Number(env) as a safe integer >= 0, else def (spec §3.3: "" is 0, valid
+ * for int>=0 settings such as lowerdirStaggerMs). */
+static uint64_t env_nonnegative(const char *name, uint64_t def) {
+        const char *v = getenv(name);
+        if (!v) return def;
+        while (*v == ' ' || *v == '\t' || *v == '\n') v++;
+        if (!*v) return 0;
+        char *end = NULL;
+        double d = strtod(v, &end);
+        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
+        if (!end || *end || d < 0 || d != (double) (uint64_t) d || d > 9007199254740991.0) return def;
         return (uint64_t) d;
 }
 
@@ -81,6 +97,14 @@ static int resolve_shim(char **ret) {
 static int settings_load(Settings *s, char **ret_error) {
         s->max_concurrent = (unsigned) env_positive("TASKFERRY_MAX_CONCURRENT_TASKS", 4);
         s->cancel_grace_ms = env_positive("TASKFERRY_CANCEL_GRACE_MS", 5000);
+        s->max_dispatches_per_window = env_positive("TASKFERRY_MAX_DISPATCHES_PER_WINDOW", 2);
+        s->dispatch_window_ms = env_positive("TASKFERRY_DISPATCH_WINDOW_MS", 5000);
+        s->lowerdir_stagger_ms = env_nonnegative("TASKFERRY_LOWERDIR_STAGGER_MS", 3000);
+        const char *pc = getenv("TASKFERRY_PROVIDER_COOLDOWN");
+        s->provider_cooldown_enabled = !(pc && (streq(pc, "0") || streq(pc, "false")));
+        const char *pl = getenv("TASKFERRY_PROVIDER_LIMITS");
+        if (pl && provider_limits_parse(pl, &s->provider_limits, &s->n_provider_limits, ret_error) < 0)
+                return -EINVAL;
         s->sandbox_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_SANDBOX");
         s->overlay_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_OVERLAY");
         const char *ex = getenv("TASKFERRY_DEFAULT_EXECUTOR");
@@ -133,6 +157,7 @@ static void settings_done(Settings *s) {
         strv_free(s->ro_bind);
         strv_free(s->home_allow);
         free(s->shim_path);
+        provider_limits_free(s->provider_limits, s->n_provider_limits);
 }
 
 /* Leave the reason of a failed start where the CLI's auto-start looks (§4.1). */
@@ -193,6 +218,8 @@ static void manager_free(Manager *m) {
         manager_free_root_cache(m);
         m->n_tasks = 0;
         m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
+        scheduler_free(m);
+        cooldowns_free(m);
         m->event = sd_event_unref(m->event);
         free(m->state_load_error);
         settings_done(&m->settings);

@@ -46,9 +46,23 @@ struct Manager {
         int64_t status_counts[_TASK_STATUS_MAX];
         size_t started_inversions;
         struct RootCache *root_cache;  /* workspace roots of task directories (tasks.c) */
-        /* scheduler.c */
+        /* scheduler.c (lifecycle.md §5): the queued tasks in dispatch order
+         * (each provider's FIFO is its tasks in this list), the slots, the
+         * launch window and stagger, the providers and the one launch timer */
         Task *queue_head, *queue_tail;
         unsigned running;
+        struct SchedProvider *sched_providers; /* insertion order, never removed */
+        size_t n_sched_providers;
+        size_t sched_cursor;
+        uint64_t *launch_times;        /* CLOCK_MONOTONIC ms of the launches in the window, oldest first */
+        size_t n_launch_times;
+        uint64_t last_launch_at;       /* CLOCK_MONOTONIC ms of the last launch (valid if launched_once) */
+        bool launched_once;
+        bool sched_kicking, sched_kick_again;
+        sd_event_source *launch_timer;
+        /* cooldown.c: providers parked after a rate limit (cooldown.h) */
+        struct ProviderCooldown *cooldowns;
+        size_t n_cooldowns;
         /* task.c (manager_add_task_observer) */
         TaskObserver *task_observers;
         size_t n_task_observers;

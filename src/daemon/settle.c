@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "changeset.h"
+#include "cooldown.h"
 #include "executor-home.h"
 #include "gitdir.h"
 #include "sandbox-plan.h"
@@ -130,6 +131,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                         json_add_string(res, "failureDetail", detail);
                 }
         }
+        cooldown_settle_scan(t, res); /* the provider's retry hint (cooldown.h) */
         if (log) {
                 _cleanup_free_ char *boot = NULL;
                 if (log_boot_failure(log, &boot) > 0) json_add_string(res, "bootDetail", boot);
@@ -309,6 +311,7 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                         }
                 }
         }
+        cooldown_settle_apply(t, res); /* before the settlement's kick */
         task_settlement_done(t, status, cs);
 }
 

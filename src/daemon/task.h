@@ -233,6 +233,8 @@ struct Task {
         /* scheduler.c */
         bool counted_running;  /* holds a concurrency slot */
         Task *next_queued;
+        size_t sched_provider; /* 1 + index into Manager.sched_providers of the provider whose slot it
+                                * holds (0: none) */
         /* settle.c */
         bool settling;         /* settlement job in flight */
         /* change.c (accept/reject) */

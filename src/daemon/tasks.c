@@ -7,6 +7,7 @@
 
 #include "gitdir.h"
 #include "manager.h"
+#include "scheduler.h"
 #include "task.h"
 #include "tasks.h"
 #include "json-util.h"
@@ -215,6 +216,7 @@ json_object *task_status_detail(Task *t) {
                 json_add_null(o, "logLastWriteAt");
         }
         json_add_bool(o, "logHasEvent", t->log_has_event);
+        (void) scheduler_status_fields(t->m, t, o); /* queuePosition, queuedReason, ... (scheduler.h) */
         return o;
 }
 

@@ -97,6 +97,9 @@ tf_world *tf_world_new(char *const extra_env[]) {
                  * the CLI are bound in as a user would bind a tool of theirs */
                 xstrdup_printf("TASKFERRY_RO_BIND=%s", w->fixtures),
                 strdup("TASKFERRY_LOWERDIR_STAGGER_MS=0"),
+                /* the launch window wide open (the spec's tests do the same:
+                 * "window wide open"); test-scheduler sets its own */
+                strdup("TASKFERRY_MAX_DISPATCHES_PER_WINDOW=100000"),
                 strdup("TASKFERRY_ACTIVITY_SUMMARIES=0"),
                 strdup("GIT_AUTHOR_NAME=Test"),
                 strdup("GIT_AUTHOR_EMAIL=test@example.invalid"),

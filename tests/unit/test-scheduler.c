@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "cooldown.h"
 #include "daemon.h"
 #include "json-util.h"
 #include "util.h"
@@ -15,17 +16,28 @@ static Manager m;
 static void setup(void) {
         m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m.event), 0);
+        /* the spec's defaults (lifecycle.md §5) unless a case says otherwise */
+        m.settings.max_concurrent = 4;
+        m.settings.max_dispatches_per_window = 2;
+        m.settings.dispatch_window_ms = 5000;
+        m.settings.lowerdir_stagger_ms = 3000;
+        m.settings.provider_cooldown_enabled = true;
 }
 
 static void teardown(void) {
+        scheduler_free(&m);
+        cooldowns_free(&m);
+        provider_limits_free(m.settings.provider_limits, m.settings.n_provider_limits);
         for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
         free(m.tasks);
         m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
         m.event = sd_event_unref(m.event);
 }
 
-static Task *queued(const char *id) {
-        char *s = strdup_printf("{\"id\":\"%s\",\"status\":\"queued\",\"changesetStatus\":\"none\"}", id);
+static Task *queued_model(const char *id, const char *model) {
+        char *s = model ? strdup_printf("{\"id\":\"%s\",\"status\":\"queued\",\"model\":\"%s\",\"changesetStatus\":\"none\"}",
+                                        id, model)
+                        : strdup_printf("{\"id\":\"%s\",\"status\":\"queued\",\"changesetStatus\":\"none\"}", id);
         json_object *o = NULL;
         ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
         free(s);
@@ -33,6 +45,8 @@ static Task *queued(const char *id) {
         ck_assert_ptr_nonnull(t);
         return t;
 }
+
+static Task *queued(const char *id) { return queued_model(id, NULL); }
 
 static void assert_queue(const char *const *want, size_t n) {
         size_t i = 0;
@@ -119,6 +133,326 @@ START_TEST(kick_respects_the_cap) {
 }
 END_TEST
 
+
+/* ---- the tick's decisions, driven with our own clock ---- */
+
+/* Launch what the scheduler lets launch at now: like scheduler_kick with
+ * launch_task replaced by taking the slot (the task is running). Returns
+ * the ids launched, space-separated. */
+static char launched[512];
+static const char *launch_at(uint64_t now) {
+        launched[0] = 0;
+        Task *t;
+        while ((t = scheduler_next_launch(&m, now))) {
+                ck_assert_int_eq(t->rec.status, TASK_QUEUED);
+                ck_assert_int_eq(task_transition(t, TASK_RUNNING, t->rec.changeset_status), 1);
+                scheduler_take_slot(t);
+                if (launched[0]) strcat(launched, " ");
+                strcat(launched, t->id);
+        }
+        return launched;
+}
+
+static void finish(Task *t) {
+        scheduler_release_slot(t);
+        ck_assert_int_eq(task_transition(t, TASK_DONE, t->rec.changeset_status), 1);
+}
+
+START_TEST(window_admits_two_per_five_seconds) {
+        m.settings.lowerdir_stagger_ms = 0;
+        uint64_t t0 = mono_ms();
+        scheduler_enqueue(&m, queued_model("oc_a", "p/x"));
+        scheduler_enqueue(&m, queued_model("oc_b", "p/x"));
+        scheduler_enqueue(&m, queued_model("oc_c", "p/x"));
+        ck_assert_str_eq(launch_at(t0), "oc_a oc_b");
+        ck_assert_str_eq(launch_at(t0 + 4999), "");
+        ck_assert_uint_eq(scheduler_next_wakeup(&m, t0 + 10), t0 + 5000);
+        ck_assert_str_eq(launch_at(t0 + 5000), "oc_c");
+        ck_assert_uint_eq(scheduler_next_wakeup(&m, t0 + 5000), 0); /* nothing queued */
+}
+END_TEST
+
+START_TEST(stagger_spaces_every_launch) {
+        m.settings.max_dispatches_per_window = 100;
+        uint64_t t0 = mono_ms();
+        scheduler_enqueue(&m, queued_model("oc_a", "p/x"));
+        scheduler_enqueue(&m, queued_model("oc_b", "q/x"));
+        ck_assert_str_eq(launch_at(t0), "oc_a");
+        ck_assert_str_eq(launch_at(t0 + 2999), "");
+        ck_assert_uint_eq(scheduler_next_wakeup(&m, t0 + 1), t0 + 3000);
+        ck_assert_str_eq(launch_at(t0 + 3000), "oc_b");
+        /* 0 disables it */
+        m.settings.lowerdir_stagger_ms = 0;
+        scheduler_enqueue(&m, queued_model("oc_c", "p/x"));
+        scheduler_enqueue(&m, queued_model("oc_d", "p/x"));
+        ck_assert_str_eq(launch_at(t0 + 3000), "oc_c oc_d");
+}
+END_TEST
+
+START_TEST(global_cap_waits_for_a_settlement) {
+        m.settings.max_concurrent = 2;
+        m.settings.max_dispatches_per_window = 100;
+        m.settings.lowerdir_stagger_ms = 0;
+        uint64_t t0 = mono_ms();
+        Task *a = queued_model("oc_a", "p/x"), *b = queued_model("oc_b", "p/x"), *c = queued_model("oc_c", "q/x");
+        scheduler_enqueue(&m, a);
+        scheduler_enqueue(&m, b);
+        scheduler_enqueue(&m, c);
+        ck_assert_str_eq(launch_at(t0), "oc_a oc_c"); /* round-robin: p, then q */
+        ck_assert_str_eq(launch_at(t0 + 60000), "");
+        /* only a settlement frees a slot: no timer to poll with */
+        ck_assert_uint_eq(scheduler_next_wakeup(&m, t0 + 60000), 0);
+        finish(a);
+        ck_assert_str_eq(launch_at(t0 + 60001), "oc_b");
+}
+END_TEST
+
+START_TEST(provider_limits_bind_only_their_provider) {
+        m.settings.max_concurrent = 100;
+        m.settings.max_dispatches_per_window = 100;
+        m.settings.lowerdir_stagger_ms = 0;
+        char *err = NULL;
+        ck_assert_int_eq(provider_limits_parse("opencode-go:1, prov:10:2", &m.settings.provider_limits,
+                                               &m.settings.n_provider_limits, &err), 0);
+        uint64_t t0 = mono_ms();
+        Task *g1 = queued_model("oc_g1", "opencode-go/a");
+        scheduler_enqueue(&m, g1);
+        scheduler_enqueue(&m, queued_model("oc_g2", "opencode-go/b"));
+        scheduler_enqueue(&m, queued_model("oc_o1", "openai/gpt"));
+        ck_assert_str_eq(launch_at(t0), "oc_g1 oc_o1");
+        ck_assert_uint_eq(scheduler_next_wakeup(&m, t0), 0); /* opencode-go waits for its running task */
+        finish(g1);
+        ck_assert_str_eq(launch_at(t0 + 1), "oc_g2");
+        /* prov:10:2 holds the 3rd until the (global) window passes */
+        scheduler_enqueue(&m, queued_model("oc_p1", "prov/m"));
+        scheduler_enqueue(&m, queued_model("oc_p2", "prov/m"));
+        scheduler_enqueue(&m, queued_model("oc_p3", "prov/m"));
+        scheduler_enqueue(&m, queued_model("oc_u1", "unlisted/m"));
+        ck_assert_str_eq(launch_at(t0 + 10), "oc_p1 oc_u1 oc_p2");
+        ck_assert_uint_eq(scheduler_next_wakeup(&m, t0 + 10), t0 + 10 + 5000);
+        ck_assert_str_eq(launch_at(t0 + 5009), "");
+        ck_assert_str_eq(launch_at(t0 + 5010), "oc_p3");
+}
+END_TEST
+
+START_TEST(round_robin_between_providers_fifo_within) {
+        m.settings.max_concurrent = 100;
+        m.settings.max_dispatches_per_window = 100;
+        m.settings.lowerdir_stagger_ms = 0;
+        uint64_t t0 = mono_ms();
+        const char *ids[] = {"oc_a1", "oc_a2", "oc_a3", "oc_b1", "oc_b2", "oc_c1"};
+        const char *models[] = {"a/1", "a/2", "a", "b/1", "b/2", "c/x/y"};
+        Task *t[6];
+        for (int i = 0; i < 6; i++) scheduler_enqueue(&m, t[i] = queued_model(ids[i], models[i]));
+        /* a cancelled queued task is skipped; it touches only its own provider's queue */
+        ck_assert(scheduler_remove(&m, t[3]));
+        ck_assert_int_eq(task_transition(t[3], TASK_CANCELLED, t[3]->rec.changeset_status), 1);
+        ck_assert_str_eq(launch_at(t0), "oc_a1 oc_b2 oc_c1 oc_a2 oc_a3");
+}
+END_TEST
+
+START_TEST(cursor_moves_past_the_provider_that_launched) {
+        m.settings.max_concurrent = 100;
+        m.settings.max_dispatches_per_window = 1; /* one launch per tick */
+        m.settings.dispatch_window_ms = 10;
+        m.settings.lowerdir_stagger_ms = 0;
+        uint64_t t0 = mono_ms();
+        scheduler_enqueue(&m, queued_model("oc_a1", "a/x"));
+        scheduler_enqueue(&m, queued_model("oc_a2", "a/x"));
+        scheduler_enqueue(&m, queued_model("oc_b1", "b/x"));
+        ck_assert_str_eq(launch_at(t0), "oc_a1");
+        /* new work for a arrives; b's turn comes first */
+        scheduler_enqueue(&m, queued_model("oc_a3", "a/x"));
+        ck_assert_str_eq(launch_at(t0 + 10), "oc_b1");
+        ck_assert_str_eq(launch_at(t0 + 20), "oc_a2");
+        ck_assert_str_eq(launch_at(t0 + 30), "oc_a3");
+}
+END_TEST
+
+START_TEST(cooldown_parks_only_its_provider) {
+        m.settings.max_dispatches_per_window = 100;
+        m.settings.lowerdir_stagger_ms = 0;
+        ck_assert_int_eq(cooldown_start(&m, "p", 3000, "rate_limited", "oc_x"), 0);
+        uint64_t t0 = mono_ms();
+        const ProviderCooldown *c = cooldown_find(&m, "p", t0);
+        ck_assert_ptr_nonnull(c);
+        Task *p1 = queued_model("oc_p1", "p/m");
+        scheduler_enqueue(&m, p1);
+        scheduler_enqueue(&m, queued_model("oc_q1", "q/m"));
+        ck_assert_str_eq(launch_at(t0), "oc_q1");
+        ck_assert_uint_eq(scheduler_next_wakeup(&m, t0), c->until_mono);
+        json_object *o = json_object_new_object();
+        ck_assert_int_eq(scheduler_status_fields(&m, p1, o), 0);
+        int64_t pos = 0;
+        ck_assert(json_get_int64(o, "queuePosition", &pos));
+        ck_assert_int_eq(pos, 1);
+        ck_assert_str_eq(json_get_string(o, "queueProvider"), "p");
+        ck_assert_ptr_nonnull(json_get_string(o, "cooldownUntil"));
+        ck_assert_ptr_nonnull(strstr(json_get_string(o, "queuedReason"), "cooling down"));
+        json_object_put(o);
+        ck_assert_str_eq(launch_at(c->until_mono - 1), "");
+        ck_assert_str_eq(launch_at(c->until_mono), "oc_p1");
+        /* a later failure extends, never shortens; the cap holds */
+        ck_assert_int_eq(cooldown_start(&m, "p", 99999999999ULL, "rate_limited", "oc_y"), 0);
+        c = cooldown_find(&m, "p", mono_ms());
+        ck_assert_uint_le(c->until_mono, mono_ms() + COOLDOWN_MAX_MS);
+        ck_assert_uint_ge(c->until_mono + 1000, mono_ms() + COOLDOWN_MAX_MS);
+        uint64_t before = c->until_mono;
+        ck_assert_int_eq(cooldown_start(&m, "p", 10, "rate_limited", "oc_z"), 0);
+        ck_assert_uint_eq(cooldown_find(&m, "p", mono_ms())->until_mono, before);
+        json_object *snap = cooldown_snapshot(&m);
+        ck_assert_uint_eq(json_object_array_length(snap), 1);
+        ck_assert_str_eq(json_get_string(json_object_array_get_idx(snap, 0), "provider"), "p");
+        ck_assert_str_eq(json_get_string(json_object_array_get_idx(snap, 0), "taskId"), "oc_y");
+        json_object_put(snap);
+}
+END_TEST
+
+START_TEST(status_fields_of_queued_tasks) {
+        m.settings.max_concurrent = 1;
+        m.settings.lowerdir_stagger_ms = 0;
+        uint64_t t0 = mono_ms();
+        Task *a = queued_model("oc_a", "p/x"), *b = queued_model("oc_b", "p/x"), *c = queued_model("oc_c", "p/y");
+        scheduler_enqueue(&m, a);
+        scheduler_enqueue(&m, b);
+        scheduler_enqueue(&m, c);
+        ck_assert_str_eq(launch_at(t0), "oc_a");
+        json_object *o = json_object_new_object();
+        ck_assert_int_eq(scheduler_status_fields(&m, a, o), 0); /* running: nothing */
+        ck_assert_int_eq(json_object_object_length(o), 0);
+        ck_assert_int_eq(scheduler_status_fields(&m, c, o), 0);
+        int64_t pos = 0;
+        ck_assert(json_get_int64(o, "queuePosition", &pos));
+        ck_assert_int_eq(pos, 2);
+        ck_assert_ptr_nonnull(strstr(json_get_string(o, "queuedReason"), "task slots are in use"));
+        ck_assert_ptr_null(json_get_string(o, "cooldownUntil"));
+        json_object_put(o);
+}
+END_TEST
+
+/* scheduler_kick arms one sd-event timer for the moment the window frees,
+ * and none when only a settlement can help. */
+START_TEST(kick_arms_the_timer_for_the_window) {
+        m.settings.lowerdir_stagger_ms = 0;
+        uint64_t t0 = mono_ms();
+        scheduler_enqueue(&m, queued_model("oc_a", "p/x"));
+        scheduler_enqueue(&m, queued_model("oc_b", "p/x"));
+        scheduler_enqueue(&m, queued_model("oc_c", "p/x"));
+        ck_assert_str_eq(launch_at(t0), "oc_a oc_b");
+        scheduler_kick(&m); /* the window is full: oc_c cannot launch (and launch_task is never reached) */
+        ck_assert_ptr_nonnull(m.launch_timer);
+        uint64_t usec = 0;
+        ck_assert_int_ge(sd_event_source_get_time(m.launch_timer, &usec), 0);
+        ck_assert_uint_eq(usec, (t0 + 5000) * 1000ULL);
+        /* at the global cap instead: no timer */
+        m.settings.max_concurrent = 2;
+        scheduler_kick(&m);
+        ck_assert_ptr_null(m.launch_timer);
+}
+END_TEST
+
+/* ---- TASKFERRY_PROVIDER_LIMITS ---- */
+
+START_TEST(provider_limits_grammar) {
+        ProviderLimit *l = NULL;
+        size_t n = 0;
+        char *err = NULL;
+        ck_assert_int_eq(provider_limits_parse(" a : 2 : 3 ,, b: 0x4 ,c:4.0:1e1, a:5 ,", &l, &n, &err), 0);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_str_eq(l[0].provider, "a"); /* the later duplicate replaced it, in its place */
+        ck_assert_uint_eq(l[0].max_concurrent_tasks, 5);
+        ck_assert_uint_eq(l[0].max_dispatches_per_window, 0);
+        ck_assert_str_eq(l[1].provider, "b");
+        ck_assert_uint_eq(l[1].max_concurrent_tasks, 4);
+        ck_assert_str_eq(l[2].provider, "c");
+        ck_assert_uint_eq(l[2].max_concurrent_tasks, 4);
+        ck_assert_uint_eq(l[2].max_dispatches_per_window, 10);
+        provider_limits_free(l, n);
+        ck_assert_int_eq(provider_limits_parse("", &l, &n, &err), 0);
+        ck_assert_uint_eq(n, 0);
+        provider_limits_free(l, n);
+
+        static const struct {
+                const char *in, *entry, *why;
+        } bad[] = {
+                {":1", ":1", "the provider is empty"},
+                {"a:0", "a:0", "maxConcurrentTasks must be a positive integer"},
+                {"ok:1, a:1.5", "a:1.5", "maxConcurrentTasks must be a positive integer"},
+                {"a:x", "a:x", "maxConcurrentTasks must be a positive integer"},
+                {"a:-1", "a:-1", "maxConcurrentTasks must be a positive integer"},
+                {"a:Infinity", "a:Infinity", "maxConcurrentTasks must be a positive integer"},
+                {"a:", "a:", "maxConcurrentTasks must be a positive integer"},
+                {"a:1:0", "a:1:0", "maxDispatchesPerWindow must be a positive integer"},
+                {"a:1:2:3", "a:1:2:3", "expected 2 or 3 fields separated by ':'"},
+                {"a", "a", "expected 2 or 3 fields separated by ':'"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                err = NULL;
+                ck_assert_int_eq(provider_limits_parse(bad[i].in, &l, &n, &err), -EINVAL);
+                char *want = strdup_printf("malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": %s\nhelp: use "
+                                           "provider:maxConcurrentTasks[:maxDispatchesPerWindow], comma-separated",
+                                           bad[i].entry, bad[i].why);
+                ck_assert_str_eq(err, want);
+                free(want), free(err);
+        }
+}
+END_TEST
+
+START_TEST(provider_limits_config_form) {
+        ProviderLimit *l = NULL;
+        size_t n = 0;
+        char *err = NULL;
+        json_object *o = NULL;
+        const char *ok = "{\"a\":{\"maxConcurrentTasks\":2},\"b\":{\"maxDispatchesPerWindow\":3.0},\"c\":{}}";
+        ck_assert_int_eq(json_parse_strict(ok, strlen(ok), &o), 0);
+        ck_assert_int_eq(provider_limits_from_json(o, &l, &n, &err), 0);
+        json_object_put(o);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_str_eq(l[0].provider, "a");
+        ck_assert_uint_eq(l[0].max_concurrent_tasks, 2);
+        ck_assert_uint_eq(l[0].max_dispatches_per_window, 0);
+        ck_assert_uint_eq(l[1].max_concurrent_tasks, 0);
+        ck_assert_uint_eq(l[1].max_dispatches_per_window, 3);
+        ck_assert_uint_eq(l[2].max_concurrent_tasks + l[2].max_dispatches_per_window, 0);
+        provider_limits_free(l, n);
+        static const struct {
+                const char *in, *err;
+        } bad[] = {
+                {"[]", "providerLimits must be an object"},
+                {"{\"\":{}}", "providerLimits.: the provider is empty"},
+                {"{\"a\":1}", "providerLimits.a: must be an object"},
+                {"{\"a\":{\"maxConcurrentTasks\":0}}", "providerLimits.a: maxConcurrentTasks must be a positive integer"},
+                {"{\"a\":{\"maxConcurrentTasks\":\"2\"}}", "providerLimits.a: maxConcurrentTasks must be a positive integer"},
+                {"{\"a\":{\"maxDispatchesPerWindow\":1.5}}", "providerLimits.a: maxDispatchesPerWindow must be a positive integer"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                ck_assert_int_eq(json_parse_strict(bad[i].in, strlen(bad[i].in), &o), 0);
+                err = NULL;
+                ck_assert_int_eq(provider_limits_from_json(o, &l, &n, &err), -EINVAL);
+                ck_assert_str_eq(err, bad[i].err);
+                free(err);
+                json_object_put(o);
+        }
+}
+END_TEST
+
+START_TEST(js_number_reads_like_number) {
+        uint64_t v = 0;
+        static const struct {
+                const char *s;
+                uint64_t v;
+        } ok[] = {{"4", 4}, {" 4", 4}, {"4.0", 4}, {"0x4", 4}, {"1e3", 1000}, {"+7", 7}, {"0b11", 3}, {"0o17", 15},
+                  {"9007199254740991", 9007199254740991ULL}};
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                ck_assert_msg(js_number_positive_int(ok[i].s, &v), "%s", ok[i].s);
+                ck_assert_uint_eq(v, ok[i].v);
+        }
+        static const char *const no[] = {"", " ", "0", "-1", "1.5", "abc", "Infinity", "NaN", "0x", "1e400",
+                                         "9007199254740993", "0x1p3", "4 4"};
+        for (size_t i = 0; i < ELEMENTSOF(no); i++) ck_assert_msg(!js_number_positive_int(no[i], &v), "%s", no[i]);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("scheduler");
         TCase *tc = tcase_create("scheduler");
@@ -126,6 +460,18 @@ int main(void) {
         tcase_add_test(tc, fifo_and_removal);
         tcase_add_test(tc, slots_are_counted_once);
         tcase_add_test(tc, kick_respects_the_cap);
+        tcase_add_test(tc, window_admits_two_per_five_seconds);
+        tcase_add_test(tc, stagger_spaces_every_launch);
+        tcase_add_test(tc, global_cap_waits_for_a_settlement);
+        tcase_add_test(tc, provider_limits_bind_only_their_provider);
+        tcase_add_test(tc, round_robin_between_providers_fifo_within);
+        tcase_add_test(tc, cursor_moves_past_the_provider_that_launched);
+        tcase_add_test(tc, cooldown_parks_only_its_provider);
+        tcase_add_test(tc, status_fields_of_queued_tasks);
+        tcase_add_test(tc, kick_arms_the_timer_for_the_window);
+        tcase_add_test(tc, provider_limits_grammar);
+        tcase_add_test(tc, js_number_reads_like_number);
+        tcase_add_test(tc, provider_limits_config_form);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

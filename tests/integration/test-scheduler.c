@@ -1,0 +1,507 @@
+/* The scheduler through the real daemon (spec lifecycle.md §5, acceptance
+ * scenarios D7, D8, D10; issue 7 items 1 and 3): the global cap, the launch
+ * window, the lower-dir stagger, per-provider limits, round-robin between
+ * providers with FIFO within each, the queue position in task.status, and
+ * provider cooldowns after a rate limit that said when to retry.
+ *
+ * Workers are `shell` tasks (the model name only picks the provider). Each
+ * timed worker prints its own start time (`date +%s%3N`, wall clock ms) as
+ * the first line of its output; the assertions are orderings and lower
+ * bounds against times the test took before dispatching or the daemon
+ * recorded (endedAt), never upper bounds on a loaded machine. */
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+/* ---- helpers ---- */
+
+static char *dispatch_shell(tf_world *w, const char *model, const char *prompt) {
+        const char *a[] = {"--executor", "shell", "--directory", w->repo_parent, "--model", model, "--prompt", prompt, NULL};
+        const char *b[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
+        return tf_dispatch(w, model ? a : b);
+}
+
+/* A worker that prints its start time and then waits until the file
+ * <repo_parent>/release-<name> exists (at most 2 minutes, so a failed case
+ * leaves no worker behind for long). */
+static char *dispatch_held(tf_world *w, const char *model, const char *name) {
+        char *p = strdup_printf("date +%%s%%3N; i=0; while [ ! -e %s/release-%s ] && [ $i -lt 2400 ]; do sleep 0.05; "
+                                "i=$((i+1)); done; echo %s",
+                                w->repo_parent, name, name);
+        char *id = dispatch_shell(w, model, p);
+        free(p);
+        return id;
+}
+
+static void release(tf_world *w, const char *name) {
+        free(tf_shf(w, NULL, "touch %s/release-%s", w->repo_parent, name));
+}
+
+/* task.status over the socket (the whole detail, not the CLI's lean view). */
+static json_object *status_rpc(tf_world *w, const char *id) {
+        char *params = strdup_printf("{\"taskId\":\"%s\"}", id);
+        json_object *frame = tf_rpc(w, "task.status", params);
+        free(params);
+        json_object *res = json_object_get(tf_result(frame));
+        json_object_put(frame);
+        return res;
+}
+
+static bool status_is(tf_world *w, const char *id, const char *want) {
+        json_object *o = status_rpc(w, id);
+        bool ok = streq_ptr(json_get_string(o, "status"), want);
+        json_object_put(o);
+        return ok;
+}
+
+typedef struct {
+        const char *id, *status;
+} want_status;
+
+static bool pred_status(tf_world *w, void *arg) {
+        want_status *ws = arg;
+        return status_is(w, ws->id, ws->status);
+}
+
+static void wait_status(tf_world *w, const char *id, const char *status) {
+        want_status ws = {id, status};
+        ck_assert_msg(tf_wait_until(pred_status, w, &ws, 60000), "task %s never became %s", id, status);
+}
+
+/* Wall-clock ms the worker printed first. */
+static uint64_t started_ms(tf_world *w, const char *id) {
+        json_object_put(tf_wait_settled(w, id));
+        char *msg = tf_task_message(w, id);
+        uint64_t v = strtoull(msg, NULL, 10);
+        ck_assert_msg(v > 0, "task %s printed no start time: %s", id, msg);
+        free(msg);
+        return v;
+}
+
+static uint64_t ended_ms(tf_world *w, const char *id) {
+        json_object *o = tf_wait_settled(w, id);
+        uint64_t v = 0;
+        ck_assert_int_eq(parse_iso(strempty(json_get_string(o, "endedAt")), &v), 0);
+        json_object_put(o);
+        return v;
+}
+
+static void assert_reason(json_object *st, const char *needle) {
+        const char *r = json_get_string(st, "queuedReason");
+        ck_assert_msg(r && strstr(r, needle), "queuedReason \"%s\" does not say \"%s\"", strnull(r), needle);
+}
+
+/* ---- D7: the global cap ---- */
+
+START_TEST(concurrency_cap) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=2", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *a = dispatch_held(w, "p/x", "a"), *b = dispatch_held(w, "p/x", "b"), *c = dispatch_held(w, "p/x", "c");
+        wait_status(w, a, "running");
+        wait_status(w, b, "running");
+        json_object *st = status_rpc(w, c);
+        ck_assert_str_eq(json_get_string(st, "status"), "queued");
+        int64_t pos = 0;
+        ck_assert(json_get_int64(st, "queuePosition", &pos));
+        ck_assert_int_eq(pos, 1);
+        ck_assert_str_eq(json_get_string(st, "queueProvider"), "p");
+        assert_reason(st, "task slots are in use");
+        json_object_put(st);
+        /* the CLI's status shows them too */
+        const char *sa[] = {"status", c, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, sa);
+        ck_assert_msg(strstr(r.out, "queuePosition: 1") && strstr(r.out, "queuedReason:"), "%s", r.out);
+        tf_run_done(&r);
+        usleep(300 * 1000);
+        ck_assert(status_is(w, c, "queued"));
+        release(w, "a");
+        wait_status(w, c, "running");
+        ck_assert(status_is(w, b, "running"));
+        release(w, "b"), release(w, "c");
+        const char *ids[] = {a, b, c};
+        for (int i = 0; i < 3; i++) {
+                json_object *o = tf_wait_settled(w, ids[i]);
+                ck_assert_str_eq(tf_jstr(o, "status"), "done");
+                json_object_put(o);
+        }
+        free(a), free(b), free(c);
+        tf_world_free(w);
+}
+END_TEST
+
+/* D7: a worker whose spawn fails (binary missing) frees exactly one slot. */
+START_TEST(failed_spawn_frees_one_slot) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=2", NULL};
+        tf_world *w = tf_world_new(extra);
+        tf_world_setenv(w, "PATH", "/usr/bin:/bin"); /* no pi or opencode */
+        char *a = dispatch_held(w, "p/x", "a");
+        wait_status(w, a, "running");
+        const char *d[] = {"--executor", "opencode", "--model", "p/x", "--directory", w->repo_parent, "--prompt", "hi", NULL};
+        char *bad = tf_dispatch(w, d);
+        json_object *o = tf_wait_settled(w, bad);
+        ck_assert_str_eq(tf_jstr(o, "status"), "crashed");
+        json_object_put(o);
+        char *c = dispatch_held(w, "p/x", "c"), *dd = dispatch_held(w, "p/x", "d");
+        wait_status(w, c, "running");
+        usleep(300 * 1000);
+        ck_assert_msg(status_is(w, dd, "queued"), "the failed spawn freed more than its slot");
+        release(w, "a"), release(w, "c"), release(w, "d");
+        wait_status(w, dd, "done");
+        free(a), free(bad), free(c), free(dd);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- the launch window and the stagger ---- */
+
+START_TEST(launch_window) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_DISPATCHES_PER_WINDOW=2",
+                         (char *) "TASKFERRY_DISPATCH_WINDOW_MS=3000", NULL};
+        tf_world *w = tf_world_new(extra);
+        tf_daemon_start(w);
+        uint64_t t0 = now_ms();
+        char *ids[3];
+        for (int i = 0; i < 3; i++) ids[i] = dispatch_shell(w, "p/x", "date +%s%3N");
+        json_object *st = status_rpc(w, ids[2]);
+        if (streq_ptr(json_get_string(st, "status"), "queued")) assert_reason(st, "maxDispatchesPerWindow");
+        json_object_put(st);
+        uint64_t s[3];
+        for (int i = 0; i < 3; i++) s[i] = started_ms(w, ids[i]);
+        ck_assert_msg(s[2] >= t0 + 3000, "the third launch came %" PRIu64 " ms after the first dispatch", s[2] - t0);
+        ck_assert_uint_lt(s[0], s[2]);
+        ck_assert_uint_lt(s[1], s[2]);
+        for (int i = 0; i < 3; i++) free(ids[i]);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(lowerdir_stagger) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_LOWERDIR_STAGGER_MS=2000", NULL};
+        tf_world *w = tf_world_new(extra);
+        tf_daemon_start(w);
+        uint64_t t0 = now_ms();
+        char *a = dispatch_shell(w, "p/x", "date +%s%3N");
+        char *b = dispatch_shell(w, "q/x", "date +%s%3N"); /* another provider: the stagger is global */
+        json_object *st = status_rpc(w, b);
+        if (streq_ptr(json_get_string(st, "status"), "queued")) assert_reason(st, "staggered");
+        json_object_put(st);
+        uint64_t sb = started_ms(w, b);
+        ck_assert_msg(sb >= t0 + 2000, "the second launch came %" PRIu64 " ms after the first dispatch", sb - t0);
+        ck_assert_uint_lt(started_ms(w, a), sb);
+        free(a), free(b);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- D8: per-provider limits ---- */
+
+START_TEST(provider_limits) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_PROVIDER_LIMITS=opencode-go:1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *g1 = dispatch_held(w, "opencode-go/minimax-m3", "g1");
+        char *g2 = dispatch_held(w, "opencode-go/other", "g2");
+        char *g3 = dispatch_held(w, "opencode-go/other", "g3");
+        char *o1 = dispatch_held(w, "openai/gpt", "o1");
+        wait_status(w, g1, "running");
+        wait_status(w, o1, "running");
+        json_object *st = status_rpc(w, g2);
+        ck_assert_str_eq(json_get_string(st, "status"), "queued");
+        assert_reason(st, "provider opencode-go is at its limit of 1");
+        json_object_put(st);
+        /* cancelling a queued task touches only its provider's queue */
+        const char *cn[] = {"cancel", g3, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, cn);
+        ck_assert_msg(r.exit_code == 0 && strstr(r.out, "queued task cancelled before launch"), "%s", r.out);
+        tf_run_done(&r);
+        ck_assert(status_is(w, g2, "queued"));
+        ck_assert(status_is(w, o1, "running"));
+        release(w, "g1");
+        wait_status(w, g2, "running");
+        release(w, "g2"), release(w, "o1");
+        wait_status(w, g2, "done");
+        ck_assert(status_is(w, g3, "cancelled"));
+        free(g1), free(g2), free(g3), free(o1);
+        tf_world_free(w);
+}
+END_TEST
+
+/* prov:10:2 holds the 3rd launch until the (global-length) window passes;
+ * an unlisted provider is limited only globally. */
+START_TEST(provider_window) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_PROVIDER_LIMITS=prov:10:2",
+                         (char *) "TASKFERRY_DISPATCH_WINDOW_MS=3000", NULL};
+        tf_world *w = tf_world_new(extra);
+        tf_daemon_start(w);
+        uint64_t t0 = now_ms();
+        char *p[3];
+        for (int i = 0; i < 3; i++) p[i] = dispatch_shell(w, "prov/m", "date +%s%3N");
+        char *u = dispatch_shell(w, "unlisted/m", "date +%s%3N");
+        uint64_t s2 = started_ms(w, p[2]);
+        ck_assert_msg(s2 >= t0 + 3000, "prov's third launch came %" PRIu64 " ms after the first dispatch", s2 - t0);
+        ck_assert_uint_lt(started_ms(w, u), s2);
+        ck_assert_uint_lt(started_ms(w, p[1]), s2);
+        for (int i = 0; i < 3; i++) free(p[i]);
+        free(u);
+        tf_world_free(w);
+}
+END_TEST
+
+/* A malformed TASKFERRY_PROVIDER_LIMITS fails the daemon's start with the
+ * spec's message, directly and through the CLI's auto-start. */
+START_TEST(malformed_provider_limits_refuse_start) {
+        static const char *const bad[] = {":1", "a:0", "a:x", "a:1:2:3"}; /* empty name, 0, non-integer, 4 fields */
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char *env = strdup_printf("TASKFERRY_PROVIDER_LIMITS=%s", bad[i]);
+                char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", env, NULL};
+                tf_world *w = tf_world_new(extra);
+                tf_run r = tf_sh(w, NULL, "\"$TASKFERRY_DAEMON\"; echo rc=$?", true);
+                char *want = strdup_printf("error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\"", bad[i]);
+                ck_assert_msg(strstr(r.out, "rc=1"), "%s: %s", bad[i], r.out);
+                ck_assert_msg(strstr(r.err, want), "%s: %s", bad[i], r.err);
+                ck_assert_msg(strstr(r.err, "help: use provider:maxConcurrentTasks[:maxDispatchesPerWindow], comma-separated"),
+                              "%s", r.err);
+                tf_run_done(&r);
+                const char *l[] = {"list", NULL};
+                r = tf_cli(w, NULL, NULL, l);
+                ck_assert_int_eq(r.exit_code, 1);
+                ck_assert_msg(strstr(r.out, "daemon boot failed: malformed TASKFERRY_PROVIDER_LIMITS entry"), "%s", r.out);
+                tf_run_done(&r);
+                free(want), free(env);
+                tf_world_free(w);
+        }
+}
+END_TEST
+
+/* ---- round-robin between providers, FIFO within each ---- */
+
+START_TEST(round_robin_and_queue_position) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *z = dispatch_held(w, "z/x", "z");
+        wait_status(w, z, "running");
+        char *order = strdup(tf_path(w->repo_parent, "order"));
+        const char *names[] = {"a1", "a2", "b1"};
+        const char *models[] = {"a/x", "a/y", "b/x"};
+        char *ids[3];
+        for (int i = 0; i < 3; i++) {
+                char *p = strdup_printf("echo %s >> %s", names[i], order);
+                ids[i] = dispatch_shell(w, models[i], p);
+                free(p);
+        }
+        json_object *st = status_rpc(w, ids[1]);
+        int64_t pos = 0;
+        ck_assert(json_get_int64(st, "queuePosition", &pos));
+        ck_assert_int_eq(pos, 2);
+        ck_assert_str_eq(json_get_string(st, "queueProvider"), "a");
+        json_object_put(st);
+        st = status_rpc(w, ids[2]);
+        ck_assert(json_get_int64(st, "queuePosition", &pos));
+        ck_assert_int_eq(pos, 1);
+        json_object_put(st);
+        release(w, "z");
+        for (int i = 0; i < 3; i++) json_object_put(tf_wait_settled(w, ids[i]));
+        /* providers z, a, b in that order; z launched, so a, then b, then a */
+        char *got = tf_read(order, NULL);
+        ck_assert_str_eq(got, "a1\nb1\na2\n");
+        free(got);
+        for (int i = 0; i < 3; i++) free(ids[i]);
+        free(order), free(z);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- D10: cancel while queued ---- */
+
+START_TEST(cancel_while_queued) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *z = dispatch_held(w, "p/x", "z");
+        wait_status(w, z, "running");
+        char *marker = strdup(tf_path(w->repo_parent, "spawned"));
+        char *p = strdup_printf("touch %s", marker);
+        char *q = dispatch_shell(w, "p/x", p);
+        ck_assert(status_is(w, q, "queued"));
+        const char *cn[] = {"cancel", q, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, cn);
+        ck_assert_int_eq(r.exit_code, 0);
+        json_object *o = tf_json(r.out);
+        ck_assert_str_eq(tf_jstr(o, "status"), "cancelled");
+        ck_assert_str_eq(tf_jstr(o, "note"), "queued task cancelled before launch");
+        json_object_put(o);
+        tf_run_done(&r);
+        o = tf_wait_settled(w, q);
+        ck_assert_str_eq(tf_jstr(o, "status"), "cancelled");
+        json_object_put(o);
+        release(w, "z");
+        json_object_put(tf_wait_settled(w, z));
+        char *after = dispatch_shell(w, "p/x", "true");
+        json_object_put(tf_wait_settled(w, after));
+        ck_assert_msg(!tf_exists(marker), "the cancelled task's worker ran");
+        free(after), free(q), free(p), free(marker), free(z);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- provider cooldown (issue 7 item 3) ---- */
+
+static char *dispatch_rate_limited(tf_world *w, const char *model, const char *retry_after) {
+        char *p = strdup_printf("echo 'HTTP/1.1 429 Too Many Requests' >&2; echo 'Retry-After: %s' >&2; exit 1", retry_after);
+        char *id = dispatch_shell(w, model, p);
+        free(p);
+        return id;
+}
+
+static json_object *cooldowns_of_list(tf_world *w) {
+        json_object *frame = tf_rpc(w, "task.list", "{}");
+        json_object *c = json_object_get(json_get_array(tf_result(frame), "cooldowns"));
+        json_object_put(frame);
+        return c;
+}
+
+/* The acceptance test: a fake provider answers 429 with Retry-After: 3 →
+ * the next dispatch for that provider starts ≥ 3 s later, a dispatch for
+ * another provider starts at once; status and list say why. */
+START_TEST(cooldown_after_retry_after) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *a = dispatch_rate_limited(w, "prov/a", "3");
+        json_object *o = tf_wait_settled(w, a);
+        ck_assert_str_eq(tf_jstr(o, "status"), "crashed");
+        ck_assert_str_eq(tf_jstr(o, "failureReason"), "shell_rate_limited");
+        json_object_put(o);
+        uint64_t a_end = ended_ms(w, a);
+        char *b = dispatch_shell(w, "prov/b", "date +%s%3N");
+        char *c = dispatch_shell(w, "other/c", "date +%s%3N");
+        json_object *st = status_rpc(w, b);
+        if (streq_ptr(json_get_string(st, "status"), "queued")) {
+                assert_reason(st, "cooling down");
+                ck_assert_ptr_nonnull(json_get_string(st, "cooldownUntil"));
+        }
+        json_object_put(st);
+        json_object *cd = cooldowns_of_list(w);
+        if (cd && json_object_array_length(cd) > 0) {
+                json_object *e = json_object_array_get_idx(cd, 0);
+                ck_assert_str_eq(json_get_string(e, "provider"), "prov");
+                ck_assert_str_eq(json_get_string(e, "taskId"), a);
+                ck_assert_str_eq(json_get_string(e, "reason"), "shell_rate_limited");
+        }
+        json_object_put(cd);
+        uint64_t sc = started_ms(w, c), sb = started_ms(w, b);
+        ck_assert_msg(sb >= a_end + 3000, "prov's next task started %" PRId64 " ms after the 429", (int64_t) (sb - a_end));
+        ck_assert_msg(sc < sb, "the other provider's task waited for prov's cooldown");
+        /* once it is over, list shows none */
+        cd = cooldowns_of_list(w);
+        ck_assert_ptr_null(cd);
+        free(a), free(b), free(c);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The cooldown is visible while it lasts, capped at an hour however long
+ * the worker asks for, and TASKFERRY_PROVIDER_COOLDOWN=0 turns it off. */
+START_TEST(cooldown_capped_and_switch) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *a = dispatch_rate_limited(w, "prov/a", "99999999");
+        json_object_put(tf_wait_settled(w, a));
+        json_object *cd = cooldowns_of_list(w);
+        ck_assert_ptr_nonnull(cd);
+        ck_assert_uint_eq(json_object_array_length(cd), 1);
+        int64_t left = 0;
+        ck_assert(json_get_int64(json_object_array_get_idx(cd, 0), "remainingMs", &left));
+        ck_assert_int_le(left, 3600 * 1000);
+        ck_assert_int_gt(left, 3000 * 1000);
+        json_object_put(cd);
+        const char *l[] = {"list", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, l);
+        ck_assert_msg(strstr(r.out, "cooldowns") && strstr(r.out, "prov"), "%s", r.out);
+        tf_run_done(&r);
+        char *b = dispatch_shell(w, "prov/b", "true");
+        usleep(500 * 1000);
+        json_object *st = status_rpc(w, b);
+        ck_assert_str_eq(json_get_string(st, "status"), "queued");
+        assert_reason(st, "cooling down");
+        json_object_put(st);
+        const char *cn[] = {"cancel", b, NULL};
+        r = tf_cli(w, NULL, NULL, cn);
+        ck_assert_int_eq(r.exit_code, 0);
+        tf_run_done(&r);
+        free(a), free(b);
+        tf_world_free(w);
+
+        char *off[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_PROVIDER_COOLDOWN=0", NULL};
+        w = tf_world_new(off);
+        a = dispatch_rate_limited(w, "prov/a", "600");
+        json_object *o = tf_wait_settled(w, a);
+        ck_assert_str_eq(tf_jstr(o, "failureReason"), "shell_rate_limited");
+        json_object_put(o);
+        ck_assert_ptr_null(cooldowns_of_list(w));
+        b = dispatch_shell(w, "prov/b", "date +%s%3N");
+        ck_assert_uint_lt(started_ms(w, b), ended_ms(w, a) + 600 * 1000);
+        free(a), free(b);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack: a worker dispatches a nested task on another provider that
+ * prints a rate limit with a long Retry-After, to park the user's provider.
+ * A task dispatched from inside a sandbox parks nothing. */
+START_TEST(nested_task_cannot_park_a_provider) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
+                    repo, repo));
+        char *script = strdup_printf(
+                "c=$(taskferry dispatch --executor shell --model victim/x --prompt "
+                "\"echo 'rate limit exceeded; Retry-After: 3600' >&2; exit 1\" | sed -n 's/^id: //p'); "
+                "taskferry wait $c >/dev/null; echo child=$c");
+        const char *d[] = {"--executor", "shell", "--model", "attacker/x", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        json_object_put(tf_wait_settled(w, id));
+        char *msg = tf_task_message(w, id);
+        ck_assert_msg(strstr(msg, "child=oc_"), "nested dispatch failed: %s", msg);
+        char *cid = strndup(strstr(msg, "child=") + 6, strcspn(strstr(msg, "child=") + 6, "\n"));
+        json_object *o = tf_wait_settled(w, cid);
+        ck_assert_str_eq(tf_jstr(o, "failureReason"), "shell_rate_limited");
+        json_object_put(o);
+        ck_assert_ptr_null(cooldowns_of_list(w));
+        char *v = dispatch_shell(w, "victim/y", "true");
+        usleep(300 * 1000);
+        json_object *st = status_rpc(w, v);
+        ck_assert_ptr_null(json_get_string(st, "cooldownUntil"));
+        json_object_put(st);
+        o = tf_wait_settled(w, v);
+        ck_assert_str_eq(tf_jstr(o, "status"), "done");
+        json_object_put(o);
+        free(v), free(cid), free(msg), free(id), free(script), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("scheduler");
+        TCase *tc = tcase_create("scheduler");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, concurrency_cap);
+        tcase_add_test(tc, failed_spawn_frees_one_slot);
+        tcase_add_test(tc, launch_window);
+        tcase_add_test(tc, lowerdir_stagger);
+        tcase_add_test(tc, provider_limits);
+        tcase_add_test(tc, provider_window);
+        tcase_add_test(tc, malformed_provider_limits_refuse_start);
+        tcase_add_test(tc, round_robin_and_queue_position);
+        tcase_add_test(tc, cancel_while_queued);
+        tcase_add_test(tc, cooldown_after_retry_after);
+        tcase_add_test(tc, cooldown_capped_and_switch);
+        tcase_add_test(tc, nested_task_cannot_park_a_provider);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return tf_run_suite(suite()); }
