@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "disk-budget.h"
 #include "json-util.h"
 #include "protocol.h"
@@ -427,47 +428,7 @@ int cli_parse_duration(const char *value, const char *flag, int64_t *ret_ms, cli
 }
 
 double cli_js_number(const char *s) {
-        if (!s) return NAN;
-        while (*s && strchr(" \t\n\r\v\f", *s)) s++;
-        size_t len = strlen(s);
-        while (len > 0 && strchr(" \t\n\r\v\f", s[len - 1])) len--;
-        _cleanup_free_ char *t = strndup(s, len);
-        if (!t) return NAN;
-        if (len == 0) return 0;
-        if (streq(t, "Infinity") || streq(t, "+Infinity")) return INFINITY;
-        if (streq(t, "-Infinity")) return -INFINITY;
-        if (len > 2 && t[0] == '0' && strchr("xXoObB", t[1])) {
-                int base = (t[1] == 'x' || t[1] == 'X') ? 16 : (t[1] == 'o' || t[1] == 'O') ? 8 : 2;
-                double v = 0;
-                for (const char *p = t + 2; *p; p++) {
-                        int d;
-                        if (*p >= '0' && *p <= '9') d = *p - '0';
-                        else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
-                        else if (*p >= 'A' && *p <= 'F') d = *p - 'A' + 10;
-                        else return NAN;
-                        if (d >= base) return NAN;
-                        v = v * base + d;
-                }
-                return v;
-        }
-        /* [+-]? (digits [. digits?] | . digits) ([eE][+-]?digits)? */
-        const char *p = t;
-        if (*p == '+' || *p == '-') p++;
-        bool mant = false;
-        while (*p >= '0' && *p <= '9') p++, mant = true;
-        if (*p == '.') {
-                p++;
-                while (*p >= '0' && *p <= '9') p++, mant = true;
-        }
-        if (!mant) return NAN;
-        if (*p == 'e' || *p == 'E') {
-                p++;
-                if (*p == '+' || *p == '-') p++;
-                if (!(*p >= '0' && *p <= '9')) return NAN;
-                while (*p >= '0' && *p <= '9') p++;
-        }
-        if (*p) return NAN;
-        return strtod(t, NULL);
+        return config_js_number(s);
 }
 
 static int parse_path_list(const char *value, const char *flag, json_object **ret, cli_error *err) {

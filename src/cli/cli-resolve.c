@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "cli-args.h"
+#include "config.h"
+#include "paths.h"
 #include "util.h"
 #include "workspace.h"
 
@@ -115,15 +117,17 @@ int cli_read_prompt(int fd, const char *command, volatile sig_atomic_t *interrup
         return 0;
 }
 
+int cli_load_config(json_object **ret, cli_error *err) {
+        _cleanup_(tf_paths_done) tf_paths paths = {};
+        int r = tf_paths_resolve(&paths);
+        if (r < 0) return cli_error_fail(err, NULL, "cannot resolve taskferry paths: %s", strerror(-r));
+        _cleanup_free_ char *text = NULL;
+        r = config_load(paths.config_file, ret, NULL, &text);
+        if (r == -ENOMEM) return r;
+        if (r < 0) return cli_error_fail(err, NULL, "%s", strempty(text));
+        return 0;
+}
+
 int cli_wait_default_timeout(const char *env_value, double *ret_ms) {
-        if (env_value && streq(env_value, "0")) return 0;
-        if (env_value) {
-                double v = cli_js_number(env_value);
-                if (isfinite(v) && v > 0) {
-                        *ret_ms = v;
-                        return 1;
-                }
-        }
-        *ret_ms = CLI_DEFAULT_WAIT_TIMEOUT_MS;
-        return 1;
+        return config_wait_default_timeout(NULL, env_value, ret_ms);
 }

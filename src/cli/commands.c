@@ -10,6 +10,7 @@
 
 #include "cli-project.h"
 #include "cli-resolve.h"
+#include "config.h"
 #include "json-util.h"
 #include "taskferry-config.h"
 #include "util.h"
@@ -200,8 +201,12 @@ static int run_wait(cli_context *ctx, json_object **ret, cli_error *err) {
         if (cli_args_has(a, "timeoutMs")) {
                 if (pass_option(params, a, "timeoutMs") < 0) return -ENOMEM;
         } else {
+                /* --timeout, else env, else config.json, else 900000 (§2.6) */
+                _cleanup_json_ json_object *cfg = NULL;
+                int r = cli_load_config(&cfg, err);
+                if (r < 0) return r;
                 double ms;
-                if (cli_wait_default_timeout(getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
+                if (config_wait_default_timeout(cfg, getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
                     json_add(params, "timeoutMs", json_new_number(ms)) < 0)
                         return -ENOMEM;
         }

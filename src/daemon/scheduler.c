@@ -44,7 +44,7 @@ bool scheduler_remove(Manager *m, Task *t) {
 
 void scheduler_kick(Manager *m) {
         if (m->shutting_down) return;
-        while (m->queue_head && m->running < m->settings.max_concurrent) {
+        while (m->queue_head && m->running < m->settings.max_concurrent_tasks) {
                 Task *t = m->queue_head;
                 scheduler_remove(m, t);
                 if (t->rec.status != TASK_QUEUED) continue;

@@ -91,7 +91,7 @@ START_TEST(slots_are_counted_once) {
 END_TEST
 
 START_TEST(kick_respects_the_cap) {
-        m.settings.max_concurrent = 1;
+        m.settings.max_concurrent_tasks = 1;
         Task *busy = queued("oc_busy");
         scheduler_take_slot(busy); /* the one slot is taken */
         Task *a = queued("oc_a"), *b = queued("oc_b");
