@@ -397,7 +397,7 @@ int cli_parse_integer(const char *value, const char *flag, int64_t min, int64_t 
 
 int cli_parse_duration(const char *value, const char *flag, int64_t *ret_ms, cli_error *err) {
         _cleanup_free_ char *help = strdup_printf(
-                "Use %s with milliseconds (e.g. 10000) or a duration string (e.g. 30s, 5m, 1h); values must not exceed 2147483647 milliseconds (about 24 days), the maximum Node's setTimeout supports",
+                "Use %s with milliseconds (e.g. 10000) or a duration string (e.g. 30s, 5m, 1h); values must not exceed 2147483647 milliseconds (about 24 days)",
                 flag);
         if (all_digits(value)) {
                 double ms = strtod(value, NULL);
@@ -529,7 +529,7 @@ static int parse_regex(const char *flag, const char *value, cli_error *err) {
         char msg[256];
         regerror(rc, &re, msg, sizeof msg);
         return cli_error_usage(err, "Use --require-final-marker with a pattern that compiles as a POSIX extended regular expression",
-                               "%s is not a valid RegExp: %s", flag, msg);
+                               "%s is not a valid regular expression: %s", flag, msg);
 }
 
 /* ---- parser ---- */
@@ -822,7 +822,7 @@ json_object *cli_help_object(const char *command) {
                         json_object_array_add(cmds, json_object_new_string(c->name));
                 if (json_add_string(o, "command", "taskferry") < 0 ||
                     json_add_string(o, "usage", "taskferry <command> [options]") < 0 ||
-                    json_add_string(o, "description", "Manage background OpenCode tasks in the current workspace.") < 0 ||
+                    json_add_string(o, "description", CLI_DESCRIPTION) < 0 ||
                     json_add(o, "commands", cmds) < 0 ||
                     json_add(o, "options", string_array(top_options)) < 0 ||
                     json_add(o, "examples", string_array(top_examples)) < 0)

@@ -10,6 +10,10 @@
 
 #include "cli-error.h"
 
+/* The top help's and the workspace view's description (§2.8, §2.10; says
+ * what taskferry runs: pi, OpenCode or a shell command). */
+#define CLI_DESCRIPTION "Manage background tasks that run pi, OpenCode or a shell command in the current workspace."
+
 #define CLI_MAX_TIMEOUT_MS INT64_C(2147483647)
 #define CLI_MAX_SAFE_INTEGER INT64_C(9007199254740991)
 

@@ -17,25 +17,13 @@
 #include "util.h"
 #include "workspace.h"
 
-/* Node/libuv-style error text: "ENOENT: no such file or directory". */
-static char *errno_text(int e) {
-        const char *name = strerrorname_np(e);
-        char *msg = strdup(strerror(e));
-        if (!msg) return NULL;
-        msg[0] = (char) tolower((unsigned char) msg[0]);
-        char *r = strdup_printf("%s: %s", name ? name : "EIO", msg);
-        free(msg);
-        return r;
-}
-
 int cli_normalize_directory(const char *dir, char **ret, cli_error *err) {
         _cleanup_free_ char *resolved = realpath(dir, NULL);
         if (!resolved) {
                 int e = errno;
                 if (e == ENOMEM) return -ENOMEM;
-                _cleanup_free_ char *text = errno_text(e);
-                _cleanup_free_ char *help = strdup_printf("Use an existing directory path for --directory (%s, realpath '%s')",
-                                                          strempty(text), dir);
+                _cleanup_free_ char *help = strdup_printf("Use an existing directory path for --directory (%s)",
+                                                          strerror(e));
                 return cli_error_usage(err, help, "directory does not exist: %s", dir);
         }
         struct stat st;

@@ -132,6 +132,12 @@ static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
         const char *origin = getenv("CLAUDE_CODE_SESSION_ID");
         if (!isempty(origin) && json_add_string(params, "originSessionId", origin) < 0) return -ENOMEM;
         r = call(ctx, "task.dispatch", params, ret, err);
+        /* the daemon decides whether a model is needed (executor, a model
+         * inherited through --session-id); a missing one is still the
+         * caller's usage error (exit 2) */
+        if (r < 0 && streq_ptr(err->code, "REQUEST_FAILED") && err->text &&
+            (startswith(err->text, "error: --model is required\n") || streq(err->text, "--model is required")))
+                err->exit_code = CLI_EXIT_USAGE;
         /* the daemon's warnings (a bind that exposes a deny-listed path) go to stderr */
         json_object *w = r >= 0 && *ret ? json_get_array(*ret, "warnings") : NULL;
         for (size_t i = 0; w && i < json_object_array_length(w); i++)

@@ -174,7 +174,7 @@ START_TEST(k1_location) {
         /* missing: defaults (pi, which needs a model) */
         const char *argv[] = {"dispatch", "--no-sandbox", "--directory", w->repo_parent, "--prompt", "echo hi", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_int_ne(r.exit_code, 0);
+        ck_assert_int_eq(r.exit_code, 2); /* a usage error (issue 7 item 10) */
         ck_assert_msg(strstr(r.out, "--model is required"), "%s", r.out);
         tf_run_done(&r);
         daemon_stop(w);
@@ -197,7 +197,7 @@ START_TEST(k1_location) {
         /* and $XDG_CONFIG_HOME's file wins over ~/.config's when set */
         tf_world_setenv(w, "XDG_CONFIG_HOME", w->cfg);
         r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_int_ne(r.exit_code, 0);
+        ck_assert_int_eq(r.exit_code, 2);
         ck_assert_msg(strstr(r.out, "--model is required"), "%s", r.out);
         tf_run_done(&r);
         tf_world_free(w);
