@@ -31,8 +31,14 @@ typedef struct cli_command_spec {
         bool takes_task_id;             /* accepts the positional task id */
 } cli_command_spec;
 
-/* The 17 commands in help order (§2.10), terminated by {NULL}. */
+/* The one command table: the spec's 17 commands in help order (§2.10) plus
+ * `diff`, terminated by {NULL}. The top help lists those of them this build
+ * implements (cli_command_implemented, commands.h); the man page documents
+ * the same set (tests/unit/test-cli-help.c). */
 extern const cli_command_spec cli_commands[];
+/* "dispatch, cancel, ..." : the implemented commands of the table, in its
+ * order (malloc'd; NULL on ENOMEM). */
+char *cli_available_commands(void);
 /* Lookup by name; NULL if unknown. */
 const cli_command_spec *cli_command_find(const char *name);
 

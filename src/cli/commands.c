@@ -17,13 +17,13 @@
 
 extern char **environ;
 
-static const char *const implemented[] = {
+const char *const cli_implemented_commands[] = {
         "home", "version", "dispatch", "cancel", "accept", "reject", "status", "wait",
         "result", "list", "tail", "output", NULL
 };
 
 bool cli_command_implemented(const char *command) {
-        return strv_contains((char **) implemented, command);
+        return strv_contains((char **) cli_implemented_commands, command);
 }
 
 void cli_context_done(cli_context *ctx) {
