@@ -133,18 +133,19 @@ static const cli_option_help result_options[] = {
         { "--diff", "print the task's changeset diff (read-only; cannot combine with --fields or --full)" },
         {}
 };
-static const cli_option_help diff_options[] = {
-        { "--stat", "print the diffstat (files changed, insertions, deletions) instead of the patch" },
-        {}
-};
-static const char *const diff_examples[] = {
-        "taskferry diff <id>", "taskferry diff <id> --stat", "taskferry diff <id> -- src/main.c",
-        "taskferry diff <id> | git apply --check", NULL
-};
-
 static const char *const result_examples[] = {
         "taskferry result <id>", "taskferry result <id> --full", "taskferry result <id> --fields message,tokens",
         "taskferry result <id> --diff", NULL
+};
+
+static const cli_option_help diff_options[] = {
+        { "--stat", "print a diffstat of the patch (git apply --stat) instead of the patch" },
+        { "-- <path>...", "limit the patch to these files or directories (relative to the task's directory)" },
+        {}
+};
+static const char *const diff_examples[] = {
+        "taskferry diff <id>", "taskferry diff <id> | git apply --check", "taskferry diff <id> --stat",
+        "taskferry diff <id> -- src/main.c docs", NULL
 };
 
 static const cli_option_help list_options[] = {
@@ -217,7 +218,8 @@ const cli_command_spec cli_commands[] = {
           summary_options, summary_examples, true },
         { "result", "taskferry result <id> [options]", "Read the final model result for a task.",
           result_options, result_examples, true },
-        { "diff", "taskferry diff <id> [--stat] [-- <path>...]", "Print a task's pending changeset as a patch",
+        { "diff", "taskferry diff <id> [--stat] [-- <path>...]",
+          "Show a task's pending changeset as a patch: coloured and paged on a terminal, plain when piped.",
           diff_options, diff_examples, true },
         { "list", "taskferry list [options]", "List tasks scoped to a workspace, newest first.",
           list_options, list_examples, false },
@@ -651,6 +653,19 @@ int cli_args_parse(char *const *argv_in, size_t argc_in, cli_args *ret, cli_erro
                 if (streq(token, "--help") || streq(token, "-h")) {
                         a.help = true;
                         continue;
+                }
+                if (streq(token, "--") && streq(command, "diff")) {
+                        /* everything after "--" is a path limit, as git's pathspecs */
+                        json_object *paths = json_object_new_array();
+                        if (!paths) return -ENOMEM;
+                        for (i++; i < argc; i++)
+                                if (json_object_array_add(paths, json_object_new_string(argv[i])) < 0) {
+                                        json_object_put(paths);
+                                        return -ENOMEM;
+                                }
+                        int r = set_option(a.options, "paths", paths, command, err);
+                        if (r < 0) return r;
+                        break;
                 }
                 if (token[0] != '-') {
                         if (positional || !spec->takes_task_id)

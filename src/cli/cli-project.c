@@ -91,8 +91,11 @@ json_object *cli_lean_status(json_object *detail, bool full) {
                 return NULL;
         if (!active && (copy_key(lean, detail, "exitCode") < 0 || copy_key(lean, detail, "signal") < 0))
                 return NULL;
+        /* a live task's "pending" only means it has an overlay: nothing is extracted
+         * yet, nothing can be accepted (issue 7 item 8) */
         if (streq_ptr(json_get_string(detail, "changesetStatus"), "pending") &&
-            json_add_string(lean, "changesetStatus", "pending") < 0)
+            (active ? json_add_string(lean, "changeset", CLI_CHANGESET_NOT_EXTRACTED)
+                    : json_add_string(lean, "changesetStatus", "pending")) < 0)
                 return NULL;
         if (cli_json_truthy(get(detail, "changesetError")) && copy_key(lean, detail, "changesetError") < 0)
                 return NULL;
@@ -170,11 +173,22 @@ json_object *cli_lean_result(json_object *detail, bool full, bool raw) {
         return TAKE_PTR(out);
 }
 
+const char *cli_changeset_text(const char *status, const char *changeset_status) {
+        if (!changeset_status || streq(changeset_status, "none")) return "none";
+        if (streq(changeset_status, "pending") && (streq_ptr(status, "running") || streq_ptr(status, "queued")))
+                return CLI_CHANGESET_NOT_EXTRACTED;
+        return changeset_status;
+}
+
 static json_object *list_row(json_object *row) {
         _cleanup_json_ json_object *out = json_object_new_object();
         if (!out) return NULL;
         if (copy_key(out, row, "id") < 0 || copy_key(out, row, "status") < 0 || copy_key(out, row, "model") < 0 ||
             copy_key(out, row, "startedAt") < 0)
+                return NULL;
+        if (has(row, "changesetStatus") &&
+            json_add_string(out, "changeset", cli_changeset_text(json_get_string(row, "status"),
+                                                                  json_get_string(row, "changesetStatus"))) < 0)
                 return NULL;
         if (cli_json_truthy(get(row, "failureReason")) && copy_key(out, row, "failureReason") < 0) return NULL;
         return TAKE_PTR(out);
@@ -265,6 +279,16 @@ json_object *cli_home_view(json_object *value, const char *workspace, const char
                 json_object_array_add(next, json_object_new_string("Run taskferry status <id> for activity"));
                 json_object_array_add(next, json_object_new_string("Run taskferry wait <id> to wait for settlement"));
                 json_object_array_add(next, json_object_new_string("Run taskferry result <id> for the final answer"));
+                bool pending = false;
+                for (size_t i = 0; i < total_rows; i++) {
+                        json_object *row = json_object_array_get_idx(tasks, i);
+                        if (streq(cli_changeset_text(json_get_string(row, "status"), json_get_string(row, "changesetStatus")),
+                                  "pending"))
+                                pending = true;
+                }
+                if (pending)
+                        json_object_array_add(next, json_object_new_string(
+                                "Run taskferry diff <id> to review a pending changeset, then taskferry accept <id> or taskferry reject <id>"));
         } else {
                 json_object_array_add(next, json_object_new_string("Run taskferry dispatch --prompt \"<text>\" to start a task"));
                 json_object_array_add(next, json_object_new_string("Run taskferry list --all to inspect every workspace"));

@@ -11,9 +11,19 @@
 
 #define CLI_DEFAULT_LIST_LIMIT 30
 
+/* The human-facing changeset column of list, the workspace view and status
+ * (issue 7 item 8; an addition to the spec's projections): the record's
+ * changesetStatus, except "none" for a task without one and
+ * CLI_CHANGESET_NOT_EXTRACTED for a queued/running task whose overlay exists
+ * ("pending" on the wire) but whose patch is only extracted at settlement.
+ * Returns a static string or changeset_status itself. */
+#define CLI_CHANGESET_NOT_EXTRACTED "not extracted yet"
+const char *cli_changeset_text(const char *status, const char *changeset_status);
+
 /* leanStatus (status, wait): full → the raw detail with overlayDirs reduced
  * to {root, tmpRoot}; else {id, status, startedAt, [exitCode, signal],
- * [changesetStatus], [changesetError], [check gate fields],
+ * [changesetStatus: "pending" once settled, or changeset: "not extracted yet"
+ * while queued/running], [changesetError], [check gate fields],
  * [projectConfigWarning], [outputDir], [log trio], [outputTail trio], [note],
  * next}. */
 json_object *cli_lean_status(json_object *detail, bool full);
@@ -24,7 +34,8 @@ json_object *cli_lean_status(json_object *detail, bool full);
 json_object *cli_lean_result(json_object *detail, bool full, bool raw);
 
 /* projectList (list): {[directory], counts, tasks, [next]} with rows
- * {id, status, model, startedAt, [failureReason]} cut to `limit` rows
+ * {id, status, model, startedAt, [changeset], [failureReason]} (changeset:
+ * cli_changeset_text, only when the daemon's row has changesetStatus) cut to `limit` rows
  * (limit <= 0 → no cut); empty row array → "none found in this workspace";
  * string tasks pass through. next: server-capped hint when sum(counts) >
  * rows shipped, else the --limit hint when rows were cut. */
@@ -32,7 +43,8 @@ json_object *cli_project_list(json_object *value, int64_t limit);
 
 /* Workspace view for `taskferry` without arguments (§2.8):
  * {workspace, bin, description, counts, tasks (≤30 rows or the none-found
- * string), next[]}. bin is shown with a $HOME prefix as "~". */
+ * string), next[]}; next also names `taskferry diff` when a row's changeset
+ * is pending. bin is shown with a $HOME prefix as "~". */
 json_object *cli_home_view(json_object *value, const char *workspace, const char *bin, const char *home);
 
 /* Error text for an accept answered with applied:false (§2.6):

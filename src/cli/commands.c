@@ -2,12 +2,18 @@
 #include "commands.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli-diff.h"
+#include "cli-pager.h"
 #include "cli-project.h"
 #include "cli-resolve.h"
 #include "config.h"
@@ -19,7 +25,7 @@ extern char **environ;
 
 const char *const cli_implemented_commands[] = {
         "home", "version", "dispatch", "cancel", "accept", "reject", "status", "wait",
-        "result", "list", "tail", "output", NULL
+        "result", "list", "tail", "output", "diff", NULL
 };
 
 bool cli_command_implemented(const char *command) {
@@ -285,6 +291,195 @@ static int run_output(cli_context *ctx, json_object **ret, cli_error *err) {
         return call(ctx, "task.output", params, ret, err);
 }
 
+/* ---- diff ---- */
+
+/* Why task `id` has no patch to show (changesetStatus and the rest from
+ * task.result's projection). */
+static int diff_unavailable(const char *id, json_object *res, cli_error *err) {
+        const char *status = json_get_string(res, "status");
+        const char *cs = json_get_string(res, "changesetStatus");
+        if (streq_ptr(status, "running") || streq_ptr(status, "queued"))
+                return cli_error_fail(err, NULL,
+                                      "error: task %s is still %s; its changeset is not extracted yet\n"
+                                      "help: Run taskferry wait %s, then taskferry diff %s",
+                                      id, status, id, id);
+        if (!streq_ptr(cs, "pending")) {
+                const char *why = streq_ptr(cs, "accepted")
+                        ? "its changes were applied to the target directory (or it made none); see git diff there"
+                        : streq_ptr(cs, "rejected")
+                        ? "its changeset was discarded (taskferry reject, or a conflict at extraction)"
+                        : "it ran without a copy-on-write overlay, so there is nothing to review";
+                return cli_error_fail(err, NULL, "error: task %s has no pending changeset (changesetStatus: %s)\nhelp: %s",
+                                      id, cs ? cs : "none", why);
+        }
+        const char *cerr = json_get_string(res, "changesetError");
+        return cli_error_fail(err, NULL,
+                              "error: the changeset of task %s was never extracted%s%s\n"
+                              "help: Run taskferry status %s --full for details; taskferry reject %s discards it",
+                              id, cerr ? ": " : "", strempty(cerr), id, id);
+}
+
+static char **git_stat_env(void) {
+        _cleanup_strv_free_ char **env = strv_copy(environ);
+        if (!env) return NULL;
+        /* a program on the patch only: no repository, no user or system config */
+        if (strv_env_set(&env, "GIT_CONFIG_NOSYSTEM", "1") < 0 ||
+            strv_env_set(&env, "GIT_CONFIG_GLOBAL", "/dev/null") < 0 ||
+            strv_env_set(&env, "GIT_CEILING_DIRECTORIES", "/") < 0)
+                return NULL;
+        (void) strv_env_unset(&env, "GIT_DIR");
+        (void) strv_env_unset(&env, "GIT_WORK_TREE");
+        (void) strv_env_unset(&env, "GIT_CONFIG_PARAMETERS");
+        return TAKE_PTR(env);
+}
+
+/* `git apply --stat` reading from a pipe, writing to out_fd. */
+static int start_git_stat(int out_fd, pid_t *ret_pid, int *ret_fd) {
+        _cleanup_strv_free_ char **env = git_stat_env();
+        if (!env) return -ENOMEM;
+        _cleanup_free_ char *git = NULL;
+        int r = find_executable("git", getenv("PATH"), &git);
+        if (r < 0) return r;
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0) return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(fds[0]);
+                close(fds[1]);
+                return -e;
+        }
+        if (pid == 0) {
+                if (dup2(fds[0], STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 || chdir("/") < 0) _exit(127);
+                signal(SIGPIPE, SIG_DFL);
+                char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.quotePath=true", (char *) "apply",
+                                (char *) "--stat", NULL};
+                execve(git, argv, env);
+                _exit(127);
+        }
+        close(fds[0]);
+        *ret_pid = pid;
+        *ret_fd = fds[1];
+        return 0;
+}
+
+static int wait_child(pid_t pid) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR) return -errno;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Stream the patch from fd through the filter into out. */
+static int pump_patch(int fd, char *const *paths, bool color, FILE *out) {
+        _cleanup_(cli_diff_filter_freep) cli_diff_filter *f = NULL;
+        int r = cli_diff_filter_new(paths, color, out, &f);
+        if (r < 0) return r;
+        static char buf[1 << 16];
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof buf);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) return -errno;
+                if (n == 0) break;
+                r = cli_diff_filter_feed(f, buf, (size_t) n);
+                if (r < 0) return r;
+        }
+        return cli_diff_filter_finish(f);
+}
+
+static int run_diff(cli_context *ctx, cli_error *err) {
+        const cli_args *a = ctx->args;
+        const char *id = a->task_id;
+        _cleanup_json_ json_object *params = task_params(ctx);
+        json_object *fields = json_object_new_array();
+        if (!params || !fields) {
+                json_object_put(fields);
+                return -ENOMEM;
+        }
+        json_object_array_add(fields, json_object_new_string("changesetStatus"));
+        json_object_array_add(fields, json_object_new_string("diffPath"));
+        json_object_array_add(fields, json_object_new_string("changesetError"));
+        if (json_add(params, "fields", fields) < 0) return -ENOMEM;
+        /* not handed back in *ret: on an error main would print it for --json */
+        _cleanup_json_ json_object *res = NULL;
+        int r = call(ctx, "task.result", params, &res, err);
+        if (r < 0) return r;
+
+        const char *path = json_get_string(res, "diffPath");
+        const char *status = json_get_string(res, "status");
+        if (!path || !streq_ptr(json_get_string(res, "changesetStatus"), "pending") || streq_ptr(status, "running") ||
+            streq_ptr(status, "queued"))
+                return diff_unavailable(id, res, err);
+        /* the daemon named the file (its own state dir): open it, never follow a link there */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 && errno == ENOENT)
+                return cli_error_fail(err, NULL,
+                                      "error: the patch of task %s is gone (accepted or rejected meanwhile)\n"
+                                      "help: Run taskferry status %s",
+                                      id, id);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return cli_error_fail(err, NULL, "error: cannot read the patch of task %s: %s\nhelp: Run taskferry status %s --full",
+                                      id, fd < 0 ? strerror(errno) : "not a regular file", id);
+
+        json_object *pl = json_get_array(a->options, "paths");
+        _cleanup_strv_free_ char **paths = NULL;
+        for (size_t i = 0; pl && i < json_object_array_length(pl); i++)
+                if (strv_push(&paths, json_object_get_string(json_object_array_get_idx(pl, i))) < 0) return -ENOMEM;
+
+        /* a reader that goes away (a pager quit early, `| head`) ends the output quietly */
+        signal(SIGPIPE, SIG_IGN);
+        bool tty = isatty(STDOUT_FILENO);
+        bool color = !cli_args_bool(a, "stat") && cli_diff_want_color(STDOUT_FILENO);
+        fflush(stdout);
+        cli_pager pager = CLI_PAGER_INIT;
+        const char *pager_cmd = tty ? cli_pager_command() : NULL;
+        int out_fd = STDOUT_FILENO;
+        if (pager_cmd) {
+                r = cli_pager_start(pager_cmd, &pager);
+                if (r >= 0) out_fd = pager.fd;
+                /* no pager (fork failed): write to the terminal directly */
+        }
+
+        pid_t git_pid = 0;
+        int git_fd = -1;
+        if (cli_args_bool(a, "stat")) {
+                r = start_git_stat(out_fd, &git_pid, &git_fd);
+                if (r < 0) {
+                        (void) cli_pager_finish(&pager);
+                        return cli_error_fail(err, NULL, "error: cannot run git apply --stat: %s\nhelp: install git, or run taskferry diff %s without --stat",
+                                              strerror(-r), id);
+                }
+                out_fd = git_fd;
+        }
+        int dup_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 3);
+        FILE *out = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL;
+        if (!out) {
+                safe_close(dup_fd);
+                r = -errno;
+        } else {
+                r = pump_patch(fd, paths, color, out);
+                if (fclose(out) != 0 && r >= 0) r = -errno;
+        }
+        if (git_fd >= 0) git_fd = safe_close(git_fd);
+        int git_status = git_pid > 0 ? wait_child(git_pid) : 0;
+        (void) cli_pager_finish(&pager);
+        ctx->output_done = true;
+        if (r == -EPIPE) return 0;
+        if (r == -E2BIG)
+                return cli_error_fail(err, NULL, "error: the patch of task %s has a file header over %zu bytes\n"
+                                      "help: Run taskferry result %s --diff to read it raw",
+                                      id, CLI_DIFF_HEADER_MAX, id);
+        if (r < 0) return cli_error_fail(err, NULL, "error: cannot write the patch of task %s: %s", id, strerror(-r));
+        if (paths && r == 0)
+                return cli_error_fail(err, NULL, "error: no file of task %s's changeset matches the given paths\n"
+                                      "help: Run taskferry diff %s --stat to list its files",
+                                      id, id);
+        if (git_status != 0)
+                return cli_error_fail(err, NULL, "error: git apply --stat failed (exit status %d) on the patch of task %s", git_status, id);
+        return 0;
+}
+
 /* `bin` of the workspace view: argv[0] resolved to an absolute path (through
  * PATH when it has no slash), not symlink-resolved. */
 static char *bin_path(const char *argv0) {
@@ -348,6 +543,7 @@ int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret
         else if (streq(cmd, "list")) r = run_list(ctx, &raw, err);
         else if (streq(cmd, "tail")) r = run_tail(ctx, &raw, err);
         else if (streq(cmd, "output")) r = run_output(ctx, &raw, err);
+        else if (streq(cmd, "diff")) r = run_diff(ctx, err);
         else
                 return cli_error_usage(err, "Run `taskferry --help` to see available commands", "unknown command: %s", cmd);
         *ret_raw = raw;

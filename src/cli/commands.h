@@ -18,6 +18,7 @@ typedef struct cli_context {
         tf_paths paths;
         cli_client client;
         bool connected;
+        bool output_done; /* the command wrote its own output (diff): print nothing */
 } cli_context;
 
 /* The commands this build implements, "home" and "version" included;

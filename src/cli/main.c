@@ -114,6 +114,7 @@ int main(int argc, char **argv) {
                 else print_error(&err, json);
                 return finish(err.exit_code ? err.exit_code : CLI_EXIT_FAILURE);
         }
+        if (ctx.output_done) return finish(CLI_EXIT_OK);
         if (print_value(json ? raw : value, json) < 0) return out_of_memory(json);
         return finish(CLI_EXIT_OK);
 }

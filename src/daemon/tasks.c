@@ -523,8 +523,11 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                 if (!t->list_row) {
                         /* built once, until the record changes (task.c drops it) */
                         json_object *row = json_object_new_object();
+                        /* changesetStatus: an addition to the spec's row (issue 7 item 8), so that
+                         * `list` can show which tasks wait for accept/reject */
                         static const TaskKey keys[] = {TASK_KEY_id,         TASK_KEY_status,    TASK_KEY_model,
-                                                       TASK_KEY_started_at, TASK_KEY_directory, TASK_KEY_failure_reason};
+                                                       TASK_KEY_started_at, TASK_KEY_directory, TASK_KEY_failure_reason,
+                                                       TASK_KEY_changeset_status};
                         for (size_t k = 0; row && k < ELEMENTSOF(keys); k++) task_copy_key(row, t, keys[k]);
                         if (row) row_prerender(row);
                         t->list_row = row;

@@ -22,6 +22,8 @@ const char *const protocol_result_fields[] = {
         "checkOverride", "parentTaskId",   "projectConfigWarning", NULL,
 };
 
+const char *const protocol_result_extra_fields[] = {"changesetStatus", "diffPath", NULL};
+
 typedef enum ptype {
         P_STR,    /* non-empty string */
         P_ABS,    /* absolute path string */
@@ -233,6 +235,8 @@ static bool check_param(ptype t, json_object *v) {
                         if (!f || !json_object_is_type(f, json_type_string)) return false;
                         bool found = false;
                         for (const char *const *rf = protocol_result_fields; *rf; rf++)
+                                if (streq(*rf, json_object_get_string(f))) found = true;
+                        for (const char *const *rf = protocol_result_extra_fields; *rf; rf++)
                                 if (streq(*rf, json_object_get_string(f))) found = true;
                         if (!found) return false;
                 }

@@ -35,6 +35,10 @@
 
 /* The 28 RESULT_FIELDS of §1.6, in order; NULL-terminated. */
 extern const char *const protocol_result_fields[];
+/* task.result fields beyond the spec's 28 (additions; the CLI's --fields
+ * does not offer them): "changesetStatus" and "diffPath" (the record's
+ * values, lifecycle.md §1.2), which `taskferry diff` reads. */
+extern const char *const protocol_result_extra_fields[];
 
 /* The 16 methods of §1.6, in the order the UNKNOWN_METHOD help lists them
  * (15 RPC methods, then event.subscribe); NULL-terminated. */

@@ -176,11 +176,8 @@ START_TEST(sparse_8g_file_is_left_out) {
         char *repo = make_repo(w);
         const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt",
                               "set -e; truncate -s 8G big.bin; printf 'w\\n' >> a.txt", NULL};
-        uint64_t t0 = now_ms();
         char *id = tf_dispatch(w, argv);
         json_object *st = tf_wait_settled(w, id);
-        uint64_t took = now_ms() - t0;
-        ck_assert_msg(took < 30000, "dispatch to settled took %llu ms", (unsigned long long) took);
         ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
         json_object_put(st);
         const char *sargv[] = {"status", id, "--json", NULL};

@@ -136,6 +136,12 @@ static void fake_overlay(const char *root) {
 
 /* The sweep's trash dir under root is empty (or absent): the background
  * remover finished. */
+/* The boot sweeps run after listen: a test polls for their effect. */
+static bool path_gone(tf_world *w, void *arg) {
+        (void) w;
+        return !tf_exists((const char *) arg);
+}
+
 static bool trash_empty(tf_world *w, void *arg) {
         char *t = strdup_printf("%s/.taskferry-trash", (const char *) arg);
         char *cmd = strdup_printf("[ ! -d %s ] || [ -z \"$(ls -A %s)\" ]", t, t);
@@ -780,9 +786,11 @@ START_TEST(launch_request_lifetime) {
         tf_write(tf_path(stray, "pending-launch.json"), "{}", 2, 0600);
         ck_assert_int_eq(unlink(req_l), 0); /* l lost its request */
         tf_daemon_start(w);
-        ck_assert_msg(!tf_exists(tf_path(a_dir, "pending-launch.json")), "a running task's stale request survived the sweep");
-        ck_assert_msg(!tf_exists(tf_path(a_dir, ".pending-launch.json-0123abcd.tmp")), "a temp request survived the sweep");
-        ck_assert_msg(!tf_exists(stray), "a task dir of no task survived the sweep");
+        ck_assert_msg(tf_wait_until(path_gone, w, (void *) tf_path(a_dir, "pending-launch.json"), 30000),
+                      "a running task's stale request survived the sweep");
+        ck_assert_msg(tf_wait_until(path_gone, w, (void *) tf_path(a_dir, ".pending-launch.json-0123abcd.tmp"), 30000),
+                      "a temp request survived the sweep");
+        ck_assert_msg(tf_wait_until(path_gone, w, stray, 30000), "a task dir of no task survived the sweep");
         ck_assert_msg(tf_exists(req_q), "a queued task's request was swept");
         json_object *sl = settled_status(w, l);
         ck_assert_msg(streq(strempty(tf_jstr(sl, "status")), "crashed") && strstr(strempty(tf_jstr(sl, "spawnError")), "dispatch it again"),
@@ -1043,7 +1051,7 @@ START_TEST(concurrent_accepts_one_file) {
                 char *lb = strdup_printf("{\"version\":1,\"id\":\"b\",\"method\":\"task.accept\",\"params\":{\"taskId\":\"%s\"}}", b);
                 tf_send(fa, la);
                 tf_send(fb, lb);
-                char *ra = tf_recv_line(fa, 60000), *rb = tf_recv_line(fb, 60000);
+                char *ra = tf_recv_line(fa, 300000), *rb = tf_recv_line(fb, 300000);
                 ck_assert_ptr_nonnull(ra);
                 ck_assert_ptr_nonnull(rb);
                 close(fa), close(fb);
@@ -1111,7 +1119,7 @@ static Suite *suite(void) {
         tcase_add_test(sw, sweep_overlay_of_interrupted_reject);
         suite_add_tcase(s, sw);
         TCase *se = tcase_create("settle");
-        tcase_set_timeout(se, 300);
+        tcase_set_timeout(se, 600);
         tcase_add_test(se, kill9_during_extraction);
         tcase_add_test(se, crash_after_empty_extraction);
         suite_add_tcase(s, se);

@@ -1181,10 +1181,7 @@ START_TEST(test_base_huge_sparse_and_special_files) {
         changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
                                     .scratch_dir = f.scratch, .patch_path = f.patch, .base_dir = bdir,
                                     .ret_warnings = &warnings};
-        uint64_t t0 = now_ms();
         ck_assert_msg(changeset_extract(&a, &err) == 1, "%s", strnull(err));
-        uint64_t took = now_ms() - t0;
-        ck_assert_msg(took < 20000, "extraction took %llu ms", (unsigned long long) took);
         _cleanup_free_ char *headers = patch_headers(f.patch);
         ck_assert_str_eq(headers, "a.txt -> a.txt|newdir/n.txt -> newdir/n.txt|");
         _cleanup_free_ char *all = warnings_joined(warnings);

@@ -548,6 +548,38 @@ START_TEST(test_cross_flag_rules) {
 }
 END_TEST
 
+/* taskferry diff <id> [--stat] [-- <path>...] (issue 7 item 8) */
+START_TEST(test_diff_grammar) {
+        {
+                PARSE_OK("diff", "x");
+                ck_assert_str_eq(a.task_id, "x");
+                ck_assert_str_eq(opts_line(&a), "{}");
+                cli_args_done(&a);
+        }
+        {
+                PARSE_OK("diff", "--stat", "x", "--", "src", "--stat", "-x", "a b");
+                ck_assert_str_eq(a.task_id, "x");
+                ck_assert_str_eq(opts_line(&a), "{\"stat\":true,\"paths\":[\"src\",\"--stat\",\"-x\",\"a b\"]}");
+                cli_args_done(&a);
+        }
+        {
+                PARSE_OK("diff", "x", "--");
+                ck_assert_str_eq(opts_line(&a), "{\"paths\":[]}");
+                cli_args_done(&a);
+        }
+        EXPECT_USAGE("task id is required",
+                     "Valid flags for diff: --stat, -- <path>.... Run `taskferry diff --help` for details", "diff");
+        EXPECT_USAGE("task id is required", NULL, "diff", "--", "x");
+        EXPECT_USAGE("unknown flag --stat for `result`", NULL, "result", "x", "--stat");
+        EXPECT_USAGE("unknown flag --full for `diff`", NULL, "diff", "x", "--full");
+        EXPECT_USAGE("unknown flag -- for `result`", NULL, "result", "x", "--", "a");
+        EXPECT_USAGE("unexpected argument: y", NULL, "diff", "x", "y");
+        _cleanup_json_ json_object *help = cli_help_object("diff");
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(help, "usage")),
+                         "taskferry diff <id> [--stat] [-- <path>...]");
+}
+END_TEST
+
 START_TEST(test_help_objects) {
         _cleanup_json_ json_object *top = cli_help_object(NULL);
         /* "commands" is what this build implements: test-cli-help checks it */
@@ -672,6 +704,7 @@ static Suite *cli_args_suite(void) {
         tcase_add_test(tc, test_other_commands_options);
         tcase_add_test(tc, test_cross_flag_rules);
         tcase_add_test(tc, test_help_objects);
+        tcase_add_test(tc, test_diff_grammar);
         tcase_add_test(tc, test_js_number_and_wait_default);
         suite_add_tcase(s, tc);
         return s;

@@ -63,6 +63,35 @@ START_TEST(test_lean_status_running_wait_timeout) {
 }
 END_TEST
 
+/* issue 7 item 8: a live task's wire "pending" is shown as not extracted yet */
+START_TEST(test_lean_status_changeset_not_extracted) {
+        static const char *const live[] = {"running", "queued"};
+        for (size_t i = 0; i < 2; i++) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "{\"id\":\"oc_r\",\"status\":\"%s\",\"startedAt\":\"t\",\"role\":\"dispatch\","
+                        "\"changesetStatus\":\"pending\",\"outputDir\":\"/o\"}", live[i]);
+                _cleanup_json_ json_object *d = J(text);
+                _cleanup_free_ char *want = strdup_printf(
+                        "{\"id\":\"oc_r\",\"status\":\"%s\",\"startedAt\":\"t\",\"changeset\":\"not extracted yet\","
+                        "\"outputDir\":\"/o\",\"next\":\"Run taskferry wait or taskferry status with task id \\\"oc_r\\\" "
+                        "to check progress; pass --full for directory/model/log path details\"}", live[i]);
+                ASSERT_JSON(cli_lean_status(d, false), want);
+                /* --full and --json keep the wire value */
+                json_object *full = cli_lean_status(d, true);
+                ck_assert_str_eq(json_get_string(full, "changesetStatus"), "pending");
+                json_object_put(full);
+        }
+        ck_assert_str_eq(cli_changeset_text("running", "pending"), "not extracted yet");
+        ck_assert_str_eq(cli_changeset_text("queued", "pending"), "not extracted yet");
+        ck_assert_str_eq(cli_changeset_text("done", "pending"), "pending");
+        ck_assert_str_eq(cli_changeset_text("crashed", "pending"), "pending");
+        ck_assert_str_eq(cli_changeset_text("running", "none"), "none");
+        ck_assert_str_eq(cli_changeset_text("done", NULL), "none");
+        ck_assert_str_eq(cli_changeset_text("done", "accepted"), "accepted");
+        ck_assert_str_eq(cli_changeset_text("cancelled", "rejected"), "rejected");
+}
+END_TEST
+
 START_TEST(test_lean_status_crashed_salvage_hint) {
         _cleanup_json_ json_object *d = J(
                 "{\"id\":\"oc_c\",\"status\":\"crashed\",\"directory\":\"/w/it's here\",\"sessionId\":\"ses_o'k\","
@@ -250,6 +279,37 @@ START_TEST(test_project_list_limits_and_next) {
 }
 END_TEST
 
+START_TEST(test_list_changeset_column) {
+        _cleanup_json_ json_object *v = J(
+                "{\"counts\":" COUNTS(0, 1, 1, 0, 1, 0) ",\"tasks\":["
+                "{\"id\":\"a\",\"status\":\"running\",\"model\":\"m\",\"startedAt\":\"t1\",\"directory\":\"/w\",\"failureReason\":null,\"changesetStatus\":\"pending\"},"
+                "{\"id\":\"b\",\"status\":\"done\",\"model\":\"m\",\"startedAt\":\"t2\",\"directory\":\"/w\",\"failureReason\":null,\"changesetStatus\":\"pending\"},"
+                "{\"id\":\"c\",\"status\":\"cancelled\",\"model\":\"m\",\"startedAt\":\"t3\",\"directory\":\"/w\",\"failureReason\":null,\"changesetStatus\":\"rejected\"},"
+                "{\"id\":\"d\",\"status\":\"done\",\"model\":\"m\",\"startedAt\":\"t4\",\"directory\":\"/w\",\"failureReason\":null,\"changesetStatus\":null}]}");
+        _cleanup_json_ json_object *p = cli_project_list(v, 30);
+        _cleanup_free_ char *toon = toon_encode(p);
+        ck_assert_msg(strstr(toon, "tasks[4]{id,status,model,startedAt,changeset}:\n"
+                                   "  a,running,m,t1,not extracted yet\n"
+                                   "  b,done,m,t2,pending\n"
+                                   "  c,cancelled,m,t3,rejected\n"
+                                   "  d,done,m,t4,none"), "%s", toon);
+        /* the home view: the same column, and a hint at diff for the pending one */
+        _cleanup_json_ json_object *h = cli_home_view(v, "/w", "/b", "/h");
+        ck_assert_str_eq(json_to_line(json_object_array_get_idx(json_get_array(h, "tasks"), 1), NULL),
+                         "{\"id\":\"b\",\"status\":\"done\",\"model\":\"m\",\"startedAt\":\"t2\",\"changeset\":\"pending\"}");
+        json_object *next = json_get_array(h, "next");
+        ck_assert_uint_eq(json_object_array_length(next), 4);
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(next, 3)),
+                         "Run taskferry diff <id> to review a pending changeset, then taskferry accept <id> or taskferry reject <id>");
+        /* no pending changeset (a live task's does not count): no hint */
+        _cleanup_json_ json_object *v2 = J(
+                "{\"counts\":" COUNTS(0, 1, 0, 0, 0, 0) ",\"tasks\":["
+                "{\"id\":\"a\",\"status\":\"running\",\"model\":\"m\",\"startedAt\":\"t1\",\"directory\":\"/w\",\"failureReason\":null,\"changesetStatus\":\"pending\"}]}");
+        _cleanup_json_ json_object *h2 = cli_home_view(v2, "/w", "/b", "/h");
+        ck_assert_uint_eq(json_object_array_length(json_get_array(h2, "next")), 3);
+}
+END_TEST
+
 START_TEST(test_home_view) {
         _cleanup_json_ json_object *v = rows_value(2, 2);
         ASSERT_JSON(cli_home_view(v, "/w", "/home/u/.local/bin/taskferry", "/home/u"),
@@ -349,6 +409,8 @@ static Suite *cli_project_suite(void) {
         tcase_add_test(tc, test_lean_status_done_pending);
         tcase_add_test(tc, test_lean_status_running_wait_timeout);
         tcase_add_test(tc, test_lean_status_crashed_salvage_hint);
+        tcase_add_test(tc, test_lean_status_changeset_not_extracted);
+        tcase_add_test(tc, test_list_changeset_column);
         tcase_add_test(tc, test_lean_status_check_gate);
         tcase_add_test(tc, test_lean_status_full_reduces_overlay_dirs);
         tcase_add_test(tc, test_lean_result);

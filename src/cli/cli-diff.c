@@ -1,0 +1,498 @@
+/* `taskferry diff` patch filter and colourer (see cli-diff.h). */
+#include "cli-diff.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "util.h"
+
+/* enough line start to tell every line kind apart: "GIT binary patch" */
+#define PREFIX_MAX 16
+
+typedef enum section {
+        SEC_PROLOGUE, /* before the first "diff --git" */
+        SEC_HEADER,   /* a file's extended header, buffered */
+        SEC_BODY,     /* its hunks or binary data, streamed */
+} section;
+
+typedef enum line_kind {
+        LINE_PLAIN,
+        LINE_META,
+        LINE_FRAG,
+        LINE_OLD,
+        LINE_NEW,
+} line_kind;
+
+struct cli_diff_filter {
+        char **paths;
+        bool color;
+        FILE *out;
+
+        section sec;
+        bool keep; /* the current section (or the prologue) is written */
+        int kept;
+
+        char *hdr;
+        size_t hdr_len;
+
+        /* the current line */
+        bool collecting; /* still gathering its first bytes into prefix */
+        char prefix[PREFIX_MAX];
+        size_t prefix_len;
+        line_kind kind;
+        bool to_header;  /* this line belongs to the buffered header */
+        bool colored;    /* an SGR sequence is open on this line */
+        unsigned frag_at; /* FRAG: '@' seen so far, to end the colour after "@@ ... @@" */
+
+        /* colour-mode escaping: a UTF-8 sequence being checked */
+        unsigned char held[4];
+        unsigned held_len;
+        unsigned need; /* continuation bytes still expected */
+};
+
+static bool has_prefix(const char *s, size_t len, const char *p) {
+        size_t n = strlen(p);
+        return len >= n && memcmp(s, p, n) == 0;
+}
+
+int cli_diff_filter_new(char *const *paths, bool color, FILE *out, cli_diff_filter **ret) {
+        cli_diff_filter *f = calloc(1, sizeof *f);
+        if (!f) return -ENOMEM;
+        if (paths && paths[0]) {
+                f->paths = strv_copy(paths);
+                if (!f->paths) {
+                        free(f);
+                        return -ENOMEM;
+                }
+        }
+        f->color = color;
+        f->out = out;
+        f->sec = SEC_PROLOGUE;
+        f->keep = !f->paths;
+        f->collecting = true;
+        *ret = f;
+        return 0;
+}
+
+cli_diff_filter *cli_diff_filter_free(cli_diff_filter *f) {
+        if (!f) return NULL;
+        strv_free(f->paths);
+        free(f->hdr);
+        free(f);
+        return NULL;
+}
+
+/* ---- output ---- */
+
+static int out_error(cli_diff_filter *f) {
+        int e = errno;
+        return -(e > 0 ? e : EIO);
+}
+
+static int emit(cli_diff_filter *f, const void *p, size_t n) {
+        if (n > 0 && fwrite(p, 1, n, f->out) != n) return out_error(f);
+        return 0;
+}
+
+static int emit_str(cli_diff_filter *f, const char *s) {
+        return emit(f, s, strlen(s));
+}
+
+static int emit_hex(cli_diff_filter *f, unsigned char c) {
+        char buf[8];
+        int n = snprintf(buf, sizeof buf, "<%02X>", c);
+        return emit(f, buf, (size_t) n);
+}
+
+/* The held bytes of a sequence that broke off: none was UTF-8. */
+static int flush_held(cli_diff_filter *f) {
+        int r = 0;
+        for (unsigned i = 0; r >= 0 && i < f->held_len; i++) r = emit_hex(f, f->held[i]);
+        f->held_len = 0;
+        f->need = 0;
+        return r;
+}
+
+static int emit_escaped_fresh(cli_diff_filter *f, unsigned char c) {
+        if ((c < 0x20 && c != '\t') || c == 0x7F) {
+                char buf[2] = {'^', c == 0x7F ? '?' : (char) (c + 0x40)};
+                return emit(f, buf, 2);
+        }
+        if (c < 0x80) return emit(f, &c, 1);
+        unsigned need = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
+        if (need == 0) return emit_hex(f, c); /* a stray continuation byte, C0/C1, F5..FF */
+        f->held[0] = c;
+        f->held_len = 1;
+        f->need = need;
+        return 0;
+}
+
+/* Is c a valid next byte of the held sequence (no overlong form, surrogate
+ * or code point past U+10FFFF)? */
+static bool continues(const cli_diff_filter *f, unsigned char c) {
+        if ((c & 0xC0) != 0x80) return false;
+        if (f->held_len != 1) return true;
+        switch (f->held[0]) {
+        case 0xE0: return c >= 0xA0;
+        case 0xED: return c <= 0x9F;
+        case 0xF0: return c >= 0x90;
+        case 0xF4: return c <= 0x8F;
+        default: return true;
+        }
+}
+
+/* One byte of a line's content in colour mode (never '\n'). */
+static int emit_escaped(cli_diff_filter *f, unsigned char c) {
+        if (f->need > 0) {
+                if (!continues(f, c)) {
+                        int r = flush_held(f);
+                        if (r < 0) return r;
+                        return emit_escaped_fresh(f, c);
+                }
+                f->held[f->held_len++] = c;
+                if (--f->need > 0) return 0;
+                unsigned n = f->held_len;
+                f->held_len = 0;
+                if (n == 2 && f->held[0] == 0xC2 && f->held[1] <= 0x9F) {
+                        /* U+0080..U+009F: C1 controls (U+009B is CSI) */
+                        char buf[16];
+                        int k = snprintf(buf, sizeof buf, "<U+%04X>", f->held[1]);
+                        return emit(f, buf, (size_t) k);
+                }
+                return emit(f, f->held, n);
+        }
+        return emit_escaped_fresh(f, c);
+}
+
+static int end_escaped_line(cli_diff_filter *f) {
+        return flush_held(f);
+}
+
+static const char *kind_color(line_kind k) {
+        switch (k) {
+        case LINE_META: return CLI_DIFF_COLOR_META;
+        case LINE_FRAG: return CLI_DIFF_COLOR_FRAG;
+        case LINE_OLD: return CLI_DIFF_COLOR_OLD;
+        case LINE_NEW: return CLI_DIFF_COLOR_NEW;
+        default: return NULL;
+        }
+}
+
+/* Start writing a line of kind k. */
+static int line_begin(cli_diff_filter *f, line_kind k) {
+        f->kind = k;
+        f->frag_at = 0;
+        f->colored = false;
+        const char *c = f->color ? kind_color(k) : NULL;
+        if (!c) return 0;
+        f->colored = true;
+        return emit_str(f, c);
+}
+
+/* One byte of the current (kept, written) line; '\n' ends it. */
+static int line_byte(cli_diff_filter *f, unsigned char c) {
+        int r;
+        if (!f->color) return emit(f, &c, 1);
+        if (c == '\n') {
+                r = end_escaped_line(f);
+                if (r >= 0 && f->colored) r = emit_str(f, CLI_DIFF_COLOR_RESET);
+                f->colored = false;
+                if (r >= 0) r = emit(f, "\n", 1);
+                return r;
+        }
+        r = emit_escaped(f, c);
+        /* git colours "@@ -a,b +c,d @@" and leaves the function context plain */
+        if (r >= 0 && f->kind == LINE_FRAG && f->colored) {
+                f->frag_at = c == '@' ? f->frag_at + 1 : (f->frag_at >= 2 && f->frag_at < 4 ? f->frag_at : 0);
+                if (f->frag_at >= 4) {
+                        r = end_escaped_line(f);
+                        if (r >= 0) r = emit_str(f, CLI_DIFF_COLOR_RESET);
+                        f->colored = false;
+                }
+        }
+        return r;
+}
+
+/* End of input inside a line without '\n': close its colour. */
+static int line_abort(cli_diff_filter *f) {
+        if (!f->color) return 0;
+        int r = end_escaped_line(f);
+        if (r >= 0 && f->colored) r = emit_str(f, CLI_DIFF_COLOR_RESET);
+        f->colored = false;
+        return r;
+}
+
+/* ---- names ---- */
+
+static char *unquote_c(const char *s, size_t len, size_t *ret_used) {
+        /* s[0] == '"'; git's quote_c_style */
+        _cleanup_free_ char *out = malloc(len + 1);
+        if (!out) return NULL;
+        size_t o = 0;
+        for (size_t i = 1; i < len; i++) {
+                char c = s[i];
+                if (c == '"') {
+                        out[o] = 0;
+                        if (ret_used) *ret_used = i + 1;
+                        return TAKE_PTR(out);
+                }
+                if (c != '\\') {
+                        out[o++] = c;
+                        continue;
+                }
+                if (++i >= len) return NULL;
+                c = s[i];
+                switch (c) {
+                case 'a': out[o++] = '\a'; break;
+                case 'b': out[o++] = '\b'; break;
+                case 't': out[o++] = '\t'; break;
+                case 'n': out[o++] = '\n'; break;
+                case 'v': out[o++] = '\v'; break;
+                case 'f': out[o++] = '\f'; break;
+                case 'r': out[o++] = '\r'; break;
+                case '"': case '\\': out[o++] = c; break;
+                default:
+                        if (c >= '0' && c <= '3' && i + 2 < len && s[i + 1] >= '0' && s[i + 1] <= '7' &&
+                            s[i + 2] >= '0' && s[i + 2] <= '7') {
+                                char v = (char) (((c - '0') << 6) | ((s[i + 1] - '0') << 3) | (s[i + 2] - '0'));
+                                if (v == 0) return NULL;
+                                out[o++] = v;
+                                i += 2;
+                        } else
+                                return NULL;
+                }
+        }
+        return NULL; /* unterminated */
+}
+
+/* A name as the rest of a "---"/"+++"/"rename from" line writes it. */
+static char *line_name(const char *s, size_t len) {
+        if (len > 0 && s[0] == '"') return unquote_c(s, len, NULL);
+        const char *tab = memchr(s, '\t', len);
+        if (tab) len = (size_t) (tab - s);
+        return strndup(s, len);
+}
+
+static int push_name(char ***names, char *name, const char *strip) {
+        if (!name) return -ENOMEM;
+        if (streq(name, "/dev/null")) {
+                free(name);
+                return 0;
+        }
+        if (strip && startswith(name, strip)) memmove(name, name + strlen(strip), strlen(name) - strlen(strip) + 1);
+        if (strv_contains(*names, name)) {
+                free(name);
+                return 0;
+        }
+        return strv_consume(names, name);
+}
+
+/* "diff --git a/N b/N", unquoted and the same name on both sides, or both quoted. */
+static int git_line_names(char ***names, const char *s, size_t len) {
+        if (len > 0 && s[0] == '"') {
+                size_t used = 0;
+                char *a = unquote_c(s, len, &used);
+                if (!a) return 0; /* malformed: the other lines name it */
+                int r = push_name(names, a, "a/");
+                if (r < 0) return r;
+                if (used + 1 < len && s[used] == ' ' && s[used + 1] == '"')
+                        return push_name(names, unquote_c(s + used + 1, len - used - 1, NULL), "b/");
+                return 0;
+        }
+        if (len < 5 || (len - 5) % 2 != 0) return 0;
+        size_t n = (len - 5) / 2;
+        if (!has_prefix(s, len, "a/") || s[2 + n] != ' ' || memcmp(s + 3 + n, "b/", 2) != 0 ||
+            memcmp(s + 2, s + 5 + n, n) != 0)
+                return 0;
+        return push_name(names, strndup(s + 2, n), NULL);
+}
+
+char **cli_diff_header_names(const char *header, size_t len) {
+        _cleanup_strv_free_ char **names = calloc(1, sizeof(char *));
+        if (!names) return NULL;
+        static const struct {
+                const char *prefix;
+                const char *strip;
+        } kinds[] = {
+                {"--- ", "a/"}, {"+++ ", "b/"}, {"rename from ", NULL}, {"rename to ", NULL},
+                {"copy from ", NULL}, {"copy to ", NULL},
+        };
+        for (size_t pos = 0; pos < len;) {
+                const char *line = header + pos;
+                const char *nl = memchr(line, '\n', len - pos);
+                size_t l = nl ? (size_t) (nl - line) : len - pos;
+                pos += l + (nl ? 1 : 0);
+                int r = 0;
+                if (has_prefix(line, l, "diff --git "))
+                        r = git_line_names(&names, line + 11, l - 11);
+                else
+                        for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
+                                size_t pl = strlen(kinds[k].prefix);
+                                if (!has_prefix(line, l, kinds[k].prefix)) continue;
+                                char *name = line_name(line + pl, l - pl);
+                                /* a malformed quoted name names nothing */
+                                if (name || !(l > pl && line[pl] == '"')) r = push_name(&names, name, kinds[k].strip);
+                                break;
+                        }
+                if (r < 0) return NULL;
+        }
+        return TAKE_PTR(names);
+}
+
+bool cli_diff_path_matches(const char *name, const char *path) {
+        while (startswith(path, "./")) {
+                path += 2;
+                while (*path == '/') path++;
+        }
+        size_t n = strlen(path);
+        while (n > 0 && path[n - 1] == '/') n--;
+        if (n == 0 || (n == 1 && path[0] == '.')) return true;
+        return strncmp(name, path, n) == 0 && (name[n] == 0 || name[n] == '/');
+}
+
+static bool section_wanted(cli_diff_filter *f) {
+        if (!f->paths) return true;
+        _cleanup_strv_free_ char **names = cli_diff_header_names(f->hdr, f->hdr_len);
+        if (!names) return false;
+        for (char **n = names; *n; n++)
+                for (char **p = f->paths; *p; p++)
+                        if (cli_diff_path_matches(*n, *p)) return true;
+        return false;
+}
+
+/* ---- sections ---- */
+
+static int hdr_append(cli_diff_filter *f, const char *p, size_t n) {
+        if (f->hdr_len + n > CLI_DIFF_HEADER_MAX) return -E2BIG;
+        if (!f->hdr) {
+                f->hdr = malloc(CLI_DIFF_HEADER_MAX);
+                if (!f->hdr) return -ENOMEM;
+        }
+        memcpy(f->hdr + f->hdr_len, p, n);
+        f->hdr_len += n;
+        return 0;
+}
+
+/* The buffered header is complete: decide the section, write the header. */
+static int header_end(cli_diff_filter *f) {
+        f->keep = section_wanted(f);
+        f->sec = SEC_BODY;
+        if (f->keep) f->kept++;
+        if (!f->keep) {
+                f->hdr_len = 0;
+                return 0;
+        }
+        int r = 0;
+        if (!f->color) r = emit(f, f->hdr, f->hdr_len);
+        else
+                for (size_t pos = 0; r >= 0 && pos < f->hdr_len;) {
+                        const char *line = f->hdr + pos;
+                        const char *nl = memchr(line, '\n', f->hdr_len - pos);
+                        size_t l = nl ? (size_t) (nl - line) + 1 : f->hdr_len - pos;
+                        pos += l;
+                        r = line_begin(f, LINE_META);
+                        for (size_t i = 0; r >= 0 && i < l; i++) r = line_byte(f, (unsigned char) line[i]);
+                        if (r >= 0 && !nl) r = line_abort(f);
+                }
+        f->hdr_len = 0;
+        return r;
+}
+
+/* The first bytes of a line are in prefix (all of it if it ended): route it. */
+static int line_decide(cli_diff_filter *f) {
+        const char *p = f->prefix;
+        size_t n = f->prefix_len;
+        int r = 0;
+        if (has_prefix(p, n, "diff --git ")) {
+                if (f->sec == SEC_HEADER) r = header_end(f);
+                if (r < 0) return r;
+                f->sec = SEC_HEADER;
+                f->hdr_len = 0;
+                f->to_header = true;
+                return 0;
+        }
+        if (f->sec == SEC_HEADER) {
+                if (!has_prefix(p, n, "@@") && !has_prefix(p, n, "GIT binary patch") &&
+                    !has_prefix(p, n, "Binary files ")) {
+                        f->to_header = true;
+                        return 0;
+                }
+                r = header_end(f);
+                if (r < 0) return r;
+        }
+        f->to_header = false;
+        if (!f->keep) return 0;
+        line_kind k = LINE_PLAIN;
+        if (f->sec == SEC_BODY) {
+                if (has_prefix(p, n, "@@")) k = LINE_FRAG;
+                else if (n > 0 && p[0] == '+') k = LINE_NEW;
+                else if (n > 0 && p[0] == '-') k = LINE_OLD;
+        }
+        return line_begin(f, k);
+}
+
+/* A byte of the current line after its kind is known. */
+static int route_byte(cli_diff_filter *f, unsigned char c) {
+        if (f->to_header) return hdr_append(f, (const char *) &c, 1);
+        if (!f->keep) return 0;
+        return line_byte(f, c);
+}
+
+static int flush_prefix(cli_diff_filter *f) {
+        int r = line_decide(f);
+        if (r < 0) return r;
+        f->collecting = false;
+        if (f->to_header) return hdr_append(f, f->prefix, f->prefix_len);
+        for (size_t i = 0; r >= 0 && i < f->prefix_len; i++) r = route_byte(f, (unsigned char) f->prefix[i]);
+        return r;
+}
+
+int cli_diff_filter_feed(cli_diff_filter *f, const char *data, size_t len) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < len; i++) {
+                unsigned char c = (unsigned char) data[i];
+                if (f->collecting) {
+                        f->prefix[f->prefix_len++] = (char) c;
+                        if (c == '\n' || f->prefix_len == PREFIX_MAX) {
+                                r = flush_prefix(f);
+                                if (c == '\n') f->collecting = true, f->prefix_len = 0;
+                        }
+                        continue;
+                }
+                if (f->to_header || !f->keep || f->color) {
+                        r = route_byte(f, c);
+                } else {
+                        /* plain and kept: the rest of the line in one write */
+                        const char *nl = memchr(data + i, '\n', len - i);
+                        size_t end = nl ? (size_t) (nl - data) : len - 1;
+                        r = emit(f, data + i, end - i + 1);
+                        i = end;
+                        c = (unsigned char) data[i];
+                }
+                if (c == '\n') f->collecting = true, f->prefix_len = 0;
+        }
+        return r;
+}
+
+int cli_diff_filter_finish(cli_diff_filter *f) {
+        int r = 0;
+        if (f->collecting && f->prefix_len > 0) r = flush_prefix(f);
+        bool mid_line = !f->collecting || f->prefix_len > 0;
+        if (r >= 0 && f->sec == SEC_HEADER) r = header_end(f);
+        else if (r >= 0 && mid_line && f->keep && !f->to_header) r = line_abort(f);
+        f->collecting = true;
+        f->prefix_len = 0;
+        if (r >= 0 && fflush(f->out) != 0) r = out_error(f);
+        return r < 0 ? r : f->kept;
+}
+
+bool cli_diff_want_color(int fd) {
+        if (!isatty(fd)) return false;
+        if (!isempty(getenv("NO_COLOR"))) return false;
+        const char *term = getenv("TERM");
+        return !streq_ptr(term, "dumb");
+}
