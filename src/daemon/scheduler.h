@@ -8,7 +8,7 @@ typedef struct Task Task;
 
 /* scheduler.c (spec lifecycle.md §5): FIFO under the global concurrency cap.
  * Owns Manager.queue_head/queue_tail/running, Task.next_queued/counted_running. */
-/* Launch queued tasks FIFO while fewer than max_concurrent run. */
+/* Launch queued tasks FIFO while fewer than settings.max_concurrent_tasks run. */
 void scheduler_kick(Manager *m);
 /* Append t (queued) to the FIFO; launches nothing (scheduler_kick does). */
 void scheduler_enqueue(Manager *m, Task *t);
