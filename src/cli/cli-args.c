@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
+#include "config.h"
 #include "disk-budget.h"
 #include "json-util.h"
 #include "protocol.h"
@@ -19,7 +21,7 @@ static const cli_option_help dispatch_options[] = {
         { "--prompt <text>", "required" },
         { "--directory <path>", "defaults to the current workspace" },
         { "--model <id>", "required unless resuming via --session-id with a matching prior task" },
-        { "--variant <name>", "optional; defaults to the model's highest supported thinking level (see defaultVariant in docs/config.md)" },
+        { "--variant <name>", "optional; defaults to the model's highest supported thinking level (defaultVariant in config.json, or TASKFERRY_DEFAULT_VARIANT; see taskferryd(8))" },
         { "--session-id <id>", "resume an existing pi or OpenCode session" },
         { "--require-final-marker <regex>", "flag the task as incomplete if the final message doesn't match this pattern (case-sensitive POSIX extended regular expression, matched line by line, so ^ and $ can match standalone lines)" },
         { "--no-sandbox", "run this dispatch without the bwrap filesystem sandbox (default: sandboxed on Linux)" },
@@ -238,6 +240,17 @@ const cli_command_spec cli_commands[] = {
 };
 
 
+char *cli_available_commands(void) {
+        char *list = strdup("");
+        for (const cli_command_spec *c = cli_commands; list && c->name; c++) {
+                if (!cli_command_implemented(c->name)) continue;
+                char *n = strdup_printf("%s%s%s", list, *list ? ", " : "", c->name);
+                free(list);
+                list = n;
+        }
+        return list;
+}
+
 const cli_command_spec *cli_command_find(const char *name) {
         for (const cli_command_spec *c = cli_commands; c->name; c++)
                 if (streq(c->name, name)) return c;
@@ -410,7 +423,7 @@ int cli_parse_integer(const char *value, const char *flag, int64_t min, int64_t 
 
 int cli_parse_duration(const char *value, const char *flag, int64_t *ret_ms, cli_error *err) {
         _cleanup_free_ char *help = strdup_printf(
-                "Use %s with milliseconds (e.g. 10000) or a duration string (e.g. 30s, 5m, 1h); values must not exceed 2147483647 milliseconds (about 24 days), the maximum Node's setTimeout supports",
+                "Use %s with milliseconds (e.g. 10000) or a duration string (e.g. 30s, 5m, 1h); values must not exceed 2147483647 milliseconds (about 24 days)",
                 flag);
         if (all_digits(value)) {
                 double ms = strtod(value, NULL);
@@ -441,47 +454,7 @@ int cli_parse_duration(const char *value, const char *flag, int64_t *ret_ms, cli
 }
 
 double cli_js_number(const char *s) {
-        if (!s) return NAN;
-        while (*s && strchr(" \t\n\r\v\f", *s)) s++;
-        size_t len = strlen(s);
-        while (len > 0 && strchr(" \t\n\r\v\f", s[len - 1])) len--;
-        _cleanup_free_ char *t = strndup(s, len);
-        if (!t) return NAN;
-        if (len == 0) return 0;
-        if (streq(t, "Infinity") || streq(t, "+Infinity")) return INFINITY;
-        if (streq(t, "-Infinity")) return -INFINITY;
-        if (len > 2 && t[0] == '0' && strchr("xXoObB", t[1])) {
-                int base = (t[1] == 'x' || t[1] == 'X') ? 16 : (t[1] == 'o' || t[1] == 'O') ? 8 : 2;
-                double v = 0;
-                for (const char *p = t + 2; *p; p++) {
-                        int d;
-                        if (*p >= '0' && *p <= '9') d = *p - '0';
-                        else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
-                        else if (*p >= 'A' && *p <= 'F') d = *p - 'A' + 10;
-                        else return NAN;
-                        if (d >= base) return NAN;
-                        v = v * base + d;
-                }
-                return v;
-        }
-        /* [+-]? (digits [. digits?] | . digits) ([eE][+-]?digits)? */
-        const char *p = t;
-        if (*p == '+' || *p == '-') p++;
-        bool mant = false;
-        while (*p >= '0' && *p <= '9') p++, mant = true;
-        if (*p == '.') {
-                p++;
-                while (*p >= '0' && *p <= '9') p++, mant = true;
-        }
-        if (!mant) return NAN;
-        if (*p == 'e' || *p == 'E') {
-                p++;
-                if (*p == '+' || *p == '-') p++;
-                if (!(*p >= '0' && *p <= '9')) return NAN;
-                while (*p >= '0' && *p <= '9') p++;
-        }
-        if (*p) return NAN;
-        return strtod(t, NULL);
+        return config_js_number(s);
 }
 
 static int parse_path_list(const char *value, const char *flag, json_object **ret, cli_error *err) {
@@ -582,7 +555,7 @@ static int parse_regex(const char *flag, const char *value, cli_error *err) {
         char msg[256];
         regerror(rc, &re, msg, sizeof msg);
         return cli_error_usage(err, "Use --require-final-marker with a pattern that compiles as a POSIX extended regular expression",
-                               "%s is not a valid RegExp: %s", flag, msg);
+                               "%s is not a valid regular expression: %s", flag, msg);
 }
 
 /* ---- parser ---- */
@@ -884,11 +857,14 @@ json_object *cli_help_object(const char *command) {
                 };
                 json_object *cmds = json_object_new_array();
                 if (!cmds) return NULL;
+                /* what this build runs: the table's commands that are implemented
+                 * (tests/unit/test-cli-help.c holds this and the man page to it) */
                 for (const cli_command_spec *c = cli_commands; c->name; c++)
-                        json_object_array_add(cmds, json_object_new_string(c->name));
+                        if (cli_command_implemented(c->name))
+                                json_object_array_add(cmds, json_object_new_string(c->name));
                 if (json_add_string(o, "command", "taskferry") < 0 ||
                     json_add_string(o, "usage", "taskferry <command> [options]") < 0 ||
-                    json_add_string(o, "description", "Manage background OpenCode tasks in the current workspace.") < 0 ||
+                    json_add_string(o, "description", CLI_DESCRIPTION) < 0 ||
                     json_add(o, "commands", cmds) < 0 ||
                     json_add(o, "options", string_array(top_options)) < 0 ||
                     json_add(o, "examples", string_array(top_examples)) < 0)

@@ -10,6 +10,10 @@
 
 #include "cli-error.h"
 
+/* The top help's and the workspace view's description (§2.8, §2.10; says
+ * what taskferry runs: pi, OpenCode or a shell command). */
+#define CLI_DESCRIPTION "Manage background tasks that run pi, OpenCode or a shell command in the current workspace."
+
 #define CLI_MAX_TIMEOUT_MS INT64_C(2147483647)
 #define CLI_MAX_SAFE_INTEGER INT64_C(9007199254740991)
 
@@ -27,8 +31,14 @@ typedef struct cli_command_spec {
         bool takes_task_id;             /* accepts the positional task id */
 } cli_command_spec;
 
-/* The 17 commands in help order (§2.10), terminated by {NULL}. */
+/* The one command table: the spec's 17 commands in help order (§2.10) plus
+ * `diff`, terminated by {NULL}. The top help lists those of them this build
+ * implements (cli_command_implemented, commands.h); the man page documents
+ * the same set (tests/unit/test-cli-help.c). */
 extern const cli_command_spec cli_commands[];
+/* "dispatch, cancel, ..." : the implemented commands of the table, in its
+ * order (malloc'd; NULL on ENOMEM). */
+char *cli_available_commands(void);
 /* Lookup by name; NULL if unknown. */
 const cli_command_spec *cli_command_find(const char *name);
 

@@ -217,8 +217,7 @@ int cli_find_daemon(char **ret) {
 }
 
 static char *connect_error_text(int r, const char *path) {
-        const char *name = strerrorname_np(-r);
-        return strdup_printf("connect %s %s", name ? name : "EIO", path);
+        return strdup_printf("cannot connect to %s: %s", path, strerror(-r));
 }
 
 /* Poll connect every 25 ms for up to 5000 ms (at least one attempt).

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli-args.h"
 #include "json-util.h"
 #include "util.h"
 
@@ -274,7 +275,7 @@ json_object *cli_home_view(json_object *value, const char *workspace, const char
         size_t total_rows = tasks && json_object_is_type(tasks, json_type_array) ? json_object_array_length(tasks) : 0;
 
         if (json_add_string(out, "workspace", workspace) < 0 || json_add_string(out, "bin", shown) < 0 ||
-            json_add_string(out, "description", "Manage background OpenCode tasks in the current workspace.") < 0 ||
+            json_add_string(out, "description", CLI_DESCRIPTION) < 0 ||
             copy_key(out, value, "counts") < 0 || json_add(out, "tasks", rows) < 0)
                 return NULL;
         json_object *next = json_object_new_array();

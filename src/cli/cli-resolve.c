@@ -12,28 +12,18 @@
 #include <unistd.h>
 
 #include "cli-args.h"
+#include "config.h"
+#include "paths.h"
 #include "util.h"
 #include "workspace.h"
-
-/* Node/libuv-style error text: "ENOENT: no such file or directory". */
-static char *errno_text(int e) {
-        const char *name = strerrorname_np(e);
-        char *msg = strdup(strerror(e));
-        if (!msg) return NULL;
-        msg[0] = (char) tolower((unsigned char) msg[0]);
-        char *r = strdup_printf("%s: %s", name ? name : "EIO", msg);
-        free(msg);
-        return r;
-}
 
 int cli_normalize_directory(const char *dir, char **ret, cli_error *err) {
         _cleanup_free_ char *resolved = realpath(dir, NULL);
         if (!resolved) {
                 int e = errno;
                 if (e == ENOMEM) return -ENOMEM;
-                _cleanup_free_ char *text = errno_text(e);
-                _cleanup_free_ char *help = strdup_printf("Use an existing directory path for --directory (%s, realpath '%s')",
-                                                          strempty(text), dir);
+                _cleanup_free_ char *help = strdup_printf("Use an existing directory path for --directory (%s)",
+                                                          strerror(e));
                 return cli_error_usage(err, help, "directory does not exist: %s", dir);
         }
         struct stat st;
@@ -115,15 +105,17 @@ int cli_read_prompt(int fd, const char *command, volatile sig_atomic_t *interrup
         return 0;
 }
 
+int cli_load_config(json_object **ret, cli_error *err) {
+        _cleanup_(tf_paths_done) tf_paths paths = {};
+        int r = tf_paths_resolve(&paths);
+        if (r < 0) return cli_error_fail(err, NULL, "cannot resolve taskferry paths: %s", strerror(-r));
+        _cleanup_free_ char *text = NULL;
+        r = config_load(paths.config_file, ret, NULL, &text);
+        if (r == -ENOMEM) return r;
+        if (r < 0) return cli_error_fail(err, NULL, "%s", strempty(text));
+        return 0;
+}
+
 int cli_wait_default_timeout(const char *env_value, double *ret_ms) {
-        if (env_value && streq(env_value, "0")) return 0;
-        if (env_value) {
-                double v = cli_js_number(env_value);
-                if (isfinite(v) && v > 0) {
-                        *ret_ms = v;
-                        return 1;
-                }
-        }
-        *ret_ms = CLI_DEFAULT_WAIT_TIMEOUT_MS;
-        return 1;
+        return config_wait_default_timeout(NULL, env_value, ret_ms);
 }

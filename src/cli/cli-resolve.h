@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <json-c/json.h>
+
 #include "cli-error.h"
 
 #define CLI_DEFAULT_WAIT_TIMEOUT_MS 900000
@@ -38,5 +40,13 @@ int cli_read_prompt(int fd, const char *command, volatile sig_atomic_t *interrup
 /* `wait` default timeout chain without a --timeout flag (§2.6): env value
  * (TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS) "0" → 0 (send no timeoutMs: wait
  * forever); a finite positive Number() → 1 with that value; otherwise 1 with
- * 900000. (config.json's waitDefaultTimeoutMs is not consulted yet.) */
+ * 900000 (config.json not consulted: config_wait_default_timeout of
+ * src/shared/config.h takes the config too). */
 int cli_wait_default_timeout(const char *env_value, double *ret_ms);
+
+/* config.json for the CLI-side settings (§3.2: waitDefaultTimeoutMs,
+ * advisorContextChars): ${XDG_CONFIG_HOME:-~/.config}/taskferry/config.json
+ * loaded and validated by config_load (src/shared/config.h); a missing file
+ * is {}. A malformed file is an operational error (exit 1) with the
+ * daemon's own text: -EIO with err set; -ENOMEM. */
+int cli_load_config(json_object **ret, cli_error *err);

@@ -16,19 +16,20 @@
 #include "cli-pager.h"
 #include "cli-project.h"
 #include "cli-resolve.h"
+#include "config.h"
 #include "json-util.h"
 #include "taskferry-config.h"
 #include "util.h"
 
 extern char **environ;
 
-static const char *const implemented[] = {
+const char *const cli_implemented_commands[] = {
         "home", "version", "dispatch", "cancel", "accept", "reject", "status", "wait",
         "result", "list", "tail", "output", "diff", NULL
 };
 
 bool cli_command_implemented(const char *command) {
-        return strv_contains((char **) implemented, command);
+        return strv_contains((char **) cli_implemented_commands, command);
 }
 
 void cli_context_done(cli_context *ctx) {
@@ -137,6 +138,12 @@ static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
         const char *origin = getenv("CLAUDE_CODE_SESSION_ID");
         if (!isempty(origin) && json_add_string(params, "originSessionId", origin) < 0) return -ENOMEM;
         r = call(ctx, "task.dispatch", params, ret, err);
+        /* the daemon decides whether a model is needed (executor, a model
+         * inherited through --session-id); a missing one is still the
+         * caller's usage error (exit 2) */
+        if (r < 0 && streq_ptr(err->code, "REQUEST_FAILED") && err->text &&
+            (startswith(err->text, "error: --model is required\n") || streq(err->text, "--model is required")))
+                err->exit_code = CLI_EXIT_USAGE;
         /* the daemon's warnings (a bind that exposes a deny-listed path) go to stderr */
         json_object *w = r >= 0 && *ret ? json_get_array(*ret, "warnings") : NULL;
         for (size_t i = 0; w && i < json_object_array_length(w); i++)
@@ -206,8 +213,12 @@ static int run_wait(cli_context *ctx, json_object **ret, cli_error *err) {
         if (cli_args_has(a, "timeoutMs")) {
                 if (pass_option(params, a, "timeoutMs") < 0) return -ENOMEM;
         } else {
+                /* --timeout, else env, else config.json, else 900000 (§2.6) */
+                _cleanup_json_ json_object *cfg = NULL;
+                int r = cli_load_config(&cfg, err);
+                if (r < 0) return r;
                 double ms;
-                if (cli_wait_default_timeout(getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
+                if (config_wait_default_timeout(cfg, getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
                     json_add(params, "timeoutMs", json_new_number(ms)) < 0)
                         return -ENOMEM;
         }

@@ -21,8 +21,12 @@ typedef struct cli_context {
         bool output_done; /* the command wrote its own output (diff): print nothing */
 } cli_context;
 
+/* The commands this build implements, "home" and "version" included;
+ * NULL-terminated. A command added here needs its row in cli_commands
+ * (cli-args.c) and its entry in docs/taskferry.1.md: test-cli-help checks. */
+extern const char *const cli_implemented_commands[];
 /* True for the commands this build implements (others answer
- * "unknown command: <c>"). "home" and "version" included. */
+ * "<c> is not available in this build of taskferry yet"). */
 bool cli_command_implemented(const char *command);
 
 /* Run ctx->args->command. On success returns 0 and sets *ret_value (what to

@@ -88,10 +88,12 @@ int main(int argc, char **argv) {
         }
         if (!cli_command_implemented(args.command)) {
                 /* a command of the spec's CLI surface that this build does not have yet */
+                _cleanup_free_ char *available = cli_available_commands();
+                if (!available) return out_of_memory(json);
                 cli_error_fail(&err, NULL,
                                "%s is not available in this build of taskferry yet\n"
-                               "help: available now: dispatch, status, wait, result, diff, list, cancel, accept, reject, tail, output",
-                               args.command);
+                               "help: available now: %s",
+                               args.command, available);
                 print_error(&err, json);
                 return finish(CLI_EXIT_FAILURE);
         }

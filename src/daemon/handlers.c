@@ -354,7 +354,7 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
                         char buf[256];
                         regerror(rc, &re, buf, sizeof buf);
                         _cleanup_free_ char *text = strdup_printf(
-                                "error: --require-final-marker is not a valid RegExp: %s\nhelp: pass a valid regular expression", buf);
+                                "error: --require-final-marker is not a valid regular expression: %s\nhelp: pass a valid regular expression", buf);
                         return method_fail(err, text);
                 }
                 regfree(&re);

@@ -26,140 +26,6 @@
 #include "taskferry-config.h"
 #include "util.h"
 
-static char **split_comma_list(const char *s) {
-        char **l = NULL;
-        if (!s) return NULL;
-        _cleanup_free_ char *copy = strdup(s);
-        if (!copy) return NULL;
-        char *save = NULL;
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                while (*tok == ' ' || *tok == '\t') tok++;
-                size_t n = strlen(tok);
-                while (n && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) tok[--n] = 0;
-                if (n && !strv_contains(l, tok)) strv_push(&l, tok);
-        }
-        return l;
-}
-
-/* Number(env) as a positive safe integer, else def (spec §3.3: invalid falls back). */
-static uint64_t env_positive(const char *name, uint64_t def) {
-        const char *v = getenv(name);
-        if (!v || !*v) return def;
-        char *end = NULL;
-        double d = strtod(v, &end);
-        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
-        if (!end || *end || d <= 0 || d != (double) (uint64_t) d || d > 9007199254740991.0) return def;
-        return (uint64_t) d;
-}
-
-/* Number(env) as a safe integer >= 0, else def (spec §3.3: "" is 0, valid
- * for int>=0 settings such as lowerdirStaggerMs). */
-static uint64_t env_nonnegative(const char *name, uint64_t def) {
-        const char *v = getenv(name);
-        if (!v) return def;
-        while (*v == ' ' || *v == '\t' || *v == '\n') v++;
-        if (!*v) return 0;
-        char *end = NULL;
-        double d = strtod(v, &end);
-        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
-        if (!end || *end || d < 0 || d != (double) (uint64_t) d || d > 9007199254740991.0) return def;
-        return (uint64_t) d;
-}
-
-/* TASKFERRY_DISABLE_*: "1"/"true" disables; any other set value enables. */
-static bool env_enabled_unless_disabled(const char *name) {
-        const char *v = getenv(name);
-        return !(v && (streq(v, "1") || streq(v, "true")));
-}
-
-static int resolve_shim(char **ret) {
-        const char *env = getenv("TASKFERRY_SHIM");
-        if (env && *env) {
-                *ret = strdup(env);
-                return *ret ? 0 : -ENOMEM;
-        }
-        _cleanup_free_ char *dir = NULL;
-        if (self_exe_dir(&dir) >= 0) {
-                _cleanup_free_ char *p = strdup_printf("%s/taskferry-shim", dir);
-                if (p && access(p, X_OK) == 0) {
-                        *ret = TAKE_PTR(p);
-                        return 0;
-                }
-        }
-        _cleanup_free_ char *p = strdup(TASKFERRY_INSTALL_LIBEXECDIR "/taskferry-shim");
-        if (p && access(p, X_OK) == 0) {
-                *ret = TAKE_PTR(p);
-                return 0;
-        }
-        return -ENOENT;
-}
-
-static int settings_load(Settings *s, char **ret_error) {
-        s->max_concurrent = (unsigned) env_positive("TASKFERRY_MAX_CONCURRENT_TASKS", 4);
-        s->cancel_grace_ms = env_positive("TASKFERRY_CANCEL_GRACE_MS", 5000);
-        s->max_dispatches_per_window = env_positive("TASKFERRY_MAX_DISPATCHES_PER_WINDOW", 2);
-        s->dispatch_window_ms = env_positive("TASKFERRY_DISPATCH_WINDOW_MS", 5000);
-        s->lowerdir_stagger_ms = env_nonnegative("TASKFERRY_LOWERDIR_STAGGER_MS", 3000);
-        const char *pc = getenv("TASKFERRY_PROVIDER_COOLDOWN");
-        s->provider_cooldown_enabled = !(pc && (streq(pc, "0") || streq(pc, "false")));
-        const char *pl = getenv("TASKFERRY_PROVIDER_LIMITS");
-        if (pl && provider_limits_parse(pl, &s->provider_limits, &s->n_provider_limits, ret_error) < 0)
-                return -EINVAL;
-        s->sandbox_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_SANDBOX");
-        s->overlay_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_OVERLAY");
-        const char *ex = getenv("TASKFERRY_DEFAULT_EXECUTOR");
-        s->default_executor = strdup(ex && *ex ? ex : "pi");
-        if (!executor_find(s->default_executor)) {
-                *ret_error = strdup_printf("unknown executor: %s", s->default_executor);
-                return -EINVAL;
-        }
-        const char *var = getenv("TASKFERRY_DEFAULT_VARIANT");
-        _cleanup_free_ char *v = strdup(var ? var : "highest");
-        if (!v) return -ENOMEM;
-        char *a = v;
-        while (*a == ' ') a++;
-        size_t n = strlen(a);
-        while (n && a[n - 1] == ' ') a[--n] = 0;
-        static const char *const variants[] = {"highest", "off", "minimal", "low", "medium", "high", "xhigh", "max"};
-        bool ok = false;
-        for (size_t i = 0; i < ELEMENTSOF(variants); i++) ok = ok || streq(a, variants[i]);
-        if (!ok) {
-                *ret_error = strdup_printf(
-                        "defaultVariant must be one of highest, off, minimal, low, medium, high, xhigh, max (got \"%s\")", a);
-                return -EINVAL;
-        }
-        s->default_variant = strdup(a);
-        s->env_denylist = split_comma_list(getenv("TASKFERRY_ENV_DENYLIST"));
-        s->sandbox_denylist = split_comma_list(getenv("TASKFERRY_SANDBOX_DENYLIST"));
-        s->rw_bind = split_comma_list(getenv("TASKFERRY_RW_BIND"));
-        s->ro_bind = split_comma_list(getenv("TASKFERRY_RO_BIND"));
-        s->home_allow = split_comma_list(getenv("TASKFERRY_SANDBOX_HOME_ALLOW"));
-        const char *dm = getenv("TASKFERRY_TASK_DISK_MAX");
-        if (dm && *dm && disk_size_parse(dm, &s->task_disk_max) < 0) {
-                *ret_error = strdup_printf("TASKFERRY_TASK_DISK_MAX must be a positive size in bytes, optionally "
-                                           "with a K, M, G or T suffix (got \"%s\")", dm);
-                return -EINVAL;
-        }
-        int r = resolve_shim(&s->shim_path);
-        if (r < 0) {
-                *ret_error = strdup("cannot find taskferry-shim next to taskferryd or in " TASKFERRY_INSTALL_LIBEXECDIR);
-                return r;
-        }
-        return 0;
-}
-
-static void settings_done(Settings *s) {
-        free(s->default_executor);
-        free(s->default_variant);
-        strv_free(s->env_denylist);
-        strv_free(s->sandbox_denylist);
-        strv_free(s->rw_bind);
-        strv_free(s->ro_bind);
-        strv_free(s->home_allow);
-        free(s->shim_path);
-        provider_limits_free(s->provider_limits, s->n_provider_limits);
-}
-
 /* Leave the reason of a failed start where the CLI's auto-start looks (§4.1). */
 static void write_boot_error(Manager *m, const char *msg) {
         if (!m->paths.runtime_dir) return;
@@ -268,10 +134,13 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         _cleanup_free_ char *err = NULL;
-        r = settings_load(&m->settings, &err);
+        /* config.json once per start (protocol-cli.md §3.2): a malformed
+         * file fails the start loudly, on stderr and in daemon-boot.err */
+        r = settings_load(&m->settings, m->paths.config_file, &err);
         if (r < 0) {
-                fprintf(stderr, "error: %s\n", err ? err : strerror(-r));
-                return fail_start(m, err ? err : strerror(-r));
+                const char *msg = err ? err : strerror(-r);
+                fprintf(stderr, "%s%s\n", startswith(msg, "error: ") ? "" : "error: ", msg);
+                return fail_start(m, msg);
         }
         r = create_state_dirs(m);
         if (r < 0) return fail_start(m, "cannot create the state or runtime directory");

@@ -150,7 +150,7 @@ static int push_time(uint64_t **times, size_t *n, uint64_t now) {
         return 0;
 }
 
-static bool global_at_cap(Manager *m) { return m->running >= m->settings.max_concurrent; }
+static bool global_at_cap(Manager *m) { return m->running >= m->settings.max_concurrent_tasks; }
 
 static bool global_window_full(Manager *m) {
         return m->settings.max_dispatches_per_window > 0 && m->n_launch_times >= m->settings.max_dispatches_per_window;
@@ -325,8 +325,8 @@ int scheduler_status_fields(Manager *m, Task *t, json_object *o) {
                                        shown, c && c->reason ? c->reason : "a rate limit", c && c->task_id ? c->task_id : "?",
                                        iso_in(cd, iso));
         else if (global_at_cap(m))
-                reason = strdup_printf("all %u task slots are in use (maxConcurrentTasks); it launches when a task ends",
-                                       m->settings.max_concurrent);
+                reason = strdup_printf("all %" PRIu64 " task slots are in use (maxConcurrentTasks); it launches when a task ends",
+                                       m->settings.max_concurrent_tasks);
         else if (p && provider_at_cap(p))
                 reason = strdup_printf("provider %s is at its limit of %" PRIu64
                                        " running tasks (providerLimits); it launches when one of them ends",
@@ -355,198 +355,5 @@ int scheduler_status_fields(Manager *m, Task *t, json_object *o) {
             json_add_string(o, "queuedReason", reason) < 0)
                 return -ENOMEM;
         if (cd > 0 && c && json_add_string(o, "cooldownUntil", format_iso(c->until_real, iso)) < 0) return -ENOMEM;
-        return 0;
-}
-
-/* ---- providerLimits ---- */
-
-bool js_number_positive_int(const char *s, uint64_t *ret) {
-        if (!s) return false;
-        while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' || *s == '\f') s++;
-        size_t n = strlen(s);
-        while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == '\v' ||
-                     s[n - 1] == '\f'))
-                n--;
-        if (n == 0 || n > 64) return false;
-        char buf[65];
-        memcpy(buf, s, n);
-        buf[n] = 0;
-        double d;
-        int base = 0;
-        if (buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')) base = 16;
-        else if (buf[0] == '0' && (buf[1] == 'o' || buf[1] == 'O')) base = 8;
-        else if (buf[0] == '0' && (buf[1] == 'b' || buf[1] == 'B')) base = 2;
-        if (base) {
-                if (!buf[2]) return false;
-                uint64_t v = 0;
-                for (const char *q = buf + 2; *q; q++) {
-                        int dig = *q >= '0' && *q <= '9' ? *q - '0'
-                                : *q >= 'a' && *q <= 'f' ? *q - 'a' + 10
-                                : *q >= 'A' && *q <= 'F' ? *q - 'A' + 10 : 99;
-                        if (dig >= base) return false;
-                        if (v > 9007199254740991ULL) return false;
-                        v = v * (uint64_t) base + (uint64_t) dig;
-                }
-                d = (double) v;
-        } else {
-                /* Number() takes decimal literals only: no hex floats, inf or nan */
-                for (const char *q = buf; *q; q++)
-                        if (!strchr("0123456789+-.eE", *q)) return false;
-                char *end = NULL;
-                errno = 0;
-                d = strtod(buf, &end);
-                if (!end || *end || end == buf) return false;
-        }
-        if (!isfinite(d) || d < 1 || d > 9007199254740991.0 || d != floor(d)) return false;
-        *ret = (uint64_t) d;
-        return true;
-}
-
-void provider_limits_free(ProviderLimit *l, size_t n) {
-        for (size_t i = 0; i < n; i++) free(l[i].provider);
-        free(l);
-}
-
-static bool json_positive_int(json_object *v, uint64_t *ret) {
-        if (!v) return false;
-        if (json_object_is_type(v, json_type_int)) {
-                int64_t i = json_object_get_int64(v);
-                if (i < 1 || i > 9007199254740991LL) return false;
-                *ret = (uint64_t) i;
-                return true;
-        }
-        if (!json_object_is_type(v, json_type_double)) return false;
-        double d = json_object_get_double(v);
-        if (!isfinite(d) || d < 1 || d > 9007199254740991.0 || d != floor(d)) return false;
-        *ret = (uint64_t) d;
-        return true;
-}
-
-int provider_limits_from_json(json_object *o, ProviderLimit **ret, size_t *ret_n, char **ret_error) {
-        if (!o || !json_object_is_type(o, json_type_object)) {
-                if (ret_error) *ret_error = strdup("providerLimits must be an object");
-                return -EINVAL;
-        }
-        ProviderLimit *l = NULL;
-        size_t n = 0;
-        int r = 0;
-        json_object_object_foreach(o, prov, v) {
-                uint64_t conc = 0, win = 0;
-                json_object *c = NULL, *wv = NULL;
-                bool isobj = v && json_object_is_type(v, json_type_object);
-                if (isobj) {
-                        json_object_object_get_ex(v, "maxConcurrentTasks", &c);
-                        json_object_object_get_ex(v, "maxDispatchesPerWindow", &wv);
-                }
-                const char *why = !*prov ? "the provider is empty"
-                                : !isobj ? "must be an object"
-                                : c && !json_positive_int(c, &conc) ? "maxConcurrentTasks must be a positive integer"
-                                : wv && !json_positive_int(wv, &win) ? "maxDispatchesPerWindow must be a positive integer"
-                                : NULL;
-                if (why) {
-                        if (ret_error) *ret_error = strdup_printf("providerLimits.%s: %s", prov, why);
-                        r = -EINVAL;
-                        break;
-                }
-                ProviderLimit *nl = reallocarray(l, n + 1, sizeof *nl);
-                char *pv = strdup(prov);
-                if (nl) l = nl;
-                if (!nl || !pv) {
-                        free(pv);
-                        r = -ENOMEM;
-                        break;
-                }
-                l[n++] = (ProviderLimit) {.provider = pv, .max_concurrent_tasks = conc, .max_dispatches_per_window = win};
-        }
-        if (r < 0) {
-                provider_limits_free(l, n);
-                return r;
-        }
-        *ret = l;
-        *ret_n = n;
-        return 0;
-}
-
-static char *trim(char *s) {
-        while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
-        size_t n = strlen(s);
-        while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = 0;
-        return s;
-}
-
-static int malformed(char **ret_error, const char *entry, const char *why) {
-        if (ret_error)
-                *ret_error = strdup_printf("malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": %s\n"
-                                           "help: use provider:maxConcurrentTasks[:maxDispatchesPerWindow], comma-separated",
-                                           entry, why);
-        return -EINVAL;
-}
-
-int provider_limits_parse(const char *s, ProviderLimit **ret, size_t *ret_n, char **ret_error) {
-        _cleanup_free_ char *copy = strdup(s ? s : "");
-        if (!copy) return -ENOMEM;
-        ProviderLimit *l = NULL;
-        size_t n = 0;
-        int r = 0;
-        char *save = NULL;
-        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-                char *e = trim(item);
-                if (!*e) continue;
-                _cleanup_free_ char *entry = strdup(e);
-                if (!entry) {
-                        r = -ENOMEM;
-                        break;
-                }
-                char *parts[3] = {0};
-                size_t np = 0;
-                for (char *q = e;;) {
-                        char *colon = strchr(q, ':');
-                        if (np < 3) parts[np] = q;
-                        np++;
-                        if (!colon) break;
-                        *colon = 0;
-                        q = colon + 1;
-                }
-                if (np < 2 || np > 3) {
-                        r = malformed(ret_error, entry, "expected 2 or 3 fields separated by ':'");
-                        break;
-                }
-                char *prov = trim(parts[0]);
-                if (!*prov) {
-                        r = malformed(ret_error, entry, "the provider is empty");
-                        break;
-                }
-                uint64_t conc = 0, win = 0;
-                if (!js_number_positive_int(parts[1], &conc)) {
-                        r = malformed(ret_error, entry, "maxConcurrentTasks must be a positive integer");
-                        break;
-                }
-                if (np == 3 && !js_number_positive_int(parts[2], &win)) {
-                        r = malformed(ret_error, entry, "maxDispatchesPerWindow must be a positive integer");
-                        break;
-                }
-                size_t k = 0;
-                while (k < n && !streq(l[k].provider, prov)) k++;
-                if (k == n) {
-                        ProviderLimit *nl = reallocarray(l, n + 1, sizeof *nl);
-                        char *pv = strdup(prov);
-                        if (!nl || !pv) {
-                                free(pv);
-                                if (nl) l = nl;
-                                r = -ENOMEM;
-                                break;
-                        }
-                        l = nl;
-                        l[n++] = (ProviderLimit) {.provider = pv};
-                }
-                l[k].max_concurrent_tasks = conc;
-                l[k].max_dispatches_per_window = win;
-        }
-        if (r < 0) {
-                provider_limits_free(l, n);
-                return r;
-        }
-        *ret = l;
-        *ret_n = n;
         return 0;
 }

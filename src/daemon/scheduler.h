@@ -79,24 +79,4 @@ size_t scheduler_provider_key_len(const char *model);
  * Nothing for a task that is not queued. -ENOMEM. */
 int scheduler_status_fields(Manager *m, Task *t, json_object *o);
 
-/* TASKFERRY_PROVIDER_LIMITS (spec lifecycle.md §5, protocol-cli.md §3.3):
- * split on ',', trim, drop empty items; each is
- * provider:maxConcurrentTasks[:maxDispatchesPerWindow], provider trimmed
- * and non-empty, numbers positive safe integers as JavaScript's Number()
- * reads them (" 4", "4.0", "0x4", "1e1" accepted); an omitted third field is
- * unlimited (0); a later duplicate replaces the earlier entry in its place.
- * "" gives no entries. On a malformed entry returns -EINVAL with *ret_error
- * = `malformed TASKFERRY_PROVIDER_LIMITS entry "<e>": <why>\nhelp: use
- * provider:maxConcurrentTasks[:maxDispatchesPerWindow], comma-separated`
- * (malloc'd; the daemon prints it after "error: " and refuses to start).
- * -ENOMEM. */
-int provider_limits_parse(const char *s, ProviderLimit **ret, size_t *ret_n, char **ret_error);
-/* config.json's providerLimits (protocol-cli.md §3.2, for settings.c):
- * {"prov": {"maxConcurrentTasks": N, "maxDispatchesPerWindow": N}}, each key
- * optional (missing: unlimited), N a positive safe integer. Not an object,
- * an empty provider name, or a value that is no positive integer: -EINVAL
- * with *ret_error = `providerLimits.<prov>...: <why>` (malloc'd). -ENOMEM. */
-int provider_limits_from_json(json_object *o, ProviderLimit **ret, size_t *ret_n, char **ret_error);
-void provider_limits_free(ProviderLimit *l, size_t n);
-/* JavaScript Number(s) as a positive safe integer: true and *ret. */
-bool js_number_positive_int(const char *s, uint64_t *ret);
+/* The providerLimits entries come parsed from settings.c (Settings.provider_limits). */

@@ -40,8 +40,13 @@ extern const char *const protocol_result_fields[];
  * values, lifecycle.md §1.2), which `taskferry diff` reads. */
 extern const char *const protocol_result_extra_fields[];
 
-/* Methods this daemon serves, in the order the UNKNOWN_METHOD help lists them. */
+/* The 16 methods of §1.6, in the order the UNKNOWN_METHOD help lists them
+ * (15 RPC methods, then event.subscribe); NULL-terminated. */
 extern const char *const protocol_methods[];
+/* True for a method of protocol_methods whose params this build validates,
+ * i.e. one the daemon serves (its table names the same set, in the same
+ * order: tests/unit/test-methods.c); the others answer UNKNOWN_METHOD. */
+bool proto_method_served(const char *method);
 
 typedef struct proto_request {
         json_object *frame;  /* the whole parsed request (owned) */

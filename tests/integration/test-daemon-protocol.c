@@ -107,6 +107,15 @@ START_TEST(envelope_validation_order) {
                           "UNSUPPORTED_VERSION", "a", "unsupported protocol version: 1");
         expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNKNOWN_METHOD", "a",
                           "unknown method: task.bogus");
+        {
+                /* the help names all 16 methods of protocol-cli.md §1.6, in its order */
+                json_object *f = tf_rpc(w, "task.bogus", "{}");
+                ck_assert_str_eq(json_get_string(json_get_object(f, "error"), "help"),
+                                 "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, "
+                                 "task.list, task.stats, task.result, task.tail, task.summary, task.advisor, "
+                                 "task.context, task.accept, task.reject, task.output, event.subscribe");
+                json_object_put(f);
+        }
         /* version is checked before the method */
         expect_line_error(w, "{\"version\":3,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNSUPPORTED_VERSION",
                           "a", NULL);

@@ -67,7 +67,7 @@ START_TEST(empty_list_and_home) {
         ck_assert_int_eq(r.exit_code, 0);
         _cleanup_free_ char *head = strdup_printf("workspace: %s\nbin: %s\n", repo, tf_bin("taskferry"));
         ck_assert_msg(startswith(r.out, head), "%s", r.out);
-        ck_assert_msg(strstr(r.out, "description: Manage background OpenCode tasks in the current workspace.\n") &&
+        ck_assert_msg(strstr(r.out, "description: \"Manage background tasks that run pi, OpenCode or a shell command in the current workspace.\"\n") &&
                       strstr(r.out, "tasks: none found in this workspace\n") &&
                       strstr(r.out, "next[2]: \"Run taskferry dispatch --prompt \\\"<text>\\\" to start a task\",Run taskferry list --all to inspect every workspace"),
                       "%s", r.out);

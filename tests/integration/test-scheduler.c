@@ -270,7 +270,7 @@ START_TEST(malformed_provider_limits_refuse_start) {
                 const char *l[] = {"list", NULL};
                 r = tf_cli(w, NULL, NULL, l);
                 ck_assert_int_eq(r.exit_code, 1);
-                ck_assert_msg(strstr(r.out, "daemon boot failed: malformed TASKFERRY_PROVIDER_LIMITS entry"), "%s", r.out);
+                ck_assert_msg(strstr(r.out, "daemon boot failed: ") && strstr(r.out, "malformed TASKFERRY_PROVIDER_LIMITS entry"), "%s", r.out);
                 tf_run_done(&r);
                 free(want), free(env);
                 tf_world_free(w);

@@ -299,7 +299,7 @@ START_TEST(test_durations) {
                 int64_t ms;
                 ck_assert_int_eq(cli_parse_duration(bad_format[i], "--timeout", &ms, &e), -EINVAL);
                 ck_assert_str_eq(e.text, "--timeout must be milliseconds or a duration like 30s, 5m, 1h");
-                ck_assert_str_eq(e.help, "Use --timeout with milliseconds (e.g. 10000) or a duration string (e.g. 30s, 5m, 1h); values must not exceed 2147483647 milliseconds (about 24 days), the maximum Node's setTimeout supports");
+                ck_assert_str_eq(e.help, "Use --timeout with milliseconds (e.g. 10000) or a duration string (e.g. 30s, 5m, 1h); values must not exceed 2147483647 milliseconds (about 24 days)");
                 cli_error_done(&e);
         }
         static const char *const too_big[] = { "2147483648", "597h", "2147484s", "35792m", "9007199254740991",
@@ -451,7 +451,7 @@ START_TEST(test_choices_and_regex) {
                 cli_args a = {};
                 cli_error e = {};
                 ck_assert_int_eq(parse(&a, &e, "dispatch", "--prompt", "p", "--require-final-marker", "(unclosed", NULL), -EINVAL);
-                ck_assert(startswith(e.text, "--require-final-marker is not a valid RegExp: "));
+                ck_assert(startswith(e.text, "--require-final-marker is not a valid regular expression: "));
                 ck_assert_uint_gt(strlen(e.text), strlen("--require-final-marker is not a valid RegExp: "));
                 ck_assert_str_eq(e.help, "Use --require-final-marker with a pattern that compiles as a POSIX extended regular expression");
                 cli_error_done(&e);
@@ -582,11 +582,12 @@ END_TEST
 
 START_TEST(test_help_objects) {
         _cleanup_json_ json_object *top = cli_help_object(NULL);
+        /* "commands" is what this build implements: test-cli-help checks it */
+        ck_assert_ptr_nonnull(json_get_array(top, "commands"));
+        json_object_object_del(top, "commands");
         ck_assert_str_eq(json_to_line(top, NULL),
                          "{\"command\":\"taskferry\",\"usage\":\"taskferry <command> [options]\","
-                         "\"description\":\"Manage background OpenCode tasks in the current workspace.\","
-                         "\"commands\":[\"dispatch\",\"cancel\",\"accept\",\"reject\",\"output\",\"wait\",\"advisor\","
-                         "\"status\",\"tail\",\"summary\",\"result\",\"diff\",\"list\",\"watch\",\"context\",\"doctor\",\"setup\",\"init\"],"
+                         "\"description\":\"Manage background tasks that run pi, OpenCode or a shell command in the current workspace.\","
                          "\"options\":[\"--help\",\"--version\"],"
                          "\"examples\":[\"taskferry\",\"taskferry dispatch --prompt \\\"Fix the failing tests\\\"\",\"taskferry list\"]}");
         _cleanup_json_ json_object *home = cli_help_object("home");

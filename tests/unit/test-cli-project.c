@@ -314,7 +314,7 @@ START_TEST(test_home_view) {
         _cleanup_json_ json_object *v = rows_value(2, 2);
         ASSERT_JSON(cli_home_view(v, "/w", "/home/u/.local/bin/taskferry", "/home/u"),
                     "{\"workspace\":\"/w\",\"bin\":\"~/.local/bin/taskferry\","
-                    "\"description\":\"Manage background OpenCode tasks in the current workspace.\","
+                    "\"description\":\"Manage background tasks that run pi, OpenCode or a shell command in the current workspace.\","
                     "\"counts\":" COUNTS(0, 0, 2, 0, 0, 0) ",\"tasks\":["
                     "{\"id\":\"oc_0\",\"status\":\"done\",\"model\":\"m\",\"startedAt\":\"t\"},"
                     "{\"id\":\"oc_1\",\"status\":\"done\",\"model\":\"m\",\"startedAt\":\"t\"}],"
@@ -323,7 +323,7 @@ START_TEST(test_home_view) {
         _cleanup_json_ json_object *e = J("{\"counts\":{},\"tasks\":[]}");
         ASSERT_JSON(cli_home_view(e, "/w", "/usr/bin/taskferry", "/home/u"),
                     "{\"workspace\":\"/w\",\"bin\":\"/usr/bin/taskferry\","
-                    "\"description\":\"Manage background OpenCode tasks in the current workspace.\","
+                    "\"description\":\"Manage background tasks that run pi, OpenCode or a shell command in the current workspace.\","
                     "\"counts\":{},\"tasks\":\"none found in this workspace\","
                     "\"next\":[\"Run taskferry dispatch --prompt \\\"<text>\\\" to start a task\",\"Run taskferry list --all to inspect every workspace\"]}");
         /* a sibling of $HOME is not shortened */

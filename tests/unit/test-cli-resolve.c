@@ -69,7 +69,7 @@ START_TEST(test_normalize_missing_directory) {
         ck_assert_int_eq(err.exit_code, CLI_EXIT_USAGE);
         _cleanup_free_ char *want = strdup_printf("directory does not exist: %s", missing);
         ck_assert_str_eq(err.text, want);
-        _cleanup_free_ char *help = strdup_printf("Use an existing directory path for --directory (ENOENT: no such file or directory, realpath '%s')", missing);
+        _cleanup_free_ char *help = strdup("Use an existing directory path for --directory (No such file or directory)");
         ck_assert_str_eq(err.help, help);
         cli_error_done(&err);
 
@@ -97,7 +97,7 @@ START_TEST(test_normalize_file_is_not_directory) {
         _cleanup_free_ char *through = strdup_printf("%s/f.txt/x", tmp_root);
         ck_assert_int_eq(cli_normalize_directory(through, &r, &err), -EINVAL);
         ck_assert(startswith(err.text, "directory does not exist: "));
-        ck_assert(strstr(err.help, "ENOTDIR: not a directory"));
+        ck_assert_str_eq(err.help, "Use an existing directory path for --directory (Not a directory)");
         cli_error_done(&err);
 }
 END_TEST

@@ -78,7 +78,24 @@ START_TEST(validation_order_and_codes) {
         ck_assert_str_eq(err_code(e), "UNKNOWN_METHOD");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
                          "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, task.list, "
-                         "task.result, task.accept, task.reject");
+                         "task.stats, task.result, task.tail, task.summary, task.advisor, task.context, task.accept, "
+                         "task.reject, task.output, event.subscribe");
+        json_object_put(e);
+        /* the help is the one list: all 16 of §1.6, served or not yet */
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.bogus\",\"params\":{}}");
+        ck_assert_str_eq(err_code(e), "UNKNOWN_METHOD");
+        _cleanup_free_ char *want = strdup("Use one of: ");
+        size_t n_methods = 0;
+        for (const char *const *m = protocol_methods; *m; m++, n_methods++) {
+                char *nw = strdup_printf("%s%s%s", want, m == protocol_methods ? "" : ", ", *m);
+                free(want);
+                want = nw;
+        }
+        ck_assert_uint_eq(n_methods, 16);
+        ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"), want);
+        ck_assert(proto_method_served("task.status"));
+        ck_assert(!proto_method_served("task.bogus"));
+        ck_assert(!proto_method_served(NULL));
         json_object_put(e);
         /* diskMax: a positive integer of bytes */
         const char *bad_disk[] = {"0", "-1", "\"50M\"", "1.5", "9007199254740992", "null"};

@@ -17,7 +17,7 @@ static void setup(void) {
         m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m.event), 0);
         /* the spec's defaults (lifecycle.md §5) unless a case says otherwise */
-        m.settings.max_concurrent = 4;
+        m.settings.max_concurrent_tasks = 4;
         m.settings.max_dispatches_per_window = 2;
         m.settings.dispatch_window_ms = 5000;
         m.settings.lowerdir_stagger_ms = 3000;
@@ -27,7 +27,8 @@ static void setup(void) {
 static void teardown(void) {
         scheduler_free(&m);
         cooldowns_free(&m);
-        provider_limits_free(m.settings.provider_limits, m.settings.n_provider_limits);
+        for (size_t i = 0; i < m.settings.n_provider_limits; i++) free(m.settings.provider_limits[i].provider);
+        free(m.settings.provider_limits);
         for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
         free(m.tasks);
         m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
@@ -105,7 +106,7 @@ START_TEST(slots_are_counted_once) {
 END_TEST
 
 START_TEST(kick_respects_the_cap) {
-        m.settings.max_concurrent = 1;
+        m.settings.max_concurrent_tasks = 1;
         Task *busy = queued("oc_busy");
         scheduler_take_slot(busy); /* the one slot is taken */
         Task *a = queued("oc_a"), *b = queued("oc_b");
@@ -190,7 +191,7 @@ START_TEST(stagger_spaces_every_launch) {
 END_TEST
 
 START_TEST(global_cap_waits_for_a_settlement) {
-        m.settings.max_concurrent = 2;
+        m.settings.max_concurrent_tasks = 2;
         m.settings.max_dispatches_per_window = 100;
         m.settings.lowerdir_stagger_ms = 0;
         uint64_t t0 = mono_ms();
@@ -208,12 +209,14 @@ START_TEST(global_cap_waits_for_a_settlement) {
 END_TEST
 
 START_TEST(provider_limits_bind_only_their_provider) {
-        m.settings.max_concurrent = 100;
+        m.settings.max_concurrent_tasks = 100;
         m.settings.max_dispatches_per_window = 100;
         m.settings.lowerdir_stagger_ms = 0;
-        char *err = NULL;
-        ck_assert_int_eq(provider_limits_parse("opencode-go:1, prov:10:2", &m.settings.provider_limits,
-                                               &m.settings.n_provider_limits, &err), 0);
+        /* TASKFERRY_PROVIDER_LIMITS=opencode-go:1,prov:10:2 (its grammar: test-settings) */
+        m.settings.provider_limits = calloc(2, sizeof(ProviderLimit));
+        m.settings.provider_limits[0] = (ProviderLimit) {strdup("opencode-go"), 1, 0};
+        m.settings.provider_limits[1] = (ProviderLimit) {strdup("prov"), 10, 2};
+        m.settings.n_provider_limits = 2;
         uint64_t t0 = mono_ms();
         Task *g1 = queued_model("oc_g1", "opencode-go/a");
         scheduler_enqueue(&m, g1);
@@ -236,7 +239,7 @@ START_TEST(provider_limits_bind_only_their_provider) {
 END_TEST
 
 START_TEST(round_robin_between_providers_fifo_within) {
-        m.settings.max_concurrent = 100;
+        m.settings.max_concurrent_tasks = 100;
         m.settings.max_dispatches_per_window = 100;
         m.settings.lowerdir_stagger_ms = 0;
         uint64_t t0 = mono_ms();
@@ -252,7 +255,7 @@ START_TEST(round_robin_between_providers_fifo_within) {
 END_TEST
 
 START_TEST(cursor_moves_past_the_provider_that_launched) {
-        m.settings.max_concurrent = 100;
+        m.settings.max_concurrent_tasks = 100;
         m.settings.max_dispatches_per_window = 1; /* one launch per tick */
         m.settings.dispatch_window_ms = 10;
         m.settings.lowerdir_stagger_ms = 0;
@@ -309,7 +312,7 @@ START_TEST(cooldown_parks_only_its_provider) {
 END_TEST
 
 START_TEST(status_fields_of_queued_tasks) {
-        m.settings.max_concurrent = 1;
+        m.settings.max_concurrent_tasks = 1;
         m.settings.lowerdir_stagger_ms = 0;
         uint64_t t0 = mono_ms();
         Task *a = queued_model("oc_a", "p/x"), *b = queued_model("oc_b", "p/x"), *c = queued_model("oc_c", "p/y");
@@ -345,113 +348,12 @@ START_TEST(kick_arms_the_timer_for_the_window) {
         ck_assert_int_ge(sd_event_source_get_time(m.launch_timer, &usec), 0);
         ck_assert_uint_eq(usec, (t0 + 5000) * 1000ULL);
         /* at the global cap instead: no timer */
-        m.settings.max_concurrent = 2;
+        m.settings.max_concurrent_tasks = 2;
         scheduler_kick(&m);
         ck_assert_ptr_null(m.launch_timer);
 }
 END_TEST
 
-/* ---- TASKFERRY_PROVIDER_LIMITS ---- */
-
-START_TEST(provider_limits_grammar) {
-        ProviderLimit *l = NULL;
-        size_t n = 0;
-        char *err = NULL;
-        ck_assert_int_eq(provider_limits_parse(" a : 2 : 3 ,, b: 0x4 ,c:4.0:1e1, a:5 ,", &l, &n, &err), 0);
-        ck_assert_uint_eq(n, 3);
-        ck_assert_str_eq(l[0].provider, "a"); /* the later duplicate replaced it, in its place */
-        ck_assert_uint_eq(l[0].max_concurrent_tasks, 5);
-        ck_assert_uint_eq(l[0].max_dispatches_per_window, 0);
-        ck_assert_str_eq(l[1].provider, "b");
-        ck_assert_uint_eq(l[1].max_concurrent_tasks, 4);
-        ck_assert_str_eq(l[2].provider, "c");
-        ck_assert_uint_eq(l[2].max_concurrent_tasks, 4);
-        ck_assert_uint_eq(l[2].max_dispatches_per_window, 10);
-        provider_limits_free(l, n);
-        ck_assert_int_eq(provider_limits_parse("", &l, &n, &err), 0);
-        ck_assert_uint_eq(n, 0);
-        provider_limits_free(l, n);
-
-        static const struct {
-                const char *in, *entry, *why;
-        } bad[] = {
-                {":1", ":1", "the provider is empty"},
-                {"a:0", "a:0", "maxConcurrentTasks must be a positive integer"},
-                {"ok:1, a:1.5", "a:1.5", "maxConcurrentTasks must be a positive integer"},
-                {"a:x", "a:x", "maxConcurrentTasks must be a positive integer"},
-                {"a:-1", "a:-1", "maxConcurrentTasks must be a positive integer"},
-                {"a:Infinity", "a:Infinity", "maxConcurrentTasks must be a positive integer"},
-                {"a:", "a:", "maxConcurrentTasks must be a positive integer"},
-                {"a:1:0", "a:1:0", "maxDispatchesPerWindow must be a positive integer"},
-                {"a:1:2:3", "a:1:2:3", "expected 2 or 3 fields separated by ':'"},
-                {"a", "a", "expected 2 or 3 fields separated by ':'"},
-        };
-        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                err = NULL;
-                ck_assert_int_eq(provider_limits_parse(bad[i].in, &l, &n, &err), -EINVAL);
-                char *want = strdup_printf("malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": %s\nhelp: use "
-                                           "provider:maxConcurrentTasks[:maxDispatchesPerWindow], comma-separated",
-                                           bad[i].entry, bad[i].why);
-                ck_assert_str_eq(err, want);
-                free(want), free(err);
-        }
-}
-END_TEST
-
-START_TEST(provider_limits_config_form) {
-        ProviderLimit *l = NULL;
-        size_t n = 0;
-        char *err = NULL;
-        json_object *o = NULL;
-        const char *ok = "{\"a\":{\"maxConcurrentTasks\":2},\"b\":{\"maxDispatchesPerWindow\":3.0},\"c\":{}}";
-        ck_assert_int_eq(json_parse_strict(ok, strlen(ok), &o), 0);
-        ck_assert_int_eq(provider_limits_from_json(o, &l, &n, &err), 0);
-        json_object_put(o);
-        ck_assert_uint_eq(n, 3);
-        ck_assert_str_eq(l[0].provider, "a");
-        ck_assert_uint_eq(l[0].max_concurrent_tasks, 2);
-        ck_assert_uint_eq(l[0].max_dispatches_per_window, 0);
-        ck_assert_uint_eq(l[1].max_concurrent_tasks, 0);
-        ck_assert_uint_eq(l[1].max_dispatches_per_window, 3);
-        ck_assert_uint_eq(l[2].max_concurrent_tasks + l[2].max_dispatches_per_window, 0);
-        provider_limits_free(l, n);
-        static const struct {
-                const char *in, *err;
-        } bad[] = {
-                {"[]", "providerLimits must be an object"},
-                {"{\"\":{}}", "providerLimits.: the provider is empty"},
-                {"{\"a\":1}", "providerLimits.a: must be an object"},
-                {"{\"a\":{\"maxConcurrentTasks\":0}}", "providerLimits.a: maxConcurrentTasks must be a positive integer"},
-                {"{\"a\":{\"maxConcurrentTasks\":\"2\"}}", "providerLimits.a: maxConcurrentTasks must be a positive integer"},
-                {"{\"a\":{\"maxDispatchesPerWindow\":1.5}}", "providerLimits.a: maxDispatchesPerWindow must be a positive integer"},
-        };
-        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                ck_assert_int_eq(json_parse_strict(bad[i].in, strlen(bad[i].in), &o), 0);
-                err = NULL;
-                ck_assert_int_eq(provider_limits_from_json(o, &l, &n, &err), -EINVAL);
-                ck_assert_str_eq(err, bad[i].err);
-                free(err);
-                json_object_put(o);
-        }
-}
-END_TEST
-
-START_TEST(js_number_reads_like_number) {
-        uint64_t v = 0;
-        static const struct {
-                const char *s;
-                uint64_t v;
-        } ok[] = {{"4", 4}, {" 4", 4}, {"4.0", 4}, {"0x4", 4}, {"1e3", 1000}, {"+7", 7}, {"0b11", 3}, {"0o17", 15},
-                  {"9007199254740991", 9007199254740991ULL}};
-        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
-                ck_assert_msg(js_number_positive_int(ok[i].s, &v), "%s", ok[i].s);
-                ck_assert_uint_eq(v, ok[i].v);
-        }
-        static const char *const no[] = {"", " ", "0", "-1", "1.5", "abc", "Infinity", "NaN", "0x", "1e400",
-                                         "9007199254740993", "0x1p3", "4 4"};
-        for (size_t i = 0; i < ELEMENTSOF(no); i++) ck_assert_msg(!js_number_positive_int(no[i], &v), "%s", no[i]);
-}
-END_TEST
 
 int main(void) {
         Suite *s = suite_create("scheduler");
@@ -469,9 +371,6 @@ int main(void) {
         tcase_add_test(tc, cooldown_parks_only_its_provider);
         tcase_add_test(tc, status_fields_of_queued_tasks);
         tcase_add_test(tc, kick_arms_the_timer_for_the_window);
-        tcase_add_test(tc, provider_limits_grammar);
-        tcase_add_test(tc, js_number_reads_like_number);
-        tcase_add_test(tc, provider_limits_config_form);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

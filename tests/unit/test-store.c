@@ -178,7 +178,7 @@ START_TEST(queued_tasks_are_queued_again_in_order) {
                     "{\"id\":\"oc_4\",\"status\":\"cancelled\"},"
                     "{\"id\":\"oc_5\",\"status\":\"queued\"},"
                     "{\"id\":\"oc_6\",\"status\":\"queued\"}]");
-        m.settings.max_concurrent = 0; /* nothing launches in this test */
+        m.settings.max_concurrent_tasks = 0; /* nothing launches in this test */
         ck_assert_int_eq(manager_load_tasks(&m), 0);
         ck_assert_uint_eq(m.n_tasks, 6);
         const char *want[] = {"oc_1", "oc_3"};

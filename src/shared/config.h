@@ -1,0 +1,102 @@
+#pragma once
+/* config.json: the one table of its 29 keys, loading and validation, and the
+ * env > config > default rules both programs apply (spec protocol-cli.md
+ * §3.2 keys and validation, §3.3 precedence). The daemon resolves every
+ * daemon-side key in src/daemon/settings.c; the CLI resolves
+ * waitDefaultTimeoutMs and advisorContextChars through the helpers below. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+/* The largest config.json read (bytes); a bigger file is an error, never a
+ * partial read. */
+#define CONFIG_FILE_MAX (1024 * 1024)
+/* Nesting allowed in config.json (the format is flat plus providerLimits'
+ * two levels); deeper is a parse error. */
+#define CONFIG_MAX_DEPTH 8
+/* §1.5: the per-request and configured output-file read ceiling. */
+#define CONFIG_MAX_OUTPUT_FILE_BYTES_LIMIT UINT64_C(1048576)
+#define CONFIG_MAX_SAFE_INTEGER 9007199254740991.0
+
+typedef enum ConfigType {
+        CONFIG_NUMBER,
+        CONFIG_STRING,
+        CONFIG_BOOLEAN,
+        CONFIG_OBJECT,
+} ConfigType;
+
+typedef struct ConfigKey {
+        const char *name; /* config.json key, e.g. "maxConcurrentTasks" */
+        ConfigType type;  /* the JSON type validation requires */
+        const char *env;  /* its environment variable (§3.2 table) */
+} ConfigKey;
+
+/* The 29 keys of §3.2 in the table's order, then taskferry's additions
+ * (providerCooldownEnabled), terminated by {NULL}. */
+extern const ConfigKey config_keys[];
+#define CONFIG_N_KEYS 30
+/* The table entry of a key, NULL if the key is not one of the table's. */
+const ConfigKey *config_key_find(const char *name);
+/* "number", "string", "boolean", "object" (the typeof the errors name). */
+const char *config_type_name(ConfigType t);
+
+/* Read and validate the config file at path (§3.2): a missing file (ENOENT,
+ * a dangling symlink included) is {}. The file is opened non-blocking (a
+ * fifo never blocks), must be a regular file (a symlink to one is fine, a
+ * device or fifo is not), at most CONFIG_FILE_MAX bytes, UTF-8 JSON without
+ * NUL bytes, nested at most CONFIG_MAX_DEPTH deep. Then exactly §3.2's
+ * checks: an object; only the 29 keys; each of its type (numbers are only
+ * type-checked); no string holding an escaped NUL; defaultExecutor a known
+ * executor; defaultVariant (trimmed) a known level; providerLimits an object
+ * of objects with only positive-integer maxConcurrentTasks and
+ * maxDispatchesPerWindow.
+ * Returns 0 with *ret the validated object (owned by the caller). On any
+ * failure returns -EINVAL (or -ENOMEM) with *ret_error set to the text the
+ * daemon's boot error and the CLI show: "error: <message>\nhelp: <help>".
+ * Warnings (an empty providerLimits entry) are appended to *ret_warnings
+ * when ret_warnings is non-NULL, each without the "warning: " prefix. */
+int config_load(const char *path, json_object **ret, char ***ret_warnings, char **ret_error);
+/* The same validation over text already in memory (len bytes). */
+int config_parse(const char *path, const char *text, size_t len, json_object **ret, char ***ret_warnings,
+                 char **ret_error);
+
+/* JavaScript Number(s) (§3.3): trimmed, "" → 0, decimal with optional
+ * fraction and exponent ("1e3" → 1000), 0x/0o/0b integers, ±Infinity;
+ * anything else (and NULL) → NaN. */
+double config_js_number(const char *s);
+
+typedef enum ConfigRange {
+        CONFIG_POSITIVE,    /* safe integer > 0 ("int>0") */
+        CONFIG_NONNEGATIVE, /* safe integer >= 0 ("int≥0") */
+} ConfigRange;
+
+/* An integer setting (§3.3 scalars): env_value if it is set and
+ * Number(env_value) is a safe integer in range, else the config's value of
+ * key if it is a safe integer in range, else def. cfg may be NULL. Returns
+ * the chosen value. */
+uint64_t config_integer(json_object *cfg, const char *key, const char *env_value, ConfigRange range, uint64_t def);
+
+/* A boolean setting whose env var only matters when set (§3.2): *ret_env
+ * decides when env_value is non-NULL; otherwise the config's boolean, else
+ * def. The env semantics differ per key, so the caller passes the value the
+ * env var means (env_means) when set. */
+bool config_boolean(json_object *cfg, const char *key, const char *env_value, bool env_means, bool def);
+
+/* A comma list (§3.2 "Comma lists"): split on ',', trim spaces and tabs,
+ * drop empties, deduplicate keeping the first occurrence; appended to *l.
+ * NULL s appends nothing. 0 or -ENOMEM. */
+int config_list_append(char ***l, const char *s);
+
+/* waitDefaultTimeoutMs for the CLI (§2.6 chain after --timeout, §3.2):
+ * env "0" → 0 (send no timeoutMs: wait forever); env a positive finite
+ * Number → it; else config's positive number → it (0 ignored); else 900000.
+ * Returns 1 with *ret_ms set when a timeout is to be sent, 0 for none. */
+int config_wait_default_timeout(json_object *cfg, const char *env_value, double *ret_ms);
+#define CONFIG_DEFAULT_WAIT_TIMEOUT_MS 900000.0
+
+/* advisorContextChars for the CLI (§3.2): env a positive finite Number, else
+ * config's positive finite number, else 120000. */
+double config_advisor_context_chars(json_object *cfg, const char *env_value);
+#define CONFIG_DEFAULT_ADVISOR_CONTEXT_CHARS 120000.0
