@@ -90,7 +90,8 @@ int main(int argc, char **argv) {
                 /* a command of the spec's CLI surface that this build does not have yet */
                 cli_error_fail(&err, NULL,
                                "%s is not available in this build of taskferry yet\n"
-                               "help: available now: dispatch, status, wait, result, list, cancel, accept, reject, tail, output",
+                               "help: available now: dispatch, status, wait, result, list, cancel, accept, reject, tail, output, "
+                               "watch, summary",
                                args.command);
                 print_error(&err, json);
                 return finish(CLI_EXIT_FAILURE);
@@ -112,6 +113,7 @@ int main(int argc, char **argv) {
                 else print_error(&err, json);
                 return finish(err.exit_code ? err.exit_code : CLI_EXIT_FAILURE);
         }
+        if (streq(args.command, "watch")) return finish(CLI_EXIT_OK); /* streamed; no final value */
         if (print_value(json ? raw : value, json) < 0) return out_of_memory(json);
         return finish(CLI_EXIT_OK);
 }

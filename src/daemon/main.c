@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
+#include "activity.h"
 #include "change.h"
+#include "events.h"
 #include "jobs.h"
 #include "manager.h"
 #include "methods.h"
@@ -54,6 +56,18 @@ static uint64_t env_positive(const char *name, uint64_t def) {
 static bool env_enabled_unless_disabled(const char *name) {
         const char *v = getenv(name);
         return !(v && (streq(v, "1") || streq(v, "true")));
+}
+
+/* Number(env) as a non-negative safe integer, else def ("" is 0, spec §3.3). */
+static uint64_t env_nonnegative(const char *name, uint64_t def) {
+        const char *v = getenv(name);
+        if (!v) return def;
+        if (!*v) return 0;
+        char *end = NULL;
+        double d = strtod(v, &end);
+        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
+        if (!end || *end || d < 0 || d != (double) (uint64_t) d || d > 9007199254740991.0) return def;
+        return (uint64_t) d;
 }
 
 static int resolve_shim(char **ret) {
@@ -116,6 +130,15 @@ static int settings_load(Settings *s, char **ret_error) {
                                            "with a K, M, G or T suffix (got \"%s\")", dm);
                 return -EINVAL;
         }
+        const char *sm = getenv("TASKFERRY_SUMMARY_MODEL");
+        s->summary_model = strdup(sm && *sm ? sm : "opencode/mimo-v2.5-free");
+        const char *as = getenv("TASKFERRY_ACTIVITY_SUMMARIES");
+        s->activity_summaries_enabled = !(as && streq(as, "0"));
+        s->summarizer_timeout_ms = env_nonnegative("TASKFERRY_SUMMARIZER_TIMEOUT_MS", 360000);
+        s->activity_max_words = env_positive("TASKFERRY_ACTIVITY_MAX_WORDS", 75);
+        if (s->activity_max_words < 75 || s->activity_max_words > 300) s->activity_max_words = 75;
+        s->watchdog_poll_ms = env_positive("TASKFERRY_WATCHDOG_POLL_MS", 2000);
+        if (!s->summary_model) return -ENOMEM;
         int r = resolve_shim(&s->shim_path);
         if (r < 0) {
                 *ret_error = strdup("cannot find taskferry-shim next to taskferryd or in " TASKFERRY_INSTALL_LIBEXECDIR);
@@ -133,6 +156,7 @@ static void settings_done(Settings *s) {
         strv_free(s->ro_bind);
         strv_free(s->home_allow);
         free(s->shim_path);
+        free(s->summary_model);
 }
 
 /* Leave the reason of a failed start where the CLI's auto-start looks (§4.1). */
@@ -189,6 +213,8 @@ static void manager_free(Manager *m) {
         }
         free(m->tasks);
         m->tasks = NULL;
+        activity_free(m);
+        events_free(m);
         manager_free_task_observers(m);
         manager_free_root_cache(m);
         m->n_tasks = 0;
@@ -262,6 +288,10 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
         r = wait_init(m);
+        if (r < 0) return fail_start(m, "out of memory");
+        /* before the load: the load's moves to unknown count as emitted */
+        r = events_init(m);
+        if (r >= 0) r = activity_init(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
+#include "events.h"
 #include "manager.h"
 #include "methods.h"
 #include "server.h"
@@ -52,6 +53,7 @@ static void connection_kill(Connection *c) {
         if (c->next) c->next->prev = c->prev;
         c->next = c->prev = NULL;
         wait_drop_connection(c); /* parked waits stop counting in flight */
+        events_drop_connection(c);
         if (c->origin && c->origin->sock_connections > 0) c->origin->sock_connections--;
         connection_unref(c);
 }
@@ -126,6 +128,10 @@ static void connection_send_frame(Connection *c, json_object *frame, const char 
         }
         if (connection_flush(c) < 0) return connection_kill(c);
         connection_update_events(c);
+}
+
+void connection_send_event(Connection *c, json_object *frame) {
+        connection_send_frame(c, frame, NULL, false);
 }
 
 void request_free(Request *r) {

@@ -20,4 +20,10 @@ typedef struct Settings {
         char *shim_path;              /* resolved taskferry-shim */
         uint64_t task_disk_max;       /* TASKFERRY_TASK_DISK_MAX (disk_size_parse), 0: the default rule
                                          of disk-budget.h */
+        /* events.c / activity.c (spec lifecycle.md §8.1, protocol-cli.md §3.2) */
+        char *summary_model;               /* TASKFERRY_SUMMARY_MODEL || "opencode/mimo-v2.5-free" */
+        bool activity_summaries_enabled;   /* TASKFERRY_ACTIVITY_SUMMARIES: "0" disables, other values enable */
+        uint64_t summarizer_timeout_ms;    /* TASKFERRY_SUMMARIZER_TIMEOUT_MS, default 360000, 0 allowed */
+        uint64_t activity_max_words;       /* TASKFERRY_ACTIVITY_MAX_WORDS, 75..300, default 75 */
+        uint64_t watchdog_poll_ms;         /* TASKFERRY_WATCHDOG_POLL_MS, default 2000 */
 } Settings;
