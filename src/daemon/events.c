@@ -231,8 +231,15 @@ unsigned events_broadcast(Manager *m, Task *t, json_object *event) {
                         continue;
                 /* may close the connection (over its budget): its
                  * subscriptions are only marked dropped until the loop ends */
-                connection_send_event(s->conn, frame);
-                n++;
+                int k = connection_send_event(s->conn, frame);
+                if (k == 1 && !s->dropped) {
+                        /* dropped for a subscriber that does not keep up: its
+                         * stream has a gap, so it ends here (told by the
+                         * drop notice); the connection lives on */
+                        s->dropped = true;
+                        e->sweep = true;
+                }
+                if (k >= 0) n++;
         }
         e->broadcasting--;
         sweep_dropped(e);

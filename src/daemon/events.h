@@ -30,9 +30,12 @@
  * never blocking (server.c). While a subscriber does not read, its unsent
  * bytes are bounded by the connection's outbound budget (§1.5, 1 MiB): an
  * event that does not fit is dropped and replaced by the spec's id-null
- * RESPONSE_TOO_LARGE "event dropped: response too large" frame; when even
- * that does not fit the connection is closed. So a never-reading subscriber
- * costs at most 1 MiB plus its record, and the daemon never waits for it.
+ * RESPONSE_TOO_LARGE "event dropped: response too large" frame (when even
+ * that does not fit the connection is closed), and the subscription ends
+ * there: its stream has a gap, and the reference client treats that frame
+ * as fatal anyway. The connection itself survives the degrade (§1.5). So a
+ * never-reading subscriber costs at most 1 MiB plus its record, the daemon
+ * never waits for it and stops working for it at the first drop.
  * At most EVENTS_MAX_PER_CONNECTION subscriptions per connection and
  * EVENTS_MAX_SUBSCRIPTIONS daemon-wide (REQUEST_FAILED beyond). */
 
