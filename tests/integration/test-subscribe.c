@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,17 @@ static int subscribe(tf_world *w, const char *params, json_object **ret_reply) {
                 json_object_put(o);
         }
         return fd;
+}
+
+/* Close a raw connection without leaving lines in the harness's per-fd
+ * buffer (a later connection on the same fd number would read them): shut
+ * our side, read to the daemon's EOF, which drops the buffer. */
+static void sub_close(int fd) {
+        shutdown(fd, SHUT_WR);
+        char *l;
+        uint64_t end = mono_ms() + 10000;
+        while (mono_ms() < end && (l = tf_recv_line(fd, 2000))) free(l);
+        close(fd);
 }
 
 /* Events read on fd until one of task `id` with status `status` arrives (or
@@ -140,8 +152,8 @@ START_TEST(state_stream_in_order_with_one_sequence_and_no_replay) {
         ev = events_until(fd2, NULL, NULL, 700);
         ck_assert_uint_eq(json_object_array_length(ev), 0);
         json_object_put(ev);
-        close(fd2);
-        close(fd);
+        sub_close(fd2);
+        sub_close(fd);
         free(id), free(params);
         tf_world_free(w);
 }
@@ -161,14 +173,14 @@ START_TEST(p13_routing_by_task_all_and_workspace) {
         ck_assert_str_eq(json_get_string(err, "code"), "UNKNOWN_TASK");
         ck_assert_msg(strstr(json_get_string(err, "message"), "unknown task id"), "%s", json_object_to_json_string(reply));
         json_object_put(reply);
-        close(bad);
+        sub_close(bad);
         /* invalid scopes */
         static const char *const invalid[] = {"{}", "{\"all\":false}", "{\"directory\":\"relative\"}", "{\"internal\":true}"};
         for (size_t i = 0; i < ELEMENTSOF(invalid); i++) {
                 int fd = subscribe(w, invalid[i], &reply);
                 ck_assert_str_eq(json_get_string(json_get_object(reply, "error"), "code"), "INVALID_PARAMS");
                 json_object_put(reply);
-                close(fd);
+                sub_close(fd);
         }
         char *anchor = shell_task(w, repo, "sleep 30");
         char *p_task = strdup_printf("{\"taskId\":\"%s\"}", anchor);
@@ -199,7 +211,7 @@ START_TEST(p13_routing_by_task_all_and_workspace) {
         const char *c[] = {"cancel", anchor, NULL};
         tf_run r = tf_cli(w, NULL, NULL, c);
         tf_run_done(&r);
-        close(by_task), close(by_root), close(all);
+        sub_close(by_task), sub_close(by_root), sub_close(all);
         free(lp), free(p_task), free(p_root), free(anchor), free(in_wt), free(in_other), free(repo), free(other), free(wt);
         tf_world_free(w);
 }
@@ -231,7 +243,7 @@ START_TEST(p14_origin_session_filter) {
                 if (streq_ptr(json_get_string(e, "taskId"), ta)) ck_assert_str_eq(json_get_string(e, "originSessionId"), "sess-A");
         }
         json_object_put(ea), json_object_put(eb);
-        close(a), close(b);
+        sub_close(a), sub_close(b);
         free(ta), free(tb), free(tn);
         tf_world_free(w);
 }
@@ -362,20 +374,21 @@ START_TEST(summary_mode_activity_reads_the_narration) {
 }
 END_TEST
 
-/* A fake `opencode models` listing `models` (one a line), first on PATH. */
-static void fake_models(tf_world *w, const char *models) {
+/* A fake `opencode models` printing `listing` verbatim, first on PATH. */
+static void fake_models(tf_world *w, const char *listing) {
         char *bin = strdup_printf("%s/models-bin", w->root);
-        free(tf_shf(w, NULL, "mkdir -p %s && printf '#!/bin/sh\\n[ \"$1\" = models ] && printf \"%%s\\\\n\" %s\\n' > %s/opencode && chmod 755 %s/opencode",
-                    bin, models, bin, bin));
-        char *path = strdup_printf("%s:%s/bin:/usr/local/bin:/usr/bin:/bin", bin, w->fixtures);
-        tf_world_setenv(w, "PATH", path);
-        free(path), free(bin);
+        ck_assert_int_eq(mkdir(bin, 0755), 0);
+        char *script = strdup_printf("#!/bin/sh\n[ \"$1\" = models ] || exit 0\ncat <<'EOF'\n%sEOF\n", listing);
+        tf_write(tf_path(bin, "opencode"), script, strlen(script), 0755);
+        char *path = strdup_printf("PATH=%s:%s/bin:/usr/local/bin:/usr/bin:/bin", bin, w->fixtures);
+        tf_world_setenv(w, "PATH", path + 5);
+        free(path), free(bin), free(script);
 }
 
 START_TEST(summaries_need_the_model_listed) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
         tf_world *w = tf_world_new(extra);
-        fake_models(w, "'  other/model  ' opencode/mimo-v2.5-free-not");
+        fake_models(w, "other/model\nopencode/mimo-v2.5-free-not\n x opencode/mimo-v2.5-free\n");
         tf_daemon_start(w);
         json_object *reply = NULL;
         int fd = subscribe(w, "{\"all\":true,\"summaries\":true}", &reply);
@@ -383,7 +396,7 @@ START_TEST(summaries_need_the_model_listed) {
         ck_assert_str_eq(json_get_string(json_get_object(reply, "error"), "message"),
                          "summary model is unavailable: opencode/mimo-v2.5-free");
         json_object_put(reply);
-        close(fd);
+        sub_close(fd);
         /* the CLI says it on stdout, exit 1 */
         const char *wa[] = {"watch", "--all", "--summaries", NULL};
         tf_run r = tf_cli(w, NULL, NULL, wa);
@@ -393,7 +406,7 @@ START_TEST(summaries_need_the_model_listed) {
         tf_world_free(w);
 
         w = tf_world_new(extra);
-        fake_models(w, "other/model ' opencode/mimo-v2.5-free '");
+        fake_models(w, "other/model\n  opencode/mimo-v2.5-free \r\n");
         tf_daemon_start(w);
         fd = subscribe(w, "{\"all\":true,\"summaries\":true}", NULL);
         /* TASKFERRY_ACTIVITY_SUMMARIES=0 (the harness's): the summaries
@@ -415,8 +428,53 @@ START_TEST(summaries_need_the_model_listed) {
         }
         ck_assert(seen);
         json_object_put(ev);
-        close(fd);
+        sub_close(fd);
         free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* --flush-interval: one watch.flush line per interval holding the latest
+ * event of each task; SIGINT flushes what is left and exits 0. */
+START_TEST(watch_flush_interval_keeps_the_latest_per_task) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        fake_models(w, "opencode/mimo-v2.5-free\n");
+        char *out = strdup_printf("%s/watch.out", w->root);
+        char *script = strdup_printf("timeout --preserve-status -s INT 5 taskferry watch --all --summaries --flush-interval 2s --format ndjson "
+                                     "> %s 2>&1 & sleep 1; taskferry dispatch --executor shell --directory %s "
+                                     "--prompt 'echo one' >/dev/null; wait $!; echo rc=$?",
+                                     out, w->repo_parent);
+        tf_run r = tf_sh(w, NULL, script, false);
+        free(script);
+        char *text = tf_read(out, NULL);
+        ck_assert_msg(strstr(r.out, "rc=0"), "watch did not exit 0 on SIGINT: %s / %s", r.out, text);
+        tf_run_done(&r);
+        size_t flushes = 0;
+        char *final_status = NULL;
+        for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+                json_object *o = tf_json(l);
+                ck_assert_str_eq(tf_jstr(o, "type"), "watch.flush");
+                ck_assert_ptr_nonnull(tf_jstr(o, "timestamp"));
+                json_object *evs = json_get_array(o, "events");
+                ck_assert_ptr_nonnull(evs);
+                /* one event per task per flush */
+                for (size_t i = 0; i < json_object_array_length(evs); i++)
+                        for (size_t j = i + 1; j < json_object_array_length(evs); j++)
+                                ck_assert_str_ne(json_get_string(json_object_array_get_idx(evs, i), "taskId"),
+                                                 json_get_string(json_object_array_get_idx(evs, j), "taskId"));
+                if (json_object_array_length(evs) > 0) {
+                        free(final_status);
+                        final_status = strdup(json_get_string(
+                                json_object_array_get_idx(evs, json_object_array_length(evs) - 1), "status"));
+                }
+                flushes++;
+                json_object_put(o);
+        }
+        ck_assert_uint_ge(flushes, 1);
+        ck_assert_str_eq(final_status, "done");
+        free(final_status);
+        free(text), free(out);
         tf_world_free(w);
 }
 END_TEST
@@ -471,7 +529,7 @@ static long rss_kib(pid_t pid) {
 }
 
 /* A subscriber that never reads cannot grow the daemon without bound nor
- * stall it: with 30 events of 300 KiB each queued for it, the daemon keeps
+ * stall it: with 50 events of 150 KiB each queued for it, the daemon keeps
  * answering at once, the reading subscriber gets everything, and what the
  * stalled one finally reads is bounded, ending with the drop notice. */
 START_TEST(never_reading_subscriber_cannot_hurt_the_daemon) {
@@ -482,7 +540,7 @@ START_TEST(never_reading_subscriber_cannot_hurt_the_daemon) {
         int stalled = subscribe(w, "{\"all\":true}", NULL);
         int reader = subscribe(w, "{\"all\":true}", NULL);
         long rss0 = rss_kib(pid);
-        size_t big_len = 300 * 1024;
+        size_t big_len = 150 * 1024;
         char *big = malloc(big_len + 1);
         memset(big, 'o', big_len);
         big[big_len] = 0;
@@ -518,7 +576,7 @@ START_TEST(never_reading_subscriber_cannot_hurt_the_daemon) {
         ck_assert_msg(bytes < 3 * 1024 * 1024, "the stalled subscriber was sent %zu bytes", bytes);
         ck_assert(notice);
         ck_assert_uint_lt(n, 60);
-        close(stalled), close(reader);
+        sub_close(stalled), sub_close(reader);
         for (int i = 0; i < 10; i++) free(ids[i]);
         free(ids), free(big);
         tf_world_free(w);
@@ -535,6 +593,7 @@ int main(void) {
         tcase_add_test(tc, watch_task_id_exits_when_the_task_settles);
         tcase_add_test(tc, summary_mode_activity_reads_the_narration);
         tcase_add_test(tc, summaries_need_the_model_listed);
+        tcase_add_test(tc, watch_flush_interval_keeps_the_latest_per_task);
         tcase_add_test(tc, worker_subscription_sees_only_its_own_tree);
         tcase_add_test(tc, never_reading_subscriber_cannot_hurt_the_daemon);
         suite_add_tcase(s, tc);
