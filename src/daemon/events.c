@@ -285,9 +285,20 @@ static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodE
         json_object *p = r->req.params;
         Connection *c = r->conn;
         if (!c || c->dead) return -ECONNRESET;
-        unsigned on_conn = 0;
-        for (Subscription *s = e->subs; s; s = s->next)
-                if (s->conn == c && !s->dropped) on_conn++;
+        unsigned on_conn = 0, on_task = 0, on_user = 0;
+        for (Subscription *s = e->subs; s; s = s->next) {
+                if (s->dropped) continue;
+                if (s->conn == c) on_conn++;
+                if (c->origin && s->conn->origin == c->origin) on_task++;
+                if (!s->conn->origin) on_user++;
+        }
+        if (c->origin && on_task >= EVENTS_MAX_PER_TASK) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: this task's socket already holds %d subscriptions\nhelp: subscriptions live until their "
+                        "connection closes; close one first",
+                        EVENTS_MAX_PER_TASK);
+                return method_fail(err, text ? text : "error: too many subscriptions");
+        }
         if (on_conn >= EVENTS_MAX_PER_CONNECTION) {
                 _cleanup_free_ char *text =
                         strdup_printf("error: this connection already holds %d subscriptions\nhelp: subscriptions live until "
@@ -296,7 +307,7 @@ static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodE
                                       EVENTS_MAX_PER_CONNECTION);
                 return method_fail(err, text ? text : "error: too many subscriptions");
         }
-        if (e->n_subs >= EVENTS_MAX_SUBSCRIPTIONS)
+        if (!c->origin && on_user >= EVENTS_MAX_SUBSCRIPTIONS)
                 return method_fail(err, "error: the daemon holds too many subscriptions\nhelp: close idle `taskferry "
                                         "watch` processes, then retry");
 

@@ -36,8 +36,10 @@
  * as fatal anyway. The connection itself survives the degrade (§1.5). So a
  * never-reading subscriber costs at most 1 MiB plus its record, the daemon
  * never waits for it and stops working for it at the first drop.
- * At most EVENTS_MAX_PER_CONNECTION subscriptions per connection and
- * EVENTS_MAX_SUBSCRIPTIONS daemon-wide (REQUEST_FAILED beyond). */
+ * At most EVENTS_MAX_PER_CONNECTION subscriptions per connection,
+ * EVENTS_MAX_PER_TASK over all connections of one task's own socket, and
+ * EVENTS_MAX_SUBSCRIPTIONS over the user's socket (REQUEST_FAILED beyond):
+ * workers cannot use up the user's share. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,6 +55,7 @@ typedef struct Events Events;
 typedef struct Subscription Subscription;
 
 #define EVENTS_MAX_PER_CONNECTION 64
+#define EVENTS_MAX_PER_TASK 64
 #define EVENTS_MAX_SUBSCRIPTIONS 4096
 
 /* Create m->events and register the task-state observer. Call before

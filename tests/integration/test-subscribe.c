@@ -485,11 +485,15 @@ END_TEST
 START_TEST(worker_subscription_sees_only_its_own_tree) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w, "repo");
-        const char *script =
+        char *pre = shell_task(w, repo, "echo before");
+        json_object_put(tf_wait_settled(w, pre));
+        char *script = strdup_printf(
                 "O=$TASKFERRY_OUTPUT_DIR; taskferry watch --all --format ndjson > $O/events 2> $O/watch.err & W=$!; sleep 1; "
                 "taskferry dispatch --executor shell --directory \"$PWD\" --prompt 'echo child' | sed -n 's/^id: //p' > $O/child; "
                 "touch $O/ready; i=0; while [ ! -e $O/go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; sleep 1; "
-                "kill $W; taskferry summary --mode activity $(cat $O/child) > $O/own-summary; echo rc=$? >> $O/own-summary";
+                "kill $W; taskferry summary --mode activity $(cat $O/child) > $O/own-summary; echo rc=$? >> $O/own-summary; "
+                "taskferry summary --mode activity %s > $O/other-summary; echo rc=$? >> $O/other-summary",
+                pre);
         const char *dw[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
         char *wid = tf_dispatch(w, dw);
         char *out = strdup_printf("%s/outputs/%s", w->state, wid);
@@ -512,7 +516,10 @@ START_TEST(worker_subscription_sees_only_its_own_tree) {
         /* and it may ask about its child's activity */
         char *own = tf_read(tf_path(out, "own-summary"), NULL);
         ck_assert_msg(strstr(own, "rc=0") && strstr(own, "child"), "%s", own);
-        /* but not about the stranger's */
+        /* but not about a task it did not dispatch */
+        char *other = tf_read(tf_path(out, "other-summary"), NULL);
+        ck_assert_msg(strstr(other, "rc=1") && strstr(other, "unknown task id") && !strstr(other, "before"), "%s", other);
+        free(other), free(pre), free(script);
         free(own), free(events), free(child), free(stranger), free(out), free(wid), free(repo);
         tf_world_free(w);
 }

@@ -330,6 +330,25 @@ START_TEST(subscriptions_end_with_their_connection_and_are_capped) {
 }
 END_TEST
 
+/* A worker's task socket holds at most EVENTS_MAX_PER_TASK subscriptions
+ * over all its connections; the user's socket keeps its own share. */
+START_TEST(a_task_socket_cannot_take_the_users_share) {
+        Task *self = add_task("oc_w", dir_a, "running", NULL);
+        p1.conn->origin = self;
+        p2.conn->origin = self;
+        for (int i = 0; i < EVENTS_MAX_PER_TASK / 2; i++) free(subscribe(&p1, "{\"all\":true}"));
+        for (int i = 0; i < EVENTS_MAX_PER_TASK / 2; i++) free(subscribe(&p2, "{\"all\":true}"));
+        json_object *f = subscribe_error(&p2, "{\"all\":true}");
+        ck_assert_msg(strstr(json_get_string(json_get_object(f, "error"), "message"), "task's socket"), "%s",
+                      json_object_to_json_string(f));
+        json_object_put(f);
+        Peer user = peer_new();
+        free(subscribe(&user, "{\"all\":true}"));
+        peer_free(&user);
+        p1.conn->origin = p2.conn->origin = NULL;
+}
+END_TEST
+
 /* A subscriber that never reads: its unsent bytes stay within the outbound
  * budget (1 MiB beside the kernel's socket buffer), the daemon never blocks,
  * and at the first event that does not fit its subscriptions end with the
@@ -393,6 +412,7 @@ int main(void) {
         tcase_add_test(tc, task_id_scope_and_errors);
         tcase_add_test(tc, sandboxed_caller_sees_its_own_tree_only);
         tcase_add_test(tc, subscriptions_end_with_their_connection_and_are_capped);
+        tcase_add_test(tc, a_task_socket_cannot_take_the_users_share);
         tcase_add_test(tc, never_reading_subscriber_is_bounded_then_closed);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
