@@ -31,6 +31,8 @@ extern char **environ;
 void cli_client_close(cli_client *c) {
         c->fd = safe_close(c->fd);
         line_buffer_done(&c->lines);
+        json_object_put(c->events);
+        c->events = NULL;
 }
 
 int cli_client_connect(cli_client *c, const char *socket_path) {
@@ -164,6 +166,11 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                         c->restarting = streq_ptr(json_get_string(msg, "reason"), "restart");
                         continue;
                 case PROTO_FRAME_EVENT:
+                        /* §1.1: events may precede the response that caused them */
+                        if (!c->events && !(c->events = json_object_new_array())) return -ENOMEM;
+                        if (json_object_array_length(c->events) >= CLI_CLIENT_MAX_QUEUED_EVENTS)
+                                return client_fail(c, err, -EPROTO, "taskferry daemon sent more than 1000 unread events");
+                        json_object_array_add(c->events, json_object_get(msg));
                         continue;
                 case PROTO_FRAME_RESPONSE_OK:
                         if (!streq(json_get_string(msg, "id"), id)) continue;
@@ -182,6 +189,53 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                         else cli_error_fail(err, *code ? code : "REQUEST_FAILED", "%s\nhelp: %s", message, help);
                         return -EBADMSG;
                 }
+                }
+        }
+}
+
+int cli_client_next_event(cli_client *c, int timeout_ms, json_object **ret_frame, cli_error *err) {
+        *ret_frame = NULL;
+        if (c->events && json_object_array_length(c->events) > 0) {
+                *ret_frame = json_object_get(json_object_array_get_idx(c->events, 0));
+                json_object_array_del_idx(c->events, 0, 1);
+                return 1;
+        }
+        if (c->failed || c->fd < 0) {
+                cli_error_fail(err, NULL, "taskferry daemon connection is closed");
+                return -ECONNRESET;
+        }
+        for (;;) {
+                size_t llen;
+                const char *l;
+                int k = next_line(c, &l, &llen);
+                if (k == -ENOBUFS)
+                        return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
+                if (k == 0) {
+                        struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+                        int p = poll(&pfd, 1, timeout_ms);
+                        if (p < 0 && errno == EINTR) return 0;
+                        if (p < 0) return client_fail(c, err, -errno, "taskferry daemon connection failed");
+                        if (p == 0) return 0;
+                        ssize_t n = fill(c, -1);
+                        if (n == -ENOMEM) return -ENOMEM;
+                        if (n == -EAGAIN) continue;
+                        if (n <= 0) return closed_error(c, err);
+                        continue;
+                }
+                if (llen == 0) continue;
+                _cleanup_json_ json_object *msg = NULL;
+                if (json_parse_strict(l, llen, &msg) < 0) return client_fail(c, err, -EPROTO, INVALID_FRAME);
+                switch (proto_classify_frame(msg)) {
+                case PROTO_FRAME_INVALID:
+                        return client_fail(c, err, -EPROTO, INVALID_FRAME);
+                case PROTO_FRAME_SHUTDOWN:
+                        c->restarting = streq_ptr(json_get_string(msg, "reason"), "restart");
+                        continue;
+                case PROTO_FRAME_EVENT:
+                        *ret_frame = TAKE_PTR(msg);
+                        return 1;
+                default:
+                        continue; /* a response nobody waits for */
                 }
         }
 }

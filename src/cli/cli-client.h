@@ -23,7 +23,10 @@ typedef struct cli_client {
         LineBuffer lines; /* received bytes not yet split into lines (§1.5 limit) */
         bool restarting; /* a {"type":"shutdown","reason":"restart"} frame arrived */
         bool failed;     /* protocol failure or close: further calls fail */
+        json_object *events; /* event frames read while waiting for a response (≤ CLI_CLIENT_MAX_QUEUED_EVENTS) */
 } cli_client;
+
+#define CLI_CLIENT_MAX_QUEUED_EVENTS 1000 /* §1.5: over this, a protocol failure */
 
 #define CLI_CLIENT_INIT { .fd = -1, .lines = LINE_BUFFER_INIT(CLI_CLIENT_MAX_BUFFER_BYTES, 0) }
 
@@ -48,6 +51,12 @@ int cli_client_connect(cli_client *c, const char *socket_path);
  *   -ENOMEM */
 int cli_client_call(cli_client *c, const char *method, json_object *params,
                     json_object **ret_result, cli_error *err);
+
+/* The next event frame ({version,type,subscriptionId,event}; owned by the
+ * caller): those queued during cli_client_call first, then from the socket,
+ * waiting at most timeout_ms (< 0: forever). 1 with *ret_frame, 0 on
+ * timeout or EINTR, < 0 as cli_client_call (closed, invalid frame). */
+int cli_client_next_event(cli_client *c, int timeout_ms, json_object **ret_frame, cli_error *err);
 
 /* Find the daemon binary: $TASKFERRY_DAEMON, <dir of /proc/self/exe>/taskferryd,
  * <that dir>/../libexec/taskferryd, TASKFERRY_INSTALL_LIBEXECDIR/taskferryd;

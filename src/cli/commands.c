@@ -20,12 +20,13 @@
 #include "json-util.h"
 #include "taskferry-config.h"
 #include "util.h"
+#include "watch.h"
 
 extern char **environ;
 
 const char *const cli_implemented_commands[] = {
         "home", "version", "dispatch", "cancel", "accept", "reject", "status", "wait",
-        "result", "list", "tail", "output", "diff", NULL
+        "result", "list", "tail", "output", "diff", "watch", "summary", NULL
 };
 
 bool cli_command_implemented(const char *command) {
@@ -104,6 +105,10 @@ static int workspace_directory(const cli_args *a, char **ret, cli_error *err) {
         int r = cli_workspace_root(cwd, &root);
         if (r < 0) return r;
         return cli_normalize_directory(root, ret, err);
+}
+
+int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err) {
+        return workspace_directory(a, ret, err);
 }
 
 static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
@@ -480,6 +485,59 @@ static int run_diff(cli_context *ctx, cli_error *err) {
         return 0;
 }
 
+/* summary (§2.6): [--wait first], then task.summary {taskId[,maxWords][,mode
+ * only if activity][,env only if not activity]}; activity → {mode:"activity", ...}. */
+static int run_summary(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
+        const cli_args *a = ctx->args;
+        const char *mode = cli_args_string(a, "mode");
+        bool activity = streq_ptr(mode, "activity");
+        if (cli_args_bool(a, "wait")) {
+                _cleanup_json_ json_object *wp = task_params(ctx), *st = NULL;
+                if (!wp) return -ENOMEM;
+                _cleanup_json_ json_object *cfg = NULL;
+                int r = cli_load_config(&cfg, err);
+                if (r < 0) return r;
+                double ms;
+                if (config_wait_default_timeout(cfg, getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
+                    json_add(wp, "timeoutMs", json_new_number(ms)) < 0)
+                        return -ENOMEM;
+                r = call(ctx, "task.wait", wp, &st, err);
+                if (r < 0) return r;
+                const char *s = json_get_string(st, "status");
+                if (streq_ptr(s, "running") || streq_ptr(s, "queued")) {
+                        json_object *lean = cli_lean_status(st, false);
+                        if (!lean) return -ENOMEM;
+                        _cleanup_free_ char *note = strdup_printf(
+                                "Task has not settled yet (status: %s); run taskferry summary --wait again to keep waiting, "
+                                "or omit --wait to summarize the in-progress task", s);
+                        json_add_string(lean, "note", note);
+                        *ret_value = lean;
+                        *ret_raw = json_object_get(st);
+                        return 0;
+                }
+        }
+        _cleanup_json_ json_object *params = task_params(ctx);
+        if (!params || pass_option(params, a, "maxWords") < 0) return -ENOMEM;
+        if (activity) {
+                if (json_add_string(params, "mode", "activity") < 0) return -ENOMEM;
+        } else if (json_add(params, "env", env_object()) < 0)
+                return -ENOMEM;
+        int r = call(ctx, "task.summary", params, ret_raw, err);
+        if (r < 0) return r;
+        if (!activity) {
+                *ret_value = json_object_get(*ret_raw);
+                return 0;
+        }
+        json_object *v = json_object_new_object();
+        if (!v || json_add_string(v, "mode", "activity") < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        json_object_object_foreach(*ret_raw, key, val) json_add(v, key, json_object_get(val));
+        *ret_value = v;
+        return 0;
+}
+
 /* `bin` of the workspace view: argv[0] resolved to an absolute path (through
  * PATH when it has no slash), not symlink-resolved. */
 static char *bin_path(const char *argv0) {
@@ -526,6 +584,11 @@ int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret
                 *ret_raw = json_object_get(value);
                 return 0;
         }
+        if (streq(cmd, "watch")) {
+                *ret_raw = *ret_value = NULL;
+                return cli_run_watch(ctx, call, err);
+        }
+        if (streq(cmd, "summary")) return run_summary(ctx, ret_value, ret_raw, err);
         if (streq(cmd, "home")) {
                 r = run_home(ctx, &value, &raw, err);
                 *ret_raw = raw;

@@ -115,6 +115,7 @@ int main(int argc, char **argv) {
                 return finish(err.exit_code ? err.exit_code : CLI_EXIT_FAILURE);
         }
         if (ctx.output_done) return finish(CLI_EXIT_OK);
+        if (streq(args.command, "watch")) return finish(CLI_EXIT_OK); /* streamed; no final value */
         if (print_value(json ? raw : value, json) < 0) return out_of_memory(json);
         return finish(CLI_EXIT_OK);
 }

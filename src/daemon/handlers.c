@@ -10,6 +10,7 @@
 
 #include "change.h"
 #include "cooldown.h"
+#include "events.h"
 #include "changeset.h"
 #include "jobs.h"
 #include "launch.h"
@@ -524,6 +525,7 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
                         m->paths.state_dir, strerror(-fk));
                 return method_fail(err, text);
         }
+        events_task_added(m, t); /* its first task.state: queued */
         scheduler_enqueue(m, t);
         scheduler_kick(m);
 

@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
+#include "activity.h"
 #include "change.h"
 #include "cooldown.h"
+#include "events.h"
 #include "jobs.h"
 #include "manager.h"
 #include "methods.h"
@@ -80,6 +82,8 @@ static void manager_free(Manager *m) {
         }
         free(m->tasks);
         m->tasks = NULL;
+        activity_free(m);
+        events_free(m);
         manager_free_task_observers(m);
         manager_free_root_cache(m);
         m->n_tasks = 0;
@@ -158,6 +162,10 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
         r = wait_init(m);
+        if (r < 0) return fail_start(m, "out of memory");
+        /* before the load: the load's moves to unknown count as emitted */
+        r = events_init(m);
+        if (r >= 0) r = activity_init(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");

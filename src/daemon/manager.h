@@ -81,4 +81,6 @@ struct Manager {
         Job *jobs;
         ChangeJob *change_jobs;        /* change.c: accepts/rejects, running and waiting */
         bool shutting_down;            /* main.c: the loop is stopping */
+        struct Events *events;         /* events.c: subscriptions, sequence */
+        struct Activity *activity;     /* activity.c: refresh timer, summary-model check */
 };

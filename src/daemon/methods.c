@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "activity.h"
+#include "events.h"
 #include "manager.h"
 #include "methods.h"
 #include "server.h"
@@ -16,8 +18,10 @@ static const Method methods[] = {
         {"task.wait", method_wait, METHOD_STATE | METHOD_TASK},
         {"task.list", method_list, METHOD_STATE},
         {"task.result", method_result, METHOD_STATE | METHOD_TASK},
+        {"task.summary", method_summary, METHOD_STATE | METHOD_TASK},
         {"task.accept", method_accept, METHOD_STATE | METHOD_TASK},
         {"task.reject", method_reject, METHOD_STATE | METHOD_TASK},
+        {"event.subscribe", method_subscribe, METHOD_STATE},
 };
 
 const Method *method_find(const char *name) {

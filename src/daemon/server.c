@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
+#include "events.h"
 #include "manager.h"
 #include "methods.h"
 #include "server.h"
@@ -52,6 +53,7 @@ static void connection_kill(Connection *c) {
         if (c->next) c->next->prev = c->prev;
         c->next = c->prev = NULL;
         wait_drop_connection(c); /* parked waits stop counting in flight */
+        events_drop_connection(c);
         if (c->origin && c->origin->sock_connections > 0) c->origin->sock_connections--;
         connection_unref(c);
 }
@@ -96,13 +98,15 @@ static int connection_append(Connection *c, const char *data, size_t len) {
 
 /* Queue one frame with the outbound budget of §1.5. is_response: degrade to
  * RESPONSE_TOO_LARGE with the same id; events degrade to an id-null error. */
-static void connection_send_frame(Connection *c, json_object *frame, const char *id, bool is_response) {
-        if (!frame || c->dead) return;
+static int connection_send_frame(Connection *c, json_object *frame, const char *id, bool is_response) {
+        if (!frame || c->dead) return -EPIPE;
+        int sent = 0;
         size_t len;
         const char *s = json_to_line(frame, &len);
         if (connection_pending(c) + len + 1 <= PROTOCOL_MAX_BUFFER_BYTES) {
-                if (connection_append(c, s, len) < 0) return connection_kill(c);
+                if (connection_append(c, s, len) < 0) goto kill;
         } else {
+                sent = 1; /* degraded */
                 _cleanup_json_ json_object *big = NULL;
                 if (is_response) {
                         _cleanup_free_ char *msg = strdup_printf("daemon response for this request exceeds %d bytes",
@@ -115,17 +119,25 @@ static void connection_send_frame(Connection *c, json_object *frame, const char 
                         big = proto_error(NULL, E_RESPONSE_TOO_LARGE, "event dropped: response too large", "", NULL);
                 const char *bs = json_to_line(big, &len);
                 if (connection_pending(c) + len + 1 <= PROTOCOL_MAX_BUFFER_BYTES) {
-                        if (connection_append(c, bs, len) < 0) return connection_kill(c);
+                        if (connection_append(c, bs, len) < 0) goto kill;
                 } else {
                         _cleanup_json_ json_object *small =
                                 proto_error(is_response ? id : NULL, E_RESPONSE_TOO_LARGE, "response too large", "", NULL);
                         const char *ss = json_to_line(small, &len);
-                        if (connection_pending(c) + len + 1 > PROTOCOL_MAX_BUFFER_BYTES) return connection_kill(c);
-                        if (connection_append(c, ss, len) < 0) return connection_kill(c);
+                        if (connection_pending(c) + len + 1 > PROTOCOL_MAX_BUFFER_BYTES) goto kill;
+                        if (connection_append(c, ss, len) < 0) goto kill;
                 }
         }
-        if (connection_flush(c) < 0) return connection_kill(c);
+        if (connection_flush(c) < 0) goto kill;
         connection_update_events(c);
+        return sent;
+kill:
+        connection_kill(c);
+        return -EPIPE;
+}
+
+int connection_send_event(Connection *c, json_object *frame) {
+        return connection_send_frame(c, frame, NULL, false);
 }
 
 void request_free(Request *r) {

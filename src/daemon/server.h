@@ -82,6 +82,11 @@ void request_reply_error(Request *r, const char *code, const char *message, cons
 void request_reply_error_text(Request *r, const char *code, const char *text);
 /* Answer with a ready frame (a success or error envelope); frees r. */
 void request_reply_frame(Request *r, json_object *frame);
+/* Queue an event frame on c with the outbound budget of §1.5: an event that
+ * does not fit becomes the id-null "event dropped" frame, and the connection
+ * is closed when even that does not fit. Never blocks. 0 sent, 1 dropped
+ * (degraded), -EPIPE the connection is closed. */
+int connection_send_event(Connection *c, json_object *frame);
 /* Drop a request without answering (its connection died); frees r. */
 void request_free(Request *r);
 /* Listen on a socket of task t's own (<runtime>/task-sockets/<id>.sock, 0600)

@@ -160,6 +160,8 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         s->summarizer_timeout_ms =
                 INT("summarizerTimeoutMs", "TASKFERRY_SUMMARIZER_TIMEOUT_MS", CONFIG_NONNEGATIVE, 360000);
         s->activity_max_words = INT("activityMaxWords", "TASKFERRY_ACTIVITY_MAX_WORDS", CONFIG_POSITIVE, 75);
+        /* §3.4: env only (no config key) */
+        s->watchdog_poll_ms = config_integer(NULL, NULL, ENV("TASKFERRY_WATCHDOG_POLL_MS"), CONFIG_POSITIVE, 2000);
         s->advisor_session_ttl_ms =
                 INT("advisorSessionTtlMs", "TASKFERRY_ADVISOR_SESSION_TTL_MS", CONFIG_POSITIVE, 1800000);
         s->watchdog_grace_ms = INT("watchdogGraceMs", "TASKFERRY_WATCHDOG_GRACE_MS", CONFIG_POSITIVE, 5000);

@@ -75,6 +75,7 @@ typedef struct Settings {
                                                       or the libexec dir) */
         uint64_t task_disk_max;                    /* TASKFERRY_TASK_DISK_MAX (disk_size_parse), 0: the default
                                                       rule of disk-budget.h */
+        uint64_t watchdog_poll_ms;                 /* TASKFERRY_WATCHDOG_POLL_MS (§3.4, env only); 2000; int>0 */
 } Settings;
 
 /* Resolve every setting from envp (NULL-terminated "NAME=value", usually

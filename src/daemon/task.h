@@ -257,4 +257,11 @@ struct Task {
         unsigned sock_requests;    /* their requests in flight, waits included (cap PROTOCOL_TASK_SOCKET_MAX_REQUESTS) */
         /* wait.c */
         Request *waiters;
+        /* events.c: the last status emitted as task.state, plus one (0: none) */
+        uint8_t event_status;
+        /* activity.c: the last task.activity refresh (its cache key) */
+        bool activity_key_set, activity_key_summary;
+        int activity_key_status;
+        uint64_t activity_watermark;
+        uint64_t activity_at_ms;  /* monotonic */
 };

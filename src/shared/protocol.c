@@ -34,6 +34,8 @@ typedef enum ptype {
         P_STRS,   /* non-empty array of non-empty strings */
         P_EXECUTOR, /* "opencode" | "pi" | "shell" */
         P_FIELDS, /* non-empty array of RESULT_FIELDS */
+        P_MAX_WORDS, /* safe integer 75..300 */
+        P_SUMMARY_MODE, /* "report" | "activity" */
 } ptype;
 
 typedef struct pspec {
@@ -65,6 +67,11 @@ static const pspec result_params[] = {
         {"taskId", P_STR, true}, {"full", P_BOOL, false}, {"fields", P_FIELDS, false}, {NULL, 0, 0}};
 static const pspec accept_params[] = {{"taskId", P_STR, true}, {"force", P_BOOL, false}, {NULL, 0, 0}};
 static const pspec reject_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
+static const pspec summary_params[] = {{"taskId", P_STR, true}, {"maxWords", P_MAX_WORDS, false},
+                                       {"mode", P_SUMMARY_MODE, false}, {"env", P_ENV, false}, {NULL, 0, 0}};
+static const pspec subscribe_params[] = {
+        {"all", P_BOOL, false},     {"directory", P_ABS, false},       {"taskId", P_STR, false},
+        {"summaries", P_BOOL, false}, {"originSessionId", P_STR, false}, {NULL, 0, 0}};
 
 /* The one list of methods: the 16 of §1.6 in the order the UNKNOWN_METHOD
  * help lists them (15 RPC methods, then event.subscribe), each with its
@@ -74,9 +81,9 @@ static const pspec reject_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
 #define PROTOCOL_METHODS(X)                                                                                \
         X("system.health", health_params) X("task.dispatch", dispatch_params) X("task.cancel", cancel_params) \
         X("task.status", status_params) X("task.wait", wait_params) X("task.list", list_params)            \
-        X("task.stats", NULL) X("task.result", result_params) X("task.tail", NULL) X("task.summary", NULL)   \
+        X("task.stats", NULL) X("task.result", result_params) X("task.tail", NULL) X("task.summary", summary_params)   \
         X("task.advisor", NULL) X("task.context", NULL) X("task.accept", accept_params)                     \
-        X("task.reject", reject_params) X("task.output", NULL) X("event.subscribe", NULL)
+        X("task.reject", reject_params) X("task.output", NULL) X("event.subscribe", subscribe_params)
 #define METHOD_SPEC(name, params) {name, params},
 #define METHOD_NAME(name, params) name,
 static const method_spec method_specs[] = {PROTOCOL_METHODS(METHOD_SPEC)};
@@ -206,6 +213,11 @@ static bool check_param(ptype t, json_object *v) {
                 return is_safe_integer(v, &i) && i > 0;
         case P_INT_NONNEG:
                 return is_safe_integer(v, &i) && i >= 0;
+        case P_MAX_WORDS:
+                return is_safe_integer(v, &i) && i >= 75 && i <= 300;
+        case P_SUMMARY_MODE:
+                return is_nonempty_string(v) &&
+                       (streq(json_object_get_string(v), "report") || streq(json_object_get_string(v), "activity"));
         case P_ENV:
                 if (!json_object_is_type(v, json_type_object)) return false;
                 json_object_object_foreach(v, key, val) {
@@ -270,6 +282,17 @@ int proto_validate_params(const char *id, const char *method, json_object *param
                 }
                 for (const pspec *p = m->params; ok && p->name; p++)
                         if (p->required && !json_object_object_get_ex(params, p->name, NULL)) ok = false;
+                /* §1.6: all === true, or a directory, or a taskId */
+                if (ok && streq(method, "event.subscribe"))
+                        ok = json_get_bool(params, "all", false) || json_object_object_get_ex(params, "directory", NULL) ||
+                             json_object_object_get_ex(params, "taskId", NULL);
+        }
+        if (ok && streq(method, "task.summary") && json_object_object_get_ex(params, "env", NULL) &&
+            streq_ptr(json_get_string(params, "mode"), "activity")) {
+                *ret_error = proto_error(id, E_INVALID_PARAMS, "task.summary does not accept env with mode \"activity\"",
+                                         "Omit env, or use mode \"report\" so the spawned summary child can forward caller env",
+                                         NULL);
+                return -EINVAL;
         }
         if (ok) return 0;
         _cleanup_free_ char *msg = strdup_printf("invalid params for %s", method);

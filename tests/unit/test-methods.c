@@ -107,14 +107,16 @@ static Task *add_task(const char *id, const char *status) {
 
 START_TEST(table_names_the_methods) {
         static const char *const names[] = {"system.health", "task.dispatch", "task.status", "task.wait", "task.result",
-                                            "task.list",     "task.cancel",   "task.accept", "task.reject"};
+                                            "task.list",     "task.cancel",   "task.accept", "task.reject",
+                                            "task.summary",  "event.subscribe"};
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 const Method *x = method_find(names[i]);
                 ck_assert_ptr_nonnull(x);
                 ck_assert_str_eq(x->name, names[i]);
                 ck_assert_ptr_nonnull(x->handler);
         }
-        ck_assert_ptr_null(method_find("event.subscribe"));
+        ck_assert_ptr_null(method_find("task.advisor"));
+        ck_assert(!(method_find("event.subscribe")->flags & METHOD_TASK)); /* taskId is optional there */
         ck_assert_ptr_null(method_find("task.Status"));
         ck_assert_ptr_null(method_find(NULL));
         ck_assert_uint_eq(method_find("system.health")->flags, 0);
@@ -153,10 +155,10 @@ END_TEST
 START_TEST(unknown_method_is_one_error) {
         /* valid on the wire (one of the 16 names) but not served here */
         /* a request that passed validation but names no table entry (the
-         * server validates against the spec's 16 names; event.subscribe is
+         * server validates against the spec's 16 names; task.advisor is
          * one the table does not serve) */
         Request *r = request("{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}");
-        json_object_object_add(r->req.frame, "method", json_object_new_string("event.subscribe"));
+        json_object_object_add(r->req.frame, "method", json_object_new_string("task.advisor"));
         r->req.method = json_get_string(r->req.frame, "method");
         json_object *res = NULL;
         MethodError err = {0};

@@ -74,7 +74,7 @@ START_TEST(validation_order_and_codes) {
         e = parse_error("{\"version\":null,\"id\":\"x\",\"method\":\"m\",\"params\":{}}");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"), "unsupported protocol version: null");
         json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{}}");
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.advisor\",\"params\":{}}");
         ck_assert_str_eq(err_code(e), "UNKNOWN_METHOD");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
                          "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, task.list, "
@@ -96,6 +96,27 @@ START_TEST(validation_order_and_codes) {
         ck_assert(proto_method_served("task.status"));
         ck_assert(!proto_method_served("task.bogus"));
         ck_assert(!proto_method_served(NULL));
+        /* event.subscribe: all === true, or a directory, or a taskId (§1.6) */
+        static const char *const bad_sub[] = {"{}", "{\"all\":false}", "{\"summaries\":true}", "{\"all\":null}",
+                                             "{\"directory\":\"rel\"}", "{\"taskId\":\"\"}", "{\"internal\":true}",
+                                             "{\"all\":true,\"role\":\"x\"}"};
+        for (size_t i = 0; i < ELEMENTSOF(bad_sub); i++) {
+                char *line = strdup_printf("{\"version\":1,\"id\":\"x\",\"method\":\"event.subscribe\",\"params\":%s}", bad_sub[i]);
+                e = parse_error(line);
+                ck_assert_msg(streq(err_code(e), "INVALID_PARAMS"), "%s", bad_sub[i]);
+                json_object_put(e);
+                free(line);
+        }
+        /* task.summary: env with mode activity has its own message */
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{\"taskId\":\"t\","
+                        "\"mode\":\"activity\",\"env\":{}}}");
+        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
+        ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"),
+                         "task.summary does not accept env with mode \"activity\"");
+        json_object_put(e);
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{\"taskId\":\"t\","
+                        "\"maxWords\":74}}");
+        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
         json_object_put(e);
         /* diskMax: a positive integer of bytes */
         const char *bad_disk[] = {"0", "-1", "\"50M\"", "1.5", "9007199254740992", "null"};

@@ -1,0 +1,30 @@
+#pragma once
+/* taskferry watch (spec protocol-cli.md §2.9): event.subscribe, then one
+ * line per event until SIGINT/SIGTERM (exit 0), or with --task-id until the
+ * task's first terminal event (after subscribing it checks task.status and
+ * prints a synthetic terminal event when the task has settled already).
+ * Formats: toon (default) lines "<HH:MM:SS> <taskId> [<prev> -> ]<status>",
+ * "<time> <taskId> <status>: <activity>" or "... summary unavailable (<e>)"
+ * (other event types as TOON); ndjson: the event object per line.
+ * --flush-interval: the latest event per task, flushed every interval (an
+ * ndjson flush is one {"type":"watch.flush","timestamp","events"} line). */
+
+#include <stdbool.h>
+#include <json-c/json.h>
+
+#include "cli-args.h"
+#include "cli-error.h"
+#include "commands.h"
+
+typedef int (*call_fn)(cli_context *ctx, const char *method, json_object *params, json_object **ret, cli_error *err);
+
+/* The line printed for event (malloc'd, no "\n"; NULL on ENOMEM). color:
+ * ANSI status colours (stdout is a TTY). */
+char *watch_format_line(json_object *event, bool ndjson, bool color);
+/* "HH:MM:SS" in local time (hour 0 printed as 24), NULL if iso is unparseable. */
+char *watch_time_prefix(const char *iso);
+/* Run watch on ctx; call() sends one RPC on ctx's connection. 0 (exit 0) or < 0 with err. */
+int cli_run_watch(cli_context *ctx, call_fn call, cli_error *err);
+
+/* commands.c: the workspace directory of --directory or the cwd (§2.5). */
+int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err);
