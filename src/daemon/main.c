@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
+#include "advisor.h"
 #include "change.h"
+#include "summary.h"
 #include "jobs.h"
 #include "manager.h"
 #include "methods.h"
@@ -81,6 +83,11 @@ static int resolve_shim(char **ret) {
 static int settings_load(Settings *s, char **ret_error) {
         s->max_concurrent = (unsigned) env_positive("TASKFERRY_MAX_CONCURRENT_TASKS", 4);
         s->cancel_grace_ms = env_positive("TASKFERRY_CANCEL_GRACE_MS", 5000);
+        s->advisor_session_ttl_ms = env_positive("TASKFERRY_ADVISOR_SESSION_TTL_MS", 1800000);
+        /* env uses ?? (protocol-cli.md §3.2): an empty value is taken */
+        const char *sm = getenv("TASKFERRY_SUMMARY_MODEL");
+        s->summary_model = strdup(sm ? sm : "opencode/mimo-v2.5-free");
+        if (!s->summary_model) return -ENOMEM;
         s->sandbox_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_SANDBOX");
         s->overlay_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_OVERLAY");
         const char *ex = getenv("TASKFERRY_DEFAULT_EXECUTOR");
@@ -127,6 +134,7 @@ static int settings_load(Settings *s, char **ret_error) {
 static void settings_done(Settings *s) {
         free(s->default_executor);
         free(s->default_variant);
+        free(s->summary_model);
         strv_free(s->env_denylist);
         strv_free(s->sandbox_denylist);
         strv_free(s->rw_bind);
@@ -151,7 +159,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 }
 
 static int create_state_dirs(Manager *m) {
-        const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs"};
+        const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs", "/summaries"};
         for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
                 _cleanup_free_ char *p = strdup_printf("%s%s", m->paths.state_dir, subs[i]);
                 if (!p) return -ENOMEM;
@@ -176,6 +184,8 @@ static void manager_free(Manager *m) {
         server_close(m, "shutdown");
         change_jobs_free(m);
         jobs_free(m);
+        advisor_free(m);
+        summary_free(m);
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
                 wait_drop_task(t);
@@ -262,6 +272,8 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
         r = wait_init(m);
+        if (r >= 0) r = advisor_init(m);
+        if (r >= 0) r = summary_init(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");

@@ -2,7 +2,9 @@
 
 #include <string.h>
 
+#include "advisor.h"
 #include "manager.h"
+#include "summary.h"
 #include "methods.h"
 #include "server.h"
 #include "task.h"
@@ -16,6 +18,8 @@ static const Method methods[] = {
         {"task.wait", method_wait, METHOD_STATE | METHOD_TASK},
         {"task.list", method_list, METHOD_STATE},
         {"task.result", method_result, METHOD_STATE | METHOD_TASK},
+        {"task.summary", method_summary, METHOD_STATE | METHOD_TASK},
+        {"task.advisor", method_advisor, METHOD_STATE},
         {"task.accept", method_accept, METHOD_STATE | METHOD_TASK},
         {"task.reject", method_reject, METHOD_STATE | METHOD_TASK},
 };

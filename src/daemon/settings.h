@@ -20,4 +20,6 @@ typedef struct Settings {
         char *shim_path;              /* resolved taskferry-shim */
         uint64_t task_disk_max;       /* TASKFERRY_TASK_DISK_MAX (disk_size_parse), 0: the default rule
                                          of disk-budget.h */
+        uint64_t advisor_session_ttl_ms; /* TASKFERRY_ADVISOR_SESSION_TTL_MS, default 1800000 (lifecycle.md §8.3) */
+        char *summary_model;          /* TASKFERRY_SUMMARY_MODEL ?? "opencode/mimo-v2.5-free" (lifecycle.md §8.2) */
 } Settings;

@@ -860,10 +860,11 @@ START_TEST(test_cli_usage_errors_do_not_start_daemon) {
         ck_assert_str_eq(r.out, "error: \"unknown command: bogus\"\nhelp: Run `taskferry --help` to see available commands\n");
         cli_run_done(&r);
         /* a command of the spec's surface that is not built yet says so, and starts no daemon */
-        r = run_cli(NULL, "advisor", "--model", "m", NULL);
+        r = run_cli(NULL, "context", NULL);
         ck_assert_int_eq(r.exit_code, 1);
-        ck_assert_str_eq(r.out, "error: advisor is not available in this build of taskferry yet\nhelp: \"available now: "
-                                "dispatch, status, wait, result, list, cancel, accept, reject, tail, output\"\n");
+        ck_assert_str_eq(r.out, "error: context is not available in this build of taskferry yet\nhelp: \"available now: "
+                                "dispatch, status, wait, result, list, cancel, accept, reject, tail, output, advisor, "
+                                "summary\"\n");
         cli_run_done(&r);
         r = run_cli(NULL, "--json", "wait", "x", "--timeout", "1d", NULL);
         ck_assert_int_eq(r.exit_code, 2);

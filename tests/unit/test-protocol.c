@@ -74,11 +74,11 @@ START_TEST(validation_order_and_codes) {
         e = parse_error("{\"version\":null,\"id\":\"x\",\"method\":\"m\",\"params\":{}}");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"), "unsupported protocol version: null");
         json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{}}");
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.bogus\",\"params\":{}}");
         ck_assert_str_eq(err_code(e), "UNKNOWN_METHOD");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
                          "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, task.list, "
-                         "task.result, task.accept, task.reject");
+                         "task.result, task.summary, task.advisor, task.accept, task.reject");
         json_object_put(e);
         /* diskMax: a positive integer of bytes */
         const char *bad_disk[] = {"0", "-1", "\"50M\"", "1.5", "9007199254740992", "null"};
