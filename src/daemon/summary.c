@@ -14,6 +14,7 @@
 #include "launch.h"
 #include "manager.h"
 #include "methods.h"
+#include "peer.h"
 #include "scheduler.h"
 #include "store.h"
 #include "summary.h"
@@ -388,6 +389,7 @@ typedef struct SummaryJob {
         Request *r;
         Task *source;
         char *id, *snapshot, *captured_at, *status, *session_id, *preview, *log_path;
+        char *dispatched_by;    /* the sandboxed caller's task: it may see (wait for, read) its summary */
         uint64_t watermark;
         char **env;             /* the summary child's env (models listing) */
         char *fingerprint;
@@ -403,6 +405,7 @@ static void summary_job_free(SummaryJob *j) {
         free(j->session_id);
         free(j->preview);
         free(j->log_path);
+        free(j->dispatched_by);
         strv_free(j->env);
         free(j->fingerprint);
         free(j);
@@ -546,6 +549,7 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
         SET(task_set_bool(t, TASK_KEY_internal, true));
         SET(task_set_null(t, TASK_KEY_failure_reason));
         SET(task_set_null(t, TASK_KEY_failure_detail));
+        if (j->dispatched_by) SET(task_set_str(t, TASK_KEY_dispatched_by, j->dispatched_by));
 #undef SET
         json_object *lp = json_object_new_object();
         if (j->session_id) json_add_string(lp, "summarySessionId", j->session_id);
@@ -638,8 +642,26 @@ int method_summary(Manager *m, Request *r, Task *source, json_object **ret, Meth
                 return method_fail(err, "error: max_words must be an integer from 75 through 300\nhelp: run taskferry "
                                         "summary with max_words between 75 and 300");
 
+        /* a worker (peer.h) summarizes only tasks it may see (METHOD_TASK), and
+         * holds at most SUMMARY_NESTED_MAX summaries queued or running: each
+         * is a task, a job and an `opencode models` run */
+        Caller who = caller_of(m, r->conn);
+        if (who.sandboxed && who.task) {
+                unsigned live = 0;
+                for (size_t i = 0; i < m->n_tasks; i++) {
+                        Task *o = m->tasks[i];
+                        if (o->rec.summary_of && task_is_active(o) && streq_ptr(o->rec.dispatched_by, who.task->id)) live++;
+                }
+                if (live >= SUMMARY_NESTED_MAX)
+                        return method_error(err, E_SERVER_BUSY, "this task has too many summaries queued or running",
+                                            "Wait for one of its summaries to finish, then retry");
+        }
         SummaryJob *j = calloc(1, sizeof *j);
         if (!j) return method_fail(err, "error: out of memory");
+        if (who.sandboxed && who.task && !(j->dispatched_by = strdup(who.task->id))) {
+                free(j);
+                return method_fail(err, "error: out of memory");
+        }
         j->m = m;
         j->r = r;
         j->source = source;

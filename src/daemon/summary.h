@@ -19,7 +19,13 @@
  * than the worker's own -f (a path, not its content), deleted when the
  * summary task settles. The caller's env param is the summary child's env
  * (it may hold provider keys): it is kept in memory and in the task's launch
- * request file (0600), never logged. */
+ * request file (0600), never logged.
+ *
+ * A caller inside a task sandbox (peer.h) may summarize only the tasks it may
+ * see (its own and those it dispatched: their logs are its own business, no
+ * other task's narration reaches it), holds at most SUMMARY_NESTED_MAX live
+ * summaries, and the summary task it asked for is recorded as dispatched by
+ * its task, so it may wait for and read it. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,6 +41,7 @@ typedef struct MethodError MethodError;
 #define SUMMARY_DELTA_MAX_CHARS 4000         /* delta narration cap, code points */
 #define SUMMARY_DELTA_READ_MAX (16u << 20)   /* bytes of a delta read at most (beyond the original: bounded) */
 #define SUMMARY_STATE_MAX 4096               /* source tasks remembered at most */
+#define SUMMARY_NESTED_MAX 4                 /* live summaries a sandboxed caller may hold */
 #define SUMMARY_MODELS_TTL_MS (5 * 60 * 1000)
 #define SUMMARY_MODELS_TIMEOUT_MS 10000
 #define SUMMARY_MODELS_OUTPUT_MAX (4u << 20)

@@ -277,9 +277,14 @@ START_TEST(attack_worker_summarizes_other_task) {
         tf_world *w = x.w;
         char *secret = source_task(&x, source_fixture);
         char *script = strdup_printf(
-                "taskferry summary %s --json > \"$TASKFERRY_OUTPUT_DIR/other.json\" 2>&1; "
+                "export FAKE_SCRIPT=; O=\"$TASKFERRY_OUTPUT_DIR\"; "
+                "taskferry summary %s --json > \"$O/other.json\" 2>&1; "
                 "printf '%%s\\n' '{\"type\":\"text\",\"part\":{\"type\":\"text\",\"messageID\":\"x\",\"text\":\"own words\"}}'; "
-                "sleep 0.3; taskferry summary \"$TASKFERRY_TASK_ID\" --json > \"$TASKFERRY_OUTPUT_DIR/own.json\" 2>&1; true",
+                "sleep 0.3; taskferry summary \"$TASKFERRY_TASK_ID\" --json > \"$O/own.json\" 2>&1; "
+                "sid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"summaryTask\"][\"id\"])' \"$O/own.json\"); "
+                "taskferry wait \"$sid\" --json > \"$O/own-wait.json\" 2>&1; "
+                "for i in 1 2 3 4 5 6; do FAKE_SCRIPT='sleep 2' taskferry summary \"$TASKFERRY_TASK_ID\" --json >> \"$O/spam.txt\" 2>&1; done; "
+                "true",
                 secret);
         const char *d[] = {"--executor", "opencode", "--model", "mock/model", "--directory", x.repo, "--prompt", "p", NULL};
         tf_world_setenv(w, "FAKE_FIXTURE", "");
@@ -294,8 +299,19 @@ START_TEST(attack_worker_summarizes_other_task) {
         ck_assert_msg(strstr(other, "failing test") == NULL, "other: %s", other);
         json_object *oo = tf_json(own);
         ck_assert_msg(json_get_object(oo, "summaryTask") != NULL, "own: %s", own);
-        json_object_put(tf_wait_settled(w, tf_jstr(json_get_object(oo, "summaryTask"), "id")));
         json_object_put(oo);
+        /* the worker may wait for the summary it asked for */
+        char *own_wait = tf_read(tf_path(tf_path(tf_path(w->state, "outputs"), id), "own-wait.json"), &len);
+        json_object *ow = tf_json(own_wait);
+        ck_assert_msg(streq(strempty(tf_jstr(ow, "status")), "done"), "own wait: %s", own_wait);
+        json_object_put(ow);
+        /* and holds at most SUMMARY_NESTED_MAX (4) live ones */
+        char *spam = tf_read(tf_path(tf_path(tf_path(w->state, "outputs"), id), "spam.txt"), &len);
+        ck_assert_msg(strstr(spam, "this task has too many summaries queued or running") != NULL, "spam: %s", spam);
+        size_t made = 0;
+        for (const char *q = spam; (q = strstr(q, "\"summaryTask\"")); q++) made++;
+        ck_assert_msg(made == 4, "%zu summaries made: %s", made, spam);
+        free(spam), free(own_wait);
         free(unknown), free(own), free(other), free(id), free(script), free(secret);
         world_free(&x);
 }
