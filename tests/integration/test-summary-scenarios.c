@@ -212,6 +212,41 @@ START_TEST(report_summary_spawn_and_continuity) {
 }
 END_TEST
 
+/* A5 at T0 (no sandbox): the same argv, the worker reads the snapshot where
+ * it lies, and the snapshot goes at settlement. */
+START_TEST(report_summary_unsandboxed) {
+        char *const env[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
+        world x = world_new(env);
+        tf_world *w = x.w;
+        char *src = source_task(&x, source_fixture);
+        char *fx = fixture(w, "summary", summary_fixture);
+        char *argv_file = strdup(tf_path(x.rec, "argv.txt"));
+        tf_world_setenv(w, "FAKE_FIXTURE", fx);
+        tf_world_setenv(w, "FAKE_ARGV_FILE", argv_file);
+        char *probe = strdup_printf("for f in %s/summaries/*.json; do cat \"$f\" > %s/snap.json; done", w->state, x.rec);
+        tf_world_setenv(w, "FAKE_SCRIPT", probe);
+        json_object *o = summary(w, src, 0);
+        char *sid = strdup(tf_jstr(json_get_object(o, "summaryTask"), "id"));
+        json_object_put(o);
+        json_object *done = tf_wait_settled(w, sid);
+        ck_assert_str_eq(tf_jstr(done, "status"), "done");
+        json_object_put(done);
+        char *snap_path = strdup_printf("%s/summaries/%s.json", w->state, sid);
+        char *want = strdup_printf("opencode\nrun\n--dir\n%s/summaries\n--pure\n--format\njson\n-m\nopencode/mimo-v2.5-free\n"
+                                   "-f\n%s\n--\n",
+                                   w->state, snap_path);
+        char *got = read_rec(&x, "argv.txt");
+        ck_assert_msg(startswith(got, want), "argv: %s", got);
+        char *snap = read_rec(&x, "snap.json");
+        json_object *sj = tf_json(snap);
+        ck_assert_str_eq(tf_jstr(json_get_object(sj, "source"), "id"), src);
+        json_object_put(sj);
+        ck_assert(!tf_exists(snap_path));
+        free(snap), free(got), free(want), free(snap_path), free(sid), free(probe), free(argv_file), free(fx), free(src);
+        world_free(&x);
+}
+END_TEST
+
 START_TEST(no_text_and_unavailable_model) {
         world x = world_new(NULL);
         tf_world *w = x.w;
@@ -322,6 +357,7 @@ static Suite *suite(void) {
         TCase *tc = tcase_create("summary");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, report_summary_spawn_and_continuity);
+        tcase_add_test(tc, report_summary_unsandboxed);
         tcase_add_test(tc, no_text_and_unavailable_model);
         tcase_add_test(tc, summary_model_setting);
         tcase_add_test(tc, attack_worker_summarizes_other_task);
