@@ -14,6 +14,7 @@
 
 #include "cli-diff.h"
 #include "cli-pager.h"
+#include "cli-advisor.h"
 #include "cli-project.h"
 #include "cli-resolve.h"
 #include "config.h"
@@ -26,7 +27,7 @@ extern char **environ;
 
 const char *const cli_implemented_commands[] = {
         "home", "version", "dispatch", "cancel", "accept", "reject", "status", "wait",
-        "result", "list", "tail", "output", "diff", "watch", "summary", NULL
+        "result", "list", "tail", "output", "diff", "watch", "advisor", "summary", NULL
 };
 
 bool cli_command_implemented(const char *command) {
@@ -40,7 +41,7 @@ void cli_context_done(cli_context *ctx) {
 
 static int ensure_connected(cli_context *ctx, cli_error *err) {
         if (ctx->connected) return 0;
-        int r = tf_paths_resolve(&ctx->paths);
+        int r = ctx->paths.home ? 0 : tf_paths_resolve(&ctx->paths);
         if (r < 0) return cli_error_fail(err, NULL, "cannot resolve taskferry paths: %s", strerror(-r));
         r = cli_client_open(&ctx->client, &ctx->paths, err);
         if (r < 0) return r;
@@ -286,6 +287,129 @@ static int run_tail(cli_context *ctx, json_object **ret, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params || pass_option(params, ctx->args, "chars") < 0) return -ENOMEM;
         return call(ctx, "task.tail", params, ret, err);
+}
+
+/* ---- advisor (spec lifecycle.md §8.3, protocol-cli.md §2.6) ---- */
+
+/* The auto-attached context: the Claude Code transcript when
+ * $CLAUDE_CODE_SESSION_ID is set, else the calling task's task.tail when
+ * $TASKFERRY_TASK_ID is set; *ret_text NULL: none. */
+static int advisor_context(cli_context *ctx, const char *cwd, uint64_t budget, char **ret_source, char **ret_text,
+                           cli_error *err) {
+        *ret_source = *ret_text = NULL;
+        const char *sid = getenv("CLAUDE_CODE_SESSION_ID");
+        if (!isempty(sid)) {
+                _cleanup_free_ char *path = cli_advisor_transcript_path(ctx->paths.home, cwd, sid);
+                if (!path) return -ENOMEM;
+                _cleanup_free_ char *text = NULL;
+                int r = cli_advisor_transcript_text(path, budget, &text, err);
+                if (r < 0) return r;
+                if (!isempty(text)) {
+                        *ret_source = strdup("claude-session");
+                        if (!*ret_source) return -ENOMEM;
+                        *ret_text = TAKE_PTR(text);
+                }
+                return 0;
+        }
+        const char *tid = getenv("TASKFERRY_TASK_ID");
+        if (isempty(tid)) return 0;
+        _cleanup_json_ json_object *params = json_object_new_object(), *res = NULL;
+        if (!params || json_add_string(params, "taskId", tid) < 0 ||
+            json_add_int(params, "chars", (int64_t) (budget < CLI_ADVISOR_TAIL_CHARS_MAX ? budget : CLI_ADVISOR_TAIL_CHARS_MAX)) < 0)
+                return -ENOMEM;
+        int r = call(ctx, "task.tail", params, &res, err);
+        if (r < 0) return r;
+        const char *text = json_get_string(res, "text");
+        if (isempty(text) || streq(text, "none observed yet")) return 0;
+        *ret_source = strdup("ferry-log");
+        *ret_text = strdup(text);
+        return *ret_source && *ret_text ? 0 : -ENOMEM;
+}
+
+/* --summarize-context: a throwaway dispatch condenses the text; any failure
+ * keeps it. Returns the condensed text (malloc'd) or NULL. */
+static char *advisor_condense(cli_context *ctx, const char *text, const char *directory) {
+        const char *model = getenv("TASKFERRY_ADVISOR_SUMMARIZER_MODEL");
+        _cleanup_free_ char *prompt = strdup_printf("%s\n\n%s", cli_advisor_condense_lead, text);
+        _cleanup_json_ json_object *p = json_object_new_object(), *d = NULL, *w = NULL, *res = NULL;
+        if (!prompt || !p || json_add(p, "env", env_object()) < 0 || json_add_string(p, "prompt", prompt) < 0 ||
+            json_add_string(p, "directory", directory) < 0 ||
+            json_add_string(p, "model", isempty(model) ? CLI_ADVISOR_SUMMARIZER_MODEL : model) < 0)
+                return NULL;
+        cli_error e = {0};
+        if (call(ctx, "task.dispatch", p, &d, &e) < 0 || !json_get_string(d, "id")) {
+                cli_error_done(&e);
+                return NULL;
+        }
+        const char *id = json_get_string(d, "id");
+        _cleanup_json_ json_object *wp = json_object_new_object(), *rp = json_object_new_object(),
+                                   *fields = json_object_new_array();
+        if (!wp || !rp || !fields || json_add_string(wp, "taskId", id) < 0 ||
+            json_add_int(wp, "timeoutMs", CLI_ADVISOR_SUMMARIZE_TIMEOUT_MS) < 0 || json_add_string(rp, "taskId", id) < 0 ||
+            json_object_array_add(fields, json_object_new_string("message")) < 0 ||
+            json_add(rp, "fields", json_object_get(fields)) < 0)
+                return NULL;
+        if (call(ctx, "task.wait", wp, &w, &e) < 0 || call(ctx, "task.result", rp, &res, &e) < 0) {
+                cli_error_done(&e);
+                return NULL;
+        }
+        const char *msg = json_get_string(res, "message");
+        json_object *st = NULL;
+        /* a still-running task answers with a "task is still ..." message: not a summary */
+        if (isempty(msg) || !json_object_object_get_ex(res, "status", &st) ||
+            !streq_ptr(json_object_get_string(st), "done"))
+                return NULL;
+        return strdup(msg);
+}
+
+static int run_advisor(cli_context *ctx, json_object **ret, cli_error *err) {
+        const cli_args *a = ctx->args;
+        _cleanup_free_ char *cwd = current_dir();
+        if (!cwd) return cli_error_fail(err, NULL, "cannot determine the current directory: %s", strerror(errno));
+        _cleanup_free_ char *directory = NULL;
+        int r = directory_param(a, cwd, &directory, err);
+        if (r < 0) return r;
+        const char *prompt = cli_args_string(a, "prompt");
+        _cleanup_free_ char *stdin_prompt = NULL;
+        size_t stdin_len = 0;
+        if (streq_ptr(prompt, "-")) {
+                r = cli_read_prompt(STDIN_FILENO, "advisor", ctx->interrupted, &stdin_prompt, &stdin_len, err);
+                if (r < 0) return r;
+                prompt = stdin_prompt;
+        }
+        r = ctx->paths.home ? 0 : tf_paths_resolve(&ctx->paths);
+        if (r < 0) return cli_error_fail(err, NULL, "cannot resolve taskferry paths: %s", strerror(-r));
+        uint64_t budget = cli_advisor_budget(getenv("TASKFERRY_ADVISOR_CONTEXT_CHARS"), ctx->paths.config_file);
+        _cleanup_free_ char *source = NULL, *text = NULL;
+        r = advisor_context(ctx, cwd, budget, &source, &text, err);
+        if (r < 0) return r;
+        if (!text && isempty(prompt))
+                return cli_error_usage(err,
+                                       "Neither CLAUDE_CODE_SESSION_ID nor TASKFERRY_TASK_ID is set in the environment, so "
+                                       "advisor has nothing to auto-attach -- pass --prompt explicitly, or run this from a "
+                                       "Claude Code session or a taskferry-dispatched worker",
+                                       "advisor needs context or an explicit --prompt: no context source found");
+        if (text && cli_args_bool(a, "summarizeContext")) {
+                _cleanup_free_ char *condensed = advisor_condense(ctx, text, directory);
+                if (condensed && !streq(condensed, text)) {
+                        char *label = strdup_printf("summarized %s", source);
+                        if (!label) return -ENOMEM;
+                        free(source);
+                        source = label;
+                        free(text);
+                        text = TAKE_PTR(condensed);
+                }
+        }
+        _cleanup_free_ char *full = cli_advisor_prompt(prompt, source, text);
+        _cleanup_json_ json_object *params = json_object_new_object();
+        if (!full || !params || json_add(params, "env", env_object()) < 0 || json_add_string(params, "prompt", full) < 0 ||
+            json_add_string(params, "directory", directory) < 0)
+                return -ENOMEM;
+        static const char *const passthrough[] = {"model", "variant", "sessionId", "timeoutMs", "executor", "class",
+                                                  "parentTaskId", NULL};
+        for (size_t i = 0; passthrough[i]; i++)
+                if (pass_option(params, a, passthrough[i]) < 0) return -ENOMEM;
+        return call(ctx, "task.advisor", params, ret, err);
 }
 
 static int run_output(cli_context *ctx, json_object **ret, cli_error *err) {
@@ -607,6 +731,7 @@ int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret
         else if (streq(cmd, "tail")) r = run_tail(ctx, &raw, err);
         else if (streq(cmd, "output")) r = run_output(ctx, &raw, err);
         else if (streq(cmd, "diff")) r = run_diff(ctx, err);
+        else if (streq(cmd, "advisor")) r = run_advisor(ctx, &raw, err);
         else
                 return cli_error_usage(err, "Run `taskferry --help` to see available commands", "unknown command: %s", cmd);
         *ret_raw = raw;

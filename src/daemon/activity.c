@@ -483,10 +483,3 @@ int activity_summary_result(Manager *m, Task *t, json_object **ret, MethodError 
         *ret = o;
         return 0;
 }
-
-int method_summary(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
-        const char *mode = json_get_string(r->req.params, "mode");
-        if (streq_ptr(mode, "activity")) return activity_summary_result(m, t, ret, err);
-        return method_fail(err, "error: report summaries are not available in this build yet\nhelp: use "
-                                "taskferry summary <id> --mode activity");
-}

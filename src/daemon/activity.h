@@ -91,6 +91,3 @@ int activity_summarize(Manager *m, Task *t, char **ret_text, char **ret_error);
 /* task.summary {mode:"activity"}: {sourceTaskId, sourceStatus, activity,
  * outputWatermark} (protocol-cli.md §1.7). */
 int activity_summary_result(Manager *m, Task *t, json_object **ret, MethodError *err);
-/* The task.summary method as far as this lane goes: mode "activity" here;
- * mode "report" (the default) is the advisor lane's summary.c. */
-int method_summary(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);

@@ -297,6 +297,10 @@ static unsigned live_nested_tasks(Manager *m, Task *root) {
 }
 
 int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret, MethodError *err) {
+        return dispatch_create(m, r, "dispatch", NULL, ret, err);
+}
+
+int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, json_object **ret, MethodError *err) {
         json_object *p = r->req.params;
         const char *dir_param = json_get_string(p, "directory");
         Caller who = caller_of(m, r->conn);
@@ -425,7 +429,7 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
 #define SET(x) do { if (rk >= 0) rk = (x); } while (0)
         SET(task_set_str(t, TASK_KEY_directory, directory));
         SET(task_set_str(t, TASK_KEY_log_path, log_path));
-        SET(task_set_str(t, TASK_KEY_role, "dispatch"));
+        SET(task_set_str(t, TASK_KEY_role, role));
         SET(task_set_str(t, TASK_KEY_prompt, prompt));
         SET(task_init_status(t, TASK_QUEUED));
         SET(task_set_str(t, TASK_KEY_model, model));
@@ -537,6 +541,7 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
         json_add_string(res, "next", next);
         if (warnings) json_add(res, "warnings", TAKE_PTR(warnings));
         *ret = res;
+        if (ret_task) *ret_task = t;
         return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "gitdir.h"
 #include "sandbox-plan.h"
 #include "launch.h"
+#include "summary.h"
 #include "manager.h"
 #include "monitor.h"
 #include "server.h"
@@ -426,8 +427,25 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
         const char *out = t->rec.output_dir;
         if (out && (r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, out, out, NULL, NULL, NULL)) < 0)
                 goto out;
-        r = task_socket_open(t);
+        /* an advisor gets no socket at all (lifecycle.md §8.3): it only
+         * answers; nor does a report summary, which sees of the state dir
+         * (masked) only its own snapshot, read-only (summary.h) */
+        bool summary = t->rec.summary_of != NULL;
+        bool advisor = streq_ptr(t->rec.role, "advisor") || summary;
+        if (summary) {
+                _cleanup_free_ char *snap = summary_snapshot_path(m, t->id);
+                if (!snap) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                if ((r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_RO_BIND, snap, snap, NULL, NULL, NULL)) < 0)
+                        goto out;
+        }
+        r = advisor ? 0 : task_socket_open(t);
         if (r < 0) log_warning_errno(r, "task %s: no socket for nested dispatch", t->id);
+        if (advisor && ((r = strv_env_unset(env, "TASKFERRY_SOCKET_PATH")) < 0 ||
+                        (r = strv_env_set(env, "TASKFERRY_AUTO_START", "0")) < 0))
+                goto out;
         if (t->sock_path) {
                 if ((r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, t->sock_path, t->sock_path, NULL, NULL,
                                              NULL)) < 0 ||
@@ -521,10 +539,27 @@ void launch_task(Task *t) {
         Manager *m = t->m;
         json_object *lp = t->launch;
         bool sandbox = m->settings.sandbox_enabled && !json_true(lp, "noSandbox");
-        bool overlay = sandbox && m->settings.overlay_enabled && !json_true(lp, "noOverlay");
+        bool summary = t->rec.summary_of != NULL; /* a report summary: no overlay (lifecycle.md §2.6) */
+        bool overlay = sandbox && m->settings.overlay_enabled && !json_true(lp, "noOverlay") && !summary;
+        /* an advisor's writes must be gated by an overlay, so it needs both
+         * (lifecycle.md §8.3): fail closed instead of writing to the target */
+        if (streq_ptr(t->rec.role, "advisor") && !sandbox)
+                return task_settle_spawn_error(
+                        t, "advisor dispatch requires overlay-gated writes, but the sandbox is unavailable; unset "
+                           "TASKFERRY_DISABLE_SANDBOX and install bubblewrap >= 0.8");
+        if (streq_ptr(t->rec.role, "advisor") && !overlay)
+                return task_settle_spawn_error(
+                        t, "advisor dispatch requires overlay-gated writes, but overlay is disabled; unset "
+                           "TASKFERRY_DISABLE_OVERLAY or set overlayEnabled: true in config");
         _cleanup_strv_free_ char **env = NULL;
         int r = build_worker_env(t, &env);
         if (r < 0) return task_settle_spawn_error(t, "cannot build the worker environment: out of memory");
+        if (summary) {
+                /* lifecycle.md §2.6 step 3, summary */
+                static const char *const drop[] = {"OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT",
+                                                   "TASKFERRY_OUTPUT_DIR", "TASKFERRY_TASK_ID"};
+                for (size_t i = 0; i < ELEMENTSOF(drop); i++) (void) strv_env_unset(&env, drop[i]);
+        }
 
         if (sandbox) {
                 _cleanup_free_ char *bwrap = NULL;
@@ -560,8 +595,10 @@ void launch_task(Task *t) {
         spec.executor = (char *) t->rec.executor_id;
         spec.model = (char *) t->rec.model;
         spec.variant = (char *) t->rec.variant;
-        spec.session_id = (char *) t->rec.session_id;
-        spec.prompt = (char *) strempty(t->rec.prompt);
+        _cleanup_free_ char *attachment = summary ? summary_snapshot_path(m, t->id) : NULL;
+        spec.session_id = (char *) (summary ? summary_task_session(t) : t->rec.session_id);
+        spec.prompt = (char *) (summary ? summary_prompt : strempty(t->rec.prompt));
+        spec.attachment = attachment;
         spec.directory = (char *) t->rec.directory;
         spec.log_path = log_path;
         spec.task_dir = task_dir;

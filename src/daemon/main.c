@@ -7,9 +7,11 @@
 #include <systemd/sd-daemon.h>
 
 #include "activity.h"
+#include "advisor.h"
 #include "change.h"
 #include "cooldown.h"
 #include "events.h"
+#include "summary.h"
 #include "jobs.h"
 #include "manager.h"
 #include "methods.h"
@@ -44,7 +46,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 }
 
 static int create_state_dirs(Manager *m) {
-        const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs"};
+        const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs", "/summaries"};
         for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
                 _cleanup_free_ char *p = strdup_printf("%s%s", m->paths.state_dir, subs[i]);
                 if (!p) return -ENOMEM;
@@ -69,6 +71,8 @@ static void manager_free(Manager *m) {
         server_close(m, "shutdown");
         change_jobs_free(m);
         jobs_free(m);
+        advisor_free(m);
+        summary_free(m);
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
                 wait_drop_task(t);
@@ -162,6 +166,8 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
         r = wait_init(m);
+        if (r >= 0) r = advisor_init(m);
+        if (r >= 0) r = summary_init(m);
         if (r < 0) return fail_start(m, "out of memory");
         /* before the load: the load's moves to unknown count as emitted */
         r = events_init(m);

@@ -77,6 +77,9 @@ struct Manager {
         off_t tasks_json_size;
         struct timespec tasks_json_mtim;
         sd_event_source *persist_timer;
+        /* advisor.c: sessions and parked task.advisor calls; summary.c: report summary state */
+        struct AdvisorState *advisor;
+        struct SummaryState *summary;
         /* jobs.c */
         Job *jobs;
         ChangeJob *change_jobs;        /* change.c: accepts/rejects, running and waiting */

@@ -4,7 +4,9 @@
 
 #include "activity.h"
 #include "events.h"
+#include "advisor.h"
 #include "manager.h"
+#include "summary.h"
 #include "methods.h"
 #include "server.h"
 #include "task.h"
@@ -19,6 +21,7 @@ static const Method methods[] = {
         {"task.list", method_list, METHOD_STATE},
         {"task.result", method_result, METHOD_STATE | METHOD_TASK},
         {"task.summary", method_summary, METHOD_STATE | METHOD_TASK},
+        {"task.advisor", method_advisor, METHOD_STATE},
         {"task.accept", method_accept, METHOD_STATE | METHOD_TASK},
         {"task.reject", method_reject, METHOD_STATE | METHOD_TASK},
         {"event.subscribe", method_subscribe, METHOD_STATE},

@@ -74,6 +74,10 @@ void method_dispatch(Manager *m, Request *r);
 /* handlers.c */
 int method_health(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
 int method_dispatch_task(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
+/* task.dispatch's body for a role ("dispatch" or "advisor", lifecycle.md
+ * §1.2, §8.3): validates r's params, creates, persists and queues the task;
+ * *ret is its TaskSummary + next, *ret_task (if non-NULL) the task. */
+int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, json_object **ret, MethodError *err);
 int method_status(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
 int method_wait(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
 int method_result(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);

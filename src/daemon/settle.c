@@ -54,7 +54,10 @@ void task_settle_spawn_error(Task *t, const char *message) {
         char iso[32];
         task_set_str(t, TASK_KEY_spawn_error, message);
         task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
-        task_settlement_done(t, TASK_CRASHED, t->rec.changeset_status);
+        /* an advisor's changeset always ends rejected (lifecycle.md §8.3) */
+        ChangesetStatus cs = t->rec.changeset_status;
+        if (streq_ptr(t->rec.role, "advisor") && cs == CHANGESET_PENDING) cs = CHANGESET_REJECTED;
+        task_settlement_done(t, TASK_CRASHED, cs);
 }
 
 /* ---- settlement (lifecycle.md §4.4) ---- */
@@ -235,6 +238,14 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 }
                 json_add(res, "extract", ex_res);
         }
+        /* an advisor's changeset is never applied (lifecycle.md §8.3): its
+         * diff stays readable, its overlay goes now */
+        json_object *adv = od && streq_ptr(t->rec.role, "advisor") ? json_get_object(res, "extract") : NULL;
+        if (adv && !json_get_bool(adv, "overlayRemoved", false)) {
+                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
+                json_add_bool(adv, "overlayRemoved", k >= 0);
+                release_home(t);
+        }
         return res;
 }
 
@@ -310,6 +321,10 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                                 if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, TASK_KEY_overlay_dirs);
                         }
                 }
+        }
+        if (streq_ptr(t->rec.role, "advisor") && t->rec.changeset_status == CHANGESET_PENDING) {
+                cs = CHANGESET_REJECTED;
+                if (ext && json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, TASK_KEY_overlay_dirs);
         }
         cooldown_settle_apply(t, res); /* before the settlement's kick */
         task_settlement_done(t, status, cs);

@@ -21,8 +21,31 @@ struct normalizer {
 /* opencode run --dir <dir> --auto --format json -m <model>
  *   [--continue --session <id>] [--variant <v>]
  *   (-f <promptFile> -- <instruction> | -- <prompt>) */
+/* A report summary: opencode run --dir <dir> --pure --format json -m <model>
+ *   -f <snapshot> [--continue --session <id>] -- <summary instruction>
+ * (never --auto, never --variant) */
+static int opencode_summary_argv(const executor_launch *l, char ***ret_argv) {
+        if (isempty(l->prompt)) return -EINVAL;
+        _cleanup_strv_free_ char **argv = NULL;
+        int r = 0;
+        const char *fixed[] = { "opencode", "run", "--dir", l->directory, "--pure", "--format", "json", "-m", l->model,
+                                "-f", l->attachment };
+        for (size_t i = 0; i < ELEMENTSOF(fixed) && r >= 0; i++) r = strv_push(&argv, fixed[i]);
+        if (r >= 0 && l->session_id) {
+                r = strv_push(&argv, "--continue");
+                if (r >= 0) r = strv_push(&argv, "--session");
+                if (r >= 0) r = strv_push(&argv, l->session_id);
+        }
+        if (r >= 0) r = strv_push(&argv, "--");
+        if (r >= 0) r = strv_push(&argv, l->prompt);
+        if (r < 0) return r;
+        *ret_argv = TAKE_PTR(argv);
+        return 0;
+}
+
 static int opencode_build_argv(const executor_launch *l, char ***ret_argv) {
         if (!l || isempty(l->directory) || isempty(l->model) || (!l->prompt_file && !l->prompt)) return -EINVAL;
+        if (l->attachment) return opencode_summary_argv(l, ret_argv);
 
         _cleanup_strv_free_ char **argv = NULL;
         int r = 0;

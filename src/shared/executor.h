@@ -17,6 +17,9 @@ typedef struct executor_launch {
                                     the worker; when non-NULL the prompt is passed
                                     through the file and never on argv (prompts are
                                     secrets: /proc/<pid>/cmdline is world-readable) */
+        const char *attachment;  /* a report summary (lifecycle.md §2.3): the snapshot to attach;
+                                    the prompt is then the fixed summary instruction and goes on
+                                    argv, prompt_file is not used (opencode only) */
 } executor_launch;
 
 /* Opaque per-run normalizer state. */

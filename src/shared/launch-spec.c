@@ -166,6 +166,7 @@ int launch_spec_to_json(const launch_spec *s, json_object **ret) {
                 if ((r = json_add(o, "disk", TAKE_PTR(d))) < 0) return r;
         } else if ((r = json_add_null(o, "disk")) < 0)
                 return r;
+        if (s->attachment && (r = add_str(o, "attachment", s->attachment)) < 0) return r;
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -284,6 +285,7 @@ void launch_spec_free(launch_spec *s) {
         free(s->log_path);
         free(s->task_dir);
         free(s->prompt_file);
+        free(s->attachment);
         launch_sandbox_free(s->sandbox);
         if (s->disk) {
                 strv_free(s->disk->paths);
@@ -398,9 +400,9 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
 int launch_spec_from_json(json_object *j, launch_spec **ret) {
         static const char *const keys[] = {"taskId", "executor", "model",   "variant",    "sessionId", "prompt",
                                            "directory", "env",   "logPath", "taskDir", "promptFile", "sandbox",
-                                           "disk"};
-        /* "disk" is optional: a spec from an older daemon has none */
-        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 1);
+                                           "disk", "attachment"};
+        /* "disk" is optional: a spec from an older daemon has none; "attachment" only a summary has */
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 2);
         if (r < 0) return r;
         _cleanup_(launch_spec_freep) launch_spec *s = calloc(1, sizeof *s);
         if (!s) return -ENOMEM;
@@ -423,6 +425,7 @@ int launch_spec_from_json(json_object *j, launch_spec **ret) {
         json_object *dk = NULL;
         (void) json_object_object_get_ex(j, "disk", &dk);
         if (dk && (r = disk_from_json(dk, &s->disk)) < 0) return r;
+        if ((r = get_str(j, "attachment", true, true, &s->attachment)) < 0) return r;
         *ret = TAKE_PTR(s);
         return 0;
 }

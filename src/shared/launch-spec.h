@@ -33,6 +33,9 @@
  *                                            (mounted where the "target" mount stands)
  *       "shareNet": true
  *   },
+ *   "attachment": "/abs"                     optional, a report summary's only (lifecycle.md §2.3, §8.2): the
+ *                                            snapshot file; the worker runs `opencode run --pure ... -f <it>`
+ *                                            with the (fixed, non-secret) summary instruction as its prompt
  *   "disk": null | {                         the task's disk budget (disk-budget.h); optional on read
  *       "maxBytes": N,                       budget in bytes, 1..2^53-1
  *       "graceMs": N,                        SIGTERM → SIGKILL delay when the worker is stopped for it
@@ -129,6 +132,7 @@ typedef struct launch_spec {
         char *log_path, *task_dir, *prompt_file;
         launch_sandbox *sandbox; /* NULL: --no-sandbox */
         launch_disk *disk;       /* NULL: no disk watch (a spec from an older daemon) */
+        char *attachment;        /* a summary's snapshot, else NULL (key absent) */
 } launch_spec;
 
 /* Serialize / parse. Parsing is strict (-EBADMSG): every key of the shape

@@ -988,3 +988,121 @@ int log_summarize_file(const char *path, const char *initial_session_id, log_sum
         *ret = out;
         return 0;
 }
+
+/* ---- activity / summary narration (§8.1) ---- */
+
+#define NARRATION_TOOL_UNITS 500
+
+/* s cut to NARRATION_TOOL_UNITS UTF-16 units + "…[truncated]" (JS truncateForNarration). */
+static char *narration_truncate(const char *s) {
+        size_t len = strlen(s);
+        if (utf8_utf16_length(s, len) <= NARRATION_TOOL_UNITS) return strdup(s);
+        size_t cut = utf8_prefix_utf16(s, len, NARRATION_TOOL_UNITS);
+        return strdup_printf("%.*s\xE2\x80\xA6[truncated]", (int) cut, s);
+}
+
+typedef struct narration_entry {
+        char *mid;      /* text entry: its message id; NULL: a tool line */
+        char *text;     /* tool line, or the message's texts so far */
+        size_t len;
+} narration_entry;
+
+int log_narration_parse(const char *data, size_t len, char **ret) {
+        _cleanup_free_ char *clean = utf8_sanitize(data, len);
+        if (!clean) return -ENOMEM;
+        narration_entry *v = NULL;
+        size_t n = 0;
+        int r = 0;
+        json_tokener *tok = json_tokener_new();
+        if (!tok) return -ENOMEM;
+        for (char *line = clean; line && *line && r >= 0;) {
+                char *nl = strchr(line, '\n');
+                size_t ll = nl ? (size_t) (nl - line) : strlen(line);
+                json_object *evt = NULL;
+                if (ll > 0 && json_parse_strict_with(tok, line, ll, &evt) >= 0 && json_is_object(evt)) {
+                        const char *type = json_get_string(evt, "type");
+                        json_object *part = json_get_object(evt, "part");
+                        json_object *tv = NULL;
+                        if (streq_ptr(type, "text") && part && json_object_object_get_ex(part, "text", &tv) &&
+                            json_object_is_type(tv, json_type_string)) {
+                                const char *mid = json_get_string(part, "messageID");
+                                if (!mid) mid = "__unknown_message__";
+                                narration_entry *e = NULL;
+                                for (size_t i = 0; i < n && !e; i++)
+                                        if (v[i].mid && streq(v[i].mid, mid)) e = &v[i];
+                                if (!e) {
+                                        narration_entry *nv = realloc(v, (n + 1) * sizeof *nv);
+                                        if (!nv) {
+                                                r = -ENOMEM;
+                                        } else {
+                                                v = nv;
+                                                e = &v[n++];
+                                                *e = (narration_entry) {.mid = strdup(mid), .text = strdup("")};
+                                                if (!e->mid || !e->text) r = -ENOMEM;
+                                        }
+                                }
+                                if (e && r >= 0) {
+                                        size_t tl = (size_t) json_object_get_string_len(tv);
+                                        char *nt = realloc(e->text, e->len + tl + 1);
+                                        if (!nt) r = -ENOMEM;
+                                        else {
+                                                memcpy(nt + e->len, json_object_get_string(tv), tl);
+                                                e->len += tl;
+                                                nt[e->len] = 0;
+                                                e->text = nt;
+                                        }
+                                }
+                        } else if (streq_ptr(type, "tool_use") && part && streq_ptr(json_get_string(part, "type"), "tool")) {
+                                json_object *st = json_get_object(part, "state"), *in = NULL, *out = NULL;
+                                if (st) {
+                                        json_object_object_get_ex(st, "input", &in);
+                                        json_object_object_get_ex(st, "output", &out);
+                                }
+                                const char *input = in && json_object_is_type(in, json_type_string)
+                                                            ? json_object_get_string(in)
+                                                            : in ? json_to_line(in, NULL) : "{}";
+                                const char *tool = json_get_string(part, "tool");
+                                _cleanup_free_ char *ti = narration_truncate(input ? input : "{}");
+                                const char *os = out && json_object_is_type(out, json_type_string)
+                                                         ? json_object_get_string(out) : NULL;
+                                _cleanup_free_ char *to = os && *os ? narration_truncate(os) : NULL;
+                                char *lineout = ti ? (to ? strdup_printf("[tool:%s] %s -> %s", isempty(tool) ? "unknown" : tool, ti, to)
+                                                         : strdup_printf("[tool:%s] %s", isempty(tool) ? "unknown" : tool, ti))
+                                                   : NULL;
+                                narration_entry *nv = lineout ? realloc(v, (n + 1) * sizeof *nv) : NULL;
+                                if (!nv) {
+                                        free(lineout);
+                                        r = -ENOMEM;
+                                } else {
+                                        v = nv;
+                                        v[n++] = (narration_entry) {.mid = NULL, .text = lineout, .len = strlen(lineout)};
+                                }
+                        }
+                }
+                json_object_put(evt);
+                line = nl ? nl + 1 : NULL;
+        }
+        json_tokener_free(tok);
+        size_t total = 1;
+        for (size_t i = 0; i < n; i++) total += v[i].len + 2;
+        char *out = r >= 0 ? malloc(total) : NULL;
+        if (r >= 0 && !out) r = -ENOMEM;
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (out) {
+                        if (i) out[o++] = '\n', out[o++] = '\n';
+                        memcpy(out + o, v[i].text, v[i].len);
+                        o += v[i].len;
+                }
+                free(v[i].mid);
+                free(v[i].text);
+        }
+        free(v);
+        if (r < 0) {
+                free(out);
+                return r;
+        }
+        out[o] = 0;
+        *ret = out;
+        return 0;
+}

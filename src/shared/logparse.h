@@ -58,3 +58,16 @@ char *failure_detail_cap(const char *s);
  * U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF). Used for "whitespace-only
  * lines are dropped" (spec lifecycle.md §3.1) and "blank lines" (§4.4). */
 bool log_line_is_blank(const char *s, size_t len);
+
+/* The activity/summary narration of a piece of a log (spec lifecycle.md
+ * §8.1 "Narration", used by §8.2 too): data[0..len) split on '\n', lines that
+ * do not parse as JSON skipped; `text` events' part.text grouped by
+ * part.messageID (missing → "__unknown_message__") at the place the id was
+ * first seen, joined without separator; each `tool_use` event with
+ * part.type "tool" adds "[tool:<tool or unknown>] <input>[ -> <output>]"
+ * where input is part.state.input if a string, else its JSON (or "{}"), and
+ * input and output are each cut to 500 UTF-16 units + "…[truncated]"; the
+ * output part only for a non-empty string output. Entries joined with
+ * "\n\n". Invalid UTF-8 is replaced (utf8_sanitize) first. No length cap:
+ * the caller keeps what it needs. *ret is malloc'd ("" for nothing). -ENOMEM. */
+int log_narration_parse(const char *data, size_t len, char **ret);

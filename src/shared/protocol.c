@@ -65,6 +65,11 @@ static const pspec wait_params[] = {
 static const pspec list_params[] = {{"directory", P_ABS, false}, {NULL, 0, 0}};
 static const pspec result_params[] = {
         {"taskId", P_STR, true}, {"full", P_BOOL, false}, {"fields", P_FIELDS, false}, {NULL, 0, 0}};
+static const pspec advisor_params[] = {
+        {"prompt", P_STR, true},          {"directory", P_ABS, true},     {"model", P_STR, true},
+        {"variant", P_STR, false},        {"sessionId", P_STR, false},    {"timeoutMs", P_INT_NONNEG, false},
+        {"env", P_ENV, false},            {"executor", P_EXECUTOR, false}, {"class", P_STR, false},
+        {"parentTaskId", P_STR, false},   {NULL, 0, 0}};
 static const pspec accept_params[] = {{"taskId", P_STR, true}, {"force", P_BOOL, false}, {NULL, 0, 0}};
 static const pspec reject_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
 static const pspec summary_params[] = {{"taskId", P_STR, true}, {"maxWords", P_MAX_WORDS, false},
@@ -82,7 +87,7 @@ static const pspec subscribe_params[] = {
         X("system.health", health_params) X("task.dispatch", dispatch_params) X("task.cancel", cancel_params) \
         X("task.status", status_params) X("task.wait", wait_params) X("task.list", list_params)            \
         X("task.stats", NULL) X("task.result", result_params) X("task.tail", NULL) X("task.summary", summary_params)   \
-        X("task.advisor", NULL) X("task.context", NULL) X("task.accept", accept_params)                     \
+        X("task.advisor", advisor_params) X("task.context", NULL) X("task.accept", accept_params)                     \
         X("task.reject", reject_params) X("task.output", NULL) X("event.subscribe", subscribe_params)
 #define METHOD_SPEC(name, params) {name, params},
 #define METHOD_NAME(name, params) name,

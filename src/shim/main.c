@@ -604,6 +604,7 @@ static int start_and_monitor(shim *s) {
                 .directory = spec->directory,
                 .prompt = spec->prompt,
                 .prompt_file = s->prompt_path,
+                .attachment = spec->attachment,
         };
         _cleanup_strv_free_ char **worker_argv = NULL;
         r = s->exec->build_argv(&el, &worker_argv);

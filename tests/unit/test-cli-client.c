@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli-args.h"
+#include "cli-advisor.h"
 #include "cli-client.h"
 #include "json-util.h"
 #include "paths.h"
@@ -833,6 +834,81 @@ START_TEST(test_cli_status_lean_toon_and_json) {
 }
 END_TEST
 
+
+/* advisor's second context source (lifecycle.md §8.3): inside a task
+ * ($TASKFERRY_TASK_ID, no $CLAUDE_CODE_SESSION_ID) the CLI asks task.tail
+ * for chars = min(budget, 131072) and attaches its text after the caller's
+ * --prompt and the fixed instructions; "none observed yet" is no context;
+ * --summarize-context condenses it through a throwaway dispatch. */
+#define TAIL_RESULT(text) \
+        "{\"task.tail\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"taskId\\\":\\\"oc_caller\\\"," \
+        "\\\"status\\\":\\\"running\\\",\\\"text\\\":\\\"" text "\\\",\\\"textTotalChars\\\":5,\\\"truncated\\\":false}}\"]"
+
+START_TEST(test_cli_advisor_ferry_log_context) {
+        unsetenv("CLAUDE_CODE_SESSION_ID");
+        setenv("TASKFERRY_TASK_ID", "oc_caller", 1);
+        write_script(TAIL_RESULT("last words of the ferry") "}");
+        cli_run r = run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "ask", NULL);
+        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *tp = last_params("task.tail");
+        ck_assert_str_eq(json_to_line(tp, NULL), "{\"taskId\":\"oc_caller\",\"chars\":120000}");
+        _cleanup_json_ json_object *ap = last_params("task.advisor");
+        _cleanup_free_ char *want = strdup_printf("ask\n%s\n\n--- attached context (ferry-log, 23 chars) ---\nlast words of the ferry\n---",
+                                                  cli_advisor_instructions);
+        ck_assert_str_eq(json_get_string(ap, "prompt"), want);
+        ck_assert_str_eq(json_get_string(ap, "model"), "m/x");
+        ck_assert(json_get_object(ap, "env") != NULL);
+
+        /* the budget caps chars at task.tail's 131072 */
+        setenv("TASKFERRY_ADVISOR_CONTEXT_CHARS", "500000", 1);
+        r = run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "ask", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *tp2 = last_params("task.tail");
+        ck_assert_str_eq(json_to_line(tp2, NULL), "{\"taskId\":\"oc_caller\",\"chars\":131072}");
+        unsetenv("TASKFERRY_ADVISOR_CONTEXT_CHARS");
+
+        /* no text yet: no context; without --prompt a usage error (a new
+         * fake daemon for the new script) */
+        kill_started_daemons();
+        write_script(TAIL_RESULT("none observed yet") "}");
+        r = run_cli(NULL, "advisor", "--model", "m/x", NULL);
+        ck_assert_int_eq(r.exit_code, 2);
+        ck_assert(startswith(r.out, "error: \"advisor needs context or an explicit --prompt: no context source found\""));
+        cli_run_done(&r);
+        r = run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "only this", NULL);
+        ck_assert_int_eq(r.exit_code, 0);
+        cli_run_done(&r);
+        _cleanup_json_ json_object *ap2 = last_params("task.advisor");
+        _cleanup_free_ char *want2 = strdup_printf("only this\n%s", cli_advisor_instructions);
+        ck_assert_str_eq(json_get_string(ap2, "prompt"), want2);
+
+        /* --summarize-context: dispatch, wait, result; the condensed text replaces it */
+        kill_started_daemons();
+        write_script(TAIL_RESULT("a long ferry log")
+                     ",\"task.dispatch\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"id\\\":\\\"oc_sum\\\",\\\"status\\\":\\\"queued\\\"}}\"]"
+                     ",\"task.wait\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"id\\\":\\\"oc_sum\\\",\\\"status\\\":\\\"done\\\"}}\"]"
+                     ",\"task.result\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"taskId\\\":\\\"oc_sum\\\",\\\"status\\\":\\\"done\\\",\\\"message\\\":\\\"condensed\\\"}}\"]}");
+        setenv("TASKFERRY_ADVISOR_SUMMARIZER_MODEL", "cheap/model", 1);
+        r = run_cli(NULL, "advisor", "--model", "m/x", "--summarize-context", NULL);
+        ck_assert_msg(r.exit_code == 0, "%s", r.out);
+        cli_run_done(&r);
+        unsetenv("TASKFERRY_ADVISOR_SUMMARIZER_MODEL");
+        _cleanup_json_ json_object *dp = last_params("task.dispatch");
+        ck_assert_str_eq(json_get_string(dp, "model"), "cheap/model");
+        _cleanup_free_ char *lead = strdup_printf("%s\n\na long ferry log", cli_advisor_condense_lead);
+        ck_assert_str_eq(json_get_string(dp, "prompt"), lead);
+        _cleanup_json_ json_object *wp = last_params("task.wait");
+        ck_assert_str_eq(json_to_line(wp, NULL), "{\"taskId\":\"oc_sum\",\"timeoutMs\":120000}");
+        _cleanup_json_ json_object *ap3 = last_params("task.advisor");
+        _cleanup_free_ char *want3 = strdup_printf("%s\n\n--- attached context (summarized ferry-log, 9 chars) ---\ncondensed\n---",
+                                                   cli_advisor_instructions);
+        ck_assert_str_eq(json_get_string(ap3, "prompt"), want3);
+        unsetenv("TASKFERRY_TASK_ID");
+}
+END_TEST
+
 START_TEST(test_cli_daemon_error) {
         write_script("{\"task.status\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"UNKNOWN_TASK\\\",\\\"message\\\":\\\"unknown task id: nope\\\",\\\"help\\\":\\\"run taskferry list to see valid task ids\\\",\\\"detail\\\":\\\"error: unknown task id: nope\\\\nhelp: run taskferry list to see valid task ids\\\"},\\\"id\\\":\\\"%ID%\\\"}\"]}");
         cli_run r = run_cli(NULL, "status", "nope", NULL);
@@ -861,7 +937,7 @@ START_TEST(test_cli_usage_errors_do_not_start_daemon) {
         ck_assert_str_eq(r.out, "error: \"unknown command: bogus\"\nhelp: Run `taskferry --help` to see available commands\n");
         cli_run_done(&r);
         /* a command of the spec's surface that is not built yet says so, and starts no daemon */
-        r = run_cli(NULL, "advisor", "--model", "m", NULL);
+        r = run_cli(NULL, "context", NULL);
         ck_assert_int_eq(r.exit_code, 1);
         {
                 /* the list comes from the one command table */
@@ -1310,6 +1386,7 @@ static Suite *cli_client_suite(void) {
         tcase_add_test(bin, test_cli_accept_applied_warnings);
         tcase_add_test(bin, test_cli_result_params_and_rewrite);
         tcase_add_test(bin, test_cli_list_projection);
+        tcase_add_test(bin, test_cli_advisor_ferry_log_context);
         tcase_add_test(bin, test_cli_auto_start_disabled);
         tcase_add_test(bin, test_cli_first_sigint_swallowed_during_wait);
         tcase_add_test(bin, test_cli_second_sigint_kills_wait);

@@ -145,6 +145,25 @@ END_TEST
 
 /* ---- argv ---- */
 
+/* A report summary (lifecycle.md §2.3): --pure, the snapshot attached, the
+ * instruction on argv (never the prompt file), never --auto or --variant. */
+START_TEST(test_opencode_argv_summary) {
+        executor_launch l = {.model = "opencode/mimo-v2.5-free", .variant = "high", .directory = "/s/summaries",
+                             .prompt = "Summarize.", .prompt_file = "/tmp/.taskferry-prompt",
+                             .attachment = "/s/summaries/oc_a.json"};
+        char **argv = build("opencode", &l);
+        assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
+                    "opencode/mimo-v2.5-free", "-f", "/s/summaries/oc_a.json", "--", "Summarize.", NULL);
+        strv_free(argv);
+        l.session_id = "ses_s";
+        argv = build("opencode", &l);
+        assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
+                    "opencode/mimo-v2.5-free", "-f", "/s/summaries/oc_a.json", "--continue", "--session", "ses_s", "--",
+                    "Summarize.", NULL);
+        strv_free(argv);
+}
+END_TEST
+
 START_TEST(test_opencode_argv_inline) {
         executor_launch l = { .model = "openrouter/~anthropic/x", .directory = "/w/repo", .prompt = "fix it" };
         _cleanup_strv_free_ char **argv = build("opencode", &l);
@@ -545,6 +564,7 @@ static Suite *executor_suite(void) {
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_table);
         tcase_add_test(tc, test_opencode_argv_inline);
+        tcase_add_test(tc, test_opencode_argv_summary);
         tcase_add_test(tc, test_opencode_argv_resume_variant_file);
         tcase_add_test(tc, test_pi_argv_thinking_levels);
         tcase_add_test(tc, test_opencode_argv_errors);

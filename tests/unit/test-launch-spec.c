@@ -187,6 +187,23 @@ START_TEST(test_round_trip) {
                                     &b4),
                          0);
         ck_assert_ptr_null(b4->disk);
+        ck_assert_ptr_null(b4->attachment);
+
+        /* a report summary's attachment: absent unless set, an absolute path */
+        bare.sandbox = NULL;
+        bare.attachment = (char *) "/s/summaries/oc_x_1.json";
+        _cleanup_json_ json_object *j5 = NULL;
+        ck_assert_int_eq(launch_spec_to_json(&bare, &j5), 0);
+        ck_assert(strstr(json_to_line(j5, NULL), ",\"disk\":null,\"attachment\":\"/s/summaries/oc_x_1.json\"}") != NULL);
+        _cleanup_(launch_spec_freep) launch_spec *b5 = NULL;
+        ck_assert_int_eq(launch_spec_from_json(j5, &b5), 0);
+        ck_assert_str_eq(b5->attachment, "/s/summaries/oc_x_1.json");
+        launch_spec *b6 = NULL;
+        ck_assert_int_eq(parse_text("{\"taskId\":\"oc_x_1\",\"executor\":\"shell\",\"model\":null,\"variant\":null,"
+                                    "\"sessionId\":null,\"prompt\":\"\",\"directory\":\"/d\",\"env\":[],\"logPath\":\"/l\","
+                                    "\"taskDir\":\"/t\",\"promptFile\":null,\"sandbox\":null,\"attachment\":\"rel.json\"}",
+                                    &b6),
+                         -EBADMSG);
 }
 END_TEST
 

@@ -1,0 +1,154 @@
+/* cli-advisor.c (spec lifecycle.md §8.3 CLI context sources): the budget's
+ * sources, the Claude Code transcript tail (its byte window, BOM, partial
+ * first line, entry filter, code-point cut) and the prompt layout. Files
+ * under $TASKFERRY_TEST_TMPDIR. */
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cli-advisor.h"
+#include "util.h"
+
+static char *dir;
+
+static void setup(void) {
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        char *tmpl = strdup_printf("%s/tf-cli-advisor-XXXXXX", base && *base ? base : "/var/tmp");
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        dir = tmpl;
+}
+
+static void teardown(void) {
+        char *cmd = strdup_printf("rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        free(cmd);
+        free(dir);
+}
+
+static char *put(const char *name, const char *data, size_t len) {
+        char *p = strdup_printf("%s/%s", dir, name);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, data, len), (ssize_t) len);
+        close(fd);
+        return p;
+}
+
+START_TEST(budget_sources) {
+        char *cfg = put("config.json", "{\"advisorContextChars\": 50}", 27);
+        ck_assert_uint_eq(cli_advisor_budget("1e3", cfg), 1000);
+        ck_assert_uint_eq(cli_advisor_budget(" 7 ", cfg), 7);
+        /* not a positive number: the config, then the default */
+        ck_assert_uint_eq(cli_advisor_budget("abc", cfg), 50);
+        ck_assert_uint_eq(cli_advisor_budget("0", cfg), 50);
+        ck_assert_uint_eq(cli_advisor_budget("-5", cfg), 50);
+        ck_assert_uint_eq(cli_advisor_budget(NULL, cfg), 50);
+        ck_assert_uint_eq(cli_advisor_budget(NULL, NULL), 120000);
+        char *bad = put("bad.json", "{\"advisorContextChars\": 0}", 26);
+        ck_assert_uint_eq(cli_advisor_budget(NULL, bad), 120000);
+        ck_assert_uint_eq(cli_advisor_budget(NULL, "/nonexistent/config.json"), 120000);
+        free(cfg), free(bad);
+}
+END_TEST
+
+START_TEST(transcript_path) {
+        char *p = cli_advisor_transcript_path("/home/u", "/work/my/repo", "abc-123");
+        ck_assert_str_eq(p, "/home/u/.claude/projects/-work-my-repo/abc-123.jsonl");
+        free(p);
+}
+END_TEST
+
+START_TEST(transcript_entries) {
+        const char *t = "\xEF\xBB\xBF{\"type\":\"user\",\"message\":{\"content\":\"hi\"}}\n"
+                        "{\"type\":\"system\",\"message\":{\"content\":\"skip\"}}\n"
+                        "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"tool_use\",\"name\":\"x\"}]}}\n"
+                        "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]}}\n"
+                        "{broken\n"
+                        "{\"type\":\"user\",\"message\":{\"content\":\"\"}}\n"
+                        "{\"type\":\"user\",\"message\":{\"content\":\"bye\"}}";
+        char *p = put("t.jsonl", t, strlen(t));
+        char *text = NULL;
+        cli_error err = {0};
+        ck_assert_int_eq(cli_advisor_transcript_text(p, 1000, &text, &err), 0);
+        ck_assert_str_eq(text, "user: hi\n\nassistant: a\nb\n\nuser: bye");
+        free(text);
+        /* the last `budget` code points */
+        ck_assert_int_eq(cli_advisor_transcript_text(p, 4, &text, &err), 0);
+        ck_assert_str_eq(text, " bye");
+        free(text);
+        /* no user/assistant text: empty (no context) */
+        char *q = put("none.jsonl", "{\"type\":\"system\"}\n", 18);
+        ck_assert_int_eq(cli_advisor_transcript_text(q, 1000, &text, &err), 0);
+        ck_assert_str_eq(text, "");
+        free(text);
+        /* unreadable: a usage error naming the path */
+        ck_assert_int_eq(cli_advisor_transcript_text("/nonexistent/t.jsonl", 1000, &text, &err), -EINVAL);
+        ck_assert_int_eq(err.exit_code, CLI_EXIT_USAGE);
+        ck_assert(strstr(err.text, "/nonexistent/t.jsonl") != NULL);
+        cli_error_done(&err);
+        free(p), free(q);
+}
+END_TEST
+
+START_TEST(transcript_tail_window) {
+        /* 10000 bytes of a first entry, then a short one: budget 600 → the read
+         * is max(4096, 4800) bytes from the end, lands inside the first line,
+         * which is dropped (its text would fit the budget) */
+        size_t n = 10000;
+        char *big = malloc(n + 200);
+        int k = snprintf(big, 200, "{\"type\":\"user\",\"message\":{\"content\":\"");
+        memset(big + k, 'x', n);
+        size_t len = (size_t) k + n;
+        len += (size_t) sprintf(big + len, "\"}}\n{\"type\":\"assistant\",\"message\":{\"content\":\"ok\"}}\n");
+        char *p = put("big.jsonl", big, len);
+        char *text = NULL;
+        cli_error err = {0};
+        ck_assert_int_eq(cli_advisor_transcript_text(p, 600, &text, &err), 0);
+        ck_assert_str_eq(text, "assistant: ok");
+        free(text);
+        /* a tiny budget still reads the 4096-byte floor */
+        ck_assert_int_eq(cli_advisor_transcript_text(p, 5, &text, &err), 0);
+        ck_assert_str_eq(text, "t: ok");
+        free(text);
+        /* a budget whose window covers the file keeps the first entry */
+        ck_assert_int_eq(cli_advisor_transcript_text(p, 20000, &text, &err), 0);
+        ck_assert(startswith(text, "user: xxx"));
+        free(text), free(p), free(big);
+}
+END_TEST
+
+START_TEST(prompt_layout) {
+        char *p = cli_advisor_prompt("ask", "ferry-log", "t\xC3\xA9xt");
+        char *want = strdup_printf("ask\n%s\n\n--- attached context (ferry-log, 4 chars) ---\nt\xC3\xA9xt\n---", cli_advisor_instructions);
+        ck_assert_str_eq(p, want);
+        free(p), free(want);
+        /* UTF-16 length: an astral character counts 2 */
+        p = cli_advisor_prompt(NULL, "claude-session", "\xF0\x9F\x98\x80");
+        want = strdup_printf("%s\n\n--- attached context (claude-session, 2 chars) ---\n\xF0\x9F\x98\x80\n---", cli_advisor_instructions);
+        ck_assert_str_eq(p, want);
+        free(p), free(want);
+        p = cli_advisor_prompt("only", NULL, NULL);
+        want = strdup_printf("only\n%s", cli_advisor_instructions);
+        ck_assert_str_eq(p, want);
+        free(p), free(want);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("cli-advisor");
+        TCase *tc = tcase_create("core");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, budget_sources);
+        tcase_add_test(tc, transcript_path);
+        tcase_add_test(tc, transcript_entries);
+        tcase_add_test(tc, transcript_tail_window);
+        tcase_add_test(tc, prompt_layout);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
