@@ -90,7 +90,8 @@ int main(int argc, char **argv) {
                 /* a command of the spec's CLI surface that this build does not have yet */
                 cli_error_fail(&err, NULL,
                                "%s is not available in this build of taskferry yet\n"
-                               "help: available now: dispatch, status, wait, result, list, cancel, accept, reject, tail, output",
+                               "help: available now: dispatch, status, wait, result, list, cancel, accept, reject, tail, output, "
+                               "context, doctor, init",
                                args.command);
                 print_error(&err, json);
                 return finish(CLI_EXIT_FAILURE);

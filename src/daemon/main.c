@@ -116,6 +116,13 @@ static int settings_load(Settings *s, char **ret_error) {
                                            "with a K, M, G or T suffix (got \"%s\")", dm);
                 return -EINVAL;
         }
+        s->max_output_file_bytes = env_positive("TASKFERRY_MAX_OUTPUT_FILE_BYTES", 524288);
+        if (s->max_output_file_bytes > 1048576) {
+                *ret_error = strdup_printf("TASKFERRY_MAX_OUTPUT_FILE_BYTES %" PRIu64 " exceeds daemon response limit "
+                                           "1048576 bytes (at most 174080 always fits once JSON-encoded)",
+                                           s->max_output_file_bytes);
+                return -EINVAL;
+        }
         int r = resolve_shim(&s->shim_path);
         if (r < 0) {
                 *ret_error = strdup("cannot find taskferry-shim next to taskferryd or in " TASKFERRY_INSTALL_LIBEXECDIR);

@@ -20,4 +20,6 @@ typedef struct Settings {
         char *shim_path;              /* resolved taskferry-shim */
         uint64_t task_disk_max;       /* TASKFERRY_TASK_DISK_MAX (disk_size_parse), 0: the default rule
                                          of disk-budget.h */
+        uint64_t max_output_file_bytes; /* TASKFERRY_MAX_OUTPUT_FILE_BYTES, default 524288; > 1048576 refuses
+                                           to start (lifecycle.md §7.3) */
 } Settings;

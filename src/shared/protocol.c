@@ -32,6 +32,7 @@ typedef enum ptype {
         P_STRS,   /* non-empty array of non-empty strings */
         P_EXECUTOR, /* "opencode" | "pi" | "shell" */
         P_FIELDS, /* non-empty array of RESULT_FIELDS */
+        P_TAIL_CHARS, /* safe integer 1..131072 (task.tail chars, §1.6) */
 } ptype;
 
 typedef struct pspec {
@@ -63,13 +64,20 @@ static const pspec result_params[] = {
         {"taskId", P_STR, true}, {"full", P_BOOL, false}, {"fields", P_FIELDS, false}, {NULL, 0, 0}};
 static const pspec accept_params[] = {{"taskId", P_STR, true}, {"force", P_BOOL, false}, {NULL, 0, 0}};
 static const pspec reject_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
+static const pspec stats_params[] = {{NULL, 0, 0}};
+static const pspec tail_params[] = {{"taskId", P_STR, true}, {"chars", P_TAIL_CHARS, false}, {NULL, 0, 0}};
+static const pspec context_params[] = {{"directory", P_ABS, true}, {NULL, 0, 0}};
+static const pspec output_params[] = {
+        {"taskId", P_STR, true}, {"path", P_STR, false}, {"maxOutputFileBytes", P_INT_POS, false}, {NULL, 0, 0}};
 
 /* The one list of methods: name and params, in the order the UNKNOWN_METHOD
  * help lists them. */
 #define PROTOCOL_METHODS(X)                                                                                \
         X("system.health", health_params) X("task.dispatch", dispatch_params) X("task.cancel", cancel_params) \
         X("task.status", status_params) X("task.wait", wait_params) X("task.list", list_params)            \
-        X("task.result", result_params) X("task.accept", accept_params) X("task.reject", reject_params)
+        X("task.stats", stats_params) X("task.result", result_params) X("task.tail", tail_params)            \
+        X("task.context", context_params) X("task.accept", accept_params) X("task.reject", reject_params)    \
+        X("task.output", output_params)
 #define METHOD_SPEC(name, params) {name, params},
 #define METHOD_NAME(name, params) name,
 static const method_spec method_specs[] = {PROTOCOL_METHODS(METHOD_SPEC)};
@@ -199,6 +207,8 @@ static bool check_param(ptype t, json_object *v) {
                 return is_safe_integer(v, &i) && i > 0;
         case P_INT_NONNEG:
                 return is_safe_integer(v, &i) && i >= 0;
+        case P_TAIL_CHARS:
+                return is_safe_integer(v, &i) && i >= 1 && i <= 131072;
         case P_ENV:
                 if (!json_object_is_type(v, json_type_object)) return false;
                 json_object_object_foreach(v, key, val) {
