@@ -19,7 +19,8 @@
  * -EXDEV (or -ELOOP) for a path that would leave it. */
 static int open_beneath_follow(int dirfd, const char *rel, int flags) {
         struct open_how how = {
-                .flags = (uint64_t) (flags | O_CLOEXEC | O_NOCTTY),
+                /* openat2 refuses O_PATH with any flag but these */
+                .flags = (uint64_t) (flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY)),
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
         };
         int fd = (int) syscall(SYS_openat2, dirfd, *rel ? rel : ".", &how, sizeof how);

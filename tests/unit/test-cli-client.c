@@ -863,7 +863,7 @@ START_TEST(test_cli_usage_errors_do_not_start_daemon) {
         r = run_cli(NULL, "advisor", "--model", "m", NULL);
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert_str_eq(r.out, "error: advisor is not available in this build of taskferry yet\nhelp: \"available now: "
-                                "dispatch, status, wait, result, list, cancel, accept, reject, tail, output\"\n");
+                                "dispatch, status, wait, result, list, cancel, accept, reject, tail, output, context, doctor, init\"\n");
         cli_run_done(&r);
         r = run_cli(NULL, "--json", "wait", "x", "--timeout", "1d", NULL);
         ck_assert_int_eq(r.exit_code, 2);
