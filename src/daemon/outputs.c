@@ -86,7 +86,10 @@ static int visit_entry(Walk *w, const Frame *f, int dfd, const char *name) {
                 if (fd < 0 || fstat(fd, &target) < 0 || !S_ISREG(target.st_mode)) return 0;
                 size = (uint64_t) target.st_size;
         } else if (S_ISDIR(st.st_mode)) {
-                if (w->visited_dirs >= OUTPUT_LIST_DIRS_MAX) {
+                /* visited plus pinned (each holds an fd): more than the cap
+                 * could never all be visited, and a wide tree would
+                 * otherwise pin an fd per subdirectory */
+                if (w->visited_dirs + w->n_stack >= OUTPUT_LIST_DIRS_MAX) {
                         w->truncated = true;
                         return 1;
                 }
@@ -188,7 +191,7 @@ int output_list(const char *dir, json_object **ret) {
         close(root);
         json_object *o = NULL, *files = NULL;
         if (r == 0) {
-                qsort(w.files, w.n_files, sizeof *w.files, entry_cmp);
+                if (w.n_files > 1) qsort(w.files, w.n_files, sizeof *w.files, entry_cmp);
                 o = json_object_new_object();
                 files = json_object_new_array();
                 if (!o || !files) r = -ENOMEM;
