@@ -1077,6 +1077,29 @@ START_TEST(init_scaffolds_once) {
         cli_out_done(&c);
         text = tf_read(path, NULL);
         ck_assert_msg(strstr(text, "# check = \"npm run check\"  -- fill this in"), "%s", text);
+        /* on a TTY it asks; "n" writes the fill-in, anything else the command */
+        char *tty = strdup(tf_path(w->repo_parent, "tty"));
+        char *tty2 = strdup(tf_path(w->repo_parent, "tty2"));
+        free(tf_shf(w, NULL, "mkdir -p %s %s && touch %s/Cargo.toml %s/Cargo.toml", tty, tty2, tty, tty2));
+        char *cmd = strdup_printf("printf 'y\\n' | script -qec '%s init' /dev/null", tf_bin("taskferry"));
+        tf_run tr = tf_sh(w, tty, cmd, true);
+        free(cmd);
+        ck_assert_msg(strstr(tr.out, "Detected check command: cargo clippy -- -D warnings && cargo test\r\n"
+                                     "Write .taskferry.toml with this command? [Y/n] ") &&
+                              strstr(tr.out, "checkCommand: cargo clippy"),
+                      "%s", tr.out);
+        tf_run_done(&tr);
+        char *ttext = tf_read(tf_path(tty, ".taskferry.toml"), NULL);
+        ck_assert_msg(strstr(ttext, "\ncheck = \"cargo clippy -- -D warnings && cargo test\"\n"), "%s", ttext);
+        free(ttext);
+        cmd = strdup_printf("printf 'no\\n' | script -qec '%s init' /dev/null", tf_bin("taskferry"));
+        tr = tf_sh(w, tty2, cmd, true);
+        free(cmd);
+        ck_assert_msg(strstr(tr.out, "checkCommand: null"), "%s", tr.out);
+        tf_run_done(&tr);
+        ttext = tf_read(tf_path(tty2, ".taskferry.toml"), NULL);
+        ck_assert_msg(strstr(ttext, "# check = \"npm run check\"  -- fill this in"), "%s", ttext);
+        free(ttext), free(tty), free(tty2);
         /* init needs no daemon */
         ck_assert_int_lt(tf_daemon_pid(w), 0);
         free(text), free(path), free(want), free(go), free(ln), free(npm), free(none);
