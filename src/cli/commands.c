@@ -27,7 +27,7 @@ extern char **environ;
 
 const char *const cli_implemented_commands[] = {
         "home", "version", "dispatch", "cancel", "accept", "reject", "status", "wait",
-        "result", "list", "tail", "output", "diff", "watch", "advisor", "summary", NULL
+        "result", "list", "tail", "output", "diff", "watch", "advisor", "summary", "context", "doctor", "init", NULL
 };
 
 bool cli_command_implemented(const char *command) {
@@ -49,11 +49,12 @@ static int ensure_connected(cli_context *ctx, cli_error *err) {
         return 0;
 }
 
-static int call(cli_context *ctx, const char *method, json_object *params, json_object **ret, cli_error *err) {
+int cli_call(cli_context *ctx, const char *method, json_object *params, json_object **ret, cli_error *err) {
         int r = ensure_connected(ctx, err);
         if (r < 0) return r;
         return cli_client_call(&ctx->client, method, params, ret, err);
 }
+#define call cli_call
 
 static json_object *task_params(const cli_context *ctx) {
         json_object *p = json_object_new_object();
@@ -97,7 +98,7 @@ static int directory_param(const cli_args *a, const char *fallback, char **ret, 
 }
 
 /* Workspace root of the cwd (or --directory), normalized. */
-static int workspace_directory(const cli_args *a, char **ret, cli_error *err) {
+int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err) {
         const char *d = cli_args_string(a, "directory");
         if (d) return cli_normalize_directory(d, ret, err);
         _cleanup_free_ char *cwd = current_dir();
@@ -106,10 +107,6 @@ static int workspace_directory(const cli_args *a, char **ret, cli_error *err) {
         int r = cli_workspace_root(cwd, &root);
         if (r < 0) return r;
         return cli_normalize_directory(root, ret, err);
-}
-
-int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err) {
-        return workspace_directory(a, ret, err);
 }
 
 static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
@@ -276,7 +273,7 @@ static int run_list(cli_context *ctx, json_object **ret, cli_error *err) {
         if (!params) return -ENOMEM;
         if (!cli_args_bool(ctx->args, "all")) {
                 _cleanup_free_ char *directory = NULL;
-                int r = workspace_directory(ctx->args, &directory, err);
+                int r = cli_workspace_directory(ctx->args, &directory, err);
                 if (r < 0) return r;
                 if (json_add_string(params, "directory", directory) < 0) return -ENOMEM;
         }
@@ -678,7 +675,7 @@ static char *bin_path(const char *argv0) {
 
 static int run_home(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_free_ char *directory = NULL;
-        int r = workspace_directory(ctx->args, &directory, err);
+        int r = cli_workspace_directory(ctx->args, &directory, err);
         if (r < 0) return r;
         _cleanup_json_ json_object *params = json_object_new_object();
         if (!params || json_add_string(params, "directory", directory) < 0) return -ENOMEM;
@@ -713,6 +710,14 @@ int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret
                 return cli_run_watch(ctx, call, err);
         }
         if (streq(cmd, "summary")) return run_summary(ctx, ret_value, ret_raw, err);
+        if (streq(cmd, "context") || streq(cmd, "doctor") || streq(cmd, "init")) {
+                r = streq(cmd, "context") ? cli_run_context(ctx, &value, &raw, err)
+                  : streq(cmd, "doctor")  ? cli_run_doctor(ctx, &value, &raw, err)
+                                          : cli_run_init(ctx, &value, &raw, err);
+                *ret_raw = raw;
+                *ret_value = value;
+                return r;
+        }
         if (streq(cmd, "home")) {
                 r = run_home(ctx, &value, &raw, err);
                 *ret_raw = raw;

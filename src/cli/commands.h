@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <json-c/json.h>
 
 #include "cli-args.h"
@@ -37,3 +38,21 @@ bool cli_command_implemented(const char *command);
 int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);
 
 void cli_context_done(cli_context *ctx);
+
+/* One RPC over the context's connection (connecting, and auto-starting the
+ * daemon, on first use). As cli_client_call. */
+int cli_call(cli_context *ctx, const char *method, json_object *params, json_object **ret, cli_error *err);
+/* realpath(--directory or the workspace root of the cwd) (§2.5). */
+int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err);
+
+/* cli-views.c: context (§2.6/§2.7), doctor [--full|--stats] (§2.6), init
+ * (§2.10). Same contract as cli_run_command. */
+int cli_run_context(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);
+int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);
+int cli_run_init(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);
+/* projectContext (§2.7): {directory, counts, tasks (≤10 lean rows or the
+ * none-found string), [next]}. A new object, NULL on ENOMEM. */
+json_object *cli_project_context(json_object *raw);
+/* The stats object aggregated from a task.list {} result (the fallback for a
+ * daemon answering UNKNOWN_METHOD to task.stats). A new object. */
+json_object *cli_stats_from_list(json_object *list, uint64_t now_ms);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli-resolve.h"
+#include "commands.h"
 #include "json-util.h"
 #include "toon.h"
 #include "util.h"

@@ -25,6 +25,3 @@ char *watch_format_line(json_object *event, bool ndjson, bool color);
 char *watch_time_prefix(const char *iso);
 /* Run watch on ctx; call() sends one RPC on ctx's connection. 0 (exit 0) or < 0 with err. */
 int cli_run_watch(cli_context *ctx, call_fn call, cli_error *err);
-
-/* commands.c: the workspace directory of --directory or the cwd (§2.5). */
-int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err);

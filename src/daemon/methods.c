@@ -10,7 +10,9 @@
 #include "methods.h"
 #include "server.h"
 #include "task.h"
+#include "stats.h"
 #include "util.h"
+#include "views.h"
 
 static const Method methods[] = {
         {"system.health", method_health, 0},
@@ -19,11 +21,15 @@ static const Method methods[] = {
         {"task.status", method_status, METHOD_STATE | METHOD_TASK},
         {"task.wait", method_wait, METHOD_STATE | METHOD_TASK},
         {"task.list", method_list, METHOD_STATE},
+        {"task.stats", method_stats, METHOD_STATE},
         {"task.result", method_result, METHOD_STATE | METHOD_TASK},
+        {"task.tail", method_tail, METHOD_STATE | METHOD_TASK},
         {"task.summary", method_summary, METHOD_STATE | METHOD_TASK},
         {"task.advisor", method_advisor, METHOD_STATE},
+        {"task.context", method_context, METHOD_STATE},
         {"task.accept", method_accept, METHOD_STATE | METHOD_TASK},
         {"task.reject", method_reject, METHOD_STATE | METHOD_TASK},
+        {"task.output", method_output, METHOD_STATE | METHOD_TASK},
         {"event.subscribe", method_subscribe, METHOD_STATE},
 };
 

@@ -36,6 +36,7 @@ typedef enum ptype {
         P_FIELDS, /* non-empty array of RESULT_FIELDS */
         P_MAX_WORDS, /* safe integer 75..300 */
         P_SUMMARY_MODE, /* "report" | "activity" */
+        P_TAIL_CHARS, /* safe integer 1..131072 (task.tail chars, §1.6) */
 } ptype;
 
 typedef struct pspec {
@@ -77,6 +78,11 @@ static const pspec summary_params[] = {{"taskId", P_STR, true}, {"maxWords", P_M
 static const pspec subscribe_params[] = {
         {"all", P_BOOL, false},     {"directory", P_ABS, false},       {"taskId", P_STR, false},
         {"summaries", P_BOOL, false}, {"originSessionId", P_STR, false}, {NULL, 0, 0}};
+static const pspec stats_params[] = {{NULL, 0, 0}};
+static const pspec tail_params[] = {{"taskId", P_STR, true}, {"chars", P_TAIL_CHARS, false}, {NULL, 0, 0}};
+static const pspec context_params[] = {{"directory", P_ABS, true}, {NULL, 0, 0}};
+static const pspec output_params[] = {
+        {"taskId", P_STR, true}, {"path", P_STR, false}, {"maxOutputFileBytes", P_INT_POS, false}, {NULL, 0, 0}};
 
 /* The one list of methods: the 16 of §1.6 in the order the UNKNOWN_METHOD
  * help lists them (15 RPC methods, then event.subscribe), each with its
@@ -86,9 +92,10 @@ static const pspec subscribe_params[] = {
 #define PROTOCOL_METHODS(X)                                                                                \
         X("system.health", health_params) X("task.dispatch", dispatch_params) X("task.cancel", cancel_params) \
         X("task.status", status_params) X("task.wait", wait_params) X("task.list", list_params)            \
-        X("task.stats", NULL) X("task.result", result_params) X("task.tail", NULL) X("task.summary", summary_params)   \
-        X("task.advisor", advisor_params) X("task.context", NULL) X("task.accept", accept_params)                     \
-        X("task.reject", reject_params) X("task.output", NULL) X("event.subscribe", subscribe_params)
+        X("task.stats", stats_params) X("task.result", result_params) X("task.tail", tail_params)            \
+        X("task.summary", summary_params) X("task.advisor", advisor_params) X("task.context", context_params) \
+        X("task.accept", accept_params) X("task.reject", reject_params) X("task.output", output_params)      \
+        X("event.subscribe", subscribe_params)
 #define METHOD_SPEC(name, params) {name, params},
 #define METHOD_NAME(name, params) name,
 static const method_spec method_specs[] = {PROTOCOL_METHODS(METHOD_SPEC)};
@@ -223,6 +230,8 @@ static bool check_param(ptype t, json_object *v) {
         case P_SUMMARY_MODE:
                 return is_nonempty_string(v) &&
                        (streq(json_object_get_string(v), "report") || streq(json_object_get_string(v), "activity"));
+        case P_TAIL_CHARS:
+                return is_safe_integer(v, &i) && i >= 1 && i <= 131072;
         case P_ENV:
                 if (!json_object_is_type(v, json_type_object)) return false;
                 json_object_object_foreach(v, key, val) {

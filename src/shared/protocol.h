@@ -31,6 +31,8 @@
 #define E_REQUEST_TOO_LARGE "REQUEST_TOO_LARGE"
 #define E_RESPONSE_TOO_LARGE "RESPONSE_TOO_LARGE"
 #define E_UNKNOWN_TASK "UNKNOWN_TASK"
+#define E_OUTPUT_NOT_FOUND "OUTPUT_NOT_FOUND" /* task.output: path not found (lifecycle.md §7.3) */
+#define E_NO_OUTPUT_DIR "NO_OUTPUT_DIR"       /* task.output path on a task with no outputDir */
 #define E_REQUEST_FAILED "REQUEST_FAILED"
 
 /* The 28 RESULT_FIELDS of §1.6, in order; NULL-terminated. */

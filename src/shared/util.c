@@ -179,7 +179,9 @@ size_t utf8_tail_offset(const char *s, size_t len, size_t n) {
         return i;
 }
 
-char *utf8_sanitize(const char *s, size_t len) {
+char *utf8_sanitize(const char *s, size_t len) { return utf8_sanitize_n(s, len, NULL); }
+
+char *utf8_sanitize_n(const char *s, size_t len, size_t *ret_len) {
         char *out = malloc(len * 3 + 1), *o = out;
         if (!out) return NULL;
         for (size_t i = 0; i < len;) {
@@ -198,6 +200,7 @@ char *utf8_sanitize(const char *s, size_t len) {
                 }
         }
         *o = 0;
+        if (ret_len) *ret_len = (size_t) (o - out);
         return out;
 }
 

@@ -37,6 +37,8 @@ size_t utf8_tail_offset(const char *s, size_t len, size_t n);
 /* Copy of s[0..len) with every invalid UTF-8 sequence replaced by U+FFFD
  * (what a JavaScript reader of the bytes would see). malloc'd, NULL on ENOMEM. */
 char *utf8_sanitize(const char *s, size_t len);
+/* The same, with the result's length in *ret_len (it may hold NUL bytes). */
+char *utf8_sanitize_n(const char *s, size_t len, size_t *ret_len);
 /* Byte length of the first `units` UTF-16 units of s (never splits a code point). */
 size_t utf8_prefix_utf16(const char *s, size_t len, size_t units);
 

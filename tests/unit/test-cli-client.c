@@ -937,16 +937,16 @@ START_TEST(test_cli_usage_errors_do_not_start_daemon) {
         ck_assert_str_eq(r.out, "error: \"unknown command: bogus\"\nhelp: Run `taskferry --help` to see available commands\n");
         cli_run_done(&r);
         /* a command of the spec's surface that is not built yet says so, and starts no daemon */
-        r = run_cli(NULL, "context", NULL);
+        r = run_cli(NULL, "setup", NULL);
         ck_assert_int_eq(r.exit_code, 1);
         {
                 /* the list comes from the one command table */
                 _cleanup_free_ char *available = cli_available_commands();
                 _cleanup_free_ char *want = strdup_printf(
-                        "error: advisor is not available in this build of taskferry yet\nhelp: \"available now: %s\"\n", available);
+                        "error: setup is not available in this build of taskferry yet\nhelp: \"available now: %s\"\n", available);
                 ck_assert_str_eq(r.out, want);
-                ck_assert_ptr_nonnull(strstr(available, "dispatch, cancel, accept, reject, output, wait, status"));
-                ck_assert_ptr_null(strstr(available, "advisor"));
+                ck_assert_ptr_nonnull(strstr(available, "dispatch, cancel, accept, reject, output, wait, advisor, status"));
+                ck_assert_ptr_null(strstr(available, "setup"));
         }
         cli_run_done(&r);
         r = run_cli(NULL, "--json", "wait", "x", "--timeout", "1d", NULL);

@@ -74,7 +74,7 @@ START_TEST(validation_order_and_codes) {
         e = parse_error("{\"version\":null,\"id\":\"x\",\"method\":\"m\",\"params\":{}}");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"), "unsupported protocol version: null");
         json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.advisor\",\"params\":{}}");
+        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.Advisor\",\"params\":{}}");
         ck_assert_str_eq(err_code(e), "UNKNOWN_METHOD");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
                          "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, task.list, "
@@ -93,7 +93,7 @@ START_TEST(validation_order_and_codes) {
         }
         ck_assert_uint_eq(n_methods, 16);
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"), want);
-        ck_assert(proto_method_served("task.status"));
+        for (const char *const *m = protocol_methods; *m; m++) ck_assert_msg(proto_method_served(*m), "%s", *m);
         ck_assert(!proto_method_served("task.bogus"));
         ck_assert(!proto_method_served(NULL));
         /* event.subscribe: all === true, or a directory, or a taskId (§1.6) */
@@ -137,6 +137,30 @@ START_TEST(validation_order_and_codes) {
 }
 END_TEST
 
+/* The views' params (§1.6): chars is 1..131072, a path holding NUL is no
+ * string a C reader could open, context needs an absolute directory, stats
+ * takes nothing. */
+START_TEST(view_params_refused) {
+        const char *bad[] = {
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.tail\",\"params\":{\"taskId\":\"t\",\"chars\":131073}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.tail\",\"params\":{\"taskId\":\"t\",\"chars\":0}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.tail\",\"params\":{\"taskId\":\"t\",\"chars\":1.5}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.tail\",\"params\":{\"taskId\":\"t\",\"chars\":null}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.output\",\"params\":{\"taskId\":\"t\",\"path\":\"a\\u0000b\"}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.output\",\"params\":{\"taskId\":\"t\",\"path\":\"\"}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.output\",\"params\":{\"taskId\":\"t\",\"maxOutputFileBytes\":0}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.context\",\"params\":{}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.context\",\"params\":{\"directory\":\"rel\"}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.stats\",\"params\":{\"all\":true}}",
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                json_object *e = parse_error(bad[i]);
+                ck_assert_msg(streq_ptr(err_code(e), "INVALID_PARAMS"), "accepted: %s", bad[i]);
+                json_object_put(e);
+        }
+}
+END_TEST
+
 START_TEST(valid_requests) {
         const char *ok[] = {
                 "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}",
@@ -149,6 +173,12 @@ START_TEST(valid_requests) {
                 "{\"version\":1,\"id\":\"a\",\"method\":\"task.cancel\",\"params\":{\"taskId\":\"t\",\"graceMs\":0}}",
                 "{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"p\",\"directory\":\"/x\","
                 "\"diskMax\":52428800}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.tail\",\"params\":{\"taskId\":\"t\",\"chars\":131072}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.tail\",\"params\":{\"taskId\":\"t\",\"chars\":1}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.output\",\"params\":{\"taskId\":\"t\",\"path\":\"a/b\","
+                "\"maxOutputFileBytes\":2000000}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.context\",\"params\":{\"directory\":\"/x\"}}",
+                "{\"version\":1,\"id\":\"a\",\"method\":\"task.stats\",\"params\":{}}",
         };
         for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
                 proto_request r;
@@ -240,6 +270,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, error_from_text_maps_like_response_error);
         tcase_add_test(tc, validation_order_and_codes);
         tcase_add_test(tc, valid_requests);
+        tcase_add_test(tc, view_params_refused);
         tcase_add_test(tc, client_frame_classification);
         tcase_add_test(tc, nul_and_invalid_utf8_are_rejected);
         suite_add_tcase(s, tc);
