@@ -17,6 +17,7 @@
 #include "task.h"
 #include "tasks.h"
 #include "wait.h"
+#include "watchdog.h"
 #include "disk-budget.h"
 #include "executor.h"
 #include "process-util.h"
@@ -81,6 +82,11 @@ static int resolve_shim(char **ret) {
 static int settings_load(Settings *s, char **ret_error) {
         s->max_concurrent = (unsigned) env_positive("TASKFERRY_MAX_CONCURRENT_TASKS", 4);
         s->cancel_grace_ms = env_positive("TASKFERRY_CANCEL_GRACE_MS", 5000);
+        s->no_output_timeout_ms = env_positive("TASKFERRY_NO_OUTPUT_TIMEOUT_MS", 256000);
+        s->post_output_no_output_timeout_ms = env_positive("TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS", 400000);
+        s->pre_output_max_ms = env_positive("TASKFERRY_PRE_OUTPUT_MAX_MS", 1024000);
+        s->watchdog_poll_ms = env_positive("TASKFERRY_WATCHDOG_POLL_MS", 2000);
+        s->watchdog_grace_ms = env_positive("TASKFERRY_WATCHDOG_GRACE_MS", 5000);
         s->sandbox_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_SANDBOX");
         s->overlay_enabled = env_enabled_unless_disabled("TASKFERRY_DISABLE_OVERLAY");
         const char *ex = getenv("TASKFERRY_DEFAULT_EXECUTOR");
@@ -182,6 +188,7 @@ static void manager_free(Manager *m) {
                 sd_event_source_disable_unref(t->shim_source);
                 sd_event_source_disable_unref(t->status_source);
                 sd_event_source_disable_unref(t->kill_timer);
+                watchdog_stop(t);
                 task_socket_close(t);
                 safe_close(t->shim_pidfd);
                 safe_close(t->status_fd);

@@ -9,6 +9,12 @@
 typedef struct Settings {
         unsigned max_concurrent;      /* TASKFERRY_MAX_CONCURRENT_TASKS, default 4 */
         uint64_t cancel_grace_ms;     /* TASKFERRY_CANCEL_GRACE_MS, default 5000 */
+        /* watchdog (lifecycle.md §6.1), all ms: */
+        uint64_t no_output_timeout_ms;             /* TASKFERRY_NO_OUTPUT_TIMEOUT_MS, default 256000 */
+        uint64_t post_output_no_output_timeout_ms; /* TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS, default 400000 */
+        uint64_t pre_output_max_ms;                /* TASKFERRY_PRE_OUTPUT_MAX_MS, default 1024000 (fixed, §10) */
+        uint64_t watchdog_poll_ms;                 /* TASKFERRY_WATCHDOG_POLL_MS (env only), default 2000 */
+        uint64_t watchdog_grace_ms;                /* TASKFERRY_WATCHDOG_GRACE_MS, default 5000 */
         bool sandbox_enabled;         /* !TASKFERRY_DISABLE_SANDBOX */
         bool overlay_enabled;         /* !TASKFERRY_DISABLE_OVERLAY */
         char *default_executor;       /* TASKFERRY_DEFAULT_EXECUTOR || "pi" */
