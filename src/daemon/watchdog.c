@@ -141,8 +141,12 @@ static int watch_read(WatchState *w, const char *path, const char *prefix, const
                 if (k < 0) return k;
         }
         /* step 3: a carry that cannot be the start of a JSON event is
-         * classified too (a raw stderr line without its '\n' yet) */
-        if (w->carry_len > 0 && !w->skipping && !starts_with_brace(w->carry, w->carry_len)) {
+         * classified too (a raw stderr line without its '\n' yet) — up to
+         * WATCHDOG_CARRY_CLASSIFY_MAX: a worker adding one byte a tick to an
+         * endless line must not cost a scan of all of it every tick (the
+         * line is classified whole when it ends) */
+        if (w->carry_len > 0 && w->carry_len <= WATCHDOG_CARRY_CLASSIFY_MAX && !w->skipping &&
+            !starts_with_brace(w->carry, w->carry_len)) {
                 bool ignored = false;
                 r = classify(w, w->carry, w->carry_len, prefix, structured_prefix, &ignored, ret_reason, ret_detail);
                 if (r != 0) return r;
@@ -212,15 +216,19 @@ static int watchdog_tick_cb(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         const executor *ex = executor_find(strempty(t->rec.executor_id));
         WatchdogLimits lim = manager_limits(m);
+        /* the loop's now, not the time the tick was due: a late tick (a busy
+         * loop) measures the silence it actually saw, and the next one is a
+         * full interval away instead of a burst catching up */
+        uint64_t now = loop_now_ms(m);
         _cleanup_free_ char *reason = NULL, *detail = NULL;
         int r = watch_tick(&wd->st, t->rec.log_path, &lim, ex ? ex->failure_prefix : NULL,
-                           ex ? ex->structured_prefix : NULL, usec / 1000ULL, &reason, &detail);
+                           ex ? ex->structured_prefix : NULL, now, &reason, &detail);
         if (r < 0) log_warning("watchdog of %s: %s; trying again next tick", t->id, strerror(-r));
         if (r > 0) {
                 task_fail_running(t, reason, detail); /* stops the watchdog: wd is gone */
                 return 0;
         }
-        (void) sd_event_source_set_time(s, usec + m->settings.watchdog_poll_ms * 1000ULL);
+        (void) sd_event_source_set_time(s, now * 1000ULL + m->settings.watchdog_poll_ms * 1000ULL);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
 }

@@ -27,6 +27,10 @@ typedef struct Task Task;
  * hostile worker cannot make the daemon hold an unbounded carry). */
 #define WATCHDOG_LINE_MAX ((size_t) 4 << 20)
 
+/* A carry (unterminated line) longer than this is not classified each tick,
+ * only once its line ends (§6.2 step 3 classifies the carry every tick). */
+#define WATCHDOG_CARRY_CLASSIFY_MAX ((size_t) 64 << 10)
+
 /* Timeouts of §6.1, all ms, all > 0. */
 typedef struct WatchdogLimits {
         uint64_t no_output_ms;      /* TASKFERRY_NO_OUTPUT_TIMEOUT_MS, default 256000 */

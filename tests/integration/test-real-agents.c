@@ -296,18 +296,24 @@ static size_t group_processes(pid_t pgid, pid_t *pids, size_t max) {
         return n;
 }
 
-/* The model server takes the request and never answers. With short
- * watchdog timeouts the task ends crashed by the watchdog: pi prints its
- * session event first, so its silence is a stall after the post-output
- * budget; OpenCode prints nothing before the model answers, so it is a dead
- * spawn after the no-output budget. Nothing of the task is left running. */
+/* The model server takes the request and never answers (hang), or starts
+ * its stream and then goes silent (stall). With short watchdog timeouts the
+ * task ends crashed by the watchdog: pi prints its session event first, so
+ * its silence is a stall after the post-output budget; OpenCode prints
+ * nothing before the model's stream starts, so a hang is a dead spawn after
+ * the no-output budget and a stall a stall after the post-output one.
+ * Nothing of the task is left running. */
 START_TEST(hang_watchdog) {
-        const char *ex = executors[_i];
-        /* OpenCode writes nothing at all until the model answers, and takes
-         * 5 s to 20 s (a loaded machine) to start and call it: its no-output
-         * budget must cover that start. pi prints its session event at once:
-         * the short post-output budget is the one that ends it. */
-        const uint64_t no_output = streq(ex, "opencode") ? 60000 : 4000, post_output = 3000;
+        const char *ex = executors[_i % 2];
+        bool stall = _i >= 2;
+        const char *scenario = stall ? "scenario:stall" : "scenario:hang";
+        /* The CLIs take 4 s (idle) to 60 s (a machine at load 20) to start
+         * and call the model, silent all along: the no-output budget covers
+         * that start. pi prints its session event once started, OpenCode
+         * its step_start once the model's stream starts; after that the
+         * short post-output budget is the one that ends them. OpenCode
+         * against a hang prints nothing at all: the no-output budget ends it. */
+        const uint64_t no_output = 90000, post_output = 10000;
         _cleanup_free_ char *e1 = strdup_printf("TASKFERRY_NO_OUTPUT_TIMEOUT_MS=%llu", (unsigned long long) no_output);
         _cleanup_free_ char *e2 =
                 strdup_printf("TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS=%llu", (unsigned long long) post_output);
@@ -315,9 +321,10 @@ START_TEST(hang_watchdog) {
                        NULL};
         rig *r = rig_new_with(env);
         uint64_t start = mono_ms();
-        char *id = rig_dispatch(r, ex, rig_model(false), "scenario:hang Reply with exactly: PONG", NULL);
+        _cleanup_free_ char *prompt = strdup_printf("%s Reply with exactly: PONG", scenario);
+        char *id = rig_dispatch(r, ex, rig_model(false), prompt, NULL);
         int64_t pid = 0;
-        while (rig_count_requests(r, "main", "scenario:hang") == 0 && mono_ms() - start < 90000) {
+        while (rig_count_requests(r, "main", scenario) == 0 && mono_ms() - start < 90000) {
                 if (!task_active(r, id, NULL)) break;
                 if (pid <= 0) {
                         const char *sa[] = {"status", id, "--full", "--json", NULL};
@@ -330,22 +337,24 @@ START_TEST(hang_watchdog) {
                 usleep(50000);
         }
         uint64_t asked = mono_ms();
-        ck_assert_msg(rig_count_requests(r, "main", "scenario:hang") > 0, "the CLI never called the model");
+        ck_assert_msg(rig_count_requests(r, "main", scenario) > 0, "the CLI never called the model");
         ck_assert_msg(pid > 0, "no worker pid seen while task %s ran", id);
         json_object *st = settle(r, id, "crashed");
         uint64_t ended = mono_ms();
-        const char *want = streq(ex, "pi") ? "no_output_timeout_stalled" : "no_output_timeout_dead_spawn";
+        bool stalled = streq(ex, "pi") || stall;
+        const char *want = stalled ? "no_output_timeout_stalled" : "no_output_timeout_dead_spawn";
         ck_assert_msg(streq_ptr(tf_jstr(st, "failureReason"), want), "%s: failureReason %s (%s), want %s", ex,
                       tf_jstr(st, "failureReason"), tf_jstr(st, "failureDetail"), want);
-        printf("real-agents: %s hang: model called after %llu ms, crashed (%s: %s) %llu ms later\n", ex,
-               (unsigned long long) (asked - start), tf_jstr(st, "failureReason"), tf_jstr(st, "failureDetail"),
+        printf("real-agents: %s %s: model called after %llu ms, crashed (%s: %s) %llu ms later\n", ex,
+               scenario + 9, (unsigned long long) (asked - start), tf_jstr(st, "failureReason"), tf_jstr(st, "failureDetail"),
                (unsigned long long) (ended - asked));
         fflush(stdout);
         json_object_put(st);
         /* within the configured timeout: the budget from the worker's last
          * byte, plus a tick, the grace and the settlement */
-        uint64_t budget = streq(ex, "pi") ? post_output : no_output;
-        ck_assert_msg(ended - start >= budget && ended - start <= budget + 30000 && ended - asked <= budget + 10000,
+        uint64_t budget = stalled ? post_output : no_output;
+        ck_assert_msg(ended - start >= budget && (stalled || ended - start <= budget + 30000) &&
+                              ended - asked <= budget + 10000,
                       "%s: settled %llu ms after the model request (budget %llu ms)", ex,
                       (unsigned long long) (ended - asked), (unsigned long long) budget);
         pid_t pids[64];
@@ -516,7 +525,7 @@ static Suite *suite(void) {
                 {"auth", auth, 4},       /* pi, opencode × OpenAI, Anthropic */
                 {"slow", slow, 2},
                 {"hang", hang, 2},
-                {"hang_watchdog", hang_watchdog, 2},
+                {"hang_watchdog", hang_watchdog, 4}, /* pi, opencode × hang, stall */
                 {"resume", resume, 2},
                 {"isolation", isolation, 2},
         };

@@ -200,6 +200,26 @@ START_TEST(raw_carry_is_classified_json_carry_is_not) {
 }
 END_TEST
 
+/* A long carry is not rescanned every tick; its line is classified when it ends. */
+START_TEST(long_carry_is_classified_when_its_line_ends) {
+        WatchState w;
+        ck_assert_int_eq(watch_state_init(&w, 0), 0);
+        size_t n = WATCHDOG_CARRY_CLASSIFY_MAX + 1;
+        char *buf = malloc(n);
+        memset(buf, 'x', n);
+        append(buf, n);
+        free(buf);
+        APPEND(" rate limit");
+        assert_alive(&w, NULL, 50);
+        APPEND(" reached\n");
+        hit h = tick(&w, NULL, 100);
+        ck_assert_int_eq(h.r, 1);
+        ck_assert_str_eq(h.reason, "rate_limited");
+        hit_done(&h);
+        watch_state_done(&w);
+}
+END_TEST
+
 START_TEST(false_positives) {
         WatchState w;
         ck_assert_int_eq(watch_state_init(&w, 0), 0);
@@ -292,6 +312,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, error_events_and_raw_lines_are_classified);
         tcase_add_test(tc, raw_carry_is_classified_json_carry_is_not);
         tcase_add_test(tc, false_positives);
+        tcase_add_test(tc, long_carry_is_classified_when_its_line_ends);
         tcase_add_test(tc, incremental_reads_and_truncation);
         tcase_add_test(tc, over_long_line_is_dropped);
         tcase_add_test(tc, read_error);
