@@ -81,6 +81,9 @@ static int watch_read(WatchState *w, const char *path, const char *prefix, const
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0) {
                 if (errno == ENOENT) return 0; /* not created yet: the next tick */
+                /* the daemon out of descriptors or memory is not the log's
+                 * fault (nor the worker's): the next tick reads it */
+                if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == EINTR || errno == EAGAIN) return 0;
                 *ret_reason = strdup("watchdog_log_read_error");
                 *ret_detail = strdup_printf("%s: %s", path, strerror(errno));
                 return *ret_reason && *ret_detail ? 1 : -ENOMEM;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -298,6 +300,31 @@ START_TEST(read_error) {
 }
 END_TEST
 
+/* The daemon out of descriptors is not a log read error: the tick is
+ * skipped, the next one reads what it missed. */
+START_TEST(out_of_fds_is_retried) {
+        WatchState w;
+        ck_assert_int_eq(watch_state_init(&w, 0), 0);
+        APPEND("{\"type\":\"step_start\"}\n");
+        struct rlimit saved, low;
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &saved), 0);
+        int fds[4096];
+        size_t n = 0;
+        low = saved;
+        low.rlim_cur = 64;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+        for (int fd; n < ELEMENTSOF(fds) && (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fds[n++] = fd;
+        ck_assert_int_eq(errno, EMFILE);
+        assert_alive(&w, NULL, 100);
+        ck_assert_uint_eq(w.bytes_read, 0);
+        for (size_t i = 0; i < n; i++) close(fds[i]);
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &saved), 0);
+        assert_alive(&w, NULL, 200);
+        ck_assert(w.output_seen);
+        watch_state_done(&w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("watchdog");
         TCase *tc = tcase_create("watch");
@@ -316,6 +343,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, incremental_reads_and_truncation);
         tcase_add_test(tc, over_long_line_is_dropped);
         tcase_add_test(tc, read_error);
+        tcase_add_test(tc, out_of_fds_is_retried);
         suite_add_tcase(s, tc);
         return s;
 }
