@@ -43,3 +43,4 @@
 #include "task.h"
 #include "tasks.h"
 #include "wait.h"
+#include "watchdog.h"

@@ -782,13 +782,6 @@ int method_result(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
 
 /* ---- task.cancel ---- */
 
-static int kill_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
-        Task *t = userdata;
-        t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
-        if (t->rec.status == TASK_RUNNING) (void) task_signal(t, SIGKILL);
-        return 0;
-}
-
 /* A caller inside a sandbox may cancel or reject only the tasks its own task
  * dispatched, and may never accept (landing changes is the user's decision).
  * 0, or -EIO with the refusal in err. */
@@ -826,13 +819,7 @@ static void cancel_dispatched(Manager *m, Task *parent, int64_t grace, unsigned 
                         (void) task_transition(c, TASK_CANCELLED, c->rec.changeset_status);
                 } else if (c->rec.status == TASK_RUNNING && !c->rec.cancel_requested) {
                         task_set_bool(c, TASK_KEY_cancel_requested, true);
-                        if (task_signal(c, SIGTERM) >= 0) {
-                                c->kill_timer = sd_event_source_disable_unref(c->kill_timer);
-                                uint64_t now;
-                                sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-                                (void) sd_event_add_time(m->event, &c->kill_timer, CLOCK_MONOTONIC,
-                                                         now + (uint64_t) grace * 1000ULL, 0, kill_timer_cb, c);
-                        }
+                        (void) task_terminate(c, (uint64_t) grace);
                         task_persist(c);
                 }
                 cancel_dispatched(m, c, grace, depth + 1);
@@ -871,16 +858,11 @@ int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
                 return method_fail(err, text);
         }
         task_set_bool(t, TASK_KEY_cancel_requested, true);
-        int k = task_signal(t, SIGTERM);
+        int k = task_terminate(t, (uint64_t) grace);
         if (k < 0) {
                 _cleanup_free_ char *text = strdup_printf("error: cannot signal task %s: %s", t->id, strerror(-k));
                 return method_fail(err, text);
         }
-        t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
-        uint64_t now;
-        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        (void) sd_event_add_time(m->event, &t->kill_timer, CLOCK_MONOTONIC, now + (uint64_t) grace * 1000ULL, 0,
-                                 kill_timer_cb, t);
         task_persist(t);
         json_object *o = task_summary(t);
         _cleanup_free_ char *note = strdup_printf(

@@ -22,6 +22,7 @@
 #include "task.h"
 #include "tasks.h"
 #include "wait.h"
+#include "watchdog.h"
 #include "disk-budget.h"
 #include "scheduler.h"
 #include "executor.h"
@@ -79,6 +80,7 @@ static void manager_free(Manager *m) {
                 sd_event_source_disable_unref(t->shim_source);
                 sd_event_source_disable_unref(t->status_source);
                 sd_event_source_disable_unref(t->kill_timer);
+                watchdog_stop(t);
                 task_socket_close(t);
                 safe_close(t->shim_pidfd);
                 safe_close(t->status_fd);

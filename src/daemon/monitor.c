@@ -28,6 +28,7 @@
 #include "logparse.h"
 #include "overlay.h"
 #include "util.h"
+#include "watchdog.h"
 
 extern char **environ;
 
@@ -41,7 +42,14 @@ static void task_read_status_line(Task *t, const char *line, size_t len) {
                 log_warning("ignoring a malformed status line from the shim of %s", t->id);
                 return;
         }
-        if (li.worker_pid > 0) task_set_int(t, TASK_KEY_pid, li.worker_pid);
+        if (li.worker_pid > 0) {
+                task_set_int(t, TASK_KEY_pid, li.worker_pid);
+                /* armed right after the worker's spawn (§6.2), not the shim's:
+                 * the sandbox set-up before it is not the worker's silence */
+                if (t->rec.status == TASK_RUNNING && t->shim_pid > 0 && !t->rec.cancel_requested &&
+                    !t->rec.failure_reason)
+                        watchdog_start(t);
+        }
         if (li.pre_dispatch_head) task_set_str(t, TASK_KEY_pre_dispatch_head, li.pre_dispatch_head);
         task_persist(t);
         launch_info_done(&li);
@@ -117,6 +125,7 @@ static int monitor_shim_exit_io(sd_event_source *s, int fd, uint32_t revents, vo
         t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
         /* drain whatever the shim reported */
         if (t->status_fd >= 0) monitor_status_io(NULL, t->status_fd, EPOLLIN, t);
+        watchdog_stop(t); /* §4.4 step 3; settlement classifies the whole log */
         task_apply_exit_json(t);
         task_start_settlement(t);
         return 0;
@@ -178,6 +187,9 @@ bool task_readopt(Task *t) {
                 return false;
         }
         scheduler_take_slot(t);
+        /* a fresh watcher: it reads the log from its start, so a worker that
+         * printed before the restart is in the post-output phase */
+        watchdog_start(t);
         log_info("re-adopted task %s (shim pid %d)", t->id, (int) shim);
         return true;
 }
@@ -199,3 +211,22 @@ int task_signal(Task *t, int sig) {
         return -ESRCH;
 }
 
+
+static int kill_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
+        Task *t = userdata;
+        t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
+        if (t->rec.status == TASK_RUNNING) (void) task_signal(t, SIGKILL);
+        return 0;
+}
+
+int task_terminate(Task *t, uint64_t grace_ms) {
+        watchdog_stop(t);
+        t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
+        int r = task_signal(t, SIGTERM);
+        if (r < 0) return r;
+        uint64_t now;
+        sd_event_now(t->m->event, CLOCK_MONOTONIC, &now);
+        (void) sd_event_add_time(t->m->event, &t->kill_timer, CLOCK_MONOTONIC, now + grace_ms * 1000ULL, 0,
+                                 kill_timer_cb, t);
+        return 0;
+}

@@ -289,8 +289,13 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
             json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(t->rec.failure_reason, DISK_STOP_REASON))
                 status = TASK_DONE;
         if (res && json_get_string(res, "sessionId")) task_set_str(t, TASK_KEY_session_id, json_get_string(res, "sessionId"));
+        /* completeness (§4.5); for an executor whose exit code is its
+         * success (shell), an empty stdout is not incomplete, only an
+         * explicit --require-final-marker that does not match is */
+        bool need_message = !ex || !ex->exit_code_is_success;
         if (status == TASK_DONE && res) {
-                if (!json_get_bool(res, "messageNonEmpty", false)) task_set_bool(t, TASK_KEY_incomplete, true);
+                if (need_message && !json_get_bool(res, "messageNonEmpty", false))
+                        task_set_bool(t, TASK_KEY_incomplete, true);
                 else {
                         if (t->rec.final_marker && !json_get_bool(res, "markerMatched", false))
                                 task_set_bool(t, TASK_KEY_incomplete, true);

@@ -229,7 +229,9 @@ struct Task {
         int status_fd;
         sd_event_source *status_source;
         LineBuffer *status_buf; /* its lines, at most STATUS_PIPE_MAX_BYTES held (NULL until the first read) */
-        sd_event_source *kill_timer; /* handlers.c (cancel) arms it, monitor.c drops it at exit */
+        sd_event_source *kill_timer; /* task_terminate (monitor.c, for cancel and the watchdog) arms it,
+                                      * monitor.c drops it at exit */
+        struct Watchdog *watchdog; /* watchdog.c: the running task's watcher (lifecycle.md §6.2) or NULL */
         /* scheduler.c */
         bool counted_running;  /* holds a concurrency slot */
         Task *next_queued;

@@ -110,6 +110,7 @@ const executor executor_shell = {
         .structured_prefix = "shell",
         .boot_failure_reason = "shell_boot_failure",
         .needs_model = false,
+        .exit_code_is_success = true, /* `make fmt` succeeds silently */
         .build_argv = shell_build_argv,
         .normalizer_new = shell_normalizer_new,
         .normalizer_free = shell_normalizer_free,

@@ -32,6 +32,9 @@ typedef struct executor {
         const char *structured_prefix; /* prefix for unmatched type:"error" events: "opencode", "pi", "shell" */
         const char *boot_failure_reason; /* "boot_failure" (opencode), "pi_boot_failure", "shell_boot_failure" */
         bool needs_model;           /* dispatch without --model is an error */
+        bool exit_code_is_success;  /* a clean exit is complete whatever its output (shell; issue 7
+                                       item 9), else completeness is lifecycle.md §4.5's final
+                                       message (pi, opencode) */
         /* Worker argv (binary first), NULL-terminated, malloc'd. -ENOMEM/-EINVAL. */
         int (*build_argv)(const executor_launch *l, char ***ret_argv);
         /* Normalizer lifecycle. */

@@ -292,11 +292,13 @@ static char *structured_reason(const char *structured_prefix, const char *name) 
 }
 
 static int classify_with(classifier *c, json_tokener *tok, const char *line, size_t len, const char *prefix,
-                         const char *structured_prefix, char **ret_reason, char **ret_detail) {
+                         const char *structured_prefix, bool *ret_json, char **ret_reason, char **ret_detail) {
         _cleanup_json_ json_object *evt = NULL;
         _cleanup_free_ char *reason = NULL, *detail = NULL;
 
-        if (parse_line(tok, line, len, &evt) < 0) {
+        bool is_json = parse_line(tok, line, len, &evt) >= 0;
+        if (ret_json) *ret_json = is_json;
+        if (!is_json) {
                 /* Not JSON: raw stderr, plain-text worker output, matched
                  * and reported without its terminal colour codes. */
                 size_t plen = 0;
@@ -350,9 +352,39 @@ static int classify_with(classifier *c, json_tokener *tok, const char *line, siz
 int log_classify_line(const char *line, size_t len, const char *prefix, const char *structured_prefix,
                       char **ret_reason, char **ret_detail) {
         classifier c = {};
-        int r = classify_with(&c, NULL, line, len, prefix, structured_prefix, ret_reason, ret_detail);
+        int r = classify_with(&c, NULL, line, len, prefix, structured_prefix, NULL, ret_reason, ret_detail);
         classifier_done(&c);
         return r;
+}
+
+struct LogClassifier {
+        classifier c;
+        json_tokener *tok;
+};
+
+int log_classifier_new(LogClassifier **ret) {
+        LogClassifier *lc = calloc(1, sizeof *lc);
+        if (!lc) return -ENOMEM;
+        lc->tok = json_strict_tokener_new();
+        if (!lc->tok) {
+                free(lc);
+                return -ENOMEM;
+        }
+        *ret = lc;
+        return 0;
+}
+
+LogClassifier *log_classifier_free(LogClassifier *lc) {
+        if (!lc) return NULL;
+        classifier_done(&lc->c);
+        json_tokener_free(lc->tok);
+        free(lc);
+        return NULL;
+}
+
+int log_classifier_line(LogClassifier *lc, const char *line, size_t len, const char *prefix,
+                        const char *structured_prefix, bool *ret_json, char **ret_reason, char **ret_detail) {
+        return classify_with(&lc->c, lc->tok, line, len, prefix, structured_prefix, ret_json, ret_reason, ret_detail);
 }
 
 int log_classify_file(const char *path, const char *prefix, const char *structured_prefix,
@@ -370,7 +402,7 @@ int log_classify_file(const char *path, const char *prefix, const char *structur
                 size_t n;
                 r = log_reader_next(&lr, &line, &n);
                 if (r <= 0) break;
-                r = classify_with(&c, lr.tok, line, n, prefix, structured_prefix, ret_reason, ret_detail);
+                r = classify_with(&c, lr.tok, line, n, prefix, structured_prefix, NULL, ret_reason, ret_detail);
                 if (r != 0) break;
         }
         classifier_done(&c);

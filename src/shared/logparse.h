@@ -37,6 +37,17 @@ void log_summary_done(log_summary *s);
  * returns 0 when the line is not a failure. -ENOMEM. */
 int log_classify_line(const char *line, size_t len, const char *prefix, const char *structured_prefix,
                       char **ret_reason, char **ret_detail);
+/* The same classifier with its compiled patterns and JSON tokener kept
+ * between lines, for a reader that classifies a log as it grows (the daemon's
+ * watchdog, lifecycle.md §6.2). log_classifier_new: 0, -ENOMEM.
+ * log_classifier_line: like log_classify_line; *ret_json (may be NULL) says
+ * whether the line parsed as JSON ("parseable", which ends the pre-output
+ * phase). Patterns are compiled on first need. */
+typedef struct LogClassifier LogClassifier;
+int log_classifier_new(LogClassifier **ret);
+LogClassifier *log_classifier_free(LogClassifier *lc); /* NULL */
+int log_classifier_line(LogClassifier *lc, const char *line, size_t len, const char *prefix,
+                        const char *structured_prefix, bool *ret_json, char **ret_reason, char **ret_detail);
 /* Classify every line of the log (used at settlement, §4.4 step 2): the first
  * matching line wins. Returns 1/0 like log_classify_line. Missing file → 0. */
 int log_classify_file(const char *path, const char *prefix, const char *structured_prefix,

@@ -257,13 +257,15 @@ static void start_reaper(rig *r) {
         r->reaper_pid = pid;
 }
 
-rig *rig_new(void) {
+rig *rig_new(void) { return rig_new_with(NULL); }
+
+rig *rig_new_with(char *const extra_env[]) {
         _cleanup_free_ char *missing = rig_agents_missing();
         ck_assert_msg(!missing, "%s", missing);
         rig *r = calloc(1, sizeof *r);
         ck_assert_ptr_nonnull(r);
         r->reaper_fd = -1;
-        r->w = tf_world_new(NULL);
+        r->w = tf_world_new(extra_env);
         r->agents_bin = strdup_printf("%s/bin", agents_dir());
         tf_world *w = r->w;
         /* the user's ordinary environment: the agents on PATH (not the fake

@@ -43,6 +43,9 @@ int rig_private_network(void);
 /* A world with the model server running, the user's config written and the
  * daemon started. Aborts the test on failure. */
 rig *rig_new(void);
+/* The same with extra "NAME=value" settings (NULL-terminated, may be NULL)
+ * in the daemon's environment, e.g. the watchdog's timeouts. */
+rig *rig_new_with(char *const extra_env[]);
 /* Stop the daemon and the model server, remove the world. */
 void rig_free(rig *r);
 

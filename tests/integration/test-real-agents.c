@@ -12,7 +12,9 @@
  *   rate_limit / auth → the rate / auth bucket, the provider's message as
  *            the detail;
  *   slow → streamed to the end; hang → cancel settles cancelled with no
- *            process of the task left;
+ *            process of the task left; hang with short watchdog timeouts →
+ *            crashed with the stall / no-output reason within them, nothing
+ *            of the task left (issue 7 item 2);
  *   --session-id of a settled task → the same session, the model sees the
  *            earlier turns;
  *   two concurrent tasks and a later one: what a worker writes into its
@@ -22,7 +24,9 @@
  * (main()), so nothing can leave loopback. */
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +267,115 @@ START_TEST(hang) {
 }
 END_TEST
 
+/* Processes in the process group or session pgid (the worker's: bwrap
+ * leads it), up to max stored in pids; count returned. */
+static size_t group_processes(pid_t pgid, pid_t *pids, size_t max) {
+        size_t n = 0;
+        DIR *d = opendir("/proc");
+        if (!d) return 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || pid <= 0) continue;
+                _cleanup_free_ char *p = strdup_printf("/proc/%ld/stat", pid);
+                _cleanup_free_ char *stat = NULL;
+                size_t len = 0;
+                if (read_file(p, 4096, &stat, &len) < 0) continue;
+                /* pid (comm) state ppid pgrp session ...; comm may hold spaces */
+                const char *rp = strrchr(stat, ')');
+                long ppid, pgrp, sid;
+                char state;
+                if (!rp || sscanf(rp + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) != 4) continue;
+                if (pgrp == pgid || sid == pgid) {
+                        if (n < max) pids[n] = (pid_t) pid;
+                        n++;
+                }
+        }
+        closedir(d);
+        return n;
+}
+
+/* The model server takes the request and never answers (hang), or starts
+ * its stream and then goes silent (stall). With short watchdog timeouts the
+ * task ends crashed by the watchdog: pi prints its session event first, so
+ * its silence is a stall after the post-output budget; OpenCode prints
+ * nothing before the model's stream starts, so a hang is a dead spawn after
+ * the no-output budget and a stall a stall after the post-output one.
+ * Nothing of the task is left running. */
+START_TEST(hang_watchdog) {
+        const char *ex = executors[_i % 2];
+        bool stall = _i >= 2;
+        const char *scenario = stall ? "scenario:stall" : "scenario:hang";
+        /* The CLIs take 4 s (idle) to 60 s (a machine at load 20) to start
+         * and call the model, silent all along: the no-output budget covers
+         * that start. pi prints its session event once started, OpenCode
+         * its step_start once the model's stream starts; after that the
+         * short post-output budget is the one that ends them. OpenCode
+         * against a hang prints nothing at all: the no-output budget ends it. */
+        const uint64_t no_output = 90000, post_output = 10000;
+        _cleanup_free_ char *e1 = strdup_printf("TASKFERRY_NO_OUTPUT_TIMEOUT_MS=%llu", (unsigned long long) no_output);
+        _cleanup_free_ char *e2 =
+                strdup_printf("TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS=%llu", (unsigned long long) post_output);
+        char *env[] = {e1, e2, (char *) "TASKFERRY_WATCHDOG_POLL_MS=200", (char *) "TASKFERRY_WATCHDOG_GRACE_MS=1000",
+                       NULL};
+        rig *r = rig_new_with(env);
+        uint64_t start = mono_ms();
+        _cleanup_free_ char *prompt = strdup_printf("%s Reply with exactly: PONG", scenario);
+        char *id = rig_dispatch(r, ex, rig_model(false), prompt, NULL);
+        int64_t pid = 0;
+        while (rig_count_requests(r, "main", scenario) == 0 && mono_ms() - start < 90000) {
+                if (!task_active(r, id, NULL)) break;
+                if (pid <= 0) {
+                        const char *sa[] = {"status", id, "--full", "--json", NULL};
+                        tf_run sr = tf_cli(r->w, NULL, NULL, sa);
+                        json_object *so = sr.exit_code == 0 ? json_tokener_parse(sr.out) : NULL;
+                        if (so) json_get_int64(so, "pid", &pid);
+                        json_object_put(so);
+                        tf_run_done(&sr);
+                }
+                usleep(50000);
+        }
+        uint64_t asked = mono_ms();
+        ck_assert_msg(rig_count_requests(r, "main", scenario) > 0, "the CLI never called the model");
+        ck_assert_msg(pid > 0, "no worker pid seen while task %s ran", id);
+        json_object *st = settle(r, id, "crashed");
+        uint64_t ended = mono_ms();
+        bool stalled = streq(ex, "pi") || stall;
+        const char *want = stalled ? "no_output_timeout_stalled" : "no_output_timeout_dead_spawn";
+        ck_assert_msg(streq_ptr(tf_jstr(st, "failureReason"), want), "%s: failureReason %s (%s), want %s", ex,
+                      tf_jstr(st, "failureReason"), tf_jstr(st, "failureDetail"), want);
+        printf("real-agents: %s %s: model called after %llu ms, crashed (%s: %s) %llu ms later\n", ex,
+               scenario + 9, (unsigned long long) (asked - start), tf_jstr(st, "failureReason"), tf_jstr(st, "failureDetail"),
+               (unsigned long long) (ended - asked));
+        fflush(stdout);
+        json_object_put(st);
+        /* within the configured timeout: the budget from the worker's last
+         * byte, plus a tick, the grace and the settlement */
+        uint64_t budget = stalled ? post_output : no_output;
+        ck_assert_msg(ended - start >= budget && (stalled || ended - start <= budget + 30000) &&
+                              ended - asked <= budget + 10000,
+                      "%s: settled %llu ms after the model request (budget %llu ms)", ex,
+                      (unsigned long long) (ended - asked), (unsigned long long) budget);
+        pid_t pids[64];
+        size_t left = 0, in_group = 0;
+        for (int i = 0; i < 50; i++) {
+                left = rig_task_processes(id, pids, 64);
+                in_group = group_processes((pid_t) pid, pids + (left < 32 ? left : 32), 32);
+                if (left == 0 && in_group == 0) break;
+                usleep(100000);
+        }
+        ck_assert_msg(left == 0, "%zu process(es) of crashed task %s still run (first pid %d)", left, id, (int) pids[0]);
+        ck_assert_msg(in_group == 0, "%zu process(es) in the worker's group/session %lld still run", in_group,
+                      (long long) pid);
+        ck_assert_msg(kill((pid_t) -pid, 0) < 0 && errno == ESRCH, "the worker's process group %lld still exists",
+                      (long long) pid);
+        assert_user_dirs_unchanged(r);
+        free(id);
+        rig_free(r);
+}
+END_TEST
+
 /* ---- resume ---- */
 
 START_TEST(resume) {
@@ -412,6 +525,7 @@ static Suite *suite(void) {
                 {"auth", auth, 4},       /* pi, opencode × OpenAI, Anthropic */
                 {"slow", slow, 2},
                 {"hang", hang, 2},
+                {"hang_watchdog", hang_watchdog, 4}, /* pi, opencode × hang, stall */
                 {"resume", resume, 2},
                 {"isolation", isolation, 2},
         };

@@ -1,0 +1,571 @@
+/* Watchdogs and failure classification through the real daemon, the real
+ * shim and the real sandbox, with fake workers (tests/fixtures/bin: the
+ * `opencode`/`pi` fakes run FAKE_SCRIPT): every scenario of
+ * acceptance-scenarios.md §2.3 (W1–W11) under the fast watchdog env W, plus
+ * lifecycle.md §6.2's rules on what counts as output (one byte per tick keeps
+ * a worker alive; silence after the first event is a stall), a re-adopted
+ * task keeping its watchdog, and issue 7 item 9 (a silent shell task that
+ * exits 0 is complete). */
+
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+/* the fast watchdog env `W` of acceptance-scenarios.md §0 */
+#define W_ENV                                                                                        \
+        (char *) "TASKFERRY_WATCHDOG_POLL_MS=50", (char *) "TASKFERRY_NO_OUTPUT_TIMEOUT_MS=500",     \
+                (char *) "TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS=1500",                         \
+                (char *) "TASKFERRY_WATCHDOG_GRACE_MS=300"
+
+#define STEP_START "{\"type\":\"step_start\",\"sessionID\":\"ses_w\",\"part\":{\"type\":\"step-start\",\"messageID\":\"m1\"}}"
+#define TEXT(s) "{\"type\":\"text\",\"sessionID\":\"ses_w\",\"part\":{\"type\":\"text\",\"messageID\":\"m1\",\"text\":\"" s "\"}}"
+#define STOP "{\"type\":\"step_finish\",\"sessionID\":\"ses_w\",\"part\":{\"type\":\"step-finish\",\"messageID\":\"m1\",\"reason\":\"stop\"}}"
+#define RATE_ERROR                                                                                          \
+        "{\"type\":\"error\",\"sessionID\":\"ses_w\",\"message\":\"rate_limit_exceeded: please retry after 60s\"," \
+        "\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"rate_limit_exceeded: please retry after 60s\","  \
+        "\"statusCode\":429}}}"
+
+static tf_world *world(const char *extra) {
+        char *env[] = {W_ENV, (char *) extra, NULL};
+        return tf_world_new(env);
+}
+
+/* Tier T0 (no sandbox): the worker is the process group leader, not bwrap.
+ * Under bwrap the SIGTERM to the group ends bwrap itself, and with it the
+ * whole sandbox (lifecycle.md §7.1): a worker's TERM trap never decides. */
+static tf_world *world_t0(const char *extra) {
+        char *env[] = {W_ENV, (char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) extra, NULL};
+        return tf_world_new(env);
+}
+
+/* Dispatch the fake `executor` running script (sh -c, inside the sandbox). */
+static char *dispatch(tf_world *w, const char *executor, const char *script) {
+        tf_world_setenv(w, "FAKE_EXEC", "");
+        tf_world_setenv(w, "FAKE_SCRIPT", script);
+        const char *argv[] = {"--executor", executor, "--model", "mockllm/mock-model", "--directory", w->repo_parent,
+                              "--prompt", "do it", NULL};
+        return tf_dispatch(w, argv);
+}
+
+/* The same, the script being the worker process itself (FAKE_EXEC): its
+ * traps and its death are the worker's. */
+static char *dispatch_exec(tf_world *w, const char *executor, const char *script) {
+        tf_world_setenv(w, "FAKE_SCRIPT", "");
+        tf_world_setenv(w, "FAKE_EXEC", script);
+        const char *argv[] = {"--executor", executor, "--model", "mockllm/mock-model", "--directory", w->repo_parent,
+                              "--prompt", "do it", NULL};
+        return tf_dispatch(w, argv);
+}
+
+static json_object *status_of(tf_world *w, const char *id) {
+        const char *argv[] = {"status", id, "--full", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == 0, "status: %s %s", r.out, r.err);
+        json_object *o = tf_json(r.out);
+        tf_run_done(&r);
+        return o;
+}
+
+static json_object *result_of(tf_world *w, const char *id) {
+        const char *argv[] = {"result", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == 0, "result: %s %s", r.out, r.err);
+        json_object *o = tf_json(r.out);
+        tf_run_done(&r);
+        return o;
+}
+
+static void assert_settled(json_object *st, const char *status, const char *reason, const char *detail) {
+        const char *line = json_to_line(st, NULL);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "status")), status), "status %s, want %s: %s", tf_jstr(st, "status"),
+                      status, line);
+        if (reason)
+                ck_assert_msg(streq(strempty(tf_jstr(st, "failureReason")), reason), "reason %s, want %s: %s",
+                              tf_jstr(st, "failureReason"), reason, line);
+        else
+                ck_assert_msg(!tf_jstr(st, "failureReason"), "unexpected reason %s: %s", tf_jstr(st, "failureReason"),
+                              line);
+        if (detail)
+                ck_assert_msg(streq(strempty(tf_jstr(st, "failureDetail")), detail), "detail %s, want %s: %s",
+                              tf_jstr(st, "failureDetail"), detail, line);
+}
+
+/* The record of id in tasks.json as written now (NULL if not there yet). */
+static json_object *tasks_json_record(tf_world *w, const char *id) {
+        const char *path = tf_path(w->state, "tasks.json");
+        if (!tf_exists(path)) return NULL;
+        char *text = tf_read(path, NULL);
+        json_object *all = json_tokener_parse(text);
+        free(text);
+        json_object *found = NULL;
+        for (size_t i = 0; all && i < json_object_array_length(all); i++) {
+                json_object *rec = json_object_array_get_idx(all, i);
+                if (streq_ptr(tf_jstr(rec, "id"), id)) found = json_object_get(rec);
+        }
+        json_object_put(all);
+        return found;
+}
+
+static const char *out_file(tf_world *w, const char *id, const char *name) {
+        char *dir = strdup_printf("%s/outputs/%s", w->state, id);
+        const char *p = tf_path(dir, name);
+        free(dir);
+        return p;
+}
+
+/* ---- W1 dead spawn ---- */
+
+START_TEST(w1_dead_spawn) {
+        /* a grace long enough to look at tasks.json while the worker, which
+         * traps TERM, still runs */
+        tf_world *w = world_t0("TASKFERRY_WATCHDOG_GRACE_MS=3000");
+        char *id = dispatch_exec(w, "opencode",
+                                 "trap 'echo term > \"$TASKFERRY_OUTPUT_DIR/term\"' TERM; "
+                                 "while :; do sleep 0.05; done");
+        uint64_t start = mono_ms();
+        const char *term = out_file(w, id, "term");
+        char *term_path = strdup(term);
+        while (!tf_exists(term_path) && mono_ms() - start < 20000) usleep(10000);
+        ck_assert_msg(tf_exists(term_path), "the worker never got SIGTERM");
+        uint64_t fired = mono_ms() - start;
+        ck_assert_msg(fired >= 500, "killed after %llu ms, before the 500 ms budget", (unsigned long long) fired);
+        /* the reason is on disk before the process exits */
+        json_object *rec = tasks_json_record(w, id);
+        ck_assert_ptr_nonnull(rec);
+        ck_assert_str_eq(strempty(tf_jstr(rec, "status")), "running");
+        ck_assert_str_eq(strempty(tf_jstr(rec, "failureReason")), "no_output_timeout_dead_spawn");
+        ck_assert_str_eq(strempty(tf_jstr(rec, "failureDetail")), "no output for 500ms (pre-output timeout)");
+        json_object_put(rec);
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "crashed", "no_output_timeout_dead_spawn", "no output for 500ms (pre-output timeout)");
+        /* it ignored TERM: SIGKILL after the 3 s grace */
+        ck_assert_msg(mono_ms() - start >= 3000, "settled %llu ms after dispatch, before the grace ended",
+                      (unsigned long long) (mono_ms() - start));
+        ck_assert_str_eq(strempty(tf_jstr(st, "signal")), "SIGKILL");
+        json_object_put(st);
+        free(term_path), free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The same in the sandbox: the group's SIGTERM ends it. */
+START_TEST(w1_dead_spawn_sandboxed) {
+        tf_world *w = world(NULL);
+        uint64_t start = mono_ms();
+        char *id = dispatch(w, "opencode", "trap '' TERM; sleep 60");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "crashed", "no_output_timeout_dead_spawn", "no output for 500ms (pre-output timeout)");
+        ck_assert_msg(mono_ms() - start < 30000, "settled after %llu ms", (unsigned long long) (mono_ms() - start));
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- W2 raw noise vs the ceiling ---- */
+
+START_TEST(w2_raw_noise_resets_the_clock) {
+        tf_world *w = world(NULL);
+        /* 3 s of raw stderr every 100 ms: six no-output budgets, never silent */
+        char *id = dispatch(w, "opencode", "i=0; while [ $i -lt 30 ]; do echo noise $i >&2; sleep 0.1; i=$((i+1)); done");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "done", NULL, NULL);
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(w2_ceiling) {
+        tf_world *w = world("TASKFERRY_PRE_OUTPUT_MAX_MS=1200");
+        uint64_t start = mono_ms();
+        char *id = dispatch(w, "opencode", "while :; do echo noise >&2; sleep 0.1; done");
+        json_object *st = tf_wait_settled(w, id);
+        uint64_t took = mono_ms() - start;
+        assert_settled(st, "crashed", "no_output_timeout_dead_spawn",
+                       "no parseable event within 1200ms despite continued raw log growth (pre-output ceiling)");
+        ck_assert_msg(took >= 1200, "killed after %llu ms", (unsigned long long) took);
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(w2_silence_after_noise) {
+        tf_world *w = world(NULL);
+        char *id = dispatch(w, "opencode", "echo noise >&2; sleep 0.3; echo more noise >&2; sleep 60");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "crashed", "no_output_timeout_dead_spawn", "no output for 500ms (pre-output timeout)");
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- W4 steady output ---- */
+
+START_TEST(w4_steady_output) {
+        tf_world *w = world(NULL);
+        char *id = dispatch(w, "opencode",
+                            "printf '%s\\n' '" STEP_START "'; i=0; while [ $i -lt 15 ]; do "
+                            "printf '%s\\n' '" TEXT("tick") "'; sleep 0.2; i=$((i+1)); done; "
+                            "printf '%s\\n' '" STOP "'");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "done", NULL, NULL);
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- W5 a worker trapping SIGTERM ---- */
+
+START_TEST(w5_term_trap_exit_0_still_crashed) {
+        tf_world *w = world_t0(NULL);
+        /* OC-C's error, then it waits; on TERM it exits 0 */
+        char *id = dispatch_exec(w, "opencode",
+                            "trap 'exit 0' TERM; printf '%s\\n' '" STEP_START "' '" RATE_ERROR "'; "
+                            "echo 'Error: provider request failed (APIError)' >&2; while :; do sleep 0.05; done");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "crashed", "rate_limited", "rate_limit_exceeded: please retry after 60s");
+        int64_t code = -1;
+        ck_assert_msg(json_get_int64(st, "exitCode", &code) && code == 0, "exit code: %s", json_to_line(st, NULL));
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(w5_term_ignored_gets_sigkill) {
+        tf_world *w = world_t0(NULL);
+        uint64_t start = mono_ms();
+        char *id = dispatch_exec(w, "opencode",
+                            "trap '' TERM; printf '%s\\n' '" STEP_START "' '" RATE_ERROR "'; "
+                            "while :; do sleep 0.05; done");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "crashed", "rate_limited", NULL);
+        int64_t code = 0;
+        bool has_code = json_get_int64(st, "exitCode", &code);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "signal")), "SIGKILL") || (has_code && code == 128 + SIGKILL),
+                      "not killed by SIGKILL: %s", json_to_line(st, NULL));
+        /* the 300 ms grace passed first */
+        ck_assert_msg(mono_ms() - start >= 300, "settled after %llu ms", (unsigned long long) (mono_ms() - start));
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- W7 no false positives ---- */
+
+START_TEST(w7_text_event_is_never_scanned) {
+        tf_world *w = world(NULL);
+        char *id = dispatch(w, "opencode",
+                            "printf '%s\\n' '" STEP_START "' '" TEXT("429 Too Many Requests: rate limit, quota, billing, unauthorized") "'; "
+                            "sleep 0.5; printf '%s\\n' '" STOP "'");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "done", NULL, NULL);
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(w7_tests_passed_is_not_auth) {
+        tf_world *w = world(NULL);
+        char *id = dispatch(w, "opencode", "echo '401 tests passed, 0 failed'; sleep 0.2; exit 1");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "crashed", "boot_failure", "401 tests passed, 0 failed");
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- W8 unknown structured error ---- */
+
+START_TEST(w8_unknown_structured_error) {
+        static const char *const executors[] = {"opencode", "pi"};
+        /* pi's own error: agent_end with stopReason "error", normalized
+         * to error.name "pi_error" (lifecycle.md §3.4), hence pi_pi_error */
+        static const char *const reasons[] = {"opencode_unknownerror", "pi_pi_error"};
+        static const char *const events[] = {
+                "{\"type\":\"error\",\"error\":{\"name\":\"UnknownError\",\"data\":"
+                "{\"message\":\"Streaming response failed\"}}}",
+                "{\"type\":\"agent_end\",\"messages\":[{\"role\":\"assistant\",\"stopReason\":\"error\","
+                "\"errorMessage\":\"Streaming response failed\"}]}",
+        };
+        tf_world *w = world(NULL);
+        /* a live worker: the watchdog classifies it, then the kill */
+        char *script = strdup_printf("printf '%%s\\n' '%s'; while :; do sleep 0.05; done", events[_i]);
+        char *id = dispatch(w, executors[_i], script);
+        free(script);
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "crashed", reasons[_i], "Streaming response failed");
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- W10 boot failure ---- */
+
+START_TEST(w10_boot_failure) {
+        tf_world *w = world(NULL);
+        char *a = dispatch(w, "opencode",
+                           "echo 'Warning: No models match pattern' >&2; echo 'Error: Extension failed' >&2; "
+                           "echo '    at loadExtension (ext.js:10:5)' >&2; exit 1");
+        char *b = dispatch(w, "pi", "echo 'INFO loading' >&2; echo 'cannot start' >&2; exit 2");
+        char *c = dispatch(w, "opencode", "echo '{not json' >&2; exit 1");
+        json_object *st = tf_wait_settled(w, a);
+        assert_settled(st, "crashed", "boot_failure", "Error: Extension failed");
+        json_object_put(st);
+        st = tf_wait_settled(w, b);
+        assert_settled(st, "crashed", "pi_boot_failure", "cannot start");
+        json_object_put(st);
+        /* a brace-starting non-JSON line is evidence too */
+        st = tf_wait_settled(w, c);
+        assert_settled(st, "crashed", "boot_failure", "{not json");
+        json_object_put(st);
+        free(a), free(b), free(c);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(w10_not_applied) {
+        tf_world *w = world(NULL);
+        /* exit 0 */
+        char *a = dispatch(w, "opencode", "echo 'Error: cosmetic' >&2; exit 0");
+        /* death by signal: T0 below (bwrap reports it as exit 128+N) */
+        char *b = NULL;
+        /* a parseable event in the log, even one over 64 KiB */
+        char *c = dispatch(w, "opencode",
+                           "printf '{\"type\":\"step_start\",\"pad\":\"%070000d\"}\\n' 0; echo 'Error: late' >&2; exit 1");
+        /* the watchdog already set a reason */
+        char *d = dispatch(w, "opencode", "echo 'Error: then silence' >&2; sleep 60");
+        /* only one 70 KB raw line */
+        char *e = dispatch(w, "opencode", "printf '%070000d\\n' 0 >&2; exit 1");
+        json_object *st = tf_wait_settled(w, a);
+        assert_settled(st, "done", NULL, NULL);
+        json_object_put(st);
+        st = tf_wait_settled(w, c);
+        assert_settled(st, "crashed", NULL, NULL);
+        json_object_put(st);
+        st = tf_wait_settled(w, d);
+        assert_settled(st, "crashed", "no_output_timeout_dead_spawn", NULL);
+        json_object_put(st);
+        st = tf_wait_settled(w, e);
+        assert_settled(st, "crashed", NULL, NULL);
+        json_object_put(st);
+        free(a), free(b), free(c), free(d), free(e);
+        tf_world_free(w);
+        /* death by signal */
+        w = world_t0(NULL);
+        b = dispatch_exec(w, "opencode", "echo 'Error: dying' >&2; sleep 0.2; kill -KILL $$");
+        st = tf_wait_settled(w, b);
+        assert_settled(st, "crashed", NULL, NULL);
+        ck_assert_str_eq(strempty(tf_jstr(st, "signal")), "SIGKILL");
+        json_object_put(st);
+        free(b);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- W11 crash recovery ---- */
+
+START_TEST(w11_crash_recovery) {
+        tf_world *w = world(NULL);
+        /* OC-F: a final answer, then exit 1 */
+        char *a = dispatch(w, "opencode",
+                           "printf '%s\\n' '" STEP_START "' '" TEXT("All three call sites now use the shared helper.") "' '" STOP "'; exit 1");
+        /* an error event, then an answer, then exit 1 */
+        char *b = dispatch(w, "opencode",
+                           "printf '%s\\n' '" STEP_START "' '" RATE_ERROR "' '" TEXT("Recovered anyway.") "' '" STOP "'; exit 1");
+        /* text without a stop */
+        char *c = dispatch(w, "opencode", "printf '%s\\n' '" STEP_START "' '" TEXT("Half way.") "'; exit 1");
+        json_object *st = tf_wait_settled(w, a);
+        assert_settled(st, "done", NULL, NULL);
+        int64_t code = -1;
+        json_get_int64(st, "exitCode", &code);
+        ck_assert_int_eq(code, 1);
+        json_object_put(st);
+        json_object *res = result_of(w, a);
+        ck_assert_str_eq(strempty(tf_jstr(res, "message")), "All three call sites now use the shared helper.");
+        json_object_put(res);
+        st = tf_wait_settled(w, b);
+        assert_settled(st, "done", "rate_limited", NULL);
+        json_object_put(st);
+        st = tf_wait_settled(w, c);
+        assert_settled(st, "crashed", NULL, NULL);
+        json_object_put(st);
+        free(a), free(b), free(c);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(w11_cancelled_is_never_recovered) {
+        tf_world *w = world("TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS=60000");
+        char *id = dispatch(w, "opencode",
+                            "printf '%s\\n' '" STEP_START "' '" TEXT("An answer.") "' '" STOP "'; "
+                            "touch \"$TASKFERRY_OUTPUT_DIR/ready\"; sleep 60");
+        const char *ready = out_file(w, id, "ready");
+        char *ready_path = strdup(ready);
+        uint64_t start = mono_ms();
+        while (!tf_exists(ready_path) && mono_ms() - start < 20000) usleep(10000);
+        ck_assert(tf_exists(ready_path));
+        const char *c[] = {"cancel", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, c);
+        ck_assert_msg(r.exit_code == 0, "cancel: %s %s", r.out, r.err);
+        tf_run_done(&r);
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "cancelled", NULL, NULL);
+        json_object_put(st);
+        free(ready_path), free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(w11_stall_after_stop_is_done) {
+        tf_world *w = world(NULL);
+        uint64_t start = mono_ms();
+        char *id = dispatch(w, "opencode",
+                            "printf '%s\\n' '" STEP_START "' '" TEXT("Finished, but hanging on exit.") "' '" STOP "'; sleep 60");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "done", "no_output_timeout_stalled", "no output for 1500ms (post-output timeout)");
+        ck_assert_msg(mono_ms() - start >= 1500, "settled after %llu ms", (unsigned long long) (mono_ms() - start));
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- what counts as output (lifecycle.md §6.2 step 4) ---- */
+
+/* Any new byte of the log is activity, JSON or not, complete line or not:
+ * a worker that writes one byte to stderr (which reaches the log raw; a
+ * partial stdout line waits in the shim's normalizer, so it is not in the
+ * log yet) every 100 ms after its first event is alive for 4 s, more than
+ * twice the 1.5 s post-output budget. */
+START_TEST(one_byte_per_tick_is_not_stalled) {
+        tf_world *w = world(NULL);
+        char *id = dispatch(w, "opencode",
+                            "printf '%s\\n' '" STEP_START "'; i=0; while [ $i -lt 40 ]; do printf . >&2; sleep 0.1; "
+                            "i=$((i+1)); done; echo; printf '%s\\n' '" TEXT("done") "' '" STOP "'");
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "done", NULL, NULL);
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* One event, then nothing: stalled after the post-output budget, not the
+ * shorter pre-output one. */
+START_TEST(silence_after_first_event_is_stalled) {
+        tf_world *w = world(NULL);
+        uint64_t start = mono_ms();
+        char *id = dispatch(w, "pi", "printf '%s\\n' '{\"type\":\"session\",\"id\":\"s1\"}'; sleep 60");
+        json_object *st = tf_wait_settled(w, id);
+        uint64_t took = mono_ms() - start;
+        assert_settled(st, "crashed", "no_output_timeout_stalled", "no output for 1500ms (post-output timeout)");
+        ck_assert_msg(took >= 1500, "stalled after %llu ms, before the post-output budget", (unsigned long long) took);
+        json_object_put(st);
+        free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- a re-adopted task keeps its watchdog ---- */
+
+START_TEST(readopted_task_has_a_watchdog) {
+        tf_world *w = world("TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS=4000");
+        char *id = dispatch(w, "opencode",
+                            "printf '%s\\n' '" STEP_START "'; touch \"$TASKFERRY_OUTPUT_DIR/ready\"; sleep 120");
+        const char *ready = out_file(w, id, "ready");
+        char *ready_path = strdup(ready);
+        uint64_t start = mono_ms();
+        while (!tf_exists(ready_path) && mono_ms() - start < 20000) usleep(10000);
+        ck_assert(tf_exists(ready_path));
+        /* the daemon dies at once; its successor re-adopts the shim */
+        pid_t pid = tf_daemon_pid(w);
+        ck_assert_int_gt(pid, 0);
+        kill(pid, SIGKILL);
+        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(10000);
+        json_object *st = status_of(w, id); /* starts the next daemon */
+        ck_assert_str_eq(strempty(tf_jstr(st, "status")), "running");
+        json_object_put(st);
+        st = tf_wait_settled(w, id);
+        /* the log already held an event: the post-output budget */
+        assert_settled(st, "crashed", "no_output_timeout_stalled", "no output for 4000ms (post-output timeout)");
+        json_object_put(st);
+        free(ready_path), free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- issue 7 item 9: completeness by executor ---- */
+
+START_TEST(shell_silent_success_is_complete) {
+        tf_world *w = world("TASKFERRY_NO_OUTPUT_TIMEOUT_MS=60000");
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "true", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        assert_settled(st, "done", NULL, NULL);
+        json_object_put(st);
+        json_object *res = result_of(w, id);
+        ck_assert_msg(!json_get_bool(res, "incomplete", false), "a silent shell success is incomplete: %s",
+                      json_to_line(res, NULL));
+        ck_assert_ptr_null(tf_jstr(res, "next"));
+        json_object_put(res);
+        free(id);
+        /* pi and OpenCode keep §4.5: a clean exit without a message is incomplete */
+        char *oc = dispatch(w, "opencode", "exit 0");
+        st = tf_wait_settled(w, oc);
+        assert_settled(st, "done", NULL, NULL);
+        json_object_put(st);
+        res = result_of(w, oc);
+        ck_assert_msg(json_get_bool(res, "incomplete", false), "an empty opencode answer is complete: %s",
+                      json_to_line(res, NULL));
+        json_object_put(res);
+        free(oc);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("watchdogs");
+        TCase *tc = tcase_create("w");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, w1_dead_spawn);
+        tcase_add_test(tc, w1_dead_spawn_sandboxed);
+        tcase_add_test(tc, w2_raw_noise_resets_the_clock);
+        tcase_add_test(tc, w2_ceiling);
+        tcase_add_test(tc, w2_silence_after_noise);
+        tcase_add_test(tc, w4_steady_output);
+        tcase_add_test(tc, w5_term_trap_exit_0_still_crashed);
+        tcase_add_test(tc, w5_term_ignored_gets_sigkill);
+        tcase_add_test(tc, w7_text_event_is_never_scanned);
+        tcase_add_test(tc, w7_tests_passed_is_not_auth);
+        tcase_add_loop_test(tc, w8_unknown_structured_error, 0, 2);
+        tcase_add_test(tc, w10_boot_failure);
+        tcase_add_test(tc, w10_not_applied);
+        tcase_add_test(tc, w11_crash_recovery);
+        tcase_add_test(tc, w11_cancelled_is_never_recovered);
+        tcase_add_test(tc, w11_stall_after_stop_is_done);
+        tcase_add_test(tc, one_byte_per_tick_is_not_stalled);
+        tcase_add_test(tc, silence_after_first_event_is_stalled);
+        tcase_add_test(tc, readopted_task_has_a_watchdog);
+        tcase_add_test(tc, shell_silent_success_is_complete);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return tf_run_suite(suite()); }
