@@ -12,8 +12,11 @@
 #include "jobs.h"
 #include "manager.h"
 #include "methods.h"
+#include "summary.h"
 #include "task.h"
+#include "tasks.h"
 #include "json-util.h"
+#include "logparse.h"
 #include "util.h"
 
 #define FFFD "\xEF\xBF\xBD"
@@ -271,8 +274,22 @@ typedef struct ModelWaiter {
         struct ModelWaiter *next;
 } ModelWaiter;
 
+/* A model-backed activity summary under way (§8.1 "Summarize path"): a
+ * report summary of source (summary.c) whose result message becomes the
+ * "true" variant of a task.activity event. */
+typedef struct PendingSummary {
+        struct PendingSummary *next;
+        char *source_id;
+        char *summary_id;        /* NULL until summary_start has queued the task */
+        uint64_t watermark;      /* the source log's size when scheduled */
+        int status;              /* the source's TaskStatus when scheduled */
+        uint64_t started_ms;     /* monotonic */
+        bool rerun;              /* the source changed status meanwhile: summarize again when this one ends */
+} PendingSummary;
+
 typedef struct Activity {
         Manager *m;
+        PendingSummary *pending;
         sd_event_source *timer;
         /* the model check */
         int model_available;     /* 1 yes, 0 no, -1 unknown */
@@ -344,12 +361,6 @@ int activity_model_check(Manager *m, activity_model_fn done, void *userdata) {
 
 /* ---- refreshes and task.activity events ---- */
 
-int activity_summarize(Manager *m, Task *t, char **ret_text, char **ret_error) {
-        *ret_text = NULL;
-        *ret_error = strdup("model-backed activity summaries are not available in this build");
-        return -EOPNOTSUPP;
-}
-
 static bool summaries_on(Manager *m) {
         return m->settings.activity_summaries_enabled && events_have_summary_subscriber(m);
 }
@@ -366,6 +377,157 @@ static json_object *variant(bool include_summary, const char *activity, uint64_t
                 json_add_int(v, "outputWatermark", (int64_t) watermark);
         }
         return v;
+}
+
+static void pending_free(PendingSummary *p) {
+        if (!p) return;
+        free(p->source_id);
+        free(p->summary_id);
+        free(p);
+}
+
+static PendingSummary *pending_for_source(Activity *a, const char *id) {
+        for (PendingSummary *p = a->pending; p; p = p->next)
+                if (streq(p->source_id, id)) return p;
+        return NULL;
+}
+
+static void summarize(Manager *m, Task *t, uint64_t watermark);
+
+static void pending_remove(Activity *a, PendingSummary *p) {
+        for (PendingSummary **pp = &a->pending; *pp; pp = &(*pp)->next)
+                if (*pp == p) {
+                        *pp = p->next;
+                        pending_free(p);
+                        return;
+                }
+}
+
+/* The task.activity event of source t with only the "true" variant (the
+ * model-backed one): text, or summaryFailed with error. Dropped when it was
+ * scheduled while running and the status changed since (§1.7). */
+static void emit_summary_variant(Manager *m, PendingSummary *p, const char *text, const char *error) {
+        Task *t = manager_find_task(m, p->source_id);
+        if (!t || (p->status == (int) TASK_RUNNING && (int) t->rec.status != p->status)) return;
+        _cleanup_json_ json_object *ev = json_object_new_object();
+        json_object *variants = json_object_new_object();
+        if (!ev || !variants) {
+                json_object_put(variants);
+                return;
+        }
+        json_add(variants, "true", variant(true, text, p->watermark, text ? NULL : (error ? error : "unknown error")));
+        char iso[32];
+        json_add_int(ev, "sequence", (int64_t) events_next_sequence(m));
+        json_add_string(ev, "type", "task.activity");
+        json_add_string(ev, "taskId", t->id);
+        json_add_string(ev, "directory", t->rec.directory);
+        json_add_string(ev, "originSessionId", t->rec.origin_session_id);
+        json_add_string(ev, "status", task_status_to_string((TaskStatus) p->status));
+        json_add_null(ev, "previousStatus");
+        json_add_string(ev, "occurredAt", format_iso(now_ms(), iso));
+        json_add(ev, "activityVariants", variants);
+        events_broadcast(m, t, ev);
+}
+
+/* p is done with; a summary the source outran (it changed status while p
+ * ran, so p's event was dropped) is started again for the source as it is
+ * now. */
+static void pending_finish(Manager *m, PendingSummary *p) {
+        Activity *a = m->activity;
+        bool rerun = p->rerun;
+        _cleanup_free_ char *id = rerun ? strdup(p->source_id) : NULL;
+        uint64_t watermark = p->watermark;
+        pending_remove(a, p);
+        Task *t = id ? manager_find_task(m, id) : NULL;
+        if (t && summaries_on(m)) summarize(m, t, watermark);
+}
+
+/* summary_start's answer: the summary task is queued, or it failed. */
+static void on_summary_started(Manager *m, const char *source_id, const char *summary_task_id, const char *error,
+                               void *userdata) {
+        Activity *a = m->activity;
+        PendingSummary *p = userdata;
+        (void) source_id;
+        if (!a) return;
+        if (!summary_task_id) {
+                /* the first line of "error: ...\nhelp: ..." */
+                const char *e = error ? error : "the summary could not be started";
+                if (startswith(e, "error: ")) e += strlen("error: ");
+                _cleanup_free_ char *line = strndup(e, strcspn(e, "\n"));
+                emit_summary_variant(m, p, NULL, line ? line : e);
+                pending_finish(m, p);
+                return;
+        }
+        p->summary_id = strdup(summary_task_id);
+        if (!p->summary_id) pending_remove(a, p);
+}
+
+/* A summary task settled: its result message is the activity summary. */
+static void summary_settled(Manager *m, Task *st) {
+        Activity *a = m->activity;
+        if (!a) return;
+        for (PendingSummary *p = a->pending; p; p = p->next) {
+                if (!streq_ptr(p->summary_id, st->id)) continue;
+                log_summary ls = {0};
+                _cleanup_free_ char *error = NULL;
+                if (st->rec.status != TASK_DONE)
+                        error = strdup_printf("summary task %s ended %s%s%s", st->id, task_status_to_string(st->rec.status),
+                                              st->rec.failure_detail ? ": " : "", strempty(st->rec.failure_detail));
+                else if (log_summarize_file(st->rec.log_path, NULL, &ls) < 0 || isempty(ls.message))
+                        error = strdup_printf("summary task %s gave no text", st->id);
+                if (error) emit_summary_variant(m, p, NULL, error);
+                else {
+                        /* the first 4000 code points, sanitized like the local text */
+                        _cleanup_free_ char *text = activity_sanitize(ls.message);
+                        emit_summary_variant(m, p, text, text ? NULL : "out of memory");
+                }
+                log_summary_done(&ls);
+                pending_finish(m, p);
+                return;
+        }
+}
+
+/* Start the model-backed summary of t unless one is under way. */
+static void summarize(Manager *m, Task *t, uint64_t watermark) {
+        Activity *a = m->activity;
+        if (!a) return;
+        PendingSummary *q = pending_for_source(a, t->id);
+        if (q) {
+                /* one at a time per task; a newer status gets its own after it */
+                if (q->status != (int) t->rec.status) {
+                        q->rerun = true;
+                        q->watermark = watermark;
+                }
+                return;
+        }
+        PendingSummary *p = calloc(1, sizeof *p);
+        if (!p || !(p->source_id = strdup(t->id))) {
+                pending_free(p);
+                return;
+        }
+        p->watermark = watermark;
+        p->status = (int) t->rec.status;
+        p->started_ms = mono_ms();
+        p->next = a->pending;
+        a->pending = p;
+        int r = summary_start(m, t, m->settings.activity_max_words, on_summary_started, p);
+        if (r < 0) {
+                emit_summary_variant(m, p, NULL, "the summary could not be started");
+                pending_remove(a, p);
+        }
+}
+
+/* Summaries not settled within ACTIVITY_SUMMARY_POLL_MS (§8.1 step 3: 45 s)
+ * are reported failed; the summary task itself runs on. */
+static void expire_pending(Manager *m) {
+        Activity *a = m->activity;
+        uint64_t now = mono_ms();
+        for (PendingSummary *p = a ? a->pending : NULL, *next; p; p = next) {
+                next = p->next;
+                if (now - p->started_ms < ACTIVITY_SUMMARY_POLL_MS) continue;
+                emit_summary_variant(m, p, NULL, "the activity summary did not finish within 45 s");
+                pending_finish(m, p);
+        }
 }
 
 void activity_refresh(Manager *m, Task *t, bool forced) {
@@ -401,13 +563,11 @@ void activity_refresh(Manager *m, Task *t, bool forced) {
                 return;
         }
         json_add(variants, "false", variant(false, local, watermark, NULL));
-        if (with_summary) {
-                _cleanup_free_ char *text = NULL, *error = NULL;
-                if (activity_summarize(m, t, &text, &error) >= 0 && text)
-                        json_add(variants, "true", variant(true, text, watermark, NULL));
-                else
-                        json_add(variants, "true", variant(true, NULL, 0, error ? error : "unknown error"));
-        } else
+        if (with_summary)
+                /* the "true" variant follows in its own event once the
+                 * model-backed summary is written (summary_settled) */
+                summarize(m, t, watermark);
+        else
                 /* summaries off (TASKFERRY_ACTIVITY_SUMMARIES=0): a summaries
                  * subscriber gets the local text, marked as such */
                 json_add(variants, "true", variant(false, local, watermark, NULL));
@@ -427,11 +587,16 @@ void activity_task_transition(Task *t, TaskStatus old_status) {
         Manager *m = t->m;
         TaskStatus s = t->rec.status;
         /* forced: spawn, settlement (a queued cancel is one) */
+        if (t->rec.internal) {
+                if (t->rec.summary_of && !task_is_active(t)) summary_settled(m, t);
+                return;
+        }
         if ((old_status == TASK_QUEUED && s == TASK_RUNNING) || !task_is_active(t)) activity_refresh(m, t, true);
 }
 
 static int tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
+        expire_pending(m);
         if (events_count(m) > 0)
                 for (size_t i = 0; i < m->n_tasks; i++)
                         if (m->tasks[i]->rec.status == TASK_RUNNING) activity_refresh(m, m->tasks[i], false);
@@ -459,6 +624,11 @@ void activity_free(Manager *m) {
         Activity *a = m->activity;
         if (!a) return;
         a->timer = sd_event_source_disable_unref(a->timer);
+        while (a->pending) {
+                PendingSummary *p = a->pending;
+                a->pending = p->next;
+                pending_free(p);
+        }
         while (a->waiters) {
                 ModelWaiter *w = a->waiters;
                 a->waiters = w->next;

@@ -26,10 +26,16 @@
  * a summaries:true subscriber exists and TASKFERRY_ACTIVITY_SUMMARIES is not
  * 0, "true". The cache key is [id, status, watermark, summaryModel,
  * maxWords, includeSummary]: an unchanged key sends nothing new. Internal
- * tasks have no activity events. The model-backed text of the "true"
- * variant comes from activity_summarize() (report-summary child, §8.2); in
- * this build that child is not available, so the "true" variant carries
- * summaryFailed:true with the reason. */
+ * tasks have no activity events. With summaries on, the event carries only
+ * the "false" variant (local text) and starts the model-backed summary (one
+ * at a time per task): a report summary (summary.c, §8.2, with the prompt
+ * fallback) whose result message, sanitized and cut to 4000 code points,
+ * becomes a second task.activity event with only the "true" variant
+ * {includeSummary:true, activity, outputWatermark}, or {includeSummary:true,
+ * summaryFailed:true, summaryError} when the summary cannot start, fails or
+ * has not settled within ACTIVITY_SUMMARY_POLL_MS (the summary task itself
+ * runs on). Such an event scheduled while the task ran is dropped when its
+ * status changed meanwhile (§1.7). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,6 +55,7 @@ typedef struct Request Request;
 #define ACTIVITY_MIN_GROWTH 4096
 #define ACTIVITY_MODEL_CACHE_MS (5 * 60 * 1000)
 #define ACTIVITY_MODEL_CHECK_TIMEOUT_S 10
+#define ACTIVITY_SUMMARY_POLL_MS 45000
 
 /* ---- pure text functions (unit-tested) ---- */
 /* The snapshot of a log's bytes (already bounded: callers read it with
@@ -82,11 +89,6 @@ void activity_refresh(Manager *m, Task *t, bool forced);
 typedef void (*activity_model_fn)(Manager *m, void *userdata, int available, const char *model);
 int activity_model_check(Manager *m, activity_model_fn done, void *userdata);
 
-/* The model-backed activity summary of t (lifecycle §8.1 "Summarize path"):
- * a report summary (§8.2, summary.c of the advisor lane) whose result
- * message is the text. Returns -EOPNOTSUPP with *ret_error set until that
- * child exists in this build. */
-int activity_summarize(Manager *m, Task *t, char **ret_text, char **ret_error);
 
 /* task.summary {mode:"activity"}: {sourceTaskId, sourceStatus, activity,
  * outputWatermark} (protocol-cli.md §1.7). */

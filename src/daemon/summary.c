@@ -395,6 +395,11 @@ typedef struct SummaryJob {
         char **env;             /* the summary child's env (models listing) */
         char *fingerprint;
         bool list_models;       /* the cached listing does not serve this env */
+        int64_t max_words;
+        json_object *caller_env; /* the env param (the summary child's caller env), or NULL */
+        bool prompt_fallback;   /* empty narration → "Task prompt: ..." (§8.2 allowPromptFallback) */
+        summary_started_fn cb;  /* set for summary_start (r is NULL then) */
+        void *cb_userdata;
 } SummaryJob;
 
 static void summary_job_free(SummaryJob *j) {
@@ -409,6 +414,7 @@ static void summary_job_free(SummaryJob *j) {
         free(j->dispatched_by);
         strv_free(j->env);
         free(j->fingerprint);
+        json_object_put(j->caller_env);
         free(j);
 }
 
@@ -431,6 +437,15 @@ static json_object *summary_job_run(void *userdata, int *error) {
         }
         json_add_int(o, "sourceLogBytes", (int64_t) log_bytes);
         json_add_int(o, "summaryInputBytes", (int64_t) input);
+        if (isempty(narration) && j->prompt_fallback) {
+                free(narration);
+                narration = strdup_printf("Task prompt: %s", j->preview ? j->preview : "No model output observed yet.");
+                if (!narration) {
+                        *error = -ENOMEM;
+                        json_object_put(o);
+                        return NULL;
+                }
+        }
         if (isempty(narration)) {
                 json_add_bool(o, "empty", true);
                 return o;
@@ -458,6 +473,12 @@ static void fail_reply(Request *r, const char *text) {
         method_reply(r, method_fail(&e, text), NULL, &e);
 }
 
+/* The job's failure to whoever asked: the request, or summary_start's caller. */
+static void job_fail(SummaryJob *j, const char *text) {
+        if (j->r) fail_reply(j->r, text);
+        else j->cb(j->m, j->source->id, NULL, text, j->cb_userdata);
+}
+
 static void summary_job_done(Manager *m, void *userdata, json_object *res, int error) {
         SummaryJob *j = userdata;
         Request *r = j->r;
@@ -465,7 +486,11 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
         if (!res) {
                 _cleanup_free_ char *text = strdup_printf("error: could not read the task log: %s",
                                                           strerror(error < 0 ? -error : EIO));
-                fail_reply(r, text);
+                job_fail(j, text);
+                return summary_job_free(j);
+        }
+        if (json_get_bool(res, "empty", false) && !r) {
+                job_fail(j, "no model text observed yet");
                 return summary_job_free(j);
         }
         if (json_get_bool(res, "empty", false)) {
@@ -503,7 +528,7 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
                                      json_get_string(res, "writeError"));
         if (text) {
                 if (!json_get_string(res, "writeError")) (void) unlink(j->snapshot);
-                fail_reply(r, text);
+                job_fail(j, text);
                 return summary_job_free(j);
         }
 
@@ -511,12 +536,11 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
         _cleanup_free_ char *log_path = tf_path_log(&m->paths, j->id);
         _cleanup_free_ char *dir_path = strdup_printf("%s/summaries", m->paths.state_dir);
         _cleanup_free_ char *dir = dir_path ? realpath(dir_path, NULL) : NULL;
-        int64_t max_words = 200;
-        json_get_int64(r->req.params, "maxWords", &max_words);
+        int64_t max_words = j->max_words;
         Task *t = log_path && dir ? task_create(m, j->id) : NULL;
         if (!t) {
                 (void) unlink(j->snapshot);
-                fail_reply(r, "error: out of memory");
+                job_fail(j, "error: out of memory");
                 return summary_job_free(j);
         }
         json_object *of = json_object_new_object();
@@ -555,8 +579,7 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
         json_object *lp = json_object_new_object();
         if (j->session_id) json_add_string(lp, "summarySessionId", j->session_id);
         t->launch = lp;
-        json_object *env = json_get_object(r->req.params, "env");
-        t->caller_env = env ? json_object_get(env) : NULL;
+        t->caller_env = j->caller_env ? json_object_get(j->caller_env) : NULL;
         int fk = rk < 0 ? rk : launch_request_save(t);
         if (fk >= 0) {
                 task_persist(t);
@@ -569,11 +592,15 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
                 manager_remove_task(m, t);
                 (void) unlink(j->snapshot);
                 _cleanup_free_ char *msg = strdup_printf("error: cannot record the summary task durably: %s", strerror(-fk));
-                fail_reply(r, msg);
+                job_fail(j, msg);
                 return summary_job_free(j);
         }
         scheduler_enqueue(m, t);
         scheduler_kick(m);
+        if (!r) {
+                j->cb(m, j->source->id, t->id, NULL, j->cb_userdata);
+                return summary_job_free(j);
+        }
 
         json_object *o = json_object_new_object();
         json_add_string(o, "sourceStatus", j->status);
@@ -623,6 +650,66 @@ static int summary_env(Manager *m, json_object *caller, char ***ret) {
         return 0;
 }
 
+/* A summary job for source: its id, snapshot path, the cached session and
+ * watermark, the child's env (env_param: the caller's env, may be NULL).
+ * -ENOMEM. */
+static int summary_job_new(Manager *m, Task *source, json_object *env_param, Task *dispatched_by, SummaryJob **ret) {
+        SummaryJob *j = calloc(1, sizeof *j);
+        if (!j) return -ENOMEM;
+        if (dispatched_by && !(j->dispatched_by = strdup(dispatched_by->id))) {
+                free(j);
+                return -ENOMEM;
+        }
+        j->m = m;
+        j->source = source;
+        j->max_words = 200;
+        j->caller_env = env_param ? json_object_get(env_param) : NULL;
+        char iso[32];
+        j->id = task_id_new();
+        j->snapshot = j->id ? summary_snapshot_path(m, j->id) : NULL;
+        j->captured_at = strdup(format_iso(now_ms(), iso));
+        j->status = strdup(strempty(task_status_to_string(source->rec.status)));
+        j->preview = source->rec.prompt_preview ? strdup(source->rec.prompt_preview) : NULL;
+        j->log_path = source->rec.log_path ? strdup(source->rec.log_path) : NULL;
+        SummarySource *ss = source_find(m, source->id);
+        /* the cached session and watermark; a watermark past the log's end (a
+         * truncated log) clears both */
+        struct stat st;
+        uint64_t size = source->rec.log_path && stat(source->rec.log_path, &st) == 0 ? (uint64_t) st.st_size : 0;
+        if (ss && ss->watermark > size) {
+                source_clear(m, source->id);
+                ss = NULL;
+        }
+        if (ss) {
+                j->session_id = strdup(ss->session_id);
+                j->watermark = ss->watermark;
+        }
+        int k = summary_env(m, env_param, &j->env);
+        j->fingerprint = k >= 0 ? summary_env_fingerprint(j->env) : NULL;
+        if (!j->id || !j->snapshot || !j->captured_at || !j->status || !j->fingerprint || (ss && !j->session_id)) {
+                summary_job_free(j);
+                return -ENOMEM;
+        }
+        SummaryState *sst = state(m);
+        j->list_models = !sst->models_output || !streq_ptr(sst->models_fingerprint, j->fingerprint) ||
+                         now_ms() >= sst->models_expire_ms;
+        *ret = j;
+        return 0;
+}
+
+int summary_start(Manager *m, Task *source, uint64_t max_words, summary_started_fn cb, void *userdata) {
+        SummaryJob *j = NULL;
+        int r = summary_job_new(m, source, NULL, NULL, &j);
+        if (r < 0) return r;
+        j->max_words = (int64_t) max_words;
+        j->prompt_fallback = true;
+        j->cb = cb;
+        j->cb_userdata = userdata;
+        r = job_start_retrying(m, summary_job_run, summary_job_done, j);
+        if (r < 0) summary_job_free(j);
+        return r;
+}
+
 int method_summary(Manager *m, Request *r, Task *source, json_object **ret, MethodError *err) {
         json_object *p = r->req.params;
         const char *mode = json_get_string(p, "mode");
@@ -656,44 +743,11 @@ int method_summary(Manager *m, Request *r, Task *source, json_object **ret, Meth
                         return method_error(err, E_SERVER_BUSY, "this task has too many summaries queued or running",
                                             "Wait for one of its summaries to finish, then retry");
         }
-        SummaryJob *j = calloc(1, sizeof *j);
-        if (!j) return method_fail(err, "error: out of memory");
-        if (who.sandboxed && who.task && !(j->dispatched_by = strdup(who.task->id))) {
-                free(j);
-                return method_fail(err, "error: out of memory");
-        }
-        j->m = m;
+        SummaryJob *j = NULL;
+        int k = summary_job_new(m, source, json_get_object(p, "env"), who.sandboxed ? who.task : NULL, &j);
+        if (k < 0) return method_fail(err, "error: out of memory");
         j->r = r;
-        j->source = source;
-        char iso[32];
-        j->id = task_id_new();
-        j->snapshot = j->id ? summary_snapshot_path(m, j->id) : NULL;
-        j->captured_at = strdup(format_iso(now_ms(), iso));
-        j->status = strdup(strempty(task_status_to_string(source->rec.status)));
-        j->preview = source->rec.prompt_preview ? strdup(source->rec.prompt_preview) : NULL;
-        j->log_path = source->rec.log_path ? strdup(source->rec.log_path) : NULL;
-        SummarySource *ss = source_find(m, source->id);
-        /* the cached session and watermark; a watermark past the log's end (a
-         * truncated log) clears both */
-        struct stat st;
-        uint64_t size = source->rec.log_path && stat(source->rec.log_path, &st) == 0 ? (uint64_t) st.st_size : 0;
-        if (ss && ss->watermark > size) {
-                source_clear(m, source->id);
-                ss = NULL;
-        }
-        if (ss) {
-                j->session_id = strdup(ss->session_id);
-                j->watermark = ss->watermark;
-        }
-        int k = summary_env(m, json_get_object(p, "env"), &j->env);
-        j->fingerprint = k >= 0 ? summary_env_fingerprint(j->env) : NULL;
-        if (!j->id || !j->snapshot || !j->captured_at || !j->status || !j->fingerprint || (ss && !j->session_id)) {
-                summary_job_free(j);
-                return method_fail(err, "error: out of memory");
-        }
-        SummaryState *sst = state(m);
-        j->list_models = !sst->models_output || !streq_ptr(sst->models_fingerprint, j->fingerprint) ||
-                         now_ms() >= sst->models_expire_ms;
+        j->max_words = max_words;
         k = job_start_retrying(m, summary_job_run, summary_job_done, j);
         if (k < 0) {
                 summary_job_free(j);

@@ -87,5 +87,17 @@ char *summary_snapshot_path(Manager *m, const char *id);
  * options), or NULL. */
 const char *summary_task_session(Task *t);
 
+/* An internal report summary of source for the daemon itself (activity.c's
+ * model-backed activity, lifecycle.md §8.1 step 2): as task.summary with
+ * maxWords max_words, the daemon's env and the prompt fallback (empty
+ * narration → "Task prompt: <promptPreview>"). cb is called exactly once,
+ * later, from the event loop: with summary_task_id once the summary task is
+ * queued, or with error (an "error: ...\nhelp: ..." text) when it could not
+ * be (the model is not listed, the snapshot cannot be written, ...).
+ * Returns 0 or -errno (then cb is never called). */
+typedef void (*summary_started_fn)(Manager *m, const char *source_id, const char *summary_task_id, const char *error,
+                                   void *userdata);
+int summary_start(Manager *m, Task *source, uint64_t max_words, summary_started_fn cb, void *userdata);
+
 /* task.summary (methods.h). */
 int method_summary(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);

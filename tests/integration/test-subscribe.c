@@ -447,8 +447,9 @@ END_TEST
 
 /* Each subscriber gets the activity variant of its summaries flag
  * (§1.9): with TASKFERRY_ACTIVITY_SUMMARIES on and a summaries subscriber,
- * the "true" variant is the model-backed one, which this build reports as
- * failed (summaryFailed, summaryError), and `watch --summaries` prints it as
+ * the "true" variant is the model-backed one; here the summary worker (an
+ * `opencode` that prints nothing) gives no text, so it is reported failed
+ * (summaryFailed, summaryError), and `watch --summaries` prints it as
  * "summary unavailable (...)"; the plain subscriber still gets the text. */
 START_TEST(activity_variants_follow_the_summaries_flag) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_ACTIVITY_SUMMARIES=1", NULL};
@@ -496,6 +497,66 @@ START_TEST(activity_variants_follow_the_summaries_flag) {
         tf_run_done(&r);
         sub_close(plain), sub_close(summ);
         free(text), free(script), free(out), free(id);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The model-backed activity summary (lifecycle.md §8.1 "Summarize path"):
+ * a summaries subscriber gets, after the local event, a task.activity event
+ * whose text is the result message of an internal report summary of the
+ * task (summary.c, the fake `opencode` standing in for the model); a plain
+ * subscriber never sees it, and the summary task is internal (no
+ * task.state of its own, not in the user's list). */
+START_TEST(model_backed_activity_summary_reaches_summaries_subscribers) {
+        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_ACTIVITY_SUMMARIES=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *fx = strdup_printf("%s/summary-fx", w->root);
+        char *out = strdup_printf("%s.stdout.ndjson", fx);
+        const char *ndjson =
+                "{\"type\":\"text\",\"sessionID\":\"ses_act\",\"part\":{\"type\":\"text\",\"messageID\":\"m1\","
+                "\"text\":\"It printed the greeting and stopped.\"}}\n"
+                "{\"type\":\"step_finish\",\"sessionID\":\"ses_act\",\"part\":{\"type\":\"step-finish\","
+                "\"messageID\":\"m1\",\"reason\":\"stop\"}}\n";
+        tf_write(out, ndjson, strlen(ndjson), 0644);
+        tf_world_setenv(w, "FAKE_FIXTURE", fx);
+        tf_daemon_start(w);
+        int plain = subscribe(w, "{\"all\":true}", NULL);
+        int summ = subscribe(w, "{\"all\":true,\"summaries\":true}", NULL);
+        char *id = shell_task(w, w->repo_parent, "echo hello there");
+        json_object *ep = events_until(plain, id, "done", 30000);
+        /* the summary task runs after the source settled: wait for its event */
+        json_object *es = json_object_new_array();
+        bool got = false;
+        for (uint64_t end = mono_ms() + 60000; !got && mono_ms() < end;) {
+                json_object *more = events_until(summ, NULL, NULL, 2000);
+                for (size_t i = 0; i < json_object_array_length(more); i++) {
+                        json_object *e = json_object_array_get_idx(more, i);
+                        json_object_array_add(es, json_object_get(e));
+                        if (streq_ptr(json_get_string(e, "type"), "task.activity") &&
+                            json_get_bool(e, "includeSummary", false)) {
+                                ck_assert_msg(!json_get_bool(e, "summaryFailed", false), "%s", json_to_line(e, NULL));
+                                ck_assert_str_eq(json_get_string(e, "taskId"), id);
+                                ck_assert_str_eq(json_get_string(e, "activity"), "It printed the greeting and stopped.");
+                                got = true;
+                        }
+                }
+                json_object_put(more);
+        }
+        ck_assert_msg(got, "no model-backed activity event: %s", json_to_line(es, NULL));
+        /* only the source task's events reached the subscribers */
+        for (size_t i = 0; i < json_object_array_length(es); i++)
+                ck_assert_str_eq(json_get_string(json_object_array_get_idx(es, i), "taskId"), id);
+        json_object *more = events_until(plain, NULL, NULL, 1000);
+        for (size_t i = 0; i < json_object_array_length(more); i++) json_object_array_add(ep, json_object_get(json_object_array_get_idx(more, i)));
+        json_object_put(more);
+        for (size_t i = 0; i < json_object_array_length(ep); i++) {
+                json_object *e = json_object_array_get_idx(ep, i);
+                ck_assert_str_eq(json_get_string(e, "taskId"), id);
+                ck_assert(!json_get_bool(e, "includeSummary", false));
+        }
+        json_object_put(ep), json_object_put(es);
+        sub_close(plain), sub_close(summ);
+        free(id), free(out), free(fx);
         tf_world_free(w);
 }
 END_TEST
@@ -672,6 +733,7 @@ int main(void) {
         tcase_add_test(tc, summary_mode_activity_reads_the_narration);
         tcase_add_test(tc, summaries_need_the_model_listed);
         tcase_add_test(tc, activity_variants_follow_the_summaries_flag);
+        tcase_add_test(tc, model_backed_activity_summary_reaches_summaries_subscribers);
         tcase_add_test(tc, watch_flush_interval_keeps_the_latest_per_task);
         tcase_add_test(tc, worker_subscription_sees_only_its_own_tree);
         tcase_add_test(tc, never_reading_subscriber_cannot_hurt_the_daemon);
