@@ -320,6 +320,26 @@ START_TEST(d4_prompt_preview) {
         ck_assert_msg(json_get_int64(st, "promptTotalChars", &total) && total == 500, "%s", json_to_line(st, NULL));
         json_object_put(st);
         free(id), free(want);
+        want = NULL;
+
+        /* the boundary: 200 units verbatim, 201 cut */
+        long_prompt[200] = 0;
+        const char *e[] = {"--model", "m/x", "--prompt", long_prompt, NULL};
+        o = dispatch(&x, e);
+        ck_assert_str_eq(strempty(tf_jstr(o, "promptPreview")), long_prompt);
+        ck_assert_msg(!json_object_object_get_ex(o, "promptTotalChars", NULL), "%s", json_to_line(o, NULL));
+        json_object_put(tf_wait_settled(x.w, tf_jstr(o, "id")));
+        json_object_put(o);
+        long_prompt[200] = 'x';
+        long_prompt[201] = 0;
+        o = dispatch(&x, e);
+        want = strdup_printf("%.200s\xE2\x80\xA6", long_prompt);
+        ck_assert_str_eq(strempty(tf_jstr(o, "promptPreview")), want);
+        total = 0;
+        ck_assert_msg(json_get_int64(o, "promptTotalChars", &total) && total == 201, "%s", json_to_line(o, NULL));
+        json_object_put(tf_wait_settled(x.w, tf_jstr(o, "id")));
+        json_object_put(o);
+        free(want);
 
         const char *b[] = {"--model", "m/x", "--prompt", "short prompt", NULL};
         o = dispatch(&x, b);
@@ -384,6 +404,33 @@ static void large_prompt_case(const char *executor) {
         free(file), free(id), free(prompt);
         world_free(&x);
 }
+
+/* D5: the prompt file is also gone after a spawn failure: a `pi` whose
+ * interpreter does not exist passes the (unsandboxed) PATH preflight, the
+ * shim writes the prompt file, then execve fails. */
+START_TEST(d5_prompt_file_gone_after_spawn_failure) {
+        world x = world_new(nosandbox_env);
+        char *bad = strdup(tf_path(x.w->root, "badbin"));
+        ck_assert_int_eq(mkdir(bad, 0755), 0);
+        tf_write(tf_path(bad, "pi"), "#!/nonexistent-interpreter\n", 27, 0755);
+        char *path = strdup_printf("%s:%s/bin:/usr/local/bin:/usr/bin:/bin", bad, x.w->fixtures);
+        tf_world_setenv(x.w, "PATH", path);
+        char *prompt = big_prompt(96 * 1024 + 1);
+        const char *a[] = {"--executor", "pi", "--model", "m/x", "--prompt", prompt, NULL};
+        json_object *o = dispatch(&x, a);
+        char *id = strdup(tf_jstr(o, "id"));
+        json_object_put(o);
+        json_object *st = tf_wait_settled(x.w, id);
+        ck_assert_msg(!isempty(tf_jstr(st, "spawnError")), "%s", json_to_line(st, NULL));
+        json_object_put(st);
+        char *file = prompt_file(&x, id);
+        ck_assert_msg(!tf_exists(file), "%s left after a spawn failure", file);
+        char *left = tf_shf(x.w, NULL, "ls -A %s/prompts", x.w->state);
+        ck_assert_msg(isempty(left), "prompts/ holds: %s", left);
+        free(left), free(file), free(id), free(prompt), free(path), free(bad);
+        world_free(&x);
+}
+END_TEST
 
 START_TEST(d5_large_prompt_opencode) { large_prompt_case("opencode"); }
 END_TEST
@@ -505,6 +552,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, d4_prompt_preview);
         tcase_add_test(tc, d5_large_prompt_opencode);
         tcase_add_test(tc, d5_large_prompt_pi);
+        tcase_add_test(tc, d5_prompt_file_gone_after_spawn_failure);
         tcase_add_test(tc, d11_class_and_parent);
         tcase_add_test(tc, d13_prompt_augmentation);
         tcase_add_test(tc, d14_variant_defaults);
