@@ -395,6 +395,7 @@ typedef struct SummaryJob {
         char **env;             /* the summary child's env (models listing) */
         char *fingerprint;
         bool list_models;       /* the cached listing does not serve this env */
+        bool sandboxed;         /* the caller runs in a sandbox: its env is not forwarded */
 } SummaryJob;
 
 static void summary_job_free(SummaryJob *j) {
@@ -555,7 +556,7 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
         json_object *lp = json_object_new_object();
         if (j->session_id) json_add_string(lp, "summarySessionId", j->session_id);
         t->launch = lp;
-        json_object *env = json_get_object(r->req.params, "env");
+        json_object *env = j->sandboxed ? NULL : json_get_object(r->req.params, "env");
         t->caller_env = env ? json_object_get(env) : NULL;
         int fk = rk < 0 ? rk : launch_request_save(t);
         if (fk >= 0) {
@@ -665,6 +666,10 @@ int method_summary(Manager *m, Request *r, Task *source, json_object **ret, Meth
         j->m = m;
         j->r = r;
         j->source = source;
+        /* a worker's env (LD_PRELOAD, NODE_OPTIONS, XDG_CONFIG_HOME, ...) must
+         * not reach the models listing, which runs outside every sandbox, nor
+         * the summary task: it gets the daemon's env only */
+        j->sandboxed = who.sandboxed;
         char iso[32];
         j->id = task_id_new();
         j->snapshot = j->id ? summary_snapshot_path(m, j->id) : NULL;
@@ -685,7 +690,7 @@ int method_summary(Manager *m, Request *r, Task *source, json_object **ret, Meth
                 j->session_id = strdup(ss->session_id);
                 j->watermark = ss->watermark;
         }
-        int k = summary_env(m, json_get_object(p, "env"), &j->env);
+        int k = summary_env(m, j->sandboxed ? NULL : json_get_object(p, "env"), &j->env);
         j->fingerprint = k >= 0 ? summary_env_fingerprint(j->env) : NULL;
         if (!j->id || !j->snapshot || !j->captured_at || !j->status || !j->fingerprint || (ss && !j->session_id)) {
                 summary_job_free(j);
