@@ -68,11 +68,123 @@ START_TEST(summary_env_runs_nothing_outside_the_sandbox) {
 }
 END_TEST
 
+
+/* A python3 client the worker runs: sends each argv[1:] (a JSON request) on
+ * one connection to its task socket and prints each reply on a line. */
+static const char *const peer_py =
+        "import json, os, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); s.settimeout(10)\n"
+        "f = s.makefile('rb')\n"
+        "for i, a in enumerate(sys.argv[1:]):\n"
+        "    req = {'version': 1, 'id': 'r%d' % i}; req.update(json.loads(a))\n"
+        "    s.sendall((json.dumps(req) + '\\n').encode())\n"
+        "    while True:\n"
+        "        line = f.readline()\n"
+        "        if not line: print('EOF'); sys.exit(0)\n"
+        "        fr = json.loads(line)\n"
+        "        if fr.get('id') == req['id']: break\n"
+        "    print(json.dumps(fr))\n";
+
+static char *peer_script(tf_world *w) {
+        char *path = strdup(tf_path(w->fixtures, "peer.py"));
+        tf_write(path, peer_py, strlen(peer_py), 0644);
+        return path;
+}
+
+/* Replies of the shell worker that ran the peer with the given requests. */
+static char *peer_replies(tf_world *w, const char *repo, const char *probe, const char *const reqs[]) {
+        char *py = peer_script(w);
+        char *args = strdup("");
+        for (size_t i = 0; reqs[i]; i++) {
+                char *n = strdup_printf("%s '%s'", args, reqs[i]);
+                free(args);
+                args = n;
+        }
+        /* probe: a path the sandbox must not see ("" for none) */
+        char *script = strdup_printf("[ -n '%s' ] && ls -d '%s' >/dev/null 2>&1 && exit 3; "
+                                     "python3 %s%s > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true",
+                                     probe, probe, py, args);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_msg(streq(strempty(tf_jstr(st, "status")), "done"), "the worker saw %s", probe);
+        json_object_put(st);
+        char *out = output_file(w, id, "replies.txt");
+        free(id), free(script), free(args), free(py);
+        return out;
+}
+
+/* The n-th reply line (0-based) of replies, as JSON. */
+static json_object *reply_n(const char *replies, unsigned n) {
+        const char *p = replies;
+        for (unsigned i = 0; i < n && p; i++) {
+                p = strchr(p, '\n');
+                if (p) p++;
+        }
+        ck_assert_msg(p && *p, "no reply %u", n);
+        char *line = strndup(p, strcspn(p, "\n"));
+        json_object *o = tf_json(line);
+        free(line);
+        return o;
+}
+
+static const char *error_message(json_object *frame) {
+        json_object *e = json_get_object(frame, "error");
+        return e ? tf_jstr(e, "message") : NULL;
+}
+
+/* Attack: task.context and event.subscribe resolve a directory the worker
+ * names, on the host, outside its sandbox. Hole found (fixed in peer.c, used
+ * by views.c and events.c): an existing path the sandbox masks (the state
+ * dir, a file in it) succeeded while a missing one failed with "No such
+ * file", an oracle for what exists on the host, and task.context echoed the
+ * resolved path. A sandboxed caller may name only its own directory or one
+ * under it, and the answer is the same whatever exists elsewhere. */
+START_TEST(directory_params_are_no_host_oracle) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *a = strdup_printf("{\"method\":\"task.context\",\"params\":{\"directory\":\"%s/secret.txt\"}}", w->state);
+        char *b = strdup_printf("{\"method\":\"task.context\",\"params\":{\"directory\":\"%s/nope.json\"}}", w->state);
+        char *c = strdup_printf("{\"method\":\"event.subscribe\",\"params\":{\"directory\":\"%s\"}}", w->state);
+        char *d = strdup_printf("{\"method\":\"event.subscribe\",\"params\":{\"directory\":\"%s/nope\"}}", w->state);
+        char *e = strdup_printf("{\"method\":\"task.context\",\"params\":{\"directory\":\"%s/../%s\"}}", repo,
+                                strrchr(repo, '/') + 1);
+        char *own = strdup_printf("{\"method\":\"task.context\",\"params\":{\"directory\":\"%s\"}}", repo);
+        tf_daemon_start(w);
+        tf_write(tf_path(w->state, "secret.txt"), "s\n", 2, 0600);
+        const char *reqs[] = {a, b, c, d, e, own, NULL};
+        char *replies = peer_replies(w, repo, tf_path(w->state, "secret.txt"), reqs);
+        fprintf(stderr, "replies:\n%s\n", replies);
+        json_object *ra = reply_n(replies, 0), *rb = reply_n(replies, 1), *rc = reply_n(replies, 2),
+                    *rd = reply_n(replies, 3), *re = reply_n(replies, 4), *rown = reply_n(replies, 5);
+        /* the masked, existing path answers exactly as the missing one */
+        ck_assert_msg(error_message(ra) && error_message(rb), "replies above");
+        ck_assert_msg(!strstr(json_object_to_json_string(ra), "No such file") &&
+                              !strstr(json_object_to_json_string(rb), "No such file"),
+                      "replies above");
+        ck_assert_msg(error_message(rc) && error_message(rd), "replies above");
+        ck_assert_msg(!strstr(json_object_to_json_string(rc), "No such file") &&
+                              !strstr(json_object_to_json_string(rd), "No such file"),
+                      "replies above");
+        ck_assert_str_eq(error_message(rc), error_message(rd));
+        /* a .. that leads back into its own directory is refused as well: lexical */
+        ck_assert_msg(error_message(re), "replies above");
+        /* its own directory answers */
+        json_object *res = json_get_object(rown, "result");
+        ck_assert_msg(res && streq(strempty(tf_jstr(res, "directory")), repo), "replies above");
+        json_object_put(ra), json_object_put(rb), json_object_put(rc), json_object_put(rd), json_object_put(re),
+                json_object_put(rown);
+        free(replies), free(a), free(b), free(c), free(d), free(e), free(own), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("attack-lifecycle");
         TCase *tc = tcase_create("attack-lifecycle");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, summary_env_runs_nothing_outside_the_sandbox);
+        tcase_add_test(tc, directory_params_are_no_host_oracle);
         suite_add_tcase(s, tc);
         return s;
 }
