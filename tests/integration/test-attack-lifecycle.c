@@ -4,6 +4,7 @@
  * so. The fake `opencode` (tests/fixtures/bin) stands in for the model. */
 
 #include <check.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,12 +180,97 @@ START_TEST(directory_params_are_no_host_oracle) {
 }
 END_TEST
 
+static const char *const flood_py =
+        "import json, os, socket, sys, time\n"
+        "tid = os.environ['TASKFERRY_TASK_ID']; n = int(sys.argv[1])\n"
+        "socks = []\n"
+        "for c in range(4):\n"
+        "    s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); socks.append(s)\n"
+        "    reqs = []\n"
+        "    for i in range(n):\n"
+        "        m = ['task.tail', 'task.output', 'task.output'][i % 3]\n"
+        "        p = {'taskId': tid}\n"
+        "        if i % 3 == 2: p['path'] = 'big'\n"
+        "        reqs.append(json.dumps({'version': 1, 'id': 'c%d-%d' % (c, i), 'method': m, 'params': p}))\n"
+        "    s.sendall(('\\n'.join(reqs) + '\\n').encode())\n"
+        "ok = busy = other = 0; end = time.time() + 30\n"
+        "for s in socks:\n"
+        "    s.settimeout(1.0); buf = b''; got = 0\n"
+        "    while got < n and time.time() < end:\n"
+        "        try: d = s.recv(1 << 20)\n"
+        "        except socket.timeout: continue\n"
+        "        if not d: break\n"
+        "        buf += d\n"
+        "        while b'\\n' in buf:\n"
+        "            line, buf = buf.split(b'\\n', 1); f = json.loads(line)\n"
+        "            if f.get('type') == 'event': continue\n"
+        "            got += 1\n"
+        "            if f.get('ok'): ok += 1\n"
+        "            elif f['error']['code'] == 'SERVER_BUSY': busy += 1\n"
+        "            else: other += 1; print('OTHER', line[:200])\n"
+        "print('ok=%d busy=%d other=%d' % (ok, busy, other))\n";
+
+/* Attack: a worker floods its own socket with task.tail and task.output
+ * (each a forked job reading a file; here a 1 MiB output file) on four
+ * connections, pipelined. Held: the task socket's request budget answers
+ * the excess SERVER_BUSY at once, every request is answered, and the
+ * daemon ends with the fds it had (no job, pipe or pidfd leaks). */
+static unsigned fd_count(pid_t pid) {
+        char *dir = strdup_printf("/proc/%d/fd", (int) pid);
+        DIR *d = opendir(dir);
+        ck_assert_ptr_nonnull(d);
+        unsigned n = 0;
+        for (struct dirent *de; (de = readdir(d));) n += de->d_name[0] != '.';
+        closedir(d);
+        free(dir);
+        return n;
+}
+
+START_TEST(flooding_tail_and_output_is_bounded) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        pid_t daemon = tf_daemon_pid(w);
+        /* settle the daemon's steady fds with one task first */
+        const char *d0[] = {"--executor", "shell", "--directory", repo, "--prompt", "true", NULL};
+        char *first = tf_dispatch(w, d0);
+        json_object_put(tf_wait_settled(w, first));
+        unsigned before = fd_count(daemon);
+        char *py = strdup(tf_path(w->fixtures, "flood.py"));
+        tf_write(py, flood_py, strlen(flood_py), 0644);
+        char *script = strdup_printf("head -c 1000000 /dev/zero | tr '\\\\0' a > \"$TASKFERRY_OUTPUT_DIR/big\"; "
+                                     "python3 %s 150 > \"$TASKFERRY_OUTPUT_DIR/flood.txt\" 2>&1; true",
+                                     py);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        json_object_put(tf_wait_settled(w, id));
+        char *out = output_file(w, id, "flood.txt");
+        unsigned ok = 0, busy = 0, other = 0;
+        const char *line = strstr(out, "ok=");
+        ck_assert_msg(line && sscanf(line, "ok=%u busy=%u other=%u", &ok, &busy, &other) == 3, "%.300s", out);
+        fprintf(stderr, "flood: %.80s\n", line);
+        ck_assert_msg(ok + busy == 600 && other == 0, "%.300s", out);
+        ck_assert_msg(busy > 0 && ok >= 32, "%.300s", out);
+        /* the user is still served, and the daemon holds no more fds than before */
+        const char *l[] = {"list", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, l);
+        ck_assert_int_eq(r.exit_code, 0);
+        tf_run_done(&r);
+        unsigned after = 0;
+        for (int i = 0; i < 50 && (after = fd_count(daemon)) > before; i++) usleep(100 * 1000);
+        ck_assert_msg(after <= before, "daemon fds %u before, %u after", before, after);
+        free(out), free(id), free(script), free(py), free(first), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("attack-lifecycle");
         TCase *tc = tcase_create("attack-lifecycle");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, summary_env_runs_nothing_outside_the_sandbox);
         tcase_add_test(tc, directory_params_are_no_host_oracle);
+        tcase_add_test(tc, flooding_tail_and_output_is_bounded);
         suite_add_tcase(s, tc);
         return s;
 }
