@@ -264,6 +264,56 @@ START_TEST(flooding_tail_and_output_is_bounded) {
 }
 END_TEST
 
+/* Attack: a worker's model text, output file names and contents carry
+ * terminal escapes (ESC [2J, an OSC title, the UTF-8 C1 CSI U+009B) to act
+ * on the user's terminal when the user reads them with tail, result,
+ * output (listing and --path) or watch. The CLI must print none raw. */
+static void assert_no_raw_controls(const char *what, const char *s) {
+        ck_assert_msg(!strchr(s, '\033'), "%s prints a raw ESC: %.400s", what, s);
+        ck_assert_msg(!strstr(s, "\xc2\x9b"), "%s prints a raw C1 CSI: %.400s", what, s);
+        ck_assert_msg(!strchr(s, '\007'), "%s prints a raw BEL: %.400s", what, s);
+}
+
+START_TEST(worker_text_reaches_no_terminal_raw) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        /* JSON escapes: the log line itself is valid JSON with the raw controls in its text */
+        const char *fx_text =
+                "{\"type\":\"text\",\"sessionID\":\"ses_e\",\"part\":{\"type\":\"text\",\"messageID\":\"m1\","
+                "\"text\":\"hi \\u001b[2J\\u001b]0;pwned\\u0007 \\u009b31m red\"}}\n"
+                "{\"type\":\"step_finish\",\"sessionID\":\"ses_e\",\"part\":{\"type\":\"step-finish\",\"messageID\":\"m1\","
+                "\"reason\":\"stop\"}}\n";
+        char *fx = strdup_printf("%s/esc", w->fixtures);
+        char *fxo = strdup_printf("%s.stdout.ndjson", fx);
+        tf_write(fxo, fx_text, strlen(fx_text), 0644);
+        tf_world_setenv(w, "FAKE_FIXTURE", fx);
+        tf_world_setenv(w, "FAKE_SCRIPT", "O=\"$TASKFERRY_OUTPUT_DIR\"; "
+                                          "printf 'a \\033[2J\\033]0;t\\007 \\302\\233m\\n' > \"$O/$(printf 'n\\033[31m\\302\\233x')\"");
+        const char *d[] = {"--executor", "opencode", "--model", "mock/model", "--directory", repo, "--prompt", "p", NULL};
+        char *id = tf_dispatch(w, d);
+        json_object_put(tf_wait_settled(w, id));
+        char *name = strdup("n\033[31m\xc2\x9bx");
+        const char *cmds[][6] = {
+                {"tail", id, NULL},
+                {"result", id, NULL},
+                {"output", id, NULL},
+                {"output", id, "--path", name, NULL},
+                {"status", id, NULL},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cmds); i++) {
+                tf_run r = tf_cli(w, NULL, NULL, cmds[i]);
+                ck_assert_msg(r.exit_code == 0, "%s exit %d: %.300s", cmds[i][0], r.exit_code, r.err);
+                /* the text is there, only escaped */
+                if (i < 2) ck_assert_msg(strstr(r.out, "red"), "%s: %.300s", cmds[i][0], r.out);
+                assert_no_raw_controls(cmds[i][0], r.out);
+                assert_no_raw_controls(cmds[i][0], r.err);
+                tf_run_done(&r);
+        }
+        free(name), free(id), free(fxo), free(fx), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("attack-lifecycle");
         TCase *tc = tcase_create("attack-lifecycle");
@@ -271,6 +321,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, summary_env_runs_nothing_outside_the_sandbox);
         tcase_add_test(tc, directory_params_are_no_host_oracle);
         tcase_add_test(tc, flooding_tail_and_output_is_bounded);
+        tcase_add_test(tc, worker_text_reaches_no_terminal_raw);
         suite_add_tcase(s, tc);
         return s;
 }
