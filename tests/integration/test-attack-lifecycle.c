@@ -309,7 +309,25 @@ START_TEST(worker_text_reaches_no_terminal_raw) {
                 assert_no_raw_controls(cmds[i][0], r.err);
                 tf_run_done(&r);
         }
-        free(name), free(id), free(fxo), free(fx), free(repo);
+        /* a failure whose excerpt (failureDetail, the crashed tail) carries them */
+        const char *df[] = {"--executor", "shell", "--directory", repo, "--prompt",
+                            "printf 'boom \\033]0;x\\007 \\302\\233m\\n' >&2; printf 'out \\033[2J\\n'; exit 1", NULL};
+        char *fid = tf_dispatch(w, df);
+        json_object_put(tf_wait_settled(w, fid));
+        const char *fcmds[][6] = {
+                {"status", fid, NULL}, {"wait", fid, NULL}, {"result", fid, NULL},
+                {"tail", fid, NULL},   {"list", NULL},      {"summary", fid, "--mode", "activity", NULL},
+        };
+        unsigned seen = 0;
+        for (size_t i = 0; i < ELEMENTSOF(fcmds); i++) {
+                tf_run r = tf_cli(w, NULL, NULL, fcmds[i]);
+                if (strstr(r.out, "boom") || strstr(r.out, "out ")) seen++, fprintf(stderr, "failed task text in %s\n", fcmds[i][0]);
+                assert_no_raw_controls(fcmds[i][0], r.out);
+                assert_no_raw_controls(fcmds[i][0], r.err);
+                tf_run_done(&r);
+        }
+        ck_assert_uint_ge(seen, 2); /* the text did reach them, escaped */
+        free(fid), free(name), free(id), free(fxo), free(fx), free(repo);
         tf_world_free(w);
 }
 END_TEST
