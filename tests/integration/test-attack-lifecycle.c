@@ -1,7 +1,9 @@
-/* Attacks on issue 7's channels (task.summary, task.advisor, event.subscribe,
- * task.tail/output, taskferry diff) by a hostile worker through its own task
- * socket (peer.h). Each test is one attack; those that once found a hole say
- * so. The fake `opencode` (tests/fixtures/bin) stands in for the model. */
+/* Attacks on issue 7's channels (task.summary and its summary task,
+ * task.context, event.subscribe, task.tail/output, the provider cooldown,
+ * the CLI's views of worker text) by a hostile worker, mostly through its own
+ * task socket (peer.h). Each test is one attack; those that found a hole say
+ * so. The fake `opencode` (tests/fixtures/bin) stands in for the model; the
+ * advisor's and taskferry diff's attacks live in their lanes' suites. */
 
 #include <check.h>
 #include <dirent.h>
@@ -210,11 +212,6 @@ static const char *const flood_py =
         "            else: other += 1; print('OTHER', line[:200])\n"
         "print('ok=%d busy=%d other=%d' % (ok, busy, other))\n";
 
-/* Attack: a worker floods its own socket with task.tail and task.output
- * (each a forked job reading a file; here a 1 MiB output file) on four
- * connections, pipelined. Held: the task socket's request budget answers
- * the excess SERVER_BUSY at once, every request is answered, and the
- * daemon ends with the fds it had (no job, pipe or pidfd leaks). */
 static unsigned fd_count(pid_t pid) {
         char *dir = strdup_printf("/proc/%d/fd", (int) pid);
         DIR *d = opendir(dir);
@@ -226,6 +223,11 @@ static unsigned fd_count(pid_t pid) {
         return n;
 }
 
+/* Attack: a worker floods its own socket with task.tail and task.output
+ * (each a forked job reading a file; here a 1 MiB output file) on four
+ * connections, pipelined. Held: the task socket's request budget answers
+ * the excess SERVER_BUSY at once, every request is answered, and the
+ * daemon ends with the fds it had (no job, pipe or pidfd leaks). */
 START_TEST(flooding_tail_and_output_is_bounded) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w);
@@ -266,8 +268,9 @@ END_TEST
 
 /* Attack: a worker's model text, output file names and contents carry
  * terminal escapes (ESC [2J, an OSC title, the UTF-8 C1 CSI U+009B) to act
- * on the user's terminal when the user reads them with tail, result,
- * output (listing and --path) or watch. The CLI must print none raw. */
+ * on the user's terminal when the user reads them with tail, result, output
+ * (listing and --path), status, wait, list or the activity summary. Hole
+ * found (fixed in toon.c): U+009B went out raw; ESC and BEL were escaped. */
 static void assert_no_raw_controls(const char *what, const char *s) {
         ck_assert_msg(!strchr(s, '\033'), "%s prints a raw ESC: %.400s", what, s);
         ck_assert_msg(!strstr(s, "\xc2\x9b"), "%s prints a raw C1 CSI: %.400s", what, s);
@@ -390,8 +393,9 @@ END_TEST
 
 /* Attack: a worker's log steers the summary model (prompt injection; the
  * fake model's FAKE_SCRIPT plays the steered model). The summary task runs
- * with no overlay in the state dir's summaries/: it must not be able to leave
- * files there or anywhere in the state dir, nor reach the daemon. */
+ * with no overlay in the state dir's summaries/. Hole found (fixed in
+ * launch.c): it could leave files, dirs and symlinks there, where every later
+ * summary runs; the dir is read-only to it now. */
 START_TEST(summary_task_writes_nothing_durable) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w);
