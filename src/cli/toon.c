@@ -113,6 +113,7 @@ static bool string_is_safe_unquoted(const char *s, size_t len) {
         for (size_t i = 0; i < len; i++) {
                 unsigned char c = (unsigned char) s[i];
                 if (c < 0x20) return false;
+                if (c == 0xC2 && i + 1 < len && (unsigned char) s[i + 1] <= 0x9F) return false; /* C1 (U+0080..U+009F) */
                 if (strchr(":\"\\[]{},", c)) return false;
         }
         return true;
@@ -130,7 +131,13 @@ static void write_quoted(FILE *f, const char *s, size_t len) {
                 case '\t': fputs("\\t", f); break;
                 default:
                         if (c < 0x20) fprintf(f, "\\u%04x", c);
-                        else fputc(c, f);
+                        else if (c == 0xC2 && i + 1 < len && (unsigned char) s[i + 1] >= 0x80 &&
+                                 (unsigned char) s[i + 1] <= 0x9F) {
+                                /* a C1 control in UTF-8 (U+009B is CSI to some terminals): escaped like C0 */
+                                fprintf(f, "\\u%04x", (unsigned char) s[i + 1]);
+                                i++;
+                        } else
+                                fputc(c, f);
                 }
         }
         fputc('"', f);

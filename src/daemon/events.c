@@ -332,7 +332,14 @@ static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodE
         if (json_get_bool(p, "all", false))
                 s->all = true;
         else if (dir) {
-                s->directory = realpath(dir, NULL);
+                s->directory = caller_may_name_directory(who, dir) ? realpath(dir, NULL) : NULL;
+                if (who.sandboxed && (!s->directory || !caller_may_name_directory(who, s->directory)))
+                        /* the same answer whatever exists on the host (peer.h) */
+                        return subscribe_fail(err,
+                                              "error: a task running in a sandbox can subscribe only to its own "
+                                              "directory %s or an existing directory under it\nhelp: subscribe with "
+                                              "taskId or all: true (both show only its own tasks)",
+                                              who.task ? strempty(who.task->rec.directory) : "");
                 if (!s->directory)
                         return subscribe_fail(err,
                                               "error: directory does not exist: %s\nhelp: subscribe with an existing "

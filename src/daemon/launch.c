@@ -438,7 +438,12 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
                         r = -ENOMEM;
                         goto out;
                 }
-                if ((r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_RO_BIND, snap, snap, NULL, NULL, NULL)) < 0)
+                /* its directory (the state dir's summaries/, no overlay) read-only:
+                 * a model steered by the source's log leaves nothing there
+                 * for later summaries or the daemon to find */
+                if ((r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_RO_BIND, directory, directory, NULL, NULL,
+                                             NULL)) < 0 ||
+                    (r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_RO_BIND, snap, snap, NULL, NULL, NULL)) < 0)
                         goto out;
         }
         r = advisor ? 0 : task_socket_open(t);

@@ -69,3 +69,15 @@ Caller caller_of(Manager *m, Connection *c) {
         }
         return who;
 }
+
+bool caller_may_name_directory(Caller who, const char *path) {
+        if (!who.sandboxed) return true;
+        if (!who.task || !who.task->rec.directory || !path || path[0] != '/') return false;
+        for (const char *p = path; *p;) {
+                while (*p == '/') p++;
+                size_t len = strcspn(p, "/");
+                if (len == 2 && p[0] == '.' && p[1] == '.') return false;
+                p += len;
+        }
+        return path_is_at_or_below(path, who.task->rec.directory);
+}

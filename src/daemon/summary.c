@@ -744,7 +744,11 @@ int method_summary(Manager *m, Request *r, Task *source, json_object **ret, Meth
                                             "Wait for one of its summaries to finish, then retry");
         }
         SummaryJob *j = NULL;
-        int k = summary_job_new(m, source, json_get_object(p, "env"), who.sandboxed ? who.task : NULL, &j);
+        /* a worker's env (LD_PRELOAD, NODE_OPTIONS, XDG_CONFIG_HOME, ...) must
+         * not reach the models listing, which runs outside every sandbox, nor
+         * the summary task: it gets the daemon's env only */
+        int k = summary_job_new(m, source, who.sandboxed ? NULL : json_get_object(p, "env"),
+                                who.sandboxed ? who.task : NULL, &j);
         if (k < 0) return method_fail(err, "error: out of memory");
         j->r = r;
         j->max_words = max_words;

@@ -360,14 +360,23 @@ int method_output(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
 
 int method_context(Manager *m, Request *r, Task *target, json_object **ret, MethodError *err) {
         const char *directory = json_get_string(r->req.params, "directory");
-        _cleanup_free_ char *real = directory ? realpath(directory, NULL) : NULL;
+        Caller who = caller_of(m, r->conn);
+        _cleanup_free_ char *real = directory && caller_may_name_directory(who, directory) ? realpath(directory, NULL) : NULL;
+        if (who.sandboxed && (!real || !caller_may_name_directory(who, real))) {
+                /* the same answer whatever exists on the host (peer.h) */
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: a task running in a sandbox can read the context only of its own directory %s or an "
+                        "existing directory under it, not %s\nhelp: pass %s; read other workspaces from outside the sandbox",
+                        who.task ? strempty(who.task->rec.directory) : "", strempty(directory),
+                        who.task ? strempty(who.task->rec.directory) : "");
+                return method_fail(err, text);
+        }
         if (!real) {
                 _cleanup_free_ char *text = strdup_printf("error: directory does not exist: %s\nhelp: pass an existing "
                                                           "workspace directory (%s)",
                                                           strempty(directory), strerror(errno));
                 return method_fail(err, text);
         }
-        Caller who = caller_of(m, r->conn);
         _cleanup_json_ json_object *list =
                 manager_list(m, real, who.sandboxed ? (who.task ? who.task->id : "") : NULL);
         if (!list) return -ENOMEM;

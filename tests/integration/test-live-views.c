@@ -644,7 +644,7 @@ START_TEST(max_output_file_bytes_setting) {
         char *script = strdup_printf("TASKFERRY_MAX_OUTPUT_FILE_BYTES=1048577 timeout 20 %s", tf_bin("taskferryd"));
         tf_run r = tf_sh(w, NULL, script, true);
         ck_assert_msg(r.exit_code != 0 && r.exit_code != 124 && strstr(r.err, "TASKFERRY_MAX_OUTPUT_FILE_BYTES") &&
-                              strstr(r.err, "exceeds daemon response limit"),
+                              strstr(r.err, "must not exceed 1048576"),
                       "%d %s", r.exit_code, r.err);
         tf_run_done(&r);
         free(script);

@@ -331,6 +331,8 @@ START_TEST(test_escapes) {
         ASSERT_FIELD("a\x01z", "\"a\\u0001z\"");
         ASSERT_FIELD("a\x1f", "\"a\\u001f\"");
         ASSERT_FIELD("\x1b[0m", "\"\\u001b[0m\"");
+        ASSERT_FIELD("\xc2\x9b" "31m", "\"\\u009b31m\""); /* a C1 control (CSI) in UTF-8 */
+        ASSERT_FIELD("caf\xc3\xa9", "caf\xc3\xa9");
         ASSERT_FIELD("\\\"\n", "\"\\\\\\\"\\n\"");
         /* A string with an embedded NUL is quoted and escaped in full. */
         _cleanup_json_ json_object *o = json_object_new_object();
