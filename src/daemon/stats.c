@@ -3,6 +3,7 @@
 
 #include <errno.h>
 
+#include "cooldown.h"
 #include "json-util.h"
 #include "manager.h"
 #include "peer.h"
@@ -38,9 +39,15 @@ int method_stats(Manager *m, Request *r, Task *target, json_object **ret, Method
         if (!rows) return -ENOMEM;
         json_object *o = task_stats_compute(rows, now_ms());
         if (!o) return -ENOMEM;
-        /* Provider cooldowns (issue 7 item 3, the sched lane's cooldown.[ch])
-         * are added here as one more key after `trend`, e.g.
-         * json_add(o, "cooldowns", cooldown_stats(m)); additions only. */
+        /* the active provider cooldowns (issue 7 item 3, cooldown.h), an
+         * addition after the spec's keys; not for a caller in a sandbox */
+        if (!who.sandboxed) {
+                json_object *cd = cooldown_snapshot(m);
+                if (!cd || json_add(o, "cooldowns", cd) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
+        }
         *ret = o;
         return 0;
 }

@@ -422,6 +422,16 @@ START_TEST(cooldown_capped_and_switch) {
         tf_run r = tf_cli(w, NULL, NULL, l);
         ck_assert_msg(strstr(r.out, "cooldowns") && strstr(r.out, "prov"), "%s", r.out);
         tf_run_done(&r);
+        /* doctor --stats shows it too */
+        const char *ds[] = {"doctor", "--stats", "--json", NULL};
+        r = tf_cli(w, NULL, NULL, ds);
+        json_object *so = tf_json(r.out);
+        json_object *scd = json_get_array(so, "cooldowns");
+        ck_assert_msg(scd && json_object_array_length(scd) == 1 &&
+                              streq_ptr(json_get_string(json_object_array_get_idx(scd, 0), "provider"), "prov"),
+                      "%s", r.out);
+        json_object_put(so);
+        tf_run_done(&r);
         char *b = dispatch_shell(w, "prov/b", "true");
         usleep(500 * 1000);
         json_object *st = status_rpc(w, b);
