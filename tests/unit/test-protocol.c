@@ -96,6 +96,7 @@ START_TEST(validation_order_and_codes) {
         for (const char *const *m = protocol_methods; *m; m++) ck_assert_msg(proto_method_served(*m), "%s", *m);
         ck_assert(!proto_method_served("task.bogus"));
         ck_assert(!proto_method_served(NULL));
+        json_object_put(e);
         /* event.subscribe: all === true, or a directory, or a taskId (§1.6) */
         static const char *const bad_sub[] = {"{}", "{\"all\":false}", "{\"summaries\":true}", "{\"all\":null}",
                                              "{\"directory\":\"rel\"}", "{\"taskId\":\"\"}", "{\"internal\":true}",
