@@ -109,6 +109,20 @@ int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err) {
         return cli_normalize_directory(root, ret, err);
 }
 
+/* task.wait's default timeoutMs (§2.6): TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS,
+ * else config.json's waitDefaultTimeoutMs, else 900000; none when the env
+ * says "0". A malformed config.json is the error. */
+static int add_default_wait_timeout(json_object *params, cli_error *err) {
+        _cleanup_json_ json_object *cfg = NULL;
+        int r = cli_load_config(&cfg, err);
+        if (r < 0) return r;
+        double ms;
+        if (config_wait_default_timeout(cfg, getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
+            json_add(params, "timeoutMs", json_new_number(ms)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
         const cli_args *a = ctx->args;
         _cleanup_free_ char *cwd = current_dir();
@@ -216,14 +230,9 @@ static int run_wait(cli_context *ctx, json_object **ret, cli_error *err) {
         if (cli_args_has(a, "timeoutMs")) {
                 if (pass_option(params, a, "timeoutMs") < 0) return -ENOMEM;
         } else {
-                /* --timeout, else env, else config.json, else 900000 (§2.6) */
-                _cleanup_json_ json_object *cfg = NULL;
-                int r = cli_load_config(&cfg, err);
+                /* --timeout, else the default chain */
+                int r = add_default_wait_timeout(params, err);
                 if (r < 0) return r;
-                double ms;
-                if (config_wait_default_timeout(cfg, getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
-                    json_add(params, "timeoutMs", json_new_number(ms)) < 0)
-                        return -ENOMEM;
         }
         if (pass_option(params, a, "tailChars") < 0) return -ENOMEM;
         return call(ctx, "task.wait", params, ret, err);
@@ -615,13 +624,8 @@ static int run_summary(cli_context *ctx, json_object **ret_value, json_object **
         if (cli_args_bool(a, "wait")) {
                 _cleanup_json_ json_object *wp = task_params(ctx), *st = NULL;
                 if (!wp) return -ENOMEM;
-                _cleanup_json_ json_object *cfg = NULL;
-                int r = cli_load_config(&cfg, err);
+                int r = add_default_wait_timeout(wp, err);
                 if (r < 0) return r;
-                double ms;
-                if (config_wait_default_timeout(cfg, getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
-                    json_add(wp, "timeoutMs", json_new_number(ms)) < 0)
-                        return -ENOMEM;
                 r = call(ctx, "task.wait", wp, &st, err);
                 if (r < 0) return r;
                 const char *s = json_get_string(st, "status");
