@@ -30,12 +30,6 @@ size_t scheduler_provider_key_len(const char *model) {
         return slash ? (size_t) (slash - model) : strlen(model);
 }
 
-static const ProviderLimit *limit_for(Manager *m, const char *key) {
-        for (size_t i = 0; i < m->settings.n_provider_limits; i++)
-                if (streq(m->settings.provider_limits[i].provider, key)) return &m->settings.provider_limits[i];
-        return NULL;
-}
-
 /* 1 + index of the provider of model, created if new; 0 on ENOMEM. */
 static size_t provider_of_model(Manager *m, const char *model) {
         size_t len = scheduler_provider_key_len(model);
@@ -49,7 +43,7 @@ static size_t provider_of_model(Manager *m, const char *model) {
         SchedProvider *p = &n[m->n_sched_providers];
         *p = (SchedProvider) {.key = strndup(model ? model : "", len)};
         if (!p->key) return 0;
-        const ProviderLimit *l = limit_for(m, p->key);
+        const ProviderLimit *l = settings_provider_limit(&m->settings, model);
         if (l) {
                 p->max_concurrent = l->max_concurrent_tasks;
                 p->max_per_window = l->max_dispatches_per_window;
