@@ -9,6 +9,7 @@ TF_PACKAGES=(
   systemd systemd-container dbus-user-session
   util-linux passwd procps
   python3
+  go-md2man
 )
 
 tf_install_deps() {
