@@ -9,7 +9,7 @@ TF_PACKAGES=(
   systemd systemd-container dbus-user-session
   util-linux passwd procps
   python3
-  go-md2man
+  go-md2man man-db
 )
 
 tf_install_deps() {
