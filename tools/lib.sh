@@ -9,6 +9,7 @@ TF_PACKAGES=(
   systemd systemd-container dbus-user-session
   util-linux passwd procps
   python3
+  dbus-daemon libglib2.0-bin
 )
 
 tf_install_deps() {

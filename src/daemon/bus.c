@@ -261,11 +261,16 @@ static int method_cancel_task(sd_bus_message *msg, void *userdata, sd_bus_error 
         Caller who;
         r = bus_caller(m, msg, &who, error);
         if (r < 0) return r;
+        MethodError err = {0};
+        if (method_check_state(m, &err) < 0) { /* task.cancel's METHOD_STATE: tasks.json did not load */
+                _cleanup_free_ char *line = error_line(&err);
+                method_error_done(&err);
+                return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, line ? line : "tasks.json could not be read");
+        }
         Task *t = manager_find_task(m, id);
         if (!task_exported(t) || !caller_may_see(who, t))
                 return sd_bus_error_setf(error, BUS_NAME ".UnknownTask", "unknown task: %s", id);
         _cleanup_(json_object_putp) json_object *res = NULL;
-        MethodError err = {0};
         r = task_cancel(m, who, t, (int64_t) m->settings.cancel_grace_ms, &res, &err);
         if (r < 0) {
                 _cleanup_free_ char *line = error_line(&err);
