@@ -40,7 +40,11 @@ static sd_bus *bus_of(Manager *m) {
 static void bus_warn(Manager *m, int r, const char *what) {
         if (m->bus->warned) return;
         m->bus->warned = true;
-        log_warning_errno(r, "%s; the D-Bus API (%s) is not available", what, BUS_NAME);
+        if (r == -ENOMEDIUM) /* sd_bus_open_user: neither variable set */
+                log_warning("no D-Bus API (%s): no user bus ($DBUS_SESSION_BUS_ADDRESS and $XDG_RUNTIME_DIR unset)",
+                            BUS_NAME);
+        else
+                log_warning_errno(r, "no D-Bus API (%s): %s", BUS_NAME, what);
 }
 
 /* Tasks the protocol shows (events.c hides internal summary tasks). */

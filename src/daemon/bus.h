@@ -13,11 +13,12 @@
  *                   DispatchWindowMs, CancelGraceMs, TaskDiskMax, ...) and
  *                   ProviderLimits a(stt) (provider, maxConcurrentTasks,
  *                   maxDispatchesPerWindow; 0 = unset)
- *       methods     ListTasks() → a(sos): (id, object path, status) per task,
- *                   oldest first;
+ *       methods     ListTasks() → a(sos): (id, object path, status) per task
+ *                   the caller may see, in table (dispatch) order;
  *                   CancelTask(s id) → s note: the protocol's task.cancel
  *                   (handlers.c task_cancel, the peer rules of peer.c for the
- *                   caller's pid); errors org.taskferry.Taskferry1.UnknownTask,
+ *                   caller's pid, which sd_bus_query_sender_creds asks the bus
+ *                   for: one synchronous round trip per call); errors org.taskferry.Taskferry1.UnknownTask,
  *                   org.freedesktop.DBus.Error.AccessDenied,
  *                   org.freedesktop.DBus.Error.Failed
  *       signal      TaskStateChanged(s id, o path, s old_status, s new_status):
