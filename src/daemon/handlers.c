@@ -545,7 +545,6 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
         return 0;
 }
 
-
 int method_lookup_task(Manager *m, Request *r, Task **ret, MethodError *err) {
         const char *id = json_get_string(r->req.params, "taskId");
         Task *t = id ? manager_find_task(m, id) : NULL;

@@ -186,11 +186,11 @@ int main(int argc, char *argv[]) {
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+        /* the bus name only once we are the one daemon (bus.h; no bus: one warning) */
+        (void) bus_start(m);
         /* boot sweeps (sweep.h): after the load, and only once we are the one
          * daemon on this socket (a second daemon's stale view of tasks.json
          * must not sweep what the first one just created) */
-        /* the bus name only once we are the one daemon (bus.h; no bus: one warning) */
-        (void) bus_start(m);
         r = manager_sweep(m);
         if (r < 0) log_warning_errno(r, "boot sweep failed");
         (void) manager_flush(m);
