@@ -10,6 +10,7 @@ TF_PACKAGES=(
   util-linux passwd procps
   python3
   go-md2man man-db
+  dbus-daemon libglib2.0-bin
 )
 
 tf_install_deps() {
