@@ -652,6 +652,9 @@ void launch_task(Task *t) {
                                                          m->paths.state_dir, strerror(-r));
                 return task_settle_spawn_error(t, msg ? msg : "cannot record the launch durably");
         }
+        /* the scope's limits (scope.h), from the launch options */
+        ScopeLimits limits;
+        scope_limits_for(t, &limits);
         /* the launch spec holds the env and options now: the request file
          * (the caller's secrets) goes */
         launch_request_drop(t);
@@ -668,8 +671,6 @@ void launch_task(Task *t) {
                 close(memfd), close(sp[0]), close(sp[1]);
                 return task_settle_spawn_error(t, "cannot create the scope hold pipe");
         }
-        ScopeLimits limits;
-        scope_limits_for(t, &limits);
         fflush(stderr);
         /* the shim outlives a daemon restart (task_readopt): no death signal;
          * it gets the user's soft fd limit, and only the spec and status fds */

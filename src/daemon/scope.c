@@ -173,7 +173,15 @@ static int job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_er
         size_t n = ul - pl - sl;
         _cleanup_free_ char *task_id = strndup(unit + pl, n);
         Task *t = task_id ? manager_find_task(m, task_id) : NULL;
-        if (!t || t->scope_hold_fd <= 0 || (t->scope_job && !streq(t->scope_job, job))) return 0;
+        if (!t || (t->scope_job && !streq(t->scope_job, job))) return 0;
+        if (t->scope_hold_fd < 0) {
+                /* done after we stopped waiting: the shim runs in it all the same */
+                if (streq(result, "done") && t->rec.status == TASK_RUNNING && !t->rec.unit) {
+                        (void) task_set_str(t, TASK_KEY_unit, unit);
+                        task_persist(t);
+                }
+                return 0;
+        }
         if (!streq(result, "done")) {
                 _cleanup_free_ char *why = strdup_printf("the job of %s ended with result \"%s\"", unit, result);
                 fallback(t, why ? why : result);
