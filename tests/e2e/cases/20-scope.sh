@@ -109,9 +109,11 @@ expect_eq "$(status_field "$t1" memoryMax)" 268435456 "status --full memoryMax"
 expect_eq "$(status_field "$t1" tasksMax)" 300 "status --full tasksMax"
 
 # a sandboxed one gets the config's defaults; bwrap's worker is in the scope
-# too, and sees neither the cgroup tree nor the user manager's sockets (it
-# cannot move itself out of its scope, nor ask systemd to kill another)
-t2=$(dispatch_shell 'for f in /sys/fs/cgroup/cgroup.procs "$XDG_RUNTIME_DIR/bus" "$XDG_RUNTIME_DIR/systemd/private" /run/user/*/bus /run/dbus/system_bus_socket; do [ -e "$f" ] && echo "reach $f"; done; grep "^0::" /proc/self/cgroup; echo probe-done; sleep 600')
+# too. It sees the cgroup tree only read-only (/sys is a read-only bind, and
+# its cgroup namespace is rooted at its scope): it cannot move itself into
+# taskferry.service's cgroup, the slice or the root, nor reach the user
+# manager's or the bus's sockets to ask systemd to kill another scope.
+t2=$(dispatch_shell 'for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/user.slice/*/*/cgroup.procs /sys/fs/cgroup/user.slice/*/*/taskferry.slice/cgroup.procs /sys/fs/cgroup/user.slice/*/*/*/taskferry.service/cgroup.procs /sys/fs/cgroup/user.slice/*/*/taskferry.service/cgroup.procs; do [ -e "$f" ] && { echo $$ > "$f"; } 2>/dev/null && echo "moved via $f"; done; for f in "$XDG_RUNTIME_DIR/bus" "$XDG_RUNTIME_DIR/systemd/private" /run/user/*/bus /run/dbus/system_bus_socket; do [ -e "$f" ] && echo "reach $f"; done; grep "^0::" /proc/self/cgroup; echo probe-done; sleep 600')
 wait_scope_active "$t2"
 u2=$(scope_of "$t2")
 out=$(sysu show "$u2" -p MemoryMax -p TasksMax 2>&1) || die "systemctl --user show $u2 failed" "$out"
@@ -129,10 +131,12 @@ log2=$home/.local/state/taskferry/logs/$t2.ndjson
 for ((i = 0; i < 50; i++)); do grep -q probe-done <<<"$(in_ct cat "$log2" 2>/dev/null || true)" && break; sleep 0.2; done
 probe=$(in_ct cat "$log2" 2>/dev/null || true)
 grep -q probe-done <<<"$probe" || die "the sandboxed worker's probe did not finish" "$probe"
-grep -q "reach " <<<"$probe" && die "the sandboxed worker reaches the cgroup tree or a manager socket" "$probe"
+grep -q "reach \|moved via " <<<"$probe" && die "the sandboxed worker left its scope or reaches a manager socket" "$probe"
 grep -q "0::/" <<<"$probe" || die "the sandboxed worker's /proc/self/cgroup was not logged" "$probe"
 grep -q "0::/user.slice" <<<"$probe" && die "the sandboxed worker sees the cgroup tree above its scope" "$probe"
-ok "the sandboxed worker sees no cgroup tree, no manager socket, and its own cgroup as 0::/"
+cg=$(in_ct cat "/proc/$pid2/cgroup" 2>/dev/null || true)
+grep -q "/taskferry.slice/$u2\$" <<<"$cg" || die "after its probe the sandboxed worker (pid $pid2) is no longer in $u2" "$cg"
+ok "the sandboxed worker cannot move out of $u2, reaches no manager socket, sees its own cgroup as 0::/"
 
 # a nested limit above the parent's is refused (the same check a worker's
 # nested dispatch meets; here from the outside it is just the minimum)
