@@ -62,7 +62,7 @@ START_TEST(no_manager_runs_in_a_process_group_and_says_so) {
         json_object_put(o);
         tf_run_done(&r);
 
-        json_object *h = tf_result(tf_rpc(w, "system.health", "{}"));
+        json_object *hf = tf_rpc(w, "system.health", "{}"), *h = tf_result(hf);
         json_object *rl = json_get_object(h, "resourceLimits");
         ck_assert_ptr_nonnull(rl);
         ck_assert(!json_get_bool(rl, "enforced", true));
@@ -71,7 +71,7 @@ START_TEST(no_manager_runs_in_a_process_group_and_says_so) {
         ck_assert_int_eq(jint(rl, "cpuWeight"), 100);
         ck_assert_int_gt(jint(rl, "memoryMax"), 0);
         ck_assert_str_eq(tf_jstr(rl, "slice"), "taskferry.slice");
-        json_object_put(h);
+        json_object_put(hf);
 
         const char *doc[] = {"doctor", NULL};
         tf_run dr = tf_cli(w, NULL, NULL, doc);
@@ -102,11 +102,11 @@ START_TEST(settings_from_env_and_config) {
         ck_assert_int_eq(jint(o, "tasksMax"), 99);
         json_object_put(o);
         tf_run_done(&r);
-        json_object *h = tf_result(tf_rpc(w, "system.health", "{}"));
+        json_object *hf = tf_rpc(w, "system.health", "{}"), *h = tf_result(hf);
         json_object *rl = json_get_object(h, "resourceLimits");
         ck_assert_int_eq(jint(rl, "cpuWeight"), 40);
         ck_assert_int_eq(jint(rl, "memoryHigh"), (INT64_C(2) << 30) / 10 * 9);
-        json_object_put(h);
+        json_object_put(hf);
         free(id);
         free(repo);
         tf_world_free(w);
