@@ -33,6 +33,8 @@ static const cli_option_help dispatch_options[] = {
         { "--class <name>", "optional free-text task-class tag for external telemetry consumers; taskferry does not validate against a fixed list" },
         { "--parent-task <id>", "tag this dispatch as fixing/retrying an earlier task; persisted as parentTaskId, and echoed by that task's check-gate failure message" },
         { "--disk-max <size>", "disk budget of this task's writes (overlay upper dir plus output dir; sparse files count their apparent size): bytes or a K/M/G/T suffix (50M, 2G); default TASKFERRY_TASK_DISK_MAX, else min(10G, 1/4 of the filesystem holding the overlays); past it the worker is stopped and the task crashes with disk_quota_exceeded" },
+        { "--memory-max <size>", "memory limit of this task's scope unit (MemoryMax=; MemoryHigh= is 90% of it): bytes or a K/M/G/T suffix (512M, 4G), at least 8M; default TASKFERRY_TASK_MEMORY_MAX, else half the physical memory; a worker the kernel OOM-kills at it crashes with oom_killed; a nested dispatch cannot exceed its parent's; only enforced under a systemd user manager (taskferry doctor says)" },
+        { "--tasks-max <number>", "process and thread limit of this task's scope unit (TasksMax=), at least 8; default TASKFERRY_TASK_TASKS_MAX, else 4096; a nested dispatch cannot exceed its parent's" },
         {}
 };
 static const char *const dispatch_examples[] = {
@@ -294,6 +296,8 @@ static const flag_spec flags[] = {
         { "--parent-task", "parentTaskId", FLAG_STRING, "dispatch advisor", 0, 0 },
         { "--grace-ms", "graceMs", FLAG_INTEGER, "cancel", 0, CLI_MAX_SAFE_INTEGER },
         { "--disk-max", "diskMax", FLAG_SIZE, "dispatch", 0, 0 },
+        { "--memory-max", "memoryMax", FLAG_SIZE, "dispatch", 0, 0 },
+        { "--tasks-max", "tasksMax", FLAG_INTEGER, "dispatch", 8, 4194304 },
         { "--timeout", "timeoutMs", FLAG_DURATION, "wait advisor", 0, 0 },
         { "--tail-chars", "tailChars", FLAG_INTEGER, "wait", 1, 65536 },
         { "--chars", "chars", FLAG_INTEGER, "tail", 1, 131072 },
@@ -751,7 +755,10 @@ int cli_args_parse(char *const *argv_in, size_t argc_in, cli_args *ret, cli_erro
                         uint64_t bytes;
                         r = disk_size_parse(value, &bytes);
                         if (r < 0)
-                                r = cli_error_usage(err, "Use --disk-max with bytes or a size with a K, M, G or T suffix "
+                                r = cli_error_usage(err, streq(name, "--memory-max")
+                                                         ? "Use --memory-max with bytes or a size with a K, M, G or T "
+                                                           "suffix (e.g. 512M, 4G), at least 8M"
+                                                         : "Use --disk-max with bytes or a size with a K, M, G or T suffix "
                                                          "(e.g. 50M, 2G), from 1 byte through 9007199254740991 bytes",
                                                     r == -ERANGE ? "%s must be a positive size within 9007199254740991 bytes"
                                                                  : "%s must be a size such as 4096, 50M or 2G",

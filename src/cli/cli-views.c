@@ -256,6 +256,15 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
         if (find_executable("bwrap", NULL, &bwrap) < 0)
                 json_object_array_add(warnings, json_object_new_string(
                         "bwrap (bubblewrap) was not found on PATH: sandboxed dispatches cannot start; install bubblewrap"));
+        /* the daemon's scope units (taskferryd(8) "Resource limits") */
+        json_object *rl = json_get_object(o, "resourceLimits");
+        if (rl && !json_get_bool(rl, "enforced", true)) {
+                _cleanup_free_ char *w = strdup_printf(
+                        "resource limits are not enforced (%s): workers run in process groups without their "
+                        "MemoryMax/TasksMax/CPUWeight; run the daemon under a systemd user manager",
+                        strempty(json_get_string(rl, "reason")));
+                if (w) json_object_array_add(warnings, json_object_new_string(w));
+        }
         if (json_object_array_length(warnings) > 0) json_add(o, "warnings", warnings);
         else json_object_put(warnings);
         *ret_raw = o;

@@ -148,7 +148,8 @@ static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
                 return -ENOMEM;
         static const char *const passthrough[] = {
                 "model", "variant", "sessionId", "finalMarker", "noSandbox", "noOverlay",
-                "allowedDirs", "rwBind", "roBind", "executor", "class", "parentTaskId", "diskMax", NULL
+                "allowedDirs", "rwBind", "roBind", "executor", "class", "parentTaskId", "diskMax", "memoryMax",
+                "tasksMax", NULL
         };
         for (size_t i = 0; passthrough[i]; i++)
                 if (pass_option(params, a, passthrough[i]) < 0) return -ENOMEM;

@@ -4,6 +4,7 @@
  * (METHOD_DEFERRED) whose completion answers through method_reply(). */
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <regex.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include "monitor.h"
 #include "peer.h"
 #include "scheduler.h"
+#include "scope.h"
 #include "server.h"
 #include "settings.h"
 #include "store.h"
@@ -66,6 +68,8 @@ int method_health(Manager *m, Request *r, Task *target, json_object **ret, Metho
         json_add_bool(o, "healthy", true);
         json_add_int(o, "pid", getpid());
         json_add_int(o, "version", PROTOCOL_VERSION);
+        /* taskferry's addition (issue 8): are the scope limits enforced? */
+        json_add(o, "resourceLimits", scope_health(m));
         *ret = o;
         return 0;
 }
@@ -299,6 +303,38 @@ int method_dispatch_task(Manager *m, Request *r, Task *target, json_object **ret
         return dispatch_create(m, r, "dispatch", NULL, ret, err);
 }
 
+/* The scope limits a dispatch asks for (memoryMax bytes, tasksMax; scope.h):
+ * enough for the shim, bwrap and a worker, and for a worker's nested
+ * dispatch no more than its own (each task has a scope of its own, so a
+ * nested task above its parent's limit would be a way out of it). NULL or
+ * the error text. */
+#define SCOPE_MEMORY_MAX_MIN (UINT64_C(8) << 20)
+#define SCOPE_TASKS_MAX_MIN 8
+static char *check_scope_limits(Caller who, json_object *p) {
+        static const struct {
+                const char *param, *flag;
+                TaskKey key;
+                int64_t min;
+        } lim[] = {
+                {"memoryMax", "--memory-max", TASK_KEY_memory_max, (int64_t) SCOPE_MEMORY_MAX_MIN},
+                {"tasksMax", "--tasks-max", TASK_KEY_tasks_max, SCOPE_TASKS_MAX_MIN},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(lim); i++) {
+                int64_t v = 0, own = 0;
+                if (!json_get_int64(p, lim[i].param, &v)) continue;
+                if (v < lim[i].min)
+                        return strdup_printf("error: %s must be at least %" PRId64 "%s (got %" PRId64 ")\nhelp: the "
+                                             "shim, bwrap and the worker need that much; use %s with a larger value",
+                                             lim[i].param, lim[i].min, i == 0 ? " bytes (8M)" : "", v, lim[i].flag);
+                if (who.task && task_record_get_int(&who.task->rec, lim[i].key, &own) && own > 0 && v > own)
+                        return strdup_printf("error: %s %" PRId64 " exceeds the limit of the dispatching task %s "
+                                             "(%" PRId64 ")\nhelp: a nested dispatch cannot raise a limit above its "
+                                             "own; omit %s to inherit it",
+                                             lim[i].param, v, who.task->id, own, lim[i].flag);
+        }
+        return NULL;
+}
+
 int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, json_object **ret, MethodError *err) {
         json_object *p = r->req.params;
         const char *dir_param = json_get_string(p, "directory");
@@ -315,7 +351,10 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
                 }
                 _cleanup_free_ char *nested_err = nested_directory(who.task, dir_param, &directory);
                 if (nested_err) return method_fail(err, nested_err);
-        } else
+        }
+        _cleanup_free_ char *limit_err = check_scope_limits(who, p);
+        if (limit_err) return method_fail(err, limit_err);
+        if (!who.task)
                 directory = realpath(dir_param, NULL);
         if (!directory || !is_dir(directory)) {
                 _cleanup_free_ char *text = strdup_printf(
@@ -491,6 +530,11 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
         json_add(lp, "roBind", json_object_get(json_get_array(p, "roBind")));
         int64_t disk_max;
         if (json_get_int64(p, "diskMax", &disk_max)) json_add(lp, "diskMax", json_object_new_int64(disk_max));
+        static const char *const scope_params[] = {"memoryMax", "tasksMax"}; /* scope.h */
+        for (size_t i = 0; i < ELEMENTSOF(scope_params); i++) {
+                int64_t v;
+                if (json_get_int64(p, scope_params[i], &v)) json_add(lp, scope_params[i], json_object_new_int64(v));
+        }
 
         json_object *env = json_get_object(p, "env");
         t->caller_env = env ? json_object_get(env) : NULL;

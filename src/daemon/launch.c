@@ -19,6 +19,7 @@
 #include "summary.h"
 #include "manager.h"
 #include "monitor.h"
+#include "scope.h"
 #include "server.h"
 #include "settings.h"
 #include "settle.h"
@@ -651,6 +652,9 @@ void launch_task(Task *t) {
                                                          m->paths.state_dir, strerror(-r));
                 return task_settle_spawn_error(t, msg ? msg : "cannot record the launch durably");
         }
+        /* the scope's limits (scope.h), from the launch options */
+        ScopeLimits limits;
+        scope_limits_for(t, &limits);
         /* the launch spec holds the env and options now: the request file
          * (the caller's secrets) goes */
         launch_request_drop(t);
@@ -660,18 +664,29 @@ void launch_task(Task *t) {
                 close(memfd);
                 return task_settle_spawn_error(t, "cannot create the shim status pipe");
         }
+        /* the child waits on this pipe until its scope unit exists (scope.h;
+         * DESIGN.md "Data flow of one dispatch" step 4): a byte or EOF */
+        int hold[2];
+        if (pipe2(hold, O_CLOEXEC) < 0) {
+                close(memfd), close(sp[0]), close(sp[1]);
+                return task_settle_spawn_error(t, "cannot create the scope hold pipe");
+        }
         fflush(stderr);
         /* the shim outlives a daemon restart (task_readopt): no death signal;
          * it gets the user's soft fd limit, and only the spec and status fds */
         pid_t pid;
-        int keep[] = {memfd, sp[1]};
+        int keep[] = {memfd, sp[1], hold[0]};
         r = safe_fork_full("taskferry-shim", keep, ELEMENTSOF(keep),
                            FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_NEW_SESSION | FORK_RLIMIT_NOFILE_SAFE, &pid);
         if (r < 0) {
-                close(memfd), close(sp[0]), close(sp[1]);
+                close(memfd), close(sp[0]), close(sp[1]), close(hold[0]), close(hold[1]);
                 return task_settle_spawn_error(t, "cannot fork taskferry-shim");
         }
         if (r == 0) {
+                char go;
+                while (read(hold[0], &go, 1) < 0 && errno == EINTR)
+                        ;
+                close(hold[0]);
                 int a = fcntl(memfd, F_DUPFD_CLOEXEC, 10), b = fcntl(sp[1], F_DUPFD_CLOEXEC, 10);
                 if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(127);
                 char *argv[] = {(char *) "taskferry-shim", (char *) "--spec-fd", (char *) "3", (char *) "--status-fd",
@@ -682,6 +697,7 @@ void launch_task(Task *t) {
         }
         close(memfd);
         close(sp[1]);
+        close(hold[0]);
         t->shim_pid = pid;
         /* durable at once: a daemon dying before the shim reports can still
          * re-adopt it (task_readopt) */
@@ -690,6 +706,7 @@ void launch_task(Task *t) {
         r = manager_flush(m);
         if (r < 0) log_warning_errno(r, "cannot flush tasks.json after spawning %s", t->id);
         monitor_watch_shim(t, sp[0]);
+        scope_start(t, pid, hold[1], &limits);
         task_persist(t);
 }
 

@@ -17,6 +17,7 @@
 #include "manager.h"
 #include "methods.h"
 #include "scheduler.h"
+#include "scope.h"
 #include "server.h"
 #include "settings.h"
 #include "store.h"
@@ -82,6 +83,7 @@ static void manager_free(Manager *m) {
                 sd_event_source_disable_unref(t->shim_source);
                 sd_event_source_disable_unref(t->status_source);
                 sd_event_source_disable_unref(t->kill_timer);
+                scope_forget(t);
                 watchdog_stop(t);
                 task_socket_close(t);
                 safe_close(t->shim_pidfd);
@@ -92,6 +94,7 @@ static void manager_free(Manager *m) {
         m->tasks = NULL;
         activity_free(m);
         events_free(m);
+        scope_free(m);
         manager_free_task_observers(m);
         manager_free_root_cache(m);
         m->n_tasks = 0;
@@ -169,7 +172,10 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
-        r = wait_init(m);
+        /* the user manager's transient scopes (scope.h): a bus connection of
+         * our own; none is no error (workers then run in process groups) */
+        r = scope_setup(m);
+        if (r >= 0) r = wait_init(m);
         if (r >= 0) r = advisor_init(m);
         if (r >= 0) r = summary_init(m);
         if (r < 0) return fail_start(m, "out of memory");

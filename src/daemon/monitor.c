@@ -18,6 +18,7 @@
 #include "manager.h"
 #include "monitor.h"
 #include "scheduler.h"
+#include "scope.h"
 #include "settle.h"
 #include "store.h"
 #include "task.h"
@@ -126,6 +127,9 @@ static int monitor_shim_exit_io(sd_event_source *s, int fd, uint32_t revents, vo
         /* drain whatever the shim reported */
         if (t->status_fd >= 0) monitor_status_io(NULL, t->status_fd, EPOLLIN, t);
         watchdog_stop(t); /* §4.4 step 3; settlement classifies the whole log */
+        /* whatever the worker left in its scope (a setsid() daemon, a
+         * process that ignored SIGTERM) ends with it */
+        (void) scope_kill(t, SIGKILL);
         task_apply_exit_json(t);
         task_start_settlement(t);
         return 0;
@@ -187,6 +191,7 @@ bool task_readopt(Task *t) {
                 return false;
         }
         scheduler_take_slot(t);
+        scope_readopt(t, shim); /* kill-by-unit keeps working after a restart */
         /* a fresh watcher: it reads the log from its start, so a worker that
          * printed before the restart is in the post-output phase */
         watchdog_start(t);
@@ -222,7 +227,13 @@ static int kill_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
 int task_terminate(Task *t, uint64_t grace_ms) {
         watchdog_stop(t);
         t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
-        int r = task_signal(t, SIGTERM);
+        /* a task in its own scope: SIGTERM to every process of the cgroup
+         * (KillUnit), setsid()ed ones too; the shim forwards it to the worker.
+         * The SIGKILL after the grace goes to the worker's group, so that the
+         * shim lives to write exit.json; what is left of the scope then is
+         * killed when the shim exits (monitor_shim_exit_io). */
+        int r = scope_kill(t, SIGTERM);
+        if (r < 0) r = task_signal(t, SIGTERM);
         if (r < 0) return r;
         uint64_t now;
         sd_event_now(t->m->event, CLOCK_MONOTONIC, &now);

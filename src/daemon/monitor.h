@@ -15,7 +15,8 @@ void monitor_watch_shim(Task *t, int status_fd);
 int task_signal(Task *t, int sig);
 /* Terminate a running task as task.cancel does (lifecycle.md §7.1, §6.2
  * failRunningTask): stop its watchdog, drop an earlier escalation timer,
- * SIGTERM the worker's process group (task_signal), and after grace_ms
+ * SIGTERM every process of its scope unit (scope_kill; without one, the
+ * worker's process group: task_signal), and after grace_ms
  * SIGKILL it if the task is still running. The one kill path of cancel and
  * the watchdog. 0, or -errno of the SIGTERM (then no timer is armed). */
 int task_terminate(Task *t, uint64_t grace_ms);

@@ -245,6 +245,29 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
                                                                                    : "config.json",
                             CONFIG_MAX_OUTPUT_FILE_BYTES_LIMIT);
 
+        /* the scope of each worker (scope.h): taskferry's additions */
+        const char *mm = ENV("TASKFERRY_TASK_MEMORY_MAX");
+        const char *mm_from = "TASKFERRY_TASK_MEMORY_MAX";
+        if (isempty(mm)) mm = config_string(cfg, "taskMemoryMax"), mm_from = "config taskMemoryMax";
+        if (!isempty(mm)) {
+                if (disk_size_parse(mm, &s->task_memory_max) < 0)
+                        return fail(ret_error,
+                                    "error: %s must be a positive size in bytes, optionally with a K, M, G or T "
+                                    "suffix (got \"%s\")\nhelp: e.g. 4G or 512M",
+                                    mm_from, mm);
+        } else {
+                long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+                s->task_memory_max = pages > 0 && psize > 0 ? (uint64_t) pages * (uint64_t) psize / 2 : UINT64_C(4) << 30;
+        }
+        s->task_tasks_max = INT("taskTasksMax", "TASKFERRY_TASK_TASKS_MAX", CONFIG_POSITIVE, 4096);
+        s->task_cpu_weight = INT("taskCpuWeight", "TASKFERRY_TASK_CPU_WEIGHT", CONFIG_POSITIVE, 100);
+        if (s->task_cpu_weight > 10000)
+                return fail(ret_error,
+                            "error: the task CPU weight must be from 1 through 10000 (got %" PRIu64 ")\n"
+                            "help: set TASKFERRY_TASK_CPU_WEIGHT or taskCpuWeight as systemd's CPUWeight=; 100 is "
+                            "the default weight",
+                            s->task_cpu_weight);
+
         /* env-only settings of this port */
         if (config_list_append(&s->home_allow, ENV("TASKFERRY_SANDBOX_HOME_ALLOW")) < 0) return -ENOMEM;
         const char *dm = ENV("TASKFERRY_TASK_DISK_MAX");

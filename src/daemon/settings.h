@@ -67,6 +67,13 @@ typedef struct Settings {
                                                       true */
         uint64_t max_output_file_bytes;            /* TASKFERRY_MAX_OUTPUT_FILE_BYTES; 524288; int>0, > 1048576 is a
                                                       start error */
+        /* taskferry's additions (issue 8: each worker's scope unit, scope.h) */
+        uint64_t task_memory_max;                  /* TASKFERRY_TASK_MEMORY_MAX / config taskMemoryMax (a size:
+                                                      bytes or K/M/G/T, disk_size_parse); half the physical memory;
+                                                      malformed is a start error. MemoryHigh is 90% of it */
+        uint64_t task_tasks_max;                   /* TASKFERRY_TASK_TASKS_MAX / taskTasksMax; 4096; int>0 */
+        uint64_t task_cpu_weight;                  /* TASKFERRY_TASK_CPU_WEIGHT / taskCpuWeight; 100; 1..10000, else
+                                                      a start error */
 
         /* ---- env-only settings of this port (not in config.json) ---- */
         char **home_allow;                         /* TASKFERRY_SANDBOX_HOME_ALLOW: more home entries a sandbox sees
@@ -87,7 +94,7 @@ typedef struct Settings {
  * ("error: ...\nhelp: ..." or a one-line message) for: an unknown
  * TASKFERRY_DEFAULT_EXECUTOR, a defaultVariant outside the levels, a
  * malformed TASKFERRY_PROVIDER_LIMITS entry, maxOutputFileBytes > 1048576,
- * a bad TASKFERRY_TASK_DISK_MAX. On failure *s holds what was resolved;
+ * a bad TASKFERRY_TASK_DISK_MAX, TASKFERRY_TASK_MEMORY_MAX or CPU weight. On failure *s holds what was resolved;
  * settings_done() frees it either way. */
 int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***ret_warnings, char **ret_error);
 

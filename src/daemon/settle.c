@@ -19,6 +19,7 @@
 #include "launch.h"
 #include "manager.h"
 #include "scheduler.h"
+#include "scope.h"
 #include "server.h"
 #include "settle.h"
 #include "store.h"
@@ -135,6 +136,13 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 }
         }
         cooldown_settle_scan(t, res); /* the provider's retry hint (cooldown.h) */
+        /* the kernel's OOM kills in the task's scope, as the shim saw them (scope.h) */
+        _cleanup_free_ char *tdir = tf_path_task_dir(&t->m->paths, t->id);
+        exit_info ei = {0};
+        if (tdir && exit_info_read(tdir, &ei) >= 0) {
+                if (ei.oom_kills > 0) json_add_int(res, "oomKills", ei.oom_kills);
+                exit_info_done(&ei);
+        }
         if (log) {
                 _cleanup_free_ char *boot = NULL;
                 if (log_boot_failure(log, &boot) > 0) json_add_string(res, "bootDetail", boot);
@@ -268,6 +276,20 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                 task_set_str(t, TASK_KEY_failure_reason, DISK_STOP_REASON);
                 task_set_str(t, TASK_KEY_failure_detail, json_get_string(ext0, "discarded"));
         }
+        /* a worker the kernel OOM-killed at its scope's MemoryMax (scope.h):
+         * crashed with oom_killed, whatever its log says after that; one that
+         * still exited 0 (only a child of it was killed) is not */
+        int64_t ooms = 0;
+        if (res) (void) json_get_int64(res, "oomKills", &ooms);
+        int64_t mem_max = 0;
+        (void) task_record_get_int(&t->rec, TASK_KEY_memory_max, &mem_max);
+        _cleanup_free_ char *oom_detail = NULL;
+        if (!t->rec.failure_reason && !t->rec.cancel_requested && scope_unit_of(t) &&
+            !(has_code && code == 0 && !sig) &&
+            scope_oom_verdict(scope_unit_of(t), NULL, ooms, mem_max > 0 ? (uint64_t) mem_max : 0, &oom_detail)) {
+                task_set_str(t, TASK_KEY_failure_reason, SCOPE_OOM_REASON);
+                task_set_str(t, TASK_KEY_failure_detail, oom_detail);
+        }
         if (res && !t->rec.failure_reason && json_get_string(res, "failureReason")) {
                 task_set_str(t, TASK_KEY_failure_reason, json_get_string(res, "failureReason"));
                 task_set_str(t, TASK_KEY_failure_detail, json_get_string(res, "failureDetail"));
@@ -286,7 +308,8 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
         }
         /* crash recovery: the worker reached a final answer before failing */
         if (status == TASK_CRASHED && !spawn_error && res && json_get_bool(res, "hasStop", false) &&
-            json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(t->rec.failure_reason, DISK_STOP_REASON))
+            json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(t->rec.failure_reason, DISK_STOP_REASON) &&
+            !streq_ptr(t->rec.failure_reason, SCOPE_OOM_REASON))
                 status = TASK_DONE;
         if (res && json_get_string(res, "sessionId")) task_set_str(t, TASK_KEY_session_id, json_get_string(res, "sessionId"));
         /* completeness (§4.5); for an executor whose exit code is its

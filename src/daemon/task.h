@@ -116,7 +116,10 @@ ChangesetStatus changeset_status_from_string(const char *s);
         X("headDriftTo", head_drift_to, STR)                       \
         X("headDriftRecovered", head_drift_recovered, BOOL)        \
         X("acceptStartedAt", accept_started_at, STR)               \
-        X("summaryOf", summary_of, OBJ)
+        X("summaryOf", summary_of, OBJ)                            \
+        X("unit", unit, STR)                                       \
+        X("memoryMax", memory_max, INT)                            \
+        X("tasksMax", tasks_max, INT)
 
 #define _TASK_KEY_ENUM(json, field, kind) TASK_KEY_##field,
 typedef enum TaskKey { TASK_FIELDS(_TASK_KEY_ENUM) _TASK_KEY_MAX, _TASK_KEY_INVALID = -EINVAL } TaskKey;
@@ -229,6 +232,12 @@ struct Task {
         int status_fd;
         sd_event_source *status_source;
         LineBuffer *status_buf; /* its lines, at most STATUS_PIPE_MAX_BYTES held (NULL until the first read) */
+        /* scope.c: the start of its transient scope (scope.h): the pending
+         * StartTransientUnit, its job, the forked child's hold pipe (-1: released) */
+        struct sd_bus_slot *scope_slot;
+        sd_event_source *scope_timer;
+        char *scope_job;
+        int scope_hold_fd;
         sd_event_source *kill_timer; /* task_terminate (monitor.c, for cancel and the watchdog) arms it,
                                       * monitor.c drops it at exit */
         struct Watchdog *watchdog; /* watchdog.c: the running task's watcher (lifecycle.md §6.2) or NULL */

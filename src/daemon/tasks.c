@@ -86,6 +86,7 @@ Task *task_new(Manager *m, json_object *json) {
         t->id = t->rec.id;
         t->shim_pidfd = -1;
         t->status_fd = -1;
+        t->scope_hold_fd = -1;
         t->sock.fd = -1;
         m->tasks[m->n_tasks++] = t;
         count_pairs_at(m, m->n_tasks - 1, +1);
@@ -152,7 +153,8 @@ json_object *task_summary(Task *t) {
         static const TaskKey opt2[] = {TASK_KEY_final_marker,    TASK_KEY_final_status,      TASK_KEY_class_name,
                                        TASK_KEY_executor_id,     TASK_KEY_variant,           TASK_KEY_overlay_dirs,
                                        TASK_KEY_changeset_error, TASK_KEY_changeset_warnings, TASK_KEY_parent_task_id,
-                                       TASK_KEY_project_config_warning};
+                                       TASK_KEY_project_config_warning, TASK_KEY_unit, TASK_KEY_memory_max,
+                                       TASK_KEY_tasks_max};
         for (size_t i = 0; i < ELEMENTSOF(opt2); i++)
                 if (task_record_is_set(rec, opt2[i])) task_copy_key(o, t, opt2[i]);
         if (rec->check_status && !streq(rec->check_status, "none")) {

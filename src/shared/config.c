@@ -48,6 +48,10 @@ const ConfigKey config_keys[] = {
         { "maxOutputFileBytes", CONFIG_NUMBER, "TASKFERRY_MAX_OUTPUT_FILE_BYTES" },
         /* taskferry's addition (issue 7: provider cooldown, cooldown.h) */
         { "providerCooldownEnabled", CONFIG_BOOLEAN, "TASKFERRY_PROVIDER_COOLDOWN" },
+        /* taskferry's additions (issue 8: each worker's scope unit) */
+        { "taskMemoryMax", CONFIG_STRING, "TASKFERRY_TASK_MEMORY_MAX" },
+        { "taskTasksMax", CONFIG_NUMBER, "TASKFERRY_TASK_TASKS_MAX" },
+        { "taskCpuWeight", CONFIG_NUMBER, "TASKFERRY_TASK_CPU_WEIGHT" },
         {}
 };
 

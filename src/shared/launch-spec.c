@@ -535,6 +535,7 @@ int exit_info_to_json(const exit_info *i, json_object **ret) {
                 if ((r = add_str(o, "stopReason", i->stop_reason)) < 0) return r;
                 if ((r = add_str(o, "stopDetail", i->stop_detail)) < 0) return r;
         }
+        if (i->oom_kills > 0 && (r = add_obj(o, "oomKills", json_object_new_int64(i->oom_kills))) < 0) return r;
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -548,7 +549,8 @@ void exit_info_done(exit_info *i) {
 }
 
 int exit_info_from_json(json_object *j, exit_info *ret) {
-        static const char *const keys[] = {"exitCode", "signal", "spawnError", "endedAt", "stopReason", "stopDetail"};
+        static const char *const keys[] = {"exitCode", "signal", "spawnError", "endedAt", "stopReason", "stopDetail",
+                                           "oomKills"};
         exit_info i = {0};
         /* stopReason/stopDetail are optional (absent in an older shim's exit.json) */
         int r = check_keys_opt(j, keys, ELEMENTSOF(keys), 4);
@@ -571,6 +573,11 @@ int exit_info_from_json(json_object *j, exit_info *ret) {
         if (r >= 0) r = get_str(j, "stopReason", true, false, &i.stop_reason);
         if (r >= 0) r = get_str(j, "stopDetail", true, false, &i.stop_detail);
         if (r >= 0 && i.stop_reason && !streq(i.stop_reason, "disk_quota_exceeded")) r = -EBADMSG;
+        json_object *ok = NULL;
+        if (r >= 0 && json_object_object_get_ex(j, "oomKills", &ok)) {
+                if (!json_object_is_type(ok, json_type_int) || json_object_get_int64(ok) < 0) r = -EBADMSG;
+                else i.oom_kills = json_object_get_int64(ok);
+        }
         if (r < 0) {
                 exit_info_done(&i);
                 return r;

@@ -173,6 +173,9 @@ typedef struct exit_info {
         uint64_t ended_at_ms;     /* epoch ms; serialized as ISO-8601 */
         char *stop_reason;        /* "disk_quota_exceeded" or NULL */
         char *stop_detail;        /* why, naming the budget and the usage; NULL without stop_reason */
+        int64_t oom_kills;        /* "oomKills" (written only when > 0): how much the oom_kill count
+                                   * of the shim's cgroup (memory.events, cgroup-util.h) grew while
+                                   * the worker ran; 0: none, or unknown (no memory controller) */
 } exit_info;
 
 /* launch.json object, keys in the order documented above. -ENOMEM. */

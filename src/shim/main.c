@@ -26,6 +26,7 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
+#include "cgroup-util.h"
 #include "changeset.h"
 #include "disk-watch.h"
 #include "executor.h"
@@ -79,6 +80,8 @@ typedef struct shim {
         disk_watch disk;         /* armed when the spec has a disk budget */
         char *stop_detail;       /* set once the disk watch stopped the worker */
         uint64_t kill_at;        /* mono_ms() of the SIGKILL after the stop's SIGTERM */
+        uint64_t oom_base;       /* the cgroup's oom_kill count before the worker started */
+        bool oom_base_known;
 } shim;
 
 static void shim_done(shim *s) {
@@ -131,6 +134,11 @@ static int write_exit_json(shim *s, const char *spawn_error) {
                 ei.stop_reason = (char *) "disk_quota_exceeded";
                 ei.stop_detail = s->stop_detail;
         }
+        /* the kernel's OOM kills in our cgroup (the task's scope unit) while
+         * the worker ran: read here, while the cgroup still exists */
+        uint64_t ooms = 0;
+        if (s->oom_base_known && cgroup_self_oom_kills(&ooms) >= 0 && ooms > s->oom_base)
+                ei.oom_kills = (int64_t) (ooms - s->oom_base);
         /* the space set aside at start is what exit.json is written into when a
          * worker filled the disk */
         disk_reserve_release(s->spec->task_dir);
@@ -652,6 +660,7 @@ static int start_and_monitor(shim *s) {
         _cleanup_close_ int serr_r = stderrp[0];
         if (spec->disk) (void) disk_reserve_create(spec->task_dir);
         uint64_t started_at = now_ms();
+        s->oom_base_known = cgroup_self_oom_kills(&s->oom_base) >= 0;
         /* the worker leads its own process group (the shim signals the
          * group); no death signal: bwrap's --die-with-parent does that */
         pid_t pid;

@@ -3,6 +3,8 @@
 
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "json-util.h"
@@ -31,6 +33,49 @@ static void assert_list(char **l, const char *const *want) {
         }
         ck_assert(!l || !l[n]);
 }
+
+/* the scope limits (issue 8; scope.h): env > config > default, sizes as
+ * disk_size_parse reads them, a bad size or CPU weight stops the start */
+START_TEST(scope_limits) {
+        Settings s;
+        _cleanup_free_ char *err = NULL;
+        char *none[] = {NULL};
+        ck_assert_int_eq(resolve(&s, NULL, none, NULL, &err), 0);
+        long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+        ck_assert_uint_eq(s.task_memory_max, (uint64_t) pages * (uint64_t) psize / 2);
+        ck_assert_uint_eq(s.task_tasks_max, 4096);
+        ck_assert_uint_eq(s.task_cpu_weight, 100);
+        settings_done(&s);
+        const char *cfg = "{\"taskMemoryMax\": \"3G\", \"taskTasksMax\": 64, \"taskCpuWeight\": 20}";
+        ck_assert_int_eq(resolve(&s, cfg, none, NULL, &err), 0);
+        ck_assert_uint_eq(s.task_memory_max, UINT64_C(3) << 30);
+        ck_assert_uint_eq(s.task_tasks_max, 64);
+        ck_assert_uint_eq(s.task_cpu_weight, 20);
+        settings_done(&s);
+        char *env[] = {"TASKFERRY_TASK_MEMORY_MAX=512M", "TASKFERRY_TASK_TASKS_MAX=100", "TASKFERRY_TASK_CPU_WEIGHT=300",
+                       NULL};
+        ck_assert_int_eq(resolve(&s, cfg, env, NULL, &err), 0);
+        ck_assert_uint_eq(s.task_memory_max, UINT64_C(512) << 20);
+        ck_assert_uint_eq(s.task_tasks_max, 100);
+        ck_assert_uint_eq(s.task_cpu_weight, 300);
+        settings_done(&s);
+        char *bad_mem[] = {"TASKFERRY_TASK_MEMORY_MAX=8X", NULL};
+        ck_assert_int_eq(resolve(&s, NULL, bad_mem, NULL, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "TASKFERRY_TASK_MEMORY_MAX must be a positive size"));
+        settings_done(&s);
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(resolve(&s, "{\"taskMemoryMax\": \"0\"}", none, NULL, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "config taskMemoryMax"));
+        settings_done(&s);
+        free(err);
+        err = NULL;
+        char *bad_w[] = {"TASKFERRY_TASK_CPU_WEIGHT=10001", NULL};
+        ck_assert_int_eq(resolve(&s, NULL, bad_w, NULL, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "CPU weight must be from 1 through 10000"));
+        settings_done(&s);
+}
+END_TEST
 
 START_TEST(defaults) {
         Settings s;
@@ -345,6 +390,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, start_errors);
         tcase_add_test(tc, lists_union_and_replace);
         tcase_add_test(tc, provider_limits);
+        tcase_add_test(tc, scope_limits);
         tcase_add_test(tc, cli_side_keys);
         tcase_add_test(tc, load_reads_the_file_once_and_fails_loudly);
         suite_add_tcase(s, tc);
