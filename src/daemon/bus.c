@@ -102,7 +102,9 @@ static bool task_exported(const Task *t) {
         X("HeadDriftTo", "headDriftTo", "s")                \
         X("HeadDriftRecovered", "headDriftRecovered", "b")  \
         X("AcceptStartedAt", "acceptStartedAt", "s")        \
-        X("Unit", "unit", "s")
+        X("Unit", "unit", "s")                              \
+        X("MemoryMax", "memoryMax", "x")                    \
+        X("TasksMax", "tasksMax", "x")
 
 typedef struct TaskProperty {
         const char *name, *key, *type;
@@ -305,6 +307,9 @@ static const sd_bus_vtable manager_vtable[] = {
         LIMIT("PreOutputMaxMs", pre_output_max_ms),
         LIMIT("MaxOutputFileBytes", max_output_file_bytes),
         LIMIT("TaskDiskMax", task_disk_max),
+        LIMIT("TaskMemoryMax", task_memory_max),
+        LIMIT("TaskTasksMax", task_tasks_max),
+        LIMIT("TaskCPUWeight", task_cpu_weight),
 #undef LIMIT
         SD_BUS_PROPERTY("ProviderLimits", "a(stt)", property_get_provider_limits, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_ARGS("ListTasks", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sos)", tasks), method_list_tasks,

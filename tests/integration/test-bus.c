@@ -145,7 +145,8 @@ static char *encoded_path(const char *id) {
 }
 
 START_TEST(objects_follow_tasks) {
-        char *const env[] = {"TASKFERRY_MAX_CONCURRENT_TASKS=1", "TF_BUS_TEST_SECRET=secret-env-value-7b1d", NULL};
+        char *const env[] = {"TASKFERRY_MAX_CONCURRENT_TASKS=1", "TF_BUS_TEST_SECRET=secret-env-value-7b1d",
+                             "TASKFERRY_TASK_MEMORY_MAX=96M", "TASKFERRY_TASK_TASKS_MAX=321", NULL};
         tf_world *w = tf_world_new(env);
         tf_bus b = start_bus(w);
         char *repo = make_repo(w);
@@ -158,6 +159,11 @@ START_TEST(objects_follow_tasks) {
         ck_assert_str_eq(version, want_version);
         _cleanup_free_ char *cap = busctl(w, "get-property " NAME " " MPATH " " MIFACE " MaxConcurrentTasks");
         ck_assert_str_eq(cap, "t 1");
+        /* the scope limits of the settings (bytes, tasks) */
+        _cleanup_free_ char *mem = busctl(w, "get-property " NAME " " MPATH " " MIFACE " TaskMemoryMax");
+        ck_assert_str_eq(mem, "t 100663296");
+        _cleanup_free_ char *tmax = busctl(w, "get-property " NAME " " MPATH " " MIFACE " TaskTasksMax");
+        ck_assert_str_eq(tmax, "t 321");
 
         /* a signal watcher, in place before the first dispatch */
         char *mon = strdup(tf_path(w->root, "monitor.out"));
