@@ -470,6 +470,8 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
         SET(task_set_str(t, TASK_KEY_output_dir, out_dir));
         /* the task whose worker dispatched this one (it may cancel or reject it) */
         SET(task_set_str(t, TASK_KEY_dispatched_by, who.task ? who.task->id : NULL));
+        /* the timer job it comes from (`taskferry job run`); only when given */
+        if (json_get_string(p, "job")) SET(task_set_str(t, TASK_KEY_job, json_get_string(p, "job")));
 #undef SET
         if (rk < 0) {
                 manager_remove_task(m, t);
