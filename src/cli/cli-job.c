@@ -144,9 +144,13 @@ static int job_run(cli_context *ctx, const char *name, json_object **ret_value, 
 
         /* the directory as `dispatch --directory` sends it (§2.5: realpath) */
         _cleanup_free_ char *real = realpath(j.directory, NULL);
-        if (!real || !is_dir(real))
-                return cli_error_fail(err, NULL, "error: %s: directory %s %s\nhelp: %s", file, j.directory,
-                                      real ? "is not a directory" : strerror(errno), JOB_HELP);
+        if (!real)
+                return cli_error_fail(err, NULL, "error: %s: directory %s %s%s\nhelp: %s", file, j.directory,
+                                      errno == ENOENT ? "does not exist" : "cannot be resolved: ",
+                                      errno == ENOENT ? "" : strerror(errno), JOB_HELP);
+        if (!is_dir(real))
+                return cli_error_fail(err, NULL, "error: %s: directory %s is not a directory\nhelp: %s", file,
+                                      j.directory, JOB_HELP);
 
         /* the keys as the dispatch flags' option keys (cli-args.c) */
         _cleanup_json_ json_object *options = json_object_new_object();
