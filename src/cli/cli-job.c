@@ -163,7 +163,19 @@ static int job_run(cli_context *ctx, const char *name, json_object **ret_value, 
                 return -ENOMEM;
         r = cli_dispatch(ctx, options, real, prompt, prompt_len, name, ret_raw, err);
         if (r < 0) return r;
-        *ret_value = json_object_get(*ret_raw);
+        /* what dispatch prints, but not the prompt: under systemd stdout is
+         * the journal, where a prompt must never go (--json prints the
+         * daemon's result whole) */
+        json_object *v = json_object_new_object();
+        if (!v) return -ENOMEM;
+        json_object_object_foreach(*ret_raw, key, val) {
+                if (streq(key, "promptPreview") || streq(key, "promptTotalChars")) continue;
+                if (json_add(v, key, val ? json_object_get(val) : NULL) < 0) {
+                        json_object_put(v);
+                        return -ENOMEM;
+                }
+        }
+        *ret_value = v;
         return 0;
 }
 

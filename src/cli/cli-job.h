@@ -32,8 +32,10 @@ int cli_job_load(const char *jobs_dir, const char *name, const char *home, job_s
 int cli_job_read_prompt_file(const job_spec *j, const char *job_file, char **ret, size_t *ret_len, cli_error *err);
 
 /* The `job` command: ctx->args->words is {"run", <name>} or {"list"}.
- * run: cli_dispatch() of the job with `job: <name>`; prints (and *ret_raw
- * is) the daemon's dispatch result, as `dispatch` does. list: {jobsDir,
+ * run: cli_dispatch() of the job with `job: <name>`; *ret_raw (--json) is
+ * the daemon's dispatch result, *ret_value the same without promptPreview
+ * and promptTotalChars (under systemd, stdout is the journal, which never
+ * gets a prompt). list: {jobsDir,
  * jobs: rows {name, directory, executor, timer, nextRun, lastTask,
  * lastStatus} sorted by name (a file that does not parse: {name, error}),
  * or the string "none found in <dir>"}; timer is "<ActiveState>

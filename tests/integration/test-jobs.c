@@ -160,13 +160,17 @@ START_TEST(run_with_xdg_config_home_and_toon_output) {
         /* the world's env has XDG_CONFIG_HOME=<cfg> */
         _cleanup_free_ char *jobs = strdup_printf("%s/taskferry/jobs", w->cfg);
         free(tf_shf(w, NULL, "mkdir -p '%s'", jobs));
-        _cleanup_free_ char *text = strdup_printf("directory = '%s'\nexecutor = 'shell'\nprompt = 'true'\n", repo);
+        _cleanup_free_ char *text =
+                strdup_printf("directory = '%s'\nexecutor = 'shell'\nprompt = ': SECRET prompt text'\n", repo);
         write_job(jobs, "cfg-job", text);
         const char *argv[] = {"job", "run", "cfg-job", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
         ck_assert_msg(r.exit_code == 0, "job run failed (%d): %s", r.exit_code, r.out);
         /* TOON, as dispatch prints it */
         ck_assert_msg(startswith(r.out, "id: oc_") && strstr(r.out, "\njob: cfg-job\n"), "out: %s", r.out);
+        /* but not the prompt (under systemd this is the journal) */
+        ck_assert_msg(!strstr(r.out, "SECRET") && !strstr(r.err, "SECRET"), "the prompt is printed: %s", r.out);
+        ck_assert_msg(!strstr(r.out, "promptPreview"), "out: %s", r.out);
         tf_run_done(&r);
         /* the minimal env (no XDG_CONFIG_HOME) looks under ~/.config: no such job there */
         tf_run m = minimal_cli("job run cfg-job");
