@@ -454,6 +454,51 @@ START_TEST(dispatch_param_job_is_validated) {
 }
 END_TEST
 
+/* A worker may dispatch through its task socket, but never as a timer job:
+ * `job list` trusts the mark. */
+START_TEST(a_worker_cannot_dispatch_as_a_job) {
+        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
+        make_repo(repo);
+        static const char peer_py[] =
+                "import json, os, socket, sys\n"
+                "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); s.settimeout(10)\n"
+                "f = s.makefile('rb')\n"
+                "for i, a in enumerate(sys.argv[1:]):\n"
+                "    req = {'version': 1, 'id': 'r%d' % i}; req.update(json.loads(a))\n"
+                "    s.sendall((json.dumps(req) + '\\n').encode())\n"
+                "    while True:\n"
+                "        fr = json.loads(f.readline())\n"
+                "        if fr.get('id') == req['id']: break\n"
+                "    print(json.dumps(fr))\n";
+        tf_write(tf_path(w->fixtures, "peer.py"), peer_py, strlen(peer_py), 0644);
+        _cleanup_free_ char *with_job = strdup_printf(
+                "{\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"true\",\"directory\":\"%s\","
+                "\"executor\":\"shell\",\"job\":\"demo\"}}",
+                repo);
+        _cleanup_free_ char *without = strdup_printf(
+                "{\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"true\",\"directory\":\"%s\","
+                "\"executor\":\"shell\"}}",
+                repo);
+        _cleanup_free_ char *script = strdup_printf("python3 '%s/peer.py' '%s' '%s' > \"$TASKFERRY_OUTPUT_DIR/r.txt\" 2>&1; true",
+                                                    w->fixtures, with_job, without);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        _cleanup_free_ char *id = tf_dispatch(w, argv);
+        json_object_put(tf_wait_settled(w, id));
+        _cleanup_free_ char *rpath = strdup_printf("%s/outputs/%s/r.txt", w->state, id);
+        _cleanup_free_ char *replies = tf_read(rpath, NULL);
+        char *nl = strchr(replies, '\n');
+        ck_assert_msg(nl, "replies: %s", replies);
+        *nl = 0;
+        json_object *r1 = tf_json(replies), *r2 = tf_json(nl + 1);
+        ck_assert_msg(!json_get_bool(r1, "ok", true), "a worker dispatched as a job: %s", replies);
+        ck_assert_str_eq(json_get_string(json_get_object(r1, "error"), "message"), "a task cannot dispatch as a timer job");
+        /* the same dispatch without the mark goes through */
+        ck_assert_msg(json_get_bool(r2, "ok", false), "reply: %s", nl + 1);
+        json_object_put(r1);
+        json_object_put(r2);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("jobs");
         TCase *tc = tcase_create("jobs");
@@ -466,6 +511,7 @@ int main(void) {
         tcase_add_test(tc, hostile_files_never_hang_or_blow_memory);
         tcase_add_test(tc, list_shows_jobs_timers_and_last_task);
         tcase_add_test(tc, dispatch_param_job_is_validated);
+        tcase_add_test(tc, a_worker_cannot_dispatch_as_a_job);
         suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }
