@@ -62,14 +62,18 @@ static void write_job(const char *dir, const char *name, const char *text) {
  * HOME, PATH and where the daemon listens (the world's runtime dir stands
  * for $XDG_RUNTIME_DIR/taskferry), nothing else — no provider keys, no
  * XDG_CONFIG_HOME, no bus; never auto-starting a daemon; at most 30 s. */
-static tf_run minimal_cli(const char *args) {
+static tf_run minimal_cli_with(const char *extra_env, const char *args) {
         const char *san = getenv("ASAN_OPTIONS");
         _cleanup_free_ char *q_san = san ? shell_quote(san) : NULL;
         _cleanup_free_ char *cmd = strdup_printf(
                 "exec timeout -k 5 30 env -i HOME='%s' PATH=/usr/local/bin:/usr/bin:/bin TASKFERRY_RUNTIME_DIR='%s' "
-                "TASKFERRY_AUTO_START=0 %s%s '%s' %s",
-                w->home, w->run, q_san ? "ASAN_OPTIONS=" : "", q_san ? q_san : "", tf_bin("taskferry"), args);
+                "TASKFERRY_AUTO_START=0 %s%s %s '%s' %s",
+                w->home, w->run, q_san ? "ASAN_OPTIONS=" : "", q_san ? q_san : "", extra_env, tf_bin("taskferry"), args);
         return tf_sh(w, NULL, cmd, true);
+}
+
+static tf_run minimal_cli(const char *args) {
+        return minimal_cli_with("", args);
 }
 
 /* The number of tasks the daemon knows. */
@@ -410,6 +414,16 @@ START_TEST(list_shows_jobs_timers_and_last_task) {
         ck_assert_msg(strstr(r.out, "timer: (no user manager)"), "out: %s", r.out);
         _cleanup_free_ char *last = strdup_printf("lastTask: %s", ids[1]);
         ck_assert_msg(strstr(r.out, last), "out: %s", r.out);
+        tf_run_done(&r);
+
+        /* a session bus without systemd on it is no user manager either */
+        _cleanup_free_ char *bus_pid = tf_shf(w, NULL, "dbus-daemon --session --fork --print-pid "
+                                                       "--address=unix:path='%s/bus'", w->root);
+        _cleanup_free_ char *bus_env = strdup_printf("DBUS_SESSION_BUS_ADDRESS=unix:path=%s/bus", w->root);
+        r = minimal_cli_with(bus_env, "job list --json");
+        kill((pid_t) atoi(bus_pid), SIGTERM);
+        ck_assert_msg(r.exit_code == 0, "job list failed (%d): %s", r.exit_code, r.out);
+        ck_assert_msg(strstr(r.out, "\"timer\":\"(no user manager)\""), "out: %s", r.out);
         tf_run_done(&r);
 
         /* the job travels on the task: in task.list rows (only when set) and
