@@ -9,6 +9,8 @@ TF_PACKAGES=(
   systemd systemd-container dbus-user-session
   util-linux passwd procps
   python3
+  go-md2man man-db
+  dbus-daemon libglib2.0-bin
 )
 
 tf_install_deps() {

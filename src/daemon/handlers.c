@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include "bus.h"
 #include "change.h"
 #include "cooldown.h"
 #include "events.h"
@@ -254,8 +255,6 @@ static char *nested_directory(Task *caller, const char *given, char **ret) {
         *ret = TAKE_PTR(real);
         return NULL;
 }
-
-static bool caller_may_see(Caller who, Task *t);
 
 /* Is a final marker too costly to take from a worker? glibc's regcomp(3)
  * expands interval expressions ((((a{255}){255}){255}) takes seconds and
@@ -537,6 +536,7 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
                 return method_fail(err, text);
         }
         events_task_added(m, t); /* its first task.state: queued */
+        bus_task_added(m, t);
         scheduler_enqueue(m, t);
         scheduler_kick(m);
 
@@ -550,15 +550,6 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
         *ret = res;
         if (ret_task) *ret_task = t;
         return 0;
-}
-
-/* A caller inside a sandbox sees its own task and the tasks it dispatched,
- * nothing else: other tasks' prompts, messages and pending diffs are none of
- * its business (review finding). Answers like an unknown id otherwise. */
-static bool caller_may_see(Caller who, Task *t) {
-        if (!who.sandboxed) return true;
-        if (!who.task) return false;
-        return t == who.task || streq_ptr(t->rec.dispatched_by, who.task->id);
 }
 
 int method_lookup_task(Manager *m, Request *r, Task **ret, MethodError *err) {
@@ -792,8 +783,7 @@ int method_result(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
 /* A caller inside a sandbox may cancel or reject only the tasks its own task
  * dispatched, and may never accept (landing changes is the user's decision).
  * 0, or -EIO with the refusal in err. */
-static int caller_may_decide(Manager *m, Request *r, Task *t, const char *verb, MethodError *err) {
-        Caller who = caller_of(m, r->conn);
+static int caller_may_decide_as(Caller who, Task *t, const char *verb, MethodError *err) {
         if (!who.sandboxed) return 0;
         _cleanup_free_ char *text = NULL;
         if (streq(verb, "accept"))
@@ -807,6 +797,10 @@ static int caller_may_decide(Manager *m, Request *r, Task *t, const char *verb, 
                                      "was not dispatched by it\nhelp: run taskferry %s %s from outside the sandbox",
                                      verb, t->id, verb, t->id);
         return method_fail(err, text ? text : "error: refused");
+}
+
+static int caller_may_decide(Manager *m, Request *r, Task *t, const char *verb, MethodError *err) {
+        return caller_may_decide_as(caller_of(m, r->conn), t, verb, err);
 }
 
 /* A cancel reaches the tasks the cancelled task's worker dispatched, and
@@ -834,11 +828,15 @@ static void cancel_dispatched(Manager *m, Task *parent, int64_t grace, unsigned 
 }
 
 int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
-        int d = caller_may_decide(m, r, t, "cancel", err);
+        int64_t grace = (int64_t) m->settings.cancel_grace_ms;
+        json_get_int64(r->req.params, "graceMs", &grace);
+        return task_cancel(m, caller_of(m, r->conn), t, grace, ret, err);
+}
+
+int task_cancel(Manager *m, Caller who, Task *t, int64_t grace, json_object **ret, MethodError *err) {
+        int d = caller_may_decide_as(who, t, "cancel", err);
         if (d < 0) return d;
-        int64_t child_grace = (int64_t) m->settings.cancel_grace_ms;
-        json_get_int64(r->req.params, "graceMs", &child_grace);
-        cancel_dispatched(m, t, child_grace, 0);
+        cancel_dispatched(m, t, grace, 0);
         const char *status = strempty(task_status_to_string(t->rec.status));
         char iso[32];
         if (t->rec.status == TASK_QUEUED) {
@@ -856,8 +854,6 @@ int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
                 json_add_string(o, "note", note);
                 return *ret = o, 0;
         }
-        int64_t grace = (int64_t) m->settings.cancel_grace_ms;
-        json_get_int64(r->req.params, "graceMs", &grace);
         int64_t pid = 0;
         bool has_pid = task_record_get_int(&t->rec, TASK_KEY_pid, &pid);
         if (!has_pid && t->shim_pid <= 0) {

@@ -8,6 +8,7 @@
 
 #include "activity.h"
 #include "advisor.h"
+#include "bus.h"
 #include "change.h"
 #include "cooldown.h"
 #include "events.h"
@@ -70,6 +71,7 @@ static void help(void) {
 
 static void manager_free(Manager *m) {
         server_close(m, "shutdown");
+        bus_free(m);
         change_jobs_free(m);
         jobs_free(m);
         advisor_free(m);
@@ -174,6 +176,7 @@ int main(int argc, char *argv[]) {
         /* before the load: the load's moves to unknown count as emitted */
         r = events_init(m);
         if (r >= 0) r = activity_init(m);
+        if (r >= 0) r = bus_init(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
@@ -183,6 +186,8 @@ int main(int argc, char *argv[]) {
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+        /* the bus name only once we are the one daemon (bus.h; no bus: one warning) */
+        (void) bus_start(m);
         /* boot sweeps (sweep.h): after the load, and only once we are the one
          * daemon on this socket (a second daemon's stale view of tasks.json
          * must not sweep what the first one just created) */

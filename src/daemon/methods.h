@@ -13,6 +13,9 @@
 
 #include <stddef.h>
 #include <json-c/json.h>
+#include <stdint.h>
+
+#include "peer.h"
 
 typedef struct Manager Manager;
 typedef struct Request Request;
@@ -83,6 +86,11 @@ int method_wait(Manager *m, Request *r, Task *t, json_object **ret, MethodError 
 int method_result(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
 int method_list(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
 int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
+/* task.cancel's body for a caller who (the socket's peer, or a D-Bus caller
+ * through bus.c): the peer rules (a sandboxed caller cancels only what its
+ * task dispatched), then the task and what it dispatched, SIGTERM then
+ * SIGKILL after grace ms. *ret is its TaskSummary + note; -EIO with err. */
+int task_cancel(Manager *m, Caller who, Task *t, int64_t grace, json_object **ret, MethodError *err);
 int method_accept(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
 int method_reject(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
 /* The error of tasks.json having failed to load (0 if it loaded). */

@@ -53,9 +53,14 @@ Caller caller_of(Manager *m, Connection *c) {
                 who.task = c->origin;
                 return who;
         }
-        if (c->peer_pid <= 0) return who;
-        who.sandboxed = other_pid_namespace(c->peer_pid);
-        pid_t p = c->peer_pid;
+        return caller_of_pid(m, c->peer_pid);
+}
+
+Caller caller_of_pid(Manager *m, pid_t pid) {
+        Caller who = {0};
+        if (pid <= 0) return who;
+        who.sandboxed = other_pid_namespace(pid);
+        pid_t p = pid;
         for (int depth = 0; p > 1 && depth < 256; depth++) {
                 for (size_t i = 0; i < m->n_tasks; i++) {
                         Task *t = m->tasks[i];
@@ -80,4 +85,10 @@ bool caller_may_name_directory(Caller who, const char *path) {
                 p += len;
         }
         return path_is_at_or_below(path, who.task->rec.directory);
+}
+
+bool caller_may_see(Caller who, Task *t) {
+        if (!who.sandboxed) return true;
+        if (!who.task) return false;
+        return t == who.task || streq_ptr(t->rec.dispatched_by, who.task->id);
 }

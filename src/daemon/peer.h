@@ -2,6 +2,7 @@
 /* Who is calling (peer.c). */
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 typedef struct Manager Manager;
 typedef struct Connection Connection;
@@ -14,6 +15,14 @@ typedef struct Caller {
         Task *task;      /* the task whose shim is an ancestor of the peer, if any */
 } Caller;
 Caller caller_of(Manager *m, Connection *c);
+/* The same for a process id (a D-Bus caller's, bus.c): by ancestry and pid
+ * namespace only. pid <= 0: the user (callers must refuse an unknown pid
+ * themselves). */
+Caller caller_of_pid(Manager *m, pid_t pid);
+/* A caller inside a sandbox sees its own task and the tasks it dispatched,
+ * nothing else: other tasks' prompts, messages and pending diffs are none of
+ * its business (review finding). */
+bool caller_may_see(Caller who, Task *t);
 
 /* May who name path (a directory parameter such as task.context's or
  * event.subscribe's, resolved by the daemon on the host)? The user always;
