@@ -190,6 +190,10 @@ static const char *const doctor_examples[] = {
         "taskferry doctor", "taskferry doctor --full", "taskferry doctor --stats", NULL
 };
 
+static const char *const job_examples[] = {
+        "taskferry job run demo", "taskferry job list", "systemctl --user enable --now taskferry-job@demo.timer", NULL
+};
+
 static const char *const setup_examples[] = { "taskferry setup", NULL };
 static const char *const init_examples[] = { "taskferry init", NULL };
 
@@ -238,6 +242,9 @@ const cli_command_spec cli_commands[] = {
         { "init", "taskferry init",
           "Scaffold .taskferry.toml for this repo, detecting a check command from the project's ecosystem.",
           no_options, init_examples, false },
+        { "job", "taskferry job run <name> | taskferry job list",
+          "Dispatch the timer job ${XDG_CONFIG_HOME:-~/.config}/taskferry/jobs/<name>.toml as an ordinary task (what taskferry-job@<name>.service runs), or list the jobs with their timers and last tasks; see taskferry-jobs(5).",
+          no_options, job_examples, false },
         {}
 };
 
@@ -566,6 +573,7 @@ static int parse_regex(const char *flag, const char *value, cli_error *err) {
 
 void cli_args_done(cli_args *a) {
         free(a->task_id);
+        strv_free(a->words);
         json_object_put(a->options);
         strv_free(a->warnings);
         *a = (cli_args) {};
@@ -670,6 +678,12 @@ int cli_args_parse(char *const *argv_in, size_t argc_in, cli_args *ret, cli_erro
                         int r = set_option(a.options, "paths", paths, command, err);
                         if (r < 0) return r;
                         break;
+                }
+                if (token[0] != '-' && streq(command, "job")) {
+                        /* job: <action> [<name>] */
+                        if (strv_length(a.words) >= 2) return usage_error(err, command, "unexpected argument: %s", token);
+                        if (strv_push(&a.words, token) < 0) return -ENOMEM;
+                        continue;
                 }
                 if (token[0] != '-') {
                         if (positional || !spec->takes_task_id)
@@ -817,6 +831,15 @@ int cli_args_parse(char *const *argv_in, size_t argc_in, cli_args *ret, cli_erro
                         return usage_error(err, command, "--flush-interval must be greater than zero");
                 if (streq(command, "doctor") && json_get_bool(a.options, "stats", false) && full)
                         return usage_error(err, command, "--stats cannot be combined with --full");
+                if (streq(command, "job")) {
+                        const char *action = a.words ? a.words[0] : NULL;
+                        if (!action) return usage_error(err, command, "job needs an action: run <name> or list");
+                        if (streq(action, "run") && !a.words[1]) return usage_error(err, command, "job name is required");
+                        if (streq(action, "list") && a.words[1])
+                                return usage_error(err, command, "unexpected argument: %s", a.words[1]);
+                        if (!streq(action, "run") && !streq(action, "list"))
+                                return usage_error(err, command, "unknown job action: %s (use run or list)", action);
+                }
         }
 done:
         *ret = a;

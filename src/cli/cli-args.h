@@ -32,7 +32,7 @@ typedef struct cli_command_spec {
 } cli_command_spec;
 
 /* The one command table: the spec's 17 commands in help order (§2.10) plus
- * `diff`, terminated by {NULL}. The top help lists those of them this build
+ * `diff` and `job`, terminated by {NULL}. The top help lists those of them this build
  * implements (cli_command_implemented, commands.h); the man page documents
  * the same set (tests/unit/test-cli-help.c). */
 extern const cli_command_spec cli_commands[];
@@ -48,6 +48,7 @@ typedef struct cli_args {
         bool help;           /* --help/-h: print cli_help_object(command) */
         bool json;           /* --json anywhere: print JSON instead of TOON */
         char *task_id;       /* positional task id or NULL */
+        char **words;        /* job's bare words: the action (run, list), then the name */
         json_object *options; /* parsed flags by option key (camelCase), in argv order:
                                  strings, int64s (integers and durations in ms),
                                  true (booleans), string arrays (comma lists, fields) */

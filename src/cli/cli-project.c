@@ -91,6 +91,8 @@ json_object *cli_lean_status(json_object *detail, bool full) {
                 return NULL;
         if (!active && (copy_key(lean, detail, "exitCode") < 0 || copy_key(lean, detail, "signal") < 0))
                 return NULL;
+        /* the timer job it came from (`taskferry job run`, additive) */
+        if (cli_json_truthy(get(detail, "job")) && copy_key(lean, detail, "job") < 0) return NULL;
         /* a queued task's place and why it waits (scheduler.h, additive) */
         static const char *const queue_keys[] = {"queuePosition", "queueProvider", "queuedReason", "cooldownUntil"};
         for (size_t i = 0; i < ELEMENTSOF(queue_keys); i++)

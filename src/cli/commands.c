@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli-diff.h"
+#include "cli-job.h"
 #include "cli-pager.h"
 #include "cli-advisor.h"
 #include "cli-project.h"
@@ -27,7 +28,7 @@ extern char **environ;
 
 const char *const cli_implemented_commands[] = {
         "home", "version", "dispatch", "cancel", "accept", "reject", "status", "wait",
-        "result", "list", "tail", "output", "diff", "watch", "advisor", "summary", "context", "doctor", "init", NULL
+        "result", "list", "tail", "output", "diff", "watch", "advisor", "summary", "context", "doctor", "init", "job", NULL
 };
 
 bool cli_command_implemented(const char *command) {
@@ -123,6 +124,43 @@ static int add_default_wait_timeout(json_object *params, cli_error *err) {
         return 0;
 }
 
+int cli_dispatch(cli_context *ctx, json_object *options, const char *directory, const char *prompt, size_t prompt_len,
+                 const char *job, json_object **ret, cli_error *err) {
+        _cleanup_json_ json_object *params = json_object_new_object();
+        if (!params) return -ENOMEM;
+        if (json_add(params, "env", env_object()) < 0 ||
+            json_add(params, "prompt", json_object_new_string_len(prompt, (int) prompt_len)) < 0 ||
+            json_add_string(params, "directory", directory) < 0)
+                return -ENOMEM;
+        static const char *const passthrough[] = {
+                "model", "variant", "sessionId", "finalMarker", "noSandbox", "noOverlay",
+                "allowedDirs", "rwBind", "roBind", "executor", "class", "parentTaskId", "diskMax", "memoryMax",
+                "tasksMax", NULL
+        };
+        for (size_t i = 0; passthrough[i]; i++) {
+                json_object *v = NULL;
+                if (json_object_object_get_ex(options, passthrough[i], &v) &&
+                    json_add(params, passthrough[i], json_object_get(v)) < 0)
+                        return -ENOMEM;
+        }
+        /* the timer job it came from (`taskferry job run`), for `job list` */
+        if (job && json_add_string(params, "job", job) < 0) return -ENOMEM;
+        const char *origin = getenv("CLAUDE_CODE_SESSION_ID");
+        if (!isempty(origin) && json_add_string(params, "originSessionId", origin) < 0) return -ENOMEM;
+        int r = call(ctx, "task.dispatch", params, ret, err);
+        /* the daemon decides whether a model is needed (executor, a model
+         * inherited through --session-id); a missing one is still the
+         * caller's usage error (exit 2) */
+        if (r < 0 && streq_ptr(err->code, "REQUEST_FAILED") && err->text &&
+            (startswith(err->text, "error: --model is required\n") || streq(err->text, "--model is required")))
+                err->exit_code = CLI_EXIT_USAGE;
+        /* the daemon's warnings (a bind that exposes a deny-listed path) go to stderr */
+        json_object *w = r >= 0 && *ret ? json_get_array(*ret, "warnings") : NULL;
+        for (size_t i = 0; w && i < json_object_array_length(w); i++)
+                fprintf(stderr, "%s\n", json_object_get_string(json_object_array_get_idx(w, i)));
+        return r;
+}
+
 static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
         const cli_args *a = ctx->args;
         _cleanup_free_ char *cwd = current_dir();
@@ -138,35 +176,8 @@ static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
                 r = cli_read_prompt(STDIN_FILENO, "dispatch", ctx->interrupted, &stdin_prompt, &stdin_len, err);
                 if (r < 0) return r;
         }
-
-        _cleanup_json_ json_object *params = json_object_new_object();
-        if (!params) return -ENOMEM;
-        if (json_add(params, "env", env_object()) < 0 ||
-            json_add(params, "prompt", stdin_prompt ? json_object_new_string_len(stdin_prompt, (int) stdin_len)
-                                                    : json_object_new_string(prompt)) < 0 ||
-            json_add_string(params, "directory", directory) < 0)
-                return -ENOMEM;
-        static const char *const passthrough[] = {
-                "model", "variant", "sessionId", "finalMarker", "noSandbox", "noOverlay",
-                "allowedDirs", "rwBind", "roBind", "executor", "class", "parentTaskId", "diskMax", "memoryMax",
-                "tasksMax", NULL
-        };
-        for (size_t i = 0; passthrough[i]; i++)
-                if (pass_option(params, a, passthrough[i]) < 0) return -ENOMEM;
-        const char *origin = getenv("CLAUDE_CODE_SESSION_ID");
-        if (!isempty(origin) && json_add_string(params, "originSessionId", origin) < 0) return -ENOMEM;
-        r = call(ctx, "task.dispatch", params, ret, err);
-        /* the daemon decides whether a model is needed (executor, a model
-         * inherited through --session-id); a missing one is still the
-         * caller's usage error (exit 2) */
-        if (r < 0 && streq_ptr(err->code, "REQUEST_FAILED") && err->text &&
-            (startswith(err->text, "error: --model is required\n") || streq(err->text, "--model is required")))
-                err->exit_code = CLI_EXIT_USAGE;
-        /* the daemon's warnings (a bind that exposes a deny-listed path) go to stderr */
-        json_object *w = r >= 0 && *ret ? json_get_array(*ret, "warnings") : NULL;
-        for (size_t i = 0; w && i < json_object_array_length(w); i++)
-                fprintf(stderr, "%s\n", json_object_get_string(json_object_array_get_idx(w, i)));
-        return r;
+        return cli_dispatch(ctx, a->options, directory, stdin_prompt ? stdin_prompt : prompt,
+                            stdin_prompt ? stdin_len : strlen(prompt), NULL, ret, err);
 }
 
 static int run_cancel(cli_context *ctx, json_object **ret, cli_error *err) {
@@ -715,6 +726,7 @@ int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret
                 return cli_run_watch(ctx, call, err);
         }
         if (streq(cmd, "summary")) return run_summary(ctx, ret_value, ret_raw, err);
+        if (streq(cmd, "job")) return cli_run_job(ctx, ret_value, ret_raw, err);
         if (streq(cmd, "context") || streq(cmd, "doctor") || streq(cmd, "init")) {
                 r = streq(cmd, "context") ? cli_run_context(ctx, &value, &raw, err)
                   : streq(cmd, "doctor")  ? cli_run_doctor(ctx, &value, &raw, err)

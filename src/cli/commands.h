@@ -42,6 +42,16 @@ void cli_context_done(cli_context *ctx);
 /* One RPC over the context's connection (connecting, and auto-starting the
  * daemon, on first use). As cli_client_call. */
 int cli_call(cli_context *ctx, const char *method, json_object *params, json_object **ret, cli_error *err);
+/* task.dispatch (§2.6) with the caller's whole environment as `env`, the
+ * prompt (prompt_len bytes), the directory (already normalized), and from
+ * `options` (keyed like cli_args.options) each of model, variant,
+ * sessionId, finalMarker, noSandbox, noOverlay, allowedDirs, rwBind,
+ * roBind, executor, class, parentTaskId, diskMax that is set; `job` (NULL:
+ * none) names the timer job it comes from (an addition to the spec's
+ * params, shown by `job list`). The one dispatch builder: `dispatch` and
+ * `job run` both call it. *ret: the daemon's result. As cli_call. */
+int cli_dispatch(cli_context *ctx, json_object *options, const char *directory, const char *prompt, size_t prompt_len,
+                 const char *job, json_object **ret, cli_error *err);
 /* realpath(--directory or the workspace root of the cwd) (§2.5). */
 int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err);
 

@@ -12,6 +12,9 @@ __typeof__(sd_bus_call_method) *sym_sd_bus_call_method;
 __typeof__(sd_bus_error_free) *sym_sd_bus_error_free;
 __typeof__(sd_bus_message_unref) *sym_sd_bus_message_unref;
 __typeof__(sd_bus_flush_close_unref) *sym_sd_bus_flush_close_unref;
+__typeof__(sd_bus_path_encode) *sym_sd_bus_path_encode;
+__typeof__(sd_bus_get_property_string) *sym_sd_bus_get_property_string;
+__typeof__(sd_bus_get_property_trivial) *sym_sd_bus_get_property_trivial;
 
 /* The optional dependency, for packagers (`readelf -n taskferry`): an ELF
  * note of owner "FDO", type 0x407c0c0a, whose payload is a JSON array of
@@ -19,7 +22,7 @@ __typeof__(sd_bus_flush_close_unref) *sym_sd_bus_flush_close_unref;
  * metadata" format that systemd's packages use). */
 #define DLOPEN_NOTE_JSON                                                                                \
         "[{\"feature\":\"auto-start\",\"description\":\"Start taskferry.socket through the systemd user " \
-        "manager\",\"priority\":\"recommended\",\"soname\":[\"" LIBSYSTEMD_SONAME "\"]}]"
+        "manager; show timer jobs' timers\",\"priority\":\"recommended\",\"soname\":[\"" LIBSYSTEMD_SONAME "\"]}]"
 #define ALIGN4(n) (((n) + 3) & ~(size_t) 3)
 __attribute__((used, section(".note.dlopen"), aligned(4))) static const struct {
         uint32_t n_namesz, n_descsz, n_type;
@@ -45,13 +48,16 @@ int dlopen_libsystemd(void) {
         if (libsystemd) return 0;
         void *dl = dlopen(LIBSYSTEMD_SONAME, RTLD_NOW | RTLD_LOCAL);
         if (!dl) return -EOPNOTSUPP;
-        void *fns[5];
+        void *fns[8];
         int r = 0;
         if (r >= 0) r = resolve(dl, &fns[0], "sd_bus_open_user");
         if (r >= 0) r = resolve(dl, &fns[1], "sd_bus_call_method");
         if (r >= 0) r = resolve(dl, &fns[2], "sd_bus_error_free");
         if (r >= 0) r = resolve(dl, &fns[3], "sd_bus_message_unref");
         if (r >= 0) r = resolve(dl, &fns[4], "sd_bus_flush_close_unref");
+        if (r >= 0) r = resolve(dl, &fns[5], "sd_bus_path_encode");
+        if (r >= 0) r = resolve(dl, &fns[6], "sd_bus_get_property_string");
+        if (r >= 0) r = resolve(dl, &fns[7], "sd_bus_get_property_trivial");
         if (r < 0) {
                 dlclose(dl);
                 return r;
@@ -62,6 +68,9 @@ int dlopen_libsystemd(void) {
         sym_sd_bus_error_free = (__typeof__(sym_sd_bus_error_free)) fns[2];
         sym_sd_bus_message_unref = (__typeof__(sym_sd_bus_message_unref)) fns[3];
         sym_sd_bus_flush_close_unref = (__typeof__(sym_sd_bus_flush_close_unref)) fns[4];
+        sym_sd_bus_path_encode = (__typeof__(sym_sd_bus_path_encode)) fns[5];
+        sym_sd_bus_get_property_string = (__typeof__(sym_sd_bus_get_property_string)) fns[6];
+        sym_sd_bus_get_property_trivial = (__typeof__(sym_sd_bus_get_property_trivial)) fns[7];
         libsystemd = dl;
         return 1;
 }

@@ -19,6 +19,9 @@ extern __typeof__(sd_bus_call_method) *sym_sd_bus_call_method;
 extern __typeof__(sd_bus_error_free) *sym_sd_bus_error_free;
 extern __typeof__(sd_bus_message_unref) *sym_sd_bus_message_unref;
 extern __typeof__(sd_bus_flush_close_unref) *sym_sd_bus_flush_close_unref;
+extern __typeof__(sd_bus_path_encode) *sym_sd_bus_path_encode;
+extern __typeof__(sd_bus_get_property_string) *sym_sd_bus_get_property_string;
+extern __typeof__(sd_bus_get_property_trivial) *sym_sd_bus_get_property_trivial;
 
 /* Load libsystemd.so.0 and resolve every sym_* above (once per process; the
  * library then stays loaded, as a linked one would). Returns 1 when it loaded

@@ -104,7 +104,8 @@ static bool task_exported(const Task *t) {
         X("AcceptStartedAt", "acceptStartedAt", "s")        \
         X("Unit", "unit", "s")                              \
         X("MemoryMax", "memoryMax", "x")                    \
-        X("TasksMax", "tasksMax", "x")
+        X("TasksMax", "tasksMax", "x")                      \
+        X("Job", "job", "s")
 
 typedef struct TaskProperty {
         const char *name, *key, *type;

@@ -351,6 +351,10 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
                 }
                 _cleanup_free_ char *nested_err = nested_directory(who.task, dir_param, &directory);
                 if (nested_err) return method_fail(err, nested_err);
+                /* a worker's dispatch is never a timer job's (`job list` trusts the mark) */
+                if (json_get_string(p, "job"))
+                        return method_fail(err, "error: a task cannot dispatch as a timer job\n"
+                                                "help: Dispatch without the job param");
         }
         _cleanup_free_ char *limit_err = check_scope_limits(who, p);
         if (limit_err) return method_fail(err, limit_err);
@@ -508,6 +512,9 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
         SET(task_set_str(t, TASK_KEY_output_dir, out_dir));
         /* the task whose worker dispatched this one (it may cancel or reject it) */
         SET(task_set_str(t, TASK_KEY_dispatched_by, who.task ? who.task->id : NULL));
+        /* the timer job it comes from (`taskferry job run`; never a worker's,
+         * refused above); only when given */
+        if (json_get_string(p, "job")) SET(task_set_str(t, TASK_KEY_job, json_get_string(p, "job")));
 #undef SET
         if (rk < 0) {
                 manager_remove_task(m, t);

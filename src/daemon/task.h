@@ -59,7 +59,7 @@ ChangesetStatus changeset_status_from_string(const char *s);
 
 /* Every key of a tasks.json record (lifecycle.md §1.2), in the order a
  * dispatch creates them, then the keys added later (shimPid, diskMaxBytes,
- * changesetWarnings, headDrift*, acceptStartedAt) and summaryOf.
+ * changesetWarnings, headDrift*, acceptStartedAt, job) and summaryOf.
  * X(json key, C field, kind): kinds STR (char *, NULL = null), INT (int64_t,
  * null unless task_record_is_set), BOOL (bool, likewise), OBJ / ARR
  * (json_object * of that JSON type: overlayDirs, summaryOf / changesetWarnings),
@@ -116,6 +116,7 @@ ChangesetStatus changeset_status_from_string(const char *s);
         X("headDriftTo", head_drift_to, STR)                       \
         X("headDriftRecovered", head_drift_recovered, BOOL)        \
         X("acceptStartedAt", accept_started_at, STR)               \
+        X("job", job, STR)                                         \
         X("summaryOf", summary_of, OBJ)                            \
         X("unit", unit, STR)                                       \
         X("memoryMax", memory_max, INT)                            \

@@ -147,14 +147,15 @@ json_object *task_summary(Task *t) {
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
                 if (task_record_is_set(rec, opt[i])) task_copy_key(o, t, opt[i]);
         if (task_record_is_set(rec, TASK_KEY_incomplete) && rec->incomplete) json_add_bool(o, "incomplete", true);
-        /* variant and changesetWarnings: additions to the spec's TaskSummary
-         * (issue 5 items 3 and 11): `status --full` shows the resolved
-         * thinking level and the paths left out of the changeset */
+        /* variant, changesetWarnings and job: additions to the spec's TaskSummary
+         * (issue 5 items 3 and 11, issue 8 item 6): `status --full` shows the
+         * resolved thinking level, the paths left out of the changeset and
+         * the timer job the task came from */
         static const TaskKey opt2[] = {TASK_KEY_final_marker,    TASK_KEY_final_status,      TASK_KEY_class_name,
                                        TASK_KEY_executor_id,     TASK_KEY_variant,           TASK_KEY_overlay_dirs,
                                        TASK_KEY_changeset_error, TASK_KEY_changeset_warnings, TASK_KEY_parent_task_id,
                                        TASK_KEY_project_config_warning, TASK_KEY_unit, TASK_KEY_memory_max,
-                                       TASK_KEY_tasks_max};
+                                       TASK_KEY_tasks_max, TASK_KEY_job};
         for (size_t i = 0; i < ELEMENTSOF(opt2); i++)
                 if (task_record_is_set(rec, opt2[i])) task_copy_key(o, t, opt2[i]);
         if (rec->check_status && !streq(rec->check_status, "none")) {
@@ -533,6 +534,8 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                                                        TASK_KEY_started_at, TASK_KEY_directory, TASK_KEY_failure_reason,
                                                        TASK_KEY_changeset_status};
                         for (size_t k = 0; row && k < ELEMENTSOF(keys); k++) task_copy_key(row, t, keys[k]);
+                        /* job: the timer job a task came from, only when set (additive, for `job list`) */
+                        if (row && task_record_is_set(&t->rec, TASK_KEY_job)) task_copy_key(row, t, TASK_KEY_job);
                         if (row) row_prerender(row);
                         t->list_row = row;
                 }

@@ -58,7 +58,9 @@ static const pspec dispatch_params[] = {
         {"noOverlay", P_BOOL, false},  {"allowedDirs", P_STRS, false}, {"rwBind", P_STRS, false},
         {"roBind", P_STRS, false},     {"executor", P_EXECUTOR, false}, {"class", P_STR, false},
         {"parentTaskId", P_STR, false}, {"diskMax", P_INT_POS, false},
-        {"memoryMax", P_INT_POS, false}, {"tasksMax", P_INT_POS, false}, {NULL, 0, 0},
+        {"memoryMax", P_INT_POS, false}, {"tasksMax", P_INT_POS, false},
+        {"job", P_STR, false}, /* the timer job it comes from (`taskferry job run`): an addition */
+        {NULL, 0, 0},
 };
 static const pspec cancel_params[] = {{"taskId", P_STR, true}, {"graceMs", P_INT_NONNEG, false}, {NULL, 0, 0}};
 static const pspec status_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};

@@ -580,6 +580,45 @@ START_TEST(test_diff_grammar) {
 }
 END_TEST
 
+/* job: `job run <name>`, `job list` (bare words, not a task id) */
+START_TEST(test_job_grammar) {
+        {
+                PARSE_OK("job", "run", "demo");
+                ck_assert_str_eq(a.command, "job");
+                ck_assert_int_eq(strv_length(a.words), 2);
+                ck_assert_str_eq(a.words[0], "run");
+                ck_assert_str_eq(a.words[1], "demo");
+                ck_assert_ptr_null(a.task_id);
+                cli_args_done(&a);
+        }
+        {
+                /* an empty name reaches the command, which refuses it */
+                PARSE_OK("job", "run", "");
+                ck_assert_str_eq(a.words[1], "");
+                cli_args_done(&a);
+        }
+        {
+                PARSE_OK("job", "list", "--json");
+                ck_assert(a.json);
+                ck_assert_int_eq(strv_length(a.words), 1);
+                cli_args_done(&a);
+        }
+        {
+                PARSE_OK("job", "--help");
+                ck_assert(a.help);
+                cli_args_done(&a);
+        }
+        const char *help = "Valid flags for job: none. Run `taskferry job --help` for details";
+        EXPECT_USAGE("job needs an action: run <name> or list", help, "job");
+        EXPECT_USAGE("job name is required", help, "job", "run");
+        EXPECT_USAGE("unexpected argument: x", help, "job", "list", "x");
+        EXPECT_USAGE("unexpected argument: c", help, "job", "run", "b", "c");
+        EXPECT_USAGE("unknown job action: start (use run or list)", help, "job", "start", "demo");
+        EXPECT_USAGE("unknown flag --wait for `job`", help, "job", "run", "demo", "--wait");
+        EXPECT_USAGE("unknown flag -x for `job`", help, "job", "run", "-x");
+}
+END_TEST
+
 START_TEST(test_help_objects) {
         _cleanup_json_ json_object *top = cli_help_object(NULL);
         /* "commands" is what this build implements: test-cli-help checks it */
@@ -705,6 +744,7 @@ static Suite *cli_args_suite(void) {
         tcase_add_test(tc, test_cross_flag_rules);
         tcase_add_test(tc, test_help_objects);
         tcase_add_test(tc, test_diff_grammar);
+        tcase_add_test(tc, test_job_grammar);
         tcase_add_test(tc, test_js_number_and_wait_default);
         suite_add_tcase(s, tc);
         return s;
