@@ -151,7 +151,7 @@ int main(int argc, char *argv[]) {
         r = settings_load(&m->settings, m->paths.config_file, &err);
         if (r < 0) {
                 const char *msg = err ? err : strerror(-r);
-                fprintf(stderr, "%s%s\n", startswith(msg, "error: ") ? "" : "error: ", msg);
+                log_text("error", "%s%s", startswith(msg, "error: ") ? "" : "error: ", msg);
                 return fail_start(m, msg);
         }
         r = create_state_dirs(m);

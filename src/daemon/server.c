@@ -439,9 +439,9 @@ static int bind_socket(Manager *m) {
                 }
                 int p = proto_health_probe(path, 250); /* §4.2 step 2 */
                 if (p >= 0) {
-                        fprintf(stderr, "error: %s %s\nhelp: use the existing daemon or choose another TASKFERRY_RUNTIME_DIR\n",
-                                p == 1 ? "taskferry daemon is already listening on" : "another process is already listening on",
-                                path);
+                        log_text("error", "error: %s %s\nhelp: use the existing daemon or choose another TASKFERRY_RUNTIME_DIR",
+                                 p == 1 ? "taskferry daemon is already listening on" : "another process is already listening on",
+                                 path);
                         return -EADDRINUSE;
                 }
                 if (p != -ENOENT && p != -ECONNREFUSED && p != -ENOTSOCK) return p;

@@ -287,7 +287,7 @@ int settings_load(Settings *s, const char *config_path, char **ret_error) {
         int r = 0;
         if (config_path) r = config_load(config_path, &cfg, &warnings, ret_error);
         if (r >= 0) r = settings_resolve(s, cfg, environ, &warnings, ret_error);
-        for (char **w = warnings; w && *w; w++) fprintf(stderr, "warning: %s\n", *w);
+        for (char **w = warnings; w && *w; w++) log_text("warning", "warning: %s", *w);
         if (r < 0) return r;
         return settings_resolve_shim(s, environ, ret_error);
 }
