@@ -87,4 +87,5 @@ struct Manager {
         struct Events *events;         /* events.c: subscriptions, sequence */
         struct Activity *activity;     /* activity.c: refresh timer, summary-model check */
         struct Bus *bus;               /* bus.c: the user bus connection (NULL: none) */
+        struct Notify *notify;         /* notify.c: STATUS= updates, idle exit */
 };

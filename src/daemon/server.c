@@ -508,6 +508,11 @@ int server_listen(Manager *m) {
         return listener_start(m, &m->listener, m->listener.fd, NULL);
 }
 
+void server_stop_accepting(Manager *m) {
+        m->listener.retry = sd_event_source_disable_unref(m->listener.retry);
+        m->listener.io = sd_event_source_disable_unref(m->listener.io);
+}
+
 void server_close(Manager *m, const char *reason) {
         _cleanup_json_ json_object *frame = proto_shutdown(reason);
         size_t len = 0;

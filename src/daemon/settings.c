@@ -245,6 +245,9 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
                                                                                    : "config.json",
                             CONFIG_MAX_OUTPUT_FILE_BYTES_LIMIT);
 
+        /* taskferry's addition (notify.h): 0 never; only ever used when socket-activated */
+        s->idle_exit_sec = INT("idleExitSec", "TASKFERRY_IDLE_EXIT_SEC", CONFIG_NONNEGATIVE, SETTINGS_DEFAULT_IDLE_EXIT_SEC);
+
         /* env-only settings of this port */
         if (config_list_append(&s->home_allow, ENV("TASKFERRY_SANDBOX_HOME_ALLOW")) < 0) return -ENOMEM;
         const char *dm = ENV("TASKFERRY_TASK_DISK_MAX");

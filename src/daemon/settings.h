@@ -17,6 +17,8 @@ typedef struct ProviderLimit {
         uint64_t max_dispatches_per_window;
 } ProviderLimit;
 
+#define SETTINGS_DEFAULT_IDLE_EXIT_SEC 300
+
 typedef struct Settings {
         /* ---- §3.2's 29 keys (env var; default; rule) ---- */
         uint64_t max_concurrent_tasks;             /* TASKFERRY_MAX_CONCURRENT_TASKS; 4; int>0 */
@@ -67,6 +69,9 @@ typedef struct Settings {
                                                       true */
         uint64_t max_output_file_bytes;            /* TASKFERRY_MAX_OUTPUT_FILE_BYTES; 524288; int>0, > 1048576 is a
                                                       start error */
+        uint64_t idle_exit_sec;                    /* TASKFERRY_IDLE_EXIT_SEC; config idleExitSec (taskferry's
+                                                      addition, notify.h); SETTINGS_DEFAULT_IDLE_EXIT_SEC; int≥0, 0
+                                                      never; used only when socket-activated */
 
         /* ---- env-only settings of this port (not in config.json) ---- */
         char **home_allow;                         /* TASKFERRY_SANDBOX_HOME_ALLOW: more home entries a sandbox sees

@@ -48,6 +48,8 @@ const ConfigKey config_keys[] = {
         { "maxOutputFileBytes", CONFIG_NUMBER, "TASKFERRY_MAX_OUTPUT_FILE_BYTES" },
         /* taskferry's addition (issue 7: provider cooldown, cooldown.h) */
         { "providerCooldownEnabled", CONFIG_BOOLEAN, "TASKFERRY_PROVIDER_COOLDOWN" },
+        /* taskferry's addition (issue 8: idle exit when socket-activated, notify.h) */
+        { "idleExitSec", CONFIG_NUMBER, "TASKFERRY_IDLE_EXIT_SEC" },
         {}
 };
 

@@ -34,9 +34,9 @@ typedef struct ConfigKey {
 } ConfigKey;
 
 /* The 29 keys of §3.2 in the table's order, then taskferry's additions
- * (providerCooldownEnabled), terminated by {NULL}. */
+ * (providerCooldownEnabled, idleExitSec), terminated by {NULL}. */
 extern const ConfigKey config_keys[];
-#define CONFIG_N_KEYS 30
+#define CONFIG_N_KEYS 31
 /* The table entry of a key, NULL if the key is not one of the table's. */
 const ConfigKey *config_key_find(const char *name);
 /* "number", "string", "boolean", "object" (the typeof the errors name). */
