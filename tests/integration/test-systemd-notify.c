@@ -207,6 +207,7 @@ START_TEST(idle_exit_when_socket_activated) {
         ck_assert_msg(json_get_bool(f, "ok", false), "%s", line);
         ck_assert_str_eq(tf_jstr(json_get_object(f, "result"), "status"), "done");
         json_object_put(f);
+        free(line);
         close(c);
         /* and it idles out again */
         st = wait_exit(pid, 5000);
@@ -227,6 +228,7 @@ START_TEST(no_idle_exit_while_a_client_is_connected_or_when_self_bound) {
         tf_send(c, "{\"version\":1,\"id\":\"h\",\"method\":\"system.health\",\"params\":{}}");
         char *line = tf_recv_line(c, 10000);
         ck_assert_ptr_nonnull(line);
+        free(line);
         /* an open connection (a subscriber, a waiting CLI) keeps it */
         ck_assert_int_eq(wait_exit(pid, 2500), -1);
         close(c);
