@@ -22,6 +22,8 @@
  *   methods.h    the method table, MethodError, the handlers (methods.c, handlers.c)
  *   sweep.h      boot sweeps (sweep.c)
  *   executor-home.h  per-task executor homes (executor-home.c)
+ *   journal.h    journald entries of task state changes (journal.c)
+ *   notify.h     Notify: READY/STATUS/watchdog/idle exit/STOPPING (notify.c)
  *
  * Nothing here blocks the loop on git, child processes or large reads: such
  * work runs in forked jobs (jobs.h) watched through pidfds. */
@@ -29,10 +31,12 @@
 #include "change.h"
 #include "executor-home.h"
 #include "jobs.h"
+#include "journal.h"
 #include "launch.h"
 #include "manager.h"
 #include "methods.h"
 #include "monitor.h"
+#include "notify.h"
 #include "peer.h"
 #include "scheduler.h"
 #include "server.h"

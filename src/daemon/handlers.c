@@ -15,10 +15,12 @@
 #include "events.h"
 #include "changeset.h"
 #include "jobs.h"
+#include "journal.h"
 #include "launch.h"
 #include "manager.h"
 #include "methods.h"
 #include "monitor.h"
+#include "notify.h"
 #include "peer.h"
 #include "scheduler.h"
 #include "scope.h"
@@ -581,6 +583,8 @@ int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, j
         }
         events_task_added(m, t); /* its first task.state: queued */
         bus_task_added(m, t);
+        journal_task_added(t);
+        notify_status_changed(m);
         scheduler_enqueue(m, t);
         scheduler_kick(m);
 

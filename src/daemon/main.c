@@ -14,8 +14,10 @@
 #include "events.h"
 #include "summary.h"
 #include "jobs.h"
+#include "journal.h"
 #include "manager.h"
 #include "methods.h"
+#include "notify.h"
 #include "scheduler.h"
 #include "scope.h"
 #include "server.h"
@@ -95,6 +97,7 @@ static void manager_free(Manager *m) {
         activity_free(m);
         events_free(m);
         scope_free(m);
+        notify_free(m);
         manager_free_task_observers(m);
         manager_free_root_cache(m);
         m->n_tasks = 0;
@@ -154,7 +157,7 @@ int main(int argc, char *argv[]) {
         r = settings_load(&m->settings, m->paths.config_file, &err);
         if (r < 0) {
                 const char *msg = err ? err : strerror(-r);
-                fprintf(stderr, "%s%s\n", startswith(msg, "error: ") ? "" : "error: ", msg);
+                log_text("error", "%s%s", startswith(msg, "error: ") ? "" : "error: ", msg);
                 return fail_start(m, msg);
         }
         r = create_state_dirs(m);
@@ -183,6 +186,8 @@ int main(int argc, char *argv[]) {
         r = events_init(m);
         if (r >= 0) r = activity_init(m);
         if (r >= 0) r = bus_init(m);
+        if (r >= 0) r = journal_init(m);
+        if (r >= 0) r = notify_init(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
@@ -202,11 +207,11 @@ int main(int argc, char *argv[]) {
         (void) manager_flush(m);
         /* tasks queued again at load start only once this daemon owns the socket */
         scheduler_kick(m);
-        (void) sd_event_set_watchdog(m->event, true);
-        sd_notifyf(false, "READY=1\nSTATUS=%zu tasks loaded\nMAINPID=%d", m->n_tasks, (int) getpid());
+        /* READY=1, STATUS=, the watchdog, idle exit (notify.h) */
+        (void) notify_ready(m);
 
         r = sd_event_loop(m->event);
-        sd_notify(false, "STOPPING=1");
+        notify_stopping(m);
         m->shutting_down = true;
         int k = manager_flush(m);
         if (k < 0) log_error_errno(k, "daemon shutdown failed: cannot flush tasks.json");

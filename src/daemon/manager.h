@@ -88,4 +88,5 @@ struct Manager {
         struct Activity *activity;     /* activity.c: refresh timer, summary-model check */
         struct Bus *bus;               /* bus.c: the user bus connection (NULL: none) */
         struct Scope *scope;           /* scope.c: the user-bus connection for transient scopes */
+        struct Notify *notify;         /* notify.c: STATUS= updates, idle exit */
 };

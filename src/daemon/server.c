@@ -439,9 +439,9 @@ static int bind_socket(Manager *m) {
                 }
                 int p = proto_health_probe(path, 250); /* §4.2 step 2 */
                 if (p >= 0) {
-                        fprintf(stderr, "error: %s %s\nhelp: use the existing daemon or choose another TASKFERRY_RUNTIME_DIR\n",
-                                p == 1 ? "taskferry daemon is already listening on" : "another process is already listening on",
-                                path);
+                        log_text("error", "error: %s %s\nhelp: use the existing daemon or choose another TASKFERRY_RUNTIME_DIR",
+                                 p == 1 ? "taskferry daemon is already listening on" : "another process is already listening on",
+                                 path);
                         return -EADDRINUSE;
                 }
                 if (p != -ENOENT && p != -ECONNREFUSED && p != -ENOTSOCK) return p;
@@ -506,6 +506,11 @@ int server_listen(Manager *m) {
         if (sd_event_add_time(m->event, &warm, CLOCK_MONOTONIC, now + 3600ULL * 1000000ULL, 0, NULL, NULL) >= 0)
                 sd_event_source_disable_unref(warm);
         return listener_start(m, &m->listener, m->listener.fd, NULL);
+}
+
+void server_stop_accepting(Manager *m) {
+        m->listener.retry = sd_event_source_disable_unref(m->listener.retry);
+        m->listener.io = sd_event_source_disable_unref(m->listener.io);
 }
 
 void server_close(Manager *m, const char *reason) {

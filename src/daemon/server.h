@@ -71,6 +71,9 @@ struct Request {
  * sd_is_socket_unix(3)) or bind <runtime>/daemon.sock under a flock with the
  * stale-socket rules. -EADDRINUSE if a live listener owns the path. */
 int server_listen(Manager *m);
+/* Stop accepting on the user's socket (idle exit, notify.h): its fd stays
+ * open until server_close, new clients wait in its backlog. */
+void server_stop_accepting(Manager *m);
 /* Send {"type":"shutdown","reason":reason} to every client (best effort,
  * ≤ 200 ms each), close them and the listener, unlink a self-bound socket. */
 void server_close(Manager *m, const char *reason);

@@ -267,6 +267,8 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
                             "help: set TASKFERRY_TASK_CPU_WEIGHT or taskCpuWeight as systemd's CPUWeight=; 100 is "
                             "the default weight",
                             s->task_cpu_weight);
+        /* taskferry's addition (notify.h): 0 never; only ever used when socket-activated */
+        s->idle_exit_sec = INT("idleExitSec", "TASKFERRY_IDLE_EXIT_SEC", CONFIG_NONNEGATIVE, SETTINGS_DEFAULT_IDLE_EXIT_SEC);
 
         /* env-only settings of this port */
         if (config_list_append(&s->home_allow, ENV("TASKFERRY_SANDBOX_HOME_ALLOW")) < 0) return -ENOMEM;
@@ -310,7 +312,7 @@ int settings_load(Settings *s, const char *config_path, char **ret_error) {
         int r = 0;
         if (config_path) r = config_load(config_path, &cfg, &warnings, ret_error);
         if (r >= 0) r = settings_resolve(s, cfg, environ, &warnings, ret_error);
-        for (char **w = warnings; w && *w; w++) fprintf(stderr, "warning: %s\n", *w);
+        for (char **w = warnings; w && *w; w++) log_text("warning", "warning: %s", *w);
         if (r < 0) return r;
         return settings_resolve_shim(s, environ, ret_error);
 }

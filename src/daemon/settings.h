@@ -17,6 +17,8 @@ typedef struct ProviderLimit {
         uint64_t max_dispatches_per_window;
 } ProviderLimit;
 
+#define SETTINGS_DEFAULT_IDLE_EXIT_SEC 300
+
 typedef struct Settings {
         /* ---- §3.2's 29 keys (env var; default; rule) ---- */
         uint64_t max_concurrent_tasks;             /* TASKFERRY_MAX_CONCURRENT_TASKS; 4; int>0 */
@@ -74,6 +76,9 @@ typedef struct Settings {
         uint64_t task_tasks_max;                   /* TASKFERRY_TASK_TASKS_MAX / taskTasksMax; 4096; int>0 */
         uint64_t task_cpu_weight;                  /* TASKFERRY_TASK_CPU_WEIGHT / taskCpuWeight; 100; 1..10000, else
                                                       a start error */
+        uint64_t idle_exit_sec;                    /* TASKFERRY_IDLE_EXIT_SEC; config idleExitSec (taskferry's
+                                                      addition, notify.h); SETTINGS_DEFAULT_IDLE_EXIT_SEC; int≥0, 0
+                                                      never; used only when socket-activated */
 
         /* ---- env-only settings of this port (not in config.json) ---- */
         char **home_allow;                         /* TASKFERRY_SANDBOX_HOME_ALLOW: more home entries a sandbox sees

@@ -52,6 +52,8 @@ const ConfigKey config_keys[] = {
         { "taskMemoryMax", CONFIG_STRING, "TASKFERRY_TASK_MEMORY_MAX" },
         { "taskTasksMax", CONFIG_NUMBER, "TASKFERRY_TASK_TASKS_MAX" },
         { "taskCpuWeight", CONFIG_NUMBER, "TASKFERRY_TASK_CPU_WEIGHT" },
+        /* taskferry's addition (issue 8: idle exit when socket-activated, notify.h) */
+        { "idleExitSec", CONFIG_NUMBER, "TASKFERRY_IDLE_EXIT_SEC" },
         {}
 };
 

@@ -34,10 +34,10 @@ typedef struct ConfigKey {
 } ConfigKey;
 
 /* The 29 keys of §3.2 in the table's order, then taskferry's additions
- * (providerCooldownEnabled; taskMemoryMax, taskTasksMax, taskCpuWeight),
- * terminated by {NULL}. */
+ * (providerCooldownEnabled; taskMemoryMax, taskTasksMax, taskCpuWeight;
+ * idleExitSec), terminated by {NULL}. */
 extern const ConfigKey config_keys[];
-#define CONFIG_N_KEYS 33
+#define CONFIG_N_KEYS 34
 /* The table entry of a key, NULL if the key is not one of the table's. */
 const ConfigKey *config_key_find(const char *name);
 /* "number", "string", "boolean", "object" (the typeof the errors name). */

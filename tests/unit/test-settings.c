@@ -95,6 +95,7 @@ START_TEST(defaults) {
         ck_assert_uint_eq(s.advisor_session_ttl_ms, 1800000);
         ck_assert_uint_eq(s.watchdog_grace_ms, 5000);
         ck_assert_uint_eq(s.lowerdir_stagger_ms, 3000);
+        ck_assert_uint_eq(s.idle_exit_sec, 300);
         ck_assert(s.sandbox_enabled);
         ck_assert(s.overlay_enabled);
         ck_assert_ptr_null(s.allowed_dirs);
@@ -141,6 +142,7 @@ START_TEST(every_number_env_over_config_over_default) {
                 K("lowerdirStaggerMs", "TASKFERRY_LOWERDIR_STAGGER_MS", lowerdir_stagger_ms, 3000, true),
                 K("cancelGraceMs", "TASKFERRY_CANCEL_GRACE_MS", cancel_grace_ms, 5000, false),
                 K("maxOutputFileBytes", "TASKFERRY_MAX_OUTPUT_FILE_BYTES", max_output_file_bytes, 524288, false),
+                K("idleExitSec", "TASKFERRY_IDLE_EXIT_SEC", idle_exit_sec, 300, true),
 #undef K
         };
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
