@@ -86,4 +86,5 @@ struct Manager {
         bool shutting_down;            /* main.c: the loop is stopping */
         struct Events *events;         /* events.c: subscriptions, sequence */
         struct Activity *activity;     /* activity.c: refresh timer, summary-model check */
+        struct EnvFile *env_file;      /* env-file.c: the env file's last good values, its watch */
 };
