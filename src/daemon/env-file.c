@@ -241,13 +241,17 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
         int r;
         if (stat(ef->path, &before) < 0) {
                 r = negative_errno();
-                log_warning("env file %s: reload failed (%s); keeping the previous values", ef->path,
-                            r == -ENOENT ? "the file is missing" : strerror(-r));
+                if (r == -ENOENT)
+                        log_warning("env file reload failed: env file %s not found; keeping the previous values",
+                                    ef->path);
+                else
+                        log_warning("env file reload failed: cannot stat the env file %s: %s; keeping the previous values",
+                                    ef->path, strerror(-r));
                 return 0;
         }
         r = env_file_load(ef->path, &vars, NULL, &err);
         if (r == -ENOMEM) {
-                log_warning("env file %s: reload failed (out of memory); keeping the previous values", ef->path);
+                log_warning("env file reload failed: out of memory; keeping the previous values");
                 return 0;
         }
         if (r < 0) {
