@@ -163,9 +163,23 @@ int launch_request_save(Task *t) {
         if (!dir || !path) return -ENOMEM;
         int r = mkdir_p_chmod(dir, 0700);
         if (r < 0) return r;
+        /* no env-file value goes to disk (env-file.h): a caller's entry equal
+         * to the env file's (a worker's nested dispatch forwards the env it
+         * got) is left out of the file — the env file supplies it at spawn —
+         * while the task in memory keeps its whole caller env */
+        _cleanup_json_ json_object *env = NULL;
+        if (t->caller_env) {
+                if (!(env = json_object_new_object())) return -ENOMEM;
+                char *const *file = env_file_vars(t->m);
+                json_object_object_foreach(t->caller_env, key, val) {
+                        const char *fv = strv_env_get(file, key);
+                        if (fv && json_object_is_type(val, json_type_string) && streq(fv, json_object_get_string(val)))
+                                continue;
+                        if (json_add(env, key, json_object_get(val)) < 0) return -ENOMEM;
+                }
+        }
         _cleanup_json_ json_object *o = json_object_new_object();
-        if (!o || json_add(o, "launch", json_object_get(t->launch)) < 0 ||
-            json_add(o, "env", json_object_get(t->caller_env)) < 0)
+        if (!o || json_add(o, "launch", json_object_get(t->launch)) < 0 || json_add(o, "env", json_object_get(env)) < 0)
                 return -ENOMEM;
         size_t len = 0;
         const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);

@@ -397,6 +397,51 @@ START_TEST(queued_task_gets_the_values_at_spawn) {
 }
 END_TEST
 
+/* A worker's nested dispatch forwards the env the worker got, env-file
+ * values included: the nested task's launch request on disk leaves them
+ * out, and the nested task still gets them (from the env file, at spawn). */
+START_TEST(nested_dispatch_request_holds_no_file_value) {
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        tf_write(p, "K=" SECRET "\n", strlen("K=" SECRET "\n"), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "1");
+        tf_daemon_start(w);
+        /* the child stays queued while its parent holds the only slot */
+        _cleanup_free_ char *nested = shell_quote(HASH_K);
+        _cleanup_free_ char *script = strdup_printf(
+                "c=$(taskferry dispatch --executor shell --prompt %s | sed -n 's/^id: //p'); "
+                "echo $c > $TASKFERRY_OUTPUT_DIR/child; i=0; while [ ! -e $TASKFERRY_OUTPUT_DIR/release ] && "
+                "[ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+                nested);
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", script, NULL};
+        _cleanup_free_ char *parent = tf_dispatch(w, d);
+        _cleanup_free_ char *child_path = strdup_printf("%s/outputs/%s/child", w->state, parent);
+        for (int i = 0; i < 400 && !tf_exists(child_path); i++) usleep(50000);
+        usleep(200000);
+        _cleanup_free_ char *child = tf_read(child_path, NULL);
+        child[strcspn(child, "\n")] = 0;
+        ck_assert_msg(task_id_is_valid(child), "no nested task: [%s]", child);
+        _cleanup_free_ char *req = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, child);
+        _cleanup_free_ char *rq = tf_read(req, NULL);
+        ck_assert_msg(!strstr(rq, SECRET), "the env file's value is in the nested task's launch request: %s", rq);
+        ck_assert_msg(strstr(rq, "\"TASKFERRY_TASK_ID\""), "no caller env in the request: %s", rq);
+        /* release the parent: the child runs and sees K */
+        _cleanup_free_ char *rel = strdup_printf("%s/outputs/%s/release", w->state, parent);
+        tf_write(rel, "", 0, 0600);
+        json_object_put(tf_wait_settled(w, parent));
+        json_object *st = tf_wait_settled(w, child);
+        ck_assert_str_eq(json_get_string(st, "status"), "done");
+        json_object_put(st);
+        _cleanup_free_ char *msg = tf_task_message(w, child), *want = hash_of(w, SECRET);
+        ck_assert_str_eq(msg, want);
+        _cleanup_free_ char *q = shell_quote(w->state);
+        _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null || true", SECRET, q);
+        ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
+        tf_world_free(w);
+}
+END_TEST
+
 /* The hostile worker: it cannot read the env file at its documented place,
  * even with that directory bound in, nor change what later tasks get. */
 START_TEST(worker_cannot_read_or_change_the_file) {
@@ -446,6 +491,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, plumbing_and_denylist_never_from_the_file);
         tcase_add_test(tc, caller_beats_daemon_beats_file);
         tcase_add_test(tc, queued_task_gets_the_values_at_spawn);
+        tcase_add_test(tc, nested_dispatch_request_holds_no_file_value);
         tcase_add_test(tc, worker_cannot_read_or_change_the_file);
         suite_add_tcase(s, tc);
         return s;
