@@ -201,6 +201,30 @@ START_TEST(bad_file_refuses_start) {
 }
 END_TEST
 
+/* A watch that cannot be set up (a directory its owner may not list:
+ * inotify needs read access) is a warning; the start and the values stand.
+ * Root reads any directory, so this runs unprivileged only. */
+START_TEST(watch_failure_is_a_warning) {
+        if (geteuid() == 0) {
+                printf("watch_failure_is_a_warning: skipped as root (root may watch any directory)\n");
+                return;
+        }
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        tf_write(p, "PLAIN=kept\n", strlen("PLAIN=kept\n"), 0600);
+        _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(chmod(dir, 0300), 0);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_daemon_start(w);
+        _cleanup_free_ char *v = worker_value(w, "PLAIN");
+        ck_assert_str_eq(v, "kept");
+        _cleanup_free_ char *log = daemon_log(w);
+        ck_assert_msg(strstr(log, "live updates are off"), "%s", log);
+        ck_assert_int_eq(chmod(dir, 0700), 0);
+        tf_world_free(w);
+}
+END_TEST
+
 /* ---- values, layers, reload ---- */
 
 START_TEST(values_reach_workers_and_reload_live) {
@@ -487,6 +511,7 @@ static Suite *suite(void) {
         TCase *tc = tcase_create("env-file");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, bad_file_refuses_start);
+        tcase_add_test(tc, watch_failure_is_a_warning);
         tcase_add_test(tc, values_reach_workers_and_reload_live);
         tcase_add_test(tc, plumbing_and_denylist_never_from_the_file);
         tcase_add_test(tc, caller_beats_daemon_beats_file);
