@@ -33,6 +33,8 @@ void cli_client_close(cli_client *c) {
         line_buffer_done(&c->lines);
         json_object_put(c->events);
         c->events = NULL;
+        free(c->boot_err);
+        c->boot_err = NULL;
 }
 
 int cli_client_connect(cli_client *c, const char *socket_path) {
@@ -64,10 +66,26 @@ static int client_fail(cli_client *c, cli_error *err, int r, const char *text) {
         return r;
 }
 
+static char *read_diag(const char *path);
+
+/* A socket-activated daemon whose start failed (a bad config.json or env
+ * file) closes the connection systemd handed it: its reason, written since
+ * the connect, or NULL. */
+static char *boot_error_since_open(cli_client *c) {
+        struct stat st;
+        if (!c->boot_err || stat(c->boot_err, &st) < 0) return NULL;
+        uint64_t mtime_ms = (uint64_t) st.st_mtim.tv_sec * 1000 + (uint64_t) st.st_mtim.tv_nsec / 1000000;
+        if (mtime_ms + 1000 < c->opened_ms) return NULL;
+        return read_diag(c->boot_err);
+}
+
 static int closed_error(cli_client *c, cli_error *err) {
-        return client_fail(c, err, -ECONNRESET,
-                           c->restarting ? "taskferry daemon is restarting (config or version change) — retry your command in a moment"
-                                         : "taskferry daemon connection closed");
+        if (c->restarting)
+                return client_fail(c, err, -ECONNRESET,
+                                   "taskferry daemon is restarting (config or version change) — retry your command in a moment");
+        _cleanup_free_ char *boot = boot_error_since_open(c);
+        _cleanup_free_ char *text = boot ? strdup_printf("error: taskferry daemon connection closed\ndaemon boot failed: %s", boot) : NULL;
+        return client_fail(c, err, -ECONNRESET, text ? text : "taskferry daemon connection closed");
 }
 
 static int send_all(int fd, const char *data, size_t len) {
@@ -461,14 +479,21 @@ static int spawn_and_connect(cli_client *c, const tf_paths *p, cli_error *err) {
         return not_ready_error(err, p, r, NULL);
 }
 
+static int client_opened(cli_client *c, const tf_paths *p) {
+        c->opened_ms = now_ms();
+        c->boot_err = strdup_printf("%s/daemon-boot.err", p->runtime_dir);
+        return 0;
+}
+
 int cli_client_open(cli_client *c, const tf_paths *p, cli_error *err) {
         int r = cli_client_connect(c, p->socket_path);
-        if (r >= 0) return 0;
+        if (r >= 0) return client_opened(c, p);
         const char *auto_start = getenv("TASKFERRY_AUTO_START");
         if ((auto_start && streq(auto_start, "0")) || (r != -ENOENT && r != -ECONNREFUSED)) {
                 _cleanup_free_ char *text = connect_error_text(r, p->socket_path);
                 return cli_error_fail(err, NULL, "%s", strempty(text));
         }
-        if (start_socket_unit(p) >= 0 && poll_connect(c, p->socket_path, NULL) >= 0) return 0;
-        return spawn_and_connect(c, p, err);
+        if (start_socket_unit(p) >= 0 && poll_connect(c, p->socket_path, NULL) >= 0) return client_opened(c, p);
+        r = spawn_and_connect(c, p, err);
+        return r < 0 ? r : client_opened(c, p);
 }

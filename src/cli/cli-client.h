@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <json-c/json.h>
 
 #include "cli-error.h"
@@ -24,6 +25,9 @@ typedef struct cli_client {
         bool restarting; /* a {"type":"shutdown","reason":"restart"} frame arrived */
         bool failed;     /* protocol failure or close: further calls fail */
         json_object *events; /* event frames read while waiting for a response (≤ CLI_CLIENT_MAX_QUEUED_EVENTS) */
+        char *boot_err;  /* <runtime>/daemon-boot.err (cli_client_open), for a socket-activated daemon that
+                            closes the connection because its start failed */
+        uint64_t opened_ms; /* wall clock ms of cli_client_open's connect */
 } cli_client;
 
 #define CLI_CLIENT_MAX_QUEUED_EVENTS 1000 /* §1.5: over this, a protocol failure */
@@ -47,7 +51,10 @@ int cli_client_connect(cli_client *c, const char *socket_path);
  *                 an unterminated remainder over 1 MiB
  *   -ECONNRESET   connection closed ("taskferry daemon connection closed", or
  *                 the restart text after a restart frame; "... connection is
- *                 closed" if the client had already failed)
+ *                 closed" if the client had already failed); when the
+ *                 daemon wrote daemon-boot.err since the connect (a
+ *                 socket-activated daemon whose start failed), a second line
+ *                 "daemon boot failed: <its text>"
  *   -ENOMEM */
 int cli_client_call(cli_client *c, const char *method, json_object *params,
                     json_object **ret_result, cli_error *err);

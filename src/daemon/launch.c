@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "changeset.h"
+#include "env-file.h"
 #include "executor-home.h"
 #include "gitdir.h"
 #include "sandbox-plan.h"
@@ -36,35 +37,45 @@
 
 extern char **environ;
 
-/* PATH, HOME and the path plumbing never come from the caller (seed; spec §7.1). */
+/* PATH, HOME and the path plumbing never come from the caller or the env
+ * file (seed; spec §7.1). */
 static const char *const env_excluded[] = {"PATH", "HOME", "TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR",
                                            "TASKFERRY_CACHE_DIR", "TASKFERRY_SOCKET_PATH",
                                            "TASKFERRY_OVERLAY_TMP_DIR", NULL};
 
-static bool env_name_in(const char *entry, char *const *names) {
-        if (!names) return false;
-        const char *eq = strchr(entry, '=');
-        size_t n = eq ? (size_t) (eq - entry) : strlen(entry);
-        for (; *names; names++)
-                if (strlen(*names) == n && strncmp(*names, entry, n) == 0) return true;
-        return false;
+/* May a layer of §7.1 set this variable? The denylist applies to every
+ * layer; the plumbing names only the daemon's own environment sets. */
+static bool env_layer_allows(Manager *m, const char *name, bool plumbing) {
+        if (!plumbing && strv_contains((char **) env_excluded, name)) return false;
+        return !strv_contains(m->settings.env_denylist, name);
 }
 
-/* The worker environment (spec sandbox-changeset-env.md §7.1/§7.2): daemon
- * ambient env minus the denylist, then the caller's env minus the excluded
- * plumbing and the denylist, then the per-task variables. */
+/* One layer of "NAME=value" entries over env (each entry wins per name). */
+static int env_layer_apply(Manager *m, char ***env, char *const *entries, bool plumbing) {
+        for (char *const *e = entries; e && *e; e++) {
+                char *eq = strchr(*e, '=');
+                if (!eq || eq == *e) continue;
+                _cleanup_free_ char *name = strndup(*e, (size_t) (eq - *e));
+                if (!name) return -ENOMEM;
+                if (env_layer_allows(m, name, plumbing) && strv_env_set(env, name, eq + 1) < 0) return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The worker environment (spec sandbox-changeset-env.md §7.1/§7.2), read at
+ * spawn, lowest first: the env file's current values (env-file.h) and the
+ * daemon's ambient env, then the caller's env frozen at dispatch; the
+ * per-task variables on top. */
 static int build_worker_env(Task *t, char ***ret) {
         Manager *m = t->m;
-        _cleanup_strv_free_ char **env = NULL;
-        for (char **e = environ; e && *e; e++) {
-                if (!strchr(*e, '=') || env_name_in(*e, m->settings.env_denylist)) continue;
-                if (strv_push(&env, *e) < 0) return -ENOMEM;
-        }
+        _cleanup_strv_free_ char **env = calloc(1, sizeof(char *));
+        if (!env || env_layer_apply(m, &env, env_file_vars(m), false) < 0 ||
+            env_layer_apply(m, &env, environ, true) < 0)
+                return -ENOMEM;
         if (t->caller_env) {
                 json_object_object_foreach(t->caller_env, key, val) {
                         if (!val || !json_object_is_type(val, json_type_string)) continue;
-                        if (strv_contains((char **) env_excluded, key) || strv_contains(m->settings.env_denylist, key))
-                                continue;
+                        if (!env_layer_allows(m, key, false)) continue;
                         if (strv_env_set(&env, key, json_object_get_string(val)) < 0) return -ENOMEM;
                 }
         }
@@ -87,6 +98,15 @@ static int build_masks(Manager *m, char ***ret_deny, char ***ret_structural) {
         _cleanup_strv_free_ char **deny = NULL, **structural = NULL;
         int r = sandbox_deny_list(p->home, p->state_dir, m->settings.sandbox_denylist, &deny);
         if (r < 0) return r;
+        /* the env file's secrets are the user's, not the worker's, wherever it
+         * lies (a bind or the target may show its directory) */
+        const char *ef = m->settings.env_file;
+        if (ef) {
+                _cleanup_free_ char *real = realpath(ef, NULL);
+                if ((ef[0] == '/' && !strv_contains(deny, ef) && (r = strv_push(&deny, ef)) < 0) ||
+                    (real && !strv_contains(deny, real) && (r = strv_push(&deny, real)) < 0))
+                        return r;
+        }
         const char *xdg = getenv("XDG_RUNTIME_DIR");
         /* /nix/var/nix/daemon-socket: nix-daemon's socket under the read-only /nix */
         const char *own[] = {p->state_dir, p->runtime_dir, p->overlay_tmp_root, p->cache_dir, "/run/user", "/run/dbus",
@@ -144,9 +164,23 @@ int launch_request_save(Task *t) {
         if (!dir || !path) return -ENOMEM;
         int r = mkdir_p_chmod(dir, 0700);
         if (r < 0) return r;
+        /* no env-file value goes to disk (env-file.h): a caller's entry equal
+         * to the env file's (a worker's nested dispatch forwards the env it
+         * got) is left out of the file — the env file supplies it at spawn —
+         * while the task in memory keeps its whole caller env */
+        _cleanup_json_ json_object *env = NULL;
+        if (t->caller_env) {
+                if (!(env = json_object_new_object())) return -ENOMEM;
+                char *const *file = env_file_vars(t->m);
+                json_object_object_foreach(t->caller_env, key, val) {
+                        const char *fv = strv_env_get(file, key);
+                        if (fv && json_object_is_type(val, json_type_string) && streq(fv, json_object_get_string(val)))
+                                continue;
+                        if (json_add(env, key, json_object_get(val)) < 0) return -ENOMEM;
+                }
+        }
         _cleanup_json_ json_object *o = json_object_new_object();
-        if (!o || json_add(o, "launch", json_object_get(t->launch)) < 0 ||
-            json_add(o, "env", json_object_get(t->caller_env)) < 0)
+        if (!o || json_add(o, "launch", json_object_get(t->launch)) < 0 || json_add(o, "env", json_object_get(env)) < 0)
                 return -ENOMEM;
         size_t len = 0;
         const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
@@ -391,12 +425,13 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
         /* which of the user's dirs the homes expose (PI_CODING_AGENT_DIR,
          * XDG_DATA_HOME, XDG_CONFIG_HOME): for a task a worker dispatched, the
          * daemon's own environment says, never the worker's — it would name
-         * any dir of the user's to have it bound into its nested task */
+         * any dir of the user's to have it bound into its nested task (the
+         * env file is the user's too: layers 1 and 2 of §7.1) */
         _cleanup_strv_free_ char **ambient = NULL;
-        if (t->rec.dispatched_by)
-                for (char **e = environ; e && *e; e++)
-                        if (strchr(*e, '=') && !env_name_in(*e, m->settings.env_denylist) && strv_push(&ambient, *e) < 0)
-                                return -ENOMEM;
+        if (t->rec.dispatched_by &&
+            (!(ambient = calloc(1, sizeof(char *))) || env_layer_apply(m, &ambient, env_file_vars(m), false) < 0 ||
+             env_layer_apply(m, &ambient, environ, true) < 0))
+                return -ENOMEM;
         char *no_env[] = {NULL};
         executor_home_args ha = {
                 .executor = strempty(t->rec.executor_id),

@@ -13,7 +13,8 @@ char *task_prompt_file_path(Task *t);
 /* The launch request: what a queued task needs to launch that tasks.json
  * does not hold — its launch options (Task.launch: noSandbox, noOverlay,
  * rwBind, roBind, diskMax) and the caller's environment (Task.caller_env:
- * secrets) — in <state>/tasks/<id>/pending-launch.json, mode 0600 in the
+ * secrets; on disk without the entries equal to the env file's, which
+ * never goes to disk and supplies them at spawn) — in <state>/tasks/<id>/pending-launch.json, mode 0600 in the
  * 0700 task dir, as {"launch": {...}, "env": {...} | null}. Written at
  * dispatch before the record is flushed (temp + fsync + rename); removed
  * once the task's launch spec is built and it is durably running, or when

@@ -11,6 +11,7 @@
 #include "bus.h"
 #include "change.h"
 #include "cooldown.h"
+#include "env-file.h"
 #include "events.h"
 #include "summary.h"
 #include "jobs.h"
@@ -95,6 +96,7 @@ static void manager_free(Manager *m) {
         free(m->tasks);
         m->tasks = NULL;
         activity_free(m);
+        env_file_free(m);
         events_free(m);
         scope_free(m);
         notify_free(m);
@@ -166,6 +168,14 @@ int main(int argc, char *argv[]) {
         if (r < 0) {
                 log_error_errno(r, "cannot create the event loop");
                 return fail_start(m, "cannot create the event loop");
+        }
+        /* the env file (spec §7.3): loaded once here, any failure fails the
+         * start as loudly as a malformed config.json; then watched */
+        r = env_file_init(m, &err);
+        if (r < 0) {
+                const char *msg = err ? err : strerror(-r);
+                fprintf(stderr, "%s%s\n", startswith(msg, "error: ") ? "" : "error: ", msg);
+                return fail_start(m, msg);
         }
         sigset_t mask;
         sigemptyset(&mask);

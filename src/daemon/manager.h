@@ -89,4 +89,5 @@ struct Manager {
         struct Bus *bus;               /* bus.c: the user bus connection (NULL: none) */
         struct Scope *scope;           /* scope.c: the user-bus connection for transient scopes */
         struct Notify *notify;         /* notify.c: STATUS= updates, idle exit */
+        struct EnvFile *env_file;      /* env-file.c: the env file's last good values, its watch */
 };

@@ -58,7 +58,7 @@ typedef struct Settings {
                                                       config_advisor_context_chars) */
         char *env_file;                            /* TASKFERRY_ENV_FILE (set "" → NULL: disabled, config not
                                                       consulted), else config envFile; NULL: none. The path only:
-                                                      loading it is issue 8's */
+                                                      env-file.h loads and watches it */
         bool profiling_enabled;                    /* TASKFERRY_PROFILING_ENABLED: "1"/"true" on, other set off;
                                                       false */
         ProviderLimit *provider_limits;            /* TASKFERRY_PROVIDER_LIMITS if set (replaces; "" clears), else

@@ -18,6 +18,7 @@
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli-args.h"
@@ -465,6 +466,40 @@ START_TEST(test_call_shutdown_and_close) {
                 cli_error_done(&err);
                 cli_client_close(&c);
         }
+}
+END_TEST
+
+/* A socket-activated daemon whose start failed closes the connection
+ * systemd handed it: the CLI shows daemon-boot.err if the daemon wrote it
+ * since the connect, never a stale one. */
+START_TEST(test_call_closed_by_a_failed_boot) {
+        start_server("{\"gone\":[\"CLOSE\"]}");
+        _cleanup_free_ char *be = strdup_printf("%s/daemon-boot.err", runtime);
+        tf_paths p = {.runtime_dir = runtime, .socket_path = sock};
+        for (int fresh = 0; fresh < 2; fresh++) {
+                (void) unlink(be);
+                ck_assert_int_eq(write_file_atomic(be, "error: env file /e is readable by group or other (mode 0644)\n",
+                                                   strlen("error: env file /e is readable by group or other (mode 0644)\n"),
+                                                   0600),
+                                 0);
+                if (!fresh) {
+                        struct timespec old[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+                        ck_assert_int_eq(utimensat(AT_FDCWD, be, old, 0), 0);
+                }
+                cli_client c = CLI_CLIENT_INIT;
+                cli_error err = {};
+                ck_assert_int_eq(cli_client_open(&c, &p, &err), 0);
+                json_object *res = NULL;
+                ck_assert_int_eq(cli_client_call(&c, "gone", NULL, &res, &err), -ECONNRESET);
+                if (fresh)
+                        ck_assert_str_eq(err.text, "error: taskferry daemon connection closed\ndaemon boot failed: error: env file /e "
+                                                   "is readable by group or other (mode 0644)");
+                else
+                        ck_assert_str_eq(err.text, "taskferry daemon connection closed");
+                cli_error_done(&err);
+                cli_client_close(&c);
+        }
+        (void) unlink(be);
 }
 END_TEST
 
@@ -1353,6 +1388,7 @@ static Suite *cli_client_suite(void) {
         tcase_add_test(tc, test_call_error_responses);
         tcase_add_test(tc, test_call_invalid_frames);
         tcase_add_test(tc, test_call_shutdown_and_close);
+        tcase_add_test(tc, test_call_closed_by_a_failed_boot);
         tcase_add_test(tc, test_call_large_and_oversized_frames);
         tcase_add_test(tc, test_health_probe);
         tcase_add_test(tc, test_health_probe_rejects_bad_answer);

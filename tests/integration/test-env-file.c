@@ -1,0 +1,525 @@
+/* The env file through the real daemon (spec sandbox-changeset-env.md §7.1,
+ * §7.3; issue 8 item 5 and its acceptance): a bad file refuses the start
+ * loudly; its values reach workers as the lowest layer (env file < daemon
+ * env < caller env) without the plumbing names or the denylist; a rewrite
+ * (temp + rename, or in place) reaches the next spawn without a restart,
+ * a broken one keeps the last good values; a queued task gets the values
+ * current at its spawn; the values never land in tasks.json, the logs, the
+ * launch request or the daemon's stderr; a worker can neither read the
+ * file nor change it.
+ *
+ * Workers are `shell` tasks. A secret is never put in a prompt (prompts
+ * are stored): workers print a hash of what they see, or a variable whose
+ * value is no secret. */
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "util.h"
+
+#define SECRET "sk-envfile-7f3c9a1e5b2d4c6e8a0b"
+
+/* The CLI's output with JSON string escapes undone. */
+static char *plain(const char *out) {
+        char *s = strdup(out), *d = s;
+        ck_assert_ptr_nonnull(s);
+        for (const char *p = out; *p; p++) {
+                if (p[0] == '\\' && (p[1] == '"' || p[1] == '\\')) *d++ = *++p;
+                else if (p[0] == '\\' && p[1] == 'n') *d++ = '\n', p++;
+                else *d++ = *p;
+        }
+        *d = 0;
+        return s;
+}
+
+/* The documented place: ~/.config/taskferry/env (malloc'd). */
+static char *env_path(tf_world *w) {
+        _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        return strdup_printf("%s/env", dir);
+}
+
+/* Replace the file atomically: a temp file beside it, renamed over it. */
+static void write_atomic(const char *path, const char *text) {
+        _cleanup_free_ char *tmp = strdup_printf("%s.tmp-XXXXXX", path);
+        int fd = mkstemp(tmp);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(loop_write(fd, text, strlen(text)), 0);
+        ck_assert_int_eq(fchmod(fd, 0600), 0);
+        close(fd);
+        ck_assert_int_eq(rename(tmp, path), 0);
+}
+
+/* Rewrite the file in place (same inode: truncate, write). */
+static void write_in_place(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(loop_write(fd, text, strlen(text)), 0);
+        close(fd);
+}
+
+static char *daemon_log(tf_world *w) {
+        _cleanup_free_ char *p = strdup_printf("%s/daemon.log", w->root);
+        char *s = NULL;
+        if (read_file(p, (size_t) 1 << 26, &s, NULL) < 0) s = strdup("");
+        return s;
+}
+
+static size_t count(const char *hay, const char *needle) {
+        size_t n = 0;
+        for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+        return n;
+}
+
+/* Reload outcomes ("reloaded (" or "reload failed") the daemon logged. */
+static size_t reloads(tf_world *w) {
+        _cleanup_free_ char *log = daemon_log(w);
+        return count(log, "reloaded (") + count(log, "env file reload failed");
+}
+
+typedef struct {
+        size_t want;
+} reload_wait;
+
+static bool pred_reloads(tf_world *w, void *arg) { return reloads(w) >= ((reload_wait *) arg)->want; }
+
+/* Wait until the daemon logged more reload outcomes than `before`. */
+static void wait_reload(tf_world *w, size_t before) {
+        reload_wait rw = {before + 1};
+        if (!tf_wait_until(pred_reloads, w, &rw, 10000)) {
+                _cleanup_free_ char *log = daemon_log(w);
+                ck_abort_msg("the daemon never reloaded the env file (%zu outcomes before); its log:\n%s", before, log);
+        }
+}
+
+/* A shell task; returns its stdout. */
+static char *run_shell(tf_world *w, const char *const extra[], const char *script) {
+        const char *argv[24] = {"--executor", "shell", "--directory", w->repo_parent};
+        size_t n = 4;
+        for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
+        argv[n++] = "--prompt";
+        argv[n++] = script;
+        argv[n] = NULL;
+        _cleanup_free_ char *id = tf_dispatch(w, argv);
+        json_object *st = tf_wait_settled(w, id);
+        ck_assert_msg(streq_ptr(json_get_string(st, "status"), "done"), "task %s: %s", id,
+                      json_object_to_json_string(st));
+        json_object_put(st);
+        return tf_task_message(w, id);
+}
+
+/* What a worker sees of $name, as "<value>" or "-" if unset. */
+static char *worker_value(tf_world *w, const char *name) {
+        _cleanup_free_ char *script = strdup_printf("printf '%%s' \"${%s--}\"", name);
+        return run_shell(w, NULL, script);
+}
+
+/* A short hash of s, as a worker computes it for $K. */
+static char *hash_of(tf_world *w, const char *s) {
+        _cleanup_free_ char *q = shell_quote(s);
+        return tf_shf(w, NULL, "printf %%s %s | sha256sum | cut -c1-16", q); /* trimmed */
+}
+
+static const char HASH_K[] = "printf %s \"$K\" | sha256sum | cut -c1-16 | tr -d '\\n'";
+
+/* ---- start failures ---- */
+
+static void refuses(tf_world *w, const char *const *want, const char *not) {
+        const char *l[] = {"list", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, l);
+        _cleanup_free_ char *out = plain(r.out);
+        ck_assert_msg(r.exit_code == 1, "exit %d: %s", r.exit_code, out);
+        ck_assert_msg(strstr(out, "daemon boot failed: "), "%s", out);
+        for (size_t i = 0; want[i]; i++) ck_assert_msg(strstr(out, want[i]), "want %s: %s", want[i], out);
+        if (not) ck_assert_msg(!strstr(out, not) && !strstr(r.err, not), "the content is echoed: %s", out);
+        _cleanup_free_ char *be = strdup_printf("%s/daemon-boot.err", w->run);
+        _cleanup_free_ char *e = tf_read(be, NULL);
+        ck_assert_msg(strstr(e, want[0]), "daemon-boot.err: %s", e);
+        if (not) ck_assert(!strstr(e, not));
+        tf_run_done(&r);
+        ck_assert_int_lt(tf_daemon_pid(w), 0);
+}
+
+START_TEST(bad_file_refuses_start) {
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        /* missing */
+        const char *missing[] = {"not found", p, "TASKFERRY_ENV_FILE", "envFile", NULL};
+        refuses(w, missing, NULL);
+        /* 0644: the mode and the fix */
+        tf_write(p, "K=" SECRET "\n", strlen("K=" SECRET "\n"), 0644);
+        ck_assert_int_eq(chmod(p, 0644), 0);
+        const char *mode[] = {"readable by group or other", "(mode 0644)", "chmod 600", NULL};
+        refuses(w, mode, SECRET);
+        ck_assert_int_eq(chmod(p, 0640), 0);
+        const char *mode640[] = {"(mode 0640)", NULL};
+        refuses(w, mode640, SECRET);
+        /* a symlink with mode 0777 to a 0604 file: the target's mode counts */
+        _cleanup_free_ char *link = strdup_printf("%s.link", p);
+        ck_assert_int_eq(chmod(p, 0604), 0);
+        ck_assert_int_eq(symlink(p, link), 0);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", link);
+        const char *mode604[] = {"(mode 0604)", NULL};
+        refuses(w, mode604, SECRET);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        /* malformed: path and line number, never the line */
+        write_in_place(p, "A=1\n" SECRET "\n");
+        ck_assert_int_eq(chmod(p, 0600), 0);
+        _cleanup_free_ char *where = strdup_printf("%s:2: expected NAME=value", p);
+        const char *malformed[] = {where, NULL};
+        refuses(w, malformed, SECRET);
+        write_in_place(p, "A=1\nK=\"" SECRET "\n");
+        const char *unterminated[] = {"unterminated double-quoted value", NULL};
+        refuses(w, unterminated, SECRET);
+        /* a fifo refuses at once, never hangs the start */
+        _cleanup_free_ char *fifo = strdup_printf("%s.fifo", p);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", fifo);
+        const char *notreg[] = {"not a regular file", NULL};
+        refuses(w, notreg, NULL);
+        /* config.json's envFile, same checks */
+        strv_env_unset(&w->env, "TASKFERRY_ENV_FILE");
+        _cleanup_free_ char *cfgdir = strdup_printf("%s/taskferry", w->cfg);
+        ck_assert_int_eq(mkdir_p(cfgdir, 0700), 0);
+        _cleanup_free_ char *cfg = strdup_printf("%s/config.json", cfgdir);
+        _cleanup_free_ char *cfgtext = strdup_printf("{\"envFile\": \"%s.nope\"}", p);
+        tf_write(cfg, cfgtext, strlen(cfgtext), 0600);
+        const char *cfgmissing[] = {"not found", ".nope", NULL};
+        refuses(w, cfgmissing, NULL);
+        /* TASKFERRY_ENV_FILE="" disables: config's envFile is not used */
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", "");
+        const char *l[] = {"list", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, l);
+        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
+        tf_run_done(&r);
+        tf_world_free(w);
+}
+END_TEST
+
+/* A watch that cannot be set up (a directory its owner may not list:
+ * inotify needs read access) is a warning; the start and the values stand.
+ * Root reads any directory, so this runs unprivileged only. */
+START_TEST(watch_failure_is_a_warning) {
+        if (geteuid() == 0) {
+                printf("watch_failure_is_a_warning: skipped as root (root may watch any directory)\n");
+                return;
+        }
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        tf_write(p, "PLAIN=kept\n", strlen("PLAIN=kept\n"), 0600);
+        _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(chmod(dir, 0300), 0);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_daemon_start(w);
+        _cleanup_free_ char *v = worker_value(w, "PLAIN");
+        ck_assert_str_eq(v, "kept");
+        _cleanup_free_ char *log = daemon_log(w);
+        ck_assert_msg(strstr(log, "live updates are off"), "%s", log);
+        ck_assert_int_eq(chmod(dir, 0700), 0);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- values, layers, reload ---- */
+
+START_TEST(values_reach_workers_and_reload_live) {
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        tf_write(p, "# provider key\nexport K=" SECRET "\nPLAIN=one\n", strlen("# provider key\nexport K=" SECRET "\nPLAIN=one\n"),
+                 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_daemon_start(w);
+        _cleanup_free_ char *want = hash_of(w, SECRET);
+        _cleanup_free_ char *got = run_shell(w, NULL, HASH_K);
+        ck_assert_str_eq(got, want);
+        _cleanup_free_ char *v1 = worker_value(w, "PLAIN");
+        ck_assert_str_eq(v1, "one");
+
+        /* temp + rename: the next dispatch sees it, no restart */
+        pid_t pid = tf_daemon_pid(w);
+        size_t n = reloads(w);
+        write_atomic(p, "K=" SECRET "\nPLAIN=two\n");
+        wait_reload(w, n);
+        _cleanup_free_ char *v2 = worker_value(w, "PLAIN");
+        ck_assert_str_eq(v2, "two");
+        /* in place */
+        n = reloads(w);
+        write_in_place(p, "K=" SECRET "\nPLAIN=three\nNEW=added\n");
+        wait_reload(w, n);
+        _cleanup_free_ char *v3 = worker_value(w, "PLAIN"), *v3b = worker_value(w, "NEW");
+        ck_assert_str_eq(v3, "three");
+        ck_assert_str_eq(v3b, "added");
+        /* whole-map replacement: a name dropped from the file is gone */
+        n = reloads(w);
+        write_atomic(p, "K=" SECRET "\nPLAIN=four\n");
+        wait_reload(w, n);
+        _cleanup_free_ char *v4 = worker_value(w, "NEW"), *v4b = worker_value(w, "PLAIN");
+        ck_assert_str_eq(v4, "-");
+        ck_assert_str_eq(v4b, "four");
+
+        /* broken rewrites keep the last good values: a malformed line, a
+         * mode with group/other bits, the file gone */
+        n = reloads(w);
+        write_in_place(p, "K=" SECRET "\nPLAIN=\"broken\n");
+        wait_reload(w, n);
+        _cleanup_free_ char *b1 = worker_value(w, "PLAIN");
+        ck_assert_str_eq(b1, "four");
+        n = reloads(w);
+        write_atomic(p, "PLAIN=five\n");
+        wait_reload(w, n);
+        n = reloads(w);
+        ck_assert_int_eq(chmod(p, 0644), 0);
+        wait_reload(w, n);
+        _cleanup_free_ char *b2 = worker_value(w, "PLAIN"), *b2k = worker_value(w, "K");
+        ck_assert_str_eq(b2, "five");
+        ck_assert_str_eq(b2k, "-");
+        n = reloads(w);
+        ck_assert_int_eq(unlink(p), 0);
+        wait_reload(w, n);
+        _cleanup_free_ char *b3 = worker_value(w, "PLAIN");
+        ck_assert_str_eq(b3, "five");
+        /* back: picked up again */
+        n = reloads(w);
+        write_atomic(p, "PLAIN=six\n");
+        wait_reload(w, n);
+        _cleanup_free_ char *v6 = worker_value(w, "PLAIN");
+        ck_assert_str_eq(v6, "six");
+        /* events for other files of the directory do not reload */
+        n = reloads(w);
+        _cleanup_free_ char *other = strdup_printf("%s.other", p);
+        tf_write(other, "x", 1, 0600);
+        usleep(400 * 1000);
+        ck_assert_uint_eq(reloads(w), n);
+        ck_assert_int_eq(tf_daemon_pid(w), pid);
+
+        /* the warnings name the path and the rule, never the content */
+        _cleanup_free_ char *log = daemon_log(w);
+        ck_assert_msg(strstr(log, "keeping the previous values"), "%s", log);
+        ck_assert_msg(strstr(log, "unterminated double-quoted value"), "%s", log);
+        ck_assert_msg(strstr(log, "readable by group or other"), "%s", log);
+        ck_assert_msg(!strstr(log, "broken") && !strstr(log, SECRET), "%s", log);
+        /* the secret is nowhere under the world but in the env file itself:
+         * not tasks.json, the logs, launch requests, daemon.log */
+        _cleanup_free_ char *cfgd = strdup_printf("%s/.config/taskferry", w->home);
+        _cleanup_free_ char *q = shell_quote(w->root), *qx = shell_quote(cfgd);
+        _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null | grep -vF -- %s || true", SECRET,
+                                           q, qx);
+        ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(plumbing_and_denylist_never_from_the_file) {
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        static const char *const plumbing[] = {"PATH", "HOME", "TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR",
+                                               "TASKFERRY_CACHE_DIR", "TASKFERRY_SOCKET_PATH",
+                                               "TASKFERRY_OVERLAY_TMP_DIR"};
+        _cleanup_free_ char *text = strdup("");
+        for (size_t i = 0; i < ELEMENTSOF(plumbing); i++) {
+                char *t = strdup_printf("%s%s=/evilmark-%zu\n", text, plumbing[i], i);
+                free(text);
+                text = t;
+        }
+        char *t = strdup_printf("%sDENIED_ONE=evilmark-d1\nDENIED_TWO=evilmark-d2\nALLOWED=fine\n", text);
+        free(text);
+        text = t;
+        tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "DENIED_ONE,DENIED_TWO");
+        /* the daemon's own env lacks TASKFERRY_SOCKET_PATH and
+         * TASKFERRY_OVERLAY_TMP_DIR: a naive union would let the file's through */
+        strv_env_unset(&w->env, "TASKFERRY_SOCKET_PATH");
+        strv_env_unset(&w->env, "TASKFERRY_OVERLAY_TMP_DIR");
+        tf_daemon_start(w);
+        _cleanup_free_ char *out = run_shell(w, NULL, "env");
+        ck_assert_msg(!strstr(out, "evilmark"), "a plumbing or denylisted name came from the env file:\n%s", out);
+        ck_assert_msg(strstr(out, "\nALLOWED=fine\n") || startswith(out, "ALLOWED=fine\n"), "%s", out);
+        /* unsandboxed the same (the env is built before the sandbox) */
+        const char *ns[] = {"--no-sandbox", NULL};
+        _cleanup_free_ char *out2 = run_shell(w, ns, "env");
+        ck_assert_msg(!strstr(out2, "evilmark"), "%s", out2);
+        ck_assert_msg(strstr(out2, "ALLOWED=fine"), "%s", out2);
+        tf_world_free(w);
+}
+END_TEST
+
+START_TEST(caller_beats_daemon_beats_file) {
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        const char text[] = "L1=file\nL2=file\nL3=file\n";
+        tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_world_setenv(w, "L2", "daemon");
+        tf_world_setenv(w, "L3", "daemon");
+        tf_daemon_start(w);
+        /* the caller (the CLI forwards its env) has only L3 */
+        strv_env_unset(&w->env, "L2");
+        tf_world_setenv(w, "L3", "caller");
+        _cleanup_free_ char *out = run_shell(w, NULL, "printf '%s %s %s' \"$L1\" \"$L2\" \"$L3\"");
+        ck_assert_str_eq(out, "file daemon caller");
+        tf_world_free(w);
+}
+END_TEST
+
+/* A queued task's caller env is frozen at dispatch, its env-file values are
+ * the ones current at its spawn; its launch request holds no env-file value. */
+START_TEST(queued_task_gets_the_values_at_spawn) {
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        tf_write(p, "K=old-" SECRET "\nPLAIN=old\n", strlen("K=old-" SECRET "\nPLAIN=old\n"), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "1");
+        tf_daemon_start(w);
+        _cleanup_free_ char *hold_script =
+                strdup_printf("i=0; while [ ! -e %s/release ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done",
+                              w->repo_parent);
+        /* unsandboxed: the release file must be seen at once (an overlay
+         * caches the negative lookup) */
+        const char *ha[] = {"--executor", "shell", "--no-sandbox", "--directory", w->repo_parent, "--prompt", hold_script, NULL};
+        _cleanup_free_ char *holder = tf_dispatch(w, ha);
+        tf_world_setenv(w, "FROZEN", "at-dispatch");
+        _cleanup_free_ char *script = strdup_printf("printf '%%s %%s ' \"$PLAIN\" \"$FROZEN\"; %s", HASH_K);
+        const char *qa[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", script, NULL};
+        _cleanup_free_ char *queued = tf_dispatch(w, qa);
+        tf_world_setenv(w, "FROZEN", "later");
+        _cleanup_free_ char *params = strdup_printf("{\"taskId\":\"%s\"}", queued);
+        json_object *fr = tf_rpc(w, "task.status", params);
+        ck_assert_str_eq(json_get_string(tf_result(fr), "status"), "queued");
+        json_object_put(fr);
+        /* the launch request on disk: the caller's env, no env-file value, 0600 */
+        _cleanup_free_ char *req = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, queued);
+        struct stat st;
+        ck_assert_int_eq(stat(req, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        _cleanup_free_ char *rq = tf_read(req, NULL);
+        ck_assert_msg(!strstr(rq, SECRET) && !strstr(rq, "PLAIN"), "%s", rq);
+        ck_assert_msg(strstr(rq, "at-dispatch"), "%s", rq);
+        /* rotate while it waits */
+        size_t n = reloads(w);
+        write_atomic(p, "K=new-" SECRET "\nPLAIN=new\n");
+        wait_reload(w, n);
+        free(tf_shf(w, NULL, "touch %s/release", w->repo_parent));
+        json_object_put(tf_wait_settled(w, holder));
+        json_object *st2 = tf_wait_settled(w, queued);
+        ck_assert_str_eq(json_get_string(st2, "status"), "done");
+        json_object_put(st2);
+        _cleanup_free_ char *msg = tf_task_message(w, queued), *h = hash_of(w, "new-" SECRET);
+        _cleanup_free_ char *want = strdup_printf("new at-dispatch %s", h);
+        ck_assert_str_eq(msg, want);
+        /* tasks.json and the logs hold neither value */
+        _cleanup_free_ char *q = shell_quote(w->state), *log = daemon_log(w);
+        _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null || true", SECRET, q);
+        ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
+        ck_assert(!strstr(log, SECRET));
+        tf_world_free(w);
+}
+END_TEST
+
+/* A worker's nested dispatch forwards the env the worker got, env-file
+ * values included: the nested task's launch request on disk leaves them
+ * out, and the nested task still gets them (from the env file, at spawn). */
+START_TEST(nested_dispatch_request_holds_no_file_value) {
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        tf_write(p, "K=" SECRET "\n", strlen("K=" SECRET "\n"), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "1");
+        tf_daemon_start(w);
+        /* the child stays queued while its parent holds the only slot */
+        _cleanup_free_ char *nested = shell_quote(HASH_K);
+        _cleanup_free_ char *script = strdup_printf(
+                "c=$(taskferry dispatch --executor shell --prompt %s | sed -n 's/^id: //p'); "
+                "echo $c > $TASKFERRY_OUTPUT_DIR/child; i=0; while [ ! -e $TASKFERRY_OUTPUT_DIR/release ] && "
+                "[ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+                nested);
+        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", script, NULL};
+        _cleanup_free_ char *parent = tf_dispatch(w, d);
+        _cleanup_free_ char *child_path = strdup_printf("%s/outputs/%s/child", w->state, parent);
+        for (int i = 0; i < 400 && !tf_exists(child_path); i++) usleep(50000);
+        usleep(200000);
+        _cleanup_free_ char *child = tf_read(child_path, NULL);
+        child[strcspn(child, "\n")] = 0;
+        ck_assert_msg(task_id_is_valid(child), "no nested task: [%s]", child);
+        _cleanup_free_ char *req = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, child);
+        _cleanup_free_ char *rq = tf_read(req, NULL);
+        ck_assert_msg(!strstr(rq, SECRET), "the env file's value is in the nested task's launch request: %s", rq);
+        ck_assert_msg(strstr(rq, "\"TASKFERRY_TASK_ID\""), "no caller env in the request: %s", rq);
+        /* release the parent: the child runs and sees K */
+        _cleanup_free_ char *rel = strdup_printf("%s/outputs/%s/release", w->state, parent);
+        tf_write(rel, "", 0, 0600);
+        json_object_put(tf_wait_settled(w, parent));
+        json_object *st = tf_wait_settled(w, child);
+        ck_assert_str_eq(json_get_string(st, "status"), "done");
+        json_object_put(st);
+        _cleanup_free_ char *msg = tf_task_message(w, child), *want = hash_of(w, SECRET);
+        ck_assert_str_eq(msg, want);
+        _cleanup_free_ char *q = shell_quote(w->state);
+        _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null || true", SECRET, q);
+        ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
+        tf_world_free(w);
+}
+END_TEST
+
+/* The hostile worker: it cannot read the env file at its documented place,
+ * even with that directory bound in, nor change what later tasks get. */
+START_TEST(worker_cannot_read_or_change_the_file) {
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *p = env_path(w);
+        const char text[] = "K=" SECRET "\nPLAIN=orig\n";
+        tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_daemon_start(w);
+        _cleanup_free_ char *before = tf_read(p, NULL);
+        _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        _cleanup_free_ char *qp = shell_quote(p), *qd = shell_quote(dir);
+        /* read: as the sandbox shows the home (an empty one), then with the
+         * dir bound read-only and read-write (the file stays masked) */
+        _cleanup_free_ char *rd = strdup_printf("cat %s 2>&1; ls -la %s 2>&1; echo done", qp, qd);
+        const char *ro[] = {"--ro-bind", dir, NULL};
+        const char *rw[] = {"--rw-bind", dir, NULL};
+        const char *const *binds[] = {NULL, ro, rw};
+        for (size_t i = 0; i < ELEMENTSOF(binds); i++) {
+                _cleanup_free_ char *out = run_shell(w, binds[i], rd);
+                ck_assert_msg(!strstr(out, SECRET) && !strstr(out, "PLAIN"), "bind %zu: the worker read it: %s", i, out);
+        }
+        /* write: in place, by rename, by unlink + create */
+        _cleanup_free_ char *wr = strdup_printf(
+                "mkdir -p %s; echo INJECTED=evil >> %s; printf 'INJECTED=evil\\n' > %s.t && mv -f %s.t %s; "
+                "rm -f %s; printf 'INJECTED=evil\\n' > %s; chmod 600 %s; echo done",
+                qd, qp, qp, qp, qp, qp, qp, qp);
+        size_t n = reloads(w);
+        for (size_t i = 0; i < ELEMENTSOF(binds); i++) free(run_shell(w, binds[i], wr));
+        usleep(400 * 1000);
+        _cleanup_free_ char *after = tf_read(p, NULL);
+        ck_assert_str_eq(after, before);
+        ck_assert_uint_eq(reloads(w), n);
+        _cleanup_free_ char *inj = worker_value(w, "INJECTED"), *plain_v = worker_value(w, "PLAIN");
+        ck_assert_str_eq(inj, "-");
+        ck_assert_str_eq(plain_v, "orig");
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("env-file");
+        TCase *tc = tcase_create("env-file");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, bad_file_refuses_start);
+        tcase_add_test(tc, watch_failure_is_a_warning);
+        tcase_add_test(tc, values_reach_workers_and_reload_live);
+        tcase_add_test(tc, plumbing_and_denylist_never_from_the_file);
+        tcase_add_test(tc, caller_beats_daemon_beats_file);
+        tcase_add_test(tc, queued_task_gets_the_values_at_spawn);
+        tcase_add_test(tc, nested_dispatch_request_holds_no_file_value);
+        tcase_add_test(tc, worker_cannot_read_or_change_the_file);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return tf_run_suite(suite()); }
