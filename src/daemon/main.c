@@ -119,6 +119,18 @@ static int fail_start(Manager *m, const char *msg) {
         return 1;
 }
 
+/* A configuration the user must fix (config.json, the env file): the reason
+ * on stderr (the journal under systemd) and in daemon-boot.err, and exit
+ * EXIT_CONFIG, which taskferry.service's RestartPreventExitStatus= keeps
+ * systemd from retrying: a broken file does not heal by itself. */
+#define EXIT_CONFIG 78 /* sysexits.h EX_CONFIG; systemd.exec(5) "Process exit codes" */
+static int fail_config(Manager *m, int r, const char *err) {
+        const char *msg = err ? err : strerror(-r);
+        log_text("error", "%s%s", startswith(msg, "error: ") ? "" : "error: ", msg);
+        fail_start(m, msg);
+        return EXIT_CONFIG;
+}
+
 int main(int argc, char *argv[]) {
         log_set_program("taskferryd");
         static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {}};
@@ -157,11 +169,7 @@ int main(int argc, char *argv[]) {
         /* config.json once per start (protocol-cli.md §3.2): a malformed
          * file fails the start loudly, on stderr and in daemon-boot.err */
         r = settings_load(&m->settings, m->paths.config_file, &err);
-        if (r < 0) {
-                const char *msg = err ? err : strerror(-r);
-                log_text("error", "%s%s", startswith(msg, "error: ") ? "" : "error: ", msg);
-                return fail_start(m, msg);
-        }
+        if (r < 0) return fail_config(m, r, err);
         r = create_state_dirs(m);
         if (r < 0) return fail_start(m, "cannot create the state or runtime directory");
         r = sd_event_default(&m->event);
@@ -172,11 +180,7 @@ int main(int argc, char *argv[]) {
         /* the env file (spec §7.3): loaded once here, any failure fails the
          * start as loudly as a malformed config.json; then watched */
         r = env_file_init(m, &err);
-        if (r < 0) {
-                const char *msg = err ? err : strerror(-r);
-                fprintf(stderr, "%s%s\n", startswith(msg, "error: ") ? "" : "error: ", msg);
-                return fail_start(m, msg);
-        }
+        if (r < 0) return fail_config(m, r, err);
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);

@@ -37,14 +37,15 @@ out=$(sysu set-environment "TASKFERRY_ENV_FILE=$ef" 2>&1) || die "systemctl --us
 if out=$(sysu start taskferry.service 2>&1); then
   die "taskferry.service started with a 0644 env file" "$out"
 fi
-# Restart=on-failure: systemd tries again until the start limit, then gives up
+# exit 78 (EX_CONFIG): RestartPreventExitStatus= keeps systemd from retrying
 deadline=$((SECONDS + 30))
 while [ "$(unit_state taskferry.service)" != failed ]; do
   [ "$SECONDS" -lt "$deadline" ] || die "taskferry.service never ended failed (ActiveState $(unit_state taskferry.service))"
   sleep 0.3
 done
 expect_eq "$(unit_state taskferry.service)" failed "taskferry.service ActiveState with a 0644 env file"
-expect_eq "$(unit_prop taskferry.service ExecMainStatus)" 1 "taskferry.service ExecMainStatus"
+expect_eq "$(unit_prop taskferry.service ExecMainStatus)" 78 "taskferry.service ExecMainStatus (EX_CONFIG)"
+expect_eq "$(unit_prop taskferry.service NRestarts)" 0 "taskferry.service NRestarts (a broken file is not retried)"
 ok "systemctl --user start taskferry.service failed"
 sysu reset-failed taskferry.service >/dev/null 2>&1 || true
 [ "$(unit_state taskferry.socket)" = active ] || { sysu reset-failed taskferry.socket; sysu start taskferry.socket; } >/dev/null 2>&1
