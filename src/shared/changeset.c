@@ -1748,16 +1748,53 @@ static void numstat_parse(char *out, size_t len, numstat_cb cb, void *userdata) 
         }
 }
 
+/* The paths of a patch, each once, sorted (strcmp): collected in O(1) per
+ * path, sorted and deduplicated once by path_list_finish() (a search per
+ * insert made a 10,000-file patch cost 50 million string compares). */
 typedef struct path_list {
-        char **paths;
+        char **paths; /* NULL-terminated */
+        size_t n, allocated;
         int r;
 } path_list;
+
+static void path_list_add(path_list *pl, const char *path) {
+        if (pl->r < 0) return;
+        if (pl->n + 2 > pl->allocated) {
+                size_t na = pl->allocated ? 2 * pl->allocated : 64;
+                char **np = reallocarray(pl->paths, na, sizeof *np);
+                if (!np) {
+                        pl->r = -ENOMEM;
+                        return;
+                }
+                pl->paths = np;
+                pl->allocated = na;
+        }
+        if (!(pl->paths[pl->n] = strdup(path))) {
+                pl->r = -ENOMEM;
+                return;
+        }
+        pl->paths[++pl->n] = NULL;
+}
 
 static void collect_paths(void *userdata, const char *adds, const char *dels, const char *old_path,
                           const char *new_path) {
         path_list *pl = userdata;
-        if (pl->r >= 0 && old_path && !strv_contains(pl->paths, old_path)) pl->r = strv_push(&pl->paths, old_path);
-        if (pl->r >= 0 && !strv_contains(pl->paths, new_path)) pl->r = strv_push(&pl->paths, new_path);
+        if (old_path) path_list_add(pl, old_path);
+        path_list_add(pl, new_path);
+}
+
+static int strp_cmp(const void *a, const void *b) { return strcmp(*(char *const *) a, *(char *const *) b); }
+
+static void path_list_finish(path_list *pl) {
+        if (pl->n == 0) return;
+        qsort(pl->paths, pl->n, sizeof *pl->paths, strp_cmp);
+        size_t k = 1;
+        for (size_t i = 1; i < pl->n; i++) {
+                if (streq(pl->paths[i], pl->paths[k - 1])) free(pl->paths[i]);
+                else pl->paths[k++] = pl->paths[i];
+        }
+        pl->paths[k] = NULL;
+        pl->n = k;
 }
 
 static char *trimmed(const char *s) {
@@ -1802,6 +1839,7 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
         if (r >= 0) {
                 path_list pl = {};
                 numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+                path_list_finish(&pl);
                 run_result_done(&rr);
                 paths = pl.paths;
                 if (pl.r < 0) return pl.r;
@@ -1891,6 +1929,7 @@ static int stage_patch_paths(const git_ctx *g0, const char *index_name, const ch
         if ((r = git_ok(&g, g.work_tree, LIST_MAX, &rr, err, "apply --numstat", ns_args)) < 0) return r;
         path_list pl = {};
         numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+        path_list_finish(&pl);
         run_result_done(&rr);
         _cleanup_strv_free_ char **paths = pl.paths, **literal = NULL, **indexed = NULL, **specs = NULL;
         if (pl.r < 0) return pl.r;
@@ -1909,9 +1948,12 @@ static int stage_patch_paths(const git_ctx *g0, const char *index_name, const ch
         }
         _cleanup_close_ int dfd = open(g.work_tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0) return -errno;
+        size_t n_indexed = strv_length(indexed);
+        if (n_indexed > 0) qsort(indexed, n_indexed, sizeof *indexed, strp_cmp);
         for (size_t i = 0; paths && paths[i]; i++) {
                 int fd = open_beneath(dfd, paths[i], O_PATH);
-                bool keep = fd >= 0 || strv_contains(indexed, paths[i]);
+                bool keep = fd >= 0 ||
+                            (n_indexed > 0 && bsearch(&paths[i], indexed, n_indexed, sizeof *indexed, strp_cmp));
                 if (fd >= 0) safe_close(fd);
                 if (keep && (r = strv_push(&specs, literal[i])) < 0) return r;
         }
@@ -2027,6 +2069,7 @@ static int patch_plants_repository(const git_ctx *g, const char *patch, char **w
         }
         path_list pl = {};
         numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+        path_list_finish(&pl);
         run_result_done(&rr);
         _cleanup_strv_free_ char **paths = pl.paths;
         if (pl.r < 0) return pl.r;
