@@ -3397,7 +3397,9 @@ fail:
  * Once the merged tree M is known, we write the live tree ourselves, from
  * ours O (the live contents, as merged) to M, one path at a time, each
  * atomically: the new content goes into a temp file in the target's own
- * directory (WO_TEMP_TAG below), is fsynced and renamed over the target, so
+ * directory (WO_TEMP_TAG below), is fsynced and renamed over the target
+ * (a batch of temps of one directory at a time: all written, then each
+ * fsynced, then each renamed; wo_batch below), so
  * a crash leaves every file old or new, never partial. A re-run after a crash
  * converges: what was written already equals theirs (the merge sees the same
  * change on both sides, an append that landed is not appended again:
