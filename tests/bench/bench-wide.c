@@ -11,11 +11,15 @@
  *   - changeset_apply_3way (accept: the 3-way merge and the write-out of
  *     every file into the live tree, each atomically and fsynced),
  *   - changeset_is_applied_3way after it (an interrupted accept's check).
- * Usage: bench-wide [files, default 10000] [bytes per file, default 0] */
+ * Usage: bench-wide [files, default 10000] [bytes per file, default 0] [new|edit, default new]
+ * "edit": the N files are tracked in the repository already (dir x/) and
+ * the worker appends a line to each (the accept then reads N live files). */
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +61,7 @@ int main(int argc, char **argv) {
         int bytes = argc > 2 ? atoi(argv[2]) : 0;
         if (n < 1) n = 1;
         if (bytes < 0) bytes = 0;
+        bool edit = argc > 3 && strcmp(argv[3], "edit") == 0;
         setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
         setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
         const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
@@ -73,6 +78,13 @@ int main(int argc, char **argv) {
                                   dir);
         if (sh(cmd) != 0) return 1;
         free(cmd);
+        if (edit) {
+                cmd = strdup_printf("cd '%s' && mkdir x && cd x && seq 1 %d | xargs touch && cd .. && git add -A && "
+                                    "git -c user.name=b -c user.email=b@x commit -qm x",
+                                    dir, n);
+                if (sh(cmd) != 0) return 1;
+                free(cmd);
+        }
 
         run_result rr;
         char *head_argv[] = {(char *) "git", (char *) "-C", dir, (char *) "rev-parse", (char *) "HEAD", NULL};
@@ -90,7 +102,7 @@ int main(int argc, char **argv) {
         double snap_s = now_s() - s;
 
         /* distinct contents when bytes > 0 (one blob per file), else all empty */
-        char *script = bytes > 0 ? strdup_printf("printf 'w\\n' >> a.txt; mkdir wide; cd wide; i=0; "
+        char *script = edit ? strdup_printf("printf 'w\\n' >> a.txt; for f in x/*; do echo w >> $f; done") : bytes > 0 ? strdup_printf("printf 'w\\n' >> a.txt; mkdir wide; cd wide; i=0; "
                                                  "while [ $i -lt %d ]; do head -c %d /dev/zero | tr '\\0' x > f$i; "
                                                  "echo $i >> f$i; i=$((i+1)); done",
                                                  n, bytes)
@@ -129,7 +141,8 @@ int main(int argc, char **argv) {
                 return 1;
         }
 
-        printf("change: %d new files of %d bytes + 1 edit; patch: %u files\n", n, bytes, files);
+        if (edit) printf("change: a line appended to %d tracked files + 1 edit; patch: %u files\n", n, files);
+        else printf("change: %d new files of %d bytes + 1 edit; patch: %u files\n", n, bytes, files);
         printf("snapshot (before the worker):  %8.3f s\n", snap_s);
         printf("worker (writes the files):     %8.3f s\n", worker_s);
         printf("extraction:                    %8.3f s  (%.0f us/file)\n", extract_s, extract_s / n * 1e6);
