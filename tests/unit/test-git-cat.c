@@ -54,7 +54,9 @@ static void setup(void) {
         root = strdup_printf("%s/tf-git-cat-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
         ck_assert_ptr_nonnull(mkdtemp(root));
         git_dir = strdup_printf("%s/git", root);
-        ck_assert_int_eq(system(strdup_printf("git init -q --bare '%s'", git_dir)), 0);
+        char *init = strdup_printf("git init -q --bare '%s'", git_dir);
+        ck_assert_int_eq(system(init), 0);
+        free(init);
         env = NULL;
         ck_assert_int_eq(strv_pushf(&env, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), 0);
         ck_assert_int_eq(strv_pushf(&env, "GIT_DIR=%s", git_dir), 0);
