@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -129,7 +130,13 @@ size_t strv_length(char *const *l) {
 int strv_consume(char ***l, char *s) {
         if (!s) return -ENOMEM;
         size_t n = strv_length(*l);
-        char **nl = realloc(*l, sizeof(char *) * (n + 2));
+        char **nl = *l;
+        /* grow geometrically: a realloc per push copied the list each time
+         * (under AddressSanitizer always), O(n^2) for a list of n paths */
+        if (!nl || malloc_usable_size(nl) < sizeof(char *) * (n + 2)) {
+                size_t want = n + 2 < 8 ? 8 : 2 * (n + 2);
+                nl = reallocarray(*l, want, sizeof(char *));
+        }
         if (!nl) {
                 free(s);
                 return -ENOMEM;
