@@ -55,9 +55,18 @@ void task_settle_spawn_error(Task *t, const char *message) {
         char iso[32];
         task_set_str(t, TASK_KEY_spawn_error, message);
         task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
-        /* an advisor's changeset always ends rejected (lifecycle.md §8.3) */
+        /* The launch failed before the fork: no worker ever ran in the
+         * overlay, so it holds no change. Like an extraction that found none
+         * (lifecycle.md §1.3 "no changes": accepted, overlay released) —
+         * never a "pending" changeset that `diff` and `accept` cannot find;
+         * an advisor's changeset always ends rejected (§8.3). */
         ChangesetStatus cs = t->rec.changeset_status;
-        if (streq_ptr(t->rec.role, "advisor") && cs == CHANGESET_PENDING) cs = CHANGESET_REJECTED;
+        if (cs == CHANGESET_PENDING) {
+                json_object *od = t->rec.overlay_dirs;
+                const char *root = od ? json_get_string(od, "root") : NULL, *tmp = od ? json_get_string(od, "tmpRoot") : NULL;
+                if (root && tmp && overlay_dirs_remove(tmp, root) >= 0) task_set_null(t, TASK_KEY_overlay_dirs);
+                cs = streq_ptr(t->rec.role, "advisor") ? CHANGESET_REJECTED : CHANGESET_ACCEPTED;
+        }
         task_settlement_done(t, TASK_CRASHED, cs);
 }
 

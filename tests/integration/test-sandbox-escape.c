@@ -212,7 +212,12 @@ START_TEST(preflight_binary) {
         ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
         const char *se = strempty(tf_jstr(st, "spawnError"));
         ck_assert_msg(strstr(se, "pi not found on PATH") && strstr(se, "/usr/local/bin:/usr/bin:/bin"), "%s", se);
+        /* no worker ran: no pending changeset that `diff`/`accept` cannot find,
+         * and no overlay left behind (lifecycle.md §1.3 "no changes") */
+        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "accepted");
         json_object_put(st);
+        _cleanup_free_ char *left = tf_shf(w, NULL, "ls %s/overlays 2>/dev/null | grep -c %s || true", w->state, id);
+        ck_assert_str_eq(left, "0");
         free(id);
         /* a pi installed only under /tmp (the sandbox's /tmp is private) */
         char tmpl[] = "/tmp/tf-pi-XXXXXX";
