@@ -162,6 +162,17 @@ static int job_run(cli_context *ctx, const char *name, json_object **ret_value, 
             (j.ro_bind && json_add(options, "roBind", string_list(j.ro_bind)) < 0))
                 return -ENOMEM;
         r = cli_dispatch(ctx, options, real, prompt, prompt_len, name, ret_raw, err);
+        /* the daemon decides that the executor needs a model (cli_dispatch
+         * makes that dispatch's usage error); for a job it is the job file's
+         * error: name the file and the key, exit 1 (taskferry-jobs(5)) */
+        if (r < 0 && err->exit_code == CLI_EXIT_USAGE && err->text &&
+            (startswith(err->text, "error: --model is required\n") || streq(err->text, "--model is required"))) {
+                cli_error_done(err);
+                return cli_error_fail(err, NULL,
+                                      "error: %s: missing key model (its executor%s%s needs one)\n"
+                                      "help: add model = \"<provider/model>\", or executor = \"shell\"; %s",
+                                      file, j.executor ? " " : "", j.executor ? j.executor : "", JOB_HELP);
+        }
         if (r < 0) return r;
         /* what dispatch prints, but not the prompt: under systemd stdout is
          * the journal, where a prompt must never go (--json prints the

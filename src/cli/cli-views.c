@@ -260,7 +260,7 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
         json_object *rl = json_get_object(o, "resourceLimits");
         if (rl && !json_get_bool(rl, "enforced", true)) {
                 _cleanup_free_ char *w = strdup_printf(
-                        "resource limits are not enforced (%s): workers run in process groups without their "
+                        "resource limits are not enforced: %s; workers run in process groups without their "
                         "MemoryMax/TasksMax/CPUWeight; run the daemon under a systemd user manager",
                         strempty(json_get_string(rl, "reason")));
                 if (w) json_object_array_add(warnings, json_object_new_string(w));

@@ -83,7 +83,12 @@ int main(int argc, char **argv) {
 
         if (args.help) {
                 _cleanup_json_ json_object *help = cli_help_object(args.command);
-                if (!help || print_value(help, json) < 0) return out_of_memory(json);
+                if (!help) return out_of_memory(json);
+                /* the JSON keeps the spec's shape (options:{} for none); the
+                 * TOON would print a bare "options:" line, so it prints none */
+                json_object *opts = json_get_object(help, "options");
+                if (!json && opts && json_object_object_length(opts) == 0) json_object_object_del(help, "options");
+                if (print_value(help, json) < 0) return out_of_memory(json);
                 return finish(CLI_EXIT_OK);
         }
         if (!cli_command_implemented(args.command)) {

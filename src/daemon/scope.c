@@ -48,8 +48,7 @@ static void scope_unavailable(Manager *m, const char *fmt, ...) {
         if (vasprintf(&text, fmt, ap) < 0) text = NULL;
         va_end(ap);
         if (s->state != SCOPE_UNAVAILABLE)
-                log_info("no systemd user manager (%s): workers run in their own process groups; resource limits "
-                         "are not enforced",
+                log_info("resource limits are not enforced (%s): workers run in their own process groups",
                          text ? text : "out of memory");
         s->fallback_logged = true;
         s->state = SCOPE_UNAVAILABLE;
@@ -288,11 +287,31 @@ static int probe_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_
         s->probe = sd_bus_slot_unref(s->probe);
         const sd_bus_error *e = sd_bus_message_get_error(reply);
         if (e) {
-                scope_unavailable(m, "org.freedesktop.systemd1 on the user bus: %s", e->message ? e->message : e->name);
+                scope_unavailable(m, "no systemd user manager (no org.freedesktop.systemd1 on the user bus: %s)",
+                                  e->message ? e->message : e->name);
                 return 0;
         }
         if (s->state == SCOPE_PROBING) s->state = SCOPE_AVAILABLE;
         return 0;
+}
+
+/* sd_bus_open_user's error r in words: which of the two places it looks
+ * for the user bus is missing */
+static void scope_unavailable_no_bus(Manager *m, int r) {
+        const char *addr = getenv("DBUS_SESSION_BUS_ADDRESS");
+        if (r == -ENOMEDIUM)
+                scope_unavailable(m, "no systemd user manager (no user bus: $DBUS_SESSION_BUS_ADDRESS and "
+                                     "$XDG_RUNTIME_DIR unset)");
+        else if (!isempty(addr))
+                scope_unavailable(m, "no systemd user manager (no user bus at $DBUS_SESSION_BUS_ADDRESS: %s)",
+                                  strerror(-r));
+        else if (r == -ENOENT)
+                scope_unavailable(m, "no systemd user manager (no user bus: $DBUS_SESSION_BUS_ADDRESS unset and "
+                                     "$XDG_RUNTIME_DIR/bus missing)");
+        else
+                scope_unavailable(m, "no systemd user manager (no user bus: $DBUS_SESSION_BUS_ADDRESS unset and "
+                                     "$XDG_RUNTIME_DIR/bus: %s)",
+                                  strerror(-r));
 }
 
 int scope_setup(Manager *m) {
@@ -304,7 +323,7 @@ int scope_setup(Manager *m) {
         if (r >= 0) r = sd_bus_attach_event(s->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0) {
                 s->bus = sd_bus_flush_close_unref(s->bus);
-                scope_unavailable(m, "no user bus: %s", strerror(-r));
+                scope_unavailable_no_bus(m, r);
                 return 0;
         }
         r = sd_bus_match_signal_async(s->bus, &s->job_removed, SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved", job_removed,

@@ -287,6 +287,32 @@ START_TEST(errors_name_file_and_line_never_the_prompt) {
 }
 END_TEST
 
+/* A job file without a key its job needs names the file and the key, exit 1
+ * (a job error), not dispatch's bare usage error "--model is required". */
+START_TEST(missing_model_or_directory_names_the_key) {
+        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
+        make_repo(repo);
+        _cleanup_free_ char *jobs = home_jobs_dir();
+        _cleanup_free_ char *nomodel = strdup_printf("directory = '%s'\nprompt = 'SECRET prompt'\n", repo);
+        write_job(jobs, "nomodel", nomodel);
+        _cleanup_free_ char *nomodel_pi =
+                strdup_printf("directory = '%s'\nprompt = 'SECRET prompt'\nexecutor = 'pi'\n", repo);
+        write_job(jobs, "nomodelpi", nomodel_pi);
+        write_job(jobs, "nodirectory", "prompt = 'SECRET prompt'\nexecutor = 'shell'\n");
+        int before = task_count();
+
+        _cleanup_free_ char *f = strdup_printf("%s/nomodel.toml: missing key model", jobs);
+        expect_run_error("job run nomodel", 1, f);
+        free(f);
+        f = strdup_printf("%s/nomodelpi.toml: missing key model", jobs);
+        expect_run_error("job run nomodelpi", 1, f);
+        free(f);
+        f = strdup_printf("%s/nodirectory.toml: missing key directory", jobs);
+        expect_run_error("job run nodirectory", 1, f);
+        ck_assert_int_eq(task_count(), before);
+}
+END_TEST
+
 /* A hostile or careless file where a job or prompt file belongs: refused at
  * once, nothing read into memory beyond the cap. */
 START_TEST(hostile_files_never_hang_or_blow_memory) {
@@ -522,6 +548,7 @@ int main(void) {
         tcase_add_test(tc, run_with_xdg_config_home_and_toon_output);
         tcase_add_test(tc, prompt_file_and_multi_line_prompt);
         tcase_add_test(tc, errors_name_file_and_line_never_the_prompt);
+        tcase_add_test(tc, missing_model_or_directory_names_the_key);
         tcase_add_test(tc, hostile_files_never_hang_or_blow_memory);
         tcase_add_test(tc, list_shows_jobs_timers_and_last_task);
         tcase_add_test(tc, dispatch_param_job_is_validated);
