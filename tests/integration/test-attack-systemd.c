@@ -1,0 +1,198 @@
+/* Attacks on issue 8's channels (the env file and its reload, the daemon's
+ * log lines on stderr / the journal, nested dispatch env, the process-group
+ * kill without a user manager) by a hostile worker, mostly through its own
+ * task socket. Each test is one attempt to get out; a pass means the attack
+ * failed. Those that found a hole say so. */
+
+#include <check.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "macro.h"
+#include "util.h"
+
+#define SECRET "sk-attack8-2b9e71c4d05a"
+#define ROTATED "sk-attack8-rotated-5f1d8e"
+
+static char *make_repo(tf_world *w) {
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
+                    repo, repo));
+        return repo;
+}
+
+static char *daemon_log(tf_world *w) {
+        _cleanup_free_ char *p = strdup_printf("%s/daemon.log", w->root);
+        char *s = NULL;
+        if (read_file(p, (size_t) 1 << 26, &s, NULL) < 0) s = strdup("");
+        return s;
+}
+
+static char *output_file(tf_world *w, const char *id, const char *name) {
+        _cleanup_free_ char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
+        char *s = NULL;
+        if (read_file(p, (size_t) 1 << 24, &s, NULL) < 0) s = NULL;
+        return s;
+}
+
+/* A python3 client the worker runs: sends each argv[1:] (a JSON request) on
+ * its task socket and prints each reply on a line. */
+static const char *const peer_py =
+        "import json, os, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); s.settimeout(10)\n"
+        "f = s.makefile('rb')\n"
+        "for i, a in enumerate(sys.argv[1:]):\n"
+        "    req = {'version': 1, 'id': 'r%d' % i}; req.update(json.loads(a))\n"
+        "    s.sendall((json.dumps(req) + '\\n').encode())\n"
+        "    while True:\n"
+        "        line = f.readline()\n"
+        "        if not line: print('EOF'); sys.exit(0)\n"
+        "        fr = json.loads(line)\n"
+        "        if fr.get('id') == req['id']: break\n"
+        "    print(json.dumps(fr))\n";
+
+/* Run a shell worker in repo with script; wait for it; return its id. */
+static char *run_worker(tf_world *w, const char *repo, const char *const extra[], const char *script) {
+        const char *argv[24] = {"--executor", "shell", "--directory", repo};
+        size_t n = 4;
+        for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
+        argv[n++] = "--prompt";
+        argv[n++] = script;
+        argv[n] = NULL;
+        char *id = tf_dispatch(w, argv);
+        json_object_put(tf_wait_settled(w, id));
+        return id;
+}
+
+/* Hole found (fixed in launch.c, push_env_file_dirs): the user binds the env
+ * file's directory (read-only) into a worker; the file itself was masked
+ * (/dev/null over it). While the worker ran, the user rotated the secret the
+ * documented way (temp file + rename over the old one): the rename detached
+ * the mask in the sandbox's namespace and the temp file was never masked, so
+ * the worker read the new secret. The env file's directory is now masked as
+ * a whole (unless it holds the home or the target). */
+START_TEST(env_file_rotation_stays_masked) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        char *p = strdup_printf("%s/env", dir);
+        const char text[] = "K=" SECRET "\n";
+        tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_daemon_start(w);
+        /* the worker reads everything in the dir for a while */
+        char *script = strdup_printf(
+                "O=\"$TASKFERRY_OUTPUT_DIR\"; : > \"$O/started\"; i=0; while [ $i -lt 60 ]; do "
+                "cat '%s'/* '%s'/.[!.]* >> \"$O/seen\" 2>/dev/null; i=$((i+1)); sleep 0.1; done; true",
+                dir, dir);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--ro-bind", dir, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, argv);
+        char *started = strdup_printf("%s/outputs/%s/started", w->state, id);
+        for (int i = 0; i < 200 && !tf_exists(started); i++) usleep(50 * 1000);
+        ck_assert_msg(tf_exists(started), "the worker never started");
+        /* rotate: temp + rename, as a secrets-unlock tool does */
+        char *tmp = strdup_printf("%s.tmp-rot", p);
+        const char text2[] = "K=" ROTATED "\n";
+        tf_write(tmp, text2, strlen(text2), 0600);
+        usleep(300 * 1000);
+        ck_assert_int_eq(rename(tmp, p), 0);
+        json_object_put(tf_wait_settled(w, id));
+        char *seen = output_file(w, id, "seen");
+        ck_assert_msg(!seen || (!strstr(seen, SECRET) && !strstr(seen, ROTATED)), "the worker read the env file: %s",
+                      seen);
+        free(seen), free(tmp), free(started), free(id), free(script), free(p), free(dir), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack: a worker's nested dispatch forwards plumbing variables in its env
+ * (TASKFERRY_STATE_DIR, TASKFERRY_SOCKET_PATH, PATH, HOME, TASKFERRY_TASK_ID,
+ * TASKFERRY_OUTPUT_DIR, TASKFERRY_RUNTIME_DIR) to misroute the next worker. */
+START_TEST(nested_env_carries_no_plumbing) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        char *py = strdup(tf_path(w->fixtures, "peer.py"));
+        tf_write(py, peer_py, strlen(peer_py), 0644);
+        /* the nested worker writes what it sees into its own output dir */
+        const char *probe = "for v in TASKFERRY_STATE_DIR TASKFERRY_SOCKET_PATH PATH HOME TASKFERRY_TASK_ID "
+                            "TASKFERRY_OUTPUT_DIR TASKFERRY_RUNTIME_DIR TASKFERRY_CACHE_DIR; do "
+                            "eval echo $v=\\\\${$v-}; done > \\\"$TASKFERRY_OUTPUT_DIR/env.txt\\\"";
+        char *req = strdup_printf(
+                "{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"%s\","
+                "\"directory\":\"%s\",\"env\":{\"TASKFERRY_STATE_DIR\":\"/evil/state\",\"TASKFERRY_SOCKET_PATH\":"
+                "\"/evil/sock\",\"PATH\":\"/evil/bin\",\"HOME\":\"/evil/home\",\"TASKFERRY_TASK_ID\":\"evil\","
+                "\"TASKFERRY_OUTPUT_DIR\":\"/evil/out\",\"TASKFERRY_RUNTIME_DIR\":\"/evil/run\","
+                "\"TASKFERRY_CACHE_DIR\":\"/evil/cache\"}}}",
+                probe, repo);
+        char *script = strdup_printf("python3 %s '%s' > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, req);
+        char *id = run_worker(w, repo, NULL, script);
+        char *replies = output_file(w, id, "replies.txt");
+        ck_assert_msg(replies, "no replies");
+        json_object *fr = tf_json(replies);
+        json_object *res = json_get_object(fr, "result");
+        ck_assert_msg(res, "dispatch refused: %s", replies);
+        const char *nid = json_get_string(res, "id");
+        ck_assert_msg(nid, "%s", replies);
+        json_object_put(tf_wait_settled(w, nid));
+        char *env = output_file(w, nid, "env.txt");
+        ck_assert_msg(env, "the nested worker wrote nothing");
+        ck_assert_msg(!strstr(env, "/evil") && !strstr(env, "=evil"), "plumbing from a nested dispatch: %s", env);
+        free(env), json_object_put(fr), free(replies), free(id), free(script), free(req), free(py), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack: without a user manager (this host), a worker that setsid()s and
+ * double-forks a sleeper, then is cancelled: does anything of it live on? */
+START_TEST(cancel_leaves_no_setsid_grandchild) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        /* a sleep of a length no one else uses marks the worker's processes */
+        char *mark = strdup_printf("sleep 9%d", (int) getpid());
+        char *script = strdup_printf(
+                "O=\"$TASKFERRY_OUTPUT_DIR\"; (setsid sh -c '(%s </dev/null >/dev/null 2>&1 &) ; "
+                "%s' </dev/null >/dev/null 2>&1 &); sleep 0.5; : > \"$O/forked\"; sleep 300",
+                mark, mark);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, argv);
+        char *forked = strdup_printf("%s/outputs/%s/forked", w->state, id);
+        for (int i = 0; i < 300 && !tf_exists(forked); i++) usleep(50 * 1000);
+        ck_assert_msg(tf_exists(forked), "the worker never forked");
+        char *n0 = tf_shf(w, NULL, "pgrep -f -x -c '%s' || true", mark);
+        ck_assert_msg(atoi(n0) >= 1, "no sleeper seen (%s)", n0);
+        const char *c[] = {"cancel", id, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, c);
+        tf_run_done(&r);
+        json_object_put(tf_wait_settled(w, id));
+        char *n1 = NULL;
+        for (int i = 0; i < 50; i++) {
+                free(n1);
+                n1 = tf_shf(w, NULL, "pgrep -f -x -c '%s' || true", mark);
+                if (atoi(n1) == 0) break;
+                usleep(100 * 1000);
+        }
+        free(tf_shf(w, NULL, "pkill -KILL -f -x '%s' || true", mark)); /* our own marked sleepers, if any */
+        ck_assert_msg(atoi(n1) == 0, "%s processes of the cancelled worker live on", n1);
+        free(n1), free(n0), free(forked), free(id), free(script), free(mark), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("attack-systemd");
+        TCase *tc = tcase_create("attack-systemd");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, env_file_rotation_stays_masked);
+        tcase_add_test(tc, nested_env_carries_no_plumbing);
+        tcase_add_test(tc, cancel_leaves_no_setsid_grandchild);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return tf_run_suite(suite()); }
