@@ -67,6 +67,62 @@ static char *run_worker(tf_world *w, const char *repo, const char *const extra[]
         return id;
 }
 
+typedef struct {
+        const char *needle;
+        unsigned want;
+} log_wait;
+
+static bool pred_log(tf_world *w, void *arg) {
+        log_wait *lw = arg;
+        _cleanup_free_ char *log = daemon_log(w);
+        unsigned n = 0;
+        for (const char *p = log; (p = strstr(p, lw->needle)); p++) n++;
+        return n >= lw->want;
+}
+
+/* Hole found (fixed in src/shared/util.c log_emit): text a worker controls
+ * reached the daemon's log lines raw. A nested dispatch's bind path with a
+ * newline in it ("bind %s does not exist", "is inside the deny-listed %s")
+ * wrote a second, forged line into the daemon's stderr — under systemd that
+ * is a journal entry of its own, looking like one of taskferryd's. Control
+ * characters in a message's arguments are now escaped; a line the daemon
+ * means to split (error + help) still is. */
+START_TEST(worker_text_forges_no_log_line) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        char *py = strdup(tf_path(w->fixtures, "peer.py"));
+        tf_write(py, peer_py, strlen(peer_py), 0644);
+        /* a nested shell dispatch whose binds carry a forged line each */
+        char *req = strdup_printf(
+                "{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"true\","
+                "\"directory\":\"%s\",\"rwBind\":[\"/nonexistent-a\\ntaskferryd: error: FORGED-A\"],"
+                "\"roBind\":[\"%s/.ssh/x\\ntaskferryd: error: FORGED-B\\r<0>FORGED-C\"]}}",
+                repo, w->home);
+        char *script = strdup_printf("python3 %s '%s' > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, req);
+        char *id = run_worker(w, repo, NULL, script);
+        char *replies = output_file(w, id, "replies.txt");
+        fprintf(stderr, "replies: %s\n", strnull(replies));
+        /* the dispatch was looked at (its deny-list warning is logged before the refusal) */
+        log_wait lw = {"deny-listed", 1};
+        bool launched = tf_wait_until(pred_log, w, &lw, 20000);
+        char *log = daemon_log(w);
+        ck_assert_msg(launched, "no deny-list warning was logged; log:\n%s", log);
+        for (const char *l = log; l && *l;) {
+                size_t n = strcspn(l, "\n");
+                char *line = strndup(l, n);
+                ck_assert_msg(!strstr(line, "FORGED") || strncmp(line, "taskferryd: error: FORGED", 25) != 0,
+                              "a forged log line: %s\nlog:\n%s", line, log);
+                ck_assert_msg(!strchr(line, '\r'), "a raw CR in a log line: %s", line);
+                free(line);
+                l += n;
+                if (*l) l++;
+        }
+        free(log), free(replies), free(id), free(script), free(req), free(py), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* Hole found (fixed in launch.c, push_env_file_dirs): the user binds the env
  * file's directory (read-only) into a worker; the file itself was masked
  * (/dev/null over it). While the worker ran, the user rotated the secret the
@@ -188,6 +244,7 @@ static Suite *suite(void) {
         Suite *s = suite_create("attack-systemd");
         TCase *tc = tcase_create("attack-systemd");
         tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, worker_text_forges_no_log_line);
         tcase_add_test(tc, env_file_rotation_stays_masked);
         tcase_add_test(tc, nested_env_carries_no_plumbing);
         tcase_add_test(tc, cancel_leaves_no_setsid_grandchild);
