@@ -5,7 +5,10 @@
  * failed. Those that found a hole say so. */
 
 #include <check.h>
+#include <ctype.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -240,6 +243,152 @@ START_TEST(cancel_leaves_no_setsid_grandchild) {
 }
 END_TEST
 
+/* ---- the D-Bus API on a private dbus-daemon (as test-bus.c) ---- */
+
+#define NAME "org.taskferry.Taskferry1"
+#define MPATH "/org/taskferry/Taskferry1"
+#define MIFACE "org.taskferry.Taskferry1.Manager"
+#define TIFACE "org.taskferry.Taskferry1.Task"
+
+typedef struct tf_bus {
+        pid_t pid;
+        char *socket;
+} tf_bus;
+
+static tf_bus start_bus(tf_world *w) {
+        tf_bus b = {0};
+        char *dir = strdup(tf_path(w->root, "bus"));
+        ck_assert_int_eq(mkdir(dir, 0700), 0);
+        b.socket = strdup(tf_path(dir, "socket"));
+        char *listen = strdup_printf("--address=unix:path=%s", b.socket);
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        b.pid = fork();
+        ck_assert_int_ge(b.pid, 0);
+        if (b.pid == 0) {
+                int devnull = open("/dev/null", O_RDWR);
+                dup2(devnull, 0);
+                dup2(p[1], 1);
+                dup2(devnull, 2);
+                close(p[0]);
+                setsid();
+                execlp("dbus-daemon", "dbus-daemon", "--session", "--nofork", "--print-address", listen, (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        char buf[1024];
+        size_t n = 0;
+        while (n < sizeof buf - 1) {
+                ssize_t k = read(p[0], buf + n, sizeof buf - 1 - n);
+                if (k <= 0) break;
+                n += (size_t) k;
+                if (memchr(buf, '\n', n)) break;
+        }
+        close(p[0]);
+        buf[n] = 0;
+        ck_assert_msg(n > 0 && strchr(buf, '\n'), "dbus-daemon printed no address");
+        *strchr(buf, '\n') = 0;
+        tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", buf);
+        free(dir), free(listen);
+        return b;
+}
+
+static void stop_bus(tf_bus *b) {
+        if (b->pid > 0) {
+                kill(b->pid, SIGTERM);
+                waitpid(b->pid, NULL, 0);
+        }
+        free(b->socket);
+}
+
+static bool bus_name_up(tf_world *w, void *arg) {
+        tf_run r = tf_sh(w, NULL, "busctl --user get-property " NAME " " MPATH " " MIFACE " Version", true);
+        bool ok = r.exit_code == 0;
+        tf_run_done(&r);
+        return ok;
+}
+
+/* sd_bus_path_encode(3): [A-Za-z0-9] kept, every other byte _xx. */
+static char *encoded_path(const char *id) {
+        char *out = calloc(1, strlen(MPATH "/task/") + 3 * strlen(id) + 1);
+        char *p = stpcpy(out, MPATH "/task/");
+        for (const unsigned char *s = (const unsigned char *) id; *s; s++)
+                if (isalnum(*s) && *s < 0x80) *p++ = (char) *s;
+                else p += sprintf(p, "_%02x", *s);
+        return out;
+}
+
+static bool status_running(tf_world *w, void *arg) {
+        _cleanup_free_ char *p = strdup_printf("{\"taskId\":\"%s\"}", (const char *) arg);
+        json_object *fr = tf_rpc(w, "task.status", p);
+        json_object *res = json_get_object(fr, "result");
+        bool ok = res && streq_ptr(json_get_string(res, "status"), "running");
+        json_object_put(fr);
+        return ok;
+}
+
+/* Hole found (fixed in bus.c task_find/task_enumerate): with the bus bound
+ * into a sandbox, ListTasks and CancelTask kept to the peer rules (a worker
+ * knows only its own task tree), but the per-task objects did not: a worker
+ * read every property of the user's other tasks (Directory, LogPath, Model,
+ * FailureDetail ...) with Get/GetAll, saw them in `busctl tree`, introspect
+ * and GetManagedObjects. The objects a sandboxed caller may not see are now
+ * unknown to it, as on the socket. Odd object paths under the task prefix
+ * (undecodable, overlong, escaped dots) are unknown objects and the daemon
+ * carries on. */
+START_TEST(bus_objects_keep_the_peer_rules) {
+        tf_world *w = tf_world_new(NULL);
+        tf_bus b = start_bus(w);
+        char *repo = make_repo(w);
+        char *other = strdup(tf_path(w->repo_parent, "other-secret-project"));
+        free(tf_shf(w, NULL, "mkdir -p %s", other));
+        tf_daemon_start(w);
+        ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
+        const char *dv[] = {"--executor", "shell", "--directory", other, "--prompt", "sleep 120", NULL};
+        char *victim = tf_dispatch(w, dv);
+        ck_assert(tf_wait_until(status_running, w, victim, 30000));
+        char *pv = encoded_path(victim);
+        char *busdir = strdup(tf_path(w->root, "bus"));
+        char *longp = calloc(1, 4000);
+        strcpy(longp, MPATH "/task/");
+        for (size_t i = strlen(longp); i < 3000; i++) longp[i] = 'a';
+        char *script = strdup_printf(
+                "B='busctl --address=unix:path=%s'; "
+                "$B get-property " NAME " %s " TIFACE " Directory 2>&1; echo get=$?; "
+                "$B call " NAME " %s org.freedesktop.DBus.Properties GetAll s " TIFACE " 2>&1; echo getall=$?; "
+                "$B introspect " NAME " %s 2>&1; echo intro=$?; "
+                "echo tree=$($B tree --list " NAME " 2>&1 | grep -c -e %s -e %s); "
+                "echo gmo=$($B call " NAME " " MPATH " org.freedesktop.DBus.ObjectManager GetManagedObjects 2>&1 | "
+                "grep -c -e %s -e %s); "
+                "for p in " MPATH "/task/_ " MPATH "/task/_zz " MPATH "/task/_2e_2e " MPATH "/task/a_2fb "
+                MPATH "/task/x/y %s; do $B introspect " NAME " $p >/dev/null 2>&1; "
+                "$B get-property " NAME " $p " TIFACE " Status >/dev/null 2>&1; done; "
+                "echo own=$($B tree --list " NAME " | grep -c \"$(echo $TASKFERRY_TASK_ID | sed 's/_/_5f/g')\"); "
+                "$B get-property " NAME " " MPATH " " MIFACE " Version; echo alive=$?",
+                b.socket, pv, pv, pv, victim, strrchr(pv, '/') + 1, victim, strrchr(pv, '/') + 1, longp);
+        const char *bind[] = {"--rw-bind", busdir, NULL};
+        char *wid = run_worker(w, repo, bind, script);
+        char *msg = tf_task_message(w, wid);
+        fprintf(stderr, "the worker's bus view:\n%s\n", msg);
+        ck_assert_msg(strstr(msg, "alive=0"), "the worker never reached the bus (output above)");
+        ck_assert_msg(!strstr(msg, "other-secret-project"), "the worker read another task's properties (output above)");
+        ck_assert_msg(strstr(msg, "get=1\n") && strstr(msg, "getall=1\n") && !strstr(msg, "intro=0\n") &&
+                              !strstr(msg, "\"Status\"") && strstr(msg, "tree=0\n") && strstr(msg, "gmo=0\n") && strstr(msg, "own=1\n"),
+                      "the worker saw another task on the bus (output above)");
+        /* the daemon carries on; the user still sees the task */
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        _cleanup_free_ char *d = tf_shf(w, NULL, "busctl --user get-property " NAME " %s " TIFACE " Directory", pv);
+        ck_assert_msg(strstr(d, "other-secret-project"), "%s", d);
+        const char *c[] = {"cancel", victim, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, c);
+        tf_run_done(&r);
+        json_object_put(tf_wait_settled(w, victim));
+        free(msg), free(wid), free(script), free(longp), free(busdir), free(pv), free(victim), free(other), free(repo);
+        tf_world_free(w);
+        stop_bus(&b);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("attack-systemd");
         TCase *tc = tcase_create("attack-systemd");
@@ -248,6 +397,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, env_file_rotation_stays_masked);
         tcase_add_test(tc, nested_env_carries_no_plumbing);
         tcase_add_test(tc, cancel_leaves_no_setsid_grandchild);
+        tcase_add_test(tc, bus_objects_keep_the_peer_rules);
         suite_add_tcase(s, tc);
         return s;
 }
