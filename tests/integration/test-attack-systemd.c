@@ -243,6 +243,44 @@ START_TEST(cancel_leaves_no_setsid_grandchild) {
 }
 END_TEST
 
+/* Attack: from inside the sandbox, reach the daemon's or the shim's process:
+ * read a variable the denylist keeps from workers (and an env-file value it
+ * also keeps) through any /proc/<pid>/environ or cmdline the worker sees,
+ * and write a forged log line to every fd it holds and to /proc/<pid>/fd/2
+ * of every process it sees (the daemon's stderr is the journal). */
+START_TEST(proc_and_fds_reach_no_daemon) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        char *p = strdup_printf("%s/env", dir);
+        const char text[] = "FILEDENY=" SECRET "-file\n";
+        tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "DENYME,FILEDENY");
+        tf_world_setenv(w, "DENYME", SECRET "-ambient");
+        tf_daemon_start(w);
+        const char *script =
+                "O=\"$TASKFERRY_OUTPUT_DIR\"; "
+                "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline /proc/[0-9]*/task/*/environ; do "
+                "tr '\\0' '\\n' < $f 2>/dev/null; done > \"$O/proc.txt\"; "
+                "env >> \"$O/proc.txt\"; "
+                "for f in /proc/self/fd/* /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2 /dev/stderr /dev/console /dev/kmsg; do "
+                "printf '\\ntaskferryd: error: FORGED-FD %s\\n<0>FORGED-FD\\n' \"$f\" > \"$f\" 2>/dev/null; done; "
+                "ls -l /proc/[0-9]*/fd/ >> \"$O/fds.txt\" 2>&1; true";
+        char *id = run_worker(w, repo, NULL, script);
+        char *seen = output_file(w, id, "proc.txt");
+        ck_assert_msg(seen && strstr(seen, "TASKFERRY_TASK_ID="), "the probe read nothing: %s", strnull(seen));
+        ck_assert_msg(!strstr(seen, SECRET), "the worker read a denied value: ...%.200s", strstr(seen, SECRET) - 40);
+        usleep(300 * 1000);
+        char *log = daemon_log(w);
+        ck_assert_msg(!strstr(log, "FORGED-FD"), "a worker wrote into the daemon's stderr:\n%s", log);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        free(log), free(seen), free(id), free(p), free(dir), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 /* ---- the D-Bus API on a private dbus-daemon (as test-bus.c) ---- */
 
 #define NAME "org.taskferry.Taskferry1"
@@ -398,6 +436,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, nested_env_carries_no_plumbing);
         tcase_add_test(tc, cancel_leaves_no_setsid_grandchild);
         tcase_add_test(tc, bus_objects_keep_the_peer_rules);
+        tcase_add_test(tc, proc_and_fds_reach_no_daemon);
         suite_add_tcase(s, tc);
         return s;
 }
