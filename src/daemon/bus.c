@@ -156,10 +156,29 @@ static Task *task_of_path(Manager *m, const char *path) {
         return task_exported(t) ? t : NULL;
 }
 
+static int bus_caller(Manager *m, sd_bus_message *msg, Caller *ret, sd_bus_error *error);
+
+/* May the caller of the method call being processed see t (the peer rules,
+ * peer.h caller_may_see)? Only asked while a call on path or on an object
+ * above it (GetManagedObjects, tree, introspect) is dispatched; an object
+ * looked up for a signal the daemon emits meanwhile is not the caller's
+ * business. A caller that cannot be told sees nothing. */
+static bool bus_caller_may_see(sd_bus *bus, const char *path, Task *t) {
+        sd_bus_message *msg = sd_bus_get_current_message(bus);
+        const char *target = msg ? sd_bus_message_get_path(msg) : NULL;
+        if (!msg || !sd_bus_message_is_method_call(msg, NULL, NULL) || !target || !path_is_at_or_below(path, target))
+                return true;
+        Caller who;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r = bus_caller(t->m, msg, &who, &e);
+        sd_bus_error_free(&e);
+        return r >= 0 && caller_may_see(who, t);
+}
+
 static int task_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
                      sd_bus_error *error) {
         Task *t = task_of_path(userdata, path);
-        if (!t) return 0;
+        if (!t || !bus_caller_may_see(bus, path, t)) return 0;
         *found = t;
         return 1;
 }
@@ -172,6 +191,11 @@ static int task_enumerate(sd_bus *bus, const char *path, void *userdata, char **
         for (size_t i = 0; i < m->n_tasks; i++) {
                 if (!task_exported(m->tasks[i])) continue;
                 if (!(l[n] = bus_task_path(m->tasks[i]->id))) return -ENOMEM;
+                if (!bus_caller_may_see(bus, l[n], m->tasks[i])) {
+                        free(l[n]);
+                        l[n] = NULL;
+                        continue;
+                }
                 n++;
         }
         *nodes = TAKE_PTR(l);

@@ -118,6 +118,35 @@ static int build_masks(Manager *m, char ***ret_deny, char ***ret_structural) {
         return 0;
 }
 
+/* A rotation of the env file (temp file + rename beside it, the way the
+ * spec's §7.3 reload is meant to be fed) detaches the file's mask in a
+ * running sandbox (a rename over a mount point unmounts it in the other
+ * namespaces), and the temp file is not masked at all: where a bind or the
+ * target shows the file's directory, the worker read the new secret. So the
+ * directory itself (of the path and of where it points) is masked, never
+ * re-exposed by a user bind — unless it holds the home dir or the target,
+ * which a mask would hide; there only the file stays masked. */
+static int push_env_file_dirs(Manager *m, const char *target, char ***structural) {
+        const char *ef = m->settings.env_file;
+        if (!ef || ef[0] != '/') return 0;
+        _cleanup_free_ char *real = realpath(ef, NULL);
+        const char *files[] = {ef, real};
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                if (!files[i]) continue;
+                _cleanup_free_ char *dir = strdup(files[i]);
+                if (!dir) return -ENOMEM;
+                char *sl = strrchr(dir, '/');
+                if (!sl || sl == dir) continue;
+                *sl = 0;
+                if (path_is_at_or_below(m->paths.home, dir) || path_is_at_or_below(target, dir) ||
+                    strv_contains(*structural, dir))
+                        continue;
+                int r = strv_push(structural, dir);
+                if (r < 0) return r;
+        }
+        return 0;
+}
+
 /* The user's binds of one kind: the daemon's (TASKFERRY_RW_BIND /
  * TASKFERRY_RO_BIND) then the dispatch's, resolved, deduplicated; entries that
  * do not exist, or (daemon-wide ones, which the dispatch check did not see)
@@ -410,6 +439,7 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
         for (size_t i = 0; i < ELEMENTSOF(host_service_vars); i++) strv_env_unset(env, host_service_vars[i]);
 
         const char *directory = t->rec.directory;
+        if ((r = push_env_file_dirs(m, strempty(directory), &structural)) < 0) return r;
         for (char **s = structural; *s; s++)
                 if ((r = strv_push(&never, *s)) < 0) return r;
         if ((r = strv_push(&never, directory)) < 0) return r;

@@ -51,8 +51,13 @@ static bool log_to_journal(void) {
 }
 
 /* Write head + text to stderr in one go; on a journal stream every line
- * starts with "<prio>" (the stream transport reads it, SyslogLevelPrefix=). */
-static void log_emit(int prio, const char *head, const char *text) {
+ * starts with "<prio>" (the stream transport reads it, SyslogLevelPrefix=).
+ * indent: a formatted message (log_msg), whose arguments may carry text a
+ * worker chose (a bind path, a model name): its lines after the first start
+ * with two spaces, so none can pass for a line of its own ("taskferryd:
+ * error: ..."), and control characters other than a tab are written as
+ * \xNN (a CR would overwrite the head on a terminal). */
+static void log_emit(int prio, const char *head, const char *text, bool indent) {
         bool journal = log_to_journal();
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
@@ -69,7 +74,12 @@ static void log_emit(int prio, const char *head, const char *text) {
                 if (!first && !nl && n == 0) break; /* a trailing newline ends the text */
                 if (journal) fprintf(f, "<%d>", prio);
                 if (first) fputs(head, f);
-                fwrite(s, 1, n, f);
+                else if (indent) fputs("  ", f);
+                for (size_t i = 0; i < n; i++) {
+                        unsigned char c = (unsigned char) s[i];
+                        if (indent && ((c < 0x20 && c != '\t') || c == 0x7f)) fprintf(f, "\\x%02x", c);
+                        else fputc(c, f);
+                }
                 fputc('\n', f);
                 first = false;
                 s = nl ? nl + 1 : NULL;
@@ -85,7 +95,7 @@ static void log_vemit(const char *level, bool with_errno, int r, const char *fmt
         if (asprintf(&head, "%s: %s: ", log_program, level) < 0) head = NULL;
         _cleanup_free_ char *full = NULL;
         if (with_errno && asprintf(&full, "%s: %s", strempty(msg), strerror(r < 0 ? -r : r)) < 0) full = NULL;
-        log_emit(log_level_priority(level), strempty(head), with_errno ? strempty(full) : strempty(msg));
+        log_emit(log_level_priority(level), strempty(head), with_errno ? strempty(full) : strempty(msg), true);
 }
 
 void log_msg(const char *level, const char *fmt, ...) {
@@ -109,7 +119,7 @@ void log_text(const char *level, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
         va_end(ap);
-        log_emit(log_level_priority(level), "", strempty(msg));
+        log_emit(log_level_priority(level), "", strempty(msg), false);
 }
 
 /* ---- strv ---- */

@@ -69,7 +69,7 @@ START_TEST(plain_without_journal_stream) {
         log_all();
         _cleanup_free_ char *s = written();
         ck_assert_str_eq(s, "taskferryd: error: bad 1\n"
-                            "taskferryd: warning: two\nlines\n"
+                            "taskferryd: warning: two\n  lines\n"
                             "taskferryd: info: fine\n"
                             "taskferryd: error: cannot open x: No such file or directory\n"
                             "error: it failed\nhelp: do this\n"
@@ -83,7 +83,7 @@ START_TEST(prefixed_on_the_journal_stream) {
         log_all();
         _cleanup_free_ char *s = written();
         ck_assert_str_eq(s, "<3>taskferryd: error: bad 1\n"
-                            "<4>taskferryd: warning: two\n<4>lines\n"
+                            "<4>taskferryd: warning: two\n<4>  lines\n"
                             "<6>taskferryd: info: fine\n"
                             "<3>taskferryd: error: cannot open x: No such file or directory\n"
                             "<3>error: it failed\n<3>help: do this\n"

@@ -1,0 +1,444 @@
+/* Attacks on issue 8's channels (the env file and its reload, the daemon's
+ * log lines on stderr / the journal, nested dispatch env, the process-group
+ * kill without a user manager) by a hostile worker, mostly through its own
+ * task socket. Each test is one attempt to get out; a pass means the attack
+ * failed. Those that found a hole say so. */
+
+#include <check.h>
+#include <ctype.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "macro.h"
+#include "util.h"
+
+#define SECRET "sk-attack8-2b9e71c4d05a"
+#define ROTATED "sk-attack8-rotated-5f1d8e"
+
+static char *make_repo(tf_world *w) {
+        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
+                    repo, repo));
+        return repo;
+}
+
+static char *daemon_log(tf_world *w) {
+        _cleanup_free_ char *p = strdup_printf("%s/daemon.log", w->root);
+        char *s = NULL;
+        if (read_file(p, (size_t) 1 << 26, &s, NULL) < 0) s = strdup("");
+        return s;
+}
+
+static char *output_file(tf_world *w, const char *id, const char *name) {
+        _cleanup_free_ char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
+        char *s = NULL;
+        if (read_file(p, (size_t) 1 << 24, &s, NULL) < 0) s = NULL;
+        return s;
+}
+
+/* A python3 client the worker runs: sends each argv[1:] (a JSON request) on
+ * its task socket and prints each reply on a line. */
+static const char *const peer_py =
+        "import json, os, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); s.settimeout(10)\n"
+        "f = s.makefile('rb')\n"
+        "for i, a in enumerate(sys.argv[1:]):\n"
+        "    req = {'version': 1, 'id': 'r%d' % i}; req.update(json.loads(a))\n"
+        "    s.sendall((json.dumps(req) + '\\n').encode())\n"
+        "    while True:\n"
+        "        line = f.readline()\n"
+        "        if not line: print('EOF'); sys.exit(0)\n"
+        "        fr = json.loads(line)\n"
+        "        if fr.get('id') == req['id']: break\n"
+        "    print(json.dumps(fr))\n";
+
+/* Run a shell worker in repo with script; wait for it; return its id. */
+static char *run_worker(tf_world *w, const char *repo, const char *const extra[], const char *script) {
+        const char *argv[24] = {"--executor", "shell", "--directory", repo};
+        size_t n = 4;
+        for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
+        argv[n++] = "--prompt";
+        argv[n++] = script;
+        argv[n] = NULL;
+        char *id = tf_dispatch(w, argv);
+        json_object_put(tf_wait_settled(w, id));
+        return id;
+}
+
+typedef struct {
+        const char *needle;
+        unsigned want;
+} log_wait;
+
+static bool pred_log(tf_world *w, void *arg) {
+        log_wait *lw = arg;
+        _cleanup_free_ char *log = daemon_log(w);
+        unsigned n = 0;
+        for (const char *p = log; (p = strstr(p, lw->needle)); p++) n++;
+        return n >= lw->want;
+}
+
+/* Hole found (fixed in src/shared/util.c log_emit): text a worker controls
+ * reached the daemon's log lines raw. A nested dispatch's bind path with a
+ * newline in it ("bind %s does not exist", "is inside the deny-listed %s")
+ * wrote a second, forged line into the daemon's stderr — under systemd that
+ * is a journal entry of its own, looking like one of taskferryd's. Control
+ * characters in a message's arguments are now escaped; a line the daemon
+ * means to split (error + help) still is. */
+START_TEST(worker_text_forges_no_log_line) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        char *py = strdup(tf_path(w->fixtures, "peer.py"));
+        tf_write(py, peer_py, strlen(peer_py), 0644);
+        /* a nested shell dispatch whose binds carry a forged line each */
+        char *req = strdup_printf(
+                "{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"true\","
+                "\"directory\":\"%s\",\"rwBind\":[\"/nonexistent-a\\ntaskferryd: error: FORGED-A\"],"
+                "\"roBind\":[\"%s/.ssh/x\\ntaskferryd: error: FORGED-B\\r<0>FORGED-C\"]}}",
+                repo, w->home);
+        char *script = strdup_printf("python3 %s '%s' > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, req);
+        char *id = run_worker(w, repo, NULL, script);
+        char *replies = output_file(w, id, "replies.txt");
+        fprintf(stderr, "replies: %s\n", strnull(replies));
+        /* the dispatch was looked at (its deny-list warning is logged before the refusal) */
+        log_wait lw = {"deny-listed", 1};
+        bool launched = tf_wait_until(pred_log, w, &lw, 20000);
+        char *log = daemon_log(w);
+        ck_assert_msg(launched, "no deny-list warning was logged; log:\n%s", log);
+        for (const char *l = log; l && *l;) {
+                size_t n = strcspn(l, "\n");
+                char *line = strndup(l, n);
+                ck_assert_msg(!strstr(line, "FORGED") || strncmp(line, "taskferryd: error: FORGED", 25) != 0,
+                              "a forged log line: %s\nlog:\n%s", line, log);
+                ck_assert_msg(!strchr(line, '\r'), "a raw CR in a log line: %s", line);
+                free(line);
+                l += n;
+                if (*l) l++;
+        }
+        free(log), free(replies), free(id), free(script), free(req), free(py), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Hole found (fixed in launch.c, push_env_file_dirs): the user binds the env
+ * file's directory (read-only) into a worker; the file itself was masked
+ * (/dev/null over it). While the worker ran, the user rotated the secret the
+ * documented way (temp file + rename over the old one): the rename detached
+ * the mask in the sandbox's namespace and the temp file was never masked, so
+ * the worker read the new secret. The env file's directory is now masked as
+ * a whole (unless it holds the home or the target). */
+START_TEST(env_file_rotation_stays_masked) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        char *p = strdup_printf("%s/env", dir);
+        const char text[] = "K=" SECRET "\n";
+        tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_daemon_start(w);
+        /* the worker reads everything in the dir for a while */
+        char *script = strdup_printf(
+                "O=\"$TASKFERRY_OUTPUT_DIR\"; : > \"$O/started\"; i=0; while [ $i -lt 60 ]; do "
+                "cat '%s'/* '%s'/.[!.]* >> \"$O/seen\" 2>/dev/null; i=$((i+1)); sleep 0.1; done; true",
+                dir, dir);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--ro-bind", dir, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, argv);
+        char *started = strdup_printf("%s/outputs/%s/started", w->state, id);
+        for (int i = 0; i < 200 && !tf_exists(started); i++) usleep(50 * 1000);
+        ck_assert_msg(tf_exists(started), "the worker never started");
+        /* rotate: temp + rename, as a secrets-unlock tool does */
+        char *tmp = strdup_printf("%s.tmp-rot", p);
+        const char text2[] = "K=" ROTATED "\n";
+        tf_write(tmp, text2, strlen(text2), 0600);
+        usleep(300 * 1000);
+        ck_assert_int_eq(rename(tmp, p), 0);
+        json_object_put(tf_wait_settled(w, id));
+        char *seen = output_file(w, id, "seen");
+        ck_assert_msg(!seen || (!strstr(seen, SECRET) && !strstr(seen, ROTATED)), "the worker read the env file: %s",
+                      seen);
+        free(seen), free(tmp), free(started), free(id), free(script), free(p), free(dir), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack: a worker's nested dispatch forwards plumbing variables in its env
+ * (TASKFERRY_STATE_DIR, TASKFERRY_SOCKET_PATH, PATH, HOME, TASKFERRY_TASK_ID,
+ * TASKFERRY_OUTPUT_DIR, TASKFERRY_RUNTIME_DIR) to misroute the next worker. */
+START_TEST(nested_env_carries_no_plumbing) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        char *py = strdup(tf_path(w->fixtures, "peer.py"));
+        tf_write(py, peer_py, strlen(peer_py), 0644);
+        /* the nested worker writes what it sees into its own output dir */
+        const char *probe = "for v in TASKFERRY_STATE_DIR TASKFERRY_SOCKET_PATH PATH HOME TASKFERRY_TASK_ID "
+                            "TASKFERRY_OUTPUT_DIR TASKFERRY_RUNTIME_DIR TASKFERRY_CACHE_DIR; do "
+                            "eval echo $v=\\\\${$v-}; done > \\\"$TASKFERRY_OUTPUT_DIR/env.txt\\\"";
+        char *req = strdup_printf(
+                "{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"%s\","
+                "\"directory\":\"%s\",\"env\":{\"TASKFERRY_STATE_DIR\":\"/evil/state\",\"TASKFERRY_SOCKET_PATH\":"
+                "\"/evil/sock\",\"PATH\":\"/evil/bin\",\"HOME\":\"/evil/home\",\"TASKFERRY_TASK_ID\":\"evil\","
+                "\"TASKFERRY_OUTPUT_DIR\":\"/evil/out\",\"TASKFERRY_RUNTIME_DIR\":\"/evil/run\","
+                "\"TASKFERRY_CACHE_DIR\":\"/evil/cache\"}}}",
+                probe, repo);
+        char *script = strdup_printf("python3 %s '%s' > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, req);
+        char *id = run_worker(w, repo, NULL, script);
+        char *replies = output_file(w, id, "replies.txt");
+        ck_assert_msg(replies, "no replies");
+        json_object *fr = tf_json(replies);
+        json_object *res = json_get_object(fr, "result");
+        ck_assert_msg(res, "dispatch refused: %s", replies);
+        const char *nid = json_get_string(res, "id");
+        ck_assert_msg(nid, "%s", replies);
+        json_object_put(tf_wait_settled(w, nid));
+        char *env = output_file(w, nid, "env.txt");
+        ck_assert_msg(env, "the nested worker wrote nothing");
+        ck_assert_msg(!strstr(env, "/evil") && !strstr(env, "=evil"), "plumbing from a nested dispatch: %s", env);
+        free(env), json_object_put(fr), free(replies), free(id), free(script), free(req), free(py), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack: without a user manager (this host), a worker that setsid()s and
+ * double-forks a sleeper, then is cancelled: does anything of it live on? */
+START_TEST(cancel_leaves_no_setsid_grandchild) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        /* a sleep of a length no one else uses marks the worker's processes */
+        char *mark = strdup_printf("sleep 9%d", (int) getpid());
+        char *script = strdup_printf(
+                "O=\"$TASKFERRY_OUTPUT_DIR\"; (setsid sh -c '(%s </dev/null >/dev/null 2>&1 &) ; "
+                "%s' </dev/null >/dev/null 2>&1 &); sleep 0.5; : > \"$O/forked\"; sleep 300",
+                mark, mark);
+        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, argv);
+        char *forked = strdup_printf("%s/outputs/%s/forked", w->state, id);
+        for (int i = 0; i < 300 && !tf_exists(forked); i++) usleep(50 * 1000);
+        ck_assert_msg(tf_exists(forked), "the worker never forked");
+        char *n0 = tf_shf(w, NULL, "pgrep -f -x -c '%s' || true", mark);
+        ck_assert_msg(atoi(n0) >= 1, "no sleeper seen (%s)", n0);
+        const char *c[] = {"cancel", id, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, c);
+        tf_run_done(&r);
+        json_object_put(tf_wait_settled(w, id));
+        char *n1 = NULL;
+        for (int i = 0; i < 50; i++) {
+                free(n1);
+                n1 = tf_shf(w, NULL, "pgrep -f -x -c '%s' || true", mark);
+                if (atoi(n1) == 0) break;
+                usleep(100 * 1000);
+        }
+        free(tf_shf(w, NULL, "pkill -KILL -f -x '%s' || true", mark)); /* our own marked sleepers, if any */
+        ck_assert_msg(atoi(n1) == 0, "%s processes of the cancelled worker live on", n1);
+        free(n1), free(n0), free(forked), free(id), free(script), free(mark), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack: from inside the sandbox, reach the daemon's or the shim's process:
+ * read a variable the denylist keeps from workers (and an env-file value it
+ * also keeps) through any /proc/<pid>/environ or cmdline the worker sees,
+ * and write a forged log line to every fd it holds and to /proc/<pid>/fd/2
+ * of every process it sees (the daemon's stderr is the journal). */
+START_TEST(proc_and_fds_reach_no_daemon) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        char *p = strdup_printf("%s/env", dir);
+        const char text[] = "FILEDENY=" SECRET "-file\n";
+        tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "DENYME,FILEDENY");
+        tf_world_setenv(w, "DENYME", SECRET "-ambient");
+        tf_daemon_start(w);
+        const char *script =
+                "O=\"$TASKFERRY_OUTPUT_DIR\"; "
+                "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline /proc/[0-9]*/task/*/environ; do "
+                "tr '\\0' '\\n' < $f 2>/dev/null; done > \"$O/proc.txt\"; "
+                "env >> \"$O/proc.txt\"; "
+                "for f in /proc/self/fd/* /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2 /dev/stderr /dev/console /dev/kmsg; do "
+                "printf '\\ntaskferryd: error: FORGED-FD %s\\n<0>FORGED-FD\\n' \"$f\" > \"$f\" 2>/dev/null; done; "
+                "ls -l /proc/[0-9]*/fd/ >> \"$O/fds.txt\" 2>&1; true";
+        char *id = run_worker(w, repo, NULL, script);
+        char *seen = output_file(w, id, "proc.txt");
+        ck_assert_msg(seen && strstr(seen, "TASKFERRY_TASK_ID="), "the probe read nothing: %s", strnull(seen));
+        ck_assert_msg(!strstr(seen, SECRET), "the worker read a denied value: ...%.200s", strstr(seen, SECRET) - 40);
+        usleep(300 * 1000);
+        char *log = daemon_log(w);
+        ck_assert_msg(!strstr(log, "FORGED-FD"), "a worker wrote into the daemon's stderr:\n%s", log);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        free(log), free(seen), free(id), free(p), free(dir), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- the D-Bus API on a private dbus-daemon (as test-bus.c) ---- */
+
+#define NAME "org.taskferry.Taskferry1"
+#define MPATH "/org/taskferry/Taskferry1"
+#define MIFACE "org.taskferry.Taskferry1.Manager"
+#define TIFACE "org.taskferry.Taskferry1.Task"
+
+typedef struct tf_bus {
+        pid_t pid;
+        char *socket;
+} tf_bus;
+
+static tf_bus start_bus(tf_world *w) {
+        tf_bus b = {0};
+        char *dir = strdup(tf_path(w->root, "bus"));
+        ck_assert_int_eq(mkdir(dir, 0700), 0);
+        b.socket = strdup(tf_path(dir, "socket"));
+        char *listen = strdup_printf("--address=unix:path=%s", b.socket);
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        b.pid = fork();
+        ck_assert_int_ge(b.pid, 0);
+        if (b.pid == 0) {
+                int devnull = open("/dev/null", O_RDWR);
+                dup2(devnull, 0);
+                dup2(p[1], 1);
+                dup2(devnull, 2);
+                close(p[0]);
+                setsid();
+                execlp("dbus-daemon", "dbus-daemon", "--session", "--nofork", "--print-address", listen, (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        char buf[1024];
+        size_t n = 0;
+        while (n < sizeof buf - 1) {
+                ssize_t k = read(p[0], buf + n, sizeof buf - 1 - n);
+                if (k <= 0) break;
+                n += (size_t) k;
+                if (memchr(buf, '\n', n)) break;
+        }
+        close(p[0]);
+        buf[n] = 0;
+        ck_assert_msg(n > 0 && strchr(buf, '\n'), "dbus-daemon printed no address");
+        *strchr(buf, '\n') = 0;
+        tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", buf);
+        free(dir), free(listen);
+        return b;
+}
+
+static void stop_bus(tf_bus *b) {
+        if (b->pid > 0) {
+                kill(b->pid, SIGTERM);
+                waitpid(b->pid, NULL, 0);
+        }
+        free(b->socket);
+}
+
+static bool bus_name_up(tf_world *w, void *arg) {
+        tf_run r = tf_sh(w, NULL, "busctl --user get-property " NAME " " MPATH " " MIFACE " Version", true);
+        bool ok = r.exit_code == 0;
+        tf_run_done(&r);
+        return ok;
+}
+
+/* sd_bus_path_encode(3): [A-Za-z0-9] kept, every other byte _xx. */
+static char *encoded_path(const char *id) {
+        char *out = calloc(1, strlen(MPATH "/task/") + 3 * strlen(id) + 1);
+        char *p = stpcpy(out, MPATH "/task/");
+        for (const unsigned char *s = (const unsigned char *) id; *s; s++)
+                if (isalnum(*s) && *s < 0x80) *p++ = (char) *s;
+                else p += sprintf(p, "_%02x", *s);
+        return out;
+}
+
+static bool status_running(tf_world *w, void *arg) {
+        _cleanup_free_ char *p = strdup_printf("{\"taskId\":\"%s\"}", (const char *) arg);
+        json_object *fr = tf_rpc(w, "task.status", p);
+        json_object *res = json_get_object(fr, "result");
+        bool ok = res && streq_ptr(json_get_string(res, "status"), "running");
+        json_object_put(fr);
+        return ok;
+}
+
+/* Hole found (fixed in bus.c task_find/task_enumerate): with the bus bound
+ * into a sandbox, ListTasks and CancelTask kept to the peer rules (a worker
+ * knows only its own task tree), but the per-task objects did not: a worker
+ * read every property of the user's other tasks (Directory, LogPath, Model,
+ * FailureDetail ...) with Get/GetAll, saw them in `busctl tree`, introspect
+ * and GetManagedObjects. The objects a sandboxed caller may not see are now
+ * unknown to it, as on the socket. Odd object paths under the task prefix
+ * (undecodable, overlong, escaped dots) are unknown objects and the daemon
+ * carries on. */
+START_TEST(bus_objects_keep_the_peer_rules) {
+        tf_world *w = tf_world_new(NULL);
+        tf_bus b = start_bus(w);
+        char *repo = make_repo(w);
+        char *other = strdup(tf_path(w->repo_parent, "other-secret-project"));
+        free(tf_shf(w, NULL, "mkdir -p %s", other));
+        tf_daemon_start(w);
+        ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
+        const char *dv[] = {"--executor", "shell", "--directory", other, "--prompt", "sleep 120", NULL};
+        char *victim = tf_dispatch(w, dv);
+        ck_assert(tf_wait_until(status_running, w, victim, 30000));
+        char *pv = encoded_path(victim);
+        char *busdir = strdup(tf_path(w->root, "bus"));
+        char *longp = calloc(1, 4000);
+        strcpy(longp, MPATH "/task/");
+        for (size_t i = strlen(longp); i < 3000; i++) longp[i] = 'a';
+        char *script = strdup_printf(
+                "B='busctl --address=unix:path=%s'; "
+                "$B get-property " NAME " %s " TIFACE " Directory 2>&1; echo get=$?; "
+                "$B call " NAME " %s org.freedesktop.DBus.Properties GetAll s " TIFACE " 2>&1; echo getall=$?; "
+                "$B introspect " NAME " %s 2>&1; echo intro=$?; "
+                "echo tree=$($B tree --list " NAME " 2>&1 | grep -c -e %s -e %s); "
+                "echo gmo=$($B call " NAME " " MPATH " org.freedesktop.DBus.ObjectManager GetManagedObjects 2>&1 | "
+                "grep -c -e %s -e %s); "
+                "for p in " MPATH "/task/_ " MPATH "/task/_zz " MPATH "/task/_2e_2e " MPATH "/task/a_2fb "
+                MPATH "/task/x/y %s; do $B introspect " NAME " $p >/dev/null 2>&1; "
+                "$B get-property " NAME " $p " TIFACE " Status >/dev/null 2>&1; done; "
+                "echo own=$($B tree --list " NAME " | grep -c \"$(echo $TASKFERRY_TASK_ID | sed 's/_/_5f/g')\"); "
+                "$B get-property " NAME " " MPATH " " MIFACE " Version; echo alive=$?",
+                b.socket, pv, pv, pv, victim, strrchr(pv, '/') + 1, victim, strrchr(pv, '/') + 1, longp);
+        const char *bind[] = {"--rw-bind", busdir, NULL};
+        char *wid = run_worker(w, repo, bind, script);
+        char *msg = tf_task_message(w, wid);
+        fprintf(stderr, "the worker's bus view:\n%s\n", msg);
+        ck_assert_msg(strstr(msg, "alive=0"), "the worker never reached the bus (output above)");
+        ck_assert_msg(!strstr(msg, "other-secret-project"), "the worker read another task's properties (output above)");
+        ck_assert_msg(strstr(msg, "get=1\n") && strstr(msg, "getall=1\n") && !strstr(msg, "intro=0\n") &&
+                              !strstr(msg, "\"Status\"") && strstr(msg, "tree=0\n") && strstr(msg, "gmo=0\n") && strstr(msg, "own=1\n"),
+                      "the worker saw another task on the bus (output above)");
+        /* the daemon carries on; the user still sees the task */
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        _cleanup_free_ char *d = tf_shf(w, NULL, "busctl --user get-property " NAME " %s " TIFACE " Directory", pv);
+        ck_assert_msg(strstr(d, "other-secret-project"), "%s", d);
+        const char *c[] = {"cancel", victim, NULL};
+        tf_run r = tf_cli(w, NULL, NULL, c);
+        tf_run_done(&r);
+        json_object_put(tf_wait_settled(w, victim));
+        free(msg), free(wid), free(script), free(longp), free(busdir), free(pv), free(victim), free(other), free(repo);
+        tf_world_free(w);
+        stop_bus(&b);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("attack-systemd");
+        TCase *tc = tcase_create("attack-systemd");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, worker_text_forges_no_log_line);
+        tcase_add_test(tc, env_file_rotation_stays_masked);
+        tcase_add_test(tc, nested_env_carries_no_plumbing);
+        tcase_add_test(tc, cancel_leaves_no_setsid_grandchild);
+        tcase_add_test(tc, bus_objects_keep_the_peer_rules);
+        tcase_add_test(tc, proc_and_fds_reach_no_daemon);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) { return tf_run_suite(suite()); }
