@@ -231,6 +231,16 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
         if (!o) return -ENOMEM;
         json_object_object_foreach(health, key, val) json_add(o, key, json_object_get(val));
         json_object_put(health);
+        /* the daemon's scope limits, enforced or not (task.stats's
+         * resourceLimits, taskferry's addition; an older daemon has none) */
+        json_object *stats = NULL;
+        cli_error serr = {0};
+        if (health && cli_call(ctx, "task.stats", params, &stats, &serr) >= 0) {
+                json_object *rl = json_get_object(stats, "resourceLimits");
+                if (rl) json_add(o, "resourceLimits", json_object_get(rl));
+        }
+        json_object_put(stats);
+        cli_error_done(&serr);
         if (cli_args_bool(ctx->args, "full")) {
                 json_add_string(o, "cliVersion", "2.0.0");
                 json_add_int(o, "protocolVersion", 1);

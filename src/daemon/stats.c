@@ -7,6 +7,7 @@
 #include "json-util.h"
 #include "manager.h"
 #include "peer.h"
+#include "scope.h"
 #include "server.h"
 #include "task-stats.h"
 #include "task.h"
@@ -44,6 +45,13 @@ int method_stats(Manager *m, Request *r, Task *target, json_object **ret, Method
         if (!who.sandboxed) {
                 json_object *cd = cooldown_snapshot(m);
                 if (!cd || json_add(o, "cooldowns", cd) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
+                /* issue 8: are the scope limits enforced (scope.h)? `doctor`
+                 * reads it here, since system.health's result is exact (P1) */
+                json_object *rl = scope_health(m);
+                if (!rl || json_add(o, "resourceLimits", rl) < 0) {
                         json_object_put(o);
                         return -ENOMEM;
                 }

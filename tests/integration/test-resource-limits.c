@@ -62,7 +62,7 @@ START_TEST(no_manager_runs_in_a_process_group_and_says_so) {
         json_object_put(o);
         tf_run_done(&r);
 
-        json_object *hf = tf_rpc(w, "system.health", "{}"), *h = tf_result(hf);
+        json_object *hf = tf_rpc(w, "task.stats", "{}"), *h = tf_result(hf);
         json_object *rl = json_get_object(h, "resourceLimits");
         ck_assert_ptr_nonnull(rl);
         ck_assert(!json_get_bool(rl, "enforced", true));
@@ -102,7 +102,7 @@ START_TEST(settings_from_env_and_config) {
         ck_assert_int_eq(jint(o, "tasksMax"), 99);
         json_object_put(o);
         tf_run_done(&r);
-        json_object *hf = tf_rpc(w, "system.health", "{}"), *h = tf_result(hf);
+        json_object *hf = tf_rpc(w, "task.stats", "{}"), *h = tf_result(hf);
         json_object *rl = json_get_object(h, "resourceLimits");
         ck_assert_int_eq(jint(rl, "cpuWeight"), 40);
         ck_assert_int_eq(jint(rl, "memoryHigh"), (INT64_C(2) << 30) / 10 * 9);

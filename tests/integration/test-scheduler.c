@@ -262,7 +262,7 @@ START_TEST(malformed_provider_limits_refuse_start) {
                 tf_world *w = tf_world_new(extra);
                 tf_run r = tf_sh(w, NULL, "\"$TASKFERRY_DAEMON\"; echo rc=$?", true);
                 char *want = strdup_printf("error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\"", bad[i]);
-                ck_assert_msg(strstr(r.out, "rc=1"), "%s: %s", bad[i], r.out);
+                ck_assert_msg(strstr(r.out, "rc=78"), "%s: %s (EX_CONFIG)", bad[i], r.out);
                 ck_assert_msg(strstr(r.err, want), "%s: %s", bad[i], r.err);
                 ck_assert_msg(strstr(r.err, "help: use provider:maxConcurrentTasks[:maxDispatchesPerWindow], comma-separated"),
                               "%s", r.err);
