@@ -2,6 +2,7 @@
  * §4.4): classification, the changeset extraction job, the one transition
  * to the final status. */
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <regex.h>
 #include <signal.h>
@@ -51,22 +52,48 @@ void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs) {
         scheduler_kick(m);
 }
 
+/* Does the task's overlay (overlayDirs) hold no change: every upper dir
+ * (the target's, each rwBind's) missing or empty? False when unsure. */
+static bool upper_is_empty(const char *dir) {
+        if (!dir) return false;
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        if (!d) return errno == ENOENT;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (!streq(de->d_name, ".") && !streq(de->d_name, "..")) return false;
+        return true;
+}
+
+static bool overlay_holds_nothing(json_object *od) {
+        if (!od || !json_get_string(od, "root") || !json_get_string(od, "tmpRoot")) return false;
+        if (!upper_is_empty(json_get_string(od, "upperDir"))) return false;
+        json_object *binds = json_get_array(od, "rwBinds");
+        for (size_t i = 0; binds && i < json_object_array_length(binds); i++)
+                if (!upper_is_empty(json_get_string(json_object_array_get_idx(binds, i), "upperDir"))) return false;
+        json_object *fbinds = json_get_array(od, "rwFileBinds");
+        return !fbinds || json_object_array_length(fbinds) == 0;
+}
+
 void task_settle_spawn_error(Task *t, const char *message) {
         char iso[32];
         task_set_str(t, TASK_KEY_spawn_error, message);
         task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
-        /* The launch failed before the fork: no worker ever ran in the
-         * overlay, so it holds no change. Like an extraction that found none
-         * (lifecycle.md §1.3 "no changes": accepted, overlay released) —
-         * never a "pending" changeset that `diff` and `accept` cannot find;
-         * an advisor's changeset always ends rejected (§8.3). */
+        /* The launch failed before the fork. An overlay whose upper dirs are
+         * empty holds no change — this attempt made it and no worker ran —
+         * so it ends like an extraction that found none (lifecycle.md §1.3
+         * "no changes": accepted, overlay released) instead of a "pending"
+         * changeset that `diff` and `accept` cannot find. An overlay with
+         * anything in it (an earlier attempt's worker, before a daemon
+         * restart) stays pending and kept: nothing stored is dropped. An
+         * advisor's changeset always ends rejected (§8.3). */
         ChangesetStatus cs = t->rec.changeset_status;
-        if (cs == CHANGESET_PENDING) {
+        if (cs == CHANGESET_PENDING && overlay_holds_nothing(t->rec.overlay_dirs)) {
                 json_object *od = t->rec.overlay_dirs;
-                const char *root = od ? json_get_string(od, "root") : NULL, *tmp = od ? json_get_string(od, "tmpRoot") : NULL;
-                if (root && tmp && overlay_dirs_remove(tmp, root) >= 0) task_set_null(t, TASK_KEY_overlay_dirs);
+                if (overlay_dirs_remove(json_get_string(od, "tmpRoot"), json_get_string(od, "root")) >= 0)
+                        task_set_null(t, TASK_KEY_overlay_dirs);
                 cs = streq_ptr(t->rec.role, "advisor") ? CHANGESET_REJECTED : CHANGESET_ACCEPTED;
         }
+        if (streq_ptr(t->rec.role, "advisor") && cs == CHANGESET_PENDING) cs = CHANGESET_REJECTED;
         task_settlement_done(t, TASK_CRASHED, cs);
 }
 

@@ -3603,8 +3603,17 @@ static int wo_write_temp(const git_ctx *g, git_cat **cat, int dirfd, const char 
                         *ret_fd = -1;
                         return 0;
                 }
-                _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                                e->mode == 0100755 ? 0777 : 0666);
+                /* An unnamed file (O_TMPFILE) where the filesystem has them:
+                 * it gets its temp name only just before its rename
+                 * (wo_batch_flush), so a write-out killed while it writes and
+                 * syncs a batch leaves nothing behind in the user's tree. */
+                mode_t mode = e->mode == 0100755 ? 0777 : 0666;
+                bool unnamed = true;
+                _cleanup_close_ int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+                if (fd < 0) {
+                        unnamed = false;
+                        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+                }
                 if (fd < 0) {
                         if (errno == EEXIST) continue;
                         return -errno;
@@ -3613,10 +3622,10 @@ static int wo_write_temp(const git_ctx *g, git_cat **cat, int dirfd, const char 
                 if (r >= 0) r = git_cat_blob_to_fd(*cat, e->oid, fd, 0, NULL);
                 if (r == -ENOENT || r == -EINVAL) r = -EIO;
                 if (r < 0) {
-                        (void) unlinkat(dirfd, tmp, 0);
+                        if (!unnamed) (void) unlinkat(dirfd, tmp, 0);
                         return r;
                 }
-                *ret_tmp = TAKE_PTR(tmp);
+                *ret_tmp = unnamed ? NULL : TAKE_PTR(tmp);
                 *ret_fd = TAKE_FD(fd);
                 return 0;
         }
@@ -3641,11 +3650,36 @@ typedef struct wo_batch {
         } e[WO_BATCH_FILES];
 } wo_batch;
 
+/* Give the synced unnamed file fd (O_TMPFILE) its temp name in dirfd,
+ * ".<name>.tf-<pid>-<n>" as wo_write_temp names them (linkat through
+ * /proc/self/fd: AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH); *ret_tmp the
+ * name. */
+static int wo_link_unnamed(int dirfd, int fd, const char *name, char **ret_tmp) {
+        static unsigned counter = 1u << 31; /* apart from wo_write_temp's; EEXIST retries */
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        for (unsigned tries = 0; tries < 100; tries++) {
+                char sfx[48];
+                snprintf(sfx, sizeof sfx, WO_TEMP_TAG "%d-%u", (int) getpid(), counter++);
+                int keep = (int) strnlen(name, NAME_MAX);
+                if ((size_t) keep + strlen(sfx) + 2 > NAME_MAX) keep = NAME_MAX - (int) strlen(sfx) - 2;
+                _cleanup_free_ char *tmp = strdup_printf(".%.*s.%s", keep, name, sfx + 1);
+                if (!tmp) return -ENOMEM;
+                if (linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0) {
+                        if (errno == EEXIST) continue;
+                        return -errno;
+                }
+                *ret_tmp = TAKE_PTR(tmp);
+                return 0;
+        }
+        return -EEXIST;
+}
+
 /* Drop every temp of the batch (after a failure). */
 static void wo_batch_discard(wo_batch *b, int dirfd) {
         for (size_t i = 0; i < b->n; i++) {
                 safe_close(b->e[i].fd);
-                if (dirfd >= 0) (void) unlinkat(dirfd, b->e[i].tmp, 0);
+                if (dirfd >= 0 && b->e[i].tmp) (void) unlinkat(dirfd, b->e[i].tmp, 0);
                 free(b->e[i].tmp);
         }
         b->n = 0;
@@ -3662,10 +3696,21 @@ static int wo_batch_flush(wo_batch *b, int dirfd, const wo_list *l, size_t *ret_
                         wo_batch_discard(b, dirfd);
                         return r;
                 }
-                b->e[i].fd = safe_close(b->e[i].fd);
+                /* an unnamed temp keeps its fd until it is linked */
+                if (b->e[i].tmp) b->e[i].fd = safe_close(b->e[i].fd);
         }
         for (size_t i = 0; i < b->n; i++) {
                 const char *path = l->e[b->e[i].idx].path, *sl = strrchr(path, '/');
+                int r = b->e[i].tmp ? 0 : wo_link_unnamed(dirfd, b->e[i].fd, sl ? sl + 1 : path, &b->e[i].tmp);
+                b->e[i].fd = safe_close(b->e[i].fd);
+                if (r < 0) {
+                        *ret_idx = b->e[i].idx;
+                        for (size_t k = 0; k < i; k++) b->e[k].tmp = mfree(b->e[k].tmp);
+                        memmove(b->e, b->e + i, (b->n - i) * sizeof b->e[0]);
+                        b->n -= i;
+                        wo_batch_discard(b, dirfd);
+                        return r;
+                }
                 if (renameat(dirfd, b->e[i].tmp, dirfd, sl ? sl + 1 : path) < 0) {
                         int r = -errno;
                         *ret_idx = b->e[i].idx;
