@@ -56,12 +56,13 @@ void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs) {
  * (the target's, each rwBind's) missing or empty? False when unsure. */
 static bool upper_is_empty(const char *dir) {
         if (!dir) return false;
-        _cleanup_closedir_ DIR *d = opendir(dir);
+        DIR *d = opendir(dir);
         if (!d) return errno == ENOENT;
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (!streq(de->d_name, ".") && !streq(de->d_name, "..")) return false;
-        return true;
+        bool empty = true;
+        for (struct dirent *de; empty && (de = readdir(d));)
+                empty = streq(de->d_name, ".") || streq(de->d_name, "..");
+        closedir(d);
+        return empty;
 }
 
 static bool overlay_holds_nothing(json_object *od) {

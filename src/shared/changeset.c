@@ -3703,16 +3703,8 @@ static int wo_batch_flush(wo_batch *b, int dirfd, const wo_list *l, size_t *ret_
                 const char *path = l->e[b->e[i].idx].path, *sl = strrchr(path, '/');
                 int r = b->e[i].tmp ? 0 : wo_link_unnamed(dirfd, b->e[i].fd, sl ? sl + 1 : path, &b->e[i].tmp);
                 b->e[i].fd = safe_close(b->e[i].fd);
+                if (r >= 0 && renameat(dirfd, b->e[i].tmp, dirfd, sl ? sl + 1 : path) < 0) r = -errno;
                 if (r < 0) {
-                        *ret_idx = b->e[i].idx;
-                        for (size_t k = 0; k < i; k++) b->e[k].tmp = mfree(b->e[k].tmp);
-                        memmove(b->e, b->e + i, (b->n - i) * sizeof b->e[0]);
-                        b->n -= i;
-                        wo_batch_discard(b, dirfd);
-                        return r;
-                }
-                if (renameat(dirfd, b->e[i].tmp, dirfd, sl ? sl + 1 : path) < 0) {
-                        int r = -errno;
                         *ret_idx = b->e[i].idx;
                         /* the renamed ones are in place; the rest go */
                         for (size_t k = 0; k < i; k++) b->e[k].tmp = mfree(b->e[k].tmp);

@@ -530,3 +530,53 @@ int tf_listen_unix(const char *path) {
         ck_assert_int_eq(listen(fd, 16), 0);
         return fd;
 }
+
+/* ---- a private D-Bus session bus (harness.h) ---- */
+
+tf_bus tf_bus_start(tf_world *w) {
+        tf_bus b = {0};
+        char *dir = strdup(tf_path(w->root, "bus"));
+        ck_assert_int_eq(mkdir(dir, 0700), 0);
+        b.socket = strdup(tf_path(dir, "socket"));
+        char *listen = strdup_printf("--address=unix:path=%s", b.socket);
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        b.pid = fork();
+        ck_assert_int_ge(b.pid, 0);
+        if (b.pid == 0) {
+                int devnull = open("/dev/null", O_RDWR);
+                dup2(devnull, 0);
+                dup2(p[1], 1);
+                dup2(devnull, 2);
+                close(p[0]);
+                setsid();
+                execlp("dbus-daemon", "dbus-daemon", "--session", "--nofork", "--print-address", listen, (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        char buf[1024];
+        size_t n = 0;
+        while (n < sizeof buf - 1) {
+                ssize_t k = read(p[0], buf + n, sizeof buf - 1 - n);
+                if (k <= 0) break;
+                n += (size_t) k;
+                if (memchr(buf, '\n', n)) break;
+        }
+        close(p[0]);
+        buf[n] = 0;
+        ck_assert_msg(n > 0 && strchr(buf, '\n'), "dbus-daemon printed no address (is the dbus-daemon package installed?)");
+        *strchr(buf, '\n') = 0;
+        b.address = strdup(buf);
+        tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", b.address);
+        free(dir), free(listen);
+        return b;
+}
+
+void tf_bus_stop(tf_bus *b) {
+        if (b->pid > 0) {
+                kill(b->pid, SIGTERM);
+                waitpid(b->pid, NULL, 0);
+        }
+        free(b->socket), free(b->address);
+}
+

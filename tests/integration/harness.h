@@ -92,3 +92,15 @@ char *tf_task_message(tf_world *w, const char *id);
 int tf_listen_unix(const char *path);
 /* `taskferry wait <id> --json` until settled; returns the parsed status. */
 json_object *tf_wait_settled(tf_world *w, const char *id);
+
+/* A private D-Bus session bus (dbus-daemon --session) in <root>/bus, for the
+ * D-Bus API suites: tf_bus_start() starts it and points the world's
+ * DBUS_SESSION_BUS_ADDRESS at it (fails the test when dbus-daemon is
+ * missing); tf_bus_stop() ends it (SIGTERM, reaped) and frees the fields. */
+typedef struct tf_bus {
+        pid_t pid;
+        char *socket;  /* <root>/bus/socket */
+        char *address; /* what dbus-daemon printed */
+} tf_bus;
+tf_bus tf_bus_start(tf_world *w);
+void tf_bus_stop(tf_bus *b);

@@ -288,56 +288,6 @@ END_TEST
 #define MIFACE "org.taskferry.Taskferry1.Manager"
 #define TIFACE "org.taskferry.Taskferry1.Task"
 
-typedef struct tf_bus {
-        pid_t pid;
-        char *socket;
-} tf_bus;
-
-static tf_bus start_bus(tf_world *w) {
-        tf_bus b = {0};
-        char *dir = strdup(tf_path(w->root, "bus"));
-        ck_assert_int_eq(mkdir(dir, 0700), 0);
-        b.socket = strdup(tf_path(dir, "socket"));
-        char *listen = strdup_printf("--address=unix:path=%s", b.socket);
-        int p[2];
-        ck_assert_int_eq(pipe(p), 0);
-        b.pid = fork();
-        ck_assert_int_ge(b.pid, 0);
-        if (b.pid == 0) {
-                int devnull = open("/dev/null", O_RDWR);
-                dup2(devnull, 0);
-                dup2(p[1], 1);
-                dup2(devnull, 2);
-                close(p[0]);
-                setsid();
-                execlp("dbus-daemon", "dbus-daemon", "--session", "--nofork", "--print-address", listen, (char *) NULL);
-                _exit(127);
-        }
-        close(p[1]);
-        char buf[1024];
-        size_t n = 0;
-        while (n < sizeof buf - 1) {
-                ssize_t k = read(p[0], buf + n, sizeof buf - 1 - n);
-                if (k <= 0) break;
-                n += (size_t) k;
-                if (memchr(buf, '\n', n)) break;
-        }
-        close(p[0]);
-        buf[n] = 0;
-        ck_assert_msg(n > 0 && strchr(buf, '\n'), "dbus-daemon printed no address");
-        *strchr(buf, '\n') = 0;
-        tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", buf);
-        free(dir), free(listen);
-        return b;
-}
-
-static void stop_bus(tf_bus *b) {
-        if (b->pid > 0) {
-                kill(b->pid, SIGTERM);
-                waitpid(b->pid, NULL, 0);
-        }
-        free(b->socket);
-}
 
 static bool bus_name_up(tf_world *w, void *arg) {
         tf_run r = tf_sh(w, NULL, "busctl --user get-property " NAME " " MPATH " " MIFACE " Version", true);
@@ -376,7 +326,7 @@ static bool status_running(tf_world *w, void *arg) {
  * carries on. */
 START_TEST(bus_objects_keep_the_peer_rules) {
         tf_world *w = tf_world_new(NULL);
-        tf_bus b = start_bus(w);
+        tf_bus b = tf_bus_start(w);
         char *repo = make_repo(w);
         char *other = strdup(tf_path(w->repo_parent, "other-secret-project"));
         free(tf_shf(w, NULL, "mkdir -p %s", other));
@@ -423,7 +373,7 @@ START_TEST(bus_objects_keep_the_peer_rules) {
         json_object_put(tf_wait_settled(w, victim));
         free(msg), free(wid), free(script), free(longp), free(busdir), free(pv), free(victim), free(other), free(repo);
         tf_world_free(w);
-        stop_bus(&b);
+        tf_bus_stop(&b);
 }
 END_TEST
 

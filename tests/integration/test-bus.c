@@ -22,61 +22,6 @@
 #define MIFACE "org.taskferry.Taskferry1.Manager"
 #define TIFACE "org.taskferry.Taskferry1.Task"
 
-typedef struct tf_bus {
-        pid_t pid;
-        char *socket;   /* R/bus/socket */
-        char *address;  /* what dbus-daemon printed */
-} tf_bus;
-
-/* Start a private session bus in R/bus and point the world's
- * DBUS_SESSION_BUS_ADDRESS at it. */
-static tf_bus start_bus(tf_world *w) {
-        tf_bus b = {0};
-        char *dir = strdup(tf_path(w->root, "bus"));
-        ck_assert_int_eq(mkdir(dir, 0700), 0);
-        b.socket = strdup(tf_path(dir, "socket"));
-        char *listen = strdup_printf("--address=unix:path=%s", b.socket);
-        int p[2];
-        ck_assert_int_eq(pipe(p), 0);
-        b.pid = fork();
-        ck_assert_int_ge(b.pid, 0);
-        if (b.pid == 0) {
-                int devnull = open("/dev/null", O_RDWR);
-                dup2(devnull, 0);
-                dup2(p[1], 1);
-                dup2(devnull, 2);
-                close(p[0]);
-                setsid();
-                execlp("dbus-daemon", "dbus-daemon", "--session", "--nofork", "--print-address", listen, (char *) NULL);
-                _exit(127);
-        }
-        close(p[1]);
-        char buf[1024];
-        size_t n = 0;
-        while (n < sizeof buf - 1) {
-                ssize_t k = read(p[0], buf + n, sizeof buf - 1 - n);
-                if (k <= 0) break;
-                n += (size_t) k;
-                if (memchr(buf, '\n', n)) break;
-        }
-        close(p[0]);
-        buf[n] = 0;
-        ck_assert_msg(n > 0 && strchr(buf, '\n'), "dbus-daemon printed no address (is the dbus-daemon package installed?)");
-        *strchr(buf, '\n') = 0;
-        b.address = strdup(buf);
-        tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", b.address);
-        free(dir), free(listen);
-        return b;
-}
-
-static void stop_bus(tf_bus *b) {
-        if (b->pid > 0) {
-                kill(b->pid, SIGTERM);
-                waitpid(b->pid, NULL, 0);
-        }
-        free(b->socket), free(b->address);
-}
-
 static char *make_repo(tf_world *w) {
         char *repo = strdup(tf_path(w->repo_parent, "repo"));
         free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
@@ -148,7 +93,7 @@ START_TEST(objects_follow_tasks) {
         char *const env[] = {"TASKFERRY_MAX_CONCURRENT_TASKS=1", "TF_BUS_TEST_SECRET=secret-env-value-7b1d",
                              "TASKFERRY_TASK_MEMORY_MAX=96M", "TASKFERRY_TASK_TASKS_MAX=321", NULL};
         tf_world *w = tf_world_new(env);
-        tf_bus b = start_bus(w);
+        tf_bus b = tf_bus_start(w);
         char *repo = make_repo(w);
         tf_daemon_start(w);
         ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
@@ -266,7 +211,7 @@ START_TEST(objects_follow_tasks) {
         free(tf_shf(w, NULL, "kill %s", mon_pid));
         free(a), free(bid), free(pa), free(pb), free(mon), free(repo);
         tf_world_free(w);
-        stop_bus(&b);
+        tf_bus_stop(&b);
 }
 END_TEST
 
@@ -277,7 +222,7 @@ END_TEST
  * other tasks are unknown to it, and ListTasks shows it only its own tree. */
 START_TEST(sandbox_and_the_bus) {
         tf_world *w = tf_world_new(NULL);
-        tf_bus b = start_bus(w);
+        tf_bus b = tf_bus_start(w);
         char *repo = make_repo(w);
         tf_daemon_start(w);
         ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
@@ -332,7 +277,7 @@ START_TEST(sandbox_and_the_bus) {
         wait_prop(w, pv, "Status", "s \"cancelled\"");
         free(pid), free(victim), free(pv), free(busdir), free(wid), free(repo);
         tf_world_free(w);
-        stop_bus(&b);
+        tf_bus_stop(&b);
 }
 END_TEST
 
