@@ -20,19 +20,6 @@ struct EnvFile {
         sd_event_source *debounce; /* the reload timer, armed by each event */
 };
 
-static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int fail(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *s = NULL;
-        int n = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (n < 0) return -ENOMEM;
-        free(*ret_error);
-        *ret_error = s;
-        return -EBADMSG;
-}
-
 /* ---- the grammar ---- */
 
 /* JavaScript's WhiteSpace and LineTerminator (ECMA-262 §12.2, §12.3), what
@@ -93,7 +80,7 @@ int env_file_parse(const char *path, const char *raw, size_t raw_len, char ***re
         if (memchr(raw, 0, raw_len)) {
                 size_t line = 1;
                 for (const char *p = raw; *p; p++) line += *p == '\n';
-                return fail(ret_error, "error: env file %s:%zu: the line contains a NUL byte\n%s", path, line, LINE_HELP);
+                return set_error(ret_error, -EBADMSG, "error: env file %s:%zu: the line contains a NUL byte\n%s", path, line, LINE_HELP);
         }
         size_t len = 0;
         _cleanup_free_ char *s = utf8_sanitize_n(raw, raw_len, &len);
@@ -115,20 +102,20 @@ int env_file_parse(const char *path, const char *raw, size_t raw_len, char ***re
                 }
                 const char *eq = memchr(s + b, '=', e - b);
                 if (!eq)
-                        return fail(ret_error, "error: env file %s:%zu: expected NAME=value (no '=')\n%s", path, lineno + 1,
+                        return set_error(ret_error, -EBADMSG, "error: env file %s:%zu: expected NAME=value (no '=')\n%s", path, lineno + 1,
                                     LINE_HELP);
                 size_t nb = b, ne = (size_t) (eq - s), vb = ne + 1, ve = e;
                 trim(s, &nb, &ne);
                 trim(s, &vb, &ve);
                 if (!valid_name(s + nb, ne - nb))
-                        return fail(ret_error,
+                        return set_error(ret_error, -EBADMSG,
                                     "error: env file %s:%zu: invalid variable name (it must match "
                                     "[A-Za-z_][A-Za-z0-9_]*)\n%s",
                                     path, lineno + 1, LINE_HELP);
                 char q = vb < ve ? s[vb] : 0;
                 if (q == '"' || q == '\'') {
                         if (ve - vb < 2 || s[ve - 1] != q)
-                                return fail(ret_error,
+                                return set_error(ret_error, -EBADMSG,
                                             "error: env file %s:%zu: unterminated %s-quoted value\n"
                                             "help: a quoted value ends with its quote; nothing may follow it (there are "
                                             "no inline comments)",
@@ -160,32 +147,32 @@ int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **ret
         if (fd < 0) {
                 int r = negative_errno();
                 if (r == -ENOENT) {
-                        fail(ret_error, "error: env file %s not found\n%s", path, PATH_HELP);
+                        set_error(ret_error, -EBADMSG, "error: env file %s not found\n%s", path, PATH_HELP);
                         return -ENOENT;
                 }
-                fail(ret_error, "error: cannot open the env file %s: %s\n%s", path, strerror(-r), PATH_HELP);
+                set_error(ret_error, -EBADMSG, "error: cannot open the env file %s: %s\n%s", path, strerror(-r), PATH_HELP);
                 return r;
         }
         /* on the fd: what is checked is what is read (§12) */
         struct stat st;
         if (fstat(fd, &st) < 0) {
                 int r = negative_errno();
-                fail(ret_error, "error: cannot stat the env file %s: %s", path, strerror(-r));
+                set_error(ret_error, -EBADMSG, "error: cannot stat the env file %s: %s", path, strerror(-r));
                 return r;
         }
         if (!S_ISREG(st.st_mode)) {
-                fail(ret_error, "error: env file %s is not a regular file\n%s", path, PATH_HELP);
+                set_error(ret_error, -EBADMSG, "error: env file %s is not a regular file\n%s", path, PATH_HELP);
                 return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
         }
         if (st.st_mode & 077) {
-                fail(ret_error,
+                set_error(ret_error, -EBADMSG,
                      "error: env file %s is readable by group or other (mode %04o)\n"
                      "help: it may hold secrets: chmod 600 %s",
                      path, (unsigned) (st.st_mode & 07777), path);
                 return -EACCES;
         }
         if ((uint64_t) st.st_size > ENV_FILE_MAX) {
-                fail(ret_error, "error: env file %s is larger than %zu bytes\n%s", path, ENV_FILE_MAX, PATH_HELP);
+                set_error(ret_error, -EBADMSG, "error: env file %s is larger than %zu bytes\n%s", path, ENV_FILE_MAX, PATH_HELP);
                 return -EFBIG;
         }
         int fl = fcntl(fd, F_GETFL);
@@ -194,12 +181,12 @@ int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **ret
         size_t len = 0;
         int r = read_fd(fd, ENV_FILE_MAX, &text, &len);
         if (r == -EFBIG) {
-                fail(ret_error, "error: env file %s is larger than %zu bytes\n%s", path, ENV_FILE_MAX, PATH_HELP);
+                set_error(ret_error, -EBADMSG, "error: env file %s is larger than %zu bytes\n%s", path, ENV_FILE_MAX, PATH_HELP);
                 return r;
         }
         if (r == -ENOMEM) return r;
         if (r < 0) {
-                fail(ret_error, "error: cannot read the env file %s: %s", path, strerror(-r));
+                set_error(ret_error, -EBADMSG, "error: cannot read the env file %s: %s", path, strerror(-r));
                 return r;
         }
         r = env_file_parse(path, text, len, ret, ret_error);

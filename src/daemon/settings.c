@@ -34,18 +34,6 @@ static char *trim_dup(const char *s) {
         return strndup(s, n);
 }
 
-static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int fail(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *s = NULL;
-        int n = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (n < 0) return -ENOMEM;
-        *ret_error = s;
-        return -EINVAL;
-}
-
 static int provider_limits_push(Settings *s, const char *provider, uint64_t conc, uint64_t per_window) {
         /* a provider named twice: the later entry wins, as a JSON object's would */
         for (size_t i = 0; i < s->n_provider_limits; i++)
@@ -89,26 +77,26 @@ static int provider_limits_from_env(Settings *s, const char *v, char **ret_error
                 if (!copy) return -ENOMEM;
                 char *provider = copy, *conc = strchr(copy, ':'), *win = NULL;
                 if (!conc)
-                        return fail(ret_error, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": missing :maxConcurrentTasks\n%s",
+                        return set_error(ret_error, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": missing :maxConcurrentTasks\n%s",
                                     *e, help);
                 *conc++ = 0;
                 win = strchr(conc, ':');
                 if (win) *win++ = 0;
                 if (win && strchr(win, ':'))
-                        return fail(ret_error, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": too many fields\n%s", *e, help);
+                        return set_error(ret_error, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": too many fields\n%s", *e, help);
                 _cleanup_free_ char *name = trim_dup(provider);
                 if (!name) return -ENOMEM;
                 if (!*name)
-                        return fail(ret_error, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": empty provider\n%s", *e, help);
+                        return set_error(ret_error, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": empty provider\n%s", *e, help);
                 uint64_t c = 0, w = 0;
                 _cleanup_free_ char *cs = trim_dup(conc), *ws = win ? trim_dup(win) : NULL;
                 if (!cs || (win && !ws)) return -ENOMEM;
                 if (!parse_limit(cs, &c))
-                        return fail(ret_error,
+                        return set_error(ret_error, -EINVAL,
                                     "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": maxConcurrentTasks must be a positive integer\n%s",
                                     *e, help);
                 if (win && !parse_limit(ws, &w))
-                        return fail(ret_error,
+                        return set_error(ret_error, -EINVAL,
                                     "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": maxDispatchesPerWindow must be a positive integer\n%s",
                                     *e, help);
                 int r = provider_limits_push(s, name, c, w);
@@ -201,14 +189,14 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         if (isempty(ex)) ex = config_string(cfg, "defaultExecutor");
         s->default_executor = strdup(ex ? ex : "pi");
         if (!s->default_executor) return -ENOMEM;
-        if (!executor_find(s->default_executor)) return fail(ret_error, "unknown executor: %s", s->default_executor);
+        if (!executor_find(s->default_executor)) return set_error(ret_error, -EINVAL, "unknown executor: %s", s->default_executor);
 
         const char *var = ENV("TASKFERRY_DEFAULT_VARIANT");
         if (!var) var = config_string(cfg, "defaultVariant");
         s->default_variant = trim_dup(var ? var : "highest");
         if (!s->default_variant) return -ENOMEM;
         if (!strv_contains((char **) variant_levels, s->default_variant))
-                return fail(ret_error,
+                return set_error(ret_error, -EINVAL,
                             "defaultVariant must be one of highest, off, minimal, low, medium, high, xhigh, max (got \"%s\")",
                             s->default_variant);
 
@@ -237,7 +225,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         const char *mo_env = ENV("TASKFERRY_MAX_OUTPUT_FILE_BYTES");
         s->max_output_file_bytes = INT("maxOutputFileBytes", "TASKFERRY_MAX_OUTPUT_FILE_BYTES", CONFIG_POSITIVE, 524288);
         if (s->max_output_file_bytes > CONFIG_MAX_OUTPUT_FILE_BYTES_LIMIT)
-                return fail(ret_error,
+                return set_error(ret_error, -EINVAL,
                             "error: maxOutputFileBytes must not exceed %" PRIu64 " (got %" PRIu64 " from %s)\n"
                             "help: the daemon's response limit is 1 MiB; use a value from 1 through %" PRIu64,
                             CONFIG_MAX_OUTPUT_FILE_BYTES_LIMIT, s->max_output_file_bytes,
@@ -251,7 +239,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         if (isempty(mm)) mm = config_string(cfg, "taskMemoryMax"), mm_from = "config taskMemoryMax";
         if (!isempty(mm)) {
                 if (disk_size_parse(mm, &s->task_memory_max) < 0)
-                        return fail(ret_error,
+                        return set_error(ret_error, -EINVAL,
                                     "error: %s must be a positive size in bytes, optionally with a K, M, G or T "
                                     "suffix (got \"%s\")\nhelp: e.g. 4G or 512M",
                                     mm_from, mm);
@@ -262,7 +250,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         s->task_tasks_max = INT("taskTasksMax", "TASKFERRY_TASK_TASKS_MAX", CONFIG_POSITIVE, 4096);
         s->task_cpu_weight = INT("taskCpuWeight", "TASKFERRY_TASK_CPU_WEIGHT", CONFIG_POSITIVE, 100);
         if (s->task_cpu_weight > 10000)
-                return fail(ret_error,
+                return set_error(ret_error, -EINVAL,
                             "error: the task CPU weight must be from 1 through 10000 (got %" PRIu64 ")\n"
                             "help: set TASKFERRY_TASK_CPU_WEIGHT or taskCpuWeight as systemd's CPUWeight=; 100 is "
                             "the default weight",
@@ -274,7 +262,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         if (config_list_append(&s->home_allow, ENV("TASKFERRY_SANDBOX_HOME_ALLOW")) < 0) return -ENOMEM;
         const char *dm = ENV("TASKFERRY_TASK_DISK_MAX");
         if (!isempty(dm) && disk_size_parse(dm, &s->task_disk_max) < 0)
-                return fail(ret_error,
+                return set_error(ret_error, -EINVAL,
                             "TASKFERRY_TASK_DISK_MAX must be a positive size in bytes, optionally "
                             "with a K, M, G or T suffix (got \"%s\")",
                             dm);

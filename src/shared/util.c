@@ -191,6 +191,18 @@ char **strv_copy(char *const *l) {
 
 /* ---- strings ---- */
 
+int set_error(char **ret_error, int r, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *s = NULL;
+        int n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (n < 0) return -ENOMEM;
+        free(*ret_error);
+        *ret_error = s;
+        return r;
+}
+
 char *strdup_printf(const char *fmt, ...) {
         va_list ap;
         char *s = NULL;

@@ -25,6 +25,10 @@ char **strv_copy(char *const *l);
 /* ---- strings ---- */
 /* asprintf that returns NULL on failure. */
 char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
+/* Put a formatted message into *ret_error (freeing what it held) and return
+ * r, a -errno; -ENOMEM when the message cannot be made. The loaders'
+ * "this input is wrong" exit (config.c, settings.c, env-file.c). */
+int set_error(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 /* POSIX shell single-quoting: 'it'\''s'. Returns malloc'd string or NULL. */
 char *shell_quote(const char *s);
 /* Length of UTF-8 text s[0..len) in UTF-16 code units (what JavaScript's
