@@ -161,23 +161,43 @@ int cli_dispatch(cli_context *ctx, json_object *options, const char *directory, 
         return r;
 }
 
-static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
-        const cli_args *a = ctx->args;
-        _cleanup_free_ char *cwd = current_dir();
-        if (!cwd) return cli_error_fail(err, NULL, "cannot determine the current directory: %s", strerror(errno));
-        _cleanup_free_ char *directory = NULL;
-        int r = directory_param(a, cwd, &directory, err);
-        if (r < 0) return r;
+/* What dispatch and advisor read first: the current directory, --directory
+ * resolved against it, and --prompt (stdin's bytes for "-", read as
+ * <command>'s). */
+typedef struct command_input {
+        char *cwd, *directory;
+        char *stdin_prompt; /* what "-" read, else NULL */
+        const char *prompt; /* --prompt or stdin_prompt; NULL: none given */
+        size_t prompt_len;  /* bytes */
+} command_input;
 
-        const char *prompt = cli_args_string(a, "prompt");
-        _cleanup_free_ char *stdin_prompt = NULL;
-        size_t stdin_len = 0;
-        if (streq(prompt, "-")) {
-                r = cli_read_prompt(STDIN_FILENO, "dispatch", ctx->interrupted, &stdin_prompt, &stdin_len, err);
+static void command_input_done(command_input *in) {
+        free(in->cwd);
+        free(in->directory);
+        free(in->stdin_prompt);
+}
+
+static int command_input_read(cli_context *ctx, const char *command, command_input *in, cli_error *err) {
+        *in = (command_input) {0};
+        if (!(in->cwd = current_dir()))
+                return cli_error_fail(err, NULL, "cannot determine the current directory: %s", strerror(errno));
+        int r = directory_param(ctx->args, in->cwd, &in->directory, err);
+        if (r < 0) return r;
+        in->prompt = cli_args_string(ctx->args, "prompt");
+        if (streq_ptr(in->prompt, "-")) {
+                r = cli_read_prompt(STDIN_FILENO, command, ctx->interrupted, &in->stdin_prompt, &in->prompt_len, err);
                 if (r < 0) return r;
-        }
-        return cli_dispatch(ctx, a->options, directory, stdin_prompt ? stdin_prompt : prompt,
-                            stdin_prompt ? stdin_len : strlen(prompt), NULL, ret, err);
+                in->prompt = in->stdin_prompt;
+        } else
+                in->prompt_len = in->prompt ? strlen(in->prompt) : 0;
+        return 0;
+}
+
+static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
+        _cleanup_(command_input_done) command_input in = {0};
+        int r = command_input_read(ctx, "dispatch", &in, err);
+        if (r < 0) return r;
+        return cli_dispatch(ctx, ctx->args->options, in.directory, in.prompt, in.prompt_len, NULL, ret, err);
 }
 
 static int run_cancel(cli_context *ctx, json_object **ret, cli_error *err) {
@@ -382,19 +402,10 @@ static char *advisor_condense(cli_context *ctx, const char *text, const char *di
 
 static int run_advisor(cli_context *ctx, json_object **ret, cli_error *err) {
         const cli_args *a = ctx->args;
-        _cleanup_free_ char *cwd = current_dir();
-        if (!cwd) return cli_error_fail(err, NULL, "cannot determine the current directory: %s", strerror(errno));
-        _cleanup_free_ char *directory = NULL;
-        int r = directory_param(a, cwd, &directory, err);
+        _cleanup_(command_input_done) command_input in = {0};
+        int r = command_input_read(ctx, "advisor", &in, err);
         if (r < 0) return r;
-        const char *prompt = cli_args_string(a, "prompt");
-        _cleanup_free_ char *stdin_prompt = NULL;
-        size_t stdin_len = 0;
-        if (streq_ptr(prompt, "-")) {
-                r = cli_read_prompt(STDIN_FILENO, "advisor", ctx->interrupted, &stdin_prompt, &stdin_len, err);
-                if (r < 0) return r;
-                prompt = stdin_prompt;
-        }
+        const char *cwd = in.cwd, *directory = in.directory, *prompt = in.prompt;
         r = ctx->paths.home ? 0 : tf_paths_resolve(&ctx->paths);
         if (r < 0) return cli_error_fail(err, NULL, "cannot resolve taskferry paths: %s", strerror(-r));
         uint64_t budget = cli_advisor_budget(getenv("TASKFERRY_ADVISOR_CONTEXT_CHARS"), ctx->paths.config_file);
