@@ -8,6 +8,9 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <inttypes.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -377,6 +380,308 @@ START_TEST(bus_objects_keep_the_peer_rules) {
 }
 END_TEST
 
+
+/* ---- second round: error paths, edge values, idle exit ---- */
+
+#define LEAK "sk-attack8b-7c1e04aa93"
+
+/* Attack (local input): env-file rewrites that fail to parse, each carrying a
+ * value: a malformed line after a good one, a huge value, invalid UTF-8, a
+ * value with "\n<0>" in it, a line with no '='; then the file swapped for a
+ * symlink to another 0600 file of the user's (shadow-like lines). No value,
+ * nor the target's content, may reach the daemon's log, a CLI's output or
+ * tasks.json; the last good value stays. */
+START_TEST(env_file_errors_leak_no_value) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *dir = strdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        char *p = strdup_printf("%s/env", dir);
+        const char good[] = "K=good-value\n";
+        tf_write(p, good, strlen(good), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_daemon_start(w);
+        char *big = malloc(70000);
+        memset(big, 'Q', 69999);
+        big[69999] = 0;
+        memcpy(big + 30000, LEAK "-huge", strlen(LEAK "-huge"));
+        char *bad[] = {
+                strdup("K=" LEAK "-a\n" LEAK "-noeq\n"),
+                strdup("K=ok\nbad name=" LEAK "-b\n"),
+                strdup_printf("K=ok\nH=%s\n" LEAK "-after-huge\n", big),
+                strdup("K=ok\nU=\xff\xfe" LEAK "-utf8\xc0\n" "V=\"" LEAK "-unterminated\n"),
+                strdup("K=\"x\n<0>taskferryd: error: " LEAK "-nl\n"),
+                strdup("root:$6$" LEAK "-shadow:19000:0:99999:7:::\n"),
+        };
+        char *tmp = strdup_printf("%s.tmp", p);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *before = daemon_log(w);
+                log_wait lw = {"env file reload failed", 0};
+                for (const char *q = before; (q = strstr(q, lw.needle)); q++) lw.want++;
+                lw.want++;
+                tf_write(tmp, bad[i], strlen(bad[i]), 0600);
+                ck_assert_int_eq(rename(tmp, p), 0);
+                ck_assert_msg(tf_wait_until(pred_log, w, &lw, 10000), "no reload failure logged for case %zu", i);
+        }
+        /* a symlink to another private file of the user's, then back */
+        char *other = strdup_printf("%s/private-notes", w->home);
+        const char notes[] = "root:$6$" LEAK "-link:19000:0:99999:7:::\nline two " LEAK "-link2\n";
+        tf_write(other, notes, strlen(notes), 0600);
+        {
+                _cleanup_free_ char *before = daemon_log(w);
+                log_wait lw = {"env file reload failed", 1};
+                for (const char *q = before; (q = strstr(q, lw.needle)); q++) lw.want++;
+                ck_assert_int_eq(symlink(other, tmp), 0);
+                ck_assert_int_eq(rename(tmp, p), 0);
+                ck_assert_msg(tf_wait_until(pred_log, w, &lw, 10000), "no reload failure for the symlink");
+        }
+        char *id = run_worker(w, repo, NULL, "echo K=$K");
+        char *msg = tf_task_message(w, id);
+        ck_assert_msg(strstr(msg, "K=good-value"), "the last good value is gone: %s", msg);
+        const char *cmds[][4] = {{"list", NULL}, {"doctor", NULL}, {"status", id, "--full", NULL}};
+        for (size_t i = 0; i < ELEMENTSOF(cmds); i++) {
+                tf_run r = tf_cli(w, NULL, NULL, cmds[i]);
+                ck_assert_msg(!strstr(strempty(r.out), LEAK) && !strstr(strempty(r.err), LEAK), "`%s` shows a value: %s%s",
+                              cmds[i][0], strempty(r.out), strempty(r.err));
+                tf_run_done(&r);
+        }
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        char *log = daemon_log(w);
+        const char *hit = strstr(log, LEAK);
+        ck_assert_msg(!hit, "a value reached the daemon's log: ...%.120s", hit ? hit - 60 : "");
+        char *tj = strdup_printf("%s/tasks.json", w->state);
+        char *tasks = tf_read(tj, NULL);
+        ck_assert_msg(!strstr(tasks, LEAK), "a value reached tasks.json");
+        char *be = strdup_printf("%s/daemon-boot.err", w->run);
+        if (tf_exists(be)) {
+                char *e = tf_read(be, NULL);
+                ck_assert_msg(!strstr(e, LEAK), "a value reached daemon-boot.err");
+                free(e);
+        }
+        free(be), free(tasks), free(tj), free(log), free(msg), free(id), free(other), free(tmp);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) free(bad[i]);
+        free(big), free(p), free(dir), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack: a worker's nested dispatches with memoryMax/tasksMax at the edges
+ * (2^63-1, 2^64, -1, 0, 1.5, "8M", 8M exactly, 1e300, nested objects): the
+ * daemon answers each (a result or an error), never crashes, and no nested
+ * task ends up with a limit above its parent's. */
+START_TEST(scope_limits_at_the_edges) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        pid_t pid0 = tf_daemon_pid(w);
+        char *py = strdup(tf_path(w->fixtures, "peer.py"));
+        tf_write(py, peer_py, strlen(peer_py), 0644);
+        static const char *const vals[] = {"9223372036854775807", "18446744073709551616", "18446744073709551615",
+                                           "-1", "0", "1.5", "\"8M\"", "8388608", "8388607", "1e300", "-1e300",
+                                           "{}", "[8388608]", "true", "null", "9223372036854775808",
+                                           "-9223372036854775808"};
+        char *args = strdup("");
+        size_t nreq = 0;
+        for (size_t i = 0; i < ELEMENTSOF(vals); i++)
+                for (int k = 0; k < 2; k++) {
+                        char *a = strdup_printf(
+                                "%s '{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"true\","
+                                "\"directory\":\"%s\",\"%s\":%s}}'",
+                                args, repo, k ? "tasksMax" : "memoryMax", vals[i]);
+                        free(args), args = a, nreq++;
+                }
+        char *script = strdup_printf("python3 %s %s > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, args);
+        const char *lim[] = {"--memory-max", "64M", "--tasks-max", "64", NULL};
+        char *id = run_worker(w, repo, lim, script);
+        char *replies = output_file(w, id, "replies.txt");
+        ck_assert_msg(replies, "no replies");
+        fprintf(stderr, "replies:\n%s\n", replies);
+        ck_assert_msg(!strstr(replies, "EOF") && !strstr(replies, "Traceback"), "a request went unanswered:\n%s", replies);
+        size_t lines = 0;
+        for (const char *q = replies; (q = strchr(q, '\n')); q++) lines++;
+        ck_assert_uint_eq(lines, nreq);
+        ck_assert_int_eq(tf_daemon_pid(w), pid0);
+        /* every nested task that was created keeps within its parent's limits */
+        for (const char *l = replies; l && *l;) {
+                size_t n = strcspn(l, "\n");
+                _cleanup_free_ char *line = strndup(l, n);
+                json_object *fr = tf_json(line);
+                const char *nid = json_get_string(json_get_object(fr, "result"), "id");
+                if (nid) {
+                        json_object *st = tf_wait_settled(w, nid);
+                        int64_t mm = 0, tm = 0;
+                        if (json_get_int64(st, "memoryMax", &mm))
+                                ck_assert_msg(mm > 0 && mm <= 64 << 20, "%s memoryMax %" PRId64, nid, mm);
+                        if (json_get_int64(st, "tasksMax", &tm))
+                                ck_assert_msg(tm > 0 && tm <= 64, "%s tasksMax %" PRId64, nid, tm);
+                        json_object_put(st);
+                }
+                json_object_put(fr);
+                l += n;
+                if (*l) l++;
+        }
+        ck_assert_int_eq(tf_daemon_pid(w), pid0);
+        free(replies), free(id), free(script), free(args), free(py), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* ---- idle exit under fake socket activation (as test-systemd-notify.c) ---- */
+
+static int listen_socket(tf_world *w) {
+        ck_assert_int_eq(mkdir_p_chmod(w->run, 0700), 0);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        strcpy(sa.sun_path, w->socket);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        ck_assert_int_eq(chmod(w->socket, 0600), 0);
+        ck_assert_int_eq(listen(fd, 64), 0);
+        return fd;
+}
+
+static pid_t start_activated(tf_world *w, int lfd) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int devnull = open("/dev/null", O_RDWR);
+                int logfd = open(tf_path(w->root, "daemon.log"), O_WRONLY | O_CREAT | O_APPEND, 0600);
+                dup2(devnull, 0);
+                dup2(logfd >= 0 ? logfd : devnull, 1);
+                dup2(logfd >= 0 ? logfd : devnull, 2);
+                if (lfd == 3) (void) fcntl(3, F_SETFD, 0);
+                else if (dup2(lfd, 3) < 0) _exit(126);
+                setsid();
+                char **env = strv_copy(w->env);
+                char pidbuf[32];
+                snprintf(pidbuf, sizeof pidbuf, "%d", (int) getpid());
+                if (strv_env_set(&env, "LISTEN_FDS", "1") < 0 || strv_env_set(&env, "LISTEN_PID", pidbuf) < 0) _exit(126);
+                char *argv[] = {(char *) tf_bin("taskferryd"), NULL};
+                execve(argv[0], argv, env);
+                _exit(127);
+        }
+        w->daemon_pid = pid;
+        return pid;
+}
+
+static int wait_exit(pid_t pid, int ms) {
+        uint64_t end = mono_ms() + (uint64_t) ms;
+        do {
+                int st;
+                if (waitpid(pid, &st, WNOHANG) == pid) return st;
+                usleep(20000);
+        } while (mono_ms() < end);
+        return -1;
+}
+
+/* Attack: make a socket-activated daemon (idle exit 1 s) exit while work is
+ * left: the worker's nested dispatches (one refused, one queued behind a
+ * sleeping one), its task socket closed early, a cancel whose grace runs,
+ * a worker leaving a changeset to extract. Whenever the daemon exits, every
+ * task in tasks.json must be settled (no queued/running) and the next
+ * daemon must see them so. */
+START_TEST(idle_exit_leaves_no_task_unsettled) {
+        char *extra[] = {(char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
+        tf_world *w = tf_world_new(extra);
+        char *repo = make_repo(w);
+        char *py = strdup(tf_path(w->fixtures, "peer.py"));
+        tf_write(py, peer_py, strlen(peer_py), 0644);
+        int lfd = listen_socket(w);
+        pid_t pid = start_activated(w, lfd);
+        /* nested: a refused one, then one that sleeps and one more; the
+         * worker closes its socket and exits before they finish */
+        char *req = strdup_printf(
+                "'{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"true\",\"directory\":\"/nonexistent\"}}' "
+                "'{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"sleep 3; echo x > n1\",\"directory\":\"%s\"}}' "
+                "'{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"trap \\\"\\\" TERM; sleep 3; echo y > n2\",\"directory\":\"%s\"}}'",
+                repo, repo);
+        char *script = strdup_printf("python3 %s %s > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; "
+                                     "dd if=/dev/urandom of=big bs=1M count=20 2>/dev/null; true",
+                                     py, req);
+        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
+        char *id = tf_dispatch(w, d);
+        json_object_put(tf_wait_settled(w, id));
+        char *replies = output_file(w, id, "replies.txt");
+        fprintf(stderr, "replies:\n%s\n", strnull(replies));
+        /* cancel the trap-TERM one (its grace keeps it running a while) */
+        char *ids[2] = {NULL, NULL};
+        size_t ni = 0;
+        for (const char *l = replies; l && *l && ni < 2;) {
+                size_t n = strcspn(l, "\n");
+                _cleanup_free_ char *line = strndup(l, n);
+                json_object *fr = tf_json(line);
+                const char *nid = json_get_string(json_get_object(fr, "result"), "id");
+                if (nid) ids[ni++] = strdup(nid);
+                json_object_put(fr);
+                l += n;
+                if (*l) l++;
+        }
+        ck_assert_msg(ni == 2, "nested dispatches: %s", strnull(replies));
+        const char *c[] = {"cancel", ids[1], NULL};
+        tf_run r = tf_cli(w, NULL, NULL, c);
+        tf_run_done(&r);
+        /* now leave it alone: it may exit only when all is settled */
+        int st = wait_exit(pid, 30000);
+        ck_assert_msg(st != -1, "the daemon never idled out");
+        w->daemon_pid = 0;
+        char *tj = strdup_printf("%s/tasks.json", w->state);
+        char *tasks = tf_read(tj, NULL);
+        ck_assert_msg(!strstr(tasks, "\"status\":\"queued\"") && !strstr(tasks, "\"status\":\"running\"") &&
+                              !strstr(tasks, "\"status\": \"queued\"") && !strstr(tasks, "\"status\": \"running\""),
+                      "the daemon exited with a task unsettled:\n%s", tasks);
+        /* the next daemon on the same socket sees them settled */
+        pid = start_activated(w, lfd);
+        for (size_t i = 0; i < 2; i++) {
+                json_object *o = tf_wait_settled(w, ids[i]);
+                fprintf(stderr, "%s: %s\n", ids[i], tf_jstr(o, "status"));
+                json_object_put(o);
+        }
+        json_object *o = tf_wait_settled(w, id);
+        ck_assert_str_eq(tf_jstr(o, "status"), "done");
+        json_object_put(o);
+        st = wait_exit(pid, 10000);
+        ck_assert(st != -1);
+        w->daemon_pid = 0;
+        close(lfd);
+        free(tasks), free(tj), free(ids[0]), free(ids[1]), free(replies), free(id), free(script), free(req), free(py), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* Attack (bus bound in, as above): CancelTask with ids of odd shapes (another
+ * user's-looking id, 100 KiB, path-ish, escapes), GetAll on the manager, a
+ * call with a wrong signature; the daemon answers each and carries on. */
+START_TEST(bus_odd_calls_from_a_worker) {
+        tf_world *w = tf_world_new(NULL);
+        tf_bus b = tf_bus_start(w);
+        char *repo = make_repo(w);
+        tf_daemon_start(w);
+        pid_t pid0 = tf_daemon_pid(w);
+        ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
+        char *busdir = strdup(tf_path(w->root, "bus"));
+        char *script = strdup_printf(
+                "B='busctl --address=unix:path=%s'; "
+                "L=$(head -c 100000 /dev/zero | tr '\\\\0' a); "
+                "for id in 'root-1700000000-abcd' \"$L\" '../../etc' '%%s%%n' '' ' ' 'a/b' \"$TASKFERRY_TASK_ID\"x; do "
+                "$B call " NAME " " MPATH " " MIFACE " CancelTask s \"$id\" >/dev/null 2>&1; echo c=$?; done; "
+                "$B call " NAME " " MPATH " org.freedesktop.DBus.Properties GetAll s " MIFACE " 2>&1 | head -c 2000; echo; "
+                "$B call " NAME " " MPATH " " MIFACE " CancelTask i 5 2>&1; echo wrong=$?; "
+                "$B call " NAME " " MPATH " " MIFACE " ListTasks 2>&1 | head -c 300; echo; "
+                "$B get-property " NAME " " MPATH " " MIFACE " Version; echo alive=$?",
+                b.socket);
+        const char *bind[] = {"--rw-bind", busdir, NULL};
+        char *wid = run_worker(w, repo, bind, script);
+        char *msg = tf_task_message(w, wid);
+        fprintf(stderr, "the worker's bus calls:\n%s\n", msg);
+        ck_assert_msg(strstr(msg, "alive=0"), "the daemon stopped answering on the bus (output above)");
+        ck_assert_msg(!strstr(msg, "c=0"), "a CancelTask of an odd id succeeded (output above)");
+        ck_assert_int_eq(tf_daemon_pid(w), pid0);
+        free(msg), free(wid), free(script), free(busdir), free(repo);
+        tf_world_free(w);
+        tf_bus_stop(&b);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("attack-systemd");
         TCase *tc = tcase_create("attack-systemd");
@@ -387,6 +692,10 @@ static Suite *suite(void) {
         tcase_add_test(tc, cancel_leaves_no_setsid_grandchild);
         tcase_add_test(tc, bus_objects_keep_the_peer_rules);
         tcase_add_test(tc, proc_and_fds_reach_no_daemon);
+        tcase_add_test(tc, env_file_errors_leak_no_value);
+        tcase_add_test(tc, scope_limits_at_the_edges);
+        tcase_add_test(tc, idle_exit_leaves_no_task_unsettled);
+        tcase_add_test(tc, bus_odd_calls_from_a_worker);
         suite_add_tcase(s, tc);
         return s;
 }
