@@ -29,10 +29,11 @@ char *cli_jobs_dir(const tf_paths *paths) {
 
 /* Open path for reading if it is a regular file: O_NONBLOCK, so that a
  * fifo (or a device) there returns at once and is refused instead of
- * blocking the read. Returns the fd, -EISDIR/-ENODEV (not regular: a
+ * blocking the read. extra_flags: O_NOFOLLOW for a file that must not be a
+ * symlink (-ELOOP). Returns the fd, -EISDIR/-ENODEV (not regular: a
  * directory / anything else), -EFBIG (over max), -errno. */
-static int open_regular(const char *path, size_t max) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+static int open_regular(const char *path, int extra_flags, size_t max) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags);
         if (fd < 0) return -errno;
         struct stat st;
         if (fstat(fd, &st) < 0) return -errno;
@@ -48,14 +49,15 @@ static const char *open_error_text(int r) {
         case -EISDIR: return "is a directory, not a file";
         case -ENODEV: return "is not a regular file";
         case -EFBIG: return "is larger than 1 MiB";
+        case -ELOOP: return "is a symbolic link (a prompt_file must be the file itself)";
         default: return strerror(-r);
         }
 }
 
 /* Read a regular file into a NUL-terminated buffer (read_fd caps a file
  * that grows after the fstat). */
-static int read_regular(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open_regular(path, JOB_FILE_MAX_BYTES);
+static int read_regular(const char *path, int extra_flags, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open_regular(path, extra_flags, JOB_FILE_MAX_BYTES);
         if (fd < 0) return fd;
         return read_fd(fd, JOB_FILE_MAX_BYTES, ret, ret_len);
 }
@@ -66,7 +68,7 @@ int cli_job_load(const char *jobs_dir, const char *name, const char *home, job_s
         if (!file) return -ENOMEM;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        int r = read_regular(file, &text, &len);
+        int r = read_regular(file, 0, &text, &len);
         if (r == -ENOMEM) return r;
         if (r == -ENOENT)
                 return cli_error_fail(err, NULL, "error: no job %s: %s does not exist\n"
@@ -86,7 +88,11 @@ int cli_job_load(const char *jobs_dir, const char *name, const char *home, job_s
 int cli_job_read_prompt_file(const job_spec *j, const char *job_file, char **ret, size_t *ret_len, cli_error *err) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        int r = read_regular(j->prompt_file, &text, &len);
+        /* not through a symlink: a prompt file often sits in a directory the
+         * user binds rw into workers, and a worker that swaps it for a link
+         * to the env file (or ~/.ssh/id_*) would get that file as the next
+         * run's prompt, read on the host by an unattended timer */
+        int r = read_regular(j->prompt_file, O_NOFOLLOW, &text, &len);
         if (r == -ENOMEM) return r;
         if (r < 0)
                 return cli_error_fail(err, NULL, "error: %s:%u: prompt_file %s %s\nhelp: %s", job_file, j->prompt_file_line,

@@ -682,6 +682,65 @@ START_TEST(bus_odd_calls_from_a_worker) {
 }
 END_TEST
 
+/* Hole found (fixed in cli-job.c, read_prompt_file): a job's prompt_file in
+ * a directory the user binds rw into workers. A worker replaced it with a
+ * symlink to the env file (whose directory the sandbox masks: it only writes
+ * the link's text, the host path). The next `taskferry job run` — a timer,
+ * unattended — read the env file through the link on the host and sent its
+ * content as the prompt: the secret landed in the task's prompt (tasks.json,
+ * status, and the next worker's input, a model provider's for an agent).
+ * A prompt_file that is a symlink is now refused. */
+START_TEST(job_prompt_file_swapped_for_a_symlink) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *cfg = strdup_printf("%s/.config/taskferry", w->home);
+        char *jobs = strdup_printf("%s/jobs", cfg);
+        ck_assert_int_eq(mkdir_p(jobs, 0700), 0);
+        char *envp = strdup_printf("%s/env", cfg);
+        const char text[] = "K=" LEAK "-jobenv\n";
+        tf_write(envp, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", envp);
+        char *shared = strdup(tf_path(w->repo_parent, "shared"));
+        ck_assert_int_eq(mkdir_p(shared, 0700), 0);
+        char *pf = strdup_printf("%s/prompt.sh", shared);
+        tf_write(pf, "echo nightly\n", 13, 0600);
+        char *job = strdup_printf("directory = '%s'\nexecutor = 'shell'\nprompt_file = '%s'\n", repo, pf);
+        char *jf = strdup_printf("%s/nightly.toml", jobs);
+        tf_write(jf, job, strlen(job), 0600);
+        tf_daemon_start(w);
+        /* the hostile worker, with the shared dir bound rw as the user asked */
+        char *script = strdup_printf("rm -f '%s' && ln -s '%s' '%s'; ls -l '%s'", pf, envp, pf, shared);
+        const char *bind[] = {"--rw-bind", shared, NULL};
+        char *wid = run_worker(w, repo, bind, script);
+        char *msg = tf_task_message(w, wid);
+        fprintf(stderr, "worker: %s\n", msg);
+        struct stat st;
+        ck_assert_msg(lstat(pf, &st) == 0 && S_ISLNK(st.st_mode), "the worker could not swap the prompt file");
+        /* the timer fires */
+        const char *san = getenv("ASAN_OPTIONS");
+        _cleanup_free_ char *q_san = san ? shell_quote(san) : NULL;
+        char *cmd = strdup_printf("exec timeout -k 5 30 env -i HOME='%s' PATH=/usr/local/bin:/usr/bin:/bin "
+                                       "TASKFERRY_RUNTIME_DIR='%s' TASKFERRY_AUTO_START=0 %s%s '%s' job run nightly",
+                                       w->home, w->run, q_san ? "ASAN_OPTIONS=" : "", q_san ? q_san : "",
+                                       tf_bin("taskferry"));
+        tf_run r = tf_sh(w, NULL, cmd, true);
+        free(cmd);
+        fprintf(stderr, "job run: exit %d\n%s%s\n", r.exit_code, strempty(r.out), strempty(r.err));
+        ck_assert_msg(!strstr(strempty(r.out), LEAK) && !strstr(strempty(r.err), LEAK), "job run echoed the secret");
+        tf_run_done(&r);
+        /* settle whatever it dispatched, then look for the secret everywhere */
+        const char *l[] = {"list", "--json", NULL};
+        tf_run lr = tf_cli(w, NULL, NULL, l);
+        tf_run_done(&lr);
+        usleep(500 * 1000);
+        char *hits = tf_shf(w, NULL, "grep -rl -- '%s' '%s' 2>/dev/null | grep -v '/env$' || true", LEAK, w->state);
+        ck_assert_msg(isempty(hits) || !strchr(hits, '/'), "the env file's secret reached the daemon's state: %s", hits);
+        free(hits), free(msg), free(wid), free(script), free(jf), free(job), free(pf), free(shared), free(envp), free(jobs),
+                free(cfg), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("attack-systemd");
         TCase *tc = tcase_create("attack-systemd");
@@ -696,6 +755,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, scope_limits_at_the_edges);
         tcase_add_test(tc, idle_exit_leaves_no_task_unsettled);
         tcase_add_test(tc, bus_odd_calls_from_a_worker);
+        tcase_add_test(tc, job_prompt_file_swapped_for_a_symlink);
         suite_add_tcase(s, tc);
         return s;
 }
