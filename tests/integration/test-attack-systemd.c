@@ -741,6 +741,101 @@ START_TEST(job_prompt_file_swapped_for_a_symlink) {
 }
 END_TEST
 
+/* Attack (local input, or a worker that can write into the jobs dir through
+ * a careless rw bind): `job list` over 10,000 job files and a fifo named
+ * x.toml, and `job run` of hostile job files (a BOM, CRLF, \u0000 in a basic
+ * string, a 1 MiB string, a 100,000-deep array, a 200,000-element array):
+ * each ends within the timeout with a clean exit, and no error repeats the
+ * value it refused. Hole found (fixed in job-file.c): the wide array took
+ * 20 s of CPU to parse; a job file is read in seconds at most now. */
+START_TEST(hostile_job_files_and_dirs) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        char *jobs = strdup_printf("%s/.config/taskferry/jobs", w->home);
+        ck_assert_int_eq(mkdir_p(jobs, 0700), 0);
+        tf_daemon_start(w);
+        free(tf_shf(w, NULL,
+                    "cd '%s' && mkfifo x.toml && i=0; while [ $i -lt 10000 ]; do "
+                    "printf \"directory = '%s'\\nexecutor = 'shell'\\nprompt = 'true'\\n\" > j$i.toml; i=$((i+1)); done",
+                    jobs, repo));
+        /* hostile files; LEAK marks a value that must not be echoed */
+        char *mib = malloc((1 << 20) + 64);
+        memset(mib, 'A', 1 << 20);
+        memcpy(mib + 1000, LEAK, strlen(LEAK));
+        mib[(1 << 20)] = 0;
+        struct {
+                const char *name;
+                char *text;
+        } bad[] = {
+                {"bom", strdup_printf("\xef\xbb\xbf" "directory = '%s'\nexecutor = 'shell'\nprompt = '" LEAK "'\n", repo)},
+                {"crlf", strdup_printf("directory = '%s'\r\nexecutor = 'shell'\r\nprompt = \"" LEAK "\\u0000x\"\r\n", repo)},
+                {"nul", strdup_printf("directory = '%s'\nexecutor = 'shell'\nprompt = \"" LEAK "\\u0000x\"\n", repo)},
+                {"huge", strdup_printf("directory = '%s'\nexecutor = 'shell'\nprompt = \"%s\n", repo, mib)},
+                {"deep", NULL},
+                {"wide", NULL},
+                {"ctl", strdup_printf("directory = '%s'\nexecutor = 'shell'\nprompt = \"" LEAK "\x1b[2J\"\nmodel = 1\n", repo)},
+        };
+        {
+                size_t n = 100000;
+                char *d = malloc(2 * n + 64), *q = d;
+                q = stpcpy(q, "rw_bind = ");
+                for (size_t i = 0; i < n; i++) *q++ = '[';
+                for (size_t i = 0; i < n; i++) *q++ = ']';
+                strcpy(q, "\n");
+                bad[4].text = d;
+                char *wd = malloc(200000 * 6 + 64);
+                q = stpcpy(wd, "ro_bind = [");
+                for (size_t i = 0; i < 200000; i++) q = stpcpy(q, "'/a',");
+                strcpy(q, "]\n");
+                bad[5].text = wd;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char *p = strdup_printf("%s/%s.toml", jobs, bad[i].name);
+                tf_write(p, bad[i].text, strlen(bad[i].text), 0600);
+                free(p);
+        }
+        const char *san = getenv("ASAN_OPTIONS");
+        _cleanup_free_ char *q_san = san ? shell_quote(san) : NULL;
+        char *base = strdup_printf("exec timeout -k 5 60 env -i HOME='%s' PATH=/usr/local/bin:/usr/bin:/bin "
+                                   "TASKFERRY_RUNTIME_DIR='%s' TASKFERRY_AUTO_START=0 %s%s '%s' job",
+                                   w->home, w->run, q_san ? "ASAN_OPTIONS=" : "", q_san ? q_san : "", tf_bin("taskferry"));
+        uint64_t t0 = mono_ms();
+        char *cmd = strdup_printf("%s list", base);
+        tf_run r = tf_sh(w, NULL, cmd, true);
+        fprintf(stderr, "job list over 10,000 files and a fifo: exit %d in %" PRIu64 " ms, %zu bytes out\n",
+                r.exit_code, mono_ms() - t0, strlen(strempty(r.out)));
+        ck_assert_msg(r.exit_code == 0, "job list: exit %d: %.500s", r.exit_code, strempty(r.err));
+        ck_assert_msg(strstr(strempty(r.out), "j9999"), "job list misses a job");
+        ck_assert_msg(!strstr(strempty(r.out), LEAK) && !strstr(strempty(r.err), LEAK), "job list shows a value");
+        tf_run_done(&r);
+        free(cmd);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                cmd = strdup_printf("%s run %s", base, bad[i].name);
+                t0 = mono_ms();
+                r = tf_sh(w, NULL, cmd, true);
+                fprintf(stderr, "job run %s: exit %d in %" PRIu64 " ms: %.300s\n", bad[i].name, r.exit_code,
+                        mono_ms() - t0, strempty(r.err));
+                ck_assert_msg(r.exit_code == 0 || r.exit_code == 1, "job run %s: exit %d", bad[i].name, r.exit_code);
+                /* a hole found (fixed in job-file.c): a 200,000-entry ro_bind
+                 * took 20 s of CPU (strv_consume per entry, O(n^2)) */
+                ck_assert_msg(mono_ms() - t0 < 10000, "job run %s took %" PRIu64 " ms", bad[i].name, mono_ms() - t0);
+                ck_assert_msg(!strstr(strempty(r.err), LEAK) && (r.exit_code == 0 || !strstr(strempty(r.out), LEAK)),
+                              "job run %s echoed the value", bad[i].name);
+                tf_run_done(&r);
+                free(cmd);
+        }
+        cmd = strdup_printf("%s run x", base);
+        r = tf_sh(w, NULL, cmd, true);
+        ck_assert_msg(r.exit_code == 1, "job run of a fifo: exit %d", r.exit_code);
+        tf_run_done(&r);
+        free(cmd);
+        ck_assert_int_gt(tf_daemon_pid(w), 0);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) free(bad[i].text);
+        free(base), free(mib), free(jobs), free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("attack-systemd");
         TCase *tc = tcase_create("attack-systemd");
@@ -756,6 +851,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, idle_exit_leaves_no_task_unsettled);
         tcase_add_test(tc, bus_odd_calls_from_a_worker);
         tcase_add_test(tc, job_prompt_file_swapped_for_a_symlink);
+        tcase_add_test(tc, hostile_job_files_and_dirs);
         suite_add_tcase(s, tc);
         return s;
 }
