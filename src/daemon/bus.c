@@ -444,7 +444,9 @@ void bus_free(Manager *m) {
         if (!m->bus) return;
         if (m->bus->bus) {
                 (void) sd_bus_detach_event(m->bus->bus);
-                m->bus->bus = sd_bus_flush_close_unref(m->bus->bus);
+                /* no flush: the daemon is going away, and a flush waits
+                 * without bound for a bus that does not read */
+                m->bus->bus = sd_bus_close_unref(m->bus->bus);
         }
         free(m->bus);
         m->bus = NULL;

@@ -345,7 +345,7 @@ void scope_free(Manager *m) {
         if (!s) return;
         s->job_removed = sd_bus_slot_unref(s->job_removed);
         s->probe = sd_bus_slot_unref(s->probe);
-        s->bus = sd_bus_flush_close_unref(s->bus);
+        s->bus = sd_bus_close_unref(s->bus); /* no flush at exit: see bus_free() */
         free(s->reason);
         free(s);
         m->scope = NULL;
