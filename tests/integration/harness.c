@@ -580,3 +580,54 @@ void tf_bus_stop(tf_bus *b) {
         free(b->socket), free(b->address);
 }
 
+
+/* ---- fake socket activation (harness.h) ---- */
+
+int tf_activation_socket(tf_world *w) {
+        ck_assert_int_eq(mkdir_p_chmod(w->run, 0700), 0);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        strcpy(sa.sun_path, w->socket);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        ck_assert_int_eq(chmod(w->socket, 0600), 0);
+        ck_assert_int_eq(listen(fd, 64), 0);
+        return fd;
+}
+
+/* Start taskferryd as systemd would for a socket unit: lfd as fd 3,
+ * LISTEN_FDS=1, LISTEN_PID its pid. Does not wait for anything. */
+pid_t tf_daemon_start_activated(tf_world *w, int lfd) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int devnull = open("/dev/null", O_RDWR);
+                int logfd = open(tf_path(w->root, "daemon.log"), O_WRONLY | O_CREAT | O_APPEND, 0600);
+                dup2(devnull, 0);
+                dup2(logfd >= 0 ? logfd : devnull, 1);
+                dup2(logfd >= 0 ? logfd : devnull, 2);
+                if (lfd == 3) (void) fcntl(3, F_SETFD, 0);
+                else if (dup2(lfd, 3) < 0) _exit(126);
+                setsid();
+                char **env = strv_copy(w->env);
+                char pidbuf[32];
+                snprintf(pidbuf, sizeof pidbuf, "%d", (int) getpid());
+                if (strv_env_set(&env, "LISTEN_FDS", "1") < 0 || strv_env_set(&env, "LISTEN_PID", pidbuf) < 0) _exit(126);
+                char *argv[] = {(char *) tf_bin("taskferryd"), NULL};
+                execve(argv[0], argv, env);
+                _exit(127);
+        }
+        w->daemon_pid = pid;
+        return pid;
+}
+
+/* Wait up to ms for pid to exit; its wait status, or -1 if it still runs. */
+int tf_wait_exit(pid_t pid, int ms) {
+        uint64_t end = mono_ms() + (uint64_t) ms;
+        do {
+                int st;
+                if (waitpid(pid, &st, WNOHANG) == pid) return st;
+                usleep(20000);
+        } while (mono_ms() < end);
+        return -1;
+}

@@ -104,3 +104,13 @@ typedef struct tf_bus {
 } tf_bus;
 tf_bus tf_bus_start(tf_world *w);
 void tf_bus_stop(tf_bus *b);
+
+/* Fake socket activation, as systemd does it for taskferry.socket:
+ * tf_activation_socket() binds and listens on the world's socket (0600);
+ * tf_daemon_start_activated() starts taskferryd with that fd as fd 3,
+ * LISTEN_FDS=1 and LISTEN_PID (its output in <root>/daemon.log), sets
+ * w->daemon_pid and waits for nothing; tf_wait_exit() waits up to ms for pid
+ * to exit and gives its wait status, or -1 if it still runs. */
+int tf_activation_socket(tf_world *w);
+pid_t tf_daemon_start_activated(tf_world *w, int lfd);
+int tf_wait_exit(pid_t pid, int ms);

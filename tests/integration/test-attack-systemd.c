@@ -529,51 +529,6 @@ END_TEST
 
 /* ---- idle exit under fake socket activation (as test-systemd-notify.c) ---- */
 
-static int listen_socket(tf_world *w) {
-        ck_assert_int_eq(mkdir_p_chmod(w->run, 0700), 0);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(fd, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        strcpy(sa.sun_path, w->socket);
-        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
-        ck_assert_int_eq(chmod(w->socket, 0600), 0);
-        ck_assert_int_eq(listen(fd, 64), 0);
-        return fd;
-}
-
-static pid_t start_activated(tf_world *w, int lfd) {
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                int devnull = open("/dev/null", O_RDWR);
-                int logfd = open(tf_path(w->root, "daemon.log"), O_WRONLY | O_CREAT | O_APPEND, 0600);
-                dup2(devnull, 0);
-                dup2(logfd >= 0 ? logfd : devnull, 1);
-                dup2(logfd >= 0 ? logfd : devnull, 2);
-                if (lfd == 3) (void) fcntl(3, F_SETFD, 0);
-                else if (dup2(lfd, 3) < 0) _exit(126);
-                setsid();
-                char **env = strv_copy(w->env);
-                char pidbuf[32];
-                snprintf(pidbuf, sizeof pidbuf, "%d", (int) getpid());
-                if (strv_env_set(&env, "LISTEN_FDS", "1") < 0 || strv_env_set(&env, "LISTEN_PID", pidbuf) < 0) _exit(126);
-                char *argv[] = {(char *) tf_bin("taskferryd"), NULL};
-                execve(argv[0], argv, env);
-                _exit(127);
-        }
-        w->daemon_pid = pid;
-        return pid;
-}
-
-static int wait_exit(pid_t pid, int ms) {
-        uint64_t end = mono_ms() + (uint64_t) ms;
-        do {
-                int st;
-                if (waitpid(pid, &st, WNOHANG) == pid) return st;
-                usleep(20000);
-        } while (mono_ms() < end);
-        return -1;
-}
 
 /* Attack: make a socket-activated daemon (idle exit 1 s) exit while work is
  * left: the worker's nested dispatches (one refused, one queued behind a
@@ -587,8 +542,8 @@ START_TEST(idle_exit_leaves_no_task_unsettled) {
         char *repo = make_repo(w);
         char *py = strdup(tf_path(w->fixtures, "peer.py"));
         tf_write(py, peer_py, strlen(peer_py), 0644);
-        int lfd = listen_socket(w);
-        pid_t pid = start_activated(w, lfd);
+        int lfd = tf_activation_socket(w);
+        pid_t pid = tf_daemon_start_activated(w, lfd);
         /* nested: a refused one, then one that sleeps and one more; the
          * worker closes its socket and exits before they finish */
         char *req = strdup_printf(
@@ -622,7 +577,7 @@ START_TEST(idle_exit_leaves_no_task_unsettled) {
         tf_run r = tf_cli(w, NULL, NULL, c);
         tf_run_done(&r);
         /* now leave it alone: it may exit only when all is settled */
-        int st = wait_exit(pid, 30000);
+        int st = tf_wait_exit(pid, 30000);
         ck_assert_msg(st != -1, "the daemon never idled out");
         w->daemon_pid = 0;
         char *tj = strdup_printf("%s/tasks.json", w->state);
@@ -631,7 +586,7 @@ START_TEST(idle_exit_leaves_no_task_unsettled) {
                               !strstr(tasks, "\"status\": \"queued\"") && !strstr(tasks, "\"status\": \"running\""),
                       "the daemon exited with a task unsettled:\n%s", tasks);
         /* the next daemon on the same socket sees them settled */
-        pid = start_activated(w, lfd);
+        pid = tf_daemon_start_activated(w, lfd);
         for (size_t i = 0; i < 2; i++) {
                 json_object *o = tf_wait_settled(w, ids[i]);
                 fprintf(stderr, "%s: %s\n", ids[i], tf_jstr(o, "status"));
@@ -640,7 +595,7 @@ START_TEST(idle_exit_leaves_no_task_unsettled) {
         json_object *o = tf_wait_settled(w, id);
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
         json_object_put(o);
-        st = wait_exit(pid, 10000);
+        st = tf_wait_exit(pid, 10000);
         ck_assert(st != -1);
         w->daemon_pid = 0;
         close(lfd);

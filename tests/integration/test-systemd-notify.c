@@ -107,56 +107,6 @@ START_TEST(notify_ready_status_watchdog_stopping) {
 }
 END_TEST
 
-/* ---- fake socket activation ---- */
-
-static int listen_socket(tf_world *w) {
-        ck_assert_int_eq(mkdir_p_chmod(w->run, 0700), 0);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(fd, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        strcpy(sa.sun_path, w->socket);
-        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
-        ck_assert_int_eq(chmod(w->socket, 0600), 0);
-        ck_assert_int_eq(listen(fd, 64), 0);
-        return fd;
-}
-
-/* Start taskferryd as systemd would for a socket unit: lfd as fd 3,
- * LISTEN_FDS=1, LISTEN_PID its pid. Does not wait for anything. */
-static pid_t start_activated(tf_world *w, int lfd) {
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                int devnull = open("/dev/null", O_RDWR);
-                int logfd = open(tf_path(w->root, "daemon.log"), O_WRONLY | O_CREAT | O_APPEND, 0600);
-                dup2(devnull, 0);
-                dup2(logfd >= 0 ? logfd : devnull, 1);
-                dup2(logfd >= 0 ? logfd : devnull, 2);
-                if (lfd == 3) (void) fcntl(3, F_SETFD, 0);
-                else if (dup2(lfd, 3) < 0) _exit(126);
-                setsid();
-                char **env = strv_copy(w->env);
-                char pidbuf[32];
-                snprintf(pidbuf, sizeof pidbuf, "%d", (int) getpid());
-                if (strv_env_set(&env, "LISTEN_FDS", "1") < 0 || strv_env_set(&env, "LISTEN_PID", pidbuf) < 0) _exit(126);
-                char *argv[] = {(char *) tf_bin("taskferryd"), NULL};
-                execve(argv[0], argv, env);
-                _exit(127);
-        }
-        w->daemon_pid = pid;
-        return pid;
-}
-
-/* Wait up to ms for pid to exit; its wait status, or -1 if it still runs. */
-static int wait_exit(pid_t pid, int ms) {
-        uint64_t end = mono_ms() + (uint64_t) ms;
-        do {
-                int st;
-                if (waitpid(pid, &st, WNOHANG) == pid) return st;
-                usleep(20000);
-        } while (mono_ms() < end);
-        return -1;
-}
 
 static char *daemon_log(tf_world *w) {
         char *s = NULL;
@@ -168,20 +118,20 @@ START_TEST(idle_exit_when_socket_activated) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
         tf_world *w = tf_world_new(extra);
         int nfd = notify_socket(w);
-        int lfd = listen_socket(w);
-        pid_t pid = start_activated(w, lfd);
+        int lfd = tf_activation_socket(w);
+        pid_t pid = tf_daemon_start_activated(w, lfd);
         char *marker = strdup_printf("%s/go", w->root);
         char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.05; done; echo hi", marker);
         const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
         char *id = tf_dispatch(w, d);
         /* a running task keeps it up well past the idle time */
-        ck_assert_int_eq(wait_exit(pid, 2500), -1);
+        ck_assert_int_eq(tf_wait_exit(pid, 2500), -1);
         tf_write(marker, "", 0, 0600);
         json_object *o = tf_wait_settled(w, id);
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
         json_object_put(o);
         /* settled, no client: gone within idle time + slack, with status 0 */
-        int st = wait_exit(pid, 5000);
+        int st = tf_wait_exit(pid, 5000);
         ck_assert_msg(st != -1, "the socket-activated daemon did not exit when idle");
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wait status %d", st);
         w->daemon_pid = 0;
@@ -200,7 +150,7 @@ START_TEST(idle_exit_when_socket_activated) {
                 "{\"version\":1,\"id\":\"s\",\"method\":\"task.status\",\"params\":{\"taskId\":\"%s\"}}", id);
         tf_send(c, req);
         ck_assert_ptr_null(tf_recv_line(c, 300)); /* nobody answers yet */
-        pid = start_activated(w, lfd);
+        pid = tf_daemon_start_activated(w, lfd);
         char *line = tf_recv_line(c, 15000);
         ck_assert_msg(line, "the re-activated daemon did not answer the queued client");
         json_object *f = tf_json(line);
@@ -210,7 +160,7 @@ START_TEST(idle_exit_when_socket_activated) {
         free(line);
         close(c);
         /* and it idles out again */
-        st = wait_exit(pid, 5000);
+        st = tf_wait_exit(pid, 5000);
         ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "second exit: %d", st);
         w->daemon_pid = 0;
         close(lfd), close(nfd);
@@ -222,17 +172,17 @@ END_TEST
 START_TEST(no_idle_exit_while_a_client_is_connected_or_when_self_bound) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
         tf_world *w = tf_world_new(extra);
-        int lfd = listen_socket(w);
-        pid_t pid = start_activated(w, lfd);
+        int lfd = tf_activation_socket(w);
+        pid_t pid = tf_daemon_start_activated(w, lfd);
         int c = tf_connect(w);
         tf_send(c, "{\"version\":1,\"id\":\"h\",\"method\":\"system.health\",\"params\":{}}");
         char *line = tf_recv_line(c, 10000);
         ck_assert_ptr_nonnull(line);
         free(line);
         /* an open connection (a subscriber, a waiting CLI) keeps it */
-        ck_assert_int_eq(wait_exit(pid, 2500), -1);
+        ck_assert_int_eq(tf_wait_exit(pid, 2500), -1);
         close(c);
-        int st = wait_exit(pid, 5000);
+        int st = tf_wait_exit(pid, 5000);
         ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit after the client left: %d", st);
         w->daemon_pid = 0;
         close(lfd);
@@ -240,7 +190,7 @@ START_TEST(no_idle_exit_while_a_client_is_connected_or_when_self_bound) {
 
         /* bound by itself: nobody would start it again, so it stays */
         tf_daemon_start(w);
-        ck_assert_int_eq(wait_exit(w->daemon_pid, 3000), -1);
+        ck_assert_int_eq(tf_wait_exit(w->daemon_pid, 3000), -1);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         tf_world_free(w);
 }
@@ -249,10 +199,10 @@ END_TEST
 START_TEST(idle_exit_zero_means_never) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=0", NULL};
         tf_world *w = tf_world_new(extra);
-        int lfd = listen_socket(w);
-        pid_t pid = start_activated(w, lfd);
+        int lfd = tf_activation_socket(w);
+        pid_t pid = tf_daemon_start_activated(w, lfd);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        ck_assert_int_eq(wait_exit(pid, 2500), -1);
+        ck_assert_int_eq(tf_wait_exit(pid, 2500), -1);
         close(lfd);
         tf_world_free(w);
 }
@@ -273,10 +223,10 @@ START_TEST(priority_prefixes_on_the_journal_stream) {
                          (char *) "TASKFERRY_ALLOWED_DIRS=/nonexistent-taskferry-dir", NULL};
         tf_world *w = tf_world_new(extra);
         journal_stream_of_log(w);
-        int lfd = listen_socket(w);
-        pid_t pid = start_activated(w, lfd);
+        int lfd = tf_activation_socket(w);
+        pid_t pid = tf_daemon_start_activated(w, lfd);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        int st = wait_exit(pid, 5000);
+        int st = tf_wait_exit(pid, 5000);
         ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "%d", st);
         w->daemon_pid = 0;
         _cleanup_free_ char *log = daemon_log(w);
