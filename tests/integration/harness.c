@@ -631,3 +631,19 @@ int tf_wait_exit(pid_t pid, int ms) {
         } while (mono_ms() < end);
         return -1;
 }
+
+/* ---- a task-socket client for workers (harness.h) ---- */
+
+const char *const tf_peer_py =
+        "import json, os, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); s.settimeout(10)\n"
+        "f = s.makefile('rb')\n"
+        "for i, a in enumerate(sys.argv[1:]):\n"
+        "    req = {'version': 1, 'id': 'r%d' % i}; req.update(json.loads(a))\n"
+        "    s.sendall((json.dumps(req) + '\\n').encode())\n"
+        "    while True:\n"
+        "        line = f.readline()\n"
+        "        if not line: print('EOF'); sys.exit(0)\n"
+        "        fr = json.loads(line)\n"
+        "        if fr.get('id') == req['id']: break\n"
+        "    print(json.dumps(fr))\n";

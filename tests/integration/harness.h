@@ -114,3 +114,8 @@ void tf_bus_stop(tf_bus *b);
 int tf_activation_socket(tf_world *w);
 pid_t tf_daemon_start_activated(tf_world *w, int lfd);
 int tf_wait_exit(pid_t pid, int ms);
+
+/* A python3 client a worker runs: sends each argv[1:] (a JSON request
+ * without version/id) on one connection to $TASKFERRY_SOCKET_PATH and
+ * prints each reply on a line ("EOF" if the daemon closes first). */
+extern const char *const tf_peer_py;

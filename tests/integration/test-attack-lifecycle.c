@@ -72,25 +72,10 @@ START_TEST(summary_env_runs_nothing_outside_the_sandbox) {
 END_TEST
 
 
-/* A python3 client the worker runs: sends each argv[1:] (a JSON request) on
- * one connection to its task socket and prints each reply on a line. */
-static const char *const peer_py =
-        "import json, os, socket, sys\n"
-        "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); s.settimeout(10)\n"
-        "f = s.makefile('rb')\n"
-        "for i, a in enumerate(sys.argv[1:]):\n"
-        "    req = {'version': 1, 'id': 'r%d' % i}; req.update(json.loads(a))\n"
-        "    s.sendall((json.dumps(req) + '\\n').encode())\n"
-        "    while True:\n"
-        "        line = f.readline()\n"
-        "        if not line: print('EOF'); sys.exit(0)\n"
-        "        fr = json.loads(line)\n"
-        "        if fr.get('id') == req['id']: break\n"
-        "    print(json.dumps(fr))\n";
 
 static char *peer_script(tf_world *w) {
         char *path = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(path, peer_py, strlen(peer_py), 0644);
+        tf_write(path, tf_peer_py, strlen(tf_peer_py), 0644);
         return path;
 }
 

@@ -44,21 +44,6 @@ static char *output_file(tf_world *w, const char *id, const char *name) {
         return s;
 }
 
-/* A python3 client the worker runs: sends each argv[1:] (a JSON request) on
- * its task socket and prints each reply on a line. */
-static const char *const peer_py =
-        "import json, os, socket, sys\n"
-        "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); s.settimeout(10)\n"
-        "f = s.makefile('rb')\n"
-        "for i, a in enumerate(sys.argv[1:]):\n"
-        "    req = {'version': 1, 'id': 'r%d' % i}; req.update(json.loads(a))\n"
-        "    s.sendall((json.dumps(req) + '\\n').encode())\n"
-        "    while True:\n"
-        "        line = f.readline()\n"
-        "        if not line: print('EOF'); sys.exit(0)\n"
-        "        fr = json.loads(line)\n"
-        "        if fr.get('id') == req['id']: break\n"
-        "    print(json.dumps(fr))\n";
 
 /* Run a shell worker in repo with script; wait for it; return its id. */
 static char *run_worker(tf_world *w, const char *repo, const char *const extra[], const char *script) {
@@ -98,7 +83,7 @@ START_TEST(worker_text_forges_no_log_line) {
         char *repo = make_repo(w);
         tf_daemon_start(w);
         char *py = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(py, peer_py, strlen(peer_py), 0644);
+        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
         /* a nested shell dispatch whose binds carry a forged line each */
         char *req = strdup_printf(
                 "{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"true\","
@@ -180,7 +165,7 @@ START_TEST(nested_env_carries_no_plumbing) {
         char *repo = make_repo(w);
         tf_daemon_start(w);
         char *py = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(py, peer_py, strlen(peer_py), 0644);
+        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
         /* the nested worker writes what it sees into its own output dir */
         const char *probe = "for v in TASKFERRY_STATE_DIR TASKFERRY_SOCKET_PATH PATH HOME TASKFERRY_TASK_ID "
                             "TASKFERRY_OUTPUT_DIR TASKFERRY_RUNTIME_DIR TASKFERRY_CACHE_DIR; do "
@@ -476,7 +461,7 @@ START_TEST(scope_limits_at_the_edges) {
         tf_daemon_start(w);
         pid_t pid0 = tf_daemon_pid(w);
         char *py = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(py, peer_py, strlen(peer_py), 0644);
+        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
         static const char *const vals[] = {"9223372036854775807", "18446744073709551616", "18446744073709551615",
                                            "-1", "0", "1.5", "\"8M\"", "8388608", "8388607", "1e300", "-1e300",
                                            "{}", "[8388608]", "true", "null", "9223372036854775808",
@@ -541,7 +526,7 @@ START_TEST(idle_exit_leaves_no_task_unsettled) {
         tf_world *w = tf_world_new(extra);
         char *repo = make_repo(w);
         char *py = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(py, peer_py, strlen(peer_py), 0644);
+        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
         /* nested: a refused one, then one that sleeps and one more; the
