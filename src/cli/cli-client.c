@@ -377,7 +377,7 @@ static int spawn_daemon(const char *daemon, char **envp, int log_fd) {
                  * Inherited descriptors we did not open must not reach the
                  * daemon: all but the error pipe and stdio sources close. */
                 int keep[] = {pfd[1], null_fd, log_fd};
-                r = safe_fork_full("taskferryd", keep, ELEMENTSOF(keep), FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS, NULL);
+                r = safe_fork_full("taskferryd", NULL, keep, ELEMENTSOF(keep), FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS, NULL);
                 if (r < 0) {
                         int e = -r;
                         (void) !write(pfd[1], &e, sizeof e);

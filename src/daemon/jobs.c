@@ -104,7 +104,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
          * settlement from exit.json, an interrupted accept is checked before
          * it is applied again); it keeps stdin/out/err and the result pipe only */
         pid_t pid;
-        int r = safe_fork_full("taskferryd-job", &p[1], 1,
+        int r = safe_fork_full("taskferryd-job", NULL, &p[1], 1,
                                FORK_DEATHSIG_SIGKILL | FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_RLIMIT_NOFILE_SAFE,
                                &pid);
         if (r < 0) {

@@ -741,7 +741,7 @@ void launch_task(Task *t) {
          * it gets the user's soft fd limit, and only the spec and status fds */
         pid_t pid;
         int keep[] = {memfd, sp[1], hold[0]};
-        r = safe_fork_full("taskferry-shim", keep, ELEMENTSOF(keep),
+        r = safe_fork_full("taskferry-shim", NULL, keep, ELEMENTSOF(keep),
                            FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_NEW_SESSION | FORK_RLIMIT_NOFILE_SAFE, &pid);
         if (r < 0) {
                 close(memfd), close(sp[0]), close(sp[1]), close(hold[0]), close(hold[1]);

@@ -314,7 +314,7 @@ static int list_models(char *const *env, char **ret, char **ret_error) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0) return -errno;
         pid_t pid;
-        r = safe_fork_full("opencode-models", p, 2,
+        r = safe_fork_full("opencode-models", NULL, p, 2,
                            FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_DEATHSIG_SIGKILL | FORK_NEW_PROCESS_GROUP |
                                    FORK_RLIMIT_NOFILE_SAFE,
                            &pid);

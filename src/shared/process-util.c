@@ -1,6 +1,7 @@
 /* safe_fork and the fd limit; see process-util.h. */
 
 #include "process-util.h"
+#include "util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -10,6 +11,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -88,7 +91,48 @@ static void reset_all_signal_handlers(void) {
         }
 }
 
-int safe_fork_full(const char *name, const int except_fds[], size_t n_except_fds, ForkFlags flags, pid_t *ret_pid) {
+/* Make fds[0..2] (< 0: /dev/null) the child's 0, 1, 2 (dup2 clears their
+ * CLOEXEC). A source below 3 that is not already in its place is first
+ * moved above 2, so that no dup2 overwrites a source still to be used.
+ * The copies this makes are closed again. Async-signal-safe. 0 or -errno. */
+static int rearrange_stdio(const int fds[3]) {
+        int src[3], made[4], n_made = 0, null = -1;
+        for (int i = 0; i < 3; i++) {
+                int fd = fds ? fds[i] : -1;
+                if (fd < 0) {
+                        if (null < 0) {
+                                null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                                if (null < 0) return -errno;
+                                made[n_made++] = null;
+                        }
+                        fd = null;
+                }
+                src[i] = fd;
+        }
+        for (int i = 0; i < 3; i++) {
+                if (src[i] >= 3 || src[i] == i) continue;
+                int old = src[i], moved = fcntl(old, F_DUPFD_CLOEXEC, 3);
+                if (moved < 0) return -errno;
+                made[n_made++] = moved;
+                for (int j = 0; j < 3; j++)
+                        if (src[j] == old) src[j] = moved;
+        }
+        for (int i = 0; i < 3; i++) {
+                if (src[i] == i) {
+                        int fl = fcntl(i, F_GETFD);
+                        if (fl < 0 || fcntl(i, F_SETFD, fl & ~FD_CLOEXEC) < 0) return -errno;
+                } else if (dup2(src[i], i) < 0)
+                        return -errno;
+        }
+        for (int k = 0; k < n_made; k++)
+                if (made[k] >= 3) (void) close(made[k]);
+        return 0;
+}
+
+int safe_fork_full(const char *name, const int stdio_fds[3], const int except_fds[], size_t n_except_fds,
+                   ForkFlags flags, pid_t *ret_pid) {
+        /* a detached child's parent is gone at once: no death signal for it */
+        if ((flags & FORK_DETACH) && (flags & (FORK_DEATHSIG_SIGKILL | FORK_DEATHSIG_SIGTERM))) return -EINVAL;
         pid_t parent = getpid();
         int deathsig = (flags & FORK_DEATHSIG_SIGKILL) ? SIGKILL : (flags & FORK_DEATHSIG_SIGTERM) ? SIGTERM : 0;
         bool block = (flags & FORK_RESET_SIGNALS) || deathsig != 0;
@@ -105,12 +149,20 @@ int safe_fork_full(const char *name, const int except_fds[], size_t n_except_fds
                 return r;
         }
         if (pid > 0) {
+                int r = 1;
+                /* the intermediate of a detached child exits at once */
+                if ((flags & FORK_DETACH) && wait_for_terminate(pid, NULL) < 0) r = -errno;
                 if (block) (void) sigprocmask(SIG_SETMASK, &saved, NULL);
-                if (ret_pid) *ret_pid = pid;
-                return 1;
+                if (ret_pid) *ret_pid = (flags & FORK_DETACH) ? 0 : pid;
+                return r;
         }
 
         /* the child */
+        if (flags & FORK_DETACH) {
+                pid_t grandchild = fork();
+                if (grandchild < 0) child_fail(name, "fork", errno);
+                if (grandchild > 0) _exit(EXIT_SUCCESS);
+        }
         if ((flags & FORK_NEW_SESSION) && setsid() < 0) child_fail(name, "setsid", errno);
         if ((flags & FORK_NEW_PROCESS_GROUP) && !(flags & FORK_NEW_SESSION) && setpgid(0, 0) < 0)
                 child_fail(name, "setpgid", errno);
@@ -129,6 +181,10 @@ int safe_fork_full(const char *name, const int except_fds[], size_t n_except_fds
                 if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) child_fail(name, "sigprocmask", errno);
         } else if (block && sigprocmask(SIG_SETMASK, &saved, NULL) < 0)
                 child_fail(name, "sigprocmask", errno);
+        if (flags & FORK_REARRANGE_STDIO) {
+                int r = rearrange_stdio(stdio_fds);
+                if (r < 0) child_fail(name, "rearranging stdio", -r);
+        }
         if (flags & FORK_CLOSE_ALL_FDS) {
                 int r = close_all_fds(except_fds, n_except_fds);
                 if (r < 0) child_fail(name, "closing inherited file descriptors", -r);
@@ -136,4 +192,56 @@ int safe_fork_full(const char *name, const int except_fds[], size_t n_except_fds
         if (flags & FORK_RLIMIT_NOFILE_SAFE) fd_limit_restore();
         if (ret_pid) *ret_pid = getpid();
         return 0;
+}
+
+int wait_for_terminate(pid_t pid, siginfo_t *ret) {
+        if (pid <= 1) return -EINVAL;
+        siginfo_t si;
+        for (;;) {
+                si = (siginfo_t) {0};
+                if (waitid(P_PID, (id_t) pid, &si, WEXITED) == 0) break;
+                if (errno != EINTR) return -errno;
+        }
+        if (ret) *ret = si;
+        return 0;
+}
+
+int wait_for_terminate_nohang(pid_t pid, siginfo_t *ret) {
+        if (pid <= 1) return -EINVAL;
+        siginfo_t si;
+        for (;;) {
+                si = (siginfo_t) {0};
+                if (waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG) == 0) break;
+                if (errno != EINTR) return -errno;
+        }
+        if (si.si_pid == 0) return 0; /* still running */
+        if (ret) *ret = si;
+        return 1;
+}
+
+int wait_status_to_exit_code(const siginfo_t *si) {
+        return si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
+}
+
+int wait_for_terminate_and_check(const char *name, pid_t pid, WaitFlags flags) {
+        siginfo_t si;
+        int r = wait_for_terminate(pid, &si);
+        if (r < 0) {
+                if (flags & WAIT_LOG_ABNORMAL) log_warning_errno(r, "cannot wait for %s", name ? name : "child");
+                return r;
+        }
+        if (si.si_code == CLD_EXITED) {
+                if (si.si_status != 0 && (flags & WAIT_LOG_ABNORMAL))
+                        log_warning("%s failed with exit status %d", name ? name : "child", si.si_status);
+                return si.si_status;
+        }
+        if (flags & WAIT_LOG_ABNORMAL)
+                log_warning("%s terminated by %s", name ? name : "child", strnull(signal_to_name(si.si_status)));
+        return -EPROTO;
+}
+
+void sigkill_wait(pid_t pid) {
+        if (pid <= 1) return;
+        (void) kill(pid, SIGKILL);
+        (void) wait_for_terminate(pid, NULL);
 }

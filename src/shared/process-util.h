@@ -19,6 +19,7 @@
  * no business inheriting the daemon's budget (docs/taskferryd.8.md
  * "Limits"). */
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -46,20 +47,64 @@ typedef enum ForkFlags {
         FORK_NEW_SESSION = 1 << 5,
         /* the soft RLIMIT_NOFILE back to what it was before fd_limit_raise */
         FORK_RLIMIT_NOFILE_SAFE = 1 << 6,
+        /* the child's fds 0, 1 and 2 become stdio_fds[0..2] of
+         * safe_fork_full; an entry < 0 (or stdio_fds NULL) is /dev/null.
+         * Done before FORK_CLOSE_ALL_FDS, so a source fd need not be among
+         * the except_fds; an fd may be named for several of the three */
+        FORK_REARRANGE_STDIO = 1 << 7,
+        /* the child is a grandchild: the intermediate process exits at once
+         * and safe_fork reaps it, so the child is reparented to init (or the
+         * nearest subreaper) and nobody waits for it. The parent's *ret_pid
+         * is 0: it has no child to wait for. For work that must outlive a
+         * short-lived helper (the boot sweep's trash remover). Not with a
+         * FORK_DEATHSIG_* flag (-EINVAL) */
+        FORK_DETACH = 1 << 8,
 } ForkFlags;
 
 /* Fork. In the parent returns 1 and *ret_pid = the child's pid; in the child
  * returns 0 (*ret_pid = its own pid) once the flags' setup is done; -errno
  * (from fork(2) or the parent's sigprocmask) when there is no child. A child
- * whose setup fails writes "<name>: <step>: <error>" to its stderr and
- * _exit(EXIT_FAILURE)s. name is for that message only (NULL → "child");
- * except_fds (n_except_fds entries, any order, negative entries ignored) stay
- * open with FORK_CLOSE_ALL_FDS. */
-int safe_fork_full(const char *name, const int except_fds[], size_t n_except_fds, ForkFlags flags, pid_t *ret_pid);
+ * whose setup fails writes "<name>: <step>: <error>" to its stderr (the one
+ * it had before FORK_REARRANGE_STDIO) and _exit(EXIT_FAILURE)s. name is for
+ * that message only (NULL → "child"). stdio_fds (3 entries, or NULL) is read
+ * only with FORK_REARRANGE_STDIO; except_fds (n_except_fds entries, any
+ * order, negative entries ignored) stay open with FORK_CLOSE_ALL_FDS. */
+int safe_fork_full(const char *name, const int stdio_fds[3], const int except_fds[], size_t n_except_fds,
+                   ForkFlags flags, pid_t *ret_pid);
 
 static inline int safe_fork(const char *name, ForkFlags flags, pid_t *ret_pid) {
-        return safe_fork_full(name, NULL, 0, flags, ret_pid);
+        return safe_fork_full(name, NULL, NULL, 0, flags, ret_pid);
 }
+
+/* ---- waiting for a child (blocking: never on the daemon's event loop,
+ * which watches its children through pidfds) ---- */
+
+/* Wait until child pid exits and reap it, retrying EINTR. 0 with its
+ * siginfo in *ret (may be NULL: si_code CLD_EXITED with the exit status in
+ * si_status, or CLD_KILLED/CLD_DUMPED with the signal), or -errno (-ECHILD:
+ * not our child). */
+int wait_for_terminate(pid_t pid, siginfo_t *ret);
+
+/* Reap child pid if it has exited, without blocking: 1 with *ret filled as
+ * wait_for_terminate does, 0 while it still runs, -errno. */
+int wait_for_terminate_nohang(pid_t pid, siginfo_t *ret);
+
+/* What a shell's $? says of a reaped child: its exit status (0..255), or
+ * 128 + the signal that killed it. */
+int wait_status_to_exit_code(const siginfo_t *si);
+
+typedef enum WaitFlags {
+        /* log a warning naming `name` when the child did not exit 0 */
+        WAIT_LOG_ABNORMAL = 1 << 0,
+} WaitFlags;
+
+/* wait_for_terminate, then judge: the exit status (0..255) of a child that
+ * exited, -EPROTO for one a signal killed, -errno when the wait failed. */
+int wait_for_terminate_and_check(const char *name, pid_t pid, WaitFlags flags);
+
+/* SIGKILL child pid and reap it (both best effort): for a child the caller
+ * gives up on. */
+void sigkill_wait(pid_t pid);
 
 /* Close every fd >= 3 except those listed. Async-signal-safe. 0 or -errno. */
 int close_all_fds(const int except_fds[], size_t n_except_fds);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,7 +93,7 @@ START_TEST(test_close_all_fds) {
         ck_assert_int_eq(wait_exit(pid), 0);
 
         int except[] = { high, -1, b, b };
-        r = safe_fork_full("test", except, ELEMENTSOF(except), FORK_CLOSE_ALL_FDS, &pid);
+        r = safe_fork_full("test", NULL, except, ELEMENTSOF(except), FORK_CLOSE_ALL_FDS, &pid);
         ck_assert_int_ge(r, 0);
         if (r == 0)
                 _exit(fd_open(0) && fd_open(1) && fd_open(2) && !fd_open(a) && fd_open(b) && !fd_open(c) &&
@@ -220,6 +221,144 @@ START_TEST(test_rlimit_nofile) {
 }
 END_TEST
 
+
+/* Is fd open on the same file as path? */
+static bool fd_is(int fd, const char *path) {
+        struct stat a, b;
+        return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+START_TEST(test_rearrange_stdio) {
+        char dir[] = "/var/tmp/tf-pu-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char fa[64], fb[64];
+        snprintf(fa, sizeof fa, "%s/a", dir);
+        snprintf(fb, sizeof fb, "%s/b", dir);
+        int a = open(fa, O_RDWR | O_CREAT | O_CLOEXEC, 0600), b = open(fb, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(a, 3);
+        ck_assert_int_ge(b, 3);
+
+        /* sources above 2, one of them twice, one slot /dev/null; the
+         * sources need not be kept open by except_fds */
+        int stdio[3] = {-1, a, a};
+        pid_t pid;
+        int r = safe_fork_full("test", stdio, NULL, 0, FORK_REARRANGE_STDIO | FORK_CLOSE_ALL_FDS, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0)
+                _exit(fd_is(0, "/dev/null") && fd_is(1, fa) && fd_is(2, fa) && !(fcntl(1, F_GETFD) & FD_CLOEXEC) &&
+                                      !fd_open(a) && !fd_open(b)
+                              ? 0
+                              : 1);
+        ck_assert_int_eq(wait_exit(pid), 0);
+
+        /* sources inside 0..2, crossed over: 0 <- what was 1, 1 <- what was 0 */
+        r = safe_fork("test", 0, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                if (dup2(a, 0) < 0 || dup2(b, 1) < 0) _exit(2);
+                pid_t inner;
+                int swap[3] = {1, 0, 2};
+                int k = safe_fork_full("inner", swap, NULL, 0, FORK_REARRANGE_STDIO, &inner);
+                if (k < 0) _exit(3);
+                if (k == 0) _exit(fd_is(0, fb) && fd_is(1, fa) ? 0 : 1);
+                siginfo_t si;
+                if (wait_for_terminate(inner, &si) < 0) _exit(4);
+                _exit(si.si_code == CLD_EXITED ? si.si_status : 5);
+        }
+        ck_assert_int_eq(wait_exit(pid), 0);
+        /* NULL is /dev/null for all three */
+        r = safe_fork_full("test", NULL, NULL, 0, FORK_REARRANGE_STDIO, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) _exit(fd_is(0, "/dev/null") && fd_is(1, "/dev/null") && fd_is(2, "/dev/null") ? 0 : 1);
+        ck_assert_int_eq(wait_exit(pid), 0);
+        close(a), close(b);
+        unlink(fa), unlink(fb), rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_detach) {
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        pid_t pid = -1;
+        int r = safe_fork_full("test", NULL, &p[1], 1, FORK_DETACH | FORK_CLOSE_ALL_FDS, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                /* not our child any more: the intermediate exited */
+                pid_t me = getpid(), pp = getppid();
+                (void) !write(p[1], &me, sizeof me);
+                (void) !write(p[1], &pp, sizeof pp);
+                _exit(0);
+        }
+        close(p[1]);
+        ck_assert_int_eq(pid, 0);
+        pid_t grandchild = 0, its_parent = 0;
+        ck_assert_int_eq(read(p[0], &grandchild, sizeof grandchild), (ssize_t) sizeof grandchild);
+        ck_assert_int_eq(read(p[0], &its_parent, sizeof its_parent), (ssize_t) sizeof its_parent);
+        close(p[0]);
+        ck_assert_int_gt(grandchild, 1);
+        ck_assert_int_ne(its_parent, getpid());
+        /* it was never ours to reap */
+        ck_assert_int_eq(wait_for_terminate(grandchild, NULL), -ECHILD);
+        /* no death signal for a child that is meant to outlive its parent */
+        ck_assert_int_eq(safe_fork("test", FORK_DETACH | FORK_DEATHSIG_SIGKILL, &pid), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_wait_helpers) {
+        pid_t pid;
+        int r = safe_fork("test", 0, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) _exit(7);
+        ck_assert_int_eq(wait_for_terminate_and_check("test", pid, 0), 7);
+        ck_assert_int_eq(wait_for_terminate(pid, NULL), -ECHILD);
+
+        r = safe_fork("test", FORK_RESET_SIGNALS, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                raise(SIGTERM);
+                _exit(0);
+        }
+        siginfo_t si;
+        ck_assert_int_eq(wait_for_terminate(pid, &si), 0);
+        ck_assert_int_eq(si.si_code, CLD_KILLED);
+        ck_assert_int_eq(wait_status_to_exit_code(&si), 128 + SIGTERM);
+
+        r = safe_fork("test", FORK_RESET_SIGNALS, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                raise(SIGTERM);
+                _exit(0);
+        }
+        ck_assert_int_eq(wait_for_terminate_and_check("test", pid, 0), -EPROTO);
+
+        /* nohang: 0 while it runs, 1 once it exited */
+        int go[2];
+        ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+        r = safe_fork("test", 0, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                char c;
+                close(go[1]);
+                (void) !read(go[0], &c, 1);
+                _exit(3);
+        }
+        close(go[0]);
+        ck_assert_int_eq(wait_for_terminate_nohang(pid, &si), 0);
+        close(go[1]);
+        for (int i = 0; i < 500 && (r = wait_for_terminate_nohang(pid, &si)) == 0; i++) usleep(10 * 1000);
+        ck_assert_int_eq(r, 1);
+        ck_assert_int_eq(wait_status_to_exit_code(&si), 3);
+
+        /* sigkill_wait reaps a child that would never exit */
+        r = safe_fork("test", 0, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0)
+                for (;;) pause();
+        sigkill_wait(pid);
+        ck_assert_int_eq(wait_for_terminate(pid, NULL), -ECHILD);
+}
+END_TEST
+
 static Suite *process_util_suite(void) {
         Suite *s = suite_create("process-util");
         TCase *tc = tcase_create("core");
@@ -229,6 +368,9 @@ static Suite *process_util_suite(void) {
         tcase_add_test(tc, test_deathsig);
         tcase_add_test(tc, test_process_group_and_session);
         tcase_add_test(tc, test_rlimit_nofile);
+        tcase_add_test(tc, test_rearrange_stdio);
+        tcase_add_test(tc, test_detach);
+        tcase_add_test(tc, test_wait_helpers);
         suite_add_tcase(s, tc);
         return s;
 }
