@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "activity.h"
+#include "features/activity.h"
 #include "json-util.h"
-#include "manager.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "core/task.h"
+#include "core/tasks.h"
 #include "util.h"
 
 static char *tmpdir(void) {

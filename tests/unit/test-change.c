@@ -12,13 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "change.h"
-#include "jobs.h"
+#include "run/change.h"
+#include "core/jobs.h"
 #include "json-util.h"
-#include "manager.h"
-#include "methods.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "api/methods.h"
+#include "core/task.h"
+#include "core/tasks.h"
 #include "util.h"
 
 static Manager m;

@@ -12,14 +12,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "activity.h"
-#include "events.h"
+#include "features/activity.h"
+#include "api/events.h"
 #include "json-util.h"
-#include "manager.h"
-#include "methods.h"
-#include "server.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "api/methods.h"
+#include "api/server.h"
+#include "core/task.h"
+#include "core/tasks.h"
 #include "util.h"
 
 static Manager m;

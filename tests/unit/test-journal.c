@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "journal.h"
+#include "systemd/journal.h"
 #include "json-util.h"
-#include "manager.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "core/task.h"
+#include "core/tasks.h"
 #include "util.h"
 
 static Manager m;

@@ -14,7 +14,7 @@
 
 #include "daemon.h"
 #include "json-util.h"
-#include "methods.h"
+#include "api/methods.h"
 #include "util.h"
 
 static Manager m;

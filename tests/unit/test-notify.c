@@ -4,11 +4,11 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "change.h"
-#include "jobs.h"
-#include "manager.h"
-#include "notify.h"
-#include "task.h"
+#include "run/change.h"
+#include "core/jobs.h"
+#include "core/manager.h"
+#include "systemd/notify.h"
+#include "core/task.h"
 
 START_TEST(idle_means_nothing_to_do) {
         Manager m = {0};

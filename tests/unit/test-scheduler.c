@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "cooldown.h"
+#include "core/cooldown.h"
 #include "daemon.h"
 #include "json-util.h"
 #include "util.h"

@@ -11,7 +11,7 @@
 #include "cgroup-util.h"
 #include "daemon.h"
 #include "json-util.h"
-#include "scope.h"
+#include "run/scope.h"
 #include "util.h"
 
 /* recorded from a scope with MemoryMax=64M whose worker allocated past it

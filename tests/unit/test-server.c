@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 #include "json-util.h"
-#include "manager.h"
-#include "server.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "api/server.h"
+#include "core/task.h"
+#include "core/tasks.h"
 #include "util.h"
-#include "wait.h"
+#include "api/wait.h"
 
 static Manager m;
 static char *dir;

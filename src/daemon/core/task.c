@@ -1,0 +1,513 @@
+/* The typed task record and its one transition function (task.h). */
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/manager.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "core/tasks.h"
+#include "json-util.h"
+#include "util.h"
+
+#define IN_SET(x, ...)                                                          \
+        ({                                                                      \
+                const int _set_[] = {__VA_ARGS__};                              \
+                bool _found_ = false;                                           \
+                for (size_t _i_ = 0; _i_ < ELEMENTSOF(_set_); _i_++)            \
+                        if (_set_[_i_] == (int) (x)) _found_ = true;            \
+                _found_;                                                        \
+        })
+
+static const char *const task_status_table[_TASK_STATUS_MAX] = {
+        [TASK_QUEUED] = "queued",       [TASK_RUNNING] = "running",     [TASK_DONE] = "done",
+        [TASK_CRASHED] = "crashed",     [TASK_CANCELLED] = "cancelled", [TASK_UNKNOWN] = "unknown",
+};
+
+static const char *const changeset_status_table[_CHANGESET_STATUS_MAX] = {
+        [CHANGESET_NONE] = "none",
+        [CHANGESET_PENDING] = "pending",
+        [CHANGESET_ACCEPTED] = "accepted",
+        [CHANGESET_REJECTED] = "rejected",
+};
+
+static const char *table_to_string(const char *const *table, size_t n, int i) {
+        return i >= 0 && (size_t) i < n ? table[i] : NULL;
+}
+
+static int table_from_string(const char *const *table, size_t n, const char *s) {
+        if (!s) return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && streq(table[i], s)) return (int) i;
+        return -EINVAL;
+}
+
+/* systemd's DEFINE_STRING_TABLE_LOOKUP shape */
+#define DEFINE_STRING_TABLE_LOOKUP(name, type)                                                                         \
+        const char *name##_to_string(type i) { return table_to_string(name##_table, ELEMENTSOF(name##_table), i); }  \
+        type name##_from_string(const char *s) {                                                                       \
+                return (type) table_from_string(name##_table, ELEMENTSOF(name##_table), s);                           \
+        }
+
+DEFINE_STRING_TABLE_LOOKUP(task_status, TaskStatus)
+DEFINE_STRING_TABLE_LOOKUP(changeset_status, ChangesetStatus)
+
+/* ---- the field table ---- */
+
+typedef enum FieldKind { KIND_STR, KIND_INT, KIND_BOOL, KIND_OBJ, KIND_ARR, KIND_STATUS, KIND_CHANGESET } FieldKind;
+
+typedef struct FieldInfo {
+        const char *name;
+        FieldKind kind;
+        size_t offset;
+} FieldInfo;
+
+#define _FIELD_INFO(json, field, kind) [TASK_KEY_##field] = {json, KIND_##kind, offsetof(TaskRecord, field)},
+static const FieldInfo fields[_TASK_KEY_MAX] = {TASK_FIELDS(_FIELD_INFO)};
+#undef _FIELD_INFO
+
+_Static_assert(_TASK_KEY_MAX <= 64, "present/nonnull are 64-bit masks");
+_Static_assert(_TASK_KEY_MAX < TASK_ORDER_EXTRA, "order entries are uint8_t");
+
+#define FIELD_PTR(rec, k, type) ((type *) ((char *) (rec) + fields[k].offset))
+#define BIT(k) (UINT64_C(1) << (k))
+
+/* Records hold their keys mostly in table order: try the key after the
+ * previous one first (hint), then scan. */
+static TaskKey key_lookup(const char *name, TaskKey hint) {
+        if (!name) return _TASK_KEY_INVALID;
+        if (hint >= 0 && hint < _TASK_KEY_MAX && streq(fields[hint].name, name)) return hint;
+        for (size_t i = 0; i < _TASK_KEY_MAX; i++)
+                if (streq(fields[i].name, name)) return (TaskKey) i;
+        return _TASK_KEY_INVALID;
+}
+
+TaskKey task_key_from_string(const char *name) { return key_lookup(name, _TASK_KEY_INVALID); }
+
+const char *task_key_to_string(TaskKey k) { return k >= 0 && k < _TASK_KEY_MAX ? fields[k].name : NULL; }
+
+bool task_record_has(const TaskRecord *rec, TaskKey k) { return rec->present & BIT(k); }
+bool task_record_is_set(const TaskRecord *rec, TaskKey k) { return (rec->present & rec->nonnull & BIT(k)) != 0; }
+
+bool task_record_get_int(const TaskRecord *rec, TaskKey k, int64_t *ret) {
+        assert(fields[k].kind == KIND_INT);
+        if (!task_record_is_set(rec, k)) return false;
+        *ret = *FIELD_PTR(rec, k, const int64_t);
+        return true;
+}
+
+static bool in_pool(const TaskRecord *rec, const void *p) {
+        uintptr_t a = (uintptr_t) p, b = (uintptr_t) rec->pool;
+        return rec->pool && a >= b && a < b + rec->pool_size;
+}
+
+static void field_clear(TaskRecord *rec, TaskKey k) {
+        switch (fields[k].kind) {
+        case KIND_STR: {
+                char **p = FIELD_PTR(rec, k, char *);
+                if (!in_pool(rec, *p)) free(*p);
+                *p = NULL;
+                break;
+        }
+        case KIND_OBJ:
+        case KIND_ARR: {
+                json_object **p = FIELD_PTR(rec, k, json_object *);
+                json_object_put(*p);
+                *p = NULL;
+                break;
+        }
+        case KIND_INT: *FIELD_PTR(rec, k, int64_t) = 0; break;
+        case KIND_BOOL: *FIELD_PTR(rec, k, bool) = false; break;
+        case KIND_STATUS: *FIELD_PTR(rec, k, TaskStatus) = _TASK_STATUS_INVALID; break;
+        case KIND_CHANGESET: *FIELD_PTR(rec, k, ChangesetStatus) = _CHANGESET_STATUS_INVALID; break;
+        }
+        rec->nonnull &= ~BIT(k);
+}
+
+static int order_append(TaskRecord *rec, uint8_t entry) {
+        uint8_t *n;
+        if (in_pool(rec, rec->order)) {
+                /* the loaded order grows out of the pool */
+                n = malloc(rec->n_order + 1);
+                if (n) memcpy(n, rec->order, rec->n_order);
+        } else
+                n = realloc(rec->order, rec->n_order + 1);
+        if (!n) return -ENOMEM;
+        rec->order = n;
+        rec->order[rec->n_order++] = entry;
+        return 0;
+}
+
+/* Mark k present (appending it to the order when new) and clear its old value. */
+static int field_begin(TaskRecord *rec, TaskKey k) {
+        assert(k >= 0 && k < _TASK_KEY_MAX);
+        if (!(rec->present & BIT(k))) {
+                int r = order_append(rec, (uint8_t) k);
+                if (r < 0) return r;
+                rec->present |= BIT(k);
+        }
+        field_clear(rec, k);
+        return 0;
+}
+
+/* A typed string value: a JSON string without NUL bytes. */
+static bool str_fits(json_object *v) { return json_object_is_type(v, json_type_string) && !json_string_has_nul(v); }
+
+/* Store v into field k if its JSON type fits the field: 1 stored, 0 does not
+ * fit (the caller keeps it verbatim), -ENOMEM. A string goes to *pool (the
+ * cursor moves past it) when pool is given, else to its own allocation. */
+static int field_from_json(TaskRecord *rec, TaskKey k, json_object *v, char **pool) {
+        FieldKind kind = fields[k].kind;
+        if (!v) {
+                if (kind == KIND_STATUS || kind == KIND_CHANGESET) return 0;
+                field_clear(rec, k);
+                return 1;
+        }
+        switch (kind) {
+        case KIND_STR: {
+                if (!str_fits(v)) return 0;
+                char *s;
+                if (pool) {
+                        size_t n = (size_t) json_object_get_string_len(v);
+                        s = memcpy(*pool, json_object_get_string(v), n + 1);
+                        *pool += n + 1;
+                } else if (!(s = strdup(json_object_get_string(v))))
+                        return -ENOMEM;
+                field_clear(rec, k);
+                *FIELD_PTR(rec, k, char *) = s;
+                break;
+        }
+        case KIND_INT:
+                if (!json_object_is_type(v, json_type_int)) return 0;
+                field_clear(rec, k);
+                *FIELD_PTR(rec, k, int64_t) = json_object_get_int64(v);
+                break;
+        case KIND_BOOL:
+                if (!json_object_is_type(v, json_type_boolean)) return 0;
+                field_clear(rec, k);
+                *FIELD_PTR(rec, k, bool) = json_object_get_boolean(v);
+                break;
+        case KIND_OBJ:
+        case KIND_ARR:
+                if (!json_object_is_type(v, kind == KIND_OBJ ? json_type_object : json_type_array)) return 0;
+                field_clear(rec, k);
+                *FIELD_PTR(rec, k, json_object *) = json_object_get(v);
+                break;
+        case KIND_STATUS: {
+                TaskStatus s = json_object_is_type(v, json_type_string) ? task_status_from_string(json_object_get_string(v))
+                                                                        : _TASK_STATUS_INVALID;
+                if (s < 0) return 0;
+                *FIELD_PTR(rec, k, TaskStatus) = s;
+                break;
+        }
+        case KIND_CHANGESET: {
+                ChangesetStatus s = json_object_is_type(v, json_type_string)
+                                            ? changeset_status_from_string(json_object_get_string(v))
+                                            : _CHANGESET_STATUS_INVALID;
+                if (s < 0) return 0;
+                *FIELD_PTR(rec, k, ChangesetStatus) = s;
+                break;
+        }
+        }
+        rec->nonnull |= BIT(k);
+        return 1;
+}
+
+json_object *task_record_get_json(const TaskRecord *rec, TaskKey k) {
+        assert(k >= 0 && k < _TASK_KEY_MAX);
+        if (!task_record_is_set(rec, k)) return NULL;
+        switch (fields[k].kind) {
+        case KIND_STR: return json_object_new_string(*FIELD_PTR(rec, k, char *const));
+        case KIND_INT: return json_object_new_int64(*FIELD_PTR(rec, k, const int64_t));
+        case KIND_BOOL: return json_object_new_boolean(*FIELD_PTR(rec, k, const bool));
+        case KIND_OBJ:
+        case KIND_ARR: return json_object_get(*FIELD_PTR(rec, k, json_object *const));
+        case KIND_STATUS: return json_object_new_string(task_status_to_string(*FIELD_PTR(rec, k, const TaskStatus)));
+        case KIND_CHANGESET:
+                return json_object_new_string(changeset_status_to_string(*FIELD_PTR(rec, k, const ChangesetStatus)));
+        }
+        return NULL;
+}
+
+json_object *task_record_get_json_by_name(const TaskRecord *rec, const char *name) {
+        TaskKey k = task_key_from_string(name);
+        if (k >= 0 && task_record_has(rec, k)) return task_record_get_json(rec, k);
+        json_object *v = NULL;
+        if (rec->extras && json_object_object_get_ex(rec->extras, name, &v)) return json_object_get(v);
+        return NULL;
+}
+
+void task_record_done(TaskRecord *rec) {
+        for (size_t k = 0; k < _TASK_KEY_MAX; k++) field_clear(rec, (TaskKey) k);
+        json_object_put(rec->extras);
+        if (!in_pool(rec, rec->order)) free(rec->order);
+        free(rec->pool);
+        *rec = (TaskRecord) {0};
+        rec->status = _TASK_STATUS_INVALID;
+        rec->changeset_status = _CHANGESET_STATUS_INVALID;
+}
+
+int task_record_from_json(TaskRecord *rec, json_object *o) {
+        *rec = (TaskRecord) {0};
+        rec->status = _TASK_STATUS_INVALID;
+        rec->changeset_status = _CHANGESET_STATUS_INVALID;
+        if (!json_is_object(o) || !json_get_string(o, "id")) return -EINVAL;
+        /* one block for the order and every typed string (task.h "pool") */
+        size_t n_keys = 0, str_bytes = 0;
+        TaskKey hint = 0;
+        json_object_object_foreach(o, key0, v0) {
+                TaskKey k = key_lookup(key0, hint);
+                n_keys++;
+                if (k >= 0) {
+                        hint = k + 1;
+                        if (fields[k].kind == KIND_STR && str_fits(v0)) str_bytes += (size_t) json_object_get_string_len(v0) + 1;
+                }
+        }
+        rec->pool_size = n_keys + str_bytes;
+        rec->pool = malloc(rec->pool_size ? rec->pool_size : 1);
+        if (!rec->pool) return -ENOMEM;
+        rec->order = (uint8_t *) rec->pool;
+        char *cursor = rec->pool + n_keys;
+        int r = 0;
+        hint = 0;
+        json_object_object_foreach(o, key, v) {
+                TaskKey k = key_lookup(key, hint);
+                if (k >= 0) hint = k + 1;
+                if (k >= 0 && !(rec->present & BIT(k))) {
+                        r = field_from_json(rec, k, v, &cursor);
+                        if (r < 0) goto fail;
+                        if (r > 0) {
+                                assert(rec->n_order < n_keys);
+                                rec->order[rec->n_order++] = (uint8_t) k;
+                                rec->present |= BIT(k);
+                                continue;
+                        }
+                }
+                /* unknown, or a value the typed field cannot hold: verbatim */
+                if (!rec->extras && !(rec->extras = json_object_new_object())) goto oom;
+                assert(rec->n_order < n_keys);
+                rec->order[rec->n_order++] = TASK_ORDER_EXTRA;
+                if (json_object_object_add(rec->extras, key, json_object_get(v)) < 0) goto oom;
+        }
+        if (!task_record_is_set(rec, TASK_KEY_id)) {
+                r = -EINVAL;
+                goto fail;
+        }
+        return 0;
+oom:
+        r = -ENOMEM;
+fail:
+        task_record_done(rec);
+        return r;
+}
+
+json_object *task_record_to_json(const TaskRecord *rec) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        if (!o) return NULL;
+        struct lh_entry *e = rec->extras ? json_object_get_object(rec->extras)->head : NULL;
+        for (size_t i = 0; i < rec->n_order; i++) {
+                const char *key;
+                json_object *v;
+                if (rec->order[i] == TASK_ORDER_EXTRA) {
+                        if (!e) continue;
+                        key = lh_entry_k(e);
+                        v = json_object_get((json_object *) lh_entry_v(e));
+                        e = lh_entry_next(e);
+                        TaskKey k = task_key_from_string(key);
+                        if (k >= 0 && task_record_has(rec, k)) {
+                                json_object_put(v); /* the typed field took over */
+                                continue;
+                        }
+                } else {
+                        TaskKey k = rec->order[i];
+                        key = fields[k].name;
+                        v = task_record_get_json(rec, k);
+                        if (!v && task_record_is_set(rec, k)) return NULL;
+                }
+                if (json_object_object_add(o, key, v) < 0) {
+                        json_object_put(v);
+                        return NULL;
+                }
+        }
+        return TAKE_PTR(o);
+}
+
+/* ---- writers ---- */
+
+/* The record changes: drop what is derived from it (task.list's row, its
+ * text in the last tasks.json). */
+static void task_touch(Task *t) {
+        json_object_put(t->list_row);
+        t->list_row = NULL;
+        t->text_len = 0; /* store.c prints it again */
+}
+
+static void assert_writable(TaskKey k) {
+        assert(k >= 0 && k < _TASK_KEY_MAX);
+        /* status and changesetStatus move only through task_transition */
+        assert(fields[k].kind != KIND_STATUS && fields[k].kind != KIND_CHANGESET);
+}
+
+int task_set_str(Task *t, TaskKey k, const char *v) {
+        assert_writable(k);
+        assert(fields[k].kind == KIND_STR);
+        char *s = NULL;
+        if (v && !(s = strdup(v))) return -ENOMEM;
+        if (k == TASK_KEY_started_at) manager_task_started_unlink(t);
+        task_touch(t);
+        int r = field_begin(&t->rec, k);
+        if (r >= 0) {
+                *FIELD_PTR(&t->rec, k, char *) = s;
+                if (s) t->rec.nonnull |= BIT(k);
+        } else
+                free(s);
+        if (k == TASK_KEY_started_at) manager_task_started_link(t);
+        return r;
+}
+
+int task_set_int(Task *t, TaskKey k, int64_t v) {
+        assert_writable(k);
+        assert(fields[k].kind == KIND_INT);
+        task_touch(t);
+        int r = field_begin(&t->rec, k);
+        if (r < 0) return r;
+        *FIELD_PTR(&t->rec, k, int64_t) = v;
+        t->rec.nonnull |= BIT(k);
+        return 0;
+}
+
+int task_set_bool(Task *t, TaskKey k, bool v) {
+        assert_writable(k);
+        assert(fields[k].kind == KIND_BOOL);
+        task_touch(t);
+        int r = field_begin(&t->rec, k);
+        if (r < 0) return r;
+        *FIELD_PTR(&t->rec, k, bool) = v;
+        t->rec.nonnull |= BIT(k);
+        return 0;
+}
+
+int task_set_null(Task *t, TaskKey k) {
+        assert_writable(k);
+        if (k == TASK_KEY_started_at) manager_task_started_unlink(t);
+        task_touch(t);
+        int r = field_begin(&t->rec, k);
+        if (k == TASK_KEY_started_at) manager_task_started_link(t);
+        return r;
+}
+
+int task_set_json(Task *t, TaskKey k, json_object *v) {
+        assert_writable(k);
+        assert(fields[k].kind == KIND_OBJ || fields[k].kind == KIND_ARR);
+        assert(!v || json_object_is_type(v, fields[k].kind == KIND_OBJ ? json_type_object : json_type_array));
+        task_touch(t);
+        int r = field_begin(&t->rec, k);
+        if (r < 0) {
+                json_object_put(v);
+                return r;
+        }
+        *FIELD_PTR(&t->rec, k, json_object *) = v;
+        if (v) t->rec.nonnull |= BIT(k);
+        return 0;
+}
+
+/* ---- the state machine ---- */
+
+bool task_status_transition_ok(TaskStatus from, TaskStatus to) {
+        if (from < 0 || from >= _TASK_STATUS_MAX || to < 0 || to >= _TASK_STATUS_MAX) return false;
+        if (from == to) return true;
+        switch (from) {
+        case TASK_QUEUED:
+                return IN_SET(to, TASK_RUNNING, TASK_CRASHED, TASK_CANCELLED, TASK_UNKNOWN);
+        case TASK_RUNNING:
+                return IN_SET(to, TASK_DONE, TASK_CRASHED, TASK_CANCELLED, TASK_UNKNOWN);
+        default:
+                return false;
+        }
+}
+
+bool changeset_status_transition_ok(ChangesetStatus from, ChangesetStatus to) {
+        if (from < 0 || from >= _CHANGESET_STATUS_MAX || to < 0 || to >= _CHANGESET_STATUS_MAX) return false;
+        if (from == to) return true;
+        switch (from) {
+        case CHANGESET_NONE: return to == CHANGESET_PENDING;
+        case CHANGESET_PENDING: return IN_SET(to, CHANGESET_ACCEPTED, CHANGESET_REJECTED);
+        default: return false;
+        }
+}
+
+static int set_enum(Task *t, TaskKey k) {
+        task_touch(t);
+        /* the key is present from here on; nonnull: an enum always has a value */
+        if (!(t->rec.present & BIT(k))) {
+                int r = order_append(&t->rec, (uint8_t) k);
+                if (r < 0) return r;
+                t->rec.present |= BIT(k);
+        }
+        t->rec.nonnull |= BIT(k);
+        return 0;
+}
+
+int task_init_status(Task *t, TaskStatus s) {
+        assert(s >= 0 && s < _TASK_STATUS_MAX);
+        if (task_record_has(&t->rec, TASK_KEY_status)) return -EEXIST;
+        int r = set_enum(t, TASK_KEY_status);
+        if (r < 0) return r;
+        t->rec.status = s;
+        manager_task_count_status(t, _TASK_STATUS_INVALID);
+        return 0;
+}
+
+int task_init_changeset(Task *t, ChangesetStatus cs) {
+        assert(cs >= 0 && cs < _CHANGESET_STATUS_MAX);
+        if (task_record_has(&t->rec, TASK_KEY_changeset_status)) return -EEXIST;
+        int r = set_enum(t, TASK_KEY_changeset_status);
+        if (r < 0) return r;
+        t->rec.changeset_status = cs;
+        return 0;
+}
+
+int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
+        assert(t);
+        TaskStatus old_s = t->rec.status;
+        ChangesetStatus old_cs = t->rec.changeset_status;
+        bool ds = s != old_s, dcs = cs != old_cs;
+        if (!ds && !dcs) return 0;
+        if (ds && !task_status_transition_ok(old_s, s)) return -EINVAL;
+        if (dcs && !changeset_status_transition_ok(old_cs, cs)) return -EINVAL;
+        if (ds) {
+                int r = set_enum(t, TASK_KEY_status);
+                if (r < 0) return r;
+        }
+        if (dcs) {
+                int r = set_enum(t, TASK_KEY_changeset_status);
+                if (r < 0) return r;
+        }
+        t->rec.status = s;
+        t->rec.changeset_status = cs;
+        /* task.list's counts, before any observer looks */
+        if (ds) manager_task_count_status(t, old_s);
+        task_persist(t);
+        Manager *m = t->m;
+        for (size_t i = 0; i < m->n_task_observers; i++)
+                m->task_observers[i].fn(t, old_s, old_cs, m->task_observers[i].userdata);
+        return 1;
+}
+
+int manager_add_task_observer(Manager *m, task_observer_fn fn, void *userdata) {
+        assert(m && fn);
+        TaskObserver *n = realloc(m->task_observers, (m->n_task_observers + 1) * sizeof *n);
+        if (!n) return -ENOMEM;
+        m->task_observers = n;
+        m->task_observers[m->n_task_observers++] = (TaskObserver) {fn, userdata};
+        return 0;
+}
+
+void manager_free_task_observers(Manager *m) {
+        free(m->task_observers);
+        m->task_observers = NULL;
+        m->n_task_observers = 0;
+}
+
+bool task_is_active(const Task *t) { return IN_SET(t->rec.status, TASK_QUEUED, TASK_RUNNING); }
