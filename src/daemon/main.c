@@ -6,33 +6,33 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
-#include "features/activity.h"
-#include "features/advisor.h"
-#include "systemd/bus.h"
-#include "run/change.h"
+#include "api/events.h"
+#include "api/handlers.h"
+#include "api/server.h"
+#include "api/task-views.h"
+#include "api/wait.h"
 #include "core/cooldown.h"
 #include "core/env-file.h"
-#include "api/events.h"
-#include "features/summary.h"
 #include "core/jobs.h"
-#include "systemd/journal.h"
 #include "core/manager.h"
-#include "api/methods.h"
-#include "systemd/notify.h"
 #include "core/scheduler.h"
-#include "run/scope.h"
-#include "api/server.h"
 #include "core/settings.h"
 #include "core/store.h"
+#include "core/task-table.h"
 #include "core/task.h"
-#include "core/tasks.h"
-#include "api/wait.h"
-#include "run/watchdog.h"
-#include "disk-budget.h"
-#include "core/scheduler.h"
-#include "executor.h"
+#include "features/activity.h"
+#include "features/advisor.h"
+#include "features/summary.h"
 #include "process-util.h"
+#include "run/change.h"
+#include "run/lifecycle.h"
+#include "run/monitor.h"
+#include "run/scope.h"
 #include "run/sweep.h"
+#include "run/watchdog.h"
+#include "systemd/bus.h"
+#include "systemd/journal.h"
+#include "systemd/notify.h"
 #include "taskferry-config.h"
 #include "util.h"
 
@@ -74,10 +74,11 @@ static void help(void) {
 }
 
 static void manager_free(Manager *m) {
-        server_close(m, "shutdown");
+        if (m->server) server_close(m, "shutdown");
         bus_free(m);
         change_jobs_free(m);
         jobs_free(m);
+        advisor_method_free(m);
         advisor_free(m);
         summary_free(m);
         for (size_t i = 0; i < m->n_tasks; i++) {
@@ -85,10 +86,10 @@ static void manager_free(Manager *m) {
                 wait_drop_task(t);
                 sd_event_source_disable_unref(t->shim_source);
                 sd_event_source_disable_unref(t->status_source);
-                sd_event_source_disable_unref(t->kill_timer);
+                monitor_stop_kill_timer(t);
                 scope_forget(t);
                 watchdog_stop(t);
-                task_socket_close(t);
+                if (m->task_sockets) m->task_sockets->close(t);
                 safe_close(t->shim_pidfd);
                 safe_close(t->status_fd);
                 task_free(t);
@@ -100,14 +101,14 @@ static void manager_free(Manager *m) {
         events_free(m);
         scope_free(m);
         notify_free(m);
+        server_free(m);
         manager_free_task_observers(m);
         manager_free_root_cache(m);
         m->n_tasks = 0;
-        m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
+        store_done(m);
         scheduler_free(m);
         cooldowns_free(m);
         m->event = sd_event_unref(m->event);
-        free(m->state_load_error);
         settings_done(&m->settings);
         tf_paths_done(&m->paths);
 }
@@ -158,7 +159,7 @@ int main(int argc, char *argv[]) {
         int fl = fd_limit_raise();
         if (fl < 0) log_warning_errno(fl, "cannot raise the file descriptor limit");
 
-        Manager mgr = {.listener.fd = -1};
+        Manager mgr = {};
         Manager *m = &mgr;
         int r = tf_paths_resolve(&m->paths);
         if (r < 0) {
@@ -192,25 +193,36 @@ int main(int argc, char *argv[]) {
         /* the user manager's transient scopes (scope.h): a bus connection of
          * our own; none is no error (workers then run in process groups) */
         r = scope_setup(m);
-        if (r >= 0) r = wait_init(m);
+        if (r >= 0) r = server_init(m);
         if (r >= 0) r = advisor_init(m);
-        if (r >= 0) r = summary_init(m);
+        if (r >= 0) r = lifecycle_init(m);
         if (r < 0) return fail_start(m, "out of memory");
-        /* before the load: the load's moves to unknown count as emitted */
-        r = events_init(m);
+        /* the observers of every task, in the order they hear of a change:
+         * the table's counts and order, the store, the parked waits, then
+         * the features and the announcements. Before the load and coldplug,
+         * so that coldplug's moves to unknown count as emitted. */
+        r = task_table_init(m);
+        if (r >= 0) r = store_init(m);
+        if (r >= 0) r = wait_init(m);
+        if (r >= 0) r = advisor_method_init(m);
+        if (r >= 0) r = summary_init(m);
         if (r >= 0) r = activity_init(m);
+        if (r >= 0) r = events_init(m);
         if (r >= 0) r = bus_init(m);
         if (r >= 0) r = journal_init(m);
         if (r >= 0) r = notify_init(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
-        /* nothing is written before we own the socket: a daemon that loses
-         * the race to a running one must not put its older view of
-         * tasks.json over that one's (the first flush follows the sweep) */
+        /* nothing is written, and no loaded task is touched, before we own
+         * the socket: a daemon that loses the race to a running one must not
+         * put its older view of tasks.json over that one's */
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+        /* what each loaded task still needs: its shim watched again, queued
+         * again, or unknown (lifecycle.h) */
+        task_coldplug(m);
         /* the bus name only once we are the one daemon (bus.h; no bus: one warning) */
         (void) bus_start(m);
         /* boot sweeps (sweep.h): after the load, and only once we are the one
@@ -219,7 +231,7 @@ int main(int argc, char *argv[]) {
         r = manager_sweep(m);
         if (r < 0) log_warning_errno(r, "boot sweep failed");
         (void) manager_flush(m);
-        /* tasks queued again at load start only once this daemon owns the socket */
+        /* tasks queued again at coldplug start only once this daemon owns the socket */
         scheduler_kick(m);
         /* READY=1, STATUS=, the watchdog, idle exit (notify.h) */
         (void) notify_ready(m);

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
+#include "protocol-params.h"
+
 #define PROTOCOL_VERSION 1
 #define PROTOCOL_MAX_BUFFER_BYTES (1024 * 1024) /* MAX_BUFFER_BYTES, §1.5 */
 /* §1.5 as amended (docs/taskferryd.8.md "Limits"): 256 *active* requests
@@ -54,7 +56,9 @@ typedef struct proto_request {
         json_object *frame;  /* the whole parsed request (owned) */
         const char *id;      /* borrowed from frame */
         const char *method;  /* borrowed from frame */
+        ProtoMethod method_id;
         json_object *params; /* borrowed from frame */
+        ProtoParams p;       /* params, typed (protocol-params.h; freed with the request) */
 } proto_request;
 
 void proto_request_done(proto_request *r);
@@ -64,8 +68,9 @@ void proto_request_done(proto_request *r);
  * and sets *ret_error to the complete error frame to send. -ENOMEM. */
 int proto_parse_request(const char *line, size_t len, proto_request *ret, json_object **ret_error);
 
-/* Check params against the method's spec (§1.6). Returns 0 if valid, else
- * -EINVAL with *ret_error set to the INVALID_PARAMS frame. */
+/* Check params against the method's table (protocol-params.h) without
+ * keeping them. Returns 0 if valid, else -EINVAL with *ret_error set to the
+ * INVALID_PARAMS frame. */
 int proto_validate_params(const char *id, const char *method, json_object *params, json_object **ret_error);
 
 /* Frame builders. Each returns a new object (NULL on ENOMEM); `result`

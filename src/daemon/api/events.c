@@ -11,7 +11,8 @@
 #include "core/peer.h"
 #include "api/server.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "json-util.h"
 #include "protocol.h"
 #include "util.h"
@@ -91,12 +92,24 @@ static const char *root_of(Events *e, const char *dir) {
 }
 
 static void state_observer(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata);
+static void added_observer(Task *t, void *userdata);
+
+static bool sink_want_summaries(Manager *m) { return events_have_summary_subscriber(m); }
+static unsigned sink_subscribers(Manager *m) { return events_count(m); }
+static void sink_broadcast(Manager *m, Task *t, json_object *ev) { (void) events_broadcast(m, t, ev); }
+static const ActivitySink activity_sink = {
+        .want_summaries = sink_want_summaries,
+        .subscribers = sink_subscribers,
+        .next_sequence = events_next_sequence,
+        .broadcast = sink_broadcast,
+};
 
 int events_init(Manager *m) {
         if (m->events) return 0;
         m->events = calloc(1, sizeof *m->events);
         if (!m->events) return -ENOMEM;
-        int r = manager_add_task_observer(m, state_observer, NULL);
+        int r = manager_add_observer(m, &(TaskObserver) {.added = added_observer, .transitioned = state_observer});
+        if (r >= 0) activity_set_sink(m, &activity_sink);
         if (r < 0) {
                 free(m->events);
                 m->events = NULL;
@@ -250,7 +263,7 @@ unsigned events_broadcast(Manager *m, Task *t, json_object *event) {
 
 /* Emit t's task.state if its status differs from the last one emitted. */
 static void emit_state(Manager *m, Task *t, int passed_previous) {
-        if (t->rec.internal) return;
+        if (task_kind_info(t->kind)->internal) return;
         int last = (int) t->event_status - 1;
         TaskStatus now = t->rec.status;
         if (last == (int) now) return;
@@ -267,9 +280,8 @@ static void state_observer(Task *t, TaskStatus old_status, ChangesetStatus old_c
         activity_task_transition(t, old_status);
 }
 
-void events_task_added(Manager *m, Task *t) {
-        emit_state(m, t, -1);
-}
+/* a new task's first status: its task.state with previousStatus null */
+static void added_observer(Task *t, void *userdata) { emit_state(t->m, t, -1); }
 
 /* ---- event.subscribe ---- */
 
@@ -282,7 +294,7 @@ static int subscribe_fail(MethodError *err, const char *fmt, const char *arg) {
 static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodError *err) {
         Events *e = m->events;
         if (!e) return method_fail(err, "error: events are not available");
-        json_object *p = r->req.params;
+        const ProtoSubscribeParams *p = &r->req.p.subscribe;
         Connection *c = r->conn;
         if (!c || c->dead) return -ECONNRESET;
         unsigned on_conn = 0, on_task = 0, on_user = 0;
@@ -312,7 +324,7 @@ static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodE
                                         "watch` processes, then retry");
 
         Caller who = caller_of(m, c);
-        bool summaries = json_get_bool(p, "summaries", false);
+        bool summaries = p->summaries;
         _cleanup_(subscription_freep) Subscription *s = calloc(1, sizeof *s);
         if (!s) return -ENOMEM;
         s->m = m;
@@ -323,13 +335,12 @@ static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodE
                 s->visible_to = strdup(who.task ? who.task->id : "");
                 if (!s->visible_to) return -ENOMEM;
         }
-        const char *origin = json_get_string(p, "originSessionId");
-        if (origin && !(s->origin_session_id = strdup(origin))) return -ENOMEM;
+        if (p->origin_session_id && !(s->origin_session_id = strdup(p->origin_session_id))) return -ENOMEM;
 
         /* precedence: all > directory > taskId (§1.6) */
-        const char *dir = json_get_string(p, "directory");
-        const char *task_id = json_get_string(p, "taskId");
-        if (json_get_bool(p, "all", false))
+        const char *dir = p->directory;
+        const char *task_id = p->task_id;
+        if (p->all)
                 s->all = true;
         else if (dir) {
                 s->directory = caller_may_name_directory(who, dir) ? realpath(dir, NULL) : NULL;
@@ -400,8 +411,7 @@ static void subscribe_model_checked(Manager *m, void *userdata, int available, c
 }
 
 int method_subscribe(Manager *m, Request *r, Task *unused, json_object **ret, MethodError *err) {
-        json_object *p = r->req.params;
-        if (json_get_bool(p, "summaries", false)) {
+        if (r->req.p.subscribe.summaries) {
                 Caller who = caller_of(m, r->conn);
                 if (who.sandboxed)
                         return method_fail(err, "error: a task running in a sandbox cannot subscribe with summaries\n"

@@ -11,8 +11,8 @@
  * the last status emitted for it), never for internal tasks, keys
  *   sequence, type, taskId, directory, originSessionId, status,
  *   previousStatus, occurredAt, activity (null), outputWatermark (null).
- * It comes from the task-state observer (task.h), plus the first "queued"
- * of a new dispatch (events_task_added: creation is no transition).
+ * It comes from the task observer (task.h): every transition, plus the first
+ * "queued" of a new task (its `added`: creation is no transition).
  *
  * Delivery (§1.9): a subscription matches if it is ALL or the event's
  * directory is in its workspace (string-equal, or the same git workspace
@@ -65,9 +65,6 @@ int events_init(Manager *m);
 /* Drop every subscription and the state (shutdown). */
 void events_free(Manager *m);
 
-/* A new task's first status (dispatch, after it is durable): its task.state
- * event with previousStatus null. No-op for internal tasks. */
-void events_task_added(Manager *m, Task *t);
 
 /* The connection closed: forget its subscriptions (server.c calls it). */
 void events_drop_connection(Connection *c);

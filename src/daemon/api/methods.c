@@ -2,17 +2,19 @@
 
 #include <string.h>
 
-#include "features/activity.h"
 #include "api/events.h"
-#include "features/advisor.h"
-#include "core/manager.h"
-#include "features/summary.h"
+#include "api/handlers.h"
 #include "api/methods.h"
 #include "api/server.h"
-#include "core/task.h"
 #include "api/stats.h"
-#include "util.h"
 #include "api/views.h"
+#include "api/wait.h"
+#include "core/manager.h"
+#include "core/peer.h"
+#include "core/store.h"
+#include "core/task-table.h"
+#include "core/task.h"
+#include "util.h"
 
 static const Method methods[] = {
         {"system.health", method_health, 0},
@@ -43,6 +45,29 @@ const Method *method_find(const char *name) {
 const Method *method_table(size_t *ret_n) {
         *ret_n = ELEMENTSOF(methods);
         return methods;
+}
+
+static int unknown_task(MethodError *err, const char *id) {
+        _cleanup_free_ char *text =
+                strdup_printf("error: unknown task id: %s\nhelp: run taskferry list to see valid task ids", id);
+        method_error_text(err, E_UNKNOWN_TASK, text ? text : "error: unknown task id");
+        return -ENOENT;
+}
+
+int method_check_state(Manager *m, MethodError *err) {
+        _cleanup_free_ char *reason = NULL;
+        int r = store_check_loaded(m, &reason);
+        if (r >= 0) return 0;
+        return method_fail(err, reason ? reason : "error: could not read persisted task state");
+}
+
+int method_lookup_task(Manager *m, Request *r, Task **ret, MethodError *err) {
+        const char *id = proto_params_task_id(r->req.method_id, &r->req.p);
+        Task *t = id ? manager_find_task(m, id) : NULL;
+        if (!t) return unknown_task(err, strempty(id));
+        if (!caller_may_see(caller_of(m, r->conn), t)) return unknown_task(err, t->id);
+        *ret = t;
+        return 0;
 }
 
 void method_error_done(MethodError *e) {

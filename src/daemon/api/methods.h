@@ -74,26 +74,9 @@ void method_reply(Request *r, int rc, json_object *result, MethodError *error);
 /* method_call + method_reply: the server's entry for every valid request. */
 void method_dispatch(Manager *m, Request *r);
 
-/* handlers.c */
-int method_health(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-int method_dispatch_task(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-/* task.dispatch's body for a role ("dispatch" or "advisor", lifecycle.md
- * §1.2, §8.3): validates r's params, creates, persists and queues the task;
- * *ret is its TaskSummary + next, *ret_task (if non-NULL) the task. */
-int dispatch_create(Manager *m, Request *r, const char *role, Task **ret_task, json_object **ret, MethodError *err);
-int method_status(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-int method_wait(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-int method_result(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-int method_list(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-/* task.cancel's body for a caller who (the socket's peer, or a D-Bus caller
- * through bus.c): the peer rules (a sandboxed caller cancels only what its
- * task dispatched), then the task and what it dispatched, SIGTERM then
- * SIGKILL after grace ms. *ret is its TaskSummary + note; -EIO with err. */
-int task_cancel(Manager *m, Caller who, Task *t, int64_t grace, json_object **ret, MethodError *err);
-int method_accept(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-int method_reject(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
-/* The error of tasks.json having failed to load (0 if it loaded). */
+/* tasks.json could not be read at start: every state call fails with the
+ * reason (store.h). 0, or -EIO with err. */
 int method_check_state(Manager *m, MethodError *err);
-/* Look up params.taskId as the caller may see it; -ENOENT with UNKNOWN_TASK. */
+/* The task params.taskId names, as the caller may see it; -ENOENT with
+ * UNKNOWN_TASK. */
 int method_lookup_task(Manager *m, Request *r, Task **ret, MethodError *err);

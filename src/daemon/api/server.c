@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "api/events.h"
+#include "core/peer.h"
 #include "core/manager.h"
 #include "api/methods.h"
 #include "api/server.h"
@@ -49,7 +50,7 @@ static void connection_kill(Connection *c) {
         c->fd = safe_close(c->fd);
         Manager *m = c->m;
         if (c->prev) c->prev->next = c->next;
-        else m->connections = c->next;
+        else m->server->connections = c->next;
         if (c->next) c->next->prev = c->prev;
         c->next = c->prev = NULL;
         wait_drop_connection(c); /* parked waits stop counting in flight */
@@ -158,9 +159,9 @@ void request_free(Request *r) {
         if (bt) {
                 if (bt->sock_requests > 0) bt->sock_requests--;
         } else if (wait) {
-                if (m->waits > 0) m->waits--;
-        } else if (m->in_flight > 0)
-                m->in_flight--;
+                if (m->server->waits > 0) m->server->waits--;
+        } else if (m->server->in_flight > 0)
+                m->server->in_flight--;
 }
 
 void request_reply_frame(Request *r, json_object *frame) {
@@ -200,9 +201,9 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
         const char *busy_msg = NULL;
         if (bt && bt->sock_requests >= PROTOCOL_TASK_SOCKET_MAX_REQUESTS)
                 busy_msg = "this task's socket has too many requests in flight";
-        else if (wait && m->waits >= PROTOCOL_MAX_WAITS)
+        else if (wait && m->server->waits >= PROTOCOL_MAX_WAITS)
                 busy_msg = "daemon has too many task.wait requests parked";
-        else if (!bt && !wait && m->in_flight >= PROTOCOL_MAX_IN_FLIGHT)
+        else if (!bt && !wait && m->server->in_flight >= PROTOCOL_MAX_IN_FLIGHT)
                 busy_msg = "daemon has too many requests in flight";
         if (busy_msg) {
                 _cleanup_json_ json_object *busy =
@@ -222,8 +223,8 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
         req->budget_task = bt;
         req->budget_wait = wait;
         if (bt) bt->sock_requests++;
-        else if (wait) m->waits++;
-        else m->in_flight++;
+        else if (wait) m->server->waits++;
+        else m->server->in_flight++;
         method_dispatch(m, req);
 }
 
@@ -282,13 +283,13 @@ static void accept_pause(Listener *l, int error) {
         if (l->retry) return;
         /* at most one warning a minute daemon-wide however long the shortage lasts */
         uint64_t now_mono = mono_ms();
-        if (!m->accept_warned_ms || now_mono - m->accept_warned_ms >= 60000) {
+        if (!m->server->accept_warned_ms || now_mono - m->server->accept_warned_ms >= 60000) {
                 if (l->origin)
                         log_warning_errno(error, "cannot accept connections on the socket of task %s; pausing for 250 ms at a time",
                                           l->origin->id);
                 else
                         log_warning_errno(error, "cannot accept connections; pausing for 250 ms at a time");
-                m->accept_warned_ms = now_mono;
+                m->server->accept_warned_ms = now_mono;
         }
         sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
         uint64_t now;
@@ -355,9 +356,9 @@ static int listener_io(sd_event_source *s, int fd, uint32_t revents, void *userd
                         continue;
                 }
                 if (origin) origin->sock_connections++;
-                c->next = m->connections;
-                if (m->connections) m->connections->prev = c;
-                m->connections = c;
+                c->next = m->server->connections;
+                if (m->server->connections) m->server->connections->prev = c;
+                m->server->connections = c;
         }
         return 0;
 }
@@ -373,6 +374,40 @@ static void listener_stop(Listener *l) {
         l->retry = sd_event_source_disable_unref(l->retry);
         l->io = sd_event_source_disable_unref(l->io);
         l->fd = safe_close(l->fd);
+}
+
+Caller caller_of(Manager *m, Connection *c) {
+        Caller who = {0};
+        if (!c) return who;
+        /* The reliable answer: every sandbox gets its task's own socket in place
+         * of the daemon's, so the socket a connection arrived on names its task
+         * (a peer pid can vanish or be reused; a socket cannot lie). */
+        if (c->origin) {
+                who.sandboxed = true;
+                who.task = c->origin;
+                return who;
+        }
+        return caller_of_pid(m, c->peer_pid);
+}
+
+static const TaskSocketOps task_socket_ops = {
+        .open = task_socket_open,
+        .path = task_socket_path,
+        .close = task_socket_close,
+};
+
+int server_init(Manager *m) {
+        if (m->server) return 0;
+        m->server = calloc(1, sizeof *m->server);
+        if (!m->server) return -ENOMEM;
+        m->server->listener.fd = -1;
+        m->task_sockets = &task_socket_ops;
+        return 0;
+}
+
+void server_free(Manager *m) {
+        free(m->server);
+        m->server = NULL;
 }
 
 int task_socket_open(Task *t) {
@@ -393,24 +428,39 @@ int task_socket_open(Task *t) {
         r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
         umask(old);
         if (r < 0 || listen(fd, PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS) < 0) return -errno;
-        r = listener_start(m, &t->sock, fd, t);
+        TaskSocket *ts = calloc(1, sizeof *ts);
+        if (!ts) {
+                (void) unlink(path);
+                return -ENOMEM;
+        }
+        ts->listener.fd = -1;
+        r = listener_start(m, &ts->listener, fd, t);
         if (r < 0) {
                 (void) unlink(path);
+                free(ts);
                 return r;
         }
         TAKE_FD(fd);
-        t->sock_path = TAKE_PTR(path);
+        ts->path = TAKE_PTR(path);
+        t->socket = ts;
         return 0;
 }
 
+bool server_has_connections(const Manager *m) { return m->server && m->server->connections; }
+
+const char *task_socket_path(const Task *t) { return t->socket ? t->socket->path : NULL; }
+
 void task_socket_close(Task *t) {
-        listener_stop(&t->sock);
-        if (t->sock_path) (void) unlink(t->sock_path);
-        free(t->sock_path);
-        t->sock_path = NULL;
+        TaskSocket *ts = TAKE_PTR(t->socket);
+        if (ts) {
+                listener_stop(&ts->listener);
+                if (ts->path) (void) unlink(ts->path);
+                free(ts->path);
+                free(ts);
+        }
         /* a task's connections end with it: nothing inside its sandbox is left
          * to use them, and they must not outlive the cap that bounded them */
-        for (Connection *c = t->m->connections, *next; c; c = next) {
+        for (Connection *c = t->m->server->connections, *next; c; c = next) {
                 next = c->next;
                 if (c->origin == t) connection_kill(c);
         }
@@ -468,8 +518,8 @@ static int bind_socket(Manager *m) {
                 close(fd);
                 return log_error_errno(r, "cannot listen on %s", path);
         }
-        m->listener.fd = fd;
-        m->socket_self_bound = true;
+        m->server->listener.fd = fd;
+        m->server->self_bound = true;
         return 0;
 }
 
@@ -491,8 +541,8 @@ int server_listen(Manager *m) {
                 int fl = fcntl(fd, F_GETFL);
                 if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
                 (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
-                m->listener.fd = fd;
-                m->socket_self_bound = false;
+                m->server->listener.fd = fd;
+                m->server->self_bound = false;
         } else {
                 int r = bind_socket(m);
                 if (r < 0) return r;
@@ -505,20 +555,20 @@ int server_listen(Manager *m) {
         sd_event_now(m->event, CLOCK_MONOTONIC, &now);
         if (sd_event_add_time(m->event, &warm, CLOCK_MONOTONIC, now + 3600ULL * 1000000ULL, 0, NULL, NULL) >= 0)
                 sd_event_source_disable_unref(warm);
-        return listener_start(m, &m->listener, m->listener.fd, NULL);
+        return listener_start(m, &m->server->listener, m->server->listener.fd, NULL);
 }
 
 void server_stop_accepting(Manager *m) {
-        m->listener.retry = sd_event_source_disable_unref(m->listener.retry);
-        m->listener.io = sd_event_source_disable_unref(m->listener.io);
+        m->server->listener.retry = sd_event_source_disable_unref(m->server->listener.retry);
+        m->server->listener.io = sd_event_source_disable_unref(m->server->listener.io);
 }
 
 void server_close(Manager *m, const char *reason) {
         _cleanup_json_ json_object *frame = proto_shutdown(reason);
         size_t len = 0;
         const char *s = frame ? json_to_line(frame, &len) : NULL;
-        while (m->connections) {
-                Connection *c = m->connections;
+        while (m->server->connections) {
+                Connection *c = m->server->connections;
                 if (s && connection_append(c, s, len) == 0) {
                         /* best effort, blocking for at most a moment */
                         int fl = fcntl(c->fd, F_GETFL);
@@ -529,7 +579,7 @@ void server_close(Manager *m, const char *reason) {
                 }
                 connection_kill(c);
         }
-        listener_stop(&m->listener);
-        if (m->socket_self_bound && unlink(m->paths.socket_path) < 0 && errno != ENOENT)
+        listener_stop(&m->server->listener);
+        if (m->server->self_bound && unlink(m->paths.socket_path) < 0 && errno != ENOENT)
                 log_warning_errno(-errno, "cannot remove %s", m->paths.socket_path);
 }

@@ -1,9 +1,9 @@
 #pragma once
 /* The socket server (server.c): listeners, connections, line framing and the
- * requests they carry. Owns Listener, Connection and Request (but wait.c writes a
- * parked Request's next_waiter, conn_next/conn_prev, timer, wait_task and
- * tail_chars, and Connection.waiting), and
- * Task.sock/sock_path/sock_connections/sock_requests. */
+ * requests they carry. Owns Manager.server, Listener, Connection, Request (but
+ * wait.c writes a parked Request's next_waiter, conn_next/conn_prev, timer,
+ * wait_task and tail_chars, and Connection.waiting), TaskSocket and
+ * Task.socket/sock_connections/sock_requests. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-event.h>
 
+#include "core/peer.h"
 #include "line-buffer.h"
 #include "protocol.h"
 
@@ -18,6 +19,7 @@ typedef struct Manager Manager;
 typedef struct Connection Connection;
 typedef struct Request Request;
 typedef struct Task Task;
+typedef struct TaskSocket TaskSocket;
 
 /* ---- the socket server ---- */
 /* One listening socket: the user's (origin NULL) or a task's own. Every
@@ -31,6 +33,22 @@ typedef struct Listener {
         sd_event_source *io;
         sd_event_source *retry;  /* armed while accepting is paused */
 } Listener;
+
+/* The server's state (Manager.server). */
+typedef struct Server {
+        Listener listener;             /* the user's socket */
+        bool self_bound;               /* bound by us, not passed by systemd (unlinked at exit) */
+        uint64_t accept_warned_ms;     /* monotonic ms of the last "cannot accept" warning */
+        Connection *connections;
+        unsigned in_flight;            /* active requests on the user's socket (cap PROTOCOL_MAX_IN_FLIGHT) */
+        unsigned waits;                /* task.wait requests on the user's socket (cap PROTOCOL_MAX_WAITS) */
+} Server;
+
+/* A task's own socket (Task.socket), bound into its sandbox. */
+struct TaskSocket {
+        Listener listener;
+        char *path;                    /* <runtime>/task-sockets/<id>.sock */
+};
 
 struct Connection {
         Manager *m;
@@ -67,6 +85,10 @@ struct Request {
 };
 
 /* server.c (spec protocol-cli.md §1.1–§1.5, §4.2–§4.3) */
+/* Create m->server (no socket yet). 0, -ENOMEM. */
+int server_init(Manager *m);
+/* Free it (after server_close). */
+void server_free(Manager *m);
 /* Take the socket from systemd (sd_listen_fds(3), checked with
  * sd_is_socket_unix(3)) or bind <runtime>/daemon.sock under a flock with the
  * stale-socket rules. -EADDRINUSE if a live listener owns the path. */
@@ -96,5 +118,13 @@ void request_free(Request *r);
  * and tag its connections with t; they draw on t's own budgets
  * (PROTOCOL_TASK_SOCKET_MAX_*), never on the daemon-wide ones. -errno. */
 int task_socket_open(Task *t);
+/* Who is calling on c (peer.h): a connection on a task's own socket is that
+ * task's (the socket a connection arrived on names its task: a peer pid can
+ * vanish or be reused, a socket cannot lie); else by the peer's pid. */
+Caller caller_of(Manager *m, Connection *c);
+/* Is any client connected (on the user's socket or a task's)? */
+bool server_has_connections(const Manager *m);
+/* The path of t's socket, NULL while it has none. */
+const char *task_socket_path(const Task *t);
 /* Stop listening on t's socket, remove it and close the connections it accepted. */
 void task_socket_close(Task *t);

@@ -11,7 +11,8 @@
 #include "api/server.h"
 #include "task-stats.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
 
 json_object *stats_rows(Manager *m, const char *visible_to) {
@@ -19,7 +20,7 @@ json_object *stats_rows(Manager *m, const char *visible_to) {
         if (!rows) return NULL;
         for (size_t i = 0; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
-                if (t->rec.internal) continue;
+                if (task_kind_info(t->kind)->internal) continue;
                 if (visible_to && !streq(t->id, visible_to) && !streq_ptr(t->rec.dispatched_by, visible_to)) continue;
                 json_object *row = json_object_new_object();
                 if (!row || json_object_array_add(rows, row) < 0) {

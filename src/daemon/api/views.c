@@ -17,7 +17,8 @@
 #include "protocol.h"
 #include "api/server.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
 
 /* ---- task.tail ---- */
@@ -160,8 +161,8 @@ static void tail_job_done(Manager *m, void *userdata, json_object *res, int erro
 }
 
 int method_tail(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
-        int64_t chars = TAIL_CHARS_DEFAULT;
-        json_get_int64(r->req.params, "chars", &chars);
+        const ProtoInt *given = &r->req.p.tail.chars;
+        int64_t chars = given->set ? given->value : TAIL_CHARS_DEFAULT;
         if (chars < 1 || chars > TAIL_CHARS_MAX) /* the params check refuses these already */
                 return method_error(err, E_INVALID_PARAMS, "invalid params for task.tail",
                                     "Check the parameter names and types for task.tail");
@@ -325,10 +326,12 @@ static void output_job_done(Manager *m, void *userdata, json_object *res, int er
 }
 
 int method_output(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
-        const char *path = json_get_string(r->req.params, "path");
+        const ProtoOutputParams *p = &r->req.p.output;
+        const char *path = p->path;
         int64_t max = (int64_t) m->settings.max_output_file_bytes;
         if (max <= 0) max = OUTPUT_FILE_MAX_DEFAULT;
-        if (json_get_int64(r->req.params, "maxOutputFileBytes", &max) && max > (int64_t) OUTPUT_FILE_MAX_LIMIT) {
+        if (p->max_output_file_bytes.set) max = p->max_output_file_bytes.value;
+        if (p->max_output_file_bytes.set && max > (int64_t) OUTPUT_FILE_MAX_LIMIT) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: --max-output-file-bytes %" PRId64 " exceeds daemon response limit %u bytes\n"
                         "help: pass --max-output-file-bytes %u or less; %u or less always fits once JSON-encoded",
@@ -359,7 +362,7 @@ int method_output(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
 /* ---- task.context ---- */
 
 int method_context(Manager *m, Request *r, Task *target, json_object **ret, MethodError *err) {
-        const char *directory = json_get_string(r->req.params, "directory");
+        const char *directory = r->req.p.context.directory;
         Caller who = caller_of(m, r->conn);
         _cleanup_free_ char *real = directory && caller_may_name_directory(who, directory) ? realpath(directory, NULL) : NULL;
         if (who.sandboxed && (!real || !caller_may_name_directory(who, real))) {

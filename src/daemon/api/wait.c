@@ -10,7 +10,8 @@
 #include "api/methods.h"
 #include "api/server.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "api/wait.h"
 #include "json-util.h"
 #include "logparse.h"
@@ -141,4 +142,11 @@ void wait_drop_task(Task *t) {
                 wait_detach(r);
                 request_free(r);
         }
+}
+
+int method_wait(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
+        const ProtoWaitParams *p = &r->req.p.wait;
+        wait_park(r, t, p->timeout_ms.set ? p->timeout_ms.value : -1,
+                  p->tail_chars.set ? (uint64_t) p->tail_chars.value : 0);
+        return METHOD_DEFERRED; /* wait_park answers it */
 }

@@ -2,6 +2,9 @@
 /* Parked task.wait requests (wait.c). */
 
 #include <stdint.h>
+#include <json-c/json.h>
+
+#include "api/methods.h"
 
 typedef struct Manager Manager;
 typedef struct Connection Connection;
@@ -21,3 +24,5 @@ void wait_detach(Request *r);
  * without answering. */
 void wait_drop_connection(Connection *c);
 void wait_drop_task(Task *t);
+/* task.wait (methods.h). */
+int method_wait(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);

@@ -12,6 +12,7 @@
  * message, or writes anywhere a value (or a line of the file); error
  * messages name the path, a line number and the rule only. */
 
+#include <sys/stat.h>
 #include <stddef.h>
 #include <sys/types.h>
 

@@ -13,7 +13,6 @@
 
 #include "core/manager.h"
 #include "core/peer.h"
-#include "api/server.h"
 #include "core/task.h"
 #include "util.h"
 
@@ -40,20 +39,6 @@ static bool other_pid_namespace(pid_t pid) {
         snprintf(path, sizeof path, "/proc/%d/ns/pid", (int) pid);
         if (stat(path, &a) < 0 || stat("/proc/self/ns/pid", &b) < 0) return false;
         return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
-}
-
-Caller caller_of(Manager *m, Connection *c) {
-        Caller who = {0};
-        if (!c) return who;
-        /* The reliable answer: every sandbox gets its task's own socket in place
-         * of the daemon's, so the socket a connection arrived on names its task
-         * (a peer pid can vanish or be reused; a socket cannot lie). */
-        if (c->origin) {
-                who.sandboxed = true;
-                who.task = c->origin;
-                return who;
-        }
-        return caller_of_pid(m, c->peer_pid);
 }
 
 Caller caller_of_pid(Manager *m, pid_t pid) {
@@ -91,4 +76,18 @@ bool caller_may_see(Caller who, Task *t) {
         if (!who.sandboxed) return true;
         if (!who.task) return false;
         return t == who.task || streq_ptr(t->rec.dispatched_by, who.task->id);
+}
+
+int caller_may_decide(Caller who, const Task *t, const char *verb, char **reason) {
+        if (!who.sandboxed) return 0;
+        if (streq(verb, "accept"))
+                return set_error(reason, -EPERM,
+                                 "error: a task running in a sandbox cannot accept changesets\nhelp: read the diff "
+                                 "(taskferry result %s --diff) and run taskferry accept %s from outside the sandbox",
+                                 t->id, t->id);
+        if (who.task && streq_ptr(t->rec.dispatched_by, who.task->id)) return 0;
+        return set_error(reason, -EPERM,
+                         "error: a task running in a sandbox can only %s tasks it dispatched itself, and %s was not "
+                         "dispatched by it\nhelp: run taskferry %s %s from outside the sandbox",
+                         verb, t->id, verb, t->id);
 }

@@ -5,7 +5,6 @@
 #include <sys/types.h>
 
 typedef struct Manager Manager;
-typedef struct Connection Connection;
 typedef struct Task Task;
 
 /* peer.c: who is calling (DESIGN.md: a peer inside a task sandbox cannot
@@ -14,7 +13,6 @@ typedef struct Caller {
         bool sandboxed;  /* the peer runs inside a task's process tree or another pid namespace */
         Task *task;      /* the task whose shim is an ancestor of the peer, if any */
 } Caller;
-Caller caller_of(Manager *m, Connection *c);
 /* The same for a process id (a D-Bus caller's, bus.c): by ancestry and pid
  * namespace only. pid <= 0: the user (callers must refuse an unknown pid
  * themselves). */
@@ -23,6 +21,11 @@ Caller caller_of_pid(Manager *m, pid_t pid);
  * nothing else: other tasks' prompts, messages and pending diffs are none of
  * its business (review finding). */
 bool caller_may_see(Caller who, Task *t);
+/* May who decide on t: cancel or reject it (verb "cancel"/"reject": the user,
+ * or the task whose worker dispatched t), accept it (the user only: landing
+ * changes is the user's decision)? 0, or -EPERM with *reason (the refusal's
+ * "error: ...\nhelp: ..." text). */
+int caller_may_decide(Caller who, const Task *t, const char *verb, char **reason);
 
 /* May who name path (a directory parameter such as task.context's or
  * event.subscribe's, resolved by the daemon on the host)? The user always;

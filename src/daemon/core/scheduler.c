@@ -1,9 +1,7 @@
 /* The scheduler: the queue of tasks waiting for a slot, the slots, the
  * launch window, the lower-dir stagger and the per-provider limits (spec
  * lifecycle.md §5), plus provider cooldowns (cooldown.h). Owns
- * Manager.queue_head/queue_tail/running/sched_providers/sched_cursor/launch_times/
- * last_launch_at/launch_timer and Task.next_queued/counted_running/
- * sched_provider. */
+ * Manager.scheduler and Task.next_queued/counted_running/sched_provider. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +10,6 @@
 #include <string.h>
 
 #include "core/cooldown.h"
-#include "run/launch.h"
 #include "core/manager.h"
 #include "core/scheduler.h"
 #include "core/settings.h"
@@ -32,15 +29,16 @@ size_t scheduler_provider_key_len(const char *model) {
 
 /* 1 + index of the provider of model, created if new; 0 on ENOMEM. */
 static size_t provider_of_model(Manager *m, const char *model) {
+        Scheduler *sch = &m->scheduler;
         size_t len = scheduler_provider_key_len(model);
-        for (size_t i = 0; i < m->n_sched_providers; i++) {
-                const char *k = m->sched_providers[i].key;
+        for (size_t i = 0; i < sch->n_providers; i++) {
+                const char *k = sch->providers[i].key;
                 if (strlen(k) == len && (len == 0 || strncmp(k, model, len) == 0)) return i + 1;
         }
-        SchedProvider *n = reallocarray(m->sched_providers, m->n_sched_providers + 1, sizeof *n);
+        SchedProvider *n = reallocarray(sch->providers, sch->n_providers + 1, sizeof *n);
         if (!n) return 0;
-        m->sched_providers = n;
-        SchedProvider *p = &n[m->n_sched_providers];
+        sch->providers = n;
+        SchedProvider *p = &n[sch->n_providers];
         *p = (SchedProvider) {.key = strndup(model ? model : "", len)};
         if (!p->key) return 0;
         const ProviderLimit *l = settings_provider_limit(&m->settings, model);
@@ -48,12 +46,13 @@ static size_t provider_of_model(Manager *m, const char *model) {
                 p->max_concurrent = l->max_concurrent_tasks;
                 p->max_per_window = l->max_dispatches_per_window;
         }
-        return ++m->n_sched_providers;
+        return ++sch->n_providers;
 }
 
 static SchedProvider *provider_of(Manager *m, Task *t) {
+        Scheduler *sch = &m->scheduler;
         size_t i = provider_of_model(m, t->rec.model);
-        return i ? &m->sched_providers[i - 1] : NULL;
+        return i ? &sch->providers[i - 1] : NULL;
 }
 
 static bool task_in_provider(const Task *t, const SchedProvider *p) {
@@ -64,22 +63,23 @@ static bool task_in_provider(const Task *t, const SchedProvider *p) {
 /* ---- slots ---- */
 
 void scheduler_take_slot(Task *t) {
+        Scheduler *sch = &t->m->scheduler;
         if (t->counted_running) return;
         Manager *m = t->m;
         t->counted_running = true;
-        m->running++;
+        sch->running++;
         size_t i = provider_of_model(m, t->rec.model);
         t->sched_provider = i;
-        if (i) m->sched_providers[i - 1].running++;
+        if (i) sch->providers[i - 1].running++;
 }
 
 void scheduler_release_slot(Task *t) {
+        Scheduler *sch = &t->m->scheduler;
         if (!t->counted_running) return;
-        Manager *m = t->m;
         t->counted_running = false;
-        if (m->running > 0) m->running--;
-        if (t->sched_provider && t->sched_provider <= m->n_sched_providers) {
-                SchedProvider *p = &m->sched_providers[t->sched_provider - 1];
+        if (sch->running > 0) sch->running--;
+        if (t->sched_provider && t->sched_provider <= sch->n_providers) {
+                SchedProvider *p = &sch->providers[t->sched_provider - 1];
                 if (p->running > 0) p->running--;
         }
         t->sched_provider = 0;
@@ -88,31 +88,34 @@ void scheduler_release_slot(Task *t) {
 /* ---- the queue ---- */
 
 void scheduler_enqueue(Manager *m, Task *t) {
+        Scheduler *sch = &m->scheduler;
         (void) provider_of(m, t); /* providers are created on first enqueue (§5) */
         t->next_queued = NULL;
-        if (m->queue_tail) m->queue_tail->next_queued = t;
-        else m->queue_head = t;
-        m->queue_tail = t;
+        if (sch->queue_tail) sch->queue_tail->next_queued = t;
+        else sch->queue_head = t;
+        sch->queue_tail = t;
 }
 
 bool scheduler_remove(Manager *m, Task *t) {
-        Task **pp = &m->queue_head, *prev = NULL;
+        Scheduler *sch = &m->scheduler;
+        Task **pp = &sch->queue_head, *prev = NULL;
         while (*pp && *pp != t) {
                 prev = *pp;
                 pp = &(*pp)->next_queued;
         }
         if (!*pp) return false;
         *pp = t->next_queued;
-        if (m->queue_tail == t) m->queue_tail = prev;
+        if (sch->queue_tail == t) sch->queue_tail = prev;
         t->next_queued = NULL;
         /* §5: a queued cancel clears the timer only when no work is left */
-        if (!m->queue_head) m->launch_timer = sd_event_source_disable_unref(m->launch_timer);
+        if (!sch->queue_head) sch->launch_timer = sd_event_source_disable_unref(sch->launch_timer);
         return true;
 }
 
 /* Drop queue entries that are no longer queued (cancelled meanwhile). */
 static void drop_stale(Manager *m) {
-        Task *t = m->queue_head;
+        Scheduler *sch = &m->scheduler;
+        Task *t = sch->queue_head;
         while (t) {
                 Task *next = t->next_queued;
                 if (t->rec.status != TASK_QUEUED) scheduler_remove(m, t);
@@ -121,7 +124,8 @@ static void drop_stale(Manager *m) {
 }
 
 static Task *provider_head(Manager *m, const SchedProvider *p) {
-        for (Task *t = m->queue_head; t; t = t->next_queued)
+        Scheduler *sch = &m->scheduler;
+        for (Task *t = sch->queue_head; t; t = t->next_queued)
                 if (t->rec.status == TASK_QUEUED && task_in_provider(t, p)) return t;
         return NULL;
 }
@@ -144,15 +148,17 @@ static int push_time(uint64_t **times, size_t *n, uint64_t now) {
         return 0;
 }
 
-static bool global_at_cap(Manager *m) { return m->running >= m->settings.max_concurrent_tasks; }
+static bool global_at_cap(Manager *m) { return m->scheduler.running >= m->settings.max_concurrent_tasks; }
 
 static bool global_window_full(Manager *m) {
-        return m->settings.max_dispatches_per_window > 0 && m->n_launch_times >= m->settings.max_dispatches_per_window;
+        Scheduler *sch = &m->scheduler;
+        return m->settings.max_dispatches_per_window > 0 && sch->n_launch_times >= m->settings.max_dispatches_per_window;
 }
 
 static bool staggering(Manager *m, uint64_t now) {
-        return m->launched_once && m->settings.lowerdir_stagger_ms > 0 &&
-               now - m->last_launch_at < m->settings.lowerdir_stagger_ms;
+        Scheduler *sch = &m->scheduler;
+        return sch->launched_once && m->settings.lowerdir_stagger_ms > 0 &&
+               now - sch->last_launch_at < m->settings.lowerdir_stagger_ms;
 }
 
 static bool provider_at_cap(const SchedProvider *p) { return p->max_concurrent > 0 && p->running >= p->max_concurrent; }
@@ -171,7 +177,7 @@ static uint64_t provider_cooldown_left(Manager *m, const SchedProvider *p, uint6
 
 static int on_launch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        m->launch_timer = sd_event_source_disable_unref(m->launch_timer);
+        m->scheduler.launch_timer = sd_event_source_disable_unref(m->scheduler.launch_timer);
         scheduler_kick(m);
         return 0;
 }
@@ -180,13 +186,14 @@ static int on_launch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  * without a settlement first, or 0 when only a settlement can help (a
  * concurrency cap) or nothing is queued. */
 static uint64_t next_wakeup(Manager *m, uint64_t now) {
-        if (!m->queue_head || global_at_cap(m)) return 0;
+        Scheduler *sch = &m->scheduler;
+        if (!sch->queue_head || global_at_cap(m)) return 0;
         uint64_t when = now;
-        if (global_window_full(m)) when = MAX(when, m->launch_times[0] + m->settings.dispatch_window_ms);
-        if (staggering(m, now)) when = MAX(when, m->last_launch_at + m->settings.lowerdir_stagger_ms);
+        if (global_window_full(m)) when = MAX(when, sch->launch_times[0] + m->settings.dispatch_window_ms);
+        if (staggering(m, now)) when = MAX(when, sch->last_launch_at + m->settings.lowerdir_stagger_ms);
         uint64_t best = 0;
-        for (size_t i = 0; i < m->n_sched_providers; i++) {
-                SchedProvider *p = &m->sched_providers[i];
+        for (size_t i = 0; i < sch->n_providers; i++) {
+                SchedProvider *p = &sch->providers[i];
                 if (provider_at_cap(p) || !provider_head(m, p)) continue;
                 uint64_t at = now;
                 if (provider_window_full(p)) at = MAX(at, p->launch_times[0] + m->settings.dispatch_window_ms);
@@ -199,39 +206,41 @@ static uint64_t next_wakeup(Manager *m, uint64_t now) {
 }
 
 static void arm_timer(Manager *m, uint64_t now) {
+        Scheduler *sch = &m->scheduler;
         uint64_t at = next_wakeup(m, now);
         if (!at) {
-                m->launch_timer = sd_event_source_disable_unref(m->launch_timer);
+                sch->launch_timer = sd_event_source_disable_unref(sch->launch_timer);
                 return;
         }
         uint64_t usec = at * 1000ULL;
-        if (m->launch_timer) {
-                if (sd_event_source_set_time(m->launch_timer, usec) >= 0 &&
-                    sd_event_source_set_enabled(m->launch_timer, SD_EVENT_ONESHOT) >= 0)
+        if (sch->launch_timer) {
+                if (sd_event_source_set_time(sch->launch_timer, usec) >= 0 &&
+                    sd_event_source_set_enabled(sch->launch_timer, SD_EVENT_ONESHOT) >= 0)
                         return;
-                m->launch_timer = sd_event_source_disable_unref(m->launch_timer);
+                sch->launch_timer = sd_event_source_disable_unref(sch->launch_timer);
         }
-        int r = sd_event_add_time(m->event, &m->launch_timer, CLOCK_MONOTONIC, usec, 1000, on_launch_timer, m);
+        int r = sd_event_add_time(m->event, &sch->launch_timer, CLOCK_MONOTONIC, usec, 1000, on_launch_timer, m);
         if (r < 0) log_error_errno(r, "cannot arm the scheduler's launch timer; queued tasks wait for the next settlement");
 }
 
 /* One pass (§5 step 3): the first provider from the cursor on that can
  * launch gives up its queue head, with the launch recorded. */
 static Task *drain_pass(Manager *m, uint64_t now) {
-        size_t n = m->n_sched_providers;
+        Scheduler *sch = &m->scheduler;
+        size_t n = sch->n_providers;
         for (size_t i = 0; i < n; i++) {
-                size_t idx = (m->sched_cursor + i) % n;
-                SchedProvider *p = &m->sched_providers[idx];
+                size_t idx = (sch->cursor + i) % n;
+                SchedProvider *p = &sch->providers[idx];
                 Task *t = provider_head(m, p);
                 if (!t || provider_window_full(p) || provider_at_cap(p) || provider_cooldown_left(m, p, now) > 0) continue;
-                if (push_time(&m->launch_times, &m->n_launch_times, now) < 0 ||
+                if (push_time(&sch->launch_times, &sch->n_launch_times, now) < 0 ||
                     push_time(&p->launch_times, &p->n_launch_times, now) < 0) {
                         log_error("cannot record a launch time: out of memory");
                         return NULL;
                 }
-                m->last_launch_at = now;
-                m->launched_once = true;
-                m->sched_cursor = (m->sched_cursor + i + 1) % n;
+                sch->last_launch_at = now;
+                sch->launched_once = true;
+                sch->cursor = (sch->cursor + i + 1) % n;
                 scheduler_remove(m, t);
                 return t;
         }
@@ -239,47 +248,81 @@ static Task *drain_pass(Manager *m, uint64_t now) {
 }
 
 Task *scheduler_next_launch(Manager *m, uint64_t now) {
+        Scheduler *sch = &m->scheduler;
         drop_stale(m);
         uint64_t window = m->settings.dispatch_window_ms;
-        prune(m->launch_times, &m->n_launch_times, now, window);
-        for (size_t i = 0; i < m->n_sched_providers; i++)
-                prune(m->sched_providers[i].launch_times, &m->sched_providers[i].n_launch_times, now, window);
-        if (!m->queue_head || global_window_full(m) || global_at_cap(m) || staggering(m, now)) return NULL;
+        prune(sch->launch_times, &sch->n_launch_times, now, window);
+        for (size_t i = 0; i < sch->n_providers; i++)
+                prune(sch->providers[i].launch_times, &sch->providers[i].n_launch_times, now, window);
+        if (!sch->queue_head || global_window_full(m) || global_at_cap(m) || staggering(m, now)) return NULL;
         return drain_pass(m, now);
 }
 
 uint64_t scheduler_next_wakeup(Manager *m, uint64_t now) { return next_wakeup(m, now); }
 
+/* The tick itself, from the event loop. */
+static int on_tick(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        Scheduler *sch = &m->scheduler;
+        sch->tick = sd_event_source_disable_unref(sch->tick);
+        sch->launch_timer = sd_event_source_disable_unref(sch->launch_timer);
+        Task *t;
+        while (!m->shutting_down && sch->launch && (t = scheduler_next_launch(m, mono_ms())))
+                sch->launch(t); /* a launch that fails at once settles t and kicks: the next tick */
+        if (!m->shutting_down) arm_timer(m, mono_ms());
+        /* those waiting for this tick; the ones a callback adds wait for the next */
+        SchedulerAfter *after = TAKE_PTR(sch->after);
+        size_t n = sch->n_after;
+        sch->n_after = 0;
+        for (size_t i = 0; i < n; i++) after[i].fn(m, after[i].userdata);
+        free(after);
+        return 0;
+}
+
+static int arm_tick(Manager *m) {
+        Scheduler *sch = &m->scheduler;
+        if (sch->tick) return 0;
+        if (!m->event) return -ESTALE; /* a manager without a loop (a unit test's) runs no tick */
+        int r = sd_event_add_defer(m->event, &sch->tick, on_tick, m);
+        if (r < 0) return log_error_errno(r, "cannot arm the scheduler's tick; queued tasks wait for the next kick");
+        return 0;
+}
+
 void scheduler_kick(Manager *m) {
         if (m->shutting_down) return;
-        if (m->sched_kicking) {
-                m->sched_kick_again = true;
-                return;
-        }
-        m->sched_kicking = true;
-        m->launch_timer = sd_event_source_disable_unref(m->launch_timer);
-        do {
-                m->sched_kick_again = false;
-                Task *t;
-                while (!m->shutting_down && (t = scheduler_next_launch(m, mono_ms())))
-                        launch_task(t); /* may settle t (a spawn error) and kick: folded into this tick */
-        } while (m->sched_kick_again && !m->shutting_down);
-        m->sched_kicking = false;
-        if (!m->shutting_down) arm_timer(m, mono_ms());
+        drop_stale(m);
+        (void) arm_tick(m);
+}
+
+int scheduler_after_tick(Manager *m, scheduler_after_fn fn, void *userdata) {
+        Scheduler *sch = &m->scheduler;
+        SchedulerAfter *n = reallocarray(sch->after, sch->n_after + 1, sizeof *n);
+        if (!n) return -ENOMEM;
+        sch->after = n;
+        int r = arm_tick(m);
+        if (r < 0) return r;
+        sch->after[sch->n_after++] = (SchedulerAfter) {fn, userdata};
+        return 0;
 }
 
 void scheduler_free(Manager *m) {
-        m->launch_timer = sd_event_source_disable_unref(m->launch_timer);
-        for (size_t i = 0; i < m->n_sched_providers; i++) {
-                free(m->sched_providers[i].key);
-                free(m->sched_providers[i].launch_times);
+        Scheduler *sch = &m->scheduler;
+        sch->launch_timer = sd_event_source_disable_unref(sch->launch_timer);
+        sch->tick = sd_event_source_disable_unref(sch->tick);
+        /* the daemon stops: those waiting for a tick get none (their owners drop them) */
+        free(sch->after);
+        sch->after = NULL;
+        sch->n_after = 0;
+        for (size_t i = 0; i < sch->n_providers; i++) {
+                free(sch->providers[i].key);
+                free(sch->providers[i].launch_times);
         }
-        free(m->sched_providers);
-        m->sched_providers = NULL;
-        m->n_sched_providers = 0;
-        free(m->launch_times);
-        m->launch_times = NULL;
-        m->n_launch_times = 0;
+        free(sch->providers);
+        sch->providers = NULL;
+        sch->n_providers = 0;
+        free(sch->launch_times);
+        sch->launch_times = NULL;
+        sch->n_launch_times = 0;
 }
 
 /* ---- task.status ---- */
@@ -289,16 +332,17 @@ static uint64_t ms_until(uint64_t at, uint64_t now) { return at > now ? at - now
 static char *iso_in(uint64_t ms_from_now, char buf[static 32]) { return format_iso(now_ms() + ms_from_now, buf); }
 
 int scheduler_status_fields(Manager *m, Task *t, json_object *o) {
+        Scheduler *sch = &m->scheduler;
         if (t->rec.status != TASK_QUEUED) return 0;
         size_t len = scheduler_provider_key_len(t->rec.model);
         _cleanup_free_ char *key = strndup(t->rec.model ? t->rec.model : "", len);
         if (!key) return -ENOMEM;
         SchedProvider *p = NULL;
-        for (size_t i = 0; i < m->n_sched_providers && !p; i++)
-                if (streq(m->sched_providers[i].key, key)) p = &m->sched_providers[i];
+        for (size_t i = 0; i < sch->n_providers && !p; i++)
+                if (streq(sch->providers[i].key, key)) p = &sch->providers[i];
         int64_t pos = 0;
         bool in_queue = false;
-        for (Task *q = m->queue_head; q; q = q->next_queued) {
+        for (Task *q = sch->queue_head; q; q = q->next_queued) {
                 if (q->rec.status != TASK_QUEUED || !p || !task_in_provider(q, p)) continue;
                 pos++;
                 if (q == t) {
@@ -331,8 +375,8 @@ int scheduler_status_fields(Manager *m, Task *t, json_object *o) {
         else if (global_window_full(m))
                 reason = strdup_printf("%zu launches in the last %" PRIu64 " ms (maxDispatchesPerWindow); next launch "
                                        "at %s at the earliest",
-                                       m->n_launch_times, m->settings.dispatch_window_ms,
-                                       iso_in(ms_until(m->launch_times[0] + m->settings.dispatch_window_ms, now), iso));
+                                       sch->n_launch_times, m->settings.dispatch_window_ms,
+                                       iso_in(ms_until(sch->launch_times[0] + m->settings.dispatch_window_ms, now), iso));
         else if (p && provider_window_full(p))
                 reason = strdup_printf("provider %s had %zu launches in the last %" PRIu64
                                        " ms (providerLimits); next launch at %s at the earliest",
@@ -341,7 +385,7 @@ int scheduler_status_fields(Manager *m, Task *t, json_object *o) {
         else if (staggering(m, now))
                 reason = strdup_printf("launches are staggered by %" PRIu64 " ms (lowerdirStaggerMs); next launch at %s",
                                        m->settings.lowerdir_stagger_ms,
-                                       iso_in(ms_until(m->last_launch_at + m->settings.lowerdir_stagger_ms, now), iso));
+                                       iso_in(ms_until(sch->last_launch_at + m->settings.lowerdir_stagger_ms, now), iso));
         else
                 reason = strdup("other providers' tasks launch first (round-robin between providers)");
         if (!reason) return -ENOMEM;

@@ -1,6 +1,4 @@
-/* The store: tasks.json, the durable copy of the task table (spec
- * lifecycle.md §1.4–§1.6). Owns Manager.dirty, .persist_timer and
- * .state_load_error; records go to and from JSON only through task.h. */
+/* The store: tasks.json, the durable copy of the task table (store.h). */
 
 #include <fcntl.h>
 #include <limits.h>
@@ -8,13 +6,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "run/launch.h"
 #include "core/manager.h"
-#include "run/monitor.h"
-#include "core/scheduler.h"
 #include "core/store.h"
+#include "core/task-table.h"
 #include "core/task.h"
-#include "core/tasks.h"
 #include "json-util.h"
 #include "util.h"
 
@@ -22,20 +17,40 @@
 
 static int persist_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
+        m->store.persist_timer = sd_event_source_disable_unref(m->store.persist_timer);
         int r = manager_flush(m);
         if (r < 0) log_error_errno(r, "failed to persist task state");
         return 0;
 }
 
+static void on_transition(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata) {
+        task_persist(t);
+}
+
+int store_init(Manager *m) { return manager_add_task_observer(m, on_transition, NULL); }
+
+void store_done(Manager *m) {
+        m->store.persist_timer = sd_event_source_disable_unref(m->store.persist_timer);
+        free(m->store.load_error);
+        m->store.load_error = NULL;
+}
+
+int store_check_loaded(Manager *m, char **reason) {
+        if (!m->store.load_error) return 0;
+        return set_error(reason, -EIO,
+                         "error: could not read persisted task state: %s\nhelp: repair %s/tasks.json before using taskferry",
+                         m->store.load_error, m->paths.state_dir);
+}
+
 void task_persist(Task *t) {
         Manager *m = t->m;
-        m->dirty = true;
-        if (m->persist_timer) return;
+        if (!m) return; /* not in a table yet: nothing to write */
+        m->store.dirty = true;
+        if (m->store.persist_timer || !m->event) return;
         uint64_t now;
         sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        int r = sd_event_add_time(m->event, &m->persist_timer, CLOCK_MONOTONIC, now + PERSIST_DEBOUNCE_MS * 1000ULL, 0,
-                                  persist_timer_cb, m);
+        int r = sd_event_add_time(m->event, &m->store.persist_timer, CLOCK_MONOTONIC,
+                                  now + PERSIST_DEBOUNCE_MS * 1000ULL, 0, persist_timer_cb, m);
         if (r < 0) {
                 log_warning_errno(r, "cannot arm persist timer; flushing now");
                 (void) manager_flush(m);
@@ -78,8 +93,8 @@ void manager_tasks_json_free(char *text, size_t len) {
  * string holds no raw newline, so every '\n' starts a line), between json-c's
  * "[\n", ",\n" and "\n]". test-store compares it with json-c's own output.
  * prev: the text of the last write (NULL: none): a record unchanged since
- * (Task.text_len > 0, which every write to the record resets) is copied from
- * it instead of printed again. Every task's text_off/text_len then says
+ * (Task.text_len > 0 made at the record's current generation) is copied
+ * from it instead of printed again. Every task's text_off/text_len then says
  * where its record is in the new text. */
 static int tasks_json(Manager *m, const char *prev, size_t prev_len, char **ret, size_t *ret_len) {
         TextBuf b = {0};
@@ -89,7 +104,8 @@ static int tasks_json(Manager *m, const char *prev, size_t prev_len, char **ret,
                 r = textbuf_append(&b, i ? ",\n  " : "\n  ", i ? 4 : 3);
                 if (r < 0) break;
                 size_t off = b.len;
-                if (prev && t->text_len > 0 && t->text_off + t->text_len <= prev_len) {
+                if (prev && t->text_len > 0 && t->text_generation == t->generation &&
+                    t->text_off + t->text_len <= prev_len) {
                         r = textbuf_append(&b, prev + t->text_off, t->text_len);
                 } else {
                         json_object *rec = task_record_to_json(&t->rec);
@@ -107,6 +123,7 @@ static int tasks_json(Manager *m, const char *prev, size_t prev_len, char **ret,
                 }
                 t->text_off = off;
                 t->text_len = b.len - off <= UINT32_MAX ? (uint32_t) (b.len - off) : 0;
+                t->text_generation = t->generation;
         }
         if (r >= 0) r = textbuf_append(&b, "\n]", 2);
         if (r >= 0) r = textbuf_append(&b, "", 1); /* NUL */
@@ -124,19 +141,19 @@ int manager_tasks_json(Manager *m, char **ret, size_t *ret_len) {
         int r = tasks_json(m, NULL, 0, ret, ret_len);
         /* the offsets are into this text, not into the file */
         for (size_t i = 0; i < m->n_tasks; i++) m->tasks[i]->text_len = 0;
-        m->tasks_json_written = false;
+        m->store.written = false;
         return r;
 }
 
 /* The last tasks.json this daemon wrote, if it is still the file at path
  * (same inode, size and mtime as right after the rename): mapped read-only. */
 static void *map_own_text(Manager *m, const char *path, size_t *ret_len) {
-        if (!m->tasks_json_written) return NULL;
+        if (!m->store.written) return NULL;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != m->tasks_json_dev || st.st_ino != m->tasks_json_ino ||
-            st.st_size != m->tasks_json_size || st.st_mtim.tv_sec != m->tasks_json_mtim.tv_sec ||
-            st.st_mtim.tv_nsec != m->tasks_json_mtim.tv_nsec || st.st_size == 0)
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != m->store.dev || st.st_ino != m->store.ino ||
+            st.st_size != m->store.size || st.st_mtim.tv_sec != m->store.mtim.tv_sec ||
+            st.st_mtim.tv_nsec != m->store.mtim.tv_nsec || st.st_size == 0)
                 return NULL;
         void *p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) return NULL;
@@ -145,9 +162,9 @@ static void *map_own_text(Manager *m, const char *path, size_t *ret_len) {
 }
 
 int manager_flush(Manager *m) {
-        if (!m->dirty) return 0;
-        if (m->state_load_error) return -EIO; /* never overwrite state we could not read */
-        m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
+        if (!m->store.dirty) return 0;
+        if (m->store.load_error) return -EIO; /* never overwrite state we could not read */
+        m->store.persist_timer = sd_event_source_disable_unref(m->store.persist_timer);
         _cleanup_free_ char *path = strdup_printf("%s/tasks.json", m->paths.state_dir);
         if (!path) return -ENOMEM;
         size_t prev_len = 0, len = 0;
@@ -157,21 +174,26 @@ int manager_flush(Manager *m) {
         char *s = NULL;
         int r = tasks_json(m, prev, prev_len, &s, &len);
         if (prev) (void) munmap(prev, prev_len);
-        m->tasks_json_written = false;
+        m->store.written = false;
         if (r < 0) return r;
         r = write_file_atomic(path, s, len, 0600);
         manager_tasks_json_free(s, len);
         struct stat st;
         if (r >= 0 && stat(path, &st) == 0) {
-                m->tasks_json_written = true;
-                m->tasks_json_dev = st.st_dev;
-                m->tasks_json_ino = st.st_ino;
-                m->tasks_json_size = st.st_size;
-                m->tasks_json_mtim = st.st_mtim;
+                m->store.written = true;
+                m->store.dev = st.st_dev;
+                m->store.ino = st.st_ino;
+                m->store.size = st.st_size;
+                m->store.mtim = st.st_mtim;
         }
         if (r < 0) return r;
-        m->dirty = false;
+        m->store.dirty = false;
         return 0;
+}
+
+int manager_flush_now(Manager *m) {
+        m->store.dirty = true;
+        return manager_flush(m);
 }
 
 /* JSON whitespace (RFC 8259 §2), what json_parse_strict accepts around values */
@@ -279,7 +301,7 @@ static int load_one(Manager *m, json_object *rec) {
         const char *id = json_get_string(rec, "id");
         for (size_t i = 0; i < load_state->first; i++)
                 if (streq(m->tasks[i]->id, id)) return 0; /* tasks already in the table (none at start-up) */
-        Task *t = task_new(m, TAKE_PTR(owned));
+        Task *t = task_table_add_json(m, TAKE_PTR(owned));
         if (!t) return -ENOMEM;
         int r = idset_add(&load_state->ids, t->id);
         if (r < 0) return r;
@@ -293,13 +315,14 @@ static int load_one(Manager *m, json_object *rec) {
 int manager_load_tasks(Manager *m) {
         _cleanup_free_ char *path = strdup_printf("%s/tasks.json", m->paths.state_dir);
         if (!path) return -ENOMEM;
-        /* Memory (issue 6 item 6: 10,000 settled tasks in <= 15 MB): the text
-         * is mapped, not copied, and parsed one record at a time, so only the
-         * typed records stay; the transient trees' freed chunks go back to
-         * the kernel with malloc_trim at the end. */
+        /* Memory: a store of 10,000 settled tasks must load in a few MB above
+         * the records themselves. The text is mapped, not copied, and parsed
+         * one record at a time, so only the typed records stay; the transient
+         * trees' freed chunks go back to the kernel with malloc_trim at the
+         * end. */
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0 && errno == ENOENT) {
-                m->dirty = true; /* start with an empty store on disk */
+                m->store.dirty = true; /* start with an empty store on disk */
                 return 0;
         }
         int r = fd < 0 ? -errno : 0;
@@ -328,58 +351,18 @@ int manager_load_tasks(Manager *m) {
                 /* a partly read file loads nothing */
                 while (m->n_tasks > ls.first) manager_remove_task(m, m->tasks[m->n_tasks - 1]);
                 if (r == -ENOMEM) return r;
-                m->state_load_error = strdup_printf("%s: %s", path, r == -EBADMSG ? "not a JSON array of task records" : strerror(-r));
-                log_error("could not read persisted task state: %s", strnull(m->state_load_error));
+                m->store.load_error = strdup_printf("%s: %s", path, r == -EBADMSG ? "not a JSON array of task records" : strerror(-r));
+                log_error("could not read persisted task state: %s", strnull(m->store.load_error));
                 (void) malloc_trim(0);
                 return 0;
         }
         (void) chmod(path, 0600);
-        size_t end = m->n_tasks;
-        for (size_t i = ls.first; i < end; i++) {
+        /* what the original wrote differently, as it read it back */
+        for (size_t i = ls.first; i < m->n_tasks; i++) {
                 Task *t = m->tasks[i];
                 if (t->rec.summary_of) task_set_bool(t, TASK_KEY_internal, true);
-                if (t->rec.accept_started_at && t->rec.changeset_status == CHANGESET_PENDING)
-                        t->accept_interrupted = true;
                 if (!t->rec.executor_id) task_set_str(t, TASK_KEY_executor_id, "opencode");
-                /* A running task's shim outlives the daemon: re-adopt it, or settle
-                 * it from its exit.json (DESIGN.md: workers outlive a daemon restart).
-                 * Only a task whose shim is truly gone, or one never launched (its
-                 * caller's environment was not persisted), reads "unknown"
-                 * (lifecycle.md §1.5). */
-                if (t->rec.status == TASK_RUNNING && task_readopt(t)) continue;
-                /* A task still queued when the daemon died is queued again, in
-                 * its order in tasks.json (issue 6 item 5), with the launch
-                 * options and caller env its dispatch recorded. Without them it
-                 * cannot run as dispatched (an older daemon's record, a lost
-                 * file, or one already launched whose "running" was never
-                 * durable): it crashes with a reason instead of running wrong
-                 * or twice. */
-                if (t->rec.status == TASK_QUEUED) {
-                        r = launch_request_load(t);
-                        if (r >= 0) {
-                                scheduler_enqueue(m, t);
-                                continue;
-                        }
-                        if (r == -ENOMEM) return r;
-                        log_warning("task %s was queued, but its launch request (%s) cannot be read: %s; not launched",
-                                    t->id, LAUNCH_REQUEST_FILE, r == -EBADMSG ? "malformed" : strerror(-r));
-                        _cleanup_free_ char *msg = strdup_printf(
-                                "queued when the daemon stopped, but what it needs to launch (its launch options and "
-                                "environment, %s) %s; dispatch it again",
-                                LAUNCH_REQUEST_FILE, r == -ENOENT ? "was not recorded" : "cannot be read");
-                        char iso[32];
-                        task_set_str(t, TASK_KEY_spawn_error, msg ? msg : "launch request lost; dispatch it again");
-                        task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
-                        (void) task_transition(t, TASK_CRASHED, t->rec.changeset_status);
-                        m->dirty = true;
-                        continue;
-                }
-                if (task_is_active(t)) {
-                        (void) task_transition(t, TASK_UNKNOWN, t->rec.changeset_status);
-                        m->dirty = true;
-                }
         }
         (void) malloc_trim(0);
         return 0;
 }
-

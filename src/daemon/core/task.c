@@ -5,9 +5,7 @@
 #include <string.h>
 
 #include "core/manager.h"
-#include "core/store.h"
 #include "core/task.h"
-#include "core/tasks.h"
 #include "json-util.h"
 #include "util.h"
 
@@ -50,8 +48,41 @@ static int table_from_string(const char *const *table, size_t n, const char *s) 
                 return (type) table_from_string(name##_table, ELEMENTSOF(name##_table), s);                           \
         }
 
+static const TaskKindInfo task_kind_infos[_TASK_KIND_MAX] = {
+        [TASK_KIND_DISPATCH] = {.name = "dispatch", .role = "dispatch", .overlay = true},
+        [TASK_KIND_NESTED] = {.name = "nested", .role = "dispatch", .overlay = true},
+        [TASK_KIND_JOB] = {.name = "job", .role = "dispatch", .overlay = true},
+        /* an advisor only answers; its writes must be gated by an overlay and
+         * are never applied */
+        [TASK_KIND_ADVISOR] = {.name = "advisor", .role = "advisor", .overlay = true, .requires_overlay = true,
+                               .answers_only = true, .never_lands = true},
+        /* a report summary reads its snapshot and answers: no overlay, no
+         * socket, not shown as a task of the user's */
+        [TASK_KIND_SUMMARY] = {.name = "summary", .internal = true, .answers_only = true},
+};
+
+static const char *const task_kind_table[_TASK_KIND_MAX] = {
+        [TASK_KIND_DISPATCH] = "dispatch", [TASK_KIND_NESTED] = "nested", [TASK_KIND_JOB] = "job",
+        [TASK_KIND_ADVISOR] = "advisor",   [TASK_KIND_SUMMARY] = "summary",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(task_kind, TaskKind)
 DEFINE_STRING_TABLE_LOOKUP(task_status, TaskStatus)
 DEFINE_STRING_TABLE_LOOKUP(changeset_status, ChangesetStatus)
+
+const TaskKindInfo *task_kind_info(TaskKind k) {
+        assert(k >= 0 && k < _TASK_KIND_MAX);
+        return &task_kind_infos[k];
+}
+
+TaskKind task_kind_of_record(const TaskRecord *rec) {
+        if (task_record_is_set(rec, TASK_KEY_summary_of) || (task_record_is_set(rec, TASK_KEY_internal) && rec->internal))
+                return TASK_KIND_SUMMARY;
+        if (streq_ptr(rec->role, "advisor")) return TASK_KIND_ADVISOR;
+        if (task_record_is_set(rec, TASK_KEY_job)) return TASK_KIND_JOB;
+        if (task_record_is_set(rec, TASK_KEY_dispatched_by)) return TASK_KIND_NESTED;
+        return TASK_KIND_DISPATCH;
+}
 
 /* ---- the field table ---- */
 
@@ -335,12 +366,23 @@ json_object *task_record_to_json(const TaskRecord *rec) {
 
 /* ---- writers ---- */
 
-/* The record changes: drop what is derived from it (task.list's row, its
- * text in the last tasks.json). */
-static void task_touch(Task *t) {
-        json_object_put(t->list_row);
-        t->list_row = NULL;
-        t->text_len = 0; /* store.c prints it again */
+/* Around every write of key k of a task in a table: the observers that keep
+ * something ordered or counted by a key look before and after. */
+static void key_changing(Task *t, TaskKey k) {
+        if (!t->m) return;
+        const TaskObservers *o = &t->m->observers;
+        for (size_t i = 0; i < o->n; i++)
+                if (o->v[i].key_changing) o->v[i].key_changing(t, k, o->v[i].userdata);
+}
+
+static void key_changed(Task *t, TaskKey k) {
+        t->generation++; /* what was derived from the record is stale */
+        if (IN_SET(k, TASK_KEY_role, TASK_KEY_summary_of, TASK_KEY_internal, TASK_KEY_job, TASK_KEY_dispatched_by))
+                t->kind = task_kind_of_record(&t->rec);
+        if (!t->m) return;
+        const TaskObservers *o = &t->m->observers;
+        for (size_t i = 0; i < o->n; i++)
+                if (o->v[i].key_changed) o->v[i].key_changed(t, k, o->v[i].userdata);
 }
 
 static void assert_writable(TaskKey k) {
@@ -354,46 +396,48 @@ int task_set_str(Task *t, TaskKey k, const char *v) {
         assert(fields[k].kind == KIND_STR);
         char *s = NULL;
         if (v && !(s = strdup(v))) return -ENOMEM;
-        if (k == TASK_KEY_started_at) manager_task_started_unlink(t);
-        task_touch(t);
+        key_changing(t, k);
         int r = field_begin(&t->rec, k);
         if (r >= 0) {
                 *FIELD_PTR(&t->rec, k, char *) = s;
                 if (s) t->rec.nonnull |= BIT(k);
         } else
                 free(s);
-        if (k == TASK_KEY_started_at) manager_task_started_link(t);
+        key_changed(t, k);
         return r;
 }
 
 int task_set_int(Task *t, TaskKey k, int64_t v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_INT);
-        task_touch(t);
+        key_changing(t, k);
         int r = field_begin(&t->rec, k);
-        if (r < 0) return r;
-        *FIELD_PTR(&t->rec, k, int64_t) = v;
-        t->rec.nonnull |= BIT(k);
-        return 0;
+        if (r >= 0) {
+                *FIELD_PTR(&t->rec, k, int64_t) = v;
+                t->rec.nonnull |= BIT(k);
+        }
+        key_changed(t, k);
+        return r;
 }
 
 int task_set_bool(Task *t, TaskKey k, bool v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_BOOL);
-        task_touch(t);
+        key_changing(t, k);
         int r = field_begin(&t->rec, k);
-        if (r < 0) return r;
-        *FIELD_PTR(&t->rec, k, bool) = v;
-        t->rec.nonnull |= BIT(k);
-        return 0;
+        if (r >= 0) {
+                *FIELD_PTR(&t->rec, k, bool) = v;
+                t->rec.nonnull |= BIT(k);
+        }
+        key_changed(t, k);
+        return r;
 }
 
 int task_set_null(Task *t, TaskKey k) {
         assert_writable(k);
-        if (k == TASK_KEY_started_at) manager_task_started_unlink(t);
-        task_touch(t);
+        key_changing(t, k);
         int r = field_begin(&t->rec, k);
-        if (k == TASK_KEY_started_at) manager_task_started_link(t);
+        key_changed(t, k);
         return r;
 }
 
@@ -401,15 +445,15 @@ int task_set_json(Task *t, TaskKey k, json_object *v) {
         assert_writable(k);
         assert(fields[k].kind == KIND_OBJ || fields[k].kind == KIND_ARR);
         assert(!v || json_object_is_type(v, fields[k].kind == KIND_OBJ ? json_type_object : json_type_array));
-        task_touch(t);
+        key_changing(t, k);
         int r = field_begin(&t->rec, k);
-        if (r < 0) {
+        if (r >= 0) {
+                *FIELD_PTR(&t->rec, k, json_object *) = v;
+                if (v) t->rec.nonnull |= BIT(k);
+        } else
                 json_object_put(v);
-                return r;
-        }
-        *FIELD_PTR(&t->rec, k, json_object *) = v;
-        if (v) t->rec.nonnull |= BIT(k);
-        return 0;
+        key_changed(t, k);
+        return r;
 }
 
 /* ---- the state machine ---- */
@@ -438,7 +482,6 @@ bool changeset_status_transition_ok(ChangesetStatus from, ChangesetStatus to) {
 }
 
 static int set_enum(Task *t, TaskKey k) {
-        task_touch(t);
         /* the key is present from here on; nonnull: an enum always has a value */
         if (!(t->rec.present & BIT(k))) {
                 int r = order_append(&t->rec, (uint8_t) k);
@@ -452,20 +495,21 @@ static int set_enum(Task *t, TaskKey k) {
 int task_init_status(Task *t, TaskStatus s) {
         assert(s >= 0 && s < _TASK_STATUS_MAX);
         if (task_record_has(&t->rec, TASK_KEY_status)) return -EEXIST;
+        key_changing(t, TASK_KEY_status);
         int r = set_enum(t, TASK_KEY_status);
-        if (r < 0) return r;
-        t->rec.status = s;
-        manager_task_count_status(t, _TASK_STATUS_INVALID);
-        return 0;
+        if (r >= 0) t->rec.status = s;
+        key_changed(t, TASK_KEY_status);
+        return r < 0 ? r : 0;
 }
 
 int task_init_changeset(Task *t, ChangesetStatus cs) {
         assert(cs >= 0 && cs < _CHANGESET_STATUS_MAX);
         if (task_record_has(&t->rec, TASK_KEY_changeset_status)) return -EEXIST;
+        key_changing(t, TASK_KEY_changeset_status);
         int r = set_enum(t, TASK_KEY_changeset_status);
-        if (r < 0) return r;
-        t->rec.changeset_status = cs;
-        return 0;
+        if (r >= 0) t->rec.changeset_status = cs;
+        key_changed(t, TASK_KEY_changeset_status);
+        return r < 0 ? r : 0;
 }
 
 int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
@@ -476,38 +520,92 @@ int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
         if (!ds && !dcs) return 0;
         if (ds && !task_status_transition_ok(old_s, s)) return -EINVAL;
         if (dcs && !changeset_status_transition_ok(old_cs, cs)) return -EINVAL;
+        int r = 0;
         if (ds) {
-                int r = set_enum(t, TASK_KEY_status);
-                if (r < 0) return r;
+                key_changing(t, TASK_KEY_status);
+                r = set_enum(t, TASK_KEY_status);
+                if (r >= 0) t->rec.status = s;
+                key_changed(t, TASK_KEY_status);
         }
-        if (dcs) {
-                int r = set_enum(t, TASK_KEY_changeset_status);
-                if (r < 0) return r;
+        if (r >= 0 && dcs) {
+                key_changing(t, TASK_KEY_changeset_status);
+                r = set_enum(t, TASK_KEY_changeset_status);
+                if (r >= 0) t->rec.changeset_status = cs;
+                key_changed(t, TASK_KEY_changeset_status);
         }
-        t->rec.status = s;
-        t->rec.changeset_status = cs;
-        /* task.list's counts, before any observer looks */
-        if (ds) manager_task_count_status(t, old_s);
-        task_persist(t);
+        if (r < 0) return r;
         Manager *m = t->m;
-        for (size_t i = 0; i < m->n_task_observers; i++)
-                m->task_observers[i].fn(t, old_s, old_cs, m->task_observers[i].userdata);
+        if (!m) return 1;
+        /* by index: an observer may register no one, but may transition again */
+        for (size_t i = 0; i < m->observers.n; i++)
+                if (m->observers.v[i].transitioned)
+                        m->observers.v[i].transitioned(t, old_s, old_cs, m->observers.v[i].userdata);
         return 1;
 }
 
-int manager_add_task_observer(Manager *m, task_observer_fn fn, void *userdata) {
-        assert(m && fn);
-        TaskObserver *n = realloc(m->task_observers, (m->n_task_observers + 1) * sizeof *n);
-        if (!n) return -ENOMEM;
-        m->task_observers = n;
-        m->task_observers[m->n_task_observers++] = (TaskObserver) {fn, userdata};
+Task *task_alloc(void) {
+        Task *t = calloc(1, sizeof *t);
+        if (!t) return NULL;
+        t->rec.status = _TASK_STATUS_INVALID;
+        t->rec.changeset_status = _CHANGESET_STATUS_INVALID;
+        t->shim_pidfd = -1;
+        t->status_fd = -1;
+        t->scope_hold_fd = -1;
+        return t;
+}
+
+int task_from_json(json_object *o, Task **ret) {
+        Task *t = task_alloc();
+        if (!t) return -ENOMEM;
+        int r = task_record_from_json(&t->rec, o);
+        if (r < 0) {
+                free(t);
+                return r;
+        }
+        t->id = t->rec.id;
+        t->kind = task_kind_of_record(&t->rec);
+        *ret = t;
         return 0;
 }
 
+void task_free(Task *t) {
+        if (!t) return;
+        assert(!t->socket); /* its owner closes it first */
+        task_record_done(&t->rec);
+        json_object_put(t->list_row);
+        json_object_put(t->caller_env);
+        launch_options_done(&t->launch);
+        line_buffer_done(t->status_buf);
+        free(t->status_buf);
+        free(t);
+}
+
+int manager_add_observer(Manager *m, const TaskObserver *o) {
+        assert(m && o);
+        TaskObserver *n = reallocarray(m->observers.v, m->observers.n + 1, sizeof *n);
+        if (!n) return -ENOMEM;
+        m->observers.v = n;
+        m->observers.v[m->observers.n++] = *o;
+        return 0;
+}
+
+int manager_add_task_observer(Manager *m, task_observer_fn fn, void *userdata) {
+        assert(fn);
+        return manager_add_observer(m, &(TaskObserver) {.transitioned = fn, .userdata = userdata});
+}
+
 void manager_free_task_observers(Manager *m) {
-        free(m->task_observers);
-        m->task_observers = NULL;
-        m->n_task_observers = 0;
+        free(m->observers.v);
+        m->observers = (TaskObservers) {0};
+}
+
+void task_announce_added(Task *t) {
+        Manager *m = t->m;
+        assert(m);
+        for (size_t i = 0; i < m->observers.n; i++)
+                if (m->observers.v[i].added) m->observers.v[i].added(t, m->observers.v[i].userdata);
 }
 
 bool task_is_active(const Task *t) { return IN_SET(t->rec.status, TASK_QUEUED, TASK_RUNNING); }
+
+bool task_is_settled(const Task *t) { return !task_is_active(t) && !t->settling; }

@@ -22,12 +22,14 @@
 #include <json-c/json.h>
 #include <systemd/sd-event.h>
 
+#include "core/launch-options.h"
 #include "line-buffer.h"
-#include "api/server.h"
 
 typedef struct Task Task;
 typedef struct Manager Manager;
 typedef struct Request Request;
+typedef struct TaskSocket TaskSocket;
+typedef struct TaskRecord TaskRecord;
 
 /* lifecycle.md §1.3. done, crashed, cancelled and unknown are final. */
 typedef enum TaskStatus {
@@ -51,7 +53,41 @@ typedef enum ChangesetStatus {
         _CHANGESET_STATUS_INVALID = -EINVAL,
 } ChangesetStatus;
 
+/* What made a task, which decides its record's shape and how it runs. The
+ * record keeps the original's spelling of it (role, summaryOf, internal,
+ * dispatchedBy, job: the on-disk format); code asks the kind, through
+ * task_kind_info(). */
+typedef enum TaskKind {
+        TASK_KIND_DISPATCH, /* the user's task.dispatch */
+        TASK_KIND_NESTED,   /* a task.dispatch from inside a task's sandbox (dispatchedBy) */
+        TASK_KIND_JOB,      /* a timer job's task.dispatch (`taskferry job run`) */
+        TASK_KIND_ADVISOR,  /* task.advisor's task (role "advisor") */
+        TASK_KIND_SUMMARY,  /* the internal task that writes a report summary (summaryOf) */
+        _TASK_KIND_MAX,
+        _TASK_KIND_INVALID = -EINVAL,
+} TaskKind;
+
+typedef struct TaskKindInfo {
+        const char *name;       /* "dispatch", "nested", "job", "advisor", "summary" */
+        const char *role;       /* the record's role, NULL: it has none */
+        bool internal;          /* the daemon's own: no task.state or task.activity events, not in
+                                 * D-Bus counts or task.stats */
+        bool overlay;           /* its writes go to an overlay when the sandbox has one */
+        bool requires_overlay;  /* it must not run without one (the launch fails instead) */
+        bool answers_only;      /* no socket in its sandbox: it cannot dispatch or call the daemon */
+        bool never_lands;       /* its changeset is never applied: it ends rejected */
+} TaskKindInfo;
+
+const TaskKindInfo *task_kind_info(TaskKind k);
+/* The kind a record says it is (a loaded record): summaryOf set or internal
+ * true → summary (the original marks only those internal),
+ * role "advisor" → advisor, job set → job, dispatchedBy set → nested,
+ * else dispatch. */
+TaskKind task_kind_of_record(const TaskRecord *rec);
+
 /* NULL / -EINVAL for values outside the tables. */
+const char *task_kind_to_string(TaskKind k);
+TaskKind task_kind_from_string(const char *s);
 const char *task_status_to_string(TaskStatus s);
 TaskStatus task_status_from_string(const char *s);
 const char *changeset_status_to_string(ChangesetStatus s);
@@ -174,6 +210,16 @@ bool task_record_is_set(const TaskRecord *rec, TaskKey k); /* key present and no
 /* An INT key's value: true and *ret if set, false if null or absent. */
 bool task_record_get_int(const TaskRecord *rec, TaskKey k, int64_t *ret);
 
+/* A runtime task with an empty record (status and changeset unset), in no
+ * table, every fd -1. NULL on ENOMEM. */
+Task *task_alloc(void);
+/* A task from its tasks.json record (task_record_from_json; the kind from
+ * the record), in no table. 0, -EINVAL (not a task record), -ENOMEM. */
+int task_from_json(json_object *o, Task **ret);
+/* Free t's memory (record, runtime buffers); closes nothing: the modules
+ * that hold its processes, sources and socket release them first. */
+void task_free(Task *t);
+
 /* Field writers for every key but status and changesetStatus (assert).
  * Each marks the key present (appending it to the order when new); a NULL
  * string or JSON value writes JSON null. -ENOMEM. Does not persist. */
@@ -199,33 +245,66 @@ bool changeset_status_transition_ok(ChangesetStatus from, ChangesetStatus to);
 /* THE transition: every change of a task's status or changesetStatus goes
  * through here. Pass the current value for the one that does not change.
  * Refuses an illegal move of either with -EINVAL and changes nothing. On a
- * change: writes the fields, persists (task_persist: debounced tasks.json
- * write) and then calls every observer registered on the Manager, in
- * registration order. Returns 1 if something changed, 0 if not. */
+ * change: writes the fields, then calls the `transitioned` callback of every
+ * observer of t's manager, in registration order (the task table's counts and
+ * the store's persistence are the first two). Returns 1 if something
+ * changed, 0 if not. */
 int task_transition(Task *t, TaskStatus s, ChangesetStatus cs);
 
-/* Observers of task state changes: called after the change is written and
- * persisted, with the previous values. The protocol's waiters are the first
- * (wait.c); D-Bus PropertiesChanged and journald entries hook in here.
- * An observer must not free the task; it may call task_transition again. */
+/* Observers of tasks, registered once at start (manager_add_observer): the
+ * task table (its counts and order), the store (persistence), the waiters,
+ * and every announcement (events, D-Bus, journald, sd_notify). task.c calls
+ * them and nothing else outside itself. Each callback may be NULL.
+ *   added          a new task joined the table and is durable (the
+ *                  lifecycle's task_new; creation is no transition);
+ *   transitioned   after task_transition changed t, with the old values;
+ *   key_changing,  around every write of record key k of a task in a table
+ *   key_changed    (task_set_*, task_init_*, task_transition): for an
+ *                  observer that keeps something ordered or counted by a key.
+ * An observer must not free the task; a transitioned callback may call
+ * task_transition again (its observers then run inside). */
 typedef void (*task_observer_fn)(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata);
-/* Append an observer. 0, -ENOMEM. */
+typedef struct TaskObserver {
+        void (*added)(Task *t, void *userdata);
+        task_observer_fn transitioned;
+        void (*key_changing)(Task *t, TaskKey k, void *userdata);
+        void (*key_changed)(Task *t, TaskKey k, void *userdata);
+        void *userdata;
+} TaskObserver;
+
+typedef struct TaskObservers {
+        TaskObserver *v;
+        size_t n;
+} TaskObservers;
+
+/* Append an observer (copied). 0, -ENOMEM. */
+int manager_add_observer(Manager *m, const TaskObserver *o);
+/* The same for a transitions-only observer. 0, -ENOMEM. */
 int manager_add_task_observer(Manager *m, task_observer_fn fn, void *userdata);
 void manager_free_task_observers(Manager *m);
+/* Tell every observer that t was added (the lifecycle, once t is durable). */
+void task_announce_added(Task *t);
 
 /* queued or running. */
 bool task_is_active(const Task *t);
+/* Neither active nor settling: its final state is written. */
+bool task_is_settled(const Task *t);
 
 /* ---- the runtime task: its record plus what each module keeps of it while
  * the daemon runs (not persisted). Each group is written only by the module
  * named beside it. ---- */
 struct Task {
-        Manager *m;
+        Manager *m;            /* task-table.c: the manager whose table holds it (NULL: not in one yet) */
         TaskRecord rec;        /* the persisted record (task.h; only task.c writes it) */
         const char *id;        /* == rec.id, which never changes */
-        /* handlers.c (dispatch) sets, settle.c drops: */
-        json_object *caller_env; /* dispatch env param (not persisted; secrets) */
-        json_object *launch;   /* launch options of the dispatch (noSandbox, noOverlay, rwBind, roBind); not persisted */
+        TaskKind kind;         /* task.c: what its record says it is (task_kind_of_record), kept
+                                * across every write of the keys that say it */
+        uint64_t generation;   /* task.c: grows with every write to rec; a cache derived from the
+                                * record keeps the generation it was made from */
+        /* launch-options.c: what a queued task needs to launch (the lifecycle
+         * sets them at task_new and coldplug, the launch drops them) */
+        json_object *caller_env; /* the dispatch's env param (not persisted in tasks.json: secrets) */
+        LaunchOptions launch;
         /* monitor.c: the shim of a running task */
         pid_t shim_pid;
         int shim_pidfd;
@@ -233,6 +312,7 @@ struct Task {
         int status_fd;
         sd_event_source *status_source;
         LineBuffer *status_buf; /* its lines, at most STATUS_PIPE_MAX_BYTES held (NULL until the first read) */
+        const struct MonitorCallbacks *monitor; /* who hears what the shim reports (NULL: nobody yet) */
         /* scope.c: the start of its transient scope (scope.h): the pending
          * StartTransientUnit, its job, the forked child's hold pipe (-1: released) */
         struct sd_bus_slot *scope_slot;
@@ -241,30 +321,32 @@ struct Task {
         int scope_hold_fd;
         sd_event_source *kill_timer; /* task_terminate (monitor.c, for cancel and the watchdog) arms it,
                                       * monitor.c drops it at exit */
-        struct Watchdog *watchdog; /* watchdog.c: the running task's watcher (lifecycle.md §6.2) or NULL */
+        struct Watchdog *watchdog; /* watchdog.c: the running task's watcher or NULL */
         /* scheduler.c */
         bool counted_running;  /* holds a concurrency slot */
         Task *next_queued;
-        size_t sched_provider; /* 1 + index into Manager.sched_providers of the provider whose slot it
+        size_t sched_provider; /* 1 + index into the scheduler's providers of the provider whose slot it
                                 * holds (0: none) */
         /* settle.c */
         bool settling;         /* settlement job in flight */
+        void (*settle_done)(Task *t, TaskStatus status, ChangesetStatus cs); /* who hears its verdict */
         /* change.c (accept/reject) */
         bool busy;             /* accept/reject job in flight or waiting for its workspace */
-        bool accept_interrupted; /* store.c sets it at load: tasks.json says an accept began
+        bool accept_interrupted; /* coldplug sets it: tasks.json says an accept began
                                   * under an earlier daemon; change.c clears it */
-        /* tasks.c */
+        /* task-views.c */
         bool log_has_event;    /* cache: once true stays true */
-        json_object *list_row; /* cache: its task.list row (dropped by every write to rec, task.c) */
-        /* store.c: where the record's text is in the last tasks.json written
-         * (text_len 0: unknown, or the record changed since; task.c resets it) */
+        json_object *list_row; /* cache: its task.list row, made at list_row_generation */
+        uint64_t list_row_generation;
+        /* store.c: where the record's text is in the last tasks.json written,
+         * made at text_generation (text_len 0: unknown) */
         uint64_t text_off;
         uint32_t text_len;
+        uint64_t text_generation;
         /* server.c: the task's own socket, bound into its sandbox at
          * TASKFERRY_SOCKET_PATH: every connection on it comes from inside
-         * this task's sandbox */
-        Listener sock;
-        char *sock_path;
+         * this task's sandbox (NULL: none) */
+        TaskSocket *socket;
         unsigned sock_connections; /* open connections accepted on it (cap PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS) */
         unsigned sock_requests;    /* their requests in flight, waits included (cap PROTOCOL_TASK_SOCKET_MAX_REQUESTS) */
         /* wait.c */

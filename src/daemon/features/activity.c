@@ -8,13 +8,11 @@
 #include <unistd.h>
 
 #include "features/activity.h"
-#include "api/events.h"
 #include "core/jobs.h"
 #include "core/manager.h"
-#include "api/methods.h"
 #include "features/summary.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "core/task-table.h"
 #include "json-util.h"
 #include "logparse.h"
 #include "util.h"
@@ -289,6 +287,7 @@ typedef struct PendingSummary {
 
 typedef struct Activity {
         Manager *m;
+        const ActivitySink *sink; /* where task.activity events go (events.c), NULL: nowhere */
         PendingSummary *pending;
         sd_event_source *timer;
         /* the model check */
@@ -297,6 +296,26 @@ typedef struct Activity {
         bool model_checking;
         ModelWaiter *waiters;
 } Activity;
+
+static bool sink_want_summaries(Manager *m) {
+        Activity *a = m->activity;
+        return a && a->sink && a->sink->want_summaries(m);
+}
+
+static unsigned sink_subscribers(Manager *m) {
+        Activity *a = m->activity;
+        return a && a->sink ? a->sink->subscribers(m) : 0;
+}
+
+static uint64_t sink_next_sequence(Manager *m) {
+        Activity *a = m->activity;
+        return a && a->sink ? a->sink->next_sequence(m) : 0;
+}
+
+static void sink_broadcast(Manager *m, Task *t, json_object *ev) {
+        Activity *a = m->activity;
+        if (a && a->sink) a->sink->broadcast(m, t, ev);
+}
 
 static json_object *model_check_run(void *userdata, int *error) {
         const char *model = userdata;
@@ -362,7 +381,7 @@ int activity_model_check(Manager *m, activity_model_fn done, void *userdata) {
 /* ---- refreshes and task.activity events ---- */
 
 static bool summaries_on(Manager *m) {
-        return m->settings.activity_summaries_enabled && events_have_summary_subscriber(m);
+        return m->settings.activity_summaries_enabled && sink_want_summaries(m);
 }
 
 static json_object *variant(bool include_summary, const char *activity, uint64_t watermark, const char *error) {
@@ -417,7 +436,7 @@ static void emit_summary_variant(Manager *m, PendingSummary *p, const char *text
         }
         json_add(variants, "true", variant(true, text, p->watermark, text ? NULL : (error ? error : "unknown error")));
         char iso[32];
-        json_add_int(ev, "sequence", (int64_t) events_next_sequence(m));
+        json_add_int(ev, "sequence", (int64_t) sink_next_sequence(m));
         json_add_string(ev, "type", "task.activity");
         json_add_string(ev, "taskId", t->id);
         json_add_string(ev, "directory", t->rec.directory);
@@ -426,7 +445,7 @@ static void emit_summary_variant(Manager *m, PendingSummary *p, const char *text
         json_add_null(ev, "previousStatus");
         json_add_string(ev, "occurredAt", format_iso(now_ms(), iso));
         json_add(ev, "activityVariants", variants);
-        events_broadcast(m, t, ev);
+        sink_broadcast(m, t, ev);
 }
 
 /* p is done with; a summary the source outran (it changed status while p
@@ -442,23 +461,21 @@ static void pending_finish(Manager *m, PendingSummary *p) {
         if (t && summaries_on(m)) summarize(m, t, watermark);
 }
 
-/* summary_start's answer: the summary task is queued, or it failed. */
-static void on_summary_started(Manager *m, const char *source_id, const char *summary_task_id, const char *error,
-                               void *userdata) {
+/* summary_request's answer: the summary task is queued, or it failed. */
+static void on_summary_started(Manager *m, const SummaryOutcome *o, void *userdata) {
         Activity *a = m->activity;
         PendingSummary *p = userdata;
-        (void) source_id;
         if (!a) return;
-        if (!summary_task_id) {
+        if (!o->task) {
                 /* the first line of "error: ...\nhelp: ..." */
-                const char *e = error ? error : "the summary could not be started";
+                const char *e = o->error ? o->error : o->empty ? "no model text observed yet" : "the summary could not be started";
                 if (startswith(e, "error: ")) e += strlen("error: ");
                 _cleanup_free_ char *line = strndup(e, strcspn(e, "\n"));
                 emit_summary_variant(m, p, NULL, line ? line : e);
                 pending_finish(m, p);
                 return;
         }
-        p->summary_id = strdup(summary_task_id);
+        p->summary_id = strdup(o->task->id);
         if (!p->summary_id) pending_remove(a, p);
 }
 
@@ -510,7 +527,8 @@ static void summarize(Manager *m, Task *t, uint64_t watermark) {
         p->started_ms = mono_ms();
         p->next = a->pending;
         a->pending = p;
-        int r = summary_start(m, t, m->settings.activity_max_words, on_summary_started, p);
+        SummaryRequest req = {.source = t, .max_words = m->settings.activity_max_words, .prompt_fallback = true};
+        int r = summary_request(m, &req, on_summary_started, p);
         if (r < 0) {
                 emit_summary_variant(m, p, NULL, "the summary could not be started");
                 pending_remove(a, p);
@@ -531,7 +549,7 @@ static void expire_pending(Manager *m) {
 }
 
 void activity_refresh(Manager *m, Task *t, bool forced) {
-        if (t->rec.internal || events_count(m) == 0) return;
+        if (task_kind_info(t->kind)->internal || sink_subscribers(m) == 0) return;
         uint64_t now = mono_ms();
         struct stat st;
         uint64_t size = t->rec.log_path && stat(t->rec.log_path, &st) == 0 ? (uint64_t) st.st_size : 0;
@@ -571,7 +589,7 @@ void activity_refresh(Manager *m, Task *t, bool forced) {
                 /* summaries off (TASKFERRY_ACTIVITY_SUMMARIES=0): a summaries
                  * subscriber gets the local text, marked as such */
                 json_add(variants, "true", variant(false, local, watermark, NULL));
-        json_add_int(ev, "sequence", (int64_t) events_next_sequence(m));
+        json_add_int(ev, "sequence", (int64_t) sink_next_sequence(m));
         json_add_string(ev, "type", "task.activity");
         json_add_string(ev, "taskId", t->id);
         json_add_string(ev, "directory", t->rec.directory);
@@ -580,15 +598,15 @@ void activity_refresh(Manager *m, Task *t, bool forced) {
         json_add_null(ev, "previousStatus");
         json_add_string(ev, "occurredAt", iso);
         json_add(ev, "activityVariants", variants);
-        events_broadcast(m, t, ev);
+        sink_broadcast(m, t, ev);
 }
 
 void activity_task_transition(Task *t, TaskStatus old_status) {
         Manager *m = t->m;
         TaskStatus s = t->rec.status;
         /* forced: spawn, settlement (a queued cancel is one) */
-        if (t->rec.internal) {
-                if (t->rec.summary_of && !task_is_active(t)) summary_settled(m, t);
+        if (task_kind_info(t->kind)->internal) {
+                if (t->kind == TASK_KIND_SUMMARY && !task_is_active(t)) summary_settled(m, t);
                 return;
         }
         if ((old_status == TASK_QUEUED && s == TASK_RUNNING) || !task_is_active(t)) activity_refresh(m, t, true);
@@ -597,7 +615,7 @@ void activity_task_transition(Task *t, TaskStatus old_status) {
 static int tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         expire_pending(m);
-        if (events_count(m) > 0)
+        if (sink_subscribers(m) > 0)
                 for (size_t i = 0; i < m->n_tasks; i++)
                         if (m->tasks[i]->rec.status == TASK_RUNNING) activity_refresh(m, m->tasks[i], false);
         sd_event_source_set_time_relative(s, m->settings.watchdog_poll_ms * 1000);
@@ -640,16 +658,19 @@ void activity_free(Manager *m) {
 
 /* ---- task.summary {mode:"activity"} ---- */
 
-int activity_summary_result(Manager *m, Task *t, json_object **ret, MethodError *err) {
+json_object *activity_summary_result(Task *t) {
         uint64_t watermark = 0;
         _cleanup_free_ char *local = activity_local(t, &watermark);
-        if (!local) return method_fail(err, "error: activity summary was not refreshed");
+        if (!local) return NULL;
         json_object *o = json_object_new_object();
-        if (!o) return -ENOMEM;
+        if (!o) return NULL;
         json_add_string(o, "sourceTaskId", t->id);
         json_add_string(o, "sourceStatus", task_status_to_string(t->rec.status));
         json_add_string(o, "activity", local);
         json_add_int(o, "outputWatermark", (int64_t) watermark);
-        *ret = o;
-        return 0;
+        return o;
+}
+
+void activity_set_sink(Manager *m, const ActivitySink *sink) {
+        if (m->activity) m->activity->sink = sink;
 }

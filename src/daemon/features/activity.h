@@ -42,7 +42,6 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "api/methods.h"
 #include "core/task.h"
 
 typedef struct Manager Manager;
@@ -91,5 +90,18 @@ int activity_model_check(Manager *m, activity_model_fn done, void *userdata);
 
 
 /* task.summary {mode:"activity"}: {sourceTaskId, sourceStatus, activity,
- * outputWatermark} (protocol-cli.md §1.7). */
-int activity_summary_result(Manager *m, Task *t, json_object **ret, MethodError *err);
+ * outputWatermark} (protocol-cli.md §1.7), a new object; NULL when it
+ * cannot be made (ENOMEM). */
+json_object *activity_summary_result(Task *t);
+
+/* Where task.activity events go: the subscriptions (events.c registers it).
+ * want_summaries: a subscriber asked for summaries (summaries:true);
+ * subscribers: how many subscriptions there are; next_sequence: the event
+ * sequence shared with task.state; broadcast: send an event (borrowed). */
+typedef struct ActivitySink {
+        bool (*want_summaries)(Manager *m);
+        unsigned (*subscribers)(Manager *m);
+        uint64_t (*next_sequence)(Manager *m);
+        void (*broadcast)(Manager *m, Task *t, json_object *event);
+} ActivitySink;
+void activity_set_sink(Manager *m, const ActivitySink *sink);

@@ -1,37 +1,14 @@
-/* The advisor: task.advisor and its sessions (advisor.h). */
+/* The advisor's sessions and answers (advisor.h). */
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "features/advisor.h"
-#include "core/jobs.h"
 #include "core/manager.h"
-#include "api/methods.h"
-#include "core/peer.h"
-#include "api/server.h"
-#include "core/task.h"
+#include "features/advisor.h"
 #include "json-util.h"
-#include "logparse.h"
 #include "util.h"
 
-typedef struct AdvisorCall AdvisorCall;
-
-typedef struct AdvisorState {
-        AdvisorSessions sessions;
-        AdvisorCall *calls;
-} AdvisorState;
-
-struct AdvisorCall {
-        Manager *m;
-        Request *r;
-        Task *t;
-        char *owner;             /* the sandboxed caller's task id, NULL: the user */
-        AdvisorResolved res;
-        sd_event_source *timer;
-        bool answering;          /* its answer job runs */
-        AdvisorCall *next, *prev;
-};
 
 /* ---- sessions ---- */
 
@@ -167,173 +144,15 @@ json_object *advisor_settled_answer(const char *task_id, const char *status, con
         return o;
 }
 
-/* ---- parked calls ---- */
-
-/* res[key] of any type, NULL if absent (a borrowed reference). */
-static json_object *json_field(json_object *res, const char *key) {
-        json_object *v = NULL;
-        return res && json_object_object_get_ex(res, key, &v) ? v : NULL;
-}
-
-static AdvisorState *state(Manager *m) { return m->advisor; }
-
-static void call_unlink(AdvisorCall *c) {
-        AdvisorState *st = state(c->m);
-        if (c->prev) c->prev->next = c->next;
-        else if (st->calls == c) st->calls = c->next;
-        if (c->next) c->next->prev = c->prev;
-        c->next = c->prev = NULL;
-}
-
-static void call_free(AdvisorCall *c) {
-        if (!c) return;
-        c->timer = sd_event_source_disable_unref(c->timer);
-        advisor_resolved_done(&c->res);
-        free(c->owner);
-        free(c);
-}
-
-/* Runs in the forked job: the log's session id, message, tokens and cost. */
-static json_object *answer_job_run(void *userdata, int *error) {
-        AdvisorCall *c = userdata;
-        log_summary s = {0};
-        int r = log_summarize_file(c->t->rec.log_path, c->t->rec.session_id, &s);
-        if (r < 0 && r != -ENOENT) {
-                *error = r;
-                return NULL;
-        }
-        json_object *o = json_object_new_object();
-        json_add_string(o, "sessionId", s.session_id);
-        json_add_string(o, "message", s.message ? s.message : "");
-        json_add(o, "tokens", s.tokens ? json_object_get(s.tokens) : NULL);
-        json_add(o, "cost", s.has_cost ? json_new_number(s.cost) : NULL);
-        log_summary_done(&s);
-        return o;
-}
-
-static void answer_job_done(Manager *m, void *userdata, json_object *res, int error) {
-        AdvisorCall *c = userdata;
-        Task *t = c->t;
-        call_unlink(c);
-        const char *status = strempty(task_status_to_string(t->rec.status));
-        bool active = task_is_active(t) || t->settling;
-        if (t->settling) status = "running";
-        const char *sid = t->rec.session_id;
-        if (res && json_get_string(res, "sessionId")) sid = json_get_string(res, "sessionId");
-        json_object *o;
-        if (active)
-                o = advisor_active_answer(t->id, status, sid, &c->res);
-        else {
-                _cleanup_json_ json_object *code = task_record_get_json(&t->rec, TASK_KEY_exit_code);
-                _cleanup_json_ json_object *sig = task_record_get_json(&t->rec, TASK_KEY_signal);
-                _cleanup_json_ json_object *spawn = task_record_get_json(&t->rec, TASK_KEY_spawn_error);
-                o = advisor_settled_answer(t->id, status, sid, &c->res, res ? strempty(json_get_string(res, "message")) : "",
-                                           res ? json_get_object(res, "tokens") : NULL,
-                                           json_field(res, "cost"), code, sig, spawn);
-        }
-        if (sid) (void) advisor_sessions_touch(&state(m)->sessions, sid, c->owner, now_ms());
-        method_reply(c->r, o ? 0 : -ENOMEM, o, NULL);
-        c->r = NULL;
-        call_free(c);
-}
-
-static void call_answer(AdvisorCall *c) {
-        if (c->answering) return;
-        c->answering = true;
-        c->timer = sd_event_source_disable_unref(c->timer);
-        if (job_start_retrying(c->m, answer_job_run, answer_job_done, c) < 0) answer_job_done(c->m, c, NULL, -EIO);
-}
-
-static int call_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        call_answer(userdata);
-        return 0;
-}
-
-static void on_task(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata) {
-        Manager *m = userdata;
-        if (task_is_active(t) || !state(m)) return;
-        for (AdvisorCall *c = state(m)->calls, *next; c; c = next) {
-                next = c->next;
-                if (c->t == t) call_answer(c);
-        }
-}
-
 int advisor_init(Manager *m) {
-        m->advisor = calloc(1, sizeof(AdvisorState));
-        if (!m->advisor) return -ENOMEM;
-        return manager_add_task_observer(m, on_task, m);
+        if (m->advisor) return 0;
+        m->advisor = calloc(1, sizeof(AdvisorSessions));
+        return m->advisor ? 0 : -ENOMEM;
 }
 
 void advisor_free(Manager *m) {
-        AdvisorState *st = state(m);
-        if (!st) return;
-        while (st->calls) {
-                AdvisorCall *c = st->calls;
-                call_unlink(c);
-                /* jobs_free ran first: no job answers it any more */
-                if (c->r) request_free(c->r);
-                call_free(c);
-        }
-        advisor_sessions_done(&st->sessions);
-        free(st);
+        if (!m->advisor) return;
+        advisor_sessions_done(m->advisor);
+        free(m->advisor);
         m->advisor = NULL;
-}
-
-static void rewrite_error(MethodError *err) {
-        if (err->text) {
-                char *n = advisor_error_text(err->text);
-                if (n) free(err->text), err->text = n;
-        }
-        if (err->message) {
-                char *n = advisor_error_text(err->message);
-                if (n) free(err->message), err->message = n;
-        }
-        if (err->help) {
-                char *n = advisor_error_text(err->help);
-                if (n) free(err->help), err->help = n;
-        }
-}
-
-int method_advisor(Manager *m, Request *r, Task *target, json_object **ret, MethodError *err) {
-        json_object *p = r->req.params;
-        Caller who = caller_of(m, r->conn);
-        const char *owner = who.sandboxed ? (who.task ? who.task->id : "") : NULL;
-        AdvisorCall *c = calloc(1, sizeof *c);
-        if (!c) return method_fail(err, "error: out of memory");
-        c->m = m;
-        if ((owner && !(c->owner = strdup(owner))) ||
-            advisor_sessions_resolve(&state(m)->sessions, json_get_string(p, "sessionId"), owner, now_ms(),
-                                     m->settings.advisor_session_ttl_ms, &c->res) < 0) {
-                call_free(c);
-                return method_fail(err, "error: out of memory");
-        }
-        /* dispatch resumes only the resolved session; a reset starts afresh */
-        if (c->res.session_id) json_add_string(p, "sessionId", c->res.session_id);
-        else json_object_object_del(p, "sessionId");
-        int64_t timeout = ADVISOR_DEFAULT_TIMEOUT_MS;
-        json_get_int64(p, "timeoutMs", &timeout);
-        json_object_object_del(p, "timeoutMs");
-
-        _cleanup_json_ json_object *summary = NULL;
-        Task *t = NULL;
-        int k = dispatch_create(m, r, "advisor", &t, &summary, err);
-        if (k < 0) {
-                rewrite_error(err);
-                call_free(c);
-                return k;
-        }
-        c->r = r;
-        c->t = t;
-        c->next = state(m)->calls;
-        if (c->next) c->next->prev = c;
-        state(m)->calls = c;
-        if (!task_is_active(t) && !t->settling) call_answer(c); /* it failed to launch at once */
-        else {
-                uint64_t now;
-                sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-                k = sd_event_add_time(m->event, &c->timer, CLOCK_MONOTONIC, now + (uint64_t) timeout * 1000ULL, 0,
-                                      call_timeout, c);
-                if (k < 0) call_answer(c);
-        }
-        return METHOD_DEFERRED; /* answer_job_done answers it */
 }

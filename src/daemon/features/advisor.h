@@ -74,9 +74,7 @@ json_object *advisor_settled_answer(const char *task_id, const char *status, con
                                     json_object *cost, json_object *exit_code, json_object *signal,
                                     json_object *spawn_error);
 
-/* Daemon glue: the task observer and the parked calls (main.c). */
+/* Manager.advisor: the sessions of this daemon's lifetime (the parked
+ * task.advisor calls are handlers-advisor.c's). 0, -ENOMEM. */
 int advisor_init(Manager *m);
 void advisor_free(Manager *m);
-
-/* task.advisor (methods.h). */
-int method_advisor(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);

@@ -47,9 +47,6 @@ typedef struct MethodError MethodError;
 #define SUMMARY_MODELS_OUTPUT_MAX (4u << 20)
 #define SUMMARY_TASK_PROMPT "Summarize the attached task transcript."
 
-/* The fixed instruction the summary worker gets on its command line (not a
- * secret: the same for every summary; the transcript is the attachment). */
-extern const char summary_prompt[];
 
 /* The excerpt of a log (§8.2 "else the excerpt"): size <= SUMMARY_INPUT_BYTES
  * → the narration of the whole file; else of the first and the last
@@ -78,26 +75,38 @@ bool summary_models_list_has(const char *listing, const char *model);
  * over env (a strv). Kept in memory only (it holds keys). malloc'd. */
 char *summary_env_fingerprint(char *const *env);
 
-/* Daemon glue (main.c). */
+/* Daemon glue (main.c): the state, and the observer that turns a done
+ * summary task into its source's session and removes its snapshot. */
 int summary_init(Manager *m);
 void summary_free(Manager *m);
-/* The snapshot path of summary task id: <stateDir>/summaries/<id>.json. malloc'd. */
-char *summary_snapshot_path(Manager *m, const char *id);
-/* The summary session a queued summary task continues (from its launch
- * options), or NULL. */
-const char *summary_task_session(Task *t);
 
-/* An internal report summary of source for the daemon itself (activity.c's
- * model-backed activity, lifecycle.md §8.1 step 2): as task.summary with
- * maxWords max_words, the daemon's env and the prompt fallback (empty
- * narration → "Task prompt: <promptPreview>"). cb is called exactly once,
- * later, from the event loop: with summary_task_id once the summary task is
- * queued, or with error (an "error: ...\nhelp: ..." text) when it could not
- * be (the model is not listed, the snapshot cannot be written, ...).
- * Returns 0 or -errno (then cb is never called). */
-typedef void (*summary_started_fn)(Manager *m, const char *source_id, const char *summary_task_id, const char *error,
-                                   void *userdata);
-int summary_start(Manager *m, Task *source, uint64_t max_words, summary_started_fn cb, void *userdata);
+/* What a report summary is asked for. */
+typedef struct SummaryRequest {
+        Task *source;
+        uint64_t max_words;          /* 75..300 */
+        json_object *env;            /* the caller's env param for the summary child (NULL: the daemon's only) */
+        const char *dispatched_by;   /* the sandboxed caller's task (it may see its summary), NULL: the user */
+        bool prompt_fallback;        /* empty narration → "Task prompt: <promptPreview>" (the daemon's own) */
+} SummaryRequest;
 
-/* task.summary (methods.h). */
-int method_summary(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err);
+/* How it went: an error text, nothing to summarize yet (empty), or the
+ * summary task, queued; with what the answer reports of the source. */
+typedef struct SummaryOutcome {
+        const char *error;            /* "error: ...\nhelp: ..." text, NULL: none */
+        bool empty;                   /* no model text observed yet: no task */
+        Task *task;                   /* the summary task, queued (NULL with error or empty) */
+        Task *source;
+        const char *source_status, *captured_at;
+        json_object *source_log_bytes, *summary_input_bytes; /* numbers (borrowed) */
+} SummaryOutcome;
+typedef void (*summary_done_fn)(Manager *m, const SummaryOutcome *o, void *userdata);
+
+/* Start a report summary of req->source: a forked job reads the source's log
+ * (its excerpt, or the delta since the cached session's watermark), checks
+ * the summary model against `opencode models` (cached per env fingerprint),
+ * writes the snapshot and creates the summary task (lifecycle.h task_new).
+ * done is called exactly once, later, from the event loop. 0, or -errno
+ * (then done is never called). */
+int summary_request(Manager *m, const SummaryRequest *req, summary_done_fn done, void *userdata);
+/* Summary tasks queued or running that dispatched_by asked for. */
+unsigned summary_live_for(Manager *m, const char *dispatched_by);

@@ -10,20 +10,17 @@
 #include "core/jobs.h"
 #include "json-util.h"
 #include "core/manager.h"
-#include "api/methods.h"
+#include "run/lifecycle.h"
 #include "overlay.h"
 #include "core/store.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "core/task-table.h"
 #include "util.h"
 #include "workspace.h"
 
-/* An outcome that failed: done(rc, NULL, err) with text. */
+/* An outcome that failed: done(-EIO, NULL, text). */
 static void change_failed(change_done_fn done, void *userdata, const char *text) {
-        MethodError e = {0};
-        int rc = method_fail(&e, text);
-        done(userdata, rc, NULL, &e);
-        method_error_done(&e);
+        done(userdata, -EIO, NULL, text ? text : "error: out of memory");
 }
 
 /* In the forked child: apply (accept) and clean up. */
@@ -136,7 +133,7 @@ static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res
         }
         bool removed = json_get_bool(res, "removed", false);
         if (removed) task_set_null(t, TASK_KEY_overlay_dirs);
-        if (accept) (void) task_transition(t, t->rec.status, CHANGESET_ACCEPTED);
+        if (accept) (void) task_decide_changeset(t, CHANGESET_ACCEPTED);
         task_persist(t);
         /* the decision is durable before the caller hears of it */
         int k = manager_flush(m);
@@ -144,20 +141,26 @@ static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res
         json_add_string(o, "changesetStatus", accept ? "accepted" : "rejected");
         if (accept) {
                 json_add_bool(o, "applied", true);
-                task_copy_key(o, t, TASK_KEY_check_status);
+                json_add(o, task_key_to_string(TASK_KEY_check_status), task_record_get_json(&t->rec, TASK_KEY_check_status));
         }
         if (!removed) json_add_bool(o, "cleanupFailed", true);
         done(userdata, 0, o, NULL);
 }
 
-int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, MethodError *err) {
+/* A refusal: -EIO with its text (NULL: out of memory) in *reason. */
+static int refuse(char **reason, const char *text) {
+        *reason = strdup(text ? text : "error: out of memory");
+        return -EIO;
+}
+
+int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, char **reason) {
         const char *verb = accept ? "accepted" : "rejected";
-        if (accept && streq_ptr(t->rec.role, "advisor")) {
+        if (accept && task_kind_info(t->kind)->never_lands) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s has role \"advisor\" and cannot be accepted\nhelp: advisor changesets are never applied; "
                         "inspect them with taskferry result %s --diff",
                         t->id, t->id);
-                return method_fail(err, text);
+                return refuse(reason, text);
         }
         const char *cs = strempty(changeset_status_to_string(t->rec.changeset_status));
         if (t->rec.changeset_status != CHANGESET_PENDING) {
@@ -165,19 +168,19 @@ int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *us
                         "error: task %s has no pending changeset (changesetStatus: %s)\nhelp: only a task with changesetStatus "
                         "\"pending\" can be %s",
                         t->id, cs, verb);
-                return method_fail(err, text);
+                return refuse(reason, text);
         }
-        if (task_is_active(t) || t->settling) {
+        if (!task_is_settled(t)) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s is still %s; its changeset is not extracted yet\nhelp: wait for it with taskferry wait "
                         "%s, or cancel it with taskferry cancel %s",
                         t->id, strempty(task_status_to_string(t->rec.status)), t->id, t->id);
-                return method_fail(err, text);
+                return refuse(reason, text);
         }
         if (t->busy) {
                 _cleanup_free_ char *text = strdup_printf(
                         "error: task %s is already being accepted or rejected\nhelp: retry once that request has finished", t->id);
-                return method_fail(err, text);
+                return refuse(reason, text);
         }
         if (accept) {
                 const char *diff = t->rec.diff_path;
@@ -188,18 +191,18 @@ int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *us
                                 "reject it with taskferry reject %s",
                                 t->id, t->rec.changeset_error ? t->rec.changeset_error : "unknown reason",
                                 od ? strempty(json_get_string(od, "root")) : "(none)", t->id);
-                        return method_fail(err, text);
+                        return refuse(reason, text);
                 }
                 if (access(diff, R_OK) < 0) {
                         _cleanup_free_ char *text = strdup_printf(
                                 "error: the diff of task %s is missing at %s; the changeset cannot be applied without its diff\n"
                                 "help: restore the file, or reject the changeset with taskferry reject %s",
                                 t->id, diff, t->id);
-                        return method_fail(err, text);
+                        return refuse(reason, text);
                 }
         } else {
                 /* flip before any cleanup so a late gate result is ignored */
-                (void) task_transition(t, t->rec.status, CHANGESET_REJECTED);
+                (void) task_decide_changeset(t, CHANGESET_REJECTED);
                 int k = manager_flush(m);
                 if (k < 0) log_warning_errno(k, "cannot flush tasks.json after rejecting %s", t->id);
         }
@@ -208,11 +211,11 @@ int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *us
                  * leaves a trace that the next accept checks (changeset_is_applied) */
                 char iso[32];
                 task_set_str(t, TASK_KEY_accept_started_at, format_iso(now_ms(), iso));
-                int k = manager_flush(m);
+                int k = manager_flush_now(m);
                 if (k < 0) log_warning_errno(k, "cannot flush tasks.json before accepting %s", t->id);
         }
         ChangeJob *cj = calloc(1, sizeof *cj);
-        if (!cj) return method_fail(err, "error: out of memory");
+        if (!cj) return refuse(reason, NULL);
         cj->t = t;
         cj->accept = accept;
         cj->done = done;

@@ -9,13 +9,12 @@
  * must not race the first between the check and the apply); decisions into
  * different workspaces run in parallel. Each runs as a forked job (jobs.h).
  * Owns ChangeJob, Manager.change_jobs and Task.busy; reads
- * Task.accept_interrupted (store.c sets it at load) and clears it once an
+ * Task.accept_interrupted (coldplug sets it) and clears it once an
  * accept completes. Every status change goes through task_transition. */
 
 #include <stdbool.h>
 #include <json-c/json.h>
 
-#include "api/methods.h"
 
 typedef struct Manager Manager;
 typedef struct Task Task;
@@ -25,9 +24,9 @@ typedef struct ChangeJob ChangeJob;
  * change_start returns, when its job cannot be started): rc 0 with the
  * method's result (ownership passes: {taskId, changesetStatus, applied,
  * reason | checkStatus, cleanupFailed} per protocol-cli.md §1.6), or rc < 0
- * with err filled (REQUEST_FAILED text). rc == -ECANCELED (err empty, result
+ * with reason (the "error: ..." text). rc == -ECANCELED (reason NULL, result
  * NULL): the daemon stops before the decision started; answer nothing. */
-typedef void (*change_done_fn)(void *userdata, int rc, json_object *result, MethodError *err);
+typedef void (*change_done_fn)(void *userdata, int rc, json_object *result, const char *reason);
 
 /* One queued or running decision; the list Manager.change_jobs holds them
  * in request order. */
@@ -41,15 +40,15 @@ struct ChangeJob {
 };
 
 /* Decide t's changeset: accept (true) or reject (false). Refuses, with the
- * reason in err and -EIO, an advisor's accept, a changeset that is not
+ * reason in *reason and -EIO, the accept of a changeset that never lands, a changeset that is not
  * pending, a task still queued/running/settling, one already being decided,
  * and an accept whose diff was never extracted or is missing on disk. A
  * reject flips changesetStatus to rejected (and flushes tasks.json) before
  * any cleanup; an accept records acceptStartedAt durably before the tree is
- * touched (store.c then marks an interrupted accept so it is never applied
+ * touched (coldplug then marks an interrupted accept so it is never applied
  * twice). 0 once queued: done() reports the outcome; out of memory is -EIO
- * with its text in err too. */
-int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, MethodError *err);
+ * with its text in *reason too. */
+int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, char **reason);
 
 /* Drop the decisions still waiting for their workspace (shutdown): each
  * gets done(-ECANCELED). Running ones are left to their jobs (jobs_free). */

@@ -1,29 +1,40 @@
 #pragma once
-/* Launch (launch.c): from an admitted task to its running shim. */
+/* Launch (launch.c): from an admitted task to its spawned shim (DESIGN.md
+ * "Data flow of one dispatch" steps 3–5): the worker's environment, the
+ * sandbox and overlay plan, the launch spec, the fork of taskferry-shim. It
+ * does the work; the lifecycle moves the task (lifecycle.h task_start). */
+
+#include <sys/types.h>
 
 typedef struct Task Task;
 
-/* launch.c (DESIGN.md "Data flow of one dispatch" steps 3–5): env, sandbox,
- * overlay, launch spec, spawn of taskferry-shim. */
-/* Launch a task the scheduler admitted: on success it is running and
- * watched (monitor_watch_shim); on failure it is settled as a spawn error. */
-void launch_task(Task *t);
-/* <state>/prompts/<id>.prompt.txt (malloc'd, NULL on ENOMEM). */
-char *task_prompt_file_path(Task *t);
-/* The launch request: what a queued task needs to launch that tasks.json
- * does not hold — its launch options (Task.launch: noSandbox, noOverlay,
- * rwBind, roBind, diskMax) and the caller's environment (Task.caller_env:
- * secrets; on disk without the entries equal to the env file's, which
- * never goes to disk and supplies them at spawn) — in <state>/tasks/<id>/pending-launch.json, mode 0600 in the
- * 0700 task dir, as {"launch": {...}, "env": {...} | null}. Written at
- * dispatch before the record is flushed (temp + fsync + rename); removed
- * once the task's launch spec is built and it is durably running, or when
- * it settles or is cancelled; the boot sweep removes one a task no longer
- * queued left behind. Values are never logged.
- * save: 0 once durable, -errno (EROFS, ENOSPC, ...), the dir may be left.
- * load: fills Task.launch/caller_env; -ENOENT, -EBADMSG, -errno.
- * drop: frees both and removes the file (ENOENT is fine). */
-#define LAUNCH_REQUEST_FILE "pending-launch.json"
-int launch_request_save(Task *t);
-int launch_request_load(Task *t);
-void launch_request_drop(Task *t);
+/* What a prepared launch holds until the spawn. */
+typedef struct LaunchPlan {
+        int spec_fd;  /* the launch spec in a sealed memfd (launch-spec.h), -1: none */
+} LaunchPlan;
+#define LAUNCH_PLAN_INIT {.spec_fd = -1}
+void launch_plan_done(LaunchPlan *p);
+
+/* Everything before the fork: the kind's and the sandbox's preconditions,
+ * the worker env (env file, daemon, caller; the per-task variables), the
+ * task dir, the overlay dirs (recorded as overlayDirs), the sandbox plan
+ * (masks, binds, homes, the task's socket through Manager.task_sockets, a
+ * preflight of the worker's binary), the disk budget (recorded as
+ * diskMaxBytes) and the spec. 0; -errno with *reason (malloc'd): the
+ * spawnError the task gets. */
+int launch_prepare(Task *t, LaunchPlan *plan, char **reason);
+
+typedef struct LaunchedShim {
+        pid_t pid;
+        int status_fd;  /* the read end of its status pipe (monitor.h) */
+        int hold_fd;    /* the write end of the pipe it waits on before exec (scope.h scope_start) */
+} LaunchedShim;
+/* Fork the shim with the plan's spec (taken). The child waits on the hold
+ * pipe, then execs taskferry-shim in a new session with the user's soft fd
+ * limit and only the spec and status fds. 0; -errno with *reason. */
+int launch_spawn(Task *t, LaunchPlan *plan, LaunchedShim *ret, char **reason);
+
+/* The fixed instruction a report summary's worker gets on its command line
+ * (not a secret: the same for every summary; the transcript is the
+ * attachment, its snapshot). */
+extern const char summary_worker_prompt[];

@@ -1,37 +1,21 @@
 /* The monitor: a running task's shim, watched through its status pipe and a
  * pidfd; re-adoption of shims that outlived a daemon; signals to the worker
- * (DESIGN.md "Processes": the shim owns the log and the exit status). Owns
- * Task.shim_pid/shim_pidfd/shim_source/status_*. */
+ * (monitor.h). */
 
 #include <fcntl.h>
-#include <regex.h>
 #include <signal.h>
 #include <sys/pidfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "changeset.h"
-#include "run/executor-home.h"
-#include "gitdir.h"
-#include "sandbox-plan.h"
 #include "core/manager.h"
-#include "run/monitor.h"
-#include "core/scheduler.h"
-#include "run/scope.h"
-#include "run/settle.h"
 #include "core/store.h"
 #include "core/task.h"
 #include "disk-budget.h"
-#include "executor.h"
 #include "json-util.h"
 #include "launch-spec.h"
-#include "logparse.h"
-#include "overlay.h"
+#include "run/monitor.h"
+#include "run/scope.h"
 #include "util.h"
-#include "run/watchdog.h"
-
-extern char **environ;
 
 /* The status pipe holds a few short JSON lines (launch-spec.h launch_info) */
 #define STATUS_PIPE_MAX_BYTES 65536
@@ -45,11 +29,7 @@ static void task_read_status_line(Task *t, const char *line, size_t len) {
         }
         if (li.worker_pid > 0) {
                 task_set_int(t, TASK_KEY_pid, li.worker_pid);
-                /* armed right after the worker's spawn (§6.2), not the shim's:
-                 * the sandbox set-up before it is not the worker's silence */
-                if (t->rec.status == TASK_RUNNING && t->shim_pid > 0 && !t->rec.cancel_requested &&
-                    !t->rec.failure_reason)
-                        watchdog_start(t);
+                if (t->monitor) t->monitor->worker_started(t);
         }
         if (li.pre_dispatch_head) task_set_str(t, TASK_KEY_pre_dispatch_head, li.pre_dispatch_head);
         task_persist(t);
@@ -126,20 +106,18 @@ static int monitor_shim_exit_io(sd_event_source *s, int fd, uint32_t revents, vo
         t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
         /* drain whatever the shim reported */
         if (t->status_fd >= 0) monitor_status_io(NULL, t->status_fd, EPOLLIN, t);
-        watchdog_stop(t); /* §4.4 step 3; settlement classifies the whole log */
-        /* whatever the worker left in its scope (a setsid() daemon, a
-         * process that ignored SIGTERM) ends with it */
-        (void) scope_kill(t, SIGKILL);
+        task_close_status(t);
         task_apply_exit_json(t);
-        task_start_settlement(t);
+        const MonitorCallbacks *cb = TAKE_PTR(t->monitor);
+        if (cb) cb->exited(t);
         return 0;
 }
 
-void monitor_watch_shim(Task *t, int status_fd) {
+void monitor_watch_shim(Task *t, int status_fd, const MonitorCallbacks *cb) {
         Manager *m = t->m;
+        t->monitor = cb;
         t->status_fd = status_fd;
         (void) fcntl(t->status_fd, F_SETFL, O_NONBLOCK);
-        scheduler_take_slot(t);
         t->shim_pidfd = pidfd_open(t->shim_pid, 0);
         if (t->shim_pidfd < 0 ||
             sd_event_add_io(m->event, &t->shim_source, t->shim_pidfd, EPOLLIN, monitor_shim_exit_io, t) < 0) {
@@ -150,18 +128,15 @@ void monitor_watch_shim(Task *t, int status_fd) {
                 task_close_status(t);
 }
 
-bool task_readopt(Task *t) {
+int monitor_readopt(Task *t, const MonitorCallbacks *cb) {
         Manager *m = t->m;
         _cleanup_free_ char *task_dir = tf_path_task_dir(&m->paths, t->id);
-        if (!task_dir) return false;
+        if (!task_dir) return MONITOR_READOPT_GONE;
         exit_info ei = {0};
         if (exit_info_read(task_dir, &ei) == 0) {
                 exit_info_done(&ei);
-                log_info("task %s finished while the daemon was down; settling it from its exit status", t->id);
-                scheduler_take_slot(t);
                 task_apply_exit_json(t);
-                task_start_settlement(t);
-                return true;
+                return MONITOR_READOPT_EXITED;
         }
         /* the shim's pid: from its launch.json, or, if the daemon died before the
          * shim wrote it, from the record (persisted right after the fork) */
@@ -177,27 +152,25 @@ bool task_readopt(Task *t) {
         char exe_link[64], exe[4096];
         snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int) shim);
         ssize_t n = shim > 1 ? readlink(exe_link, exe, sizeof exe - 1) : -1;
-        if (n <= 0) return false;
+        if (n <= 0) return MONITOR_READOPT_GONE;
         exe[n] = 0;
         const char *base = strrchr(exe, '/');
-        if (!base || !startswith(base + 1, "taskferry-shim")) return false;
+        if (!base || !startswith(base + 1, "taskferry-shim")) return MONITOR_READOPT_GONE;
         int pidfd = pidfd_open(shim, 0);
-        if (pidfd < 0) return false;
+        if (pidfd < 0) return MONITOR_READOPT_GONE;
         t->shim_pid = shim;
         t->shim_pidfd = pidfd;
         if (sd_event_add_io(m->event, &t->shim_source, pidfd, EPOLLIN, monitor_shim_exit_io, t) < 0) {
                 t->shim_pidfd = safe_close(t->shim_pidfd);
                 t->shim_pid = 0;
-                return false;
+                return MONITOR_READOPT_GONE;
         }
-        scheduler_take_slot(t);
+        t->monitor = cb;
         scope_readopt(t, shim); /* kill-by-unit keeps working after a restart */
-        /* a fresh watcher: it reads the log from its start, so a worker that
-         * printed before the restart is in the post-output phase */
-        watchdog_start(t);
-        log_info("re-adopted task %s (shim pid %d)", t->id, (int) shim);
-        return true;
+        return MONITOR_READOPT_WATCHING;
 }
+
+void monitor_stop_kill_timer(Task *t) { t->kill_timer = sd_event_source_disable_unref(t->kill_timer); }
 
 int task_signal(Task *t, int sig) {
         int64_t pid = 0;
@@ -225,7 +198,6 @@ static int kill_timer_cb(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 int task_terminate(Task *t, uint64_t grace_ms) {
-        watchdog_stop(t);
         t->kill_timer = sd_event_source_disable_unref(t->kill_timer);
         /* a task in its own scope: SIGTERM to every process of the cgroup
          * (KillUnit), setsid()ed ones too; the shim forwards it to the worker.

@@ -16,7 +16,8 @@
 #include "core/manager.h"
 #include "core/store.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
@@ -83,8 +84,8 @@ void scope_limits_for(Task *t, ScopeLimits *ret) {
         const Settings *st = &t->m->settings;
         uint64_t mem = st->task_memory_max, tasks = st->task_tasks_max;
         int64_t v = 0;
-        if (json_get_int64(t->launch, "memoryMax", &v) && v > 0) mem = (uint64_t) v;
-        if (json_get_int64(t->launch, "tasksMax", &v) && v > 0) tasks = (uint64_t) v;
+        if (t->launch.memory_max > 0) mem = (uint64_t) t->launch.memory_max;
+        if (t->launch.tasks_max > 0) tasks = (uint64_t) t->launch.tasks_max;
         /* a nested dispatch gets its own scope, never more than the
          * dispatching worker's (handlers.c refuses asking for more) */
         Task *parent = t->rec.dispatched_by ? manager_find_task(t->m, t->rec.dispatched_by) : NULL;

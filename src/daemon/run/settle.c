@@ -1,29 +1,14 @@
-/* Settlement: from the worker's exit to a settled task (spec lifecycle.md
- * §4.4): classification, the changeset extraction job, the one transition
- * to the final status. */
+/* Settlement: from the worker's exit to its final state (settle.h):
+ * classification and the changeset extraction job. */
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <regex.h>
-#include <signal.h>
-#include <sys/pidfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 
 #include "changeset.h"
 #include "core/cooldown.h"
-#include "run/executor-home.h"
-#include "gitdir.h"
-#include "sandbox-plan.h"
 #include "core/jobs.h"
-#include "run/launch.h"
 #include "core/manager.h"
-#include "core/scheduler.h"
-#include "run/scope.h"
-#include "api/server.h"
-#include "run/settle.h"
-#include "core/store.h"
 #include "core/task.h"
 #include "disk-budget.h"
 #include "executor.h"
@@ -31,26 +16,10 @@
 #include "launch-spec.h"
 #include "logparse.h"
 #include "overlay.h"
+#include "run/executor-home.h"
+#include "run/scope.h"
+#include "run/settle.h"
 #include "util.h"
-
-extern char **environ;
-
-void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs) {
-        Manager *m = t->m;
-        _cleanup_free_ char *pf = task_prompt_file_path(t);
-        if (pf) (void) unlink(pf);
-        launch_request_drop(t);
-        scheduler_release_slot(t);
-        task_socket_close(t);
-        task_persist(t);
-        int r = task_transition(t, status, cs);
-        if (r < 0)
-                log_error("refusing an illegal settlement of %s: %s/%s to %s/%s", t->id,
-                          strnull(task_status_to_string(t->rec.status)),
-                          strnull(changeset_status_to_string(t->rec.changeset_status)),
-                          strnull(task_status_to_string(status)), strnull(changeset_status_to_string(cs)));
-        scheduler_kick(m);
-}
 
 /* Does the task's overlay (overlayDirs) hold no change: every upper dir
  * (the target's, each rwBind's) missing or empty? False when unsure. */
@@ -75,27 +44,24 @@ static bool overlay_holds_nothing(json_object *od) {
         return !fbinds || json_object_array_length(fbinds) == 0;
 }
 
-void task_settle_spawn_error(Task *t, const char *message) {
-        char iso[32];
-        task_set_str(t, TASK_KEY_spawn_error, message);
-        task_set_str(t, TASK_KEY_ended_at, format_iso(now_ms(), iso));
+ChangesetStatus settle_spawn_error_changeset(Task *t) {
         /* The launch failed before the fork. An overlay whose upper dirs are
          * empty holds no change — this attempt made it and no worker ran —
-         * so it ends like an extraction that found none (lifecycle.md §1.3
-         * "no changes": accepted, overlay released) instead of a "pending"
-         * changeset that `diff` and `accept` cannot find. An overlay with
-         * anything in it (an earlier attempt's worker, before a daemon
-         * restart) stays pending and kept: nothing stored is dropped. An
-         * advisor's changeset always ends rejected (§8.3). */
+         * so it ends like an extraction that found none (accepted, overlay
+         * released) instead of a "pending" changeset that `diff` and `accept`
+         * cannot find. An overlay with anything in it (an earlier attempt's
+         * worker, before a daemon restart) stays pending and kept: nothing
+         * stored is dropped. A changeset that never lands ends rejected. */
         ChangesetStatus cs = t->rec.changeset_status;
+        bool never_lands = task_kind_info(t->kind)->never_lands;
         if (cs == CHANGESET_PENDING && overlay_holds_nothing(t->rec.overlay_dirs)) {
                 json_object *od = t->rec.overlay_dirs;
                 if (overlay_dirs_remove(json_get_string(od, "tmpRoot"), json_get_string(od, "root")) >= 0)
                         task_set_null(t, TASK_KEY_overlay_dirs);
-                cs = streq_ptr(t->rec.role, "advisor") ? CHANGESET_REJECTED : CHANGESET_ACCEPTED;
+                cs = never_lands ? CHANGESET_REJECTED : CHANGESET_ACCEPTED;
         }
-        if (streq_ptr(t->rec.role, "advisor") && cs == CHANGESET_PENDING) cs = CHANGESET_REJECTED;
-        task_settlement_done(t, TASK_CRASHED, cs);
+        if (never_lands && cs == CHANGESET_PENDING) cs = CHANGESET_REJECTED;
+        return cs;
 }
 
 /* ---- settlement (lifecycle.md §4.4) ---- */
@@ -285,7 +251,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
         }
         /* an advisor's changeset is never applied (lifecycle.md §8.3): its
          * diff stays readable, its overlay goes now */
-        json_object *adv = od && streq_ptr(t->rec.role, "advisor") ? json_get_object(res, "extract") : NULL;
+        json_object *adv = od && task_kind_info(t->kind)->never_lands ? json_get_object(res, "extract") : NULL;
         if (adv && !json_get_bool(adv, "overlayRemoved", false)) {
                 int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
                 json_add_bool(adv, "overlayRemoved", k >= 0);
@@ -387,17 +353,19 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                         }
                 }
         }
-        if (streq_ptr(t->rec.role, "advisor") && t->rec.changeset_status == CHANGESET_PENDING) {
+        if (task_kind_info(t->kind)->never_lands && t->rec.changeset_status == CHANGESET_PENDING) {
                 cs = CHANGESET_REJECTED;
                 if (ext && json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, TASK_KEY_overlay_dirs);
         }
         cooldown_settle_apply(t, res); /* before the settlement's kick */
-        task_settlement_done(t, status, cs);
+        settle_done_fn done = TAKE_PTR(t->settle_done);
+        done(t, status, cs);
 }
 
-void task_start_settlement(Task *t) {
+void settle_start(Task *t, settle_done_fn done) {
         if (t->settling) return;
         t->settling = true;
+        t->settle_done = done;
         int r = job_start_retrying(t->m, settle_job_run, settle_job_done, t);
         if (r < 0) {
                 log_error_errno(r, "cannot start settlement job for %s", t->id);

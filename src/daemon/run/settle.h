@@ -1,18 +1,22 @@
 #pragma once
-/* Settlement (settle.c): a task's end, from its shim's exit to its final state. */
+/* Settlement (settle.c): a task's end, from its shim's exit to its final
+ * state (spec lifecycle.md §4.4): log classification, the retry hint of a
+ * rate limit (cooldown.h), an OOM kill of its scope, completeness, and the
+ * changeset extraction job; the lifecycle moves the task with the verdict.
+ * Owns Task.settling and Task.settle_done. */
 
 #include "core/task.h"
 
-/* settle.c (spec lifecycle.md §4.4): exit → classification → changeset
- * extraction job → the one transition to the final state. Owns Task.settling. */
-/* The shim exited (or was found gone at re-adoption): start the settlement
- * job (log analysis, changeset extraction; job_start_retrying, so it is
- * deferred, never skipped, for lack of resources). Idempotent while one is in
- * flight. Its end is task_settlement_done. */
-void task_start_settlement(Task *t);
-/* A launch failed before the worker ran: record spawnError = message and
- * endedAt, then task_settlement_done(crashed). */
-void task_settle_spawn_error(Task *t, const char *message);
-/* End a settlement: release the slot, socket and launch state, then move the
- * task to status/cs through task_transition (which wakes its waiters). */
-void task_settlement_done(Task *t, TaskStatus status, ChangesetStatus cs);
+/* The verdict: the final status and changeset status t moves to. */
+typedef void (*settle_done_fn)(Task *t, TaskStatus status, ChangesetStatus cs);
+
+/* The shim exited (or was found gone at re-adoption; its exit.json is on the
+ * task): start the settlement job (log analysis, changeset extraction;
+ * job_start_retrying, so it is deferred, never skipped, for lack of
+ * resources), whose end calls done from the loop. Idempotent while one is in
+ * flight. */
+void settle_start(Task *t, settle_done_fn done);
+/* The changeset status of a task whose launch failed before the worker ran:
+ * an overlay with nothing in it is removed (no changes: accepted, or
+ * rejected for a changeset that never lands); anything else is kept. */
+ChangesetStatus settle_spawn_error_changeset(Task *t);

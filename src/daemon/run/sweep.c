@@ -420,7 +420,7 @@ static void manager_sweep_released(void *userdata, size_t i) {
 }
 
 int manager_sweep(Manager *m) {
-        if (m->state_load_error) {
+        if (m->store.load_error) {
                 log_warning("boot sweep skipped: tasks.json could not be read");
                 return 0;
         }

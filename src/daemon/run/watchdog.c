@@ -14,8 +14,6 @@
 #include "logparse.h"
 #include "macro.h"
 #include "core/manager.h"
-#include "run/monitor.h"
-#include "core/store.h"
 #include "core/task.h"
 #include "util.h"
 #include "run/watchdog.h"
@@ -192,6 +190,7 @@ typedef struct Watchdog {
         Task *t;
         sd_event_source *timer;
         WatchState st;
+        watchdog_fire_fn fire;
 } Watchdog;
 
 static uint64_t loop_now_ms(Manager *m) {
@@ -228,7 +227,9 @@ static int watchdog_tick_cb(sd_event_source *s, uint64_t usec, void *userdata) {
                            ex ? ex->structured_prefix : NULL, now, &reason, &detail);
         if (r < 0) log_warning("watchdog of %s: %s; trying again next tick", t->id, strerror(-r));
         if (r > 0) {
-                task_fail_running(t, reason, detail); /* stops the watchdog: wd is gone */
+                watchdog_fire_fn fire = wd->fire;
+                watchdog_stop(t); /* wd is gone */
+                fire(t, reason, detail);
                 return 0;
         }
         (void) sd_event_source_set_time(s, now * 1000ULL + m->settings.watchdog_poll_ms * 1000ULL);
@@ -236,7 +237,7 @@ static int watchdog_tick_cb(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-void watchdog_start(Task *t) {
+void watchdog_start(Task *t, watchdog_fire_fn fire) {
         Manager *m = t->m;
         if (t->watchdog) return;
         Watchdog *wd = calloc(1, sizeof *wd);
@@ -245,6 +246,7 @@ void watchdog_start(Task *t) {
                 return;
         }
         wd->t = t;
+        wd->fire = fire;
         uint64_t now = loop_now_ms(m);
         uint64_t poll_us = m->settings.watchdog_poll_ms * 1000ULL;
         /* the tick may come up to a tenth of the interval late, never more
@@ -268,19 +270,4 @@ void watchdog_stop(Task *t) {
         wd->timer = sd_event_source_disable_unref(wd->timer);
         watch_state_done(&wd->st);
         free(wd);
-}
-
-void task_fail_running(Task *t, const char *reason, const char *detail) {
-        Manager *m = t->m;
-        if (t->rec.failure_reason || t->rec.status != TASK_RUNNING) return;
-        task_set_str(t, TASK_KEY_failure_reason, reason);
-        if (detail) task_set_str(t, TASK_KEY_failure_detail, detail);
-        else task_set_null(t, TASK_KEY_failure_detail);
-        watchdog_stop(t);
-        log_info("task %s: %s; terminating its process group", t->id, reason);
-        task_persist(t);
-        int r = manager_flush(m); /* tasks.json says why before the worker is signalled */
-        if (r < 0) log_warning("cannot write tasks.json for %s: %s", t->id, strerror(-r));
-        r = task_terminate(t, m->settings.watchdog_grace_ms);
-        if (r < 0) log_warning("cannot signal task %s: %s", t->id, strerror(-r));
 }

@@ -63,16 +63,12 @@ void watch_state_done(WatchState *w);
 int watch_tick(WatchState *w, const char *path, const WatchdogLimits *lim, const char *prefix,
                const char *structured_prefix, uint64_t now_ms, char **ret_reason, char **ret_detail);
 
+/* A watchdog's verdict: t must stop, with failureReason reason and
+ * failureDetail detail (NULL: none). The watchdog is stopped (freed) before
+ * the call. */
+typedef void (*watchdog_fire_fn)(Task *t, const char *reason, const char *detail);
 /* Start t's watchdog (t is running, t->rec.log_path set); a no-op if one
  * runs. Logs and goes on without one if the timer cannot be added. */
-void watchdog_start(Task *t);
+void watchdog_start(Task *t, watchdog_fire_fn fire);
 /* Stop and free t's watchdog; a no-op without one. */
 void watchdog_stop(Task *t);
-
-/* failRunningTask (§6.2): a no-op if t already has a failureReason (the
- * first classification wins) or is not running. Otherwise record
- * failureReason = reason and failureDetail = detail (may be NULL), stop the
- * watchdog, write tasks.json now, and terminate the worker's process group
- * with the watchdog grace (task_terminate: SIGTERM, SIGKILL after
- * Settings.watchdog_grace_ms if still running). */
-void task_fail_running(Task *t, const char *reason, const char *detail);

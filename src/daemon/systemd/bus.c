@@ -13,11 +13,12 @@
 
 #include "systemd/bus.h"
 #include "core/manager.h"
-#include "api/methods.h"
 #include "core/peer.h"
 #include "core/settings.h"
+#include "core/store.h"
+#include "core/task-table.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "run/lifecycle.h"
 #include "json-util.h"
 #include "taskferry-config.h"
 #include "util.h"
@@ -49,7 +50,7 @@ static void bus_warn(Manager *m, int r, const char *what) {
 
 /* Tasks the protocol shows (events.c hides internal summary tasks). */
 static bool task_exported(const Task *t) {
-        return t && !t->rec.internal;
+        return t && !task_kind_info(t->kind)->internal;
 }
 
 /* ---- the task object: one table of properties ----
@@ -277,9 +278,9 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
         return sd_bus_send(NULL, reply, NULL);
 }
 
-/* First line of a MethodError's text, without "error: ". */
-static char *error_line(const MethodError *e) {
-        const char *s = e->text ? e->text : e->message ? e->message : "request failed";
+/* First line of an "error: ...\nhelp: ..." text, without "error: ". */
+static char *error_line(const char *s) {
+        if (!s) s = "request failed";
         if (startswith(s, "error: ")) s += strlen("error: ");
         return strndup(s, strcspn(s, "\n"));
 }
@@ -292,26 +293,23 @@ static int method_cancel_task(sd_bus_message *msg, void *userdata, sd_bus_error 
         Caller who;
         r = bus_caller(m, msg, &who, error);
         if (r < 0) return r;
-        MethodError err = {0};
-        if (method_check_state(m, &err) < 0) { /* task.cancel's METHOD_STATE: tasks.json did not load */
-                _cleanup_free_ char *line = error_line(&err);
-                method_error_done(&err);
+        _cleanup_free_ char *reason = NULL, *note = NULL;
+        if (store_check_loaded(m, &reason) < 0) { /* task.cancel's METHOD_STATE: tasks.json did not load */
+                _cleanup_free_ char *line = error_line(reason);
                 return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, line ? line : "tasks.json could not be read");
         }
         Task *t = manager_find_task(m, id);
         if (!task_exported(t) || !caller_may_see(who, t))
                 return sd_bus_error_setf(error, BUS_NAME ".UnknownTask", "unknown task: %s", id);
-        _cleanup_(json_object_putp) json_object *res = NULL;
-        r = task_cancel(m, who, t, (int64_t) m->settings.cancel_grace_ms, &res, &err);
+        /* the protocol's task.cancel: the caller's rule, then the lifecycle */
+        r = caller_may_decide(who, t, "cancel", &reason);
+        if (r >= 0) r = task_cancel(t, m->settings.cancel_grace_ms, &note, &reason);
         if (r < 0) {
-                _cleanup_free_ char *line = error_line(&err);
-                bool denied = who.sandboxed;
-                method_error_done(&err);
-                return sd_bus_error_set(error, denied ? SD_BUS_ERROR_ACCESS_DENIED : SD_BUS_ERROR_FAILED,
+                _cleanup_free_ char *line = error_line(reason);
+                return sd_bus_error_set(error, who.sandboxed ? SD_BUS_ERROR_ACCESS_DENIED : SD_BUS_ERROR_FAILED,
                                         line ? line : "cancel failed");
         }
-        method_error_done(&err);
-        return sd_bus_reply_method_return(msg, "s", strempty(json_get_string(res, "note")));
+        return sd_bus_reply_method_return(msg, "s", strempty(note));
 }
 
 static const sd_bus_vtable manager_vtable[] = {
@@ -370,7 +368,8 @@ static void task_observer(Task *t, TaskStatus old_status, ChangesetStatus old_cs
         if (t->rec.status != old_status) emit_state(m, t, strempty(task_status_to_string(old_status)));
 }
 
-void bus_task_added(Manager *m, Task *t) {
+static void task_added(Task *t, void *userdata) {
+        Manager *m = t->m;
         sd_bus *bus = bus_of(m);
         if (!bus || !task_exported(t)) return;
         _cleanup_free_ char *path = bus_task_path(t->id);
@@ -406,7 +405,7 @@ int bus_init(Manager *m) {
         if (m->bus) return 0;
         m->bus = calloc(1, sizeof *m->bus);
         if (!m->bus) return -ENOMEM;
-        int r = manager_add_task_observer(m, task_observer, NULL);
+        int r = manager_add_observer(m, &(TaskObserver) {.added = task_added, .transitioned = task_observer});
         if (r < 0) {
                 free(m->bus);
                 m->bus = NULL;

@@ -52,9 +52,6 @@ int bus_init(Manager *m);
  * BUS_NAME asynchronously. Never fails the start: without a bus it logs one
  * warning and returns 0. Call once the daemon owns its socket. */
 int bus_start(Manager *m);
-/* A task was just dispatched (after events_task_added): InterfacesAdded and
- * TaskStateChanged("" → its status). No-op without a bus. */
-void bus_task_added(Manager *m, Task *t);
 /* Flush and close the connection, free the state (shutdown). */
 void bus_free(Manager *m);
 

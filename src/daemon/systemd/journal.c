@@ -102,6 +102,9 @@ static void journal_observer(Task *t, TaskStatus old_status, ChangesetStatus old
         journal_send(t, (int) old_status, (int) old_cs);
 }
 
-int journal_init(Manager *m) { return manager_add_task_observer(m, journal_observer, NULL); }
+/* a new task's first "queued": no old values */
+static void journal_added(Task *t, void *userdata) { journal_send(t, -1, -1); }
 
-void journal_task_added(Task *t) { journal_send(t, -1, -1); }
+int journal_init(Manager *m) {
+        return manager_add_observer(m, &(TaskObserver) {.added = journal_added, .transitioned = journal_observer});
+}

@@ -1,8 +1,9 @@
 #pragma once
 /* journald reports (journal.c; DESIGN.md "systemd integration", issue 8
  * item 3): one structured entry per task state change, sent with
- * sd_journal_sendv(3) from a task-state observer (task.h) and for a new
- * dispatch's first "queued" (journal_task_added: creation is no transition).
+ * sd_journal_sendv(3) from a task observer (task.h): every transition, and
+ * a new task's first "queued" (creation is no transition), of every kind:
+ * the daemon's own summary tasks too, marked TASKFERRY_INTERNAL=1.
  *
  * An entry's fields (journal_task_fields):
  *   MESSAGE_ID=JOURNAL_TASK_STATE_MESSAGE_ID (units/taskferry.catalog explains
@@ -38,8 +39,6 @@ typedef struct Task Task;
  * 0, -ENOMEM. */
 int journal_task_fields(const Task *t, int old_status, int old_changeset, char ***ret);
 
-/* Register the observer. Call before manager_load_tasks. 0, -ENOMEM. */
+/* Register the observer. Call before coldplug. 0, -ENOMEM. */
 int journal_init(Manager *m);
 
-/* A new dispatch's first status (after it is durable). */
-void journal_task_added(Task *t);

@@ -39,12 +39,14 @@ static void status_observer(Task *t, TaskStatus old_status, ChangesetStatus old_
         if (old_status != t->rec.status) notify_status_changed(t->m);
 }
 
+static void added_observer(Task *t, void *userdata) { notify_status_changed(t->m); }
+
 int notify_init(Manager *m) {
         if (m->notify) return 0;
         Notify *n = calloc(1, sizeof *n);
         if (!n) return -ENOMEM;
         n->enabled = !isempty(getenv("NOTIFY_SOCKET"));
-        int r = manager_add_task_observer(m, status_observer, NULL);
+        int r = manager_add_observer(m, &(TaskObserver) {.added = added_observer, .transitioned = status_observer});
         if (r < 0) {
                 free(n);
                 return r;
@@ -54,7 +56,7 @@ int notify_init(Manager *m) {
 }
 
 bool notify_manager_idle(const Manager *m) {
-        return m->status_counts[TASK_QUEUED] == 0 && m->status_counts[TASK_RUNNING] == 0 && !m->connections &&
+        return m->status_counts[TASK_QUEUED] == 0 && m->status_counts[TASK_RUNNING] == 0 && !server_has_connections(m) &&
                !m->jobs && !m->change_jobs;
 }
 
@@ -110,7 +112,7 @@ int notify_ready(Manager *m) {
         (void) sd_notifyf(false, "READY=1\nSTATUS=%zu tasks loaded: %" PRId64 " queued, %" PRId64 " running\nMAINPID=%d",
                           m->n_tasks, m->status_counts[TASK_QUEUED], m->status_counts[TASK_RUNNING], (int) getpid());
 
-        if (m->socket_self_bound || m->settings.idle_exit_sec == 0) return 0;
+        if (!m->server || m->server->self_bound || m->settings.idle_exit_sec == 0) return 0;
         n->idle_usec = m->settings.idle_exit_sec * UINT64_C(1000000);
         r = sd_event_add_time(m->event, &n->idle, CLOCK_MONOTONIC, 0, 0, on_idle, m);
         if (r >= 0) r = sd_event_source_set_enabled(n->idle, SD_EVENT_OFF);

@@ -1,135 +1,25 @@
-/* The task table: records, tasks.json persistence and the summary shapes
- * (spec lifecycle.md §1, protocol-cli.md §1.7). */
+/* The protocol's views of tasks (task-views.h): TaskSummary, task.status's
+ * detail and task.list's rows, counts and workspace filter. */
 
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 
-#include "gitdir.h"
+#include "api/task-views.h"
 #include "core/manager.h"
 #include "core/scheduler.h"
 #include "core/task.h"
-#include "core/tasks.h"
+#include "gitdir.h"
 #include "json-util.h"
 #include "util.h"
 #include "workspace.h"
 
 #define MAX_LIST_ROWS 500
 
-void task_copy_key(json_object *dst, Task *t, TaskKey k) {
-        json_object_object_add(dst, task_key_to_string(k), task_record_get_json(&t->rec, k));
-}
-
 static const char *started(const Task *t) { return strempty(t->rec.started_at); }
 
-/* ---- the incremental order and counts of task.list ----
- * The table is in creation order, and tasks are created with startedAt
- * "now", so it is nearly always sorted by startedAt already: count the
- * neighbours that are not (Manager.started_inversions). While that is 0, the
- * list (newest first, ties in table order) is the table read backwards with
- * each run of equal startedAt read forwards, and task.list {} touches only
- * the rows it returns. Kept by task_new/manager_remove_task and by task.c
- * around every write of startedAt (the link/unlink pair below). */
-
-static bool inverted(const Task *a, const Task *b) { return strcmp(started(a), started(b)) > 0; }
-
-/* t's place in the table, searched from the end (where new tasks are) */
-static bool table_index(Manager *m, const Task *t, size_t *ret) {
-        for (size_t i = m->n_tasks; i > 0; i--)
-                if (m->tasks[i - 1] == t) {
-                        *ret = i - 1;
-                        return true;
-                }
-        return false;
-}
-
-/* add (+1) or take away (-1) the inversions of the pairs around index i */
-static void count_pairs_at(Manager *m, size_t i, int sign) {
-        if (i > 0 && inverted(m->tasks[i - 1], m->tasks[i])) m->started_inversions += (size_t) sign;
-        if (i + 1 < m->n_tasks && inverted(m->tasks[i], m->tasks[i + 1])) m->started_inversions += (size_t) sign;
-}
-
-void manager_task_started_unlink(Task *t) {
-        size_t i;
-        if (t->m && table_index(t->m, t, &i)) count_pairs_at(t->m, i, -1);
-}
-
-void manager_task_started_link(Task *t) {
-        size_t i;
-        if (t->m && table_index(t->m, t, &i)) count_pairs_at(t->m, i, +1);
-}
-
-void manager_task_count_status(Task *t, TaskStatus old_status) {
-        Manager *m = t->m;
-        if (!m) return;
-        if (old_status >= 0 && old_status < _TASK_STATUS_MAX) m->status_counts[old_status]--;
-        TaskStatus s = t->rec.status;
-        if (s >= 0 && s < _TASK_STATUS_MAX) m->status_counts[s]++;
-}
-
-Task *task_new(Manager *m, json_object *json) {
-        _cleanup_json_ json_object *owned = json;
-        if (m->n_tasks == m->cap_tasks) {
-                size_t ncap = m->cap_tasks ? m->cap_tasks * 2 : 64;
-                Task **n = realloc(m->tasks, ncap * sizeof *n);
-                if (!n) return NULL;
-                m->tasks = n;
-                m->cap_tasks = ncap;
-        }
-        Task *t = calloc(1, sizeof *t);
-        if (!t) return NULL;
-        if (task_record_from_json(&t->rec, json) < 0) {
-                free(t);
-                return NULL;
-        }
-        t->m = m;
-        t->id = t->rec.id;
-        t->shim_pidfd = -1;
-        t->status_fd = -1;
-        t->scope_hold_fd = -1;
-        t->sock.fd = -1;
-        m->tasks[m->n_tasks++] = t;
-        count_pairs_at(m, m->n_tasks - 1, +1);
-        manager_task_count_status(t, _TASK_STATUS_INVALID);
-        return t;
-}
-
-Task *task_create(Manager *m, const char *id) {
-        _cleanup_json_ json_object *o = json_object_new_object();
-        if (!o || json_add_string(o, "id", id) < 0) return NULL;
-        return task_new(m, TAKE_PTR(o));
-}
-
-void task_free(Task *t) {
-        if (!t) return;
-        task_record_done(&t->rec);
-        json_object_put(t->list_row);
-        json_object_put(t->caller_env);
-        json_object_put(t->launch);
-        line_buffer_done(t->status_buf);
-        free(t->status_buf);
-        free(t->sock_path);
-        free(t);
-}
-
-void manager_remove_task(Manager *m, Task *t) {
-        size_t i;
-        if (table_index(m, t, &i)) {
-                count_pairs_at(m, i, -1);
-                TaskStatus s = t->rec.status;
-                if (s >= 0 && s < _TASK_STATUS_MAX) m->status_counts[s]--;
-                memmove(m->tasks + i, m->tasks + i + 1, (m->n_tasks - i - 1) * sizeof *m->tasks);
-                m->n_tasks--;
-                /* the neighbours meet */
-                if (i > 0 && i < m->n_tasks && inverted(m->tasks[i - 1], m->tasks[i])) m->started_inversions++;
-        }
-        task_free(t);
-}
-
-Task *manager_find_task(Manager *m, const char *id) {
-        for (size_t i = 0; i < m->n_tasks; i++)
-                if (streq(m->tasks[i]->id, id)) return m->tasks[i];
-        return NULL;
+void task_copy_key(json_object *dst, Task *t, TaskKey k) {
+        json_object_object_add(dst, task_key_to_string(k), task_record_get_json(&t->rec, k));
 }
 
 json_object *task_summary(Task *t) {
@@ -166,7 +56,7 @@ json_object *task_summary(Task *t) {
                         json_add_bool(o, "checkOverride", true);
         }
         if (task_record_is_set(rec, TASK_KEY_changeset_status) &&
-            (rec->changeset_status != CHANGESET_NONE || streq_ptr(rec->role, "advisor"))) {
+            (rec->changeset_status != CHANGESET_NONE || t->kind == TASK_KIND_ADVISOR)) {
                 task_copy_key(o, t, TASK_KEY_role);
                 task_copy_key(o, t, TASK_KEY_changeset_status);
         }
@@ -433,7 +323,7 @@ static size_t newest_first(Task **rows, size_t n, size_t want, Task **out) {
  * on the row and json-c's serializer for the row just copies it, so a
  * task.list reply of 500 cached rows costs a memcpy per row instead of
  * escaping 3,000 strings again. The row is never modified after this (a
- * write to the record drops it, task.c). */
+ * write to the record makes it stale: Task.generation). */
 typedef struct RowText {
         size_t len;
         char text[];
@@ -525,8 +415,12 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
         if (n > cap) n = cap;
         for (size_t i = 0; i < n; i++) {
                 Task *t = rows[i];
+                if (t->list_row && t->list_row_generation != t->generation) {
+                        json_object_put(t->list_row);
+                        t->list_row = NULL;
+                }
                 if (!t->list_row) {
-                        /* built once, until the record changes (task.c drops it) */
+                        /* built once, until the record changes */
                         json_object *row = json_object_new_object();
                         /* changesetStatus: an addition to the spec's row (issue 7 item 8), so that
                          * `list` can show which tasks wait for accept/reject */
@@ -538,6 +432,7 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                         if (row && task_record_is_set(&t->rec, TASK_KEY_job)) task_copy_key(row, t, TASK_KEY_job);
                         if (row) row_prerender(row);
                         t->list_row = row;
+                        t->list_row_generation = t->generation;
                 }
                 json_object_array_add(arr, json_object_get(t->list_row));
         }
