@@ -1,7 +1,8 @@
 #pragma once
-/* taskferryd internals, all of them: an umbrella for tests that drive a
- * whole Manager. No module includes it: a module's .c includes only the
- * headers it uses, and a new declaration goes into its module's header.
+/* taskferryd put together (daemon.c), and an umbrella of every internal
+ * header for the code that drives a whole Manager: main.c and the unit
+ * suites. No module includes it: a module's .c includes only the headers it
+ * uses, and a new declaration goes into its module's header.
  * The layers, bottom first (docs/architecture.md):
  *
  *   core/      the task record and its observers, the table, the store, the
@@ -29,6 +30,7 @@
 #include "core/store.h"
 #include "core/task-table.h"
 #include "core/task.h"
+#include "core/user-bus.h"
 #include "run/change.h"
 #include "run/executor-home.h"
 #include "run/launch.h"
@@ -53,3 +55,16 @@
 #include "systemd/bus.h"
 #include "systemd/journal.h"
 #include "systemd/notify.h"
+
+/* Every module's state on m (m->event, m->paths and m->settings set): the
+ * user bus, scopes, the server (no socket yet), advisor sessions, the
+ * lifecycle; then the task observers, in order: the table's counts and
+ * order, the store, the parked advisor calls, summaries, activity, events,
+ * D-Bus, journald, sd_notify, and last the parked waits, so that a caller
+ * who hears a task settled finds all of the settlement done (a summary's
+ * snapshot gone, its events sent). Before the load and coldplug, so that
+ * coldplug's moves count as emitted. 0, -ENOMEM. */
+int daemon_setup(Manager *m);
+/* Undo it (and the load): every task, job and connection, each module's
+ * state, the loop, settings and paths. */
+void daemon_free(Manager *m);

@@ -6,32 +6,17 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
-#include "api/events.h"
-#include "api/handlers.h"
-#include "api/server.h"
-#include "api/task-views.h"
-#include "api/wait.h"
-#include "core/cooldown.h"
 #include "core/env-file.h"
-#include "core/jobs.h"
 #include "core/manager.h"
 #include "core/scheduler.h"
 #include "core/settings.h"
 #include "core/store.h"
-#include "core/task-table.h"
-#include "core/task.h"
-#include "features/activity.h"
-#include "features/advisor.h"
-#include "features/summary.h"
+#include "daemon.h"
 #include "process-util.h"
-#include "run/change.h"
 #include "run/lifecycle.h"
-#include "run/monitor.h"
-#include "run/scope.h"
 #include "run/sweep.h"
-#include "run/watchdog.h"
+#include "api/server.h"
 #include "systemd/bus.h"
-#include "systemd/journal.h"
 #include "systemd/notify.h"
 #include "taskferry-config.h"
 #include "util.h"
@@ -73,50 +58,11 @@ static void help(void) {
                "keeps task state under $TASKFERRY_STATE_DIR. The CLI starts it on demand.\n");
 }
 
-static void manager_free(Manager *m) {
-        if (m->server) server_close(m, "shutdown");
-        bus_free(m);
-        change_jobs_free(m);
-        jobs_free(m);
-        advisor_method_free(m);
-        advisor_free(m);
-        summary_free(m);
-        for (size_t i = 0; i < m->n_tasks; i++) {
-                Task *t = m->tasks[i];
-                wait_drop_task(t);
-                sd_event_source_disable_unref(t->shim_source);
-                sd_event_source_disable_unref(t->status_source);
-                monitor_stop_kill_timer(t);
-                scope_forget(t);
-                watchdog_stop(t);
-                if (m->task_sockets) m->task_sockets->close(t);
-                safe_close(t->shim_pidfd);
-                safe_close(t->status_fd);
-                task_free(t);
-        }
-        free(m->tasks);
-        m->tasks = NULL;
-        activity_free(m);
-        env_file_free(m);
-        events_free(m);
-        scope_free(m);
-        notify_free(m);
-        server_free(m);
-        manager_free_task_observers(m);
-        manager_free_root_cache(m);
-        m->n_tasks = 0;
-        store_done(m);
-        scheduler_free(m);
-        cooldowns_free(m);
-        m->event = sd_event_unref(m->event);
-        settings_done(&m->settings);
-        tf_paths_done(&m->paths);
-}
 
 /* Log the reason of a failed start to stderr and daemon-boot.err; returns the exit code. */
 static int fail_start(Manager *m, const char *msg) {
         write_boot_error(m, msg);
-        manager_free(m);
+        daemon_free(m);
         return 1;
 }
 
@@ -190,27 +136,7 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
-        /* the user manager's transient scopes (scope.h): a bus connection of
-         * our own; none is no error (workers then run in process groups) */
-        r = scope_setup(m);
-        if (r >= 0) r = server_init(m);
-        if (r >= 0) r = advisor_init(m);
-        if (r >= 0) r = lifecycle_init(m);
-        if (r < 0) return fail_start(m, "out of memory");
-        /* the observers of every task, in the order they hear of a change:
-         * the table's counts and order, the store, the parked waits, then
-         * the features and the announcements. Before the load and coldplug,
-         * so that coldplug's moves to unknown count as emitted. */
-        r = task_table_init(m);
-        if (r >= 0) r = store_init(m);
-        if (r >= 0) r = wait_init(m);
-        if (r >= 0) r = advisor_method_init(m);
-        if (r >= 0) r = summary_init(m);
-        if (r >= 0) r = activity_init(m);
-        if (r >= 0) r = events_init(m);
-        if (r >= 0) r = bus_init(m);
-        if (r >= 0) r = journal_init(m);
-        if (r >= 0) r = notify_init(m);
+        r = daemon_setup(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
@@ -241,6 +167,6 @@ int main(int argc, char *argv[]) {
         m->shutting_down = true;
         int k = manager_flush(m);
         if (k < 0) log_error_errno(k, "daemon shutdown failed: cannot flush tasks.json");
-        manager_free(m);
+        daemon_free(m);
         return r < 0 || k < 0 ? 1 : 0;
 }

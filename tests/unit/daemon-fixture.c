@@ -38,6 +38,7 @@ void tf_manager_teardown(Manager *m) {
         manager_free_root_cache(m);
         scheduler_free(m);
         store_done(m);
+        journal_free(m);
         server_free(m);
         manager_free_task_observers(m);
         m->event = sd_event_unref(m->event);

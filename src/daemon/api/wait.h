@@ -12,7 +12,8 @@ typedef struct Request Request;
 typedef struct Task Task;
 
 /* wait.c (spec lifecycle.md §7.2): the only owner of parked task.wait requests. */
-/* Register the waiters' task observer: the first observer of every manager. */
+/* Register the waiters' task observer: the last observer of a manager, so
+ * that a waiter hears of a task's end once everything else has. */
 int wait_init(Manager *m);
 /* Answer r now if t is final and settled, else park it on t until then or
  * for timeout ms (< 0: no timeout); tail_chars > 0 adds the output tail to a

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 #include <time.h>
 
@@ -63,8 +64,11 @@ struct Manager {
         bool shutting_down;            /* main.c: the loop is stopping */
         struct Events *events;         /* events.c: subscriptions, sequence */
         struct Activity *activity;     /* activity.c: refresh timer, summary-model check */
-        struct Bus *bus;               /* bus.c: the user bus connection (NULL: none) */
-        struct Scope *scope;           /* scope.c: the user-bus connection for transient scopes */
+        struct Bus *bus;               /* bus.c: the D-Bus API on the user bus */
+        struct Scope *scope;           /* scope.c: transient scopes on the user bus */
+        sd_bus *user_bus;              /* user-bus.c: the one user-bus connection (NULL: none) */
+        int user_bus_error;            /* user-bus.c: why there is none (-errno of sd_bus_open_user) */
         struct Notify *notify;         /* notify.c: STATUS= updates, idle exit */
+        struct Journal *journal;       /* journal.c: where task state entries go */
         struct EnvFile *env_file;      /* env-file.c: the env file's last good values, its watch */
 };

@@ -1,4 +1,5 @@
 /* Transient scope units on the user manager (scope.h). */
+#include "core/user-bus.h"
 #include "run/scope.h"
 
 #include <errno.h>
@@ -17,7 +18,6 @@
 #include "core/store.h"
 #include "core/task.h"
 #include "core/task-table.h"
-#include "api/task-views.h"
 #include "util.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
@@ -32,7 +32,7 @@ typedef enum ScopeState {
 
 typedef struct Scope Scope;
 struct Scope {
-        sd_bus *bus;
+        sd_bus *bus;           /* the daemon's user-bus connection (user-bus.h), NULL: none */
         sd_bus_slot *job_removed;
         sd_bus_slot *probe;
         ScopeState state;
@@ -296,46 +296,26 @@ static int probe_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_
         return 0;
 }
 
-/* sd_bus_open_user's error r in words: which of the two places it looks
- * for the user bus is missing */
-static void scope_unavailable_no_bus(Manager *m, int r) {
-        const char *addr = getenv("DBUS_SESSION_BUS_ADDRESS");
-        if (r == -ENOMEDIUM)
-                scope_unavailable(m, "no systemd user manager (no user bus: $DBUS_SESSION_BUS_ADDRESS and "
-                                     "$XDG_RUNTIME_DIR unset)");
-        else if (!isempty(addr))
-                scope_unavailable(m, "no systemd user manager (no user bus at $DBUS_SESSION_BUS_ADDRESS: %s)",
-                                  strerror(-r));
-        else if (r == -ENOENT)
-                scope_unavailable(m, "no systemd user manager (no user bus: $DBUS_SESSION_BUS_ADDRESS unset and "
-                                     "$XDG_RUNTIME_DIR/bus missing)");
-        else
-                scope_unavailable(m, "no systemd user manager (no user bus: $DBUS_SESSION_BUS_ADDRESS unset and "
-                                     "$XDG_RUNTIME_DIR/bus: %s)",
-                                  strerror(-r));
-}
-
 int scope_setup(Manager *m) {
         Scope *s = calloc(1, sizeof *s);
         if (!s) return -ENOMEM;
         m->scope = s;
         s->state = SCOPE_PROBING;
-        int r = sd_bus_open_user(&s->bus);
-        if (r >= 0) r = sd_bus_attach_event(s->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0) {
-                s->bus = sd_bus_flush_close_unref(s->bus);
-                scope_unavailable_no_bus(m, r);
+        s->bus = user_bus(m);
+        if (!s->bus) {
+                _cleanup_free_ char *why = user_bus_missing(m);
+                scope_unavailable(m, "no systemd user manager (%s)", why ? why : "no user bus");
                 return 0;
         }
-        r = sd_bus_match_signal_async(s->bus, &s->job_removed, SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved", job_removed,
-                                      NULL, m);
+        int r = sd_bus_match_signal_async(s->bus, &s->job_removed, SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved", job_removed,
+                                          NULL, m);
         if (r >= 0)
                 r = sd_bus_call_method_async(s->bus, &s->probe, SD_DEST, SD_PATH, "org.freedesktop.DBus.Properties", "Get",
                                              probe_reply, m, "ss", SD_MANAGER, "Version");
         if (r < 0) {
                 s->job_removed = sd_bus_slot_unref(s->job_removed);
                 s->probe = sd_bus_slot_unref(s->probe);
-                s->bus = sd_bus_flush_close_unref(s->bus);
+                s->bus = NULL;
                 scope_unavailable(m, "cannot talk to the user bus: %s", strerror(-r));
         }
         return 0;
@@ -346,7 +326,7 @@ void scope_free(Manager *m) {
         if (!s) return;
         s->job_removed = sd_bus_slot_unref(s->job_removed);
         s->probe = sd_bus_slot_unref(s->probe);
-        s->bus = sd_bus_close_unref(s->bus); /* no flush at exit: see bus_free() */
+        s->bus = NULL; /* the connection is user-bus.c's */
         free(s->reason);
         free(s);
         m->scope = NULL;

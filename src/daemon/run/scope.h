@@ -13,8 +13,8 @@
  * group as before; that is logged once and `taskferry doctor` says resource
  * limits are not enforced (scope_health).
  *
- * Owns Manager.scope (its own user-bus connection, on the daemon's sd-event
- * loop) and Task.scope_* (the pending start of a task's scope). */
+ * Owns Manager.scope (its calls on the daemon's user-bus connection) and
+ * Task.scope_* (the pending start of a task's scope). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,10 +41,10 @@ typedef struct ScopeLimits {
         uint64_t cpu_weight;   /* 1..10000 (CPUWeight=) */
 } ScopeLimits;
 
-/* At start: open a connection of our own to the user bus (sd_bus_open_user),
- * attach it to m->event, subscribe to the manager's JobRemoved and probe
- * org.freedesktop.systemd1 asynchronously. No bus is no error: m->scope
- * then says why and every task takes the process-group path. 0, -ENOMEM. */
+/* At start, on the daemon's user-bus connection (user-bus.h): subscribe to
+ * the manager's JobRemoved and probe org.freedesktop.systemd1
+ * asynchronously. No bus is no error: m->scope then says why and every task
+ * takes the process-group path. 0, -ENOMEM. */
 int scope_setup(Manager *m);
 void scope_free(Manager *m);
 

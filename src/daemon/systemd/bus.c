@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <systemd/sd-bus.h>
 
+#include "core/user-bus.h"
 #include "systemd/bus.h"
 #include "core/manager.h"
 #include "core/peer.h"
@@ -24,7 +25,7 @@
 #include "util.h"
 
 typedef struct Bus {
-        sd_bus *bus;
+        bool started;      /* the objects are exported on the daemon's user-bus connection */
         bool warned;       /* the one "no bus" / "name not acquired" warning went out */
 } Bus;
 
@@ -35,17 +36,13 @@ char *bus_task_path(const char *id) {
 }
 
 static sd_bus *bus_of(Manager *m) {
-        return m->bus ? m->bus->bus : NULL;
+        return m->bus && m->bus->started ? user_bus(m) : NULL;
 }
 
 static void bus_warn(Manager *m, int r, const char *what) {
         if (m->bus->warned) return;
         m->bus->warned = true;
-        if (r == -ENOMEDIUM) /* sd_bus_open_user: neither variable set */
-                log_warning("no D-Bus API (%s): no user bus ($DBUS_SESSION_BUS_ADDRESS and $XDG_RUNTIME_DIR unset)",
-                            BUS_NAME);
-        else
-                log_warning_errno(r, "no D-Bus API (%s): %s", BUS_NAME, what);
+        log_warning_errno(r, "no D-Bus API (%s): %s", BUS_NAME, what);
 }
 
 /* Tasks the protocol shows (events.c hides internal summary tasks). */
@@ -413,40 +410,39 @@ int bus_init(Manager *m) {
         return r;
 }
 
-static int bus_connect(Manager *m, sd_bus **ret) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        int r = sd_bus_open_user_with_description(&bus, "taskferryd");
-        if (r < 0) return r;
-        /* a lost bus costs the API, never the daemon */
-        if ((r = sd_bus_set_exit_on_disconnect(bus, false)) < 0 ||
-            (r = sd_bus_add_object_vtable(bus, NULL, BUS_MANAGER_PATH, BUS_MANAGER_INTERFACE, manager_vtable, m)) < 0 ||
+/* Export the objects on the daemon's user-bus connection and ask for the name. */
+static int bus_export(Manager *m, sd_bus *bus) {
+        int r;
+        if ((r = sd_bus_add_object_vtable(bus, NULL, BUS_MANAGER_PATH, BUS_MANAGER_INTERFACE, manager_vtable, m)) < 0 ||
             (r = sd_bus_add_fallback_vtable(bus, NULL, BUS_TASK_PREFIX, BUS_TASK_INTERFACE, task_vtable, task_find, m)) < 0 ||
             (r = sd_bus_add_node_enumerator(bus, NULL, BUS_TASK_PREFIX, task_enumerate, m)) < 0 ||
             (r = sd_bus_add_object_manager(bus, NULL, BUS_MANAGER_PATH)) < 0 ||
             (r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus.Local", NULL, "org.freedesktop.DBus.Local",
                                      "Disconnected", on_disconnected, m)) < 0 ||
-            (r = sd_bus_request_name_async(bus, NULL, BUS_NAME, 0, name_acquired, m)) < 0 ||
-            (r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0)
+            (r = sd_bus_request_name_async(bus, NULL, BUS_NAME, 0, name_acquired, m)) < 0)
                 return r;
-        *ret = TAKE_PTR(bus);
         return 0;
 }
 
 int bus_start(Manager *m) {
-        if (!m->bus || m->bus->bus) return 0;
-        int r = bus_connect(m, &m->bus->bus);
-        if (r < 0) bus_warn(m, r, "cannot connect to the user bus");
+        if (!m->bus || m->bus->started) return 0;
+        sd_bus *bus = user_bus(m);
+        if (!bus) {
+                _cleanup_free_ char *why = user_bus_missing(m);
+                if (!m->bus->warned) log_warning("no D-Bus API (%s): %s", BUS_NAME, why ? why : "no user bus");
+                m->bus->warned = true;
+                return 0;
+        }
+        int r = bus_export(m, bus);
+        if (r < 0) {
+                bus_warn(m, r, "cannot export the objects on the user bus");
+                return 0;
+        }
+        m->bus->started = true;
         return 0;
 }
 
 void bus_free(Manager *m) {
-        if (!m->bus) return;
-        if (m->bus->bus) {
-                (void) sd_bus_detach_event(m->bus->bus);
-                /* no flush: the daemon is going away, and a flush waits
-                 * without bound for a bus that does not read */
-                m->bus->bus = sd_bus_close_unref(m->bus->bus);
-        }
-        free(m->bus);
+        free(m->bus); /* the connection is user-bus.c's */
         m->bus = NULL;
 }

@@ -39,6 +39,12 @@ typedef struct Task Task;
  * 0, -ENOMEM. */
 int journal_task_fields(const Task *t, int old_status, int old_changeset, char ***ret);
 
-/* Register the observer. Call before coldplug. 0, -ENOMEM. */
+/* Manager.journal, and its observer. Call before coldplug. 0, -ENOMEM. */
 int journal_init(Manager *m);
+void journal_free(Manager *m);
+/* Where the entries go (sd_journal_sendv(3) by default; a unit suite's own
+ * to read them; NULL: the default). */
+struct iovec;
+typedef int (*journal_sendv_fn)(const struct iovec *iov, int n);
+void journal_set_sender(Manager *m, journal_sendv_fn send);
 
