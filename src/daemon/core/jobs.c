@@ -131,8 +131,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
         Job *j = calloc(1, sizeof *j);
         if (!j) {
                 close(p[0]);
-                kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
+                sigkill_wait(pid);
                 return -ENOMEM;
         }
         j->m = m;
@@ -146,8 +145,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
         if (r == 0) r = sd_event_add_io(m->event, &j->pipe_source, j->pipe_fd, EPOLLIN, job_pipe_io, j);
         if (r == 0) r = sd_event_add_io(m->event, &j->pid_source, j->pidfd, EPOLLIN, job_pid_io, j);
         if (r < 0) {
-                kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
+                sigkill_wait(pid);
                 job_free(j);
                 return r;
         }

@@ -1,5 +1,6 @@
 /* Boot sweeps (sweep.h; spec sandbox-changeset-env.md §4.4, lifecycle.md §1.6). */
 
+#include "process-util.h"
 #include "run/sweep.h"
 
 #include <dirent.h>
@@ -304,29 +305,24 @@ static bool trash_has_entries(const char *t) {
 
 /* Empty the trash in a detached grandchild (reparented to init or the
  * service's subreaper; nothing to reap for the daemon) holding no fd of the
- * daemon's but stderr. */
+ * daemon's, its stdio /dev/null. */
 static void empty_trash_detached(char *const *trash) {
         bool any = false;
         for (char *const *t = trash; t && *t && !any; t++) any = trash_has_entries(*t);
         if (!any) return;
         fflush(stderr);
-        pid_t pid = fork();
-        if (pid < 0) {
-                log_warning_errno(-errno, "boot sweep: cannot fork the trash remover; the trash stays until the next start");
+        /* no stdio either (a pipe someone waits on for EOF) */
+        int r = safe_fork_full("taskferryd-trash", NULL, NULL, 0,
+                               FORK_DETACH | FORK_NEW_SESSION | FORK_REARRANGE_STDIO | FORK_CLOSE_ALL_FDS | FORK_RESET_SIGNALS,
+                               NULL);
+        if (r < 0) {
+                log_warning_errno(r, "boot sweep: cannot fork the trash remover; the trash stays until the next start");
                 return;
         }
-        if (pid == 0) {
-                if (fork() != 0) _exit(0);
-                (void) setsid();
-                /* hold none of the daemon's fds, not even its stdio (a pipe
-                 * someone waits on for EOF) */
-                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-                for (int fd = 0; null >= 0 && fd < 3; fd++) (void) dup2(null, fd);
-                (void) syscall(SYS_close_range, 3U, ~0U, 0U);
+        if (r == 0) {
                 empty_trash(trash);
                 _exit(0);
         }
-        (void) waitpid(pid, NULL, 0);
 }
 
 int sweep_run(const tf_paths *p, const SweepTable *table) {
