@@ -49,6 +49,47 @@ void tf_manager_teardown(Manager *m) {
         m->paths.state_dir = m->paths.runtime_dir = m->paths.cache_dir = NULL;
 }
 
+static char *daemon_dir;
+
+void tf_daemon_setup(Manager *m, const char *name) {
+        *m = (Manager) {0};
+        ck_assert_int_ge(sd_event_new(&m->event), 0);
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        daemon_dir = strdup_printf("%s/%s-XXXXXX", base && *base ? base : "/var/tmp", name);
+        ck_assert_ptr_nonnull(daemon_dir);
+        ck_assert_ptr_nonnull(mkdtemp(daemon_dir));
+        tf_paths *p = &m->paths;
+        p->home = strdup_printf("%s/home", daemon_dir);
+        p->state_dir = strdup_printf("%s/state", daemon_dir);
+        p->runtime_dir = strdup_printf("%s/run", daemon_dir);
+        p->cache_dir = strdup_printf("%s/cache", daemon_dir);
+        p->socket_path = strdup_printf("%s/run/daemon.sock", daemon_dir);
+        p->overlay_tmp_root = strdup_printf("%s/state/overlays", daemon_dir);
+        p->config_file = strdup_printf("%s/config.json", daemon_dir);
+        const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs", "/summaries"};
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+                char *d = strdup_printf("%s%s", p->state_dir, subs[i]);
+                ck_assert_int_eq(mkdir_p_chmod(d, 0700), 0);
+                free(d);
+        }
+        ck_assert_int_eq(mkdir_p_chmod(p->home, 0700), 0);
+        ck_assert_int_eq(mkdir_p_chmod(p->runtime_dir, 0700), 0);
+        /* the shim of this build (a launch that gets this far fails in it) */
+        ck_assert_int_eq(setenv("TASKFERRY_SHIM", TASKFERRY_BUILD_DIR "/taskferry-shim", 1), 0);
+        char *err = NULL;
+        int r = settings_load(&m->settings, p->config_file, &err);
+        ck_assert_msg(r >= 0, "settings: %s", strnull(err));
+        free(err);
+        ck_assert_int_eq(daemon_setup(m), 0);
+}
+
+void tf_daemon_teardown(Manager *m) {
+        daemon_free(m);
+        if (daemon_dir) (void) rm_rf(daemon_dir);
+        free(daemon_dir);
+        daemon_dir = NULL;
+}
+
 Task *tf_task(Manager *m, const char *json) {
         json_object *o = NULL;
         ck_assert_msg(json_parse_strict(json, strlen(json), &o) == 0, "not JSON: %s", json);

@@ -19,6 +19,14 @@ void tf_manager_setup(Manager *m, const char *name);
  * scheduler, the server's state, the loop; the dir removed. */
 void tf_manager_teardown(Manager *m);
 
+/* A whole daemon on m, as main.c sets one up (daemon.h daemon_setup: every
+ * module, every observer), over a new dir <tmp>/<name>-XXXXXX holding its
+ * home, state (with its subdirs), runtime and cache dirs, the settings of an
+ * absent config.json and this environment; no socket, no load. */
+void tf_daemon_setup(Manager *m, const char *name);
+/* daemon_free, and the dir removed. */
+void tf_daemon_teardown(Manager *m);
+
 /* A task from its tasks.json record, in m's table (fails the case when the
  * record is not one). */
 Task *tf_task(Manager *m, const char *json);
