@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli-diff.h"
@@ -492,40 +491,19 @@ static char **git_stat_env(void) {
 }
 
 /* `git apply --stat` reading from a pipe, writing to out_fd. */
-static int start_git_stat(int out_fd, pid_t *ret_pid, int *ret_fd) {
+static int start_git_stat(int out_fd, cli_pager *ret) {
         _cleanup_strv_free_ char **env = git_stat_env();
         if (!env) return -ENOMEM;
         _cleanup_free_ char *git = NULL;
         int r = find_executable("git", getenv("PATH"), &git);
         if (r < 0) return r;
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0) return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = errno;
-                close(fds[0]);
-                close(fds[1]);
-                return -e;
-        }
-        if (pid == 0) {
-                if (dup2(fds[0], STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 || chdir("/") < 0) _exit(127);
-                signal(SIGPIPE, SIG_DFL);
-                char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.quotePath=true", (char *) "apply",
-                                (char *) "--stat", NULL};
-                execve(git, argv, env);
-                _exit(127);
-        }
-        close(fds[0]);
-        *ret_pid = pid;
-        *ret_fd = fds[1];
-        return 0;
-}
-
-static int wait_child(pid_t pid) {
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR) return -errno;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        r = cli_pager_fork("git apply --stat", out_fd, ret);
+        if (r != 0) return r < 0 ? r : 0;
+        if (chdir("/") < 0) _exit(127);
+        char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.quotePath=true", (char *) "apply",
+                        (char *) "--stat", NULL};
+        execve(git, argv, env);
+        _exit(127);
 }
 
 /* Stream the patch from fd through the filter into out. */
@@ -599,16 +577,15 @@ static int run_diff(cli_context *ctx, cli_error *err) {
                 /* no pager (fork failed): write to the terminal directly */
         }
 
-        pid_t git_pid = 0;
-        int git_fd = -1;
+        cli_pager git = CLI_PAGER_INIT;
         if (cli_args_bool(a, "stat")) {
-                r = start_git_stat(out_fd, &git_pid, &git_fd);
+                r = start_git_stat(out_fd, &git);
                 if (r < 0) {
                         (void) cli_pager_finish(&pager);
                         return cli_error_fail(err, NULL, "error: cannot run git apply --stat: %s\nhelp: install git, or run taskferry diff %s without --stat",
                                               strerror(-r), id);
                 }
-                out_fd = git_fd;
+                out_fd = git.fd;
         }
         int dup_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 3);
         FILE *out = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL;
@@ -619,8 +596,7 @@ static int run_diff(cli_context *ctx, cli_error *err) {
                 r = pump_patch(fd, paths, color, out);
                 if (fclose(out) != 0 && r >= 0) r = -errno;
         }
-        if (git_fd >= 0) git_fd = safe_close(git_fd);
-        int git_status = git_pid > 0 ? wait_child(git_pid) : 0;
+        int git_status = cli_pager_finish(&git);
         (void) cli_pager_finish(&pager);
         ctx->output_done = true;
         if (r == -EPIPE) return 0;
