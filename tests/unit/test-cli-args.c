@@ -644,7 +644,8 @@ START_TEST(test_help_objects) {
 
         /* Every command: the help's option labels are the Valid-flags list, and
          * every flag label names a flag the parser accepts for that command. */
-        for (const cli_command_spec *c = cli_commands; c->name; c++) {
+        for (const cli_verb *c = cli_verbs; c->name; c++) {
+                if (c->flags & CLI_VERB_HIDDEN) continue; /* no command word: the top help's */
                 _cleanup_json_ json_object *h = cli_help_object(c->name);
                 ck_assert_str_eq(json_get_string(h, "command"), c->name);
                 ck_assert_str_eq(json_get_string(h, "usage"), c->usage);
@@ -659,7 +660,7 @@ START_TEST(test_help_objects) {
                         char *argv[8];
                         size_t n = 0;
                         argv[n++] = (char *) c->name;
-                        if (c->takes_task_id) argv[n++] = "oc_x";
+                        if (c->positional == CLI_POSITIONAL_TASK_ID) argv[n++] = "oc_x";
                         argv[n++] = "--help";
                         argv[n++] = flag;
                         if (strchr(label, ' ')) {
