@@ -1,12 +1,15 @@
-/* --help and the man page describe what exists: the commands the top help
- * advertises and the ones docs/taskferry.1.md documents both follow from
- * the one verb table (cli-verbs.c's cli_verbs), where a command this build
- * runs has a `run`. A listed command that does not run, or one that runs
- * but is not listed, fails. */
+/* --help, the man page and the bash completion describe what exists: the
+ * commands the top help advertises, the ones docs/taskferry.1.md documents
+ * and the ones the completion offers all follow from the one verb table
+ * (cli-verbs.c's cli_verbs), where a command this build runs has a `run`.
+ * A listed command that does not run, or one that runs but is not listed,
+ * fails. */
 
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli-args.h"
 #include "cli-verbs.h"
@@ -199,6 +202,133 @@ START_TEST(diff_is_in_the_table) {
 }
 END_TEST
 
+/* ---- the bash completion, run against the built CLI ---- */
+
+static char *tmp;
+static char *fake_cli; /* the CLI, but `list --all --json` prints one task, oc_fake1 */
+
+static void completion_setup(void) {
+        char tmpl[] = "/var/tmp/test-cli-help-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        tmp = strdup(tmpl);
+        fake_cli = strdup_printf("%s/taskferry", tmp);
+        _cleanup_free_ char *script = strdup_printf(
+                "#!/bin/sh\n"
+                "if [ \"$*\" = 'list --all --json' ]; then echo '{\"tasks\":[{\"id\":\"oc_fake1\"}]}'; exit 0; fi\n"
+                "exec '%s/taskferry' \"$@\"\n",
+                TASKFERRY_BUILD_DIR);
+        ck_assert_int_eq(write_file_atomic(fake_cli, script, strlen(script), 0755), 0);
+        _cleanup_free_ char *jobs = strdup_printf("%s/config/taskferry/jobs", tmp);
+        ck_assert_int_eq(mkdir_p_chmod(jobs, 0700), 0);
+        _cleanup_free_ char *job = strdup_printf("%s/demo.toml", jobs);
+        ck_assert_int_eq(write_file_atomic(job, "", 0, 0600), 0);
+}
+
+static void completion_teardown(void) {
+        char *argv[] = {(char *) "rm", (char *) "-rf", tmp, NULL};
+        run_result r = {0};
+        (void) run_command(argv, NULL, NULL, 0, -1, &r);
+        run_result_done(&r);
+        free(tmp);
+        free(fake_cli);
+}
+
+/* What the completion offers for the command line `words` (the last one is
+ * the word being completed), sorted, one a line. */
+static char *complete(const char *words) {
+        _cleanup_free_ char *script = strdup_printf(
+                ". '%s/src/cli/taskferry.bash-completion'; COMP_WORDS=('%s' %s); "
+                "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _taskferry; "
+                "[ ${#COMPREPLY[@]} -eq 0 ] || printf '%%s\\n' \"${COMPREPLY[@]}\" | sort",
+                TASKFERRY_SOURCE_DIR, fake_cli, words);
+        _cleanup_free_ char *xdg = strdup_printf("XDG_CONFIG_HOME=%s/config", tmp);
+        char *envp[] = {(char *) "PATH=/usr/local/bin:/usr/bin:/bin", xdg, (char *) "TASKFERRY_AUTO_START=0",
+                        (char *) "HOME=/nonexistent", NULL};
+        char *argv[] = {(char *) "bash", (char *) "-c", script, NULL};
+        run_result r = {0};
+        ck_assert_int_eq(run_command(argv, envp, tmp, 1 << 20, -1, &r), 0);
+        ck_assert_msg(r.exit_code == 0, "completing %s: exit %d: %s", words, r.exit_code, strnull(r.err));
+        char *out = TAKE_PTR(r.out);
+        run_result_done(&r);
+        return out ? out : strdup("");
+}
+
+/* l sorted as `sort` does with C collation, one a line. */
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+static char *lines(char **l) {
+        size_t n = strv_length(l);
+        if (n > 0) qsort(l, n, sizeof(char *), cmp_str);
+        _cleanup_free_ char *out = strdup("");
+        for (size_t i = 0; i < n; i++) {
+                char *o = strdup_printf("%s%s\n", out, l[i]);
+                free(out);
+                out = o;
+        }
+        return TAKE_PTR(out);
+}
+
+START_TEST(completion_follows_the_table) {
+        /* `sort` in the script runs with the C collation of the test's env */
+        _cleanup_strv_free_ char **cmds = implemented_commands();
+        _cleanup_free_ char *want_cmds = lines(cmds);
+        _cleanup_free_ char *got_cmds = complete("''");
+        ck_assert_str_eq(got_cmds, want_cmds);
+
+        /* the global flags: the top help's options and --json */
+        _cleanup_strv_free_ char **top = NULL;
+        for (const cli_option_help *o = cli_verb_hidden("home")->options; o->label; o++)
+                ck_assert_int_eq(strv_push(&top, o->label), 0);
+        ck_assert_int_eq(strv_push(&top, "--json"), 0);
+        _cleanup_free_ char *want_top = lines(top);
+        _cleanup_free_ char *got_top = complete("-");
+        ck_assert_str_eq(got_top, want_top);
+
+        for (const cli_verb *v = cli_verbs; v->name; v++) {
+                if (!implemented(v)) continue;
+                /* its flags: the first word of each option label, --json and --help */
+                _cleanup_strv_free_ char **flags = NULL;
+                for (const cli_option_help *o = v->options; o->label; o++) {
+                        _cleanup_free_ char *flag = strndup(o->label, strcspn(o->label, " "));
+                        ck_assert_int_eq(strv_push(&flags, flag), 0);
+                }
+                ck_assert_int_eq(strv_push(&flags, "--json"), 0);
+                ck_assert_int_eq(strv_push(&flags, "--help"), 0);
+                _cleanup_free_ char *words = strdup_printf("%s --", v->name);
+                _cleanup_free_ char *want = lines(flags), *got = complete(words);
+                ck_assert_msg(streq(got, want), "taskferry %s --<TAB>: got\n%swant\n%s", v->name, got, want);
+
+                /* its bare words: a task id, job's actions, or nothing */
+                _cleanup_free_ char *bare = strdup_printf("%s ''", v->name);
+                _cleanup_free_ char *got_bare = complete(bare);
+                const char *want_bare = v->positional == CLI_POSITIONAL_TASK_ID ? "oc_fake1\n"
+                                      : v->positional == CLI_POSITIONAL_WORDS  ? "list\nrun\n"
+                                                                               : "";
+                ck_assert_msg(streq(got_bare, want_bare), "taskferry %s <TAB>: got\n%swant\n%s", v->name, got_bare,
+                              want_bare);
+
+                /* the value of a flag of fixed choices shown as <a|b|c> */
+                for (const cli_option_help *o = v->options; o->label; o++) {
+                        const char *lt = strchr(o->label, '<'), *gt = lt ? strchr(lt, '>') : NULL;
+                        if (!gt || !memchr(lt, '|', (size_t) (gt - lt))) continue;
+                        _cleanup_strv_free_ char **choices = NULL;
+                        _cleanup_free_ char *inner = strndup(lt + 1, (size_t) (gt - lt - 1));
+                        for (char *c = strtok(inner, "|"); c; c = strtok(NULL, "|"))
+                                ck_assert_int_eq(strv_push(&choices, c), 0);
+                        _cleanup_free_ char *flag = strndup(o->label, strcspn(o->label, " "));
+                        _cleanup_free_ char *line = strdup_printf("%s %s ''", v->name, flag);
+                        _cleanup_free_ char *want_c = lines(choices), *got_c = complete(line);
+                        ck_assert_msg(streq(got_c, want_c), "taskferry %s %s <TAB>: got\n%swant\n%s", v->name, flag,
+                                      got_c, want_c);
+                }
+        }
+        /* after `job run`: the job files */
+        _cleanup_free_ char *jobs = complete("job run ''");
+        ck_assert_str_eq(jobs, "demo\n");
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("cli-help");
         TCase *tc = tcase_create("help");
@@ -208,6 +338,11 @@ static Suite *suite(void) {
         tcase_add_test(tc, man_page_parser);
         tcase_add_test(tc, diff_is_in_the_table);
         suite_add_tcase(s, tc);
+        TCase *comp = tcase_create("completion");
+        tcase_add_unchecked_fixture(comp, completion_setup, completion_teardown);
+        tcase_set_timeout(comp, 120);
+        tcase_add_test(comp, completion_follows_the_table);
+        suite_add_tcase(s, comp);
         return s;
 }
 
