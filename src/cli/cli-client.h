@@ -1,10 +1,10 @@
 #pragma once
-/* CLI side of the daemon wire protocol — newline-framed JSON over the
- * daemon's AF_UNIX socket, requests matched to responses by id, event and
- * shutdown frames interleaved — checked as strictly as the original
- * taskferry's client checks it; and daemon auto-start. Blocking I/O: one CLI process, one connection. Envelopes,
- * frame classification and the health probe are protocol.h's, shared with
- * the daemon. */
+/* CLI side of the daemon wire protocol — newline-framed JSON over the daemon's
+ * AF_UNIX socket, requests matched to responses by id, event and shutdown
+ * frames interleaved — checked as strictly as the original taskferry's client
+ * checks it; and daemon auto-start. Blocking I/O: one CLI process, one
+ * connection. Envelopes, frame classification and the health probe are
+ * protocol.h's, shared with the daemon. */
 
 #include <stdbool.h>
 #include <stddef.h>
