@@ -1,5 +1,6 @@
-/* CLI argument grammar: spec protocol-cli.md §2.2 (grammar), §2.3 (flags,
- * cross-flag rules, retired names), §2.4 (durations), §2.10 (help). */
+/* CLI argument grammar: argv[0] and what follows it, the flags and their
+ * values, the cross-flag rules, retired names, durations, help objects —
+ * messages and help byte for byte as the original taskferry's. */
 #include <check.h>
 #include <math.h>
 #include <stdarg.h>
@@ -548,7 +549,7 @@ START_TEST(test_cross_flag_rules) {
 }
 END_TEST
 
-/* taskferry diff <id> [--stat] [-- <path>...] (issue 7 item 8) */
+/* taskferry diff <id> [--stat] [-- <path>...] */
 START_TEST(test_diff_grammar) {
         {
                 PARSE_OK("diff", "x");
