@@ -1,9 +1,9 @@
 #pragma once
-/* `taskferry advisor`'s context (spec lifecycle.md §8.3 "CLI context
- * sources", protocol-cli.md §2.6 advisor): the budget, the Claude Code
- * transcript tail, and the prompt the advisor gets. Pure logic and file
- * reads; the RPCs (task.tail, the --summarize-context dispatch, task.advisor)
- * are commands.c's. */
+/* `taskferry advisor`'s context, which the CLI attaches when it can: the
+ * caller's Claude Code transcript, else the calling task's own log. Here: the
+ * budget, the transcript tail, and the prompt the advisor gets. Pure logic and
+ * file reads; the RPCs (task.tail, the --summarize-context dispatch,
+ * task.advisor) are commands.c's. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -24,7 +24,7 @@ extern const char cli_advisor_instructions[];
  * text follows after "\n\n". */
 extern const char cli_advisor_condense_lead[];
 
-/* The budget (§8.3): env (TASKFERRY_ADVISOR_CONTEXT_CHARS, as JavaScript's
+/* The budget, in code points: env (TASKFERRY_ADVISOR_CONTEXT_CHARS, as JavaScript's
  * Number(), > 0 and finite), else config (advisorContextChars of the
  * config.json at config_path, a number > 0, NULL/unreadable: none), else
  * CLI_ADVISOR_CONTEXT_CHARS. Fractions are dropped (as slice() does). */
@@ -33,7 +33,7 @@ uint64_t cli_advisor_budget(const char *env_value, const char *config_path);
 /* <home>/.claude/projects/<cwd with every "/" replaced by "-">/<sid>.jsonl. malloc'd. */
 char *cli_advisor_transcript_path(const char *home, const char *cwd, const char *session_id);
 
-/* The transcript's text (§8.3 source 1): read the last
+/* The transcript's text (the first context source): read the last
  * min(size, max(4096, min(budget*8, 16 MiB))) bytes, drop the first line if
  * the read did not start at 0, strip a leading BOM, keep entries whose type
  * is "user" or "assistant" with message.content a string or an array of

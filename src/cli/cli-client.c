@@ -1,5 +1,4 @@
-/* CLI daemon client and auto-start: spec protocol-cli.md §1.10, §4.1;
- * DESIGN.md "Auto-start". */
+/* CLI daemon client and auto-start (cli-client.h). */
 #include "cli-client.h"
 
 #include <errno.h>
@@ -13,7 +12,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/close_range.h>
@@ -101,22 +99,8 @@ static int send_all(int fd, const char *data, size_t len) {
         return 0;
 }
 
-/* Read more bytes into the buffer. 0 = EOF, >0 bytes read, -errno. With
- * timeout_ms >= 0 waits at most that long (-ETIMEDOUT). */
-static ssize_t fill(cli_client *c, int timeout_ms) {
-        if (timeout_ms >= 0) {
-                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-                uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
-                for (;;) {
-                        uint64_t now = mono_ms();
-                        int left = now >= deadline ? 0 : (int) (deadline - now);
-                        int r = poll(&pfd, 1, left);
-                        if (r < 0 && errno == EINTR) continue;
-                        if (r < 0) return -errno;
-                        if (r == 0) return -ETIMEDOUT;
-                        break;
-                }
-        }
+/* Read more bytes into the buffer (blocking). 0 = EOF, >0 bytes read, -errno. */
+static ssize_t fill(cli_client *c) {
         for (;;) {
                 ssize_t n = line_buffer_read(&c->lines, c->fd, 65536);
                 if (n == -EINTR) continue;
@@ -126,10 +110,54 @@ static ssize_t fill(cli_client *c, int timeout_ms) {
 
 /* The next complete line (without '\n'), valid until the next call on c:
  * 1, 0 if none yet, -ENOBUFS if the unterminated remainder exceeds 1 MiB
- * (§1.5: a protocol failure). */
+ * (more than a frame may be: a protocol failure). */
 static int next_line(cli_client *c, const char **ret_line, size_t *ret_len) {
         int r = line_buffer_pop(&c->lines, ret_line, ret_len);
         return r == LINE_BUFFER_LINE ? 1 : r;
+}
+
+/* The next frame other than a shutdown notice (which only marks a restart),
+ * parsed and classified: 1 with *ret_msg (owned by the caller) and
+ * *ret_kind, never PROTO_FRAME_INVALID (that fails the connection).
+ * Without a complete line at hand it reads more, blocking; with poll_first
+ * it first waits at most timeout_ms (< 0: forever) for bytes, and returns 0
+ * when none came or a signal interrupted the wait. < 0 with err set, as
+ * cli_client_call fails. */
+static int next_frame(cli_client *c, bool poll_first, int timeout_ms, json_object **ret_msg, proto_frame_kind *ret_kind,
+                      cli_error *err) {
+        for (;;) {
+                size_t llen;
+                const char *l;
+                int k = next_line(c, &l, &llen);
+                if (k == -ENOBUFS)
+                        return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
+                if (k == 0) {
+                        if (poll_first) {
+                                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+                                int p = poll(&pfd, 1, timeout_ms);
+                                if (p < 0 && errno == EINTR) return 0;
+                                if (p < 0) return client_fail(c, err, -errno, "taskferry daemon connection failed");
+                                if (p == 0) return 0;
+                        }
+                        ssize_t n = fill(c);
+                        if (n == -ENOMEM) return -ENOMEM;
+                        if (n == -EAGAIN) continue;
+                        if (n <= 0) return closed_error(c, err);
+                        continue;
+                }
+                if (llen == 0) continue;
+                _cleanup_json_ json_object *msg = NULL;
+                if (json_parse_strict(l, llen, &msg) < 0) return client_fail(c, err, -EPROTO, INVALID_FRAME);
+                proto_frame_kind kind = proto_classify_frame(msg);
+                if (kind == PROTO_FRAME_INVALID) return client_fail(c, err, -EPROTO, INVALID_FRAME);
+                if (kind == PROTO_FRAME_SHUTDOWN) {
+                        c->restarting = streq_ptr(json_get_string(msg, "reason"), "restart");
+                        continue;
+                }
+                *ret_msg = TAKE_PTR(msg);
+                *ret_kind = kind;
+                return 1;
+        }
 }
 
 int cli_client_call(cli_client *c, const char *method, json_object *params,
@@ -147,7 +175,8 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
         size_t len;
         const char *line = json_to_line(req, &len);
         /* The daemon drops a connection whose request exceeds MAX_BUFFER_BYTES
-         * (spec §1.5); say why here instead of failing on its id-null reply. */
+         * without an answer it can match; say why here instead of failing on
+         * its id-null reply. */
         if (len + 1 > CLI_CLIENT_MAX_BUFFER_BYTES) {
                 cli_error_fail(err, NULL,
                                "the %s request is %zu bytes, over the daemon's 1 MiB request limit (1048576 bytes)\n"
@@ -163,28 +192,16 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
         if (send_all(c->fd, frame, len + 1) < 0) return closed_error(c, err);
 
         for (;;) {
-                size_t llen;
-                const char *l;
-                int k = next_line(c, &l, &llen);
-                if (k == -ENOBUFS)
-                        return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
-                if (k == 0) {
-                        ssize_t n = fill(c, -1);
-                        if (n == -ENOMEM) return -ENOMEM;
-                        if (n <= 0) return closed_error(c, err);
-                        continue;
-                }
-                if (llen == 0) continue;
                 _cleanup_json_ json_object *msg = NULL;
-                if (json_parse_strict(l, llen, &msg) < 0) return client_fail(c, err, -EPROTO, INVALID_FRAME);
-                switch (proto_classify_frame(msg)) {
+                proto_frame_kind kind;
+                int k = next_frame(c, false, -1, &msg, &kind, err);
+                if (k < 0) return k;
+                switch (kind) {
                 case PROTO_FRAME_INVALID:
-                        return client_fail(c, err, -EPROTO, INVALID_FRAME);
                 case PROTO_FRAME_SHUTDOWN:
-                        c->restarting = streq_ptr(json_get_string(msg, "reason"), "restart");
-                        continue;
+                        continue; /* next_frame returns neither */
                 case PROTO_FRAME_EVENT:
-                        /* §1.1: events may precede the response that caused them */
+                        /* events may come before the response to the request that caused them */
                         if (!c->events && !(c->events = json_object_new_array())) return -ENOMEM;
                         if (json_object_array_length(c->events) >= CLI_CLIENT_MAX_QUEUED_EVENTS)
                                 return client_fail(c, err, -EPROTO, "taskferry daemon sent more than 1000 unread events");
@@ -223,38 +240,13 @@ int cli_client_next_event(cli_client *c, int timeout_ms, json_object **ret_frame
                 return -ECONNRESET;
         }
         for (;;) {
-                size_t llen;
-                const char *l;
-                int k = next_line(c, &l, &llen);
-                if (k == -ENOBUFS)
-                        return client_fail(c, err, -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
-                if (k == 0) {
-                        struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-                        int p = poll(&pfd, 1, timeout_ms);
-                        if (p < 0 && errno == EINTR) return 0;
-                        if (p < 0) return client_fail(c, err, -errno, "taskferry daemon connection failed");
-                        if (p == 0) return 0;
-                        ssize_t n = fill(c, -1);
-                        if (n == -ENOMEM) return -ENOMEM;
-                        if (n == -EAGAIN) continue;
-                        if (n <= 0) return closed_error(c, err);
-                        continue;
-                }
-                if (llen == 0) continue;
                 _cleanup_json_ json_object *msg = NULL;
-                if (json_parse_strict(l, llen, &msg) < 0) return client_fail(c, err, -EPROTO, INVALID_FRAME);
-                switch (proto_classify_frame(msg)) {
-                case PROTO_FRAME_INVALID:
-                        return client_fail(c, err, -EPROTO, INVALID_FRAME);
-                case PROTO_FRAME_SHUTDOWN:
-                        c->restarting = streq_ptr(json_get_string(msg, "reason"), "restart");
-                        continue;
-                case PROTO_FRAME_EVENT:
-                        *ret_frame = TAKE_PTR(msg);
-                        return 1;
-                default:
-                        continue; /* a response nobody waits for */
-                }
+                proto_frame_kind kind;
+                int k = next_frame(c, true, timeout_ms, &msg, &kind, err);
+                if (k <= 0) return k;
+                if (kind != PROTO_FRAME_EVENT) continue; /* a response nobody waits for */
+                *ret_frame = TAKE_PTR(msg);
+                return 1;
         }
 }
 
@@ -373,23 +365,19 @@ static int spawn_daemon(const char *daemon, char **envp, int log_fd) {
                 return r;
         }
         if (r == 0) {
-                /* child: new session, then the daemon as a grandchild.
+                /* child: new session, then the daemon as a grandchild, its
+                 * stdin and stdout /dev/null and its stderr the boot log.
                  * Inherited descriptors we did not open must not reach the
-                 * daemon: all but the error pipe and stdio sources close. */
-                int keep[] = {pfd[1], null_fd, log_fd};
-                r = safe_fork_full("taskferryd", NULL, keep, ELEMENTSOF(keep), FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS, NULL);
+                 * daemon: all but the error pipe close. */
+                const int stdio[3] = {null_fd, null_fd, log_fd >= 0 ? log_fd : null_fd};
+                r = safe_fork_full("taskferryd", stdio, &pfd[1], 1,
+                                   FORK_RESET_SIGNALS | FORK_REARRANGE_STDIO | FORK_CLOSE_ALL_FDS, NULL);
                 if (r < 0) {
                         int e = -r;
                         (void) !write(pfd[1], &e, sizeof e);
                         _exit(1);
                 }
                 if (r > 0) _exit(0);
-                if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 ||
-                    dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO) < 0) {
-                        int e = errno;
-                        (void) !write(pfd[1], &e, sizeof e);
-                        _exit(1);
-                }
                 if (chdir("/") < 0) {}
                 char *argv[] = { (char *) daemon, NULL };
                 execve(daemon, argv, envp);
@@ -399,19 +387,19 @@ static int spawn_daemon(const char *daemon, char **envp, int log_fd) {
         }
         close(pfd[1]);
         close(null_fd);
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        /* the intermediate child exits at once: 0 once it forked the daemon */
+        int status = wait_for_terminate_and_check("taskferry-autostart", pid, 0);
         int e = 0;
         ssize_t n;
         do n = read(pfd[0], &e, sizeof e);
         while (n < 0 && errno == EINTR);
         close(pfd[0]);
         if (n == (ssize_t) sizeof e) return -e;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -ECHILD;
+        if (status != 0) return -ECHILD;
         return 0;
 }
 
-/* The "did not become ready" error of §4.1 step 2. */
+/* The error of an auto-start whose daemon did not answer in time. */
 static int not_ready_error(cli_error *err, const tf_paths *p, int last, const char *extra) {
         _cleanup_free_ char *conn = connect_error_text(last, p->socket_path);
         _cleanup_free_ char *boot_err_path = strdup_printf("%s/daemon-boot.err", p->runtime_dir);

@@ -1,9 +1,10 @@
 #pragma once
-/* CLI side of the daemon wire protocol (spec protocol-cli.md §1.1, §1.2,
- * §1.10 reference client) and daemon auto-start (§4.1, DESIGN.md
- * "Auto-start"). Blocking I/O: one CLI process, one connection. Envelopes,
- * frame classification and the health probe are protocol.h's, shared with
- * the daemon. */
+/* CLI side of the daemon wire protocol — newline-framed JSON over the daemon's
+ * AF_UNIX socket, requests matched to responses by id, event and shutdown
+ * frames interleaved — checked as strictly as the original taskferry's client
+ * checks it; and daemon auto-start. Blocking I/O: one CLI process, one
+ * connection. Envelopes, frame classification and the health probe are
+ * protocol.h's, shared with the daemon. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,13 +16,13 @@
 #include "paths.h"
 #include "protocol.h"
 
-#define CLI_CLIENT_MAX_BUFFER_BYTES PROTOCOL_MAX_BUFFER_BYTES /* §1.5: unterminated remainder limit */
+#define CLI_CLIENT_MAX_BUFFER_BYTES PROTOCOL_MAX_BUFFER_BYTES /* an unterminated remainder over this fails */
 #define CLI_AUTOSTART_TIMEOUT_MS 5000
 #define CLI_AUTOSTART_RETRY_MS 25
 
 typedef struct cli_client {
         int fd;          /* connected AF_UNIX stream socket, -1 when closed */
-        LineBuffer lines; /* received bytes not yet split into lines (§1.5 limit) */
+        LineBuffer lines; /* received bytes not yet split into lines (at most CLI_CLIENT_MAX_BUFFER_BYTES) */
         bool restarting; /* a {"type":"shutdown","reason":"restart"} frame arrived */
         bool failed;     /* protocol failure or close: further calls fail */
         json_object *events; /* event frames read while waiting for a response (≤ CLI_CLIENT_MAX_QUEUED_EVENTS) */
@@ -30,7 +31,7 @@ typedef struct cli_client {
         uint64_t opened_ms; /* wall clock ms of cli_client_open's connect */
 } cli_client;
 
-#define CLI_CLIENT_MAX_QUEUED_EVENTS 1000 /* §1.5: over this, a protocol failure */
+#define CLI_CLIENT_MAX_QUEUED_EVENTS 1000 /* unread events; over this, a protocol failure */
 
 #define CLI_CLIENT_INIT { .fd = -1, .lines = LINE_BUFFER_INIT(CLI_CLIENT_MAX_BUFFER_BYTES, 0) }
 

@@ -1,6 +1,6 @@
 #pragma once
 /* `taskferry diff`: a streaming filter over a task's pending patch (the
- * `git diff-tree -p --binary` output of lifecycle.md §4.4 extraction) that
+ * `git diff-tree -p --binary` output the daemon extracts when a task settles) that
  * limits it to some paths and, for a terminal, colours it as git does.
  *
  * Input is fed in chunks of any size; nothing but the current file's

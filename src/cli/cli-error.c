@@ -1,4 +1,4 @@
-/* CLI error values, spec protocol-cli.md §2.11 (errorValue). */
+/* CLI error values (cli-error.h). */
 #include "cli-error.h"
 
 #include <errno.h>

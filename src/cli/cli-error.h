@@ -1,5 +1,5 @@
 #pragma once
-/* CLI error values (spec protocol-cli.md §2.1, §2.11): every CLI failure is
+/* CLI error values: every CLI failure is
  * printed on stdout as {error, help}; usage errors exit 2, all others 1. */
 
 #include <stdarg.h>
@@ -12,9 +12,9 @@
 #define CLI_EXIT_USAGE 2
 
 typedef struct cli_error {
-        char *text;    /* error text; may carry "error:"/"help:" lines (§2.11) */
+        char *text;    /* error text; may carry "error:"/"help:" lines (cli_error_value) */
         char *help;    /* explicit help (a UsageError's own help) or NULL */
-        char *code;    /* daemon error code (§1.4) for RPC errors, else NULL */
+        char *code;    /* the daemon's error code (UNKNOWN_TASK, ...) for RPC errors, else NULL */
         int exit_code; /* CLI_EXIT_USAGE or CLI_EXIT_FAILURE; 0 = no error set */
 } cli_error;
 
@@ -29,10 +29,10 @@ int cli_error_usage(cli_error *e, const char *help, const char *fmt, ...) _print
  * lines) and an optional daemon code. Always returns -EIO. */
 int cli_error_fail(cli_error *e, const char *code, const char *fmt, ...) _printf_(3, 4);
 
-/* The printed error object {error, help} of §2.11 (errorValue): error = the
- * first line starting "error:" (prefix stripped, trimmed) with all lines
- * that start with neither "error:" nor "help:" appended after "\n"; without
- * such a line the first line (or "taskferry request failed" if empty), no
- * folding. help = e->help, else the first non-empty "help:" line, else
+/* The printed error object {error, help}, as the original's errorValue builds
+ * it: error = the first line starting "error:" (prefix stripped, trimmed) with
+ * all lines that start with neither "error:" nor "help:" appended after "\n";
+ * without such a line the first line (or "taskferry request failed" if empty),
+ * no folding. help = e->help, else the first non-empty "help:" line, else
  * "Retry the command or run `taskferry --help`". NULL on ENOMEM. */
 json_object *cli_error_value(const cli_error *e);

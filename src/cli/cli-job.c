@@ -148,7 +148,7 @@ static int job_run(cli_context *ctx, const char *name, json_object **ret_value, 
         const char *prompt = prompt_buf ? prompt_buf : j.prompt;
         if (!prompt_buf) prompt_len = strlen(prompt);
 
-        /* the directory as `dispatch --directory` sends it (§2.5: realpath) */
+        /* the directory as `dispatch --directory` sends it: its realpath, which must be a directory */
         _cleanup_free_ char *real = realpath(j.directory, NULL);
         if (!real)
                 return cli_error_fail(err, NULL, "error: %s: directory %s %s%s\nhelp: %s", file, j.directory,

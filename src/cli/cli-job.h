@@ -12,7 +12,7 @@
 #include "job-file.h"
 
 /* <dir of paths->config_file>/jobs, i.e. ${XDG_CONFIG_HOME:-~/.config}/taskferry/jobs
- * (protocol-cli.md §3.1). malloc'd; NULL on ENOMEM. */
+ * (the config file's directory). malloc'd; NULL on ENOMEM. */
 char *cli_jobs_dir(const tf_paths *paths);
 
 /* Read <jobs_dir>/<name>.toml and parse it (job-file.h), with home for
@@ -43,5 +43,6 @@ int cli_job_read_prompt_file(const job_spec *j, const char *job_file, char **ret
  * ("not installed" if its LoadState is not loaded; "(no user manager)"
  * without one), nextRun its NextElapseUSecRealtime (ISO-8601 or null), and
  * lastTask/lastStatus the newest task of task.list (all workspaces) whose
- * `job` is the name, or null. Same contract as cli_run_command. */
+ * `job` is the name, or null. The `run` of job's row in cli-verbs.c
+ * (cli_verb_run_fn). */
 int cli_run_job(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);

@@ -1,5 +1,4 @@
-/* Lean projections: spec protocol-cli.md §2.7 (leanStatus, leanResult,
- * projectList) and §2.8 (workspace view). */
+/* What the CLI prints of the daemon's results (cli-project.h). */
 #include "cli-project.h"
 
 #include <inttypes.h>
@@ -98,7 +97,7 @@ json_object *cli_lean_status(json_object *detail, bool full) {
         for (size_t i = 0; i < ELEMENTSOF(queue_keys); i++)
                 if (get(detail, queue_keys[i]) && copy_key(lean, detail, queue_keys[i]) < 0) return NULL;
         /* a live task's "pending" only means it has an overlay: nothing is extracted
-         * yet, nothing can be accepted (issue 7 item 8) */
+         * yet, nothing can be accepted */
         if (streq_ptr(json_get_string(detail, "changesetStatus"), "pending") &&
             (active ? json_add_string(lean, "changeset", CLI_CHANGESET_NOT_EXTRACTED)
                     : json_add_string(lean, "changesetStatus", "pending")) < 0)

@@ -1,9 +1,10 @@
 #pragma once
-/* Lean projections the CLI prints instead of raw daemon results (spec
- * protocol-cli.md §2.7, §2.8). Every function takes the daemon result
- * (borrowed, not modified) and returns a NEW object with keys in the exact
- * spec order; NULL on ENOMEM. A key the JavaScript original would set to
- * `undefined` is emitted as JSON null (TOON prints undefined fields as null). */
+/* Lean projections the CLI prints instead of raw daemon results, as the
+ * original taskferry prints them. Every function takes the daemon result
+ * (borrowed, not modified) and returns a NEW object with keys in the original's
+ * order (TOON prints them as inserted); NULL on ENOMEM. A key the JavaScript
+ * original would set to `undefined` is emitted as JSON null (TOON prints
+ * undefined fields as null). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,7 +13,7 @@
 #define CLI_DEFAULT_LIST_LIMIT 30
 
 /* The human-facing changeset column of list, the workspace view and status
- * (issue 7 item 8; an addition to the spec's projections): the record's
+ * (taskferry's addition to the original's projections): the record's
  * changesetStatus, except "none" for a task without one and
  * CLI_CHANGESET_NOT_EXTRACTED for a queued/running task whose overlay exists
  * ("pending" on the wire) but whose patch is only extracted at settlement.
@@ -41,13 +42,13 @@ json_object *cli_lean_result(json_object *detail, bool full, bool raw);
  * rows shipped, else the --limit hint when rows were cut. */
 json_object *cli_project_list(json_object *value, int64_t limit);
 
-/* Workspace view for `taskferry` without arguments (§2.8):
+/* Workspace view for `taskferry` without arguments:
  * {workspace, bin, description, counts, tasks (≤30 rows or the none-found
  * string), next[]}; next also names `taskferry diff` when a row's changeset
  * is pending. bin is shown with a $HOME prefix as "~". */
 json_object *cli_home_view(json_object *value, const char *workspace, const char *bin, const char *home);
 
-/* Error text for an accept answered with applied:false (§2.6):
+/* Error text for an accept answered with applied:false (exit 1):
  * "error: changeset for task <id> failed to apply\n  reason: <l1>\n  <l2>...\n
  *  help: the task is still pending -- ...". reason NULL/empty → "the target
  * directory rejected the patch"; reason is trimmed. malloc'd, NULL on ENOMEM. */

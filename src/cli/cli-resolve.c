@@ -1,4 +1,4 @@
-/* Client-side resolution: spec protocol-cli.md §2.5, §1.9, §2.6. */
+/* What the CLI resolves before it connects (cli-resolve.h). */
 #include "cli-resolve.h"
 
 #include <ctype.h>

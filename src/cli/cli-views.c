@@ -1,5 +1,6 @@
-/* taskferry context, doctor [--full|--stats] and init (spec protocol-cli.md
- * §2.6, §2.7, §2.10; lifecycle.md §8.4). */
+/* taskferry context, doctor [--full|--stats] and init (cli-views.h). */
+#include "cli-views.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,7 +10,6 @@
 #include <unistd.h>
 
 #include "cli-project.h"
-#include "commands.h"
 #include "json-util.h"
 #include "task-stats.h"
 #include "toon.h"
@@ -41,12 +41,7 @@ json_object *cli_project_context(json_object *raw) {
 int cli_run_context(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         const char *format = cli_args_string(ctx->args, "format");
         if (!format) format = "toon";
-        _cleanup_free_ char *directory = NULL;
-        int r = cli_workspace_directory(ctx->args, &directory, err);
-        if (r < 0) return r;
-        _cleanup_json_ json_object *params = json_object_new_object();
-        if (!params || json_add_string(params, "directory", directory) < 0) return -ENOMEM;
-        r = cli_call(ctx, "task.context", params, ret_raw, err);
+        int r = cli_call_workspace(ctx, "task.context", NULL, ret_raw, err);
         if (r < 0) return r;
         _cleanup_json_ json_object *proj = cli_project_context(*ret_raw);
         if (!proj) return -ENOMEM;

@@ -1,4 +1,4 @@
-/* taskferry commands: spec protocol-cli.md §2.5, §2.6, §2.7, §2.8. */
+/* The commands that talk to the daemon, and the connection they share (commands.h). */
 #include "commands.h"
 
 #include <errno.h>
@@ -9,11 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli-diff.h"
-#include "cli-job.h"
 #include "cli-pager.h"
 #include "cli-advisor.h"
 #include "cli-project.h"
@@ -22,18 +20,8 @@
 #include "json-util.h"
 #include "taskferry-config.h"
 #include "util.h"
-#include "watch.h"
 
 extern char **environ;
-
-const char *const cli_implemented_commands[] = {
-        "home", "version", "dispatch", "cancel", "accept", "reject", "status", "wait",
-        "result", "list", "tail", "output", "diff", "watch", "advisor", "summary", "context", "doctor", "init", "job", NULL
-};
-
-bool cli_command_implemented(const char *command) {
-        return strv_contains((char **) cli_implemented_commands, command);
-}
 
 void cli_context_done(cli_context *ctx) {
         cli_client_close(&ctx->client);
@@ -51,11 +39,32 @@ static int ensure_connected(cli_context *ctx, cli_error *err) {
 }
 
 int cli_call(cli_context *ctx, const char *method, json_object *params, json_object **ret, cli_error *err) {
+        const cli_verb *v = ctx->args->verb;
+        if (!(v->flags & CLI_VERB_DAEMON)) {
+                cli_error_fail(err, NULL, "internal error: taskferry %s is not a command that talks to the daemon", v->name);
+                return -EPERM;
+        }
         int r = ensure_connected(ctx, err);
         if (r < 0) return r;
         return cli_client_call(&ctx->client, method, params, ret, err);
 }
 #define call cli_call
+
+/* What TOON prints is the daemon's result itself: r, and on success
+ * *ret_value a second reference to *ret_raw. */
+static int print_as_is(int r, json_object **ret_value, json_object **ret_raw) {
+        if (r < 0) return r;
+        *ret_value = json_object_get(*ret_raw);
+        return 0;
+}
+
+/* *ret_value = value, the projection of raw: -ENOMEM when there was a
+ * result but its projection could not be made. */
+static int projected(json_object *raw, json_object *value, json_object **ret_value) {
+        if (raw && !value) return -ENOMEM;
+        *ret_value = value;
+        return 0;
+}
 
 static json_object *task_params(const cli_context *ctx) {
         json_object *p = json_object_new_object();
@@ -92,7 +101,7 @@ static char *current_dir(void) {
         return getcwd(NULL, 0);
 }
 
-/* --directory or `fallback`, then realpath + is-dir (§2.5). */
+/* --directory or `fallback`, then realpath, which must be a directory. */
 static int directory_param(const cli_args *a, const char *fallback, char **ret, cli_error *err) {
         const char *d = cli_args_string(a, "directory");
         return cli_normalize_directory(d ? d : fallback, ret, err);
@@ -110,7 +119,7 @@ int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err) {
         return cli_normalize_directory(root, ret, err);
 }
 
-/* task.wait's default timeoutMs (§2.6): TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS,
+/* task.wait's default timeoutMs: TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS,
  * else config.json's waitDefaultTimeoutMs, else 900000; none when the env
  * says "0". A malformed config.json is the error. */
 static int add_default_wait_timeout(json_object *params, cli_error *err) {
@@ -193,20 +202,21 @@ static int command_input_read(cli_context *ctx, const char *command, command_inp
         return 0;
 }
 
-static int run_dispatch(cli_context *ctx, json_object **ret, cli_error *err) {
+int cli_run_dispatch(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_(command_input_done) command_input in = {0};
         int r = command_input_read(ctx, "dispatch", &in, err);
         if (r < 0) return r;
-        return cli_dispatch(ctx, ctx->args->options, in.directory, in.prompt, in.prompt_len, NULL, ret, err);
+        r = cli_dispatch(ctx, ctx->args->options, in.directory, in.prompt, in.prompt_len, NULL, ret_raw, err);
+        return print_as_is(r, ret_value, ret_raw);
 }
 
-static int run_cancel(cli_context *ctx, json_object **ret, cli_error *err) {
+int cli_run_cancel(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params || pass_option(params, ctx->args, "graceMs") < 0) return -ENOMEM;
-        return call(ctx, "task.cancel", params, ret, err);
+        return print_as_is(call(ctx, "task.cancel", params, ret_raw, err), ret_value, ret_raw);
 }
 
-static int run_accept(cli_context *ctx, json_object **ret_raw, cli_error *err) {
+int cli_run_accept(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params) return -ENOMEM;
         if (cli_args_bool(ctx->args, "force") && json_add_bool(params, "force", true) < 0) return -ENOMEM;
@@ -230,29 +240,35 @@ static int run_accept(cli_context *ctx, json_object **ret_raw, cli_error *err) {
                 if (!check || streq(check, "none"))
                         fprintf(stderr, "warning: changeset applied, but this repo declares no check command in .taskferry.toml -- nothing was verified before landing\n");
         }
-        return 0;
+        return print_as_is(0, ret_value, ret_raw);
 }
 
-static int run_reject(cli_context *ctx, json_object **ret, cli_error *err) {
+int cli_run_reject(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params) return -ENOMEM;
-        int r = call(ctx, "task.reject", params, ret, err);
+        int r = call(ctx, "task.reject", params, ret_raw, err);
         if (r < 0) return r;
-        if (json_get_bool(*ret, "cleanupFailed", false)) {
-                const char *task_id = json_get_string(*ret, "taskId");
+        if (json_get_bool(*ret_raw, "cleanupFailed", false)) {
+                const char *task_id = json_get_string(*ret_raw, "taskId");
                 fprintf(stderr, "warning: changeset rejected, but overlay cleanup failed -- %s's overlay dir remains on disk (a daemon restart will sweep it)\n",
                         task_id ? task_id : ctx->args->task_id);
         }
-        return 0;
+        return print_as_is(0, ret_value, ret_raw);
 }
 
-static int run_status(cli_context *ctx, json_object **ret, cli_error *err) {
+/* status and wait print the lean status (the whole record with --full). */
+static int lean_status(int r, const cli_args *a, json_object **ret_value, json_object **ret_raw) {
+        if (r < 0) return r;
+        return projected(*ret_raw, cli_lean_status(*ret_raw, cli_args_bool(a, "full")), ret_value);
+}
+
+int cli_run_status(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params) return -ENOMEM;
-        return call(ctx, "task.status", params, ret, err);
+        return lean_status(call(ctx, "task.status", params, ret_raw, err), ctx->args, ret_value, ret_raw);
 }
 
-static int run_wait(cli_context *ctx, json_object **ret, cli_error *err) {
+int cli_run_wait(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         const cli_args *a = ctx->args;
         if (cli_args_bool(a, "summarize"))
                 return cli_error_usage(err, "Run `taskferry wait <id>` without --summarize",
@@ -267,10 +283,10 @@ static int run_wait(cli_context *ctx, json_object **ret, cli_error *err) {
                 if (r < 0) return r;
         }
         if (pass_option(params, a, "tailChars") < 0) return -ENOMEM;
-        return call(ctx, "task.wait", params, ret, err);
+        return lean_status(call(ctx, "task.wait", params, ret_raw, err), a, ret_value, ret_raw);
 }
 
-static int run_result_cmd(cli_context *ctx, json_object **ret, cli_error *err) {
+int cli_run_result(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         const cli_args *a = ctx->args;
         bool diff = cli_args_bool(a, "diff");
         bool full = cli_args_bool(a, "full");
@@ -287,7 +303,7 @@ static int run_result_cmd(cli_context *ctx, json_object **ret, cli_error *err) {
                 fields = json_get_array(params, "fields");
         }
         if (full && !diff && json_add_bool(params, "full", true) < 0) return -ENOMEM;
-        int r = call(ctx, "task.result", params, ret, err);
+        int r = call(ctx, "task.result", params, ret_raw, err);
         if (r == -EBADMSG && streq_ptr(err->code, "RESPONSE_TOO_LARGE")) {
                 bool diff_requested = !fields;
                 for (size_t i = 0; fields && i < json_object_array_length(fields); i++)
@@ -306,28 +322,44 @@ static int run_result_cmd(cli_context *ctx, json_object **ret, cli_error *err) {
                                       "help: fetch a narrower set of fields instead (e.g. \"taskferry result %s --fields message,tokens\")",
                                       id, id);
         }
+        if (r < 0) return r;
+        /* the lean result; what --full, --fields or --diff asked for as it is */
+        return projected(*ret_raw, cli_lean_result(*ret_raw, full, cli_args_has(a, "fields") || diff), ret_value);
+}
+
+int cli_call_workspace(cli_context *ctx, const char *method, char **ret_directory, json_object **ret, cli_error *err) {
+        _cleanup_free_ char *directory = NULL;
+        int r = cli_workspace_directory(ctx->args, &directory, err);
+        if (r < 0) return r;
+        _cleanup_json_ json_object *params = json_object_new_object();
+        if (!params || json_add_string(params, "directory", directory) < 0) return -ENOMEM;
+        r = call(ctx, method, params, ret, err);
+        if (r >= 0 && ret_directory) *ret_directory = TAKE_PTR(directory);
         return r;
 }
 
-static int run_list(cli_context *ctx, json_object **ret, cli_error *err) {
-        _cleanup_json_ json_object *params = json_object_new_object();
-        if (!params) return -ENOMEM;
-        if (!cli_args_bool(ctx->args, "all")) {
-                _cleanup_free_ char *directory = NULL;
-                int r = cli_workspace_directory(ctx->args, &directory, err);
-                if (r < 0) return r;
-                if (json_add_string(params, "directory", directory) < 0) return -ENOMEM;
-        }
-        return call(ctx, "task.list", params, ret, err);
+int cli_run_list(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
+        int r;
+        if (cli_args_bool(ctx->args, "all")) {
+                /* every workspace: no directory */
+                _cleanup_json_ json_object *params = json_object_new_object();
+                if (!params) return -ENOMEM;
+                r = call(ctx, "task.list", params, ret_raw, err);
+        } else
+                r = cli_call_workspace(ctx, "task.list", NULL, ret_raw, err);
+        if (r < 0) return r;
+        int64_t limit = CLI_DEFAULT_LIST_LIMIT;
+        (void) cli_args_int(ctx->args, "limit", &limit);
+        return projected(*ret_raw, cli_project_list(*ret_raw, limit), ret_value);
 }
 
-static int run_tail(cli_context *ctx, json_object **ret, cli_error *err) {
+int cli_run_tail(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params || pass_option(params, ctx->args, "chars") < 0) return -ENOMEM;
-        return call(ctx, "task.tail", params, ret, err);
+        return print_as_is(call(ctx, "task.tail", params, ret_raw, err), ret_value, ret_raw);
 }
 
-/* ---- advisor (spec lifecycle.md §8.3, protocol-cli.md §2.6) ---- */
+/* ---- advisor: a stronger model's second opinion, with the caller's context ---- */
 
 /* The auto-attached context: the Claude Code transcript when
  * $CLAUDE_CODE_SESSION_ID is set, else the calling task's task.tail when
@@ -400,7 +432,7 @@ static char *advisor_condense(cli_context *ctx, const char *text, const char *di
         return strdup(msg);
 }
 
-static int run_advisor(cli_context *ctx, json_object **ret, cli_error *err) {
+int cli_run_advisor(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         const cli_args *a = ctx->args;
         _cleanup_(command_input_done) command_input in = {0};
         int r = command_input_read(ctx, "advisor", &in, err);
@@ -438,15 +470,15 @@ static int run_advisor(cli_context *ctx, json_object **ret, cli_error *err) {
                                                   "parentTaskId", NULL};
         for (size_t i = 0; passthrough[i]; i++)
                 if (pass_option(params, a, passthrough[i]) < 0) return -ENOMEM;
-        return call(ctx, "task.advisor", params, ret, err);
+        return print_as_is(call(ctx, "task.advisor", params, ret_raw, err), ret_value, ret_raw);
 }
 
-static int run_output(cli_context *ctx, json_object **ret, cli_error *err) {
+int cli_run_output(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params || pass_option(params, ctx->args, "path") < 0 ||
             pass_option(params, ctx->args, "maxOutputFileBytes") < 0)
                 return -ENOMEM;
-        return call(ctx, "task.output", params, ret, err);
+        return print_as_is(call(ctx, "task.output", params, ret_raw, err), ret_value, ret_raw);
 }
 
 /* ---- diff ---- */
@@ -492,40 +524,19 @@ static char **git_stat_env(void) {
 }
 
 /* `git apply --stat` reading from a pipe, writing to out_fd. */
-static int start_git_stat(int out_fd, pid_t *ret_pid, int *ret_fd) {
+static int start_git_stat(int out_fd, cli_pager *ret) {
         _cleanup_strv_free_ char **env = git_stat_env();
         if (!env) return -ENOMEM;
         _cleanup_free_ char *git = NULL;
         int r = find_executable("git", getenv("PATH"), &git);
         if (r < 0) return r;
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0) return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = errno;
-                close(fds[0]);
-                close(fds[1]);
-                return -e;
-        }
-        if (pid == 0) {
-                if (dup2(fds[0], STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 || chdir("/") < 0) _exit(127);
-                signal(SIGPIPE, SIG_DFL);
-                char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.quotePath=true", (char *) "apply",
-                                (char *) "--stat", NULL};
-                execve(git, argv, env);
-                _exit(127);
-        }
-        close(fds[0]);
-        *ret_pid = pid;
-        *ret_fd = fds[1];
-        return 0;
-}
-
-static int wait_child(pid_t pid) {
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR) return -errno;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        r = cli_pager_fork("git apply --stat", out_fd, ret);
+        if (r != 0) return r < 0 ? r : 0;
+        if (chdir("/") < 0) _exit(127);
+        char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.quotePath=true", (char *) "apply",
+                        (char *) "--stat", NULL};
+        execve(git, argv, env);
+        _exit(127);
 }
 
 /* Stream the patch from fd through the filter into out. */
@@ -545,7 +556,10 @@ static int pump_patch(int fd, char *const *paths, bool color, FILE *out) {
         return cli_diff_filter_finish(f);
 }
 
-static int run_diff(cli_context *ctx, cli_error *err) {
+int cli_run_diff(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
+        /* the patch is the output, written here: no value to print */
+        (void) ret_value;
+        (void) ret_raw;
         const cli_args *a = ctx->args;
         const char *id = a->task_id;
         _cleanup_json_ json_object *params = task_params(ctx);
@@ -599,16 +613,15 @@ static int run_diff(cli_context *ctx, cli_error *err) {
                 /* no pager (fork failed): write to the terminal directly */
         }
 
-        pid_t git_pid = 0;
-        int git_fd = -1;
+        cli_pager git = CLI_PAGER_INIT;
         if (cli_args_bool(a, "stat")) {
-                r = start_git_stat(out_fd, &git_pid, &git_fd);
+                r = start_git_stat(out_fd, &git);
                 if (r < 0) {
                         (void) cli_pager_finish(&pager);
                         return cli_error_fail(err, NULL, "error: cannot run git apply --stat: %s\nhelp: install git, or run taskferry diff %s without --stat",
                                               strerror(-r), id);
                 }
-                out_fd = git_fd;
+                out_fd = git.fd;
         }
         int dup_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 3);
         FILE *out = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL;
@@ -619,8 +632,7 @@ static int run_diff(cli_context *ctx, cli_error *err) {
                 r = pump_patch(fd, paths, color, out);
                 if (fclose(out) != 0 && r >= 0) r = -errno;
         }
-        if (git_fd >= 0) git_fd = safe_close(git_fd);
-        int git_status = git_pid > 0 ? wait_child(git_pid) : 0;
+        int git_status = cli_pager_finish(&git);
         (void) cli_pager_finish(&pager);
         ctx->output_done = true;
         if (r == -EPIPE) return 0;
@@ -638,9 +650,9 @@ static int run_diff(cli_context *ctx, cli_error *err) {
         return 0;
 }
 
-/* summary (§2.6): [--wait first], then task.summary {taskId[,maxWords][,mode
+/* summary: [--wait first], then task.summary {taskId[,maxWords][,mode
  * only if activity][,env only if not activity]}; activity → {mode:"activity", ...}. */
-static int run_summary(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
+int cli_run_summary(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         const cli_args *a = ctx->args;
         const char *mode = cli_args_string(a, "mode");
         bool activity = streq_ptr(mode, "activity");
@@ -700,13 +712,9 @@ static char *bin_path(const char *argv0) {
         return strdup_printf("%s/%s", cwd, rel);
 }
 
-static int run_home(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
+int cli_run_home(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_free_ char *directory = NULL;
-        int r = cli_workspace_directory(ctx->args, &directory, err);
-        if (r < 0) return r;
-        _cleanup_json_ json_object *params = json_object_new_object();
-        if (!params || json_add_string(params, "directory", directory) < 0) return -ENOMEM;
-        r = call(ctx, "task.list", params, ret_raw, err);
+        int r = cli_call_workspace(ctx, "task.list", &directory, ret_raw, err);
         if (r < 0) return r;
         _cleanup_free_ char *bin = bin_path(ctx->argv0);
         if (!bin) return -ENOMEM;
@@ -714,74 +722,16 @@ static int run_home(cli_context *ctx, json_object **ret_value, json_object **ret
         return *ret_value ? 0 : -ENOMEM;
 }
 
-int cli_run_command(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
-        const cli_args *a = ctx->args;
-        const char *cmd = a->command;
-        json_object *raw = NULL, *value = NULL;
-        int r;
-
-        if (streq(cmd, "version")) {
-                value = json_object_new_object();
-                if (!value || json_add_string(value, "name", "taskferry") < 0 ||
-                    json_add_string(value, "version", TASKFERRY_VERSION) < 0 ||
-                    json_add_int(value, "protocolVersion", 1) < 0) {
-                        json_object_put(value);
-                        return -ENOMEM;
-                }
-                *ret_value = value;
-                *ret_raw = json_object_get(value);
-                return 0;
+int cli_run_version(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
+        (void) ctx;
+        (void) err;
+        json_object *value = json_object_new_object();
+        if (!value || json_add_string(value, "name", "taskferry") < 0 ||
+            json_add_string(value, "version", TASKFERRY_VERSION) < 0 || json_add_int(value, "protocolVersion", 1) < 0) {
+                json_object_put(value);
+                return -ENOMEM;
         }
-        if (streq(cmd, "watch")) {
-                *ret_raw = *ret_value = NULL;
-                return cli_run_watch(ctx, call, err);
-        }
-        if (streq(cmd, "summary")) return run_summary(ctx, ret_value, ret_raw, err);
-        if (streq(cmd, "job")) return cli_run_job(ctx, ret_value, ret_raw, err);
-        if (streq(cmd, "context") || streq(cmd, "doctor") || streq(cmd, "init")) {
-                r = streq(cmd, "context") ? cli_run_context(ctx, &value, &raw, err)
-                  : streq(cmd, "doctor")  ? cli_run_doctor(ctx, &value, &raw, err)
-                                          : cli_run_init(ctx, &value, &raw, err);
-                *ret_raw = raw;
-                *ret_value = value;
-                return r;
-        }
-        if (streq(cmd, "home")) {
-                r = run_home(ctx, &value, &raw, err);
-                *ret_raw = raw;
-                *ret_value = value;
-                return r;
-        }
-
-        if (streq(cmd, "dispatch")) r = run_dispatch(ctx, &raw, err);
-        else if (streq(cmd, "cancel")) r = run_cancel(ctx, &raw, err);
-        else if (streq(cmd, "accept")) r = run_accept(ctx, &raw, err);
-        else if (streq(cmd, "reject")) r = run_reject(ctx, &raw, err);
-        else if (streq(cmd, "status")) r = run_status(ctx, &raw, err);
-        else if (streq(cmd, "wait")) r = run_wait(ctx, &raw, err);
-        else if (streq(cmd, "result")) r = run_result_cmd(ctx, &raw, err);
-        else if (streq(cmd, "list")) r = run_list(ctx, &raw, err);
-        else if (streq(cmd, "tail")) r = run_tail(ctx, &raw, err);
-        else if (streq(cmd, "output")) r = run_output(ctx, &raw, err);
-        else if (streq(cmd, "diff")) r = run_diff(ctx, err);
-        else if (streq(cmd, "advisor")) r = run_advisor(ctx, &raw, err);
-        else
-                return cli_error_usage(err, "Run `taskferry --help` to see available commands", "unknown command: %s", cmd);
-        *ret_raw = raw;
-        if (r < 0) return r;
-
-        if (streq(cmd, "status") || streq(cmd, "wait"))
-                value = cli_lean_status(raw, cli_args_bool(a, "full"));
-        else if (streq(cmd, "result"))
-                value = cli_lean_result(raw, cli_args_bool(a, "full"),
-                                        cli_args_has(a, "fields") || cli_args_bool(a, "diff"));
-        else if (streq(cmd, "list")) {
-                int64_t limit = CLI_DEFAULT_LIST_LIMIT;
-                (void) cli_args_int(a, "limit", &limit);
-                value = cli_project_list(raw, limit);
-        } else
-                value = raw ? json_object_get(raw) : NULL;
-        if (raw && !value) return -ENOMEM;
         *ret_value = value;
+        *ret_raw = json_object_get(value);
         return 0;
 }

@@ -28,8 +28,8 @@
 #include <json-c/json.h>
 
 /* A job file larger than this is refused (bytes); also the limit of a
- * prompt_file: a prompt travels in one protocol request, whose limit is
- * 1 MiB (protocol-cli.md §1.5). */
+ * prompt_file: a prompt travels in one protocol request, and the daemon
+ * drops a connection whose request is over 1 MiB. */
 #define JOB_FILE_MAX_BYTES (1024 * 1024)
 /* A job name: what a unit instance name (%i) can carry as a file name
  * component. */

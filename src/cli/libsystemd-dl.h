@@ -1,13 +1,13 @@
 #pragma once
-/* libsystemd for the CLI, loaded on first use with dlopen(3) (the way
- * systemd itself loads its optional libraries): only auto-start's StartUnit
- * call on the user manager (cli-client.c, spec protocol-cli.md §4.1, DESIGN.md
- * "Auto-start") needs sd-bus, and resolving libsystemd and its dependencies
- * at exec was most of what a `taskferry status` cost. The CLI binary does not
- * link libsystemd (NEEDED has no libsystemd.so.0; tests/CMakeLists.txt checks
- * it); a `.note.dlopen` ELF note names the library for packagers (the
- * freedesktop ELF dlopen metadata format). Not installed → auto-start falls
- * back to spawning the daemon itself. */
+/* libsystemd for the CLI, loaded on first use with dlopen(3) (the way systemd
+ * itself loads its optional libraries): only auto-start's StartUnit call on the
+ * user manager (cli-client.c: a daemon-backed command whose connect fails
+ * starts taskferry.socket first) needs sd-bus, and resolving libsystemd and its
+ * dependencies at exec was most of what a `taskferry status` cost. The CLI
+ * binary does not link libsystemd (NEEDED has no libsystemd.so.0;
+ * tests/CMakeLists.txt checks it); a `.note.dlopen` ELF note names the library
+ * for packagers (the freedesktop ELF dlopen metadata format). Not installed →
+ * auto-start falls back to spawning the daemon itself. */
 
 #include <systemd/sd-bus.h>
 

@@ -1,6 +1,7 @@
-/* taskferry: the command-line client (spec protocol-cli.md §2). Output is
- * TOON on stdout (JSON with --json), errors included; stderr carries only
- * warnings. Exit 0 success, 1 operational error, 2 usage error (§2.1). */
+/* taskferry: the command-line client. Output is TOON on stdout (JSON with
+ * --json), errors included; stderr carries only warnings. Exit 0 success,
+ * 1 operational error, 2 usage error. The verb table (cli-verbs.h) says
+ * what each command is: main parses, prints the help or runs the row. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,14 +10,15 @@
 
 #include "cli-args.h"
 #include "cli-error.h"
+#include "cli-verbs.h"
 #include "commands.h"
 #include "json-util.h"
 #include "toon.h"
 #include "util.h"
 
-/* Set by the one-shot SIGINT/SIGTERM handler (§2.1): the first signal only
- * aborts a `--prompt -` stdin read; other calls swallow it; the second one
- * terminates (SA_RESETHAND). */
+/* Set by the one-shot SIGINT/SIGTERM handler: the first signal only ends
+ * `watch` and aborts a `--prompt -` stdin read; other calls swallow it; the
+ * second one terminates (SA_RESETHAND). */
 static volatile sig_atomic_t interrupted;
 
 static void on_signal(int sig) {
@@ -91,7 +93,7 @@ int main(int argc, char **argv) {
                 if (print_value(help, json) < 0) return out_of_memory(json);
                 return finish(CLI_EXIT_OK);
         }
-        if (!cli_command_implemented(args.command)) {
+        if (!args.verb->run) {
                 /* a command of the spec's CLI surface that this build does not have yet */
                 _cleanup_free_ char *available = cli_available_commands();
                 if (!available) return out_of_memory(json);
@@ -111,7 +113,7 @@ int main(int argc, char **argv) {
         };
         _cleanup_json_ json_object *value = NULL;
         _cleanup_json_ json_object *raw = NULL;
-        r = cli_run_command(&ctx, &value, &raw, &err);
+        r = args.verb->run(&ctx, &value, &raw, &err);
         if (r == -ENOMEM) return out_of_memory(json);
         if (r < 0) {
                 /* accept with applied:false: --json prints the daemon's result */
@@ -119,8 +121,7 @@ int main(int argc, char **argv) {
                 else print_error(&err, json);
                 return finish(err.exit_code ? err.exit_code : CLI_EXIT_FAILURE);
         }
-        if (ctx.output_done) return finish(CLI_EXIT_OK);
-        if (streq(args.command, "watch")) return finish(CLI_EXIT_OK); /* streamed; no final value */
+        if (ctx.output_done) return finish(CLI_EXIT_OK); /* streamed (watch) or written (diff) */
         if (print_value(json ? raw : value, json) < 0) return out_of_memory(json);
         return finish(CLI_EXIT_OK);
 }

@@ -1,5 +1,5 @@
-/* TOON encoder, spec protocol-cli.md §2.11.1 (@toon-format/toon 2.3.1,
- * indent 2, delimiter ',', no key folding). */
+/* TOON encoder, byte for byte what @toon-format/toon 2.3.1 prints with
+ * indent 2, delimiter ',' and no key folding (toon.h). */
 #include "toon.h"
 
 #include <inttypes.h>

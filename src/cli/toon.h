@@ -1,7 +1,7 @@
 #pragma once
-/* TOON encoder (spec protocol-cli.md §2.11.1: @toon-format/toon 2.3.1 with
- * indent 2, delimiter ',', no key folding). Object keys print in insertion
- * order; a json-c NULL value is JSON null. */
+/* TOON encoder: what @toon-format/toon 2.3.1 prints with indent 2, delimiter
+ * ',' and no key folding, byte for byte. Object keys print in insertion order;
+ * a json-c NULL value is JSON null. */
 
 #include <json-c/json.h>
 

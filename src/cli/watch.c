@@ -1,4 +1,4 @@
-/* taskferry watch: spec protocol-cli.md §2.9 (watch.h). */
+/* taskferry watch (watch.h). */
 #include "watch.h"
 
 #include <errno.h>
@@ -142,7 +142,8 @@ static int buffer_add(Buffer *b, json_object *event) {
         return json_object_object_add(b->by_task, id ? id : "", json_object_get(event)) < 0 ? -ENOMEM : 0;
 }
 
-int cli_run_watch(cli_context *ctx, call_fn call, cli_error *err) {
+/* Subscribe, then print events until the end (see watch.h). */
+static int watch_stream(cli_context *ctx, cli_error *err) {
         const cli_args *a = ctx->args;
         const char *task_id = cli_args_string(a, "taskId");
         bool ndjson = streq_ptr(cli_args_string(a, "format"), "ndjson");
@@ -165,7 +166,7 @@ int cli_run_watch(cli_context *ctx, call_fn call, cli_error *err) {
         if (cli_args_bool(a, "summaries") && json_add_bool(params, "summaries", true) < 0) return -ENOMEM;
 
         _cleanup_json_ json_object *sub = NULL;
-        r = call(ctx, "event.subscribe", params, &sub, err);
+        r = cli_call(ctx, "event.subscribe", params, &sub, err);
         if (r < 0) return r;
         const char *sub_id = json_get_string(sub, "subscriptionId");
 
@@ -173,7 +174,7 @@ int cli_run_watch(cli_context *ctx, call_fn call, cli_error *err) {
                 /* after subscribing (no event is missed between): settled already? */
                 _cleanup_json_ json_object *sp = json_object_new_object(), *st = NULL;
                 if (!sp || json_add_string(sp, "taskId", task_id) < 0) return -ENOMEM;
-                r = call(ctx, "task.status", sp, &st, err);
+                r = cli_call(ctx, "task.status", sp, &st, err);
                 if (r < 0) return r;
                 if (terminal_status(json_get_string(st, "status"))) {
                         char iso[32];
@@ -230,4 +231,13 @@ int cli_run_watch(cli_context *ctx, call_fn call, cli_error *err) {
                 if ((r = print_line(ev, ndjson, color)) < 0) return r;
                 if (last) return 0;
         }
+}
+
+int cli_run_watch(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
+        /* the events are the output, printed as they come: no value */
+        (void) ret_value;
+        (void) ret_raw;
+        int r = watch_stream(ctx, err);
+        if (r >= 0) ctx->output_done = true;
+        return r;
 }

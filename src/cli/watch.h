@@ -1,5 +1,5 @@
 #pragma once
-/* taskferry watch (spec protocol-cli.md §2.9): event.subscribe, then one
+/* taskferry watch: event.subscribe, then one
  * line per event until SIGINT/SIGTERM (exit 0), or with --task-id until the
  * task's first terminal event (after subscribing it checks task.status and
  * prints a synthetic terminal event when the task has settled already).
@@ -16,12 +16,12 @@
 #include "cli-error.h"
 #include "commands.h"
 
-typedef int (*call_fn)(cli_context *ctx, const char *method, json_object *params, json_object **ret, cli_error *err);
-
 /* The line printed for event (malloc'd, no "\n"; NULL on ENOMEM). color:
  * ANSI status colours (stdout is a TTY). */
 char *watch_format_line(json_object *event, bool ndjson, bool color);
 /* "HH:MM:SS" in local time (hour 0 printed as 24), NULL if iso is unparseable. */
 char *watch_time_prefix(const char *iso);
-/* Run watch on ctx; call() sends one RPC on ctx's connection. 0 (exit 0) or < 0 with err. */
-int cli_run_watch(cli_context *ctx, call_fn call, cli_error *err);
+/* The `watch` command (its row's `run` in cli-verbs.c, cli_verb_run_fn):
+ * streams the lines itself and sets ctx->output_done; 0 (exit 0) or < 0
+ * with err. */
+int cli_run_watch(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);

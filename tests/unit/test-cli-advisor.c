@@ -1,4 +1,4 @@
-/* cli-advisor.c (spec lifecycle.md §8.3 CLI context sources): the budget's
+/* cli-advisor.c (where the CLI finds the advisor's context): the budget's
  * sources, the Claude Code transcript tail (its byte window, BOM, partial
  * first line, entry filter, code-point cut) and the prompt layout. Files
  * under $TASKFERRY_TEST_TMPDIR. */

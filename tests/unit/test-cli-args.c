@@ -1,5 +1,6 @@
-/* CLI argument grammar: spec protocol-cli.md §2.2 (grammar), §2.3 (flags,
- * cross-flag rules, retired names), §2.4 (durations), §2.10 (help). */
+/* CLI argument grammar: argv[0] and what follows it, the flags and their
+ * values, the cross-flag rules, retired names, durations, help objects —
+ * messages and help byte for byte as the original taskferry's. */
 #include <check.h>
 #include <math.h>
 #include <stdarg.h>
@@ -548,7 +549,7 @@ START_TEST(test_cross_flag_rules) {
 }
 END_TEST
 
-/* taskferry diff <id> [--stat] [-- <path>...] (issue 7 item 8) */
+/* taskferry diff <id> [--stat] [-- <path>...] */
 START_TEST(test_diff_grammar) {
         {
                 PARSE_OK("diff", "x");
@@ -644,7 +645,8 @@ START_TEST(test_help_objects) {
 
         /* Every command: the help's option labels are the Valid-flags list, and
          * every flag label names a flag the parser accepts for that command. */
-        for (const cli_command_spec *c = cli_commands; c->name; c++) {
+        for (const cli_verb *c = cli_verbs; c->name; c++) {
+                if (c->flags & CLI_VERB_HIDDEN) continue; /* no command word: the top help's */
                 _cleanup_json_ json_object *h = cli_help_object(c->name);
                 ck_assert_str_eq(json_get_string(h, "command"), c->name);
                 ck_assert_str_eq(json_get_string(h, "usage"), c->usage);
@@ -659,7 +661,7 @@ START_TEST(test_help_objects) {
                         char *argv[8];
                         size_t n = 0;
                         argv[n++] = (char *) c->name;
-                        if (c->takes_task_id) argv[n++] = "oc_x";
+                        if (c->positional == CLI_POSITIONAL_TASK_ID) argv[n++] = "oc_x";
                         argv[n++] = "--help";
                         argv[n++] = flag;
                         if (strchr(label, ' ')) {

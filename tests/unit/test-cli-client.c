@@ -1,5 +1,5 @@
-/* CLI client (spec protocol-cli.md §1.10), daemon auto-start (§4.1,
- * DESIGN.md) and the taskferry binary end to end (§2.1, §2.6), against a
+/* CLI client (its frame checks), daemon auto-start and the taskferry binary
+ * end to end (streams, exit codes, each command's RPCs), against a
  * fake daemon: this test binary re-executed with TF_FAKE_DAEMON set, which
  * listens on $TASKFERRY_SOCKET_PATH and answers from a script of canned
  * frames (method → frames with %ID% replaced by the request id; "CLOSE"
@@ -870,7 +870,7 @@ START_TEST(test_cli_status_lean_toon_and_json) {
 END_TEST
 
 
-/* advisor's second context source (lifecycle.md §8.3): inside a task
+/* advisor's second context source: inside a task
  * ($TASKFERRY_TASK_ID, no $CLAUDE_CODE_SESSION_ID) the CLI asks task.tail
  * for chars = min(budget, 131072) and attaches its text after the caller's
  * --prompt and the fixed instructions; "none observed yet" is no context;

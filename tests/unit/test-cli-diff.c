@@ -2,7 +2,7 @@
  * output in any chunking, path limits by file headers (renames, quoted
  * names, directories), git's default colours, and a hostile patch whose
  * names and contents carry terminal escapes. The samples are what
- * `git diff-tree -p --binary -M` writes (extraction, lifecycle.md §4.4). */
+ * `git diff-tree -p --binary -M` writes (the daemon's extraction). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

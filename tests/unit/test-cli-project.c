@@ -1,6 +1,6 @@
-/* Lean projections (spec protocol-cli.md §2.7, §2.8), the printed error
- * object (§2.11 errorValue) and accept's applied:false error (§2.6). Sample
- * daemon results follow the §1.7 TaskSummary key order. */
+/* Lean projections and the workspace view, the printed error object
+ * (errorValue) and accept's applied:false error. Sample daemon results
+ * follow the key order of the daemon's task summaries. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +63,7 @@ START_TEST(test_lean_status_running_wait_timeout) {
 }
 END_TEST
 
-/* issue 7 item 8: a live task's wire "pending" is shown as not extracted yet */
+/* a live task's wire "pending" is shown as not extracted yet */
 START_TEST(test_lean_status_changeset_not_extracted) {
         static const char *const live[] = {"running", "queued"};
         for (size_t i = 0; i < 2; i++) {
@@ -348,7 +348,7 @@ static json_object *error_value(const char *text, const char *help) {
 }
 
 START_TEST(test_error_value) {
-        /* daemon error detail with error:/help: lines (§1.8 example) */
+        /* daemon error detail with error:/help: lines, as a failed handler sends it */
         ASSERT_JSON(error_value("error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids", NULL),
                     "{\"error\":\"unknown task id: zzz\",\"help\":\"run taskferry list to see valid task ids\"}");
         /* "<message>\nhelp: <help>" (client text when detail == message) */

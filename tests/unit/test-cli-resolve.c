@@ -1,5 +1,5 @@
-/* Client-side resolution: directory validation (spec protocol-cli.md §2.5),
- * git workspace root (§1.9, with real git), `--prompt -` stdin (§2.6). */
+/* Client-side resolution: directory validation, git workspace root (with
+ * real git), `--prompt -` stdin. */
 #include <check.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* TOON encoder tests: every row of spec protocol-cli.md §2.11.1. */
+/* TOON encoder tests: every rule of @toon-format/toon 2.3.1's encoding the CLI relies on. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
