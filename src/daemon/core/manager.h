@@ -1,8 +1,10 @@
 #pragma once
 /* The daemon's top object: one sd-event loop owning the task table, the
- * socket server, launches, settlements and forked jobs (DESIGN.md
- * "Processes"). Each group of fields below is owned (written) by the module
- * named beside it; the others only read it. */
+ * socket server, launches, settlements and forked jobs. Each field is owned
+ * (written) by the module named beside it; the others only read it. The
+ * core's state is embedded; a layer above keeps its own struct, known here
+ * only by name, so that this header includes nothing above core/
+ * (docs/architecture.md). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,40 +37,46 @@ struct Manager {
         sd_event *event;
         tf_paths paths;
         Settings settings;
-        struct Server *server;         /* server.c: the user's socket, connections, budgets */
-        const TaskSocketOps *task_sockets; /* server.c (NULL: tasks get no socket) */
-        /* task-table.c: the table */
+        bool shutting_down;            /* main.c: the loop is stopping */
+
+        /* ---- core/ ---- */
+        TaskObservers observers;       /* task.c (manager_add_observer) */
+        /* task-table.c: the table, in creation order; the tasks per status
+         * (its key observer keeps them), and how many neighbours in the
+         * table are out of startedAt order (0: the table is sorted, the list
+         * is its reverse) */
         Task **tasks;
         size_t n_tasks, cap_tasks;
-        /* tasks.c, for task.list without scanning the table: tasks per status
-         * (its key observer keeps it), and how many neighbours in the table
-         * are out of startedAt order (0: the table is sorted, the list is
-         * its reverse) */
         int64_t status_counts[_TASK_STATUS_MAX];
         size_t started_inversions;
-        struct RootCache *root_cache;  /* workspace roots of task directories (task-views.c) */
+        Store store;                   /* store.c: tasks.json */
         Scheduler scheduler;           /* scheduler.c: the queue, slots, windows and the tick */
-        /* cooldown.c: providers parked after a rate limit (cooldown.h) */
-        struct ProviderCooldown *cooldowns;
+        struct ProviderCooldown *cooldowns; /* cooldown.c: providers parked after a rate limit */
         size_t n_cooldowns;
-        /* task.c (manager_add_observer) */
-        TaskObservers observers;
-        Store store;                   /* store.c */
-        struct AdvisorSessions *advisor;     /* advisor.c: the advisor sessions */
-        struct AdvisorCalls *advisor_calls;  /* handlers-advisor.c: parked task.advisor calls */
-        /* summary.c: report summary state */
-        struct SummaryState *summary;
-        /* jobs.c */
-        Job *jobs;
-        ChangeJob *change_jobs;        /* change.c: accepts/rejects, running and waiting */
-        bool shutting_down;            /* main.c: the loop is stopping */
-        struct Events *events;         /* events.c: subscriptions, sequence */
-        struct Activity *activity;     /* activity.c: refresh timer, summary-model check */
-        struct Bus *bus;               /* bus.c: the D-Bus API on the user bus */
-        struct Scope *scope;           /* scope.c: transient scopes on the user bus */
+        Job *jobs;                     /* jobs.c: forked blocking work */
+        struct EnvFile *env_file;      /* env-file.c: the env file's last good values, its watch */
         sd_bus *user_bus;              /* user-bus.c: the one user-bus connection (NULL: none) */
         int user_bus_error;            /* user-bus.c: why there is none (-errno of sd_bus_open_user) */
-        struct Notify *notify;         /* notify.c: STATUS= updates, idle exit */
+        /* what the layers above provide the ones below, set once at start */
+        const TaskSocketOps *task_sockets; /* server.c (NULL: tasks get no socket) */
+
+        /* ---- run/ ---- */
+        ChangeJob *change_jobs;        /* change.c: accepts/rejects, running and waiting */
+        struct Scope *scope;           /* scope.c: transient scopes on the user bus */
+
+        /* ---- features/ ---- */
+        struct AdvisorSessions *advisor; /* advisor.c: the advisor sessions */
+        struct SummaryState *summary;  /* summary.c: report summary sessions, the models listing */
+        struct Activity *activity;     /* activity.c: refresh timer, summary-model check */
+
+        /* ---- api/ ---- */
+        struct Server *server;         /* server.c: the user's socket, connections, budgets */
+        struct RootCache *root_cache;  /* task-views.c: workspace roots of task directories */
+        struct AdvisorCalls *advisor_calls; /* handlers-advisor.c: parked task.advisor calls */
+        struct Events *events;         /* events.c: subscriptions, sequence */
+
+        /* ---- systemd/ ---- */
+        struct Bus *bus;               /* bus.c: the D-Bus API on the user bus */
         struct Journal *journal;       /* journal.c: where task state entries go */
-        struct EnvFile *env_file;      /* env-file.c: the env file's last good values, its watch */
+        struct Notify *notify;         /* notify.c: STATUS= updates, idle exit */
 };
