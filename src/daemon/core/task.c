@@ -9,6 +9,8 @@
 #include "json-util.h"
 #include "util.h"
 
+#define assert_not_reached() assert(!"not reached")
+
 #define IN_SET(x, ...)                                                          \
         ({                                                                      \
                 const int _set_[] = {__VA_ARGS__};                              \
@@ -391,47 +393,32 @@ static void assert_writable(TaskKey k) {
         assert(fields[k].kind != KIND_STATUS && fields[k].kind != KIND_CHANGESET);
 }
 
-int task_set_str(Task *t, TaskKey k, const char *v) {
+/* Write one typed value into field k (its kind checked), the observers told
+ * around it; the old value is cleared first. */
+static int set_field(Task *t, TaskKey k, FieldKind kind, const void *value) {
         assert_writable(k);
-        assert(fields[k].kind == KIND_STR);
+        assert(fields[k].kind == kind);
         char *s = NULL;
-        if (v && !(s = strdup(v))) return -ENOMEM;
+        if (kind == KIND_STR && value && !(s = strdup(value))) return -ENOMEM;
         key_changing(t, k);
         int r = field_begin(&t->rec, k);
         if (r >= 0) {
-                *FIELD_PTR(&t->rec, k, char *) = s;
-                if (s) t->rec.nonnull |= BIT(k);
-        } else
-                free(s);
+                switch (kind) {
+                case KIND_STR: *FIELD_PTR(&t->rec, k, char *) = TAKE_PTR(s); break;
+                case KIND_INT: *FIELD_PTR(&t->rec, k, int64_t) = *(const int64_t *) value; break;
+                case KIND_BOOL: *FIELD_PTR(&t->rec, k, bool) = *(const bool *) value; break;
+                default: assert_not_reached();
+                }
+                if (value) t->rec.nonnull |= BIT(k);
+        }
+        free(s);
         key_changed(t, k);
         return r;
 }
 
-int task_set_int(Task *t, TaskKey k, int64_t v) {
-        assert_writable(k);
-        assert(fields[k].kind == KIND_INT);
-        key_changing(t, k);
-        int r = field_begin(&t->rec, k);
-        if (r >= 0) {
-                *FIELD_PTR(&t->rec, k, int64_t) = v;
-                t->rec.nonnull |= BIT(k);
-        }
-        key_changed(t, k);
-        return r;
-}
-
-int task_set_bool(Task *t, TaskKey k, bool v) {
-        assert_writable(k);
-        assert(fields[k].kind == KIND_BOOL);
-        key_changing(t, k);
-        int r = field_begin(&t->rec, k);
-        if (r >= 0) {
-                *FIELD_PTR(&t->rec, k, bool) = v;
-                t->rec.nonnull |= BIT(k);
-        }
-        key_changed(t, k);
-        return r;
-}
+int task_set_str(Task *t, TaskKey k, const char *v) { return set_field(t, k, KIND_STR, v); }
+int task_set_int(Task *t, TaskKey k, int64_t v) { return set_field(t, k, KIND_INT, &v); }
+int task_set_bool(Task *t, TaskKey k, bool v) { return set_field(t, k, KIND_BOOL, &v); }
 
 int task_set_null(Task *t, TaskKey k) {
         assert_writable(k);

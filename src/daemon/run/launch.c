@@ -462,16 +462,8 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
                 goto out;
         }
         sandbox_plan_args pa = {
-                .home = m->paths.home,
-                .directory = directory,
-                .work_tree = gd.top,
-                .home_allow = m->settings.home_allow,
-                .rw_binds = rw,
-                .ro_binds = ro,
-                .deny = deny,
-                .structural = structural,
-                .tail = tail,
-                .n_tail = n_tail,
+                .home = m->paths.home, .directory = directory, .work_tree = gd.top, .home_allow = m->settings.home_allow,
+                .rw_binds = rw, .ro_binds = ro, .deny = deny, .structural = structural, .tail = tail, .n_tail = n_tail,
         };
         r = sandbox_plan_build(&pa, &sb->mounts, &sb->n_mounts, &warnings);
         git_dirs_done(&gd);

@@ -35,83 +35,39 @@ typedef struct NewRecord {
 
 #define PREVIEW_UNITS 200
 
+/* Runs of keys both layouts below share, in the same order. */
+#define LAYOUT_MODEL_RUN \
+        TASK_KEY_model, TASK_KEY_executor_id, TASK_KEY_variant, TASK_KEY_session_id, TASK_KEY_origin_session_id
+#define LAYOUT_PROCESS_RUN TASK_KEY_pid, TASK_KEY_started_at, TASK_KEY_ended_at, TASK_KEY_exit_code, TASK_KEY_signal
+#define LAYOUT_FAILURE_RUN                                                                                         \
+        TASK_KEY_prompt_preview, TASK_KEY_prompt_total_chars, TASK_KEY_spawn_error, TASK_KEY_cancel_requested, \
+                TASK_KEY_internal, TASK_KEY_failure_reason, TASK_KEY_failure_detail
+
 /* tasks.json's key order of a dispatch, nested, job or advisor task (the
  * original's: records stay byte for byte what it wrote); job only when
  * given. */
 static const TaskKey dispatch_layout[] = {
-        TASK_KEY_id,
-        TASK_KEY_directory,
-        TASK_KEY_log_path,
-        TASK_KEY_role,
-        TASK_KEY_prompt,
-        TASK_KEY_status,
-        TASK_KEY_model,
-        TASK_KEY_executor_id,
-        TASK_KEY_variant,
-        TASK_KEY_session_id,
-        TASK_KEY_origin_session_id,
-        TASK_KEY_pid,
-        TASK_KEY_started_at,
-        TASK_KEY_ended_at,
-        TASK_KEY_exit_code,
-        TASK_KEY_signal,
-        TASK_KEY_prompt_preview,
-        TASK_KEY_prompt_total_chars,
-        TASK_KEY_spawn_error,
-        TASK_KEY_cancel_requested,
-        TASK_KEY_internal,
-        TASK_KEY_failure_reason,
-        TASK_KEY_failure_detail,
-        TASK_KEY_incomplete,
-        TASK_KEY_final_marker,
-        TASK_KEY_final_status,
-        TASK_KEY_class_name,
-        TASK_KEY_changeset_status,
-        TASK_KEY_diff_path,
-        TASK_KEY_overlay_dirs,
-        TASK_KEY_pre_dispatch_head,
-        TASK_KEY_changeset_error,
-        TASK_KEY_parent_task_id,
-        TASK_KEY_check_status,
-        TASK_KEY_check_command,
-        TASK_KEY_check_exit_code,
-        TASK_KEY_check_output_tail,
-        TASK_KEY_check_started_at,
-        TASK_KEY_check_ended_at,
-        TASK_KEY_check_override,
-        TASK_KEY_project_config_warning,
-        TASK_KEY_check_gate_pid,
-        TASK_KEY_output_dir,
-        TASK_KEY_dispatched_by,
-        TASK_KEY_job,
+        TASK_KEY_id, TASK_KEY_directory, TASK_KEY_log_path, TASK_KEY_role, TASK_KEY_prompt, TASK_KEY_status,
+        LAYOUT_MODEL_RUN,
+        LAYOUT_PROCESS_RUN,
+        LAYOUT_FAILURE_RUN,
+        TASK_KEY_incomplete, TASK_KEY_final_marker, TASK_KEY_final_status, TASK_KEY_class_name,
+        TASK_KEY_changeset_status, TASK_KEY_diff_path, TASK_KEY_overlay_dirs, TASK_KEY_pre_dispatch_head,
+        TASK_KEY_changeset_error, TASK_KEY_parent_task_id,
+        TASK_KEY_check_status, TASK_KEY_check_command, TASK_KEY_check_exit_code, TASK_KEY_check_output_tail,
+        TASK_KEY_check_started_at, TASK_KEY_check_ended_at, TASK_KEY_check_override,
+        TASK_KEY_project_config_warning, TASK_KEY_check_gate_pid,
+        TASK_KEY_output_dir, TASK_KEY_dispatched_by, TASK_KEY_job,
 };
 
 /* ... and of the internal task that writes a report summary; dispatchedBy
  * only when given */
 static const TaskKey summary_layout[] = {
-        TASK_KEY_id,
-        TASK_KEY_log_path,
-        TASK_KEY_summary_of,
-        TASK_KEY_status,
-        TASK_KEY_directory,
-        TASK_KEY_model,
-        TASK_KEY_executor_id,
-        TASK_KEY_variant,
-        TASK_KEY_session_id,
-        TASK_KEY_origin_session_id,
-        TASK_KEY_pid,
-        TASK_KEY_started_at,
-        TASK_KEY_ended_at,
-        TASK_KEY_exit_code,
-        TASK_KEY_signal,
+        TASK_KEY_id, TASK_KEY_log_path, TASK_KEY_summary_of, TASK_KEY_status, TASK_KEY_directory,
+        LAYOUT_MODEL_RUN,
+        LAYOUT_PROCESS_RUN,
         TASK_KEY_prompt,
-        TASK_KEY_prompt_preview,
-        TASK_KEY_prompt_total_chars,
-        TASK_KEY_spawn_error,
-        TASK_KEY_cancel_requested,
-        TASK_KEY_internal,
-        TASK_KEY_failure_reason,
-        TASK_KEY_failure_detail,
+        LAYOUT_FAILURE_RUN,
         TASK_KEY_dispatched_by,
 };
 
@@ -246,16 +202,9 @@ int task_new(Manager *m, const TaskSpec *spec, Task **ret, char **reason) {
                                                ? strdup_printf("%.*s\xE2\x80\xA6", (int) utf8_prefix_utf16(user, plen, PREVIEW_UNITS), user)
                                                : strdup(user);
         char iso[32];
-        NewRecord n = {
-                .spec = spec,
-                .id = id,
-                .log_path = log_path,
-                .output_dir = out_dir,
-                .prompt = prompt,
-                .preview = preview,
-                .started_at = spec->started_at ? spec->started_at : format_iso(now_ms(), iso),
-                .prompt_units = units,
-        };
+        NewRecord n = {.spec = spec, .id = id, .log_path = log_path, .output_dir = out_dir, .prompt = prompt,
+                       .preview = preview, .prompt_units = units,
+                       .started_at = spec->started_at ? spec->started_at : format_iso(now_ms(), iso)};
         Task *t = NULL;
         int r = prompt && preview ? new_record(&n, &t) : -ENOMEM;
         if (r >= 0 && (r = task_table_add(m, t)) < 0) task_free(t);
