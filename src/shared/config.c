@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "executor.h"
+#include "fileio.h"
 #include "json-util.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 const ConfigKey config_keys[] = {
         { "maxConcurrentTasks", CONFIG_NUMBER, "TASKFERRY_MAX_CONCURRENT_TASKS" },

@@ -10,7 +10,7 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "macro.h"
-#include "util.h"
+#include "strv.h"
 
 #define PROMPT_FILE_INSTRUCTION "Follow the instructions in the attached prompt file exactly."
 

@@ -16,7 +16,8 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define PROMPT_FILE_INSTRUCTION "Follow the instructions in the attached prompt file exactly."
 #define UNKNOWN_MESSAGE "__unknown_message__"

@@ -14,9 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macro.h"
+#include "path-util.h"
 #include "process-util.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define HEADER_MAX 256
 #define STDERR_KEEP 4096

@@ -5,7 +5,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "string-util.h"
 
 void git_dirs_done(git_dirs *d) {
         free(d->top);

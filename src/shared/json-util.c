@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro.h"
-
 json_tokener *json_strict_tokener_new(void) {
         json_tokener *tok = json_tokener_new_ex(64);
         if (!tok) return NULL;

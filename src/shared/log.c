@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "macro.h"
+
 static const char *log_program = "taskferry";
 /* -1: not looked at yet; 0: stderr is no journal stream; 1: it is */
 static int log_journal = -1;

@@ -25,8 +25,10 @@
 
 #include "json-util.h"
 #include "line-buffer.h"
+#include "log.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "utf8.h"
 
 #define DETAIL_MAX_UNITS 500
 #define BOOT_TAIL_BYTES (64 * 1024)

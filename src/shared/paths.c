@@ -5,7 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "util.h"
+#include "fs-util.h"
+#include "string-util.h"
 
 static const char *env_nonempty(const char *name) {
         const char *v = getenv(name);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
+
 void strv_free(char **l) {
         if (!l) return;
         for (char **i = l; *i; i++) free(*i);

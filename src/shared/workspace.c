@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "gitdir.h"
-#include "util.h"
+#include "macro.h"
 
 static char *parent_dir(const char *p) {
         char *d = strdup(p);
