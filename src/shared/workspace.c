@@ -9,15 +9,7 @@
 
 #include "gitdir.h"
 #include "macro.h"
-
-static char *parent_dir(const char *p) {
-        char *d = strdup(p);
-        if (!d) return NULL;
-        char *s = strrchr(d, '/');
-        if (s == d) s[1] = 0;
-        else if (s) *s = 0;
-        return d;
-}
+#include "path-util.h"
 
 int workspace_root_find(const char *dir, char **ret) {
         git_dirs g = {0};
@@ -30,7 +22,7 @@ int workspace_root_find(const char *dir, char **ret) {
         } else if (strstr(g.common, "/.git/modules/"))
                 root = strdup(g.top); /* a submodule: its own top level */
         else
-                root = parent_dir(g.common);
+                root = path_parent(g.common);
         git_dirs_done(&g);
         if (!root) return -ENOMEM;
         *ret = root;
