@@ -240,26 +240,14 @@ int config_parse(const char *path, const char *text, size_t len, json_object **r
                             "error: could not parse %s: unexpected end of JSON input\n"
                             "help: fix the JSON syntax, or delete the file to use built-in defaults",
                             path);
-        json_tokener *tok = json_tokener_new_ex(CONFIG_MAX_DEPTH);
+        json_tokener *tok = json_strict_tokener_new_depth(CONFIG_MAX_DEPTH);
         if (!tok) return -ENOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        json_object *o = json_tokener_parse_ex(tok, text, (int) len);
-        enum json_tokener_error e = json_tokener_get_error(tok);
-        size_t used = json_tokener_get_parse_end(tok);
-        if (!o && e == json_tokener_continue) {
-                /* a bare literal at the end (or an empty file): feed the NUL so
-                 * json-c finishes or reports it */
-                o = json_tokener_parse_ex(tok, "", 1);
-                e = json_tokener_get_error(tok);
-                used = len;
-        }
-        bool trailing = false;
-        for (size_t i = used; e == json_tokener_success && i < len; i++)
-                if (!strchr(" \t\r\n", text[i])) trailing = true;
+        json_object *o = NULL;
+        enum json_tokener_error e;
+        int r = json_parse_strict_ex(tok, text, len, &o, &e);
         json_tokener_free(tok);
-        if (e != json_tokener_success || trailing) {
-                if (o) json_object_put(o);
-                const char *what = trailing ? "unexpected data after the JSON value"
+        if (r < 0) {
+                const char *what = e == json_tokener_success       ? "unexpected data after the JSON value"
                                    : e == json_tokener_error_depth ? "nested too deeply"
                                                                    : json_tokener_error_desc(e);
                 return set_error(ret_error, -EINVAL,
@@ -267,7 +255,7 @@ int config_parse(const char *path, const char *text, size_t len, json_object **r
                             "help: fix the JSON syntax, or delete the file to use built-in defaults",
                             path, what);
         }
-        int r = validate(path, o, ret_warnings, ret_error);
+        r = validate(path, o, ret_warnings, ret_error);
         if (r < 0) {
                 json_object_put(o);
                 return r;
