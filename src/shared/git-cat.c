@@ -11,7 +11,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -217,8 +216,7 @@ void git_cat_close(git_cat *c) {
         if (c->pid > 0) {
                 /* EOF on its stdin ends it; a broken one may still be writing */
                 if (c->broken) (void) kill(c->pid, SIGKILL);
-                while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
+                (void) wait_for_terminate(c->pid, NULL);
         }
         safe_close(c->err_fd);
         free(c);

@@ -160,7 +160,10 @@ int safe_fork_full(const char *name, const int stdio_fds[3], const int except_fd
         if (pid > 0) {
                 int r = 1;
                 /* the intermediate of a detached child exits at once */
-                if ((flags & FORK_DETACH) && wait_for_terminate(pid, NULL) < 0) r = -errno;
+                if (flags & FORK_DETACH) {
+                        int k = wait_for_terminate(pid, NULL);
+                        if (k < 0) r = k;
+                }
                 if (block) (void) sigprocmask(SIG_SETMASK, &saved, NULL);
                 if (ret_pid) *ret_pid = (flags & FORK_DETACH) ? 0 : pid;
                 return r;
@@ -203,30 +206,27 @@ int safe_fork_full(const char *name, const int stdio_fds[3], const int except_fd
         return 0;
 }
 
-int wait_for_terminate(pid_t pid, siginfo_t *ret) {
+/* waitid(2) for child pid's exit (WEXITED | extra), retrying EINTR: 1 and
+ * *ret (may be NULL) once it is reaped, 0 while it runs (WNOHANG), -errno. */
+static int wait_exited(pid_t pid, int extra, siginfo_t *ret) {
         if (pid <= 1) return -EINVAL;
         siginfo_t si;
         for (;;) {
                 si = (siginfo_t) {0};
-                if (waitid(P_PID, (id_t) pid, &si, WEXITED) == 0) break;
+                if (waitid(P_PID, (id_t) pid, &si, WEXITED | extra) == 0) break;
                 if (errno != EINTR) return -errno;
         }
-        if (ret) *ret = si;
-        return 0;
-}
-
-int wait_for_terminate_nohang(pid_t pid, siginfo_t *ret) {
-        if (pid <= 1) return -EINVAL;
-        siginfo_t si;
-        for (;;) {
-                si = (siginfo_t) {0};
-                if (waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG) == 0) break;
-                if (errno != EINTR) return -errno;
-        }
-        if (si.si_pid == 0) return 0; /* still running */
+        if (si.si_pid == 0) return 0; /* WNOHANG: still running */
         if (ret) *ret = si;
         return 1;
 }
+
+int wait_for_terminate(pid_t pid, siginfo_t *ret) {
+        int r = wait_exited(pid, 0, ret);
+        return r < 0 ? r : 0;
+}
+
+int wait_for_terminate_nohang(pid_t pid, siginfo_t *ret) { return wait_exited(pid, WNOHANG, ret); }
 
 int wait_status_to_exit_code(const siginfo_t *si) {
         return si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;

@@ -24,7 +24,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 
 #include "cgroup-util.h"
 #include "changeset.h"
@@ -82,7 +81,7 @@ typedef struct shim {
 
         pid_t worker;
         bool reaped;
-        int wait_status;
+        siginfo_t wait_info;     /* the reaped worker's (wait_for_terminate) */
         uint64_t ended_at;
 
         disk_watch disk;         /* armed when the spec has a disk budget */
@@ -124,11 +123,11 @@ static int write_exit_json(shim *s, const char *spawn_error) {
         exit_info ei = {.ended_at_ms = s->ended_at ? s->ended_at : now_ms()};
         char sigbuf[16];
         if (!spawn_error && s->reaped) {
-                if (WIFEXITED(s->wait_status)) {
+                if (s->wait_info.si_code == CLD_EXITED) {
                         ei.has_exit_code = true;
-                        ei.exit_code = WEXITSTATUS(s->wait_status);
-                } else if (WIFSIGNALED(s->wait_status)) {
-                        int sig = WTERMSIG(s->wait_status);
+                        ei.exit_code = s->wait_info.si_status;
+                } else if (s->wait_info.si_code == CLD_KILLED || s->wait_info.si_code == CLD_DUMPED) {
+                        int sig = s->wait_info.si_status;
                         const char *name = signal_to_name(sig);
                         if (!name) {
                                 snprintf(sigbuf, sizeof sigbuf, "SIG%d", sig);
@@ -442,11 +441,8 @@ static void forward_signal(shim *s, int sig) {
 
 static void try_reap(shim *s) {
         if (s->reaped || s->worker <= 0) return;
-        int status;
-        pid_t p = waitpid(s->worker, &status, WNOHANG);
-        if (p == s->worker) {
+        if (wait_for_terminate_nohang(s->worker, &s->wait_info) > 0) {
                 s->reaped = true;
-                s->wait_status = status;
                 s->ended_at = now_ms();
         }
 }
@@ -695,9 +691,7 @@ static int start_and_monitor(shim *s) {
         r = read_child_error(errp[0], &child_error);
         close(errp[0]);
         if (r < 0 || child_error) {
-                int status = 0;
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
+                (void) wait_for_terminate(pid, NULL);
                 s->worker = 0;
                 return fail_spawn(s, "%s", child_error ? child_error : "cannot read the worker's start status");
         }
@@ -733,12 +727,11 @@ static int start_and_monitor(shim *s) {
         monitor(s, TAKE_FD(out_r), TAKE_FD(serr_r));
 
         if (!s->reaped) {
-                /* Only reached if poll failed: wait for the worker regardless. */
-                int status = 0;
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
+                /* Only reached if poll failed: wait for the worker regardless.
+                 * A wait that fails too leaves no status: exit.json then says
+                 * exit code 0. */
+                if (wait_for_terminate(pid, &s->wait_info) < 0) s->wait_info = (siginfo_t) {.si_code = CLD_EXITED};
                 s->reaped = true;
-                s->wait_status = status;
                 s->ended_at = now_ms();
         }
         r = write_exit_json(s, NULL);
