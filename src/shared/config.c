@@ -1,4 +1,4 @@
-/* config.json: spec protocol-cli.md §3.2, §3.3 (see config.h). */
+/* config.json: its keys, loading, validation and precedence (see config.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -48,13 +48,16 @@ const ConfigKey config_keys[] = {
         { "profilingEnabled", CONFIG_BOOLEAN, "TASKFERRY_PROFILING_ENABLED" },
         { "providerLimits", CONFIG_OBJECT, "TASKFERRY_PROVIDER_LIMITS" },
         { "maxOutputFileBytes", CONFIG_NUMBER, "TASKFERRY_MAX_OUTPUT_FILE_BYTES" },
-        /* taskferry's addition (issue 7: provider cooldown, cooldown.h) */
+        /* taskferry's addition: parking a provider after a rate limit that
+         * said when to retry (src/daemon/cooldown.h) */
         { "providerCooldownEnabled", CONFIG_BOOLEAN, "TASKFERRY_PROVIDER_COOLDOWN" },
-        /* taskferry's additions (issue 8: each worker's scope unit) */
+        /* taskferry's additions: the limits of each worker's scope unit
+         * (src/daemon/scope.h) */
         { "taskMemoryMax", CONFIG_STRING, "TASKFERRY_TASK_MEMORY_MAX" },
         { "taskTasksMax", CONFIG_NUMBER, "TASKFERRY_TASK_TASKS_MAX" },
         { "taskCpuWeight", CONFIG_NUMBER, "TASKFERRY_TASK_CPU_WEIGHT" },
-        /* taskferry's addition (issue 8: idle exit when socket-activated, notify.h) */
+        /* taskferry's addition: exit when idle after socket activation
+         * (src/daemon/notify.h) */
         { "idleExitSec", CONFIG_NUMBER, "TASKFERRY_IDLE_EXIT_SEC" },
         {}
 };

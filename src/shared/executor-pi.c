@@ -1,5 +1,5 @@
-/* The pi executor: `pi --mode json -p` (spec lifecycle.md §2.4, §3.4), with
- * a stateful normalizer from pi's event stream to the canonical log events.
+/* The pi executor: `pi --mode json -p`, with a stateful normalizer from
+ * pi's event stream to the canonical log events.
  *
  * Deliberate difference from the original: pi reports token usage per LLM
  * call in each assistant `message_end` (tests/fixtures/real/README.md), so a

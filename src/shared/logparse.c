@@ -1,6 +1,6 @@
-/* Reading canonical NDJSON task logs: result parsing (spec lifecycle.md
- * §4.2–§4.3), the per-line failure classifier (§6.3) and boot-failure
- * detection (§4.4 step 5).
+/* Reading canonical NDJSON task logs: result parsing (session id, tokens,
+ * cost, the final message and the narration), the per-line failure
+ * classifier and boot-failure detection (see logparse.h).
  *
  * Logs can be large (a chatty worker easily writes 100 MB), so every reader
  * here streams the file through one line buffer (line-buffer.h) in 64 KiB
@@ -184,7 +184,12 @@ static bool json_is_number(json_object *v) {
         return v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
 }
 
-/* ---- classifier (§6.3) ---- */
+/* ---- classifier ----
+ * A non-JSON line is tested against the buckets below in their order, the
+ * first match wins; a JSON line is a failure only when its type is "error"
+ * (its message, else the whole event, tested the same way; with no match
+ * its reason is named after its error.name); text events are never
+ * scanned. */
 
 static const struct {
         const char *name;
@@ -194,7 +199,7 @@ static const struct {
          * [:space:]. "\b" is a GNU extension that glibc's regcomp accepts. */
         { "payment_required",
           "insufficient_quota|payment.?required|\\bbilling\\b|status(.?code)?\"?[:[:space:]=]+402\\b" },
-        /* beyond §6.3 (issue 5 item 4): OpenAI's "Incorrect API key
+        /* beyond the original's patterns: OpenAI's "Incorrect API key
          * provided", Anthropic's "authentication_error" body and JSON
          * "statusCode":401, as the real pi and OpenCode report them */
         { "authentication_failed",
@@ -335,8 +340,8 @@ static int classify_with(classifier *c, json_tokener *tok, const char *line, siz
                         reason = bucket_for(prefix, buckets[b].name);
                         /* The event's message; when it has none, the provider's
                          * own message (error.data.message) rather than the
-                         * serialized event that was scanned (issue 5 item 4:
-                         * OpenCode's APIError has no top-level message). */
+                         * serialized event that was scanned (OpenCode's
+                         * APIError has no top-level message). */
                         detail = serialized && !isempty(dmsg) ? failure_detail_cap(dmsg) : detail_cap_n(text, text_len);
                 } else {
                         const char *name = json_get_string(error, "name");
@@ -411,7 +416,8 @@ int log_classify_file(const char *path, const char *prefix, const char *structur
         return r;
 }
 
-/* ---- boot failure (§4.4 step 5) ---- */
+/* ---- boot failure: a worker that crashed with a nonzero exit before it
+ * wrote any JSON line (see log_boot_failure) ---- */
 
 static bool line_parses_as_json(json_tokener *tok, const char *line, size_t len) {
         json_object *o = NULL;
@@ -517,7 +523,7 @@ int log_boot_failure(const char *path, char **ret_detail) {
         return 1;
 }
 
-/* ---- result parsing (§4.2, §4.3) ---- */
+/* ---- result parsing: one pass over the log (see log_summarize_file) ---- */
 
 /* One message's text parts, keyed like a JavaScript Map key: "s:<string>"
  * for a string messageID, "j:<json>" for any other JSON value, NULL for a
@@ -731,7 +737,10 @@ static int sum_field(json_object *out, json_object *a, json_object *b, const cha
         return json_add(out, key, sum);
 }
 
-/* tokens = sum(tokens, t) per §4.2. */
+/* tokens = sum(tokens, t): the first step_finish's tokens are taken as they
+ * are; later ones merge into them, summing total, input, output and
+ * reasoning (a missing value counts 0 beside a number) and cache.write and
+ * cache.read when either side has a cache. */
 static int tokens_add(json_object **acc, json_object *t) {
         if (!*acc) {
                 *acc = json_object_get(t); /* the first one is taken as-is */
@@ -998,7 +1007,7 @@ int log_summarize_file(const char *path, const char *initial_session_id, log_sum
         return 0;
 }
 
-/* ---- activity / summary narration (§8.1) ---- */
+/* ---- activity / summary narration (see log_narration_parse) ---- */
 
 #define NARRATION_TOOL_UNITS 500
 

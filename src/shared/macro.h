@@ -1,7 +1,7 @@
 #pragma once
 /* Cleanup helpers and small macros, modelled on systemd's macro.h.
- * Conventions (DESIGN.md "C conventions"): functions return 0/positive on
- * success and -errno on failure. */
+ * Conventions: functions return 0/positive on success and -errno on
+ * failure. */
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-/* doctor --stats aggregation (task-stats.h; spec lifecycle.md §8.4). */
+/* doctor --stats aggregation (see task-stats.h). */
 #include "task-stats.h"
 
 #include <errno.h>

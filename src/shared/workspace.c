@@ -1,5 +1,4 @@
-/* Git workspace roots (spec protocol-cli.md §1.9, lifecycle.md §7.4) without
- * running git: see workspace.h. */
+/* Git workspace roots without running git: see workspace.h. */
 
 #include "workspace.h"
 

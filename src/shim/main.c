@@ -1,5 +1,6 @@
-/* taskferry-shim: the per-task monitor (DESIGN.md "Processes", "Data flow of
- * one dispatch" steps 4-6).
+/* taskferry-shim: the per-task monitor (the role conmon plays for podman).
+ * It, not the daemon, owns the worker's log and exit status, so a worker
+ * survives a daemon restart and the restarted daemon re-adopts it.
  *
  *   taskferry-shim --spec-fd 3 --status-fd 4
  *
@@ -7,8 +8,8 @@
  * (through bwrap when sandboxed, after mounting the overlay itself when bwrap
  * cannot), writes <taskDir>/launch.json and the same object as one line on the
  * status fd, forwards SIGTERM/SIGINT/SIGHUP to the worker's process group,
- * normalizes the worker's stdout into the log (spec lifecycle.md §3.1) while
- * its stderr goes to the log raw, and finally writes <taskDir>/exit.json.
+ * normalizes the worker's stdout into the log (log-pipe.h) while its stderr
+ * goes to the log raw, and finally writes <taskDir>/exit.json.
  *
  * Exit status: 0 once exit.json is written (also for a worker that could not
  * be started: exit.json then holds a spawnError); 1 if exit.json could not be
@@ -207,7 +208,10 @@ static void strip_trailing_ws(char *s) {
         while (n > 0 && strchr(" \t\r\n", s[n - 1])) s[--n] = 0;
 }
 
-/* spec sandbox-changeset-env.md §5.1; on the host, before the worker runs. */
+/* The target's HEAD before the worker runs, read on the host: `git
+ * rev-parse HEAD`; an unborn HEAD of a repository is the empty tree; NULL
+ * when dir is in no repository (or git is missing). A subdirectory of a
+ * repository is a git target. */
 static int capture_head(const char *dir, char **ret) {
         char *head_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C",
                              (char *) dir, (char *) "rev-parse", (char *) "--verify", (char *) "-q",
