@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 const char *const protocol_result_fields[] = {
         "message",       "narration",      "tokens",          "cost",          "sessionId",
@@ -36,7 +38,7 @@ typedef enum ptype {
         P_FIELDS, /* non-empty array of RESULT_FIELDS */
         P_MAX_WORDS, /* safe integer 75..300 */
         P_SUMMARY_MODE, /* "report" | "activity" */
-        P_TAIL_CHARS, /* safe integer 1..131072 (task.tail chars, §1.6) */
+        P_TAIL_CHARS, /* safe integer 1..131072 (task.tail's chars) */
 } ptype;
 
 typedef struct pspec {
@@ -87,11 +89,11 @@ static const pspec context_params[] = {{"directory", P_ABS, true}, {NULL, 0, 0}}
 static const pspec output_params[] = {
         {"taskId", P_STR, true}, {"path", P_STR, false}, {"maxOutputFileBytes", P_INT_POS, false}, {NULL, 0, 0}};
 
-/* The one list of methods: the 16 of §1.6 in the order the UNKNOWN_METHOD
- * help lists them (15 RPC methods, then event.subscribe), each with its
- * params. A method whose params are NULL is not served yet: the wire
- * treats it as unknown (UNKNOWN_METHOD) until its lane adds its params and
- * its row in the daemon's table (src/daemon/methods.c). */
+/* The one list of methods: the protocol's 16, in the order the
+ * UNKNOWN_METHOD help lists them (15 RPC methods, then event.subscribe),
+ * each with its params. A method whose params are NULL is not served yet:
+ * the wire treats it as unknown (UNKNOWN_METHOD) until its lane adds its
+ * params and its row in the daemon's table (src/daemon/methods.c). */
 #define PROTOCOL_METHODS(X)                                                                                \
         X("system.health", health_params) X("task.dispatch", dispatch_params) X("task.cancel", cancel_params) \
         X("task.status", status_params) X("task.wait", wait_params) X("task.list", list_params)            \
@@ -299,7 +301,7 @@ int proto_validate_params(const char *id, const char *method, json_object *param
                 }
                 for (const pspec *p = m->params; ok && p->name; p++)
                         if (p->required && !json_object_object_get_ex(params, p->name, NULL)) ok = false;
-                /* §1.6: all === true, or a directory, or a taskId */
+                /* event.subscribe needs all === true, or a directory, or a taskId */
                 if (ok && streq(method, "event.subscribe"))
                         ok = json_get_bool(params, "all", false) || json_object_object_get_ex(params, "directory", NULL) ||
                              json_object_object_get_ex(params, "taskId", NULL);
