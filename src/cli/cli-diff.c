@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "utf8.h"
 #include "util.h"
 
 /* enough line start to tell every line kind apart: "GIT binary patch" */
@@ -48,10 +49,10 @@ struct cli_diff_filter {
         bool colored;    /* an SGR sequence is open on this line */
         unsigned frag_at; /* FRAG: '@' seen so far, to end the colour after "@@ ... @@" */
 
-        /* colour-mode escaping: a UTF-8 sequence being checked */
+        /* colour-mode escaping: the bytes so far of a UTF-8 sequence that
+         * can still be well formed (utf8_decode says UTF8_TRUNCATED) */
         unsigned char held[4];
         unsigned held_len;
-        unsigned need; /* continuation bytes still expected */
 };
 
 static bool has_prefix(const char *s, size_t len, const char *p) {
@@ -113,7 +114,6 @@ static int flush_held(cli_diff_filter *f) {
         int r = 0;
         for (unsigned i = 0; r >= 0 && i < f->held_len; i++) r = emit_hex(f, f->held[i]);
         f->held_len = 0;
-        f->need = 0;
         return r;
 }
 
@@ -123,47 +123,38 @@ static int emit_escaped_fresh(cli_diff_filter *f, unsigned char c) {
                 return emit(f, buf, 2);
         }
         if (c < 0x80) return emit(f, &c, 1);
-        unsigned need = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
-        if (need == 0) return emit_hex(f, c); /* a stray continuation byte, C0/C1, F5..FF */
+        /* a stray continuation byte, C0/C1, F5..FF: no sequence starts here */
+        if (utf8_decode((const char *) &c, 1).status != UTF8_TRUNCATED) return emit_hex(f, c);
         f->held[0] = c;
         f->held_len = 1;
-        f->need = need;
         return 0;
 }
 
-/* Is c a valid next byte of the held sequence (no overlong form, surrogate
- * or code point past U+10FFFF)? */
-static bool continues(const cli_diff_filter *f, unsigned char c) {
-        if ((c & 0xC0) != 0x80) return false;
-        if (f->held_len != 1) return true;
-        switch (f->held[0]) {
-        case 0xE0: return c >= 0xA0;
-        case 0xED: return c <= 0x9F;
-        case 0xF0: return c >= 0x90;
-        case 0xF4: return c <= 0x8F;
-        default: return true;
-        }
-}
-
-/* One byte of a line's content in colour mode (never '\n'). */
+/* One byte of a line's content in colour mode (never '\n'). A held
+ * sequence that c does not continue into a well-formed one (no overlong
+ * form, surrogate or code point past U+10FFFF) is written as hex, and c
+ * starts afresh. */
 static int emit_escaped(cli_diff_filter *f, unsigned char c) {
-        if (f->need > 0) {
-                if (!continues(f, c)) {
+        if (f->held_len > 0) {
+                f->held[f->held_len] = c;
+                Utf8Char u = utf8_decode((const char *) f->held, f->held_len + 1);
+                if (u.status == UTF8_TRUNCATED) {
+                        f->held_len++;
+                        return 0;
+                }
+                if (u.status != UTF8_VALID) {
                         int r = flush_held(f);
                         if (r < 0) return r;
                         return emit_escaped_fresh(f, c);
                 }
-                f->held[f->held_len++] = c;
-                if (--f->need > 0) return 0;
-                unsigned n = f->held_len;
                 f->held_len = 0;
-                if (n == 2 && f->held[0] == 0xC2 && f->held[1] <= 0x9F) {
+                if (u.cp >= 0x80 && u.cp <= 0x9F) {
                         /* U+0080..U+009F: C1 controls (U+009B is CSI) */
                         char buf[16];
-                        int k = snprintf(buf, sizeof buf, "<U+%04X>", f->held[1]);
+                        int k = snprintf(buf, sizeof buf, "<U+%04X>", (unsigned) u.cp);
                         return emit(f, buf, (size_t) k);
                 }
-                return emit(f, f->held, n);
+                return emit(f, f->held, u.len);
         }
         return emit_escaped_fresh(f, c);
 }

@@ -4,8 +4,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
 
 int cgroup_memory_events_oom_kills(const char *text, uint64_t *ret) {
         if (!text) return -ENOENT;

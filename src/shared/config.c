@@ -1,4 +1,4 @@
-/* config.json: spec protocol-cli.md §3.2, §3.3 (see config.h). */
+/* config.json: its keys, loading, validation and precedence (see config.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "executor.h"
+#include "fileio.h"
 #include "json-util.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 const ConfigKey config_keys[] = {
         { "maxConcurrentTasks", CONFIG_NUMBER, "TASKFERRY_MAX_CONCURRENT_TASKS" },
@@ -46,13 +48,16 @@ const ConfigKey config_keys[] = {
         { "profilingEnabled", CONFIG_BOOLEAN, "TASKFERRY_PROFILING_ENABLED" },
         { "providerLimits", CONFIG_OBJECT, "TASKFERRY_PROVIDER_LIMITS" },
         { "maxOutputFileBytes", CONFIG_NUMBER, "TASKFERRY_MAX_OUTPUT_FILE_BYTES" },
-        /* taskferry's addition (issue 7: provider cooldown, cooldown.h) */
+        /* taskferry's addition: parking a provider after a rate limit that
+         * said when to retry (src/daemon/cooldown.h) */
         { "providerCooldownEnabled", CONFIG_BOOLEAN, "TASKFERRY_PROVIDER_COOLDOWN" },
-        /* taskferry's additions (issue 8: each worker's scope unit) */
+        /* taskferry's additions: the limits of each worker's scope unit
+         * (src/daemon/scope.h) */
         { "taskMemoryMax", CONFIG_STRING, "TASKFERRY_TASK_MEMORY_MAX" },
         { "taskTasksMax", CONFIG_NUMBER, "TASKFERRY_TASK_TASKS_MAX" },
         { "taskCpuWeight", CONFIG_NUMBER, "TASKFERRY_TASK_CPU_WEIGHT" },
-        /* taskferry's addition (issue 8: idle exit when socket-activated, notify.h) */
+        /* taskferry's addition: exit when idle after socket activation
+         * (src/daemon/notify.h) */
         { "idleExitSec", CONFIG_NUMBER, "TASKFERRY_IDLE_EXIT_SEC" },
         {}
 };
@@ -238,26 +243,14 @@ int config_parse(const char *path, const char *text, size_t len, json_object **r
                             "error: could not parse %s: unexpected end of JSON input\n"
                             "help: fix the JSON syntax, or delete the file to use built-in defaults",
                             path);
-        json_tokener *tok = json_tokener_new_ex(CONFIG_MAX_DEPTH);
+        json_tokener *tok = json_strict_tokener_new_depth(CONFIG_MAX_DEPTH);
         if (!tok) return -ENOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        json_object *o = json_tokener_parse_ex(tok, text, (int) len);
-        enum json_tokener_error e = json_tokener_get_error(tok);
-        size_t used = json_tokener_get_parse_end(tok);
-        if (!o && e == json_tokener_continue) {
-                /* a bare literal at the end (or an empty file): feed the NUL so
-                 * json-c finishes or reports it */
-                o = json_tokener_parse_ex(tok, "", 1);
-                e = json_tokener_get_error(tok);
-                used = len;
-        }
-        bool trailing = false;
-        for (size_t i = used; e == json_tokener_success && i < len; i++)
-                if (!strchr(" \t\r\n", text[i])) trailing = true;
+        json_object *o = NULL;
+        enum json_tokener_error e;
+        int r = json_parse_strict_ex(tok, text, len, &o, &e);
         json_tokener_free(tok);
-        if (e != json_tokener_success || trailing) {
-                if (o) json_object_put(o);
-                const char *what = trailing ? "unexpected data after the JSON value"
+        if (r < 0) {
+                const char *what = e == json_tokener_success       ? "unexpected data after the JSON value"
                                    : e == json_tokener_error_depth ? "nested too deeply"
                                                                    : json_tokener_error_desc(e);
                 return set_error(ret_error, -EINVAL,
@@ -265,7 +258,7 @@ int config_parse(const char *path, const char *text, size_t len, json_object **r
                             "help: fix the JSON syntax, or delete the file to use built-in defaults",
                             path, what);
         }
-        int r = validate(path, o, ret_warnings, ret_error);
+        r = validate(path, o, ret_warnings, ret_error);
         if (r < 0) {
                 json_object_put(o);
                 return r;

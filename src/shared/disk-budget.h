@@ -1,6 +1,9 @@
 #pragma once
-/* A task's disk budget (issue 5 item 14; README "Sandbox", taskferry(1)
- * --disk-max, taskferryd(8) TASKFERRY_TASK_DISK_MAX).
+/* A task's disk budget: a worker cannot fill the host's disks. A worker
+ * past its budget is stopped (failureReason "disk_quota_exceeded") and what
+ * it wrote so far can still be extracted or rejected; a full disk never
+ * blocks the other tasks' dispatch or settlement (README "Sandbox",
+ * taskferry(1) --disk-max, taskferryd(8) TASKFERRY_TASK_DISK_MAX).
  *
  * What counts against the budget: every inode under the watched trees (the
  * overlay upper dir and the task's output dir), each charged

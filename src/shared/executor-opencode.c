@@ -1,5 +1,5 @@
-/* The OpenCode executor: `opencode run --format json` (spec lifecycle.md
- * §2.3, §3.3). Its stdout already is the canonical log format, so the
+/* The OpenCode executor: `opencode run --format json`. Its stdout already
+ * is the canonical log format, so the
  * normalizer is the identity: each JSON line is re-serialized. */
 
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "macro.h"
-#include "util.h"
+#include "strv.h"
 
 #define PROMPT_FILE_INSTRUCTION "Follow the instructions in the attached prompt file exactly."
 

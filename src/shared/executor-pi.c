@@ -1,5 +1,5 @@
-/* The pi executor: `pi --mode json -p` (spec lifecycle.md §2.4, §3.4), with
- * a stateful normalizer from pi's event stream to the canonical log events.
+/* The pi executor: `pi --mode json -p`, with a stateful normalizer from
+ * pi's event stream to the canonical log events.
  *
  * Deliberate difference from the original: pi reports token usage per LLM
  * call in each assistant `message_end` (tests/fixtures/real/README.md), so a
@@ -16,7 +16,8 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define PROMPT_FILE_INSTRUCTION "Follow the instructions in the attached prompt file exactly."
 #define UNKNOWN_MESSAGE "__unknown_message__"

@@ -11,7 +11,8 @@
 #include "executor.h"
 #include "json-util.h"
 #include "macro.h"
-#include "util.h"
+#include "strv.h"
+#include "utf8.h"
 
 #define SHELL_MESSAGE_ID "shell"
 
@@ -38,47 +39,24 @@ static normalizer *shell_normalizer_new(void) { return calloc(1, sizeof(normaliz
 
 static void shell_normalizer_free(normalizer *n) { free(n); }
 
-/* Length of a valid UTF-8 sequence at s[0..len) (RFC 3629: no overlongs,
- * no surrogates, ≤ U+10FFFF), or 0 if the bytes there are invalid. */
-static size_t utf8_valid_len(const unsigned char *s, size_t len) {
-        unsigned char c = s[0];
-        if (c < 0x80) return 1;
-        size_t n;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) n = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-                n = 3;
-                if (c == 0xE0) lo = 0xA0;
-                if (c == 0xED) hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-                n = 4;
-                if (c == 0xF0) lo = 0x90;
-                if (c == 0xF4) hi = 0x8F;
-        } else
-                return 0;
-        if (len < n || s[1] < lo || s[1] > hi) return 0;
-        for (size_t i = 2; i < n; i++)
-                if ((s[i] & 0xC0) != 0x80) return 0;
-        return n;
-}
-
-/* Copy s[0..len) replacing each invalid byte with U+FFFD (so the log stays
- * valid UTF-8 JSON whatever the script printed), then append "\n" if asked. */
+/* Copy s[0..len) replacing each byte that starts no well-formed UTF-8
+ * sequence with U+FFFD (so the log stays valid UTF-8 JSON whatever the
+ * script printed: an overlong C0 80 becomes two of them), then append "\n"
+ * if asked. */
 static char *shell_text_sanitize(const char *s, size_t len, bool newline, size_t *ret_len) {
         char *out = malloc(len * 3 + 2);
         if (!out) return NULL;
-        const unsigned char *p = (const unsigned char *) s;
         size_t o = 0;
         for (size_t i = 0; i < len;) {
-                size_t n = utf8_valid_len(p + i, len - i);
-                if (n == 0) {
-                        memcpy(out + o, "\xEF\xBF\xBD", 3);
+                Utf8Char u = utf8_decode(s + i, len - i);
+                if (u.status != UTF8_VALID) {
+                        memcpy(out + o, UTF8_REPLACEMENT_CHARACTER_STR, 3);
                         o += 3;
                         i++;
                 } else {
-                        memcpy(out + o, p + i, n);
-                        o += n;
-                        i += n;
+                        memcpy(out + o, s + i, u.len);
+                        o += u.len;
+                        i += u.len;
                 }
         }
         if (newline) out[o++] = '\n';

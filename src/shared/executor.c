@@ -1,6 +1,7 @@
-/* The executor table (DESIGN.md "Executors are a small vtable"; spec
- * lifecycle.md §2). A new executor is one new executor-<id>.c file defining a
- * `const executor executor_<id>` and one entry here. */
+/* The executor table: each worker CLI taskferry can run is one executor
+ * (executor.h), a small table of functions. A new executor is one new
+ * executor-<id>.c file defining a `const executor executor_<id>` and one
+ * entry here. */
 
 #include "executor.h"
 

@@ -1,8 +1,8 @@
 #pragma once
 /* Executors: how a worker CLI is started and how its stdout becomes the
- * canonical NDJSON log (spec lifecycle.md §2–§3; DESIGN.md "Executors are a
- * small vtable"). A new executor is one new file and one table entry in
- * executor.c. */
+ * canonical NDJSON log (text, tool_use, tool_progress and step_finish events,
+ * and a top-level sessionID, which the log readers of logparse.h consume).
+ * A new executor is one new file and one table entry in executor.c. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +17,7 @@ typedef struct executor_launch {
                                     the worker; when non-NULL the prompt is passed
                                     through the file and never on argv (prompts are
                                     secrets: /proc/<pid>/cmdline is world-readable) */
-        const char *attachment;  /* a report summary (lifecycle.md §2.3): the snapshot to attach;
+        const char *attachment;  /* a report summary: the snapshot of the source task to attach;
                                     the prompt is then the fixed summary instruction and goes on
                                     argv, prompt_file is not used (opencode only) */
 } executor_launch;
@@ -28,13 +28,14 @@ typedef struct normalizer normalizer;
 typedef struct executor {
         const char *id;             /* "pi", "opencode", "shell" */
         const char *failure_prefix; /* bucket prefix: "pi" → "pi_rate_limited"; NULL → bare names
-                                       (opencode; spec lifecycle.md §6.3 bucketFor) */
+                                       ("rate_limited": opencode) */
         const char *structured_prefix; /* prefix for unmatched type:"error" events: "opencode", "pi", "shell" */
         const char *boot_failure_reason; /* "boot_failure" (opencode), "pi_boot_failure", "shell_boot_failure" */
         bool needs_model;           /* dispatch without --model is an error */
-        bool exit_code_is_success;  /* a clean exit is complete whatever its output (shell; issue 7
-                                       item 9), else completeness is lifecycle.md §4.5's final
-                                       message (pi, opencode) */
+        bool exit_code_is_success;  /* a clean exit is complete whatever its output (shell: a
+                                       silent `make fmt` succeeded), else a task is complete
+                                       only with a non-blank final message that matches its
+                                       finalMarker, if any (pi, opencode) */
         /* Worker argv (binary first), NULL-terminated, malloc'd. -ENOMEM/-EINVAL. */
         int (*build_argv)(const executor_launch *l, char ***ret_argv);
         /* Normalizer lifecycle. */
@@ -43,7 +44,7 @@ typedef struct executor {
         /* Normalize one stdout line (line[0..len) without its '\n'; newline says
          * whether it ended with '\n' — false only for a trailing partial line at
          * EOF). Every line is passed, including whitespace-only ones: JSON
-         * executors drop whitespace-only lines (spec lifecycle.md §3.1), the
+         * executors drop whitespace-only lines (log_line_is_blank), the
          * shell executor keeps them. Appends zero or more canonical log lines
          * (each without '\n') to *out (a strv). For pi/opencode a line that is
          * not JSON is passed through verbatim. -ENOMEM only. */
@@ -54,8 +55,8 @@ typedef struct executor {
 
 /* The --thinking level pi gets for a variant: "highest" and "max" → the
  * highest level the supported pi accepts ("xhigh" for pi 0.73.1, which
- * refuses "max"); anything else (or NULL) unchanged. Static storage or
- * variant itself. (Issue 5 item 3; spec lifecycle.md §2.2 said "max".) */
+ * refuses "max" with a warning on every run; the original passed "max");
+ * anything else (or NULL) unchanged. Static storage or variant itself. */
 const char *executor_pi_thinking_level(const char *variant);
 
 /* Look an executor up by id; NULL if unknown. */

@@ -11,12 +11,14 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macro.h"
+#include "path-util.h"
 #include "process-util.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define HEADER_MAX 256
 #define STDERR_KEEP 4096
@@ -214,8 +216,7 @@ void git_cat_close(git_cat *c) {
         if (c->pid > 0) {
                 /* EOF on its stdin ends it; a broken one may still be writing */
                 if (c->broken) (void) kill(c->pid, SIGKILL);
-                while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
+                (void) wait_for_terminate(c->pid, NULL);
         }
         safe_close(c->err_fd);
         free(c);

@@ -5,7 +5,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
 
 void git_dirs_done(git_dirs *d) {
         free(d->top);
@@ -26,15 +30,6 @@ static char *read_trimmed(const char *path) {
 static char *resolve_against(const char *base, const char *p) {
         _cleanup_free_ char *joined = p[0] == '/' ? strdup(p) : strdup_printf("%s/%s", base, p);
         return joined ? realpath(joined, NULL) : NULL;
-}
-
-static char *parent_of(const char *p) {
-        char *d = strdup(p);
-        if (!d) return NULL;
-        char *s = strrchr(d, '/');
-        if (s == d) s[1] = 0;
-        else if (s) *s = 0;
-        return d;
 }
 
 int git_dirs_find(const char *dir, git_dirs *ret) {
@@ -68,7 +63,7 @@ int git_dirs_find(const char *dir, git_dirs *ret) {
                         }
                 }
                 if (streq(probe, "/")) return 0;
-                char *up = parent_of(probe);
+                char *up = path_parent(probe);
                 if (!up) return -ENOMEM;
                 free(probe);
                 probe = up;

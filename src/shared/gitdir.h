@@ -4,7 +4,8 @@
  * `git rev-parse --absolute-git-dir` and `--git-common-dir` would say
  * (gitrepository-layout(5): a `.git` directory, or a `.git` file holding
  * `gitdir: <path>`, whose gitdir may hold a `commondir` file — a linked
- * worktree, git-worktree(1)). */
+ * worktree, git-worktree(1)). The one reader of .git entries: the
+ * workspace roots (workspace.h) and the daemon ask git_dirs_find. */
 
 typedef struct git_dirs {
         char *top;     /* the directory holding the .git entry (dir or an ancestor) */

@@ -7,30 +7,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro.h"
-
-json_tokener *json_strict_tokener_new(void) {
-        json_tokener *tok = json_tokener_new_ex(64);
+json_tokener *json_strict_tokener_new_depth(int depth) {
+        json_tokener *tok = json_tokener_new_ex(depth);
         if (!tok) return NULL;
-        /* frames are UTF-8 JSON (spec protocol-cli.md §1.1): reject invalid UTF-8 */
+        /* frames are UTF-8 JSON: invalid UTF-8 is a parse error */
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
         return tok;
 }
 
-int json_parse_strict_with(json_tokener *tok, const char *buf, size_t len, json_object **ret) {
-        if (memchr(buf, 0, len)) return -EBADMSG;
+json_tokener *json_strict_tokener_new(void) { return json_strict_tokener_new_depth(64); }
+
+int json_parse_strict_ex(json_tokener *tok, const char *buf, size_t len, json_object **ret,
+                         enum json_tokener_error *ret_error) {
+        if (ret_error) *ret_error = json_tokener_error_size;
         if (len > INT_MAX) return -EBADMSG;
         json_tokener_reset(tok);
         json_object *obj = json_tokener_parse_ex(tok, buf, (int) len);
         enum json_tokener_error err = json_tokener_get_error(tok);
         size_t used = json_tokener_get_parse_end(tok);
         if (!obj && err == json_tokener_continue) {
-                /* a bare number or literal at the end of input: feed the
-                 * terminating NUL so json-c finishes it (JSON.parse("42")) */
+                /* a bare number or literal at the end of input (JSON.parse("42")),
+                 * or only whitespace: feed the terminating NUL so json-c
+                 * finishes or reports it */
                 obj = json_tokener_parse_ex(tok, "", 1);
                 err = json_tokener_get_error(tok);
                 used = len;
         }
+        if (ret_error) *ret_error = err;
         if (err != json_tokener_success) {
                 if (obj) json_object_put(obj);
                 return -EBADMSG;
@@ -42,6 +45,11 @@ int json_parse_strict_with(json_tokener *tok, const char *buf, size_t len, json_
                 }
         *ret = obj;
         return 0;
+}
+
+int json_parse_strict_with(json_tokener *tok, const char *buf, size_t len, json_object **ret) {
+        if (memchr(buf, 0, len)) return -EBADMSG;
+        return json_parse_strict_ex(tok, buf, len, ret, NULL);
 }
 
 int json_parse_strict(const char *buf, size_t len, json_object **ret) {

@@ -18,6 +18,17 @@ int json_parse_strict(const char *buf, size_t len, json_object **ret);
  * readers that parse line after line. -EBADMSG as above. */
 json_tokener *json_strict_tokener_new(void);
 int json_parse_strict_with(json_tokener *tok, const char *buf, size_t len, json_object **ret);
+/* A strict tokener (invalid UTF-8 is an error) that nests at most depth
+ * deep; json_strict_tokener_new is this with 64. NULL on -ENOMEM. */
+json_tokener *json_strict_tokener_new_depth(int depth);
+/* The parse of json_parse_strict_with without its NUL check (a caller that
+ * words its own errors checks first), for a reader that says why a value
+ * is rejected: 0 and the value in *ret; -EBADMSG with json-c's error in
+ * *ret_error (may be NULL): json_tokener_success when a complete value is
+ * followed by more than whitespace, json_tokener_error_size when len
+ * exceeds INT_MAX. */
+int json_parse_strict_ex(json_tokener *tok, const char *buf, size_t len, json_object **ret,
+                         enum json_tokener_error *ret_error);
 /* Serialize compactly without escaping '/', as JSON.stringify would.
  * Returns a string owned by obj (valid until obj changes or is freed). */
 const char *json_to_line(json_object *obj, size_t *ret_len);

@@ -4,8 +4,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
+#include "id-util.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
 
 #define LAUNCH_SPEC_MAX_BYTES ((size_t) 256 << 20)
 #define STATUS_FILE_MAX_BYTES ((size_t) 1 << 20)

@@ -3,7 +3,7 @@
  * The daemon serializes it as one JSON document into a sealed memfd passed
  * to the shim as fd 3 (`taskferry-shim --spec-fd 3 --status-fd 4`). It holds
  * the prompt and environment values, so it is never written to a file and
- * never put on a command line (DESIGN.md "taskferry-shim").
+ * never put on a command line.
  *
  * JSON shape (keys in this order; null where absent):
  * {
@@ -33,7 +33,7 @@
  *                                            (mounted where the "target" mount stands)
  *       "shareNet": true
  *   },
- *   "attachment": "/abs"                     optional, a report summary's only (lifecycle.md §2.3, §8.2): the
+ *   "attachment": "/abs"                     optional, a report summary's only: the
  *                                            snapshot file; the worker runs `opencode run --pure ... -f <it>`
  *                                            with the (fixed, non-secret) summary instruction as its prompt
  *   "disk": null | {                         the task's disk budget (disk-budget.h); optional on read

@@ -17,10 +17,10 @@
  *                                unterminated remainder (no '\n' yet) over
  *                                max bytes makes line_buffer_pop return
  *                                -ENOBUFS (the bytes stay). The caller fails
- *                                (the CLI: spec protocol-cli.md §1.5 "client:
- *                                unterminated remainder > 1 MiB → protocol
- *                                failure") or drops the line with
- *                                line_buffer_skip_line (logparse). A complete
+ *                                (the CLI: an unterminated remainder over
+ *                                1 MiB is a protocol failure) or drops the
+ *                                line with line_buffer_skip_line
+ *                                (logparse). A complete
  *                                line already in the buffer is handed out
  *                                whatever its length.
  *   LINE_BUFFER_SPLIT            an unterminated remainder over max bytes is
@@ -32,10 +32,11 @@
  *                                bytes are appended: line_buffer_append and
  *                                line_buffer_read return -ENOBUFS when the
  *                                buffer would hold more than max bytes — the
- *                                daemon's connection reader ("after appending
- *                                each received chunk, if the byte length of the
- *                                not-yet-split buffer > 1 MiB", §1.5) and the
- *                                shim status pipe (64 KiB). On -ENOBUFS from
+ *                                daemon's connection reader (a connection
+ *                                whose bytes not yet split into lines pass
+ *                                1 MiB after a read gets REQUEST_TOO_LARGE)
+ *                                and the shim status pipe (64 KiB). On
+ *                                -ENOBUFS from
  *                                line_buffer_append nothing was appended.
  *
  * Costs: each byte is scanned for '\n' once, so a long line arriving in many

@@ -1,6 +1,6 @@
-/* Reading canonical NDJSON task logs: result parsing (spec lifecycle.md
- * §4.2–§4.3), the per-line failure classifier (§6.3) and boot-failure
- * detection (§4.4 step 5).
+/* Reading canonical NDJSON task logs: result parsing (session id, tokens,
+ * cost, the final message and the narration), the per-line failure
+ * classifier and boot-failure detection (see logparse.h).
  *
  * Logs can be large (a chatty worker easily writes 100 MB), so every reader
  * here streams the file through one line buffer (line-buffer.h) in 64 KiB
@@ -25,37 +25,38 @@
 
 #include "json-util.h"
 #include "line-buffer.h"
+#include "log.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "utf8.h"
 
 #define DETAIL_MAX_UNITS 500
 #define BOOT_TAIL_BYTES (64 * 1024)
 
 /* ---- small helpers ---- */
 
-/* Byte length of the JavaScript whitespace character at s[0..len), or 0. */
-static size_t js_space_len(const unsigned char *s, size_t len) {
+/* Byte length of the JavaScript whitespace character (String#trim's: the
+ * ASCII ones, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F,
+ * U+205F, U+3000, U+FEFF) at s[0..len), or 0. */
+static size_t js_space_len(const char *s, size_t len) {
         if (len == 0) return 0;
         switch (s[0]) {
         case '\t': case '\n': case '\v': case '\f': case '\r': case ' ':
                 return 1;
         }
-        if (len >= 2 && s[0] == 0xC2 && s[1] == 0xA0) return 2; /* U+00A0 */
-        if (len >= 3 && s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80) return 3; /* U+1680 */
-        if (len >= 3 && s[0] == 0xE2 && s[1] == 0x80 &&
-            ((s[2] >= 0x80 && s[2] <= 0x8A) || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF))
-                return 3; /* U+2000–U+200A, U+2028, U+2029, U+202F */
-        if (len >= 3 && s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F) return 3; /* U+205F */
-        if (len >= 3 && s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80) return 3; /* U+3000 */
-        if (len >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF) return 3; /* U+FEFF */
-        return 0;
+        Utf8Char u = utf8_decode(s, len);
+        if (u.status != UTF8_VALID) return 0;
+        switch (u.cp) {
+        case 0x00A0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000: case 0xFEFF:
+                return u.len;
+        }
+        return u.cp >= 0x2000 && u.cp <= 0x200A ? u.len : 0;
 }
 
 bool log_line_is_blank(const char *s, size_t len) {
-        const unsigned char *p = (const unsigned char *) s;
         size_t i = 0;
         while (i < len) {
-                size_t n = js_space_len(p + i, len - i);
+                size_t n = js_space_len(s + i, len - i);
                 if (n == 0) return false;
                 i += n;
         }
@@ -183,7 +184,12 @@ static bool json_is_number(json_object *v) {
         return v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
 }
 
-/* ---- classifier (§6.3) ---- */
+/* ---- classifier ----
+ * A non-JSON line is tested against the buckets below in their order, the
+ * first match wins; a JSON line is a failure only when its type is "error"
+ * (its message, else the whole event, tested the same way; with no match
+ * its reason is named after its error.name); text events are never
+ * scanned. */
 
 static const struct {
         const char *name;
@@ -193,7 +199,7 @@ static const struct {
          * [:space:]. "\b" is a GNU extension that glibc's regcomp accepts. */
         { "payment_required",
           "insufficient_quota|payment.?required|\\bbilling\\b|status(.?code)?\"?[:[:space:]=]+402\\b" },
-        /* beyond §6.3 (issue 5 item 4): OpenAI's "Incorrect API key
+        /* beyond the original's patterns: OpenAI's "Incorrect API key
          * provided", Anthropic's "authentication_error" body and JSON
          * "statusCode":401, as the real pi and OpenCode report them */
         { "authentication_failed",
@@ -334,8 +340,8 @@ static int classify_with(classifier *c, json_tokener *tok, const char *line, siz
                         reason = bucket_for(prefix, buckets[b].name);
                         /* The event's message; when it has none, the provider's
                          * own message (error.data.message) rather than the
-                         * serialized event that was scanned (issue 5 item 4:
-                         * OpenCode's APIError has no top-level message). */
+                         * serialized event that was scanned (OpenCode's
+                         * APIError has no top-level message). */
                         detail = serialized && !isempty(dmsg) ? failure_detail_cap(dmsg) : detail_cap_n(text, text_len);
                 } else {
                         const char *name = json_get_string(error, "name");
@@ -410,7 +416,8 @@ int log_classify_file(const char *path, const char *prefix, const char *structur
         return r;
 }
 
-/* ---- boot failure (§4.4 step 5) ---- */
+/* ---- boot failure: a worker that crashed with a nonzero exit before it
+ * wrote any JSON line (see log_boot_failure) ---- */
 
 static bool line_parses_as_json(json_tokener *tok, const char *line, size_t len) {
         json_object *o = NULL;
@@ -425,7 +432,7 @@ static bool is_error_line(const char *s, size_t len) {
         /* leading colour codes (OpenCode's "\033[91m\033[1mError: \033[0m…") */
         for (size_t e; (e = escape_len(s, len)) > 0;) s += e, len -= e;
         if (len < 6 || strncasecmp(s, "error", 5) != 0) return false;
-        return s[5] == ':' || js_space_len((const unsigned char *) s + 5, len - 5) > 0;
+        return s[5] == ':' || js_space_len(s + 5, len - 5) > 0;
 }
 
 /* How telling a boot-failure line is: 2 an "error:" line, 1 a line naming
@@ -516,7 +523,7 @@ int log_boot_failure(const char *path, char **ret_detail) {
         return 1;
 }
 
-/* ---- result parsing (§4.2, §4.3) ---- */
+/* ---- result parsing: one pass over the log (see log_summarize_file) ---- */
 
 /* One message's text parts, keyed like a JavaScript Map key: "s:<string>"
  * for a string messageID, "j:<json>" for any other JSON value, NULL for a
@@ -730,7 +737,10 @@ static int sum_field(json_object *out, json_object *a, json_object *b, const cha
         return json_add(out, key, sum);
 }
 
-/* tokens = sum(tokens, t) per §4.2. */
+/* tokens = sum(tokens, t): the first step_finish's tokens are taken as they
+ * are; later ones merge into them, summing total, input, output and
+ * reasoning (a missing value counts 0 beside a number) and cache.write and
+ * cache.read when either side has a cache. */
 static int tokens_add(json_object **acc, json_object *t) {
         if (!*acc) {
                 *acc = json_object_get(t); /* the first one is taken as-is */
@@ -874,30 +884,6 @@ void log_summary_done(log_summary *s) {
  * summarize_event would do exactly what this does with it (test-logparse's
  * differential test holds each boundary against json-c). */
 
-/* Length of the strict UTF-8 sequence at s[0..len) (no overlongs, no
- * surrogates, <= U+10FFFF), or 0. */
-static size_t utf8_seq_len(const unsigned char *s, size_t len) {
-        unsigned char c = s[0];
-        size_t n;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-                n = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-                n = 3;
-                if (c == 0xE0) lo = 0xA0;
-                if (c == 0xED) hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-                n = 4;
-                if (c == 0xF0) lo = 0x90;
-                if (c == 0xF4) hi = 0x8F;
-        } else
-                return 0;
-        if (len < n || s[1] < lo || s[1] > hi) return 0;
-        for (size_t i = 2; i < n; i++)
-                if ((s[i] & 0xC0) != 0x80) return 0;
-        return n;
-}
-
 /* Decode the JSON string whose body starts at *pp (after its opening quote)
  * into out[*out_len...] (out has room for end - *pp bytes: decoding never
  * grows). On success *pp is past the closing quote and returns true; false
@@ -931,11 +917,11 @@ static bool fast_string(const char **pp, const char *end, char *out, size_t *out
                         out[o++] = (char) c;
                         p++;
                 } else {
-                        size_t n = utf8_seq_len(p, (size_t) (e - p));
-                        if (n == 0) return false;
-                        memcpy(out + o, p, n);
-                        o += n;
-                        p += n;
+                        Utf8Char u = utf8_decode((const char *) p, (size_t) (e - p));
+                        if (u.status != UTF8_VALID) return false;
+                        memcpy(out + o, p, u.len);
+                        o += u.len;
+                        p += u.len;
                 }
         }
         return false;
@@ -1021,7 +1007,7 @@ int log_summarize_file(const char *path, const char *initial_session_id, log_sum
         return 0;
 }
 
-/* ---- activity / summary narration (§8.1) ---- */
+/* ---- activity / summary narration (see log_narration_parse) ---- */
 
 #define NARRATION_TOOL_UNITS 500
 

@@ -1,6 +1,6 @@
 #pragma once
 /* Reading canonical NDJSON task logs: result parsing, failure
- * classification and boot-failure detection (spec lifecycle.md §4, §6.3).
+ * classification and boot-failure detection.
  * These read whole files and must run off the daemon's event loop (in a
  * forked job), except the per-line classifier. */
 
@@ -10,10 +10,12 @@
 
 typedef struct log_summary {
         char *session_id;        /* last truthy top-level "sessionID", else the initial one, else NULL */
-        json_object *tokens;     /* summed step_finish part.tokens (§4.2) or NULL */
+        json_object *tokens;     /* summed step_finish part.tokens (tokens_add) or NULL */
         bool has_cost;
         double cost;             /* summed part.cost (valid if has_cost) */
-        char *message;           /* texts of the final message (§4.3), "" if none */
+        char *message;           /* texts of the final message (the last step_finish
+                                    "stop"'s messageID, else the last text's), joined
+                                    without separator; "" if none */
         char *narration;         /* all messages' texts joined with "\n\n" */
         bool has_stop;           /* a step_finish with reason "stop" exists */
         bool has_json_line;      /* any line parsed as JSON */
@@ -25,8 +27,9 @@ typedef struct log_summary {
 int log_summarize_file(const char *path, const char *initial_session_id, log_summary *ret);
 void log_summary_done(log_summary *s);
 
-/* Classify one log line (spec lifecycle.md §6.3, with issue 5 item 4's
- * additions: "incorrect api key", "authentication_error" and JSON
+/* Classify one log line (the buckets payment_required, then
+ * authentication_failed, then rate_limited; beyond the original's patterns,
+ * "incorrect api key", "authentication_error" and JSON
  * "statusCode":401 are authentication failures; a non-JSON line is matched
  * and reported without terminal escape sequences; a bucketed JSON error
  * without a top-level message reports error.data.message when it has one,
@@ -39,7 +42,7 @@ int log_classify_line(const char *line, size_t len, const char *prefix, const ch
                       char **ret_reason, char **ret_detail);
 /* The same classifier with its compiled patterns and JSON tokener kept
  * between lines, for a reader that classifies a log as it grows (the daemon's
- * watchdog, lifecycle.md §6.2). log_classifier_new: 0, -ENOMEM.
+ * watchdog). log_classifier_new: 0, -ENOMEM.
  * log_classifier_line: like log_classify_line; *ret_json (may be NULL) says
  * whether the line parsed as JSON ("parseable", which ends the pre-output
  * phase). Patterns are compiled on first need. */
@@ -48,13 +51,16 @@ int log_classifier_new(LogClassifier **ret);
 LogClassifier *log_classifier_free(LogClassifier *lc); /* NULL */
 int log_classifier_line(LogClassifier *lc, const char *line, size_t len, const char *prefix,
                         const char *structured_prefix, bool *ret_json, char **ret_reason, char **ret_detail);
-/* Classify every line of the log (used at settlement, §4.4 step 2): the first
- * matching line wins. Returns 1/0 like log_classify_line. Missing file → 0. */
+/* Classify every line of the log (used at settlement, when the task has no
+ * failure reason yet): the first matching line wins.
+ * Returns 1/0 like log_classify_line. Missing file → 0. */
 int log_classify_file(const char *path, const char *prefix, const char *structured_prefix,
                       char **ret_reason, char **ret_detail);
-/* Boot-failure detail (§4.4 step 5): if no line of the log parses as JSON,
- * take the last 64 KiB (dropping the first, partial line if the file is
- * larger), skip blank lines, and return 1 with *ret_detail = the last line
+/* Boot-failure detail (asked at settlement for a worker that crashed with
+ * a nonzero exit code and no failure reason): if no line of the log parses
+ * as JSON, take the last 64 KiB (dropping the first, partial line if the
+ * file is larger), skip blank lines, and return 1 with *ret_detail = the
+ * last line
  * matching /^error\b[:\s]/i after any leading terminal escape sequences,
  * else the last line naming an errno (EROFS, ENOENT, "Read-only file
  * system", ...; not the runtime's banner that OpenCode prints last), else
@@ -66,12 +72,12 @@ int log_boot_failure(const char *path, char **ret_detail);
 char *failure_detail_cap(const char *s);
 /* True if s[0..len) is empty or only whitespace as JavaScript's String#trim
  * sees it (ASCII \t\n\v\f\r and space, U+00A0, U+1680, U+2000–U+200A,
- * U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF). Used for "whitespace-only
- * lines are dropped" (spec lifecycle.md §3.1) and "blank lines" (§4.4). */
+ * U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF). The pi and OpenCode
+ * normalizers drop such stdout lines; the boot-failure reader skips them. */
 bool log_line_is_blank(const char *s, size_t len);
 
-/* The activity/summary narration of a piece of a log (spec lifecycle.md
- * §8.1 "Narration", used by §8.2 too): data[0..len) split on '\n', lines that
+/* The narration of a piece of a log that the activity text and the report
+ * summaries are made from: data[0..len) split on '\n', lines that
  * do not parse as JSON skipped; `text` events' part.text grouped by
  * part.messageID (missing → "__unknown_message__") at the place the id was
  * first seen, joined without separator; each `tool_use` event with

@@ -8,7 +8,10 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 bool bwrap_help_has_overlay(const char *help_text) {
         return help_text && strstr(help_text, "--overlay-src") != NULL;

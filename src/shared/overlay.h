@@ -1,6 +1,6 @@
 #pragma once
-/* Copy-on-write overlay of a target directory (spec sandbox-changeset-env.md
- * §4; DESIGN.md "The overlay works where bwrap lacks --overlay").
+/* Copy-on-write overlay of a target directory: the worker's writes land in
+ * the task's upper dir, the target stays as it was until an accept.
  *
  * Two ways to mount it, chosen by probing the installed bwrap, never by its
  * version:
@@ -42,7 +42,7 @@ int userns_enter_as_root(uid_t outer_uid, gid_t outer_gid);
 int overlay_mount(const char *lower, const char *upper, const char *work, const char *target,
                   bool userxattr, char **ret_error);
 
-/* Create the overlay directories of one task (spec §4.1):
+/* Create the overlay directories of one task:
  * mkdir -p <tmp_root> 0700; mkdir <root> 0700 non-recursively (EEXIST fails:
  * anti-plant); mkdir -p <root>/upper/main and <root>/work/main 0700.
  * Returns -EEXIST if root already exists. */

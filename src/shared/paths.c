@@ -5,7 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "util.h"
+#include "fs-util.h"
+#include "string-util.h"
 
 static const char *env_nonempty(const char *name) {
         const char *v = getenv(name);
@@ -57,8 +58,8 @@ int tf_paths_resolve(tf_paths *p) {
         if (!p->socket_path) goto oom;
 
         if ((v = env_nonempty("TASKFERRY_OVERLAY_TMP_DIR"))) p->overlay_tmp_root = absolute(v);
-        /* real disk under the state dir, not the small runtime-dir tmpfs (issue 5
-         * item 14); masked in every sandbox with the state dir */
+        /* real disk under the state dir, not the small runtime-dir tmpfs a
+         * worker could fill; masked in every sandbox with the state dir */
         else p->overlay_tmp_root = strdup_printf("%s/overlays", p->state_dir);
         if (!p->overlay_tmp_root) goto oom;
 

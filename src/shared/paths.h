@@ -1,5 +1,7 @@
 #pragma once
-/* Path resolution (spec protocol-cli.md §3.1, lifecycle.md §0). */
+/* Where taskferry keeps its files: each path from its environment variable
+ * (an empty one counts as unset) or the XDG default, as the fields below
+ * say. */
 
 typedef struct tf_paths {
         char *home;             /* $HOME or the passwd entry */

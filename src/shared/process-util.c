@@ -1,10 +1,12 @@
-/* safe_fork and the fd limit; see process-util.h. */
+/* safe_fork, waiting for children, the fd limit and run_command; see
+ * process-util.h. */
 
 #include "process-util.h"
-#include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +14,19 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "path-util.h"
+#include "signal-util.h"
+#include "strv.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #include <linux/close_range.h>
 #endif
+
+extern char **environ;
 
 static struct rlimit original_nofile;
 static bool nofile_raised;
@@ -151,7 +160,10 @@ int safe_fork_full(const char *name, const int stdio_fds[3], const int except_fd
         if (pid > 0) {
                 int r = 1;
                 /* the intermediate of a detached child exits at once */
-                if ((flags & FORK_DETACH) && wait_for_terminate(pid, NULL) < 0) r = -errno;
+                if (flags & FORK_DETACH) {
+                        int k = wait_for_terminate(pid, NULL);
+                        if (k < 0) r = k;
+                }
                 if (block) (void) sigprocmask(SIG_SETMASK, &saved, NULL);
                 if (ret_pid) *ret_pid = (flags & FORK_DETACH) ? 0 : pid;
                 return r;
@@ -194,30 +206,27 @@ int safe_fork_full(const char *name, const int stdio_fds[3], const int except_fd
         return 0;
 }
 
-int wait_for_terminate(pid_t pid, siginfo_t *ret) {
+/* waitid(2) for child pid's exit (WEXITED | extra), retrying EINTR: 1 and
+ * *ret (may be NULL) once it is reaped, 0 while it runs (WNOHANG), -errno. */
+static int wait_exited(pid_t pid, int extra, siginfo_t *ret) {
         if (pid <= 1) return -EINVAL;
         siginfo_t si;
         for (;;) {
                 si = (siginfo_t) {0};
-                if (waitid(P_PID, (id_t) pid, &si, WEXITED) == 0) break;
+                if (waitid(P_PID, (id_t) pid, &si, WEXITED | extra) == 0) break;
                 if (errno != EINTR) return -errno;
         }
-        if (ret) *ret = si;
-        return 0;
-}
-
-int wait_for_terminate_nohang(pid_t pid, siginfo_t *ret) {
-        if (pid <= 1) return -EINVAL;
-        siginfo_t si;
-        for (;;) {
-                si = (siginfo_t) {0};
-                if (waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG) == 0) break;
-                if (errno != EINTR) return -errno;
-        }
-        if (si.si_pid == 0) return 0; /* still running */
+        if (si.si_pid == 0) return 0; /* WNOHANG: still running */
         if (ret) *ret = si;
         return 1;
 }
+
+int wait_for_terminate(pid_t pid, siginfo_t *ret) {
+        int r = wait_exited(pid, 0, ret);
+        return r < 0 ? r : 0;
+}
+
+int wait_for_terminate_nohang(pid_t pid, siginfo_t *ret) { return wait_exited(pid, WNOHANG, ret); }
 
 int wait_status_to_exit_code(const siginfo_t *si) {
         return si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
@@ -244,4 +253,122 @@ void sigkill_wait(pid_t pid) {
         if (pid <= 1) return;
         (void) kill(pid, SIGKILL);
         (void) wait_for_terminate(pid, NULL);
+}
+
+/* ---- running a command to completion ---- */
+
+void run_result_done(run_result *r) {
+        free(r->out);
+        free(r->err);
+        r->out = r->err = NULL;
+}
+
+static int append_buf(char **buf, size_t *len, size_t *cap, const char *data, size_t n) {
+        if (*len + n + 1 > *cap) {
+                size_t ncap = (*cap ? *cap : 4096);
+                while (ncap < *len + n + 1) ncap *= 2;
+                char *nb = realloc(*buf, ncap);
+                if (!nb) return -ENOMEM;
+                *buf = nb;
+                *cap = ncap;
+        }
+        memcpy(*buf + *len, data, n);
+        *len += n;
+        (*buf)[*len] = 0;
+        return 0;
+}
+
+int run_command(char *const argv[], char *const envp[], const char *cwd, size_t max_out,
+                int stdout_fd, run_result *res) {
+        int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+        memset(res, 0, sizeof *res);
+        _cleanup_free_ char *exe = NULL;
+        int r = find_executable(argv[0], envp ? strv_env_get(envp, "PATH") : NULL, &exe);
+        if (r < 0) return r;
+        if (pipe2(errp, O_CLOEXEC) < 0) return -errno;
+        bool capture = stdout_fd < 0 && max_out > 0;
+        if (capture && pipe2(outp, O_CLOEXEC) < 0) {
+                r = -errno;
+                close(errp[0]);
+                close(errp[1]);
+                return r;
+        }
+        /* the caller waits for it: it never outlives the caller (a daemon job
+         * killed with its daemon takes its git along) */
+        pid_t pid;
+        r = safe_fork(argv[0], FORK_DEATHSIG_SIGKILL | FORK_RESET_SIGNALS, &pid);
+        if (r < 0) {
+                safe_close(outp[0]), safe_close(outp[1]), safe_close(errp[0]), safe_close(errp[1]);
+                return r;
+        }
+        if (r == 0) {
+                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (devnull < 0) _exit(127);
+                dup2(devnull, 0);
+                if (stdout_fd >= 0) dup2(stdout_fd, 1);
+                else if (capture) dup2(outp[1], 1);
+                else dup2(devnull, 1);
+                dup2(errp[1], 2);
+                if (cwd && chdir(cwd) < 0) {
+                        dprintf(2, "chdir %s: %s\n", cwd, strerror(errno));
+                        _exit(127);
+                }
+                execve(exe, argv, envp ? envp : environ);
+                dprintf(2, "exec %s: %s\n", exe, strerror(errno));
+                _exit(127);
+        }
+        safe_close(outp[1]);
+        safe_close(errp[1]);
+        size_t olen = 0, ocap = 0, elen = 0, ecap = 0;
+        char *obuf = NULL, *ebuf = NULL;
+        bool too_big = false;
+        struct pollfd pfd[2] = {{.fd = capture ? outp[0] : -1, .events = POLLIN},
+                                {.fd = errp[0], .events = POLLIN}};
+        int open_fds = capture ? 2 : 1;
+        char chunk[65536];
+        while (open_fds > 0) {
+                if (poll(pfd, 2, -1) < 0) {
+                        if (errno == EINTR) continue;
+                        break;
+                }
+                for (int i = 0; i < 2; i++) {
+                        if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+                        ssize_t n = read(pfd[i].fd, chunk, sizeof chunk);
+                        if (n < 0 && errno == EINTR) continue;
+                        if (n <= 0) {
+                                close(pfd[i].fd);
+                                pfd[i].fd = -1;
+                                open_fds--;
+                                continue;
+                        }
+                        if (i == 0) {
+                                if (olen + (size_t) n > max_out) too_big = true;
+                                else if (append_buf(&obuf, &olen, &ocap, chunk, (size_t) n) < 0) too_big = true;
+                        } else if (elen < 65536)
+                                (void) append_buf(&ebuf, &elen, &ecap, chunk, (size_t) n);
+                }
+        }
+        siginfo_t si;
+        /* a child that cannot be waited for (-ECHILD: it was reaped
+         * already, as a SIGCHLD set to SIG_IGN does) has no status to
+         * report: it reads as exit status 0, the output is what there is */
+        if (wait_for_terminate(pid, &si) < 0) si = (siginfo_t) {.si_code = CLD_EXITED};
+        if (si.si_code == CLD_EXITED) {
+                res->exit_code = si.si_status;
+                res->signal = 0;
+        } else {
+                res->exit_code = -1;
+                res->signal = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED ? si.si_status : 0;
+        }
+        if (capture && !obuf) obuf = strdup("");
+        if (!ebuf) ebuf = strdup("");
+        res->out = obuf;
+        res->out_len = olen;
+        res->err = ebuf;
+        res->err_len = elen;
+        if (too_big) {
+                run_result_done(res);
+                return -EFBIG;
+        }
+        return 0;
 }

@@ -115,3 +115,28 @@ int fd_limit_raise(void);
 /* Put back the soft limit fd_limit_raise found; no-op if it changed nothing.
  * Async-signal-safe (safe_fork calls it in the child). */
 void fd_limit_restore(void);
+
+/* ---- running a command to completion (blocking: for helpers, the shim
+ * and forked jobs; never on the daemon's event loop) ---- */
+
+typedef struct run_result {
+        int exit_code;      /* exit status, or -1 if killed by a signal */
+        int signal;         /* terminating signal or 0 */
+        char *out;          /* captured stdout (NUL-terminated), NULL if not captured */
+        size_t out_len;     /* bytes */
+        char *err;          /* captured stderr (NUL-terminated; reading stops
+                             * adding once 64 KiB are held) */
+        size_t err_len;     /* bytes */
+} run_result;
+/* Free what run_command captured (the struct itself is the caller's). */
+void run_result_done(run_result *r);
+/* Run argv[0] (PATH lookup through envp's PATH or ours) with envp (NULL → our
+ * environ), cwd (NULL → ours), stdin from /dev/null, stdout captured up to
+ * max_out bytes (-EFBIG beyond, nothing captured then; 0 → discard stdout),
+ * stderr captured. stdout_fd >= 0 sends stdout to that fd instead of
+ * capturing. The child gets SIGKILL should the caller die first
+ * (PR_SET_PDEATHSIG). Returns 0 when the child ran (check r->exit_code: 127
+ * when it could not chdir or exec, the reason on its stderr), -errno if it
+ * could not be started (-ENOENT: argv[0] not found). */
+int run_command(char *const argv[], char *const envp[], const char *cwd,
+                size_t max_out, int stdout_fd, run_result *r);

@@ -8,7 +8,8 @@
 
 #include "json-util.h"
 #include "protocol.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static const char *const proto_method_table[_PROTO_METHOD_MAX] = {
         [PROTO_SYSTEM_HEALTH] = "system.health", [PROTO_TASK_DISPATCH] = "task.dispatch",

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 const char *const protocol_result_fields[] = {
         "message",       "narration",      "tokens",          "cost",          "sessionId",

@@ -1,7 +1,10 @@
 #pragma once
-/* Daemon wire protocol v1 (spec protocol-cli.md §1): line-delimited JSON
- * frames, envelopes with exact key sets and order, request validation in the
- * order of §1.3, and the per-method parameter specs of §1.6. */
+/* Daemon wire protocol v1: UTF-8 JSON frames, one per '\n'-ended line,
+ * every frame of both directions carrying "version": 1; envelopes with
+ * exact key sets in a fixed key order (key order is part of the contract:
+ * TOON prints keys as they come); request validation in a fixed order
+ * (proto_parse_request: the first failing step names the error); and the
+ * per-method parameter specs. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -10,10 +13,14 @@
 #include "protocol-params.h"
 
 #define PROTOCOL_VERSION 1
-#define PROTOCOL_MAX_BUFFER_BYTES (1024 * 1024) /* MAX_BUFFER_BYTES, §1.5 */
-/* §1.5 as amended (docs/taskferryd.8.md "Limits"): 256 *active* requests
- * daemon-wide on the user's socket; parked task.wait requests have a budget
- * of their own, so waits can never starve health, status, list or cancel. */
+/* The most bytes a connection may hold that are not yet split into lines:
+ * the daemon answers REQUEST_TOO_LARGE past it (checked before splitting),
+ * a client fails on an unterminated rest larger than it. */
+#define PROTOCOL_MAX_BUFFER_BYTES (1024 * 1024)
+/* 256 *active* requests daemon-wide on the user's socket (one more gets
+ * SERVER_BUSY; docs/taskferryd.8.md "Limits"); parked task.wait requests
+ * have a budget of their own, so waits can never starve health, status, list
+ * or cancel. */
 #define PROTOCOL_MAX_IN_FLIGHT 256
 #define PROTOCOL_MAX_WAITS 1024
 /* Per task socket (the socket bound into one sandbox): at most this many open
@@ -23,7 +30,7 @@
 #define PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS 16
 #define PROTOCOL_TASK_SOCKET_MAX_REQUESTS 32
 
-/* Error codes (§1.4). */
+/* Error codes: the "code" of an error frame. */
 #define E_MALFORMED_JSON "MALFORMED_JSON"
 #define E_INVALID_REQUEST "INVALID_REQUEST"
 #define E_UNSUPPORTED_VERSION "UNSUPPORTED_VERSION"
@@ -33,18 +40,19 @@
 #define E_REQUEST_TOO_LARGE "REQUEST_TOO_LARGE"
 #define E_RESPONSE_TOO_LARGE "RESPONSE_TOO_LARGE"
 #define E_UNKNOWN_TASK "UNKNOWN_TASK"
-#define E_OUTPUT_NOT_FOUND "OUTPUT_NOT_FOUND" /* task.output: path not found (lifecycle.md §7.3) */
+#define E_OUTPUT_NOT_FOUND "OUTPUT_NOT_FOUND" /* task.output: path not found in the output dir */
 #define E_NO_OUTPUT_DIR "NO_OUTPUT_DIR"       /* task.output path on a task with no outputDir */
 #define E_REQUEST_FAILED "REQUEST_FAILED"
 
-/* The 28 RESULT_FIELDS of §1.6, in order; NULL-terminated. */
+/* The 28 fields task.result's "fields" may name, in the order the CLI's
+ * help lists them; NULL-terminated. */
 extern const char *const protocol_result_fields[];
-/* task.result fields beyond the spec's 28 (additions; the CLI's --fields
- * does not offer them): "changesetStatus" and "diffPath" (the record's
- * values, lifecycle.md §1.2), which `taskferry diff` reads. */
+/* task.result fields beyond those 28 (additions; the CLI's --fields does
+ * not offer them): "changesetStatus" and "diffPath" (the task record's
+ * values), which `taskferry diff` reads. */
 extern const char *const protocol_result_extra_fields[];
 
-/* The 16 methods of §1.6, in the order the UNKNOWN_METHOD help lists them
+/* The 16 methods, in the order the UNKNOWN_METHOD help lists them
  * (15 RPC methods, then event.subscribe); NULL-terminated. */
 extern const char *const protocol_methods[];
 /* True for a method of protocol_methods whose params this build validates,
@@ -63,13 +71,21 @@ typedef struct proto_request {
 
 void proto_request_done(proto_request *r);
 
-/* Validate one received line (without '\n') as a request, §1.3 steps 1–5.
- * Returns 0 and fills *ret on success. On a protocol error returns -EBADMSG
- * and sets *ret_error to the complete error frame to send. -ENOMEM. */
+/* Validate one received line (without '\n') as a request, in this order:
+ * JSON (MALFORMED_JSON, id null); the envelope: an object of exactly
+ * version, id, method and params, id and method non-empty strings, params an
+ * object (INVALID_REQUEST, the id echoed when it is a string); version 1
+ * (UNSUPPORTED_VERSION); a known method (UNKNOWN_METHOD); its params
+ * (INVALID_PARAMS, proto_validate_params). The in-flight budget is the
+ * server's check after these. Returns 0 and fills *ret on success. On a
+ * protocol error returns -EBADMSG and sets *ret_error to the complete error
+ * frame to send. -ENOMEM. */
 int proto_parse_request(const char *line, size_t len, proto_request *ret, json_object **ret_error);
 
-/* Check params against the method's table (protocol-params.h) without
- * keeping them. Returns 0 if valid, else -EINVAL with *ret_error set to the
+/* Check params against the method's field table (protocol-params.h) without
+ * keeping them: no unknown key; every required one present and valid; an
+ * optional one valid when present (a JSON null counts as present, and is
+ * invalid). Returns 0 if valid, else -EINVAL with *ret_error set to the
  * INVALID_PARAMS frame. */
 int proto_validate_params(const char *id, const char *method, json_object *params, json_object **ret_error);
 
@@ -82,12 +98,12 @@ json_object *proto_event(const char *subscription_id, json_object *event);
 json_object *proto_shutdown(const char *reason);
 
 /* Build an error frame from an "error: <message>\nhelp: <help>" style text
- * (the responseError mapping of §1.8): message = first line starting
+ * (how a handler's failure text reaches the wire): message = first line starting
  * "error:" (prefix stripped) else the first line; help = first "help:" line
  * else "Retry the request or inspect the daemon logs"; detail = the text. */
 json_object *proto_error_from_text(const char *id, const char *code, const char *text);
 
-/* Frame types a client can receive (§1.10). */
+/* Frame types a client can receive. */
 typedef enum proto_frame_kind {
         PROTO_FRAME_INVALID,
         PROTO_FRAME_RESPONSE_OK,    /* exactly {version,id,ok:true,result}, string id */
@@ -97,17 +113,19 @@ typedef enum proto_frame_kind {
                                        non-empty string subscriptionId and an object event */
         PROTO_FRAME_SHUTDOWN,       /* version 1, type "shutdown" (other keys not checked) */
 } proto_frame_kind;
-/* Classify a received frame with the reference client's exact checks
- * (§1.10): version is the number 1 (1.0 too: JavaScript's 1 === 1.0);
- * anything else is PROTO_FRAME_INVALID, a protocol failure for the client. */
+/* Classify a received frame with the reference client's exact checks:
+ * version is the number 1 (1.0 too: JavaScript's 1 === 1.0); anything else
+ * is PROTO_FRAME_INVALID, a protocol failure for the client (so an error
+ * frame with id null ends a client's connection). */
 proto_frame_kind proto_classify_frame(json_object *frame);
 
-/* The request envelope {"version":1,"id":id,"method":method,"params":params}
- * (§1.2), key order as the reference client sends it. params is borrowed
+/* The request envelope {"version":1,"id":id,"method":method,"params":params},
+ * key order as the reference client sends it. params is borrowed
  * (a reference is taken); NULL → {}. NULL on ENOMEM. */
 json_object *proto_request_new(const char *id, const char *method, json_object *params);
 
-/* The health probe of §4.1 step 4 and §4.2 step 2, blocking: connect to the
+/* The health probe (of the CLI's auto-start, and of the daemon's socket
+ * bind before it takes the path), blocking: connect to the
  * AF_UNIX stream socket at path, send system.health with id
  * PROTOCOL_HEALTH_PROBE_ID and read the first line within timeout_ms.
  * Returns 1 when that line is {version 1, id "health-check", ok true,

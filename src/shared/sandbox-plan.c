@@ -9,7 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 typedef struct plan {
         sandbox_mount *m;

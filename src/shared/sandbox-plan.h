@@ -1,7 +1,6 @@
 #pragma once
 /* The sandbox's file system: which host paths a worker sees, in which order
- * they are mounted (DESIGN.md "Deliberate differences"; spec
- * sandbox-changeset-env.md §1.1, §2 and §12 "Default-deny root").
+ * they are mounted.
  *
  * The root is not the host's `/`: it is built from an allow-list, so that no
  * host Unix socket (under /run, /var/run, /var/tmp, the home dir: Docker,
@@ -28,8 +27,8 @@
  *     path of a->deny and a->structural that exists on the host and lies at
  *     or below something mounted above (a dir becomes an empty tmpfs, any
  *     other file /dev/null read-only; a symlink is masked where it points);
- *     then every user bind that lies inside a mask is bound again on top (the
- *     user's explicit call, spec §2.4: the caller warns);
+ *     then every user bind that lies inside a mask is bound again on top (a
+ *     bind the user asked for overrides the deny-list; the caller warns);
  *  7. a->tail, taskferry's own re-exposures (the task's executor homes, its
  *     output dir, its socket), mounted last.
  *
@@ -53,8 +52,9 @@
         ".gitconfig", ".config/git", ".local/bin", ".local/lib", ".npm-global", ".nvm", ".volta", ".bun", \
                 ".deno", ".cargo/bin", ".rustup", "go/bin", ".pyenv", ".asdf", ".opencode/bin"
 
-/* The fixed deny-list below the home dir (spec §2.1, plus the file-shaped
- * secrets DESIGN.md names): dirs are masked with an empty tmpfs, files with
+/* The fixed deny-list below the home dir (the original's credential dirs,
+ * plus file-shaped secrets: .npmrc, .netrc, .git-credentials, docker's and
+ * kube's configs, ...): dirs are masked with an empty tmpfs, files with
  * /dev/null. .config/git/credentials is git-credential-store(1)'s second
  * default file, inside the allow-listed .config/git; .npm-global/etc/npmrc
  * is npm's global config (prefix ~/.npm-global), inside the allow-listed
@@ -64,7 +64,7 @@
                 ".git-credentials", ".config/git/credentials", ".docker/config.json", ".kube/config", ".npmrc", \
                 ".npm-global/etc/npmrc", ".pypirc"
 
-/* The full deny-list, in the spec's order: state_dir, then home/<each of
+/* The full deny-list, in the original's order: state_dir, then home/<each of
  * SANDBOX_DENY_HOME>, then extra (TASKFERRY_SANDBOX_DENYLIST: dirs or
  * files; absolute entries as given, relative ones under home). Each entry
  * also appears resolved (realpath) when that differs, so a check against a

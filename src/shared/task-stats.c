@@ -1,4 +1,4 @@
-/* doctor --stats aggregation (task-stats.h; spec lifecycle.md §8.4). */
+/* doctor --stats aggregation (see task-stats.h). */
 #include "task-stats.h"
 
 #include <errno.h>
@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "time-util.h"
 
 #define DAY_MS (24ULL * 60 * 60 * 1000)
 #define BACKLOG_MAX 20

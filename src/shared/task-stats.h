@@ -1,8 +1,8 @@
 #pragma once
-/* doctor --stats aggregation (spec lifecycle.md §8.4, protocol-cli.md §1.7
- * "stats"): one pure function over task rows, used by the daemon's
- * task.stats (stats.c) and by the CLI's fallback for daemons that answer
- * UNKNOWN_METHOD (it aggregates task.list rows itself, §2.6).
+/* doctor --stats aggregation: one pure function over task rows, used by the
+ * daemon's task.stats (stats.c) and by the CLI's fallback for daemons that
+ * answer task.stats with UNKNOWN_METHOD (it asks task.list and aggregates
+ * the rows itself).
  *
  * rows: a JSON array of objects {id, status, model, startedAt, failureReason}
  * (extra keys ignored; model/failureReason may be null). The caller leaves
@@ -34,8 +34,8 @@
 
 json_object *task_stats_compute(json_object *rows, uint64_t now_ms);
 
-/* The CLI's projection of a stats object (protocol-cli.md §2.6 "doctor
- * --stats projection"): byModel[].doneRate/crashRate and
+/* The CLI's projection of a stats object (what `doctor --stats` prints):
+ * byModel[].doneRate/crashRate and
  * trend.current/previous.crashRate become "<rate*100, 1 decimal>%" strings
  * (null stays null); everything else is copied. A new object (NULL on
  * ENOMEM). */

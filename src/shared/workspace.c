@@ -1,5 +1,4 @@
-/* Git workspace roots (spec protocol-cli.md §1.9, lifecycle.md §7.4) without
- * running git: see workspace.h. */
+/* Git workspace roots without running git: see workspace.h. */
 
 #include "workspace.h"
 
@@ -8,16 +7,8 @@
 #include <string.h>
 
 #include "gitdir.h"
-#include "util.h"
-
-static char *parent_dir(const char *p) {
-        char *d = strdup(p);
-        if (!d) return NULL;
-        char *s = strrchr(d, '/');
-        if (s == d) s[1] = 0;
-        else if (s) *s = 0;
-        return d;
-}
+#include "macro.h"
+#include "path-util.h"
 
 int workspace_root_find(const char *dir, char **ret) {
         git_dirs g = {0};
@@ -30,7 +21,7 @@ int workspace_root_find(const char *dir, char **ret) {
         } else if (strstr(g.common, "/.git/modules/"))
                 root = strdup(g.top); /* a submodule: its own top level */
         else
-                root = parent_dir(g.common);
+                root = path_parent(g.common);
         git_dirs_done(&g);
         if (!root) return -ENOMEM;
         *ret = root;

@@ -1,7 +1,8 @@
 #pragma once
-/* Git workspace roots (spec protocol-cli.md §1.9, lifecycle.md §7.4), one
- * function for the daemon (task.list, event delivery) and the CLI (the
- * default directory of list and the workspace view, §2.5), computed from the
+/* Git workspace roots: tasks of one repository (its subdirectories and
+ * linked worktrees too) are of one workspace. One function for the daemon
+ * (task.list, event delivery) and the CLI (the default directory of list
+ * and the workspace view), computed from the
  * filesystem only (gitdir.h; no git process, so the daemon may call it on its
  * event loop):
  *
@@ -27,5 +28,7 @@ int workspace_root_find(const char *dir, char **ret);
 /* The workspace root of dir, malloc'd; NULL on ENOMEM. */
 char *workspace_root(const char *dir);
 
-/* sameWorkspace(a, b) of §1.9: a == b, or both have the same root. */
+/* Are a and b of one workspace: a == b, or both have the same root (events
+ * reach the subscriptions of their workspace; the accepts into one
+ * workspace run one at a time). */
 bool same_workspace(const char *a, const char *b);

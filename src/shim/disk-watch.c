@@ -6,7 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 void disk_watch_init(disk_watch *w, uint64_t max_bytes, char **paths, uint64_t now) {
         *w = (disk_watch) {.max_bytes = max_bytes, .paths = paths, .next_fs_ms = now, .next_walk_ms = now};

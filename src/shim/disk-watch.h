@@ -1,5 +1,6 @@
 #pragma once
-/* The shim's disk watch (issue 5 item 14; disk-budget.h says what counts).
+/* The shim's disk watch: it stops a worker past its disk budget or that
+ * takes a filesystem below its floor (disk-budget.h says what counts).
  * Called from the shim's monitor loop: disk_watch_timeout() bounds the poll
  * timeout, disk_watch_check() measures what is due and says when the worker
  * must be stopped.

@@ -6,8 +6,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fileio.h"
+#include "log.h"
 #include "macro.h"
-#include "util.h"
+#include "strv.h"
 
 #define READ_CHUNK 65536
 /* A stdout "line" longer than this without a newline is logged in pieces of

@@ -1,8 +1,8 @@
 #pragma once
 /* The worker's stdout → executor normalizer → log pipeline of the shim
- * (spec lifecycle.md §3.1, executor.h): stdout is split into lines of any
- * length, every line (with its newline flag) goes through the executor's
- * normalize_line, and each resulting log line is appended to the log with a
+ * (executor.h): stdout is split into lines of any length, every line (with
+ * its newline flag) goes through the executor's normalize_line, and each
+ * resulting log line is appended to the log with a
  * single writev(2) of "<line>\n" (a line over 64 MiB is logged in pieces of
  * exactly 64 MiB, each passed with newline=false, then its rest with
  * newline=true; a partial last line at EOF is passed with newline=false). The worker's stderr is appended raw,

@@ -1,5 +1,6 @@
-/* taskferry-shim: the per-task monitor (DESIGN.md "Processes", "Data flow of
- * one dispatch" steps 4-6).
+/* taskferry-shim: the per-task monitor (the role conmon plays for podman).
+ * It, not the daemon, owns the worker's log and exit status, so a worker
+ * survives a daemon restart and the restarted daemon re-adopts it.
  *
  *   taskferry-shim --spec-fd 3 --status-fd 4
  *
@@ -7,8 +8,8 @@
  * (through bwrap when sandboxed, after mounting the overlay itself when bwrap
  * cannot), writes <taskDir>/launch.json and the same object as one line on the
  * status fd, forwards SIGTERM/SIGINT/SIGHUP to the worker's process group,
- * normalizes the worker's stdout into the log (spec lifecycle.md §3.1) while
- * its stderr goes to the log raw, and finally writes <taskDir>/exit.json.
+ * normalizes the worker's stdout into the log (log-pipe.h) while its stderr
+ * goes to the log raw, and finally writes <taskDir>/exit.json.
  *
  * Exit status: 0 once exit.json is written (also for a worker that could not
  * be started: exit.json then holds a spawnError); 1 if exit.json could not be
@@ -24,21 +25,28 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 
 #include "cgroup-util.h"
 #include "changeset.h"
 #include "disk-watch.h"
 #include "executor.h"
+#include "fileio.h"
+#include "fs-util.h"
 #include "json-util.h"
 #include "landlock.h"
 #include "launch-spec.h"
 #include "log-pipe.h"
+#include "log.h"
+#include "macro.h"
 #include "overlay.h"
+#include "path-util.h"
+#include "process-util.h"
 #include "sandbox-plan.h"
 #include "sandbox.h"
-#include "process-util.h"
-#include "util.h"
+#include "signal-util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
 
 #define EMPTY_TREE_SHA "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 #define DRAIN_AFTER_EXIT_MS 2000
@@ -74,7 +82,7 @@ typedef struct shim {
 
         pid_t worker;
         bool reaped;
-        int wait_status;
+        siginfo_t wait_info;     /* the reaped worker's (wait_for_terminate) */
         uint64_t ended_at;
 
         disk_watch disk;         /* armed when the spec has a disk budget */
@@ -116,11 +124,11 @@ static int write_exit_json(shim *s, const char *spawn_error) {
         exit_info ei = {.ended_at_ms = s->ended_at ? s->ended_at : now_ms()};
         char sigbuf[16];
         if (!spawn_error && s->reaped) {
-                if (WIFEXITED(s->wait_status)) {
+                if (s->wait_info.si_code == CLD_EXITED) {
                         ei.has_exit_code = true;
-                        ei.exit_code = WEXITSTATUS(s->wait_status);
-                } else if (WIFSIGNALED(s->wait_status)) {
-                        int sig = WTERMSIG(s->wait_status);
+                        ei.exit_code = s->wait_info.si_status;
+                } else if (s->wait_info.si_code == CLD_KILLED || s->wait_info.si_code == CLD_DUMPED) {
+                        int sig = s->wait_info.si_status;
                         const char *name = signal_to_name(sig);
                         if (!name) {
                                 snprintf(sigbuf, sizeof sigbuf, "SIG%d", sig);
@@ -200,7 +208,10 @@ static void strip_trailing_ws(char *s) {
         while (n > 0 && strchr(" \t\r\n", s[n - 1])) s[--n] = 0;
 }
 
-/* spec sandbox-changeset-env.md §5.1; on the host, before the worker runs. */
+/* The target's HEAD before the worker runs, read on the host: `git
+ * rev-parse HEAD`; an unborn HEAD of a repository is the empty tree; NULL
+ * when dir is in no repository (or git is missing). A subdirectory of a
+ * repository is a git target. */
 static int capture_head(const char *dir, char **ret) {
         char *head_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C",
                              (char *) dir, (char *) "rev-parse", (char *) "--verify", (char *) "-q",
@@ -434,11 +445,8 @@ static void forward_signal(shim *s, int sig) {
 
 static void try_reap(shim *s) {
         if (s->reaped || s->worker <= 0) return;
-        int status;
-        pid_t p = waitpid(s->worker, &status, WNOHANG);
-        if (p == s->worker) {
+        if (wait_for_terminate_nohang(s->worker, &s->wait_info) > 0) {
                 s->reaped = true;
-                s->wait_status = status;
                 s->ended_at = now_ms();
         }
 }
@@ -687,9 +695,7 @@ static int start_and_monitor(shim *s) {
         r = read_child_error(errp[0], &child_error);
         close(errp[0]);
         if (r < 0 || child_error) {
-                int status = 0;
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
+                (void) wait_for_terminate(pid, NULL);
                 s->worker = 0;
                 return fail_spawn(s, "%s", child_error ? child_error : "cannot read the worker's start status");
         }
@@ -725,12 +731,11 @@ static int start_and_monitor(shim *s) {
         monitor(s, TAKE_FD(out_r), TAKE_FD(serr_r));
 
         if (!s->reaped) {
-                /* Only reached if poll failed: wait for the worker regardless. */
-                int status = 0;
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
+                /* Only reached if poll failed: wait for the worker regardless.
+                 * A wait that fails too leaves no status: exit.json then says
+                 * exit code 0. */
+                if (wait_for_terminate(pid, &s->wait_info) < 0) s->wait_info = (siginfo_t) {.si_code = CLD_EXITED};
                 s->reaped = true;
-                s->wait_status = status;
                 s->ended_at = now_ms();
         }
         r = write_exit_json(s, NULL);

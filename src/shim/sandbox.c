@@ -1,6 +1,7 @@
 #include "sandbox.h"
 
-#include "util.h"
+#include "macro.h"
+#include "strv.h"
 
 static int push_many(char ***l, const char *const *items, size_t n) {
         for (size_t i = 0; i < n; i++) {

@@ -1,9 +1,9 @@
 #pragma once
 /* The bwrap argument list for a worker: the mount list of the launch spec
  * (built by sandbox-plan.h) turned into bwrap(1) options, in order.
- * (Spec sandbox-changeset-env.md §1.1, with DESIGN.md's differences: a root
- * built from an allow-list instead of `--ro-bind / /`, masks on top of user
- * binds, no capabilities and no nested user namespaces.)
+ * (Unlike the original's list: a root built from an allow-list instead of
+ * `--ro-bind / /`, masks on top of user binds, no capabilities and no nested
+ * user namespaces.)
  *
  *   --proc /proc --dev /dev --tmpfs /tmp
  *   then, per mount, in order:

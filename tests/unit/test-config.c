@@ -11,8 +11,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fileio.h"
+#include "fs-util.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 static char *tmpdir;
 

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "disk-budget.h"
+#include "fileio.h"
+#include "fs-util.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
 
 START_TEST(test_size_parse) {
         static const struct {

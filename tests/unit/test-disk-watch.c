@@ -14,8 +14,9 @@
 #include <unistd.h>
 
 #include "disk-watch.h"
+#include "fs-util.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
 
 static char *tmpdir(void) {
         const char *base = getenv("TASKFERRY_TEST_TMPDIR");

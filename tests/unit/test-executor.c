@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "executor.h"
+#include "fileio.h"
 #include "json-util.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define REAL_DIR TASKFERRY_FIXTURES_DIR "/real"
 #define INSTRUCTION "Follow the instructions in the attached prompt file exactly."

@@ -11,8 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileio.h"
+#include "fs-util.h"
 #include "git-cat.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 static char *root, *git_dir;
 static char **env;

@@ -7,10 +7,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
+#include "fs-util.h"
 #include "json-util.h"
 #include "launch-spec.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static inline void launch_spec_freep(launch_spec **s) { launch_spec_free(*s); }
 

@@ -3,13 +3,14 @@
  * the partial last line at EOF, and reading straight from a pipe. */
 
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "line-buffer.h"
-#include "macro.h"
 
 /* Pop one line and check its kind and bytes. */
 static void expect(LineBuffer *b, int kind, const char *bytes, size_t len) {

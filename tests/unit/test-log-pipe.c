@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include "executor.h"
+#include "fileio.h"
+#include "fs-util.h"
 #include "log-pipe.h"
 #include "logparse.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
 
 static char *tmpdir;
 

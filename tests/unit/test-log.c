@@ -1,4 +1,4 @@
-/* The log functions of macro.h (util.c): plain lines on a terminal, pipe or
+/* The log functions of log.h: plain lines on a terminal, pipe or
  * file; "<N>"-prefixed lines, one per line of the message, when stderr is
  * the journal's stream ($JOURNAL_STREAM, systemd.exec(5)). stderr is
  * redirected to a file here. */
@@ -9,7 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
 
 static char *path;
 static int saved_stderr = -1;

@@ -15,10 +15,15 @@
 #include <unistd.h>
 
 #include "executor.h"
+#include "fileio.h"
+#include "fs-util.h"
 #include "json-util.h"
+#include "log.h"
 #include "logparse.h"
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "utf8.h"
 
 #include "../bench/realistic-log.h"
 

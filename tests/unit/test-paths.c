@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "fs-util.h"
 #include "paths.h"
-#include "util.h"
+#include "string-util.h"
 
 static void clear_env(void) {
         const char *vars[] = {"TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR", "TASKFERRY_CACHE_DIR",

@@ -4,8 +4,9 @@
 #include <check.h>
 
 #include "json-util.h"
+#include "macro.h"
 #include "protocol.h"
-#include "util.h"
+#include "string-util.h"
 
 static const char *err_code(json_object *frame) { return json_get_string(json_get_object(frame, "error"), "code"); }
 

@@ -12,9 +12,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "fileio.h"
+#include "fs-util.h"
 #include "macro.h"
 #include "sandbox-plan.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static char *root, *home;
 

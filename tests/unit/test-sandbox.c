@@ -8,7 +8,7 @@
 
 #include "macro.h"
 #include "sandbox.h"
-#include "util.h"
+#include "strv.h"
 
 static void assert_argv(char **argv, ...) {
         va_list ap;

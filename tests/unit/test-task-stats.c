@@ -5,7 +5,7 @@
 
 #include "json-util.h"
 #include "task-stats.h"
-#include "util.h"
+#include "time-util.h"
 
 #define HOUR (3600ULL * 1000)
 

@@ -9,7 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 #include "workspace.h"
 
 static char *tmp_root;

@@ -10,6 +10,7 @@
 #include "core/env-file.h"
 #include "core/manager.h"
 #include "core/settings.h"
+#include "utf8.h"
 #include "util.h"
 
 struct EnvFile {
@@ -38,18 +39,17 @@ static bool js_space(unsigned long cp) {
 /* Bytes of the white-space code point at s[0..n), 0 if none (valid UTF-8:
  * the text was sanitized). */
 static size_t space_at(const unsigned char *s, size_t n) {
-        if (n >= 1 && s[0] < 0x80) return js_space(s[0]) ? 1 : 0;
-        if (n >= 2 && (s[0] & 0xE0) == 0xC0) return js_space(((s[0] & 0x1Fu) << 6) | (s[1] & 0x3Fu)) ? 2 : 0;
-        if (n >= 3 && (s[0] & 0xF0) == 0xE0)
-                return js_space(((s[0] & 0x0Fu) << 12) | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu)) ? 3 : 0;
-        return 0;
+        Utf8Char c = utf8_decode((const char *) s, n);
+        return c.status == UTF8_VALID && js_space(c.cp) ? c.len : 0;
 }
 
-/* Bytes of the white-space code point ending at s[n-1], 0 if none. */
+/* Bytes of the white-space code point ending at s[n-1], 0 if none: the
+ * one of the last 1..3 bytes that decodes to exactly the rest. */
 static size_t space_before(const unsigned char *s, size_t n) {
-        if (n >= 1 && s[n - 1] < 0x80) return js_space(s[n - 1]) ? 1 : 0;
-        if (n >= 2 && (s[n - 2] & 0xE0) == 0xC0) return space_at(s + n - 2, 2);
-        if (n >= 3 && (s[n - 3] & 0xF0) == 0xE0) return space_at(s + n - 3, 3);
+        for (size_t k = 1; k <= 3 && k <= n; k++) {
+                Utf8Char c = utf8_decode((const char *) s + n - k, k);
+                if (c.status == UTF8_VALID && c.len == k) return js_space(c.cp) ? k : 0;
+        }
         return 0;
 }
 

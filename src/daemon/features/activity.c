@@ -15,6 +15,7 @@
 #include "core/task-table.h"
 #include "json-util.h"
 #include "logparse.h"
+#include "utf8.h"
 #include "util.h"
 
 #define FFFD "\xEF\xBF\xBD"
@@ -186,13 +187,11 @@ char *activity_narration(const char *snapshot) {
         return out;
 }
 
-/* Byte length of the UTF-8 sequence starting with c (1 for invalid bytes). */
-static size_t seq_len(unsigned char c) {
-        if (c < 0x80) return 1;
-        if ((c & 0xE0) == 0xC0) return 2;
-        if ((c & 0xF0) == 0xE0) return 3;
-        if ((c & 0xF8) == 0xF0) return 4;
-        return 1;
+/* Byte length of the code point at p (NUL-terminated; 1 for a byte that
+ * starts none). */
+static size_t seq_len(const char *p) {
+        size_t l = utf8_decode(p, strnlen(p, 4)).len;
+        return l ? l : 1;
 }
 
 /* JavaScript's \s beyond ASCII: U+00A0, U+1680, U+2000–U+200A, U+2028,
@@ -240,7 +239,7 @@ char *activity_sanitize(const char *in) {
                         pending_space = false;
                         if (cps >= ACTIVITY_MAX_CODEPOINTS) break;
                 }
-                size_t l = seq_len(*p);
+                size_t l = seq_len((const char *) p);
                 for (size_t i = 0; i < l && p[i]; i++) out[o++] = (char) p[i];
                 p += l;
                 cps++;
