@@ -224,7 +224,10 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
         cli_error_done(&herr);
         json_object *o = json_object_new_object();
         if (!o) return -ENOMEM;
-        json_object_object_foreach(health, key, val) json_add(o, key, json_object_get(val));
+        /* system.health's result, or nothing when no daemon answered */
+        if (health) {
+                json_object_object_foreach(health, key, val) json_add(o, key, json_object_get(val));
+        }
         json_object_put(health);
         /* the daemon's scope limits, enforced or not (task.stats's
          * resourceLimits, taskferry's addition; an older daemon has none) */

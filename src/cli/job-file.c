@@ -11,6 +11,7 @@
 #include "executor.h"
 #include "json-util.h"
 #include "macro.h"
+#include "utf8.h"
 #include "util.h"
 
 bool job_name_is_valid(const char *name) {
@@ -120,32 +121,9 @@ static int skip_ws_comments_newlines(parser *p) {
  * code points past U+10FFFF): its offset, or len if the text is valid. */
 static size_t utf8_invalid_at(const unsigned char *s, size_t len) {
         for (size_t i = 0; i < len;) {
-                unsigned char c = s[i];
-                size_t n;
-                uint32_t cp;
-                if (c < 0x80) {
-                        i++;
-                        continue;
-                } else if ((c & 0xe0) == 0xc0) {
-                        n = 2;
-                        cp = c & 0x1f;
-                } else if ((c & 0xf0) == 0xe0) {
-                        n = 3;
-                        cp = c & 0x0f;
-                } else if ((c & 0xf8) == 0xf0) {
-                        n = 4;
-                        cp = c & 0x07;
-                } else
-                        return i;
-                if (i + n > len) return i;
-                for (size_t k = 1; k < n; k++) {
-                        if ((s[i + k] & 0xc0) != 0x80) return i;
-                        cp = (cp << 6) | (s[i + k] & 0x3f);
-                }
-                if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-                    (cp >= 0xd800 && cp <= 0xdfff))
-                        return i;
-                i += n;
+                Utf8Char c = utf8_decode((const char *) s + i, len - i);
+                if (c.status != UTF8_VALID) return i;
+                i += c.len;
         }
         return len;
 }

@@ -10,6 +10,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "utf8.h"
 
 #define TOON_INDENT 2
 
@@ -37,24 +38,12 @@ static void line_start(toon_writer *w, int depth) {
         for (int i = 0; i < depth * TOON_INDENT; i++) fputc(' ', w->f);
 }
 
-/* Decode one UTF-8 code point at s (len bytes left); returns its byte length
- * (1 for an invalid byte, cp = the byte). */
-static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
-        unsigned char c = s[0];
-        size_t n;
-        uint32_t v;
-        if (c < 0x80) { *cp = c; return 1; }
-        if ((c & 0xe0) == 0xc0) { n = 2; v = c & 0x1f; }
-        else if ((c & 0xf0) == 0xe0) { n = 3; v = c & 0x0f; }
-        else if ((c & 0xf8) == 0xf0) { n = 4; v = c & 0x07; }
-        else { *cp = c; return 1; }
-        if (n > len) { *cp = c; return 1; }
-        for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80) { *cp = c; return 1; }
-                v = (v << 6) | (s[i] & 0x3f);
-        }
-        *cp = v;
-        return n;
+/* The code point at s (len bytes left) and its byte length (the text is
+ * valid UTF-8: it came from JSON). */
+static size_t decode_at(const unsigned char *s, size_t len, uint32_t *cp) {
+        Utf8Char c = utf8_decode((const char *) s, len);
+        *cp = c.cp;
+        return c.len ? c.len : 1;
 }
 
 /* White space as JavaScript's String#trim removes it (WhiteSpace + LineTerminator). */
@@ -71,14 +60,14 @@ static bool js_is_space(uint32_t cp) {
 
 static bool has_js_edge_space(const char *s, size_t len) {
         uint32_t cp;
-        utf8_decode((const unsigned char *) s, len, &cp);
+        decode_at((const unsigned char *) s, len, &cp);
         if (js_is_space(cp)) return true;
-        /* last code point: step back over continuation bytes */
-        size_t i = len - 1;
-        while (i > 0 && len - i < 4 && ((unsigned char) s[i] & 0xc0) == 0x80) i--;
-        size_t n = utf8_decode((const unsigned char *) s + i, len - i, &cp);
-        if (i + n != len) cp = (unsigned char) s[len - 1];
-        return js_is_space(cp);
+        /* the last code point: the one of the last 1..4 bytes that decodes to exactly the rest */
+        for (size_t k = 1; k <= 4 && k <= len; k++) {
+                Utf8Char c = utf8_decode(s + len - k, k);
+                if (c.status == UTF8_VALID && c.len == k) return js_is_space(c.cp);
+        }
+        return js_is_space((unsigned char) s[len - 1]);
 }
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }

@@ -1,50 +1,70 @@
 #pragma once
-/* taskferryd internals, all of them: an umbrella for tests that drive a
- * whole Manager. No module includes it: a module's .c includes only the
- * headers it uses, and a new declaration goes into its module's header.
- * One header per module, each owning its struct (CONTRIBUTING.md "Where
- * things go"):
+/* taskferryd put together (daemon.c), and an umbrella of every internal
+ * header for the code that drives a whole Manager: main.c and the unit
+ * suites. No module includes it: a module's .c includes only the headers it
+ * uses, and a new declaration goes into its module's header.
+ * The layers, bottom first (docs/architecture.md):
  *
- *   manager.h    Manager (the top object), TaskObserver
- *   settings.h   Settings (read once at start)
- *   task.h       TaskRecord, the status enums, task_transition, Task
- *   tasks.h      the task table and its protocol views (tasks.c)
- *   store.h      tasks.json (store.c)
- *   scheduler.h  FIFO under the concurrency cap (scheduler.c)
- *   launch.h     env, launch spec, spawn of the shim (launch.c)
- *   monitor.h    the shim of a running task, re-adoption (monitor.c)
- *   settle.h     exit → changeset → final state (settle.c)
- *   wait.h       parked task.wait requests (wait.c)
- *   server.h     Listener, Connection, Request (server.c)
- *   jobs.h       Job: forked blocking work (jobs.c)
- *   peer.h       Caller: who is calling (peer.c)
- *   change.h     ChangeJob: accept/reject, serialized per workspace (change.c)
- *   methods.h    the method table, MethodError, the handlers (methods.c, handlers.c)
- *   sweep.h      boot sweeps (sweep.c)
- *   executor-home.h  per-task executor homes (executor-home.c)
- *   journal.h    journald entries of task state changes (journal.c)
- *   notify.h     Notify: READY/STATUS/watchdog/idle exit/STOPPING (notify.c)
+ *   core/      the task record and its observers, the table, the store, the
+ *              launch options, the scheduler, cooldowns, jobs, settings,
+ *              the env file, callers
+ *   run/       the lifecycle (the one owner of a task's life) and the work it
+ *              drives: launch, monitor, watchdog, settlement, accept/reject,
+ *              scopes, executor homes, boot sweeps
+ *   features/  advisor sessions, report summaries, activity
+ *   api/       the socket server, the method table and handlers, the
+ *              dispatch policy, views, events, waits, stats
+ *   systemd/   D-Bus, journald, sd_notify
  *
  * Nothing here blocks the loop on git, child processes or large reads: such
  * work runs in forked jobs (jobs.h) watched through pidfds. */
 
-#include "change.h"
-#include "executor-home.h"
-#include "jobs.h"
-#include "journal.h"
-#include "launch.h"
-#include "manager.h"
-#include "methods.h"
-#include "monitor.h"
-#include "notify.h"
-#include "peer.h"
-#include "scheduler.h"
-#include "server.h"
-#include "settings.h"
-#include "settle.h"
-#include "store.h"
-#include "sweep.h"
-#include "task.h"
-#include "tasks.h"
-#include "wait.h"
-#include "watchdog.h"
+#include "core/cooldown.h"
+#include "core/env-file.h"
+#include "core/jobs.h"
+#include "core/launch-options.h"
+#include "core/manager.h"
+#include "core/peer.h"
+#include "core/scheduler.h"
+#include "core/settings.h"
+#include "core/store.h"
+#include "core/task-table.h"
+#include "core/task.h"
+#include "core/user-bus.h"
+#include "run/change.h"
+#include "run/executor-home.h"
+#include "run/launch.h"
+#include "run/lifecycle.h"
+#include "run/monitor.h"
+#include "run/scope.h"
+#include "run/settle.h"
+#include "run/sweep.h"
+#include "run/watchdog.h"
+#include "features/activity.h"
+#include "features/advisor.h"
+#include "features/summary.h"
+#include "api/dispatch-policy.h"
+#include "api/events.h"
+#include "api/handlers.h"
+#include "api/methods.h"
+#include "api/server.h"
+#include "api/stats.h"
+#include "api/task-views.h"
+#include "api/views.h"
+#include "api/wait.h"
+#include "systemd/bus.h"
+#include "systemd/journal.h"
+#include "systemd/notify.h"
+
+/* Every module's state on m (m->event, m->paths and m->settings set): the
+ * user bus, scopes, the server (no socket yet), advisor sessions, the
+ * lifecycle; then the task observers, in order: the table's counts and
+ * order, the store, the parked advisor calls, summaries, activity, events,
+ * D-Bus, journald, sd_notify, and last the parked waits, so that a caller
+ * who hears a task settled finds all of the settlement done (a summary's
+ * snapshot gone, its events sent). Before the load and coldplug, so that
+ * coldplug's moves count as emitted. 0, -ENOMEM. */
+int daemon_setup(Manager *m);
+/* Undo it (and the load): every task, job and connection, each module's
+ * state, the loop, settings and paths. */
+void daemon_free(Manager *m);

@@ -6,33 +6,18 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
-#include "activity.h"
-#include "advisor.h"
-#include "bus.h"
-#include "change.h"
-#include "cooldown.h"
-#include "env-file.h"
-#include "events.h"
-#include "summary.h"
-#include "jobs.h"
-#include "journal.h"
-#include "manager.h"
-#include "methods.h"
-#include "notify.h"
-#include "scheduler.h"
-#include "scope.h"
-#include "server.h"
-#include "settings.h"
-#include "store.h"
-#include "task.h"
-#include "tasks.h"
-#include "wait.h"
-#include "watchdog.h"
-#include "disk-budget.h"
-#include "scheduler.h"
-#include "executor.h"
+#include "core/env-file.h"
+#include "core/manager.h"
+#include "core/scheduler.h"
+#include "core/settings.h"
+#include "core/store.h"
+#include "daemon.h"
 #include "process-util.h"
-#include "sweep.h"
+#include "run/lifecycle.h"
+#include "run/sweep.h"
+#include "api/server.h"
+#include "systemd/bus.h"
+#include "systemd/notify.h"
 #include "taskferry-config.h"
 #include "util.h"
 
@@ -73,49 +58,11 @@ static void help(void) {
                "keeps task state under $TASKFERRY_STATE_DIR. The CLI starts it on demand.\n");
 }
 
-static void manager_free(Manager *m) {
-        server_close(m, "shutdown");
-        bus_free(m);
-        change_jobs_free(m);
-        jobs_free(m);
-        advisor_free(m);
-        summary_free(m);
-        for (size_t i = 0; i < m->n_tasks; i++) {
-                Task *t = m->tasks[i];
-                wait_drop_task(t);
-                sd_event_source_disable_unref(t->shim_source);
-                sd_event_source_disable_unref(t->status_source);
-                sd_event_source_disable_unref(t->kill_timer);
-                scope_forget(t);
-                watchdog_stop(t);
-                task_socket_close(t);
-                safe_close(t->shim_pidfd);
-                safe_close(t->status_fd);
-                task_free(t);
-        }
-        free(m->tasks);
-        m->tasks = NULL;
-        activity_free(m);
-        env_file_free(m);
-        events_free(m);
-        scope_free(m);
-        notify_free(m);
-        manager_free_task_observers(m);
-        manager_free_root_cache(m);
-        m->n_tasks = 0;
-        m->persist_timer = sd_event_source_disable_unref(m->persist_timer);
-        scheduler_free(m);
-        cooldowns_free(m);
-        m->event = sd_event_unref(m->event);
-        free(m->state_load_error);
-        settings_done(&m->settings);
-        tf_paths_done(&m->paths);
-}
 
 /* Log the reason of a failed start to stderr and daemon-boot.err; returns the exit code. */
 static int fail_start(Manager *m, const char *msg) {
         write_boot_error(m, msg);
-        manager_free(m);
+        daemon_free(m);
         return 1;
 }
 
@@ -158,7 +105,7 @@ int main(int argc, char *argv[]) {
         int fl = fd_limit_raise();
         if (fl < 0) log_warning_errno(fl, "cannot raise the file descriptor limit");
 
-        Manager mgr = {.listener.fd = -1};
+        Manager mgr = {};
         Manager *m = &mgr;
         int r = tf_paths_resolve(&m->paths);
         if (r < 0) {
@@ -189,28 +136,19 @@ int main(int argc, char *argv[]) {
         sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
         sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
 
-        /* the user manager's transient scopes (scope.h): a bus connection of
-         * our own; none is no error (workers then run in process groups) */
-        r = scope_setup(m);
-        if (r >= 0) r = wait_init(m);
-        if (r >= 0) r = advisor_init(m);
-        if (r >= 0) r = summary_init(m);
-        if (r < 0) return fail_start(m, "out of memory");
-        /* before the load: the load's moves to unknown count as emitted */
-        r = events_init(m);
-        if (r >= 0) r = activity_init(m);
-        if (r >= 0) r = bus_init(m);
-        if (r >= 0) r = journal_init(m);
-        if (r >= 0) r = notify_init(m);
+        r = daemon_setup(m);
         if (r < 0) return fail_start(m, "out of memory");
         r = manager_load_tasks(m);
         if (r < 0) return fail_start(m, "cannot load tasks.json");
-        /* nothing is written before we own the socket: a daemon that loses
-         * the race to a running one must not put its older view of
-         * tasks.json over that one's (the first flush follows the sweep) */
+        /* nothing is written, and no loaded task is touched, before we own
+         * the socket: a daemon that loses the race to a running one must not
+         * put its older view of tasks.json over that one's */
         r = server_listen(m);
         if (r < 0)
                 return fail_start(m, r == -EADDRINUSE ? "taskferry daemon is already listening" : "cannot listen on the socket");
+        /* what each loaded task still needs: its shim watched again, queued
+         * again, or unknown (lifecycle.h) */
+        task_coldplug(m);
         /* the bus name only once we are the one daemon (bus.h; no bus: one warning) */
         (void) bus_start(m);
         /* boot sweeps (sweep.h): after the load, and only once we are the one
@@ -219,7 +157,7 @@ int main(int argc, char *argv[]) {
         r = manager_sweep(m);
         if (r < 0) log_warning_errno(r, "boot sweep failed");
         (void) manager_flush(m);
-        /* tasks queued again at load start only once this daemon owns the socket */
+        /* tasks queued again at coldplug start only once this daemon owns the socket */
         scheduler_kick(m);
         /* READY=1, STATUS=, the watchdog, idle exit (notify.h) */
         (void) notify_ready(m);
@@ -229,6 +167,6 @@ int main(int argc, char *argv[]) {
         m->shutting_down = true;
         int k = manager_flush(m);
         if (k < 0) log_error_errno(k, "daemon shutdown failed: cannot flush tasks.json");
-        manager_free(m);
+        daemon_free(m);
         return r < 0 || k < 0 ? 1 : 0;
 }

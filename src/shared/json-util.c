@@ -206,3 +206,24 @@ json_object *json_copy(json_object *v) {
         if (json_object_deep_copy(v, &out, NULL) < 0) return NULL;
         return out;
 }
+
+bool json_safe_integer(json_object *v, int64_t *ret) {
+        if (json_object_is_type(v, json_type_int)) {
+                int64_t i = json_object_get_int64(v);
+                if (i > 9007199254740991LL || i < -9007199254740991LL) return false;
+                *ret = i;
+                return true;
+        }
+        if (json_object_is_type(v, json_type_double)) {
+                double d = json_object_get_double(v);
+                if (!(fabs(d) <= 9007199254740991.0) || d != (double) (int64_t) d) return false; /* NaN too */
+                *ret = (int64_t) d;
+                return true;
+        }
+        return false;
+}
+
+bool json_is_nonempty_string(json_object *v) {
+        return v && json_object_is_type(v, json_type_string) && json_object_get_string_len(v) > 0 &&
+               !json_string_has_nul(v);
+}

@@ -53,6 +53,12 @@ int json_add(json_object *obj, const char *key, json_object *v);
 /* True if a JSON string holds an embedded NUL (an escaped \u0000), which C
  * strings would silently cut short. */
 bool json_string_has_nul(json_object *s);
+/* A JSON number that is an integer within ±(2^53 - 1) (JavaScript's
+ * Number.isSafeInteger; 1.0 counts): true and *ret. */
+bool json_safe_integer(json_object *v, int64_t *ret);
+/* A non-empty JSON string without an embedded NUL (a C string would cut it
+ * short). */
+bool json_is_nonempty_string(json_object *v);
 /* True for a JSON object (not array, not null). */
 bool json_is_object(json_object *v);
 /* Deep copy (json_object_deep_copy wrapper that keeps our number serializer). */

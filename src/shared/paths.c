@@ -87,6 +87,11 @@ char *tf_path_log(const tf_paths *p, const char *id) { return strdup_printf("%s/
 char *tf_path_output_dir(const tf_paths *p, const char *id) { return strdup_printf("%s/outputs/%s", p->state_dir, id); }
 char *tf_path_task_dir(const tf_paths *p, const char *id) { return strdup_printf("%s/tasks/%s", p->state_dir, id); }
 char *tf_path_diff(const tf_paths *p, const char *id) { return strdup_printf("%s/diffs/%s.patch", p->state_dir, id); }
+
+char *tf_path_prompt(const tf_paths *p, const char *id) { return strdup_printf("%s/prompts/%s.prompt.txt", p->state_dir, id); }
+char *tf_path_summary_snapshot(const tf_paths *p, const char *id) {
+        return strdup_printf("%s/summaries/%s.json", p->state_dir, id);
+}
 char *tf_path_overlay_root(const tf_paths *p, const char *id) {
         return strdup_printf("%s/taskferry-cow-%s", p->overlay_tmp_root, id);
 }

@@ -25,4 +25,6 @@ char *tf_path_log(const tf_paths *p, const char *task_id);        /* <state>/log
 char *tf_path_output_dir(const tf_paths *p, const char *task_id); /* <state>/outputs/<id> */
 char *tf_path_task_dir(const tf_paths *p, const char *task_id);   /* <state>/tasks/<id> */
 char *tf_path_diff(const tf_paths *p, const char *task_id);       /* <state>/diffs/<id>.patch */
+char *tf_path_prompt(const tf_paths *p, const char *task_id);     /* <state>/prompts/<id>.prompt.txt */
+char *tf_path_summary_snapshot(const tf_paths *p, const char *task_id); /* <state>/summaries/<id>.json */
 char *tf_path_overlay_root(const tf_paths *p, const char *task_id); /* <overlayTmpRoot>/taskferry-cow-<id> */

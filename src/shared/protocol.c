@@ -26,87 +26,8 @@ const char *const protocol_result_fields[] = {
 
 const char *const protocol_result_extra_fields[] = {"changesetStatus", "diffPath", NULL};
 
-typedef enum ptype {
-        P_STR,    /* non-empty string */
-        P_ABS,    /* absolute path string */
-        P_BOOL,
-        P_INT_POS,  /* safe integer > 0 */
-        P_INT_NONNEG, /* safe integer >= 0 */
-        P_ENV,    /* object of non-empty, '='-free keys to strings */
-        P_STRS,   /* non-empty array of non-empty strings */
-        P_EXECUTOR, /* "opencode" | "pi" | "shell" */
-        P_FIELDS, /* non-empty array of RESULT_FIELDS */
-        P_MAX_WORDS, /* safe integer 75..300 */
-        P_SUMMARY_MODE, /* "report" | "activity" */
-        P_TAIL_CHARS, /* safe integer 1..131072 (task.tail's chars) */
-} ptype;
-
-typedef struct pspec {
-        const char *name;
-        ptype type;
-        bool required;
-} pspec;
-
-typedef struct method_spec {
-        const char *method;
-        const pspec *params;
-} method_spec;
-
-static const pspec health_params[] = {{NULL, 0, 0}};
-static const pspec dispatch_params[] = {
-        {"prompt", P_STR, true},       {"directory", P_ABS, true},    {"model", P_STR, false},
-        {"variant", P_STR, false},     {"sessionId", P_STR, false},   {"env", P_ENV, false},
-        {"finalMarker", P_STR, false}, {"originSessionId", P_STR, false}, {"noSandbox", P_BOOL, false},
-        {"noOverlay", P_BOOL, false},  {"allowedDirs", P_STRS, false}, {"rwBind", P_STRS, false},
-        {"roBind", P_STRS, false},     {"executor", P_EXECUTOR, false}, {"class", P_STR, false},
-        {"parentTaskId", P_STR, false}, {"diskMax", P_INT_POS, false},
-        {"memoryMax", P_INT_POS, false}, {"tasksMax", P_INT_POS, false},
-        {"job", P_STR, false}, /* the timer job it comes from (`taskferry job run`): an addition */
-        {NULL, 0, 0},
-};
-static const pspec cancel_params[] = {{"taskId", P_STR, true}, {"graceMs", P_INT_NONNEG, false}, {NULL, 0, 0}};
-static const pspec status_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
-static const pspec wait_params[] = {
-        {"taskId", P_STR, true}, {"timeoutMs", P_INT_NONNEG, false}, {"tailChars", P_INT_POS, false}, {NULL, 0, 0}};
-static const pspec list_params[] = {{"directory", P_ABS, false}, {NULL, 0, 0}};
-static const pspec result_params[] = {
-        {"taskId", P_STR, true}, {"full", P_BOOL, false}, {"fields", P_FIELDS, false}, {NULL, 0, 0}};
-static const pspec advisor_params[] = {
-        {"prompt", P_STR, true},          {"directory", P_ABS, true},     {"model", P_STR, true},
-        {"variant", P_STR, false},        {"sessionId", P_STR, false},    {"timeoutMs", P_INT_NONNEG, false},
-        {"env", P_ENV, false},            {"executor", P_EXECUTOR, false}, {"class", P_STR, false},
-        {"parentTaskId", P_STR, false},   {NULL, 0, 0}};
-static const pspec accept_params[] = {{"taskId", P_STR, true}, {"force", P_BOOL, false}, {NULL, 0, 0}};
-static const pspec reject_params[] = {{"taskId", P_STR, true}, {NULL, 0, 0}};
-static const pspec summary_params[] = {{"taskId", P_STR, true}, {"maxWords", P_MAX_WORDS, false},
-                                       {"mode", P_SUMMARY_MODE, false}, {"env", P_ENV, false}, {NULL, 0, 0}};
-static const pspec subscribe_params[] = {
-        {"all", P_BOOL, false},     {"directory", P_ABS, false},       {"taskId", P_STR, false},
-        {"summaries", P_BOOL, false}, {"originSessionId", P_STR, false}, {NULL, 0, 0}};
-static const pspec stats_params[] = {{NULL, 0, 0}};
-static const pspec tail_params[] = {{"taskId", P_STR, true}, {"chars", P_TAIL_CHARS, false}, {NULL, 0, 0}};
-static const pspec context_params[] = {{"directory", P_ABS, true}, {NULL, 0, 0}};
-static const pspec output_params[] = {
-        {"taskId", P_STR, true}, {"path", P_STR, false}, {"maxOutputFileBytes", P_INT_POS, false}, {NULL, 0, 0}};
-
-/* The one list of methods: the protocol's 16, in the order the
- * UNKNOWN_METHOD help lists them (15 RPC methods, then event.subscribe),
- * each with its params. A method whose params are NULL is not served yet:
- * the wire treats it as unknown (UNKNOWN_METHOD) until its lane adds its
- * params and its row in the daemon's table (src/daemon/methods.c). */
-#define PROTOCOL_METHODS(X)                                                                                \
-        X("system.health", health_params) X("task.dispatch", dispatch_params) X("task.cancel", cancel_params) \
-        X("task.status", status_params) X("task.wait", wait_params) X("task.list", list_params)            \
-        X("task.stats", stats_params) X("task.result", result_params) X("task.tail", tail_params)            \
-        X("task.summary", summary_params) X("task.advisor", advisor_params) X("task.context", context_params) \
-        X("task.accept", accept_params) X("task.reject", reject_params) X("task.output", output_params)      \
-        X("event.subscribe", subscribe_params)
-#define METHOD_SPEC(name, params) {name, params},
-#define METHOD_NAME(name, params) name,
-static const method_spec method_specs[] = {PROTOCOL_METHODS(METHOD_SPEC)};
-const char *const protocol_methods[] = {PROTOCOL_METHODS(METHOD_NAME) NULL};
-
 void proto_request_done(proto_request *r) {
+        if (r->frame) proto_params_done(r->method_id, &r->p);
         if (r->frame) json_object_put(r->frame);
         memset(r, 0, sizeof *r);
 }
@@ -194,132 +115,6 @@ json_object *proto_error_from_text(const char *id, const char *code, const char 
                            text);
 }
 
-static bool is_safe_integer(json_object *v, int64_t *ret) {
-        if (json_object_is_type(v, json_type_int)) {
-                int64_t i = json_object_get_int64(v);
-                if (i > 9007199254740991LL || i < -9007199254740991LL) return false;
-                *ret = i;
-                return true;
-        }
-        if (json_object_is_type(v, json_type_double)) {
-                double d = json_object_get_double(v);
-                if (!(fabs(d) <= 9007199254740991.0) || d != (double) (int64_t) d) return false; /* NaN too */
-                *ret = (int64_t) d;
-                return true;
-        }
-        return false;
-}
-
-/* A non-empty string without embedded NUL (C strings would cut it short). */
-static bool is_nonempty_string(json_object *v) {
-        return v && json_object_is_type(v, json_type_string) && json_object_get_string_len(v) > 0 &&
-               !json_string_has_nul(v);
-}
-
-static bool check_param(ptype t, json_object *v) {
-        int64_t i;
-        if (!v) return false; /* JSON null counts as present and is rejected */
-        switch (t) {
-        case P_STR:
-                return is_nonempty_string(v);
-        case P_ABS:
-                return is_nonempty_string(v) && json_object_get_string(v)[0] == '/';
-        case P_BOOL:
-                return json_object_is_type(v, json_type_boolean);
-        case P_INT_POS:
-                return is_safe_integer(v, &i) && i > 0;
-        case P_INT_NONNEG:
-                return is_safe_integer(v, &i) && i >= 0;
-        case P_MAX_WORDS:
-                return is_safe_integer(v, &i) && i >= 75 && i <= 300;
-        case P_SUMMARY_MODE:
-                return is_nonempty_string(v) &&
-                       (streq(json_object_get_string(v), "report") || streq(json_object_get_string(v), "activity"));
-        case P_TAIL_CHARS:
-                return is_safe_integer(v, &i) && i >= 1 && i <= 131072;
-        case P_ENV:
-                if (!json_object_is_type(v, json_type_object)) return false;
-                json_object_object_foreach(v, key, val) {
-                        if (!*key || strchr(key, '=')) return false;
-                        if (!val || !json_object_is_type(val, json_type_string) || json_string_has_nul(val)) return false;
-                }
-                return true;
-        case P_STRS: {
-                if (!json_object_is_type(v, json_type_array)) return false;
-                size_t n = json_object_array_length(v);
-                if (n == 0) return false;
-                for (size_t k = 0; k < n; k++)
-                        if (!is_nonempty_string(json_object_array_get_idx(v, k))) return false;
-                return true;
-        }
-        case P_EXECUTOR: {
-                if (!json_object_is_type(v, json_type_string)) return false;
-                const char *s = json_object_get_string(v);
-                return streq(s, "opencode") || streq(s, "pi") || streq(s, "shell");
-        }
-        case P_FIELDS: {
-                if (!json_object_is_type(v, json_type_array)) return false;
-                size_t n = json_object_array_length(v);
-                if (n == 0) return false;
-                for (size_t k = 0; k < n; k++) {
-                        json_object *f = json_object_array_get_idx(v, k);
-                        if (!f || !json_object_is_type(f, json_type_string)) return false;
-                        bool found = false;
-                        for (const char *const *rf = protocol_result_fields; *rf; rf++)
-                                if (streq(*rf, json_object_get_string(f))) found = true;
-                        for (const char *const *rf = protocol_result_extra_fields; *rf; rf++)
-                                if (streq(*rf, json_object_get_string(f))) found = true;
-                        if (!found) return false;
-                }
-                return true;
-        }
-        }
-        return false;
-}
-
-static const method_spec *find_method(const char *method) {
-        for (size_t i = 0; i < ELEMENTSOF(method_specs); i++)
-                if (method_specs[i].params && streq(method_specs[i].method, method)) return &method_specs[i];
-        return NULL;
-}
-
-bool proto_method_served(const char *method) {
-        return method && find_method(method);
-}
-
-int proto_validate_params(const char *id, const char *method, json_object *params, json_object **ret_error) {
-        const method_spec *m = find_method(method);
-        bool ok = m != NULL;
-        if (ok) {
-                json_object_object_foreach(params, key, val) {
-                        const pspec *p = m->params;
-                        while (p->name && !streq(p->name, key)) p++;
-                        if (!p->name || !check_param(p->type, val)) {
-                                ok = false;
-                                break;
-                        }
-                }
-                for (const pspec *p = m->params; ok && p->name; p++)
-                        if (p->required && !json_object_object_get_ex(params, p->name, NULL)) ok = false;
-                /* event.subscribe needs all === true, or a directory, or a taskId */
-                if (ok && streq(method, "event.subscribe"))
-                        ok = json_get_bool(params, "all", false) || json_object_object_get_ex(params, "directory", NULL) ||
-                             json_object_object_get_ex(params, "taskId", NULL);
-        }
-        if (ok && streq(method, "task.summary") && json_object_object_get_ex(params, "env", NULL) &&
-            streq_ptr(json_get_string(params, "mode"), "activity")) {
-                *ret_error = proto_error(id, E_INVALID_PARAMS, "task.summary does not accept env with mode \"activity\"",
-                                         "Omit env, or use mode \"report\" so the spawned summary child can forward caller env",
-                                         NULL);
-                return -EINVAL;
-        }
-        if (ok) return 0;
-        _cleanup_free_ char *msg = strdup_printf("invalid params for %s", method);
-        _cleanup_free_ char *help = strdup_printf("Check the parameter names and types for %s", method);
-        *ret_error = proto_error(id, E_INVALID_PARAMS, msg, help, NULL);
-        return -EINVAL;
-}
-
 /* JavaScript String(v) for the UNSUPPORTED_VERSION message. */
 static char *js_string_of(json_object *v) {
         if (!v) return strdup("null");
@@ -372,7 +167,7 @@ int proto_parse_request(const char *line, size_t len, proto_request *ret, json_o
                 }
         }
         const char *id_str = id && json_object_is_type(id, json_type_string) ? json_object_get_string(id) : NULL;
-        if (!ok || !has_version || !is_nonempty_string(id) || !is_nonempty_string(method) || !json_is_object(params)) {
+        if (!ok || !has_version || !json_is_nonempty_string(id) || !json_is_nonempty_string(method) || !json_is_object(params)) {
                 *ret_error = proto_error(id_str, E_INVALID_REQUEST, "request must contain version, id, method, and params",
                                          "Use `{ version: 1, id: \"request-id\", method: \"system.health\", params: {} }`",
                                          NULL);
@@ -381,7 +176,7 @@ int proto_parse_request(const char *line, size_t len, proto_request *ret, json_o
         }
         int64_t v;
         if (!version || !(json_object_is_type(version, json_type_int) || json_object_is_type(version, json_type_double)) ||
-            !is_safe_integer(version, &v) || v != PROTOCOL_VERSION) {
+            !json_safe_integer(version, &v) || v != PROTOCOL_VERSION) {
                 _cleanup_free_ char *vs = js_string_of(version);
                 _cleanup_free_ char *msg = strdup_printf("unsupported protocol version: %s", strempty(vs));
                 *ret_error = proto_error(id_str, E_UNSUPPORTED_VERSION, msg, "Use protocol version 1", NULL);
@@ -389,7 +184,8 @@ int proto_parse_request(const char *line, size_t len, proto_request *ret, json_o
                 return *ret_error ? -EBADMSG : -ENOMEM;
         }
         const char *m = json_object_get_string(method);
-        if (!find_method(m)) {
+        ProtoMethod mid = proto_method_from_string(m);
+        if (mid < 0) {
                 _cleanup_free_ char *msg = strdup_printf("unknown method: %s", m);
                 _cleanup_free_ char *list = strdup("");
                 for (const char *const *p = protocol_methods; list && *p; p++) {
@@ -402,13 +198,16 @@ int proto_parse_request(const char *line, size_t len, proto_request *ret, json_o
                 json_object_put(frame);
                 return *ret_error ? -EBADMSG : -ENOMEM;
         }
-        if (proto_validate_params(id_str, m, params, ret_error) < 0) {
+        int r = proto_params_parse(id_str, mid, params, &ret->p, ret_error);
+        if (r < 0) {
                 json_object_put(frame);
+                if (r == -ENOMEM) return r;
                 return *ret_error ? -EBADMSG : -ENOMEM;
         }
         ret->frame = frame;
         ret->id = id_str;
         ret->method = m;
+        ret->method_id = mid;
         ret->params = params;
         return 0;
 }
@@ -431,7 +230,7 @@ proto_frame_kind proto_classify_frame(json_object *frame) {
         json_object *version = NULL, *type = NULL, *ok = NULL, *id = NULL;
         json_object_object_get_ex(frame, "version", &version);
         int64_t v;
-        if (!version || !is_safe_integer(version, &v) || v != PROTOCOL_VERSION) return PROTO_FRAME_INVALID;
+        if (!version || !json_safe_integer(version, &v) || v != PROTOCOL_VERSION) return PROTO_FRAME_INVALID;
         json_object_object_get_ex(frame, "type", &type);
         if (is_string(type) && streq(json_object_get_string(type), "shutdown")) return PROTO_FRAME_SHUTDOWN;
         if (is_string(type) && streq(json_object_get_string(type), "event")) {

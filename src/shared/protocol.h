@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
+#include "protocol-params.h"
+
 #define PROTOCOL_VERSION 1
 /* The most bytes a connection may hold that are not yet split into lines:
  * the daemon answers REQUEST_TOO_LARGE past it (checked before splitting),
@@ -62,7 +64,9 @@ typedef struct proto_request {
         json_object *frame;  /* the whole parsed request (owned) */
         const char *id;      /* borrowed from frame */
         const char *method;  /* borrowed from frame */
+        ProtoMethod method_id;
         json_object *params; /* borrowed from frame */
+        ProtoParams p;       /* params, typed (protocol-params.h; freed with the request) */
 } proto_request;
 
 void proto_request_done(proto_request *r);
@@ -78,10 +82,11 @@ void proto_request_done(proto_request *r);
  * frame to send. -ENOMEM. */
 int proto_parse_request(const char *line, size_t len, proto_request *ret, json_object **ret_error);
 
-/* Check params against the method's spec: no unknown key; every required
- * one present and valid; an optional one valid when present (a JSON null
- * counts as present, and is invalid). Returns 0 if valid, else
- * -EINVAL with *ret_error set to the INVALID_PARAMS frame. */
+/* Check params against the method's field table (protocol-params.h) without
+ * keeping them: no unknown key; every required one present and valid; an
+ * optional one valid when present (a JSON null counts as present, and is
+ * invalid). Returns 0 if valid, else -EINVAL with *ret_error set to the
+ * INVALID_PARAMS frame. */
 int proto_validate_params(const char *id, const char *method, json_object *params, json_object **ret_error);
 
 /* Frame builders. Each returns a new object (NULL on ENOMEM); `result`

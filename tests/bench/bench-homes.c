@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "executor-home.h"
+#include "run/executor-home.h"
 #include "sandbox-plan.h"
 #include "util.h"
 

@@ -191,6 +191,24 @@ START_TEST(auto_start_disabled) {
 }
 END_TEST
 
+/* doctor without a daemon to ask: the health part is empty, the local
+ * checks still run (it crashed once on the missing answer) */
+START_TEST(doctor_without_a_daemon) {
+        tf_world *w = tf_world_new(NULL);
+        tf_world_setenv(w, "TASKFERRY_AUTO_START", "0");
+        const char *argv[] = {"doctor", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == 0, "exit %d: %s %s", r.exit_code, r.out, r.err);
+        json_object *o = tf_json(r.out);
+        ck_assert(!json_object_object_get_ex(o, "healthy", NULL));
+        ck_assert(json_object_object_get_ex(o, "integrations", NULL));
+        json_object_put(o);
+        ck_assert_int_eq(count_daemons(w), 0);
+        tf_run_done(&r);
+        tf_world_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("cli");
         TCase *tc = tcase_create("cli");
@@ -200,6 +218,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, json_output_for_every_command);
         tcase_add_test(tc, racing_clis_start_one_daemon);
         tcase_add_test(tc, auto_start_disabled);
+        tcase_add_test(tc, doctor_without_a_daemon);
         tcase_add_test(tc, oversized_request_is_explained);
         suite_add_tcase(s, tc);
         return s;

@@ -486,7 +486,7 @@ START_TEST(activity_variants_follow_the_summaries_flag) {
         json_object_put(ep), json_object_put(es);
         /* watch --summaries prints the failure as such */
         char *out = strdup_printf("%s/watch.out", w->root);
-        char *script = strdup_printf("timeout --preserve-status -s INT 4 taskferry watch --all --summaries > %s 2>&1 & "
+        char *script = strdup_printf("timeout --foreground --preserve-status -s INT 4 taskferry watch --all --summaries > %s 2>&1 & "
                                      "sleep 1; taskferry dispatch --executor shell --directory %s --prompt 'echo two' "
                                      ">/dev/null; wait $!; echo rc=$?",
                                      out, w->repo_parent);
@@ -562,13 +562,16 @@ START_TEST(model_backed_activity_summary_reaches_summaries_subscribers) {
 END_TEST
 
 /* --flush-interval: one watch.flush line per interval holding the latest
- * event of each task; SIGINT flushes what is left and exits 0. */
+ * event of each task; SIGINT flushes what is left and exits 0. (timeout runs
+ * in the foreground: otherwise it signals its whole process group too, the
+ * watch gets SIGINT twice, and the second one ends it as a second Ctrl-C
+ * does: 130, under load.) */
 START_TEST(watch_flush_interval_keeps_the_latest_per_task) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
         tf_world *w = tf_world_new(extra);
         fake_models(w, "opencode/mimo-v2.5-free\n");
         char *out = strdup_printf("%s/watch.out", w->root);
-        char *script = strdup_printf("timeout --preserve-status -s INT 5 taskferry watch --all --summaries --flush-interval 2s --format ndjson "
+        char *script = strdup_printf("timeout --foreground --preserve-status -s INT 5 taskferry watch --all --summaries --flush-interval 2s --format ndjson "
                                      "> %s 2>&1 & sleep 1; taskferry dispatch --executor shell --directory %s "
                                      "--prompt 'echo one' >/dev/null; wait $!; echo rc=$?",
                                      out, w->repo_parent);

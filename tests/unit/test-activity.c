@@ -8,11 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "activity.h"
+#include "features/activity.h"
 #include "json-util.h"
-#include "manager.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "core/task.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
 
 static char *tmpdir(void) {
@@ -150,7 +151,7 @@ START_TEST(local_activity_fallbacks) {
                                   log);
         json_object *o = NULL;
         ck_assert_int_eq(json_parse_strict(rec, strlen(rec), &o), 0);
-        Task *t = task_new(&m, o);
+        Task *t = task_table_add_json(&m, o);
         uint64_t wm = 7;
         char *a = activity_local(t, &wm);
         ck_assert_str_eq(a, "the preview"); /* no log yet: the prompt preview, sanitized */
@@ -168,7 +169,7 @@ START_TEST(local_activity_fallbacks) {
         char *rec2 = strdup_printf("{\"id\":\"oc_e\",\"directory\":\"/\",\"status\":\"queued\",\"logPath\":\"%s/none\"}", d);
         ck_assert_int_eq(json_parse_strict(rec2, strlen(rec2), &o), 0);
         Manager m2 = {0};
-        t = task_new(&m2, o);
+        t = task_table_add_json(&m2, o);
         a = activity_local(t, &wm);
         ck_assert_str_eq(a, "Task queued");
         free(a);

@@ -5,7 +5,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "advisor.h"
+#include "features/advisor.h"
 #include "json-util.h"
 #include "util.h"
 

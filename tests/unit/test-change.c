@@ -12,13 +12,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "change.h"
-#include "jobs.h"
+#include "run/change.h"
+#include "core/jobs.h"
 #include "json-util.h"
-#include "manager.h"
-#include "methods.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "api/methods.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
 
 static Manager m;
@@ -34,14 +36,13 @@ typedef struct Outcome {
 } Outcome;
 static int n_outcomes;
 
-static void outcome_cb(void *userdata, int rc, json_object *result, MethodError *err) {
+static void outcome_cb(void *userdata, int rc, json_object *result, const char *reason) {
         Outcome *o = userdata;
         o->calls++;
         o->order = ++n_outcomes;
         o->rc = rc;
         o->result = result;
-        if (err && err->text) o->text = strdup(err->text);
-        if (err) method_error_done(err);
+        if (reason) o->text = strdup(reason);
 }
 
 static void outcome_done(Outcome *o) {
@@ -89,7 +90,7 @@ static void teardown(void) {
         jobs_free(&m);
         for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
         free(m.tasks);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
+        store_done(&m);
         manager_free_task_observers(&m);
         m.event = sd_event_unref(m.event);
         free(m.paths.state_dir);
@@ -112,7 +113,7 @@ static Task *pending_task(const char *id, const char *where, const char *to) {
                                 id, where, diff);
         json_object *o = NULL;
         ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        Task *t = task_new(&m, o);
+        Task *t = task_table_add_json(&m, o);
         ck_assert_ptr_nonnull(t);
         free(s);
         free(diff);
@@ -144,11 +145,11 @@ START_TEST(one_workspace_one_at_a_time_in_order) {
         Task *b = pending_task("oc_b", ws1, "three"); /* the same line: cannot both land */
         Task *c = pending_task("oc_c", ws2, "four");  /* another workspace */
         Outcome oa = {0}, ob = {0}, oc = {0};
-        MethodError err = {0};
+        _cleanup_free_ char *err = NULL;
         ck_assert_int_eq(change_start(&m, a, true, outcome_cb, &oa, &err), 0);
         ck_assert_int_eq(change_start(&m, b, true, outcome_cb, &ob, &err), 0);
         ck_assert_int_eq(change_start(&m, c, true, outcome_cb, &oc, &err), 0);
-        ck_assert_ptr_null(err.code);
+        ck_assert_ptr_null(err);
         /* a and c run; b waits for a's workspace */
         ck_assert(job_of(a)->started);
         ck_assert(!job_of(b)->started);
@@ -197,7 +198,7 @@ START_TEST(reject_flips_first_and_waits_its_turn) {
         Task *a = pending_task("oc_a", ws1, "two");
         Task *b = pending_task("oc_b", ws1, "three");
         Outcome oa = {0}, ob = {0};
-        MethodError err = {0};
+        _cleanup_free_ char *err = NULL;
         ck_assert_int_eq(change_start(&m, a, true, outcome_cb, &oa, &err), 0);
         ck_assert_int_eq(change_start(&m, b, false, outcome_cb, &ob, &err), 0);
         /* a reject is rejected at once (a late check gate result is then
@@ -220,40 +221,40 @@ END_TEST
 START_TEST(refusals_queue_nothing) {
         Task *t = pending_task("oc_t", ws1, "two");
         Outcome o = {0};
-        MethodError err = {0};
+        _cleanup_free_ char *err = NULL;
         /* already being decided */
         ck_assert_int_eq(change_start(&m, t, true, outcome_cb, &o, &err), 0);
         Outcome o2 = {0};
         ck_assert_int_eq(change_start(&m, t, false, outcome_cb, &o2, &err), -EIO);
-        ck_assert_str_eq(err.text, "error: task oc_t is already being accepted or rejected\nhelp: retry once that request has finished");
-        method_error_done(&err);
+        ck_assert_str_eq(err, "error: task oc_t is already being accepted or rejected\nhelp: retry once that request has finished");
+        free(err), err = NULL;
         ck_assert_int_eq(t->rec.changeset_status, CHANGESET_PENDING); /* the refused reject flipped nothing */
         Outcome *all[] = {&o};
         run_until(all, 1);
         ck_assert_int_eq(o2.calls, 0);
         /* no pending changeset any more */
         ck_assert_int_eq(change_start(&m, t, false, outcome_cb, &o2, &err), -EIO);
-        ck_assert_ptr_nonnull(strstr(err.text, "has no pending changeset (changesetStatus: accepted)"));
-        method_error_done(&err);
+        ck_assert_ptr_nonnull(strstr(err, "has no pending changeset (changesetStatus: accepted)"));
+        free(err), err = NULL;
         /* an advisor's changeset is never accepted */
         Task *adv = pending_task("oc_adv", ws1, "x");
         ck_assert_int_eq(task_set_str(adv, TASK_KEY_role, "advisor"), 0);
         ck_assert_int_eq(change_start(&m, adv, true, outcome_cb, &o2, &err), -EIO);
-        ck_assert_ptr_nonnull(strstr(err.text, "has role \"advisor\" and cannot be accepted"));
-        method_error_done(&err);
+        ck_assert_ptr_nonnull(strstr(err, "has role \"advisor\" and cannot be accepted"));
+        free(err), err = NULL;
         /* still settling */
         Task *s = pending_task("oc_s", ws1, "x");
         s->settling = true;
         ck_assert_int_eq(change_start(&m, s, false, outcome_cb, &o2, &err), -EIO);
-        ck_assert_ptr_nonnull(strstr(err.text, "its changeset is not extracted yet"));
-        method_error_done(&err);
+        ck_assert_ptr_nonnull(strstr(err, "its changeset is not extracted yet"));
+        free(err), err = NULL;
         s->settling = false;
         /* the diff is gone */
         Task *g = pending_task("oc_g", ws1, "x");
         ck_assert_int_eq(unlink(g->rec.diff_path), 0);
         ck_assert_int_eq(change_start(&m, g, true, outcome_cb, &o2, &err), -EIO);
-        ck_assert_ptr_nonnull(strstr(err.text, "the diff of task oc_g is missing at"));
-        method_error_done(&err);
+        ck_assert_ptr_nonnull(strstr(err, "the diff of task oc_g is missing at"));
+        free(err), err = NULL;
         ck_assert(!adv->busy && !s->busy && !g->busy);
         ck_assert_ptr_null(m.change_jobs);
         ck_assert_int_eq(o2.calls, 0);
@@ -265,7 +266,7 @@ START_TEST(shutdown_drops_the_waiting_ones) {
         Task *a = pending_task("oc_a", ws1, "two");
         Task *b = pending_task("oc_b", ws1, "three");
         Outcome oa = {0}, ob = {0};
-        MethodError err = {0};
+        _cleanup_free_ char *err = NULL;
         ck_assert_int_eq(change_start(&m, a, true, outcome_cb, &oa, &err), 0);
         ck_assert_int_eq(change_start(&m, b, true, outcome_cb, &ob, &err), 0);
         change_jobs_free(&m);

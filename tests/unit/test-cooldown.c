@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cooldown.h"
+#include "core/cooldown.h"
 #include "daemon.h"
 #include "json-util.h"
 #include "util.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "env-file.h"
+#include "core/env-file.h"
 #include "util.h"
 
 #define P "/x/env"

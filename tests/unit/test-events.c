@@ -12,14 +12,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "activity.h"
-#include "events.h"
+#include "daemon-fixture.h"
+#include "features/activity.h"
+#include "api/events.h"
 #include "json-util.h"
-#include "manager.h"
-#include "methods.h"
-#include "server.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "api/methods.h"
+#include "api/server.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
 
 static Manager m;
@@ -32,69 +35,39 @@ typedef struct Peer {
 static Peer p1, p2;
 
 static Peer peer_new(void) {
-        int sp[2];
-        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp), 0);
-        Connection *c = calloc(1, sizeof *c);
-        c->m = &m;
-        c->n_ref = 2; /* the test's, and the one a connection_kill would drop */
-        c->fd = sp[0];
-        c->peer_uid = getuid();
-        return (Peer) {c, sp[1]};
-}
-
-static void peer_free(Peer *p) {
-        events_drop_connection(p->conn);
-        if (!p->conn->dead) close(p->conn->fd);
-        line_buffer_done(&p->conn->in);
-        free(p->conn->out);
-        free(p->conn);
-        close(p->fd);
+        Peer p;
+        /* the test's ref, and the one a connection_kill would drop */
+        p.conn = tf_connection_new(&m, 2, &p.fd);
+        return p;
 }
 
 static void setup(void) {
-        m = (Manager) {0};
-        ck_assert_int_ge(sd_event_new(&m.event), 0);
+        tf_manager_setup(&m, "test-events");
         m.settings.summarizer_timeout_ms = 360000;
         m.settings.watchdog_poll_ms = 2000;
         ck_assert_int_eq(events_init(&m), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        dir = strdup_printf("%s/test-events-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        dir = m.paths.state_dir;
         dir_a = strdup_printf("%s/a", dir);
         dir_b = strdup_printf("%s/b", dir);
         ck_assert_int_eq(mkdir(dir_a, 0700), 0);
         ck_assert_int_eq(mkdir(dir_b, 0700), 0);
-        m.paths.state_dir = strdup(dir);
         p1 = peer_new();
         p2 = peer_new();
 }
 
 static void teardown(void) {
-        peer_free(&p1);
-        peer_free(&p2);
+        tf_connection_free(p1.conn, p1.fd);
+        tf_connection_free(p2.conn, p2.fd);
         events_free(&m);
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
-        manager_free_task_observers(&m);
-        m.event = sd_event_unref(m.event);
-        free(m.paths.state_dir);
-        (void) rm_rf(dir);
-        free(dir), free(dir_a), free(dir_b);
+        tf_manager_teardown(&m);
+        free(dir_a), free(dir_b);
 }
 
 /* Run event.subscribe with params on p as the server would; returns the frame p got. */
 static Request *request(Peer *p, const char *method, const char *params) {
         char *line = strdup_printf("{\"version\":1,\"id\":\"r1\",\"method\":\"%s\",\"params\":%s}", method, params);
-        Request *r = calloc(1, sizeof *r);
-        json_object *err = NULL;
-        int k = proto_parse_request(line, strlen(line), &r->req, &err);
-        ck_assert_msg(k == 0, "%s: %s", line, err ? json_object_to_json_string(err) : "?");
+        Request *r = tf_request(&m, p->conn, line, false);
         free(line);
-        r->m = &m;
-        r->conn = p->conn;
-        p->conn->n_ref++;
-        m.in_flight++;
         return r;
 }
 
@@ -141,14 +114,8 @@ static json_object *subscribe_error(Peer *p, const char *params) {
 }
 
 static Task *add_task(const char *id, const char *directory, const char *status, const char *extra) {
-        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"%s\",\"status\":\"%s\",\"changesetStatus\":\"none\"%s%s}", id,
-                                directory, status, extra ? "," : "", extra ? extra : "");
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        free(s);
-        Task *t = task_new(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
+        return tf_taskf(&m, "{\"id\":\"%s\",\"directory\":\"%s\",\"status\":\"%s\",\"changesetStatus\":\"none\"%s%s}", id,
+                        directory, status, extra ? "," : "", extra ? extra : "");
 }
 
 /* The task.state events among frames, in order. */
@@ -165,7 +132,7 @@ static json_object *state_events(json_object *arr) {
 START_TEST(state_event_shape_and_order) {
         char *sid = subscribe(&p1, "{\"all\":true}");
         Task *t = add_task("oc_s", dir_a, "queued", "\"originSessionId\":\"sess-A\"");
-        events_task_added(&m, t);
+        task_announce_added(t);
         ck_assert_int_eq(task_transition(t, TASK_RUNNING, CHANGESET_NONE), 1);
         ck_assert_int_eq(task_transition(t, TASK_RUNNING, CHANGESET_PENDING), 1); /* changeset only: no event */
         ck_assert_int_eq(task_transition(t, TASK_DONE, CHANGESET_PENDING), 1);
@@ -217,10 +184,10 @@ END_TEST
 START_TEST(deduplicated_and_never_internal) {
         free(subscribe(&p1, "{\"all\":true}"));
         Task *t = add_task("oc_d", dir_a, "queued", NULL);
-        events_task_added(&m, t);
-        events_task_added(&m, t); /* the same status again: nothing new */
+        task_announce_added(t);
+        task_announce_added(t); /* the same status again: nothing new */
         Task *in = add_task("oc_i", dir_a, "queued", "\"internal\":true");
-        events_task_added(&m, in);
+        task_announce_added(in);
         ck_assert_int_eq(task_transition(in, TASK_RUNNING, CHANGESET_NONE), 1);
         json_object *arr = frames(&p1);
         json_object *ev = state_events(arr);
@@ -241,10 +208,10 @@ START_TEST(directory_and_origin_filters) {
         Task *a2 = add_task("oc_a2", dir_a, "queued", "\"originSessionId\":\"sess-B\"");
         Task *a3 = add_task("oc_a3", dir_a, "queued", NULL);
         Task *b1 = add_task("oc_b1", dir_b, "queued", "\"originSessionId\":\"sess-B\"");
-        events_task_added(&m, a1);
-        events_task_added(&m, a2);
-        events_task_added(&m, a3);
-        events_task_added(&m, b1);
+        task_announce_added(a1);
+        task_announce_added(a2);
+        task_announce_added(a3);
+        task_announce_added(b1);
         json_object *arr = frames(&p1), *ev = state_events(arr);
         ck_assert_uint_eq(json_object_array_length(ev), 2); /* a1 (same origin), a3 (none) */
         ck_assert_str_eq(json_get_string(json_object_array_get_idx(ev, 0), "taskId"), "oc_a1");
@@ -273,8 +240,8 @@ START_TEST(task_id_scope_and_errors) {
         /* {taskId} covers the task's directory */
         free(subscribe(&p1, "{\"taskId\":\"oc_x\"}"));
         Task *y = add_task("oc_y", dir_a, "queued", NULL), *z = add_task("oc_z", dir_b, "queued", NULL);
-        events_task_added(&m, y);
-        events_task_added(&m, z);
+        task_announce_added(y);
+        task_announce_added(z);
         json_object *arr = frames(&p1), *ev = state_events(arr);
         ck_assert_uint_eq(json_object_array_length(ev), 1);
         ck_assert_str_eq(json_get_string(json_object_array_get_idx(ev, 0), "taskId"), "oc_y");
@@ -296,8 +263,8 @@ START_TEST(sandboxed_caller_sees_its_own_tree_only) {
         free(subscribe(&p1, "{\"all\":true}"));
         Task *child = add_task("oc_child", dir_b, "queued", "\"dispatchedBy\":\"oc_self\"");
         Task *stranger = add_task("oc_stranger", dir_a, "queued", NULL);
-        events_task_added(&m, child);
-        events_task_added(&m, stranger);
+        task_announce_added(child);
+        task_announce_added(stranger);
         ck_assert_int_eq(task_transition(m.tasks[1], TASK_DONE, CHANGESET_NONE), 1); /* oc_other */
         ck_assert_int_eq(task_transition(self, TASK_DONE, CHANGESET_NONE), 1);
         json_object *arr = frames(&p1), *ev = state_events(arr);
@@ -320,7 +287,7 @@ START_TEST(subscriptions_end_with_their_connection_and_are_capped) {
         events_drop_connection(p1.conn);
         ck_assert_uint_eq(events_count(&m), 1);
         Task *t = add_task("oc_c", dir_a, "queued", NULL);
-        events_task_added(&m, t);
+        task_announce_added(t);
         json_object *arr = frames(&p1);
         ck_assert_uint_eq(json_object_array_length(arr), 0);
         json_object_put(arr);
@@ -344,7 +311,7 @@ START_TEST(a_task_socket_cannot_take_the_users_share) {
         json_object_put(f);
         Peer user = peer_new();
         free(subscribe(&user, "{\"all\":true}"));
-        peer_free(&user);
+        tf_connection_free(user.conn, user.fd);
         p1.conn->origin = p2.conn->origin = NULL;
 }
 END_TEST
@@ -371,7 +338,7 @@ START_TEST(never_reading_subscriber_is_bounded_then_closed) {
                 char *extra = strdup_printf("\"originSessionId\":\"%s\"", big);
                 Task *t = add_task(id, dir_a, "queued", extra);
                 free(extra);
-                events_task_added(&m, t);
+                task_announce_added(t);
                 if (!p1.conn->dead && p1.conn->out_len - p1.conn->out_off > max_pending)
                         max_pending = p1.conn->out_len - p1.conn->out_off;
                 /* p2 reads as it goes */
@@ -389,7 +356,7 @@ START_TEST(never_reading_subscriber_is_bounded_then_closed) {
                                      strlen("event dropped: response too large")));
         /* later events cost it nothing */
         Task *t = add_task("oc_after", dir_a, "queued", NULL);
-        events_task_added(&m, t);
+        task_announce_added(t);
         ck_assert_uint_eq(p1.conn->out_len - p1.conn->out_off, pending);
         /* what p1 got so far: the events the kernel buffer took, in full */
         json_object *arr = frames(&p1);

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "executor-home.h"
+#include "run/executor-home.h"
 #include "macro.h"
 #include "util.h"
 

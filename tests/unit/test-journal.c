@@ -6,35 +6,23 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "journal.h"
+#include "systemd/journal.h"
+#include "daemon-fixture.h"
 #include "json-util.h"
-#include "manager.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
 
 static Manager m;
 
-static void setup(void) {
-        m = (Manager) {0};
-        ck_assert_int_ge(sd_event_new(&m.event), 0);
-}
+static void setup(void) { tf_manager_setup(&m, "test-journal"); }
 
-static void teardown(void) {
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
-        manager_free_task_observers(&m);
-        m.event = sd_event_unref(m.event);
-}
+static void teardown(void) { tf_manager_teardown(&m); }
 
-static Task *add_task(const char *json) {
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(json, strlen(json), &o), 0);
-        Task *t = task_new(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
-}
+static Task *add_task(const char *json) { return tf_task(&m, json); }
 
 /* The value of FIELD in l, NULL if absent; asserts it is there at most once. */
 static const char *field(char **l, const char *name) {
@@ -203,7 +191,7 @@ START_TEST(observer_is_quiet_without_a_journal) {
         ck_assert_int_eq(journal_init(&m), 0);
         ck_assert_int_eq(manager_add_task_observer(&m, count_observer, NULL), 0);
         Task *t = add_task("{\"id\":\"oc_g_9\",\"directory\":\"/w\",\"status\":\"queued\",\"changesetStatus\":\"none\"}");
-        journal_task_added(t);
+        task_announce_added(t);
         n_seen = 0;
         ck_assert_int_eq(task_transition(t, TASK_RUNNING, CHANGESET_NONE), 1);
         ck_assert_int_eq(n_seen, 1);

@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "daemon-fixture.h"
 #include "json-util.h"
-#include "methods.h"
+#include "api/methods.h"
 #include "util.h"
 
 static Manager m;
@@ -23,52 +23,20 @@ static Connection *conn;
 static int peer = -1;
 
 static void setup(void) {
-        m = (Manager) {0};
-        ck_assert_int_ge(sd_event_new(&m.event), 0);
+        tf_manager_setup(&m, "test-methods");
         ck_assert_int_eq(wait_init(&m), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        dir = strdup_printf("%s/test-methods-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        m.paths.state_dir = strdup(dir);
-        int sp[2];
-        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp), 0);
-        conn = calloc(1, sizeof *conn);
-        conn->m = &m;
-        conn->n_ref = 1; /* the test's */
-        conn->fd = sp[0];
-        conn->peer_uid = getuid();
-        peer = sp[1];
+        dir = m.paths.state_dir;
+        conn = tf_connection_new(&m, 1, &peer); /* the test's ref */
 }
 
 static void teardown(void) {
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
-        manager_free_task_observers(&m);
-        m.event = sd_event_unref(m.event);
-        free(m.state_load_error);
-        free(m.paths.state_dir);
-        (void) rm_rf(dir);
-        free(dir);
+        tf_manager_teardown(&m);
         ck_assert_uint_eq(conn->n_ref, 1); /* every request let go of it */
-        close(conn->fd);
-        line_buffer_done(&conn->in);
-        free(conn->out);
-        free(conn);
-        close(peer);
+        tf_connection_free(conn, peer);
 }
 
 /* A validated request on conn, as server.c makes one (it counts in flight). */
-static Request *request(const char *line) {
-        Request *r = calloc(1, sizeof *r);
-        json_object *err = NULL;
-        ck_assert_int_eq(proto_parse_request(line, strlen(line), &r->req, &err), 0);
-        r->m = &m;
-        r->conn = conn;
-        conn->n_ref++;
-        m.in_flight++;
-        return r;
-}
+static Request *request(const char *line) { return tf_request(&m, conn, line, false); }
 
 /* Every frame the peer has received so far, as a JSON array. */
 static json_object *frames(void) {
@@ -100,7 +68,7 @@ static Task *add_task(const char *id, const char *status) {
         json_object *o = NULL;
         ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
         free(s);
-        Task *t = task_new(&m, o);
+        Task *t = task_table_add_json(&m, o);
         ck_assert_ptr_nonnull(t);
         return t;
 }
@@ -172,13 +140,13 @@ START_TEST(unknown_method_is_one_error) {
         ck_assert_str_eq(json_get_string(f, "id"), "a");
         ck_assert_str_eq(json_get_string(json_get_object(f, "error"), "code"), "UNKNOWN_METHOD");
         json_object_put(f);
-        ck_assert_uint_eq(m.in_flight, 0);
+        ck_assert_uint_eq(m.server->in_flight, 0);
 }
 END_TEST
 
 START_TEST(state_flag_and_task_flag) {
         /* health needs no state */
-        m.state_load_error = strdup("tasks.json: broken");
+        m.store.load_error = strdup("tasks.json: broken");
         method_dispatch(&m, request("{\"version\":1,\"id\":\"h\",\"method\":\"system.health\",\"params\":{}}"));
         json_object *f = one_frame();
         ck_assert(json_get_bool(f, "ok", false));
@@ -191,8 +159,7 @@ START_TEST(state_flag_and_task_flag) {
         ck_assert_str_eq(json_get_string(e, "code"), "REQUEST_FAILED");
         ck_assert_str_eq(json_get_string(e, "message"), "could not read persisted task state: tasks.json: broken");
         json_object_put(f);
-        free(m.state_load_error);
-        m.state_load_error = NULL;
+        m.store.load_error = NULL;
         /* METHOD_TASK: an unknown id */
         method_dispatch(&m, request("{\"version\":1,\"id\":\"u\",\"method\":\"task.status\",\"params\":{\"taskId\":\"oc_x\"}}"));
         f = one_frame();
@@ -209,7 +176,7 @@ START_TEST(state_flag_and_task_flag) {
         ck_assert_str_eq(json_get_string(json_get_object(f, "result"), "id"), "oc_k");
         ck_assert_str_eq(json_get_string(json_get_object(f, "result"), "status"), "done");
         json_object_put(f);
-        ck_assert_uint_eq(m.in_flight, 0);
+        ck_assert_uint_eq(m.server->in_flight, 0);
 }
 END_TEST
 
@@ -275,7 +242,7 @@ static Task *add_task_at(const char *id, const char *where, const char *started_
         json_object *o = NULL;
         ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
         free(s);
-        Task *t = task_new(&m, o);
+        Task *t = task_table_add_json(&m, o);
         ck_assert_ptr_nonnull(t);
         return t;
 }

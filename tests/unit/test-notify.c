@@ -4,11 +4,12 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "change.h"
-#include "jobs.h"
-#include "manager.h"
-#include "notify.h"
-#include "task.h"
+#include "run/change.h"
+#include "core/jobs.h"
+#include "core/manager.h"
+#include "api/server.h"
+#include "systemd/notify.h"
+#include "core/task.h"
 
 START_TEST(idle_means_nothing_to_do) {
         Manager m = {0};
@@ -27,10 +28,12 @@ START_TEST(idle_means_nothing_to_do) {
         ck_assert(!notify_manager_idle(&m));
         m.status_counts[TASK_RUNNING] = 0;
 
+        Server srv = {0};
+        m.server = &srv;
         Connection c = {0};
-        m.connections = &c; /* a client: a CLI call, a subscriber, a parked wait */
+        m.server->connections = &c; /* a client: a CLI call, a subscriber, a parked wait */
         ck_assert(!notify_manager_idle(&m));
-        m.connections = NULL;
+        m.server->connections = NULL;
 
         Job j = {0};
         m.jobs = &j; /* a settlement, an accept's git, a tail */

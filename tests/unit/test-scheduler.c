@@ -6,7 +6,8 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "cooldown.h"
+#include "core/cooldown.h"
+#include "daemon-fixture.h"
 #include "daemon.h"
 #include "json-util.h"
 #include "util.h"
@@ -14,8 +15,7 @@
 static Manager m;
 
 static void setup(void) {
-        m = (Manager) {0};
-        ck_assert_int_ge(sd_event_new(&m.event), 0);
+        tf_manager_setup(&m, "test-scheduler");
         /* the spec's defaults (lifecycle.md §5) unless a case says otherwise */
         m.settings.max_concurrent_tasks = 4;
         m.settings.max_dispatches_per_window = 2;
@@ -25,26 +25,16 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        scheduler_free(&m);
         cooldowns_free(&m);
         for (size_t i = 0; i < m.settings.n_provider_limits; i++) free(m.settings.provider_limits[i].provider);
         free(m.settings.provider_limits);
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
-        m.event = sd_event_unref(m.event);
+        tf_manager_teardown(&m);
 }
 
 static Task *queued_model(const char *id, const char *model) {
-        char *s = model ? strdup_printf("{\"id\":\"%s\",\"status\":\"queued\",\"model\":\"%s\",\"changesetStatus\":\"none\"}",
-                                        id, model)
-                        : strdup_printf("{\"id\":\"%s\",\"status\":\"queued\",\"changesetStatus\":\"none\"}", id);
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        free(s);
-        Task *t = task_new(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
+        if (!model) return tf_taskf(&m, "{\"id\":\"%s\",\"status\":\"queued\",\"changesetStatus\":\"none\"}", id);
+        return tf_taskf(&m, "{\"id\":\"%s\",\"status\":\"queued\",\"model\":\"%s\",\"changesetStatus\":\"none\"}", id,
+                        model);
 }
 
 static Task *queued(const char *id) { return queued_model(id, NULL); }
@@ -52,13 +42,13 @@ static Task *queued(const char *id) { return queued_model(id, NULL); }
 static void assert_queue(const char *const *want, size_t n) {
         size_t i = 0;
         Task *last = NULL;
-        for (Task *t = m.queue_head; t; t = t->next_queued) {
+        for (Task *t = m.scheduler.queue_head; t; t = t->next_queued) {
                 ck_assert_uint_lt(i, n);
                 ck_assert_str_eq(t->id, want[i++]);
                 last = t;
         }
         ck_assert_uint_eq(i, n);
-        ck_assert_ptr_eq(m.queue_tail, last);
+        ck_assert_ptr_eq(m.scheduler.queue_tail, last);
 }
 
 START_TEST(fifo_and_removal) {
@@ -85,7 +75,7 @@ START_TEST(fifo_and_removal) {
         ck_assert(scheduler_remove(&m, c));
         ck_assert(scheduler_remove(&m, a));
         assert_queue(NULL, 0);
-        ck_assert_ptr_null(m.queue_head);
+        ck_assert_ptr_null(m.scheduler.queue_head);
 }
 END_TEST
 
@@ -93,15 +83,15 @@ START_TEST(slots_are_counted_once) {
         Task *a = queued("oc_a"), *b = queued("oc_b");
         scheduler_take_slot(a);
         scheduler_take_slot(a); /* idempotent */
-        ck_assert_uint_eq(m.running, 1);
+        ck_assert_uint_eq(m.scheduler.running, 1);
         scheduler_take_slot(b);
-        ck_assert_uint_eq(m.running, 2);
+        ck_assert_uint_eq(m.scheduler.running, 2);
         scheduler_release_slot(a);
         scheduler_release_slot(a);
-        ck_assert_uint_eq(m.running, 1);
+        ck_assert_uint_eq(m.scheduler.running, 1);
         ck_assert(!a->counted_running);
         scheduler_release_slot(b);
-        ck_assert_uint_eq(m.running, 0);
+        ck_assert_uint_eq(m.scheduler.running, 0);
 }
 END_TEST
 
@@ -129,7 +119,7 @@ START_TEST(kick_respects_the_cap) {
         scheduler_release_slot(busy);
         scheduler_kick(&m);
         assert_queue(NULL, 0);
-        ck_assert_uint_eq(m.running, 0);
+        ck_assert_uint_eq(m.scheduler.running, 0);
         ck_assert_int_eq(a->rec.status, TASK_CANCELLED);
 }
 END_TEST
@@ -342,15 +332,17 @@ START_TEST(kick_arms_the_timer_for_the_window) {
         scheduler_enqueue(&m, queued_model("oc_b", "p/x"));
         scheduler_enqueue(&m, queued_model("oc_c", "p/x"));
         ck_assert_str_eq(launch_at(t0), "oc_a oc_b");
-        scheduler_kick(&m); /* the window is full: oc_c cannot launch (and launch_task is never reached) */
-        ck_assert_ptr_nonnull(m.launch_timer);
+        scheduler_kick(&m); /* the window is full: oc_c cannot launch (and no launch is ever reached) */
+        tf_run_pending(&m); /* the tick the kick armed */
+        ck_assert_ptr_nonnull(m.scheduler.launch_timer);
         uint64_t usec = 0;
-        ck_assert_int_ge(sd_event_source_get_time(m.launch_timer, &usec), 0);
+        ck_assert_int_ge(sd_event_source_get_time(m.scheduler.launch_timer, &usec), 0);
         ck_assert_uint_eq(usec, (t0 + 5000) * 1000ULL);
         /* at the global cap instead: no timer */
         m.settings.max_concurrent_tasks = 2;
         scheduler_kick(&m);
-        ck_assert_ptr_null(m.launch_timer);
+        tf_run_pending(&m);
+        ck_assert_ptr_null(m.scheduler.launch_timer);
 }
 END_TEST
 

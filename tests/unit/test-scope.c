@@ -9,9 +9,10 @@
 #include <stdlib.h>
 
 #include "cgroup-util.h"
+#include "daemon-fixture.h"
 #include "daemon.h"
 #include "json-util.h"
-#include "scope.h"
+#include "run/scope.h"
 #include "util.h"
 
 /* recorded from a scope with MemoryMax=64M whose worker allocated past it
@@ -84,32 +85,22 @@ END_TEST
 static Manager m;
 
 static void setup(void) {
-        m = (Manager) {0};
-        ck_assert_int_ge(sd_event_new(&m.event), 0);
+        tf_manager_setup(&m, "test-scope");
         m.settings.task_memory_max = UINT64_C(8) << 30;
         m.settings.task_tasks_max = 4096;
         m.settings.task_cpu_weight = 100;
 }
 
-static void teardown(void) {
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        m.tasks = NULL;
-        m.n_tasks = 0;
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
-        m.event = sd_event_unref(m.event);
-}
+static void teardown(void) { tf_manager_teardown(&m); }
 
-static Task *task_json(const char *s) {
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        Task *t = task_new(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
-}
+static Task *task_json(const char *s) { return tf_task(&m, s); }
 
 static void set_launch(Task *t, const char *s) {
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &t->launch), 0);
+        json_object *o = NULL;
+        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
+        launch_options_done(&t->launch);
+        ck_assert_int_eq(launch_options_from_json(o, &t->launch), 0);
+        json_object_put(o);
 }
 
 /* the record's unit is only ever the task's own scope */

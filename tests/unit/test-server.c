@@ -16,13 +16,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon-fixture.h"
 #include "json-util.h"
-#include "manager.h"
-#include "server.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "api/server.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
-#include "wait.h"
+#include "api/wait.h"
 
 static Manager m;
 static char *dir;
@@ -30,45 +33,25 @@ static char *dir;
 static void setup(void) {
         unsetenv("LISTEN_FDS");
         unsetenv("LISTEN_PID");
-        m = (Manager) {0};
-        ck_assert_int_ge(sd_event_new(&m.event), 0);
+        tf_manager_setup(&m, "test-server");
         ck_assert_int_eq(wait_init(&m), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        dir = strdup_printf("%s/test-server-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        m.paths.state_dir = strdup(dir);
-        m.paths.runtime_dir = strdup_printf("%s/run", dir);
+        dir = m.paths.state_dir;
         m.paths.socket_path = strdup_printf("%s/run/daemon.sock", dir);
-        m.listener.fd = -1;
         ck_assert_int_eq(server_listen(&m), 0);
-        ck_assert(m.socket_self_bound);
+        ck_assert(m.server->self_bound);
 }
 
 static void teardown(void) {
         server_close(&m, "shutdown");
-        for (size_t i = 0; i < m.n_tasks; i++) {
-                wait_drop_task(m.tasks[i]);
-                task_socket_close(m.tasks[i]);
-                task_free(m.tasks[i]);
-        }
-        free(m.tasks);
-        ck_assert_uint_eq(m.in_flight, 0);
-        ck_assert_uint_eq(m.waits, 0);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
-        manager_free_task_observers(&m);
-        m.event = sd_event_unref(m.event);
+        for (size_t i = 0; i < m.n_tasks; i++) wait_drop_task(m.tasks[i]);
+        ck_assert_uint_eq(m.server->in_flight, 0);
+        ck_assert_uint_eq(m.server->waits, 0);
         ck_assert_int_eq(access(m.paths.socket_path, F_OK), -1); /* a self-bound socket is removed */
-        free(m.paths.state_dir);
-        free(m.paths.runtime_dir);
         free(m.paths.socket_path);
-        (void) rm_rf(dir);
-        free(dir);
+        tf_manager_teardown(&m);
 }
 
-static void run_loop_ms(unsigned ms) {
-        uint64_t end = now_ms() + ms;
-        while (now_ms() < end) ck_assert_int_ge(sd_event_run(m.event, 5 * 1000), 0);
-}
+static void run_loop_ms(unsigned ms) { tf_run_loop_ms(&m, ms); }
 
 /* ---- the client side ---- */
 
@@ -222,14 +205,8 @@ static char *health(const char *id) {
 }
 
 static Task *add_task(const char *id, const char *status) {
-        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\"}",
-                                id, status);
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        free(s);
-        Task *t = task_new(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
+        return tf_taskf(&m, "{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\"}", id,
+                        status);
 }
 
 /* ---- framing ---- */
@@ -283,7 +260,7 @@ START_TEST(several_lines_in_one_read) {
         json_object *f = client_frame(&c);
         assert_ok(f, "e");
         json_object_put(f);
-        ck_assert_uint_eq(m.in_flight, 0);
+        ck_assert_uint_eq(m.server->in_flight, 0);
         free(all);
         free(a);
         free(b);
@@ -315,7 +292,7 @@ START_TEST(over_long_request_is_refused_and_closed) {
         assert_error(f, NULL, "REQUEST_TOO_LARGE", "request exceeds 1 MiB", "Send a smaller request");
         json_object_put(f);
         client_sees_eof(&c); /* §1.4: the socket is then destroyed */
-        ck_assert_ptr_null(m.connections);
+        ck_assert_ptr_null(m.server->connections);
         client_close(&c);
         /* and the server goes on serving others */
         Client d = client_connect(m.paths.socket_path);
@@ -352,7 +329,7 @@ START_TEST(invalid_json_is_an_error_and_the_connection_stays) {
         f = client_frame(&c);
         assert_ok(f, "ok");
         json_object_put(f);
-        ck_assert_uint_eq(m.in_flight, 0);
+        ck_assert_uint_eq(m.server->in_flight, 0);
         client_close(&c);
 }
 END_TEST
@@ -365,13 +342,13 @@ START_TEST(dead_connection_drops_its_waits) {
         client_send_str(&c, "{\"version\":1,\"id\":\"w1\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_r\"}}\n"
                             "{\"version\":1,\"id\":\"w2\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"oc_r\"}}\n");
         client_silent(&c, 100);
-        ck_assert_uint_eq(m.waits, 2);
-        ck_assert_uint_eq(m.in_flight, 0); /* waits have their own budget */
+        ck_assert_uint_eq(m.server->waits, 2);
+        ck_assert_uint_eq(m.server->in_flight, 0); /* waits have their own budget */
         ck_assert_ptr_nonnull(t->waiters);
         client_close(&c);
         run_loop_ms(100);
-        ck_assert_ptr_null(m.connections);
-        ck_assert_uint_eq(m.waits, 0);
+        ck_assert_ptr_null(m.server->connections);
+        ck_assert_uint_eq(m.server->waits, 0);
         ck_assert_ptr_null(t->waiters);
         /* the task's end answers nobody (and does not crash) */
         ck_assert_int_eq(task_transition(t, TASK_DONE, CHANGESET_NONE), 1);
@@ -381,15 +358,15 @@ END_TEST
 START_TEST(task_socket_budgets) {
         Task *t = add_task("oc_s", "running");
         ck_assert_int_eq(task_socket_open(t), 0);
-        ck_assert_ptr_nonnull(t->sock_path);
+        ck_assert_ptr_nonnull(task_socket_path(t));
         struct stat st;
-        ck_assert_int_eq(stat(t->sock_path, &st), 0);
+        ck_assert_int_eq(stat(task_socket_path(t), &st), 0);
         ck_assert_int_eq(st.st_mode & 0777, 0600);
         /* connections: at most PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS */
         Client cs[PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS];
-        for (size_t i = 0; i < ELEMENTSOF(cs); i++) cs[i] = client_connect(t->sock_path);
+        for (size_t i = 0; i < ELEMENTSOF(cs); i++) cs[i] = client_connect(task_socket_path(t));
         ck_assert_uint_eq(t->sock_connections, PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS);
-        Client extra = client_connect(t->sock_path);
+        Client extra = client_connect(task_socket_path(t));
         json_object *f = client_frame(&extra);
         assert_error(f, NULL, "SERVER_BUSY", "this task's socket has too many connections", NULL);
         json_object_put(f);
@@ -400,7 +377,7 @@ START_TEST(task_socket_budgets) {
         client_close(&cs[0]);
         run_loop_ms(50);
         ck_assert_uint_eq(t->sock_connections, PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS - 1);
-        cs[0] = client_connect(t->sock_path);
+        cs[0] = client_connect(task_socket_path(t));
         char *h = health("again");
         client_send_str(&cs[0], h);
         free(h);
@@ -418,8 +395,8 @@ START_TEST(task_socket_budgets) {
         client_silent(c, 100);
         ck_assert_uint_eq(t->sock_requests, PROTOCOL_TASK_SOCKET_MAX_REQUESTS);
         /* none of them drew on the daemon-wide budgets */
-        ck_assert_uint_eq(m.waits, 0);
-        ck_assert_uint_eq(m.in_flight, 0);
+        ck_assert_uint_eq(m.server->waits, 0);
+        ck_assert_uint_eq(m.server->in_flight, 0);
         /* one more, of any method, on any of the task's connections: busy */
         h = health("busy");
         client_send_str(&cs[2], h);
@@ -449,7 +426,7 @@ START_TEST(task_socket_budgets) {
         assert_ok(f, "free");
         json_object_put(f);
         /* closing the task's socket closes the connections it accepted, and only those */
-        char *path = strdup(t->sock_path);
+        char *path = strdup(task_socket_path(t));
         task_socket_close(t);
         ck_assert_int_eq(access(path, F_OK), -1);
         free(path);

@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "json-util.h"
-#include "settings.h"
+#include "core/settings.h"
 #include "util.h"
 
 static json_object *cfg_of(const char *text) {

@@ -20,14 +20,17 @@ static void setup(void) {
         dir = strdup_printf("%s/test-store-XXXXXX", base && *base ? base : "/var/tmp");
         ck_assert_ptr_nonnull(mkdtemp(dir));
         m.paths.state_dir = strdup(dir);
+        ck_assert_int_eq(task_table_init(&m), 0);
+        ck_assert_int_eq(store_init(&m), 0);
 }
 
 static void teardown(void) {
         for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
         free(m.tasks);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
+        scheduler_free(&m);
+        manager_free_task_observers(&m);
+        store_done(&m);
         m.event = sd_event_unref(m.event);
-        free(m.state_load_error);
         free(m.paths.state_dir);
         (void) chmod(dir, 0700);
         (void) rm_rf(dir);
@@ -50,6 +53,21 @@ static char *read_tasks(void) {
         return data;
 }
 
+/* What the daemon does at start: the store's load, then the lifecycle's
+ * coldplug of what was loaded (run/lifecycle.h). */
+static int load_and_coldplug(void) {
+        int r = manager_load_tasks(&m);
+        if (r >= 0) task_coldplug(&m);
+        return r;
+}
+
+/* A task whose record holds only its id, appended to the table. */
+static Task *task_with_id(const char *id) {
+        json_object *o = json_object_new_object();
+        ck_assert_int_eq(json_add_string(o, "id", id), 0);
+        return task_table_add_json(&m, o);
+}
+
 /* the daemon's own tasks.json formatting */
 static char *pretty(const char *s) {
         json_object *o = NULL;
@@ -63,7 +81,7 @@ static char *pretty(const char *s) {
 START_TEST(missing_file_is_an_empty_store) {
         ck_assert_int_eq(manager_load_tasks(&m), 0);
         ck_assert_uint_eq(m.n_tasks, 0);
-        ck_assert_ptr_null(m.state_load_error);
+        ck_assert_ptr_null(m.store.load_error);
         ck_assert_int_eq(manager_flush(&m), 0);
         char *s = read_tasks();
         json_object *o = NULL;
@@ -93,9 +111,9 @@ START_TEST(load_store_round_trip) {
         ck_assert_int_eq(m.tasks[1]->rec.status, TASK_CRASHED);
         /* load normalization: a missing executorId becomes "opencode" (§1.5), appended */
         ck_assert_str_eq(m.tasks[0]->rec.executor_id, "opencode");
-        m.dirty = true;
+        m.store.dirty = true;
         ck_assert_int_eq(manager_flush(&m), 0);
-        ck_assert(!m.dirty);
+        ck_assert(!m.store.dirty);
         char *got = read_tasks();
         const char *in2 =
                 "[{\"id\":\"oc_a\",\"directory\":\"/w\",\"status\":\"done\",\"newer\":[1,{\"x\":null}],\"pid\":3,"
@@ -114,18 +132,17 @@ END_TEST
 START_TEST(malformed_file_is_kept_and_never_overwritten) {
         write_tasks("{\"not\": \"an array\"}");
         ck_assert_int_eq(manager_load_tasks(&m), 0);
-        ck_assert_ptr_nonnull(m.state_load_error);
-        ck_assert_ptr_nonnull(strstr(m.state_load_error, "not a JSON array"));
-        m.dirty = true;
+        ck_assert_ptr_nonnull(m.store.load_error);
+        ck_assert_ptr_nonnull(strstr(m.store.load_error, "not a JSON array"));
+        m.store.dirty = true;
         ck_assert_int_eq(manager_flush(&m), -EIO);
         char *s = read_tasks();
         ck_assert_str_eq(s, "{\"not\": \"an array\"}");
         free(s);
-        free(m.state_load_error);
-        m.state_load_error = NULL;
+        m.store.load_error = NULL;
         write_tasks("[{\"id\":\"oc_a\"},");
         ck_assert_int_eq(manager_load_tasks(&m), 0);
-        ck_assert_ptr_nonnull(m.state_load_error);
+        ck_assert_ptr_nonnull(m.store.load_error);
 }
 END_TEST
 
@@ -135,21 +152,21 @@ START_TEST(failed_write_is_an_error) {
         char *p = tasks_path(), *q = strdup_printf("%s/keep", p);
         ck_assert_int_eq(mkdir(p, 0700), 0);
         ck_assert_int_eq(mkdir(q, 0700), 0);
-        m.dirty = true;
+        m.store.dirty = true;
         int r = manager_flush(&m);
         ck_assert_int_lt(r, 0);
-        ck_assert(m.dirty); /* still to be written */
+        ck_assert(m.store.dirty); /* still to be written */
         ck_assert_int_eq(rmdir(q), 0);
         ck_assert_int_eq(rmdir(p), 0);
         if (geteuid() != 0) {
                 /* a read-only state dir (root ignores the mode) */
                 ck_assert_int_eq(chmod(dir, 0500), 0);
                 ck_assert_int_eq(manager_flush(&m), -EACCES);
-                ck_assert(m.dirty);
+                ck_assert(m.store.dirty);
                 ck_assert_int_eq(chmod(dir, 0700), 0);
         }
         ck_assert_int_eq(manager_flush(&m), 0);
-        ck_assert(!m.dirty);
+        ck_assert(!m.store.dirty);
         free(p);
         free(q);
 }
@@ -179,11 +196,11 @@ START_TEST(queued_tasks_are_queued_again_in_order) {
                     "{\"id\":\"oc_5\",\"status\":\"queued\"},"
                     "{\"id\":\"oc_6\",\"status\":\"queued\"}]");
         m.settings.max_concurrent_tasks = 0; /* nothing launches in this test */
-        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(load_and_coldplug(), 0);
         ck_assert_uint_eq(m.n_tasks, 6);
         const char *want[] = {"oc_1", "oc_3"};
         size_t n = 0;
-        for (Task *t = m.queue_head; t; t = t->next_queued) {
+        for (Task *t = m.scheduler.queue_head; t; t = t->next_queued) {
                 ck_assert_uint_lt(n, ELEMENTSOF(want));
                 ck_assert_str_eq(t->id, want[n++]);
                 ck_assert_int_eq(t->rec.status, TASK_QUEUED);
@@ -192,10 +209,10 @@ START_TEST(queued_tasks_are_queued_again_in_order) {
         ck_assert_int_eq(m.tasks[1]->rec.status, TASK_DONE);
         ck_assert_int_eq(m.tasks[3]->rec.status, TASK_CANCELLED);
         Task *t1 = m.tasks[0], *t3 = m.tasks[2];
-        ck_assert(json_get_bool(t1->launch, "noOverlay", false));
-        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(json_get_array(t1->launch, "roBind"), 0)), "/srv");
+        ck_assert(t1->launch.no_overlay);
+        ck_assert_str_eq(t1->launch.ro_bind[0], "/srv");
         ck_assert_str_eq(strempty(json_get_string(t1->caller_env, "K")), "v1");
-        ck_assert_ptr_nonnull(t3->launch);
+        ck_assert(!t3->launch.no_overlay && !t3->launch.ro_bind_given); /* loaded: an empty {} */
         ck_assert_ptr_null(t3->caller_env);
         for (size_t i = 4; i < 6; i++) {
                 ck_assert_int_eq(m.tasks[i]->rec.status, TASK_CRASHED);
@@ -219,7 +236,7 @@ START_TEST(streamed_text_is_json_c_text) {
                 char *want = pretty(cases[i]);
                 write_tasks(want);
                 ck_assert_int_eq(manager_load_tasks(&m), 0);
-                ck_assert_ptr_null(m.state_load_error);
+                ck_assert_ptr_null(m.store.load_error);
                 char *got = NULL;
                 size_t len = 0;
                 ck_assert_int_eq(manager_tasks_json(&m, &got, &len), 0);
@@ -245,15 +262,14 @@ START_TEST(streamed_load_is_all_or_nothing) {
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 write_tasks(bad[i]);
                 ck_assert_int_eq(manager_load_tasks(&m), 0);
-                ck_assert_msg(m.state_load_error, "accepted: %s", bad[i]);
+                ck_assert_msg(m.store.load_error, "accepted: %s", bad[i]);
                 ck_assert_uint_eq(m.n_tasks, 0);
-                free(m.state_load_error);
-                m.state_load_error = NULL;
+                        m.store.load_error = NULL;
         }
         write_tasks(" [ 1 , {\"id\":\"oc_a\",\"role\":\"first\"} ,\"x\",{\"id\":\"oc_a\",\"role\":\"second\"},{\"no\":1},"
                     "{\"id\":\"oc_b\"} ] \n");
         ck_assert_int_eq(manager_load_tasks(&m), 0);
-        ck_assert_ptr_null(m.state_load_error);
+        ck_assert_ptr_null(m.store.load_error);
         ck_assert_uint_eq(m.n_tasks, 2);
         ck_assert_str_eq(m.tasks[0]->id, "oc_a");
         ck_assert_str_eq(m.tasks[0]->rec.role, "first");
@@ -281,17 +297,17 @@ START_TEST(flush_copies_unchanged_records) {
                           "{\"id\":\"oc_3\",\"status\":\"crashed\",\"executorId\":\"pi\",\"model\":\"m\"}]");
         write_tasks(in);
         free(in);
-        ck_assert_int_eq(manager_load_tasks(&m), 0); /* oc_2 becomes unknown: dirty */
+        ck_assert_int_eq(load_and_coldplug(), 0); /* oc_2 becomes unknown: dirty */
         ck_assert_int_eq(manager_flush(&m), 0);
         char *first = read_tasks();
         ck_assert_ptr_nonnull(strstr(first, "\"unknown\""));
         /* copy path: one record changed, one appended, one removed */
         ck_assert_int_eq(task_set_str(m.tasks[2], TASK_KEY_model, "a much longer model name than before"), 0);
         ck_assert_int_eq(task_set_int(m.tasks[0], TASK_KEY_pid, 42), 0);
-        Task *t = task_create(&m, "oc_4");
+        Task *t = task_with_id("oc_4");
         ck_assert_ptr_nonnull(t);
         manager_remove_task(&m, m.tasks[1]);
-        m.dirty = true;
+        m.store.dirty = true;
         ck_assert_int_eq(manager_flush(&m), 0);
         char *second = read_tasks();
         ck_assert_ptr_nonnull(strstr(second, "a much longer model name"));
@@ -299,7 +315,7 @@ START_TEST(flush_copies_unchanged_records) {
         ck_assert_ptr_null(strstr(second, "oc_2"));
         assert_file_is_full_text();
         /* nothing changed: a flush of copies only */
-        m.dirty = true;
+        m.store.dirty = true;
         ck_assert_int_eq(manager_flush(&m), 0);
         char *third = read_tasks();
         ck_assert_str_eq(third, second);
@@ -309,7 +325,7 @@ START_TEST(flush_copies_unchanged_records) {
                 if (*p == 'o' && p[1] == 'c') *p = 'x';
         write_tasks(other);
         ck_assert_int_eq(task_set_bool(m.tasks[1], TASK_KEY_internal, true), 0);
-        m.dirty = true;
+        m.store.dirty = true;
         ck_assert_int_eq(manager_flush(&m), 0);
         char *fourth = read_tasks();
         ck_assert_ptr_null(strstr(fourth, "xc_"));

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "summary.h"
+#include "features/summary.h"
 #include "json-util.h"
 #include "util.h"
 

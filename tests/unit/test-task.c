@@ -13,12 +13,14 @@ static Manager m;
 static void setup(void) {
         m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m.event), 0);
+        ck_assert_int_eq(task_table_init(&m), 0);
+        ck_assert_int_eq(store_init(&m), 0);
 }
 
 static void teardown(void) {
         for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
         free(m.tasks);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
+        store_done(&m);
         manager_free_task_observers(&m);
         m.event = sd_event_unref(m.event);
 }
@@ -26,7 +28,16 @@ static void teardown(void) {
 static Task *task_from_string(const char *s) {
         json_object *o = NULL;
         ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        return task_new(&m, o);
+        return task_table_add_json(&m, o);
+}
+
+/* A task whose record holds only its id, in the table: the caller adds the
+ * other keys (a record being built). */
+static Task *task_created(const char *id) {
+        char *json = strdup_printf("{\"id\":\"%s\"}", id);
+        Task *t = task_from_string(json);
+        free(json);
+        return t;
 }
 
 static Task *task_in(TaskStatus s, ChangesetStatus cs) {
@@ -104,7 +115,7 @@ static void observer(Task *t, TaskStatus old_status, ChangesetStatus old_cs, voi
         s->old_cs = old_cs;
         s->new_status = t->rec.status;
         s->new_cs = t->rec.changeset_status;
-        s->dirty_when_called = t->m->dirty;
+        s->dirty_when_called = t->m->store.dirty;
         s->order = ++observer_clock;
 }
 
@@ -116,13 +127,13 @@ START_TEST(every_status_transition) {
                 for (TaskStatus to = 0; to < _TASK_STATUS_MAX; to++) {
                         ck_assert_int_eq(task_status_transition_ok(from, to), status_legal(from, to));
                         Task *t = task_in(from, CHANGESET_NONE);
-                        m.dirty = false;
+                        m.store.dirty = false;
                         seen = (Seen) {0};
                         int r = task_transition(t, to, CHANGESET_NONE);
                         if (from == to) {
                                 ck_assert_int_eq(r, 0);
                                 ck_assert_uint_eq(seen.calls, 0);
-                                ck_assert(!m.dirty);
+                                ck_assert(!m.store.dirty);
                         } else if (status_legal(from, to)) {
                                 legal++;
                                 ck_assert_int_eq(r, 1);
@@ -137,7 +148,7 @@ START_TEST(every_status_transition) {
                                 ck_assert_int_eq(r, -EINVAL);
                                 ck_assert_int_eq(t->rec.status, from);
                                 ck_assert_uint_eq(seen.calls, 0);
-                                ck_assert(!m.dirty);
+                                ck_assert(!m.store.dirty);
                         }
                 }
         ck_assert_uint_eq(legal, 8);
@@ -209,7 +220,7 @@ START_TEST(observers_in_registration_order) {
         ck_assert_uint_lt(a.order, b.order);
         ck_assert_int_eq(task_transition(t, TASK_RUNNING, CHANGESET_NONE), 0);
         ck_assert_uint_eq(a.calls, 1);
-        ck_assert_ptr_nonnull(m.persist_timer); /* the debounced persist is armed */
+        ck_assert_ptr_nonnull(m.store.persist_timer); /* the debounced persist is armed */
 }
 END_TEST
 
@@ -302,7 +313,7 @@ START_TEST(set_keeps_place_and_appends_new_keys) {
 END_TEST
 
 START_TEST(create_then_init_in_order) {
-        Task *t = task_create(&m, "oc_new");
+        Task *t = task_created("oc_new");
         ck_assert_ptr_nonnull(t);
         ck_assert_int_eq(task_set_str(t, TASK_KEY_directory, "/d"), 0);
         ck_assert_int_eq(task_init_status(t, TASK_QUEUED), 0);
@@ -325,10 +336,10 @@ END_TEST
 
 START_TEST(rejects_non_records) {
         json_object *o = json_object_new_array();
-        ck_assert_ptr_null(task_new(&m, o));
+        ck_assert_ptr_null(task_table_add_json(&m, o));
         o = NULL;
         ck_assert_int_eq(json_parse_strict("{\"id\":5}", 8, &o), 0);
-        ck_assert_ptr_null(task_new(&m, o));
+        ck_assert_ptr_null(task_table_add_json(&m, o));
         ck_assert_uint_eq(m.n_tasks, 0);
 }
 END_TEST
@@ -411,7 +422,7 @@ START_TEST(list_order_and_counts_follow_every_change) {
         /* one without startedAt, then one created and set as dispatch does */
         t[8] = task_from_string("{\"id\":\"oc_l8\",\"status\":\"crashed\"}");
         check_list_matches();
-        t[9] = task_create(&m, "oc_l9");
+        t[9] = task_created("oc_l9");
         ck_assert_int_eq(task_init_status(t[9], TASK_QUEUED), 0);
         ck_assert_int_eq(task_init_changeset(t[9], CHANGESET_NONE), 0);
         check_list_matches();

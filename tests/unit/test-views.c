@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "json-util.h"
-#include "outputs.h"
+#include "api/outputs.h"
 #include "util.h"
-#include "views.h"
+#include "api/views.h"
 
 static char *tmp;
 

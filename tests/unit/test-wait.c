@@ -13,14 +13,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon-fixture.h"
 #include "json-util.h"
-#include "manager.h"
-#include "methods.h"
-#include "server.h"
-#include "task.h"
-#include "tasks.h"
+#include "core/manager.h"
+#include "api/methods.h"
+#include "api/server.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "core/task-table.h"
+#include "api/task-views.h"
 #include "util.h"
-#include "wait.h"
+#include "api/wait.h"
 
 static Manager m;
 static char *dir;
@@ -33,52 +36,30 @@ typedef struct Peer {
 static Peer p1, p2;
 
 static Peer peer_new(void) {
-        int sp[2];
-        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp), 0);
-        Connection *c = calloc(1, sizeof *c);
-        c->m = &m;
-        c->n_ref = 1; /* the test's */
-        c->fd = sp[0];
-        c->peer_uid = getuid();
-        return (Peer) {c, sp[1]};
+        Peer p;
+        p.conn = tf_connection_new(&m, 1, &p.fd); /* the test's ref */
+        return p;
 }
 
 static void peer_free(Peer *p) {
         ck_assert_uint_eq(p->conn->n_ref, 1); /* every request let go of it */
         ck_assert_ptr_null(p->conn->waiting);
-        close(p->conn->fd);
-        line_buffer_done(&p->conn->in);
-        free(p->conn->out);
-        free(p->conn);
-        close(p->fd);
+        tf_connection_free(p->conn, p->fd);
 }
 
 static void setup(void) {
-        m = (Manager) {0};
-        ck_assert_int_ge(sd_event_new(&m.event), 0);
+        tf_manager_setup(&m, "test-wait");
         ck_assert_int_eq(wait_init(&m), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        dir = strdup_printf("%s/test-wait-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        m.paths.state_dir = strdup(dir);
+        dir = m.paths.state_dir;
         p1 = peer_new();
         p2 = peer_new();
 }
 
 static void teardown(void) {
-        for (size_t i = 0; i < m.n_tasks; i++) {
-                ck_assert_ptr_null(m.tasks[i]->waiters);
-                task_free(m.tasks[i]);
-        }
-        free(m.tasks);
-        m.persist_timer = sd_event_source_disable_unref(m.persist_timer);
-        manager_free_task_observers(&m);
-        ck_assert_uint_eq(m.waits, 0);
-        ck_assert_uint_eq(m.in_flight, 0);
-        m.event = sd_event_unref(m.event);
-        free(m.paths.state_dir);
-        (void) rm_rf(dir);
-        free(dir);
+        for (size_t i = 0; i < m.n_tasks; i++) ck_assert_ptr_null(m.tasks[i]->waiters);
+        ck_assert_uint_eq(m.server->waits, 0);
+        ck_assert_uint_eq(m.server->in_flight, 0);
+        tf_manager_teardown(&m);
         peer_free(&p1);
         peer_free(&p2);
 }
@@ -87,15 +68,8 @@ static void teardown(void) {
 static Request *wait_request(Peer *p, const char *id, const char *task_id) {
         char *line = strdup_printf("{\"version\":1,\"id\":\"%s\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\"}}", id,
                                    task_id);
-        Request *r = calloc(1, sizeof *r);
-        json_object *err = NULL;
-        ck_assert_int_eq(proto_parse_request(line, strlen(line), &r->req, &err), 0);
+        Request *r = tf_request(&m, p->conn, line, true);
         free(line);
-        r->m = &m;
-        r->conn = p->conn;
-        p->conn->n_ref++;
-        r->budget_wait = true;
-        m.waits++;
         return r;
 }
 
@@ -130,20 +104,11 @@ static json_object *one_frame(Peer *p) {
 }
 
 static Task *add_task(const char *id, const char *status) {
-        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\"}",
-                                id, status);
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        free(s);
-        Task *t = task_new(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
+        return tf_taskf(&m, "{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\"}", id,
+                        status);
 }
 
-static void run_loop_ms(unsigned ms) {
-        uint64_t end = now_ms() + ms;
-        while (now_ms() < end) ck_assert_int_ge(sd_event_run(m.event, 10 * 1000), 0);
-}
+static void run_loop_ms(unsigned ms) { tf_run_loop_ms(&m, ms); }
 
 static size_t n_waiters(Task *t) {
         size_t n = 0;
@@ -183,7 +148,7 @@ START_TEST(park_links_task_and_connection) {
         ck_assert_uint_eq(n_waiters(b), 1);
         ck_assert_uint_eq(n_waiting(&p1), 2);
         ck_assert_uint_eq(n_waiting(&p2), 1);
-        ck_assert_uint_eq(m.waits, 3);
+        ck_assert_uint_eq(m.server->waits, 3);
         /* only the one with a timeout holds a timer */
         ck_assert_ptr_nonnull(p2.conn->waiting->timer);
         ck_assert_ptr_null(b->waiters->timer);
@@ -207,7 +172,7 @@ START_TEST(timeout_answers_once) {
         json_object_put(f);
         ck_assert_ptr_null(t->waiters);
         ck_assert_ptr_null(p1.conn->waiting);
-        ck_assert_uint_eq(m.waits, 0);
+        ck_assert_uint_eq(m.server->waits, 0);
         /* the task's end later answers nobody twice */
         ck_assert_int_eq(task_transition(t, TASK_DONE, CHANGESET_NONE), 1);
         ck_assert_uint_eq(n_frames(&p1), 0);
@@ -270,12 +235,12 @@ START_TEST(dropped_with_its_connection) {
         wait_park(wait_request(&p1, "3", "oc_a"), a, -1, 0);
         wait_park(wait_request(&p2, "4", "oc_b"), b, -1, 0);
         wait_park(wait_request(&p1, "5", "oc_b"), b, 50, 0);
-        ck_assert_uint_eq(m.waits, 5);
+        ck_assert_uint_eq(m.server->waits, 5);
         /* the connection died (server.c connection_kill): its waits go unanswered */
         wait_drop_connection(p1.conn);
         ck_assert_ptr_null(p1.conn->waiting);
         ck_assert_uint_eq(p1.conn->n_ref, 1);
-        ck_assert_uint_eq(m.waits, 2);
+        ck_assert_uint_eq(m.server->waits, 2);
         ck_assert_uint_eq(n_waiters(a), 1);
         ck_assert_uint_eq(n_waiters(b), 1);
         ck_assert_ptr_eq(a->waiters->conn, p2.conn);
@@ -307,7 +272,7 @@ START_TEST(dropped_with_its_task) {
         ck_assert_uint_eq(n_waiting(&p1), 1);
         ck_assert_uint_eq(n_waiting(&p2), 0);
         ck_assert_ptr_eq(p1.conn->waiting->wait_task, b);
-        ck_assert_uint_eq(m.waits, 1);
+        ck_assert_uint_eq(m.server->waits, 1);
         manager_remove_task(&m, a);
         ck_assert_uint_eq(m.n_tasks, 1);
         run_loop_ms(150); /* the dropped wait's timer is gone with it */

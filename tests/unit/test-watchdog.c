@@ -15,7 +15,7 @@
 
 #include "macro.h"
 #include "util.h"
-#include "watchdog.h"
+#include "run/watchdog.h"
 
 static const WatchdogLimits lim = {.no_output_ms = 500, .post_output_ms = 1500, .pre_output_max_ms = 1200};
 

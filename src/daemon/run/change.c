@@ -1,0 +1,240 @@
+/* A decision on a changeset: accept or reject, serialized per workspace
+ * (change.h; spec lifecycle.md §4, sandbox-changeset-env.md §5.6–§5.7). */
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "run/change.h"
+#include "changeset.h"
+#include "run/executor-home.h"
+#include "core/jobs.h"
+#include "json-util.h"
+#include "core/manager.h"
+#include "run/lifecycle.h"
+#include "overlay.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "core/task-table.h"
+#include "util.h"
+#include "workspace.h"
+
+/* An outcome that failed: done(-EIO, NULL, text). */
+static void change_failed(change_done_fn done, void *userdata, const char *text) {
+        done(userdata, -EIO, NULL, text ? text : "error: out of memory");
+}
+
+/* In the forked child: apply (accept) and clean up. */
+static json_object *change_job_run(void *userdata, int *error) {
+        ChangeJob *cj = userdata;
+        Task *t = cj->t;
+        json_object *o = json_object_new_object();
+        if (cj->accept) {
+                _cleanup_free_ char *reason = NULL;
+                int r;
+                json_object *cod = t->rec.overlay_dirs;
+                _cleanup_free_ char *base = cod ? changeset_base_dir(json_get_string(cod, "root")) : NULL;
+                /* an accept a crash interrupted may have landed already: never twice */
+                if (t->accept_interrupted && changeset_is_applied_3way(t->rec.directory, t->rec.diff_path, base) > 0)
+                        r = 1;
+                else
+                        r = changeset_apply_3way(t->rec.directory, t->rec.diff_path, base, &reason);
+                json_add_int(o, "apply", r);
+                json_add_string(o, "reason", reason);
+                if (r <= 0) return o;
+        }
+        /* the executor homes go with the overlay, but for what a resume needs */
+        _cleanup_free_ char *home = executor_home_root(t->m->paths.cache_dir, t->id);
+        if (home) (void) executor_home_release(home);
+        json_object *od = t->rec.overlay_dirs;
+        if (od) {
+                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
+                json_add_bool(o, "removed", k >= 0);
+                if (k < 0) json_add_string(o, "removeError", strerror(-k));
+        } else
+                json_add_bool(o, "removed", true);
+        return o;
+}
+
+static void change_job_done(Manager *m, void *userdata, json_object *res, int error);
+static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res, change_done_fn done, void *userdata);
+
+static bool change_job_conflicts(Manager *m, ChangeJob *cj) {
+        for (ChangeJob *o = m->change_jobs; o && o != cj; o = o->next)
+                if (same_workspace(o->t->rec.directory, cj->t->rec.directory)) return true;
+        return false;
+}
+
+static void change_job_unlink(Manager *m, ChangeJob *cj) {
+        for (ChangeJob **pp = &m->change_jobs; *pp; pp = &(*pp)->next)
+                if (*pp == cj) {
+                        *pp = cj->next;
+                        break;
+                }
+}
+
+/* Start every waiting job that no earlier job's workspace blocks. */
+static void change_jobs_kick(Manager *m) {
+        for (ChangeJob *cj = m->change_jobs, *next; cj; cj = next) {
+                next = cj->next;
+                if (cj->started || change_job_conflicts(m, cj)) continue;
+                cj->started = true;
+                int k = job_start(m, change_job_run, change_job_done, cj);
+                if (k < 0) {
+                        change_done_fn done = cj->done;
+                        void *userdata = cj->userdata;
+                        cj->t->busy = false;
+                        change_job_unlink(m, cj);
+                        free(cj);
+                        change_failed(done, userdata, "error: cannot start the changeset job");
+                        next = m->change_jobs; /* the list changed: rescan */
+                }
+        }
+}
+
+static void change_job_done(Manager *m, void *userdata, json_object *res, int error) {
+        ChangeJob *cj = userdata;
+        Task *t = cj->t;
+        bool accept = cj->accept;
+        change_done_fn done = cj->done;
+        void *done_userdata = cj->userdata;
+        change_job_unlink(m, cj);
+        free(cj);
+        t->busy = false;
+        change_job_finish(m, t, accept, res, done, done_userdata);
+        change_jobs_kick(m);
+}
+
+static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res, change_done_fn done, void *userdata) {
+        if (!res) {
+                task_persist(t);
+                return change_failed(done, userdata,
+                                     accept ? "error: the accept job failed; the changeset is still pending"
+                                            : "error: the overlay removal job failed; the changeset is rejected and its overlay remains on disk");
+        }
+        int64_t applied = 1;
+        json_get_int64(res, "apply", &applied);
+        if (accept && applied < 0) {
+                _cleanup_free_ char *text = strdup_printf("error: changeset for task %s could not be applied: %s\nhelp: the "
+                                                          "task is still pending; fix the problem and retry, or reject it",
+                                                          t->id, strempty(json_get_string(res, "reason")));
+                return change_failed(done, userdata, text);
+        }
+        if (accept) {
+                t->accept_interrupted = false;
+                task_set_null(t, TASK_KEY_accept_started_at);
+        }
+        json_object *o = json_object_new_object();
+        json_add_string(o, "taskId", t->id);
+        if (accept && applied == 0) {
+                json_add_string(o, "changesetStatus", "pending");
+                json_add_bool(o, "applied", false);
+                json_add_string(o, "reason", json_get_string(res, "reason"));
+                return done(userdata, 0, o, NULL);
+        }
+        bool removed = json_get_bool(res, "removed", false);
+        if (removed) task_set_null(t, TASK_KEY_overlay_dirs);
+        if (accept) (void) task_decide_changeset(t, CHANGESET_ACCEPTED);
+        task_persist(t);
+        /* the decision is durable before the caller hears of it */
+        int k = manager_flush(m);
+        if (k < 0) log_warning_errno(k, "cannot flush tasks.json after deciding %s", t->id);
+        json_add_string(o, "changesetStatus", accept ? "accepted" : "rejected");
+        if (accept) {
+                json_add_bool(o, "applied", true);
+                json_add(o, task_key_to_string(TASK_KEY_check_status), task_record_get_json(&t->rec, TASK_KEY_check_status));
+        }
+        if (!removed) json_add_bool(o, "cleanupFailed", true);
+        done(userdata, 0, o, NULL);
+}
+
+/* A refusal: -EIO with its text (NULL: out of memory) in *reason. */
+static int refuse(char **reason, const char *text) {
+        *reason = strdup(text ? text : "error: out of memory");
+        return -EIO;
+}
+
+int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, char **reason) {
+        const char *verb = accept ? "accepted" : "rejected";
+        if (accept && task_kind_info(t->kind)->never_lands) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: task %s has role \"advisor\" and cannot be accepted\nhelp: advisor changesets are never applied; "
+                        "inspect them with taskferry result %s --diff",
+                        t->id, t->id);
+                return refuse(reason, text);
+        }
+        const char *cs = strempty(changeset_status_to_string(t->rec.changeset_status));
+        if (t->rec.changeset_status != CHANGESET_PENDING) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: task %s has no pending changeset (changesetStatus: %s)\nhelp: only a task with changesetStatus "
+                        "\"pending\" can be %s",
+                        t->id, cs, verb);
+                return refuse(reason, text);
+        }
+        if (!task_is_settled(t)) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: task %s is still %s; its changeset is not extracted yet\nhelp: wait for it with taskferry wait "
+                        "%s, or cancel it with taskferry cancel %s",
+                        t->id, strempty(task_status_to_string(t->rec.status)), t->id, t->id);
+                return refuse(reason, text);
+        }
+        if (t->busy) {
+                _cleanup_free_ char *text = strdup_printf(
+                        "error: task %s is already being accepted or rejected\nhelp: retry once that request has finished", t->id);
+                return refuse(reason, text);
+        }
+        if (accept) {
+                const char *diff = t->rec.diff_path;
+                json_object *od = t->rec.overlay_dirs;
+                if (!diff) {
+                        _cleanup_free_ char *text = strdup_printf(
+                                "error: changeset for task %s was never extracted (%s); its overlay is preserved at %s\nhelp: "
+                                "reject it with taskferry reject %s",
+                                t->id, t->rec.changeset_error ? t->rec.changeset_error : "unknown reason",
+                                od ? strempty(json_get_string(od, "root")) : "(none)", t->id);
+                        return refuse(reason, text);
+                }
+                if (access(diff, R_OK) < 0) {
+                        _cleanup_free_ char *text = strdup_printf(
+                                "error: the diff of task %s is missing at %s; the changeset cannot be applied without its diff\n"
+                                "help: restore the file, or reject the changeset with taskferry reject %s",
+                                t->id, diff, t->id);
+                        return refuse(reason, text);
+                }
+        } else {
+                /* flip before any cleanup so a late gate result is ignored */
+                (void) task_decide_changeset(t, CHANGESET_REJECTED);
+                int k = manager_flush(m);
+                if (k < 0) log_warning_errno(k, "cannot flush tasks.json after rejecting %s", t->id);
+        }
+        if (accept) {
+                /* durable before the live tree is touched: a daemon dying mid-apply
+                 * leaves a trace that the next accept checks (changeset_is_applied) */
+                char iso[32];
+                task_set_str(t, TASK_KEY_accept_started_at, format_iso(now_ms(), iso));
+                int k = manager_flush_now(m);
+                if (k < 0) log_warning_errno(k, "cannot flush tasks.json before accepting %s", t->id);
+        }
+        ChangeJob *cj = calloc(1, sizeof *cj);
+        if (!cj) return refuse(reason, NULL);
+        cj->t = t;
+        cj->accept = accept;
+        cj->done = done;
+        cj->userdata = userdata;
+        t->busy = true;
+        /* queued behind the accepts/rejects into the same workspace */
+        ChangeJob **pp = &m->change_jobs;
+        while (*pp) pp = &(*pp)->next;
+        *pp = cj;
+        change_jobs_kick(m); /* reports through done itself if the job cannot start */
+        return 0;
+}
+
+void change_jobs_free(Manager *m) {
+        while (m->change_jobs) {
+                ChangeJob *cj = m->change_jobs;
+                m->change_jobs = cj->next;
+                if (cj->started) continue; /* its job owns it */
+                cj->done(cj->userdata, -ECANCELED, NULL, NULL);
+                free(cj);
+        }
+}

@@ -1,0 +1,55 @@
+#pragma once
+/* A decision on a changeset (spec lifecycle.md §4, sandbox-changeset-env.md
+ * §5.6–§5.7): task.accept applies a pending changeset to the user's tree
+ * (3-way, against the base the shim snapshotted at launch), task.reject drops
+ * it; both then remove the task's overlay and executor homes.
+ *
+ * Decisions into one workspace (same_workspace(), workspace.h) run one at a
+ * time, in the order they were asked for (issue 6 item 5: a second accept
+ * must not race the first between the check and the apply); decisions into
+ * different workspaces run in parallel. Each runs as a forked job (jobs.h).
+ * Owns ChangeJob, Manager.change_jobs and Task.busy; reads
+ * Task.accept_interrupted (coldplug sets it) and clears it once an
+ * accept completes. Every status change goes through task_transition. */
+
+#include <stdbool.h>
+#include <json-c/json.h>
+
+
+typedef struct Manager Manager;
+typedef struct Task Task;
+typedef struct ChangeJob ChangeJob;
+
+/* The outcome of a queued decision, called exactly once (possibly before
+ * change_start returns, when its job cannot be started): rc 0 with the
+ * method's result (ownership passes: {taskId, changesetStatus, applied,
+ * reason | checkStatus, cleanupFailed} per protocol-cli.md §1.6), or rc < 0
+ * with reason (the "error: ..." text). rc == -ECANCELED (reason NULL, result
+ * NULL): the daemon stops before the decision started; answer nothing. */
+typedef void (*change_done_fn)(void *userdata, int rc, json_object *result, const char *reason);
+
+/* One queued or running decision; the list Manager.change_jobs holds them
+ * in request order. */
+struct ChangeJob {
+        Task *t;
+        bool accept;
+        bool started;      /* its job runs; the job owns it until done */
+        change_done_fn done;
+        void *userdata;
+        ChangeJob *next;
+};
+
+/* Decide t's changeset: accept (true) or reject (false). Refuses, with the
+ * reason in *reason and -EIO, the accept of a changeset that never lands, a changeset that is not
+ * pending, a task still queued/running/settling, one already being decided,
+ * and an accept whose diff was never extracted or is missing on disk. A
+ * reject flips changesetStatus to rejected (and flushes tasks.json) before
+ * any cleanup; an accept records acceptStartedAt durably before the tree is
+ * touched (coldplug then marks an interrupted accept so it is never applied
+ * twice). 0 once queued: done() reports the outcome; out of memory is -EIO
+ * with its text in *reason too. */
+int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, char **reason);
+
+/* Drop the decisions still waiting for their workspace (shutdown): each
+ * gets done(-ECANCELED). Running ones are left to their jobs (jobs_free). */
+void change_jobs_free(Manager *m);

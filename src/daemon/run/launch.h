@@ -1,0 +1,40 @@
+#pragma once
+/* Launch (launch.c): from an admitted task to its spawned shim (DESIGN.md
+ * "Data flow of one dispatch" steps 3–5): the worker's environment, the
+ * sandbox and overlay plan, the launch spec, the fork of taskferry-shim. It
+ * does the work; the lifecycle moves the task (lifecycle.h task_start). */
+
+#include <sys/types.h>
+
+typedef struct Task Task;
+
+/* What a prepared launch holds until the spawn. */
+typedef struct LaunchPlan {
+        int spec_fd;  /* the launch spec in a sealed memfd (launch-spec.h), -1: none */
+} LaunchPlan;
+#define LAUNCH_PLAN_INIT {.spec_fd = -1}
+void launch_plan_done(LaunchPlan *p);
+
+/* Everything before the fork: the kind's and the sandbox's preconditions,
+ * the worker env (env file, daemon, caller; the per-task variables), the
+ * task dir, the overlay dirs (recorded as overlayDirs), the sandbox plan
+ * (masks, binds, homes, the task's socket through Manager.task_sockets, a
+ * preflight of the worker's binary), the disk budget (recorded as
+ * diskMaxBytes) and the spec. 0; -errno with *reason (malloc'd): the
+ * spawnError the task gets. */
+int launch_prepare(Task *t, LaunchPlan *plan, char **reason);
+
+typedef struct LaunchedShim {
+        pid_t pid;
+        int status_fd;  /* the read end of its status pipe (monitor.h) */
+        int hold_fd;    /* the write end of the pipe it waits on before exec (scope.h scope_start) */
+} LaunchedShim;
+/* Fork the shim with the plan's spec (taken). The child waits on the hold
+ * pipe, then execs taskferry-shim in a new session with the user's soft fd
+ * limit and only the spec and status fds. 0; -errno with *reason. */
+int launch_spawn(Task *t, LaunchPlan *plan, LaunchedShim *ret, char **reason);
+
+/* The fixed instruction a report summary's worker gets on its command line
+ * (not a secret: the same for every summary; the transcript is the
+ * attachment, its snapshot). */
+extern const char summary_worker_prompt[];

@@ -1,0 +1,158 @@
+/* The daemon's unit-suite fixture (daemon-fixture.h). */
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon-fixture.h"
+#include "json-util.h"
+#include "util.h"
+
+void tf_manager_setup(Manager *m, const char *name) {
+        *m = (Manager) {0};
+        ck_assert_int_ge(sd_event_new(&m->event), 0);
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        char *dir = strdup_printf("%s/%s-XXXXXX", base && *base ? base : "/var/tmp", name);
+        ck_assert_ptr_nonnull(dir);
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        m->paths.state_dir = dir;
+        m->paths.runtime_dir = strdup_printf("%s/run", dir);
+        m->paths.cache_dir = strdup_printf("%s/cache", dir);
+        ck_assert_int_eq(server_init(m), 0);
+        ck_assert_int_eq(task_table_init(m), 0);
+        ck_assert_int_eq(store_init(m), 0);
+}
+
+void tf_manager_teardown(Manager *m) {
+        jobs_free(m);
+        for (size_t i = 0; i < m->n_tasks; i++) {
+                Task *t = m->tasks[i];
+                if (t->socket) task_socket_close(t);
+                task_free(t);
+        }
+        free(m->tasks);
+        m->tasks = NULL;
+        m->n_tasks = 0;
+        manager_free_root_cache(m);
+        scheduler_free(m);
+        store_done(m);
+        journal_free(m);
+        server_free(m);
+        manager_free_task_observers(m);
+        m->event = sd_event_unref(m->event);
+        if (m->paths.state_dir) (void) rm_rf(m->paths.state_dir);
+        free(m->paths.state_dir);
+        free(m->paths.runtime_dir);
+        free(m->paths.cache_dir);
+        m->paths.state_dir = m->paths.runtime_dir = m->paths.cache_dir = NULL;
+}
+
+static char *daemon_dir;
+
+void tf_daemon_setup(Manager *m, const char *name) {
+        *m = (Manager) {0};
+        ck_assert_int_ge(sd_event_new(&m->event), 0);
+        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
+        daemon_dir = strdup_printf("%s/%s-XXXXXX", base && *base ? base : "/var/tmp", name);
+        ck_assert_ptr_nonnull(daemon_dir);
+        ck_assert_ptr_nonnull(mkdtemp(daemon_dir));
+        tf_paths *p = &m->paths;
+        p->home = strdup_printf("%s/home", daemon_dir);
+        p->state_dir = strdup_printf("%s/state", daemon_dir);
+        p->runtime_dir = strdup_printf("%s/run", daemon_dir);
+        p->cache_dir = strdup_printf("%s/cache", daemon_dir);
+        p->socket_path = strdup_printf("%s/run/daemon.sock", daemon_dir);
+        p->overlay_tmp_root = strdup_printf("%s/state/overlays", daemon_dir);
+        p->config_file = strdup_printf("%s/config.json", daemon_dir);
+        const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs", "/summaries"};
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+                char *d = strdup_printf("%s%s", p->state_dir, subs[i]);
+                ck_assert_int_eq(mkdir_p_chmod(d, 0700), 0);
+                free(d);
+        }
+        ck_assert_int_eq(mkdir_p_chmod(p->home, 0700), 0);
+        ck_assert_int_eq(mkdir_p_chmod(p->runtime_dir, 0700), 0);
+        /* the shim of this build (a launch that gets this far fails in it) */
+        ck_assert_int_eq(setenv("TASKFERRY_SHIM", TASKFERRY_BUILD_DIR "/taskferry-shim", 1), 0);
+        char *err = NULL;
+        int r = settings_load(&m->settings, p->config_file, &err);
+        ck_assert_msg(r >= 0, "settings: %s", strnull(err));
+        free(err);
+        ck_assert_int_eq(daemon_setup(m), 0);
+}
+
+void tf_daemon_teardown(Manager *m) {
+        daemon_free(m);
+        if (daemon_dir) (void) rm_rf(daemon_dir);
+        free(daemon_dir);
+        daemon_dir = NULL;
+}
+
+Task *tf_task(Manager *m, const char *json) {
+        json_object *o = NULL;
+        ck_assert_msg(json_parse_strict(json, strlen(json), &o) == 0, "not JSON: %s", json);
+        Task *t = task_table_add_json(m, o);
+        ck_assert_msg(t, "not a task record: %s", json);
+        return t;
+}
+
+Task *tf_taskf(Manager *m, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *json = NULL;
+        int k = vasprintf(&json, fmt, ap);
+        va_end(ap);
+        ck_assert_int_ge(k, 0);
+        Task *t = tf_task(m, json);
+        free(json);
+        return t;
+}
+
+Connection *tf_connection_new(Manager *m, unsigned refs, int *ret_peer) {
+        int sp[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp), 0);
+        Connection *c = calloc(1, sizeof *c);
+        ck_assert_ptr_nonnull(c);
+        c->m = m;
+        c->n_ref = refs;
+        c->fd = sp[0];
+        c->peer_uid = getuid();
+        *ret_peer = sp[1];
+        return c;
+}
+
+void tf_connection_free(Connection *c, int peer) {
+        events_drop_connection(c);
+        if (!c->dead) close(c->fd);
+        line_buffer_done(&c->in);
+        free(c->out);
+        free(c);
+        close(peer);
+}
+
+Request *tf_request(Manager *m, Connection *c, const char *line, bool wait) {
+        Request *r = calloc(1, sizeof *r);
+        ck_assert_ptr_nonnull(r);
+        json_object *err = NULL;
+        int k = proto_parse_request(line, strlen(line), &r->req, &err);
+        ck_assert_msg(k == 0, "%s: %s", line, err ? json_object_to_json_string(err) : "?");
+        r->m = m;
+        r->conn = c;
+        c->n_ref++;
+        if (wait) {
+                r->budget_wait = true;
+                m->server->waits++;
+        } else
+                m->server->in_flight++;
+        return r;
+}
+
+void tf_run_loop_ms(Manager *m, uint64_t ms) {
+        uint64_t end = mono_ms() + ms;
+        for (uint64_t now = mono_ms(); now < end; now = mono_ms())
+                ck_assert_int_ge(sd_event_run(m->event, (end - now) * 1000ULL), 0);
+}
+
+void tf_run_pending(Manager *m) { ck_assert_int_ge(sd_event_run(m->event, 0), 0); }

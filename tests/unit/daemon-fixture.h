@@ -1,0 +1,50 @@
+#pragma once
+/* A Manager for the daemon's unit suites: its own sd-event loop and state
+ * dir, the observers every daemon registers first (the task table's, the
+ * store's), a server without a socket, and the fakes the suites drive it
+ * with: tasks from records, connections on socketpairs, and requests as
+ * the server makes them. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon.h"
+
+/* m zeroed, with an event loop, paths.state_dir a new dir
+ * $TASKFERRY_TEST_TMPDIR (default /var/tmp)/<name>-XXXXXX (runtime_dir and
+ * cache_dir inside it, not created), the server's state (no socket), the
+ * task table's and the store's observers. */
+void tf_manager_setup(Manager *m, const char *name);
+/* Undo it: every task and job freed, the observers, the store, the
+ * scheduler, the server's state, the loop; the dir removed. */
+void tf_manager_teardown(Manager *m);
+
+/* A whole daemon on m, as main.c sets one up (daemon.h daemon_setup: every
+ * module, every observer), over a new dir <tmp>/<name>-XXXXXX holding its
+ * home, state (with its subdirs), runtime and cache dirs, the settings of an
+ * absent config.json and this environment; no socket, no load. */
+void tf_daemon_setup(Manager *m, const char *name);
+/* daemon_free, and the dir removed. */
+void tf_daemon_teardown(Manager *m);
+
+/* A task from its tasks.json record, in m's table (fails the case when the
+ * record is not one). */
+Task *tf_task(Manager *m, const char *json);
+/* The same from printf arguments. */
+Task *tf_taskf(Manager *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A connection on one end of a socketpair (n_ref: refs, the test's; the
+ * request each tf_request makes adds one), the other end in *ret_peer. */
+Connection *tf_connection_new(Manager *m, unsigned refs, int *ret_peer);
+/* Free it (its subscriptions and buffers) and close the peer's end. */
+void tf_connection_free(Connection *c, int peer);
+
+/* A request parsed from line (a whole frame, without '\n') on c, counted
+ * on the user's socket's budget as the server would: waits (wait = true)
+ * or active requests. */
+Request *tf_request(Manager *m, Connection *c, const char *line, bool wait);
+
+/* Run m's loop for ms (its events dispatched as they come). */
+void tf_run_loop_ms(Manager *m, uint64_t ms);
+/* Run one iteration that dispatches what is pending now (a deferred tick). */
+void tf_run_pending(Manager *m);
