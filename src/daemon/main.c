@@ -1,5 +1,8 @@
-/* taskferryd: the per-user daemon (DESIGN.md "Processes"; spec
- * protocol-cli.md §4.2–§4.3). */
+/* taskferryd: the per-user daemon (taskferryd(8)). Its start: the settings,
+ * the state dirs, the env file, every module (daemon.c), tasks.json, the
+ * socket, then what the loaded tasks still need (coldplug), the bus name,
+ * the boot sweeps and READY=1; then the loop until SIGTERM, SIGINT or idle
+ * exit, and tasks.json flushed on the way out. */
 
 #include <getopt.h>
 #include <signal.h>
@@ -21,7 +24,8 @@
 #include "taskferry-config.h"
 #include "util.h"
 
-/* Leave the reason of a failed start where the CLI's auto-start looks (§4.1). */
+/* Leave the reason of a failed start in <runtime>/daemon-boot.err, where the
+ * CLI's auto-start looks for why no daemon came up. */
 static void write_boot_error(Manager *m, const char *msg) {
         if (!m->paths.runtime_dir) return;
         if (mkdir_p_chmod(m->paths.runtime_dir, 0700) < 0) return;
@@ -113,7 +117,7 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         _cleanup_free_ char *err = NULL;
-        /* config.json once per start (protocol-cli.md §3.2): a malformed
+        /* config.json once per start (no reload while running): a malformed
          * file fails the start loudly, on stderr and in daemon-boot.err */
         r = settings_load(&m->settings, m->paths.config_file, &err);
         if (r < 0) return fail_config(m, r, err);
@@ -124,8 +128,8 @@ int main(int argc, char *argv[]) {
                 log_error_errno(r, "cannot create the event loop");
                 return fail_start(m, "cannot create the event loop");
         }
-        /* the env file (spec §7.3): loaded once here, any failure fails the
-         * start as loudly as a malformed config.json; then watched */
+        /* the env file: loaded once here, any failure fails the start as
+         * loudly as a malformed config.json; then watched */
         r = env_file_init(m, &err);
         if (r < 0) return fail_config(m, r, err);
         sigset_t mask;

@@ -1,4 +1,4 @@
-/* activity.c's text rules (spec lifecycle.md §8.1): the 96 KiB snapshot
+/* activity.c's text rules (activity.h): the 96 KiB snapshot
  * with its head/tail split and U+FFFD trimming, the narration (grouped by
  * messageID, tool lines, 500-unit cuts, the first 4000 code points),
  * sanitize, and the local activity's fallbacks. */

@@ -1,4 +1,4 @@
-/* advisor.c's pure parts (spec lifecycle.md §8.3): session resolution with
+/* advisor.c's pure parts (advisor.h): session resolution with
  * its TTL and owners, the session map's bound, the error-text rewrite, and
  * the two answer shapes with their keys in order. */
 

@@ -1,4 +1,4 @@
-/* change.c: a decision on a changeset (spec lifecycle.md §4, issue 6 item 5).
+/* change.c: a decision on a changeset (change.h).
  * Decisions into one workspace run one at a time in request order; decisions
  * into different workspaces run side by side; the refusals; an accept that
  * no longer applies stays pending with git's reason and touches nothing.

@@ -1,4 +1,4 @@
-/* env-file.c: the grammar of spec sandbox-changeset-env.md §7.3 and the
+/* env-file.c: the grammar of an env file (env-file.h) and the
  * file checks (mode, type, size, NUL), with error messages that never echo
  * a line's content. The reload and the layers run through the real daemon
  * in tests/integration/test-env-file.c. */

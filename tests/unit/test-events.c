@@ -1,4 +1,4 @@
-/* events.c alone (spec protocol-cli.md §1.9, lifecycle.md §1.7): subscribe,
+/* events.c alone (events.h): subscribe,
  * task.state events from the task-state observer (key order, one sequence,
  * deduplicated, none for internal tasks), delivery filters (workspace,
  * originSessionId, a sandboxed caller's own tree), caps, and a subscriber
@@ -350,7 +350,7 @@ START_TEST(never_reading_subscriber_is_bounded_then_closed) {
         ck_assert_uint_le(max_pending, 1048576);
         ck_assert_msg(events_count(&m) == 1, "the never-reading subscriber's subscriptions did not end");
         ck_assert_uint_eq(got2, 40); /* the reader got every event */
-        ck_assert(!p1.conn->dead); /* the connection survives the degrade (§1.5) */
+        ck_assert(!p1.conn->dead); /* the connection survives the degrade */
         size_t pending = p1.conn->out_len - p1.conn->out_off;
         ck_assert_ptr_nonnull(memmem(p1.conn->out + p1.conn->out_off, pending, "event dropped: response too large",
                                      strlen("event dropped: response too large")));

@@ -74,7 +74,7 @@ static Task *add_task(const char *id, const char *status) {
 }
 
 START_TEST(table_names_the_methods) {
-        /* every one of §1.6's 16 methods is served */
+        /* every one of the protocol's 16 methods is served */
         size_t n = 0;
         for (const char *const *name = protocol_methods; *name; name++, n++) {
                 const Method *x = method_find(*name);
@@ -98,8 +98,8 @@ END_TEST
  * UNKNOWN_METHOD help) and the daemon's table (what it serves) are one set,
  * in one order: a method added to one and not the other is caught here. */
 START_TEST(table_and_protocol_name_the_same_methods) {
-        /* protocol_methods names all 16 of the spec; the served ones (those
-         * whose params it validates) are exactly the table, in order */
+        /* protocol_methods names all 16 of the protocol; the served ones
+         * (those whose params it validates) are exactly the table, in order */
         size_t n = 0, n_served = 0;
         const Method *table = method_table(&n);
         for (size_t k = 0; protocol_methods[k]; k++) {
@@ -121,10 +121,9 @@ START_TEST(table_and_protocol_name_the_same_methods) {
 END_TEST
 
 START_TEST(unknown_method_is_one_error) {
-        /* valid on the wire (one of the 16 names) but not served here */
-        /* a request that passed validation but names no table entry (the
-         * server validates against the spec's 16 names; task.advisor is
-         * one the table does not serve) */
+        /* a request that names no table entry: every one of the 16 names the
+         * server accepts is served (table_names_the_methods), so the
+         * method is changed after validation */
         Request *r = request("{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}");
         json_object_object_add(r->req.frame, "method", json_object_new_string("task.bogus"));
         r->req.method = json_get_string(r->req.frame, "method");

@@ -1,5 +1,5 @@
-/* scheduler.c: the FIFO queue and the concurrency slots (spec lifecycle.md
- * §5: a global cap, first in first out). Launches need a real shim; these
+/* scheduler.c: the FIFO queue and the concurrency slots (a global cap,
+ * first in first out). Launches need a real shim; these
  * cases keep the cap full so scheduler_kick never launches, and check what
  * it must not do. */
 
@@ -16,7 +16,7 @@ static Manager m;
 
 static void setup(void) {
         tf_manager_setup(&m, "test-scheduler");
-        /* the spec's defaults (lifecycle.md §5) unless a case says otherwise */
+        /* the settings' defaults (settings.h) unless a case says otherwise */
         m.settings.max_concurrent_tasks = 4;
         m.settings.max_dispatches_per_window = 2;
         m.settings.dispatch_window_ms = 5000;
@@ -127,9 +127,9 @@ END_TEST
 
 /* ---- the tick's decisions, driven with our own clock ---- */
 
-/* Launch what the scheduler lets launch at now: like scheduler_kick with
- * launch_task replaced by taking the slot (the task is running). Returns
- * the ids launched, space-separated. */
+/* Launch what the scheduler lets launch at now: like the tick with the
+ * lifecycle's task_start replaced by taking the slot (the task is running).
+ * Returns the ids launched, space-separated. */
 static char launched[512];
 static const char *launch_at(uint64_t now) {
         launched[0] = 0;

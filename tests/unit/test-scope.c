@@ -142,7 +142,7 @@ START_TEST(limits_defaults_dispatch_and_nested_cap) {
         scope_limits_for(c, &l);
         ck_assert_uint_eq(l.memory_max, 67108864);
         ck_assert_uint_eq(l.tasks_max, 64);
-        /* and asking for more (handlers.c refuses it; a stale request too) gets no more */
+        /* and asking for more (dispatch_check_limits refuses it; a stale request too) gets no more */
         Task *d = task_json("{\"id\":\"oc_s\",\"status\":\"running\",\"dispatchedBy\":\"oc_q\"}");
         set_launch(d, "{\"memoryMax\":1073741824,\"tasksMax\":5000}");
         scope_limits_for(d, &l);

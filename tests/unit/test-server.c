@@ -1,5 +1,5 @@
-/* server.c: the socket server's framing and budgets (spec protocol-cli.md
- * §1.1–§1.5, docs/taskferryd.8.md "Limits"), through the real thing: the
+/* server.c: the socket server's framing and budgets (server.h,
+ * docs/taskferryd.8.md "Limits"), through the real thing: the
  * Manager binds its socket (server_listen, self-bound: no LISTEN_FDS) on an
  * in-process sd-event loop, and the test connects as a client and talks
  * bytes. A line split over reads, several lines in one read, an over-long
@@ -291,7 +291,7 @@ START_TEST(over_long_request_is_refused_and_closed) {
         f = client_frame(&c);
         assert_error(f, NULL, "REQUEST_TOO_LARGE", "request exceeds 1 MiB", "Send a smaller request");
         json_object_put(f);
-        client_sees_eof(&c); /* §1.4: the socket is then destroyed */
+        client_sees_eof(&c); /* the socket is then destroyed */
         ck_assert_ptr_null(m.server->connections);
         client_close(&c);
         /* and the server goes on serving others */
@@ -313,7 +313,7 @@ START_TEST(invalid_json_is_an_error_and_the_connection_stays) {
         assert_error(f, NULL, "MALFORMED_JSON", "request is not valid JSON",
                      "Send one JSON request object followed by a newline");
         json_object_put(f);
-        /* §1.3 step 2: a bad envelope, the id echoed when it is a string */
+        /* a bad envelope, the id echoed when it is a string */
         client_send_str(&c, "{\"version\":1,\"id\":\"x\",\"method\":\"system.health\"}\n");
         f = client_frame(&c);
         assert_error(f, "x", "INVALID_REQUEST", "request must contain version, id, method, and params", NULL);

@@ -1,5 +1,5 @@
-/* settings.c: env > config > default for every key of protocol-cli.md §3.2,
- * with §3.3's parsing rules. */
+/* settings.c: env > config > default for every config.json key, with the
+ * parsing rules of each (settings.h). */
 
 #include <check.h>
 #include <stdlib.h>
@@ -34,7 +34,7 @@ static void assert_list(char **l, const char *const *want) {
         ck_assert(!l || !l[n]);
 }
 
-/* the scope limits (issue 8; scope.h): env > config > default, sizes as
+/* the scope limits (scope.h): env > config > default, sizes as
  * disk_size_parse reads them, a bad size or CPU weight stops the start */
 START_TEST(scope_limits) {
         Settings s;

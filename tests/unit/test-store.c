@@ -1,5 +1,7 @@
-/* store.c: tasks.json load and store (spec lifecycle.md §1.4–§1.6, issue 6
- * item 5: a failed write is an error, queued tasks are queued again). */
+/* store.c: tasks.json loaded and written (store.h): a missing file is an
+ * empty store, a malformed one is kept and never overwritten, a failed
+ * write is an error, the streamed text is json-c's; and, with the
+ * lifecycle's coldplug after the load, queued tasks are queued again. */
 
 #include <check.h>
 #include <stdlib.h>
@@ -109,7 +111,7 @@ START_TEST(load_store_round_trip) {
         ck_assert_uint_eq(m.n_tasks, 2);
         ck_assert_int_eq(m.tasks[0]->rec.status, TASK_DONE);
         ck_assert_int_eq(m.tasks[1]->rec.status, TASK_CRASHED);
-        /* load normalization: a missing executorId becomes "opencode" (§1.5), appended */
+        /* load normalization: a missing executorId becomes "opencode", appended */
         ck_assert_str_eq(m.tasks[0]->rec.executor_id, "opencode");
         m.store.dirty = true;
         ck_assert_int_eq(manager_flush(&m), 0);
@@ -172,7 +174,7 @@ START_TEST(failed_write_is_an_error) {
 }
 END_TEST
 
-/* <state>/tasks/<id>/pending-launch.json (daemon.h launch_request_*) */
+/* <state>/tasks/<id>/pending-launch.json (launch-options.h launch_request_*) */
 static void write_launch_request(const char *id, const char *json) {
         char *d = strdup_printf("%s/tasks/%s", dir, id);
         ck_assert_int_eq(mkdir_p(d, 0700), 0);

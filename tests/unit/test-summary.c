@@ -1,4 +1,4 @@
-/* summary.c's pure parts (spec lifecycle.md §8.2): the excerpt (whole log
+/* summary.c's pure parts (summary.h): the excerpt (whole log
  * up to 96 KiB, else head + omitted marker + tail), the delta and its cap,
  * the snapshot document and its private file, the models listing check and
  * the env fingerprint. Files under $TASKFERRY_TEST_TMPDIR. */

@@ -1,5 +1,5 @@
 /* task.c: the typed record, its string tables, its JSON round trip and the
- * one transition function (spec lifecycle.md §1.2–§1.4). */
+ * one transition function (task.h). */
 
 #include <check.h>
 #include <stdlib.h>
@@ -79,7 +79,7 @@ START_TEST(string_tables_both_ways) {
 }
 END_TEST
 
-/* lifecycle.md §1.3, written out independently of task.c */
+/* the legal moves of a status, written out independently of task.c */
 static bool status_legal(TaskStatus from, TaskStatus to) {
         if (from == to) return true;
         switch (from) {

@@ -127,7 +127,7 @@ START_TEST(listing_caps) {
         ck_assert(json_get_bool(l, "truncated", false));
         ck_assert_int_eq(json_object_array_length(json_get_array(l, "files")), 0);
         json_object_put(l);
-        /* entries that count to no spec cap are bounded too */
+        /* entries that count to no listing cap are bounded too (OUTPUT_LIST_ENTRIES_MAX) */
         ck_assert_int_eq(mkdir(P("many"), 0700), 0);
         for (int i = 0; i < OUTPUT_LIST_ENTRIES_MAX + 10; i++) {
                 char name[64];

@@ -1,4 +1,4 @@
-/* wait.c alone: a parked task.wait (spec lifecycle.md §7.2) ends exactly
+/* wait.c alone: a parked task.wait (wait.h) ends exactly
  * once — answered by its timeout, woken by the transition that makes its
  * task final and settled, or dropped unanswered with its connection or its
  * task — and leaves no link, timer, budget or connection reference behind.
@@ -265,7 +265,7 @@ START_TEST(dropped_with_its_task) {
         wait_park(wait_request(&p1, "1", "oc_a"), a, 50, 0);
         wait_park(wait_request(&p1, "2", "oc_b"), b, -1, 0);
         wait_park(wait_request(&p2, "3", "oc_a"), a, -1, 0);
-        /* the task goes away (shutdown, main.c manager_free): no answer, every
+        /* the task goes away (shutdown, daemon_free): no answer, every
          * link undone, so the task can be freed */
         wait_drop_task(a);
         ck_assert_ptr_null(a->waiters);

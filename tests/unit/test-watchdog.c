@@ -1,4 +1,4 @@
-/* The watcher of lifecycle.md §6.2 (watchdog.h WatchState) over a real log
+/* The watcher (watchdog.h WatchState) over a real log
  * file, driven with its own clock: budgets, the pre-output ceiling, what
  * counts as activity and as parseable, classification of complete lines and
  * of the carry, incremental reads, truncation, over-long lines, errors. */

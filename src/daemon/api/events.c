@@ -1,5 +1,4 @@
-/* Subscriptions and events: spec protocol-cli.md §1.9, lifecycle.md §1.7
- * (events.h says the rules). */
+/* Subscriptions and events (events.h says the rules). */
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +71,8 @@ static void subscription_unlink(Events *e, Subscription *s) {
         if (s->summaries) e->n_summaries--;
 }
 
-/* The workspace root of dir, memoized for the daemon's lifetime (§1.9). */
+/* The workspace root of dir (workspace.h), memoized for the daemon's
+ * lifetime: a delivery must not run git per event. */
 static const char *root_of(Events *e, const char *dir) {
         for (size_t i = 0; i < e->n_roots; i++)
                 if (streq(e->roots[i].dir, dir)) return e->roots[i].root;
@@ -337,7 +337,7 @@ static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodE
         }
         if (p->origin_session_id && !(s->origin_session_id = strdup(p->origin_session_id))) return -ENOMEM;
 
-        /* precedence: all > directory > taskId (§1.6) */
+        /* precedence: all > directory > taskId */
         const char *dir = p->directory;
         const char *task_id = p->task_id;
         if (p->all)
@@ -377,7 +377,8 @@ static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodE
                 json_object_put(res);
                 return -ENOMEM;
         }
-        /* registered before the response is written (§1.9) */
+        /* registered before the response is written: no event that follows
+         * the subscribe's answer is missed */
         s->next = e->subs;
         if (e->subs) e->subs->prev = s;
         e->subs = s;
@@ -417,7 +418,8 @@ int method_subscribe(Manager *m, Request *r, Task *unused, json_object **ret, Me
                         return method_fail(err, "error: a task running in a sandbox cannot subscribe with summaries\n"
                                                 "help: model-backed summaries spend model calls; subscribe without "
                                                 "summaries, or run taskferry watch --summaries from outside the sandbox");
-                /* §1.9: the summary model must be listed by `opencode models` first */
+                /* the summary model must be listed by `opencode models` first:
+                 * a subscription for summaries no model can write fails now */
                 int k = activity_model_check(m, subscribe_model_checked, r);
                 if (k < 0) return method_fail(err, "error: cannot check the summary model\nhelp: retry in a moment");
                 return METHOD_DEFERRED;

@@ -1,11 +1,12 @@
 #pragma once
-/* Subscriptions and events (events.c): event.subscribe (spec protocol-cli.md
- * §1.6, §1.9) and the task.state / task.activity events (lifecycle.md §1.7).
- * Owns Manager.events, Task.event_status and every Subscription.
+/* Subscriptions and events (events.c): event.subscribe and the task.state /
+ * task.activity events. Owns Manager.events, Task.event_status and every
+ * Subscription.
  *
  * A subscription turns nothing off on its connection: responses and events
- * interleave on it (§1.1). It lives until the connection closes (no
- * unsubscribe, no replay, §1.9).
+ * interleave on it, and an event may come before the response of the
+ * request that caused it. It lives until the connection closes (no
+ * unsubscribe, no replay of past events).
  *
  * task.state: one per actual status change per task (deduplicated against
  * the last status emitted for it), never for internal tasks, keys
@@ -14,26 +15,24 @@
  * It comes from the task observer (task.h): every transition, plus the first
  * "queued" of a new task (its `added`: creation is no transition).
  *
- * Delivery (§1.9): a subscription matches if it is ALL or the event's
- * directory is in its workspace (string-equal, or the same git workspace
- * root, memoized per daemon), unless both originSessionIds are set and
- * differ.
+ * Delivery: a subscription matches if it is ALL or the event's directory
+ * is in its workspace (string-equal, or the same git workspace root,
+ * memoized per daemon), unless both originSessionIds are set and differ.
  *
- * Who may see what (DESIGN.md "Deliberate differences", peer.h): a caller
- * inside a task sandbox, whatever scope it asks for, gets only the events of
- * its own task and of the tasks it dispatched (the same rule as task.status
- * and task.list for it); it may name only such a task as taskId (else
- * UNKNOWN_TASK) and may not ask for summaries (they spend model calls: the
- * user's decision, REQUEST_FAILED).
+ * Who may see what (peer.h): a caller inside a task sandbox, whatever scope
+ * it asks for, gets only the events of its own task and of the tasks it
+ * dispatched (the same rule as task.status and task.list for it); it may
+ * name only such a task as taskId (else UNKNOWN_TASK) and may not ask for
+ * summaries (they spend model calls: the user's decision, REQUEST_FAILED).
  *
  * Back-pressure: events are written into the connection's outbound buffer,
  * never blocking (server.c). While a subscriber does not read, its unsent
- * bytes are bounded by the connection's outbound budget (§1.5, 1 MiB): an
- * event that does not fit is dropped and replaced by the spec's id-null
+ * bytes are bounded by the connection's outbound budget (1 MiB): an event
+ * that does not fit is dropped and replaced by the protocol's id-null
  * RESPONSE_TOO_LARGE "event dropped: response too large" frame (when even
  * that does not fit the connection is closed), and the subscription ends
  * there: its stream has a gap, and the reference client treats that frame
- * as fatal anyway. The connection itself survives the degrade (§1.5). So a
+ * as fatal anyway. The connection itself survives the degrade. So a
  * never-reading subscriber costs at most 1 MiB plus its record, the daemon
  * never waits for it and stops working for it at the first drop.
  * At most EVENTS_MAX_PER_CONNECTION subscriptions per connection,
@@ -77,7 +76,7 @@ json_object *events_state_event(Manager *m, Task *t, int status, int previous);
 /* Send event (borrowed) to every matching subscription; for task.activity
  * events with an "activityVariants" object each subscriber gets the variant
  * of its summaries flag (none: not sent) merged into the event, the variant
- * key itself removed (§1.9). Returns the number of subscriptions reached. */
+ * key itself removed. Returns the number of subscriptions reached. */
 unsigned events_broadcast(Manager *m, Task *t, json_object *event);
 
 /* The next sequence number (daemon lifetime, shared by state and activity

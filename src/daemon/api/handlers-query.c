@@ -34,8 +34,9 @@ int method_health(Manager *m, Request *r, Task *target, json_object **ret, Metho
         json_add_bool(o, "healthy", true);
         json_add_int(o, "pid", getpid());
         json_add_int(o, "version", PROTOCOL_VERSION);
-        /* exactly these three (acceptance P1): whether the scope limits are
-         * enforced is in task.stats (stats.c) */
+        /* exactly these three (the CLI's health probe and clients compare
+         * them): whether the scope limits are enforced is in task.stats
+         * (stats.c) */
         *ret = o;
         return 0;
 }
@@ -74,7 +75,8 @@ static int64_t file_size(const char *path) {
         return stat(path, &st) == 0 ? (int64_t) st.st_size : -1;
 }
 
-/* Runs in the forked child: reads the log and the patch (spec lifecycle.md §4.2–§4.3). */
+/* Runs in the forked child: reads the log (the final message, the narration,
+ * tokens, cost, the last session id) and the patch. */
 static json_object *result_job_run(void *userdata, int *error) {
         ResultJob *rj = userdata;
         Task *t = rj->t;

@@ -1,5 +1,6 @@
 #pragma once
-/* The method table (spec protocol-cli.md §1.6) and its one dispatcher.
+/* The method table (one row per protocol method: its handler and flags)
+ * and its one dispatcher.
  *
  * A handler RETURNS its answer; it never replies itself:
  *   0               *ret_result holds the result (ownership passes);
@@ -23,10 +24,10 @@ typedef struct Task Task;
 
 #define METHOD_DEFERRED 1
 
-/* One error: the wire's {code, message, help, detail} (protocol-cli.md §1.4,
- * §1.8). Built either from parts (detail = message) or from a handler's
- * "error: ...\nhelp: ..." text (detail = the whole text), as the spec's
- * responseError does. */
+/* One error: the wire's {code, message, help, detail}. Built either from
+ * parts (detail = message) or from a handler's "error: ...\nhelp: ..." text
+ * (message and help from its error: and help: lines, detail = the whole
+ * text), as the original's responseError does. */
 typedef struct MethodError {
         const char *code; /* E_* of protocol.h; NULL: unset */
         char *message, *help;
@@ -43,7 +44,8 @@ int method_fail(MethodError *e, const char *text);
 json_object *method_error_frame(const MethodError *e, const char *id, int rc);
 
 typedef enum MethodFlags {
-        METHOD_STATE = 1 << 0, /* fails while tasks.json could not be read (lifecycle.md §1.4) */
+        METHOD_STATE = 1 << 0, /* fails while tasks.json could not be read (the daemon runs, but
+                                * no call that needs the tasks does until it is repaired) */
         METHOD_TASK = 1 << 1,  /* params.taskId names a task the caller may see: passed as t,
                                 * else UNKNOWN_TASK (a sandboxed caller sees its own tree only) */
 } MethodFlags;

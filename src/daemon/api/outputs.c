@@ -1,5 +1,4 @@
-/* A task's output dir: listing and reading one file (outputs.h; spec
- * lifecycle.md §7.3). */
+/* A task's output dir: listing and reading one file (outputs.h). */
 #include "api/outputs.h"
 
 #include <dirent.h>

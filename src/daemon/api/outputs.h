@@ -1,7 +1,6 @@
 #pragma once
-/* A task's output dir, read for task.output (spec lifecycle.md §7.3,
- * protocol-cli.md §1.5/§1.7 "output"). Blocking file-system work: called in
- * a forked job (views.c), never on the daemon's loop.
+/* A task's output dir, read for task.output. Blocking file-system work:
+ * called in a forked job (views.c), never on the daemon's loop.
  *
  * The dir is writable by the task's worker, which is hostile: everything
  * below goes through fds. The root is opened O_NOFOLLOW|O_DIRECTORY; a file
@@ -9,9 +8,10 @@
  * relative to that fd, O_NONBLOCK, so the kernel refuses (atomically, no
  * window between a check and the read) every path that leaves the dir: an
  * absolute symlink, `..` above the root, a symlinked parent that points out.
- * A symlink that stays inside resolves (the spec lists such links). What was
- * opened is then fstat'ed and read through that same fd: a file swapped in
- * after the open is never read. A FIFO opens without blocking (O_NONBLOCK)
+ * A symlink that stays inside resolves (a listing shows such a link to a
+ * regular file, with the target's size). What was opened is then fstat'ed
+ * and read through that same fd: a file swapped in after the open is never
+ * read. A FIFO opens without blocking (O_NONBLOCK)
  * and is reported not_a_file, like a socket or a device. */
 
 #include <stdint.h>
@@ -25,8 +25,9 @@
 #define OUTPUT_LIST_DEPTH_MAX 32
 #define OUTPUT_LIST_BYTES_MAX (8u * 1024 * 1024)
 /* Directory entries looked at in one listing (taskferry's addition: entries
- * that are skipped — dangling links, FIFOs, node_modules — count to no cap of
- * the spec, so a worker could otherwise make a listing read millions). */
+ * that are skipped — dangling links, FIFOs, node_modules — count to none of
+ * the caps above, so a worker could otherwise make a listing read
+ * millions). */
 #define OUTPUT_LIST_ENTRIES_MAX 65536
 
 /* Listing of dir: {files:[{path,size}] sorted by path (byte order), bytes,

@@ -1,6 +1,5 @@
 /* The runtime socket: socket activation or self-bind with the stale-socket
- * rules, line framing, limits and out-of-order replies (spec
- * protocol-cli.md §1.1–§1.5, §4.2, §4.3). */
+ * rules, line framing, limits and out-of-order replies (server.h). */
 
 #include <fcntl.h>
 #include <poll.h>
@@ -97,8 +96,11 @@ static int connection_append(Connection *c, const char *data, size_t len) {
         return 0;
 }
 
-/* Queue one frame with the outbound budget of §1.5. is_response: degrade to
- * RESPONSE_TOO_LARGE with the same id; events degrade to an id-null error. */
+/* Queue one frame within the outbound budget: the connection's unsent bytes
+ * plus the frame stay within 1 MiB. One that does not fit degrades (the
+ * connection survives): a response to RESPONSE_TOO_LARGE with the same id,
+ * an event to an id-null error; then to a shorter "response too large"
+ * frame; the connection is closed only when even that does not fit. */
 static int connection_send_frame(Connection *c, json_object *frame, const char *id, bool is_response) {
         if (!frame || c->dead) return -EPIPE;
         int sent = 0;
@@ -241,8 +243,9 @@ static int connection_io(sd_event_source *s, int fd, uint32_t revents, void *use
                 ssize_t n = line_buffer_read(&c->in, c->fd, 65536);
                 if (n == -EAGAIN || n == -EINTR) goto out_update;
                 if (n == -ENOBUFS) {
-                        /* §1.5: after appending each received chunk, the not-yet-split
-                         * buffer over 1 MiB (LINE_BUFFER_LIMIT_BUFFERED) */
+                        /* after appending each received chunk, the not-yet-split
+                         * buffer over 1 MiB (LINE_BUFFER_LIMIT_BUFFERED): the
+                         * connection is answered, then closed */
                         _cleanup_json_ json_object *e = proto_error(NULL, E_REQUEST_TOO_LARGE, "request exceeds 1 MiB",
                                                                     "Send a smaller request", NULL);
                         connection_send_frame(c, e, NULL, true);
@@ -487,7 +490,7 @@ static int bind_socket(Manager *m) {
                         if (errno != ENOENT) return -errno;
                         break;
                 }
-                int p = proto_health_probe(path, 250); /* §4.2 step 2 */
+                int p = proto_health_probe(path, 250); /* a live listener: refuse; a dead one: stale */
                 if (p >= 0) {
                         log_text("error", "error: %s %s\nhelp: use the existing daemon or choose another TASKFERRY_RUNTIME_DIR",
                                  p == 1 ? "taskferry daemon is already listening on" : "another process is already listening on",

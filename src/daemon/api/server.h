@@ -58,7 +58,7 @@ struct Connection {
         Task *origin;      /* accepted on this task's own socket: the caller runs inside its sandbox */
         uid_t peer_uid;
         sd_event_source *io;
-        LineBuffer in;     /* inbound bytes, LINE_BUFFER_LIMIT_BUFFERED at PROTOCOL_MAX_BUFFER_BYTES (§1.5) */
+        LineBuffer in;     /* inbound bytes, LINE_BUFFER_LIMIT_BUFFERED at PROTOCOL_MAX_BUFFER_BYTES */
         char *out;         /* pending outbound bytes */
         size_t out_len, out_off, out_cap;
         bool closing;      /* close once out is flushed */
@@ -84,7 +84,7 @@ struct Request {
         bool budget_wait;
 };
 
-/* server.c (spec protocol-cli.md §1.1–§1.5, §4.2–§4.3) */
+/* server.c */
 /* Create m->server (no socket yet). 0, -ENOMEM. */
 int server_init(Manager *m);
 /* Free it (after server_close). */
@@ -103,11 +103,12 @@ void server_close(Manager *m, const char *reason);
  * Frames over the 1 MiB outbound budget degrade to RESPONSE_TOO_LARGE. */
 void request_reply_result(Request *r, json_object *result);
 void request_reply_error(Request *r, const char *code, const char *message, const char *help);
-/* Reply with an error frame built from "error: ...\nhelp: ..." text (§1.8). */
+/* Reply with an error frame built from "error: ...\nhelp: ..." text
+ * (MethodError's text form, methods.h). */
 void request_reply_error_text(Request *r, const char *code, const char *text);
 /* Answer with a ready frame (a success or error envelope); frees r. */
 void request_reply_frame(Request *r, json_object *frame);
-/* Queue an event frame on c with the outbound budget of §1.5: an event that
+/* Queue an event frame on c within the outbound budget: an event that
  * does not fit becomes the id-null "event dropped" frame, and the connection
  * is closed when even that does not fit. Never blocks. 0 sent, 1 dropped
  * (degraded), -EPIPE the connection is closed. */

@@ -41,16 +41,16 @@ int method_stats(Manager *m, Request *r, Task *target, json_object **ret, Method
         if (!rows) return -ENOMEM;
         json_object *o = task_stats_compute(rows, now_ms());
         if (!o) return -ENOMEM;
-        /* the active provider cooldowns (issue 7 item 3, cooldown.h), an
-         * addition after the spec's keys; not for a caller in a sandbox */
+        /* the active provider cooldowns (cooldown.h), an addition after
+         * the original's keys; not for a caller in a sandbox */
         if (!who.sandboxed) {
                 json_object *cd = cooldown_snapshot(m);
                 if (!cd || json_add(o, "cooldowns", cd) < 0) {
                         json_object_put(o);
                         return -ENOMEM;
                 }
-                /* issue 8: are the scope limits enforced (scope.h)? `doctor`
-                 * reads it here, since system.health's result is exact (P1) */
+                /* are the scope limits enforced (scope.h)? `doctor` reads
+                 * it here: system.health's result stays exactly its three keys */
                 json_object *rl = scope_health(m);
                 if (!rl || json_add(o, "resourceLimits", rl) < 0) {
                         json_object_put(o);

@@ -1,6 +1,6 @@
 #pragma once
-/* task.stats: the doctor --stats object (spec lifecycle.md §8.4), computed
- * in the daemon over its non-internal tasks by task_stats_compute
+/* task.stats: the doctor --stats object, computed in the daemon (so that no
+ * reply ships every row) over its non-internal tasks by task_stats_compute
  * (src/shared/task-stats.h). A caller inside a task sandbox (peer.h) gets the
  * stats of the tasks it may see (its own and those it dispatched), never of
  * the user's other tasks. */

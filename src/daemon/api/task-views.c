@@ -37,10 +37,11 @@ json_object *task_summary(Task *t) {
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
                 if (task_record_is_set(rec, opt[i])) task_copy_key(o, t, opt[i]);
         if (task_record_is_set(rec, TASK_KEY_incomplete) && rec->incomplete) json_add_bool(o, "incomplete", true);
-        /* variant, changesetWarnings and job: additions to the spec's TaskSummary
-         * (issue 5 items 3 and 11, issue 8 item 6): `status --full` shows the
-         * resolved thinking level, the paths left out of the changeset and
-         * the timer job the task came from */
+        /* variant, changesetWarnings, unit, memoryMax, tasksMax and job:
+         * additions to the original's TaskSummary: `status --full` shows the
+         * resolved thinking level, the paths left out of the changeset, the
+         * task's scope unit and its limits, and the timer job the task came
+         * from */
         static const TaskKey opt2[] = {TASK_KEY_final_marker,    TASK_KEY_final_status,      TASK_KEY_class_name,
                                        TASK_KEY_executor_id,     TASK_KEY_variant,           TASK_KEY_overlay_dirs,
                                        TASK_KEY_changeset_error, TASK_KEY_changeset_warnings, TASK_KEY_parent_task_id,
@@ -422,7 +423,7 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                 if (!t->list_row) {
                         /* built once, until the record changes */
                         json_object *row = json_object_new_object();
-                        /* changesetStatus: an addition to the spec's row (issue 7 item 8), so that
+                        /* changesetStatus: an addition to the original's row, so that
                          * `list` can show which tasks wait for accept/reject */
                         static const TaskKey keys[] = {TASK_KEY_id,         TASK_KEY_status,    TASK_KEY_model,
                                                        TASK_KEY_started_at, TASK_KEY_directory, TASK_KEY_failure_reason,

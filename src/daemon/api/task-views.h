@@ -1,7 +1,6 @@
 #pragma once
 /* The protocol's views of tasks (task-views.c): TaskSummary, task.status and
- * task.list (spec protocol-cli.md §1.7). Owns Task.log_has_event/list_row*
- * and Manager.root_cache. */
+ * task.list. Owns Task.log_has_event/list_row* and Manager.root_cache. */
 
 #include <json-c/json.h>
 

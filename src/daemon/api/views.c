@@ -211,8 +211,9 @@ static json_object *output_job_run(void *userdata, int *error) {
         return o;
 }
 
-/* Bytes of the success frame of result as the server would write it (with a
- * 36-character id, as the spec's estimate), newline included. */
+/* Bytes of the success frame of result as the server would write it, newline
+ * included, estimated with a 36-character id (a request id is a UUID: a
+ * shorter guess let real replies overflow the budget). */
 static size_t frame_bytes(json_object *result) {
         json_object *frame = proto_success("00000000-0000-4000-8000-000000000000", json_object_get(result));
         size_t len = 0;

@@ -1,9 +1,8 @@
 #pragma once
-/* Live views of one task or one workspace: task.tail (spec lifecycle.md
- * §4.6), task.output (§7.3, reading outputs.h in a job) and task.context
- * (protocol-cli.md §1.6/§1.7, lifecycle.md §7.4). Handlers of the method
- * table (methods.h): they return a result or a MethodError, or defer to a
- * forked job that answers through method_reply.
+/* Live views of one task or one workspace: task.tail, task.output (reading
+ * outputs.h in a job) and task.context. Handlers of the method table
+ * (methods.h): they return a result or a MethodError, or defer to a forked
+ * job that answers through method_reply.
  *
  * A caller inside a task sandbox (peer.h): tail and output are METHOD_TASK
  * methods, so it reaches only its own task and the tasks it dispatched (any
@@ -20,7 +19,7 @@
 #define TAIL_CHARS_MAX 131072
 #define TAIL_SCAN_BYTES (1024 * 1024) /* the last 1 MiB of the log is read */
 
-/* The text task.tail shows for the log at path (§4.6): the part.text of the
+/* The text task.tail shows for the log at path: the part.text of the
  * last `text` event in the last 1 MiB of the log; if there is none, the task
  * crashed and no line of that window parses as JSON, the raw window with
  * blank lines removed. 1 with *ret_text (malloc'd, may be "") if something

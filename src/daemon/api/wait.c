@@ -1,5 +1,5 @@
-/* Waits: the only owner of parked task.wait requests (spec lifecycle.md
- * §7.2). A wait parks on its task and its connection, and ends exactly once:
+/* Waits: the only owner of parked task.wait requests. A wait parks on its
+ * task and its connection, and ends exactly once:
  * woken by the task observer when the task is final and settled, by its
  * timeout (with an output tail from a job when asked), or dropped with its
  * connection. Owns Task.waiters, Connection.waiting and the Request wait_*,

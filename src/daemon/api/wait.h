@@ -11,7 +11,7 @@ typedef struct Connection Connection;
 typedef struct Request Request;
 typedef struct Task Task;
 
-/* wait.c (spec lifecycle.md §7.2): the only owner of parked task.wait requests. */
+/* wait.c: the only owner of parked task.wait requests. */
 /* Register the waiters' task observer: the last observer of a manager, so
  * that a waiter hears of a task's end once everything else has. */
 int wait_init(Manager *m);

@@ -1,10 +1,10 @@
 #pragma once
-/* Provider cooldown (cooldown.c; taskferry's addition, issue 7 item 3): when
- * a worker fails rate_limited or payment_required (any executor prefix:
+/* Provider cooldown (cooldown.c; taskferry's addition, not in the original):
+ * when a worker fails rate_limited or payment_required (any executor prefix:
  * pi_rate_limited, ...) and its output said when to retry (a Retry-After
- * header, "retry after 60s", "try again in 1m30s", a reset time), no task
- * of that provider (the model up to its first '/', scheduler.h) launches
- * before then: the scheduler keeps them queued and wakes when it ends.
+ * header, "retry after 60s", "try again in 1m30s", a reset time), no task of
+ * that provider (the model up to its first '/', scheduler.h) launches before
+ * then: the scheduler keeps them queued and wakes when it ends.
  *
  * Bounds (the worker is hostile): a cooldown lasts at most
  * COOLDOWN_MAX_MS; it only ever parks the failing task's own provider (the

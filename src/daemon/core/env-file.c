@@ -1,5 +1,4 @@
-/* The env file: grammar, checks, load at start, live reload (env-file.h;
- * spec sandbox-changeset-env.md §7.3, §12 "Env-file watch"). */
+/* The env file: grammar, checks, load at start, live reload (env-file.h). */
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -23,7 +22,7 @@ struct EnvFile {
 
 /* ---- the grammar ---- */
 
-/* JavaScript's WhiteSpace and LineTerminator (ECMA-262 §12.2, §12.3), what
+/* JavaScript's WhiteSpace and LineTerminator code points (ECMA-262), what
  * String.prototype.trim() strips: TAB VT FF SP NBSP ZWNBSP(BOM), the Zs
  * category, LF CR LS PS. */
 static bool js_space(unsigned long cp) {
@@ -153,7 +152,8 @@ int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **ret
                 set_error(ret_error, -EBADMSG, "error: cannot open the env file %s: %s\n%s", path, strerror(-r), PATH_HELP);
                 return r;
         }
-        /* on the fd: what is checked is what is read (§12) */
+        /* on the fd, not the path: what is checked is what is read (a rename
+         * between a stat and the open cannot slip another file in) */
         struct stat st;
         if (fstat(fd, &st) < 0) {
                 int r = negative_errno();
@@ -212,13 +212,15 @@ static bool same_file_state(const struct stat *a, const struct stat *b) {
 static void schedule_reload(Manager *m) {
         struct EnvFile *ef = m->env_file;
         if (!ef->debounce) return;
-        /* each event resets the timer (§7.3) */
+        /* each event resets the timer: the reload runs once the writes settle */
         (void) sd_event_source_set_time_relative(ef->debounce, ENV_FILE_DEBOUNCE_USEC);
         (void) sd_event_source_set_enabled(ef->debounce, SD_EVENT_ONESHOT);
 }
 
-/* §7.3 "Reload": stat, load (with its checks), stat; a change between the
- * two stats is a write still under way: try again after the debounce. */
+/* The reload: stat, load (with its checks), stat; a change between the two
+ * stats is a write still under way (a torn in-place write): try again after
+ * the debounce. A good load replaces the values as a whole; a failed one
+ * keeps the last good values, with a warning that names no value. */
 static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         struct EnvFile *ef = m->env_file;

@@ -1,8 +1,8 @@
 #pragma once
-/* The env file (spec sandbox-changeset-env.md §7.3; issue 8 item 5): a
- * .env-style file whose variables are the lowest of the three layers of a
- * worker's environment (§7.1, launch.c). Path: TASKFERRY_ENV_FILE if defined
- * ("" disables and does not fall through), else config envFile
+/* The env file: a .env-style file whose variables are the lowest of the three
+ * layers of a worker's environment (env file < the daemon's own environment <
+ * the caller's, merged at spawn by launch.c). Path: TASKFERRY_ENV_FILE if
+ * defined ("" disables and does not fall through), else config envFile
  * (Settings.env_file). Loaded once at start, where any failure aborts the
  * start; then watched through inotify on its parent directory, filtered by
  * name, debounced 100 ms, and replaced as a whole on each good reload; a
@@ -20,13 +20,13 @@ typedef struct Manager Manager;
 
 /* Bytes an env file may hold; a larger one is an error. */
 #define ENV_FILE_MAX ((size_t) 1 << 20)
-/* The debounce of a reload after the last inotify event (§7.3), µs. */
+/* The debounce of a reload after the last inotify event, µs. */
 #define ENV_FILE_DEBOUNCE_USEC (100 * 1000)
 
-/* Parse the text of an env file (§7.3 grammar): split on \r?\n; each line
- * trimmed as JavaScript's String.prototype.trim() does (Unicode white
- * space, U+FEFF and U+00A0 included); empty and '#' lines skipped; one
- * literal "export " prefix dropped; split at the first '='; the name
+/* Parse the text of an env file (the original's grammar): split on \r?\n;
+ * each line trimmed as JavaScript's String.prototype.trim() does (Unicode
+ * white space, U+FEFF and U+00A0 included); empty and '#' lines skipped;
+ * one literal "export " prefix dropped; split at the first '='; the name
  * trimmed and ^[A-Za-z_][A-Za-z0-9_]*$; the value trimmed, then one layer of
  * matching '"' or '\'' stripped (inside '"' only \" and \\ are unescaped);
  * no inline comments; the last duplicate wins. Invalid UTF-8 reads as

@@ -43,7 +43,7 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
  * EAGAIN, ENOMEM: fds, processes, memory) is retried every second until it
  * starts, so work that must happen (a settlement) is deferred, never skipped.
  * If the daemon stops first, done() is never called (a task left running is
- * settled from its exit.json at the next start, task_readopt). 0 once started
+ * settled from its exit.json at the next start, task_coldplug). 0 once started
  * or deferred; other errors as job_start. */
 int job_start_retrying(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
 /* Shutdown: forget every job without calling its done() (the children are

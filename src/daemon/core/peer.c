@@ -1,12 +1,13 @@
-/* Identifying callers that run inside a task (DESIGN.md "Deliberate
- * differences": a peer connecting from inside a task sandbox cannot accept,
- * reject or cancel tasks it did not start; spec sandbox-changeset-env.md §11
- * D2 is the original's hole). The socket file is bound into every sandbox so
- * that workers can dispatch nested tasks, so the daemon must tell such peers
- * apart: by process ancestry (every sandboxed process descends from its
- * task's shim: bwrap's pid namespace keeps orphans inside, reaped by its
- * init) and by pid namespace (a peer in another pid namespace is inside some
- * sandbox even if its task is unknown, e.g. after a daemon restart). */
+/* Identifying callers that run inside a task. A peer connecting from inside a
+ * task sandbox cannot accept, reject or cancel tasks it did not start (the
+ * original's sandboxes could reach its socket, since a read-only mount does
+ * not stop connect(), and decide on any task). A task that may dispatch gets a
+ * socket of its own bound into its sandbox (server.h), so the daemon must tell
+ * such peers apart, on any socket: by process ancestry (every sandboxed
+ * process descends from its task's shim: bwrap's pid namespace keeps orphans
+ * inside, reaped by its init) and by pid namespace (a peer in another pid
+ * namespace is inside some sandbox even if its task is unknown, e.g. after a
+ * daemon restart). */
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -7,8 +7,8 @@
 typedef struct Manager Manager;
 typedef struct Task Task;
 
-/* peer.c: who is calling (DESIGN.md: a peer inside a task sandbox cannot
- * accept, reject or cancel tasks it did not start). */
+/* peer.c: who is calling (a peer inside a task sandbox cannot accept,
+ * reject or cancel tasks it did not start). */
 typedef struct Caller {
         bool sandboxed;  /* the peer runs inside a task's process tree or another pid namespace */
         Task *task;      /* the task whose shim is an ancestor of the peer, if any */

@@ -1,6 +1,6 @@
 /* The scheduler: the queue of tasks waiting for a slot, the slots, the
- * launch window, the lower-dir stagger and the per-provider limits (spec
- * lifecycle.md §5), plus provider cooldowns (cooldown.h). Owns
+ * launch window, the lower-dir stagger and the per-provider limits, plus
+ * provider cooldowns (cooldown.h). Owns
  * Manager.scheduler and Task.next_queued/counted_running/sched_provider. */
 
 #include <errno.h>
@@ -89,7 +89,7 @@ void scheduler_release_slot(Task *t) {
 
 void scheduler_enqueue(Manager *m, Task *t) {
         Scheduler *sch = &m->scheduler;
-        (void) provider_of(m, t); /* providers are created on first enqueue (§5) */
+        (void) provider_of(m, t); /* providers are created on first enqueue */
         t->next_queued = NULL;
         if (sch->queue_tail) sch->queue_tail->next_queued = t;
         else sch->queue_head = t;
@@ -107,7 +107,8 @@ bool scheduler_remove(Manager *m, Task *t) {
         *pp = t->next_queued;
         if (sch->queue_tail == t) sch->queue_tail = prev;
         t->next_queued = NULL;
-        /* §5: a queued cancel clears the timer only when no work is left */
+        /* the launch timer is dropped only once no work is left: a cancel
+         * of one queued task leaves it armed for the others */
         if (!sch->queue_head) sch->launch_timer = sd_event_source_disable_unref(sch->launch_timer);
         return true;
 }
@@ -223,8 +224,9 @@ static void arm_timer(Manager *m, uint64_t now) {
         if (r < 0) log_error_errno(r, "cannot arm the scheduler's launch timer; queued tasks wait for the next settlement");
 }
 
-/* One pass (§5 step 3): the first provider from the cursor on that can
- * launch gives up its queue head, with the launch recorded. */
+/* One pass: the first provider from the cursor on that can launch gives up
+ * its queue head, with the launch recorded, and the cursor moves past it
+ * (round-robin: one launch per provider per pass). */
 static Task *drain_pass(Manager *m, uint64_t now) {
         Scheduler *sch = &m->scheduler;
         size_t n = sch->n_providers;

@@ -1,6 +1,5 @@
 #pragma once
-/* The scheduler (scheduler.c): which queued task launches next, and when
- * (spec lifecycle.md §5). */
+/* The scheduler (scheduler.c): which queued task launches next, and when. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,13 +12,13 @@
 typedef struct Manager Manager;
 typedef struct Task Task;
 
-/* One provider of §5's Map<provider, {launchQueue, launchTimes, runningCount}>:
- * created on first use (enqueue or a slot taken), never removed, kept in
- * insertion order. Its launch queue is its tasks in Manager.queue_head's
- * list (dispatch order), so FIFO within the provider. Written only by
- * scheduler.c. */
+/* One provider (the model up to its first '/'), with its own launch times
+ * and running count: created on first use (enqueue or a slot taken), never
+ * removed, kept in insertion order. Its launch queue is its tasks in
+ * Scheduler.queue_head's list (dispatch order), so FIFO within the
+ * provider. Written only by scheduler.c. */
 typedef struct SchedProvider {
-        char *key;                  /* provider key (scheduler_provider_key) */
+        char *key;                  /* provider key (scheduler_provider_key_len) */
         uint64_t max_concurrent;    /* its providerLimits entry, 0 = unlimited */
         uint64_t max_per_window;    /* likewise; counted over the global window length */
         uint64_t *launch_times;     /* CLOCK_MONOTONIC ms of its launches in the window, oldest first */
@@ -55,14 +54,14 @@ typedef struct Scheduler {
         size_t n_after;
 } Scheduler;
 
-/* The tick (§5 launchQueuedTasks): prune the windows, launch queue heads
- * round-robin over the providers (starting at the cursor, one launch per
- * pass, FIFO within a provider) while the global cap, window and stagger
- * allow and the provider's own limits and cooldown (cooldown.h) allow,
- * then arm the one launch timer (sd-event, CLOCK_MONOTONIC) for the moment
- * the earliest time-based block lifts. A block that only a settlement can
- * lift (a concurrency cap) arms no timer: settlement kicks. Triggers:
- * enqueue, the timer, settlement, a cooldown change.
+/* The tick: prune the windows, launch queue heads round-robin over the
+ * providers (starting at the cursor, one launch per pass, FIFO within a
+ * provider) while the global cap, window and stagger allow and the provider's
+ * own limits and cooldown (cooldown.h) allow, then arm the one launch timer
+ * (sd-event, CLOCK_MONOTONIC) for the moment the earliest time-based block
+ * lifts. A block that only a settlement can lift (a concurrency cap) arms no
+ * timer: settlement kicks. Triggers: enqueue, the timer, settlement, a
+ * cooldown change.
  *
  * scheduler_kick runs no tick itself: it drops the queue entries that are no
  * longer queued and arms a one-shot defer source, whose callback runs the
@@ -99,7 +98,7 @@ void scheduler_release_slot(Task *t);
 /* Drop the scheduler's state (shutdown). */
 void scheduler_free(Manager *m);
 
-/* Provider key of a model (§5): the model up to the first '/', the whole
+/* Provider key of a model: the model up to the first '/', the whole
  * string without one; "" for no model. Returns its length in model. */
 size_t scheduler_provider_key_len(const char *model);
 

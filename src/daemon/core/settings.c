@@ -1,4 +1,4 @@
-/* The daemon's settings: spec protocol-cli.md §3.2–§3.4 (see settings.h). */
+/* The daemon's settings, resolved once at start (settings.h). */
 #include "core/settings.h"
 
 #include <errno.h>
@@ -67,7 +67,8 @@ static bool parse_limit(const char *s, uint64_t *ret) {
         return true;
 }
 
-/* TASKFERRY_PROVIDER_LIMITS (§3.3): provider:maxConcurrent[:maxDispatchesPerWindow], comma-separated. */
+/* TASKFERRY_PROVIDER_LIMITS: provider:maxConcurrent[:maxDispatchesPerWindow], comma-separated;
+ * a malformed entry fails the start. */
 static int provider_limits_from_env(Settings *s, const char *v, char **ret_error) {
         static const char help[] = "help: use provider:maxConcurrentTasks[:maxDispatchesPerWindow], comma-separated";
         _cleanup_strv_free_ char **entries = NULL;
@@ -148,7 +149,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         s->summarizer_timeout_ms =
                 INT("summarizerTimeoutMs", "TASKFERRY_SUMMARIZER_TIMEOUT_MS", CONFIG_NONNEGATIVE, 360000);
         s->activity_max_words = INT("activityMaxWords", "TASKFERRY_ACTIVITY_MAX_WORDS", CONFIG_POSITIVE, 75);
-        /* §3.4: env only (no config key) */
+        /* env only (no config key) */
         s->watchdog_poll_ms = config_integer(NULL, NULL, ENV("TASKFERRY_WATCHDOG_POLL_MS"), CONFIG_POSITIVE, 2000);
         s->advisor_session_ttl_ms =
                 INT("advisorSessionTtlMs", "TASKFERRY_ADVISOR_SESSION_TTL_MS", CONFIG_POSITIVE, 1800000);
@@ -160,7 +161,8 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         s->overlay_enabled =
                 config_boolean(cfg, "overlayEnabled", dov, !(streq_ptr(dov, "1") || streq_ptr(dov, "true")), true);
 
-        /* unions (§3.3): env TASKFERRY_RW_BIND, config rwBind, TASKFERRY_ALLOWED_DIRS, config allowedDirs */
+        /* unions, every layer adding to the last: env TASKFERRY_RW_BIND, config rwBind,
+         * TASKFERRY_ALLOWED_DIRS, config allowedDirs */
         const char *ad_env = ENV("TASKFERRY_ALLOWED_DIRS"), *ad_cfg = config_string(cfg, "allowedDirs");
         if (config_list_append(&s->allowed_dirs, ad_env) < 0 || config_list_append(&s->allowed_dirs, ad_cfg) < 0 ||
             config_list_append(&s->rw_bind, ENV("TASKFERRY_RW_BIND")) < 0 ||

@@ -1,16 +1,19 @@
 #pragma once
 /* The daemon's settings: read once at start (settings.c) from the
  * environment the daemon inherited and config.json (src/shared/config.h),
- * then only read. Spec protocol-cli.md §3.2 (one field per config key, named
- * as the key in snake_case), §3.3 (env > config > default), §3.4. */
+ * then only read. One field per config.json key, named as the key in
+ * snake_case, then the settings only the environment sets. A scalar
+ * resolves env > config > default, an env or config value that does not
+ * parse falling back silently to the next; a set boolean env var always
+ * wins; list settings are comma lists (see each field). */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
 
-/* One providerLimits entry (§3.2 / §3.3): the provider is a model's prefix
- * before the first '/'. A limit of 0 is unset (no limit of that kind). */
+/* One providerLimits entry: the provider is a model's prefix before the
+ * first '/'. A limit of 0 is unset (no limit of that kind). */
 typedef struct ProviderLimit {
         char *provider;
         uint64_t max_concurrent_tasks;
@@ -20,7 +23,7 @@ typedef struct ProviderLimit {
 #define SETTINGS_DEFAULT_IDLE_EXIT_SEC 300
 
 typedef struct Settings {
-        /* ---- §3.2's 29 keys (env var; default; rule) ---- */
+        /* ---- the config.json keys (env var; default; rule) ---- */
         uint64_t max_concurrent_tasks;             /* TASKFERRY_MAX_CONCURRENT_TASKS; 4; int>0 */
         uint64_t max_dispatches_per_window;        /* TASKFERRY_MAX_DISPATCHES_PER_WINDOW; 2; int>0 */
         uint64_t dispatch_window_ms;               /* TASKFERRY_DISPATCH_WINDOW_MS; 5000; int>0 */
@@ -42,7 +45,7 @@ typedef struct Settings {
         char **allowed_dirs;                       /* TASKFERRY_ALLOWED_DIRS ∪ config allowedDirs (deprecated alias,
                                                       already merged into rw_bind; kept for diagnostics) */
         char **rw_bind;                            /* TASKFERRY_RW_BIND ∪ config rwBind ∪ allowed_dirs; unioned with
-                                                      each dispatch's (§3.3) */
+                                                      each dispatch's rwBind */
         char **ro_bind;                            /* TASKFERRY_RO_BIND ∪ config roBind */
         char **env_denylist;                       /* TASKFERRY_ENV_DENYLIST if set (replaces), else config */
         char **sandbox_denylist;                   /* TASKFERRY_SANDBOX_DENYLIST if set (replaces), else config
@@ -69,7 +72,7 @@ typedef struct Settings {
                                                       true */
         uint64_t max_output_file_bytes;            /* TASKFERRY_MAX_OUTPUT_FILE_BYTES; 524288; int>0, > 1048576 is a
                                                       start error */
-        /* taskferry's additions (issue 8: each worker's scope unit, scope.h) */
+        /* taskferry's additions: the limits of each worker's scope unit (scope.h) */
         uint64_t task_memory_max;                  /* TASKFERRY_TASK_MEMORY_MAX / config taskMemoryMax (a size:
                                                       bytes or K/M/G/T, disk_size_parse); half the physical memory;
                                                       malformed is a start error. MemoryHigh is 90% of it */
@@ -87,12 +90,12 @@ typedef struct Settings {
                                                       or the libexec dir) */
         uint64_t task_disk_max;                    /* TASKFERRY_TASK_DISK_MAX (disk_size_parse), 0: the default
                                                       rule of disk-budget.h */
-        uint64_t watchdog_poll_ms;                 /* TASKFERRY_WATCHDOG_POLL_MS (§3.4, env only); 2000; int>0 */
+        uint64_t watchdog_poll_ms;                 /* TASKFERRY_WATCHDOG_POLL_MS (env only); 2000; int>0 */
 } Settings;
 
 /* Resolve every setting from envp (NULL-terminated "NAME=value", usually
  * environ) and cfg (config.json as config_load() returned it; NULL = {}),
- * env > config > default per §3.3. Deprecation and similar notices go to
+ * env > config > default. Deprecation and similar notices go to
  * *ret_warnings (without the "warning: " prefix; may be NULL). The shim
  * path is not resolved here (settings_resolve_shim).
  * Returns 0, -ENOMEM, or -EINVAL with *ret_error the start error

@@ -196,7 +196,7 @@ int manager_flush_now(Manager *m) {
         return manager_flush(m);
 }
 
-/* JSON whitespace (RFC 8259 §2), what json_parse_strict accepts around values */
+/* JSON whitespace (RFC 8259: space, tab, LF, CR), what json_parse_strict accepts around values */
 static size_t skip_ws(const char *s, size_t i, size_t len) {
         while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
         return i;

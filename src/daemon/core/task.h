@@ -1,8 +1,8 @@
 #pragma once
-/* The task: one typed record per task (spec lifecycle.md §1.2), its status
- * and changeset-status state machine (§1.3), and its JSON shape at the two
- * edges: the tasks.json record (§1.4, task_from_json/task_to_json) and the
- * protocol's TaskSummary (protocol-cli.md §1.7, task_summary in tasks.c).
+/* The task: one typed record per task, its status and changeset-status
+ * state machine, and its JSON shape at the two edges: the tasks.json record
+ * (task_from_json/task_record_to_json) and the protocol's TaskSummary
+ * (task_summary in api/task-views.c).
  *
  * Ownership: only task.c writes the record fields below (and only the
  * transition function writes status/changeset_status); every other module
@@ -31,7 +31,7 @@ typedef struct Request Request;
 typedef struct TaskSocket TaskSocket;
 typedef struct TaskRecord TaskRecord;
 
-/* lifecycle.md §1.3. done, crashed, cancelled and unknown are final. */
+/* A task's status. done, crashed, cancelled and unknown are final. */
 typedef enum TaskStatus {
         TASK_QUEUED,
         TASK_RUNNING,
@@ -43,7 +43,10 @@ typedef enum TaskStatus {
         _TASK_STATUS_INVALID = -EINVAL,
 } TaskStatus;
 
-/* lifecycle.md §1.2 changesetStatus. accepted and rejected are final. */
+/* A task's changesetStatus: none while no overlay holds its writes; pending
+ * from its launch on an overlay until decided (by the user, or at
+ * settlement: an empty one is accepted, one that never lands rejected).
+ * accepted and rejected are final. */
 typedef enum ChangesetStatus {
         CHANGESET_NONE,
         CHANGESET_PENDING,
@@ -93,9 +96,9 @@ TaskStatus task_status_from_string(const char *s);
 const char *changeset_status_to_string(ChangesetStatus s);
 ChangesetStatus changeset_status_from_string(const char *s);
 
-/* Every key of a tasks.json record (lifecycle.md §1.2), in the order a
- * dispatch creates them, then the keys added later (shimPid, diskMaxBytes,
- * changesetWarnings, headDrift*, acceptStartedAt, job) and summaryOf.
+/* Every key of a tasks.json record, in the order a dispatch creates them, then
+ * the keys added later (shimPid, diskMaxBytes, changesetWarnings, headDrift*,
+ * acceptStartedAt, job) and summaryOf.
  * X(json key, C field, kind): kinds STR (char *, NULL = null), INT (int64_t,
  * null unless task_record_is_set), BOOL (bool, likewise), OBJ / ARR
  * (json_object * of that JSON type: overlayDirs, summaryOf / changesetWarnings),
@@ -182,7 +185,7 @@ typedef struct TaskRecord {
         /* One block holding a loaded record's order and strings (so a record
          * costs one allocation for them, not one per string): a field or the
          * order pointing into it is not freed on its own; a value set later
-         * is a separate allocation. NULL for a record built by task_create. */
+         * is a separate allocation. NULL for a record built by task_new. */
         char *pool;
         size_t pool_size;
 } TaskRecord;
@@ -194,10 +197,10 @@ typedef struct TaskRecord {
 TaskKey task_key_from_string(const char *name);
 const char *task_key_to_string(TaskKey k);
 
-/* Record ↔ JSON (lifecycle.md §1.4). task_record_from_json takes a JSON
- * object, fills *rec (zeroed first); -EINVAL if it is not an object or has
- * no string id, -ENOMEM. task_record_to_json returns a new object with the
- * record's keys in its order, NULL on ENOMEM. */
+/* Record ↔ JSON. task_record_from_json takes a JSON object, fills *rec (zeroed
+ * first); -EINVAL if it is not an object or has no string id, -ENOMEM.
+ * task_record_to_json returns a new object with the record's keys in its
+ * order, NULL on ENOMEM. */
 int task_record_from_json(TaskRecord *rec, json_object *o);
 json_object *task_record_to_json(const TaskRecord *rec);
 void task_record_done(TaskRecord *rec);
@@ -229,13 +232,13 @@ int task_set_bool(Task *t, TaskKey k, bool v);
 int task_set_null(Task *t, TaskKey k);
 int task_set_json(Task *t, TaskKey k, json_object *v); /* takes ownership of v */
 
-/* "(new) → queued" (lifecycle.md §1.3): the first status and changeset
- * status of a record being built (task_create), placed at the current end
+/* "(new) → queued": the first status and changeset status of a record
+ * being built (the lifecycle's task_new), placed at the current end
  * of its key order. -EEXIST if the key is already there, -ENOMEM. */
 int task_init_status(Task *t, TaskStatus s);
 int task_init_changeset(Task *t, ChangesetStatus cs);
 
-/* Is moving from→to legal (lifecycle.md §1.3)? Same state is legal (no change).
+/* Is moving from→to legal? Same state is legal (no change).
  * status: queued → running | crashed | cancelled | unknown;
  *         running → done | crashed | cancelled | unknown; final states never move.
  * changeset: none → pending; pending → accepted | rejected. */

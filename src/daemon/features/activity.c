@@ -1,4 +1,4 @@
-/* Activity: spec lifecycle.md §8.1 (activity.h says the rules). */
+/* Activity: what a task is doing, in one line (activity.h says the rules). */
 
 #include <fcntl.h>
 #include <signal.h>
@@ -271,13 +271,13 @@ typedef struct ModelWaiter {
         struct ModelWaiter *next;
 } ModelWaiter;
 
-/* A model-backed activity summary under way (§8.1 "Summarize path"): a
- * report summary of source (summary.c) whose result message becomes the
- * "true" variant of a task.activity event. */
+/* A model-backed activity summary under way: a report summary of source
+ * (summary.c) whose result message becomes the "true" variant of a
+ * task.activity event. */
 typedef struct PendingSummary {
         struct PendingSummary *next;
         char *source_id;
-        char *summary_id;        /* NULL until summary_start has queued the task */
+        char *summary_id;        /* NULL until summary_request has queued the task */
         uint64_t watermark;      /* the source log's size when scheduled */
         int status;              /* the source's TaskStatus when scheduled */
         uint64_t started_ms;     /* monotonic */
@@ -423,7 +423,8 @@ static void pending_remove(Activity *a, PendingSummary *p) {
 
 /* The task.activity event of source t with only the "true" variant (the
  * model-backed one): text, or summaryFailed with error. Dropped when it was
- * scheduled while running and the status changed since (§1.7). */
+ * scheduled while running and the status changed since: a summary of the
+ * running task must not arrive after its final state. */
 static void emit_summary_variant(Manager *m, PendingSummary *p, const char *text, const char *error) {
         Task *t = manager_find_task(m, p->source_id);
         if (!t || (p->status == (int) TASK_RUNNING && (int) t->rec.status != p->status)) return;
@@ -534,8 +535,8 @@ static void summarize(Manager *m, Task *t, uint64_t watermark) {
         }
 }
 
-/* Summaries not settled within ACTIVITY_SUMMARY_POLL_MS (§8.1 step 3: 45 s)
- * are reported failed; the summary task itself runs on. */
+/* Summaries not settled within ACTIVITY_SUMMARY_POLL_MS (45 s) are reported
+ * failed; the summary task itself runs on. */
 static void expire_pending(Manager *m) {
         Activity *a = m->activity;
         uint64_t now = mono_ms();

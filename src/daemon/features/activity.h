@@ -1,7 +1,7 @@
 #pragma once
-/* Activity (activity.c): what a task is doing, in one line (spec
- * lifecycle.md §8.1; protocol-cli.md §1.7 "summary activity", §1.9
- * task.activity events). Owns Task.activity_* and the summary-model check.
+/* Activity (activity.c): what a task is doing, in one line, for
+ * task.summary {mode:"activity"} and the task.activity events of
+ * event.subscribe. Owns Task.activity_* and the summary-model check.
  *
  * Snapshot: a log ≤ 96 KiB whole; else its first 48 KiB + "\n" + its last
  * 48 KiB, each decoded as UTF-8 (invalid bytes → U+FFFD) with a trailing
@@ -17,25 +17,26 @@
  * control chars (0–31, 127) → space, whitespace runs → one space, trimmed,
  * ≤ 4000 code points.
  *
- * Refreshes: forced at spawn (queued → running), settlement (→ final) and a
- * queued cancel; unforced on a timer every TASKFERRY_WATCHDOG_POLL_MS while
- * a subscription exists: skipped while running and the log grew < 4096
- * bytes since the last refresh, or less than TASKFERRY_SUMMARIZER_TIMEOUT_MS
- * (default 360000, 0 allowed) has passed. Each refresh broadcasts one
- * task.activity event with activityVariants "false" (local text) and, while
- * a summaries:true subscriber exists and TASKFERRY_ACTIVITY_SUMMARIES is not
- * 0, "true". The cache key is [id, status, watermark, summaryModel,
- * maxWords, includeSummary]: an unchanged key sends nothing new. Internal
- * tasks have no activity events. With summaries on, the event carries only
- * the "false" variant (local text) and starts the model-backed summary (one
- * at a time per task): a report summary (summary.c, §8.2, with the prompt
- * fallback) whose result message, sanitized and cut to 4000 code points,
- * becomes a second task.activity event with only the "true" variant
- * {includeSummary:true, activity, outputWatermark}, or {includeSummary:true,
- * summaryFailed:true, summaryError} when the summary cannot start, fails or
- * has not settled within ACTIVITY_SUMMARY_POLL_MS (the summary task itself
- * runs on). Such an event scheduled while the task ran is dropped when its
- * status changed meanwhile (§1.7). */
+ * Refreshes, only while a subscription exists: forced at spawn (queued →
+ * running) and when the task ends (a queued cancel too); unforced for each
+ * running task on a timer every TASKFERRY_WATCHDOG_POLL_MS, skipped while
+ * the log grew < 4096 bytes since the last refresh, or less than
+ * TASKFERRY_SUMMARIZER_TIMEOUT_MS (default 360000, 0 allowed) has passed.
+ * The cache key is [id, status, watermark, summaryModel, maxWords,
+ * includeSummary]: an unchanged key sends nothing new. Internal tasks have
+ * no activity events. Each refresh broadcasts one task.activity event whose
+ * activityVariants "false" is the local text. With summaries off (no
+ * summaries:true subscriber, or TASKFERRY_ACTIVITY_SUMMARIES=0) its "true"
+ * is the local text too; with them on, the event carries only the "false"
+ * variant and starts the model-backed summary (one at a time per task): a
+ * report summary (summary.c, with the prompt fallback) whose result
+ * message, sanitized and cut to 4000 code points, becomes a second
+ * task.activity event with only the "true" variant {includeSummary:true,
+ * activity, outputWatermark}, or {includeSummary:true, summaryFailed:true,
+ * summaryError} when the summary cannot start, fails or has not settled
+ * within ACTIVITY_SUMMARY_POLL_MS (the summary task itself runs on). Such
+ * an event scheduled while the task ran is dropped when its status changed
+ * meanwhile: it would describe a task that no longer runs. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,7 +66,9 @@ char *activity_snapshot(const char *head, size_t head_len, const char *tail, siz
 int activity_read_snapshot(const char *path, char **ret, uint64_t *ret_size);
 /* The narration of snapshot text. malloc'd, NULL on ENOMEM. */
 char *activity_narration(const char *snapshot);
-/* sanitize() of §8.1. malloc'd, NULL on ENOMEM. */
+/* The sanitize of the rules above (ANSI CSI sequences removed, control
+ * chars → space, white space collapsed, trimmed, ≤ 4000 code points).
+ * malloc'd, NULL on ENOMEM. */
 char *activity_sanitize(const char *s);
 /* The local activity text of t from its log (or prompt). *ret_watermark =
  * the log's size. malloc'd, NULL on ENOMEM. */
@@ -90,8 +93,7 @@ int activity_model_check(Manager *m, activity_model_fn done, void *userdata);
 
 
 /* task.summary {mode:"activity"}: {sourceTaskId, sourceStatus, activity,
- * outputWatermark} (protocol-cli.md §1.7), a new object; NULL when it
- * cannot be made (ENOMEM). */
+ * outputWatermark}, a new object; NULL when it cannot be made (ENOMEM). */
 json_object *activity_summary_result(Task *t);
 
 /* Where task.activity events go: the subscriptions (events.c registers it).

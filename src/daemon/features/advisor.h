@@ -1,9 +1,9 @@
 #pragma once
-/* The advisor (spec lifecycle.md §8.3; protocol-cli.md §1.6, §1.7):
- * task.advisor dispatches a task with role "advisor" (sandboxed on an
- * overlay, no socket in its sandbox, no check gate, its changeset always
- * ends "rejected": launch.c and settle.c), waits for it up to timeoutMs
- * (default 45000) and answers with the advisor object (snake_case keys).
+/* The advisor: task.advisor dispatches a task with role "advisor"
+ * (sandboxed on an overlay, no socket in its sandbox, no check gate, its
+ * changeset always ends "rejected": launch.c and settle.c), waits for it up
+ * to timeoutMs (default 45000) and answers with the advisor object
+ * (snake_case keys).
  *
  * Advisor sessions: an in-memory map session id → last use (monotonic ms).
  * A sessionId used within TASKFERRY_ADVISOR_SESSION_TTL_MS (default
@@ -64,9 +64,10 @@ void advisor_resolved_done(AdvisorResolved *r);
  * (malloc'd; NULL on ENOMEM or if s is NULL). */
 char *advisor_error_text(const char *s);
 
-/* The still-active answer (§8.3 step 4) and the settled one (step 5), from
- * the task's id and status, the session, and for a settled task its result
- * (message, tokens, cost) and exit fields. New objects. */
+/* The answer while the task is still queued or running (with a note on how
+ * to go on waiting) and the settled one, from the task's id and status, the
+ * session, and for a settled task its result (message, tokens, cost) and
+ * exit fields. New objects. */
 json_object *advisor_active_answer(const char *task_id, const char *status, const char *session_id,
                                    const AdvisorResolved *res);
 json_object *advisor_settled_answer(const char *task_id, const char *status, const char *session_id,

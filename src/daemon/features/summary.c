@@ -249,9 +249,10 @@ static int source_set(Manager *m, const char *id, const char *session, uint64_t 
 }
 
 
-/* lifecycle.md §4.4 steps 11–12 for a summary task: a done summary with a
- * session id becomes its source's session, watermark = the source log's size
- * now; the snapshot goes. */
+/* A summary task's end: a done summary with a session id becomes its
+ * source's session, watermark = the source log's size now (the next summary
+ * continues that session with only what was written since); the snapshot
+ * goes. */
 static void on_task(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata) {
         Manager *m = userdata;
         json_object *of = t->rec.summary_of;
@@ -380,7 +381,7 @@ typedef struct SummaryJob {
         bool list_models;       /* the cached listing does not serve this env */
         int64_t max_words;
         json_object *caller_env; /* the env param (the summary child's caller env), or NULL */
-        bool prompt_fallback;   /* empty narration → "Task prompt: ..." (§8.2 allowPromptFallback) */
+        bool prompt_fallback;   /* empty narration → "Task prompt: ..." (else: no summary task) */
         summary_done_fn done;
         void *userdata;
 } SummaryJob;
@@ -548,7 +549,10 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
 }
 
 /* The summary child's env as the models listing sees it: the daemon's, then
- * the caller's (lifecycle.md §2.6 layers, without the excluded plumbing). */
+ * the caller's without the plumbing names (PATH, HOME, taskferry's path
+ * variables), the denylist applied to both; then what a summary child drops
+ * (OpenCode's config variables, TASKFERRY_OUTPUT_DIR) and TASKFERRY_CHILD=1.
+ * The env file, the lowest layer of the child's own env, is not in it. */
 static int summary_env(Manager *m, json_object *caller, char ***ret) {
         static const char *const excluded[] = {"PATH", "HOME", "TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR",
                                                "TASKFERRY_CACHE_DIR", "TASKFERRY_SOCKET_PATH",

@@ -1,8 +1,7 @@
 #pragma once
-/* Report summaries: `taskferry summary <id>` in its default mode (spec
- * lifecycle.md §8.2; protocol-cli.md §1.6 task.summary, §1.7 "summary
- * report"). The summary is written by an internal OpenCode task
- * (`opencode run --pure ... -f <snapshot>`, lifecycle.md §2.3) whose
+/* Report summaries: `taskferry summary <id>` in its default mode
+ * (task.summary). The summary is written by an internal OpenCode task
+ * (`opencode run --pure ... -f <snapshot>`, executor-opencode.c) whose
  * record has summaryOf; it runs sandboxed, with no overlay, no socket and no
  * output dir, and its sandbox shows of the state dir only its own snapshot,
  * read-only (launch.c).
@@ -48,19 +47,21 @@ typedef struct MethodError MethodError;
 #define SUMMARY_TASK_PROMPT "Summarize the attached task transcript."
 
 
-/* The excerpt of a log (§8.2 "else the excerpt"): size <= SUMMARY_INPUT_BYTES
- * → the narration of the whole file; else of the first and the last
+/* The excerpt of a log (a summary's input when there is no session to
+ * continue, or the log did not grow since): size <= SUMMARY_INPUT_BYTES →
+ * the narration of the whole file; else of the first and the last
  * SUMMARY_INPUT_BYTES/2 bytes, joined by "[<N> bytes omitted from source
  * log]" (N = the bytes between), empty parts left out, "\n\n" between.
  * *ret_log_bytes = the file's size, *ret_input_bytes = the bytes read. A
  * missing or unreadable log gives "" and zeros. -ENOMEM. */
 int summary_excerpt(const char *log_path, char **ret_narration, uint64_t *ret_log_bytes, uint64_t *ret_input_bytes);
-/* The delta since `from` (§8.2): the narration of [from, size) (at most
- * SUMMARY_DELTA_READ_MAX bytes of it), its first SUMMARY_DELTA_MAX_CHARS
- * code points. Sizes as summary_excerpt (input = delta bytes read). -ENOMEM. */
+/* The delta since `from` (a continued session's input): the narration of
+ * [from, size) (at most SUMMARY_DELTA_READ_MAX bytes of it), its first
+ * SUMMARY_DELTA_MAX_CHARS code points. Sizes as summary_excerpt (input = delta
+ * bytes read). -ENOMEM. */
 int summary_delta(const char *log_path, uint64_t from, char **ret_narration, uint64_t *ret_log_bytes,
                   uint64_t *ret_input_bytes);
-/* The snapshot document (§8.2), 2-space indented as JSON.stringify(v, null, 2):
+/* The snapshot document, 2-space indented as JSON.stringify(v, null, 2):
  * {source:{id,status,promptPreview,capturedAt}, narration,
  *  [previous_summary], [narration_is_delta:true]}. malloc'd, NULL on ENOMEM. */
 char *summary_snapshot_json(const char *id, const char *status, const char *prompt_preview, const char *captured_at,
@@ -69,13 +70,15 @@ char *summary_snapshot_json(const char *id, const char *status, const char *prom
 int summary_snapshot_write(const char *path, const char *data);
 /* Is `model` a line (trimmed) of an `opencode models` listing? */
 bool summary_models_list_has(const char *listing, const char *model);
-/* The env fingerprint the models cache is keyed by (lifecycle.md §2.2:
- * sorted NAME=value lines of *_API_KEY, *_BASE_URL, OPENCODE_CONFIG*,
- * OPENCODE_AUTH_CONTENT, OPENCODE_MODELS_PATH/URL, PI_CODING_AGENT_DIR),
- * over env (a strv). Kept in memory only (it holds keys). malloc'd. */
+/* The env fingerprint the models cache is keyed by (a caller with other keys
+ * or config must not be answered from another's listing): the sorted
+ * NAME=value lines, joined by '\n', of *_API_KEY, *_BASE_URL,
+ * OPENCODE_CONFIG*, OPENCODE_AUTH_CONTENT, OPENCODE_MODELS_PATH/URL and
+ * PI_CODING_AGENT_DIR, over env (a strv). Kept in memory only (it holds keys).
+ * malloc'd. */
 char *summary_env_fingerprint(char *const *env);
 
-/* Daemon glue (main.c): the state, and the observer that turns a done
+/* Daemon glue (daemon.c): the state, and the observer that turns a done
  * summary task into its source's session and removes its snapshot. */
 int summary_init(Manager *m);
 void summary_free(Manager *m);

@@ -1,5 +1,5 @@
 /* A decision on a changeset: accept or reject, serialized per workspace
- * (change.h; spec lifecycle.md §4, sandbox-changeset-env.md §5.6–§5.7). */
+ * (change.h). */
 
 #include <stdlib.h>
 #include <unistd.h>

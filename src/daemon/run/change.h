@@ -1,15 +1,15 @@
 #pragma once
-/* A decision on a changeset (spec lifecycle.md §4, sandbox-changeset-env.md
- * §5.6–§5.7): task.accept applies a pending changeset to the user's tree
- * (3-way, against the base the shim snapshotted at launch), task.reject drops
- * it; both then remove the task's overlay and executor homes.
+/* A decision on a changeset: task.accept applies a pending changeset to the
+ * user's tree (3-way, against the base the shim snapshotted at launch),
+ * task.reject drops it; both then remove the task's overlay and executor
+ * homes.
  *
  * Decisions into one workspace (same_workspace(), workspace.h) run one at a
- * time, in the order they were asked for (issue 6 item 5: a second accept
- * must not race the first between the check and the apply); decisions into
- * different workspaces run in parallel. Each runs as a forked job (jobs.h).
- * Owns ChangeJob, Manager.change_jobs and Task.busy; reads
- * Task.accept_interrupted (coldplug sets it) and clears it once an
+ * time, in the order they were asked for (a second accept must not race the
+ * first between its checks and its apply, nor see a tree half applied);
+ * decisions into different workspaces run in parallel. Each runs as a
+ * forked job (jobs.h). Owns ChangeJob, Manager.change_jobs and Task.busy;
+ * reads Task.accept_interrupted (coldplug sets it) and clears it once an
  * accept completes. Every status change goes through task_transition. */
 
 #include <stdbool.h>
@@ -22,8 +22,9 @@ typedef struct ChangeJob ChangeJob;
 
 /* The outcome of a queued decision, called exactly once (possibly before
  * change_start returns, when its job cannot be started): rc 0 with the
- * method's result (ownership passes: {taskId, changesetStatus, applied,
- * reason | checkStatus, cleanupFailed} per protocol-cli.md §1.6), or rc < 0
+ * method's result (ownership passes: task.accept's {taskId,
+ * changesetStatus, applied, checkStatus | reason, cleanupFailed?} or
+ * task.reject's {taskId, changesetStatus, cleanupFailed?}), or rc < 0
  * with reason (the "error: ..." text). rc == -ECANCELED (reason NULL, result
  * NULL): the daemon stops before the decision started; answer nothing. */
 typedef void (*change_done_fn)(void *userdata, int rc, json_object *result, const char *reason);

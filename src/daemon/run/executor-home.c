@@ -34,8 +34,11 @@ static bool denied(char *const *deny, const char *p) {
         return false;
 }
 
-/* The path to expose for src, or NULL when it must not be exposed
- * (isSafeBindSource, spec §2.2, plus: a symlink only to a safe target). */
+/* The path to expose for src, or NULL when it must not be exposed: lstat,
+ * never stat, and a failure is a no; a directory, or a regular file with a
+ * single link (a hard link may be anybody's file); a symlink only to such a
+ * target, resolved; and never a path that overlaps a deny-listed one (the
+ * same, inside it or holding it). */
 static char *safe_source(const char *src, char *const *deny) {
         struct stat st;
         if (lstat(src, &st) < 0) return NULL;

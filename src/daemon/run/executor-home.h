@@ -1,8 +1,9 @@
 #pragma once
-/* Per-task executor homes (spec sandbox-changeset-env.md §2.2, without its
- * defect D6; DESIGN.md "Per-task data homes"): every sandboxed task gets
- * writable homes of its own under <cacheDir>/homes/<taskId>/, and nothing it
- * writes there is ever loaded by another task or reaches the user's real dirs.
+/* Per-task executor homes: every sandboxed task gets writable homes of its
+ * own under <cacheDir>/homes/<taskId>/, and nothing it writes there is ever
+ * loaded by another task or reaches the user's real dirs (one data home
+ * shared by every task would let a worker plant a plugin or an extension
+ * that later tasks load, and read other tasks' sessions).
  *
  *   <H> = <cacheDir>/homes/<taskId>
  *   every executor  UV_CACHE_DIR=<H>/uv/cache  UV_TOOL_DIR=<H>/uv/tools

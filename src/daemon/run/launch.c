@@ -1,7 +1,6 @@
 /* Launch: the worker's environment, the sandbox and overlay plan, the launch
- * spec, and the spawn of taskferry-shim (DESIGN.md "Data flow of one
- * dispatch" steps 3–5; spec lifecycle.md §2.6; sandbox-changeset-env.md §1,
- * §4, §5, §7). The monitor (monitor.c) takes the shim from there. */
+ * spec, and the spawn of taskferry-shim (launch.h). The lifecycle then hands
+ * the shim to the monitor (monitor.c). */
 
 #include <fcntl.h>
 #include <regex.h>
@@ -32,13 +31,14 @@
 extern char **environ;
 
 /* PATH, HOME and the path plumbing never come from the caller or the env
- * file (seed; spec §7.1). */
+ * file: only the daemon's own environment sets them, so no caller can point
+ * a worker's tools, or taskferry's own dirs, somewhere else. */
 static const char *const env_excluded[] = {"PATH", "HOME", "TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR",
                                            "TASKFERRY_CACHE_DIR", "TASKFERRY_SOCKET_PATH",
                                            "TASKFERRY_OVERLAY_TMP_DIR", NULL};
 
-/* May a layer of §7.1 set this variable? The denylist applies to every
- * layer; the plumbing names only the daemon's own environment sets. */
+/* May a layer of the worker env set this variable? The denylist applies to
+ * every layer; the plumbing names only the daemon's own environment sets. */
 static bool env_layer_allows(Manager *m, const char *name, bool plumbing) {
         if (!plumbing && strv_contains((char **) env_excluded, name)) return false;
         return !strv_contains(m->settings.env_denylist, name);
@@ -56,10 +56,9 @@ static int env_layer_apply(Manager *m, char ***env, char *const *entries, bool p
         return 0;
 }
 
-/* The worker environment (spec sandbox-changeset-env.md §7.1/§7.2), read at
- * spawn, lowest first: the env file's current values (env-file.h) and the
- * daemon's ambient env, then the caller's env frozen at dispatch; the
- * per-task variables on top. */
+/* The worker environment, read at spawn, lowest first: the env file's
+ * current values (env-file.h) and the daemon's ambient env, then the
+ * caller's env frozen at dispatch; the per-task variables on top. */
 static int build_worker_env(Task *t, char ***ret) {
         Manager *m = t->m;
         _cleanup_strv_free_ char **env = calloc(1, sizeof(char *));
@@ -81,12 +80,13 @@ static int build_worker_env(Task *t, char ***ret) {
         return 0;
 }
 
-/* What the sandbox masks (sandbox-plan.h step 6): the deny-list (seed; spec
- * §2.1; DESIGN.md's file-shaped secrets) and taskferry's own dirs, plus every
- * user's runtime dir and the system bus (a read-only view still lets a worker
- * connect() to the sockets there: the user manager, the session bus, ssh and
- * gpg agents), should a user bind show them, and the Nix daemon's socket dir,
- * which the read-only /nix shows. */
+/* What the sandbox masks (sandbox-plan.h step 6): the deny-list (the user's
+ * secret dirs and files, sandbox-plan.h SANDBOX_DENY_HOME, the extras of
+ * TASKFERRY_SANDBOX_DENYLIST, the env file) and taskferry's own dirs, plus
+ * every user's runtime dir and the system bus (a read-only view still lets a
+ * worker connect() to the sockets there: the user manager, the session bus,
+ * ssh and gpg agents), should a user bind show them, and the Nix daemon's
+ * socket dir, which the read-only /nix shows. */
 static int build_masks(Manager *m, char ***ret_deny, char ***ret_structural) {
         const tf_paths *p = &m->paths;
         _cleanup_strv_free_ char **deny = NULL, **structural = NULL;
@@ -112,8 +112,8 @@ static int build_masks(Manager *m, char ***ret_deny, char ***ret_structural) {
         return 0;
 }
 
-/* A rotation of the env file (temp file + rename beside it, the way the
- * spec's §7.3 reload is meant to be fed) detaches the file's mask in a
+/* A rotation of the env file (temp file + rename beside it, the way its
+ * live reload is meant to be fed, env-file.h) detaches the file's mask in a
  * running sandbox (a rename over a mount point unmounts it in the other
  * namespaces), and the temp file is not masked at all: where a bind or the
  * target shows the file's directory, the worker read the new secret. So the
@@ -201,7 +201,7 @@ static int overlay_prepare(Task *t) {
         json_add_string(od, "workDir", wk);
         json_add_string(od, "tmpRoot", m->paths.overlay_tmp_root);
         json_object *rwb = json_object_new_array();
-        /* spec §3: git's common dir outside the target (a linked worktree, a
+        /* git's common dir outside the target (a linked worktree, a
          * subdirectory of a repository) gets an overlay of its own, so the
          * worker's git add/commit land there and never in the real gitdir */
         git_dirs gd = {0};
@@ -317,10 +317,10 @@ static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mo
         return NULL;
 }
 
-/* Git's common dir when it lies outside the target (spec §3): with an
- * overlay, the overlay overlay_prepare() recorded (the main checkout's HEAD,
- * index and config stay read-only on top of it for a linked worktree);
- * without one, the dir read-only, so git at least reads the repository. */
+/* Git's common dir when it lies outside the target: with an overlay, the
+ * overlay overlay_prepare() recorded (the main checkout's HEAD, index and
+ * config stay read-only on top of it for a linked worktree); without one,
+ * the dir read-only, so git at least reads the repository. */
 static int git_mounts(Task *t, sandbox_mount **m, size_t *n) {
         json_object *od = t->rec.overlay_dirs;
         json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
@@ -387,7 +387,8 @@ static int sandbox_prepare(Task *t, char ***env, executor_home *home, launch_san
          * XDG_DATA_HOME, XDG_CONFIG_HOME): for a task a worker dispatched, the
          * daemon's own environment says, never the worker's — it would name
          * any dir of the user's to have it bound into its nested task (the
-         * env file is the user's too: layers 1 and 2 of §7.1) */
+         * env file is the user's too: the two lowest layers of the worker
+         * env) */
         _cleanup_strv_free_ char **ambient = NULL;
         if (t->rec.dispatched_by &&
             (!(ambient = calloc(1, sizeof(char *))) || env_layer_apply(m, &ambient, env_file_vars(m), false) < 0 ||
@@ -635,8 +636,9 @@ int launch_spawn(Task *t, LaunchPlan *plan, LaunchedShim *ret, char **reason) {
         Manager *m = t->m;
         int sp[2];
         if (pipe2(sp, O_CLOEXEC) < 0) return set_error(reason, -errno, "cannot create the shim status pipe");
-        /* the child waits on this pipe until its scope unit exists (scope.h;
-         * DESIGN.md "Data flow of one dispatch" step 4): a byte or EOF */
+        /* the child waits on this pipe until its scope unit exists (scope.h),
+         * so the shim is in the scope from its first instruction: a byte or
+         * EOF */
         int hold[2];
         if (pipe2(hold, O_CLOEXEC) < 0) {
                 int r = -errno;

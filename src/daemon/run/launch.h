@@ -1,8 +1,8 @@
 #pragma once
-/* Launch (launch.c): from an admitted task to its spawned shim (DESIGN.md
- * "Data flow of one dispatch" steps 3–5): the worker's environment, the
- * sandbox and overlay plan, the launch spec, the fork of taskferry-shim. It
- * does the work; the lifecycle moves the task (lifecycle.h task_start). */
+/* Launch (launch.c): from an admitted task to its spawned shim: the
+ * worker's environment, the sandbox and overlay plan, the launch spec, the
+ * fork of taskferry-shim. It does the work; the lifecycle moves the task
+ * (lifecycle.h task_start). */
 
 #include <sys/types.h>
 

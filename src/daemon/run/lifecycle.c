@@ -254,7 +254,10 @@ static void task_release(Task *t, TaskStatus entering) {
         if (m->task_sockets) m->task_sockets->close(t);
 }
 
-/* The one way into a final state. */
+/* The way into a final state of a task this daemon queued or ran.
+ * (task_coldplug moves a loaded task to crashed or unknown by
+ * task_transition alone: such a task holds no slot, timer or socket here,
+ * and the boot sweep takes its prompt file and launch request.) */
 static void task_enter_final(Task *t, TaskStatus s, ChangesetStatus cs) {
         Manager *m = t->m;
         task_release(t, s);

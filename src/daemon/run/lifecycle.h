@@ -57,8 +57,8 @@ typedef struct TaskSpec {
         json_object *caller_env;       /* the env param (secrets; never logged) */
 } TaskSpec;
 
-/* Register the lifecycle's observers and give the scheduler task_start as
- * its launch. 0, -ENOMEM. */
+/* Give the scheduler task_start as its launch (the lifecycle registers no
+ * observer). 0. */
 int lifecycle_init(Manager *m);
 
 /* Make a task: its record in tasks.json's key order for its kind (a

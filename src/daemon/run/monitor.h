@@ -1,10 +1,11 @@
 #pragma once
 /* The monitor (monitor.c): a running task's shim, watched from the loop
  * through its pidfd and its status pipe; re-adoption of a shim that outlived
- * a daemon; the signals to the worker (DESIGN.md "Processes": the shim owns
- * the log and the exit status). Owns Task.shim_pid/shim_pidfd/shim_source/
- * status_*, Task.monitor and Task.kill_timer. It moves no state: it tells its
- * caller (the lifecycle) what the shim reported. */
+ * a daemon (the shim, not the daemon, owns the log and the exit status, so a
+ * worker survives a daemon restart); the signals to the worker. Owns
+ * Task.shim_pid/shim_pidfd/shim_source/status_*, Task.monitor and
+ * Task.kill_timer. It moves no state: it tells its caller (the lifecycle)
+ * what the shim reported. */
 
 #include <stdbool.h>
 #include <stdint.h>

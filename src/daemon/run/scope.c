@@ -87,7 +87,7 @@ void scope_limits_for(Task *t, ScopeLimits *ret) {
         if (t->launch.memory_max > 0) mem = (uint64_t) t->launch.memory_max;
         if (t->launch.tasks_max > 0) tasks = (uint64_t) t->launch.tasks_max;
         /* a nested dispatch gets its own scope, never more than the
-         * dispatching worker's (handlers.c refuses asking for more) */
+         * dispatching worker's (dispatch_check_limits refuses asking for more) */
         Task *parent = t->rec.dispatched_by ? manager_find_task(t->m, t->rec.dispatched_by) : NULL;
         if (parent) {
                 if (task_record_get_int(&parent->rec, TASK_KEY_memory_max, &v) && v > 0 && (uint64_t) v < mem)

@@ -1,6 +1,5 @@
 #pragma once
-/* Transient scope units (DESIGN.md "Data flow of one dispatch" step 4,
- * "systemd integration"; issue 8 item 1): every worker's shim runs in its own
+/* Transient scope units: every worker's shim runs in its own
  * taskferry-task-<id>.scope under taskferry.slice on the user's systemd
  * manager, created with StartTransientUnit (org.freedesktop.systemd1(5),
  * systemd.resource-control(5)), with the task's MemoryMax, MemoryHigh,
@@ -81,9 +80,10 @@ void scope_forget(Task *t);
  * recorded as `unit` if it is t's own. */
 void scope_readopt(Task *t, pid_t shim_pid);
 
-/* system.health's resourceLimits object: {"enforced": bool, "reason": str
- * (when not), "slice", "memoryMax", "memoryHigh", "tasksMax", "cpuWeight"}
- * (the defaults a dispatch gets). NULL on ENOMEM. */
+/* task.stats' resourceLimits object (system.health's result stays exactly
+ * {healthy, pid, version}): {"enforced": bool, "reason": str (when not),
+ * "slice", "memoryMax", "memoryHigh", "tasksMax", "cpuWeight"} (the
+ * defaults a dispatch gets). NULL on ENOMEM. */
 json_object *scope_health(Manager *m);
 
 /* ---- pure helpers (unit-tested, tests/unit/test-scope.c) ---- */

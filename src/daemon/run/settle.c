@@ -64,7 +64,7 @@ ChangesetStatus settle_spawn_error_changeset(Task *t) {
         return cs;
 }
 
-/* ---- settlement (lifecycle.md §4.4) ---- */
+/* ---- settlement ---- */
 
 /* Remove the task's executor homes but for what a later resume needs. */
 static void release_home(Task *t) {
@@ -155,7 +155,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                         json_add_bool(res, "hasStop", s.has_stop);
                         json_add_bool(res, "hasJsonLine", s.has_json_line);
                         const char *msg = s.message ? s.message : "";
-                        /* message.trim() !== "" (lifecycle.md §4.5) */
+                        /* a final message of only white space is none */
                         json_add_bool(res, "messageNonEmpty", !log_line_is_blank(msg, strlen(msg)));
                         const char *marker = t->rec.final_marker;
                         if (marker) {
@@ -249,8 +249,8 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 }
                 json_add(res, "extract", ex_res);
         }
-        /* an advisor's changeset is never applied (lifecycle.md §8.3): its
-         * diff stays readable, its overlay goes now */
+        /* an advisor's changeset is never applied: its diff stays readable,
+         * its overlay goes now */
         json_object *adv = od && task_kind_info(t->kind)->never_lands ? json_get_object(res, "extract") : NULL;
         if (adv && !json_get_bool(adv, "overlayRemoved", false)) {
                 int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
@@ -315,9 +315,10 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
             !streq_ptr(t->rec.failure_reason, SCOPE_OOM_REASON))
                 status = TASK_DONE;
         if (res && json_get_string(res, "sessionId")) task_set_str(t, TASK_KEY_session_id, json_get_string(res, "sessionId"));
-        /* completeness (§4.5); for an executor whose exit code is its
-         * success (shell), an empty stdout is not incomplete, only an
-         * explicit --require-final-marker that does not match is */
+        /* completeness: a done task whose final message is blank, or does
+         * not match its --require-final-marker, is incomplete; for an
+         * executor whose exit code is its success (shell), an empty stdout
+         * is not incomplete, only an explicit marker that does not match is */
         bool need_message = !ex || !ex->exit_code_is_success;
         if (status == TASK_DONE && res) {
                 if (need_message && !json_get_bool(res, "messageNonEmpty", false))

@@ -1,8 +1,8 @@
 #pragma once
 /* Settlement (settle.c): a task's end, from its shim's exit to its final
- * state (spec lifecycle.md §4.4): log classification, the retry hint of a
- * rate limit (cooldown.h), an OOM kill of its scope, completeness, and the
- * changeset extraction job; the lifecycle moves the task with the verdict.
+ * state: log classification, the retry hint of a rate limit (cooldown.h),
+ * an OOM kill of its scope, completeness, and the changeset extraction job;
+ * the lifecycle moves the task with the verdict.
  * Owns Task.settling and Task.settle_done. */
 
 #include "core/task.h"

@@ -1,4 +1,4 @@
-/* Boot sweeps (sweep.h; spec sandbox-changeset-env.md §4.4, lifecycle.md §1.6). */
+/* Boot sweeps (sweep.h). */
 
 #include "process-util.h"
 #include "run/sweep.h"
@@ -213,7 +213,7 @@ static int prompt_entry(Sweep *s, const char *root, int root_fd, const char *nam
 }
 
 /* <state>/tasks/<id>: a task dir of no known task goes whole; a known
- * task's launch request (pending-launch.json: the caller's env, daemon.h)
+ * task's launch request (pending-launch.json: the caller's env, launch-options.h)
  * goes unless the task is still queued; a temp file of an interrupted write
  * of it always goes (nothing writes one before the loop runs). */
 #define LAUNCH_REQUEST_NAME "pending-launch.json"

@@ -1,7 +1,8 @@
 #pragma once
-/* Boot sweeps (spec sandbox-changeset-env.md §4.4, lifecycle.md §1.6 steps
- * 3–5): once at daemon start, after tasks.json is loaded and before the
- * socket listens.
+/* Boot sweeps: what no task owns any more, removed once at daemon start,
+ * after tasks.json is loaded and once this daemon owns the socket (a
+ * second daemon's stale view of tasks.json must not sweep what the first
+ * one just created).
  *
  *  - overlays: every `taskferry-cow-<id>` entry directly under the overlay
  *    tmp root (paths.h) and under every tmpRoot a record names is kept only
@@ -15,7 +16,7 @@
  *  - prompt files: <state>/prompts/<id>.prompt.txt of a task not queued or
  *    running.
  *  - task dirs: <state>/tasks/<id> of an unknown id; in a known task's dir
- *    its launch request (pending-launch.json, daemon.h) unless the task is
+ *    its launch request (pending-launch.json, launch-options.h) unless the task is
  *    queued, and temp files of an interrupted write of one.
  *
  * Safety: nothing is followed (a symlink entry is unlinked, its target never
@@ -38,7 +39,7 @@
  * stay valid for the duration of sweep_run(). */
 typedef struct SweepTask {
         const char *id;
-        const char *status;           /* lifecycle.md §1.3 ("queued", "running", "done", ...) */
+        const char *status;           /* the record's status ("queued", "running", "done", ...) */
         const char *changeset_status; /* "none" | "pending" | "accepted" | "rejected" (NULL: "none") */
         const char *overlay_root;     /* overlayDirs.root; NULL when overlayDirs is null */
         const char *overlay_tmp_root; /* overlayDirs.tmpRoot; NULL when absent */

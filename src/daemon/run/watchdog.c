@@ -1,5 +1,5 @@
 /* The watchdog: a running task's log read as it grows, classified line by
- * line, and its silence measured (spec lifecycle.md §6). Owns Task.watchdog. */
+ * line, and its silence measured (watchdog.h). Owns Task.watchdog. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include "util.h"
 #include "run/watchdog.h"
 
-/* ---- the watcher (§6.2), no loop ---- */
+/* ---- the watcher, no loop ---- */
 
 int watch_state_init(WatchState *w, uint64_t now_ms) {
         *w = (WatchState) { .armed_at = now_ms, .last_activity = now_ms };
@@ -71,7 +71,8 @@ static bool starts_with_brace(const char *s, size_t len) {
         return i < len && s[i] == '{';
 }
 
-/* §6.2 steps 2–5: 1 on a hit, 0, -ENOMEM. */
+/* Read what the log grew by since the last tick and classify its lines:
+ * 1 on a hit, 0, -ENOMEM. */
 static int watch_read(WatchState *w, const char *path, const char *prefix, const char *structured_prefix,
                       uint64_t now_ms, char **ret_reason, char **ret_detail) {
         /* the log lives in the state dir, out of every sandbox's reach; still,
@@ -113,7 +114,7 @@ static int watch_read(WatchState *w, const char *path, const char *prefix, const
         }
         if (got == 0) return 0;
         w->bytes_read += got;
-        w->last_activity = now_ms; /* step 4: any new byte, JSON or not, complete or not */
+        w->last_activity = now_ms; /* any new byte is activity, JSON or not, complete or not */
 
         bool json_seen = false;
         int r = 0;
@@ -141,8 +142,8 @@ static int watch_read(WatchState *w, const char *path, const char *prefix, const
                 int k = carry_append(w, p, (size_t) (end - p));
                 if (k < 0) return k;
         }
-        /* step 3: a carry that cannot be the start of a JSON event is
-         * classified too (a raw stderr line without its '\n' yet) — up to
+        /* a carry that cannot be the start of a JSON event is classified
+         * too (a raw stderr line without its '\n' yet) — up to
          * WATCHDOG_CARRY_CLASSIFY_MAX: a worker adding one byte a tick to an
          * endless line must not cost a scan of all of it every tick (the
          * line is classified whole when it ends) */
@@ -162,7 +163,8 @@ int watch_tick(WatchState *w, const char *path, const WatchdogLimits *lim, const
         int r = watch_read(w, path, prefix, structured_prefix, now_ms, &reason, &detail);
         if (r < 0) return r;
         if (r == 0 && !w->output_seen && now_ms - w->armed_at >= lim->pre_output_max_ms) {
-                /* step 6 */
+                /* the pre-output ceiling: no JSON line since armed, however
+                 * much raw output */
                 reason = strdup("no_output_timeout_dead_spawn");
                 detail = strdup_printf("no parseable event within %" PRIu64
                                        "ms despite continued raw log growth (pre-output ceiling)",
@@ -171,7 +173,7 @@ int watch_tick(WatchState *w, const char *path, const WatchdogLimits *lim, const
         }
         uint64_t budget = w->output_seen ? lim->post_output_ms : lim->no_output_ms;
         if (r == 0 && now_ms - w->last_activity >= budget) {
-                /* step 7 */
+                /* silence longer than the budget of its phase */
                 reason = strdup(w->output_seen ? "no_output_timeout_stalled" : "no_output_timeout_dead_spawn");
                 detail = strdup_printf("no output for %" PRIu64 "ms (%s timeout)", budget,
                                        w->output_seen ? "post-output" : "pre-output");
@@ -212,7 +214,7 @@ static int watchdog_tick_cb(sd_event_source *s, uint64_t usec, void *userdata) {
         Task *t = wd->t;
         Manager *m = t->m;
         if (t->rec.status != TASK_RUNNING || !t->rec.log_path) {
-                /* step 1 */
+                /* a task no longer running needs no watch */
                 watchdog_stop(t);
                 return 0;
         }

@@ -1,8 +1,7 @@
-/* The D-Bus API on the user bus (bus.h; DESIGN.md "systemd integration").
- * Modelled on systemd's own bus objects (src/core/dbus-*.c): static vtables,
- * a fallback vtable with a find callback and a node enumerator for the
- * per-task objects, an object manager, and PropertiesChanged from the task
- * observer. */
+/* The D-Bus API on the user bus (bus.h). Modelled on systemd's own bus objects
+ * (src/core/dbus-*.c): static vtables, a fallback vtable with a find callback
+ * and a node enumerator for the per-task objects, an object manager, and
+ * PropertiesChanged from the task observer. */
 
 #include <errno.h>
 #include <stddef.h>
@@ -384,7 +383,8 @@ static int name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 bus_warn(m, -sd_bus_error_get_errno(e), "cannot acquire the bus name");
                 return 0;
         }
-        /* RequestName's reply: 1 primary owner, 4 already the owner (D-Bus spec) */
+        /* RequestName's reply: 1 primary owner, 4 already the owner (the D-Bus
+         * specification's DBUS_REQUEST_NAME_REPLY_*) */
         uint32_t ret = 0;
         int r = sd_bus_message_read(reply, "u", &ret);
         if (r < 0 || (ret != 1 && ret != 4))

@@ -1,7 +1,6 @@
 #pragma once
-/* The D-Bus API (DESIGN.md "systemd integration"; issue 8 item 2): the daemon
- * owns BUS_NAME on the user bus (sd_bus_open_user: $DBUS_SESSION_BUS_ADDRESS,
- * else $XDG_RUNTIME_DIR/bus), attached to the daemon's sd-event loop, with
+/* The D-Bus API: the daemon owns BUS_NAME on the user bus (the daemon's one
+ * connection, user-bus.h, on its sd-event loop), with
  *
  *   BUS_MANAGER_PATH  org.taskferry.Taskferry1.Manager
  *       properties  Version s (the package version, TASKFERRY_VERSION),
@@ -16,9 +15,10 @@
  *       methods     ListTasks() → a(sos): (id, object path, status) per task
  *                   the caller may see, in table (dispatch) order;
  *                   CancelTask(s id) → s note: the protocol's task.cancel
- *                   (handlers.c task_cancel, the peer rules of peer.c for the
- *                   caller's pid, which sd_bus_query_sender_creds asks the bus
- *                   for: one synchronous round trip per call); errors org.taskferry.Taskferry1.UnknownTask,
+ *                   (the lifecycle's task_cancel, the peer rules of peer.c
+ *                   for the caller's pid, which sd_bus_query_sender_creds
+ *                   asks the bus for: one synchronous round trip per call);
+ *                   errors org.taskferry.Taskferry1.UnknownTask,
  *                   org.freedesktop.DBus.Error.AccessDenied,
  *                   org.freedesktop.DBus.Error.Failed
  *       signal      TaskStateChanged(s id, o path, s old_status, s new_status):
@@ -48,11 +48,11 @@
 
 /* Register the task observer (call before manager_load_tasks). 0, -ENOMEM. */
 int bus_init(Manager *m);
-/* Connect to the user bus, attach to m->event, export the objects and request
- * BUS_NAME asynchronously. Never fails the start: without a bus it logs one
- * warning and returns 0. Call once the daemon owns its socket. */
+/* On the daemon's user-bus connection (user-bus.h): export the objects and
+ * request BUS_NAME asynchronously. Never fails the start: without a bus it
+ * logs one warning and returns 0. Call once the daemon owns its socket. */
 int bus_start(Manager *m);
-/* Flush and close the connection, free the state (shutdown). */
+/* Free the state (shutdown); the connection is user-bus.c's to close. */
 void bus_free(Manager *m);
 
 /* The object path of a task id (sd_bus_path_encode), malloc'd; NULL on ENOMEM. */

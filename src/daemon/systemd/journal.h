@@ -1,9 +1,9 @@
 #pragma once
-/* journald reports (journal.c; DESIGN.md "systemd integration", issue 8
- * item 3): one structured entry per task state change, sent with
- * sd_journal_sendv(3) from a task observer (task.h): every transition, and
- * a new task's first "queued" (creation is no transition), of every kind:
- * the daemon's own summary tasks too, marked TASKFERRY_INTERNAL=1.
+/* journald reports (journal.c): one structured entry per task state
+ * change, sent with sd_journal_sendv(3) from a task observer (task.h):
+ * every transition, and a new task's first "queued" (creation is no
+ * transition), of every kind: the daemon's own summary tasks too, marked
+ * TASKFERRY_INTERNAL=1.
  *
  * An entry's fields (journal_task_fields):
  *   MESSAGE_ID=JOURNAL_TASK_STATE_MESSAGE_ID (units/taskferry.catalog explains

@@ -1,7 +1,6 @@
 #pragma once
 /* The daemon's side of Type=notify (notify.c; sd_notify(3), sd_event(3)
- * sd_event_set_watchdog, DESIGN.md "systemd integration", issue 8 item 4).
- * Owns Manager.notify.
+ * sd_event_set_watchdog). Owns Manager.notify.
  *
  * - READY=1 once recovery is done (notify_ready), with STATUS=.
  * - STATUS="<q> queued, <r> running, <n> tasks" (the status counts of
