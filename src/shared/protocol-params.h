@@ -1,6 +1,5 @@
 #pragma once
-/* The methods of protocol v1 and their params (spec protocol-cli.md §1.6):
- * one field table per method, which both validates a request's params and
+/* The methods of protocol v1 and their params: one field table per method, which both validates a request's params and
  * parses them into the method's typed struct, so that a handler reads
  * fields, never JSON keys. */
 
@@ -149,9 +148,10 @@ typedef union ProtoParams {
 /* The taskId param of method's params, NULL for a method without one. */
 const char *proto_params_task_id(ProtoMethod method, const ProtoParams *p);
 
-/* Check params against method's table (§1.6: every key known and of its
- * type, JSON null refused, the required ones present, and the methods' own
- * rules) and fill *ret (zeroed first). 0; -EINVAL with *ret_error (the
+/* Check params against method's table (every key known and of its type,
+ * JSON null refused, the required ones present, and the methods' own rules:
+ * event.subscribe names all, a directory or a taskId; task.summary takes no
+ * env with mode "activity") and fill *ret (zeroed first). 0; -EINVAL with *ret_error (the
  * INVALID_PARAMS error frame for request id); -ENOMEM. */
 int proto_params_parse(const char *id, ProtoMethod method, json_object *params, ProtoParams *ret,
                        json_object **ret_error);

@@ -304,6 +304,27 @@ START_TEST(summary_model_setting) {
 }
 END_TEST
 
+/* The env file's values reach the summary-model check as they reach the
+ * summary child itself: a model that `opencode models` lists only with a
+ * variable the env file alone holds is found (it once looked at the
+ * daemon's and the caller's env only, and answered "unavailable"). */
+START_TEST(summary_models_see_the_env_file) {
+        world x = world_new(NULL);
+        tf_world *w = x.w;
+        char *envfile = strdup(tf_path(w->root, "daemon.env"));
+        tf_write(envfile, "FAKE_MODELS=prov/from-env-file\n", strlen("FAKE_MODELS=prov/from-env-file\n"), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", envfile);
+        tf_world_setenv(w, "TASKFERRY_SUMMARY_MODEL", "prov/from-env-file");
+        char *src = source_task(&x, source_fixture);
+        json_object *o = summary(w, src, 0);
+        ck_assert_str_eq(tf_jstr(json_get_object(o, "summaryTask"), "model"), "prov/from-env-file");
+        json_object_put(tf_wait_settled(w, tf_jstr(json_get_object(o, "summaryTask"), "id")));
+        json_object_put(o);
+        free(src), free(envfile);
+        world_free(&x);
+}
+END_TEST
+
 /* Attack: a worker summarizes through its own task socket. It may summarize
  * its own task (its own log), never another task of the user's: the answer
  * is UNKNOWN_TASK, as for an id that does not exist (peer.h). */
@@ -360,6 +381,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, report_summary_unsandboxed);
         tcase_add_test(tc, no_text_and_unavailable_model);
         tcase_add_test(tc, summary_model_setting);
+        tcase_add_test(tc, summary_models_see_the_env_file);
         tcase_add_test(tc, attack_worker_summarizes_other_task);
         suite_add_tcase(s, tc);
         return s;

@@ -15,6 +15,7 @@
 #include "core/task-table.h"
 #include "core/task.h"
 #include "features/summary.h"
+#include "run/launch.h"
 #include "run/lifecycle.h"
 #include "json-util.h"
 #include "logparse.h"
@@ -548,31 +549,13 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
         job_finish(j, &o);
 }
 
-/* The summary child's env as the models listing sees it: the daemon's, then
- * the caller's without the plumbing names (PATH, HOME, taskferry's path
- * variables), the denylist applied to both; then what a summary child drops
- * (OpenCode's config variables, TASKFERRY_OUTPUT_DIR) and TASKFERRY_CHILD=1.
- * The env file, the lowest layer of the child's own env, is not in it. */
+/* The summary child's env as the models listing sees it: the layers of
+ * every worker's (launch.h launch_env_layers: the env file, the daemon's,
+ * the caller's), then what a summary child drops (OpenCode's config
+ * variables, TASKFERRY_OUTPUT_DIR) and TASKFERRY_CHILD=1. */
 static int summary_env(Manager *m, json_object *caller, char ***ret) {
-        static const char *const excluded[] = {"PATH", "HOME", "TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR",
-                                               "TASKFERRY_CACHE_DIR", "TASKFERRY_SOCKET_PATH",
-                                               "TASKFERRY_OVERLAY_TMP_DIR", NULL};
         _cleanup_strv_free_ char **env = NULL;
-        for (char **e = environ; e && *e; e++) {
-                const char *eq = strchr(*e, '=');
-                if (!eq) continue;
-                _cleanup_free_ char *name = strndup(*e, (size_t) (eq - *e));
-                if (!name) return -ENOMEM;
-                if (strv_contains(m->settings.env_denylist, name)) continue;
-                if (strv_push(&env, *e) < 0) return -ENOMEM;
-        }
-        if (caller) {
-                json_object_object_foreach(caller, key, val) {
-                        if (!json_object_is_type(val, json_type_string)) continue;
-                        if (strv_contains((char **) excluded, key) || strv_contains(m->settings.env_denylist, key)) continue;
-                        if (strv_env_set(&env, key, json_object_get_string(val)) < 0) return -ENOMEM;
-                }
-        }
+        if (launch_env_layers(m, caller, &env) < 0) return -ENOMEM;
         static const char *const drop[] = {"OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT",
                                            "TASKFERRY_OUTPUT_DIR"};
         for (size_t i = 0; i < ELEMENTSOF(drop); i++) (void) strv_env_unset(&env, drop[i]);

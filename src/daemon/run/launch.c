@@ -56,22 +56,27 @@ static int env_layer_apply(Manager *m, char ***env, char *const *entries, bool p
         return 0;
 }
 
-/* The worker environment, read at spawn, lowest first: the env file's
- * current values (env-file.h) and the daemon's ambient env, then the
- * caller's env frozen at dispatch; the per-task variables on top. */
-static int build_worker_env(Task *t, char ***ret) {
-        Manager *m = t->m;
+int launch_env_layers(Manager *m, json_object *caller_env, char ***ret) {
         _cleanup_strv_free_ char **env = calloc(1, sizeof(char *));
         if (!env || env_layer_apply(m, &env, env_file_vars(m), false) < 0 ||
             env_layer_apply(m, &env, environ, true) < 0)
                 return -ENOMEM;
-        if (t->caller_env) {
-                json_object_object_foreach(t->caller_env, key, val) {
+        if (caller_env) {
+                json_object_object_foreach(caller_env, key, val) {
                         if (!val || !json_object_is_type(val, json_type_string)) continue;
                         if (!env_layer_allows(m, key, false)) continue;
                         if (strv_env_set(&env, key, json_object_get_string(val)) < 0) return -ENOMEM;
                 }
         }
+        *ret = TAKE_PTR(env);
+        return 0;
+}
+
+/* The worker environment, read at spawn: its layers (launch_env_layers),
+ * the per-task variables on top. */
+static int build_worker_env(Task *t, char ***ret) {
+        _cleanup_strv_free_ char **env = NULL;
+        if (launch_env_layers(t->m, t->caller_env, &env) < 0) return -ENOMEM;
         if (strv_env_set(&env, "TASKFERRY_CHILD", "1") < 0 || strv_env_set(&env, "TASKFERRY_TASK_ID", t->id) < 0)
                 return -ENOMEM;
         const char *out = t->rec.output_dir;

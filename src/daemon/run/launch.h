@@ -5,7 +5,9 @@
  * (lifecycle.h task_start). */
 
 #include <sys/types.h>
+#include <json-c/json.h>
 
+typedef struct Manager Manager;
 typedef struct Task Task;
 
 /* What a prepared launch holds until the spawn. */
@@ -33,6 +35,14 @@ typedef struct LaunchedShim {
  * pipe, then execs taskferry-shim in a new session with the user's soft fd
  * limit and only the spec and status fds. 0; -errno with *reason. */
 int launch_spawn(Task *t, LaunchPlan *plan, LaunchedShim *ret, char **reason);
+
+/* A worker's environment before its per-task variables, lowest layer
+ * first, each entry winning over the layers below: the env file's current
+ * values (env-file.h), the daemon's own environment, then the caller's env
+ * frozen at dispatch (caller_env: an object of strings, NULL: none); the
+ * daemon's denylist applies to every layer, and PATH, HOME and taskferry's
+ * path variables come only from the daemon's own. A strv; -ENOMEM. */
+int launch_env_layers(Manager *m, json_object *caller_env, char ***ret);
 
 /* The fixed instruction a report summary's worker gets on its command line
  * (not a secret: the same for every summary; the transcript is the

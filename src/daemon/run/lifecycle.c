@@ -254,10 +254,8 @@ static void task_release(Task *t, TaskStatus entering) {
         if (m->task_sockets) m->task_sockets->close(t);
 }
 
-/* The way into a final state of a task this daemon queued or ran.
- * (task_coldplug moves a loaded task to crashed or unknown by
- * task_transition alone: such a task holds no slot, timer or socket here,
- * and the boot sweep takes its prompt file and launch request.) */
+/* The one way into a final state: release what the task holds, then the
+ * transition, then a kick (what it held may let another launch). */
 static void task_enter_final(Task *t, TaskStatus s, ChangesetStatus cs) {
         Manager *m = t->m;
         task_release(t, s);
@@ -448,10 +446,9 @@ static bool coldplug_running(Task *t) {
  * already launched whose "running" was never durable): it crashes with a
  * reason instead of running wrong or twice. */
 static void coldplug_queued(Task *t) {
-        Manager *m = t->m;
         int r = launch_request_load(t);
         if (r >= 0) {
-                scheduler_enqueue(m, t);
+                scheduler_enqueue(t->m, t);
                 return;
         }
         log_warning("task %s was queued, but its launch request (%s) cannot be read: %s; not launched", t->id,
@@ -461,13 +458,12 @@ static void coldplug_queued(Task *t) {
                                                  LAUNCH_REQUEST_FILE, r == -ENOENT ? "was not recorded" : "cannot be read");
         task_set_str(t, TASK_KEY_spawn_error, msg ? msg : "launch request lost; dispatch it again");
         task_set_ended_now(t);
-        (void) task_transition(t, TASK_CRASHED, t->rec.changeset_status);
-        m->store.dirty = true;
+        task_enter_final(t, TASK_CRASHED, t->rec.changeset_status);
 }
 
 void task_coldplug(Manager *m) {
-        /* the table may grow meanwhile (no: nothing creates tasks here), but
-         * settlements started here finish later, from the loop */
+        /* nothing here adds to the table; settlements started here end later,
+         * from the loop */
         size_t n = m->n_tasks;
         for (size_t i = 0; i < n; i++) {
                 Task *t = m->tasks[i];
@@ -479,10 +475,7 @@ void task_coldplug(Manager *m) {
                 }
                 /* Only a task whose shim is truly gone, or one never launched,
                  * reads "unknown". */
-                if (task_is_active(t)) {
-                        (void) task_transition(t, TASK_UNKNOWN, t->rec.changeset_status);
-                        m->store.dirty = true;
-                }
+                if (task_is_active(t)) task_enter_final(t, TASK_UNKNOWN, t->rec.changeset_status);
         }
 }
 

@@ -1,5 +1,6 @@
 /* Boot sweeps (sweep.h). */
 
+#include "core/launch-options.h"
 #include "process-util.h"
 #include "run/sweep.h"
 
@@ -216,7 +217,6 @@ static int prompt_entry(Sweep *s, const char *root, int root_fd, const char *nam
  * task's launch request (pending-launch.json: the caller's env, launch-options.h)
  * goes unless the task is still queued; a temp file of an interrupted write
  * of it always goes (nothing writes one before the loop runs). */
-#define LAUNCH_REQUEST_NAME "pending-launch.json"
 static int task_dir_entry(Sweep *s, const char *root, int root_fd, const char *name) {
         ssize_t i = find_task(s, name);
         if (i < 0) return take_away(s, root, root_fd, name, "task dir");
@@ -233,9 +233,9 @@ static int task_dir_entry(Sweep *s, const char *root, int root_fd, const char *n
         int r = 0;
         for (struct dirent *de; r >= 0 && (de = readdir(d));) {
                 size_t len = strlen(de->d_name);
-                bool tmp = startswith(de->d_name, "." LAUNCH_REQUEST_NAME "-") && len > 4 &&
+                bool tmp = startswith(de->d_name, "." LAUNCH_REQUEST_FILE "-") && len > 4 &&
                            streq(de->d_name + len - 4, ".tmp");
-                if ((tmp || (!queued && streq(de->d_name, LAUNCH_REQUEST_NAME)))) r = strv_push(&doomed, de->d_name);
+                if ((tmp || (!queued && streq(de->d_name, LAUNCH_REQUEST_FILE)))) r = strv_push(&doomed, de->d_name);
         }
         closedir(d);
         if (r < 0) return r;
