@@ -325,6 +325,25 @@ START_TEST(binds_symlink_into_the_state_dir) {
 }
 END_TEST
 
+/* The own dirs are directories, whatever path names them: a state dir
+ * reached through a symlink (a symlinked $HOME) is refused by its real
+ * path too. */
+START_TEST(binds_state_dir_named_through_a_symlink) {
+        symlink_at("s/state", "statelink");
+        free(paths.state_dir);
+        paths.state_dir = at("statelink");
+        _cleanup_free_ char *proj = at("proj"), *real = at("s/state"), *inside = at("s/state/tasks.json");
+        Params *p = params("\"rwBind\":[\"%s\"]", inside);
+        _cleanup_free_ char *want = strdup_printf(
+                "error: rwBind entry %s overlaps the state dir (%s); the sandbox would no longer gate the worker's "
+                "writes\nhelp: bind a path outside %s",
+                inside, real, real);
+        char *reason = NULL;
+        check_refused(dispatch_check_binds(&paths, &p->pp.dispatch, proj, &reason), &reason, -EPERM, want);
+        params_free(p);
+}
+END_TEST
+
 /* ---- the bind warnings ---- */
 
 START_TEST(bind_warnings_inside_and_containing) {
@@ -679,6 +698,7 @@ int main(void) {
         tcase_add_test(tc, binds_relative_entry);
         tcase_add_test(tc, binds_overlapping_protected_dirs);
         tcase_add_test(tc, binds_symlink_into_the_state_dir);
+        tcase_add_test(tc, binds_state_dir_named_through_a_symlink);
         tcase_add_test(tc, bind_warnings_inside_and_containing);
         tcase_add_test(tc, bind_warnings_none);
         tcase_add_test(tc, bind_warnings_symlink);
