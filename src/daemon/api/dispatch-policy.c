@@ -76,12 +76,18 @@ int dispatch_check_binds(const tf_paths *paths, const ProtoDispatchParams *p, co
                         /* compare what the path resolves to: a symlink into the state dir is the state dir */
                         _cleanup_free_ char *c = canonical(*given);
                         if (!c) return set_error(reason, -ENOMEM, "error: out of memory");
-                        for (size_t j = 0; j < ELEMENTSOF(protected_); j++)
-                                if (protected_[j] && paths_overlap(c, protected_[j]))
+                        for (size_t j = 0; j < ELEMENTSOF(protected_); j++) {
+                                if (!protected_[j]) continue;
+                                /* and what each own dir resolves to: a state dir named through a
+                                 * symlink (a symlinked home) is still the state dir */
+                                _cleanup_free_ char *pc = canonical(protected_[j]);
+                                if (!pc) return set_error(reason, -ENOMEM, "error: out of memory");
+                                if (paths_overlap(c, pc))
                                         return set_error(reason, -EPERM,
                                                          "error: %s entry %s overlaps %s (%s); the sandbox would no "
                                                          "longer gate the worker's writes\nhelp: bind a path outside %s",
-                                                         lists[k].name, c, names[j], protected_[j], protected_[j]);
+                                                         lists[k].name, c, names[j], pc, pc);
+                        }
                 }
         return 0;
 }

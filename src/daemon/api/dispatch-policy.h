@@ -21,8 +21,9 @@
 int dispatch_check_directory(const tf_paths *paths, char *const *deny, const char *directory, char **reason);
 
 /* Every bind (rwBind, allowedDirs, roBind) is absolute and, resolved, overlaps
- * neither the dispatch directory nor taskferry's own dirs: the sandbox would
- * no longer gate the worker's writes. */
+ * neither the dispatch directory nor taskferry's own dirs, resolved too (a
+ * state dir named through a symlink is the directory it names): the sandbox
+ * would no longer gate the worker's writes. */
 int dispatch_check_binds(const tf_paths *paths, const ProtoDispatchParams *p, const char *directory, char **reason);
 
 /* Binding a deny-listed path (or something inside one) is the user's
