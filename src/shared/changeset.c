@@ -1181,7 +1181,53 @@ static int dotgit_warn(extract_child *c, char **err) {
         return r;
 }
 
-static _Noreturn void child_main(extract_child *c, int out_fd) {
+/* Fork fn(userdata, out_fd) in a child that dies with us (and run_command's
+ * git with it), and read what it writes: "O<text>" or "E<error>". name is
+ * the child's for safe_fork; what names it in our errors ("the git
+ * process"). 0 with the reply (NUL-terminated) in *ret_reply, -EIO with *err
+ * set when the child failed or said "E", -errno. */
+typedef void (*child_fn)(void *userdata, int out_fd);
+static int run_child(const char *name, const char *what, child_fn fn, void *userdata, char **ret_reply, size_t *ret_len,
+                     char **err) {
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
+        pid_t pid;
+        int r = safe_fork(name, FORK_DEATHSIG_SIGKILL, &pid);
+        if (r < 0) {
+                safe_close(pfd[0]), safe_close(pfd[1]);
+                return r;
+        }
+        if (r == 0) {
+                safe_close(pfd[0]);
+                fn(userdata, pfd[1]);
+                _exit(1);
+        }
+        safe_close(pfd[1]);
+        _cleanup_free_ char *reply = NULL;
+        size_t len = 0;
+        r = read_fd(pfd[0], SIZE_MAX - 1, &reply, &len);
+        safe_close(pfd[0]);
+        if (r < 0) {
+                sigkill_wait(pid);
+                return r;
+        }
+        siginfo_t si;
+        if ((r = wait_for_terminate(pid, &si)) < 0) return r;
+        if (si.si_code != CLD_EXITED || si.si_status != 0 || reply[0] != 'O') {
+                if (reply[0] == 'E') *err = strdup(reply + 1);
+                else if (si.si_code != CLD_EXITED)
+                        *err = strdup_printf("%s was killed by %s", what, strnull(signal_to_name(si.si_status)));
+                else
+                        *err = strdup_printf("%s failed", what);
+                return -EIO;
+        }
+        *ret_reply = TAKE_PTR(reply);
+        if (ret_len) *ret_len = len;
+        return 0;
+}
+
+static _Noreturn void child_main(void *userdata, int out_fd) {
+        extract_child *c = userdata;
         _cleanup_free_ char *err = NULL, *before = NULL, *after = NULL;
         _cleanup_(refused_list_done) refused_list host = {}, merged = {};
         int r = userns_enter_as_root(getuid(), getgid());
@@ -1550,46 +1596,16 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
         }
         if ((r = git_ctx_build_env(&g)) < 0) return r;
 
-        int pfd[2];
-        if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
-        /* dies with the job that forked it (run_command's git with it) */
-        pid_t pid;
-        r = safe_fork("changeset-extract", FORK_DEATHSIG_SIGKILL, &pid);
-        if (r < 0) {
-                safe_close(pfd[0]), safe_close(pfd[1]);
-                return r;
-        }
-        if (r == 0) {
-                safe_close(pfd[0]);
-                extract_child c = {.a = a, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file,
-                                   .host_fd = -1};
-                /* The child works on the canonical D. */
-                changeset_extract_args ca = *a;
-                ca.directory = dir;
-                c.a = &ca;
-                child_main(&c, pfd[1]);
-        }
-        safe_close(pfd[1]);
+        extract_child c = {.a = a, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file,
+                           .host_fd = -1};
+        /* The child works on the canonical D. */
+        changeset_extract_args ca = *a;
+        ca.directory = dir;
+        c.a = &ca;
         _cleanup_free_ char *reply = NULL;
         size_t reply_len = 0;
-        r = read_fd(pfd[0], SIZE_MAX - 1, &reply, &reply_len);
-        safe_close(pfd[0]);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR) {
-                        if (r >= 0) r = -errno;
-                        break;
-                }
-        if (r < 0) return r;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply[0] != 'O') {
-                if (reply[0] == 'E') *err = strdup(reply + 1);
-                else if (WIFSIGNALED(status))
-                        *err = strdup_printf("the extraction process was killed by %s",
-                                             strnull(signal_to_name(WTERMSIG(status))));
-                else
-                        *err = strdup("the extraction process failed");
-                return -EIO;
-        }
+        if ((r = run_child("changeset-extract", "the extraction process", child_main, &c, &reply, &reply_len, err)) < 0)
+                return r;
         char before[80] = "", after[80] = "";
         size_t child_total = 0;
         char *nl = strchr(reply, '\n');
@@ -2337,48 +2353,6 @@ static int userns_enter_identity(void) {
         return 0;
 }
 
-/* Fork fn(userdata, out_fd) and read what it writes: "O<text>" or "E<error>". */
-typedef void (*child_fn)(void *userdata, int out_fd);
-static int run_child(child_fn fn, void *userdata, char **ret_reply, size_t *ret_len, char **err) {
-        int pfd[2];
-        if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
-                safe_close(pfd[0]), safe_close(pfd[1]);
-                return r;
-        }
-        if (pid == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                safe_close(pfd[0]);
-                fn(userdata, pfd[1]);
-                _exit(1);
-        }
-        safe_close(pfd[1]);
-        _cleanup_free_ char *reply = NULL;
-        size_t len = 0;
-        int r = read_fd(pfd[0], SIZE_MAX - 1, &reply, &len);
-        safe_close(pfd[0]);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR) {
-                        if (r >= 0) r = -errno;
-                        break;
-                }
-        if (r < 0) return r;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply[0] != 'O') {
-                if (reply[0] == 'E') *err = strdup(reply + 1);
-                else if (WIFSIGNALED(status))
-                        *err = strdup_printf("the git process was killed by %s", strnull(signal_to_name(WTERMSIG(status))));
-                else
-                        *err = strdup("the git process failed");
-                return -EIO;
-        }
-        *ret_reply = TAKE_PTR(reply);
-        if (ret_len) *ret_len = len;
-        return 0;
-}
-
 static int copy_file_keep_mtime(const char *from, const char *to) {
         _cleanup_close_ int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (in < 0) return -errno;
@@ -2559,7 +2533,7 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
                 .index_copy = index_copy,
                 .exclude_text = strempty(ri.excludes),
         };
-        if ((r = run_child(snapshot_child_main, &s, &reply, NULL, err)) < 0) goto fail;
+        if ((r = run_child("changeset-snapshot", "the git process", snapshot_child_main, &s, &reply, NULL, err)) < 0) goto fail;
         if (!is_hex_oid(reply + 1)) {
                 *err = strdup("the snapshot process returned no tree");
                 r = -EIO;
@@ -3055,7 +3029,7 @@ static int extract_touched(const changeset_extract_args *a, const char *dir, con
                 };
                 _cleanup_free_ char *reply = NULL;
                 size_t reply_len = 0;
-                if ((r = run_child(touched_child_main, &tc, &reply, &reply_len, err)) < 0) return r;
+                if ((r = run_child("changeset-extract", "the git process", touched_child_main, &tc, &reply, &reply_len, err)) < 0) return r;
                 size_t child_total = 0;
                 char *nl = strchr(reply, '\n');
                 if (!nl || sscanf(reply + 1, "%79s %zu", after, &child_total) != 2 || !is_hex_oid(after)) {
