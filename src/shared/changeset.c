@@ -400,6 +400,72 @@ static int private_repo_create(const char *git_dir) {
         return 0;
 }
 
+/* Where a scratch repository's alternates and exclude rules come from. */
+typedef struct scratch_repo {
+        const char *work_tree; /* GIT_WORK_TREE (NULL: none) */
+        const char *objects;   /* the real repository's object store: an alternate when it is a directory (NULL: none) */
+        const char *base_objects; /* a base snapshot's object store, an alternate too (NULL: none) */
+        const char *excludes;  /* the text of info/exclude (NULL: empty) */
+        size_t excludes_len;
+} scratch_repo;
+
+/* The private repository T of one job, in scratch (a private directory the
+ * caller made and removes): T = <scratch>/git, created here, with the index
+ * <scratch>/index and HOME <scratch>/home (never created, so git reads no
+ * user file), and g's environment built. 0, or -errno (*err set when a
+ * file could not be made). */
+static int git_ctx_scratch(git_ctx *g, const char *scratch, const scratch_repo *o, char **err) {
+        g->git_dir = path_join(scratch, "git");
+        g->index_file = path_join(scratch, "index");
+        g->home = path_join(scratch, "home");
+        if (!g->git_dir || !g->index_file || !g->home) return -ENOMEM;
+        if (o->work_tree && !(g->work_tree = strdup(o->work_tree))) return -ENOMEM;
+        if (o->objects && is_dir(o->objects) && !(g->alternates = strdup(o->objects))) return -ENOMEM;
+        if (o->base_objects && !(g->base_objects = strdup(o->base_objects))) return -ENOMEM;
+        int r = private_repo_create(g->git_dir);
+        if (r < 0) {
+                *err = strdup_printf("cannot create the private git directory in %s: %s", scratch, strerror(-r));
+                return r;
+        }
+        if (o->excludes) {
+                _cleanup_free_ char *exclude_path = path_join(g->git_dir, "info/exclude");
+                if (!exclude_path) return -ENOMEM;
+                if ((r = write_small_file(exclude_path, o->excludes, o->excludes_len)) < 0) {
+                        *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
+                        return r;
+                }
+        }
+        return git_ctx_build_env(g);
+}
+
+/* The bind sources that hide a nested .git (a directory or a file) in a
+ * view: <scratch>/empty-dir (mode 0500) and <scratch>/empty-file. 0, or
+ * -errno (*err set). */
+static int hiders_create(const char *scratch, char **ret_dir, char **ret_file, char **err) {
+        _cleanup_free_ char *d = path_join(scratch, "empty-dir"), *f = path_join(scratch, "empty-file");
+        if (!d || !f) return -ENOMEM;
+        int r = mkdir(d, 0500) < 0 ? -errno : write_small_file(f, "", 0);
+        if (r < 0) {
+                *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
+                return r;
+        }
+        *ret_dir = TAKE_PTR(d);
+        *ret_file = TAKE_PTR(f);
+        return 0;
+}
+
+/* "<pre_head>", or "<pre_head>:<prefix>" for a subdirectory of the work
+ * tree (prefix "a/b/" as rev-parse --show-prefix prints it): the tree of D
+ * at dispatch. */
+static int base_treeish(const char *pre_head, const char *prefix, char **ret) {
+        _cleanup_free_ char *p = strdup(strempty(prefix));
+        if (!p) return -ENOMEM;
+        size_t n = strlen(p);
+        while (n > 0 && p[n - 1] == '/') p[--n] = 0;
+        *ret = n ? strdup_printf("%s:%s", pre_head, p) : strdup(pre_head);
+        return *ret ? 0 : -ENOMEM;
+}
+
 /* Run `git -c core.fsmonitor=false -c core.hooksPath=/dev/null <args...>`. */
 static int run_git_argv(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, char *const *args) {
         _cleanup_strv_free_ char **argv = NULL;
@@ -573,6 +639,27 @@ static int host_env(char ***ret) {
         if (r < 0) return r;
         *ret = TAKE_PTR(env);
         return 0;
+}
+
+/* Ask git (host view, read-only) for a path of dir's repository:
+ * `rev-parse --path-format=absolute <what> [<arg>]` (--git-common-dir;
+ * --git-path index). 1 with the path in *ret, 0 when dir is in no repository
+ * (git printed no absolute path), -errno. */
+static int host_git_path(const char *dir, const char *what, const char *arg, char **ret) {
+        _cleanup_strv_free_ char **env = NULL;
+        int r = host_env(&env);
+        if (r < 0) return r;
+        char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C", (char *) dir,
+                        (char *) "rev-parse", (char *) "--path-format=absolute", (char *) what, (char *) arg, NULL};
+        run_result rr;
+        if ((r = run_command(argv, env, "/", SMALL_MAX, -1, &rr)) < 0) return r;
+        r = 0;
+        if (rr.exit_code == 0 && rr.out && rr.out[0] == '/') {
+                strip_trailing_space(rr.out);
+                r = (*ret = strdup(rr.out)) ? 1 : -ENOMEM;
+        }
+        run_result_done(&rr);
+        return r;
 }
 
 /* Ask git (host view, read-only) where D's repository is, and assemble the
@@ -1556,45 +1643,14 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
                 *err = strdup_printf("cannot run git: %s", strerror(-r));
                 return r;
         }
-        _cleanup_free_ char *base = NULL;
-        if (a->pre_head) {
-                _cleanup_free_ char *prefix = strdup(strempty(ri.prefix));
-                if (!prefix) return -ENOMEM;
-                size_t n = strlen(prefix);
-                while (n > 0 && prefix[n - 1] == '/') prefix[--n] = 0;
-                base = n ? strdup_printf("%s:%s", a->pre_head, prefix) : strdup(a->pre_head);
-                if (!base) return -ENOMEM;
-        }
-
+        _cleanup_free_ char *base = NULL, *objects = NULL, *empty_dir = NULL, *empty_file = NULL;
+        if (a->pre_head && (r = base_treeish(a->pre_head, ri.prefix, &base)) < 0) return r;
+        if (ri.common_dir && !(objects = path_join(ri.common_dir, "objects"))) return -ENOMEM;
         _cleanup_(git_ctx_done) git_ctx g = {};
-        g.git_dir = path_join(scratch, "git");
-        g.work_tree = strdup(dir);
-        g.index_file = path_join(scratch, "index");
-        g.home = path_join(scratch, "home");
-        _cleanup_free_ char *empty_dir = path_join(scratch, "empty-dir");
-        _cleanup_free_ char *empty_file = path_join(scratch, "empty-file");
-        _cleanup_free_ char *exclude_path = NULL;
-        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !empty_dir || !empty_file) return -ENOMEM;
-        if (ri.common_dir) {
-                g.alternates = path_join(ri.common_dir, "objects");
-                if (!g.alternates) return -ENOMEM;
-                if (!is_dir(g.alternates)) {
-                        free(g.alternates);
-                        g.alternates = NULL;
-                }
-        }
-        if ((r = private_repo_create(g.git_dir)) < 0) {
-                *err = strdup_printf("cannot create the private git directory in %s: %s", scratch, strerror(-r));
+        scratch_repo o = {.work_tree = dir, .objects = objects, .excludes = strempty(ri.excludes),
+                          .excludes_len = strlen(strempty(ri.excludes))};
+        if ((r = git_ctx_scratch(&g, scratch, &o, err)) < 0 || (r = hiders_create(scratch, &empty_dir, &empty_file, err)) < 0)
                 return r;
-        }
-        exclude_path = path_join(g.git_dir, "info/exclude");
-        if (!exclude_path) return -ENOMEM;
-        if ((r = write_small_file(exclude_path, strempty(ri.excludes), strlen(strempty(ri.excludes)))) < 0 ||
-            (mkdir(empty_dir, 0500) < 0 && (r = -errno)) || (r = write_small_file(empty_file, "", 0)) < 0) {
-                *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
-                return r;
-        }
-        if ((r = git_ctx_build_env(&g)) < 0) return r;
 
         extract_child c = {.a = a, .g = &g, .base_treeish = base, .empty_dir = empty_dir, .empty_file = empty_file,
                            .host_fd = -1};
@@ -1825,7 +1881,7 @@ static char *trimmed(const char *s) {
  * when there is something to say) when no clean merge exists; -errno on
  * other failures. */
 static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_path, char **why) {
-        _cleanup_strv_free_ char **env = NULL, **paths = NULL, **ui = NULL;
+        _cleanup_strv_free_ char **paths = NULL, **ui = NULL;
         _cleanup_free_ char *err = NULL, *t0 = NULL, *t1 = NULL, *ap_err = NULL;
         extract_child c = {.g = g};
         changeset_extract_args fake = {.directory = g->work_tree};
@@ -1833,21 +1889,10 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
         run_result rr;
 
         /* Preimage blobs can only come from the live repository's objects. */
-        int r = host_env(&env);
-        if (r < 0) return r;
-        char *rp_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C",
-                           g->work_tree, (char *) "rev-parse", (char *) "--path-format=absolute",
-                           (char *) "--git-common-dir", NULL};
-        r = run_command(rp_argv, env, "/", SMALL_MAX, -1, &rr);
-        if (r < 0) return r;
-        if (rr.exit_code != 0 || rr.out[0] != '/') {
-                run_result_done(&rr);
-                return 0; /* not a repository: no base to merge with */
-        }
-        strip_trailing_space(rr.out);
-        g->alternates = path_join(rr.out, "objects");
-        run_result_done(&rr);
-        if (!g->alternates) return -ENOMEM;
+        _cleanup_free_ char *common = NULL;
+        int r = host_git_path(g->work_tree, "--git-common-dir", NULL, &common);
+        if (r <= 0) return r; /* 0: not a repository, no base to merge with */
+        if (!(g->alternates = path_join(common, "objects"))) return -ENOMEM;
         if ((r = git_ctx_build_env(g)) < 0) return r;
 
         char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
@@ -2119,12 +2164,10 @@ static int patch_plants_repository(const git_ctx *g, const char *patch, char **w
         return 0;
 }
 
-/* check_applied: only answer whether the tree already holds the patch. */
-static int apply_impl(const char *directory, const char *patch_path, bool check_applied, char **reason) {
-        if (isempty(directory) || isempty(patch_path)) {
-                *reason = strdup("invalid arguments");
-                return -EINVAL;
-        }
+/* The live directory and the patch of an apply, resolved: 1 with both in
+ * *ret_dir and *ret_patch, 0 when the patch is empty (an empty changeset:
+ * nothing to do), -errno with *reason set. */
+static int apply_open(const char *directory, const char *patch_path, char **ret_dir, char **ret_patch, char **reason) {
         _cleanup_free_ char *dir = realpath(directory, NULL);
         if (!dir || !is_dir(dir)) {
                 int r = dir ? -ENOTDIR : -errno;
@@ -2138,8 +2181,15 @@ static int apply_impl(const char *directory, const char *patch_path, bool check_
                 *reason = strdup_printf("cannot read the patch %s: %s", patch_path, strerror(errno));
                 return r;
         }
-        if (st.st_size == 0) return check_applied ? 0 : 1; /* an empty changeset: nothing to do */
+        if (st.st_size == 0) return 0;
+        *ret_dir = TAKE_PTR(dir);
+        *ret_patch = TAKE_PTR(patch);
+        return 1;
+}
 
+/* A private scratch directory for one apply, under $TMPDIR (default /tmp),
+ * that the caller removes: 0, or -errno with *reason set. */
+static int apply_scratch(char **ret, char **reason) {
         const char *tmp = getenv("TMPDIR");
         _cleanup_free_ char *scratch = strdup_printf("%s/taskferry-apply-XXXXXX", isempty(tmp) ? "/tmp" : tmp);
         if (!scratch) return -ENOMEM;
@@ -2148,17 +2198,24 @@ static int apply_impl(const char *directory, const char *patch_path, bool check_
                 *reason = strdup_printf("cannot create a scratch directory: %s", strerror(errno));
                 return r;
         }
+        *ret = TAKE_PTR(scratch);
+        return 0;
+}
+
+/* check_applied: only answer whether the tree already holds the patch. */
+static int apply_impl(const char *directory, const char *patch_path, bool check_applied, char **reason) {
+        if (isempty(directory) || isempty(patch_path)) {
+                *reason = strdup("invalid arguments");
+                return -EINVAL;
+        }
+        _cleanup_free_ char *dir = NULL, *patch = NULL, *scratch = NULL;
+        int r = apply_open(directory, patch_path, &dir, &patch, reason);
+        if (r <= 0) return r < 0 ? r : check_applied ? 0 : 1;
+        if ((r = apply_scratch(&scratch, reason)) < 0) return r;
         _cleanup_(git_ctx_done) git_ctx g = {};
-        g.git_dir = path_join(scratch, "git");
-        g.work_tree = strdup(dir);
-        g.index_file = path_join(scratch, "index");
-        g.home = path_join(scratch, "home");
         _cleanup_free_ char *rebased = path_join(scratch, "rebased.patch");
-        int r;
-        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !rebased) r = -ENOMEM;
-        else if ((r = private_repo_create(g.git_dir)) < 0)
-                *reason = strdup_printf("cannot create a private git directory: %s", strerror(-r));
-        else if ((r = git_ctx_build_env(&g)) >= 0 && check_applied)
+        if (!rebased) r = -ENOMEM;
+        else if ((r = git_ctx_scratch(&g, scratch, &(scratch_repo) {.work_tree = dir}, reason)) >= 0 && check_applied)
                 r = reverse_applies(&g, patch, reason);
         else if (r >= 0 && (r = patch_plants_repository(&g, patch, reason)) != 0)
                 r = r > 0 ? 0 : r;
@@ -2329,6 +2386,11 @@ static char *base_tree_read(const char *base_dir) {
         return is_hex_oid(data) ? TAKE_PTR(data) : NULL;
 }
 
+/* "<base_dir>/git/objects": the base's private object store. */
+static char *base_objects_dir(const char *base_dir) {
+        return strdup_printf("%s/%s/objects", base_dir, BASE_GIT_NAME);
+}
+
 static int write_proc(const char *path, const char *data) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0) return -errno;
@@ -2419,21 +2481,10 @@ static _Noreturn void snapshot_child_main(void *userdata, int out_fd) {
 
 /* The index file of the work tree whose top is dir, or NULL. */
 static char *repo_index_path(const char *dir) {
-        _cleanup_strv_free_ char **env = NULL;
-        if (host_env(&env) < 0) return NULL;
-        char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C", (char *) dir,
-                        (char *) "rev-parse", (char *) "--path-format=absolute", (char *) "--git-path", (char *) "index",
-                        NULL};
-        run_result rr;
-        if (run_command(argv, env, "/", SMALL_MAX, -1, &rr) < 0) return NULL;
-        char *p = NULL;
-        if (rr.exit_code == 0 && rr.out && rr.out[0] == '/') {
-                strip_trailing_space(rr.out);
-                struct stat st;
-                if (stat(rr.out, &st) == 0 && S_ISREG(st.st_mode)) p = strdup(rr.out);
-        }
-        run_result_done(&rr);
-        return p;
+        _cleanup_free_ char *p = NULL;
+        struct stat st;
+        if (host_git_path(dir, "--git-path", "index", &p) <= 0 || stat(p, &st) < 0 || !S_ISREG(st.st_mode)) return NULL;
+        return TAKE_PTR(p);
 }
 
 static int snapshot_impl(const char *directory, const char *pre_head, const char *base_dir, char **err) {
@@ -2474,7 +2525,7 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
          * past a _cleanup_ declaration would free an indeterminate pointer */
         _cleanup_free_ char *base = NULL, *index_copy = NULL, *empty_dir = NULL, *empty_file = NULL,
                             *exclude_path = NULL, *tree_path = NULL, *base_exclude = NULL, *reply = NULL,
-                            *line = NULL, *ex = NULL;
+                            *line = NULL, *ex = NULL, *objects = NULL;
         _cleanup_(git_ctx_done) git_ctx g = {};
         _cleanup_(repo_info_done) repo_info ri = {};
         int r = repo_info_gather(dir, &ri);
@@ -2482,49 +2533,25 @@ static int snapshot_impl(const char *directory, const char *pre_head, const char
                 *err = strdup_printf("cannot run git: %s", strerror(-r));
                 goto fail;
         }
-        if (pre_head) {
-                _cleanup_free_ char *prefix = strdup(strempty(ri.prefix));
-                if (!prefix) return -ENOMEM;
-                size_t n = strlen(prefix);
-                while (n > 0 && prefix[n - 1] == '/') prefix[--n] = 0;
-                base = n ? strdup_printf("%s:%s", pre_head, prefix) : strdup(pre_head);
-                if (!base) return -ENOMEM;
-        }
+        if (pre_head && (r = base_treeish(pre_head, ri.prefix, &base)) < 0) goto fail;
         /* The index is relative to the top of the work tree: only usable there. */
         if (ri.toplevel && isempty(ri.prefix)) index_copy = repo_index_path(dir);
 
-        g.git_dir = path_join(tmp, BASE_GIT_NAME);
-        g.work_tree = strdup(dir);
-        g.index_file = path_join(tmp, "index");
-        g.home = path_join(tmp, "home");
-        empty_dir = path_join(tmp, "empty-dir");
-        empty_file = path_join(tmp, "empty-file");
+        /* tmp becomes the base: its scratch repository is the base's BASE_GIT_NAME */
         tree_path = path_join(tmp, BASE_TREE_NAME);
         base_exclude = path_join(tmp, BASE_EXCLUDE_NAME);
-        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !empty_dir || !empty_file || !tree_path ||
-            !base_exclude) {
+        if (!tree_path || !base_exclude || (ri.common_dir && !(objects = path_join(ri.common_dir, "objects")))) {
                 r = -ENOMEM;
                 goto fail;
         }
-        if (ri.common_dir) {
-                g.alternates = path_join(ri.common_dir, "objects");
-                if (g.alternates && !is_dir(g.alternates)) g.alternates = mfree(g.alternates);
-        }
-        if ((r = private_repo_create(g.git_dir)) < 0) {
-                *err = strdup_printf("cannot create the private git directory in %s: %s", tmp, strerror(-r));
+        scratch_repo o = {.work_tree = dir, .objects = objects, .excludes = strempty(ri.excludes),
+                          .excludes_len = strlen(strempty(ri.excludes))};
+        if ((r = git_ctx_scratch(&g, tmp, &o, err)) < 0 || (r = hiders_create(tmp, &empty_dir, &empty_file, err)) < 0)
                 goto fail;
-        }
-        exclude_path = path_join(g.git_dir, "info/exclude");
-        if (!exclude_path) {
+        if (!(exclude_path = path_join(g.git_dir, "info/exclude"))) {
                 r = -ENOMEM;
                 goto fail;
         }
-        if ((r = write_small_file(exclude_path, strempty(ri.excludes), strlen(strempty(ri.excludes)))) < 0 ||
-            (mkdir(empty_dir, 0500) < 0 && (r = -errno)) || (r = write_small_file(empty_file, "", 0)) < 0) {
-                *err = strdup_printf("cannot prepare %s: %s", tmp, strerror(-r));
-                goto fail;
-        }
-        if ((r = git_ctx_build_env(&g)) < 0) goto fail;
 
         changeset_extract_args fake = {.directory = dir};
         snapshot_child s = {
@@ -2958,38 +2985,25 @@ static int extract_touched(const changeset_extract_args *a, const char *dir, con
                 return r;
         }
         _cleanup_(git_ctx_done) git_ctx g = {};
-        g.git_dir = path_join(scratch, "git");
-        g.work_tree = strdup(dir);
-        g.index_file = path_join(scratch, "index");
-        g.home = path_join(scratch, "home");
-        g.base_objects = strdup_printf("%s/%s/objects", a->base_dir, BASE_GIT_NAME);
-        _cleanup_free_ char *empty_dir = path_join(scratch, "empty-dir"), *empty_file = path_join(scratch, "empty-file");
+        _cleanup_free_ char *empty_dir = NULL, *empty_file = NULL, *ex = NULL, *objects = NULL;
         _cleanup_free_ char *rm_spec = path_join(scratch, "rm.spec"), *add_spec = path_join(scratch, "add.spec");
         _cleanup_free_ char *base_exclude = path_join(a->base_dir, BASE_EXCLUDE_NAME);
-        _cleanup_free_ char *patch_tmp = path_join(scratch, "patch"), *ex = NULL;
+        _cleanup_free_ char *base_objects = base_objects_dir(a->base_dir);
+        _cleanup_free_ char *patch_tmp = path_join(scratch, "patch");
         _cleanup_free_ char *host_objects = path_join(scratch, "host-objects"), *check_index = path_join(scratch, "check-index");
-        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !g.base_objects || !empty_dir || !empty_file ||
-            !rm_spec || !add_spec || !base_exclude || !patch_tmp || !host_objects || !check_index)
+        if (!rm_spec || !add_spec || !base_exclude || !base_objects || !patch_tmp || !host_objects || !check_index ||
+            (ri.common_dir && !(objects = path_join(ri.common_dir, "objects"))))
                 return -ENOMEM;
         if (mkdir(host_objects, 0700) < 0) return -errno;
-        if (ri.common_dir) {
-                g.alternates = path_join(ri.common_dir, "objects");
-                if (g.alternates && !is_dir(g.alternates)) g.alternates = mfree(g.alternates);
-        }
-        if ((r = private_repo_create(g.git_dir)) < 0) {
-                *err = strdup_printf("cannot create the private git directory in %s: %s", scratch, strerror(-r));
-                return r;
-        }
         size_t ex_len = 0;
-        _cleanup_free_ char *exclude_path = path_join(g.git_dir, "info/exclude");
-        if (!exclude_path) return -ENOMEM;
-        if ((r = read_file(base_exclude, LIST_MAX, &ex, &ex_len)) < 0 ||
-            (r = write_small_file(exclude_path, ex, ex_len)) < 0 || (mkdir(empty_dir, 0500) < 0 && (r = -errno)) ||
-            (r = write_small_file(empty_file, "", 0)) < 0) {
+        if ((r = read_file(base_exclude, LIST_MAX, &ex, &ex_len)) < 0) {
                 *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
                 return r;
         }
-        if ((r = git_ctx_build_env(&g)) < 0) return r;
+        scratch_repo o = {.work_tree = dir, .objects = objects, .base_objects = base_objects, .excludes = ex,
+                          .excludes_len = ex_len};
+        if ((r = git_ctx_scratch(&g, scratch, &o, err)) < 0 || (r = hiders_create(scratch, &empty_dir, &empty_file, err)) < 0)
+                return r;
 
         /* what the worker touched */
         _cleanup_(touched_done) touched t = {};
@@ -3866,67 +3880,31 @@ static int write_out_rollback(const git_ctx *g, const char *tree_o, const char *
 
 static int apply_3way_impl(const char *directory, const char *patch_path, const char *base_tree, const char *base_dir,
                            bool check_only, char **reason) {
-        _cleanup_free_ char *dir = realpath(directory, NULL);
-        if (!dir || !is_dir(dir)) {
-                int r = dir ? -ENOTDIR : -errno;
-                *reason = strdup_printf("cannot use %s: %s", directory, strerror(-r));
-                return r;
-        }
-        _cleanup_free_ char *patch = realpath(patch_path, NULL);
-        struct stat st;
-        if (!patch || stat(patch, &st) < 0) {
-                int r = -errno;
-                *reason = strdup_printf("cannot read the patch %s: %s", patch_path, strerror(errno));
-                return r;
-        }
-        if (st.st_size == 0) return check_only ? 0 : 1;
+        _cleanup_free_ char *dir = NULL, *patch = NULL, *scratch = NULL;
+        int r = apply_open(directory, patch_path, &dir, &patch, reason);
+        if (r <= 0) return r < 0 ? r : check_only ? 0 : 1;
         /* One merge-and-apply at a time per directory (an advisory lock on
          * the directory itself: nothing is written for it, and it goes with
          * the process): a second accept merges with what the first wrote. */
         _cleanup_close_ int lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (lock_fd < 0 || flock(lock_fd, LOCK_EX) < 0) {
-                int r = -errno;
+                r = -errno;
                 *reason = strdup_printf("cannot lock %s: %s", dir, strerror(errno));
                 return r;
         }
-        const char *tmp = getenv("TMPDIR");
-        _cleanup_free_ char *scratch = strdup_printf("%s/taskferry-apply-XXXXXX", isempty(tmp) ? "/tmp" : tmp);
-        if (!scratch) return -ENOMEM;
-        if (!mkdtemp(scratch)) {
-                int r = -errno;
-                *reason = strdup_printf("cannot create a scratch directory: %s", strerror(errno));
-                return r;
-        }
+        if ((r = apply_scratch(&scratch, reason)) < 0) return r;
         _cleanup_(git_ctx_done) git_ctx g = {};
-        g.git_dir = path_join(scratch, "git");
-        g.work_tree = strdup(dir);
-        g.index_file = path_join(scratch, "index");
-        g.home = path_join(scratch, "home");
-        g.base_objects = strdup_printf("%s/%s/objects", base_dir, BASE_GIT_NAME);
-        _cleanup_free_ char *merged = path_join(scratch, "merged.patch"), *ex = NULL;
-        _cleanup_free_ char *base_exclude = path_join(base_dir, BASE_EXCLUDE_NAME);
-        _cleanup_strv_free_ char **env = NULL;
-        int r = 0;
-        if (!g.git_dir || !g.work_tree || !g.index_file || !g.home || !g.base_objects || !merged || !base_exclude)
-                r = -ENOMEM;
-        if (r >= 0 && (r = private_repo_create(g.git_dir)) < 0)
-                *reason = strdup_printf("cannot create a private git directory: %s", strerror(-r));
+        _cleanup_free_ char *merged = path_join(scratch, "merged.patch"), *base_objects = base_objects_dir(base_dir);
+        _cleanup_free_ char *common = NULL, *objects = NULL;
+        if (!merged || !base_objects) r = -ENOMEM;
         /* the live repository's objects (never the worker's: the overlay is not mounted here) */
-        if (r >= 0 && (r = host_env(&env)) >= 0) {
-                char *rp_argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C", dir,
-                                   (char *) "rev-parse", (char *) "--path-format=absolute", (char *) "--git-common-dir",
-                                   NULL};
-                run_result rr;
-                if ((r = run_command(rp_argv, env, "/", SMALL_MAX, -1, &rr)) >= 0) {
-                        if (rr.exit_code == 0 && rr.out[0] == '/') {
-                                strip_trailing_space(rr.out);
-                                g.alternates = path_join(rr.out, "objects");
-                                if (g.alternates && !is_dir(g.alternates)) g.alternates = mfree(g.alternates);
-                        }
-                        run_result_done(&rr);
-                }
+        else if ((r = host_git_path(dir, "--git-common-dir", NULL, &common)) > 0 &&
+                 !(objects = path_join(common, "objects")))
+                r = -ENOMEM;
+        if (r >= 0) {
+                scratch_repo o = {.work_tree = dir, .objects = objects, .base_objects = base_objects};
+                r = git_ctx_scratch(&g, scratch, &o, reason);
         }
-        if (r >= 0) r = git_ctx_build_env(&g);
         /* commits for merge-tree: fixed identity and dates (same bytes every time) */
         static const char *const ident[] = {"GIT_AUTHOR_NAME=taskferry", "GIT_AUTHOR_EMAIL=taskferry@localhost",
                                             "GIT_AUTHOR_DATE=@0 +0000", "GIT_COMMITTER_NAME=taskferry",
