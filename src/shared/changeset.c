@@ -313,6 +313,21 @@ static int warnings_finish(warnings *w, char ***ret) {
         return 0;
 }
 
+/* Add a child's warnings to w: the NUL-terminated lines from p to end, of
+ * the child_total it counted (the lines past CHANGESET_WARNINGS_MAX are
+ * counted, not sent). */
+static int warnings_add_reply(warnings *w, const char *p, const char *end, size_t child_total) {
+        size_t received = 0;
+        for (; p < end; p += strlen(p) + 1) {
+                if (!*p) continue;
+                int r = warnings_add_line(w, strdup(p));
+                if (r < 0) return r;
+                received++;
+        }
+        if (child_total > received) w->total += child_total - received;
+        return 0;
+}
+
 /* Open rel (no leading '/') beneath dirfd without following any symlink. */
 static int open_beneath(int dirfd, const char *rel, int flags) {
         struct open_how how = {
@@ -349,10 +364,19 @@ static void git_ctx_done(git_ctx *g) {
         memset(g, 0, sizeof *g);
 }
 
+/* "PATH=" ours, or the usual directories when we have none. */
+static int env_push_path(char ***env) {
+        const char *path = getenv("PATH");
+        return strv_pushf(env, "PATH=%s", isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path);
+}
+
+/* The environment of every git run against g (g->env): nothing of ours but
+ * PATH, no system or global config, no user file (HOME is g->home), git's
+ * own prompts and pager off, and g's directories; with no git_dir it is the
+ * environment for a git outside any repository. */
 static int git_ctx_build_env(git_ctx *g) {
         _cleanup_strv_free_ char **env = NULL;
-        const char *path = getenv("PATH");
-        int r = strv_pushf(&env, "PATH=%s", isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path);
+        int r = env_push_path(&env);
         if (r >= 0) r = strv_pushf(&env, "HOME=%s", g->home);
         if (r >= 0) r = strv_push(&env, "LC_ALL=C");
         if (r >= 0) r = strv_push(&env, "GIT_CONFIG_NOSYSTEM=1");
@@ -362,7 +386,7 @@ static int git_ctx_build_env(git_ctx *g) {
         if (r >= 0) r = strv_push(&env, "GIT_TERMINAL_PROMPT=0");
         if (r >= 0) r = strv_push(&env, "GIT_NO_REPLACE_OBJECTS=1");
         if (r >= 0) r = strv_push(&env, "GIT_PAGER=cat");
-        if (r >= 0) r = strv_pushf(&env, "GIT_DIR=%s", g->git_dir);
+        if (r >= 0 && g->git_dir) r = strv_pushf(&env, "GIT_DIR=%s", g->git_dir);
         if (r >= 0 && g->work_tree) r = strv_pushf(&env, "GIT_WORK_TREE=%s", g->work_tree);
         if (r >= 0 && g->index_file) r = strv_pushf(&env, "GIT_INDEX_FILE=%s", g->index_file);
         if (r >= 0 && (g->alternates || g->base_objects)) {
@@ -398,6 +422,24 @@ static int private_repo_create(const char *git_dir) {
                 if (r < 0) return r;
         }
         return 0;
+}
+
+/* g0's repository, objects and HOME with an index of its own (index_file)
+ * and, with_work_tree, g0's work tree (else none), its environment built:
+ * a second index over the same private repository. 0 or -errno. */
+static int git_ctx_copy(const git_ctx *g0, const char *index_file, bool with_work_tree, git_ctx *g) {
+        if (!(g->git_dir = strdup(g0->git_dir)) || !(g->home = strdup(g0->home)) ||
+            !(g->index_file = strdup(index_file)) || (with_work_tree && !(g->work_tree = strdup(g0->work_tree))) ||
+            (g0->alternates && !(g->alternates = strdup(g0->alternates))) ||
+            (g0->base_objects && !(g->base_objects = strdup(g0->base_objects))))
+                return -ENOMEM;
+        return git_ctx_build_env(g);
+}
+
+/* "<the directory of g's index>/name": a file beside g's other scratch state. */
+static char *git_ctx_scratch_path(const git_ctx *g, const char *name) {
+        const char *sl = g->index_file ? strrchr(g->index_file, '/') : NULL;
+        return sl ? strdup_printf("%.*s/%s", (int) (sl - g->index_file), g->index_file, name) : NULL;
 }
 
 /* Where a scratch repository's alternates and exclude rules come from. */
@@ -558,6 +600,37 @@ static int git_batched(const git_ctx *g, const char *cwd, size_t max_out, const 
         return 0;
 }
 
+/* Run git and read the one object id it prints: 0 with it in *ret, -errno
+ * (*err set; "git <what> printed no <noun>" when it printed none). */
+static int git_oid(const git_ctx *g, const char *cwd, const char *what, char *const *args, const char *noun, char **ret,
+                   char **err) {
+        run_result rr;
+        int r = git_ok(g, cwd, SMALL_MAX, &rr, err, what, args);
+        if (r < 0) return r;
+        strip_trailing_space(rr.out);
+        if (!is_hex_oid(rr.out)) {
+                *err = strdup_printf("git %s printed no %s", what, noun);
+                run_result_done(&rr);
+                return -EIO;
+        }
+        *ret = strdup(rr.out);
+        run_result_done(&rr);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int git_line(const git_ctx *g, const char *cwd, char **err, const char *what, char *const *args, char **ret) {
+        return git_oid(g, cwd, what, args, "object id", ret, err);
+}
+
+/* `git read-tree <tree>` into g's index, run in cwd: 0, -errno (*err set, naming it what). */
+static int git_read_tree(const git_ctx *g, const char *cwd, const char *tree, const char *what, char **err) {
+        char *args[] = {(char *) "read-tree", (char *) tree, NULL};
+        run_result rr;
+        int r = git_ok(g, cwd, 0, &rr, err, what, args);
+        if (r >= 0) run_result_done(&rr);
+        return r;
+}
+
 /* ------------------------------------------------------------------------ */
 /* exclude rules */
 
@@ -630,8 +703,8 @@ static void repo_info_done(repo_info *ri) {
  * run), but nothing from the caller's GIT_* variables. */
 static int host_env(char ***ret) {
         _cleanup_strv_free_ char **env = NULL;
-        const char *path = getenv("PATH"), *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
-        int r = strv_pushf(&env, "PATH=%s", isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path);
+        const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+        int r = env_push_path(&env);
         if (r >= 0 && home) r = strv_pushf(&env, "HOME=%s", home);
         if (r >= 0 && xdg) r = strv_pushf(&env, "XDG_CONFIG_HOME=%s", xdg);
         if (r >= 0) r = strv_push(&env, "LC_ALL=C");
@@ -657,6 +730,23 @@ static int host_git_path(const char *dir, const char *what, const char *arg, cha
         if (rr.exit_code == 0 && rr.out && rr.out[0] == '/') {
                 strip_trailing_space(rr.out);
                 r = (*ret = strdup(rr.out)) ? 1 : -ENOMEM;
+        }
+        run_result_done(&rr);
+        return r;
+}
+
+/* `git -C dir config --path --get <key>` in the host view: 0 with the value
+ * in *ret (NULL when it is unset or empty), -errno. */
+static int host_config_path(char **env, const char *dir, const char *key, char **ret) {
+        char *argv[] = {(char *) "git", (char *) "-C", (char *) dir, (char *) "config", (char *) "--path",
+                        (char *) "--get", (char *) key, NULL};
+        run_result rr;
+        int r = run_command(argv, env, "/", SMALL_MAX, -1, &rr);
+        if (r < 0) return r;
+        *ret = NULL;
+        if (rr.exit_code == 0) {
+                strip_trailing_space(rr.out);
+                if (*rr.out && !(*ret = strdup(rr.out))) r = -ENOMEM;
         }
         run_result_done(&rr);
         return r;
@@ -697,40 +787,22 @@ static int repo_info_gather(const char *dir, repo_info *ri) {
          * host's config, read before the worker's view exists; a relative
          * value is relative to the top of the work tree (githooks(5)). */
         if (ri->toplevel) {
-                char *hp_argv[] = {(char *) "git", (char *) "-C", (char *) dir, (char *) "config", (char *) "--path",
-                                   (char *) "--get", (char *) "core.hooksPath", NULL};
-                r = run_command(hp_argv, env, "/", SMALL_MAX, -1, &rr);
-                if (r < 0) return r;
-                if (rr.exit_code == 0) {
-                        strip_trailing_space(rr.out);
-                        _cleanup_free_ char *abs = !*rr.out ? NULL
-                                                   : rr.out[0] == '/' ? strdup(rr.out)
-                                                                      : path_join(ri->toplevel, rr.out);
-                        _cleanup_free_ char *real = abs ? realpath(abs, NULL) : NULL;
-                        const char *h = real ? real : abs;
-                        if (h && path_is_at_or_below(h, dir)) {
-                                const char *rel = h + strlen(dir);
-                                while (*rel == '/') rel++;
-                                if (!(ri->hooks_rel = strdup(rel))) r = -ENOMEM;
-                        }
+                _cleanup_free_ char *hooks = NULL;
+                if ((r = host_config_path(env, dir, "core.hooksPath", &hooks)) < 0) return r;
+                _cleanup_free_ char *abs = !hooks ? NULL : hooks[0] == '/' ? strdup(hooks) : path_join(ri->toplevel, hooks);
+                _cleanup_free_ char *real = abs ? realpath(abs, NULL) : NULL;
+                const char *h = real ? real : abs;
+                if (h && path_is_at_or_below(h, dir)) {
+                        const char *rel = h + strlen(dir);
+                        while (*rel == '/') rel++;
+                        if (!(ri->hooks_rel = strdup(rel))) return -ENOMEM;
                 }
-                run_result_done(&rr);
-                if (r < 0) return r;
         }
 
         /* The user's excludes file (gitignore(5)): core.excludesFile, else
          * $XDG_CONFIG_HOME/git/ignore or ~/.config/git/ignore. */
         _cleanup_free_ char *excludes_file = NULL;
-        char *cf_argv[] = {(char *) "git", (char *) "-C", (char *) dir, (char *) "config", (char *) "--path",
-                           (char *) "--get", (char *) "core.excludesFile", NULL};
-        r = run_command(cf_argv, env, "/", SMALL_MAX, -1, &rr);
-        if (r < 0) return r;
-        if (rr.exit_code == 0) {
-                strip_trailing_space(rr.out);
-                if (*rr.out && !(excludes_file = strdup(rr.out))) r = -ENOMEM;
-        }
-        run_result_done(&rr);
-        if (r < 0) return r;
+        if ((r = host_config_path(env, dir, "core.excludesFile", &excludes_file)) < 0) return r;
         if (!excludes_file) {
                 const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
                 if (!isempty(xdg)) excludes_file = strdup_printf("%s/git/ignore", xdg);
@@ -1020,6 +1092,44 @@ static int keep_large_tracked(extract_child *c, char **err) {
                            NULL, err);
 }
 
+/* `git add <args>` with --ignore-errors among them: a path git refuses
+ * (verify_path(): .git in any spelling its NTFS/HFS protections know, an
+ * unreadable file) is skipped, not fatal: exit status 1. 0 with
+ * *ret_add_err = git's stderr when it refused any (NULL when it refused
+ * none), -errno (*err set, naming the command what). */
+static int git_add_tolerant(const git_ctx *g, const char *cwd, char *const *args, const char *what, char **ret_add_err,
+                            char **err) {
+        run_result rr;
+        int r = run_git_argv(g, cwd, 0, &rr, args);
+        if (r < 0 || (rr.exit_code != 0 && rr.exit_code != 1)) {
+                *err = git_failure(what, r, &rr);
+                if (r >= 0) run_result_done(&rr);
+                return r < 0 ? r : -EIO;
+        }
+        *ret_add_err = NULL;
+        if (rr.exit_code == 1 && !(*ret_add_err = strdup(strempty(rr.err)))) r = -ENOMEM;
+        run_result_done(&rr);
+        return r;
+}
+
+/* The gitlinks `git add` made (links: the nested repositories it found)
+ * flattened: each nested .git hidden in this view and the links dropped
+ * from the index, so that the next add records the files themselves. A
+ * link seen in an earlier round (tried, which this extends) could not be
+ * flattened: -ENOTSUP. 0, or -errno (*err set). */
+static int flatten_gitlinks(extract_child *c, char **links, char ***tried, char **err) {
+        int r;
+        for (size_t i = 0; links[i]; i++) {
+                if (strv_contains(*tried, links[i])) {
+                        *err = strdup_printf("cannot record the contents of nested repository %s", links[i]);
+                        return -ENOTSUP;
+                }
+                if ((r = strv_push(tried, links[i])) < 0) return r;
+                if ((r = hide_nested_git(c, links[i], err)) < 0) return r;
+        }
+        return index_force_remove(c, links, err);
+}
+
 /* `git add -A` of the current view, with every nested repository flattened
  * into plain files (see the top of this file). */
 static int add_all_flattened(extract_child *c, const char *view, char **err) {
@@ -1056,53 +1166,25 @@ static int add_all_flattened(extract_child *c, const char *view, char **err) {
                 if (r < 0) return r;
                 if (hidden > 0) continue;
 
-                /* A path git refuses (verify_path(): .git in any spelling
-                 * its NTFS/HFS protections know, an unreadable file) is
-                 * skipped, not fatal: exit status 1. */
                 char *add_args[] = {(char *) "add", (char *) "-A", (char *) "--ignore-errors",
                                     (char *) "--no-warn-embedded-repo", NULL};
-                _cleanup_free_ char *what = strdup_printf("add -A (%s)", view);
+                _cleanup_free_ char *what = strdup_printf("add -A (%s)", view), *add_err = NULL;
                 if (!what) return -ENOMEM;
-                r = run_git_argv(c->g, c->a->directory, 0, &rr, add_args);
-                if (r < 0 || (rr.exit_code != 0 && rr.exit_code != 1)) {
-                        *err = git_failure(what, r, &rr);
-                        if (r >= 0) run_result_done(&rr);
-                        return r < 0 ? r : -EIO;
-                }
-                _cleanup_free_ char *add_err = rr.exit_code == 1 ? strdup(strempty(rr.err)) : NULL;
-                run_result_done(&rr);
+                if ((r = git_add_tolerant(c->g, c->a->directory, add_args, what, &add_err, err)) < 0) return r;
 
                 _cleanup_strv_free_ char **links = NULL;
                 if ((r = index_gitlinks(c, &links, err)) < 0) return r;
                 if (!links) return c->refused ? refused_collect(c, add_err, c->refused, err) : 0;
-                for (size_t i = 0; links[i]; i++) {
-                        if (strv_contains(tried_gitlinks, links[i])) {
-                                *err = strdup_printf("cannot record the contents of nested repository %s", links[i]);
-                                return -ENOTSUP;
-                        }
-                        if ((r = strv_push(&tried_gitlinks, links[i])) < 0) return r;
-                        if ((r = hide_nested_git(c, links[i], err)) < 0) return r;
-                }
-                if ((r = index_force_remove(c, links, err)) < 0) return r;
+                if ((r = flatten_gitlinks(c, links, &tried_gitlinks, err)) < 0) return r;
         }
         *err = strdup_printf("nested repositories deeper than %d levels", FLATTEN_ROUNDS_MAX);
         return -ELOOP;
 }
 
-static int write_tree(extract_child *c, bool missing_ok, char **ret_oid, char **err) {
+/* `git write-tree [--missing-ok]` of g's index, run in cwd: 0 with the tree id in *ret_oid, -errno (*err set). */
+static int write_tree(const git_ctx *g, const char *cwd, bool missing_ok, char **ret_oid, char **err) {
         char *args[] = {(char *) "write-tree", missing_ok ? (char *) "--missing-ok" : NULL, NULL};
-        run_result rr;
-        int r = git_ok(c->g, c->a->directory, SMALL_MAX, &rr, err, "write-tree", args);
-        if (r < 0) return r;
-        strip_trailing_space(rr.out);
-        if (!is_hex_oid(rr.out)) {
-                *err = strdup_printf("git write-tree printed no tree id");
-                run_result_done(&rr);
-                return -EIO;
-        }
-        *ret_oid = strdup(rr.out);
-        run_result_done(&rr);
-        return *ret_oid ? 0 : -ENOMEM;
+        return git_oid(g, cwd, "write-tree", args, "tree id", ret_oid, err);
 }
 
 /* Phase A: the host view. */
@@ -1142,7 +1224,7 @@ static int child_before(extract_child *c, char **ret_tree, char **err) {
                 }
         }
         if ((r = add_all_flattened(c, "host view", err)) < 0) return r;
-        if ((r = write_tree(c, false, ret_tree, err)) < 0) return r;
+        if ((r = write_tree(c->g, c->a->directory, false, ret_tree, err)) < 0) return r;
 
         /* Pin everything that is ignored in this view. */
         char *ign_args[] = {(char *) "ls-files", (char *) "-z", (char *) "-o", (char *) "-i", (char *) "--exclude-standard",
@@ -1193,7 +1275,7 @@ static int child_after(extract_child *c, char **ret_tree, char **err) {
         c->g->alternates = NULL;
         if ((r = git_ctx_build_env(c->g)) < 0) return r;
         if ((r = add_all_flattened(c, "merged view", err)) < 0) return r;
-        return write_tree(c, true, ret_tree, err);
+        return write_tree(c->g, c->a->directory, true, ret_tree, err);
 }
 
 /* Collect below dirfd (upper-dir path rel, "" at the top) every entry named
@@ -1313,6 +1395,19 @@ static int run_child(const char *name, const char *what, child_fn fn, void *user
         return 0;
 }
 
+/* A view child's last words, read by run_child and warnings_add_reply:
+ * "O<trees> <warnings counted>\n" then the kept warnings, each
+ * NUL-terminated (they are quoted: no NUL, no newline); or "E<error>" when
+ * r < 0. Exits 0, or 1 with the error. */
+static _Noreturn void child_reply(int out_fd, int r, const char *trees, const warnings *w, const char *err) {
+        _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s %zu\n", trees, w->total)
+                                          : strdup_printf("E%s", err ? err : "out of memory");
+        if (msg) (void) loop_write(out_fd, msg, strlen(msg));
+        for (size_t i = 0; r >= 0 && w->lines && w->lines[i]; i++)
+                (void) loop_write(out_fd, w->lines[i], strlen(w->lines[i]) + 1);
+        _exit(r >= 0 ? 0 : 1);
+}
+
 static _Noreturn void child_main(void *userdata, int out_fd) {
         extract_child *c = userdata;
         _cleanup_free_ char *err = NULL, *before = NULL, *after = NULL;
@@ -1328,14 +1423,9 @@ static _Noreturn void child_main(void *userdata, int out_fd) {
         if (r >= 0) r = refused_warn(c, &host, &merged);
         if (r >= 0) r = dotgit_warn(c, &err);
         if (r < 0 && !err) err = strdup(strerror(-r));
-        /* "O<before> <after> <warnings counted>\n" then the kept warnings,
-         * each NUL-terminated (they are quoted: no NUL, no newline) */
-        _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s %s %zu\n", before, after, c->w.total)
-                                          : strdup_printf("E%s", err ? err : "out of memory");
-        if (msg) (void) loop_write(out_fd, msg, strlen(msg));
-        for (size_t i = 0; r >= 0 && c->w.lines && c->w.lines[i]; i++)
-                (void) loop_write(out_fd, c->w.lines[i], strlen(c->w.lines[i]) + 1);
-        _exit(r >= 0 ? 0 : 1);
+        _cleanup_free_ char *trees = r >= 0 ? strdup_printf("%s %s", before, after) : NULL;
+        if (r >= 0 && !trees) r = -ENOMEM;
+        child_reply(out_fd, r, trees, &c->w, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1501,9 +1591,8 @@ static int collect_pieces_cb(void *userdata, const run_result *rr) {
  * old entry restored) and the tree is written again. Reverting only removes
  * pieces that the host does not have, so one pass leaves no repository made
  * of the worker's changes. */
-static int drop_repository_shapes(extract_child *c, const char *before, char *after, size_t after_size, warnings *w,
-                                  char **err) {
-        git_ctx *g = c->g;
+static int drop_repository_shapes(const git_ctx *g, const char *dir, const char *hooks_rel, const char *before,
+                                  char *after, size_t after_size, warnings *w, char **err) {
         run_result rr;
         char *dt_args[] = {(char *) "diff-tree", (char *) "-r", (char *) "-z", (char *) "--no-renames",
                            (char *) before, after, NULL};
@@ -1557,7 +1646,7 @@ static int drop_repository_shapes(extract_child *c, const char *before, char *af
                         r = git_batched(g, "/", LIST_MAX, "ls-tree", sub_prefix, dirs, false, 1, collect_pieces_cb,
                                         &after_pieces, err);
                 if (r >= 0) dir_masks_normalize(&after_pieces);
-                _cleanup_close_ int dfd = r >= 0 ? open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                _cleanup_close_ int dfd = r >= 0 ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
                 if (r >= 0 && dfd < 0) r = -errno;
                 for (size_t i = 0; r >= 0 && i < cand.n; i++) {
                         const dir_mask *am = dir_masks_find(&after_pieces, cand.e[i].dir);
@@ -1573,10 +1662,10 @@ static int drop_repository_shapes(extract_child *c, const char *before, char *af
                                 else if ((dm = dir_masks_find(&cand, anc)) && pieces_make_repository(dm->mask))
                                         repo = dm->dir;
                         }
-                        bool hook = !repo && c->hooks_rel &&
-                                    (!*c->hooks_rel || path_is_at_or_below(ch[i].path, c->hooks_rel));
+                        bool hook = !repo && hooks_rel &&
+                                    (!*hooks_rel || path_is_at_or_below(ch[i].path, hooks_rel));
                         if (r < 0 || (!repo && !hook)) continue;
-                        _cleanup_free_ char *qdir = hook ? quote_path(*c->hooks_rel ? c->hooks_rel : ".")
+                        _cleanup_free_ char *qdir = hook ? quote_path(*hooks_rel ? hooks_rel : ".")
                                                     : *repo ? quote_path(repo) : strdup("the target directory");
                         _cleanup_free_ char *why =
                                 !qdir ? NULL
@@ -1601,17 +1690,79 @@ static int drop_repository_shapes(extract_child *c, const char *before, char *af
         /* removals first: a restored entry may need the place of a removed one */
         char *rm_prefix[] = {(char *) "update-index", (char *) "--force-remove", NULL};
         char *ci_prefix[] = {(char *) "update-index", (char *) "--add", NULL};
-        const char *cwd = c->a->directory;
+        const char *cwd = dir;
         if (removals)
                 r = git_batched(g, cwd, 0, "update-index --force-remove", rm_prefix, removals, false, 1, NULL, NULL, err);
         if (r >= 0 && restores)
                 r = git_batched(g, cwd, 0, "update-index --cacheinfo", ci_prefix, restores, false, 2, NULL, NULL, err);
         _cleanup_free_ char *tree = NULL;
-        if (r >= 0) r = write_tree(c, true, &tree, err);
+        if (r >= 0) r = write_tree(g, dir, true, &tree, err);
         if (r < 0) return r;
         if (strlen(tree) >= after_size) return -EIO;
         strcpy(after, tree);
         return 1;
+}
+
+static int patch_applies_to_tree(const git_ctx *g0, const char *scratch, const char *tree, const char *patch, char **why);
+
+/* The end of an extraction, in the host view: the changes inside a
+ * repository shape (or below core.hooksPath, hooks_rel) left out of after
+ * (rewritten in place: after_size bytes), then the patch before..after
+ * written to a->patch_path (atomically, 0600) and the warnings handed over.
+ * With check_scratch, a non-empty patch is written only if it applies to
+ * before (checked with an index in that directory). 1 if the patch is
+ * non-empty, 0 if empty, -errno (*err set). */
+static int extract_finish(const changeset_extract_args *a, const git_ctx *g, const char *dir, const char *hooks_rel,
+                          const char *before, char *after, size_t after_size, warnings *w, const char *check_scratch,
+                          char **err) {
+        int r = drop_repository_shapes(g, dir, hooks_rel, before, after, after_size, w, err);
+        if (r < 0) return r;
+        run_result rr = {};
+        bool diffed = false;
+        if (!streq(before, after)) {
+                if ((r = diff_trees(g, before, after, &rr, err)) < 0) return r;
+                diffed = rr.out_len > 0;
+                if (!diffed) run_result_done(&rr);
+        }
+        if (diffed && check_scratch) {
+                /* pending only if it applies to its own base */
+                _cleanup_free_ char *patch_tmp = path_join(check_scratch, "patch"), *why = NULL;
+                r = patch_tmp ? write_small_file(patch_tmp, rr.out, rr.out_len) : -ENOMEM;
+                if (r >= 0) r = patch_applies_to_tree(g, check_scratch, before, patch_tmp, &why);
+                if (r <= 0) {
+                        run_result_done(&rr);
+                        *err = r == 0 ? strdup_printf("the patch does not apply to its own base: %s", strempty(why))
+                                      : why ? TAKE_PTR(why) : strdup(strerror(-r));
+                        return r == 0 ? -EIO : r;
+                }
+        }
+        r = write_file_atomic(a->patch_path, diffed ? rr.out : "", diffed ? rr.out_len : 0, 0600);
+        if (diffed) run_result_done(&rr);
+        if (r < 0) {
+                *err = strdup_printf("cannot write %s: %s", a->patch_path, strerror(-r));
+                return r;
+        }
+        if (a->ret_warnings && (r = warnings_finish(w, a->ret_warnings)) < 0) return r;
+        return diffed ? 1 : 0;
+}
+
+/* D and a->scratch_dir, resolved; the scratch dir must lie outside D (inside
+ * it, the merged view would let the worker plant our git state). 0, or
+ * -errno (*err set). */
+static int extract_resolve(const changeset_extract_args *a, char **ret_dir, char **ret_scratch, char **err) {
+        _cleanup_free_ char *dir = realpath(a->directory, NULL), *scratch = realpath(a->scratch_dir, NULL);
+        if (!dir || !scratch) {
+                int r = -errno;
+                *err = strdup_printf("cannot resolve %s: %s", dir ? a->scratch_dir : a->directory, strerror(errno));
+                return r;
+        }
+        if (path_is_at_or_below(scratch, dir)) {
+                *err = strdup_printf("the scratch directory %s lies inside the target directory", scratch);
+                return -EINVAL;
+        }
+        *ret_dir = TAKE_PTR(dir);
+        *ret_scratch = TAKE_PTR(scratch);
+        return 0;
 }
 
 static int extract_impl(const changeset_extract_args *a, char **err) {
@@ -1624,21 +1775,12 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
                 *err = strdup("the pre-dispatch HEAD is not an object id");
                 return -EINVAL;
         }
-        _cleanup_free_ char *dir = realpath(a->directory, NULL);
-        _cleanup_free_ char *scratch = realpath(a->scratch_dir, NULL);
-        if (!dir || !scratch) {
-                int r = -errno;
-                *err = strdup_printf("cannot resolve %s: %s", dir ? a->scratch_dir : a->directory, strerror(errno));
-                return r;
-        }
-        /* Inside D, the merged view would let the worker plant our git state. */
-        if (path_is_at_or_below(scratch, dir)) {
-                *err = strdup_printf("the scratch directory %s lies inside the target directory", scratch);
-                return -EINVAL;
-        }
+        _cleanup_free_ char *dir = NULL, *scratch = NULL;
+        int r = extract_resolve(a, &dir, &scratch, err);
+        if (r < 0) return r;
 
         _cleanup_(repo_info_done) repo_info ri = {};
-        int r = repo_info_gather(dir, &ri);
+        r = repo_info_gather(dir, &ri);
         if (r < 0) {
                 *err = strdup_printf("cannot run git: %s", strerror(-r));
                 return r;
@@ -1672,29 +1814,8 @@ static int extract_impl(const changeset_extract_args *a, char **err) {
         }
         /* The child's warnings, then ours. */
         _cleanup_(warnings_done) warnings w = {};
-        for (char *p = nl + 1; p < reply + reply_len; p += strlen(p) + 1)
-                if (*p && (r = warnings_add_line(&w, strdup(p))) < 0) return r;
-        w.total = child_total > w.total ? child_total : w.total;
-        changeset_extract_args pa = *a;
-        pa.directory = dir;
-        extract_child pc = {.a = &pa, .g = &g, .host_fd = -1, .hooks_rel = ri.hooks_rel};
-        if ((r = drop_repository_shapes(&pc, before, after, sizeof after, &w, err)) < 0) return r;
-
-        run_result rr = {};
-        bool diffed = false;
-        if (!streq(before, after)) {
-                if ((r = diff_trees(&g, before, after, &rr, err)) < 0) return r;
-                diffed = true;
-        }
-        r = write_file_atomic(a->patch_path, diffed ? rr.out : "", diffed ? rr.out_len : 0, 0600);
-        size_t len = diffed ? rr.out_len : 0;
-        if (diffed) run_result_done(&rr);
-        if (r < 0) {
-                *err = strdup_printf("cannot write %s: %s", a->patch_path, strerror(-r));
-                return r;
-        }
-        if (a->ret_warnings && (r = warnings_finish(&w, a->ret_warnings)) < 0) return r;
-        return len > 0 ? 1 : 0;
+        if ((r = warnings_add_reply(&w, nl + 1, reply + reply_len, child_total)) < 0) return r;
+        return extract_finish(a, &g, dir, ri.hooks_rel, before, after, sizeof after, &w, NULL, err);
 }
 
 static char *base_tree_read(const char *base_dir);
@@ -1755,14 +1876,9 @@ static int extract_dispatch(const changeset_extract_args *a, char **err) {
         _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(a->base_dir) : NULL;
         if (!base_tree) r = extract_impl(&b, err);
         else {
-                _cleanup_free_ char *dir = realpath(a->directory, NULL), *scratch = realpath(b.scratch_dir, NULL);
-                if (!dir || !scratch) {
-                        r = -errno;
-                        *err = strdup_printf("cannot resolve %s: %s", dir ? b.scratch_dir : a->directory, strerror(errno));
-                } else if (path_is_at_or_below(scratch, dir)) {
-                        *err = strdup_printf("the scratch directory %s lies inside the target directory", scratch);
-                        r = -EINVAL;
-                } else if ((r = extract_touched(&b, dir, scratch, base_tree, err)) == -EXDEV) {
+                _cleanup_free_ char *dir = NULL, *scratch = NULL;
+                if ((r = extract_resolve(&b, &dir, &scratch, err)) >= 0 &&
+                    (r = extract_touched(&b, dir, scratch, base_tree, err)) == -EXDEV) {
                         /* the upper dir needs the lower to be read: compare whole trees, in a clean scratch */
                         _cleanup_free_ char *again = strdup_printf("%s/full", scratch);
                         if (!again) r = -ENOMEM;
@@ -1869,6 +1985,26 @@ static void path_list_finish(path_list *pl) {
         pl->n = k;
 }
 
+/* The paths a patch touches (both sides of a rename), each once, sorted
+ * (strcmp): `git apply --numstat -z` run with g in cwd. 0 with *ret
+ * (NULL-terminated; NULL when none), -errno (*err set when git failed). */
+static int patch_paths(const git_ctx *g, const char *cwd, const char *patch, char ***ret, char **err) {
+        char *args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
+        run_result rr;
+        int r = git_ok(g, cwd, LIST_MAX, &rr, err, "apply --numstat", args);
+        if (r < 0) return r;
+        path_list pl = {};
+        numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
+        path_list_finish(&pl);
+        run_result_done(&rr);
+        if (pl.r < 0) {
+                strv_free(pl.paths);
+                return pl.r;
+        }
+        *ret = pl.paths;
+        return 0;
+}
+
 static char *trimmed(const char *s) {
         char *t = strdup(strempty(s));
         if (t) strip_trailing_space(t);
@@ -1883,9 +2019,6 @@ static char *trimmed(const char *s) {
 static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_path, char **why) {
         _cleanup_strv_free_ char **paths = NULL, **ui = NULL;
         _cleanup_free_ char *err = NULL, *t0 = NULL, *t1 = NULL, *ap_err = NULL;
-        extract_child c = {.g = g};
-        changeset_extract_args fake = {.directory = g->work_tree};
-        c.a = &fake;
         run_result rr;
 
         /* Preimage blobs can only come from the live repository's objects. */
@@ -1895,15 +2028,8 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
         if (!(g->alternates = path_join(common, "objects"))) return -ENOMEM;
         if ((r = git_ctx_build_env(g)) < 0) return r;
 
-        char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
-        r = git_ok(g, g->work_tree, LIST_MAX, &rr, &err, "apply --numstat", ns_args);
+        r = patch_paths(g, g->work_tree, patch, &paths, &err);
         if (r >= 0) {
-                path_list pl = {};
-                numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
-                path_list_finish(&pl);
-                run_result_done(&rr);
-                paths = pl.paths;
-                if (pl.r < 0) return pl.r;
                 if (!paths) return 0;
 
                 /* Stage the live contents of exactly the touched paths. */
@@ -1917,7 +2043,7 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
         }
         if (r >= 0) {
                 run_result_done(&rr);
-                r = write_tree(&c, true, &t0, &err);
+                r = write_tree(g, g->work_tree, true, &t0, &err);
         }
         if (r >= 0) {
                 char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) "--3way", (char *) patch, NULL};
@@ -1936,7 +2062,7 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
                                                      !isempty(ap_err) ? ": " : "", strempty(ap_err));
                                 return 0;
                         }
-                        r = write_tree(&c, true, &t1, &err);
+                        r = write_tree(g, g->work_tree, true, &t1, &err);
                 }
         }
         if (r >= 0 && streq(t0, t1)) return 2; /* the live tree already has these changes */
@@ -1952,7 +2078,6 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
 }
 
 static int write_specs(const char *path, char **a, char **b);
-static int git_line(const git_ctx *g, const char *cwd, char **err, const char *what, char *const *args, char **ret);
 
 static int collect_nul_paths(void *userdata, const run_result *rr) {
         char ***l = userdata;
@@ -1969,36 +2094,16 @@ static int collect_nul_paths(void *userdata, const run_result *rr) {
 static int stage_patch_paths(const git_ctx *g0, const char *index_name, const char *start_tree, const char *patch,
                              char **ret, char **err) {
         _cleanup_(git_ctx_done) git_ctx g = {};
-        _cleanup_free_ char *idir = strdup(g0->index_file);
-        char *sl = idir ? strrchr(idir, '/') : NULL;
-        if (!sl) return -ENOMEM;
-        *sl = 0;
-        g.git_dir = strdup(g0->git_dir);
-        g.work_tree = strdup(g0->work_tree);
-        g.home = strdup(g0->home);
-        g.index_file = path_join(idir, index_name);
-        g.alternates = g0->alternates ? strdup(g0->alternates) : NULL;
-        g.base_objects = g0->base_objects ? strdup(g0->base_objects) : NULL;
-        _cleanup_free_ char *spec = strdup_printf("%s.spec", g.index_file ? g.index_file : "");
-        _cleanup_free_ char *pf = strdup_printf("--pathspec-from-file=%s", strempty(spec));
-        if (!g.git_dir || !g.work_tree || !g.home || !g.index_file || !spec || !pf) return -ENOMEM;
-        int r = git_ctx_build_env(&g);
+        _cleanup_free_ char *index = git_ctx_scratch_path(g0, index_name);
+        _cleanup_free_ char *spec = index ? strdup_printf("%s.spec", index) : NULL;
+        _cleanup_free_ char *pf = spec ? strdup_printf("--pathspec-from-file=%s", spec) : NULL;
+        if (!pf) return -ENOMEM;
+        int r = git_ctx_copy(g0, index, true, &g);
         if (r < 0) return r;
         (void) unlink(g.index_file);
-        run_result rr;
-        char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
-        if ((r = git_ok(&g, g.work_tree, LIST_MAX, &rr, err, "apply --numstat", ns_args)) < 0) return r;
-        path_list pl = {};
-        numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
-        path_list_finish(&pl);
-        run_result_done(&rr);
-        _cleanup_strv_free_ char **paths = pl.paths, **literal = NULL, **indexed = NULL, **specs = NULL;
-        if (pl.r < 0) return pl.r;
-        if (start_tree) {
-                char *rt_args[] = {(char *) "read-tree", (char *) start_tree, NULL};
-                if ((r = git_ok(&g, "/", 0, &rr, err, "read-tree", rt_args)) < 0) return r;
-                run_result_done(&rr);
-        }
+        _cleanup_strv_free_ char **paths = NULL, **literal = NULL, **indexed = NULL, **specs = NULL;
+        if ((r = patch_paths(&g, g.work_tree, patch, &paths, err)) < 0) return r;
+        if (start_tree && (r = git_read_tree(&g, "/", start_tree, "read-tree", err)) < 0) return r;
         for (size_t i = 0; paths && paths[i]; i++)
                 if ((r = strv_pushf(&literal, ":(literal)%s", paths[i])) < 0) return r;
         if (start_tree && literal) {
@@ -2022,11 +2127,8 @@ static int stage_patch_paths(const git_ctx *g0, const char *index_name, const ch
                 if ((r = write_specs(spec, specs, NULL)) < 0) return r;
                 char *add_args[] = {(char *) "add", (char *) "-A", (char *) "-f", (char *) "--ignore-errors",
                                     (char *) "--no-warn-embedded-repo", (char *) "--pathspec-file-nul", pf, NULL};
-                if ((r = run_git_argv(&g, g.work_tree, 0, &rr, add_args)) < 0) return r;
-                bool ok = rr.exit_code == 0 || rr.exit_code == 1;
-                if (!ok) *err = git_failure("add -A (live paths)", 0, &rr);
-                run_result_done(&rr);
-                if (!ok) return -EIO;
+                _cleanup_free_ char *add_err = NULL;
+                if ((r = git_add_tolerant(&g, g.work_tree, add_args, "add -A (live paths)", &add_err, err)) < 0) return r;
         }
         r = git_line(&g, "/", err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, ret);
         (void) unlink(g.index_file);
@@ -2077,10 +2179,7 @@ static int apply_check_then_apply(const git_ctx *g, const char *patch, char **re
         _cleanup_free_ char *now = NULL, *back = NULL, *rerr = NULL;
         int k = stage_patch_paths(g, "after-apply-index", before, patch, &now, &rerr);
         if (k >= 0 && !streq(now, before)) {
-                _cleanup_free_ char *idir = strdup(g->index_file);
-                char *sl = idir ? strrchr(idir, '/') : NULL;
-                if (sl) *sl = 0;
-                back = sl ? path_join(idir, "rollback.patch") : NULL;
+                back = git_ctx_scratch_path(g, "rollback.patch");
                 if (!back) k = -ENOMEM;
                 if (k >= 0) k = diff_trees(g, now, before, &rr, &rerr);
                 if (k >= 0) {
@@ -2120,20 +2219,13 @@ static int reverse_applies(const git_ctx *g, const char *patch, char **reason) {
  * patch's paths would create (a deleted one still counts: erring on the safe
  * side). Returns 1 with *why set, 0 if not, -errno. */
 static int patch_plants_repository(const git_ctx *g, const char *patch, char **why) {
-        run_result rr;
         _cleanup_free_ char *err = NULL;
-        char *ns_args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
-        int r = git_ok(g, g->work_tree, LIST_MAX, &rr, &err, "apply --numstat", ns_args);
+        _cleanup_strv_free_ char **paths = NULL;
+        int r = patch_paths(g, g->work_tree, patch, &paths, &err);
         if (r < 0) {
                 *why = TAKE_PTR(err);
                 return r;
         }
-        path_list pl = {};
-        numstat_parse(rr.out, rr.out_len, collect_paths, &pl);
-        path_list_finish(&pl);
-        run_result_done(&rr);
-        _cleanup_strv_free_ char **paths = pl.paths;
-        if (pl.r < 0) return pl.r;
         _cleanup_(dir_masks_done) dir_masks dirs = {};
         for (size_t i = 0; r >= 0 && paths && paths[i]; i++) {
                 const char *p = paths[i], *start = p;
@@ -2299,19 +2391,13 @@ int changeset_numstat(const char *patch_path, unsigned *files, unsigned *additio
         numstat_sum s = {};
         int r = 0;
         _cleanup_free_ char *patch = patch_path ? realpath(patch_path, NULL) : NULL;
-        _cleanup_strv_free_ char **env = NULL;
-        const char *path = getenv("PATH");
         if (patch) {
                 /* Outside any repository: no config, attributes or discovery. */
-                r = strv_pushf(&env, "PATH=%s", isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path);
-                if (r >= 0) r = strv_push(&env, "HOME=/nonexistent");
-                if (r >= 0) r = strv_push(&env, "LC_ALL=C");
-                if (r >= 0) r = strv_push(&env, "GIT_CONFIG_NOSYSTEM=1");
-                if (r >= 0) r = strv_push(&env, "GIT_CONFIG_GLOBAL=/dev/null");
-                if (r >= 0) r = strv_push(&env, "GIT_CEILING_DIRECTORIES=/");
-                char *argv[] = {(char *) "git", (char *) "apply", (char *) "--numstat", (char *) "-z", patch, NULL};
+                _cleanup_(git_ctx_done) git_ctx g = {.home = strdup("/nonexistent")};
+                r = g.home ? git_ctx_build_env(&g) : -ENOMEM;
+                char *args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", patch, NULL};
                 run_result rr;
-                if (r >= 0) r = run_command(argv, env, "/", LIST_MAX, -1, &rr);
+                if (r >= 0) r = run_git_argv(&g, "/", LIST_MAX, &rr, args);
                 if (r >= 0) {
                         if (rr.exit_code == 0) numstat_parse(rr.out, rr.out_len, sum_numstat, &s);
                         run_result_done(&rr);
@@ -2856,26 +2942,13 @@ static int add_touched(touched_child *tc, char **err) {
         for (unsigned round = 0; round < TOUCHED_ROUNDS_MAX; round++) {
                 char *add_args[] = {(char *) "add", (char *) "-A", (char *) "--ignore-errors", (char *) "--no-warn-embedded-repo",
                                     (char *) "--pathspec-file-nul", pf, NULL};
-                r = run_git_argv(c->g, c->a->directory, 0, &rr, add_args);
-                if (r < 0 || (rr.exit_code != 0 && rr.exit_code != 1)) {
-                        *err = git_failure("add -A (merged view, touched paths)", r, &rr);
-                        if (r >= 0) run_result_done(&rr);
-                        return r < 0 ? r : -EIO;
-                }
-                _cleanup_free_ char *add_err = rr.exit_code == 1 ? strdup(strempty(rr.err)) : NULL;
-                run_result_done(&rr);
+                _cleanup_free_ char *add_err = NULL;
+                r = git_add_tolerant(c->g, c->a->directory, add_args, "add -A (merged view, touched paths)", &add_err, err);
+                if (r < 0) return r;
                 _cleanup_strv_free_ char **links = NULL;
                 if ((r = touched_gitlinks(tc, &links, err)) < 0) return r;
                 if (!links) return add_err ? warn_refused_touched(tc, add_err, err) : 0;
-                for (size_t i = 0; links[i]; i++) {
-                        if (strv_contains(tried, links[i])) {
-                                *err = strdup_printf("cannot record the contents of nested repository %s", links[i]);
-                                return -ENOTSUP;
-                        }
-                        if ((r = strv_push(&tried, links[i])) < 0) return r;
-                        if ((r = hide_nested_git(c, links[i], err)) < 0) return r;
-                }
-                if ((r = index_force_remove(c, links, err)) < 0) return r;
+                if ((r = flatten_gitlinks(c, links, &tried, err)) < 0) return r;
         }
         *err = strdup_printf("nested repositories deeper than %d levels", TOUCHED_ROUNDS_MAX);
         return -ELOOP;
@@ -2886,17 +2959,12 @@ static _Noreturn void touched_child_main(void *userdata, int out_fd) {
         extract_child *c = &tc->c;
         const changeset_extract_args *a = c->a;
         _cleanup_free_ char *err = NULL, *after = NULL;
-        run_result rr;
         int r = userns_enter_as_root(getuid(), getgid());
         if (r < 0) err = strdup_printf("cannot enter a user namespace: %s", strerror(-r));
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (r >= 0 && (c->host_fd = open(a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) r = -errno;
         /* host view: the base tree's objects are in the base store or the real repository */
-        if (r >= 0) {
-                char *rt_args[] = {(char *) "read-tree", (char *) tc->base_tree, NULL};
-                r = git_ok(c->g, a->directory, 0, &rr, &err, "read-tree (base)", rt_args);
-                if (r >= 0) run_result_done(&rr);
-        }
+        if (r >= 0) r = git_read_tree(c->g, a->directory, tc->base_tree, "read-tree (base)", &err);
         /* the base index, for the parent's "applies to its own base" check */
         if (r >= 0 && tc->check_index && copy_file_keep_mtime(c->g->index_file, tc->check_index) < 0)
                 (void) unlink(tc->check_index);
@@ -2934,35 +3002,21 @@ static _Noreturn void touched_child_main(void *userdata, int out_fd) {
         }
         if (r >= 0) r = hide_touched_nested(tc, &err);
         if (r >= 0) r = add_touched(tc, &err);
-        if (r >= 0) r = write_tree(c, true, &after, &err);
+        if (r >= 0) r = write_tree(c->g, c->a->directory, true, &after, &err);
         if (r >= 0) r = dotgit_warn(c, &err);
         if (r < 0 && !err) err = strdup(strerror(-r));
-        _cleanup_free_ char *msg = r >= 0 ? strdup_printf("O%s %zu\n", after, c->w.total)
-                                          : strdup_printf("E%s", err ? err : "out of memory");
-        if (msg) (void) loop_write(out_fd, msg, strlen(msg));
-        for (size_t i = 0; r >= 0 && c->w.lines && c->w.lines[i]; i++)
-                (void) loop_write(out_fd, c->w.lines[i], strlen(c->w.lines[i]) + 1);
-        _exit(r >= 0 ? 0 : 1);
+        child_reply(out_fd, r, after, &c->w, err);
 }
 
 /* Does the patch apply to tree (a scratch index of g's)? 1 yes, 0 no (*why = git's reason), -errno. */
 static int patch_applies_to_tree(const git_ctx *g0, const char *scratch, const char *tree, const char *patch, char **why) {
         _cleanup_(git_ctx_done) git_ctx g = {};
-        g.git_dir = strdup(g0->git_dir);
-        g.home = strdup(g0->home);
-        g.index_file = path_join(scratch, "check-index");
-        g.alternates = g0->alternates ? strdup(g0->alternates) : NULL;
-        g.base_objects = g0->base_objects ? strdup(g0->base_objects) : NULL;
-        if (!g.git_dir || !g.home || !g.index_file) return -ENOMEM;
-        int r = git_ctx_build_env(&g);
+        _cleanup_free_ char *index = path_join(scratch, "check-index");
+        int r = index ? git_ctx_copy(g0, index, false, &g) : -ENOMEM;
         if (r < 0) return r;
         run_result rr;
-        char *rt_args[] = {(char *) "read-tree", (char *) tree, NULL};
         /* the child left a copy of the base index there (else read the tree) */
-        if (access(g.index_file, F_OK) < 0) {
-                if ((r = git_ok(&g, "/", 0, &rr, why, "read-tree", rt_args)) < 0) return r;
-                run_result_done(&rr);
-        }
+        if (access(g.index_file, F_OK) < 0 && (r = git_read_tree(&g, "/", tree, "read-tree", why)) < 0) return r;
         char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) "--check", (char *) patch, NULL};
         if ((r = run_git_argv(&g, "/", 0, &rr, ap_args)) < 0) {
                 *why = git_failure("apply --cached --check", r, &rr);
@@ -2989,9 +3043,8 @@ static int extract_touched(const changeset_extract_args *a, const char *dir, con
         _cleanup_free_ char *rm_spec = path_join(scratch, "rm.spec"), *add_spec = path_join(scratch, "add.spec");
         _cleanup_free_ char *base_exclude = path_join(a->base_dir, BASE_EXCLUDE_NAME);
         _cleanup_free_ char *base_objects = base_objects_dir(a->base_dir);
-        _cleanup_free_ char *patch_tmp = path_join(scratch, "patch");
         _cleanup_free_ char *host_objects = path_join(scratch, "host-objects"), *check_index = path_join(scratch, "check-index");
-        if (!rm_spec || !add_spec || !base_exclude || !base_objects || !patch_tmp || !host_objects || !check_index ||
+        if (!rm_spec || !add_spec || !base_exclude || !base_objects || !host_objects || !check_index ||
             (ri.common_dir && !(objects = path_join(ri.common_dir, "objects"))))
                 return -ENOMEM;
         if (mkdir(host_objects, 0700) < 0) return -errno;
@@ -3050,62 +3103,12 @@ static int extract_touched(const changeset_extract_args *a, const char *dir, con
                         *err = strdup("the extraction process returned no tree");
                         return -EIO;
                 }
-                for (char *p = nl + 1; p < reply + reply_len; p += strlen(p) + 1)
-                        if (*p && (r = warnings_add_line(&w, strdup(p))) < 0) return r;
-                size_t recv = 0;
-                for (char *p = nl + 1; p < reply + reply_len; p += strlen(p) + 1) recv += *p != 0;
-                if (child_total > recv) w.total += child_total - recv;
+                if ((r = warnings_add_reply(&w, nl + 1, reply + reply_len, child_total)) < 0) return r;
         }
-        changeset_extract_args pa = *a;
-        pa.directory = dir;
-        extract_child pc = {.a = &pa, .g = &g, .host_fd = -1, .hooks_rel = ri.hooks_rel};
-        if ((r = drop_repository_shapes(&pc, base_tree, after, sizeof after, &w, err)) < 0) return r;
-
-        run_result rr = {};
-        bool diffed = false;
-        if (!streq(base_tree, after)) {
-                if ((r = diff_trees(&g, base_tree, after, &rr, err)) < 0) return r;
-                diffed = rr.out_len > 0;
-                if (!diffed) run_result_done(&rr);
-        }
-        if (diffed) {
-                /* pending only if it applies to its own base */
-                r = write_small_file(patch_tmp, rr.out, rr.out_len);
-                _cleanup_free_ char *why = NULL;
-                if (r >= 0) r = patch_applies_to_tree(&g, scratch, base_tree, patch_tmp, &why);
-                if (r <= 0) {
-                        run_result_done(&rr);
-                        *err = r == 0 ? strdup_printf("the patch does not apply to its own base: %s", strempty(why))
-                                      : why ? TAKE_PTR(why) : strdup(strerror(-r));
-                        return r == 0 ? -EIO : r;
-                }
-        }
-        r = write_file_atomic(a->patch_path, diffed ? rr.out : "", diffed ? rr.out_len : 0, 0600);
-        if (diffed) run_result_done(&rr);
-        if (r < 0) {
-                *err = strdup_printf("cannot write %s: %s", a->patch_path, strerror(-r));
-                return r;
-        }
-        if (a->ret_warnings && (r = warnings_finish(&w, a->ret_warnings)) < 0) return r;
-        return diffed ? 1 : 0;
+        return extract_finish(a, &g, dir, ri.hooks_rel, base_tree, after, sizeof after, &w, scratch, err);
 }
 
 /* ---- accept: 3-way merge with the base ---- */
-
-static int git_line(const git_ctx *g, const char *cwd, char **err, const char *what, char *const *args, char **ret) {
-        run_result rr;
-        int r = git_ok(g, cwd, SMALL_MAX, &rr, err, what, args);
-        if (r < 0) return r;
-        strip_trailing_space(rr.out);
-        if (!is_hex_oid(rr.out)) {
-                *err = strdup_printf("git %s printed no object id", what);
-                run_result_done(&rr);
-                return -EIO;
-        }
-        *ret = strdup(rr.out);
-        run_result_done(&rr);
-        return *ret ? 0 : -ENOMEM;
-}
 
 static int commit_tree(const git_ctx *g, const char *tree, const char *parent, char **ret, char **err) {
         char *args[] = {(char *) "commit-tree", (char *) tree, (char *) "-m", (char *) "taskferry",
@@ -3218,17 +3221,9 @@ static int resolve_appends(const git_ctx *g0, const char *scratch, char *p, char
         }
         /* every conflict resolved: the merged tree with those blobs */
         _cleanup_(git_ctx_done) git_ctx g = {};
-        g.git_dir = strdup(g0->git_dir);
-        g.home = strdup(g0->home);
-        g.index_file = path_join(scratch, "union-index");
-        g.alternates = g0->alternates ? strdup(g0->alternates) : NULL;
-        g.base_objects = g0->base_objects ? strdup(g0->base_objects) : NULL;
-        if (!g.git_dir || !g.home || !g.index_file) return -ENOMEM;
-        if ((r = git_ctx_build_env(&g)) < 0) return r;
-        run_result rr;
-        char *rt_args[] = {(char *) "read-tree", *tree, NULL};
-        if ((r = git_ok(&g, "/", 0, &rr, err, "read-tree", rt_args)) < 0) return r;
-        run_result_done(&rr);
+        _cleanup_free_ char *index = path_join(scratch, "union-index");
+        if ((r = index ? git_ctx_copy(g0, index, false, &g) : -ENOMEM) < 0) return r;
+        if ((r = git_read_tree(&g, "/", *tree, "read-tree", err)) < 0) return r;
         char *ui_prefix[] = {(char *) "update-index", (char *) "--add", NULL};
         if ((r = git_batched(&g, "/", 0, "update-index --cacheinfo", ui_prefix, infos, false, 2, NULL, NULL, err)) < 0)
                 return r;
@@ -3250,9 +3245,7 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
         int r;
         /* theirs: the base plus the patch */
         {
-                char *rt_args[] = {(char *) "read-tree", (char *) base_tree, NULL};
-                if ((r = git_ok(g, "/", 0, &rr, &err, "read-tree (base)", rt_args)) < 0) goto fail;
-                run_result_done(&rr);
+                if ((r = git_read_tree(g, "/", base_tree, "read-tree (base)", &err)) < 0) goto fail;
                 char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) patch, NULL};
                 if ((r = run_git_argv(g, "/", 0, &rr, ap_args)) < 0) goto fail;
                 if (rr.exit_code != 0) {
@@ -3289,9 +3282,7 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
         if (streq(tree_r, base_tree)) return 2;
         /* ours: the base with the touched paths as the live tree has them */
         {
-                char *rt_args[] = {(char *) "read-tree", (char *) base_tree, NULL};
-                if ((r = git_ok(g, "/", 0, &rr, &err, "read-tree (base)", rt_args)) < 0) goto fail;
-                run_result_done(&rr);
+                if ((r = git_read_tree(g, "/", base_tree, "read-tree (base)", &err)) < 0) goto fail;
                 if (specs) {
                         _cleanup_free_ char *spec_path = path_join(scratch, "live.spec");
                         _cleanup_free_ char *pf = spec_path ? strdup_printf("--pathspec-from-file=%s", spec_path) : NULL;
@@ -3472,6 +3463,16 @@ static bool wo_temp_name(const char *name, pid_t *ret_pid) {
         return *ret_pid > 0;
 }
 
+/* A temp name for name: ".<name>.tf-<pid>-<n>", the name cut to stay
+ * below NAME_MAX (wo_temp_name reads it back). NULL: out of memory. */
+static char *wo_temp_name_make(const char *name, unsigned n) {
+        char sfx[48];
+        snprintf(sfx, sizeof sfx, WO_TEMP_TAG "%d-%u", (int) getpid(), n);
+        int keep = (int) strnlen(name, NAME_MAX);
+        if ((size_t) keep + strlen(sfx) + 2 > NAME_MAX) keep = NAME_MAX - (int) strlen(sfx) - 2;
+        return strdup_printf(".%.*s.%s", keep, name, sfx + 1);
+}
+
 /* Remove the temp files of dead write-outs in dirfd (regular files and
  * symlinks named as ours whose process is gone). */
 static void wo_sweep_dir(int dirfd) {
@@ -3570,12 +3571,7 @@ static int wo_write_temp(const git_ctx *g, git_cat **cat, int dirfd, const char 
                          int *ret_fd) {
         static unsigned counter;
         for (unsigned tries = 0; tries < 100; tries++) {
-                /* ".<name>.tf-<pid>-<n>", the name cut to stay below NAME_MAX */
-                char sfx[48];
-                snprintf(sfx, sizeof sfx, WO_TEMP_TAG "%d-%u", (int) getpid(), counter++);
-                int keep = (int) strnlen(name, NAME_MAX);
-                if ((size_t) keep + strlen(sfx) + 2 > NAME_MAX) keep = NAME_MAX - (int) strlen(sfx) - 2;
-                _cleanup_free_ char *tmp = strdup_printf(".%.*s.%s", keep, name, sfx + 1);
+                _cleanup_free_ char *tmp = wo_temp_name_make(name, counter++);
                 if (!tmp) return -ENOMEM;
                 if (e->mode == 0120000) {
                         _cleanup_free_ char *target = NULL;
@@ -3647,11 +3643,7 @@ static int wo_link_unnamed(int dirfd, int fd, const char *name, char **ret_tmp) 
         char proc[64];
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
         for (unsigned tries = 0; tries < 100; tries++) {
-                char sfx[48];
-                snprintf(sfx, sizeof sfx, WO_TEMP_TAG "%d-%u", (int) getpid(), counter++);
-                int keep = (int) strnlen(name, NAME_MAX);
-                if ((size_t) keep + strlen(sfx) + 2 > NAME_MAX) keep = NAME_MAX - (int) strlen(sfx) - 2;
-                _cleanup_free_ char *tmp = strdup_printf(".%.*s.%s", keep, name, sfx + 1);
+                _cleanup_free_ char *tmp = wo_temp_name_make(name, counter++);
                 if (!tmp) return -ENOMEM;
                 if (linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0) {
                         if (errno == EEXIST) continue;
