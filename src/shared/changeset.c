@@ -1242,17 +1242,18 @@ static int child_before(extract_child *c, char **ret_tree, char **err) {
         return r;
 }
 
-/* Phase B: the merged view. */
-static int child_after(extract_child *c, char **ret_tree, char **err) {
-        const changeset_extract_args *a = c->a;
-        /* The overlay mount can transiently fail with EBUSY while the task's
-         * own mount is torn down (spec §4.6): retry after 100, 300, 900 ms. */
+/* Mount the task's overlay on D (lower D, a->upper and a->work) in this
+ * mount namespace. The mount can fail with EBUSY for a moment while the
+ * task's own overlay is still being torn down: it is retried after 100, 300
+ * and 900 ms. A final EBUSY's message always says "Device or resource busy"
+ * (libmount words it its own way), so that the failure reads as the busy
+ * race it is. 0, or -errno with *err set. */
+static int overlay_mount_retry(const changeset_extract_args *a, char **err) {
         static const unsigned backoff_ms[] = {100, 300, 900};
-        int r;
         for (size_t attempt = 0;; attempt++) {
                 _cleanup_free_ char *merr = NULL;
-                r = overlay_mount(a->directory, a->upper, a->work, a->directory, true, &merr);
-                if (r >= 0) break;
+                int r = overlay_mount(a->directory, a->upper, a->work, a->directory, true, &merr);
+                if (r >= 0) return 0;
                 if (r != -EBUSY || attempt >= ELEMENTSOF(backoff_ms)) {
                         const char *m = merr ? merr : strerror(-r);
                         if (r == -EBUSY && !strstr(m, "Device or resource busy"))
@@ -1268,6 +1269,12 @@ static int child_after(extract_child *c, char **ret_tree, char **err) {
                 while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                         ;
         }
+}
+
+/* Phase B: the merged view. */
+static int child_after(extract_child *c, char **ret_tree, char **err) {
+        int r = overlay_mount_retry(c->a, err);
+        if (r < 0) return r;
         /* New view: the earlier hides are covered by the overlay. */
         strv_free(c->hidden);
         c->hidden = NULL;
@@ -2977,22 +2984,7 @@ static _Noreturn void touched_child_main(void *userdata, int out_fd) {
                 (void) mount(NULL, tc->host_objects, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
                 host_objects = true;
         }
-        if (r >= 0) {
-                static const unsigned backoff_ms[] = {100, 300, 900};
-                for (size_t attempt = 0;; attempt++) {
-                        _cleanup_free_ char *merr = NULL;
-                        r = overlay_mount(a->directory, a->upper, a->work, a->directory, true, &merr);
-                        if (r >= 0) break;
-                        if (r != -EBUSY || attempt >= ELEMENTSOF(backoff_ms)) {
-                                err = merr ? TAKE_PTR(merr)
-                                           : strdup_printf("overlay mount on %s failed: %s", a->directory, strerror(-r));
-                                break;
-                        }
-                        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long) backoff_ms[attempt] * 1000000L};
-                        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                                ;
-                }
-        }
+        if (r >= 0) r = overlay_mount_retry(a, &err);
         if (r >= 0) {
                 /* merged view: D/.git/objects is the worker's now; the base store and
                  * the host's objects through the private bind stay */
