@@ -130,7 +130,6 @@
 #include "process-util.h"
 #include "util.h"
 
-#define EMPTY_TREE_OID "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 /* The original's extraction buffer (spec §5.8: maxBuffer 200 MiB, #358). */
 #define PATCH_MAX ((size_t) 200 << 20)
 #define LIST_MAX ((size_t) 256 << 20)
@@ -519,23 +518,6 @@ static int run_git_argv(const git_ctx *g, const char *cwd, size_t max_out, run_r
         for (size_t i = 0; r >= 0 && args[i]; i++) r = strv_push(&argv, args[i]);
         if (r < 0) return r;
         return run_command(argv, g->env, cwd ? cwd : "/", max_out, -1, rr);
-}
-
-static int run_git(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, ...) {
-        const char *args[32];
-        size_t n = 0;
-        va_list ap;
-        va_start(ap, rr);
-        for (const char *a; (a = va_arg(ap, const char *)); ) {
-                if (n + 1 >= ELEMENTSOF(args)) {
-                        va_end(ap);
-                        return -E2BIG;
-                }
-                args[n++] = a;
-        }
-        va_end(ap);
-        args[n] = NULL;
-        return run_git_argv(g, cwd, max_out, rr, (char *const *) args);
 }
 
 /* "git <what> exited with status N: <stderr>" (or the spawn error). */
@@ -1194,7 +1176,8 @@ static int child_before(extract_child *c, char **ret_tree, char **err) {
         if (c->base_treeish) {
                 _cleanup_free_ char *spec = strdup_printf("%s^{tree}", c->base_treeish);
                 if (!spec) return -ENOMEM;
-                r = run_git(c->g, "/", SMALL_MAX, &rr, "rev-parse", "--verify", "-q", spec, NULL);
+                char *rp_args[] = {(char *) "rev-parse", (char *) "--verify", (char *) "-q", spec, NULL};
+                r = run_git_argv(c->g, "/", SMALL_MAX, &rr, rp_args);
                 if (r < 0) {
                         *err = git_failure("rev-parse", r, &rr);
                         return r;
@@ -2454,11 +2437,6 @@ int changeset_numstat(const char *patch_path, unsigned *files, unsigned *additio
 #define BASE_GIT_NAME "git"
 #define TOUCHED_ROUNDS_MAX 16
 
-static char *mfree(char *p) {
-        free(p);
-        return NULL;
-}
-
 uint64_t changeset_file_max(void) {
         const char *v = getenv("TASKFERRY_CHANGESET_FILE_MAX");
         uint64_t n;
@@ -2988,7 +2966,8 @@ static _Noreturn void touched_child_main(void *userdata, int out_fd) {
         if (r >= 0) {
                 /* merged view: D/.git/objects is the worker's now; the base store and
                  * the host's objects through the private bind stay */
-                c->g->alternates = mfree(c->g->alternates);
+                free(c->g->alternates);
+                c->g->alternates = NULL;
                 if (host_objects && !(c->g->alternates = strdup(tc->host_objects))) r = -ENOMEM;
                 if (r >= 0) r = git_ctx_build_env(c->g);
         }
@@ -3679,13 +3658,17 @@ static int wo_batch_flush(wo_batch *b, int dirfd, const wo_list *l, size_t *ret_
                 if (r < 0) {
                         *ret_idx = b->e[i].idx;
                         /* the renamed ones are in place; the rest go */
-                        for (size_t k = 0; k < i; k++) b->e[k].tmp = mfree(b->e[k].tmp);
+                        for (size_t k = 0; k < i; k++) {
+                                free(b->e[k].tmp);
+                                b->e[k].tmp = NULL;
+                        }
                         memmove(b->e, b->e + i, (b->n - i) * sizeof b->e[0]);
                         b->n -= i;
                         wo_batch_discard(b, dirfd);
                         return r;
                 }
-                b->e[i].tmp = mfree(b->e[i].tmp);
+                free(b->e[i].tmp);
+                b->e[i].tmp = NULL;
         }
         b->n = 0;
         b->bytes = 0;
