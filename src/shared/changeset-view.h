@@ -114,8 +114,9 @@ int dotgit_warn(view_child *c, char **err);
 /* Fork fn(userdata, out_fd) in a child that dies with us (and run_command's
  * git with it), and read what it writes: "O<text>" or "E<error>". name is
  * the child's for safe_fork; what names it in our errors ("the git
- * process"). 0 with the reply (NUL-terminated) in *ret_reply, -EIO with *err
- * set when the child failed or said "E", -errno. */
+ * process"). 0 with the reply (NUL-terminated, its length in *ret_len when
+ * ret_len is not NULL) in *ret_reply, -EIO with *err set when the child
+ * failed or said "E", -errno. */
 typedef void (*view_child_fn)(void *userdata, int out_fd);
 int view_child_run(const char *name, const char *what, view_child_fn fn, void *userdata, char **ret_reply, size_t *ret_len,
                    char **err);
