@@ -69,11 +69,8 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
         }
         if (r >= 0) {
                 char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) "--3way", (char *) patch, NULL};
-                r = run_git_argv(g, g->work_tree, 0, &rr, ap_args);
-                if (r < 0) return r;
-                bool applied = rr.exit_code == 0;
-                ap_err = cs_trimmed(rr.err);
-                run_result_done(&rr);
+                if ((r = git_try(g, g->work_tree, ap_args, &ap_err)) < 0) return r;
+                bool applied = r > 0;
                 char *lu_args[] = {(char *) "ls-files", (char *) "-u", (char *) "-z", NULL};
                 r = git_ok(g, g->work_tree, LIST_MAX, &rr, &err, "ls-files -u", lu_args);
                 if (r >= 0) {

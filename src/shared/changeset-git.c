@@ -357,6 +357,16 @@ int git_diff_trees(const git_ctx *g, const char *before, const char *after, run_
         return r;
 }
 
+int git_try(const git_ctx *g, const char *cwd, char *const *args, char **ret_err) {
+        run_result rr;
+        int r = run_git_argv(g, cwd, 0, &rr, args);
+        if (r < 0) return r;
+        r = rr.exit_code == 0;
+        *ret_err = cs_trimmed(rr.err);
+        run_result_done(&rr);
+        return *ret_err ? r : -ENOMEM;
+}
+
 int git_apply_check(const git_ctx *g, const char *cwd, bool cached, const char *patch, char **why) {
         const char *what = cached ? "apply --cached --check" : "apply --check";
         char *args[] = {(char *) "apply", (char *) "--check", cached ? (char *) "--cached" : (char *) patch,

@@ -159,6 +159,12 @@ int git_write_tree(const git_ctx *g, const char *cwd, bool missing_ok, char **re
  * patch in rr->out (at most PATCH_MAX bytes). 0, or -errno (*err set). */
 int git_diff_trees(const git_ctx *g, const char *before, const char *after, run_result *rr, char **err);
 
+/* Run git (as run_git_argv, stdout not kept) where another exit than 0 is
+ * an answer, not a failure: 1 exit 0, 0 another exit, with git's stderr
+ * (trimmed, whatever the exit) in *ret_err either way; -errno when git could
+ * not run. */
+int git_try(const git_ctx *g, const char *cwd, char *const *args, char **ret_err);
+
 /* `git apply --check [--cached] <patch>` with g in cwd (--cached: against
  * g's index, else against its work tree): 1 the patch applies, 0 it does
  * not (*why = git's reason), -errno (*why set). */

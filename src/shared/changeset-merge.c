@@ -153,14 +153,12 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
         {
                 if ((r = git_read_tree(g, "/", base_tree, "read-tree (base)", &err)) < 0) goto fail;
                 char *ap_args[] = {(char *) "apply", (char *) "--cached", (char *) patch, NULL};
-                if ((r = run_git_argv(g, "/", 0, &rr, ap_args)) < 0) goto fail;
-                if (rr.exit_code != 0) {
-                        _cleanup_free_ char *e = cs_trimmed(rr.err);
-                        run_result_done(&rr);
-                        *why = strdup_printf("the changeset does not apply to its own base: %s", strempty(e));
+                _cleanup_free_ char *e = NULL;
+                if ((r = git_try(g, "/", ap_args, &e)) < 0) goto fail;
+                if (r == 0) {
+                        *why = strdup_printf("the changeset does not apply to its own base: %s", e);
                         return 0;
                 }
-                run_result_done(&rr);
                 if ((r = git_line(g, "/", &err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, &tree_r)) < 0)
                         goto fail;
         }
@@ -196,14 +194,12 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
                         if ((r = cs_write_specs(spec_path, specs, NULL)) < 0) goto fail;
                         char *add_args[] = {(char *) "add", (char *) "-A", (char *) "-f", (char *) "--ignore-errors",
                                             (char *) "--no-warn-embedded-repo", (char *) "--pathspec-file-nul", pf, NULL};
-                        if ((r = run_git_argv(g, dir, 0, &rr, add_args)) < 0) goto fail;
-                        if (rr.exit_code != 0) {
-                                _cleanup_free_ char *e = cs_trimmed(rr.err);
-                                run_result_done(&rr);
-                                *why = strdup_printf("cannot read the live files the changeset touches: %s", strempty(e));
+                        _cleanup_free_ char *e = NULL;
+                        if ((r = git_try(g, dir, add_args, &e)) < 0) goto fail;
+                        if (r == 0) {
+                                *why = strdup_printf("cannot read the live files the changeset touches: %s", e);
                                 return 0;
                         }
-                        run_result_done(&rr);
                 }
                 if ((r = git_line(g, "/", &err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, &tree_o)) < 0)
                         goto fail;
