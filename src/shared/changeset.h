@@ -1,8 +1,11 @@
 #pragma once
-/* Changesets (spec sandbox-changeset-env.md §5, with DESIGN.md's fixes D7/D8):
- * the worker's filesystem changes, held as a binary-safe git patch until the
- * user accepts or rejects them. Everything here blocks (runs git, walks
- * trees): call it from a forked job, never from the daemon's event loop. */
+/* Changesets: the worker's filesystem changes, held as a binary-safe git
+ * patch (every byte, binary files too) until the user accepts or rejects
+ * them. No configuration of the worker's repository ever runs, and an
+ * accept never leaves the live tree half applied nor stages anything in the
+ * live index; changeset.c says how, and where each part lives. Everything
+ * here blocks (runs git, walks trees): call it from a forked job, never
+ * from the daemon's event loop. */
 
 #include <stdbool.h>
 #include <stddef.h>

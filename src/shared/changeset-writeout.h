@@ -1,0 +1,15 @@
+#pragma once
+/* The write-out of an accept: the live tree written from ours (the live
+ * contents, as merged) to the merged result, one path at a time, each
+ * atomically, so that a crash leaves every file old or new and a re-run
+ * converges. */
+
+#include "changeset-git.h"
+
+/* Write g's work tree (the live directory) from tree_o to tree_m (tree
+ * ids), every path checked before anything is written (the rules at the top
+ * of changeset-writeout.c). cs_paths: the changeset's paths, whose
+ * directories are swept of dead temp files too.
+ * Returns 1 written, 0 refused before anything was written (*why), -errno
+ * (*why set; what was written so far is whole, and a re-run finishes it). */
+int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *const *cs_paths, char **why);
