@@ -351,6 +351,7 @@ int manager_load_tasks(Manager *m) {
                 /* a partly read file loads nothing */
                 while (m->n_tasks > ls.first) manager_remove_task(m, m->tasks[m->n_tasks - 1]);
                 if (r == -ENOMEM) return r;
+                free(m->store.load_error); /* a second load reports its own error */
                 m->store.load_error = strdup_printf("%s: %s", path, r == -EBADMSG ? "not a JSON array of task records" : strerror(-r));
                 log_error("could not read persisted task state: %s", strnull(m->store.load_error));
                 (void) malloc_trim(0);
