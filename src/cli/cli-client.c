@@ -18,6 +18,7 @@
 
 #include "json-util.h"
 #include "libsystemd-dl.h"
+#include "protocol-keys.h"
 #include "taskferry-config.h"
 #include "process-util.h"
 #include "util.h"
@@ -151,7 +152,7 @@ static int next_frame(cli_client *c, bool poll_first, int timeout_ms, json_objec
                 proto_frame_kind kind = proto_classify_frame(msg);
                 if (kind == PROTO_FRAME_INVALID) return client_fail(c, err, -EPROTO, INVALID_FRAME);
                 if (kind == PROTO_FRAME_SHUTDOWN) {
-                        c->restarting = streq_ptr(json_get_string(msg, "reason"), "restart");
+                        c->restarting = streq_ptr(json_get_string(msg, PK_reason), "restart");
                         continue;
                 }
                 *ret_msg = TAKE_PTR(msg);
@@ -208,18 +209,18 @@ int cli_client_call(cli_client *c, const char *method, json_object *params,
                         json_object_array_add(c->events, json_object_get(msg));
                         continue;
                 case PROTO_FRAME_RESPONSE_OK:
-                        if (!streq(json_get_string(msg, "id"), id)) continue;
+                        if (!streq(json_get_string(msg, PK_id), id)) continue;
                         json_object *result = NULL;
-                        json_object_object_get_ex(msg, "result", &result);
+                        json_object_object_get_ex(msg, PK_result, &result);
                         *ret_result = result ? json_object_get(result) : NULL;
                         return 0;
                 case PROTO_FRAME_RESPONSE_ERROR: {
-                        if (!streq(json_get_string(msg, "id"), id)) continue;
-                        json_object *e = json_get_object(msg, "error");
-                        const char *code = json_get_string(e, "code");
-                        const char *message = json_get_string(e, "message");
-                        const char *help = json_get_string(e, "help");
-                        const char *detail = json_get_string(e, "detail");
+                        if (!streq(json_get_string(msg, PK_id), id)) continue;
+                        json_object *e = json_get_object(msg, PK_error);
+                        const char *code = json_get_string(e, PK_code);
+                        const char *message = json_get_string(e, PK_message);
+                        const char *help = json_get_string(e, PK_help);
+                        const char *detail = json_get_string(e, PK_detail);
                         if (!streq(detail, message)) cli_error_fail(err, *code ? code : "REQUEST_FAILED", "%s", detail);
                         else cli_error_fail(err, *code ? code : "REQUEST_FAILED", "%s\nhelp: %s", message, help);
                         return -EBADMSG;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 void cli_error_done(cli_error *e) {
@@ -104,7 +105,7 @@ json_object *cli_error_value(const cli_error *e) {
                 : "Retry the command or run `taskferry --help`";
         json_object *v = json_object_new_object();
         if (!v) return NULL;
-        if (json_add_string(v, "error", message) < 0 || json_add_string(v, "help", help) < 0) {
+        if (json_add_string(v, PK_error, message) < 0 || json_add_string(v, PK_help, help) < 0) {
                 json_object_put(v);
                 return NULL;
         }

@@ -13,6 +13,7 @@
 
 #include "json-util.h"
 #include "libsystemd-dl.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 #define JOB_HELP "see taskferry-jobs(5) for what a job file holds"
@@ -161,11 +162,11 @@ static int job_run(cli_context *ctx, const char *name, json_object **ret_value, 
         /* the keys as the dispatch flags' option keys (cli-args.c) */
         _cleanup_json_ json_object *options = json_object_new_object();
         if (!options) return -ENOMEM;
-        if ((j.model && json_add_string(options, "model", j.model) < 0) ||
-            (j.variant && json_add_string(options, "variant", j.variant) < 0) ||
-            (j.executor && json_add_string(options, "executor", j.executor) < 0) ||
-            (j.rw_bind && json_add(options, "rwBind", string_list(j.rw_bind)) < 0) ||
-            (j.ro_bind && json_add(options, "roBind", string_list(j.ro_bind)) < 0))
+        if ((j.model && json_add_string(options, PK_model, j.model) < 0) ||
+            (j.variant && json_add_string(options, PK_variant, j.variant) < 0) ||
+            (j.executor && json_add_string(options, PK_executor, j.executor) < 0) ||
+            (j.rw_bind && json_add(options, PK_rwBind, string_list(j.rw_bind)) < 0) ||
+            (j.ro_bind && json_add(options, PK_roBind, string_list(j.ro_bind)) < 0))
                 return -ENOMEM;
         r = cli_dispatch(ctx, options, real, prompt, prompt_len, name, ret_raw, err);
         /* the daemon decides that the executor needs a model (cli_dispatch
@@ -186,7 +187,7 @@ static int job_run(cli_context *ctx, const char *name, json_object **ret_value, 
         json_object *v = json_object_new_object();
         if (!v) return -ENOMEM;
         json_object_object_foreach(*ret_raw, key, val) {
-                if (streq(key, "promptPreview") || streq(key, "promptTotalChars")) continue;
+                if (streq(key, PK_promptPreview) || streq(key, PK_promptTotalChars)) continue;
                 if (json_add(v, key, val ? json_object_get(val) : NULL) < 0) {
                         json_object_put(v);
                         return -ENOMEM;
@@ -301,7 +302,7 @@ static int job_list(cli_context *ctx, json_object **ret_value, json_object **ret
         if (!params) return -ENOMEM;
         r = cli_call(ctx, "task.list", params, &list, err);
         if (r < 0) return r;
-        json_object *tasks = json_get_array(list, "tasks");
+        json_object *tasks = json_get_array(list, PK_tasks);
 
         sd_bus *bus = user_bus();
         bool manager = bus != NULL;
@@ -324,7 +325,7 @@ static int job_list(cli_context *ctx, json_object **ret_value, json_object **ret
                 if (k < 0) {
                         _cleanup_json_ json_object *ev = k == -ENOMEM ? NULL : cli_error_value(&jerr);
                         cli_error_done(&jerr);
-                        if (!ev || json_add_string(row, "error", json_get_string(ev, "error")) < 0) r = -ENOMEM;
+                        if (!ev || json_add_string(row, PK_error, json_get_string(ev, PK_error)) < 0) r = -ENOMEM;
                         continue;
                 }
                 _cleanup_free_ char *timer = NULL;
@@ -338,15 +339,15 @@ static int job_list(cli_context *ctx, json_object **ret_value, json_object **ret
                 const char *last = NULL, *last_status = NULL;
                 for (size_t i = 0; tasks && i < json_object_array_length(tasks); i++) {
                         json_object *t = json_object_array_get_idx(tasks, i);
-                        if (streq_ptr(json_get_string(t, "job"), *n)) {
-                                last = json_get_string(t, "id");
-                                last_status = json_get_string(t, "status");
+                        if (streq_ptr(json_get_string(t, PK_job), *n)) {
+                                last = json_get_string(t, PK_id);
+                                last_status = json_get_string(t, PK_status);
                                 break;
                         }
                 }
                 char iso[32];
-                if (json_add_string(row, "directory", j.directory) < 0 ||
-                    json_add_string(row, "executor", j.executor) < 0 ||
+                if (json_add_string(row, PK_directory, j.directory) < 0 ||
+                    json_add_string(row, PK_executor, j.executor) < 0 ||
                     json_add_string(row, "timer", manager && timer ? timer : "(no user manager)") < 0 ||
                     json_add_string(row, "nextRun", manager && next ? format_iso(next / 1000, iso) : NULL) < 0 ||
                     json_add_string(row, "lastTask", last) < 0 || json_add_string(row, "lastStatus", last_status) < 0)

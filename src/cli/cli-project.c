@@ -9,6 +9,7 @@
 
 #include "cli-args.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 bool cli_json_truthy(json_object *v) {
@@ -67,9 +68,9 @@ json_object *cli_lean_status(json_object *detail, bool full) {
                 if (!out) return NULL;
                 json_object_object_foreach(detail, k, v) {
                         json_object *nv;
-                        if (streq(k, "overlayDirs") && v && json_object_is_type(v, json_type_object)) {
+                        if (streq(k, PK_overlayDirs) && v && json_object_is_type(v, json_type_object)) {
                                 nv = json_object_new_object();
-                                if (!nv || copy_key(nv, v, "root") < 0 || copy_key(nv, v, "tmpRoot") < 0) {
+                                if (!nv || copy_key(nv, v, PK_root) < 0 || copy_key(nv, v, PK_tmpRoot) < 0) {
                                         json_object_put(nv);
                                         return NULL;
                                 }
@@ -82,62 +83,62 @@ json_object *cli_lean_status(json_object *detail, bool full) {
 
         _cleanup_json_ json_object *lean = json_object_new_object();
         if (!lean) return NULL;
-        const char *status = json_get_string(detail, "status");
+        const char *status = json_get_string(detail, PK_status);
         bool active = streq_ptr(status, "running") || streq_ptr(status, "queued");
 
-        if (copy_key(lean, detail, "id") < 0 || copy_key(lean, detail, "status") < 0 ||
-            copy_key(lean, detail, "startedAt") < 0)
+        if (copy_key(lean, detail, PK_id) < 0 || copy_key(lean, detail, PK_status) < 0 ||
+            copy_key(lean, detail, PK_startedAt) < 0)
                 return NULL;
-        if (!active && (copy_key(lean, detail, "exitCode") < 0 || copy_key(lean, detail, "signal") < 0))
+        if (!active && (copy_key(lean, detail, PK_exitCode) < 0 || copy_key(lean, detail, PK_signal) < 0))
                 return NULL;
         /* the timer job it came from (`taskferry job run`, additive) */
-        if (cli_json_truthy(get(detail, "job")) && copy_key(lean, detail, "job") < 0) return NULL;
+        if (cli_json_truthy(get(detail, PK_job)) && copy_key(lean, detail, PK_job) < 0) return NULL;
         /* a queued task's place and why it waits (scheduler.h, additive) */
-        static const char *const queue_keys[] = {"queuePosition", "queueProvider", "queuedReason", "cooldownUntil"};
+        static const char *const queue_keys[] = {PK_queuePosition, PK_queueProvider, PK_queuedReason, PK_cooldownUntil};
         for (size_t i = 0; i < ELEMENTSOF(queue_keys); i++)
                 if (get(detail, queue_keys[i]) && copy_key(lean, detail, queue_keys[i]) < 0) return NULL;
         /* a live task's "pending" only means it has an overlay: nothing is extracted
          * yet, nothing can be accepted */
-        if (streq_ptr(json_get_string(detail, "changesetStatus"), "pending") &&
+        if (streq_ptr(json_get_string(detail, PK_changesetStatus), "pending") &&
             (active ? json_add_string(lean, "changeset", CLI_CHANGESET_NOT_EXTRACTED)
-                    : json_add_string(lean, "changesetStatus", "pending")) < 0)
+                    : json_add_string(lean, PK_changesetStatus, "pending")) < 0)
                 return NULL;
-        if (cli_json_truthy(get(detail, "changesetError")) && copy_key(lean, detail, "changesetError") < 0)
+        if (cli_json_truthy(get(detail, PK_changesetError)) && copy_key(lean, detail, PK_changesetError) < 0)
                 return NULL;
-        if (cli_json_truthy(get(detail, "changesetWarnings")) && copy_key(lean, detail, "changesetWarnings") < 0)
+        if (cli_json_truthy(get(detail, PK_changesetWarnings)) && copy_key(lean, detail, PK_changesetWarnings) < 0)
                 return NULL;
-        json_object *check = get(detail, "checkStatus");
+        json_object *check = get(detail, PK_checkStatus);
         if (check && !(json_object_is_type(check, json_type_string) && streq(json_object_get_string(check), "none"))) {
-                if (copy_key(lean, detail, "checkStatus") < 0 || copy_key(lean, detail, "checkCommand") < 0 ||
-                    copy_key(lean, detail, "checkExitCode") < 0 || copy_key(lean, detail, "checkStartedAt") < 0 ||
-                    copy_key(lean, detail, "checkEndedAt") < 0)
+                if (copy_key(lean, detail, PK_checkStatus) < 0 || copy_key(lean, detail, PK_checkCommand) < 0 ||
+                    copy_key(lean, detail, PK_checkExitCode) < 0 || copy_key(lean, detail, PK_checkStartedAt) < 0 ||
+                    copy_key(lean, detail, PK_checkEndedAt) < 0)
                         return NULL;
-                if (json_get_bool(detail, "checkOverride", false) && json_add_bool(lean, "checkOverride", true) < 0)
+                if (json_get_bool(detail, PK_checkOverride, false) && json_add_bool(lean, PK_checkOverride, true) < 0)
                         return NULL;
         }
-        if (cli_json_truthy(get(detail, "projectConfigWarning")) && copy_key(lean, detail, "projectConfigWarning") < 0)
+        if (cli_json_truthy(get(detail, PK_projectConfigWarning)) && copy_key(lean, detail, PK_projectConfigWarning) < 0)
                 return NULL;
-        if (cli_json_truthy(get(detail, "outputDir")) && copy_key(lean, detail, "outputDir") < 0)
+        if (cli_json_truthy(get(detail, PK_outputDir)) && copy_key(lean, detail, PK_outputDir) < 0)
                 return NULL;
-        if (has(detail, "logBytesWritten") &&
-            (copy_key(lean, detail, "logBytesWritten") < 0 || copy_key(lean, detail, "logLastWriteAt") < 0 ||
-             copy_key(lean, detail, "logHasEvent") < 0))
+        if (has(detail, PK_logBytesWritten) &&
+            (copy_key(lean, detail, PK_logBytesWritten) < 0 || copy_key(lean, detail, PK_logLastWriteAt) < 0 ||
+             copy_key(lean, detail, PK_logHasEvent) < 0))
                 return NULL;
-        if (has(detail, "outputTail") &&
-            (copy_key(lean, detail, "outputTail") < 0 || copy_key(lean, detail, "outputTailTotalChars") < 0 ||
-             copy_key(lean, detail, "outputTailTruncated") < 0))
+        if (has(detail, PK_outputTail) &&
+            (copy_key(lean, detail, PK_outputTail) < 0 || copy_key(lean, detail, PK_outputTailTotalChars) < 0 ||
+             copy_key(lean, detail, PK_outputTailTruncated) < 0))
                 return NULL;
-        if (cli_json_truthy(get(detail, "timedOut")) &&
-            json_add_string(lean, "note", "wait timed out; the task may still be running. Run taskferry wait again to keep waiting, or pass --timeout to set a longer cap") < 0)
+        if (cli_json_truthy(get(detail, PK_timedOut)) &&
+            json_add_string(lean, PK_note, "wait timed out; the task may still be running. Run taskferry wait again to keep waiting, or pass --timeout to set a longer cap") < 0)
                 return NULL;
 
-        _cleanup_free_ char *id_s = js_string_key(detail, "id");
+        _cleanup_free_ char *id_s = js_string_key(detail, PK_id);
         _cleanup_free_ char *next = NULL;
         if (active)
                 next = strdup_printf("Run taskferry wait or taskferry status with task id \"%s\" to check progress; pass --full for directory/model/log path details", id_s);
-        else if (streq_ptr(status, "crashed") && cli_json_truthy(get(detail, "sessionId"))) {
-                _cleanup_free_ char *sid = js_string_key(detail, "sessionId");
-                _cleanup_free_ char *dir = js_string_key(detail, "directory");
+        else if (streq_ptr(status, "crashed") && cli_json_truthy(get(detail, PK_sessionId))) {
+                _cleanup_free_ char *sid = js_string_key(detail, PK_sessionId);
+                _cleanup_free_ char *dir = js_string_key(detail, PK_directory);
                 _cleanup_free_ char *qsid = sid ? shell_quote(sid) : NULL;
                 _cleanup_free_ char *qdir = dir ? shell_quote(dir) : NULL;
                 if (!qsid || !qdir) return NULL;
@@ -145,19 +146,19 @@ json_object *cli_lean_status(json_object *detail, bool full) {
                                      qsid, qsid, qdir);
         } else
                 next = strdup_printf("Run taskferry result with task id \"%s\" to see the final message; pass --full here for directory/model/log path details", id_s);
-        if (!next || json_add_string(lean, "next", next) < 0) return NULL;
+        if (!next || json_add_string(lean, PK_next, next) < 0) return NULL;
         return TAKE_PTR(lean);
 }
 
 json_object *cli_lean_result(json_object *detail, bool full, bool raw) {
         if (full || raw) return json_copy(detail);
 
-        _cleanup_free_ char *task_id = js_string_key(detail, "taskId");
+        _cleanup_free_ char *task_id = js_string_key(detail, PK_taskId);
         _cleanup_free_ char *next = NULL;
-        if (!has(detail, "narrationTotalChars"))
+        if (!has(detail, PK_narrationTotalChars))
                 next = strdup_printf("Run taskferry wait with task id \"%s\" to block until the task settles, then re-run taskferry result", task_id);
         else {
-                _cleanup_free_ char *n = js_string_key(detail, "narrationTotalChars");
+                _cleanup_free_ char *n = js_string_key(detail, PK_narrationTotalChars);
                 next = n ? strdup_printf("Run taskferry result --full or --fields narration with task id \"%s\" to see intermediate step narration (%s chars total)", task_id, n) : NULL;
         }
         if (!next) return NULL;
@@ -166,15 +167,15 @@ json_object *cli_lean_result(json_object *detail, bool full, bool raw) {
         if (!out) return NULL;
         bool placed = false;
         json_object_object_foreach(detail, k, v) {
-                if (streq(k, "narration") || streq(k, "narrationTruncated")) continue;
-                if (streq(k, "next")) {
-                        if (json_add_string(out, "next", next) < 0) return NULL;
+                if (streq(k, PK_narration) || streq(k, PK_narrationTruncated)) continue;
+                if (streq(k, PK_next)) {
+                        if (json_add_string(out, PK_next, next) < 0) return NULL;
                         placed = true;
                         continue;
                 }
                 if (json_add(out, k, v ? json_object_get(v) : NULL) < 0) return NULL;
         }
-        if (!placed && json_add_string(out, "next", next) < 0) return NULL;
+        if (!placed && json_add_string(out, PK_next, next) < 0) return NULL;
         return TAKE_PTR(out);
 }
 
@@ -188,14 +189,14 @@ const char *cli_changeset_text(const char *status, const char *changeset_status)
 static json_object *list_row(json_object *row) {
         _cleanup_json_ json_object *out = json_object_new_object();
         if (!out) return NULL;
-        if (copy_key(out, row, "id") < 0 || copy_key(out, row, "status") < 0 || copy_key(out, row, "model") < 0 ||
-            copy_key(out, row, "startedAt") < 0)
+        if (copy_key(out, row, PK_id) < 0 || copy_key(out, row, PK_status) < 0 || copy_key(out, row, PK_model) < 0 ||
+            copy_key(out, row, PK_startedAt) < 0)
                 return NULL;
-        if (has(row, "changesetStatus") &&
-            json_add_string(out, "changeset", cli_changeset_text(json_get_string(row, "status"),
-                                                                  json_get_string(row, "changesetStatus"))) < 0)
+        if (has(row, PK_changesetStatus) &&
+            json_add_string(out, "changeset", cli_changeset_text(json_get_string(row, PK_status),
+                                                                  json_get_string(row, PK_changesetStatus))) < 0)
                 return NULL;
-        if (cli_json_truthy(get(row, "failureReason")) && copy_key(out, row, "failureReason") < 0) return NULL;
+        if (cli_json_truthy(get(row, PK_failureReason)) && copy_key(out, row, PK_failureReason) < 0) return NULL;
         return TAKE_PTR(out);
 }
 
@@ -233,16 +234,16 @@ static double counts_total(json_object *counts) {
 json_object *cli_project_list(json_object *value, int64_t limit) {
         _cleanup_json_ json_object *out = json_object_new_object();
         if (!out) return NULL;
-        if (cli_json_truthy(get(value, "directory")) && copy_key(out, value, "directory") < 0) return NULL;
-        if (copy_key(out, value, "counts") < 0) return NULL;
-        if (get(value, "cooldowns") && copy_key(out, value, "cooldowns") < 0) return NULL; /* cooldown.h */
-        json_object *tasks = get(value, "tasks");
+        if (cli_json_truthy(get(value, PK_directory)) && copy_key(out, value, PK_directory) < 0) return NULL;
+        if (copy_key(out, value, PK_counts) < 0) return NULL;
+        if (get(value, PK_cooldowns) && copy_key(out, value, PK_cooldowns) < 0) return NULL; /* cooldown.h */
+        json_object *tasks = get(value, PK_tasks);
         json_object *rows = project_rows(tasks, limit);
-        if ((!rows && tasks) || json_add(out, "tasks", rows) < 0) return NULL;
+        if ((!rows && tasks) || json_add(out, PK_tasks, rows) < 0) return NULL;
 
         if (tasks && json_object_is_type(tasks, json_type_array) && json_object_array_length(tasks) > 0) {
                 size_t shipped = json_object_array_length(tasks);
-                double total = counts_total(get(value, "counts"));
+                double total = counts_total(get(value, PK_counts));
                 _cleanup_free_ char *hint = NULL;
                 if (total > (double) shipped) {
                         char buf[32];
@@ -253,7 +254,7 @@ json_object *cli_project_list(json_object *value, int64_t limit) {
                 if (hint) {
                         json_object *next = json_object_new_array();
                         if (!next || json_object_array_add(next, json_object_new_string(hint)) < 0 ||
-                            json_add(out, "next", next) < 0)
+                            json_add(out, PK_next, next) < 0)
                                 return NULL;
                 }
         }
@@ -270,17 +271,17 @@ json_object *cli_home_view(json_object *value, const char *workspace, const char
         else shown = strdup(bin);
         if (!shown) return NULL;
 
-        json_object *tasks = get(value, "tasks");
+        json_object *tasks = get(value, PK_tasks);
         json_object *rows = project_rows(tasks, CLI_DEFAULT_LIST_LIMIT);
         if (tasks && !rows) return NULL;
         size_t total_rows = tasks && json_object_is_type(tasks, json_type_array) ? json_object_array_length(tasks) : 0;
 
         if (json_add_string(out, "workspace", workspace) < 0 || json_add_string(out, "bin", shown) < 0 ||
             json_add_string(out, "description", CLI_DESCRIPTION) < 0 ||
-            copy_key(out, value, "counts") < 0 || json_add(out, "tasks", rows) < 0)
+            copy_key(out, value, PK_counts) < 0 || json_add(out, PK_tasks, rows) < 0)
                 return NULL;
         json_object *next = json_object_new_array();
-        if (!next || json_add(out, "next", next) < 0) return NULL;
+        if (!next || json_add(out, PK_next, next) < 0) return NULL;
         if (total_rows > 0) {
                 json_object_array_add(next, json_object_new_string("Run taskferry status <id> for activity"));
                 json_object_array_add(next, json_object_new_string("Run taskferry wait <id> to wait for settlement"));
@@ -288,7 +289,7 @@ json_object *cli_home_view(json_object *value, const char *workspace, const char
                 bool pending = false;
                 for (size_t i = 0; i < total_rows; i++) {
                         json_object *row = json_object_array_get_idx(tasks, i);
-                        if (streq(cli_changeset_text(json_get_string(row, "status"), json_get_string(row, "changesetStatus")),
+                        if (streq(cli_changeset_text(json_get_string(row, PK_status), json_get_string(row, PK_changesetStatus)),
                                   "pending"))
                                 pending = true;
                 }

@@ -14,6 +14,7 @@
 #include "cli-views.h"
 #include "commands.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 #include "watch.h"
 
@@ -21,39 +22,39 @@
 
 /* --all is every workspace, so it names no narrower scope. */
 static int check_all_scope(const cli_args *a, cli_error *err) {
-        if (cli_args_bool(a, "all") && cli_args_has(a, "directory"))
+        if (cli_args_bool(a, PK_all) && cli_args_has(a, PK_directory))
                 return cli_usage_error(err, a->verb, "--all cannot be combined with --directory");
         return 0;
 }
 
 static int check_dispatch(const cli_args *a, cli_error *err) {
-        if (!a->help && !cli_args_has(a, "prompt")) return cli_usage_error(err, a->verb, "--prompt is required");
+        if (!a->help && !cli_args_has(a, PK_prompt)) return cli_usage_error(err, a->verb, "--prompt is required");
         return 0;
 }
 
 static int check_advisor(const cli_args *a, cli_error *err) {
-        if (!a->help && !cli_args_has(a, "model")) return cli_usage_error(err, a->verb, "--model is required");
+        if (!a->help && !cli_args_has(a, PK_model)) return cli_usage_error(err, a->verb, "--model is required");
         return 0;
 }
 
 static int check_wait(const cli_args *a, cli_error *err) {
         /* a summarizing wait ends when the task settles, and prints no tail */
         if (a->help || !cli_args_bool(a, "summarize")) return 0;
-        if (cli_args_has(a, "timeoutMs")) return cli_usage_error(err, a->verb, "--summarize cannot be combined with --timeout");
-        if (cli_args_has(a, "tailChars"))
+        if (cli_args_has(a, PK_timeoutMs)) return cli_usage_error(err, a->verb, "--summarize cannot be combined with --timeout");
+        if (cli_args_has(a, PK_tailChars))
                 return cli_usage_error(err, a->verb, "--summarize cannot be combined with --tail-chars");
         return 0;
 }
 
 static int check_result(const cli_args *a, cli_error *err) {
         if (a->help) return 0;
-        json_object *fields = json_get_array(a->options, "fields");
-        bool full = cli_args_bool(a, "full"), diff = cli_args_bool(a, "diff");
+        json_object *fields = json_get_array(a->options, PK_fields);
+        bool full = cli_args_bool(a, PK_full), diff = cli_args_bool(a, PK_diff);
         /* --full only widens the narration, so with --fields it needs that field */
         if (full && fields) {
                 bool narration = false;
                 for (size_t i = 0; i < json_object_array_length(fields); i++)
-                        if (streq(json_object_get_string(json_object_array_get_idx(fields, i)), "narration"))
+                        if (streq(json_object_get_string(json_object_array_get_idx(fields, i)), PK_narration))
                                 narration = true;
                 if (!narration) return cli_usage_error(err, a->verb, "--full requires narration in --fields");
         }
@@ -70,19 +71,19 @@ static int check_list(const cli_args *a, cli_error *err) {
 static int check_watch(const cli_args *a, cli_error *err) {
         int r = check_all_scope(a, err);
         if (r < 0) return r;
-        if (cli_args_bool(a, "all") && cli_args_has(a, "taskId"))
+        if (cli_args_bool(a, PK_all) && cli_args_has(a, PK_taskId))
                 return cli_usage_error(err, a->verb, "--all cannot be combined with --task-id");
         if (a->help) return 0;
         /* batching only makes sense for summaries, and needs an interval */
         int64_t flush;
         if (!cli_args_int(a, "flushIntervalMs", &flush)) return 0;
-        if (!cli_args_bool(a, "summaries")) return cli_usage_error(err, a->verb, "--flush-interval requires --summaries");
+        if (!cli_args_bool(a, PK_summaries)) return cli_usage_error(err, a->verb, "--flush-interval requires --summaries");
         if (flush == 0) return cli_usage_error(err, a->verb, "--flush-interval must be greater than zero");
         return 0;
 }
 
 static int check_doctor(const cli_args *a, cli_error *err) {
-        if (!a->help && cli_args_bool(a, "stats") && cli_args_bool(a, "full"))
+        if (!a->help && cli_args_bool(a, "stats") && cli_args_bool(a, PK_full))
                 return cli_usage_error(err, a->verb, "--stats cannot be combined with --full");
         return 0;
 }

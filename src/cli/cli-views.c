@@ -11,6 +11,7 @@
 
 #include "cli-project.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "task-stats.h"
 #include "toon.h"
 #include "util.h"
@@ -20,20 +21,20 @@
 #define CONTEXT_LIMIT 10
 
 json_object *cli_project_context(json_object *raw) {
-        json_object *tasks = json_get_array(raw, "tasks");
+        json_object *tasks = json_get_array(raw, PK_tasks);
         /* projectList's rows, cut and hinted the same way (an empty array
          * becomes the none-found string there) */
         _cleanup_json_ json_object *as_list = json_object_new_object();
         if (!as_list) return NULL;
-        json_add(as_list, "counts", json_object_get(json_get_object(raw, "counts")));
+        json_add(as_list, PK_counts, json_object_get(json_get_object(raw, PK_counts)));
         json_object *t = NULL;
-        json_object_object_get_ex(raw, "tasks", &t);
-        json_add(as_list, "tasks", tasks ? json_object_get(tasks) : json_object_get(t));
+        json_object_object_get_ex(raw, PK_tasks, &t);
+        json_add(as_list, PK_tasks, tasks ? json_object_get(tasks) : json_object_get(t));
         _cleanup_json_ json_object *list = cli_project_list(as_list, CONTEXT_LIMIT);
         if (!list) return NULL;
         json_object *o = json_object_new_object();
         if (!o) return NULL;
-        json_add_string(o, "directory", json_get_string(raw, "directory"));
+        json_add_string(o, PK_directory, json_get_string(raw, PK_directory));
         json_object_object_foreach(list, key, val) json_add(o, key, json_object_get(val));
         return o;
 }
@@ -67,7 +68,7 @@ int cli_run_context(cli_context *ctx, json_object **ret_value, json_object **ret
 /* ---- doctor --stats ---- */
 
 json_object *cli_stats_from_list(json_object *list, uint64_t now) {
-        json_object *tasks = json_get_array(list, "tasks");
+        json_object *tasks = json_get_array(list, PK_tasks);
         _cleanup_json_ json_object *rows = tasks ? json_object_get(tasks) : json_object_new_array();
         return rows ? task_stats_compute(rows, now) : NULL;
 }
@@ -97,10 +98,10 @@ static int run_stats(cli_context *ctx, json_object **ret_value, json_object **re
 static json_object *isolation(bool checked, const char *path, int isolated, const char *reason) {
         json_object *o = json_object_new_object();
         if (!o) return NULL;
-        json_add_bool(o, "checked", checked);
-        if (path) json_add_string(o, "path", path);
-        if (isolated >= 0) json_add_bool(o, "isolated", isolated);
-        if (reason) json_add_string(o, "reason", reason);
+        json_add_bool(o, PK_checked, checked);
+        if (path) json_add_string(o, PK_path, path);
+        if (isolated >= 0) json_add_bool(o, PK_isolated, isolated);
+        if (reason) json_add_string(o, PK_reason, reason);
         return o;
 }
 
@@ -192,8 +193,8 @@ static json_object *check_claude_plugin(void) {
         if (!o) return NULL;
         _cleanup_free_ char *claude = NULL;
         if (find_executable("claude", NULL, &claude) < 0) {
-                json_add_bool(o, "installed", false);
-                json_add_string(o, "reason", "claude CLI not found");
+                json_add_bool(o, PK_installed, false);
+                json_add_string(o, PK_reason, "claude CLI not found");
                 return o;
         }
         char *argv[] = {claude, (char *) "plugin", (char *) "list", (char *) "--json", NULL};
@@ -201,14 +202,14 @@ static json_object *check_claude_plugin(void) {
         int r = run_command(argv, NULL, NULL, 4u << 20, -1, &rr);
         _cleanup_json_ json_object *list = NULL;
         if (r < 0 || rr.exit_code != 0 || json_parse_strict(rr.out ? rr.out : "", rr.out_len, &list) < 0) {
-                json_add_bool(o, "installed", false);
-                json_add_string(o, "reason", "claude plugin list failed");
+                json_add_bool(o, PK_installed, false);
+                json_add_string(o, PK_reason, "claude plugin list failed");
         } else {
                 bool installed = false;
                 for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++)
                         if (streq_ptr(json_get_string(json_object_array_get_idx(list, i), "id"), "taskferry@taskferry"))
                                 installed = true;
-                json_add_bool(o, "installed", installed);
+                json_add_bool(o, PK_installed, installed);
         }
         run_result_done(&rr);
         return o;
@@ -234,29 +235,29 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
         json_object *stats = NULL;
         cli_error serr = {0};
         if (health && cli_call(ctx, "task.stats", params, &stats, &serr) >= 0) {
-                json_object *rl = json_get_object(stats, "resourceLimits");
-                if (rl) json_add(o, "resourceLimits", json_object_get(rl));
+                json_object *rl = json_get_object(stats, PK_resourceLimits);
+                if (rl) json_add(o, PK_resourceLimits, json_object_get(rl));
         }
         json_object_put(stats);
         cli_error_done(&serr);
-        if (cli_args_bool(ctx->args, "full")) {
-                json_add_string(o, "cliVersion", "2.0.0");
-                json_add_int(o, "protocolVersion", 1);
+        if (cli_args_bool(ctx->args, PK_full)) {
+                json_add_string(o, PK_cliVersion, "2.0.0");
+                json_add_int(o, PK_protocolVersion, 1);
         }
         const char *home = ctx->paths.home ? ctx->paths.home : getenv("HOME");
         if (!home) home = "/";
         json_object *integ = json_object_new_object(), *pw = json_object_new_object();
-        json_add(o, "integrations", integ);
-        json_add(integ, "claude", check_claude_plugin());
-        json_add(integ, "playwrightMcpIsolation", pw);
+        json_add(o, PK_integrations, integ);
+        json_add(integ, PK_claude, check_claude_plugin());
+        json_add(integ, PK_playwrightMcpIsolation, pw);
         json_object *oc = check_opencode(home), *cc = check_claude_code(home);
-        json_add(pw, "opencode", oc);
-        json_add(pw, "claudeCode", cc);
+        json_add(pw, PK_opencode, oc);
+        json_add(pw, PK_claudeCode, cc);
         json_object *warnings = json_object_new_array();
-        if (json_get_bool(oc, "checked", false) && !json_get_bool(oc, "isolated", true))
+        if (json_get_bool(oc, PK_checked, false) && !json_get_bool(oc, PK_isolated, true))
                 json_object_array_add(warnings, json_object_new_string(
                         "opencode's Playwright MCP is not started with --isolated: parallel tasks share one browser profile"));
-        if (json_get_bool(cc, "checked", false) && !json_get_bool(cc, "isolated", true))
+        if (json_get_bool(cc, PK_checked, false) && !json_get_bool(cc, PK_isolated, true))
                 json_object_array_add(warnings, json_object_new_string(
                         "Claude Code's Playwright MCP config does not set browser.isolated: parallel sessions share one "
                         "browser profile"));
@@ -265,15 +266,15 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
                 json_object_array_add(warnings, json_object_new_string(
                         "bwrap (bubblewrap) was not found on PATH: sandboxed dispatches cannot start; install bubblewrap"));
         /* the daemon's scope units (taskferryd(8) "Resource limits") */
-        json_object *rl = json_get_object(o, "resourceLimits");
-        if (rl && !json_get_bool(rl, "enforced", true)) {
+        json_object *rl = json_get_object(o, PK_resourceLimits);
+        if (rl && !json_get_bool(rl, PK_enforced, true)) {
                 _cleanup_free_ char *w = strdup_printf(
                         "resource limits are not enforced: %s; workers run in process groups without their "
                         "MemoryMax/TasksMax/CPUWeight; run the daemon under a systemd user manager",
-                        strempty(json_get_string(rl, "reason")));
+                        strempty(json_get_string(rl, PK_reason)));
                 if (w) json_object_array_add(warnings, json_object_new_string(w));
         }
-        if (json_object_array_length(warnings) > 0) json_add(o, "warnings", warnings);
+        if (json_object_array_length(warnings) > 0) json_add(o, PK_warnings, warnings);
         else json_object_put(warnings);
         *ret_raw = o;
         *ret_value = json_object_get(o);
@@ -356,13 +357,13 @@ int cli_run_init(cli_context *ctx, json_object **ret_value, json_object **ret_ra
         if (!path) return -ENOMEM;
         json_object *o = json_object_new_object();
         if (!o) return -ENOMEM;
-        json_add_string(o, "path", path);
+        json_add_string(o, PK_path, path);
         struct stat st;
         if (lstat(path, &st) == 0) {
                 json_add_bool(o, "written", false);
-                json_add_null(o, "checkCommand");
+                json_add_null(o, PK_checkCommand);
                 _cleanup_free_ char *reason = strdup_printf("%s already exists -- taskferry init never overwrites it", path);
-                json_add_string(o, "reason", reason);
+                json_add_string(o, PK_reason, reason);
                 *ret_raw = o;
                 *ret_value = json_object_get(o);
                 return 0;
@@ -405,7 +406,7 @@ int cli_run_init(cli_context *ctx, json_object **ret_value, json_object **ret_ra
                                       path, strerror(-r));
         }
         json_add_bool(o, "written", true);
-        json_add_string(o, "checkCommand", written_check);
+        json_add_string(o, PK_checkCommand, written_check);
         *ret_raw = o;
         *ret_value = json_object_get(o);
         return 0;

@@ -18,6 +18,7 @@
 #include "cli-resolve.h"
 #include "config.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "taskferry-config.h"
 #include "util.h"
 
@@ -68,7 +69,7 @@ static int projected(json_object *raw, json_object *value, json_object **ret_val
 
 static json_object *task_params(const cli_context *ctx) {
         json_object *p = json_object_new_object();
-        if (p && json_add_string(p, "taskId", ctx->args->task_id) < 0) {
+        if (p && json_add_string(p, PK_taskId, ctx->args->task_id) < 0) {
                 json_object_put(p);
                 return NULL;
         }
@@ -103,13 +104,13 @@ static char *current_dir(void) {
 
 /* --directory or `fallback`, then realpath, which must be a directory. */
 static int directory_param(const cli_args *a, const char *fallback, char **ret, cli_error *err) {
-        const char *d = cli_args_string(a, "directory");
+        const char *d = cli_args_string(a, PK_directory);
         return cli_normalize_directory(d ? d : fallback, ret, err);
 }
 
 /* Workspace root of the cwd (or --directory), normalized. */
 int cli_workspace_directory(const cli_args *a, char **ret, cli_error *err) {
-        const char *d = cli_args_string(a, "directory");
+        const char *d = cli_args_string(a, PK_directory);
         if (d) return cli_normalize_directory(d, ret, err);
         _cleanup_free_ char *cwd = current_dir();
         if (!cwd) return cli_error_fail(err, NULL, "cannot determine the current directory: %s", strerror(errno));
@@ -128,7 +129,7 @@ static int add_default_wait_timeout(json_object *params, cli_error *err) {
         if (r < 0) return r;
         double ms;
         if (config_wait_default_timeout(cfg, getenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &ms) > 0 &&
-            json_add(params, "timeoutMs", json_new_number(ms)) < 0)
+            json_add(params, PK_timeoutMs, json_new_number(ms)) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -137,14 +138,14 @@ int cli_dispatch(cli_context *ctx, json_object *options, const char *directory, 
                  const char *job, json_object **ret, cli_error *err) {
         _cleanup_json_ json_object *params = json_object_new_object();
         if (!params) return -ENOMEM;
-        if (json_add(params, "env", env_object()) < 0 ||
-            json_add(params, "prompt", json_object_new_string_len(prompt, (int) prompt_len)) < 0 ||
-            json_add_string(params, "directory", directory) < 0)
+        if (json_add(params, PK_env, env_object()) < 0 ||
+            json_add(params, PK_prompt, json_object_new_string_len(prompt, (int) prompt_len)) < 0 ||
+            json_add_string(params, PK_directory, directory) < 0)
                 return -ENOMEM;
         static const char *const passthrough[] = {
-                "model", "variant", "sessionId", "finalMarker", "noSandbox", "noOverlay",
-                "allowedDirs", "rwBind", "roBind", "executor", "class", "parentTaskId", "diskMax", "memoryMax",
-                "tasksMax", NULL
+                PK_model,  PK_variant, PK_sessionId, PK_finalMarker, PK_noSandbox,    PK_noOverlay, PK_allowedDirs,
+                PK_rwBind, PK_roBind,  PK_executor,  PK_class,       PK_parentTaskId, PK_diskMax,   PK_memoryMax,
+                PK_tasksMax, NULL
         };
         for (size_t i = 0; passthrough[i]; i++) {
                 json_object *v = NULL;
@@ -153,9 +154,9 @@ int cli_dispatch(cli_context *ctx, json_object *options, const char *directory, 
                         return -ENOMEM;
         }
         /* the timer job it came from (`taskferry job run`), for `job list` */
-        if (job && json_add_string(params, "job", job) < 0) return -ENOMEM;
+        if (job && json_add_string(params, PK_job, job) < 0) return -ENOMEM;
         const char *origin = getenv("CLAUDE_CODE_SESSION_ID");
-        if (!isempty(origin) && json_add_string(params, "originSessionId", origin) < 0) return -ENOMEM;
+        if (!isempty(origin) && json_add_string(params, PK_originSessionId, origin) < 0) return -ENOMEM;
         int r = call(ctx, "task.dispatch", params, ret, err);
         /* the daemon decides whether a model is needed (executor, a model
          * inherited through --session-id); a missing one is still the
@@ -164,7 +165,7 @@ int cli_dispatch(cli_context *ctx, json_object *options, const char *directory, 
             (startswith(err->text, "error: --model is required\n") || streq(err->text, "--model is required")))
                 err->exit_code = CLI_EXIT_USAGE;
         /* the daemon's warnings (a bind that exposes a deny-listed path) go to stderr */
-        json_object *w = r >= 0 && *ret ? json_get_array(*ret, "warnings") : NULL;
+        json_object *w = r >= 0 && *ret ? json_get_array(*ret, PK_warnings) : NULL;
         for (size_t i = 0; w && i < json_object_array_length(w); i++)
                 fprintf(stderr, "%s\n", json_object_get_string(json_object_array_get_idx(w, i)));
         return r;
@@ -192,7 +193,7 @@ static int command_input_read(cli_context *ctx, const char *command, command_inp
                 return cli_error_fail(err, NULL, "cannot determine the current directory: %s", strerror(errno));
         int r = directory_param(ctx->args, in->cwd, &in->directory, err);
         if (r < 0) return r;
-        in->prompt = cli_args_string(ctx->args, "prompt");
+        in->prompt = cli_args_string(ctx->args, PK_prompt);
         if (streq_ptr(in->prompt, "-")) {
                 r = cli_read_prompt(STDIN_FILENO, command, ctx->interrupted, &in->stdin_prompt, &in->prompt_len, err);
                 if (r < 0) return r;
@@ -212,31 +213,31 @@ int cli_run_dispatch(cli_context *ctx, json_object **ret_value, json_object **re
 
 int cli_run_cancel(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
-        if (!params || pass_option(params, ctx->args, "graceMs") < 0) return -ENOMEM;
+        if (!params || pass_option(params, ctx->args, PK_graceMs) < 0) return -ENOMEM;
         return print_as_is(call(ctx, "task.cancel", params, ret_raw, err), ret_value, ret_raw);
 }
 
 int cli_run_accept(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params) return -ENOMEM;
-        if (cli_args_bool(ctx->args, "force") && json_add_bool(params, "force", true) < 0) return -ENOMEM;
+        if (cli_args_bool(ctx->args, PK_force) && json_add_bool(params, PK_force, true) < 0) return -ENOMEM;
         json_object *res = NULL;
         int r = call(ctx, "task.accept", params, &res, err);
         if (r < 0) return r;
         *ret_raw = res;
-        const char *task_id = json_get_string(res, "taskId");
+        const char *task_id = json_get_string(res, PK_taskId);
         if (!task_id) task_id = ctx->args->task_id;
         json_object *applied = NULL;
-        json_object_object_get_ex(res, "applied", &applied);
+        json_object_object_get_ex(res, PK_applied, &applied);
         if (applied && json_object_is_type(applied, json_type_boolean) && !json_object_get_boolean(applied)) {
-                _cleanup_free_ char *text = cli_accept_failure_text(task_id, json_get_string(res, "reason"));
+                _cleanup_free_ char *text = cli_accept_failure_text(task_id, json_get_string(res, PK_reason));
                 if (!text) return -ENOMEM;
                 return cli_error_fail(err, NULL, "%s", text);
         }
-        if (json_get_bool(res, "cleanupFailed", false))
+        if (json_get_bool(res, PK_cleanupFailed, false))
                 fprintf(stderr, "warning: changeset applied, but overlay cleanup failed -- %s's overlay dir remains on disk (a daemon restart will sweep it)\n", task_id);
-        if (json_get_bool(res, "applied", false)) {
-                const char *check = json_get_string(res, "checkStatus");
+        if (json_get_bool(res, PK_applied, false)) {
+                const char *check = json_get_string(res, PK_checkStatus);
                 if (!check || streq(check, "none"))
                         fprintf(stderr, "warning: changeset applied, but this repo declares no check command in .taskferry.toml -- nothing was verified before landing\n");
         }
@@ -248,8 +249,8 @@ int cli_run_reject(cli_context *ctx, json_object **ret_value, json_object **ret_
         if (!params) return -ENOMEM;
         int r = call(ctx, "task.reject", params, ret_raw, err);
         if (r < 0) return r;
-        if (json_get_bool(*ret_raw, "cleanupFailed", false)) {
-                const char *task_id = json_get_string(*ret_raw, "taskId");
+        if (json_get_bool(*ret_raw, PK_cleanupFailed, false)) {
+                const char *task_id = json_get_string(*ret_raw, PK_taskId);
                 fprintf(stderr, "warning: changeset rejected, but overlay cleanup failed -- %s's overlay dir remains on disk (a daemon restart will sweep it)\n",
                         task_id ? task_id : ctx->args->task_id);
         }
@@ -259,7 +260,7 @@ int cli_run_reject(cli_context *ctx, json_object **ret_value, json_object **ret_
 /* status and wait print the lean status (the whole record with --full). */
 static int lean_status(int r, const cli_args *a, json_object **ret_value, json_object **ret_raw) {
         if (r < 0) return r;
-        return projected(*ret_raw, cli_lean_status(*ret_raw, cli_args_bool(a, "full")), ret_value);
+        return projected(*ret_raw, cli_lean_status(*ret_raw, cli_args_bool(a, PK_full)), ret_value);
 }
 
 int cli_run_status(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
@@ -275,39 +276,39 @@ int cli_run_wait(cli_context *ctx, json_object **ret_value, json_object **ret_ra
                                        "wait --summarize is not available in this build yet");
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params) return -ENOMEM;
-        if (cli_args_has(a, "timeoutMs")) {
-                if (pass_option(params, a, "timeoutMs") < 0) return -ENOMEM;
+        if (cli_args_has(a, PK_timeoutMs)) {
+                if (pass_option(params, a, PK_timeoutMs) < 0) return -ENOMEM;
         } else {
                 /* --timeout, else the default chain */
                 int r = add_default_wait_timeout(params, err);
                 if (r < 0) return r;
         }
-        if (pass_option(params, a, "tailChars") < 0) return -ENOMEM;
+        if (pass_option(params, a, PK_tailChars) < 0) return -ENOMEM;
         return lean_status(call(ctx, "task.wait", params, ret_raw, err), a, ret_value, ret_raw);
 }
 
 int cli_run_result(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         const cli_args *a = ctx->args;
-        bool diff = cli_args_bool(a, "diff");
-        bool full = cli_args_bool(a, "full");
+        bool diff = cli_args_bool(a, PK_diff);
+        bool full = cli_args_bool(a, PK_full);
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params) return -ENOMEM;
         json_object *fields = NULL;
         if (diff) {
                 fields = json_object_new_array();
-                if (!fields || json_object_array_add(fields, json_object_new_string("diff")) < 0 ||
-                    json_add(params, "fields", fields) < 0)
+                if (!fields || json_object_array_add(fields, json_object_new_string(PK_diff)) < 0 ||
+                    json_add(params, PK_fields, fields) < 0)
                         return -ENOMEM;
-        } else if (cli_args_has(a, "fields")) {
-                if (pass_option(params, a, "fields") < 0) return -ENOMEM;
-                fields = json_get_array(params, "fields");
+        } else if (cli_args_has(a, PK_fields)) {
+                if (pass_option(params, a, PK_fields) < 0) return -ENOMEM;
+                fields = json_get_array(params, PK_fields);
         }
-        if (full && !diff && json_add_bool(params, "full", true) < 0) return -ENOMEM;
+        if (full && !diff && json_add_bool(params, PK_full, true) < 0) return -ENOMEM;
         int r = call(ctx, "task.result", params, ret_raw, err);
         if (r == -EBADMSG && streq_ptr(err->code, "RESPONSE_TOO_LARGE")) {
                 bool diff_requested = !fields;
                 for (size_t i = 0; fields && i < json_object_array_length(fields); i++)
-                        if (streq(json_object_get_string(json_object_array_get_idx(fields, i)), "diff"))
+                        if (streq(json_object_get_string(json_object_array_get_idx(fields, i)), PK_diff))
                                 diff_requested = true;
                 const char *id = a->task_id;
                 if (diff_requested)
@@ -324,7 +325,7 @@ int cli_run_result(cli_context *ctx, json_object **ret_value, json_object **ret_
         }
         if (r < 0) return r;
         /* the lean result; what --full, --fields or --diff asked for as it is */
-        return projected(*ret_raw, cli_lean_result(*ret_raw, full, cli_args_has(a, "fields") || diff), ret_value);
+        return projected(*ret_raw, cli_lean_result(*ret_raw, full, cli_args_has(a, PK_fields) || diff), ret_value);
 }
 
 int cli_call_workspace(cli_context *ctx, const char *method, char **ret_directory, json_object **ret, cli_error *err) {
@@ -332,7 +333,7 @@ int cli_call_workspace(cli_context *ctx, const char *method, char **ret_director
         int r = cli_workspace_directory(ctx->args, &directory, err);
         if (r < 0) return r;
         _cleanup_json_ json_object *params = json_object_new_object();
-        if (!params || json_add_string(params, "directory", directory) < 0) return -ENOMEM;
+        if (!params || json_add_string(params, PK_directory, directory) < 0) return -ENOMEM;
         r = call(ctx, method, params, ret, err);
         if (r >= 0 && ret_directory) *ret_directory = TAKE_PTR(directory);
         return r;
@@ -340,7 +341,7 @@ int cli_call_workspace(cli_context *ctx, const char *method, char **ret_director
 
 int cli_run_list(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         int r;
-        if (cli_args_bool(ctx->args, "all")) {
+        if (cli_args_bool(ctx->args, PK_all)) {
                 /* every workspace: no directory */
                 _cleanup_json_ json_object *params = json_object_new_object();
                 if (!params) return -ENOMEM;
@@ -355,7 +356,7 @@ int cli_run_list(cli_context *ctx, json_object **ret_value, json_object **ret_ra
 
 int cli_run_tail(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
-        if (!params || pass_option(params, ctx->args, "chars") < 0) return -ENOMEM;
+        if (!params || pass_option(params, ctx->args, PK_chars) < 0) return -ENOMEM;
         return print_as_is(call(ctx, "task.tail", params, ret_raw, err), ret_value, ret_raw);
 }
 
@@ -384,12 +385,12 @@ static int advisor_context(cli_context *ctx, const char *cwd, uint64_t budget, c
         const char *tid = getenv("TASKFERRY_TASK_ID");
         if (isempty(tid)) return 0;
         _cleanup_json_ json_object *params = json_object_new_object(), *res = NULL;
-        if (!params || json_add_string(params, "taskId", tid) < 0 ||
-            json_add_int(params, "chars", (int64_t) (budget < CLI_ADVISOR_TAIL_CHARS_MAX ? budget : CLI_ADVISOR_TAIL_CHARS_MAX)) < 0)
+        if (!params || json_add_string(params, PK_taskId, tid) < 0 ||
+            json_add_int(params, PK_chars, (int64_t) (budget < CLI_ADVISOR_TAIL_CHARS_MAX ? budget : CLI_ADVISOR_TAIL_CHARS_MAX)) < 0)
                 return -ENOMEM;
         int r = call(ctx, "task.tail", params, &res, err);
         if (r < 0) return r;
-        const char *text = json_get_string(res, "text");
+        const char *text = json_get_string(res, PK_text);
         if (isempty(text) || streq(text, "none observed yet")) return 0;
         *ret_source = strdup("ferry-log");
         *ret_text = strdup(text);
@@ -402,31 +403,31 @@ static char *advisor_condense(cli_context *ctx, const char *text, const char *di
         const char *model = getenv("TASKFERRY_ADVISOR_SUMMARIZER_MODEL");
         _cleanup_free_ char *prompt = strdup_printf("%s\n\n%s", cli_advisor_condense_lead, text);
         _cleanup_json_ json_object *p = json_object_new_object(), *d = NULL, *w = NULL, *res = NULL;
-        if (!prompt || !p || json_add(p, "env", env_object()) < 0 || json_add_string(p, "prompt", prompt) < 0 ||
-            json_add_string(p, "directory", directory) < 0 ||
-            json_add_string(p, "model", isempty(model) ? CLI_ADVISOR_SUMMARIZER_MODEL : model) < 0)
+        if (!prompt || !p || json_add(p, PK_env, env_object()) < 0 || json_add_string(p, PK_prompt, prompt) < 0 ||
+            json_add_string(p, PK_directory, directory) < 0 ||
+            json_add_string(p, PK_model, isempty(model) ? CLI_ADVISOR_SUMMARIZER_MODEL : model) < 0)
                 return NULL;
         cli_error e = {0};
-        if (call(ctx, "task.dispatch", p, &d, &e) < 0 || !json_get_string(d, "id")) {
+        if (call(ctx, "task.dispatch", p, &d, &e) < 0 || !json_get_string(d, PK_id)) {
                 cli_error_done(&e);
                 return NULL;
         }
-        const char *id = json_get_string(d, "id");
+        const char *id = json_get_string(d, PK_id);
         _cleanup_json_ json_object *wp = json_object_new_object(), *rp = json_object_new_object(),
                                    *fields = json_object_new_array();
-        if (!wp || !rp || !fields || json_add_string(wp, "taskId", id) < 0 ||
-            json_add_int(wp, "timeoutMs", CLI_ADVISOR_SUMMARIZE_TIMEOUT_MS) < 0 || json_add_string(rp, "taskId", id) < 0 ||
-            json_object_array_add(fields, json_object_new_string("message")) < 0 ||
-            json_add(rp, "fields", json_object_get(fields)) < 0)
+        if (!wp || !rp || !fields || json_add_string(wp, PK_taskId, id) < 0 ||
+            json_add_int(wp, PK_timeoutMs, CLI_ADVISOR_SUMMARIZE_TIMEOUT_MS) < 0 || json_add_string(rp, PK_taskId, id) < 0 ||
+            json_object_array_add(fields, json_object_new_string(PK_message)) < 0 ||
+            json_add(rp, PK_fields, json_object_get(fields)) < 0)
                 return NULL;
         if (call(ctx, "task.wait", wp, &w, &e) < 0 || call(ctx, "task.result", rp, &res, &e) < 0) {
                 cli_error_done(&e);
                 return NULL;
         }
-        const char *msg = json_get_string(res, "message");
+        const char *msg = json_get_string(res, PK_message);
         json_object *st = NULL;
         /* a still-running task answers with a "task is still ..." message: not a summary */
-        if (isempty(msg) || !json_object_object_get_ex(res, "status", &st) ||
+        if (isempty(msg) || !json_object_object_get_ex(res, PK_status, &st) ||
             !streq_ptr(json_object_get_string(st), "done"))
                 return NULL;
         return strdup(msg);
@@ -463,11 +464,11 @@ int cli_run_advisor(cli_context *ctx, json_object **ret_value, json_object **ret
         }
         _cleanup_free_ char *full = cli_advisor_prompt(prompt, source, text);
         _cleanup_json_ json_object *params = json_object_new_object();
-        if (!full || !params || json_add(params, "env", env_object()) < 0 || json_add_string(params, "prompt", full) < 0 ||
-            json_add_string(params, "directory", directory) < 0)
+        if (!full || !params || json_add(params, PK_env, env_object()) < 0 || json_add_string(params, PK_prompt, full) < 0 ||
+            json_add_string(params, PK_directory, directory) < 0)
                 return -ENOMEM;
-        static const char *const passthrough[] = {"model", "variant", "sessionId", "timeoutMs", "executor", "class",
-                                                  "parentTaskId", NULL};
+        static const char *const passthrough[] = {PK_model, PK_variant, PK_sessionId, PK_timeoutMs, PK_executor, PK_class,
+                                                  PK_parentTaskId, NULL};
         for (size_t i = 0; passthrough[i]; i++)
                 if (pass_option(params, a, passthrough[i]) < 0) return -ENOMEM;
         return print_as_is(call(ctx, "task.advisor", params, ret_raw, err), ret_value, ret_raw);
@@ -475,8 +476,8 @@ int cli_run_advisor(cli_context *ctx, json_object **ret_value, json_object **ret
 
 int cli_run_output(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
-        if (!params || pass_option(params, ctx->args, "path") < 0 ||
-            pass_option(params, ctx->args, "maxOutputFileBytes") < 0)
+        if (!params || pass_option(params, ctx->args, PK_path) < 0 ||
+            pass_option(params, ctx->args, PK_maxOutputFileBytes) < 0)
                 return -ENOMEM;
         return print_as_is(call(ctx, "task.output", params, ret_raw, err), ret_value, ret_raw);
 }
@@ -486,8 +487,8 @@ int cli_run_output(cli_context *ctx, json_object **ret_value, json_object **ret_
 /* Why task `id` has no patch to show (changesetStatus and the rest from
  * task.result's projection). */
 static int diff_unavailable(const char *id, json_object *res, cli_error *err) {
-        const char *status = json_get_string(res, "status");
-        const char *cs = json_get_string(res, "changesetStatus");
+        const char *status = json_get_string(res, PK_status);
+        const char *cs = json_get_string(res, PK_changesetStatus);
         if (streq_ptr(status, "running") || streq_ptr(status, "queued"))
                 return cli_error_fail(err, NULL,
                                       "error: task %s is still %s; its changeset is not extracted yet\n"
@@ -502,7 +503,7 @@ static int diff_unavailable(const char *id, json_object *res, cli_error *err) {
                 return cli_error_fail(err, NULL, "error: task %s has no pending changeset (changesetStatus: %s)\nhelp: %s",
                                       id, cs ? cs : "none", why);
         }
-        const char *cerr = json_get_string(res, "changesetError");
+        const char *cerr = json_get_string(res, PK_changesetError);
         return cli_error_fail(err, NULL,
                               "error: the changeset of task %s was never extracted%s%s\n"
                               "help: Run taskferry status %s --full for details; taskferry reject %s discards it",
@@ -568,18 +569,18 @@ int cli_run_diff(cli_context *ctx, json_object **ret_value, json_object **ret_ra
                 json_object_put(fields);
                 return -ENOMEM;
         }
-        json_object_array_add(fields, json_object_new_string("changesetStatus"));
-        json_object_array_add(fields, json_object_new_string("diffPath"));
-        json_object_array_add(fields, json_object_new_string("changesetError"));
-        if (json_add(params, "fields", fields) < 0) return -ENOMEM;
+        json_object_array_add(fields, json_object_new_string(PK_changesetStatus));
+        json_object_array_add(fields, json_object_new_string(PK_diffPath));
+        json_object_array_add(fields, json_object_new_string(PK_changesetError));
+        if (json_add(params, PK_fields, fields) < 0) return -ENOMEM;
         /* not handed back in *ret: on an error main would print it for --json */
         _cleanup_json_ json_object *res = NULL;
         int r = call(ctx, "task.result", params, &res, err);
         if (r < 0) return r;
 
-        const char *path = json_get_string(res, "diffPath");
-        const char *status = json_get_string(res, "status");
-        if (!path || !streq_ptr(json_get_string(res, "changesetStatus"), "pending") || streq_ptr(status, "running") ||
+        const char *path = json_get_string(res, PK_diffPath);
+        const char *status = json_get_string(res, PK_status);
+        if (!path || !streq_ptr(json_get_string(res, PK_changesetStatus), "pending") || streq_ptr(status, "running") ||
             streq_ptr(status, "queued"))
                 return diff_unavailable(id, res, err);
         /* the daemon named the file (its own state dir): open it, never follow a link there */
@@ -654,7 +655,7 @@ int cli_run_diff(cli_context *ctx, json_object **ret_value, json_object **ret_ra
  * only if activity][,env only if not activity]}; activity → {mode:"activity", ...}. */
 int cli_run_summary(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         const cli_args *a = ctx->args;
-        const char *mode = cli_args_string(a, "mode");
+        const char *mode = cli_args_string(a, PK_mode);
         bool activity = streq_ptr(mode, "activity");
         if (cli_args_bool(a, "wait")) {
                 _cleanup_json_ json_object *wp = task_params(ctx), *st = NULL;
@@ -663,24 +664,24 @@ int cli_run_summary(cli_context *ctx, json_object **ret_value, json_object **ret
                 if (r < 0) return r;
                 r = call(ctx, "task.wait", wp, &st, err);
                 if (r < 0) return r;
-                const char *s = json_get_string(st, "status");
+                const char *s = json_get_string(st, PK_status);
                 if (streq_ptr(s, "running") || streq_ptr(s, "queued")) {
                         json_object *lean = cli_lean_status(st, false);
                         if (!lean) return -ENOMEM;
                         _cleanup_free_ char *note = strdup_printf(
                                 "Task has not settled yet (status: %s); run taskferry summary --wait again to keep waiting, "
                                 "or omit --wait to summarize the in-progress task", s);
-                        json_add_string(lean, "note", note);
+                        json_add_string(lean, PK_note, note);
                         *ret_value = lean;
                         *ret_raw = json_object_get(st);
                         return 0;
                 }
         }
         _cleanup_json_ json_object *params = task_params(ctx);
-        if (!params || pass_option(params, a, "maxWords") < 0) return -ENOMEM;
+        if (!params || pass_option(params, a, PK_maxWords) < 0) return -ENOMEM;
         if (activity) {
-                if (json_add_string(params, "mode", "activity") < 0) return -ENOMEM;
-        } else if (json_add(params, "env", env_object()) < 0)
+                if (json_add_string(params, PK_mode, "activity") < 0) return -ENOMEM;
+        } else if (json_add(params, PK_env, env_object()) < 0)
                 return -ENOMEM;
         int r = call(ctx, "task.summary", params, ret_raw, err);
         if (r < 0) return r;
@@ -689,7 +690,7 @@ int cli_run_summary(cli_context *ctx, json_object **ret_value, json_object **ret
                 return 0;
         }
         json_object *v = json_object_new_object();
-        if (!v || json_add_string(v, "mode", "activity") < 0) {
+        if (!v || json_add_string(v, PK_mode, "activity") < 0) {
                 json_object_put(v);
                 return -ENOMEM;
         }
@@ -727,7 +728,7 @@ int cli_run_version(cli_context *ctx, json_object **ret_value, json_object **ret
         (void) err;
         json_object *value = json_object_new_object();
         if (!value || json_add_string(value, "name", "taskferry") < 0 ||
-            json_add_string(value, "version", TASKFERRY_VERSION) < 0 || json_add_int(value, "protocolVersion", 1) < 0) {
+            json_add_string(value, PK_version, TASKFERRY_VERSION) < 0 || json_add_int(value, PK_protocolVersion, 1) < 0) {
                 json_object_put(value);
                 return -ENOMEM;
         }

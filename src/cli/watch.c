@@ -11,6 +11,7 @@
 #include "cli-resolve.h"
 #include "commands.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "toon.h"
 #include "util.h"
 
@@ -57,16 +58,16 @@ char *watch_format_line(json_object *event, bool ndjson, bool color) {
                 const char *s = json_to_line(event, &len);
                 return s ? strdup(s) : NULL;
         }
-        const char *type = json_get_string(event, "type");
-        const char *task_id = json_get_string(event, "taskId");
-        const char *status = json_get_string(event, "status");
-        _cleanup_free_ char *time = watch_time_prefix(json_get_string(event, "occurredAt"));
+        const char *type = json_get_string(event, PK_type);
+        const char *task_id = json_get_string(event, PK_taskId);
+        const char *status = json_get_string(event, PK_status);
+        _cleanup_free_ char *time = watch_time_prefix(json_get_string(event, PK_occurredAt));
         const char *c = color ? status_color(status) : NULL;
         _cleanup_free_ char *st = c ? strdup_printf("%s%s\033[0m", c, strempty(status)) : strdup(strempty(status));
         if (!st) return NULL;
         _cleanup_free_ char *body = NULL;
         if (streq_ptr(type, "task.state")) {
-                const char *prev = json_get_string(event, "previousStatus");
+                const char *prev = json_get_string(event, PK_previousStatus);
                 if (prev && !streq_ptr(prev, status)) {
                         const char *pc = color ? status_color(prev) : NULL;
                         _cleanup_free_ char *ps = pc ? strdup_printf("%s%s\033[0m", pc, prev) : strdup(prev);
@@ -74,12 +75,12 @@ char *watch_format_line(json_object *event, bool ndjson, bool color) {
                 } else
                         body = strdup_printf("%s %s", strempty(task_id), st);
         } else if (streq_ptr(type, "task.activity")) {
-                if (json_get_bool(event, "summaryFailed", false)) {
-                        const char *e = json_get_string(event, "summaryError");
+                if (json_get_bool(event, PK_summaryFailed, false)) {
+                        const char *e = json_get_string(event, PK_summaryError);
                         body = strdup_printf("%s %s: summary unavailable (%s)", strempty(task_id), st,
                                              e ? e : "unknown error");
                 } else {
-                        _cleanup_free_ char *a = one_line(strempty(json_get_string(event, "activity")));
+                        _cleanup_free_ char *a = one_line(strempty(json_get_string(event, PK_activity)));
                         if (!a) return NULL;
                         body = strdup_printf("%s %s: %s", strempty(task_id), st, *a ? a : strempty(status));
                 }
@@ -118,7 +119,7 @@ static int buffer_flush(Buffer *b, bool ndjson, bool color) {
                         (void) k;
                         json_object_array_add(arr, json_object_get(v));
                 }
-                json_add_string(o, "type", "watch.flush");
+                json_add_string(o, PK_type, "watch.flush");
                 json_add_string(o, "timestamp", iso);
                 json_add(o, "events", arr);
                 size_t len;
@@ -137,7 +138,7 @@ static int buffer_flush(Buffer *b, bool ndjson, bool color) {
 
 static int buffer_add(Buffer *b, json_object *event) {
         if (!b->by_task && !(b->by_task = json_object_new_object())) return -ENOMEM;
-        const char *id = json_get_string(event, "taskId");
+        const char *id = json_get_string(event, PK_taskId);
         json_object_object_del(b->by_task, id ? id : "");
         return json_object_object_add(b->by_task, id ? id : "", json_object_get(event)) < 0 ? -ENOMEM : 0;
 }
@@ -145,7 +146,7 @@ static int buffer_add(Buffer *b, json_object *event) {
 /* Subscribe, then print events until the end (see watch.h). */
 static int watch_stream(cli_context *ctx, cli_error *err) {
         const cli_args *a = ctx->args;
-        const char *task_id = cli_args_string(a, "taskId");
+        const char *task_id = cli_args_string(a, PK_taskId);
         bool ndjson = streq_ptr(cli_args_string(a, "format"), "ndjson");
         bool color = isatty(STDOUT_FILENO);
         int64_t flush_ms = 0;
@@ -154,42 +155,42 @@ static int watch_stream(cli_context *ctx, cli_error *err) {
         _cleanup_json_ json_object *params = json_object_new_object();
         if (!params) return -ENOMEM;
         int r;
-        if (cli_args_bool(a, "all")) r = json_add_bool(params, "all", true);
-        else if (task_id && !cli_args_string(a, "directory")) r = json_add_string(params, "taskId", task_id);
+        if (cli_args_bool(a, PK_all)) r = json_add_bool(params, PK_all, true);
+        else if (task_id && !cli_args_string(a, PK_directory)) r = json_add_string(params, PK_taskId, task_id);
         else {
                 _cleanup_free_ char *dir = NULL;
                 r = cli_workspace_directory(a, &dir, err);
                 if (r < 0) return r;
-                r = json_add_string(params, "directory", dir);
+                r = json_add_string(params, PK_directory, dir);
         }
         if (r < 0) return -ENOMEM;
-        if (cli_args_bool(a, "summaries") && json_add_bool(params, "summaries", true) < 0) return -ENOMEM;
+        if (cli_args_bool(a, PK_summaries) && json_add_bool(params, PK_summaries, true) < 0) return -ENOMEM;
 
         _cleanup_json_ json_object *sub = NULL;
         r = cli_call(ctx, "event.subscribe", params, &sub, err);
         if (r < 0) return r;
-        const char *sub_id = json_get_string(sub, "subscriptionId");
+        const char *sub_id = json_get_string(sub, PK_subscriptionId);
 
         if (task_id) {
                 /* after subscribing (no event is missed between): settled already? */
                 _cleanup_json_ json_object *sp = json_object_new_object(), *st = NULL;
-                if (!sp || json_add_string(sp, "taskId", task_id) < 0) return -ENOMEM;
+                if (!sp || json_add_string(sp, PK_taskId, task_id) < 0) return -ENOMEM;
                 r = cli_call(ctx, "task.status", sp, &st, err);
                 if (r < 0) return r;
-                if (terminal_status(json_get_string(st, "status"))) {
+                if (terminal_status(json_get_string(st, PK_status))) {
                         char iso[32];
                         format_iso(now_ms(), iso);
                         _cleanup_json_ json_object *ev = json_object_new_object();
                         if (!ev) return -ENOMEM;
-                        json_add_string(ev, "type", "task.state");
-                        json_add_string(ev, "taskId", task_id);
-                        json_add_string(ev, "directory", json_get_string(st, "directory"));
-                        json_add_string(ev, "status", json_get_string(st, "status"));
-                        json_add_null(ev, "previousStatus");
-                        json_add_string(ev, "occurredAt", iso);
-                        json_add_null(ev, "activity");
-                        json_add_null(ev, "outputWatermark");
-                        json_add_string(ev, "originSessionId", json_get_string(st, "originSessionId"));
+                        json_add_string(ev, PK_type, "task.state");
+                        json_add_string(ev, PK_taskId, task_id);
+                        json_add_string(ev, PK_directory, json_get_string(st, PK_directory));
+                        json_add_string(ev, PK_status, json_get_string(st, PK_status));
+                        json_add_null(ev, PK_previousStatus);
+                        json_add_string(ev, PK_occurredAt, iso);
+                        json_add_null(ev, PK_activity);
+                        json_add_null(ev, PK_outputWatermark);
+                        json_add_string(ev, PK_originSessionId, json_get_string(st, PK_originSessionId));
                         return print_line(ev, ndjson, color);
                 }
         }
@@ -218,11 +219,11 @@ static int watch_stream(cli_context *ctx, cli_error *err) {
                         return r;
                 }
                 if (r == 0) continue;
-                if (!streq_ptr(json_get_string(frame, "subscriptionId"), sub_id)) continue;
-                json_object *ev = json_get_object(frame, "event");
+                if (!streq_ptr(json_get_string(frame, PK_subscriptionId), sub_id)) continue;
+                json_object *ev = json_get_object(frame, PK_event);
                 if (!ev) continue;
-                if (task_id && !streq_ptr(json_get_string(ev, "taskId"), task_id)) continue;
-                bool last = task_id && terminal_status(json_get_string(ev, "status"));
+                if (task_id && !streq_ptr(json_get_string(ev, PK_taskId), task_id)) continue;
+                bool last = task_id && terminal_status(json_get_string(ev, PK_status));
                 if (buffered && !last) {
                         if ((r = buffer_add(&buf, ev)) < 0) return r;
                         continue;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "protocol.h"
 #include "string-util.h"
 #include "strv.h"
@@ -132,90 +133,90 @@ typedef struct ParamField {
 #define FIELD_GIVEN(name, type, st, member, given) {name, type, false, offsetof(st, member), offsetof(st, given)}
 
 static const ParamField dispatch_fields[] = {
-        FIELD("prompt", P_STR, true, ProtoDispatchParams, prompt),
-        FIELD("directory", P_ABS, true, ProtoDispatchParams, directory),
-        FIELD("model", P_STR, false, ProtoDispatchParams, model),
-        FIELD("variant", P_STR, false, ProtoDispatchParams, variant),
-        FIELD("sessionId", P_STR, false, ProtoDispatchParams, session_id),
-        FIELD("env", P_ENV, false, ProtoDispatchParams, env),
-        FIELD("finalMarker", P_STR, false, ProtoDispatchParams, final_marker),
-        FIELD("originSessionId", P_STR, false, ProtoDispatchParams, origin_session_id),
-        FIELD_GIVEN("noSandbox", P_BOOL, ProtoDispatchParams, no_sandbox, has_no_sandbox),
-        FIELD_GIVEN("noOverlay", P_BOOL, ProtoDispatchParams, no_overlay, has_no_overlay),
-        FIELD("allowedDirs", P_STRS, false, ProtoDispatchParams, allowed_dirs),
-        FIELD("rwBind", P_STRS, false, ProtoDispatchParams, rw_bind),
-        FIELD("roBind", P_STRS, false, ProtoDispatchParams, ro_bind),
-        FIELD("executor", P_EXECUTOR, false, ProtoDispatchParams, executor),
-        FIELD("class", P_STR, false, ProtoDispatchParams, class_name),
-        FIELD("parentTaskId", P_STR, false, ProtoDispatchParams, parent_task_id),
-        FIELD("diskMax", P_INT_POS, false, ProtoDispatchParams, disk_max),
-        FIELD("memoryMax", P_INT_POS, false, ProtoDispatchParams, memory_max),
-        FIELD("tasksMax", P_INT_POS, false, ProtoDispatchParams, tasks_max),
-        FIELD("job", P_STR, false, ProtoDispatchParams, job),
+        FIELD(PK_prompt, P_STR, true, ProtoDispatchParams, prompt),
+        FIELD(PK_directory, P_ABS, true, ProtoDispatchParams, directory),
+        FIELD(PK_model, P_STR, false, ProtoDispatchParams, model),
+        FIELD(PK_variant, P_STR, false, ProtoDispatchParams, variant),
+        FIELD(PK_sessionId, P_STR, false, ProtoDispatchParams, session_id),
+        FIELD(PK_env, P_ENV, false, ProtoDispatchParams, env),
+        FIELD(PK_finalMarker, P_STR, false, ProtoDispatchParams, final_marker),
+        FIELD(PK_originSessionId, P_STR, false, ProtoDispatchParams, origin_session_id),
+        FIELD_GIVEN(PK_noSandbox, P_BOOL, ProtoDispatchParams, no_sandbox, has_no_sandbox),
+        FIELD_GIVEN(PK_noOverlay, P_BOOL, ProtoDispatchParams, no_overlay, has_no_overlay),
+        FIELD(PK_allowedDirs, P_STRS, false, ProtoDispatchParams, allowed_dirs),
+        FIELD(PK_rwBind, P_STRS, false, ProtoDispatchParams, rw_bind),
+        FIELD(PK_roBind, P_STRS, false, ProtoDispatchParams, ro_bind),
+        FIELD(PK_executor, P_EXECUTOR, false, ProtoDispatchParams, executor),
+        FIELD(PK_class, P_STR, false, ProtoDispatchParams, class_name),
+        FIELD(PK_parentTaskId, P_STR, false, ProtoDispatchParams, parent_task_id),
+        FIELD(PK_diskMax, P_INT_POS, false, ProtoDispatchParams, disk_max),
+        FIELD(PK_memoryMax, P_INT_POS, false, ProtoDispatchParams, memory_max),
+        FIELD(PK_tasksMax, P_INT_POS, false, ProtoDispatchParams, tasks_max),
+        FIELD(PK_job, P_STR, false, ProtoDispatchParams, job),
         {},
 };
-static const ParamField task_fields[] = {FIELD("taskId", P_STR, true, ProtoTaskParams, task_id), {}};
+static const ParamField task_fields[] = {FIELD(PK_taskId, P_STR, true, ProtoTaskParams, task_id), {}};
 static const ParamField cancel_fields[] = {
-        FIELD("taskId", P_STR, true, ProtoCancelParams, task_id),
-        FIELD("graceMs", P_INT_NONNEG, false, ProtoCancelParams, grace_ms),
+        FIELD(PK_taskId, P_STR, true, ProtoCancelParams, task_id),
+        FIELD(PK_graceMs, P_INT_NONNEG, false, ProtoCancelParams, grace_ms),
         {},
 };
 static const ParamField wait_fields[] = {
-        FIELD("taskId", P_STR, true, ProtoWaitParams, task_id),
-        FIELD("timeoutMs", P_INT_NONNEG, false, ProtoWaitParams, timeout_ms),
-        FIELD("tailChars", P_INT_POS, false, ProtoWaitParams, tail_chars),
+        FIELD(PK_taskId, P_STR, true, ProtoWaitParams, task_id),
+        FIELD(PK_timeoutMs, P_INT_NONNEG, false, ProtoWaitParams, timeout_ms),
+        FIELD(PK_tailChars, P_INT_POS, false, ProtoWaitParams, tail_chars),
         {},
 };
-static const ParamField list_fields[] = {FIELD("directory", P_ABS, false, ProtoListParams, directory), {}};
+static const ParamField list_fields[] = {FIELD(PK_directory, P_ABS, false, ProtoListParams, directory), {}};
 static const ParamField result_fields[] = {
-        FIELD("taskId", P_STR, true, ProtoResultParams, task_id),
-        FIELD("full", P_BOOL, false, ProtoResultParams, full),
-        FIELD("fields", P_FIELDS, false, ProtoResultParams, fields),
+        FIELD(PK_taskId, P_STR, true, ProtoResultParams, task_id),
+        FIELD(PK_full, P_BOOL, false, ProtoResultParams, full),
+        FIELD(PK_fields, P_FIELDS, false, ProtoResultParams, fields),
         {},
 };
 static const ParamField advisor_fields[] = {
-        FIELD("prompt", P_STR, true, ProtoAdvisorParams, prompt),
-        FIELD("directory", P_ABS, true, ProtoAdvisorParams, directory),
-        FIELD("model", P_STR, true, ProtoAdvisorParams, model),
-        FIELD("variant", P_STR, false, ProtoAdvisorParams, variant),
-        FIELD("sessionId", P_STR, false, ProtoAdvisorParams, session_id),
-        FIELD("timeoutMs", P_INT_NONNEG, false, ProtoAdvisorParams, timeout_ms),
-        FIELD("env", P_ENV, false, ProtoAdvisorParams, env),
-        FIELD("executor", P_EXECUTOR, false, ProtoAdvisorParams, executor),
-        FIELD("class", P_STR, false, ProtoAdvisorParams, class_name),
-        FIELD("parentTaskId", P_STR, false, ProtoAdvisorParams, parent_task_id),
+        FIELD(PK_prompt, P_STR, true, ProtoAdvisorParams, prompt),
+        FIELD(PK_directory, P_ABS, true, ProtoAdvisorParams, directory),
+        FIELD(PK_model, P_STR, true, ProtoAdvisorParams, model),
+        FIELD(PK_variant, P_STR, false, ProtoAdvisorParams, variant),
+        FIELD(PK_sessionId, P_STR, false, ProtoAdvisorParams, session_id),
+        FIELD(PK_timeoutMs, P_INT_NONNEG, false, ProtoAdvisorParams, timeout_ms),
+        FIELD(PK_env, P_ENV, false, ProtoAdvisorParams, env),
+        FIELD(PK_executor, P_EXECUTOR, false, ProtoAdvisorParams, executor),
+        FIELD(PK_class, P_STR, false, ProtoAdvisorParams, class_name),
+        FIELD(PK_parentTaskId, P_STR, false, ProtoAdvisorParams, parent_task_id),
         {},
 };
 static const ParamField accept_fields[] = {
-        FIELD("taskId", P_STR, true, ProtoAcceptParams, task_id),
-        FIELD("force", P_BOOL, false, ProtoAcceptParams, force),
+        FIELD(PK_taskId, P_STR, true, ProtoAcceptParams, task_id),
+        FIELD(PK_force, P_BOOL, false, ProtoAcceptParams, force),
         {},
 };
 static const ParamField summary_fields[] = {
-        FIELD("taskId", P_STR, true, ProtoSummaryParams, task_id),
-        FIELD("maxWords", P_MAX_WORDS, false, ProtoSummaryParams, max_words),
-        FIELD("mode", P_SUMMARY_MODE, false, ProtoSummaryParams, mode),
-        FIELD("env", P_ENV, false, ProtoSummaryParams, env),
+        FIELD(PK_taskId, P_STR, true, ProtoSummaryParams, task_id),
+        FIELD(PK_maxWords, P_MAX_WORDS, false, ProtoSummaryParams, max_words),
+        FIELD(PK_mode, P_SUMMARY_MODE, false, ProtoSummaryParams, mode),
+        FIELD(PK_env, P_ENV, false, ProtoSummaryParams, env),
         {},
 };
 static const ParamField subscribe_fields[] = {
-        FIELD("all", P_BOOL, false, ProtoSubscribeParams, all),
-        FIELD("directory", P_ABS, false, ProtoSubscribeParams, directory),
-        FIELD("taskId", P_STR, false, ProtoSubscribeParams, task_id),
-        FIELD("summaries", P_BOOL, false, ProtoSubscribeParams, summaries),
-        FIELD("originSessionId", P_STR, false, ProtoSubscribeParams, origin_session_id),
+        FIELD(PK_all, P_BOOL, false, ProtoSubscribeParams, all),
+        FIELD(PK_directory, P_ABS, false, ProtoSubscribeParams, directory),
+        FIELD(PK_taskId, P_STR, false, ProtoSubscribeParams, task_id),
+        FIELD(PK_summaries, P_BOOL, false, ProtoSubscribeParams, summaries),
+        FIELD(PK_originSessionId, P_STR, false, ProtoSubscribeParams, origin_session_id),
         {},
 };
 static const ParamField tail_fields[] = {
-        FIELD("taskId", P_STR, true, ProtoTailParams, task_id),
-        FIELD("chars", P_TAIL_CHARS, false, ProtoTailParams, chars),
+        FIELD(PK_taskId, P_STR, true, ProtoTailParams, task_id),
+        FIELD(PK_chars, P_TAIL_CHARS, false, ProtoTailParams, chars),
         {},
 };
-static const ParamField context_fields[] = {FIELD("directory", P_ABS, true, ProtoContextParams, directory), {}};
+static const ParamField context_fields[] = {FIELD(PK_directory, P_ABS, true, ProtoContextParams, directory), {}};
 static const ParamField output_fields[] = {
-        FIELD("taskId", P_STR, true, ProtoOutputParams, task_id),
-        FIELD("path", P_STR, false, ProtoOutputParams, path),
-        FIELD("maxOutputFileBytes", P_INT_POS, false, ProtoOutputParams, max_output_file_bytes),
+        FIELD(PK_taskId, P_STR, true, ProtoOutputParams, task_id),
+        FIELD(PK_path, P_STR, false, ProtoOutputParams, path),
+        FIELD(PK_maxOutputFileBytes, P_INT_POS, false, ProtoOutputParams, max_output_file_bytes),
         {},
 };
 static const ParamField no_fields[] = {{}};
@@ -234,7 +235,7 @@ static const ParamField *const method_fields[_PROTO_METHOD_MAX] = {
 const char *proto_params_task_id(ProtoMethod method, const ProtoParams *p) {
         const ParamField *f = method >= 0 && method < _PROTO_METHOD_MAX ? method_fields[method] : no_fields;
         for (; f->name; f++)
-                if (streq(f->name, "taskId")) return *(const char *const *) ((const char *) p + f->offset);
+                if (streq(f->name, PK_taskId)) return *(const char *const *) ((const char *) p + f->offset);
         return NULL;
 }
 

@@ -12,19 +12,20 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "protocol-keys.h"
 #include "string-util.h"
 #include "time-util.h"
 
 const char *const protocol_result_fields[] = {
-        "message",       "narration",      "tokens",          "cost",          "sessionId",
-        "exitCode",      "signal",         "spawnError",      "failureReason", "failureDetail",
-        "logPath",       "outputDir",      "incomplete",      "finalMarker",   "finalStatus",
-        "class",         "diff",           "diffStat",        "changesetError", "checkStatus",
-        "checkCommand",  "checkExitCode",  "checkOutputTail", "checkStartedAt", "checkEndedAt",
-        "checkOverride", "parentTaskId",   "projectConfigWarning", NULL,
+        PK_message,       PK_narration,     PK_tokens,          PK_cost,           PK_sessionId,
+        PK_exitCode,      PK_signal,        PK_spawnError,      PK_failureReason,  PK_failureDetail,
+        PK_logPath,       PK_outputDir,     PK_incomplete,      PK_finalMarker,    PK_finalStatus,
+        PK_class,         PK_diff,          PK_diffStat,        PK_changesetError, PK_checkStatus,
+        PK_checkCommand,  PK_checkExitCode, PK_checkOutputTail, PK_checkStartedAt, PK_checkEndedAt,
+        PK_checkOverride, PK_parentTaskId,  PK_projectConfigWarning, NULL,
 };
 
-const char *const protocol_result_extra_fields[] = {"changesetStatus", "diffPath", NULL};
+const char *const protocol_result_extra_fields[] = {PK_changesetStatus, PK_diffPath, NULL};
 
 void proto_request_done(proto_request *r) {
         if (r->frame) proto_params_done(r->method_id, &r->p);
@@ -38,10 +39,10 @@ json_object *proto_success(const char *id, json_object *result) {
                 json_object_put(result);
                 return NULL;
         }
-        json_add_int(o, "version", PROTOCOL_VERSION);
-        json_add_bool(o, "ok", true);
-        json_add_string(o, "id", id);
-        json_add(o, "result", result);
+        json_add_int(o, PK_version, PROTOCOL_VERSION);
+        json_add_bool(o, PK_ok, true);
+        json_add_string(o, PK_id, id);
+        json_add(o, PK_result, result);
         return o;
 }
 
@@ -53,14 +54,14 @@ json_object *proto_error(const char *id, const char *code, const char *message, 
                 json_object_put(e);
                 return NULL;
         }
-        json_add_string(e, "code", code);
-        json_add_string(e, "message", strempty(message));
-        json_add_string(e, "help", strempty(help));
-        json_add_string(e, "detail", detail ? detail : strempty(message));
-        json_add_int(o, "version", PROTOCOL_VERSION);
-        json_add_bool(o, "ok", false);
-        json_add(o, "error", e);
-        json_add_string(o, "id", id);
+        json_add_string(e, PK_code, code);
+        json_add_string(e, PK_message, strempty(message));
+        json_add_string(e, PK_help, strempty(help));
+        json_add_string(e, PK_detail, detail ? detail : strempty(message));
+        json_add_int(o, PK_version, PROTOCOL_VERSION);
+        json_add_bool(o, PK_ok, false);
+        json_add(o, PK_error, e);
+        json_add_string(o, PK_id, id);
         return o;
 }
 
@@ -70,19 +71,19 @@ json_object *proto_event(const char *subscription_id, json_object *event) {
                 json_object_put(event);
                 return NULL;
         }
-        json_add_int(o, "version", PROTOCOL_VERSION);
-        json_add_string(o, "type", "event");
-        json_add_string(o, "subscriptionId", subscription_id);
-        json_add(o, "event", event);
+        json_add_int(o, PK_version, PROTOCOL_VERSION);
+        json_add_string(o, PK_type, "event");
+        json_add_string(o, PK_subscriptionId, subscription_id);
+        json_add(o, PK_event, event);
         return o;
 }
 
 json_object *proto_shutdown(const char *reason) {
         json_object *o = json_object_new_object();
         if (!o) return NULL;
-        json_add_int(o, "version", PROTOCOL_VERSION);
-        json_add_string(o, "type", "shutdown");
-        json_add_string(o, "reason", reason);
+        json_add_int(o, PK_version, PROTOCOL_VERSION);
+        json_add_string(o, PK_type, "shutdown");
+        json_add_string(o, PK_reason, reason);
         return o;
 }
 
@@ -159,10 +160,10 @@ int proto_parse_request(const char *line, size_t len, proto_request *ret, json_o
         bool has_version = false;
         if (ok) {
                 json_object_object_foreach(frame, key, val) {
-                        if (streq(key, "version")) has_version = true, version = val;
-                        else if (streq(key, "id")) id = val;
-                        else if (streq(key, "method")) method = val;
-                        else if (streq(key, "params")) params = val;
+                        if (streq(key, PK_version)) has_version = true, version = val;
+                        else if (streq(key, PK_id)) id = val;
+                        else if (streq(key, PK_method)) method = val;
+                        else if (streq(key, PK_params)) params = val;
                         else ok = false;
                 }
         }
@@ -228,32 +229,32 @@ static bool is_string(json_object *v) {
 proto_frame_kind proto_classify_frame(json_object *frame) {
         if (!json_is_object(frame)) return PROTO_FRAME_INVALID;
         json_object *version = NULL, *type = NULL, *ok = NULL, *id = NULL;
-        json_object_object_get_ex(frame, "version", &version);
+        json_object_object_get_ex(frame, PK_version, &version);
         int64_t v;
         if (!version || !json_safe_integer(version, &v) || v != PROTOCOL_VERSION) return PROTO_FRAME_INVALID;
-        json_object_object_get_ex(frame, "type", &type);
+        json_object_object_get_ex(frame, PK_type, &type);
         if (is_string(type) && streq(json_object_get_string(type), "shutdown")) return PROTO_FRAME_SHUTDOWN;
         if (is_string(type) && streq(json_object_get_string(type), "event")) {
-                static const char *const keys[] = {"version", "type", "subscriptionId", "event", NULL};
+                static const char *const keys[] = {PK_version, PK_type, PK_subscriptionId, PK_event, NULL};
                 json_object *sid = NULL, *event = NULL;
-                json_object_object_get_ex(frame, "subscriptionId", &sid);
-                json_object_object_get_ex(frame, "event", &event);
+                json_object_object_get_ex(frame, PK_subscriptionId, &sid);
+                json_object_object_get_ex(frame, PK_event, &event);
                 if (!has_exact_keys(frame, keys) || !is_string(sid) || json_object_get_string_len(sid) == 0 ||
                     !json_is_object(event))
                         return PROTO_FRAME_INVALID;
                 return PROTO_FRAME_EVENT;
         }
-        json_object_object_get_ex(frame, "ok", &ok);
-        json_object_object_get_ex(frame, "id", &id);
+        json_object_object_get_ex(frame, PK_ok, &ok);
+        json_object_object_get_ex(frame, PK_id, &id);
         if (!ok || !json_object_is_type(ok, json_type_boolean) || !is_string(id)) return PROTO_FRAME_INVALID;
         if (json_object_get_boolean(ok)) {
-                static const char *const keys[] = {"version", "id", "ok", "result", NULL};
+                static const char *const keys[] = {PK_version, PK_id, PK_ok, PK_result, NULL};
                 return has_exact_keys(frame, keys) ? PROTO_FRAME_RESPONSE_OK : PROTO_FRAME_INVALID;
         }
-        static const char *const keys[] = {"version", "id", "ok", "error", NULL};
-        static const char *const error_keys[] = {"code", "message", "help", "detail", NULL};
+        static const char *const keys[] = {PK_version, PK_id, PK_ok, PK_error, NULL};
+        static const char *const error_keys[] = {PK_code, PK_message, PK_help, PK_detail, NULL};
         json_object *error = NULL;
-        json_object_object_get_ex(frame, "error", &error);
+        json_object_object_get_ex(frame, PK_error, &error);
         if (!has_exact_keys(frame, keys) || !has_exact_keys(error, error_keys)) return PROTO_FRAME_INVALID;
         for (size_t i = 0; error_keys[i]; i++) {
                 json_object *e = NULL;
@@ -266,9 +267,9 @@ proto_frame_kind proto_classify_frame(json_object *frame) {
 json_object *proto_request_new(const char *id, const char *method, json_object *params) {
         _cleanup_json_ json_object *req = json_object_new_object();
         if (!req) return NULL;
-        if (json_add_int(req, "version", PROTOCOL_VERSION) < 0 || json_add_string(req, "id", id) < 0 ||
-            json_add_string(req, "method", method) < 0 ||
-            json_add(req, "params", params ? json_object_get(params) : json_object_new_object()) < 0)
+        if (json_add_int(req, PK_version, PROTOCOL_VERSION) < 0 || json_add_string(req, PK_id, id) < 0 ||
+            json_add_string(req, PK_method, method) < 0 ||
+            json_add(req, PK_params, params ? json_object_get(params) : json_object_new_object()) < 0)
                 return NULL;
         return TAKE_PTR(req);
 }
@@ -325,7 +326,7 @@ int proto_health_probe(const char *path, int timeout_ms) {
         _cleanup_json_ json_object *msg = NULL;
         if (json_parse_strict(buf, (size_t) (nl - buf), &msg) < 0) return 0;
         int64_t v;
-        return json_get_int64(msg, "version", &v) && v == PROTOCOL_VERSION &&
-               streq_ptr(json_get_string(msg, "id"), PROTOCOL_HEALTH_PROBE_ID) && json_get_bool(msg, "ok", false) &&
-               json_get_bool(json_get_object(msg, "result"), "healthy", false);
+        return json_get_int64(msg, PK_version, &v) && v == PROTOCOL_VERSION &&
+               streq_ptr(json_get_string(msg, PK_id), PROTOCOL_HEALTH_PROBE_ID) && json_get_bool(msg, PK_ok, false) &&
+               json_get_bool(json_get_object(msg, PK_result), PK_healthy, false);
 }

@@ -9,12 +9,13 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "protocol-keys.h"
 #include "time-util.h"
 
 #define DAY_MS (24ULL * 60 * 60 * 1000)
 #define BACKLOG_MAX 20
 
-static const char *const named_statuses[] = {"queued", "running", "done", "crashed", "cancelled", "unknown"};
+static const char *const named_statuses[] = {PK_queued, PK_running, PK_done, PK_crashed, PK_cancelled, PK_unknown};
 
 typedef struct Row {
         const char *id, *status, *model, *started_at, *reason;
@@ -54,8 +55,8 @@ static json_object *mix_object(const Counts *c) {
         json_object *o = json_object_new_object();
         if (!o) return NULL;
         for (size_t i = 0; i < ELEMENTSOF(named_statuses); i++) json_add_int(o, named_statuses[i], c->n[i]);
-        json_add_int(o, "other", c->other);
-        json_add_int(o, "total", c->total);
+        json_add_int(o, PK_other, c->other);
+        json_add_int(o, PK_total, c->total);
         return o;
 }
 
@@ -120,8 +121,8 @@ static json_object *crash_window(const Row *rows, size_t n, uint64_t lo, uint64_
         *ret_rate = rate_or_null(c.n[3], settled);
         json_object *o = json_object_new_object();
         if (!o) return NULL;
-        json_add(o, "crashRate", *ret_rate ? json_object_get(*ret_rate) : NULL);
-        json_add_int(o, "settled", settled);
+        json_add(o, PK_crashRate, *ret_rate ? json_object_get(*ret_rate) : NULL);
+        json_add_int(o, PK_settled, settled);
         return o;
 }
 
@@ -136,12 +137,12 @@ json_object *task_stats_compute(json_object *rows_json, uint64_t now) {
                 json_object *o = json_object_array_get_idx(rows_json, i);
                 if (!json_is_object(o)) continue;
                 Row *r = &rows[k++];
-                r->id = json_get_string(o, "id");
-                r->status = json_get_string(o, "status");
-                r->model = strempty(json_get_string(o, "model"));
-                json_object_object_get_ex(o, "model", &r->model_json);
-                r->started_at = json_get_string(o, "startedAt");
-                r->reason = json_get_string(o, "failureReason");
+                r->id = json_get_string(o, PK_id);
+                r->status = json_get_string(o, PK_status);
+                r->model = strempty(json_get_string(o, PK_model));
+                json_object_object_get_ex(o, PK_model, &r->model_json);
+                r->started_at = json_get_string(o, PK_startedAt);
+                r->reason = json_get_string(o, PK_failureReason);
                 r->has_time = r->started_at && parse_iso(r->started_at, &r->time_ms) >= 0;
         }
         n = k;
@@ -159,36 +160,36 @@ json_object *task_stats_compute(json_object *rows_json, uint64_t now) {
         }
         qsort(groups, ng, sizeof *groups, group_cmp);
         json_object *by_model = json_object_new_array();
-        if (!by_model || json_add(out, "byModel", by_model) < 0) return NULL;
+        if (!by_model || json_add(out, PK_byModel, by_model) < 0) return NULL;
         for (size_t g = 0; g < ng; g++) {
                 const Counts *c = &groups[g].c;
                 unsigned settled = settled_of(c);
                 json_object *o = json_object_new_object();
                 if (!o || json_object_array_add(by_model, o) < 0) return NULL;
-                json_add_string(o, "model", groups[g].model);
-                json_add_int(o, "dispatches", c->total);
-                json_add_int(o, "done", c->n[2]);
-                json_add_int(o, "crashed", c->n[3]);
-                json_add_int(o, "cancelled", c->n[4]);
-                json_add_int(o, "unknown", c->n[5]);
-                json_add(o, "doneRate", rate_or_null(c->n[2], settled));
-                json_add(o, "crashRate", rate_or_null(c->n[3], settled));
+                json_add_string(o, PK_model, groups[g].model);
+                json_add_int(o, PK_dispatches, c->total);
+                json_add_int(o, PK_done, c->n[2]);
+                json_add_int(o, PK_crashed, c->n[3]);
+                json_add_int(o, PK_cancelled, c->n[4]);
+                json_add_int(o, PK_unknown, c->n[5]);
+                json_add(o, PK_doneRate, rate_or_null(c->n[2], settled));
+                json_add(o, PK_crashRate, rate_or_null(c->n[3], settled));
                 size_t nt = 0;
                 _cleanup_free_ Tally *t = reason_tally(rows, n, groups[g].model, &nt);
                 if (!t) return NULL;
-                json_add_string(o, "dominantFailureReason", nt ? t[0].key : NULL);
+                json_add_string(o, PK_dominantFailureReason, nt ? t[0].key : NULL);
         }
 
         /* failureReasons */
         size_t nt = 0;
         _cleanup_free_ Tally *t = reason_tally(rows, n, NULL, &nt);
         json_object *reasons = json_object_new_array();
-        if (!t || !reasons || json_add(out, "failureReasons", reasons) < 0) return NULL;
+        if (!t || !reasons || json_add(out, PK_failureReasons, reasons) < 0) return NULL;
         for (size_t i = 0; i < nt; i++) {
                 json_object *o = json_object_new_object();
                 if (!o || json_object_array_add(reasons, o) < 0) return NULL;
-                json_add_string(o, "reason", t[i].key);
-                json_add_int(o, "count", t[i].count);
+                json_add_string(o, PK_reason, t[i].key);
+                json_add_int(o, PK_count, t[i].count);
         }
 
         /* unknownBacklog */
@@ -197,22 +198,22 @@ json_object *task_stats_compute(json_object *rows_json, uint64_t now) {
                 if (streq_ptr(rows[i].status, "unknown")) unknown[nu++] = &rows[i];
         qsort(unknown, nu, sizeof *unknown, row_started_desc);
         json_object *backlog = json_object_new_object(), *btasks = json_object_new_array();
-        if (!backlog || !btasks || json_add(out, "unknownBacklog", backlog) < 0) {
+        if (!backlog || !btasks || json_add(out, PK_unknownBacklog, backlog) < 0) {
                 json_object_put(btasks);
                 return NULL;
         }
-        json_add_int(backlog, "total", (int64_t) nu);
-        json_add(backlog, "tasks", btasks);
+        json_add_int(backlog, PK_total, (int64_t) nu);
+        json_add(backlog, PK_tasks, btasks);
         for (size_t i = 0; i < nu && i < BACKLOG_MAX; i++) {
                 json_object *o = json_object_new_object();
                 if (!o || json_object_array_add(btasks, o) < 0) return NULL;
-                json_add_string(o, "id", unknown[i]->id);
-                json_add(o, "model", unknown[i]->model_json ? json_object_get(unknown[i]->model_json) : NULL);
-                json_add_string(o, "startedAt", unknown[i]->started_at);
+                json_add_string(o, PK_id, unknown[i]->id);
+                json_add(o, PK_model, unknown[i]->model_json ? json_object_get(unknown[i]->model_json) : NULL);
+                json_add_string(o, PK_startedAt, unknown[i]->started_at);
         }
 
         char iso[32];
-        json_add_string(out, "computedAt", format_iso(now, iso));
+        json_add_string(out, PK_computedAt, format_iso(now, iso));
 
         /* statusMix */
         Counts overall = {0}, day = {0}, week = {0};
@@ -222,20 +223,20 @@ json_object *task_stats_compute(json_object *rows_json, uint64_t now) {
                 if (rows[i].has_time && rows[i].time_ms >= (now > 7 * DAY_MS ? now - 7 * DAY_MS : 0)) count_row(&week, &rows[i]);
         }
         json_object *mix = json_object_new_object();
-        if (!mix || json_add(out, "statusMix", mix) < 0) return NULL;
-        json_add(mix, "overall", mix_object(&overall));
-        json_add(mix, "last24h", mix_object(&day));
-        json_add(mix, "last7d", mix_object(&week));
+        if (!mix || json_add(out, PK_statusMix, mix) < 0) return NULL;
+        json_add(mix, PK_overall, mix_object(&overall));
+        json_add(mix, PK_last24h, mix_object(&day));
+        json_add(mix, PK_last7d, mix_object(&week));
 
         /* trend */
         json_object *trend = json_object_new_object();
-        if (!trend || json_add(out, "trend", trend) < 0) return NULL;
-        json_add_string(trend, "window", "24h");
+        if (!trend || json_add(out, PK_trend, trend) < 0) return NULL;
+        json_add_string(trend, PK_window, "24h");
         unsigned cur_settled, prev_settled;
         json_object *cur_rate, *prev_rate;
         uint64_t day_ago = now > DAY_MS ? now - DAY_MS : 0, two_days = now > 2 * DAY_MS ? now - 2 * DAY_MS : 0;
-        json_add(trend, "current", crash_window(rows, n, day_ago, 0, false, &cur_settled, &cur_rate));
-        json_add(trend, "previous", crash_window(rows, n, two_days, day_ago, true, &prev_settled, &prev_rate));
+        json_add(trend, PK_current, crash_window(rows, n, day_ago, 0, false, &cur_settled, &cur_rate));
+        json_add(trend, PK_previous, crash_window(rows, n, two_days, day_ago, true, &prev_settled, &prev_rate));
         const char *direction = "unknown";
         if (cur_settled > 0 && prev_settled > 0 && cur_rate && prev_rate) {
                 double a = json_object_get_double(cur_rate), b = json_object_get_double(prev_rate);
@@ -243,7 +244,7 @@ json_object *task_stats_compute(json_object *rows_json, uint64_t now) {
         }
         json_object_put(cur_rate);
         json_object_put(prev_rate);
-        json_add_string(trend, "direction", direction);
+        json_add_string(trend, PK_direction, direction);
         return TAKE_PTR(out);
 }
 
@@ -272,14 +273,14 @@ static void replace_rate(json_object *o, const char *key) {
 json_object *task_stats_format_rates(json_object *stats) {
         json_object *o = json_copy(stats);
         if (!o) return NULL;
-        json_object *by = json_get_array(o, "byModel");
+        json_object *by = json_get_array(o, PK_byModel);
         for (size_t i = 0; by && i < json_object_array_length(by); i++) {
                 json_object *row = json_object_array_get_idx(by, i);
-                replace_rate(row, "doneRate");
-                replace_rate(row, "crashRate");
+                replace_rate(row, PK_doneRate);
+                replace_rate(row, PK_crashRate);
         }
-        json_object *trend = json_get_object(o, "trend");
-        replace_rate(json_get_object(trend, "current"), "crashRate");
-        replace_rate(json_get_object(trend, "previous"), "crashRate");
+        json_object *trend = json_get_object(o, PK_trend);
+        replace_rate(json_get_object(trend, PK_current), PK_crashRate);
+        replace_rate(json_get_object(trend, PK_previous), PK_crashRate);
         return o;
 }

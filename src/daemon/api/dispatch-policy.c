@@ -7,6 +7,7 @@
 
 #include "api/dispatch-policy.h"
 #include "executor.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 /* What a path resolves to (itself when it does not exist). */
@@ -55,9 +56,9 @@ typedef struct BindList {
 } BindList;
 
 static void bind_lists(const ProtoDispatchParams *p, BindList ret[static 3]) {
-        ret[0] = (BindList) {"rwBind", p->rw_bind, false};
-        ret[1] = (BindList) {"allowedDirs", p->allowed_dirs, false};
-        ret[2] = (BindList) {"roBind", p->ro_bind, true};
+        ret[0] = (BindList) {PK_rwBind, p->rw_bind, false};
+        ret[1] = (BindList) {PK_allowedDirs, p->allowed_dirs, false};
+        ret[2] = (BindList) {PK_roBind, p->ro_bind, true};
 }
 
 int dispatch_check_binds(const tf_paths *paths, const ProtoDispatchParams *p, const char *directory, char **reason) {
@@ -194,9 +195,9 @@ int dispatch_check_limits(const ProtoDispatchParams *p, const DispatchParent *pa
                 const ProtoInt *asked;
                 int64_t own, min;
         } lim[] = {
-                {"memoryMax", "--memory-max", &p->memory_max, parent ? parent->memory_max : 0,
+                {PK_memoryMax, "--memory-max", &p->memory_max, parent ? parent->memory_max : 0,
                  (int64_t) DISPATCH_MEMORY_MAX_MIN},
-                {"tasksMax", "--tasks-max", &p->tasks_max, parent ? parent->tasks_max : 0, DISPATCH_TASKS_MAX_MIN},
+                {PK_tasksMax, "--tasks-max", &p->tasks_max, parent ? parent->tasks_max : 0, DISPATCH_TASKS_MAX_MIN},
         };
         for (size_t i = 0; i < ELEMENTSOF(lim); i++) {
                 if (!lim[i].asked->set) continue;
@@ -221,9 +222,9 @@ int dispatch_check_sandboxed(const ProtoDispatchParams *p, char **reason) {
                 const char *name;
                 bool asked;
         } widening[] = {
-                {"noSandbox", p->has_no_sandbox && p->no_sandbox}, {"noOverlay", p->has_no_overlay && p->no_overlay},
-                {"rwBind", p->rw_bind != NULL},                    {"roBind", p->ro_bind != NULL},
-                {"allowedDirs", p->allowed_dirs != NULL},
+                {PK_noSandbox, p->has_no_sandbox && p->no_sandbox}, {PK_noOverlay, p->has_no_overlay && p->no_overlay},
+                {PK_rwBind, p->rw_bind != NULL},                    {PK_roBind, p->ro_bind != NULL},
+                {PK_allowedDirs, p->allowed_dirs != NULL},
         };
         for (size_t i = 0; i < ELEMENTSOF(widening); i++)
                 if (widening[i].asked)

@@ -8,6 +8,7 @@
 #include "core/manager.h"
 #include "api/methods.h"
 #include "core/peer.h"
+#include "protocol-keys.h"
 #include "api/server.h"
 #include "core/task.h"
 #include "core/task-table.h"
@@ -180,14 +181,14 @@ json_object *events_state_event(Manager *m, Task *t, int status, int previous) {
         format_iso(now_ms(), iso);
         json_object *ev = json_object_new_object();
         if (!ev) return NULL;
-        if (json_add_int(ev, "sequence", (int64_t) events_next_sequence(m)) < 0 ||
-            json_add_string(ev, "type", "task.state") < 0 || json_add_string(ev, "taskId", t->id) < 0 ||
-            json_add_string(ev, "directory", t->rec.directory) < 0 ||
-            json_add_string(ev, "originSessionId", t->rec.origin_session_id) < 0 ||
-            json_add_string(ev, "status", task_status_to_string(status)) < 0 ||
-            json_add_string(ev, "previousStatus", previous >= 0 ? task_status_to_string(previous) : NULL) < 0 ||
-            json_add_string(ev, "occurredAt", iso) < 0 || json_add_null(ev, "activity") < 0 ||
-            json_add_null(ev, "outputWatermark") < 0) {
+        if (json_add_int(ev, PK_sequence, (int64_t) events_next_sequence(m)) < 0 ||
+            json_add_string(ev, PK_type, "task.state") < 0 || json_add_string(ev, PK_taskId, t->id) < 0 ||
+            json_add_string(ev, PK_directory, t->rec.directory) < 0 ||
+            json_add_string(ev, PK_originSessionId, t->rec.origin_session_id) < 0 ||
+            json_add_string(ev, PK_status, task_status_to_string(status)) < 0 ||
+            json_add_string(ev, PK_previousStatus, previous >= 0 ? task_status_to_string(previous) : NULL) < 0 ||
+            json_add_string(ev, PK_occurredAt, iso) < 0 || json_add_null(ev, PK_activity) < 0 ||
+            json_add_null(ev, PK_outputWatermark) < 0) {
                 json_object_put(ev);
                 return NULL;
         }
@@ -198,10 +199,10 @@ static bool subscription_matches(Events *e, Subscription *s, Task *t, json_objec
         if (s->dropped || s->conn->dead) return false;
         if (s->sandboxed && !(streq(t->id, s->visible_to) || streq_ptr(t->rec.dispatched_by, s->visible_to)))
                 return false;
-        const char *origin = json_get_string(event, "originSessionId");
+        const char *origin = json_get_string(event, PK_originSessionId);
         if (s->origin_session_id && origin && !streq(s->origin_session_id, origin)) return false;
         if (s->all) return true;
-        const char *dir = json_get_string(event, "directory");
+        const char *dir = json_get_string(event, PK_directory);
         if (!dir) return false;
         if (streq(dir, s->directory)) return true;
         const char *root = root_of(e, dir);
@@ -211,14 +212,14 @@ static bool subscription_matches(Events *e, Subscription *s, Task *t, json_objec
 /* The event a subscriber with summaries `want` gets: a task.activity event's
  * variant merged in (NULL: none for it), else the event itself. */
 static json_object *event_for(json_object *event, bool want) {
-        json_object *variants = json_get_object(event, "activityVariants");
+        json_object *variants = json_get_object(event, PK_activityVariants);
         if (!variants) return json_object_get(event);
         json_object *v = json_get_object(variants, want ? "true" : "false");
         if (!v) return NULL;
         json_object *out = json_object_new_object();
         if (!out) return NULL;
         json_object_object_foreach(event, key, val) {
-                if (streq(key, "activityVariants")) continue;
+                if (streq(key, PK_activityVariants)) continue;
                 json_add(out, key, json_object_get(val));
         }
         json_object_object_foreach(v, vkey, vval) json_add(out, vkey, json_object_get(vval));
@@ -238,9 +239,9 @@ unsigned events_broadcast(Manager *m, Task *t, json_object *event) {
                 if (!*slot) *slot = event_for(event, s->summaries);
                 if (!*slot) continue;
                 _cleanup_json_ json_object *frame = json_object_new_object();
-                if (!frame || json_add_int(frame, "version", PROTOCOL_VERSION) < 0 ||
-                    json_add_string(frame, "type", "event") < 0 || json_add_string(frame, "subscriptionId", s->id) < 0 ||
-                    json_add(frame, "event", json_object_get(*slot)) < 0)
+                if (!frame || json_add_int(frame, PK_version, PROTOCOL_VERSION) < 0 ||
+                    json_add_string(frame, PK_type, "event") < 0 || json_add_string(frame, PK_subscriptionId, s->id) < 0 ||
+                    json_add(frame, PK_event, json_object_get(*slot)) < 0)
                         continue;
                 /* may close the connection (over its budget): its
                  * subscriptions are only marked dropped until the loop ends */
@@ -373,7 +374,7 @@ static int subscribe_register(Manager *m, Request *r, json_object **ret, MethodE
         int k = uuid4(s->id);
         if (k < 0) return k;
         json_object *res = json_object_new_object();
-        if (!res || json_add_string(res, "subscriptionId", s->id) < 0) {
+        if (!res || json_add_string(res, PK_subscriptionId, s->id) < 0) {
                 json_object_put(res);
                 return -ENOMEM;
         }

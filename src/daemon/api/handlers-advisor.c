@@ -16,6 +16,7 @@
 #include "features/advisor.h"
 #include "json-util.h"
 #include "logparse.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 typedef struct AdvisorCall AdvisorCall;
@@ -72,10 +73,10 @@ static json_object *answer_job_run(void *userdata, int *error) {
                 return NULL;
         }
         json_object *o = json_object_new_object();
-        json_add_string(o, "sessionId", s.session_id);
-        json_add_string(o, "message", s.message ? s.message : "");
-        json_add(o, "tokens", s.tokens ? json_object_get(s.tokens) : NULL);
-        json_add(o, "cost", s.has_cost ? json_new_number(s.cost) : NULL);
+        json_add_string(o, PK_sessionId, s.session_id);
+        json_add_string(o, PK_message, s.message ? s.message : "");
+        json_add(o, PK_tokens, s.tokens ? json_object_get(s.tokens) : NULL);
+        json_add(o, PK_cost, s.has_cost ? json_new_number(s.cost) : NULL);
         log_summary_done(&s);
         return o;
 }
@@ -88,7 +89,7 @@ static void answer_job_done(Manager *m, void *userdata, json_object *res, int er
         bool active = !task_is_settled(t);
         if (t->settling) status = "running";
         const char *sid = t->rec.session_id;
-        if (res && json_get_string(res, "sessionId")) sid = json_get_string(res, "sessionId");
+        if (res && json_get_string(res, PK_sessionId)) sid = json_get_string(res, PK_sessionId);
         json_object *o;
         if (active)
                 o = advisor_active_answer(t->id, status, sid, &c->res);
@@ -96,9 +97,9 @@ static void answer_job_done(Manager *m, void *userdata, json_object *res, int er
                 _cleanup_json_ json_object *code = task_record_get_json(&t->rec, TASK_KEY_exit_code);
                 _cleanup_json_ json_object *sig = task_record_get_json(&t->rec, TASK_KEY_signal);
                 _cleanup_json_ json_object *spawn = task_record_get_json(&t->rec, TASK_KEY_spawn_error);
-                o = advisor_settled_answer(t->id, status, sid, &c->res, res ? strempty(json_get_string(res, "message")) : "",
-                                           res ? json_get_object(res, "tokens") : NULL,
-                                           json_field(res, "cost"), code, sig, spawn);
+                o = advisor_settled_answer(t->id, status, sid, &c->res, res ? strempty(json_get_string(res, PK_message)) : "",
+                                           res ? json_get_object(res, PK_tokens) : NULL,
+                                           json_field(res, PK_cost), code, sig, spawn);
         }
         if (sid && m->advisor) (void) advisor_sessions_touch(m->advisor, sid, c->owner, now_ms());
         method_reply(c->r, o ? 0 : -ENOMEM, o, NULL);

@@ -13,6 +13,7 @@
 #include "core/peer.h"
 #include "core/task.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "run/change.h"
 #include "run/lifecycle.h"
 #include "util.h"
@@ -26,7 +27,7 @@ int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
         if (k < 0) return method_fail(err, reason ? reason : "error: out of memory");
         json_object *o = task_summary(t);
         if (!o) return method_fail(err, "error: out of memory");
-        json_add_string(o, "note", note);
+        json_add_string(o, PK_note, note);
         *ret = o;
         return 0;
 }

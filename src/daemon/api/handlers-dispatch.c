@@ -17,6 +17,7 @@
 #include "core/task.h"
 #include "executor.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "run/lifecycle.h"
 #include "sandbox-plan.h"
 #include "util.h"
@@ -181,11 +182,11 @@ json_object *dispatch_reply(Task *t, char *const *warnings) {
                                         t->id)
                         : strdup_printf("Run taskferry wait or taskferry status with task id \"%s\" to check progress",
                                         t->id);
-        json_add_string(res, "next", next);
+        json_add_string(res, PK_next, next);
         if (warnings && *warnings) {
                 json_object *w = json_object_new_array();
                 for (char *const *s = warnings; w && *s; s++) json_object_array_add(w, json_object_new_string(*s));
-                json_add(res, "warnings", w);
+                json_add(res, PK_warnings, w);
         }
         return res;
 }

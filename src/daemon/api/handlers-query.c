@@ -18,6 +18,7 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "logparse.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 #define NARRATION_PREVIEW_UNITS 2000
@@ -31,9 +32,9 @@ static void complete_failed(Request *r, const char *text) {
 /* ---- system.health ---- */
 int method_health(Manager *m, Request *r, Task *target, json_object **ret, MethodError *err) {
         json_object *o = json_object_new_object();
-        json_add_bool(o, "healthy", true);
-        json_add_int(o, "pid", getpid());
-        json_add_int(o, "version", PROTOCOL_VERSION);
+        json_add_bool(o, PK_healthy, true);
+        json_add_int(o, PK_pid, getpid());
+        json_add_int(o, PK_version, PROTOCOL_VERSION);
         /* exactly these three (the CLI's health probe and clients compare
          * them): whether the scope limits are enforced is in task.stats
          * (stats.c) */
@@ -54,7 +55,7 @@ int method_list(Manager *m, Request *r, Task *target, json_object **ret, MethodE
                             who.sandboxed ? (who.task ? who.task->id : "") : NULL);
         if (*ret && !who.sandboxed) { /* active provider cooldowns (cooldown.h), only when there are any */
                 json_object *cd = cooldown_snapshot(m);
-                if (cd && json_object_array_length(cd) > 0) json_add(*ret, "cooldowns", cd);
+                if (cd && json_object_array_length(cd) > 0) json_add(*ret, PK_cooldowns, cd);
                 else json_object_put(cd);
         }
         return *ret ? 0 : -ENOMEM;
@@ -89,7 +90,7 @@ static json_object *result_job_run(void *userdata, int *error) {
                 return NULL;
         }
         json_object *o = json_object_new_object();
-        json_add_string(o, "taskId", t->id);
+        json_add_string(o, PK_taskId, t->id);
         task_copy_key(o, t, TASK_KEY_status);
         static const TaskKey head[] = {TASK_KEY_exit_code, TASK_KEY_signal, TASK_KEY_spawn_error, TASK_KEY_failure_reason,
                                        TASK_KEY_failure_detail};
@@ -97,7 +98,7 @@ static json_object *result_job_run(void *userdata, int *error) {
         const char *diff_path = t->rec.diff_path;
         /* a patch that alone exceeds the frame budget is never read: the
          * answer could not be sent, and the daemon would hold all of it */
-        if (diff_path && fields_include(fields, "diff") && file_size(diff_path) > PROTOCOL_MAX_BUFFER_BYTES) {
+        if (diff_path && fields_include(fields, PK_diff) && file_size(diff_path) > PROTOCOL_MAX_BUFFER_BYTES) {
                 json_object_put(o);
                 o = json_object_new_object();
                 json_add_bool(o, "responseTooLarge", true);
@@ -105,7 +106,7 @@ static json_object *result_job_run(void *userdata, int *error) {
                 return o;
         }
         json_object *diff = NULL, *stat = NULL;
-        if (diff_path && (fields_include(fields, "diff") || fields_include(fields, "diffStat"))) {
+        if (diff_path && (fields_include(fields, PK_diff) || fields_include(fields, PK_diffStat))) {
                 _cleanup_free_ char *data = NULL;
                 size_t len = 0;
                 if (read_file(diff_path, (size_t) 1 << 30, &data, &len) >= 0) {
@@ -114,13 +115,13 @@ static json_object *result_job_run(void *userdata, int *error) {
                         unsigned files = 0, adds = 0, dels = 0;
                         changeset_numstat(diff_path, &files, &adds, &dels);
                         stat = json_object_new_object();
-                        json_add_int(stat, "files", files);
-                        json_add_int(stat, "additions", adds);
-                        json_add_int(stat, "deletions", dels);
+                        json_add_int(stat, PK_files, files);
+                        json_add_int(stat, PK_additions, adds);
+                        json_add_int(stat, PK_deletions, dels);
                 }
         }
-        json_add(o, "diff", diff);
-        json_add(o, "diffStat", stat);
+        json_add(o, PK_diff, diff);
+        json_add(o, PK_diffStat, stat);
         task_copy_key(o, t, TASK_KEY_changeset_error);
         if (t->rec.changeset_warnings) task_copy_key(o, t, TASK_KEY_changeset_warnings);
         if (t->rec.head_drift_from) {
@@ -129,7 +130,7 @@ static json_object *result_job_run(void *userdata, int *error) {
                 task_copy_key(o, t, TASK_KEY_head_drift_recovered);
         }
         bool incomplete = t->rec.incomplete;
-        if (incomplete) json_add_bool(o, "incomplete", true);
+        if (incomplete) json_add_bool(o, PK_incomplete, true);
         static const TaskKey opt[] = {TASK_KEY_final_marker, TASK_KEY_final_status, TASK_KEY_class_name,
                                       TASK_KEY_parent_task_id, TASK_KEY_project_config_warning};
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
@@ -139,24 +140,24 @@ static json_object *result_job_run(void *userdata, int *error) {
                 static const TaskKey ck[] = {TASK_KEY_check_status, TASK_KEY_check_command, TASK_KEY_check_exit_code,
                                              TASK_KEY_check_started_at, TASK_KEY_check_ended_at};
                 for (size_t i = 0; i < ELEMENTSOF(ck); i++) task_copy_key(o, t, ck[i]);
-                if (t->rec.check_override) json_add_bool(o, "checkOverride", true);
-                if (fields_include(fields, "checkOutputTail")) task_copy_key(o, t, TASK_KEY_check_output_tail);
+                if (t->rec.check_override) json_add_bool(o, PK_checkOverride, true);
+                if (fields_include(fields, PK_checkOutputTail)) task_copy_key(o, t, TASK_KEY_check_output_tail);
         }
-        json_add_string(o, "sessionId", s.session_id ? s.session_id : t->rec.session_id);
-        json_add(o, "tokens", s.tokens ? json_object_get(s.tokens) : NULL);
-        json_add(o, "cost", s.has_cost ? json_new_number(s.cost) : NULL);
-        json_add_string(o, "message", s.message ? s.message : "");
+        json_add_string(o, PK_sessionId, s.session_id ? s.session_id : t->rec.session_id);
+        json_add(o, PK_tokens, s.tokens ? json_object_get(s.tokens) : NULL);
+        json_add(o, PK_cost, s.has_cost ? json_new_number(s.cost) : NULL);
+        json_add_string(o, PK_message, s.message ? s.message : "");
         const char *narr = s.narration ? s.narration : "";
         size_t nlen = strlen(narr), units = utf8_utf16_length(narr, nlen);
         bool truncated = !full && units > NARRATION_PREVIEW_UNITS;
         if (truncated) {
                 size_t cut = utf8_prefix_utf16(narr, nlen, NARRATION_PREVIEW_UNITS);
                 _cleanup_free_ char *n = strdup_printf("%.*s\xE2\x80\xA6", (int) cut, narr);
-                json_add_string(o, "narration", n);
+                json_add_string(o, PK_narration, n);
         } else
-                json_add_string(o, "narration", narr);
-        json_add_int(o, "narrationTotalChars", (int64_t) units);
-        json_add_bool(o, "narrationTruncated", truncated);
+                json_add_string(o, PK_narration, narr);
+        json_add_int(o, PK_narrationTotalChars, (int64_t) units);
+        json_add_bool(o, PK_narrationTruncated, truncated);
         if (incomplete) {
                 _cleanup_free_ char *why = NULL;
                 const char *marker = t->rec.final_marker;
@@ -168,18 +169,18 @@ static json_object *result_job_run(void *userdata, int *error) {
                         why = strdup("(empty message)");
                 _cleanup_free_ char *next = strdup_printf(
                         "Task %s exited cleanly but produced no usable final output %s; treat as incomplete", t->id, why);
-                json_add_string(o, "next", next);
+                json_add_string(o, PK_next, next);
         } else if (truncated) {
                 _cleanup_free_ char *next = strdup_printf(
                         "Run taskferry result with full: true on task id \"%s\" to see the complete narration", t->id);
-                json_add_string(o, "next", next);
+                json_add_string(o, PK_next, next);
         }
         task_copy_key(o, t, TASK_KEY_log_path);
         task_copy_key(o, t, TASK_KEY_output_dir);
         log_summary_done(&s);
         if (!fields) return o;
         json_object *proj = json_object_new_object();
-        json_add_string(proj, "taskId", t->id);
+        json_add_string(proj, PK_taskId, t->id);
         task_copy_key(proj, t, TASK_KEY_status);
         for (char *const *fp = fields; *fp; fp++) {
                 const char *f = *fp;
@@ -216,18 +217,18 @@ static void result_job_done(Manager *m, void *userdata, json_object *res, int er
 
 int method_result(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
         char *const *fields = r->req.p.result.fields;
-        if (fields && r->req.p.result.full && !fields_include(fields, "narration"))
+        if (fields && r->req.p.result.full && !fields_include(fields, PK_narration))
                 return method_fail(err, "error: full requires narration in fields\nhelp: add narration to fields or drop full");
         if (!task_is_settled(t)) {
                 const char *status = t->settling ? "running" : strempty(task_status_to_string(t->rec.status));
                 json_object *o = json_object_new_object();
-                json_add_string(o, "taskId", t->id);
-                json_add_string(o, "status", status);
+                json_add_string(o, PK_taskId, t->id);
+                json_add_string(o, PK_status, status);
                 _cleanup_free_ char *msg = strdup_printf("task is still %s; poll taskferry status first", status);
-                if (!fields) json_add_string(o, "message", msg);
+                if (!fields) json_add_string(o, PK_message, msg);
                 else
                         for (char *const *fp = fields; *fp; fp++) {
-                                if (streq(*fp, "message")) json_add_string(o, *fp, msg);
+                                if (streq(*fp, PK_message)) json_add_string(o, *fp, msg);
                                 else json_add_null(o, *fp);
                         }
                 return *ret = o, 0;

@@ -13,6 +13,7 @@
 #include "features/activity.h"
 #include "features/summary.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 /* summary.h summary_done_fn: answer the request. */
@@ -23,28 +24,28 @@ static void summary_answer(Manager *m, const SummaryOutcome *o, void *userdata) 
         json_object *res = json_object_new_object();
         if (!res) return method_reply(r, method_fail(&e, "error: out of memory"), NULL, &e);
         if (o->empty) {
-                json_add_string(res, "sourceTaskId", o->source->id);
-                json_add_string(res, "sourceStatus", o->source_status);
-                json_add_string(res, "summary", "no model text observed yet");
+                json_add_string(res, PK_sourceTaskId, o->source->id);
+                json_add_string(res, PK_sourceStatus, o->source_status);
+                json_add_string(res, PK_summary, "no model text observed yet");
                 _cleanup_free_ char *help = strdup_printf(
                         "Run taskferry tail with task id \"%s\" after the task emits output", o->source->id);
-                json_add_string(res, "help", help);
+                json_add_string(res, PK_help, help);
                 return method_reply(r, 0, res, NULL);
         }
         Task *t = o->task;
-        json_add_string(res, "sourceStatus", o->source_status);
-        json_add_string(res, "capturedAt", o->captured_at);
-        json_add_string(res, "sourceTaskId", o->source->id);
-        json_add(res, "sourceLogBytes", json_object_get(o->source_log_bytes));
-        json_add(res, "summaryInputBytes", json_object_get(o->summary_input_bytes));
+        json_add_string(res, PK_sourceStatus, o->source_status);
+        json_add_string(res, PK_capturedAt, o->captured_at);
+        json_add_string(res, PK_sourceTaskId, o->source->id);
+        json_add(res, PK_sourceLogBytes, json_object_get(o->source_log_bytes));
+        json_add(res, PK_summaryInputBytes, json_object_get(o->summary_input_bytes));
         json_object *st = json_object_new_object();
-        json_add_string(st, "id", t->id);
-        json_add_string(st, "status", task_status_to_string(t->rec.status));
-        json_add_string(st, "model", t->rec.model);
-        json_add(res, "summaryTask", st);
+        json_add_string(st, PK_id, t->id);
+        json_add_string(st, PK_status, task_status_to_string(t->rec.status));
+        json_add_string(st, PK_model, t->rec.model);
+        json_add(res, PK_summaryTask, st);
         _cleanup_free_ char *next = strdup_printf(
                 "Run taskferry wait with task id \"%s\", then taskferry result with task id \"%s\"", t->id, t->id);
-        json_add_string(res, "next", next);
+        json_add_string(res, PK_next, next);
         method_reply(r, 0, res, NULL);
 }
 

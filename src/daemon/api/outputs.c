@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 /* Open rel beneath dirfd; symlinks resolve only while they stay beneath it.
@@ -155,10 +156,10 @@ static int visit_frame(Walk *w) {
 static json_object *empty_listing(void) {
         json_object *o = json_object_new_object();
         if (!o) return NULL;
-        json_add(o, "files", json_object_new_array());
-        json_add_int(o, "bytes", 0);
-        json_add_int(o, "total", 0);
-        json_add_bool(o, "truncated", false);
+        json_add(o, PK_files, json_object_new_array());
+        json_add_int(o, PK_bytes, 0);
+        json_add_int(o, PK_total, 0);
+        json_add_bool(o, PK_truncated, false);
         return o;
 }
 
@@ -202,14 +203,14 @@ int output_list(const char *dir, json_object **ret) {
                         r = -ENOMEM;
                         break;
                 }
-                json_add_string(e, "path", w.files[i].path);
-                json_add_int(e, "size", (int64_t) w.files[i].size);
+                json_add_string(e, PK_path, w.files[i].path);
+                json_add_int(e, PK_size, (int64_t) w.files[i].size);
         }
         if (r == 0) {
-                json_add(o, "files", TAKE_PTR(files));
-                json_add_int(o, "bytes", (int64_t) w.bytes);
-                json_add_int(o, "total", (int64_t) w.n_files);
-                json_add_bool(o, "truncated", w.truncated);
+                json_add(o, PK_files, TAKE_PTR(files));
+                json_add_int(o, PK_bytes, (int64_t) w.bytes);
+                json_add_int(o, PK_total, (int64_t) w.n_files);
+                json_add_bool(o, PK_truncated, w.truncated);
                 *ret = TAKE_PTR(o);
         }
         json_object_put(files);
@@ -256,10 +257,10 @@ static json_object *file_object(json_object *content, uint64_t size, bool trunca
                 json_object_put(content);
                 return NULL;
         }
-        json_add(o, "content", content);
-        json_add_int(o, "size", (int64_t) size);
-        json_add_bool(o, "truncated", truncated);
-        if (error) json_add_string(o, "error", error);
+        json_add(o, PK_content, content);
+        json_add_int(o, PK_size, (int64_t) size);
+        json_add_bool(o, PK_truncated, truncated);
+        if (error) json_add_string(o, PK_error, error);
         return o;
 }
 

@@ -14,6 +14,7 @@
 #include "core/manager.h"
 #include "api/methods.h"
 #include "api/server.h"
+#include "protocol-keys.h"
 #include "core/task.h"
 #include "api/wait.h"
 #include "json-util.h"
@@ -194,7 +195,7 @@ static void connection_handle_line(Connection *c, const char *line, size_t len) 
         _cleanup_json_ json_object *err = NULL;
         int r = proto_parse_request(line, len, &pr, &err);
         if (r < 0) {
-                if (err) connection_send_frame(c, err, json_get_string(err, "id"), true);
+                if (err) connection_send_frame(c, err, json_get_string(err, PK_id), true);
                 return;
         }
         /* the budget this request draws on (docs/taskferryd.8.md "Limits") */

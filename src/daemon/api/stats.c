@@ -7,6 +7,7 @@
 #include "json-util.h"
 #include "core/manager.h"
 #include "core/peer.h"
+#include "protocol-keys.h"
 #include "run/scope.h"
 #include "api/server.h"
 #include "task-stats.h"
@@ -45,14 +46,14 @@ int method_stats(Manager *m, Request *r, Task *target, json_object **ret, Method
          * the original's keys; not for a caller in a sandbox */
         if (!who.sandboxed) {
                 json_object *cd = cooldown_snapshot(m);
-                if (!cd || json_add(o, "cooldowns", cd) < 0) {
+                if (!cd || json_add(o, PK_cooldowns, cd) < 0) {
                         json_object_put(o);
                         return -ENOMEM;
                 }
                 /* are the scope limits enforced (scope.h)? `doctor` reads
                  * it here: system.health's result stays exactly its three keys */
                 json_object *rl = scope_health(m);
-                if (!rl || json_add(o, "resourceLimits", rl) < 0) {
+                if (!rl || json_add(o, PK_resourceLimits, rl) < 0) {
                         json_object_put(o);
                         return -ENOMEM;
                 }

@@ -11,6 +11,7 @@
 #include "core/task.h"
 #include "gitdir.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 #include "workspace.h"
 
@@ -36,7 +37,7 @@ json_object *task_summary(Task *t) {
         static const TaskKey opt[] = {TASK_KEY_prompt_total_chars, TASK_KEY_summary_of};
         for (size_t i = 0; i < ELEMENTSOF(opt); i++)
                 if (task_record_is_set(rec, opt[i])) task_copy_key(o, t, opt[i]);
-        if (task_record_is_set(rec, TASK_KEY_incomplete) && rec->incomplete) json_add_bool(o, "incomplete", true);
+        if (task_record_is_set(rec, TASK_KEY_incomplete) && rec->incomplete) json_add_bool(o, PK_incomplete, true);
         /* variant, changesetWarnings, unit, memoryMax, tasksMax and job:
          * additions to the original's TaskSummary: `status --full` shows the
          * resolved thinking level, the paths left out of the changeset, the
@@ -54,7 +55,7 @@ json_object *task_summary(Task *t) {
                                              TASK_KEY_check_started_at, TASK_KEY_check_ended_at};
                 for (size_t i = 0; i < ELEMENTSOF(ck); i++) task_copy_key(o, t, ck[i]);
                 if (task_record_is_set(rec, TASK_KEY_check_override) && rec->check_override)
-                        json_add_bool(o, "checkOverride", true);
+                        json_add_bool(o, PK_checkOverride, true);
         }
         if (task_record_is_set(rec, TASK_KEY_changeset_status) &&
             (rec->changeset_status != CHANGESET_NONE || t->kind == TASK_KIND_ADVISOR)) {
@@ -66,7 +67,7 @@ json_object *task_summary(Task *t) {
                 task_copy_key(o, t, TASK_KEY_head_drift_to);
                 task_copy_key(o, t, TASK_KEY_head_drift_recovered);
         }
-        json_add_bool(o, "cancelRequested", task_record_is_set(rec, TASK_KEY_cancel_requested) && rec->cancel_requested);
+        json_add_bool(o, PK_cancelRequested, task_record_is_set(rec, TASK_KEY_cancel_requested) && rec->cancel_requested);
         task_copy_key(o, t, TASK_KEY_output_dir);
         return o;
 }
@@ -101,15 +102,15 @@ json_object *task_status_detail(Task *t) {
         struct stat st;
         if (log && stat(log, &st) == 0) {
                 char iso[32];
-                json_add_int(o, "logBytesWritten", st.st_size);
-                json_add_string(o, "logLastWriteAt",
+                json_add_int(o, PK_logBytesWritten, st.st_size);
+                json_add_string(o, PK_logLastWriteAt,
                                 format_iso((uint64_t) st.st_mtim.tv_sec * 1000 + (uint64_t) st.st_mtim.tv_nsec / 1000000, iso));
                 if (!t->log_has_event) t->log_has_event = log_has_event(log);
         } else {
-                json_add_int(o, "logBytesWritten", 0);
-                json_add_null(o, "logLastWriteAt");
+                json_add_int(o, PK_logBytesWritten, 0);
+                json_add_null(o, PK_logLastWriteAt);
         }
-        json_add_bool(o, "logHasEvent", t->log_has_event);
+        json_add_bool(o, PK_logHasEvent, t->log_has_event);
         (void) scheduler_status_fields(t->m, t, o); /* queuePosition, queuedReason, ... (scheduler.h) */
         return o;
 }
@@ -406,9 +407,9 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
         }
         json_object *o = json_object_new_object(), *c = json_object_new_object();
         for (TaskStatus k = 0; k < _TASK_STATUS_MAX; k++) json_add_int(c, task_status_to_string(k), counts[k]);
-        json_add(o, "counts", c);
+        json_add(o, PK_counts, c);
         if (n == 0) {
-                json_add_string(o, "tasks", directory ? "none found in this workspace"
+                json_add_string(o, PK_tasks, directory ? "none found in this workspace"
                                                       : "none found (this server process's lifetime)");
                 return o;
         }
@@ -437,6 +438,6 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                 }
                 json_object_array_add(arr, json_object_get(t->list_row));
         }
-        json_add(o, "tasks", arr);
+        json_add(o, PK_tasks, arr);
         return o;
 }

@@ -14,6 +14,7 @@
 #include "core/manager.h"
 #include "api/outputs.h"
 #include "core/peer.h"
+#include "protocol-keys.h"
 #include "protocol.h"
 #include "api/server.h"
 #include "core/task.h"
@@ -120,9 +121,9 @@ static json_object *tail_job_run(void *userdata, int *error) {
         size_t len = strlen(text), total = utf8_codepoints(text, len);
         size_t off = utf8_tail_offset(text, len, j->chars);
         _cleanup_free_ char *clean = utf8_sanitize(text + off, len - off);
-        json_add_string(o, "text", clean ? clean : "");
-        json_add_int(o, "textTotalChars", (int64_t) total);
-        json_add_bool(o, "truncated", total > j->chars);
+        json_add_string(o, PK_text, clean ? clean : "");
+        json_add_int(o, PK_textTotalChars, (int64_t) total);
+        json_add_bool(o, PK_truncated, total > j->chars);
         return o;
 }
 
@@ -140,22 +141,22 @@ static void tail_job_done(Manager *m, void *userdata, json_object *res, int erro
                 return method_reply(r, k, NULL, &e);
         }
         json_object *o = json_object_new_object();
-        json_add_string(o, "taskId", t->id);
-        json_add_string(o, "status", task_status_to_string(t->rec.status));
+        json_add_string(o, PK_taskId, t->id);
+        json_add_string(o, PK_status, task_status_to_string(t->rec.status));
         json_object *text = NULL;
-        if (json_object_object_get_ex(res, "text", &text)) {
-                json_add(o, "text", json_object_get(text));
+        if (json_object_object_get_ex(res, PK_text, &text)) {
+                json_add(o, PK_text, json_object_get(text));
                 json_object *v = NULL;
-                json_object_object_get_ex(res, "textTotalChars", &v);
-                json_add(o, "textTotalChars", json_object_get(v));
-                json_object_object_get_ex(res, "truncated", &v);
-                json_add(o, "truncated", json_object_get(v));
+                json_object_object_get_ex(res, PK_textTotalChars, &v);
+                json_add(o, PK_textTotalChars, json_object_get(v));
+                json_object_object_get_ex(res, PK_truncated, &v);
+                json_add(o, PK_truncated, json_object_get(v));
         } else {
-                json_add_string(o, "text", "none observed yet");
-                json_add_int(o, "textTotalChars", 0);
-                json_add_bool(o, "truncated", false);
+                json_add_string(o, PK_text, "none observed yet");
+                json_add_int(o, PK_textTotalChars, 0);
+                json_add_bool(o, PK_truncated, false);
                 _cleanup_free_ char *help = strdup_printf("Run taskferry wait with task id \"%s\" to wait for task output", t->id);
-                json_add_string(o, "help", help);
+                json_add_string(o, PK_help, help);
         }
         method_reply(r, 0, o, NULL);
 }
@@ -198,7 +199,7 @@ static json_object *output_job_run(void *userdata, int *error) {
         if (j->path) {
                 k = output_read(j->t->rec.output_dir, j->path, j->max, &v);
                 if (k >= 0) json_add_int(o, "read", k);
-                if (v) json_add(o, "file", v);
+                if (v) json_add(o, PK_file, v);
         } else {
                 k = output_list(j->t->rec.output_dir, &v);
                 if (v) json_add(o, "listing", v);
@@ -226,7 +227,7 @@ static size_t frame_bytes(json_object *result) {
 static json_object *output_result(Task *t) {
         json_object *o = json_object_new_object();
         if (!o) return NULL;
-        json_add_string(o, "taskId", t->id);
+        json_add_string(o, PK_taskId, t->id);
         task_copy_key(o, t, TASK_KEY_output_dir);
         return o;
 }
@@ -239,7 +240,7 @@ static void output_fail(Request *r, const char *code, const char *text) {
 
 /* Keep dropping the last entry until the listing's frame fits. */
 static int fit_listing(json_object *o) {
-        json_object *files = json_get_array(o, "files");
+        json_object *files = json_get_array(o, PK_files);
         size_t bytes = frame_bytes(o);
         if (bytes <= PROTOCOL_MAX_BUFFER_BYTES) return 0;
         size_t n = files ? json_object_array_length(files) : 0;
@@ -248,15 +249,15 @@ static int fit_listing(json_object *o) {
                 size_t len = 0;
                 json_to_line(last, &len);
                 int64_t size = 0;
-                json_get_int64(last, "size", &size);
+                json_get_int64(last, PK_size, &size);
                 json_object_array_del_idx(files, n - 1, 1);
                 n--;
                 bytes -= len + (n > 0 ? 1 : 0);
                 int64_t total_bytes = 0;
-                json_get_int64(o, "bytes", &total_bytes);
-                json_add_int(o, "bytes", total_bytes - size);
-                json_add_int(o, "total", (int64_t) n);
-                json_add_bool(o, "truncated", true);
+                json_get_int64(o, PK_bytes, &total_bytes);
+                json_add_int(o, PK_bytes, total_bytes - size);
+                json_add_int(o, PK_total, (int64_t) n);
+                json_add_bool(o, PK_truncated, true);
                 if (bytes <= PROTOCOL_MAX_BUFFER_BYTES) bytes = frame_bytes(o); /* exact, once it seems to fit */
         }
         return bytes <= PROTOCOL_MAX_BUFFER_BYTES ? 0 : -E2BIG;
@@ -306,12 +307,12 @@ static void output_job_done(Manager *m, void *userdata, json_object *res, int er
                         path, t->id, t->id);
                 return output_fail(r, E_OUTPUT_NOT_FOUND, text);
         }
-        json_add(o, "files", json_object_new_array());
-        json_add_int(o, "bytes", 0);
-        json_add_int(o, "total", 0);
-        json_add_bool(o, "truncated", false);
-        json_object *file = json_get_object(res, "file");
-        json_add(o, "file", json_object_get(file));
+        json_add(o, PK_files, json_object_new_array());
+        json_add_int(o, PK_bytes, 0);
+        json_add_int(o, PK_total, 0);
+        json_add_bool(o, PK_truncated, false);
+        json_object *file = json_get_object(res, PK_file);
+        json_add(o, PK_file, json_object_get(file));
         size_t bytes = frame_bytes(o);
         if (bytes > PROTOCOL_MAX_BUFFER_BYTES) {
                 _cleanup_free_ char *text = strdup_printf(
@@ -390,16 +391,16 @@ int method_context(Manager *m, Request *r, Task *target, json_object **ret, Meth
                 json_object_put(tasks);
                 return -ENOMEM;
         }
-        json_add_string(o, "directory", real);
-        json_add(o, "tasks", tasks);
-        json_object *rows = json_get_array(list, "tasks");
+        json_add_string(o, PK_directory, real);
+        json_add(o, PK_tasks, tasks);
+        json_object *rows = json_get_array(list, PK_tasks);
         for (size_t i = 0; rows && i < json_object_array_length(rows); i++) {
-                Task *t = manager_find_task(m, json_get_string(json_object_array_get_idx(rows, i), "id"));
+                Task *t = manager_find_task(m, json_get_string(json_object_array_get_idx(rows, i), PK_id));
                 json_object *d = t ? task_status_detail(t) : NULL;
                 if (d) json_object_array_add(tasks, d);
         }
-        json_object *counts = json_get_object(list, "counts");
-        json_add(o, "counts", json_object_get(counts));
+        json_object *counts = json_get_object(list, PK_counts);
+        json_add(o, PK_counts, json_object_get(counts));
         *ret = o;
         return 0;
 }

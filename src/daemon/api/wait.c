@@ -8,6 +8,7 @@
 #include "core/jobs.h"
 #include "core/manager.h"
 #include "api/methods.h"
+#include "protocol-keys.h"
 #include "api/server.h"
 #include "core/task.h"
 #include "core/task-table.h"
@@ -32,9 +33,9 @@ static json_object *tail_job_run(void *userdata, int *error) {
                 size_t skip_bytes = utf8_prefix_utf16(n, len, units - want);
                 start = n + skip_bytes;
         }
-        json_add_string(o, "outputTail", start);
-        json_add_int(o, "outputTailTotalChars", (int64_t) units);
-        json_add_bool(o, "outputTailTruncated", units > want);
+        json_add_string(o, PK_outputTail, start);
+        json_add_int(o, PK_outputTailTotalChars, (int64_t) units);
+        json_add_bool(o, PK_outputTailTruncated, units > want);
         log_summary_done(&s);
         return o;
 }
@@ -44,7 +45,7 @@ static void tail_job_done(Manager *m, void *userdata, json_object *res, int erro
         Task *t = r->wait_task;
         r->wait_task = NULL;
         json_object *o = t ? task_summary(t) : json_object_new_object();
-        json_add_bool(o, "timedOut", true);
+        json_add_bool(o, PK_timedOut, true);
         if (res && t && t->rec.status == TASK_RUNNING) {
                 json_object_object_foreach(res, key, val) json_add(o, key, json_object_get(val));
         }
@@ -77,7 +78,7 @@ static int wait_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         r->wait_task = NULL;
         json_object *o = t ? task_summary(t) : json_object_new_object();
-        json_add_bool(o, "timedOut", true);
+        json_add_bool(o, PK_timedOut, true);
         method_reply(r, 0, o, NULL);
         return 0;
 }

@@ -15,6 +15,7 @@
 #include "executor.h"
 #include "logparse.h"
 #include "core/manager.h"
+#include "protocol-keys.h"
 #include "core/scheduler.h"
 #include "core/task.h"
 #include "json-util.h"
@@ -338,7 +339,7 @@ int cooldown_scan_log(const char *path, const char *prefix, const char *structur
 
 void cooldown_settle_scan(Task *t, json_object *res) {
         if (!res || !t->m->settings.provider_cooldown_enabled || t->rec.dispatched_by || !t->rec.log_path) return;
-        const char *reason = t->rec.failure_reason ? t->rec.failure_reason : json_get_string(res, "failureReason");
+        const char *reason = t->rec.failure_reason ? t->rec.failure_reason : json_get_string(res, PK_failureReason);
         if (!cooldown_reason_applies(reason)) return;
         const executor *ex = executor_find(strempty(t->rec.executor_id));
         uint64_t ms = 0;
@@ -428,10 +429,10 @@ json_object *cooldown_snapshot(Manager *m) {
                         json_object_put(o);
                         return NULL;
                 }
-                if (json_add_string(o, "provider", c->provider) < 0 ||
-                    json_add_string(o, "until", format_iso(c->until_real, iso)) < 0 ||
-                    json_add_int(o, "remainingMs", (int64_t) (c->until_mono - now)) < 0 ||
-                    json_add_string(o, "reason", c->reason) < 0 || json_add_string(o, "taskId", c->task_id) < 0)
+                if (json_add_string(o, PK_provider, c->provider) < 0 ||
+                    json_add_string(o, PK_until, format_iso(c->until_real, iso)) < 0 ||
+                    json_add_int(o, PK_remainingMs, (int64_t) (c->until_mono - now)) < 0 ||
+                    json_add_string(o, PK_reason, c->reason) < 0 || json_add_string(o, PK_taskId, c->task_id) < 0)
                         return NULL;
         }
         return TAKE_PTR(a);

@@ -11,6 +11,7 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "paths.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 void launch_options_done(LaunchOptions *o) {
@@ -47,17 +48,17 @@ json_object *launch_options_to_json(const LaunchOptions *o, bool summary) {
         _cleanup_json_ json_object *j = json_object_new_object();
         if (!j) return NULL;
         if (summary) {
-                if (o->summary_session_id && json_add_string(j, "summarySessionId", o->summary_session_id) < 0) return NULL;
+                if (o->summary_session_id && json_add_string(j, PK_summarySessionId, o->summary_session_id) < 0) return NULL;
                 return TAKE_PTR(j);
         }
         json_object *rw = strv_to_json(o->rw_bind), *ro = o->ro_bind_given ? strv_to_json(o->ro_bind) : NULL;
-        if (json_add_bool(j, "noSandbox", o->no_sandbox) < 0 || json_add_bool(j, "noOverlay", o->no_overlay) < 0 ||
-            !rw || json_add(j, "rwBind", rw) < 0 || (o->ro_bind_given && !ro) || json_add(j, "roBind", ro) < 0)
+        if (json_add_bool(j, PK_noSandbox, o->no_sandbox) < 0 || json_add_bool(j, PK_noOverlay, o->no_overlay) < 0 ||
+            !rw || json_add(j, PK_rwBind, rw) < 0 || (o->ro_bind_given && !ro) || json_add(j, PK_roBind, ro) < 0)
                 return NULL;
         const struct {
                 const char *key;
                 int64_t v;
-        } nums[] = {{"diskMax", o->disk_max}, {"memoryMax", o->memory_max}, {"tasksMax", o->tasks_max}};
+        } nums[] = {{PK_diskMax, o->disk_max}, {PK_memoryMax, o->memory_max}, {PK_tasksMax, o->tasks_max}};
         for (size_t i = 0; i < ELEMENTSOF(nums); i++)
                 if (nums[i].v != 0 && json_add_int(j, nums[i].key, nums[i].v) < 0) return NULL;
         return TAKE_PTR(j);
@@ -80,16 +81,16 @@ int launch_options_from_json(json_object *o, LaunchOptions *ret) {
         *ret = (LaunchOptions) {0};
         if (!json_is_object(o)) return -EBADMSG;
         LaunchOptions lo = {
-                .no_sandbox = json_get_bool(o, "noSandbox", false),
-                .no_overlay = json_get_bool(o, "noOverlay", false),
-                .ro_bind_given = json_get_array(o, "roBind") != NULL,
+                .no_sandbox = json_get_bool(o, PK_noSandbox, false),
+                .no_overlay = json_get_bool(o, PK_noOverlay, false),
+                .ro_bind_given = json_get_array(o, PK_roBind) != NULL,
         };
-        (void) json_get_int64(o, "diskMax", &lo.disk_max);
-        (void) json_get_int64(o, "memoryMax", &lo.memory_max);
-        (void) json_get_int64(o, "tasksMax", &lo.tasks_max);
-        const char *sid = json_get_string(o, "summarySessionId");
-        if ((sid && !(lo.summary_session_id = strdup(sid))) || strv_from_json(json_get_array(o, "rwBind"), &lo.rw_bind) < 0 ||
-            strv_from_json(json_get_array(o, "roBind"), &lo.ro_bind) < 0) {
+        (void) json_get_int64(o, PK_diskMax, &lo.disk_max);
+        (void) json_get_int64(o, PK_memoryMax, &lo.memory_max);
+        (void) json_get_int64(o, PK_tasksMax, &lo.tasks_max);
+        const char *sid = json_get_string(o, PK_summarySessionId);
+        if ((sid && !(lo.summary_session_id = strdup(sid))) || strv_from_json(json_get_array(o, PK_rwBind), &lo.rw_bind) < 0 ||
+            strv_from_json(json_get_array(o, PK_roBind), &lo.ro_bind) < 0) {
                 launch_options_done(&lo);
                 return -ENOMEM;
         }
@@ -127,7 +128,7 @@ int launch_request_save(Task *t) {
         }
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object *launch = launch_options_to_json(&t->launch, t->kind == TASK_KIND_SUMMARY);
-        if (!o || !launch || json_add(o, "launch", launch) < 0 || json_add(o, "env", json_object_get(env)) < 0)
+        if (!o || !launch || json_add(o, PK_launch, launch) < 0 || json_add(o, PK_env, json_object_get(env)) < 0)
                 return -ENOMEM;
         size_t len = 0;
         const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
@@ -144,8 +145,8 @@ int launch_request_load(Task *t) {
         if (r < 0) return r;
         _cleanup_json_ json_object *o = NULL;
         if (json_parse_strict(data, len, &o) < 0 || !json_is_object(o)) return -EBADMSG;
-        json_object *lp = json_get_object(o, "launch"), *env = NULL;
-        if (!lp || !json_object_object_get_ex(o, "env", &env) || (env && !json_is_object(env))) return -EBADMSG;
+        json_object *lp = json_get_object(o, PK_launch), *env = NULL;
+        if (!lp || !json_object_object_get_ex(o, PK_env, &env) || (env && !json_is_object(env))) return -EBADMSG;
         LaunchOptions lo;
         r = launch_options_from_json(lp, &lo);
         if (r < 0) return r;

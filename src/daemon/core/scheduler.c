@@ -15,6 +15,7 @@
 #include "core/settings.h"
 #include "core/task.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -391,9 +392,9 @@ int scheduler_status_fields(Manager *m, Task *t, json_object *o) {
         else
                 reason = strdup("other providers' tasks launch first (round-robin between providers)");
         if (!reason) return -ENOMEM;
-        if ((in_queue && json_add_int(o, "queuePosition", pos) < 0) || json_add_string(o, "queueProvider", key) < 0 ||
-            json_add_string(o, "queuedReason", reason) < 0)
+        if ((in_queue && json_add_int(o, PK_queuePosition, pos) < 0) || json_add_string(o, PK_queueProvider, key) < 0 ||
+            json_add_string(o, PK_queuedReason, reason) < 0)
                 return -ENOMEM;
-        if (cd > 0 && c && json_add_string(o, "cooldownUntil", format_iso(c->until_real, iso)) < 0) return -ENOMEM;
+        if (cd > 0 && c && json_add_string(o, PK_cooldownUntil, format_iso(c->until_real, iso)) < 0) return -ENOMEM;
         return 0;
 }

@@ -11,6 +11,7 @@
 #include "core/task-table.h"
 #include "core/task.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 #define PERSIST_DEBOUNCE_MS 250
@@ -297,8 +298,8 @@ static LoadState *load_state;
 /* parse_array_stream's fn: one record into the table (no side effects yet). */
 static int load_one(Manager *m, json_object *rec) {
         _cleanup_json_ json_object *owned = rec;
-        if (!json_is_object(rec) || !json_get_string(rec, "id")) return 0;
-        const char *id = json_get_string(rec, "id");
+        if (!json_is_object(rec) || !json_get_string(rec, PK_id)) return 0;
+        const char *id = json_get_string(rec, PK_id);
         for (size_t i = 0; i < load_state->first; i++)
                 if (streq(m->tasks[i]->id, id)) return 0; /* tasks already in the table (none at start-up) */
         Task *t = task_table_add_json(m, TAKE_PTR(owned));

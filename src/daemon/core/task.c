@@ -7,6 +7,7 @@
 #include "core/manager.h"
 #include "core/task.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 #define assert_not_reached() assert(!"not reached")
@@ -285,7 +286,7 @@ int task_record_from_json(TaskRecord *rec, json_object *o) {
         *rec = (TaskRecord) {0};
         rec->status = _TASK_STATUS_INVALID;
         rec->changeset_status = _CHANGESET_STATUS_INVALID;
-        if (!json_is_object(o) || !json_get_string(o, "id")) return -EINVAL;
+        if (!json_is_object(o) || !json_get_string(o, PK_id)) return -EINVAL;
         /* one block for the order and every typed string (task.h "pool") */
         size_t n_keys = 0, str_bytes = 0;
         TaskKey hint = 0;

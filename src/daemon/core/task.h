@@ -24,6 +24,7 @@
 
 #include "core/launch-options.h"
 #include "line-buffer.h"
+#include "protocol-keys.h"
 
 typedef struct Task Task;
 typedef struct Manager Manager;
@@ -104,62 +105,62 @@ ChangesetStatus changeset_status_from_string(const char *s);
  * (json_object * of that JSON type: overlayDirs, summaryOf / changesetWarnings),
  * and the two enums. */
 #define TASK_FIELDS(X)                                             \
-        X("id", id, STR)                                           \
-        X("directory", directory, STR)                             \
-        X("logPath", log_path, STR)                                \
-        X("role", role, STR)                                       \
-        X("prompt", prompt, STR)                                   \
-        X("status", status, STATUS)                                \
-        X("model", model, STR)                                     \
-        X("executorId", executor_id, STR)                          \
-        X("variant", variant, STR)                                 \
-        X("sessionId", session_id, STR)                            \
-        X("originSessionId", origin_session_id, STR)               \
-        X("pid", pid, INT)                                         \
-        X("startedAt", started_at, STR)                            \
-        X("endedAt", ended_at, STR)                                \
-        X("exitCode", exit_code, INT)                              \
-        X("signal", signal, STR)                                   \
-        X("promptPreview", prompt_preview, STR)                    \
-        X("promptTotalChars", prompt_total_chars, INT)             \
-        X("spawnError", spawn_error, STR)                          \
-        X("cancelRequested", cancel_requested, BOOL)               \
-        X("internal", internal, BOOL)                              \
-        X("failureReason", failure_reason, STR)                    \
-        X("failureDetail", failure_detail, STR)                    \
-        X("incomplete", incomplete, BOOL)                          \
-        X("finalMarker", final_marker, STR)                        \
-        X("finalStatus", final_status, STR)                        \
-        X("class", class_name, STR)                                \
-        X("changesetStatus", changeset_status, CHANGESET)          \
-        X("diffPath", diff_path, STR)                              \
-        X("overlayDirs", overlay_dirs, OBJ)                       \
-        X("preDispatchHead", pre_dispatch_head, STR)               \
-        X("changesetError", changeset_error, STR)                  \
-        X("parentTaskId", parent_task_id, STR)                     \
-        X("checkStatus", check_status, STR)                        \
-        X("checkCommand", check_command, STR)                      \
-        X("checkExitCode", check_exit_code, INT)                   \
-        X("checkOutputTail", check_output_tail, STR)               \
-        X("checkStartedAt", check_started_at, STR)                 \
-        X("checkEndedAt", check_ended_at, STR)                     \
-        X("checkOverride", check_override, BOOL)                   \
-        X("projectConfigWarning", project_config_warning, STR)     \
-        X("checkGatePid", check_gate_pid, INT)                     \
-        X("outputDir", output_dir, STR)                            \
-        X("dispatchedBy", dispatched_by, STR)                      \
-        X("shimPid", shim_pid_recorded, INT)                       \
-        X("diskMaxBytes", disk_max_bytes, INT)                     \
-        X("changesetWarnings", changeset_warnings, ARR)           \
-        X("headDriftFrom", head_drift_from, STR)                   \
-        X("headDriftTo", head_drift_to, STR)                       \
-        X("headDriftRecovered", head_drift_recovered, BOOL)        \
-        X("acceptStartedAt", accept_started_at, STR)               \
-        X("job", job, STR)                                         \
-        X("summaryOf", summary_of, OBJ)                            \
-        X("unit", unit, STR)                                       \
-        X("memoryMax", memory_max, INT)                            \
-        X("tasksMax", tasks_max, INT)
+        X(PK_id, id, STR)                                          \
+        X(PK_directory, directory, STR)                            \
+        X(PK_logPath, log_path, STR)                               \
+        X(PK_role, role, STR)                                      \
+        X(PK_prompt, prompt, STR)                                  \
+        X(PK_status, status, STATUS)                               \
+        X(PK_model, model, STR)                                    \
+        X(PK_executorId, executor_id, STR)                         \
+        X(PK_variant, variant, STR)                                \
+        X(PK_sessionId, session_id, STR)                           \
+        X(PK_originSessionId, origin_session_id, STR)              \
+        X(PK_pid, pid, INT)                                        \
+        X(PK_startedAt, started_at, STR)                           \
+        X(PK_endedAt, ended_at, STR)                               \
+        X(PK_exitCode, exit_code, INT)                             \
+        X(PK_signal, signal, STR)                                  \
+        X(PK_promptPreview, prompt_preview, STR)                   \
+        X(PK_promptTotalChars, prompt_total_chars, INT)            \
+        X(PK_spawnError, spawn_error, STR)                         \
+        X(PK_cancelRequested, cancel_requested, BOOL)              \
+        X(PK_internal, internal, BOOL)                             \
+        X(PK_failureReason, failure_reason, STR)                   \
+        X(PK_failureDetail, failure_detail, STR)                   \
+        X(PK_incomplete, incomplete, BOOL)                         \
+        X(PK_finalMarker, final_marker, STR)                       \
+        X(PK_finalStatus, final_status, STR)                       \
+        X(PK_class, class_name, STR)                               \
+        X(PK_changesetStatus, changeset_status, CHANGESET)         \
+        X(PK_diffPath, diff_path, STR)                             \
+        X(PK_overlayDirs, overlay_dirs, OBJ)                       \
+        X(PK_preDispatchHead, pre_dispatch_head, STR)              \
+        X(PK_changesetError, changeset_error, STR)                 \
+        X(PK_parentTaskId, parent_task_id, STR)                    \
+        X(PK_checkStatus, check_status, STR)                       \
+        X(PK_checkCommand, check_command, STR)                     \
+        X(PK_checkExitCode, check_exit_code, INT)                  \
+        X(PK_checkOutputTail, check_output_tail, STR)              \
+        X(PK_checkStartedAt, check_started_at, STR)                \
+        X(PK_checkEndedAt, check_ended_at, STR)                    \
+        X(PK_checkOverride, check_override, BOOL)                  \
+        X(PK_projectConfigWarning, project_config_warning, STR)    \
+        X(PK_checkGatePid, check_gate_pid, INT)                    \
+        X(PK_outputDir, output_dir, STR)                           \
+        X(PK_dispatchedBy, dispatched_by, STR)                     \
+        X(PK_shimPid, shim_pid_recorded, INT)                      \
+        X(PK_diskMaxBytes, disk_max_bytes, INT)                    \
+        X(PK_changesetWarnings, changeset_warnings, ARR)           \
+        X(PK_headDriftFrom, head_drift_from, STR)                  \
+        X(PK_headDriftTo, head_drift_to, STR)                      \
+        X(PK_headDriftRecovered, head_drift_recovered, BOOL)       \
+        X(PK_acceptStartedAt, accept_started_at, STR)              \
+        X(PK_job, job, STR)                                        \
+        X(PK_summaryOf, summary_of, OBJ)                           \
+        X(PK_unit, unit, STR)                                      \
+        X(PK_memoryMax, memory_max, INT)                           \
+        X(PK_tasksMax, tasks_max, INT)
 
 #define _TASK_KEY_ENUM(json, field, kind) TASK_KEY_##field,
 typedef enum TaskKey { TASK_FIELDS(_TASK_KEY_ENUM) _TASK_KEY_MAX, _TASK_KEY_INVALID = -EINVAL } TaskKey;

@@ -10,6 +10,7 @@
 #include "features/activity.h"
 #include "core/jobs.h"
 #include "core/manager.h"
+#include "protocol-keys.h"
 #include "features/summary.h"
 #include "core/task.h"
 #include "core/task-table.h"
@@ -386,13 +387,13 @@ static bool summaries_on(Manager *m) {
 static json_object *variant(bool include_summary, const char *activity, uint64_t watermark, const char *error) {
         json_object *v = json_object_new_object();
         if (!v) return NULL;
-        json_add_bool(v, "includeSummary", include_summary);
+        json_add_bool(v, PK_includeSummary, include_summary);
         if (error) {
-                json_add_bool(v, "summaryFailed", true);
-                json_add_string(v, "summaryError", error);
+                json_add_bool(v, PK_summaryFailed, true);
+                json_add_string(v, PK_summaryError, error);
         } else {
-                json_add_string(v, "activity", activity);
-                json_add_int(v, "outputWatermark", (int64_t) watermark);
+                json_add_string(v, PK_activity, activity);
+                json_add_int(v, PK_outputWatermark, (int64_t) watermark);
         }
         return v;
 }
@@ -436,15 +437,15 @@ static void emit_summary_variant(Manager *m, PendingSummary *p, const char *text
         }
         json_add(variants, "true", variant(true, text, p->watermark, text ? NULL : (error ? error : "unknown error")));
         char iso[32];
-        json_add_int(ev, "sequence", (int64_t) sink_next_sequence(m));
-        json_add_string(ev, "type", "task.activity");
-        json_add_string(ev, "taskId", t->id);
-        json_add_string(ev, "directory", t->rec.directory);
-        json_add_string(ev, "originSessionId", t->rec.origin_session_id);
-        json_add_string(ev, "status", task_status_to_string((TaskStatus) p->status));
-        json_add_null(ev, "previousStatus");
-        json_add_string(ev, "occurredAt", format_iso(now_ms(), iso));
-        json_add(ev, "activityVariants", variants);
+        json_add_int(ev, PK_sequence, (int64_t) sink_next_sequence(m));
+        json_add_string(ev, PK_type, "task.activity");
+        json_add_string(ev, PK_taskId, t->id);
+        json_add_string(ev, PK_directory, t->rec.directory);
+        json_add_string(ev, PK_originSessionId, t->rec.origin_session_id);
+        json_add_string(ev, PK_status, task_status_to_string((TaskStatus) p->status));
+        json_add_null(ev, PK_previousStatus);
+        json_add_string(ev, PK_occurredAt, format_iso(now_ms(), iso));
+        json_add(ev, PK_activityVariants, variants);
         sink_broadcast(m, t, ev);
 }
 
@@ -589,15 +590,15 @@ void activity_refresh(Manager *m, Task *t, bool forced) {
                 /* summaries off (TASKFERRY_ACTIVITY_SUMMARIES=0): a summaries
                  * subscriber gets the local text, marked as such */
                 json_add(variants, "true", variant(false, local, watermark, NULL));
-        json_add_int(ev, "sequence", (int64_t) sink_next_sequence(m));
-        json_add_string(ev, "type", "task.activity");
-        json_add_string(ev, "taskId", t->id);
-        json_add_string(ev, "directory", t->rec.directory);
-        json_add_string(ev, "originSessionId", t->rec.origin_session_id);
-        json_add_string(ev, "status", task_status_to_string(t->rec.status));
-        json_add_null(ev, "previousStatus");
-        json_add_string(ev, "occurredAt", iso);
-        json_add(ev, "activityVariants", variants);
+        json_add_int(ev, PK_sequence, (int64_t) sink_next_sequence(m));
+        json_add_string(ev, PK_type, "task.activity");
+        json_add_string(ev, PK_taskId, t->id);
+        json_add_string(ev, PK_directory, t->rec.directory);
+        json_add_string(ev, PK_originSessionId, t->rec.origin_session_id);
+        json_add_string(ev, PK_status, task_status_to_string(t->rec.status));
+        json_add_null(ev, PK_previousStatus);
+        json_add_string(ev, PK_occurredAt, iso);
+        json_add(ev, PK_activityVariants, variants);
         sink_broadcast(m, t, ev);
 }
 
@@ -664,10 +665,10 @@ json_object *activity_summary_result(Task *t) {
         if (!local) return NULL;
         json_object *o = json_object_new_object();
         if (!o) return NULL;
-        json_add_string(o, "sourceTaskId", t->id);
-        json_add_string(o, "sourceStatus", task_status_to_string(t->rec.status));
-        json_add_string(o, "activity", local);
-        json_add_int(o, "outputWatermark", (int64_t) watermark);
+        json_add_string(o, PK_sourceTaskId, t->id);
+        json_add_string(o, PK_sourceStatus, task_status_to_string(t->rec.status));
+        json_add_string(o, PK_activity, local);
+        json_add_int(o, PK_outputWatermark, (int64_t) watermark);
         return o;
 }
 

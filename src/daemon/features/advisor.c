@@ -7,6 +7,7 @@
 #include "core/manager.h"
 #include "features/advisor.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 
@@ -105,11 +106,11 @@ static json_object *answer_head(const char *task_id, const char *status, const c
                                 const AdvisorResolved *res) {
         json_object *o = json_object_new_object();
         if (!o) return NULL;
-        json_add_string(o, "status", status);
-        json_add_string(o, "task_id", task_id);
-        json_add_string(o, "session_id", session_id);
-        json_add_bool(o, "session_reset", res->reset);
-        if (res->reset) json_add_string(o, "previous_session_id", res->previous_session_id);
+        json_add_string(o, PK_status, status);
+        json_add_string(o, PK_task_id, task_id);
+        json_add_string(o, PK_session_id, session_id);
+        json_add_bool(o, PK_session_reset, res->reset);
+        if (res->reset) json_add_string(o, PK_previous_session_id, res->previous_session_id);
         return o;
 }
 
@@ -123,7 +124,7 @@ json_object *advisor_active_answer(const char *task_id, const char *status, cons
                            : strdup_printf("still %s; call taskferry wait with task id \"%s\" to continue (no "
                                            "session_id yet)",
                                            status, task_id);
-        json_add_string(o, "note", note);
+        json_add_string(o, PK_note, note);
         return o;
 }
 
@@ -132,14 +133,14 @@ json_object *advisor_settled_answer(const char *task_id, const char *status, con
                                     json_object *cost, json_object *exit_code, json_object *signal,
                                     json_object *spawn_error) {
         json_object *o = answer_head(task_id, status, session_id, res);
-        json_add_string(o, "message", message);
+        json_add_string(o, PK_message, message);
         if (streq(status, "done")) {
-                json_add(o, "tokens", json_object_get(tokens));
-                json_add(o, "cost", json_object_get(cost));
+                json_add(o, PK_tokens, json_object_get(tokens));
+                json_add(o, PK_cost, json_object_get(cost));
         } else {
-                json_add(o, "exitCode", json_object_get(exit_code));
-                json_add(o, "signal", json_object_get(signal));
-                json_add(o, "spawnError", json_object_get(spawn_error));
+                json_add(o, PK_exitCode, json_object_get(exit_code));
+                json_add(o, PK_signal, json_object_get(signal));
+                json_add(o, PK_spawnError, json_object_get(spawn_error));
         }
         return o;
 }

@@ -12,6 +12,7 @@
 
 #include "core/jobs.h"
 #include "core/manager.h"
+#include "protocol-keys.h"
 #include "core/task-table.h"
 #include "core/task.h"
 #include "features/summary.h"
@@ -138,12 +139,12 @@ char *summary_snapshot_json(const char *id, const char *status, const char *prom
                             const char *narration, const char *previous_summary, bool is_delta) {
         _cleanup_json_ json_object *o = json_object_new_object(), *src = json_object_new_object();
         if (!o || !src) return NULL;
-        json_add_string(src, "id", id);
-        json_add_string(src, "status", status);
-        json_add_string(src, "promptPreview", prompt_preview);
-        json_add_string(src, "capturedAt", captured_at);
+        json_add_string(src, PK_id, id);
+        json_add_string(src, PK_status, status);
+        json_add_string(src, PK_promptPreview, prompt_preview);
+        json_add_string(src, PK_capturedAt, captured_at);
         json_add(o, "source", TAKE_PTR(src));
-        json_add_string(o, "narration", narration);
+        json_add_string(o, PK_narration, narration);
         if (!isempty(previous_summary)) json_add_string(o, "previous_summary", previous_summary);
         if (is_delta) json_add_bool(o, "narration_is_delta", true);
         const char *s = json_object_to_json_string_ext(
@@ -260,7 +261,7 @@ static void on_task(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void
         if (t->kind != TASK_KIND_SUMMARY || !of || task_is_active(t) || !state(m)) return;
         _cleanup_free_ char *snap = tf_path_summary_snapshot(&m->paths, t->id);
         if (snap) (void) unlink(snap);
-        const char *src = json_get_string(of, "sourceTaskId");
+        const char *src = json_get_string(of, PK_sourceTaskId);
         Task *s = src ? manager_find_task(m, src) : NULL;
         if (t->rec.status != TASK_DONE || !t->rec.session_id || !s) return;
         struct stat st;
@@ -420,8 +421,8 @@ static json_object *summary_job_run(void *userdata, int *error) {
                 json_object_put(o);
                 return NULL;
         }
-        json_add_int(o, "sourceLogBytes", (int64_t) log_bytes);
-        json_add_int(o, "summaryInputBytes", (int64_t) input);
+        json_add_int(o, PK_sourceLogBytes, (int64_t) log_bytes);
+        json_add_int(o, PK_summaryInputBytes, (int64_t) input);
         if (isempty(narration) && j->prompt_fallback) {
                 free(narration);
                 narration = strdup_printf("Task prompt: %s", j->preview ? j->preview : "No model output observed yet.");
@@ -474,12 +475,12 @@ static int summary_task_new(SummaryJob *j, json_object *res, Task **ret, char **
         _cleanup_free_ char *dir = dir_path ? realpath(dir_path, NULL) : NULL;
         _cleanup_json_ json_object *of = json_object_new_object();
         if (!dir || !of) return set_error(reason, -ENOMEM, "error: out of memory");
-        json_add_string(of, "sourceStatus", j->status);
-        json_add_string(of, "capturedAt", j->captured_at);
-        json_add_int(of, "maxWords", j->max_words);
-        json_add_string(of, "sourceTaskId", j->source->id);
-        json_add(of, "sourceLogBytes", json_object_get(json_field(res, "sourceLogBytes")));
-        json_add(of, "summaryInputBytes", json_object_get(json_field(res, "summaryInputBytes")));
+        json_add_string(of, PK_sourceStatus, j->status);
+        json_add_string(of, PK_capturedAt, j->captured_at);
+        json_add_int(of, PK_maxWords, j->max_words);
+        json_add_string(of, PK_sourceTaskId, j->source->id);
+        json_add(of, PK_sourceLogBytes, json_object_get(json_field(res, PK_sourceLogBytes)));
+        json_add(of, PK_summaryInputBytes, json_object_get(json_field(res, PK_summaryInputBytes)));
         LaunchOptions lo = {.summary_session_id = j->session_id};
         TaskSpec spec = {
                 .kind = TASK_KIND_SUMMARY,
@@ -543,8 +544,8 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
         }
         SummaryOutcome o = {
                 .task = t,
-                .source_log_bytes = json_field(res, "sourceLogBytes"),
-                .summary_input_bytes = json_field(res, "summaryInputBytes"),
+                .source_log_bytes = json_field(res, PK_sourceLogBytes),
+                .summary_input_bytes = json_field(res, PK_summaryInputBytes),
         };
         job_finish(j, &o);
 }

@@ -12,6 +12,7 @@
 #include "core/manager.h"
 #include "run/lifecycle.h"
 #include "overlay.h"
+#include "protocol-keys.h"
 #include "core/store.h"
 #include "core/task.h"
 #include "core/task-table.h"
@@ -32,14 +33,14 @@ static json_object *change_job_run(void *userdata, int *error) {
                 _cleanup_free_ char *reason = NULL;
                 int r;
                 json_object *cod = t->rec.overlay_dirs;
-                _cleanup_free_ char *base = cod ? changeset_base_dir(json_get_string(cod, "root")) : NULL;
+                _cleanup_free_ char *base = cod ? changeset_base_dir(json_get_string(cod, PK_root)) : NULL;
                 /* an accept a crash interrupted may have landed already: never twice */
                 if (t->accept_interrupted && changeset_is_applied_3way(t->rec.directory, t->rec.diff_path, base) > 0)
                         r = 1;
                 else
                         r = changeset_apply_3way(t->rec.directory, t->rec.diff_path, base, &reason);
                 json_add_int(o, "apply", r);
-                json_add_string(o, "reason", reason);
+                json_add_string(o, PK_reason, reason);
                 if (r <= 0) return o;
         }
         /* the executor homes go with the overlay, but for what a resume needs */
@@ -47,7 +48,7 @@ static json_object *change_job_run(void *userdata, int *error) {
         if (home) (void) executor_home_release(home);
         json_object *od = t->rec.overlay_dirs;
         if (od) {
-                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
+                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
                 json_add_bool(o, "removed", k >= 0);
                 if (k < 0) json_add_string(o, "removeError", strerror(-k));
         } else
@@ -116,7 +117,7 @@ static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res
         if (accept && applied < 0) {
                 _cleanup_free_ char *text = strdup_printf("error: changeset for task %s could not be applied: %s\nhelp: the "
                                                           "task is still pending; fix the problem and retry, or reject it",
-                                                          t->id, strempty(json_get_string(res, "reason")));
+                                                          t->id, strempty(json_get_string(res, PK_reason)));
                 return change_failed(done, userdata, text);
         }
         if (accept) {
@@ -124,11 +125,11 @@ static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res
                 task_set_null(t, TASK_KEY_accept_started_at);
         }
         json_object *o = json_object_new_object();
-        json_add_string(o, "taskId", t->id);
+        json_add_string(o, PK_taskId, t->id);
         if (accept && applied == 0) {
-                json_add_string(o, "changesetStatus", "pending");
-                json_add_bool(o, "applied", false);
-                json_add_string(o, "reason", json_get_string(res, "reason"));
+                json_add_string(o, PK_changesetStatus, "pending");
+                json_add_bool(o, PK_applied, false);
+                json_add_string(o, PK_reason, json_get_string(res, PK_reason));
                 return done(userdata, 0, o, NULL);
         }
         bool removed = json_get_bool(res, "removed", false);
@@ -138,12 +139,12 @@ static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res
         /* the decision is durable before the caller hears of it */
         int k = manager_flush(m);
         if (k < 0) log_warning_errno(k, "cannot flush tasks.json after deciding %s", t->id);
-        json_add_string(o, "changesetStatus", accept ? "accepted" : "rejected");
+        json_add_string(o, PK_changesetStatus, accept ? "accepted" : "rejected");
         if (accept) {
-                json_add_bool(o, "applied", true);
+                json_add_bool(o, PK_applied, true);
                 json_add(o, task_key_to_string(TASK_KEY_check_status), task_record_get_json(&t->rec, TASK_KEY_check_status));
         }
-        if (!removed) json_add_bool(o, "cleanupFailed", true);
+        if (!removed) json_add_bool(o, PK_cleanupFailed, true);
         done(userdata, 0, o, NULL);
 }
 
@@ -190,7 +191,7 @@ int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *us
                                 "error: changeset for task %s was never extracted (%s); its overlay is preserved at %s\nhelp: "
                                 "reject it with taskferry reject %s",
                                 t->id, t->rec.changeset_error ? t->rec.changeset_error : "unknown reason",
-                                od ? strempty(json_get_string(od, "root")) : "(none)", t->id);
+                                od ? strempty(json_get_string(od, PK_root)) : "(none)", t->id);
                         return refuse(reason, text);
                 }
                 if (access(diff, R_OK) < 0) {

@@ -14,6 +14,7 @@
 #include "core/env-file.h"
 #include "run/executor-home.h"
 #include "gitdir.h"
+#include "protocol-keys.h"
 #include "sandbox-plan.h"
 #include "run/launch.h"
 #include "core/manager.h"
@@ -200,11 +201,11 @@ static int overlay_prepare(Task *t) {
         _cleanup_free_ char *upper = strdup_printf("%s/upper/main", root);
         if (upper && stat(t->rec.directory, &st) == 0) (void) chmod(upper, st.st_mode & 07777);
         json_object *od = json_object_new_object();
-        json_add_string(od, "root", root);
+        json_add_string(od, PK_root, root);
         _cleanup_free_ char *up = strdup_printf("%s/upper/main", root), *wk = strdup_printf("%s/work/main", root);
-        json_add_string(od, "upperDir", up);
-        json_add_string(od, "workDir", wk);
-        json_add_string(od, "tmpRoot", m->paths.overlay_tmp_root);
+        json_add_string(od, PK_upperDir, up);
+        json_add_string(od, PK_workDir, wk);
+        json_add_string(od, PK_tmpRoot, m->paths.overlay_tmp_root);
         json_object *rwb = json_object_new_array();
         /* git's common dir outside the target (a linked worktree, a
          * subdirectory of a repository) gets an overlay of its own, so the
@@ -220,16 +221,16 @@ static int overlay_prepare(Task *t) {
                         return -ENOMEM;
                 }
                 json_object *e = json_object_new_object();
-                json_add_string(e, "path", gd.common);
-                json_add_string(e, "upperDir", gu);
-                json_add_string(e, "workDir", gw);
-                json_add_string(e, "stage", gm);
-                json_add_bool(e, "worktree", !streq(gd.gitdir, gd.common));
+                json_add_string(e, PK_path, gd.common);
+                json_add_string(e, PK_upperDir, gu);
+                json_add_string(e, PK_workDir, gw);
+                json_add_string(e, PK_stage, gm);
+                json_add_bool(e, PK_worktree, !streq(gd.gitdir, gd.common));
                 json_object_array_add(rwb, e);
         }
         git_dirs_done(&gd);
-        json_add(od, "rwBinds", rwb);
-        json_add(od, "rwFileBinds", json_object_new_array());
+        json_add(od, PK_rwBinds, rwb);
+        json_add(od, PK_rwFileBinds, json_object_new_array());
         return task_set_json(t, TASK_KEY_overlay_dirs, od);
 }
 
@@ -328,7 +329,7 @@ static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mo
  * the dir read-only, so git at least reads the repository. */
 static int git_mounts(Task *t, sandbox_mount **m, size_t *n) {
         json_object *od = t->rec.overlay_dirs;
-        json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
+        json_object *rwb = od ? json_get_array(od, PK_rwBinds) : NULL;
         int r;
         if (!rwb) {
                 git_dirs gd = {0};
@@ -340,12 +341,12 @@ static int git_mounts(Task *t, sandbox_mount **m, size_t *n) {
         }
         for (size_t i = 0; i < json_object_array_length(rwb); i++) {
                 json_object *e = json_object_array_get_idx(rwb, i);
-                const char *path = json_get_string(e, "path");
-                if (!path || !json_get_string(e, "stage")) continue;
-                if ((r = sandbox_mounts_push(m, n, SANDBOX_MOUNT_OVERLAY, path, path, json_get_string(e, "upperDir"),
-                                             json_get_string(e, "workDir"), json_get_string(e, "stage"))) < 0)
+                const char *path = json_get_string(e, PK_path);
+                if (!path || !json_get_string(e, PK_stage)) continue;
+                if ((r = sandbox_mounts_push(m, n, SANDBOX_MOUNT_OVERLAY, path, path, json_get_string(e, PK_upperDir),
+                                             json_get_string(e, PK_workDir), json_get_string(e, PK_stage))) < 0)
                         return r;
-                if (!json_get_bool(e, "worktree", false)) continue;
+                if (!json_get_bool(e, PK_worktree, false)) continue;
                 static const char *const top[] = {"HEAD", "index", "config"};
                 for (size_t k = 0; k < ELEMENTSOF(top); k++) {
                         _cleanup_free_ char *f = strdup_printf("%s/%s", path, top[k]);
@@ -508,12 +509,12 @@ static int task_disk_budget(Task *t, bool sandboxed, launch_disk *d, char ***pat
                 if (t->rec.dispatched_by && budget > def) budget = def;
         }
         json_object *od = t->rec.overlay_dirs;
-        const char *upper = od ? json_get_string(od, "upperDir") : NULL;
+        const char *upper = od ? json_get_string(od, PK_upperDir) : NULL;
         const char *out = t->rec.output_dir;
         if ((upper && strv_push(paths, upper) < 0) || (out && strv_push(paths, out) < 0)) return -ENOMEM;
-        json_object *rwb = od ? json_get_array(od, "rwBinds") : NULL;
+        json_object *rwb = od ? json_get_array(od, PK_rwBinds) : NULL;
         for (size_t i = 0; rwb && i < json_object_array_length(rwb); i++) {
-                const char *u = json_get_string(json_object_array_get_idx(rwb, i), "upperDir");
+                const char *u = json_get_string(json_object_array_get_idx(rwb, i), PK_upperDir);
                 if (u && strv_push(paths, u) < 0) return -ENOMEM;
         }
         if (sandboxed) {
@@ -611,8 +612,8 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                 json_object *od = t->rec.overlay_dirs;
                 if (overlay && od) {
                         ov.lower = spec.directory;
-                        ov.upper = (char *) json_get_string(od, "upperDir");
-                        ov.work = (char *) json_get_string(od, "workDir");
+                        ov.upper = (char *) json_get_string(od, PK_upperDir);
+                        ov.work = (char *) json_get_string(od, PK_workDir);
                         sb.overlay = &ov;
                 }
                 spec.sandbox = &sb;

@@ -16,6 +16,7 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "paths.h"
+#include "protocol-keys.h"
 #include "run/launch.h"
 #include "run/lifecycle.h"
 #include "run/monitor.h"
@@ -129,7 +130,7 @@ static int new_record(const NewRecord *n, Task **ret) {
         const TaskKey *layout = n->spec->kind == TASK_KIND_SUMMARY ? summary_layout : dispatch_layout;
         size_t n_layout = n->spec->kind == TASK_KIND_SUMMARY ? ELEMENTSOF(summary_layout) : ELEMENTSOF(dispatch_layout);
         _cleanup_json_ json_object *idrec = json_object_new_object();
-        if (!idrec || json_add_string(idrec, "id", n->id) < 0) return -ENOMEM;
+        if (!idrec || json_add_string(idrec, PK_id, n->id) < 0) return -ENOMEM;
         Task *t = NULL;
         int r = task_from_json(idrec, &t);
         if (r < 0) return r;

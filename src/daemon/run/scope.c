@@ -15,6 +15,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "core/manager.h"
+#include "protocol-keys.h"
 #include "core/store.h"
 #include "core/task.h"
 #include "core/task-table.h"
@@ -337,17 +338,17 @@ json_object *scope_health(Manager *m) {
         json_object *o = json_object_new_object();
         if (!o) return NULL;
         bool enforced = s && s->bus && s->state != SCOPE_UNAVAILABLE;
-        json_add_bool(o, "enforced", enforced);
+        json_add_bool(o, PK_enforced, enforced);
         if (!enforced)
-                json_add_string(o, "reason", s && s->reason ? s->reason : "no systemd user manager");
+                json_add_string(o, PK_reason, s && s->reason ? s->reason : "no systemd user manager");
         else if (s->state == SCOPE_PROBING)
-                json_add_string(o, "reason", "the user manager has not answered yet");
-        json_add_string(o, "slice", SCOPE_SLICE);
+                json_add_string(o, PK_reason, "the user manager has not answered yet");
+        json_add_string(o, PK_slice, SCOPE_SLICE);
         const Settings *st = &m->settings;
-        json_add_int(o, "memoryMax", (int64_t) st->task_memory_max);
-        json_add_int(o, "memoryHigh", (int64_t) (st->task_memory_max / 10 * 9));
-        json_add_int(o, "tasksMax", (int64_t) st->task_tasks_max);
-        json_add_int(o, "cpuWeight", (int64_t) st->task_cpu_weight);
+        json_add_int(o, PK_memoryMax, (int64_t) st->task_memory_max);
+        json_add_int(o, PK_memoryHigh, (int64_t) (st->task_memory_max / 10 * 9));
+        json_add_int(o, PK_tasksMax, (int64_t) st->task_tasks_max);
+        json_add_int(o, PK_cpuWeight, (int64_t) st->task_cpu_weight);
         return o;
 }
 

@@ -16,6 +16,7 @@
 #include "launch-spec.h"
 #include "logparse.h"
 #include "overlay.h"
+#include "protocol-keys.h"
 #include "run/executor-home.h"
 #include "run/scope.h"
 #include "run/settle.h"
@@ -35,12 +36,12 @@ static bool upper_is_empty(const char *dir) {
 }
 
 static bool overlay_holds_nothing(json_object *od) {
-        if (!od || !json_get_string(od, "root") || !json_get_string(od, "tmpRoot")) return false;
-        if (!upper_is_empty(json_get_string(od, "upperDir"))) return false;
-        json_object *binds = json_get_array(od, "rwBinds");
+        if (!od || !json_get_string(od, PK_root) || !json_get_string(od, PK_tmpRoot)) return false;
+        if (!upper_is_empty(json_get_string(od, PK_upperDir))) return false;
+        json_object *binds = json_get_array(od, PK_rwBinds);
         for (size_t i = 0; binds && i < json_object_array_length(binds); i++)
-                if (!upper_is_empty(json_get_string(json_object_array_get_idx(binds, i), "upperDir"))) return false;
-        json_object *fbinds = json_get_array(od, "rwFileBinds");
+                if (!upper_is_empty(json_get_string(json_object_array_get_idx(binds, i), PK_upperDir))) return false;
+        json_object *fbinds = json_get_array(od, PK_rwFileBinds);
         return !fbinds || json_object_array_length(fbinds) == 0;
 }
 
@@ -56,7 +57,7 @@ ChangesetStatus settle_spawn_error_changeset(Task *t) {
         bool never_lands = task_kind_info(t->kind)->never_lands;
         if (cs == CHANGESET_PENDING && overlay_holds_nothing(t->rec.overlay_dirs)) {
                 json_object *od = t->rec.overlay_dirs;
-                if (overlay_dirs_remove(json_get_string(od, "tmpRoot"), json_get_string(od, "root")) >= 0)
+                if (overlay_dirs_remove(json_get_string(od, PK_tmpRoot), json_get_string(od, PK_root)) >= 0)
                         task_set_null(t, TASK_KEY_overlay_dirs);
                 cs = never_lands ? CHANGESET_REJECTED : CHANGESET_ACCEPTED;
         }
@@ -84,7 +85,7 @@ static void release_home(Task *t) {
  * settlement job. */
 static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) {
         bool stopped = streq_ptr(t->rec.failure_reason, DISK_STOP_REASON);
-        const char *root = json_get_string(od, "root");
+        const char *root = json_get_string(od, PK_root);
         if (!root) return NULL;
         char a[32], b[32];
         disk_fs_info fs;
@@ -95,7 +96,7 @@ static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) 
         int64_t budget = 0;
         if (!task_record_get_int(&t->rec, TASK_KEY_disk_max_bytes, &budget) || budget <= 0) return NULL;
         disk_usage u = {0};
-        const char *upper = json_get_string(od, "upperDir");
+        const char *upper = json_get_string(od, PK_upperDir);
         /* also for a worker that exited before the shim's walk saw its files (a
          * 1 TiB sparse file made at once): extraction would read all of it */
         if (upper && disk_usage_walk(upper, 2 * (uint64_t) budget, &u) == 1) {
@@ -117,7 +118,7 @@ static char *disk_stop_discard_reason(Task *t, json_object *od, bool *ret_over) 
 static int earlier_attempt(json_object *od, const char *patch, char **ret_discard) {
         struct stat st;
         if (patch && stat(patch, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) return 1;
-        const char *root = json_get_string(od, "root");
+        const char *root = json_get_string(od, PK_root);
         if (root && lstat(root, &st) < 0 && errno == ENOENT)
                 *ret_discard = strdup_printf("changeset lost: its overlay %s no longer exists (an earlier settlement "
                                              "discarded it, or it was removed)",
@@ -134,8 +135,8 @@ static json_object *settle_job_run(void *userdata, int *error) {
         if (ex && log && !t->rec.failure_reason) {
                 _cleanup_free_ char *reason = NULL, *detail = NULL;
                 if (log_classify_file(log, ex->failure_prefix, ex->structured_prefix, &reason, &detail) > 0) {
-                        json_add_string(res, "failureReason", reason);
-                        json_add_string(res, "failureDetail", detail);
+                        json_add_string(res, PK_failureReason, reason);
+                        json_add_string(res, PK_failureDetail, detail);
                 }
         }
         cooldown_settle_scan(t, res); /* the provider's retry hint (cooldown.h) */
@@ -151,7 +152,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 if (log_boot_failure(log, &boot) > 0) json_add_string(res, "bootDetail", boot);
                 log_summary s = {0};
                 if (log_summarize_file(log, t->rec.session_id, &s) >= 0) {
-                        json_add_string(res, "sessionId", s.session_id);
+                        json_add_string(res, PK_sessionId, s.session_id);
                         json_add_bool(res, "hasStop", s.has_stop);
                         json_add_bool(res, "hasJsonLine", s.has_json_line);
                         const char *msg = s.message ? s.message : "";
@@ -173,7 +174,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                                 regmatch_t mt[2];
                                 if (regexec(&fs, msg, 2, mt, 0) == 0) {
                                         _cleanup_free_ char *v = strndup(msg + mt[1].rm_so, (size_t) (mt[1].rm_eo - mt[1].rm_so));
-                                        json_add_string(res, "finalStatus", v);
+                                        json_add_string(res, PK_finalStatus, v);
                                 }
                                 regfree(&fs);
                         }
@@ -192,18 +193,18 @@ static json_object *settle_job_run(void *userdata, int *error) {
                  * no changes, wrote the empty patch, then removed the overlay
                  * (perhaps only in part): its answer stands */
                 json_object *ex_res = json_object_new_object();
-                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
-                json_add_bool(ex_res, "ok", true);
+                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
+                json_add_bool(ex_res, PK_ok, true);
                 json_add_bool(ex_res, "hasChanges", false);
-                json_add_string(ex_res, "diffPath", patch);
+                json_add_string(ex_res, PK_diffPath, patch);
                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
                 json_add(res, "extract", ex_res);
                 release_home(t);
         } else if (discard) {
                 json_object *ex_res = json_object_new_object();
                 if (over) json_add_bool(ex_res, "overBudget", true);
-                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
-                json_add_bool(ex_res, "ok", true);
+                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
+                json_add_bool(ex_res, PK_ok, true);
                 json_add_string(ex_res, "discarded", discard);
                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
                 json_add(res, "extract", ex_res);
@@ -211,14 +212,14 @@ static json_object *settle_job_run(void *userdata, int *error) {
         } else if (od) {
                 json_object *ex_res = json_object_new_object();
                 _cleanup_free_ char *diffs = strdup_printf("%s/diffs", t->m->paths.state_dir);
-                _cleanup_free_ char *base = changeset_base_dir(json_get_string(od, "root"));
+                _cleanup_free_ char *base = changeset_base_dir(json_get_string(od, PK_root));
                 (void) mkdir_p(diffs, 0700);
                 changeset_extract_args a = {
                         .directory = t->rec.directory,
-                        .upper = json_get_string(od, "upperDir"),
-                        .work = json_get_string(od, "workDir"),
+                        .upper = json_get_string(od, PK_upperDir),
+                        .work = json_get_string(od, PK_workDir),
                         .pre_head = t->rec.pre_dispatch_head,
-                        .overlay_root = json_get_string(od, "root"), /* scratch.<pid> per attempt */
+                        .overlay_root = json_get_string(od, PK_root), /* scratch.<pid> per attempt */
                         .base_dir = base,
                         .patch_path = patch,
                 };
@@ -227,22 +228,22 @@ static json_object *settle_job_run(void *userdata, int *error) {
                 _cleanup_free_ char *err = NULL;
                 int r = changeset_extract(&a, &err);
                 if (r < 0) {
-                        json_add_bool(ex_res, "ok", false);
-                        json_add_string(ex_res, "error", err ? err : strerror(-r));
+                        json_add_bool(ex_res, PK_ok, false);
+                        json_add_string(ex_res, PK_error, err ? err : strerror(-r));
                 } else {
-                        json_add_bool(ex_res, "ok", true);
+                        json_add_bool(ex_res, PK_ok, true);
                         json_add_bool(ex_res, "hasChanges", r > 0);
-                        json_add_string(ex_res, "diffPath", patch);
+                        json_add_string(ex_res, PK_diffPath, patch);
                         if (warnings) {
                                 /* paths left out of the patch (changeset.h) */
                                 json_object *arr = json_object_new_array();
                                 for (size_t i = 0; arr && warnings[i]; i++)
                                         json_object_array_add(arr, json_object_new_string(warnings[i]));
-                                json_add(ex_res, "warnings", arr);
+                                json_add(ex_res, PK_warnings, arr);
                         }
                         if (r == 0) {
-                                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")),
-                                                            strempty(json_get_string(od, "root")));
+                                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)),
+                                                            strempty(json_get_string(od, PK_root)));
                                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
                         }
                         if (r == 0) release_home(t);
@@ -253,7 +254,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
          * its overlay goes now */
         json_object *adv = od && task_kind_info(t->kind)->never_lands ? json_get_object(res, "extract") : NULL;
         if (adv && !json_get_bool(adv, "overlayRemoved", false)) {
-                int k = overlay_dirs_remove(strempty(json_get_string(od, "tmpRoot")), strempty(json_get_string(od, "root")));
+                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
                 json_add_bool(adv, "overlayRemoved", k >= 0);
                 release_home(t);
         }
@@ -293,9 +294,9 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                 task_set_str(t, TASK_KEY_failure_reason, SCOPE_OOM_REASON);
                 task_set_str(t, TASK_KEY_failure_detail, oom_detail);
         }
-        if (res && !t->rec.failure_reason && json_get_string(res, "failureReason")) {
-                task_set_str(t, TASK_KEY_failure_reason, json_get_string(res, "failureReason"));
-                task_set_str(t, TASK_KEY_failure_detail, json_get_string(res, "failureDetail"));
+        if (res && !t->rec.failure_reason && json_get_string(res, PK_failureReason)) {
+                task_set_str(t, TASK_KEY_failure_reason, json_get_string(res, PK_failureReason));
+                task_set_str(t, TASK_KEY_failure_detail, json_get_string(res, PK_failureDetail));
         }
         TaskStatus status;
         if (t->rec.cancel_requested) status = TASK_CANCELLED;
@@ -314,7 +315,7 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
             json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(t->rec.failure_reason, DISK_STOP_REASON) &&
             !streq_ptr(t->rec.failure_reason, SCOPE_OOM_REASON))
                 status = TASK_DONE;
-        if (res && json_get_string(res, "sessionId")) task_set_str(t, TASK_KEY_session_id, json_get_string(res, "sessionId"));
+        if (res && json_get_string(res, PK_sessionId)) task_set_str(t, TASK_KEY_session_id, json_get_string(res, PK_sessionId));
         /* completeness: a done task whose final message is blank, or does
          * not match its --require-final-marker, is incomplete; for an
          * executor whose exit code is its success (shell), an empty stdout
@@ -326,8 +327,8 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                 else {
                         if (t->rec.final_marker && !json_get_bool(res, "markerMatched", false))
                                 task_set_bool(t, TASK_KEY_incomplete, true);
-                        if (json_get_string(res, "finalStatus"))
-                                task_set_str(t, TASK_KEY_final_status, json_get_string(res, "finalStatus"));
+                        if (json_get_string(res, PK_finalStatus))
+                                task_set_str(t, TASK_KEY_final_status, json_get_string(res, PK_finalStatus));
                 }
         }
         ChangesetStatus cs = t->rec.changeset_status;
@@ -339,12 +340,12 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                         cs = CHANGESET_REJECTED;
                         task_set_str(t, TASK_KEY_changeset_error, json_get_string(ext, "discarded"));
                         if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, TASK_KEY_overlay_dirs);
-                } else if (!json_get_bool(ext, "ok", false)) {
-                        task_set_str(t, TASK_KEY_changeset_error, json_get_string(ext, "error"));
+                } else if (!json_get_bool(ext, PK_ok, false)) {
+                        task_set_str(t, TASK_KEY_changeset_error, json_get_string(ext, PK_error));
                 } else {
-                        task_set_str(t, TASK_KEY_diff_path, json_get_string(ext, "diffPath"));
+                        task_set_str(t, TASK_KEY_diff_path, json_get_string(ext, PK_diffPath));
                         task_set_null(t, TASK_KEY_changeset_error);
-                        json_object *warnings = json_get_array(ext, "warnings");
+                        json_object *warnings = json_get_array(ext, PK_warnings);
                         if (warnings && json_object_array_length(warnings) > 0)
                                 task_set_json(t, TASK_KEY_changeset_warnings, json_object_get(warnings));
                         if (json_get_bool(ext, "hasChanges", false)) cs = CHANGESET_PENDING;

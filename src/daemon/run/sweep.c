@@ -396,6 +396,7 @@ out:
 #include "core/store.h"
 #include "core/task.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 
 static void manager_sweep_get(void *userdata, size_t i, SweepTask *ret) {
         Task *t = ((Manager *) userdata)->tasks[i];
@@ -404,8 +405,8 @@ static void manager_sweep_get(void *userdata, size_t i, SweepTask *ret) {
                 .id = t->id,
                 .status = task_status_to_string(t->rec.status),
                 .changeset_status = changeset_status_to_string(t->rec.changeset_status),
-                .overlay_root = od ? json_get_string(od, "root") : NULL,
-                .overlay_tmp_root = od ? json_get_string(od, "tmpRoot") : NULL,
+                .overlay_root = od ? json_get_string(od, PK_root) : NULL,
+                .overlay_tmp_root = od ? json_get_string(od, PK_tmpRoot) : NULL,
         };
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <systemd/sd-bus.h>
 
+#include "protocol-keys.h"
 #include "core/user-bus.h"
 #include "systemd/bus.h"
 #include "core/manager.h"
@@ -55,54 +56,54 @@ static bool task_exported(const Task *t) {
  * "unit") reads from the record's extras, and a new field is one row. Left
  * out on purpose: prompt, promptPreview (the prompt's text), checkOutputTail
  * (a command's output), overlayDirs (paths of the daemon's own). */
-#define BUS_TASK_PROPERTIES(X)                              \
-        X("Id", "id", "s")                                  \
-        X("Status", "status", "s")                          \
-        X("ChangesetStatus", "changesetStatus", "s")        \
-        X("Directory", "directory", "s")                    \
-        X("Role", "role", "s")                              \
-        X("Model", "model", "s")                            \
-        X("Executor", "executorId", "s")                    \
-        X("Variant", "variant", "s")                        \
-        X("SessionId", "sessionId", "s")                    \
-        X("OriginSessionId", "originSessionId", "s")        \
-        X("Pid", "pid", "x")                                \
-        X("StartedAt", "startedAt", "s")                    \
-        X("EndedAt", "endedAt", "s")                        \
-        X("ExitCode", "exitCode", "x")                      \
-        X("Signal", "signal", "s")                          \
-        X("PromptTotalChars", "promptTotalChars", "x")      \
-        X("SpawnError", "spawnError", "s")                  \
-        X("CancelRequested", "cancelRequested", "b")        \
-        X("FailureReason", "failureReason", "s")            \
-        X("FailureDetail", "failureDetail", "s")            \
-        X("Incomplete", "incomplete", "b")                  \
-        X("FinalMarker", "finalMarker", "s")                \
-        X("FinalStatus", "finalStatus", "s")                \
-        X("Class", "class", "s")                            \
-        X("LogPath", "logPath", "s")                        \
-        X("DiffPath", "diffPath", "s")                      \
-        X("OutputDir", "outputDir", "s")                    \
-        X("PreDispatchHead", "preDispatchHead", "s")        \
-        X("ChangesetError", "changesetError", "s")          \
-        X("ParentTaskId", "parentTaskId", "s")              \
-        X("DispatchedBy", "dispatchedBy", "s")              \
-        X("CheckStatus", "checkStatus", "s")                \
-        X("CheckCommand", "checkCommand", "s")              \
-        X("CheckExitCode", "checkExitCode", "x")            \
-        X("CheckStartedAt", "checkStartedAt", "s")          \
-        X("CheckEndedAt", "checkEndedAt", "s")              \
-        X("CheckOverride", "checkOverride", "b")            \
-        X("ProjectConfigWarning", "projectConfigWarning", "s") \
-        X("DiskMaxBytes", "diskMaxBytes", "x")              \
-        X("HeadDriftFrom", "headDriftFrom", "s")            \
-        X("HeadDriftTo", "headDriftTo", "s")                \
-        X("HeadDriftRecovered", "headDriftRecovered", "b")  \
-        X("AcceptStartedAt", "acceptStartedAt", "s")        \
-        X("Unit", "unit", "s")                              \
-        X("MemoryMax", "memoryMax", "x")                    \
-        X("TasksMax", "tasksMax", "x")                      \
-        X("Job", "job", "s")
+#define BUS_TASK_PROPERTIES(X)                                  \
+        X("Id", PK_id, "s")                                     \
+        X("Status", PK_status, "s")                             \
+        X("ChangesetStatus", PK_changesetStatus, "s")           \
+        X("Directory", PK_directory, "s")                       \
+        X("Role", PK_role, "s")                                 \
+        X("Model", PK_model, "s")                               \
+        X("Executor", PK_executorId, "s")                       \
+        X("Variant", PK_variant, "s")                           \
+        X("SessionId", PK_sessionId, "s")                       \
+        X("OriginSessionId", PK_originSessionId, "s")           \
+        X("Pid", PK_pid, "x")                                   \
+        X("StartedAt", PK_startedAt, "s")                       \
+        X("EndedAt", PK_endedAt, "s")                           \
+        X("ExitCode", PK_exitCode, "x")                         \
+        X("Signal", PK_signal, "s")                             \
+        X("PromptTotalChars", PK_promptTotalChars, "x")         \
+        X("SpawnError", PK_spawnError, "s")                     \
+        X("CancelRequested", PK_cancelRequested, "b")           \
+        X("FailureReason", PK_failureReason, "s")               \
+        X("FailureDetail", PK_failureDetail, "s")               \
+        X("Incomplete", PK_incomplete, "b")                     \
+        X("FinalMarker", PK_finalMarker, "s")                   \
+        X("FinalStatus", PK_finalStatus, "s")                   \
+        X("Class", PK_class, "s")                               \
+        X("LogPath", PK_logPath, "s")                           \
+        X("DiffPath", PK_diffPath, "s")                         \
+        X("OutputDir", PK_outputDir, "s")                       \
+        X("PreDispatchHead", PK_preDispatchHead, "s")           \
+        X("ChangesetError", PK_changesetError, "s")             \
+        X("ParentTaskId", PK_parentTaskId, "s")                 \
+        X("DispatchedBy", PK_dispatchedBy, "s")                 \
+        X("CheckStatus", PK_checkStatus, "s")                   \
+        X("CheckCommand", PK_checkCommand, "s")                 \
+        X("CheckExitCode", PK_checkExitCode, "x")               \
+        X("CheckStartedAt", PK_checkStartedAt, "s")             \
+        X("CheckEndedAt", PK_checkEndedAt, "s")                 \
+        X("CheckOverride", PK_checkOverride, "b")               \
+        X("ProjectConfigWarning", PK_projectConfigWarning, "s") \
+        X("DiskMaxBytes", PK_diskMaxBytes, "x")                 \
+        X("HeadDriftFrom", PK_headDriftFrom, "s")               \
+        X("HeadDriftTo", PK_headDriftTo, "s")                   \
+        X("HeadDriftRecovered", PK_headDriftRecovered, "b")     \
+        X("AcceptStartedAt", PK_acceptStartedAt, "s")           \
+        X("Unit", PK_unit, "s")                                 \
+        X("MemoryMax", PK_memoryMax, "x")                       \
+        X("TasksMax", PK_tasksMax, "x")                         \
+        X("Job", PK_job, "s")
 
 typedef struct TaskProperty {
         const char *name, *key, *type;

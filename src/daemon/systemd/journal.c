@@ -10,6 +10,7 @@
 #include "core/manager.h"
 #include "core/task.h"
 #include "json-util.h"
+#include "protocol-keys.h"
 #include "util.h"
 
 static int add(char ***l, const char *field, const char *value) {
@@ -68,7 +69,7 @@ int journal_task_fields(const Task *t, int old_status, int old_changeset, char *
         if (r >= 0) r = add_str_key(&l, "TASKFERRY_MODEL", t, TASK_KEY_model);
         if (r >= 0) {
                 /* `unit` (the task's transient scope, scope.h), by name: a typed key or an extra */
-                json_object *u = task_record_get_json_by_name(rec, "unit");
+                json_object *u = task_record_get_json_by_name(rec, PK_unit);
                 const char *s = u && json_object_is_type(u, json_type_string) ? json_object_get_string(u) : NULL;
                 if (!isempty(s)) r = add(&l, "TASKFERRY_UNIT", s);
                 json_object_put(u);
