@@ -20,26 +20,7 @@ static const char *const answer_fixture =
         "{\"type\":\"step_finish\",\"sessionID\":\"ses_fxA\",\"part\":{\"messageID\":\"msg_a1\",\"type\":\"step-finish\",\"reason\":\"stop\","
         "\"tokens\":{\"total\":1210,\"input\":1100,\"output\":100,\"reasoning\":10,\"cache\":{\"write\":0,\"read\":512}},\"cost\":0.0012}}\n";
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL,
-                    "set -e; mkdir -p %s && cd %s && git init -q && printf 'one\\n' > tracked.txt && git add -A && "
-                    "git commit -qm initial",
-                    repo, repo));
-        return repo;
-}
-
-/* a fixture of the fake worker: <fixtures>/<name>.stdout.ndjson (+ .exit) */
-static char *fixture(tf_world *w, const char *name, const char *stdout_text, int exit_code) {
-        char *prefix = strdup_printf("%s/%s", w->fixtures, name);
-        char *out = strdup_printf("%s.stdout.ndjson", prefix), *ex = strdup_printf("%s.exit", prefix);
-        tf_write(out, stdout_text, strlen(stdout_text), 0644);
-        char code[16];
-        snprintf(code, sizeof code, "%d\n", exit_code);
-        tf_write(ex, code, strlen(code), 0644);
-        free(out), free(ex);
-        return prefix;
-}
+static char *make_repo(tf_world *w) { return tf_repo_new(w, NULL, "printf 'one\\n' > tracked.txt"); }
 
 /* `taskferry advisor <args> --json` in cwd; the parsed answer (asserts exit `want_exit`). */
 static json_object *advisor(tf_world *w, const char *cwd, int want_exit, const char *const extra[]) {
@@ -49,15 +30,6 @@ static json_object *advisor(tf_world *w, const char *cwd, int want_exit, const c
         argv[n] = NULL;
         tf_run r = tf_cli(w, cwd, NULL, argv);
         ck_assert_msg(r.exit_code == want_exit, "advisor exit %d (want %d): %s %s", r.exit_code, want_exit, r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
-}
-
-static json_object *status_full(tf_world *w, const char *id) {
-        const char *argv[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "status: %s", r.out);
         json_object *o = tf_json(r.out);
         tf_run_done(&r);
         return o;
@@ -81,18 +53,12 @@ START_TEST(inline_advisor_done_and_session) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w);
         char *before = tf_tree_snapshot(repo, false);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         /* a dir the worker may write (a daemon-wide --rw-bind) for its argv */
-        char *rec = strdup(tf_path(w->root, "rec"));
-        ck_assert_int_eq(mkdir(rec, 0777), 0);
-        tf_world_setenv(w, "TASKFERRY_RW_BIND", rec);
-        char *argv_file = strdup(tf_path(rec, "argv.txt"));
+        char *argv_file = NULL, *rec = tf_record_dir(w, &argv_file);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
-        tf_world_setenv(w, "FAKE_ARGV_FILE", argv_file);
         /* an advisor that writes: the write stays in its overlay */
         tf_world_setenv(w, "FAKE_SCRIPT", "echo advisor-was-here > tracked.txt && echo new > added.txt");
-        /* FAKE_ARGV_FILE must be writable inside the sandbox */
-        tf_write(argv_file, "", 0, 0666);
         const char *a1[] = {"--model", "mock/model", "--prompt", "Is this plan sound?", NULL};
         json_object *o = advisor(w, repo, 0, a1);
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
@@ -119,7 +85,7 @@ START_TEST(inline_advisor_done_and_session) {
         char *id = strdup(tf_jstr(o, "task_id"));
         json_object_put(o);
 
-        json_object *st = status_full(w, id);
+        json_object *st = tf_status_full(w, id);
         ck_assert_str_eq(tf_jstr(st, "role"), "advisor");
         ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "rejected");
         ck_assert(json_get_object(st, "overlayDirs") == NULL);
@@ -162,7 +128,7 @@ START_TEST(session_ttl_expires) {
         char *const env[] = {(char *) "TASKFERRY_ADVISOR_SESSION_TTL_MS=300", NULL};
         tf_world *w = tf_world_new(env);
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         const char *a1[] = {"--model", "mock/model", "--prompt", "q", NULL};
         json_object_put(advisor(w, repo, 0, a1));
@@ -182,7 +148,7 @@ START_TEST(timeout_shapes) {
         char *const env[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
         tf_world *w = tf_world_new(env);
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         char *go = strdup(tf_path(w->fixtures, "go"));
         char *script = strdup_printf("while [ ! -e %s ]; do sleep 0.05; done", go);
@@ -242,7 +208,7 @@ END_TEST
 START_TEST(crash_is_data) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-crash", "", 1);
+        char *fx = tf_fake_fixture(w, "adv-crash", "", 1);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         const char *a1[] = {"--model", "mock/model", "--prompt", "q", NULL};
         json_object *o = advisor(w, repo, 0, a1);
@@ -304,7 +270,7 @@ END_TEST
 START_TEST(attack_advisor_reaches_no_socket) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         char *script = strdup_printf(
                 "python3 - <<'PY' > \"$TASKFERRY_OUTPUT_DIR/probe.txt\" 2>&1\n"
@@ -324,21 +290,18 @@ START_TEST(attack_advisor_reaches_no_socket) {
         /* a dispatch running beside it has a task socket the advisor must not find either */
         char *go = strdup(tf_path(w->fixtures, "go"));
         char *wait_script = strdup_printf("while [ ! -e %s ]; do sleep 0.05; done", go);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", wait_script, NULL};
-        char *other = tf_dispatch(w, d);
+        char *other = tf_dispatch_shell(w, repo, NULL, wait_script);
         const char *a1[] = {"--model", "mock/model", "--prompt", "q", NULL};
         json_object *o = advisor(w, repo, 0, a1);
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
-        char *probe = strdup_printf("%s/outputs/%s/probe.txt", w->state, tf_jstr(o, "task_id"));
+        char *data = tf_output_read(w, tf_jstr(o, "task_id"), "probe.txt");
         json_object_put(o);
-        size_t len = 0;
-        char *data = tf_read(probe, &len);
         ck_assert_msg(strstr(data, "env unset 0") != NULL, "probe: %s", data);
         ck_assert_msg(strstr(data, "CONNECTED") == NULL, "the advisor reached a socket: %s", data);
         ck_assert_msg(strstr(data, "rc=0") == NULL, "taskferry list worked from the advisor: %s", data);
         tf_write(go, "", 0, 0644);
         json_object_put(tf_wait_settled(w, other));
-        free(data), free(probe), free(other), free(go), free(wait_script), free(script), free(fx), free(repo);
+        free(data), free(other), free(go), free(wait_script), free(script), free(fx), free(repo);
         tf_world_free(w);
 }
 END_TEST
@@ -350,7 +313,7 @@ START_TEST(attack_worker_calls_advisor) {
         char *repo = make_repo(w);
         char *other = strdup(tf_path(w->repo_parent, "other"));
         free(tf_shf(w, NULL, "mkdir -p %s", other));
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         /* the user's advisor session ses_fxA exists */
         const char *a1[] = {"--model", "mock/model", "--prompt", "q", NULL};
@@ -362,18 +325,14 @@ START_TEST(attack_worker_calls_advisor) {
                 "taskferry advisor --json --executor opencode --model mock/model --prompt q --directory %s "
                 "> \"$TASKFERRY_OUTPUT_DIR/b.json\" 2>&1; true",
                 repo, w->fixtures);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
-        char *pa = strdup_printf("%s/outputs/%s/a.json", w->state, id), *pb = strdup_printf("%s/outputs/%s/b.json", w->state, id);
-        size_t len = 0;
-        char *da = tf_read(pa, &len), *db = tf_read(pb, &len);
+        char *id = tf_shell_settled(w, repo, NULL, script, NULL);
+        char *da = tf_output_read(w, id, "a.json"), *db = tf_output_read(w, id, "b.json");
         json_object *oa = tf_json(da);
         ck_assert_msg(json_get_bool(oa, "session_reset", false), "a worker resumed the user's session: %s", da);
         ck_assert_str_eq(tf_jstr(oa, "previous_session_id"), "ses_fxA");
         json_object_put(oa);
         ck_assert_msg(strstr(db, "can dispatch only into its own directory") != NULL, "b: %s", db);
-        free(da), free(db), free(pa), free(pb), free(id), free(script), free(fx), free(other), free(repo);
+        free(da), free(db), free(id), free(script), free(fx), free(other), free(repo);
         tf_world_free(w);
 }
 END_TEST
@@ -384,7 +343,7 @@ END_TEST
 START_TEST(context_from_claude_transcript) {
         tf_world *w = tf_world_new(NULL);
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         tf_world_setenv(w, "FAKE_SCRIPT", "cat /tmp/.taskferry-prompt > \"$TASKFERRY_OUTPUT_DIR/prompt.txt\"");
         char *slug = strdup(repo);
@@ -405,10 +364,8 @@ START_TEST(context_from_claude_transcript) {
         tf_world_setenv(w, "TASKFERRY_ADVISOR_CONTEXT_CHARS", "40");
         const char *a1[] = {"--model", "mock/model", "--prompt", "Review it", NULL};
         json_object *o = advisor(w, repo, 0, a1);
-        char *pp = strdup_printf("%s/outputs/%s/prompt.txt", w->state, tf_jstr(o, "task_id"));
+        char *prompt = tf_output_read(w, tf_jstr(o, "task_id"), "prompt.txt");
         json_object_put(o);
-        size_t len = 0;
-        char *prompt = tf_read(pp, &len);
         /* the full text: "user: Fix the parser\n\nassistant: Reading src/parser.c\nthen editing\n\nassistant: Déjà fini";
          * its last 40 code points */
         const char *ctx = "ser.c\nthen editing\n\nassistant: D\xC3\xA9j\xC3\xA0 fini";
@@ -417,7 +374,7 @@ START_TEST(context_from_claude_transcript) {
         ck_assert_msg(strstr(prompt, block) != NULL, "prompt: %s", prompt);
         /* the output-dir block the daemon appends follows the context */
         ck_assert_msg(strstr(prompt, "---\n\n## Persistent output dir") != NULL, "prompt: %s", prompt);
-        free(prompt), free(pp), free(block);
+        free(prompt), free(block);
 
         /* an unreadable transcript is a usage error, even with --prompt */
         tf_world_setenv(w, "CLAUDE_CODE_SESSION_ID", "missing");
@@ -429,20 +386,9 @@ START_TEST(context_from_claude_transcript) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("advisor");
-        TCase *tc = tcase_create("advisor");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, inline_advisor_done_and_session);
-        tcase_add_test(tc, session_ttl_expires);
-        tcase_add_test(tc, timeout_shapes);
-        tcase_add_test(tc, crash_is_data);
-        tcase_add_test(tc, overlay_is_mandatory);
-        tcase_add_test(tc, attack_advisor_reaches_no_socket);
-        tcase_add_test(tc, attack_worker_calls_advisor);
-        tcase_add_test(tc, context_from_claude_transcript);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("advisor", "advisor", 300,
+                            TF_TESTS(inline_advisor_done_and_session, session_ttl_expires, timeout_shapes, crash_is_data,
+                                     overlay_is_mandatory, attack_advisor_reaches_no_socket, attack_worker_calls_advisor,
+                                     context_from_claude_transcript));
 }
-
-int main(void) { return tf_run_suite(suite()); }
