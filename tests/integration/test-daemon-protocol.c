@@ -88,25 +88,27 @@ static void expect_line_error(tf_world *w, const char *line, const char *code, c
 START_TEST(envelope_validation_order) {
         tf_world *w = tf_world_new(NULL);
         tf_daemon_start(w);
-        const char *bad_req = "request must contain version, id, method, and params";
-        expect_line_error(w, "[1,2]", "INVALID_REQUEST", NULL, bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{},\"x\":1}",
-                          "INVALID_REQUEST", "a", bad_req);
-        expect_line_error(w, "{\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "a", bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":\"\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "",
-                          bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":7,\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", NULL,
-                          bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":null}", "INVALID_REQUEST",
-                          "a", bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":[]}", "INVALID_REQUEST",
-                          "a", bad_req);
-        expect_line_error(w, "{\"version\":2,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}",
-                          "UNSUPPORTED_VERSION", "a", "unsupported protocol version: 2");
-        expect_line_error(w, "{\"version\":\"1\",\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}",
-                          "UNSUPPORTED_VERSION", "a", "unsupported protocol version: 1");
-        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNKNOWN_METHOD", "a",
-                          "unknown method: task.bogus");
+#define BAD_REQ "request must contain version, id, method, and params"
+        static const struct {
+                const char *line, *code, *id, *message; /* id NULL: the reply's id is null */
+        } cases[] = {
+                {"[1,2]", "INVALID_REQUEST", NULL, BAD_REQ},
+                {"{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{},\"x\":1}", "INVALID_REQUEST", "a", BAD_REQ},
+                {"{\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "a", BAD_REQ},
+                {"{\"version\":1,\"id\":\"\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "", BAD_REQ},
+                {"{\"version\":1,\"id\":7,\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", NULL, BAD_REQ},
+                {"{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":null}", "INVALID_REQUEST", "a", BAD_REQ},
+                {"{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":[]}", "INVALID_REQUEST", "a", BAD_REQ},
+                {"{\"version\":2,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "UNSUPPORTED_VERSION", "a",
+                 "unsupported protocol version: 2"},
+                {"{\"version\":\"1\",\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "UNSUPPORTED_VERSION", "a",
+                 "unsupported protocol version: 1"},
+                {"{\"version\":1,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNKNOWN_METHOD", "a",
+                 "unknown method: task.bogus"},
+        };
+#undef BAD_REQ
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                expect_line_error(w, cases[i].line, cases[i].code, cases[i].id, cases[i].message);
         {
                 /* the help names all 16 methods of protocol-cli.md §1.6, in its order */
                 json_object *f = tf_rpc(w, "task.bogus", "{}");
@@ -272,10 +274,8 @@ END_TEST
 START_TEST(out_of_order_replies) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
         tf_world *w = tf_world_new(extra);
-        const char *slow_argv[] = {"--executor", "shell", "--prompt", "sleep 30", "--directory", w->repo_parent, NULL};
-        char *slow = tf_dispatch(w, slow_argv);
-        const char *fast_argv[] = {"--executor", "shell", "--prompt", "echo done", "--directory", w->repo_parent, NULL};
-        char *fast = tf_dispatch(w, fast_argv);
+        char *slow = tf_dispatch_shell(w, w->repo_parent, NULL, "sleep 30");
+        char *fast = tf_dispatch_shell(w, w->repo_parent, NULL, "echo done");
         json_object_put(tf_wait_settled(w, fast));
         int fd = tf_connect(w);
         char *l1 = strdup_printf("{\"version\":1,\"id\":\"slow\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\",\"timeoutMs\":1500}}", slow);
@@ -473,22 +473,10 @@ START_TEST(socket_activation) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("daemon-protocol");
-        TCase *tc = tcase_create("protocol");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, health_and_permissions);
-        tcase_add_test(tc, malformed_json_keeps_connection);
-        tcase_add_test(tc, envelope_validation_order);
-        tcase_add_test(tc, param_validation);
-        tcase_add_test(tc, oversized_inbound);
-        tcase_add_test(tc, framing_edges);
-        tcase_add_test(tc, out_of_order_replies);
-        tcase_add_test(tc, second_daemon_refuses_and_stale_socket_is_replaced);
-        tcase_add_test(tc, graceful_shutdown);
-        tcase_add_test(tc, socket_activation);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("daemon-protocol", "protocol", 300,
+                            TF_TESTS(health_and_permissions, malformed_json_keeps_connection, envelope_validation_order,
+                                     param_validation, oversized_inbound, framing_edges, out_of_order_replies,
+                                     second_daemon_refuses_and_stale_socket_is_replaced, graceful_shutdown,
+                                     socket_activation));
 }
-
-int main(void) { return tf_run_suite(suite()); }

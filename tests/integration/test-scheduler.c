@@ -22,9 +22,7 @@
 /* ---- helpers ---- */
 
 static char *dispatch_shell(tf_world *w, const char *model, const char *prompt) {
-        const char *a[] = {"--executor", "shell", "--directory", w->repo_parent, "--model", model, "--prompt", prompt, NULL};
-        const char *b[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
-        return tf_dispatch(w, model ? a : b);
+        return tf_dispatch_worker(w, "shell", model, w->repo_parent, NULL, prompt);
 }
 
 /* A worker that prints its start time and then waits until the file
@@ -43,35 +41,8 @@ static void release(tf_world *w, const char *name) {
         free(tf_shf(w, NULL, "touch %s/release-%s", w->repo_parent, name));
 }
 
-/* task.status over the socket (the whole detail, not the CLI's lean view). */
-static json_object *status_rpc(tf_world *w, const char *id) {
-        char *params = strdup_printf("{\"taskId\":\"%s\"}", id);
-        json_object *frame = tf_rpc(w, "task.status", params);
-        free(params);
-        json_object *res = json_object_get(tf_result(frame));
-        json_object_put(frame);
-        return res;
-}
-
-static bool status_is(tf_world *w, const char *id, const char *want) {
-        json_object *o = status_rpc(w, id);
-        bool ok = streq_ptr(json_get_string(o, "status"), want);
-        json_object_put(o);
-        return ok;
-}
-
-typedef struct {
-        const char *id, *status;
-} want_status;
-
-static bool pred_status(tf_world *w, void *arg) {
-        want_status *ws = arg;
-        return status_is(w, ws->id, ws->status);
-}
-
 static void wait_status(tf_world *w, const char *id, const char *status) {
-        want_status ws = {id, status};
-        ck_assert_msg(tf_wait_until(pred_status, w, &ws, 60000), "task %s never became %s", id, status);
+        ck_assert_msg(tf_wait_status(w, id, status, 60000), "task %s never became %s", id, status);
 }
 
 /* Wall-clock ms the worker printed first. */
@@ -105,7 +76,7 @@ START_TEST(concurrency_cap) {
         char *a = dispatch_held(w, "p/x", "a"), *b = dispatch_held(w, "p/x", "b"), *c = dispatch_held(w, "p/x", "c");
         wait_status(w, a, "running");
         wait_status(w, b, "running");
-        json_object *st = status_rpc(w, c);
+        json_object *st = tf_status_rpc(w, c);
         ck_assert_str_eq(json_get_string(st, "status"), "queued");
         int64_t pos = 0;
         ck_assert(json_get_int64(st, "queuePosition", &pos));
@@ -119,10 +90,10 @@ START_TEST(concurrency_cap) {
         ck_assert_msg(strstr(r.out, "queuePosition: 1") && strstr(r.out, "queuedReason:"), "%s", r.out);
         tf_run_done(&r);
         usleep(300 * 1000);
-        ck_assert(status_is(w, c, "queued"));
+        ck_assert(tf_status_is(w, c, "queued"));
         release(w, "a");
         wait_status(w, c, "running");
-        ck_assert(status_is(w, b, "running"));
+        ck_assert(tf_status_is(w, b, "running"));
         release(w, "b"), release(w, "c");
         const char *ids[] = {a, b, c};
         for (int i = 0; i < 3; i++) {
@@ -142,15 +113,14 @@ START_TEST(failed_spawn_frees_one_slot) {
         tf_world_setenv(w, "PATH", "/usr/bin:/bin"); /* no pi or opencode */
         char *a = dispatch_held(w, "p/x", "a");
         wait_status(w, a, "running");
-        const char *d[] = {"--executor", "opencode", "--model", "p/x", "--directory", w->repo_parent, "--prompt", "hi", NULL};
-        char *bad = tf_dispatch(w, d);
-        json_object *o = tf_wait_settled(w, bad);
+        json_object *o = NULL;
+        char *bad = tf_worker_settled(w, "opencode", "p/x", w->repo_parent, NULL, "hi", &o);
         ck_assert_str_eq(tf_jstr(o, "status"), "crashed");
         json_object_put(o);
         char *c = dispatch_held(w, "p/x", "c"), *dd = dispatch_held(w, "p/x", "d");
         wait_status(w, c, "running");
         usleep(300 * 1000);
-        ck_assert_msg(status_is(w, dd, "queued"), "the failed spawn freed more than its slot");
+        ck_assert_msg(tf_status_is(w, dd, "queued"), "the failed spawn freed more than its slot");
         release(w, "a"), release(w, "c"), release(w, "d");
         wait_status(w, dd, "done");
         free(a), free(bad), free(c), free(dd);
@@ -168,7 +138,7 @@ START_TEST(launch_window) {
         uint64_t t0 = now_ms();
         char *ids[3];
         for (int i = 0; i < 3; i++) ids[i] = dispatch_shell(w, "p/x", "date +%s%3N");
-        json_object *st = status_rpc(w, ids[2]);
+        json_object *st = tf_status_rpc(w, ids[2]);
         if (streq_ptr(json_get_string(st, "status"), "queued")) assert_reason(st, "maxDispatchesPerWindow");
         json_object_put(st);
         uint64_t s[3];
@@ -188,7 +158,7 @@ START_TEST(lowerdir_stagger) {
         uint64_t t0 = now_ms();
         char *a = dispatch_shell(w, "p/x", "date +%s%3N");
         char *b = dispatch_shell(w, "q/x", "date +%s%3N"); /* another provider: the stagger is global */
-        json_object *st = status_rpc(w, b);
+        json_object *st = tf_status_rpc(w, b);
         if (streq_ptr(json_get_string(st, "status"), "queued")) assert_reason(st, "staggered");
         json_object_put(st);
         uint64_t sb = started_ms(w, b);
@@ -210,7 +180,7 @@ START_TEST(provider_limits) {
         char *o1 = dispatch_held(w, "openai/gpt", "o1");
         wait_status(w, g1, "running");
         wait_status(w, o1, "running");
-        json_object *st = status_rpc(w, g2);
+        json_object *st = tf_status_rpc(w, g2);
         ck_assert_str_eq(json_get_string(st, "status"), "queued");
         assert_reason(st, "provider opencode-go is at its limit of 1");
         json_object_put(st);
@@ -219,13 +189,13 @@ START_TEST(provider_limits) {
         tf_run r = tf_cli(w, NULL, NULL, cn);
         ck_assert_msg(r.exit_code == 0 && strstr(r.out, "queued task cancelled before launch"), "%s", r.out);
         tf_run_done(&r);
-        ck_assert(status_is(w, g2, "queued"));
-        ck_assert(status_is(w, o1, "running"));
+        ck_assert(tf_status_is(w, g2, "queued"));
+        ck_assert(tf_status_is(w, o1, "running"));
         release(w, "g1");
         wait_status(w, g2, "running");
         release(w, "g2"), release(w, "o1");
         wait_status(w, g2, "done");
-        ck_assert(status_is(w, g3, "cancelled"));
+        ck_assert(tf_status_is(w, g3, "cancelled"));
         free(g1), free(g2), free(g3), free(o1);
         tf_world_free(w);
 }
@@ -294,13 +264,13 @@ START_TEST(round_robin_and_queue_position) {
                 ids[i] = dispatch_shell(w, models[i], p);
                 free(p);
         }
-        json_object *st = status_rpc(w, ids[1]);
+        json_object *st = tf_status_rpc(w, ids[1]);
         int64_t pos = 0;
         ck_assert(json_get_int64(st, "queuePosition", &pos));
         ck_assert_int_eq(pos, 2);
         ck_assert_str_eq(json_get_string(st, "queueProvider"), "a");
         json_object_put(st);
-        st = status_rpc(w, ids[2]);
+        st = tf_status_rpc(w, ids[2]);
         ck_assert(json_get_int64(st, "queuePosition", &pos));
         ck_assert_int_eq(pos, 1);
         json_object_put(st);
@@ -326,7 +296,7 @@ START_TEST(cancel_while_queued) {
         char *marker = strdup(tf_path(w->repo_parent, "spawned"));
         char *p = strdup_printf("touch %s", marker);
         char *q = dispatch_shell(w, "p/x", p);
-        ck_assert(status_is(w, q, "queued"));
+        ck_assert(tf_status_is(w, q, "queued"));
         const char *cn[] = {"cancel", q, "--json", NULL};
         tf_run r = tf_cli(w, NULL, NULL, cn);
         ck_assert_int_eq(r.exit_code, 0);
@@ -378,7 +348,7 @@ START_TEST(cooldown_after_retry_after) {
         uint64_t a_end = ended_ms(w, a);
         char *b = dispatch_shell(w, "prov/b", "date +%s%3N");
         char *c = dispatch_shell(w, "other/c", "date +%s%3N");
-        json_object *st = status_rpc(w, b);
+        json_object *st = tf_status_rpc(w, b);
         if (streq_ptr(json_get_string(st, "status"), "queued")) {
                 assert_reason(st, "cooling down");
                 ck_assert_ptr_nonnull(json_get_string(st, "cooldownUntil"));
@@ -434,7 +404,7 @@ START_TEST(cooldown_capped_and_switch) {
         tf_run_done(&r);
         char *b = dispatch_shell(w, "prov/b", "true");
         usleep(500 * 1000);
-        json_object *st = status_rpc(w, b);
+        json_object *st = tf_status_rpc(w, b);
         ck_assert_str_eq(json_get_string(st, "status"), "queued");
         assert_reason(st, "cooling down");
         json_object_put(st);
@@ -464,26 +434,22 @@ END_TEST
  * A task dispatched from inside a sandbox parks nothing. */
 START_TEST(nested_task_cannot_park_a_provider) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *script = strdup_printf(
                 "c=$(taskferry dispatch --executor shell --model victim/x --prompt "
                 "\"echo 'rate limit exceeded; Retry-After: 3600' >&2; exit 1\" | sed -n 's/^id: //p'); "
                 "taskferry wait $c >/dev/null; echo child=$c");
-        const char *d[] = {"--executor", "shell", "--model", "attacker/x", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
+        char *id = tf_worker_settled(w, "shell", "attacker/x", repo, NULL, script, NULL);
         char *msg = tf_task_message(w, id);
         ck_assert_msg(strstr(msg, "child=oc_"), "nested dispatch failed: %s", msg);
-        char *cid = strndup(strstr(msg, "child=") + 6, strcspn(strstr(msg, "child=") + 6, "\n"));
+        char *cid = tf_value_after(msg, "child=");
         json_object *o = tf_wait_settled(w, cid);
         ck_assert_str_eq(tf_jstr(o, "failureReason"), "shell_rate_limited");
         json_object_put(o);
         ck_assert_ptr_null(cooldowns_of_list(w));
         char *v = dispatch_shell(w, "victim/y", "true");
         usleep(300 * 1000);
-        json_object *st = status_rpc(w, v);
+        json_object *st = tf_status_rpc(w, v);
         ck_assert_ptr_null(json_get_string(st, "cooldownUntil"));
         json_object_put(st);
         o = tf_wait_settled(w, v);
@@ -494,24 +460,10 @@ START_TEST(nested_task_cannot_park_a_provider) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("scheduler");
-        TCase *tc = tcase_create("scheduler");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, concurrency_cap);
-        tcase_add_test(tc, failed_spawn_frees_one_slot);
-        tcase_add_test(tc, launch_window);
-        tcase_add_test(tc, lowerdir_stagger);
-        tcase_add_test(tc, provider_limits);
-        tcase_add_test(tc, provider_window);
-        tcase_add_test(tc, malformed_provider_limits_refuse_start);
-        tcase_add_test(tc, round_robin_and_queue_position);
-        tcase_add_test(tc, cancel_while_queued);
-        tcase_add_test(tc, cooldown_after_retry_after);
-        tcase_add_test(tc, cooldown_capped_and_switch);
-        tcase_add_test(tc, nested_task_cannot_park_a_provider);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("scheduler", "scheduler", 300,
+                            TF_TESTS(concurrency_cap, failed_spawn_frees_one_slot, launch_window, lowerdir_stagger,
+                                     provider_limits, provider_window, malformed_provider_limits_refuse_start,
+                                     round_robin_and_queue_position, cancel_while_queued, cooldown_after_retry_after,
+                                     cooldown_capped_and_switch, nested_task_cannot_park_a_provider));
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -24,20 +24,6 @@
 #include "util.h"
 
 
-/* Still running (a zombie whose parent does not reap it counts as gone). */
-static bool pid_running(pid_t pid) {
-        if (kill(pid, 0) < 0) return false;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        FILE *f = fopen(path, "re");
-        if (!f) return false;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *p = strrchr(buf, ')');
-        return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
-}
-
 static unsigned rng_state;
 static unsigned rnd(unsigned n) { /* xorshift32, [0, n) */
         rng_state ^= rng_state << 13;
@@ -56,7 +42,7 @@ static void kill_daemon(tf_world *w, unsigned delay_ms, const char *when) {
         pid_t pid = tf_daemon_pid(w);
         if (pid <= 0) return;
         kill(pid, SIGKILL);
-        for (int i = 0; i < 500 && pid_running(pid); i++) {
+        for (int i = 0; i < 500 && tf_pid_running(pid); i++) {
                 if (w->daemon_pid == pid) waitpid(pid, NULL, WNOHANG);
                 usleep(10000);
         }
@@ -156,11 +142,8 @@ START_TEST(kill9_soak) {
         fprintf(stderr, "soak: N=%d TASKFERRY_SOAK_SEED=%u%s\n", n, rng_state, kills_enabled ? "" : " (no kills)");
         uint64_t t0 = mono_ms();
         tf_world *w = tf_world_new(NULL);
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL,
-                    "mkdir -p %s && cd %s && git init -q && for i in $(seq -f %%03g 0 %d); do echo base-$i > f-$i.txt; done && "
-                    "git add -A && git commit -qm base",
-                    repo, repo, n - 1));
+        _cleanup_free_ char *files = strdup_printf("for i in $(seq -f %%03g 0 %d); do echo base-$i > f-$i.txt; done", n - 1);
+        char *repo = tf_repo_new(w, NULL, files);
 
         /* 1. dispatch, killing the daemon now and then: right after the
          * dispatch (the spawn), or a little later (run, extraction) */
@@ -289,7 +272,7 @@ START_TEST(kill9_soak) {
         pid_t pid = tf_daemon_pid(w);
         ck_assert_int_gt(pid, 0);
         kill(pid, SIGTERM);
-        for (int i = 0; i < 1000 && pid_running(pid); i++) usleep(10000);
+        for (int i = 0; i < 1000 && tf_pid_running(pid); i++) usleep(10000);
         ck_assert_msg(tf_wait_until(no_world_processes, w, NULL, 10000), "processes left behind: %s", world_processes(w));
         char *mounts = tf_shf(w, NULL, "grep -F %s /proc/self/mountinfo || true", w->root);
         ck_assert_msg(!*mounts, "mounts left behind: %s", mounts);
@@ -305,13 +288,4 @@ START_TEST(kill9_soak) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("soak");
-        TCase *tc = tcase_create("soak");
-        tcase_set_timeout(tc, 900);
-        tcase_add_test(tc, kill9_soak);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) { return tf_run_suite(suite()); }
+int main(void) { return tf_run_tests("soak", "soak", 900, TF_TESTS(kill9_soak)); }
