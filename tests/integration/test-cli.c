@@ -57,33 +57,26 @@ static void assert_json_output(tf_world *w, const char *const argv[], int want_e
 
 START_TEST(json_output_for_every_command) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = strdup_printf("%s/repo", w->repo_parent);
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo a > a && git add a && git commit -qm a", repo, repo));
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo b > b; echo hi", NULL};
-        char *id = tf_dispatch(w, d);
-        const char *wait_argv[] = {"wait", id, "--json", NULL};
-        assert_json_output(w, wait_argv, 0);
-        const char *status_argv[] = {"status", id, "--json", NULL};
-        assert_json_output(w, status_argv, 0);
-        const char *result_argv[] = {"result", id, "--json", NULL};
-        assert_json_output(w, result_argv, 0);
-        const char *diff_argv[] = {"result", id, "--diff", "--json", NULL};
-        assert_json_output(w, diff_argv, 0);
-        const char *list_argv[] = {"list", "--all", "--json", NULL};
-        assert_json_output(w, list_argv, 0);
-        const char *cancel_argv[] = {"cancel", id, "--json", NULL};
-        assert_json_output(w, cancel_argv, 0);
-        const char *reject_argv[] = {"reject", id, "--json", NULL};
-        assert_json_output(w, reject_argv, 0);
-        /* errors are JSON too under --json */
-        const char *accept_argv[] = {"accept", id, "--json", NULL};
-        assert_json_output(w, accept_argv, 1);
-        const char *status_bad[] = {"status", "nope", "--json", NULL};
-        assert_json_output(w, status_bad, 1);
-        const char *usage_bad[] = {"dispatch", "--json", NULL};
-        assert_json_output(w, usage_bad, 2);
-        const char *version[] = {"--version", "--json", NULL};
-        assert_json_output(w, version, 0);
+        char *repo = tf_repo_new(w, NULL, "echo a > a");
+        char *id = tf_dispatch_shell(w, repo, NULL, "echo b > b; echo hi");
+        const struct {
+                const char *argv[5];
+                int exit;
+        } cmds[] = {
+                {{"wait", id, "--json"}, 0},
+                {{"status", id, "--json"}, 0},
+                {{"result", id, "--json"}, 0},
+                {{"result", id, "--diff", "--json"}, 0},
+                {{"list", "--all", "--json"}, 0},
+                {{"cancel", id, "--json"}, 0},
+                {{"reject", id, "--json"}, 0},
+                /* errors are JSON too under --json */
+                {{"accept", id, "--json"}, 1},
+                {{"status", "nope", "--json"}, 1},
+                {{"dispatch", "--json"}, 2},
+                {{"--version", "--json"}, 0},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cmds); i++) assert_json_output(w, cmds[i].argv, cmds[i].exit);
         /* TOON by default */
         const char *v[] = {"--version", NULL};
         tf_run r = tf_cli(w, NULL, NULL, v);
@@ -209,19 +202,9 @@ START_TEST(doctor_without_a_daemon) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("cli");
-        TCase *tc = tcase_create("cli");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, unknown_task_is_a_toon_error_exit_1);
-        tcase_add_test(tc, dispatch_without_prompt_is_usage_error);
-        tcase_add_test(tc, json_output_for_every_command);
-        tcase_add_test(tc, racing_clis_start_one_daemon);
-        tcase_add_test(tc, auto_start_disabled);
-        tcase_add_test(tc, doctor_without_a_daemon);
-        tcase_add_test(tc, oversized_request_is_explained);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("cli", "cli", 300,
+                            TF_TESTS(unknown_task_is_a_toon_error_exit_1, dispatch_without_prompt_is_usage_error,
+                                     json_output_for_every_command, racing_clis_start_one_daemon, auto_start_disabled,
+                                     doctor_without_a_daemon, oversized_request_is_explained));
 }
-
-int main(void) { return tf_run_suite(suite()); }

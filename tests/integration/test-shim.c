@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "harness.h"
 #include "json-util.h"
 #include "launch-spec.h"
 #include "sandbox-plan.h"
@@ -612,16 +613,25 @@ static void assert_spawn_error(const tree *t, const char *status, const char *ne
         ck_assert_msg(!exists(marker), "the worker ran");
 }
 
+/* The shim run of a spec whose worker writes ran.txt, ending in a spawn
+ * error that names needle. */
+static void expect_spawn_error(const tree *t, const launch_spec *spec, const char *needle) {
+        _cleanup_free_ char *status = NULL;
+        ck_assert_int_eq(shim_run_all(t, spec, NULL, &status), 0);
+        assert_spawn_error(t, status, needle);
+}
+
+static launch_spec *ran_spec(const tree *t, bool sandbox) {
+        return spec_new(t, "echo ran > \"$TASKFERRY_OUTPUT_DIR/ran.txt\"\n", sandbox, getuid(), getgid());
+}
+
 START_TEST(test_missing_bwrap) {
         tree t;
         tree_init(&t);
-        _cleanup_(launch_spec_freep) launch_spec *spec =
-                spec_new(&t, "echo ran > \"$TASKFERRY_OUTPUT_DIR/ran.txt\"\n", true, getuid(), getgid());
+        _cleanup_(launch_spec_freep) launch_spec *spec = ran_spec(&t, true);
         /* A PATH without bwrap (the shim still finds sh on it, if it ever got that far). */
         ck_assert_int_eq(strv_env_set(&spec->env, "PATH", t.emptybin), 0);
-        _cleanup_free_ char *status = NULL;
-        ck_assert_int_eq(shim_run_all(&t, spec, NULL, &status), 0);
-        assert_spawn_error(&t, status, "bwrap is required for sandboxing but was not found on PATH");
+        expect_spawn_error(&t, spec, "bwrap is required for sandboxing but was not found on PATH");
         /* Nothing reached the overlay either. */
         DIR *d = opendir(t.upper);
         ck_assert_ptr_nonnull(d);
@@ -638,12 +648,9 @@ END_TEST
 START_TEST(test_worker_not_found) {
         tree t;
         tree_init(&t);
-        _cleanup_(launch_spec_freep) launch_spec *spec = spec_new(&t, "echo ran > \"$TASKFERRY_OUTPUT_DIR/ran.txt\"\n",
-                                                                  false, getuid(), getgid());
+        _cleanup_(launch_spec_freep) launch_spec *spec = ran_spec(&t, false);
         ck_assert_int_eq(strv_env_set(&spec->env, "PATH", t.emptybin), 0);
-        _cleanup_free_ char *status = NULL;
-        ck_assert_int_eq(shim_run_all(&t, spec, NULL, &status), 0);
-        assert_spawn_error(&t, status, "spawn sh ENOENT");
+        expect_spawn_error(&t, spec, "spawn sh ENOENT");
         tree_done(&t);
 }
 END_TEST
@@ -651,16 +658,13 @@ END_TEST
 START_TEST(test_overlay_mount_failure) {
         tree t;
         tree_init(&t);
-        _cleanup_(launch_spec_freep) launch_spec *spec =
-                spec_new(&t, "echo ran > \"$TASKFERRY_OUTPUT_DIR/ran.txt\"\n", true, getuid(), getgid());
+        _cleanup_(launch_spec_freep) launch_spec *spec = ran_spec(&t, true);
         if (!streq(expected_method(), "userns")) {
                 tree_done(&t);
                 return; /* bwrap mounts the overlay itself; its errors land in the log */
         }
         ck_assert_int_eq(rm_rf(t.work), 0);
-        _cleanup_free_ char *status = NULL;
-        ck_assert_int_eq(shim_run_all(&t, spec, NULL, &status), 0);
-        assert_spawn_error(&t, status, "overlay mount on");
+        expect_spawn_error(&t, spec, "overlay mount on");
         tree_done(&t);
 }
 END_TEST
@@ -844,34 +848,13 @@ END_TEST
 START_TEST(test_sigterm_unsandboxed) { run_sigterm(false); }
 END_TEST
 
-static Suite *shim_suite(void) {
-        Suite *s = suite_create("shim");
-        TCase *tc = tcase_create("sandbox");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_sandbox_overlay_root);
-        tcase_add_test(tc, test_sandbox_overlay_unprivileged);
-        tcase_add_test(tc, test_unsandboxed_prompt_file);
-        suite_add_tcase(s, tc);
-        TCase *tf = tcase_create("failures");
-        tcase_set_timeout(tf, 120);
-        tcase_add_test(tf, test_missing_bwrap);
-        tcase_add_test(tf, test_worker_not_found);
-        tcase_add_test(tf, test_overlay_mount_failure);
-        tcase_add_test(tf, test_bad_arguments);
-        suite_add_tcase(s, tf);
-        TCase *to = tcase_create("io-and-signals");
-        tcase_set_timeout(to, 120);
-        tcase_add_test(to, test_long_line_and_lingering_grandchild);
-        tcase_add_test(to, test_sigterm_sandboxed);
-        tcase_add_test(to, test_sigterm_unsandboxed);
-        suite_add_tcase(s, to);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(shim_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("shim");
+        tf_add_tests(s, "sandbox", 120,
+                     TF_TESTS(test_sandbox_overlay_root, test_sandbox_overlay_unprivileged, test_unsandboxed_prompt_file));
+        tf_add_tests(s, "failures", 120,
+                     TF_TESTS(test_missing_bwrap, test_worker_not_found, test_overlay_mount_failure, test_bad_arguments));
+        tf_add_tests(s, "io-and-signals", 120,
+                     TF_TESTS(test_long_line_and_lingering_grandchild, test_sigterm_sandboxed, test_sigterm_unsandboxed));
+        return tf_run_suite(s);
 }

@@ -91,17 +91,7 @@ static size_t count_for(json_object *events, const char *id, const char *type) {
         return n;
 }
 
-static char *shell_task(tf_world *w, const char *dir, const char *prompt) {
-        const char *d[] = {"--executor", "shell", "--directory", dir, "--prompt", prompt, NULL};
-        return tf_dispatch(w, d);
-}
-
-static char *make_repo(tf_world *w, const char *name) {
-        char *repo = strdup_printf("%s/%s", w->repo_parent, name);
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base", repo,
-                    repo));
-        return repo;
-}
+static char *shell_task(tf_world *w, const char *dir, const char *prompt) { return tf_dispatch_shell(w, dir, NULL, prompt); }
 
 START_TEST(state_stream_in_order_with_one_sequence_and_no_replay) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
@@ -174,9 +164,8 @@ START_TEST(p13_routing_by_task_all_and_workspace) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
         tf_world *w = tf_world_new(extra);
         tf_daemon_start(w);
-        char *repo = make_repo(w, "repo"), *other = make_repo(w, "other");
-        char *wt = strdup_printf("%s/linked", w->repo_parent);
-        free(tf_shf(w, NULL, "git -C %s worktree add -q %s", repo, wt));
+        char *repo = tf_repo_new(w, NULL, NULL), *other = tf_repo_new(w, "other", NULL);
+        char *wt = tf_worktree_add(w, repo, "linked", NULL);
         /* an unknown task id */
         json_object *reply = NULL;
         int bad = subscribe(w, "{\"taskId\":\"oc_nope_12345678\"}", &reply);
@@ -331,17 +320,14 @@ END_TEST
 START_TEST(summary_mode_activity_reads_the_narration) {
         char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
         tf_world *w = tf_world_new(extra);
-        char *fx = strdup_printf("%s/activity-fx", w->fixtures);
         const char *stream =
                 "{\"type\":\"text\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"text\",\"messageID\":\"m1\",\"text\":\"Reading\\tthe\\nfile\"}}\n"
                 "{\"type\":\"tool_use\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"tool\",\"tool\":\"read\",\"state\":{\"input\":{\"path\":\"f.c\"},\"output\":\"int x;\"}}}\n"
                 "{\"type\":\"text\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"text\",\"messageID\":\"m2\",\"text\":\"Done.\"}}\n"
                 "{\"type\":\"step_finish\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"step-finish\",\"messageID\":\"m2\",\"reason\":\"stop\"}}\n";
-        tf_write(tf_path(w->fixtures, "activity-fx.stdout.ndjson"), stream, strlen(stream), 0644);
+        char *fx = tf_fake_fixture(w, "activity-fx", stream, -1);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
-        const char *d[] = {"--executor", "opencode", "--model", "prov/m", "--directory", w->repo_parent, "--prompt", "look", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
+        char *id = tf_worker_settled(w, "opencode", "prov/m", w->repo_parent, NULL, "look", NULL);
         const char *s[] = {"summary", id, "--mode", "activity", "--json", NULL};
         tf_run r = tf_cli(w, NULL, NULL, s);
         ck_assert_msg(r.exit_code == 0, "%s", r.out);
@@ -614,9 +600,8 @@ END_TEST
  * dispatched, whatever scope it asks for. */
 START_TEST(worker_subscription_sees_only_its_own_tree) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w, "repo");
-        char *pre = shell_task(w, repo, "echo before");
-        json_object_put(tf_wait_settled(w, pre));
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *pre = tf_shell_settled(w, repo, NULL, "echo before", NULL);
         char *script = strdup_printf(
                 "O=$TASKFERRY_OUTPUT_DIR; taskferry watch --all --format ndjson > $O/events 2> $O/watch.err & W=$!; sleep 1; "
                 "taskferry dispatch --executor shell --directory \"$PWD\" --prompt 'echo child' | sed -n 's/^id: //p' > $O/child; "
@@ -624,33 +609,28 @@ START_TEST(worker_subscription_sees_only_its_own_tree) {
                 "kill $W; taskferry summary --mode activity $(cat $O/child) > $O/own-summary; echo rc=$? >> $O/own-summary; "
                 "taskferry summary --mode activity %s > $O/other-summary; echo rc=$? >> $O/other-summary",
                 pre);
-        const char *dw[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *wid = tf_dispatch(w, dw);
-        char *out = strdup_printf("%s/outputs/%s", w->state, wid);
-        const char *ready = tf_path(out, "ready");
-        for (int i = 0; i < 300 && !tf_exists(ready); i++) usleep(100000);
-        ck_assert_msg(tf_exists(ready), "the worker never got ready");
+        char *wid = tf_dispatch_shell(w, repo, NULL, script);
+        ck_assert_msg(tf_wait_output(w, wid, "ready", 30000), "the worker never got ready");
         /* the user's task beside it, in the same repo */
-        char *stranger = shell_task(w, repo, "echo stranger");
-        json_object_put(tf_wait_settled(w, stranger));
-        tf_write(tf_path(out, "go"), "", 0, 0644);
+        char *stranger = tf_shell_settled(w, repo, NULL, "echo stranger", NULL);
+        tf_go(w, wid);
         json_object *st = tf_wait_settled(w, wid);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
         json_object_put(st);
-        char *events = tf_read(tf_path(out, "events"), NULL);
-        char *child = tf_read(tf_path(out, "child"), NULL);
+        char *events = tf_output_read(w, wid, "events");
+        char *child = tf_output_read(w, wid, "child");
         child[strcspn(child, "\n")] = 0;
         ck_assert_msg(strlen(child) > 3, "nested dispatch failed");
         ck_assert_msg(strstr(events, child), "the worker did not see its own child: %s", events);
         ck_assert_msg(!strstr(events, stranger), "the worker saw another task's events: %s", events);
         /* and it may ask about its child's activity */
-        char *own = tf_read(tf_path(out, "own-summary"), NULL);
+        char *own = tf_output_read(w, wid, "own-summary");
         ck_assert_msg(strstr(own, "rc=0") && strstr(own, "child"), "%s", own);
         /* but not about a task it did not dispatch */
-        char *other = tf_read(tf_path(out, "other-summary"), NULL);
+        char *other = tf_output_read(w, wid, "other-summary");
         ck_assert_msg(strstr(other, "rc=1") && strstr(other, "unknown task id") && !strstr(other, "before"), "%s", other);
         free(other), free(pre), free(script);
-        free(own), free(events), free(child), free(stranger), free(out), free(wid), free(repo);
+        free(own), free(events), free(child), free(stranger), free(wid), free(repo);
         tf_world_free(w);
 }
 END_TEST
@@ -726,20 +706,12 @@ START_TEST(never_reading_subscriber_cannot_hurt_the_daemon) {
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("subscribe");
-        TCase *tc = tcase_create("subscribe");
-        tcase_set_timeout(tc, 240);
-        tcase_add_test(tc, state_stream_in_order_with_one_sequence_and_no_replay);
-        tcase_add_test(tc, p13_routing_by_task_all_and_workspace);
-        tcase_add_test(tc, p14_origin_session_filter);
-        tcase_add_test(tc, watch_task_id_exits_when_the_task_settles);
-        tcase_add_test(tc, summary_mode_activity_reads_the_narration);
-        tcase_add_test(tc, summaries_need_the_model_listed);
-        tcase_add_test(tc, activity_variants_follow_the_summaries_flag);
-        tcase_add_test(tc, model_backed_activity_summary_reaches_summaries_subscribers);
-        tcase_add_test(tc, watch_flush_interval_keeps_the_latest_per_task);
-        tcase_add_test(tc, worker_subscription_sees_only_its_own_tree);
-        tcase_add_test(tc, never_reading_subscriber_cannot_hurt_the_daemon);
-        suite_add_tcase(s, tc);
-        return tf_run_suite(s);
+        return tf_run_tests("subscribe", "subscribe", 240,
+                            TF_TESTS(state_stream_in_order_with_one_sequence_and_no_replay, p13_routing_by_task_all_and_workspace,
+                                     p14_origin_session_filter, watch_task_id_exits_when_the_task_settles,
+                                     summary_mode_activity_reads_the_narration, summaries_need_the_model_listed,
+                                     activity_variants_follow_the_summaries_flag,
+                                     model_backed_activity_summary_reaches_summaries_subscribers,
+                                     watch_flush_interval_keeps_the_latest_per_task, worker_subscription_sees_only_its_own_tree,
+                                     never_reading_subscriber_cannot_hurt_the_daemon));
 }
