@@ -296,3 +296,22 @@ char *tf_bus_task_path(const char *id);
  * and waits until it settled; the id (malloc'd), the settled status in
  * *ret_status (the caller puts it). */
 char *tf_shell_paused(tf_world *w, const char *dir, const char *script, const char *meanwhile, json_object **ret_status);
+
+/* ---- a test in a world of its own ----
+ * TF_WORLD_TEST(name) { body } END_TEST is START_TEST(name) whose body runs
+ * with w, a world made for it by tf_world_new(NULL) and tf_world_free()d
+ * when the body returns (early returns included; a failing assertion ends
+ * the test there, as in any test). TF_WORLD_TEST_ENV(name, "NAME=value",
+ * ...) makes the world with those variables (tf_world_new's extra_env).
+ * The body must not free or replace w. */
+#define TF_WORLD_TEST(name) TF_WORLD_TEST_(name, NULL)
+#define TF_WORLD_TEST_ENV(name, ...) TF_WORLD_TEST_(name, ((char *const[]){__VA_ARGS__, NULL}))
+#define TF_WORLD_TEST_(name, env)                             \
+        static void name##_in_world(tf_world *w);             \
+        START_TEST(name) {                                    \
+                tf_world *world_ = tf_world_new(env);         \
+                name##_in_world(world_);                      \
+                tf_world_free(world_);                        \
+        }                                                     \
+        END_TEST                                              \
+        static void name##_in_world(tf_world *w)

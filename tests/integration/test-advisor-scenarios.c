@@ -49,8 +49,7 @@ static size_t count_lines_with(const char *path, const char *s) {
 }
 
 /* A1: done answer; the advisor's writes never land; sessions resume. */
-START_TEST(inline_advisor_done_and_session) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(inline_advisor_done_and_session) {
         char *repo = make_repo(w);
         char *before = tf_tree_snapshot(repo, false);
         char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
@@ -119,7 +118,6 @@ START_TEST(inline_advisor_done_and_session) {
         ck_assert_uint_eq(count_lines_with(argv_file, "--continue"), 1);
 
         free(id), free(before), free(after), free(again), free(fx), free(argv_file), free(rec), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -205,8 +203,7 @@ START_TEST(timeout_shapes) {
 END_TEST
 
 /* A4: a crash is data, not an RPC error; the CLI's usage errors. */
-START_TEST(crash_is_data) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(crash_is_data) {
         char *repo = make_repo(w);
         char *fx = tf_fake_fixture(w, "adv-crash", "", 1);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
@@ -233,7 +230,6 @@ START_TEST(crash_is_data) {
         ck_assert_str_eq(tf_jstr(o, "error"), "advisor needs context or an explicit --prompt: no context source found");
         json_object_put(o);
         free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -267,8 +263,7 @@ END_TEST
 
 /* Attack: an advisor's worker looks for a way to the daemon: no task socket,
  * TASKFERRY_SOCKET_PATH unset, the user's socket masked. */
-START_TEST(attack_advisor_reaches_no_socket) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(attack_advisor_reaches_no_socket) {
         char *repo = make_repo(w);
         char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
@@ -302,14 +297,12 @@ START_TEST(attack_advisor_reaches_no_socket) {
         tf_write(go, "", 0, 0644);
         json_object_put(tf_wait_settled(w, other));
         free(data), free(other), free(go), free(wait_script), free(script), free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Attack: a worker calls task.advisor through its own task socket to get a
  * session it did not make resumed, and to advise outside its directory. */
-START_TEST(attack_worker_calls_advisor) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(attack_worker_calls_advisor) {
         char *repo = make_repo(w);
         char *other = strdup(tf_path(w->repo_parent, "other"));
         free(tf_shf(w, NULL, "mkdir -p %s", other));
@@ -333,15 +326,13 @@ START_TEST(attack_worker_calls_advisor) {
         json_object_put(oa);
         ck_assert_msg(strstr(db, "can dispatch only into its own directory") != NULL, "b: %s", db);
         free(da), free(db), free(id), free(script), free(fx), free(other), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The CLI's context sources (§8.3): the Claude Code transcript tail, else the
  * calling task's tail; the prompt layout. The prompt the worker got is read
  * back from inside its sandbox. */
-START_TEST(context_from_claude_transcript) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(context_from_claude_transcript) {
         char *repo = make_repo(w);
         char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
@@ -382,7 +373,6 @@ START_TEST(context_from_claude_transcript) {
         ck_assert(startswith(tf_jstr(o, "error"), "advisor could not read the Claude session transcript at "));
         json_object_put(o);
         free(tr), free(dir), free(slug), free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

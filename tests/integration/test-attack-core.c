@@ -103,8 +103,7 @@ END_TEST
 /* Attack: names that are options, pathspec magic, quotes, newlines, bytes
  * that are not UTF-8. Accept must write exactly those names (and only in
  * the task's directory). */
-START_TEST(odd_names_round_trip) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(odd_names_round_trip) {
         char *repo = make_repo(w);
         const char *script =
                 "set -e; for f in -rf --help ':(top)evil' ':!a.txt' ':x' 'q\"uote' \"s'q\" 'sp ace' 'back\\slash' "
@@ -124,7 +123,6 @@ START_TEST(odd_names_round_trip) {
         char *after_outside = tf_tree_snapshot(w->repo_parent, false);
         ck_assert(!strstr(after_outside, "./evil") && !strstr(after_outside, "./x "));
         free(before_outside), free(after_outside), free(got), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -132,8 +130,7 @@ END_TEST
  * directory outside the repository (or it was always one: a monorepo link).
  * The worker edits dir/old.txt and adds dir/new.txt. Accept must not write
  * through the link: it refuses (tree untouched) and the outside dir stays. */
-START_TEST(accept_never_writes_through_user_symlink) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(accept_never_writes_through_user_symlink) {
         char *repo = make_repo(w);
         char *outside = strdup(tf_path(w->repo_parent, "outside"));
         free(tf_shf(w, NULL, "mkdir -p %s && printf 'theirs\\n' > %s/old.txt", outside, outside));
@@ -151,7 +148,6 @@ START_TEST(accept_never_writes_through_user_symlink) {
         char *o = tf_read(tf_path(outside, "old.txt"), NULL);
         ck_assert_str_eq(o, "theirs\n");
         free(o), free(before), free(after), free(id), free(outside), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -160,8 +156,7 @@ END_TEST
  * links (the diff shows them); the second task's writes land in the
  * sandbox's view only, and its accept replaces the link by a directory
  * instead of following it. Nothing outside the repository changes. */
-START_TEST(planted_symlinks_are_never_followed) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(planted_symlinks_are_never_followed) {
         char *repo = make_repo(w);
         char *outside = strdup(tf_path(w->repo_parent, "outside"));
         free(tf_shf(w, NULL, "mkdir -p %s %s/.ssh && echo key > %s/.ssh/authorized_keys", outside, w->home, w->home));
@@ -182,7 +177,6 @@ START_TEST(planted_symlinks_are_never_followed) {
         ck_assert_str_eq(got, "mine\nmine");
         free(got), free(home_before), free(home_after), free(out_before), free(out_after), free(diff), free(id), free(id2);
         free(s1), free(outside), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -191,8 +185,7 @@ END_TEST
  * passes, then the write of ro/x.txt fails after a.txt was written: the
  * tree must not be left half applied. A read-only bind mount as root (root
  * ignores modes), a 0555 directory otherwise. */
-START_TEST(accept_failing_midway_is_rolled_back) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(accept_failing_midway_is_rolled_back) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "mkdir ro && echo x > ro/x.txt && git add ro && git -c user.email=u@x -c user.name=u "
                              "commit -qm ro"));
@@ -220,7 +213,6 @@ START_TEST(accept_failing_midway_is_rolled_back) {
         char *got = tf_shf(w, repo, "cat a.txt ro/x.txt b.txt");
         ck_assert_str_eq(got, "one\nw\nx\nw\nb\nw");
         free(got), free(cs), free(before), free(after), free(ro), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -228,8 +220,7 @@ END_TEST
  * the worker. None of it is in the diff; accept leaves the user's .git as
  * it was; .gitattributes (a regular file) is an ordinary change and runs no
  * filter on accept. */
-START_TEST(worker_git_metadata_never_lands) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_git_metadata_never_lands) {
         char *repo = make_repo(w);
         char *marker = strdup(tf_path(w->root, "ran"));
         char *script = strdup_printf(
@@ -248,7 +239,6 @@ START_TEST(worker_git_metadata_never_lands) {
         ck_assert_str_eq(git_after, git_before);
         ck_assert_msg(!tf_exists(marker), "a worker-planted program ran during extraction or accept");
         free(git_before), free(git_after), free(diff), free(id), free(script), free(marker), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -256,8 +246,7 @@ END_TEST
  * the directory dir into a file, while the user adds dir/user.txt (a file
  * the worker never saw). The user's file must survive: accept either
  * refuses with the tree untouched or keeps dir/user.txt. */
-START_TEST(file_dir_swaps_keep_user_files) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(file_dir_swaps_keep_user_files) {
         char *repo = make_repo(w);
         char *id = pending_paused(w, repo,
                                   "set -e; rm a.txt; mkdir a.txt; echo in > a.txt/inner; rm -rf dir; echo file > dir; " TF_PAUSE,
@@ -279,7 +268,6 @@ START_TEST(file_dir_swaps_keep_user_files) {
         char *got = tf_shf(w, repo, "cat a.txt/inner dir user.txt");
         ck_assert_str_eq(got, "in\nfile\nmine");
         free(got), free(u), free(before), free(diff), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -288,8 +276,7 @@ END_TEST
  * lose the user's file nor write into ~/.ssh: it refuses with the tree
  * untouched (or keeps dir/user.txt); with the file moved away the link
  * lands as the diff shows it, and ~/.ssh never changes. */
-START_TEST(symlink_replacing_user_directory) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(symlink_replacing_user_directory) {
         char *repo = make_repo(w);
         free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo key > %s/.ssh/authorized_keys", w->home, w->home));
         char *script = strdup_printf("set -e; rm -rf dir; ln -s %s/.ssh dir; " TF_PAUSE, w->home);
@@ -312,7 +299,6 @@ START_TEST(symlink_replacing_user_directory) {
         char *want = strdup_printf("%s/.ssh\nmine", w->home);
         ck_assert_str_eq(got, want);
         free(want), free(got), free(u), free(ssh_before), free(ssh_after), free(before), free(script), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -320,8 +306,7 @@ END_TEST
  * user created after the task started (the overlay's lower is the live
  * tree, so the worker sees it) and an ignored file. Only the files of the
  * base are deleted; the user's late file and the ignored one survive. */
-START_TEST(whiteouts_of_files_the_base_lacks) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(whiteouts_of_files_the_base_lacks) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "echo .env > .gitignore && echo SECRET > .env && git add .gitignore && "
                              "git -c user.email=u@x -c user.name=u commit -qm ignore"));
@@ -334,7 +319,6 @@ START_TEST(whiteouts_of_files_the_base_lacks) {
         char *got = tf_shf(w, repo, "cat late.txt .env gone.txt; ls -A | LC_ALL=C sort | tr '\\n' ' '");
         ck_assert_str_eq(got, "late\nSECRET\ngone\n.env .git gone.txt late.txt");
         free(got), free(diff), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -355,8 +339,7 @@ END_TEST
  * trees). Through the merged view overlayfs escapes them (stored as
  * user.overlay.overlay.*, Linux 6.7+) or refuses them; the upper dir holds
  * none as overlayfs reads them and the diff holds only the real changes. */
-START_TEST(overlay_xattrs_from_the_worker) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(overlay_xattrs_from_the_worker) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "mkdir keep && echo k > keep/k.txt && git add keep && git -c user.email=u@x -c user.name=u "
                              "commit -qm keep"));
@@ -390,7 +373,6 @@ START_TEST(overlay_xattrs_from_the_worker) {
                       "the worker's xattrs reached the upper dir as overlay xattrs: %s", x);
         free(x), free(up);
         free(xattrs), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -401,8 +383,7 @@ END_TEST
  * changes), with an index git wrote with an untracked cache and a split
  * index, a gitlink and a sparse entry. Neither the base snapshot, the
  * extraction nor the accept runs any of them, and the changeset is right. */
-START_TEST(snapshot_runs_no_repository_program) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(snapshot_runs_no_repository_program) {
         char *repo = make_repo(w);
         char *marker = strdup(tf_path(w->root, "ran"));
         char *mark = strdup(tf_path(w->root, "mark.sh"));
@@ -429,7 +410,6 @@ START_TEST(snapshot_runs_no_repository_program) {
         char *a = tf_read(tf_path(repo, "a.txt"), NULL);
         ck_assert_str_eq(a, "one\nw\n");
         free(a), free(diff), free(id), free(mark), free(marker), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -437,8 +417,7 @@ END_TEST
  * (whose index, objects and config then serve the snapshot). The base is
  * the directory's own content, nothing of the other repository's tree
  * shows in the diff, and accept writes into the directory alone. */
-START_TEST(dotgit_file_points_elsewhere) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(dotgit_file_points_elsewhere) {
         char *repo = make_repo(w);
         char *other = strdup(tf_path(w->repo_parent, "other"));
         free(tf_shf(w, NULL,
@@ -457,21 +436,18 @@ START_TEST(dotgit_file_points_elsewhere) {
         char *got = tf_shf(w, repo, "cat a.txt new.txt; test ! -e secret.txt && echo ok");
         ck_assert_str_eq(got, "one\nw\nn\nok");
         free(got), free(other_before), free(other_after), free(diff), free(id), free(other), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Attack: the user's tree holds a fifo (untracked) and a socket when the
  * snapshot runs: were the snapshot to open them it would hang the shim
  * before the worker ever starts. */
-START_TEST(snapshot_over_fifo_does_not_hang) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(snapshot_over_fifo_does_not_hang) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "mkfifo pipe && python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind(\"sock\")'"));
         char *id = pending(w, repo, "printf 'w\\n' >> a.txt");
         char *diff = diff_names(w, id, "a.txt|");
         free(diff), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -499,8 +475,7 @@ END_TEST
  * absent from the tree). The worker, which never sees dir/old.txt, writes
  * one; another file is edited. Accept lands the worker's file or refuses
  * naming it, with the tree untouched; nothing is lost silently. */
-START_TEST(sparse_checkout_base) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sparse_checkout_base) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "git sparse-checkout set --no-cone '/*' '!/dir/' 2>&1 && test ! -e dir/old.txt"));
         char *id = pending(w, repo, "set -e; test ! -e dir/old.txt; mkdir -p dir; printf 'new\\n' > dir/old.txt; "
@@ -522,7 +497,6 @@ START_TEST(sparse_checkout_base) {
         }
         tf_run_done(&r);
         free(before), free(diff), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -530,8 +504,7 @@ END_TEST
  * write it would choose what the diff is computed against (hide a change
  * from the user, or make accept "merge" the user's files away). The
  * sandbox masks the overlay root: the worker can neither see nor write it. */
-START_TEST(worker_cannot_reach_its_base) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_cannot_reach_its_base) {
         char *repo = make_repo(w);
         char *script = strdup_printf(
                 "b=%s/overlays/taskferry-cow-$TASKFERRY_TASK_ID/base; "
@@ -546,7 +519,6 @@ START_TEST(worker_cannot_reach_its_base) {
         ck_assert_msg(!strstr(t, "4b825dc642cb6eb9a060e54bf8d69288fbee4904"), "the worker rewrote its base");
         char *diff = diff_names(w, id, "a.txt|");
         free(t), free(tree), free(probe), free(diff), free(id), free(script), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -584,8 +556,7 @@ END_TEST
  * a path longer than PATH_MAX, 10k files. Settlement must end (no hang, no
  * crash of the job); what git can represent is kept and accepts, the rest
  * is left out with a warning, and the ordinary edit is never lost. */
-START_TEST(deep_and_wide_trees) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(deep_and_wide_trees) {
         char *repo = make_repo(w);
         const char *script =
                 "set -e; printf 'w\\n' >> a.txt; mkdir wide; (cd wide && seq 1 10000 | xargs touch); "
@@ -617,7 +588,6 @@ START_TEST(deep_and_wide_trees) {
         char *got = tf_shf(w, repo, "cat a.txt; ls wide | wc -l");
         ck_assert_str_eq(got, "one\nw\n10000");
         free(got), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -678,8 +648,7 @@ static int count_of(const char *out, const char *id) {
  * timeout and one with timeout 0, accept of its own task, requests with
  * the same id. Every request gets exactly one reply, the daemon lives on,
  * and another task's changeset is neither accepted, rejected nor cancelled. */
-START_TEST(pipelined_hostile_requests) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(pipelined_hostile_requests) {
         char *repo = make_repo(w);
         /* the user's pending task, which the worker must not decide */
         char *victim = pending(w, repo, "printf 'v\\n' >> b.txt");
@@ -732,7 +701,6 @@ START_TEST(pipelined_hostile_requests) {
         ck_assert_str_eq(cs, "pending");
         ck_assert(tf_daemon_pid(w) > 0);
         free(cs), free(msg), free(script), free(py), free(reqs), free(id), free(victim), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -740,8 +708,7 @@ END_TEST
  * nested task, then exits while they are parked, and a nested task waits
  * on its parent. The daemon must drop them with the connections (no reply
  * to a freed request, no crash), settle both tasks, and answer after. */
-START_TEST(waits_on_self_and_parent) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(waits_on_self_and_parent) {
         char *repo = make_repo(w);
         const char *reqs = "{\"version\":1,\"id\":\"w1\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"SELF\"}}\n"
                            "{\"version\":1,\"id\":\"w2\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"PARENT\"}}\n"
@@ -771,7 +738,6 @@ START_TEST(waits_on_self_and_parent) {
         ck_assert(json_get_object(h, "result"));
         json_object_put(h);
         free(cmsg), free(cid), free(msg), free(id), free(script), free(cq), free(child), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -19,8 +19,7 @@
  * outside every sandbox with it. A worker summarizing its own task with
  * LD_PRELOAD pointing at a library ran that library as the user, unsandboxed.
  * A sandboxed caller's env now reaches neither the check nor the summary task. */
-START_TEST(summary_env_runs_nothing_outside_the_sandbox) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(summary_env_runs_nothing_outside_the_sandbox) {
         char *repo = tf_repo_new(w, NULL, NULL);
         /* the library a worker would build: it records where it ran */
         char *src = strdup(tf_path(w->root, "evil.c"));
@@ -54,7 +53,6 @@ START_TEST(summary_env_runs_nothing_outside_the_sandbox) {
         ck_assert(!tf_exists(worker_mark));
         ck_assert_msg(!tf_exists(mark), "the worker's LD_PRELOAD ran outside the sandbox");
         free(worker_mark), free(own), free(id), free(script), free(mark), free(so), free(src), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -107,8 +105,7 @@ static const char *error_message(json_object *frame) {
  * file", an oracle for what exists on the host, and task.context echoed the
  * resolved path. A sandboxed caller may name only its own directory or one
  * under it, and the answer is the same whatever exists elsewhere. */
-START_TEST(directory_params_are_no_host_oracle) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(directory_params_are_no_host_oracle) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *a = strdup_printf("{\"method\":\"task.context\",\"params\":{\"directory\":\"%s/secret.txt\"}}", w->state);
         char *b = strdup_printf("{\"method\":\"task.context\",\"params\":{\"directory\":\"%s/nope.json\"}}", w->state);
@@ -142,7 +139,6 @@ START_TEST(directory_params_are_no_host_oracle) {
         json_object_put(ra), json_object_put(rb), json_object_put(rc), json_object_put(rd), json_object_put(re),
                 json_object_put(rown);
         free(replies), free(a), free(b), free(c), free(d), free(e), free(own), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -192,8 +188,7 @@ static unsigned fd_count(pid_t pid) {
  * connections, pipelined. Held: the task socket's request budget answers
  * the excess SERVER_BUSY at once, every request is answered, and the
  * daemon ends with the fds it had (no job, pipe or pidfd leaks). */
-START_TEST(flooding_tail_and_output_is_bounded) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(flooding_tail_and_output_is_bounded) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         pid_t daemon = tf_daemon_pid(w);
@@ -222,7 +217,6 @@ START_TEST(flooding_tail_and_output_is_bounded) {
         for (int i = 0; i < 50 && (after = fd_count(daemon)) > before; i++) usleep(100 * 1000);
         ck_assert_msg(after <= before, "daemon fds %u before, %u after", before, after);
         free(out), free(id), free(script), free(py), free(first), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -237,8 +231,7 @@ static void assert_no_raw_controls(const char *what, const char *s) {
         ck_assert_msg(!strchr(s, '\007'), "%s prints a raw BEL: %.400s", what, s);
 }
 
-START_TEST(worker_text_reaches_no_terminal_raw) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_text_reaches_no_terminal_raw) {
         char *repo = tf_repo_new(w, NULL, NULL);
         /* JSON escapes: the log line itself is valid JSON with the raw controls in its text */
         const char *fx_text =
@@ -286,7 +279,6 @@ START_TEST(worker_text_reaches_no_terminal_raw) {
         }
         ck_assert_uint_ge(seen, 2); /* the text did reach them, escaped */
         free(fid), free(name), free(id), free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -296,8 +288,7 @@ END_TEST
  * parser must not park the user's provider on text from a tool's output, and
  * the watchdog classifier must not file the failure as a rate limit.
  * Held. */
-START_TEST(tool_output_parks_no_provider) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(tool_output_parks_no_provider) {
         char *repo = tf_repo_new(w, NULL, NULL);
         const char *fx_text =
                 "{\"type\":\"step_start\",\"sessionID\":\"ses_r\",\"part\":{\"type\":\"step-start\",\"messageID\":\"m1\"}}\n"
@@ -337,7 +328,6 @@ START_TEST(tool_output_parks_no_provider) {
         json_object_put(frame);
         free(cid);
         free(id), free(fxs), free(fxo), free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -346,8 +336,7 @@ END_TEST
  * with no overlay in the state dir's summaries/. Hole found (fixed in
  * launch.c): it could leave files, dirs and symlinks there, where every later
  * summary runs; the dir is read-only to it now. */
-START_TEST(summary_task_writes_nothing_durable) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(summary_task_writes_nothing_durable) {
         char *repo = tf_repo_new(w, NULL, NULL);
         const char *fx_text =
                 "{\"type\":\"text\",\"sessionID\":\"ses_s\",\"part\":{\"type\":\"text\",\"messageID\":\"m1\","
@@ -377,7 +366,6 @@ START_TEST(summary_task_writes_nothing_durable) {
         }
         ck_assert(!tf_exists(tf_path(repo, "planted")));
         free(sid), free(probe), free(src), free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

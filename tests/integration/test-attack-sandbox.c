@@ -28,8 +28,7 @@ static char *output_file(tf_world *w, const char *id, const char *name) {
  * on the host, and the earlier task owned <H'>/pi/sessions: it replaced the
  * dir by a symlink to ~/.ssh, so the resume copied the user's keys into the
  * new task's home. Same for OpenCode's <H'>/opencode/data/opencode. */
-START_TEST(resume_seed_follows_planted_symlink) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(resume_seed_follows_planted_symlink) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_put(tf_path(w->home, ".ssh/id_ed25519"), "SECRET-SSH-KEY\n");
         char *fixture = strdup(tf_path(w->fixtures, "real/pi-answer"));
@@ -60,7 +59,6 @@ START_TEST(resume_seed_follows_planted_symlink) {
                 free(b);
         }
         free(fixture), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -69,8 +67,7 @@ END_TEST
  * binds every entry of that dir read-only into the nested task's home: a
  * worker names any directory that is not deny-listed (another project, a
  * browser profile, ~/.cargo with its credentials) and reads it. */
-START_TEST(nested_env_names_user_dir) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_env_names_user_dir) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_put(tf_path(w->home, "private/notes.txt"), "SECRET-PRIVATE-NOTES\n");
         tf_put(tf_path(w->home, ".cargo/credentials.toml"), "SECRET-CARGO-TOKEN\n");
@@ -93,15 +90,13 @@ START_TEST(nested_env_names_user_dir) {
         }
         ck_assert_msg(children == 2, "nested dispatches did not run: %s", msg);
         free(msg), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Finding: ~/.config/git is allow-listed for git's config, but git's
  * credential store also lives there ($XDG_CONFIG_HOME/git/credentials,
  * git-credential-store(1)); only ~/.git-credentials was masked. */
-START_TEST(xdg_git_credentials_masked) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(xdg_git_credentials_masked) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_put(tf_path(w->home, ".config/git/credentials"), "https://u:SECRET-GIT-TOKEN@example.com\n");
         tf_put(tf_path(w->home, ".config/git/config"), "[user]\n\tname = visible\n");
@@ -109,7 +104,6 @@ START_TEST(xdg_git_credentials_masked) {
         ck_assert_msg(strstr(msg, "visible") && strstr(msg, "done"), "%s", msg);
         ck_assert_msg(!strstr(msg, "SECRET-GIT-TOKEN"), "git's XDG credential store was readable: %s", msg);
         free(msg), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -144,8 +138,7 @@ END_TEST
 
 /* Finding: a worker's nested tasks outlive a cancel of the worker: the user
  * cancels A, A's child goes on running what A gave it. */
-START_TEST(cancel_leaves_nested_tasks_running) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(cancel_leaves_nested_tasks_running) {
         char *repo = tf_repo_new(w, NULL, NULL);
         const char *script =
                 "c=$(taskferry dispatch --executor shell --prompt 'sleep 120' | sed -n 's/^id: //p'); "
@@ -167,7 +160,6 @@ START_TEST(cancel_leaves_nested_tasks_running) {
         /* fixed: handle_cancel cancels the tasks the worker dispatched, transitively */
         ck_assert_msg(gone, "the nested task %s kept running after its dispatcher %s was cancelled", child, a);
         free(child), free(a), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -175,8 +167,7 @@ END_TEST
  * tasks queued in front of the user's, each with a socket that may dispatch
  * more. Now at most 16 (handlers.c NESTED_TASKS_MAX) live per dispatch tree,
  * with SERVER_BUSY past it. */
-START_TEST(nested_dispatch_unbounded) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_dispatch_unbounded) {
         char *repo = tf_repo_new(w, NULL, NULL);
         const char *script =
                 "n=0; i=0; while [ $i -lt 80 ]; do i=$((i+1)); "
@@ -197,7 +188,6 @@ START_TEST(nested_dispatch_unbounded) {
         ck_assert_msg(n == 16, "a worker queued %d nested tasks: %s", n, msg);
         ck_assert_msg(strstr(msg, "too many nested tasks"), "no reason given: %s", msg);
         free(msg), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -228,8 +218,7 @@ static int listen_abstract(const char *name) {
 
 /* Held: the host's abstract Unix sockets (X11, some agents) stay out of
  * reach (Landlock scope, where the kernel has ABI 6). */
-START_TEST(abstract_socket_unreachable) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(abstract_socket_unreachable) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *name = strdup_printf("tf-attack-%s", strrchr(w->root, '/') + 1);
         int fd = listen_abstract(name);
@@ -242,7 +231,6 @@ START_TEST(abstract_socket_unreachable) {
         ck_assert_msg(!strstr(msg, "abstract-connected"), "reached a host abstract socket: %s", msg);
         ck_assert_msg(strstr(msg, "Error"), "the probe did not run: %s", msg);
         free(msg), free(script), free(name), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -276,8 +264,7 @@ END_TEST
 /* Finding: ~/.npm-global is allow-listed as a toolchain dir, and npm keeps
  * its global config (with registry tokens, like ~/.npmrc which is masked)
  * at <prefix>/etc/npmrc, i.e. ~/.npm-global/etc/npmrc. */
-START_TEST(npm_global_npmrc_masked) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(npm_global_npmrc_masked) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_put(tf_path(w->home, ".npm-global/etc/npmrc"), "//registry.npmjs.org/:_authToken=SECRET-NPM-TOKEN\n");
         tf_put(tf_path(w->home, ".npm-global/bin/tool"), "visible-tool\n");
@@ -285,7 +272,6 @@ START_TEST(npm_global_npmrc_masked) {
         ck_assert_msg(strstr(msg, "visible-tool") && strstr(msg, "done"), "%s", msg);
         ck_assert_msg(!strstr(msg, "SECRET-NPM-TOKEN"), "npm's global config was readable: %s", msg);
         free(msg), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -296,8 +282,7 @@ END_TEST
  * there) left a dangling symlink at that name. bwrap resolves a mount
  * point's symlinks inside the new root, so no host file is created (the
  * resumed task fails to start instead: a denial of that resume only). */
-START_TEST(seeded_mount_point_symlink) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(seeded_mount_point_symlink) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *victim = strdup_printf("/var/tmp/%s-created-by-bwrap", strrchr(w->root, '/') + 1);
         (void) unlink(victim);
@@ -318,7 +303,6 @@ START_TEST(seeded_mount_point_symlink) {
         (void) unlink(victim);
         ck_assert_msg(!created, "bwrap created %s on the host through the earlier task's symlink", victim);
         free(plant), free(victim), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -413,8 +397,7 @@ static void kill_daemon_children(tf_world *w) {
  * launch of the user's), and the hung job outlives the daemon. Fixed:
  * a sandboxed caller's marker may use neither back-references nor
  * intervals (handlers.c marker_is_costly). */
-START_TEST(final_marker_redos) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(final_marker_redos) {
         char *repo = tf_repo_new(w, NULL, NULL);
         const char *script =
                 "c=$(taskferry dispatch --executor shell "
@@ -440,7 +423,6 @@ START_TEST(final_marker_redos) {
         kill_daemon_children(w);
         ck_assert_msg(settled, "the nested task %s with a back-reference marker never settled", child);
         free(msg), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -490,8 +472,7 @@ static long daemon_hwm_kb(tf_world *w) {
  * of its own big nested changeset, 32 requests at a time on each task
  * socket, makes the daemon hold gigabytes (the OOM killer then takes the
  * daemon). Here: a 24 MiB changeset, 4 requests at once. */
-START_TEST(result_diff_buffers_whole_patch) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(result_diff_buffers_whole_patch) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *a = tf_shell_pending(w, repo, NULL, "head -c 25165824 /dev/urandom > big.bin", NULL);
         long before = daemon_hwm_kb(w);
@@ -512,7 +493,6 @@ START_TEST(result_diff_buffers_whole_patch) {
         ck_assert_msg(after - before < 64 * 1024, "the daemon's peak memory grew by %ld KiB answering 4 diffs it could "
                       "not send", after - before);
         free(a), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -588,8 +568,7 @@ END_TEST
  * the user's own back-reference marker against a long message) keeps
  * burning a CPU after the daemon is stopped, and the next daemon starts
  * another one. */
-START_TEST(job_outlives_daemon) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(job_outlives_daemon) {
         char *repo = tf_repo_new(w, NULL, NULL);
         const char *marker[] = {"--require-final-marker", "^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1c", NULL};
         char *a = tf_dispatch_shell(w, repo, marker, "head -c 3000 /dev/zero | tr '\\0' a");
@@ -625,7 +604,6 @@ START_TEST(job_outlives_daemon) {
         if (!gone) kill(job, SIGKILL);
         ck_assert_msg(gone, "settlement job %d outlived its daemon", (int) job);
         free(a), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

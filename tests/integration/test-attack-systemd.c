@@ -41,8 +41,7 @@ static bool pred_log(tf_world *w, void *arg) {
  * is a journal entry of its own, looking like one of taskferryd's. Control
  * characters in a message's arguments are now escaped; a line the daemon
  * means to split (error + help) still is. */
-START_TEST(worker_text_forges_no_log_line) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_text_forges_no_log_line) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         char *py = tf_write_peer(w);
@@ -73,7 +72,6 @@ START_TEST(worker_text_forges_no_log_line) {
                 if (*l) l++;
         }
         free(log), free(replies), free(id), free(script), free(req), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -84,8 +82,7 @@ END_TEST
  * the mask in the sandbox's namespace and the temp file was never masked, so
  * the worker read the new secret. The env file's directory is now masked as
  * a whole (unless it holds the home or the target). */
-START_TEST(env_file_rotation_stays_masked) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(env_file_rotation_stays_masked) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *dir = strdup_printf("%s/.config/taskferry", w->home);
         ck_assert_int_eq(mkdir_p(dir, 0700), 0);
@@ -113,15 +110,13 @@ START_TEST(env_file_rotation_stays_masked) {
         ck_assert_msg(!seen || (!strstr(seen, SECRET) && !strstr(seen, ROTATED)), "the worker read the env file: %s",
                       seen);
         free(seen), free(tmp), free(id), free(script), free(p), free(dir), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Attack: a worker's nested dispatch forwards plumbing variables in its env
  * (TASKFERRY_STATE_DIR, TASKFERRY_SOCKET_PATH, PATH, HOME, TASKFERRY_TASK_ID,
  * TASKFERRY_OUTPUT_DIR, TASKFERRY_RUNTIME_DIR) to misroute the next worker. */
-START_TEST(nested_env_carries_no_plumbing) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_env_carries_no_plumbing) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         char *py = tf_write_peer(w);
@@ -150,14 +145,12 @@ START_TEST(nested_env_carries_no_plumbing) {
         ck_assert_msg(env, "the nested worker wrote nothing");
         ck_assert_msg(!strstr(env, "/evil") && !strstr(env, "=evil"), "plumbing from a nested dispatch: %s", env);
         free(env), json_object_put(fr), free(replies), free(id), free(script), free(req), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Attack: without a user manager (this host), a worker that setsid()s and
  * double-forks a sleeper, then is cancelled: does anything of it live on? */
-START_TEST(cancel_leaves_no_setsid_grandchild) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(cancel_leaves_no_setsid_grandchild) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         /* a sleep of a length no one else uses marks the worker's processes */
@@ -184,7 +177,6 @@ START_TEST(cancel_leaves_no_setsid_grandchild) {
         free(tf_shf(w, NULL, "pkill -KILL -f -x '%s' || true", mark)); /* our own marked sleepers, if any */
         ck_assert_msg(atoi(n1) == 0, "%s processes of the cancelled worker live on", n1);
         free(n1), free(n0), free(id), free(script), free(mark), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -193,8 +185,7 @@ END_TEST
  * also keeps) through any /proc/<pid>/environ or cmdline the worker sees,
  * and write a forged log line to every fd it holds and to /proc/<pid>/fd/2
  * of every process it sees (the daemon's stderr is the journal). */
-START_TEST(proc_and_fds_reach_no_daemon) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(proc_and_fds_reach_no_daemon) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *dir = strdup_printf("%s/.config/taskferry", w->home);
         ck_assert_int_eq(mkdir_p(dir, 0700), 0);
@@ -222,7 +213,6 @@ START_TEST(proc_and_fds_reach_no_daemon) {
         ck_assert_msg(!strstr(log, "FORGED-FD"), "a worker wrote into the daemon's stderr:\n%s", log);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         free(log), free(seen), free(id), free(p), free(dir), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -305,8 +295,7 @@ END_TEST
  * symlink to another 0600 file of the user's (shadow-like lines). No value,
  * nor the target's content, may reach the daemon's log, a CLI's output or
  * tasks.json; the last good value stays. */
-START_TEST(env_file_errors_leak_no_value) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(env_file_errors_leak_no_value) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *dir = strdup_printf("%s/.config/taskferry", w->home);
         ck_assert_int_eq(mkdir_p(dir, 0700), 0);
@@ -374,7 +363,6 @@ START_TEST(env_file_errors_leak_no_value) {
         free(be), free(tasks), free(tj), free(log), free(msg), free(id), free(other), free(tmp);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) free(bad[i]);
         free(big), free(p), free(dir), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -382,8 +370,7 @@ END_TEST
  * (2^63-1, 2^64, -1, 0, 1.5, "8M", 8M exactly, 1e300, nested objects): the
  * daemon answers each (a result or an error), never crashes, and no nested
  * task ends up with a limit above its parent's. */
-START_TEST(scope_limits_at_the_edges) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(scope_limits_at_the_edges) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         pid_t pid0 = tf_daemon_pid(w);
@@ -425,7 +412,6 @@ START_TEST(scope_limits_at_the_edges) {
         }
         ck_assert_int_eq(tf_daemon_pid(w), pid0);
         free(replies), free(id), free(script), free(args), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -438,9 +424,7 @@ END_TEST
  * a worker leaving a changeset to extract. Whenever the daemon exits, every
  * task in tasks.json must be settled (no queued/running) and the next
  * daemon must see them so. */
-START_TEST(idle_exit_leaves_no_task_unsettled) {
-        char *extra[] = {(char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(idle_exit_leaves_no_task_unsettled, "TASKFERRY_IDLE_EXIT_SEC=1") {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *py = tf_write_peer(w);
         int lfd = tf_activation_socket(w);
@@ -499,7 +483,6 @@ START_TEST(idle_exit_leaves_no_task_unsettled) {
         w->daemon_pid = 0;
         close(lfd);
         free(tasks), free(tj), free(ids[0]), free(ids[1]), free(replies), free(id), free(script), free(req), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -545,8 +528,7 @@ END_TEST
  * content as the prompt: the secret landed in the task's prompt (tasks.json,
  * status, and the next worker's input, a model provider's for an agent).
  * A prompt_file that is a symlink is now refused. */
-START_TEST(job_prompt_file_swapped_for_a_symlink) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(job_prompt_file_swapped_for_a_symlink) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *cfg = strdup_printf("%s/.config/taskferry", w->home);
         char *jobs = strdup_printf("%s/jobs", cfg);
@@ -585,7 +567,6 @@ START_TEST(job_prompt_file_swapped_for_a_symlink) {
         ck_assert_msg(isempty(hits) || !strchr(hits, '/'), "the env file's secret reached the daemon's state: %s", hits);
         free(hits), free(msg), free(wid), free(script), free(jf), free(job), free(pf), free(shared), free(envp), free(jobs),
                 free(cfg), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -596,8 +577,7 @@ END_TEST
  * each ends within the timeout with a clean exit, and no error repeats the
  * value it refused. Hole found (fixed in job-file.c): the wide array took
  * 20 s of CPU to parse; a job file is read in seconds at most now. */
-START_TEST(hostile_job_files_and_dirs) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(hostile_job_files_and_dirs) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *jobs = strdup_printf("%s/.config/taskferry/jobs", w->home);
         ck_assert_int_eq(mkdir_p(jobs, 0700), 0);
@@ -670,7 +650,6 @@ START_TEST(hostile_job_files_and_dirs) {
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) free(bad[i].text);
         free(mib), free(jobs), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -693,8 +672,7 @@ static const char *const flood_py =
         "    s.sendall((json.dumps(req) + '\\n').encode())\n"
         "    print(f.readline().decode()[:300].strip())\n";
 
-START_TEST(nested_binds_flood_no_log) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_binds_flood_no_log) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *ssh = strdup_printf("%s/.ssh", w->home);
         ck_assert_int_eq(mkdir_p(ssh, 0700), 0);
@@ -717,7 +695,6 @@ START_TEST(nested_binds_flood_no_log) {
                       lines1 - lines0);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         free(log), free(replies), free(id), free(script), free(py), free(ssh), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

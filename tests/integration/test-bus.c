@@ -245,8 +245,7 @@ START_TEST(sandbox_and_the_bus) {
 END_TEST
 
 /* No bus at the address: one warning, and the daemon serves as ever. */
-START_TEST(no_bus_carries_on) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(no_bus_carries_on) {
         _cleanup_free_ char *addr = strdup_printf("unix:path=%s", tf_path(w->root, "no-bus-here"));
         tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", addr);
         char *repo = tf_repo_new(w, NULL, NULL);
@@ -256,7 +255,6 @@ START_TEST(no_bus_carries_on) {
         size_t n = tf_count(log, "D-Bus API");
         ck_assert_msg(n == 1 && strstr(log, "warning"), "daemon log:\n%s", log);
         free(log), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

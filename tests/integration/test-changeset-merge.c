@@ -24,8 +24,7 @@ static char *make_repo(tf_world *w) {
  * paths and lines; accept refuses naming dir/old.txt (deleted by the worker,
  * changed by the user) with the tree untouched; once the user drops that
  * edit, accept keeps both lines of a.txt, dir/new.txt and b.txt. */
-START_TEST(concurrent_user_edits_survive) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(concurrent_user_edits_survive) {
         char *repo = make_repo(w);
         json_object *st = NULL;
         char *id = tf_shell_paused(w, repo, "set -e; printf 'worker\\n' >> a.txt; rm -rf dir; " TF_PAUSE,
@@ -64,15 +63,13 @@ START_TEST(concurrent_user_edits_survive) {
         ck_assert_str_eq(staged, "");
         free(staged), free(a), free(n), free(b), free(cs), free(before), free(after), free(diff), free(files);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A path the user changed while the worker ran, and that the worker never
  * touched, is absent from the diff: dir/new.txt inside the dir the worker
  * deleted, b.txt edited, lines.txt deleted. Accept then keeps all of it. */
-START_TEST(untouched_user_paths_absent_from_diff) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(untouched_user_paths_absent_from_diff) {
         char *repo = make_repo(w);
         json_object *st = NULL;
         char *id = tf_shell_paused(w, repo, "set -e; rm -rf dir; printf 'w\\n' > w.txt; " TF_PAUSE,
@@ -85,7 +82,6 @@ START_TEST(untouched_user_paths_absent_from_diff) {
         char *state = tf_shf(w, repo, "cat dir/new.txt b.txt w.txt; test ! -e dir/old.txt && test ! -e lines.txt && echo ok");
         ck_assert_str_eq(state, "mine\nB\nw\nok");
         free(state), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -115,8 +111,7 @@ END_TEST
  * (and each adding a file of its own), accepted at the same time: one
  * applies, the other stays pending with git's reason, and the tree holds
  * exactly one of them. */
-START_TEST(concurrent_accepts_one_file) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(concurrent_accepts_one_file) {
         char *repo = make_repo(w);
         char *id1 = tf_dispatch_shell(w, repo, NULL, "set -e; sed -i 's/^2$/two-one/' lines.txt; echo 1 > one.txt");
         char *id2 = tf_dispatch_shell(w, repo, NULL, "set -e; sed -i 's/^2$/two-two/' lines.txt; echo 2 > two.txt");
@@ -136,13 +131,11 @@ START_TEST(concurrent_accepts_one_file) {
         char *line2 = tf_shf(w, repo, "sed -n 2p lines.txt; ls one.txt two.txt 2>/dev/null; true");
         ck_assert_str_eq(line2, first ? "two-one\none.txt" : "two-two\ntwo.txt");
         free(line2), free(out), free(c1), free(c2), free(o1), free(o2), free(id1), free(id2), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The base lives under the task's overlay root and goes with it. */
-START_TEST(base_snapshot_under_overlay_root) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(base_snapshot_under_overlay_root) {
         char *repo = make_repo(w);
         char *id = tf_shell_pending(w, repo, NULL,
                                     "set -e; printf 'w\\n' >> a.txt; test ! -e \"$TASKFERRY_STATE_DIR/overlays\" || true", NULL);
@@ -154,7 +147,6 @@ START_TEST(base_snapshot_under_overlay_root) {
         tf_run_done(&r);
         ck_assert(!tf_exists(tree));
         free(tree), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -11,19 +11,16 @@
 #include "json-util.h"
 #include "util.h"
 
-START_TEST(unknown_task_is_a_toon_error_exit_1) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(unknown_task_is_a_toon_error_exit_1) {
         const char *argv[] = {"status", "nope", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert_str_eq(r.out, "error: \"unknown task id: nope\"\nhelp: run taskferry list to see valid task ids\n");
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(dispatch_without_prompt_is_usage_error) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(dispatch_without_prompt_is_usage_error) {
         const char *argv[] = {"dispatch", "--executor", "shell", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
         ck_assert_int_eq(r.exit_code, 2);
@@ -41,7 +38,6 @@ START_TEST(dispatch_without_prompt_is_usage_error) {
         ck_assert_int_eq(r.exit_code, 2);
         ck_assert_msg(strstr(r.out, "directory does not exist: /nonexistent/dir"), "%s", r.out);
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -55,8 +51,7 @@ static void assert_json_output(tf_world *w, const char *const argv[], int want_e
         tf_run_done(&r);
 }
 
-START_TEST(json_output_for_every_command) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(json_output_for_every_command) {
         char *repo = tf_repo_new(w, NULL, "echo a > a");
         char *id = tf_dispatch_shell(w, repo, NULL, "echo b > b; echo hi");
         const struct {
@@ -97,12 +92,10 @@ START_TEST(json_output_for_every_command) {
         ck_assert_msg(strstr(r.out, "command: dispatch"), "%s", r.out);
         tf_run_done(&r);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(oversized_request_is_explained) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(oversized_request_is_explained) {
         size_t n = 1100 * 1024;
         char *big = malloc(n + 1);
         memset(big, 'a', n);
@@ -113,7 +106,6 @@ START_TEST(oversized_request_is_explained) {
         ck_assert_msg(strstr(r.out, "over the daemon's 1 MiB request limit"), "%s", r.out);
         tf_run_done(&r);
         free(big);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -146,8 +138,7 @@ static int count_daemons(tf_world *w) {
         return n;
 }
 
-START_TEST(racing_clis_start_one_daemon) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(racing_clis_start_one_daemon) {
         pid_t kids[4];
         for (int i = 0; i < 4; i++) {
                 kids[i] = fork();
@@ -168,19 +159,16 @@ START_TEST(racing_clis_start_one_daemon) {
                 ck_assert_int_eq(WEXITSTATUS(status), 0);
         }
         ck_assert_int_eq(count_daemons(w), 1);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(auto_start_disabled) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(auto_start_disabled) {
         tf_world_setenv(w, "TASKFERRY_AUTO_START", "0");
         const char *argv[] = {"list", "--all", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert_int_eq(count_daemons(w), 0);
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -87,8 +87,7 @@ END_TEST
 
 /* config.json is read once per daemon start: an edit while it runs changes
  * nothing until the next start */
-START_TEST(read_once_per_start) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(read_once_per_start) {
         write_config(w, "{\"defaultExecutor\": \"shell\"}");
         const char *d[] = {"--no-sandbox", "--directory", w->repo_parent, "--prompt", "echo from-default-executor", NULL};
         char *id = tf_dispatch(w, d);
@@ -109,7 +108,6 @@ START_TEST(read_once_per_start) {
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert_msg(strstr(r.out, "could not parse"), "%s", r.out);
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -226,8 +224,7 @@ START_TEST(k2_validation_refuses_start) {
 END_TEST
 
 /* Attacker-shaped config.json: a clear refusal within seconds, never a hang */
-START_TEST(hostile_config_files) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(hostile_config_files) {
         _cleanup_free_ char *dir = strdup_printf("%s/taskferry", w->cfg);
         _cleanup_free_ char *p = config_path(w);
         ck_assert_int_eq(mkdir_p(dir, 0700), 0);
@@ -251,7 +248,6 @@ START_TEST(hostile_config_files) {
                 tf_run_done(&r);
         }
         unlink(p);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -305,8 +301,7 @@ START_TEST(wait_default_timeout_from_config) {
 END_TEST
 
 /* cancelGraceMs from config.json, env over it */
-START_TEST(cancel_grace_from_config) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(cancel_grace_from_config) {
         write_config(w, "{\"cancelGraceMs\": 1234}");
         for (int k = 0; k < 2; k++) {
                 const char *nosandbox[] = {"--no-sandbox", NULL};
@@ -329,7 +324,6 @@ START_TEST(cancel_grace_from_config) {
                 daemon_stop(w);
                 tf_world_setenv(w, "TASKFERRY_CANCEL_GRACE_MS", "4321");
         }
-        tf_world_free(w);
 }
 END_TEST
 
@@ -400,8 +394,7 @@ END_TEST
 
 /* K5: rw/ro binds union across flag, env and config; the deny-lists' env
  * replaces the config's */
-START_TEST(k5_lists) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(k5_lists) {
         char *repo = tf_repo_new(w, NULL, NULL);
         const char *names[] = {"rw-flag", "rw-env", "rw-cfg", "rw-alias-env", "rw-alias-cfg", "ro-cfg", "ro-env"};
         char *dirs[ELEMENTSOF(names)];
@@ -459,14 +452,12 @@ START_TEST(k5_lists) {
         free(again);
         for (size_t i = 0; i < ELEMENTSOF(names); i++) free(dirs[i]);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* K5: TASKFERRY_PROVIDER_LIMITS replaces config providerLimits when set
  * ("" clears): a malformed config entry stops mattering once env is set */
-START_TEST(k5_provider_limits_env_replaces) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(k5_provider_limits_env_replaces) {
         const char *l[] = {"list", NULL};
         write_config(w, "{\"providerLimits\": {\"zai\": {\"maxConcurrentTasks\": 1}}}");
         tf_world_setenv(w, "TASKFERRY_PROVIDER_LIMITS", "");
@@ -484,7 +475,6 @@ START_TEST(k5_provider_limits_env_replaces) {
         _cleanup_free_ char *out = tf_unescape(r.out);
         ck_assert_msg(r.exit_code == 1 && strstr(out, "malformed TASKFERRY_PROVIDER_LIMITS entry \"openai\""), "%s", out);
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 

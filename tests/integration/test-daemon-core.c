@@ -10,9 +10,7 @@
 #include "json-util.h"
 #include "util.h"
 
-START_TEST(dispatch_refused_when_the_record_cannot_be_written) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(dispatch_refused_when_the_record_cannot_be_written, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         /* tasks.json turns into a non-empty directory: every write of the
          * store fails (a rename over it), for root as for anyone */
@@ -42,13 +40,11 @@ START_TEST(dispatch_refused_when_the_record_cannot_be_written) {
         char *id = tf_shell_done(w, w->repo_parent, NULL, prompt, NULL);
         ck_assert(tf_exists(marker));
         free(id), free(prompt), free(marker), free(tasks);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(queued_tasks_run_after_a_daemon_crash) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(queued_tasks_run_after_a_daemon_crash, "TASKFERRY_DISABLE_SANDBOX=1",
+                  "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *order = strdup_printf("%s/order", w->repo_parent);
         char *p0 = strdup_printf("sleep 2; echo 0 >> %s", order);
         char *ids[4];
@@ -70,7 +66,6 @@ START_TEST(queued_tasks_run_after_a_daemon_crash) {
         free(got);
         for (int i = 0; i < 4; i++) free(ids[i]);
         free(p0), free(order);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -23,8 +23,7 @@ static void assert_error(json_object *frame, const char *code) {
         ck_assert_str_eq(json_get_string(e, "code"), code);
 }
 
-START_TEST(health_and_permissions) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(health_and_permissions) {
         tf_daemon_start(w);
         json_object *f = tf_rpc(w, "system.health", "{}");
         /* exact result {"healthy":true,"pid":<pid>,"version":1} and envelope order */
@@ -41,12 +40,10 @@ START_TEST(health_and_permissions) {
         ck_assert_int_eq(st.st_mode & 07777, 0600);
         ck_assert_int_eq(stat(w->state, &st), 0);
         ck_assert_int_eq(st.st_mode & 07777, 0700);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(malformed_json_keeps_connection) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(malformed_json_keeps_connection) {
         tf_daemon_start(w);
         int fd = tf_connect(w);
         tf_send(fd, "{not json");
@@ -66,7 +63,6 @@ START_TEST(malformed_json_keeps_connection) {
         json_object_put(o);
         free(l);
         close(fd);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -85,8 +81,7 @@ static void expect_line_error(tf_world *w, const char *line, const char *code, c
         close(fd);
 }
 
-START_TEST(envelope_validation_order) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(envelope_validation_order) {
         tf_daemon_start(w);
 #define BAD_REQ "request must contain version, id, method, and params"
         static const struct {
@@ -121,12 +116,10 @@ START_TEST(envelope_validation_order) {
         /* version is checked before the method */
         expect_line_error(w, "{\"version\":3,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNSUPPORTED_VERSION",
                           "a", NULL);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(param_validation) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(param_validation) {
         tf_daemon_start(w);
         struct {
                 const char *method, *params;
@@ -175,7 +168,6 @@ START_TEST(param_validation) {
         ck_assert_str_eq(json_get_string(error_of(f), "detail"),
                          "error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids");
         json_object_put(f);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -201,8 +193,7 @@ static void expect_health_reply(int fd, const char *id) {
  * lines (ignored), a request arriving a byte at a time, several in one
  * chunk, and a line that fills the 1 MiB inbound budget exactly (answered;
  * one byte more is REQUEST_TOO_LARGE, oversized_inbound). */
-START_TEST(framing_edges) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(framing_edges) {
         tf_daemon_start(w);
         int fd = tf_connect(w);
         const char *req = "{\"version\":1,\"id\":\"%s\",\"method\":\"system.health\",\"params\":{}}";
@@ -234,12 +225,10 @@ START_TEST(framing_edges) {
         free(big);
         free(a), free(first), free(b), free(c), free(d), free(two), free(e);
         close(fd);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(oversized_inbound) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(oversized_inbound) {
         tf_daemon_start(w);
         int fd = tf_connect(w);
         size_t n = 1024 * 1024 + 1;
@@ -267,13 +256,10 @@ START_TEST(oversized_inbound) {
         json_object *f = tf_rpc(w, "system.health", "{}");
         tf_result(f);
         json_object_put(f);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(out_of_order_replies) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(out_of_order_replies, "TASKFERRY_DISABLE_SANDBOX=1") {
         char *slow = tf_dispatch_shell(w, w->repo_parent, NULL, "sleep 30");
         char *fast = tf_dispatch_shell(w, w->repo_parent, NULL, "echo done");
         json_object_put(tf_wait_settled(w, fast));
@@ -361,12 +347,10 @@ START_TEST(out_of_order_replies) {
         tf_run_done(&r);
         json_object_put(tf_wait_settled(w, slow));
         free(slow), free(fast);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(second_daemon_refuses_and_stale_socket_is_replaced) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(second_daemon_refuses_and_stale_socket_is_replaced) {
         ck_assert_int_eq(mkdir_p(w->run, 0700), 0);
         /* a plain file where the socket goes is stale and replaced */
         tf_write(w->socket, "stale", 5, 0600);
@@ -386,12 +370,10 @@ START_TEST(second_daemon_refuses_and_stale_socket_is_replaced) {
         json_get_int64(tf_result(f), "pid", &pid);
         ck_assert_int_eq(pid, w->daemon_pid);
         json_object_put(f);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(graceful_shutdown) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(graceful_shutdown) {
         tf_daemon_start(w);
         int fd = tf_connect(w);
         /* make sure the daemon has accepted this connection */
@@ -415,12 +397,10 @@ START_TEST(graceful_shutdown) {
         ck_assert(tf_exists(tasks));
         free(tasks);
         w->daemon_pid = 0;
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(socket_activation) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(socket_activation) {
         ck_assert_int_eq(mkdir_p(w->run, 0700), 0);
         /* systemd-socket-activate passes a listening socket the way systemd does */
         pid_t pid = fork();
@@ -469,7 +449,6 @@ START_TEST(socket_activation) {
         /* the socket belongs to the activator: the daemon must not unlink it */
         ck_assert(tf_exists(w->socket));
         w->daemon_pid = 0;
-        tf_world_free(w);
 }
 END_TEST
 

@@ -11,9 +11,7 @@
 #include "json-util.h"
 #include "util.h"
 
-START_TEST(tasks_survive_restart) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(tasks_survive_restart, "TASKFERRY_DISABLE_SANDBOX=1") {
         char *done_id = tf_dispatch_shell(w, w->repo_parent, NULL, "echo persisted");
         json_object_put(tf_wait_settled(w, done_id));
         char *run_id = tf_dispatch_shell(w, w->repo_parent, NULL, "sleep 60");
@@ -44,15 +42,13 @@ START_TEST(tasks_survive_restart) {
         ck_assert_str_eq(tf_jstr(o, "status"), "cancelled");
         json_object_put(o);
         free(done_id), free(run_id);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A sandboxed worker that finishes while the daemon is dead (SIGKILL) is
  * settled from the exit status its shim recorded, and its changeset is
  * extracted: nothing is lost. */
-START_TEST(worker_finishing_while_daemon_is_dead_is_settled) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_finishing_while_daemon_is_dead_is_settled) {
         char *repo = tf_repo_new(w, NULL, "echo a > a");
         char *id = tf_dispatch_shell(w, repo, NULL, "sleep 2; echo late > late.txt; echo finished");
         pid_t pid = tf_daemon_pid(w);
@@ -73,7 +69,6 @@ START_TEST(worker_finishing_while_daemon_is_dead_is_settled) {
         char *late = tf_read(tf_path(repo, "late.txt"), NULL);
         ck_assert_str_eq(late, "late\n");
         free(late), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -81,8 +76,7 @@ END_TEST
  * before it recorded the decision: the next accept must see that the tree
  * already holds the change and not apply it a second time (review: a hunk
  * whose context repeats in the file applied twice). */
-START_TEST(interrupted_accept_is_not_applied_twice) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(interrupted_accept_is_not_applied_twice) {
         char *repo = tf_repo_new(w, NULL,
                                  "printf 'top\\nx\\ny\\nA\\nB\\nC\\nD\\nE\\nF\\nmid\\nA\\nB\\nC\\nD\\nE\\nF\\nbottom\\nz\\nw\\n' > f.txt");
         char *id = tf_dispatch_shell(w, repo, NULL, "sed -i '0,/^C$/{/^C$/a NEW\n}' f.txt");
@@ -105,12 +99,10 @@ START_TEST(interrupted_accept_is_not_applied_twice) {
         char *count = tf_shf(w, repo, "grep -c NEW f.txt");
         ck_assert_str_eq(count, "1");
         free(count), free(tasks), free(patch), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(unreadable_state_is_never_overwritten) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(unreadable_state_is_never_overwritten) {
         ck_assert_int_eq(mkdir_p(w->state, 0700), 0);
         const char *garbage = "[{\"id\": \"oc_x\", truncated";
         tf_write(tf_path(w->state, "tasks.json"), garbage, strlen(garbage), 0600);
@@ -127,7 +119,6 @@ START_TEST(unreadable_state_is_never_overwritten) {
         char *after = tf_read(tf_path(w->state, "tasks.json"), NULL);
         ck_assert_str_eq(after, garbage);
         free(after);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -136,8 +127,7 @@ static bool group_gone(tf_world *w, void *arg) {
         return kill(-pgid, 0) < 0 && errno == ESRCH;
 }
 
-START_TEST(cancel_kills_the_process_group) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(cancel_kills_the_process_group) {
         /* a grandchild that ignores nothing, and a worker that traps TERM */
         char *id = tf_dispatch_shell(w, w->repo_parent, NULL, "sleep 300 & trap '' TERM; echo started; while :; do sleep 0.1; done");
         json_object *st = NULL;
@@ -168,13 +158,11 @@ START_TEST(cancel_kills_the_process_group) {
         ck_assert_str_eq(tf_jstr(o, "note"), "task is already cancelled; nothing to cancel");
         json_object_put(o);
         free(id);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(concurrency_cap_queues_and_queued_cancel) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", (char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(concurrency_cap_queues_and_queued_cancel, "TASKFERRY_MAX_CONCURRENT_TASKS=1",
+                  "TASKFERRY_DISABLE_SANDBOX=1") {
         char *a = tf_dispatch_shell(w, w->repo_parent, NULL, "sleep 1; echo one");
         json_object *o = tf_cli_json(w, (const char *const[]){"dispatch", "--json", "--executor", "shell", "--directory",
                                                                w->repo_parent, "--prompt", "echo two", NULL},
@@ -205,12 +193,10 @@ START_TEST(concurrency_cap_queues_and_queued_cancel) {
         ck_assert_ptr_null(json_get_object(sc, "pid"));
         json_object_put(sc);
         free(a), free(b), free(c);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(worker_dying_mid_line_keeps_output) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_dying_mid_line_keeps_output) {
         char *id = tf_dispatch_shell(w, w->repo_parent, NULL, "echo first line; printf 'half a li'; kill -KILL $$");
         json_object *st = tf_wait_settled(w, id);
         ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
@@ -225,14 +211,12 @@ START_TEST(worker_dying_mid_line_keeps_output) {
         ck_assert_str_eq(tf_jstr(o, "message"), "first line\nhalf a li");
         json_object_put(o);
         free(id);
-        tf_world_free(w);
 }
 END_TEST
 
 /* stderr reaches the log byte for byte, but a stderr write without a newline
  * cannot glue itself onto the next stdout event and lose it. */
-START_TEST(stderr_without_newline_keeps_events_intact) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(stderr_without_newline_keeps_events_intact) {
         char *id = tf_dispatch_shell(w, w->repo_parent, NULL, "printf 'warning: no newline' >&2; sleep 0.2; echo 'the real answer'");
         json_object *st = tf_wait_settled(w, id);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
@@ -245,12 +229,10 @@ START_TEST(stderr_without_newline_keeps_events_intact) {
         char *log = tf_read(path, NULL);
         ck_assert_msg(strstr(log, "warning: no newline\n{\"type\":\"text\""), "log: %s", log);
         free(log), free(path), free(id);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(nonzero_exit_and_stderr_boot_failure) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nonzero_exit_and_stderr_boot_failure) {
         char *id = tf_dispatch_shell(w, w->repo_parent, NULL, "echo 'Error: could not load config' >&2; exit 3");
         json_object *st = tf_wait_settled(w, id);
         ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
@@ -261,7 +243,6 @@ START_TEST(nonzero_exit_and_stderr_boot_failure) {
         ck_assert_str_eq(strempty(tf_jstr(st, "failureDetail")), "Error: could not load config");
         json_object_put(st);
         free(id);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -69,8 +69,7 @@ static size_t count_sections(const char *s) {
         return n;
 }
 
-START_TEST(pipe_output_applies_byte_exact) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(pipe_output_applies_byte_exact) {
         char *repo = make_repo(w);
         char *id = dispatch_settled(w, repo, WORKER, true);
         char *patch = patch_path(w, id);
@@ -101,12 +100,10 @@ START_TEST(pipe_output_applies_byte_exact) {
         free(patch);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(stat_and_path_limits) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(stat_and_path_limits) {
         char *repo = make_repo(w);
         char *id = dispatch_settled(w, repo, WORKER, true);
         char *patch = patch_path(w, id);
@@ -177,7 +174,6 @@ START_TEST(stat_and_path_limits) {
         free(patch);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -263,8 +259,7 @@ static void assert_only_colour_escapes(const char *s, size_t len) {
         }
 }
 
-START_TEST(tty_coloured_through_pager) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(tty_coloured_through_pager) {
         char *repo = make_repo(w);
         char *id = dispatch_settled(w, repo, WORKER, true);
         char *patch = patch_path(w, id);
@@ -348,14 +343,12 @@ START_TEST(tty_coloured_through_pager) {
         free(patch);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A patch over the protocol's 1 MiB frame cap: result --diff cannot carry
  * it, diff streams it, to a pipe and through the pager. */
-START_TEST(huge_patch_streams) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(huge_patch_streams) {
         char *repo = make_repo(w);
         char *id = dispatch_settled(w, repo, "set -e; seq 1 400000 | sed 's/$/ some text to make it long/' > big.txt", true);
         char *patch = patch_path(w, id);
@@ -388,7 +381,6 @@ START_TEST(huge_patch_streams) {
         free(patch);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -397,8 +389,7 @@ static tf_run cli2(tf_world *w, const char *cwd, const char *a, const char *b) {
         return tf_cli(w, cwd, NULL, argv);
 }
 
-START_TEST(errors_and_changeset_column) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(errors_and_changeset_column) {
         char *repo = make_repo(w);
         /* a running task: nothing extracted yet */
         char *id = tf_dispatch_shell(w, repo, NULL, "echo x > f.txt; " TF_WAIT_GO);
@@ -480,15 +471,13 @@ START_TEST(errors_and_changeset_column) {
         free(direct);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A worker (hostile, in its sandbox, on its own task socket) asks for another
  * task's patch path through the new result fields and tries the state dir's
  * patch file directly: it gets an unknown task and no file. */
-START_TEST(worker_cannot_reach_another_tasks_patch) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_cannot_reach_another_tasks_patch) {
         char *repo = make_repo(w);
         char *victim = dispatch_settled(w, repo, "printf 'secret change\\n' > tracked.txt", true);
         char *patch = patch_path(w, victim);
@@ -516,7 +505,6 @@ START_TEST(worker_cannot_reach_another_tasks_patch) {
         free(patch);
         free(victim);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

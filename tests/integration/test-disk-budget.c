@@ -56,8 +56,7 @@ static void check_disk_stop(json_object *rec, const char *budget_text) {
 /* Dense writes past --disk-max 50M: stopped near the budget, the task
  * crashes with disk_quota_exceeded, and what it wrote so far is a pending
  * changeset that accepts. */
-START_TEST(disk_max_stops_dense_writer) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(disk_max_stops_dense_writer) {
         char *repo = make_repo(w);
         const char *budget50[] = {"--disk-max", "50M", NULL};
         char *id = tf_dispatch_shell(w, repo, budget50,
@@ -87,14 +86,12 @@ START_TEST(disk_max_stops_dense_writer) {
         ck_assert_msg(atoi(n) >= 40 && atoi(n) < 120, "%s files landed", n);
         free(n);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The executor homes and a git common dir's overlay count too: a worker
  * cannot park its bytes in $UV_CACHE_DIR or in git objects instead. */
-START_TEST(disk_max_counts_homes_and_gitdir) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(disk_max_counts_homes_and_gitdir) {
         char *main_repo = tf_repo_new(w, "main", "echo b > f"), *wt = tf_worktree_add(w, main_repo, "wt", "x");
         static const char *const scripts[] = {
                 "i=0; while [ $i -lt 200 ]; do head -c 1048576 /dev/urandom > \"$UV_CACHE_DIR/f$i\"; i=$((i+1)); "
@@ -111,15 +108,13 @@ START_TEST(disk_max_counts_homes_and_gitdir) {
                 free(id);
         }
         free(main_repo), free(wt);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A sparse giant counts its apparent size: stopped, and since extracting
  * 8 GiB of holes would take the settlement hostage, the changeset is
  * discarded cleanly (rejected, no overlay left). */
-START_TEST(disk_max_stops_sparse_giant) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(disk_max_stops_sparse_giant) {
         char *repo = make_repo(w);
         const char *budget50[] = {"--disk-max", "50M", NULL};
         uint64_t t0 = mono_ms();
@@ -137,7 +132,6 @@ START_TEST(disk_max_stops_sparse_giant) {
         free(left);
         ck_assert(!tf_exists(tf_path(repo, "big.bin")));
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -164,8 +158,7 @@ static void unmount_small_tmpfs(tf_world *w, const char *dir) {
 /* 3,000 empty files from one worker: its own extraction works and later
  * dispatches keep working. As root the runtime dir is a small tmpfs (2,000
  * inodes, like a crowded /run/user), where the overlay used to live. */
-START_TEST(many_empty_files_extract) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(many_empty_files_extract) {
         bool mounted = false;
         if (is_root()) {
                 mount_small_tmpfs(w->run, "size=8m,nr_inodes=2000,mode=0700");
@@ -200,7 +193,6 @@ START_TEST(many_empty_files_extract) {
         ck_assert(tf_exists(tf_path(repo, "next.txt")));
         if (mounted) unmount_small_tmpfs(w, w->run);
         free(id), free(id2), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -295,8 +287,7 @@ END_TEST
  * <runtime>/overlay, here forced with TASKFERRY_OVERLAY_TMP_DIR) keep working
  * after the daemon restarts with the new default: accept and reject use the
  * recorded tmpRoot, and new tasks go under <state>/overlays. */
-START_TEST(legacy_overlay_location_still_works) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(legacy_overlay_location_still_works) {
         char *legacy = strdup_printf("%s/overlay", w->run);
         tf_world_setenv(w, "TASKFERRY_OVERLAY_TMP_DIR", legacy);
         char *repo = make_repo(w);
@@ -341,14 +332,12 @@ START_TEST(legacy_overlay_location_still_works) {
         ck_assert_str_eq(seen, "hidden");
         free(seen), free(probe);
         free(roots[0]), free(roots[1]), free(id1), free(id2), free(id3), free(legacy), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A worker cannot widen its nested tasks' budget past the default: a nested
  * dispatch with --disk-max 1T gets min(10 GiB, 1/4 of the filesystem). */
-START_TEST(nested_dispatch_cannot_raise_budget) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_dispatch_cannot_raise_budget) {
         char *repo = make_repo(w);
         char *script = strdup_printf("child=$(taskferry dispatch --executor shell --disk-max 1T --directory %s "
                                      "--prompt true | sed -n 's/^id: //p'); echo child=$child",
@@ -378,7 +367,6 @@ START_TEST(nested_dispatch_cannot_raise_budget) {
         ck_assert_int_eq(got, 1LL << 40);
         json_object_put(rec);
         free(child), free(id), free(id2), free(script), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -179,8 +179,7 @@ START_TEST(git_round_trip_accept_and_reject) {
 }
 END_TEST
 
-START_TEST(no_changes_auto_accepts) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(no_changes_auto_accepts) {
         char *repo = make_repo(w);
         json_object *st = NULL;
         char *id = tf_shell_done(w, repo, NULL, "cat tracked.txt", &st);
@@ -192,12 +191,10 @@ START_TEST(no_changes_auto_accepts) {
         free(msg);
         ck_assert(tf_wait_until(no_cow_dirs, w, NULL, 10000));
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(apply_failure_keeps_pending) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(apply_failure_keeps_pending) {
         char *repo = make_repo(w);
         char *id = tf_shell_settled(w, repo, NULL, "printf 'worker version\\n' > tracked.txt", NULL);
         /* the user edits the same file meanwhile */
@@ -216,15 +213,13 @@ START_TEST(apply_failure_keeps_pending) {
         ck_assert_str_eq(cs, "pending");
         free(cs);
         free(state), free(state2), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* What the worker sees: deny-listed and daemon dirs are empty, the runtime dir
  * holds only the socket, nothing outside the overlay and the output dir is
  * writable. */
-START_TEST(sandbox_confinement) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sandbox_confinement) {
         char *repo = make_repo(w);
         free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo secret > %s/.ssh/id_ed25519 && mkdir -p %s && echo c > %s/cached",
                     w->home, w->home, w->cache, w->cache));
@@ -301,12 +296,10 @@ START_TEST(sandbox_confinement) {
         ck_assert_int_eq(sb.st_mode & 0777, 0600);
         free(report), free(env_state), free(env_cache), free(env_run), free(env_world);
         free(id), free(id0), free(repo), free(tasks_path), free(log);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(missing_bwrap_crashes_with_spawn_error) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(missing_bwrap_crashes_with_spawn_error) {
         char *repo = make_repo(w);
         /* a PATH without bwrap, for the daemon and hence the worker */
         char *bin = strdup(tf_path(w->root, "nobwrap"));
@@ -324,12 +317,10 @@ START_TEST(missing_bwrap_crashes_with_spawn_error) {
         json_object_put(st);
         ck_assert(!tf_exists(tf_path(repo, "x")));
         free(id), free(repo), free(bin), free(path);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(no_sandbox_runs_directly) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(no_sandbox_runs_directly) {
         char *repo = make_repo(w);
         const char *nosandbox[] = {"--no-sandbox", NULL};
         char *id = tf_shell_done(w, repo, nosandbox,
@@ -342,7 +333,6 @@ START_TEST(no_sandbox_runs_directly) {
         ck_assert_msg(strstr(msg, expect), "message: %s", msg);
         free(expect), free(msg);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -370,8 +360,7 @@ static bool warnings_persisted(tf_world *w, void *arg) {
  * and result name every left-out path in changesetWarnings (also in
  * tasks.json), accept lands a.txt, and afterwards `git status` anywhere in the
  * tree runs nothing and none of the planted paths exists. */
-START_TEST(planted_repository_paths_are_left_out) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(planted_repository_paths_are_left_out) {
         char *repo = tf_repo_new(w, NULL, "mkdir -p src/lib && echo a > a.txt && echo f > src/lib/f.c");
         char *markers = strdup(tf_path(w->root, "markers"));
         char *mark = strdup(tf_path(w->root, "mark.sh"));
@@ -446,7 +435,6 @@ START_TEST(planted_repository_paths_are_left_out) {
         ck_assert_msg(streq(absent, ""), "planted paths in the tree: %s", absent);
         free(absent);
         free(script), free(id), free(mark), free(markers), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

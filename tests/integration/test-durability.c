@@ -119,8 +119,7 @@ static bool trash_empty(tf_world *w, void *arg) {
  * and a rejected task, go (their overlayDirs persisted as null); the overlay
  * of a pending changeset stays, as do entries without the prefix; a symlink
  * planted under the root is removed without following it. */
-START_TEST(sweep_overlays) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sweep_overlays) {
         char *ovl = strdup_printf("%s/overlays", w->state);
         char *idp = mkid(1), *ida = mkid(2), *idr = mkid(3), *ido = mkid(4), *idl = mkid(5);
         char *rp = strdup_printf("%s/taskferry-cow-%s", ovl, idp), *ra = strdup_printf("%s/taskferry-cow-%s", ovl, ida),
@@ -168,15 +167,13 @@ START_TEST(sweep_overlays) {
         json_object_put(o);
         free(idp), free(ida), free(idr), free(ido), free(idl);
         free(rp), free(ra), free(rr), free(ro), free(rl), free(other), free(outside), free(ovl);
-        tf_world_free(w);
 }
 END_TEST
 
 /* lifecycle.md §1.6 step 4: an output dir whose name is no task id goes; a
  * known task's output dir stays; a symlink there goes without its target
  * being touched. */
-START_TEST(sweep_output_dirs) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sweep_output_dirs) {
         char *outs = strdup_printf("%s/outputs", w->state);
         char *idk = mkid(11), *ido = mkid(12);
         char *known = strdup_printf("%s/%s", outs, idk), *orphan = strdup_printf("%s/%s", outs, ido),
@@ -212,14 +209,12 @@ START_TEST(sweep_output_dirs) {
         ck_assert_str_eq(strempty(tf_jstr(o, "outputDir")), known);
         json_object_put(o);
         free(idk), free(ido), free(known), free(orphan), free(deep), free(link), free(outside), free(outs);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A tasks.json the daemon cannot read makes every entry look orphaned: the
  * sweeps must not run at all then. */
-START_TEST(sweep_skipped_when_state_unreadable) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sweep_skipped_when_state_unreadable) {
         char *id = mkid(21);
         char *ov = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id), *out = strdup_printf("%s/outputs/%s", w->state, id);
         fake_overlay(ov);
@@ -231,7 +226,6 @@ START_TEST(sweep_skipped_when_state_unreadable) {
         ck_assert_msg(tf_exists(tf_path(ov, "upper/main/sub/edit.txt")), "swept an overlay though tasks.json is unreadable");
         ck_assert_msg(tf_exists(out), "swept an output dir though tasks.json is unreadable");
         free(id), free(ov), free(out);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -239,8 +233,7 @@ END_TEST
  * before its job removes the overlay; a daemon killed in between leaves a
  * real overlayfs upper/work (whiteouts, work/work at 000) owned by a
  * rejected task. The next start removes it and persists overlayDirs null. */
-START_TEST(sweep_overlay_of_interrupted_reject) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sweep_overlay_of_interrupted_reject) {
         char *repo = tf_repo_new(w, NULL, "mkdir d && echo a > a && echo x > d/x");
         char *id = tf_shell_pending(w, repo, NULL, "rm a; rm -r d; mkdir -p n/m; echo new > n/m/f", NULL);
         json_object *rec = tf_status_full(w, id);
@@ -265,7 +258,6 @@ START_TEST(sweep_overlay_of_interrupted_reject) {
         /* the live tree never saw any of it */
         ck_assert(tf_exists(tf_path(repo, "a")) && tf_exists(tf_path(repo, "d/x")) && !tf_exists(tf_path(repo, "n")));
         free(ovl), free(tasks), free(root), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -273,8 +265,7 @@ END_TEST
  * typing it) loads a tasks.json that may lag the first one's memory: it must
  * not sweep the output dir or overlay of a dispatch the first has not
  * flushed yet. It finds the socket taken and exits without sweeping. */
-START_TEST(second_daemon_does_not_sweep) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(second_daemon_does_not_sweep) {
         json_object *empty = json_object_new_array();
         write_tasks(w, empty);
         json_object_put(empty);
@@ -296,7 +287,6 @@ START_TEST(second_daemon_does_not_sweep) {
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         ck_assert(!tf_exists(ov) && !tf_exists(out));
         free(id), free(ov), free(out);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -324,12 +314,8 @@ static bool enter_private_mount_ns(void) {
  * cannot unmount it, and removing through it would delete what it shows: the
  * sweep skips that overlay with a warning, and its record keeps overlayDirs
  * so the next start retries. */
-START_TEST(sweep_skips_mounted_overlay) {
-        tf_world *w = tf_world_new(NULL);
-        if (!enter_private_mount_ns()) {
-                tf_world_free(w);
-                return;
-        }
+TF_WORLD_TEST(sweep_skips_mounted_overlay) {
+        if (!enter_private_mount_ns()) return;
         char *id = mkid(31), *ido = mkid(32);
         char *ov = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id);
         char *orphan = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, ido);
@@ -356,7 +342,6 @@ START_TEST(sweep_skips_mounted_overlay) {
         tf_daemon_stop(w, SIGTERM);
         ck_assert_int_eq(umount2(mnt, MNT_DETACH), 0);
         free(id), free(ido), free(ov), free(orphan), free(mnt);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -495,9 +480,7 @@ static bool n_running(tf_world *w, void *arg) { return count_of(w, "running") ==
 
 /* lifecycle.md §1.5 was "queued → unknown"; issue 6: tasks queued when the
  * daemon dies are queued again after the restart, in order. */
-START_TEST(queued_across_kill9) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=4", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(queued_across_kill9, "TASKFERRY_MAX_CONCURRENT_TASKS=4") {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release"));
         char *ids[6];
@@ -530,7 +513,6 @@ START_TEST(queued_across_kill9) {
                 free(ids[i]);
         }
         free(repo), free(release);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -555,9 +537,7 @@ static char *files_holding(tf_world *w, const char *dir, const char *needle) {
  * request file holding the env is 0600 in a 0700 dir while queued and gone
  * once the task launched; the secret appears in no file of the state dir,
  * nor in the daemon's log. */
-START_TEST(queued_keeps_env_and_binds_across_kill9) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(queued_keeps_env_and_binds_across_kill9, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release-env"));
         char *ro = strdup(tf_path(w->root, "ro-data"));
@@ -634,7 +614,6 @@ START_TEST(queued_keeps_env_and_binds_across_kill9) {
         free(log);
         free(want_env), free(a_req), free(tdir), free(req), free(pa), free(pb), free(a), free(b);
         free(repo), free(release), free(ro);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -642,9 +621,7 @@ END_TEST
  * orphaned one (a task no longer queued, a task dir of no task, a temp file
  * of an interrupted write) is swept at the next start; a queued task whose
  * request is missing crashes with a reason instead of running without it. */
-START_TEST(launch_request_lifetime) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(launch_request_lifetime, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release-life"));
         char *marks = tf_shared_dir(w, "marks");
@@ -695,7 +672,6 @@ START_TEST(launch_request_lifetime) {
         ck_assert(!tf_exists(req_q));
         free(a_dir), free(stray), free(req_c), free(req_q), free(req_l), free(pq), free(pl), free(pa);
         free(a), free(c), free(q), free(l), free(marks), free(release), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -703,9 +679,7 @@ END_TEST
  * with a cap of 1, B and C queued behind A when the daemon is killed; A
  * finishes while no daemon runs; D is dispatched by the call that starts the
  * next daemon. They run A, B, C, D. */
-START_TEST(queued_order_across_kill9) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(queued_order_across_kill9, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release-order"));
         char *marks = tf_shared_dir(w, "marks");
@@ -736,7 +710,6 @@ START_TEST(queued_order_across_kill9) {
         char *got = tf_read(order, NULL);
         ck_assert_msg(streq(got, "A\nB\nC\nD\n"), "ran in the order %s", got);
         free(got), free(order), free(marks), free(release), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -788,8 +761,7 @@ static bool dir_has_prefix(const char *dir, const char *prefix) {
  * (git) die with the daemon, so nothing writes the scratch dir or the patch
  * after it; the next daemon re-settles from exit.json and the changeset is
  * exact, with no changesetError. */
-START_TEST(kill9_during_extraction) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(kill9_during_extraction) {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         const int N = 4000;
         tf_daemon_start(w);
@@ -853,7 +825,6 @@ START_TEST(kill9_during_extraction) {
         ck_assert_msg(streq(check, want), "after accept: %s, want %s", check, want);
         free(expect);
         free(check), free(want), free(root), free(id), free(prompt), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -863,8 +834,7 @@ END_TEST
  * (running, pending, overlayDirs naming the removed overlay), exit.json,
  * the empty patch. The next daemon settles it as a never-interrupted one
  * would have: done, changeset accepted (empty), no changesetError. */
-START_TEST(crash_after_empty_extraction) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(crash_after_empty_extraction) {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release-empty"));
         char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo no changes", release);
@@ -899,7 +869,6 @@ START_TEST(crash_after_empty_extraction) {
         json_object_put(st);
         json_object_put(at_launch);
         free(patch), free(id), free(prompt), free(release), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -911,8 +880,7 @@ END_TEST
  * tree holds exactly one of them, whole. Ten rounds. The 1000 edits widen
  * the window in which an unserialized second apply reads f.txt before the
  * first writes it (both would apply, the tree a mix of the two). */
-START_TEST(concurrent_accepts_one_file) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(concurrent_accepts_one_file) {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         free(tf_shf(w, repo, "mkdir x y && i=0; while [ $i -lt 1000 ]; do echo x > x/$i; echo y > y/$i; i=$((i+1)); done; "
                              "git add -A && git commit -qm many"));
@@ -981,7 +949,6 @@ START_TEST(concurrent_accepts_one_file) {
                 free(ra), free(rb), free(la), free(lb), free(pa), free(pb), free(a), free(b);
         }
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -190,8 +190,7 @@ END_TEST
 
 /* ---- values, layers, reload ---- */
 
-START_TEST(values_reach_workers_and_reload_live) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(values_reach_workers_and_reload_live) {
         _cleanup_free_ char *p = env_path(w);
         tf_write(p, "# provider key\nexport K=" SECRET "\nPLAIN=one\n", strlen("# provider key\nexport K=" SECRET "\nPLAIN=one\n"),
                  0600);
@@ -259,7 +258,6 @@ START_TEST(values_reach_workers_and_reload_live) {
         _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null | grep -vF -- %s || true", SECRET,
                                            q, qx);
         ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -318,8 +316,7 @@ END_TEST
 
 /* A queued task's caller env is frozen at dispatch, its env-file values are
  * the ones current at its spawn; its launch request holds no env-file value. */
-START_TEST(queued_task_gets_the_values_at_spawn) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(queued_task_gets_the_values_at_spawn) {
         _cleanup_free_ char *p = env_path(w);
         tf_write(p, "K=old-" SECRET "\nPLAIN=old\n", strlen("K=old-" SECRET "\nPLAIN=old\n"), 0600);
         tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
@@ -364,15 +361,13 @@ START_TEST(queued_task_gets_the_values_at_spawn) {
         _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null || true", SECRET, q);
         ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
         ck_assert(!strstr(log, SECRET));
-        tf_world_free(w);
 }
 END_TEST
 
 /* A worker's nested dispatch forwards the env the worker got, env-file
  * values included: the nested task's launch request on disk leaves them
  * out, and the nested task still gets them (from the env file, at spawn). */
-START_TEST(nested_dispatch_request_holds_no_file_value) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_dispatch_request_holds_no_file_value) {
         _cleanup_free_ char *p = env_path(w);
         tf_write(p, "K=" SECRET "\n", strlen("K=" SECRET "\n"), 0600);
         tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
@@ -403,14 +398,12 @@ START_TEST(nested_dispatch_request_holds_no_file_value) {
         _cleanup_free_ char *q = shell_quote(w->state);
         _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null || true", SECRET, q);
         ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The hostile worker: it cannot read the env file at its documented place,
  * even with that directory bound in, nor change what later tasks get. */
-START_TEST(worker_cannot_read_or_change_the_file) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_cannot_read_or_change_the_file) {
         _cleanup_free_ char *p = env_path(w);
         const char text[] = "K=" SECRET "\nPLAIN=orig\n";
         tf_write(p, text, strlen(text), 0600);
@@ -443,7 +436,6 @@ START_TEST(worker_cannot_read_or_change_the_file) {
         _cleanup_free_ char *inj = worker_value(w, "INJECTED"), *plain_v = worker_value(w, "PLAIN");
         ck_assert_str_eq(inj, "-");
         ck_assert_str_eq(plain_v, "orig");
-        tf_world_free(w);
 }
 END_TEST
 

@@ -31,8 +31,7 @@ static char *settled_task(tf_world *w, const char *repo, const char *script, boo
 static const char *const ROW_KEYS[] = {"id", "status", "model", "startedAt", "directory", "failureReason",
                                        "changesetStatus", NULL};
 
-START_TEST(empty_list_and_home) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(empty_list_and_home) {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         /* L1 */
         const char *all[] = {"list", "--all", "--json", NULL};
@@ -61,7 +60,6 @@ START_TEST(empty_list_and_home) {
                       "%s", r.out);
         tf_run_done(&r);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -92,8 +92,7 @@ static const char *help_of(json_object *frame) {
 
 /* ---- R: results, tail, status ---- */
 
-START_TEST(results_and_tail_of_worker_streams) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(results_and_tail_of_worker_streams) {
         /* R1 message vs narration */
         char *b = fixture_task(w, "opencode", "oc-b");
         assert_settles(w, b, "done");
@@ -227,7 +226,6 @@ START_TEST(results_and_tail_of_worker_streams) {
         ck_assert_msg(c.rc == 0 && streq_ptr(tf_jstr(c.o, "finalStatus"), "DONE"), "%s", c.text);
         cli_out_done(&c);
         free(b), free(u), free(q), free(oe), free(oc), free(pa), free(oa);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -353,8 +351,7 @@ static cli_out output_of(tf_world *w, const char *id, const char *path, const ch
         return cli(w, NULL, false, argv);
 }
 
-START_TEST(output_dir_allocation_and_listing) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(output_dir_allocation_and_listing) {
         /* O1: there, 0700, before the worker starts; named everywhere */
         const char *dargv[] = {"dispatch", "--executor", "shell", "--directory", w->repo_parent, "--prompt",
                                "stat -c %a \"$TASKFERRY_OUTPUT_DIR\"; echo deliverable > \"$TASKFERRY_OUTPUT_DIR/deliverable.txt\"; "
@@ -476,13 +473,11 @@ START_TEST(output_dir_allocation_and_listing) {
         ck_assert_str_eq(code_of(e), "NO_OUTPUT_DIR");
         json_object_put(e);
         free(id), free(dir), free(cr), free(ca), free(em);
-        tf_world_free(w);
 }
 END_TEST
 
 /* O4 hostile content, O5 the wire budget */
-START_TEST(output_dir_hostile_content_and_budget) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(output_dir_hostile_content_and_budget) {
         char *id = tf_dispatch_shell(w, w->repo_parent, NULL, "true");
         assert_settles(w, id, "done");
         char *dir = outdir(w, id);
@@ -593,12 +588,10 @@ START_TEST(output_dir_hostile_content_and_budget) {
         ck_assert(json_get_bool(c.o, "truncated", false));
         cli_out_done(&c);
         free(id), free(dir), free(secret), free(id2), free(dir2);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(max_output_file_bytes_setting) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(max_output_file_bytes_setting) {
         /* > 1 MiB: the daemon refuses to start */
         char *script = strdup_printf("TASKFERRY_MAX_OUTPUT_FILE_BYTES=1048577 timeout 20 %s", tf_bin("taskferryd"));
         tf_run r = tf_sh(w, NULL, script, true);
@@ -621,14 +614,12 @@ START_TEST(max_output_file_bytes_setting) {
         ck_assert_str_eq(strempty(tf_jstr(json_get_object(c.o, "file"), "content")), "12345");
         cli_out_done(&c);
         free(id);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- a hostile worker through its own task socket ---- */
 
-START_TEST(worker_reads_only_its_own) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_reads_only_its_own) {
         char *a = tf_dispatch_shell(w, w->repo_parent, NULL, "echo topsecret > \"$TASKFERRY_OUTPUT_DIR/s.txt\"; echo a-secret-narration");
         assert_settles(w, a, "done");
         /* a raw frame with a NUL in the path, sent on the worker's own socket */
@@ -720,14 +711,12 @@ START_TEST(worker_reads_only_its_own) {
         free(t);
         ck_assert(tf_daemon_pid(w) > 0);
         free(a), free(b), free(script), free(py);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The worker swaps a file and a parent dir for links out while the user
  * reads them: every answer is the safe file, an escape or not found. */
-START_TEST(symlink_swap_race) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(symlink_swap_race) {
         char *id = tf_dispatch_shell(w, w->repo_parent, NULL,
                               "cd \"$TASKFERRY_OUTPUT_DIR\"; mkdir real; echo safe > real/tasks.json; echo safe > f; "
                               "while [ ! -e go ]; do "
@@ -760,14 +749,12 @@ START_TEST(symlink_swap_race) {
         ck_assert_int_gt(safe, 0);
         fprintf(stderr, "swap race: %d safe reads, %d refused\n", safe, refused);
         free(id), free(dir);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- context, doctor, init (L) ---- */
 
-START_TEST(context_lists_the_workspace) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(context_lists_the_workspace) {
         char *repo = tf_repo_new(w, NULL, "printf 'one\\n' > a.txt");
         char *other = strdup(tf_path(w->repo_parent, "other"));
         char *empty = strdup(tf_path(w->repo_parent, "empty"));
@@ -837,7 +824,6 @@ START_TEST(context_lists_the_workspace) {
                       c.text);
         cli_out_done(&c);
         free(repo), free(other), free(empty), free(t1), free(t2), free(t3);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -883,8 +869,7 @@ static pid_t fake_old_daemon(const char *socket_path, const char *list_result) {
         }
 }
 
-START_TEST(doctor_and_stats) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(doctor_and_stats) {
         char *ids[4];
         for (int i = 0; i < 4; i++) {
                 ids[i] = tf_dispatch_shell(w, w->repo_parent, NULL, i == 3 ? "exit 5" : "echo ok");
@@ -969,12 +954,10 @@ START_TEST(doctor_and_stats) {
         free(list);
         tf_world_free(old);
         for (int i = 0; i < 4; i++) free(ids[i]);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(init_scaffolds_once) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(init_scaffolds_once) {
         char *go = strdup(tf_path(w->repo_parent, "goproj"));
         free(tf_shf(w, NULL, "mkdir -p %s && echo 'module x' > %s/go.mod", go, go));
         const char *init[] = {"init", NULL};
@@ -1051,7 +1034,6 @@ START_TEST(init_scaffolds_once) {
         /* init needs no daemon */
         ck_assert_int_lt(tf_daemon_pid(w), 0);
         free(text), free(path), free(want), free(go), free(ln), free(npm), free(none);
-        tf_world_free(w);
 }
 END_TEST
 

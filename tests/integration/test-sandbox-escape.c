@@ -20,8 +20,7 @@
 /* No capabilities, also under a root daemon: a mask cannot be unmounted,
  * / and the binds cannot be remounted read-write, no nested user namespace
  * gets them back, and nothing reaches the real home. */
-START_TEST(no_capabilities_no_unmask) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(no_capabilities_no_unmask) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *gh = strdup(tf_path(w->home, ".config/gh/hosts.yml"));
         tf_put(gh, "SECRET-GH-TOKEN\n");
@@ -54,14 +53,12 @@ START_TEST(no_capabilities_no_unmask) {
         ck_assert(!tf_exists(tf_path(w->home, "planted")));
         ck_assert(!tf_exists(tf_path(w->home, ".config/planted")));
         free(msg), free(gh), free(config), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* File-shaped secrets are masked by default, with and without a bind of the
  * whole home; TASKFERRY_SANDBOX_DENYLIST takes files too. */
-START_TEST(file_secrets_masked) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(file_secrets_masked) {
         char *extra_secret = strdup(tf_path(w->home, "work-token.txt"));
         tf_world_setenv(w, "TASKFERRY_SANDBOX_DENYLIST", extra_secret);
         char *repo = tf_repo_new(w, NULL, NULL);
@@ -103,7 +100,6 @@ START_TEST(file_secrets_masked) {
         free(msg);
         free(id), free(ssh);
         free(extra_secret), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -116,8 +112,7 @@ static int listen_at(const char *path) {
 
 /* No host Unix socket is reachable, only the task's own socket (which must
  * connect: the probe works). /run and /var/run need root to create one in. */
-START_TEST(host_sockets_unreachable) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(host_sockets_unreachable) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *tag = strdup(strrchr(w->root, '/') + 1);
         char *paths[8];
@@ -156,7 +151,6 @@ START_TEST(host_sockets_unreachable) {
                 free(paths[i]);
         }
         free(tag), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -204,8 +198,7 @@ END_TEST
 /* Per-task executor homes: what one pi or OpenCode task writes into its
  * homes is invisible to the next, the user's read-only parts cannot be
  * written, and the user's real dirs stay byte-identical. */
-START_TEST(executor_homes_isolated) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(executor_homes_isolated) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_put(tf_path(w->home, ".pi/agent/models.json"), "{\"providers\":{}}\n");
         tf_put(tf_path(w->home, ".pi/agent/auth.json"), "{}\n");
@@ -268,14 +261,12 @@ START_TEST(executor_homes_isolated) {
         ck_assert_str_eq(before_cfg, after_cfg);
         free(before_pi), free(before_data), free(before_cfg), free(after_pi), free(after_data), free(after_cfg);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* --session-id: the new task starts from the sessions of the task that last
  * ran that session, copied, so the earlier task's home is never written. */
-START_TEST(resume_seeds_from_previous_task) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(resume_seeds_from_previous_task) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *fixture = strdup(tf_path(w->fixtures, "real/pi-answer"));
         tf_world_setenv(w, "FAKE_FIXTURE", fixture);
@@ -315,7 +306,6 @@ START_TEST(resume_seeds_from_previous_task) {
         free(nested), free(c);
         free(content), free(first), free(want), free(seen), free(a), free(b), free(sid), free(fixture);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -27,8 +27,7 @@ static const char *status_of(tf_world *w, const char *id, char buf[static 64]) {
         return buf;
 }
 
-START_TEST(worker_cannot_decide_for_the_user) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_cannot_decide_for_the_user) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *a = tf_shell_settled(w, repo, NULL, "echo changed > f", NULL);
         char *l = tf_dispatch_shell(w, repo, NULL, "sleep 60");
@@ -69,12 +68,10 @@ START_TEST(worker_cannot_decide_for_the_user) {
         tf_run_done(&r);
         json_object_put(tf_wait_settled(w, l));
         free(a), free(l), free(script), free(escaped), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(directories_that_would_unmask_are_refused) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(directories_that_would_unmask_are_refused) {
         free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo SECRETKEY > %s/.ssh/id && mkdir -p %s", w->home, w->home, w->state));
         const char *refused[] = {w->root, w->state, "/", NULL};
         for (size_t i = 0; refused[i]; i++) {
@@ -93,14 +90,12 @@ START_TEST(directories_that_would_unmask_are_refused) {
         ck_assert_msg(!strstr(msg, "SECRETKEY"), "secret leaked: %s", msg);
         ck_assert_msg(strstr(msg, "\n0\n"), "mask missing: %s", msg);
         free(msg), free(ssh);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The caller's environment reaches the worker inside the sandbox, but never
  * bwrap on the host: a forwarded LD_PRELOAD would run the caller's code there. */
-START_TEST(caller_env_reaches_the_worker_not_bwrap) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(caller_env_reaches_the_worker_not_bwrap) {
         char *src = strdup(tf_path(w->root, "probe.c"));
         char *so = strdup(tf_path(w->root, "probe.so"));
         char *marker = strdup(tf_path(w->root, "bwrap-ran-preload"));
@@ -144,15 +139,13 @@ START_TEST(caller_env_reaches_the_worker_not_bwrap) {
         ck_assert_msg(!tf_exists(marker), "the caller's LD_PRELOAD ran in bwrap on the host");
         /* and no environment value is on bwrap's command line: the shim passes it via --args */
         free(ld), free(id), free(src), free(so), free(marker);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Second review: the connecting process exits before the request is sent,
  * so /proc has nothing left to look at. The request must still be refused:
  * the connection came through the task's own socket. */
-START_TEST(orphaned_connection_is_still_sandboxed) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(orphaned_connection_is_still_sandboxed) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *src = strdup(tf_path(w->root, "orphan.c"));
         char *bin = strdup(tf_path(w->fixtures, "bin/orphan-request"));
@@ -186,15 +179,13 @@ START_TEST(orphaned_connection_is_still_sandboxed) {
         ck_assert_str_eq(status_of(w, a, buf), "done/pending");
         ck_assert(!tf_exists(tf_path(w->root, "escaped")));
         free(a), free(script), free(src), free(bin), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Third review: a read-only view does not stop connect(), so every socket in
  * the user's runtime dir (the user manager: systemd-run runs code on the
  * host; the session bus; ssh and gpg agents) was reachable from a worker. */
-START_TEST(host_service_sockets_are_hidden) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(host_service_sockets_are_hidden) {
         char *xdg = strdup(tf_path(w->root, "xdg-runtime"));
         ck_assert_int_eq(mkdir(xdg, 0700), 0);
         char *bus = strdup(tf_path(xdg, "bus"));
@@ -241,7 +232,6 @@ START_TEST(host_service_sockets_are_hidden) {
         close(lfd);
         close(afd);
         free(xdg), free(bus), free(src), free(bin), free(addr), free(script);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -458,8 +448,7 @@ static bool reply_arrived(tf_world *w, void *id) {
  * socket and then finishes: every listener pauses instead of spinning (one
  * warning), and the settlement waits for descriptors instead of recording
  * "changeset extraction did not run". */
-START_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         pid_t pid = w->daemon_pid;
@@ -518,7 +507,6 @@ START_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
         fprintf(stderr, "  accept warnings logged: %zu\n", warnings);
         ck_assert_msg(warnings >= 1 && warnings <= 2, "%zu accept warnings:\n%s", warnings, log);
         free(log), free(rq), free(sp), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -557,8 +545,7 @@ static size_t count_tasks(tf_world *w) {
         return n;
 }
 
-START_TEST(nested_dispatch_stays_inside_the_callers_target) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_dispatch_stays_inside_the_callers_target) {
         char *outside = strdup(tf_path(w->repo_parent, "outside"));
         char *repo = strdup(tf_path(w->repo_parent, "repo"));
         /* a host dir next to the target, and a symlink to it committed in the target */
@@ -633,7 +620,6 @@ START_TEST(nested_dispatch_stays_inside_the_callers_target) {
         tf_run_done(&r);
         free(nested), free(replies), free(id), free(script), free(overlay), free(outputs), free(repo),
                 free(outside);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -70,9 +70,7 @@ static void assert_reason(json_object *st, const char *needle) {
 
 /* ---- D7: the global cap ---- */
 
-START_TEST(concurrency_cap) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=2", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(concurrency_cap, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_CONCURRENT_TASKS=2") {
         char *a = dispatch_held(w, "p/x", "a"), *b = dispatch_held(w, "p/x", "b"), *c = dispatch_held(w, "p/x", "c");
         wait_status(w, a, "running");
         wait_status(w, b, "running");
@@ -102,14 +100,11 @@ START_TEST(concurrency_cap) {
                 json_object_put(o);
         }
         free(a), free(b), free(c);
-        tf_world_free(w);
 }
 END_TEST
 
 /* D7: a worker whose spawn fails (binary missing) frees exactly one slot. */
-START_TEST(failed_spawn_frees_one_slot) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=2", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(failed_spawn_frees_one_slot, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_CONCURRENT_TASKS=2") {
         tf_world_setenv(w, "PATH", "/usr/bin:/bin"); /* no pi or opencode */
         char *a = dispatch_held(w, "p/x", "a");
         wait_status(w, a, "running");
@@ -124,16 +119,13 @@ START_TEST(failed_spawn_frees_one_slot) {
         release(w, "a"), release(w, "c"), release(w, "d");
         wait_status(w, dd, "done");
         free(a), free(bad), free(c), free(dd);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- the launch window and the stagger ---- */
 
-START_TEST(launch_window) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_DISPATCHES_PER_WINDOW=2",
-                         (char *) "TASKFERRY_DISPATCH_WINDOW_MS=3000", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(launch_window, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_DISPATCHES_PER_WINDOW=2",
+                  "TASKFERRY_DISPATCH_WINDOW_MS=3000") {
         tf_daemon_start(w);
         uint64_t t0 = now_ms();
         char *ids[3];
@@ -147,13 +139,10 @@ START_TEST(launch_window) {
         ck_assert_uint_lt(s[0], s[2]);
         ck_assert_uint_lt(s[1], s[2]);
         for (int i = 0; i < 3; i++) free(ids[i]);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(lowerdir_stagger) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_LOWERDIR_STAGGER_MS=2000", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(lowerdir_stagger, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_LOWERDIR_STAGGER_MS=2000") {
         tf_daemon_start(w);
         uint64_t t0 = now_ms();
         char *a = dispatch_shell(w, "p/x", "date +%s%3N");
@@ -165,15 +154,12 @@ START_TEST(lowerdir_stagger) {
         ck_assert_msg(sb >= t0 + 2000, "the second launch came %" PRIu64 " ms after the first dispatch", sb - t0);
         ck_assert_uint_lt(started_ms(w, a), sb);
         free(a), free(b);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- D8: per-provider limits ---- */
 
-START_TEST(provider_limits) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_PROVIDER_LIMITS=opencode-go:1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(provider_limits, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_PROVIDER_LIMITS=opencode-go:1") {
         char *g1 = dispatch_held(w, "opencode-go/minimax-m3", "g1");
         char *g2 = dispatch_held(w, "opencode-go/other", "g2");
         char *g3 = dispatch_held(w, "opencode-go/other", "g3");
@@ -197,16 +183,13 @@ START_TEST(provider_limits) {
         wait_status(w, g2, "done");
         ck_assert(tf_status_is(w, g3, "cancelled"));
         free(g1), free(g2), free(g3), free(o1);
-        tf_world_free(w);
 }
 END_TEST
 
 /* prov:10:2 holds the 3rd launch until the (global-length) window passes;
  * an unlisted provider is limited only globally. */
-START_TEST(provider_window) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_PROVIDER_LIMITS=prov:10:2",
-                         (char *) "TASKFERRY_DISPATCH_WINDOW_MS=3000", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(provider_window, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_PROVIDER_LIMITS=prov:10:2",
+                  "TASKFERRY_DISPATCH_WINDOW_MS=3000") {
         tf_daemon_start(w);
         uint64_t t0 = now_ms();
         char *p[3];
@@ -218,7 +201,6 @@ START_TEST(provider_window) {
         ck_assert_uint_lt(started_ms(w, p[1]), s2);
         for (int i = 0; i < 3; i++) free(p[i]);
         free(u);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -250,9 +232,7 @@ END_TEST
 
 /* ---- round-robin between providers, FIFO within each ---- */
 
-START_TEST(round_robin_and_queue_position) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(round_robin_and_queue_position, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *z = dispatch_held(w, "z/x", "z");
         wait_status(w, z, "running");
         char *order = strdup(tf_path(w->repo_parent, "order"));
@@ -282,15 +262,12 @@ START_TEST(round_robin_and_queue_position) {
         free(got);
         for (int i = 0; i < 3; i++) free(ids[i]);
         free(order), free(z);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- D10: cancel while queued ---- */
 
-START_TEST(cancel_while_queued) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(cancel_while_queued, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *z = dispatch_held(w, "p/x", "z");
         wait_status(w, z, "running");
         char *marker = strdup(tf_path(w->repo_parent, "spawned"));
@@ -314,7 +291,6 @@ START_TEST(cancel_while_queued) {
         json_object_put(tf_wait_settled(w, after));
         ck_assert_msg(!tf_exists(marker), "the cancelled task's worker ran");
         free(after), free(q), free(p), free(marker), free(z);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -337,9 +313,7 @@ static json_object *cooldowns_of_list(tf_world *w) {
 /* The acceptance test: a fake provider answers 429 with Retry-After: 3 →
  * the next dispatch for that provider starts ≥ 3 s later, a dispatch for
  * another provider starts at once; status and list say why. */
-START_TEST(cooldown_after_retry_after) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(cooldown_after_retry_after, "TASKFERRY_DISABLE_SANDBOX=1") {
         char *a = dispatch_rate_limited(w, "prov/a", "3");
         json_object *o = tf_wait_settled(w, a);
         ck_assert_str_eq(tf_jstr(o, "status"), "crashed");
@@ -369,7 +343,6 @@ START_TEST(cooldown_after_retry_after) {
         cd = cooldowns_of_list(w);
         ck_assert_ptr_null(cd);
         free(a), free(b), free(c);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -432,8 +405,7 @@ END_TEST
 /* Attack: a worker dispatches a nested task on another provider that
  * prints a rate limit with a long Retry-After, to park the user's provider.
  * A task dispatched from inside a sandbox parks nothing. */
-START_TEST(nested_task_cannot_park_a_provider) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_task_cannot_park_a_provider) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *script = strdup_printf(
                 "c=$(taskferry dispatch --executor shell --model victim/x --prompt "
@@ -456,7 +428,6 @@ START_TEST(nested_task_cannot_park_a_provider) {
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
         json_object_put(o);
         free(v), free(cid), free(msg), free(id), free(script), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

@@ -93,9 +93,7 @@ static size_t count_for(json_object *events, const char *id, const char *type) {
 
 static char *shell_task(tf_world *w, const char *dir, const char *prompt) { return tf_dispatch_shell(w, dir, NULL, prompt); }
 
-START_TEST(state_stream_in_order_with_one_sequence_and_no_replay) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(state_stream_in_order_with_one_sequence_and_no_replay, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         char *params = strdup_printf("{\"directory\":\"%s\"}", w->repo_parent);
         int fd = subscribe(w, params, NULL);
@@ -156,13 +154,10 @@ START_TEST(state_stream_in_order_with_one_sequence_and_no_replay) {
         sub_close(fd2);
         sub_close(fd);
         free(id), free(params);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(p13_routing_by_task_all_and_workspace) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(p13_routing_by_task_all_and_workspace, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         char *repo = tf_repo_new(w, NULL, NULL), *other = tf_repo_new(w, "other", NULL);
         char *wt = tf_worktree_add(w, repo, "linked", NULL);
@@ -213,13 +208,10 @@ START_TEST(p13_routing_by_task_all_and_workspace) {
         tf_run_done(&r);
         sub_close(by_task), sub_close(by_root), sub_close(all);
         free(lp), free(p_task), free(p_root), free(anchor), free(in_wt), free(in_other), free(repo), free(other), free(wt);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(p14_origin_session_filter) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(p14_origin_session_filter, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         int a = subscribe(w, "{\"all\":true,\"originSessionId\":\"sess-A\"}", NULL);
         int b = subscribe(w, "{\"all\":true,\"originSessionId\":\"sess-B\"}", NULL);
@@ -245,7 +237,6 @@ START_TEST(p14_origin_session_filter) {
         json_object_put(ea), json_object_put(eb);
         sub_close(a), sub_close(b);
         free(ta), free(tb), free(tn);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -258,9 +249,7 @@ static bool line_matches_time(const char *line) {
         return strlen(line) > 9 && line[2] == ':' && line[5] == ':' && line[8] == ' ';
 }
 
-START_TEST(watch_task_id_exits_when_the_task_settles) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(watch_task_id_exits_when_the_task_settles, "TASKFERRY_DISABLE_SANDBOX=1") {
         char *id = shell_task(w, w->repo_parent, "sleep 2; echo finished");
         uint64_t start = mono_ms();
         const char *wa[] = {"watch", "--task-id", id, NULL};
@@ -313,13 +302,10 @@ START_TEST(watch_task_id_exits_when_the_task_settles) {
         ck_assert_msg(strstr(r.out, "--flush-interval requires --summaries"), "%s", r.out);
         tf_run_done(&r);
         free(id), free(id2);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(summary_mode_activity_reads_the_narration) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(summary_mode_activity_reads_the_narration, "TASKFERRY_DISABLE_SANDBOX=1") {
         const char *stream =
                 "{\"type\":\"text\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"text\",\"messageID\":\"m1\",\"text\":\"Reading\\tthe\\nfile\"}}\n"
                 "{\"type\":\"tool_use\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"tool\",\"tool\":\"read\",\"state\":{\"input\":{\"path\":\"f.c\"},\"output\":\"int x;\"}}}\n"
@@ -367,7 +353,6 @@ START_TEST(summary_mode_activity_reads_the_narration) {
         ck_assert(startswith(json_get_string(err, "help"), "Omit env"));
         json_object_put(f);
         free(p), free(id), free(fx);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -437,9 +422,8 @@ END_TEST
  * `opencode` that prints nothing) gives no text, so it is reported failed
  * (summaryFailed, summaryError), and `watch --summaries` prints it as
  * "summary unavailable (...)"; the plain subscriber still gets the text. */
-START_TEST(activity_variants_follow_the_summaries_flag) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_ACTIVITY_SUMMARIES=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(activity_variants_follow_the_summaries_flag, "TASKFERRY_DISABLE_SANDBOX=1",
+                  "TASKFERRY_ACTIVITY_SUMMARIES=1") {
         fake_models(w, "opencode/mimo-v2.5-free\n");
         tf_daemon_start(w);
         int plain = subscribe(w, "{\"all\":true}", NULL);
@@ -483,7 +467,6 @@ START_TEST(activity_variants_follow_the_summaries_flag) {
         tf_run_done(&r);
         sub_close(plain), sub_close(summ);
         free(text), free(script), free(out), free(id);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -493,9 +476,8 @@ END_TEST
  * task (summary.c, the fake `opencode` standing in for the model); a plain
  * subscriber never sees it, and the summary task is internal (no
  * task.state of its own, not in the user's list). */
-START_TEST(model_backed_activity_summary_reaches_summaries_subscribers) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_ACTIVITY_SUMMARIES=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(model_backed_activity_summary_reaches_summaries_subscribers, "TASKFERRY_DISABLE_SANDBOX=1",
+                  "TASKFERRY_ACTIVITY_SUMMARIES=1") {
         char *fx = strdup_printf("%s/summary-fx", w->root);
         char *out = strdup_printf("%s.stdout.ndjson", fx);
         const char *ndjson =
@@ -543,7 +525,6 @@ START_TEST(model_backed_activity_summary_reaches_summaries_subscribers) {
         json_object_put(ep), json_object_put(es);
         sub_close(plain), sub_close(summ);
         free(id), free(out), free(fx);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -552,9 +533,7 @@ END_TEST
  * in the foreground: otherwise it signals its whole process group too, the
  * watch gets SIGINT twice, and the second one ends it as a second Ctrl-C
  * does: 130, under load.) */
-START_TEST(watch_flush_interval_keeps_the_latest_per_task) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(watch_flush_interval_keeps_the_latest_per_task, "TASKFERRY_DISABLE_SANDBOX=1") {
         fake_models(w, "opencode/mimo-v2.5-free\n");
         char *out = strdup_printf("%s/watch.out", w->root);
         char *script = strdup_printf("timeout --foreground --preserve-status -s INT 5 taskferry watch --all --summaries --flush-interval 2s --format ndjson "
@@ -591,15 +570,13 @@ START_TEST(watch_flush_interval_keeps_the_latest_per_task) {
         ck_assert_str_eq(final_status, "done");
         free(final_status);
         free(text), free(out);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A worker subscribing through its own task socket (where the CLI inside
  * its sandbox connects) hears only its own task and the tasks it
  * dispatched, whatever scope it asks for. */
-START_TEST(worker_subscription_sees_only_its_own_tree) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_subscription_sees_only_its_own_tree) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *pre = tf_shell_settled(w, repo, NULL, "echo before", NULL);
         char *script = strdup_printf(
@@ -631,7 +608,6 @@ START_TEST(worker_subscription_sees_only_its_own_tree) {
         ck_assert_msg(strstr(other, "rc=1") && strstr(other, "unknown task id") && !strstr(other, "before"), "%s", other);
         free(other), free(pre), free(script);
         free(own), free(events), free(child), free(stranger), free(wid), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -649,9 +625,7 @@ static long rss_kib(pid_t pid) {
  * stall it: with 50 events of 150 KiB each queued for it, the daemon keeps
  * answering at once, the reading subscriber gets everything, and what the
  * stalled one finally reads is bounded, ending with the drop notice. */
-START_TEST(never_reading_subscriber_cannot_hurt_the_daemon) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(never_reading_subscriber_cannot_hurt_the_daemon, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         pid_t pid = tf_daemon_pid(w);
         int stalled = subscribe(w, "{\"all\":true}", NULL);
@@ -701,7 +675,6 @@ START_TEST(never_reading_subscriber_cannot_hurt_the_daemon) {
         sub_close(stalled), sub_close(reader);
         for (int i = 0; i < 10; i++) free(ids[i]);
         free(ids), free(big);
-        tf_world_free(w);
 }
 END_TEST
 

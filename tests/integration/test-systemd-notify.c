@@ -62,9 +62,7 @@ static bool collect_until(int fd, int ms, char **all, const char *needle) {
         return *all && strstr(*all, needle);
 }
 
-START_TEST(notify_ready_status_watchdog_stopping) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "WATCHDOG_USEC=400000", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(notify_ready_status_watchdog_stopping, "TASKFERRY_DISABLE_SANDBOX=1", "WATCHDOG_USEC=400000") {
         int nfd = notify_socket(w);
         tf_daemon_start(w);
         _cleanup_free_ char *all = NULL;
@@ -96,14 +94,11 @@ START_TEST(notify_ready_status_watchdog_stopping) {
         ck_assert_msg(all && strstr(all, "STOPPING=1"), "%s", strnull(all));
         close(nfd);
         free(marker), free(prompt), free(id);
-        tf_world_free(w);
 }
 END_TEST
 
 
-START_TEST(idle_exit_when_socket_activated) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(idle_exit_when_socket_activated, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_IDLE_EXIT_SEC=1") {
         int nfd = notify_socket(w);
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
@@ -151,13 +146,11 @@ START_TEST(idle_exit_when_socket_activated) {
         w->daemon_pid = 0;
         close(lfd), close(nfd);
         free(marker), free(prompt), free(id);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(no_idle_exit_while_a_client_is_connected_or_when_self_bound) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(no_idle_exit_while_a_client_is_connected_or_when_self_bound, "TASKFERRY_DISABLE_SANDBOX=1",
+                  "TASKFERRY_IDLE_EXIT_SEC=1") {
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
         int c = tf_connect(w);
@@ -178,19 +171,15 @@ START_TEST(no_idle_exit_while_a_client_is_connected_or_when_self_bound) {
         tf_daemon_start(w);
         ck_assert_int_eq(tf_wait_exit(w->daemon_pid, 3000), -1);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(idle_exit_zero_means_never) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=0", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(idle_exit_zero_means_never, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_IDLE_EXIT_SEC=0") {
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         ck_assert_int_eq(tf_wait_exit(pid, 2500), -1);
         close(lfd);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -204,10 +193,8 @@ static void journal_stream_of_log(tf_world *w) {
         tf_world_setenv(w, "JOURNAL_STREAM", v);
 }
 
-START_TEST(priority_prefixes_on_the_journal_stream) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=1",
-                         (char *) "TASKFERRY_ALLOWED_DIRS=/nonexistent-taskferry-dir", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(priority_prefixes_on_the_journal_stream, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_IDLE_EXIT_SEC=1",
+                  "TASKFERRY_ALLOWED_DIRS=/nonexistent-taskferry-dir") {
         journal_stream_of_log(w);
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
@@ -226,7 +213,6 @@ START_TEST(priority_prefixes_on_the_journal_stream) {
                 if (!strchr(s, '\n')) break;
         }
         close(lfd);
-        tf_world_free(w);
 }
 END_TEST
 

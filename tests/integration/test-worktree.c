@@ -13,8 +13,7 @@
 #include "json-util.h"
 #include "util.h"
 
-START_TEST(commit_in_linked_worktree) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(commit_in_linked_worktree) {
         char *main_repo = tf_repo_new(w, "main", NULL), *wt = tf_worktree_add(w, main_repo, "wt", "feature");
         char *gitdir = strdup(tf_path(main_repo, ".git"));
         char *before_git = tf_tree_snapshot(gitdir, false);
@@ -50,14 +49,12 @@ START_TEST(commit_in_linked_worktree) {
         free(nt), free(ft);
         free(msg), free(id), free(before_git), free(after_git), free(before_main), free(after_main);
         free(before_wt_head), free(after_wt_head), free(gitdir), free(wt), free(main_repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A dispatch into a subdirectory: git works in the sandbox (status, commit)
  * against an overlay of the repository's .git. */
-START_TEST(commit_in_subdirectory) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(commit_in_subdirectory) {
         char *repo = tf_repo_new(w, NULL, "mkdir sub && echo base > sub/f");
         char *sub = strdup(tf_path(repo, "sub"));
         char *gitdir = strdup(tf_path(repo, ".git"));
@@ -72,7 +69,6 @@ START_TEST(commit_in_subdirectory) {
         char *after = tf_tree_snapshot(gitdir, false);
         ck_assert_str_eq(before, after);
         free(after), free(before), free(msg), free(id), free(gitdir), free(sub), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
