@@ -1,7 +1,6 @@
 #include "agents-rig.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -217,9 +216,7 @@ char *rig_user_dirs_snapshot(rig *r) {
                 /* every line names its tree: "~/.pi/agent: ./sessions d 755 …" */
                 char *save = NULL;
                 for (char *line = strtok_r(snap, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                        char *next = strdup_printf("%s~/%s: %s\n", all, dirs[i], line);
-                        free(all);
-                        all = next;
+                        tf_appendf(&all, "~/%s: %s\n", dirs[i], line);
                 }
         }
         return all;
@@ -389,33 +386,11 @@ json_object *rig_last_request(rig *r, const char *needle) {
         return NULL;
 }
 
+static bool has_env_entry(pid_t pid, void *entry) { return tf_proc_has_env(pid, entry); }
+
 size_t rig_task_processes(const char *task_id, pid_t *pids, size_t max) {
-        _cleanup_free_ char *needle = strdup_printf("TASKFERRY_TASK_ID=%s", task_id);
-        size_t nlen = strlen(needle), n = 0;
-        DIR *d = opendir("/proc");
-        if (!d) return 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end || pid <= 0) continue;
-                _cleanup_free_ char *p = strdup_printf("/proc/%ld/environ", pid);
-                _cleanup_free_ char *env = NULL;
-                size_t len = 0;
-                if (read_file(p, (size_t) 1 << 22, &env, &len) < 0) continue;
-                for (size_t off = 0; off < len;) {
-                        const char *e = env + off;
-                        size_t el = strnlen(e, len - off);
-                        if (el == nlen && memcmp(e, needle, nlen) == 0) {
-                                if (n < max) pids[n] = (pid_t) pid;
-                                n++;
-                                break;
-                        }
-                        off += el + 1;
-                }
-        }
-        closedir(d);
-        return n;
+        _cleanup_free_ char *entry = strdup_printf("TASKFERRY_TASK_ID=%s", task_id);
+        return tf_procs(has_env_entry, entry, pids, max);
 }
 
 static char *base64(const char *s) {

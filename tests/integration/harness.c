@@ -7,23 +7,38 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "json-util.h"
 #include "macro.h"
 #include "process-util.h"
 #include "util.h"
 
-static char *xstrdup_printf(const char *fmt, ...) {
-        va_list ap;
+/* vasprintf() that asserts */
+static char *xvstrdup_printf(const char *fmt, va_list ap) {
         char *s = NULL;
-        va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        ck_assert_int_ge(r, 0);
+        ck_assert_int_ge(vasprintf(&s, fmt, ap), 0);
+        return s;
+}
+
+/* char *var = fmt and the arguments after it, formatted (asserts;
+ * malloc'd), in a function whose last named parameter is fmt */
+#define FORMAT_ARGS(var, fmt)                            \
+        char *var;                                       \
+        do {                                             \
+                va_list ap_;                             \
+                va_start(ap_, fmt);                      \
+                var = xvstrdup_printf(fmt, ap_);         \
+                va_end(ap_);                             \
+        } while (0)
+
+static char *xstrdup_printf(const char *fmt, ...) {
+        FORMAT_ARGS(s, fmt);
         return s;
 }
 
@@ -247,11 +262,7 @@ tf_run tf_sh(tf_world *w, const char *cwd, const char *script, bool allow_fail) 
 }
 
 char *tf_shf(tf_world *w, const char *cwd, const char *fmt, ...) {
-        va_list ap;
-        char *script = NULL;
-        va_start(ap, fmt);
-        ck_assert_int_ge(vasprintf(&script, fmt, ap), 0);
-        va_end(ap);
+        FORMAT_ARGS(script, fmt);
         tf_run r = tf_sh(w, cwd, script, false);
         free(script);
         size_t n = strlen(r.out);
@@ -771,7 +782,8 @@ char *tf_shell_done_output(tf_world *w, const char *dir, const char *const extra
 
 json_object *tf_cli_json(tf_world *w, const char *const argv[], int want_exit) {
         tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == want_exit, "%s: exit %d: %s %s", argv[0], r.exit_code, r.out, r.err);
+        ck_assert_msg(r.exit_code == want_exit, "%s %s: exit %d: %s %s", argv[0], strempty(argv[1]), r.exit_code, r.out,
+                      r.err);
         json_object *o = tf_json(r.out);
         tf_run_done(&r);
         return o;
@@ -779,33 +791,26 @@ json_object *tf_cli_json(tf_world *w, const char *const argv[], int want_exit) {
 
 json_object *tf_status_full(tf_world *w, const char *id) {
         const char *argv[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "status %s: %s %s", id, r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
+        return tf_cli_json(w, argv, 0);
+}
+
+/* the string `key` of the JSON the CLI prints for argv ("" when absent;
+ * malloc'd); the CLI must exit 0 */
+static char *cli_json_string(tf_world *w, const char *const argv[], const char *key) {
+        json_object *o = tf_cli_json(w, argv, 0);
+        char *s = strdup(strempty(tf_jstr(o, key)));
+        json_object_put(o);
+        return s;
 }
 
 char *tf_task_diff(tf_world *w, const char *id) {
         const char *argv[] = {"result", id, "--diff", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "result failed: %s %s", r.out, r.err);
-        json_object *res = tf_json(r.out);
-        char *diff = strdup(strempty(tf_jstr(res, "diff")));
-        json_object_put(res);
-        tf_run_done(&r);
-        return diff;
+        return cli_json_string(w, argv, "diff");
 }
 
 char *tf_changeset_status(tf_world *w, const char *id) {
         const char *argv[] = {"status", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_int_eq(r.exit_code, 0);
-        json_object *o = tf_json(r.out);
-        char *s = strdup(strempty(tf_jstr(o, "changesetStatus")));
-        json_object_put(o);
-        tf_run_done(&r);
-        return s;
+        return cli_json_string(w, argv, "changesetStatus");
 }
 
 json_object *tf_task_record(tf_world *w, const char *id) {
@@ -875,10 +880,8 @@ char *tf_diff_files(const char *diff) {
                 char *line = strndup(s, n);
                 size_t half = (n - 1) / 2;
                 line[half] = 0;
-                char *name = line[0] == '"' ? strdup_printf("\"%s", line + 3) : strdup(line + 2);
-                char *o = strdup_printf("%s%s|", out, name);
-                free(out), free(name), free(line);
-                out = o;
+                tf_appendf(&out, "%s%s|", line[0] == '"' ? "\"" : "", line + (line[0] == '"' ? 3 : 2));
+                free(line);
         }
         return out;
 }
@@ -1013,11 +1016,7 @@ char *tf_daemon_log(tf_world *w) {
 }
 
 json_object *tf_rpcf(tf_world *w, const char *method, const char *fmt, ...) {
-        va_list ap;
-        char *params = NULL;
-        va_start(ap, fmt);
-        ck_assert_int_ge(vasprintf(&params, fmt, ap), 0);
-        va_end(ap);
+        FORMAT_ARGS(params, fmt);
         json_object *f = tf_rpc(w, method, params);
         free(params);
         return f;
@@ -1122,4 +1121,104 @@ char *tf_shell_paused(tf_world *w, const char *dir, const char *script, const ch
         tf_go(w, id);
         *ret_status = tf_wait_settled(w, id);
         return id;
+}
+
+/* ---- processes, from /proc (harness.h) ---- */
+
+size_t tf_procs(bool (*match)(pid_t pid, void *arg), void *arg, pid_t *pids, size_t max) {
+        DIR *d = opendir("/proc");
+        ck_assert_msg(d, "cannot list /proc: %s", strerror(errno));
+        size_t n = 0;
+        for (struct dirent *de; (de = readdir(d));) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || pid <= 0 || pid == getpid() || !match((pid_t) pid, arg)) continue;
+                if (n < max) pids[n] = (pid_t) pid;
+                n++;
+        }
+        closedir(d);
+        return n;
+}
+
+char *tf_proc_read(pid_t pid, const char *name, char sep, size_t *ret_len) {
+        char path[128];
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, name);
+        char *data = NULL;
+        size_t len = 0;
+        if (read_file(path, (size_t) 4 << 20, &data, &len) < 0) return NULL;
+        if (sep)
+                for (size_t i = 0; i < len; i++)
+                        if (!data[i]) data[i] = sep;
+        if (ret_len) *ret_len = len;
+        return data;
+}
+
+bool tf_proc_has_env(pid_t pid, const char *entry) {
+        size_t len = 0;
+        _cleanup_free_ char *env = tf_proc_read(pid, "environ", 0, &len);
+        for (size_t off = 0; env && off < len; off += strnlen(env + off, len - off) + 1)
+                if (streq(env + off, entry)) return true;
+        return false;
+}
+
+bool tf_proc_stat(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp, pid_t *ret_sid) {
+        _cleanup_free_ char *stat = tf_proc_read(pid, "stat", 0, NULL);
+        /* pid (comm) state ppid pgrp session ... */
+        const char *p = stat ? strrchr(stat, ')') : NULL;
+        char state;
+        int ppid, pgrp, sid;
+        if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) != 4) return false;
+        if (ret_ppid) *ret_ppid = (pid_t) ppid;
+        if (ret_pgrp) *ret_pgrp = (pid_t) pgrp;
+        if (ret_sid) *ret_sid = (pid_t) sid;
+        return true;
+}
+
+/* ---- the daemon's env file (harness.h) ---- */
+
+char *tf_env_file(tf_world *w, const char *text) {
+        _cleanup_free_ char *dir = xstrdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        char *p = xstrdup_printf("%s/env", dir);
+        if (text) tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        return p;
+}
+
+/* ---- C programs a test builds (harness.h) ---- */
+
+void tf_cc(tf_world *w, const char *name, const char *code, const char *out, bool shared) {
+        _cleanup_free_ char *src = xstrdup_printf("%s/%s.c", w->root, name);
+        tf_write(src, code, strlen(code), 0644);
+        _cleanup_free_ char *qs = shell_quote(src), *qo = shell_quote(out);
+        free(tf_shf(w, NULL, "cc %s-o %s %s && chmod 0755 %s", shared ? "-shared -fPIC " : "", qo, qs, qo));
+}
+
+/* ---- figures (harness.h) ---- */
+
+double tf_clock_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+void tf_sort_ms(double *v, size_t n) { qsort(v, n, sizeof *v, cmp_double); }
+
+double tf_median(const double *sorted, size_t n) {
+        return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+/* ---- building strings (harness.h) ---- */
+
+void tf_appendf(char **s, const char *fmt, ...) {
+        FORMAT_ARGS(tail, fmt);
+        char *joined = xstrdup_printf("%s%s", strempty(*s), tail);
+        free(tail);
+        free(*s);
+        *s = joined;
 }

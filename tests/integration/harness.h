@@ -315,3 +315,45 @@ char *tf_shell_paused(tf_world *w, const char *dir, const char *script, const ch
         }                                                     \
         END_TEST                                              \
         static void name##_in_world(tf_world *w)
+
+/* ---- processes, from /proc ----
+ * tf_procs(): the processes but the caller for which match(pid, arg) is
+ * true, in /proc's order: their count, the first max of them stored in
+ * pids (NULL with max 0: only the count). tf_proc_read(): /proc/<pid>/<name>
+ * ("environ", "cmdline", "stat", at most 4 MiB), each NUL byte in it made
+ * sep unless sep is 0 (malloc'd, NUL-terminated; the length in *ret_len
+ * when non-NULL); NULL when the process or the file is gone.
+ * tf_proc_has_env(): whether pid's environment holds exactly the entry
+ * "NAME=value". tf_proc_stat(): pid's parent, process group and session
+ * from /proc/<pid>/stat (out pointers may be NULL; the comm field may hold
+ * spaces and parentheses); false when pid is gone. */
+size_t tf_procs(bool (*match)(pid_t pid, void *arg), void *arg, pid_t *pids, size_t max);
+char *tf_proc_read(pid_t pid, const char *name, char sep, size_t *ret_len);
+bool tf_proc_has_env(pid_t pid, const char *entry);
+bool tf_proc_stat(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp, pid_t *ret_sid);
+
+/* ---- the daemon's env file ----
+ * tf_env_file(): text as the env file at its documented place,
+ * ~/.config/taskferry/env (mode 0600, the dir made 0700; text NULL: no
+ * file there), and the world's TASKFERRY_ENV_FILE naming it (for a daemon
+ * started after); the path (malloc'd). */
+char *tf_env_file(tf_world *w, const char *text);
+
+/* ---- C programs a test builds ----
+ * tf_cc(): the C source code as R/<name>.c, compiled with cc to out (a
+ * shared library, -shared -fPIC, when shared), mode 0755; asserts. */
+void tf_cc(tf_world *w, const char *name, const char *code, const char *out, bool shared);
+
+/* ---- figures (the benchmarks) ----
+ * tf_clock_ms(): CLOCK_MONOTONIC in milliseconds, with the fraction.
+ * tf_sort_ms(): v[0..n) sorted ascending, in place. tf_median(): the
+ * median of the sorted v[0..n) (n > 0; even n: the mean of the middle
+ * two). */
+double tf_clock_ms(void);
+void tf_sort_ms(double *v, size_t n);
+double tf_median(const double *sorted, size_t n);
+
+/* ---- building strings ----
+ * tf_appendf(): *s (malloc'd, or NULL: "") replaced by itself followed by
+ * fmt and its arguments, formatted (asserts). */
+void tf_appendf(char **s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

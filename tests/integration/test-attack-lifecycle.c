@@ -22,15 +22,13 @@
 TF_WORLD_TEST(summary_env_runs_nothing_outside_the_sandbox) {
         char *repo = tf_repo_new(w, NULL, NULL);
         /* the library a worker would build: it records where it ran */
-        char *src = strdup(tf_path(w->root, "evil.c"));
         const char *code = "#include <fcntl.h>\n#include <stdlib.h>\n#include <unistd.h>\n"
                            "__attribute__((constructor)) static void pwn(void) {\n"
                            "        const char *p = getenv(\"PWN_MARK\");\n"
                            "        int fd = p ? open(p, O_WRONLY | O_CREAT | O_APPEND, 0666) : -1;\n"
                            "        if (fd >= 0) { (void) !write(fd, \"ran\\n\", 4); close(fd); }\n}\n";
-        tf_write(src, code, strlen(code), 0644);
         char *so = strdup(tf_path(w->root, "evil.so"));
-        free(tf_shf(w, NULL, "cc -shared -fPIC -o %s %s && chmod 0755 %s", so, src, so));
+        tf_cc(w, "evil", code, so, true);
         char *mark = strdup(tf_path(w->root, "pwned"));
         char *script = strdup_printf(
                 "export FAKE_SCRIPT=; O=\"$TASKFERRY_OUTPUT_DIR\"; "
@@ -52,7 +50,7 @@ TF_WORLD_TEST(summary_env_runs_nothing_outside_the_sandbox) {
         char *worker_mark = strdup_printf("%s.worker", mark);
         ck_assert(!tf_exists(worker_mark));
         ck_assert_msg(!tf_exists(mark), "the worker's LD_PRELOAD ran outside the sandbox");
-        free(worker_mark), free(own), free(id), free(script), free(mark), free(so), free(src), free(repo);
+        free(worker_mark), free(own), free(id), free(script), free(mark), free(so), free(repo);
 }
 END_TEST
 
@@ -62,9 +60,7 @@ static char *peer_replies(tf_world *w, const char *repo, const char *probe, cons
         char *py = tf_write_peer(w);
         char *args = strdup("");
         for (size_t i = 0; reqs[i]; i++) {
-                char *n = strdup_printf("%s '%s'", args, reqs[i]);
-                free(args);
-                args = n;
+                tf_appendf(&args, " '%s'", reqs[i]);
         }
         /* probe: a path the sandbox must not see ("" for none) */
         char *script = strdup_printf("[ -n '%s' ] && ls -d '%s' >/dev/null 2>&1 && exit 3; "

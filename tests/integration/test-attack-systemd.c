@@ -84,12 +84,8 @@ END_TEST
  * a whole (unless it holds the home or the target). */
 TF_WORLD_TEST(env_file_rotation_stays_masked) {
         char *repo = tf_repo_new(w, NULL, NULL);
+        char *p = tf_env_file(w, "K=" SECRET "\n");
         char *dir = strdup_printf("%s/.config/taskferry", w->home);
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        char *p = strdup_printf("%s/env", dir);
-        const char text[] = "K=" SECRET "\n";
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
         tf_daemon_start(w);
         /* the worker reads everything in the dir for a while */
         char *script = strdup_printf(
@@ -187,12 +183,7 @@ END_TEST
  * of every process it sees (the daemon's stderr is the journal). */
 TF_WORLD_TEST(proc_and_fds_reach_no_daemon) {
         char *repo = tf_repo_new(w, NULL, NULL);
-        char *dir = strdup_printf("%s/.config/taskferry", w->home);
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        char *p = strdup_printf("%s/env", dir);
-        const char text[] = "FILEDENY=" SECRET "-file\n";
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        char *p = tf_env_file(w, "FILEDENY=" SECRET "-file\n");
         tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "DENYME,FILEDENY");
         tf_world_setenv(w, "DENYME", SECRET "-ambient");
         tf_daemon_start(w);
@@ -212,7 +203,7 @@ TF_WORLD_TEST(proc_and_fds_reach_no_daemon) {
         char *log = tf_daemon_log(w);
         ck_assert_msg(!strstr(log, "FORGED-FD"), "a worker wrote into the daemon's stderr:\n%s", log);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        free(log), free(seen), free(id), free(p), free(dir), free(repo);
+        free(log), free(seen), free(id), free(p), free(repo);
 }
 END_TEST
 
@@ -297,12 +288,7 @@ END_TEST
  * tasks.json; the last good value stays. */
 TF_WORLD_TEST(env_file_errors_leak_no_value) {
         char *repo = tf_repo_new(w, NULL, NULL);
-        char *dir = strdup_printf("%s/.config/taskferry", w->home);
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        char *p = strdup_printf("%s/env", dir);
-        const char good[] = "K=good-value\n";
-        tf_write(p, good, strlen(good), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        char *p = tf_env_file(w, "K=good-value\n");
         tf_daemon_start(w);
         char *big = malloc(70000);
         memset(big, 'Q', 69999);
@@ -362,7 +348,7 @@ TF_WORLD_TEST(env_file_errors_leak_no_value) {
         }
         free(be), free(tasks), free(tj), free(log), free(msg), free(id), free(other), free(tmp);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) free(bad[i]);
-        free(big), free(p), free(dir), free(repo);
+        free(big), free(p), free(repo);
 }
 END_TEST
 
@@ -533,10 +519,7 @@ TF_WORLD_TEST(job_prompt_file_swapped_for_a_symlink) {
         char *cfg = strdup_printf("%s/.config/taskferry", w->home);
         char *jobs = strdup_printf("%s/jobs", cfg);
         ck_assert_int_eq(mkdir_p(jobs, 0700), 0);
-        char *envp = strdup_printf("%s/env", cfg);
-        const char text[] = "K=" LEAK "-jobenv\n";
-        tf_write(envp, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", envp);
+        char *envp = tf_env_file(w, "K=" LEAK "-jobenv\n");
         char *shared = strdup(tf_path(w->repo_parent, "shared"));
         ck_assert_int_eq(mkdir_p(shared, 0700), 0);
         char *pf = strdup_printf("%s/prompt.sh", shared);

@@ -2,7 +2,6 @@
  * for every command, auto-start (exactly one daemon for racing CLIs). */
 
 #include <check.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -109,33 +108,19 @@ TF_WORLD_TEST(oversized_request_is_explained) {
 }
 END_TEST
 
+/* a taskferryd whose environment names the world's state dir */
+static bool world_daemon(pid_t pid, void *entry) {
+        char exe[4096], path[64];
+        snprintf(path, sizeof path, "/proc/%d/exe", (int) pid);
+        ssize_t k = readlink(path, exe, sizeof exe - 1);
+        if (k <= 0) return false;
+        exe[k] = 0;
+        return strstr(exe, "taskferryd") && tf_proc_has_env(pid, entry);
+}
+
 static int count_daemons(tf_world *w) {
-        int n = 0;
-        DIR *d = opendir("/proc");
-        struct dirent *de;
-        char *needle = strdup_printf("TASKFERRY_STATE_DIR=%s", w->state);
-        while ((de = readdir(d))) {
-                if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-                char exe[4096];
-                char *p = strdup_printf("/proc/%s/exe", de->d_name);
-                ssize_t k = readlink(p, exe, sizeof exe - 1);
-                free(p);
-                if (k <= 0) continue;
-                exe[k] = 0;
-                if (!strstr(exe, "taskferryd")) continue;
-                p = strdup_printf("/proc/%s/environ", de->d_name);
-                char *env = NULL;
-                size_t len = 0;
-                if (read_file(p, 1 << 20, &env, &len) == 0) {
-                        for (size_t i = 0; i < len; i += strlen(env + i) + 1)
-                                if (streq(env + i, needle)) n++;
-                        free(env);
-                }
-                free(p);
-        }
-        closedir(d);
-        free(needle);
-        return n;
+        _cleanup_free_ char *entry = strdup_printf("TASKFERRY_STATE_DIR=%s", w->state);
+        return (int) tf_procs(world_daemon, entry, NULL, 0);
 }
 
 TF_WORLD_TEST(racing_clis_start_one_daemon) {

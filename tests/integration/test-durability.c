@@ -715,34 +715,20 @@ END_TEST
 
 /* ---- settlement across a crash ---- */
 
-/* The daemon's descendants (children, theirs, ...), from /proc. */
+static bool child_of(pid_t pid, void *parent) {
+        pid_t ppid;
+        return tf_proc_stat(pid, &ppid, NULL, NULL) && ppid == *(pid_t *) parent;
+}
+
+/* The daemon's descendants (children, theirs, ...), from /proc: their
+ * count, at most max of them in out. */
 static size_t descendants_of(pid_t root, pid_t *out, size_t max) {
         size_t n = 0;
-        pid_t frontier[256];
-        size_t nf = 0;
-        frontier[nf++] = root;
-        while (nf > 0 && n < max) {
-                pid_t parent = frontier[--nf];
-                DIR *d = opendir("/proc");
-                if (!d) break;
-                for (struct dirent *de; (de = readdir(d));) {
-                        pid_t pid = (pid_t) atoi(de->d_name);
-                        if (pid <= 0) continue;
-                        char path[64], buf[512];
-                        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-                        FILE *f = fopen(path, "re");
-                        if (!f) continue;
-                        size_t k = fread(buf, 1, sizeof buf - 1, f);
-                        fclose(f);
-                        buf[k] = 0;
-                        const char *p = strrchr(buf, ')');
-                        int ppid = 0;
-                        char state;
-                        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || ppid != parent) continue;
-                        if (n < max) out[n++] = pid;
-                        if (nf < ELEMENTSOF(frontier)) frontier[nf++] = pid;
-                }
-                closedir(d);
+        pid_t parent = root;
+        for (size_t next = 0;; parent = out[next++]) {
+                size_t k = tf_procs(child_of, &parent, out + n, max - n);
+                n += k < max - n ? k : max - n;
+                if (next == n || n == max) break;
         }
         return n;
 }

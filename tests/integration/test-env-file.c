@@ -23,13 +23,6 @@
 
 #define SECRET "sk-envfile-7f3c9a1e5b2d4c6e8a0b"
 
-/* The documented place: ~/.config/taskferry/env (malloc'd). */
-static char *env_path(tf_world *w) {
-        _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        return strdup_printf("%s/env", dir);
-}
-
 /* Replace the file atomically: a temp file beside it, renamed over it. */
 static void write_atomic(const char *path, const char *text) {
         _cleanup_free_ char *tmp = strdup_printf("%s.tmp-XXXXXX", path);
@@ -109,8 +102,7 @@ static void refuses(tf_world *w, const char *const *want, const char *not) {
 
 START_TEST(bad_file_refuses_start) {
         tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        _cleanup_free_ char *p = tf_env_file(w, NULL);
         /* missing */
         const char *missing[] = {"not found", p, "TASKFERRY_ENV_FILE", "envFile", NULL};
         refuses(w, missing, NULL);
@@ -173,11 +165,9 @@ START_TEST(watch_failure_is_a_warning) {
                 return;
         }
         tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        tf_write(p, "PLAIN=kept\n", strlen("PLAIN=kept\n"), 0600);
+        _cleanup_free_ char *p = tf_env_file(w, "PLAIN=kept\n");
         _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
         ck_assert_int_eq(chmod(dir, 0300), 0);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
         tf_daemon_start(w);
         _cleanup_free_ char *v = worker_value(w, "PLAIN");
         ck_assert_str_eq(v, "kept");
@@ -191,10 +181,7 @@ END_TEST
 /* ---- values, layers, reload ---- */
 
 TF_WORLD_TEST(values_reach_workers_and_reload_live) {
-        _cleanup_free_ char *p = env_path(w);
-        tf_write(p, "# provider key\nexport K=" SECRET "\nPLAIN=one\n", strlen("# provider key\nexport K=" SECRET "\nPLAIN=one\n"),
-                 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        _cleanup_free_ char *p = tf_env_file(w, "# provider key\nexport K=" SECRET "\nPLAIN=one\n");
         tf_daemon_start(w);
         _cleanup_free_ char *want = hash_of(w, SECRET);
         _cleanup_free_ char *got = run_shell(w, NULL, HASH_K);
@@ -263,21 +250,15 @@ END_TEST
 
 START_TEST(plumbing_and_denylist_never_from_the_file) {
         tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
         static const char *const plumbing[] = {"PATH", "HOME", "TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR",
                                                "TASKFERRY_CACHE_DIR", "TASKFERRY_SOCKET_PATH",
                                                "TASKFERRY_OVERLAY_TMP_DIR"};
         _cleanup_free_ char *text = strdup("");
         for (size_t i = 0; i < ELEMENTSOF(plumbing); i++) {
-                char *t = strdup_printf("%s%s=/evilmark-%zu\n", text, plumbing[i], i);
-                free(text);
-                text = t;
+                tf_appendf(&text, "%s=/evilmark-%zu\n", plumbing[i], i);
         }
-        char *t = strdup_printf("%sDENIED_ONE=evilmark-d1\nDENIED_TWO=evilmark-d2\nALLOWED=fine\n", text);
-        free(text);
-        text = t;
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_appendf(&text, "DENIED_ONE=evilmark-d1\nDENIED_TWO=evilmark-d2\nALLOWED=fine\n");
+        _cleanup_free_ char *p = tf_env_file(w, text);
         tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "DENIED_ONE,DENIED_TWO");
         /* the daemon's own env lacks TASKFERRY_SOCKET_PATH and
          * TASKFERRY_OVERLAY_TMP_DIR: a naive union would let the file's through */
@@ -298,10 +279,7 @@ END_TEST
 
 START_TEST(caller_beats_daemon_beats_file) {
         tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        const char text[] = "L1=file\nL2=file\nL3=file\n";
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        _cleanup_free_ char *p = tf_env_file(w, "L1=file\nL2=file\nL3=file\n");
         tf_world_setenv(w, "L2", "daemon");
         tf_world_setenv(w, "L3", "daemon");
         tf_daemon_start(w);
@@ -317,9 +295,7 @@ END_TEST
 /* A queued task's caller env is frozen at dispatch, its env-file values are
  * the ones current at its spawn; its launch request holds no env-file value. */
 TF_WORLD_TEST(queued_task_gets_the_values_at_spawn) {
-        _cleanup_free_ char *p = env_path(w);
-        tf_write(p, "K=old-" SECRET "\nPLAIN=old\n", strlen("K=old-" SECRET "\nPLAIN=old\n"), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        _cleanup_free_ char *p = tf_env_file(w, "K=old-" SECRET "\nPLAIN=old\n");
         tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "1");
         tf_daemon_start(w);
         _cleanup_free_ char *hold_script =
@@ -368,9 +344,7 @@ END_TEST
  * values included: the nested task's launch request on disk leaves them
  * out, and the nested task still gets them (from the env file, at spawn). */
 TF_WORLD_TEST(nested_dispatch_request_holds_no_file_value) {
-        _cleanup_free_ char *p = env_path(w);
-        tf_write(p, "K=" SECRET "\n", strlen("K=" SECRET "\n"), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        _cleanup_free_ char *p = tf_env_file(w, "K=" SECRET "\n");
         tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "1");
         tf_daemon_start(w);
         /* the child stays queued while its parent holds the only slot */
@@ -404,10 +378,7 @@ END_TEST
 /* The hostile worker: it cannot read the env file at its documented place,
  * even with that directory bound in, nor change what later tasks get. */
 TF_WORLD_TEST(worker_cannot_read_or_change_the_file) {
-        _cleanup_free_ char *p = env_path(w);
-        const char text[] = "K=" SECRET "\nPLAIN=orig\n";
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        _cleanup_free_ char *p = tf_env_file(w, "K=" SECRET "\nPLAIN=orig\n");
         tf_daemon_start(w);
         _cleanup_free_ char *before = tf_read(p, NULL);
         _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);

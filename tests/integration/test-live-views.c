@@ -329,9 +329,7 @@ static char *listing_paths(json_object *o) {
                 json_object *e = json_object_array_get_idx(files, i);
                 int64_t size = -1;
                 json_get_int64(e, "size", &size);
-                char *n = strdup_printf("%s%s=%lld|", s, json_get_string(e, "path"), (long long) size);
-                free(s);
-                s = n;
+                tf_appendf(&s, "%s=%lld|", json_get_string(e, "path"), (long long) size);
         }
         return s;
 }

@@ -24,7 +24,6 @@
  * (main()), so nothing can leave loopback. */
 
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,14 +55,10 @@ static void append_missing_lines(char **out, const char *a, const char *b, const
                         found = (p == b || p[-1] == '\n') && (p[n] == '\n' || p[n] == 0);
                 if (found) continue;
                 if (strlen(*out) + n + 8 > max) {
-                        char *more = strdup_printf("%s…\n", *out);
-                        free(*out);
-                        *out = more;
+                        tf_appendf(out, "…\n");
                         return;
                 }
-                char *next = strdup_printf("%s%s%.200s\n", *out, prefix, line);
-                free(*out);
-                *out = next;
+                tf_appendf(out, "%s%.200s\n", prefix, line);
         }
 }
 
@@ -269,32 +264,12 @@ END_TEST
 
 /* Processes in the process group or session pgid (the worker's: bwrap
  * leads it), up to max stored in pids; count returned. */
-static size_t group_processes(pid_t pgid, pid_t *pids, size_t max) {
-        size_t n = 0;
-        DIR *d = opendir("/proc");
-        if (!d) return 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end || pid <= 0) continue;
-                _cleanup_free_ char *p = strdup_printf("/proc/%ld/stat", pid);
-                _cleanup_free_ char *stat = NULL;
-                size_t len = 0;
-                if (read_file(p, 4096, &stat, &len) < 0) continue;
-                /* pid (comm) state ppid pgrp session ...; comm may hold spaces */
-                const char *rp = strrchr(stat, ')');
-                long ppid, pgrp, sid;
-                char state;
-                if (!rp || sscanf(rp + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) != 4) continue;
-                if (pgrp == pgid || sid == pgid) {
-                        if (n < max) pids[n] = (pid_t) pid;
-                        n++;
-                }
-        }
-        closedir(d);
-        return n;
+static bool in_group_or_session(pid_t pid, void *arg) {
+        pid_t pgid = *(pid_t *) arg, pgrp, sid;
+        return tf_proc_stat(pid, NULL, &pgrp, &sid) && (pgrp == pgid || sid == pgid);
 }
+
+static size_t group_processes(pid_t pgid, pid_t *pids, size_t max) { return tf_procs(in_group_or_session, &pgid, pids, max); }
 
 /* The model server takes the request and never answers (hang), or starts
  * its stream and then goes silent (stall). With short watchdog timeouts the

@@ -69,13 +69,9 @@ TF_WORLD_TEST(file_secrets_masked) {
         for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
                 _cleanup_free_ char *content = strdup_printf("SECRET-%zu\n", i);
                 tf_put(tf_path(w->home, secrets[i]), content);
-                char *s = strdup_printf("%scat \"$HOME/%s\" 2>/dev/null; ", script, secrets[i]);
-                free(script);
-                script = s;
+                tf_appendf(&script, "cat \"$HOME/%s\" 2>/dev/null; ", secrets[i]);
         }
-        char *s = strdup_printf("%sls -a \"$HOME\" | tr '\\n' ' '; echo; echo done", script);
-        free(script);
-        script = s;
+        tf_appendf(&script, "ls -a \"$HOME\" | tr '\\n' ' '; echo; echo done");
         for (int bound = 0; bound < 2; bound++) {
                 const char *extra[] = {"--ro-bind", w->home, NULL};
                 _cleanup_free_ char *msg = tf_shell_done_output(w, repo, bound ? extra : NULL, script, NULL);
@@ -130,13 +126,9 @@ TF_WORLD_TEST(host_sockets_unreachable) {
         for (size_t i = 0; i < n; i++) fds[i] = listen_at(paths[i]);
         _cleanup_free_ char *script = strdup("tf-connect \"$TASKFERRY_SOCKET_PATH\" | sed 's/^[^ ]* /own: /'; tf-connect");
         for (size_t i = 0; i < n; i++) {
-                char *s = strdup_printf("%s '%s'", script, paths[i]);
-                free(script);
-                script = s;
+                tf_appendf(&script, " '%s'", paths[i]);
         }
-        char *s = strdup_printf("%s; echo done", script);
-        free(script);
-        script = s;
+        tf_appendf(&script, "; echo done");
         _cleanup_free_ char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         ck_assert_msg(strstr(msg, "own: connected\n"), "the task's own socket did not connect: %s", msg);
         for (size_t i = 0; i < n; i++) {

@@ -96,7 +96,6 @@ END_TEST
 /* The caller's environment reaches the worker inside the sandbox, but never
  * bwrap on the host: a forwarded LD_PRELOAD would run the caller's code there. */
 TF_WORLD_TEST(caller_env_reaches_the_worker_not_bwrap) {
-        char *src = strdup(tf_path(w->root, "probe.c"));
         char *so = strdup(tf_path(w->root, "probe.so"));
         char *marker = strdup(tf_path(w->root, "bwrap-ran-preload"));
         const char *code =
@@ -107,8 +106,7 @@ TF_WORLD_TEST(caller_env_reaches_the_worker_not_bwrap) {
                 "  const char *m = getenv(\"PROBE_MARKER\");\n"
                 "  if (m && b && strcmp(b + 1, \"bwrap\") == 0) { int fd = open(m, O_WRONLY|O_CREAT, 0600); if (fd >= 0) close(fd); }\n"
                 "}\n";
-        tf_write(src, code, strlen(code), 0644);
-        free(tf_shf(w, NULL, "cc -shared -fPIC -o %s %s", so, src));
+        tf_cc(w, "probe", code, so, true);
         /* start the daemon first, without the variables (it would inherit them) */
         const char *warm[] = {"list", "--all", NULL};
         tf_run wr = tf_cli(w, NULL, NULL, warm);
@@ -138,7 +136,7 @@ TF_WORLD_TEST(caller_env_reaches_the_worker_not_bwrap) {
         free(msg);
         ck_assert_msg(!tf_exists(marker), "the caller's LD_PRELOAD ran in bwrap on the host");
         /* and no environment value is on bwrap's command line: the shim passes it via --args */
-        free(ld), free(id), free(src), free(so), free(marker);
+        free(ld), free(id), free(so), free(marker);
 }
 END_TEST
 
@@ -147,7 +145,6 @@ END_TEST
  * the connection came through the task's own socket. */
 TF_WORLD_TEST(orphaned_connection_is_still_sandboxed) {
         char *repo = tf_repo_new(w, NULL, NULL);
-        char *src = strdup(tf_path(w->root, "orphan.c"));
         char *bin = strdup(tf_path(w->fixtures, "bin/orphan-request"));
         const char *code =
                 "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
@@ -163,8 +160,7 @@ TF_WORLD_TEST(orphaned_connection_is_still_sandboxed) {
                 "  write(fd, req, strlen(req));\n"
                 "  char buf[65536]; ssize_t n = read(fd, buf, sizeof buf - 1); if (n > 0) { buf[n] = 0; fputs(buf, stdout); }\n"
                 "  return 0;\n}\n";
-        tf_write(src, code, strlen(code), 0644);
-        free(tf_shf(w, NULL, "cc -o %s %s", bin, src));
+        tf_cc(w, "orphan", code, bin, false);
         char *a = tf_shell_settled(w, repo, NULL, "echo changed > f", NULL);
         char *script = strdup_printf(
                 "orphan-request task.accept '{\"taskId\":\"%s\"}'; sleep 1; "
@@ -178,7 +174,7 @@ TF_WORLD_TEST(orphaned_connection_is_still_sandboxed) {
         char buf[64];
         ck_assert_str_eq(status_of(w, a, buf), "done/pending");
         ck_assert(!tf_exists(tf_path(w->root, "escaped")));
-        free(a), free(script), free(src), free(bin), free(repo);
+        free(a), free(script), free(bin), free(repo);
 }
 END_TEST
 
@@ -194,7 +190,6 @@ TF_WORLD_TEST(host_service_sockets_are_hidden) {
         snprintf(sa.sun_path, sizeof sa.sun_path, "%s", bus);
         ck_assert_int_eq(bind(lfd, (struct sockaddr *) &sa, sizeof sa), 0);
         ck_assert_int_eq(listen(lfd, 4), 0);
-        char *src = strdup(tf_path(w->root, "uconnect.c"));
         char *bin = strdup(tf_path(w->fixtures, "bin/unix-connect"));
         /* "@name" connects to the abstract socket "name" */
         const char *code = "#include <stddef.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/socket.h>\n"
@@ -206,7 +201,7 @@ TF_WORLD_TEST(host_service_sockets_are_hidden) {
                            "  else snprintf(sa.sun_path, sizeof sa.sun_path, \"%s\", v[1]);\n"
                            "  int fd = socket(AF_UNIX, SOCK_STREAM, 0);\n"
                            "  return connect(fd, (struct sockaddr *) &sa, len) == 0 ? 0 : 1; }\n";
-        tf_write(src, code, strlen(code), 0644);
+        tf_cc(w, "uconnect", code, bin, false);
         /* an abstract socket on the host: no mount hides it (shared network namespace) */
         char abstract[64];
         snprintf(abstract, sizeof abstract, "tf-test-abstract-%d", (int) getpid());
@@ -216,7 +211,7 @@ TF_WORLD_TEST(host_service_sockets_are_hidden) {
         ck_assert_int_eq(bind(afd, (struct sockaddr *) &aa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + strlen(abstract))), 0);
         ck_assert_int_eq(listen(afd, 4), 0);
         /* both reachable from the host */
-        free(tf_shf(w, NULL, "cc -o %s %s && %s %s && %s @%s", bin, src, bin, bus, bin, abstract));
+        free(tf_shf(w, NULL, "%s %s && %s @%s", bin, bus, bin, abstract));
         /* the daemon (and so every worker) runs with this runtime dir and bus address */
         tf_world_setenv(w, "XDG_RUNTIME_DIR", xdg);
         char *addr = strdup_printf("unix:path=%s", bus);
@@ -231,7 +226,7 @@ TF_WORLD_TEST(host_service_sockets_are_hidden) {
         free(msg);
         close(lfd);
         close(afd);
-        free(xdg), free(bus), free(src), free(bin), free(addr), free(script);
+        free(xdg), free(bus), free(bin), free(addr), free(script);
 }
 END_TEST
 

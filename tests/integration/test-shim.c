@@ -746,16 +746,20 @@ END_TEST
 
 /* ---- signals ---- */
 
-static pid_t proc_pgrp(pid_t pid) {
-        _cleanup_free_ char *path = strdup_printf("/proc/%d/stat", (int) pid);
-        _cleanup_free_ char *stat_text = NULL;
-        if (read_file(path, 65536, &stat_text, NULL) < 0) return -1;
-        const char *p = strrchr(stat_text, ')');
-        if (!p) return -1;
-        char state;
-        int ppid, pgrp;
-        if (sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) return -1;
-        return (pid_t) pgrp;
+typedef struct sh_search {
+        pid_t pgrp;
+        const char *want;
+} sh_search;
+
+/* Fails if pid's command line holds the prompt marker; whether it is
+ * exactly `sh <script>` (search->want) in process group search->pgrp. */
+static bool is_sh_of_script(pid_t pid, void *arg) {
+        const sh_search *search = arg;
+        _cleanup_free_ char *cmd = tf_proc_read(pid, "cmdline", ' ', NULL);
+        if (!cmd) return false;
+        ck_assert_msg(!strstr(cmd, PROMPT_MARKER), "pid %d has the prompt on its command line", (int) pid);
+        pid_t pgrp;
+        return streq(cmd, search->want) && tf_proc_stat(pid, NULL, &pgrp, NULL) && pgrp == search->pgrp;
 }
 
 /* Scan every host /proc/<pid>/cmdline: fails if any command line holds the
@@ -764,25 +768,8 @@ static pid_t proc_pgrp(pid_t pid) {
 static bool scan_host_procs(pid_t pgrp, const char *script) {
         _cleanup_free_ char *want = strdup_printf("sh %s ", script);
         ck_assert_ptr_nonnull(want);
-        DIR *d = opendir("/proc");
-        ck_assert_ptr_nonnull(d);
-        bool found = false;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end || pid <= 0) continue;
-                _cleanup_free_ char *path = strdup_printf("/proc/%ld/cmdline", pid);
-                _cleanup_free_ char *cmd = NULL;
-                size_t len = 0;
-                if (read_file(path, 1 << 20, &cmd, &len) < 0) continue;
-                for (size_t i = 0; i < len; i++)
-                        if (!cmd[i]) cmd[i] = ' ';
-                ck_assert_msg(!strstr(cmd, PROMPT_MARKER), "pid %ld has the prompt on its command line", pid);
-                if (streq(cmd, want) && proc_pgrp((pid_t) pid) == pgrp) found = true;
-        }
-        closedir(d);
-        return found;
+        sh_search search = {pgrp, want};
+        return tf_procs(is_sh_of_script, &search, NULL, 0) > 0;
 }
 
 static void wait_for_file(const char *path) {
@@ -812,8 +799,11 @@ static void run_sigterm(bool sandbox) {
 
         /* The shim leads its own group (the daemon setsid'd it); the worker
          * leads another, which holds the whole worker tree. */
-        ck_assert_int_eq(proc_pgrp(run.pid), run.pid);
-        ck_assert_int_eq(proc_pgrp(li.worker_pid), li.worker_pid);
+        pid_t pgrp = -1;
+        ck_assert(tf_proc_stat(run.pid, NULL, &pgrp, NULL));
+        ck_assert_int_eq(pgrp, run.pid);
+        ck_assert(tf_proc_stat(li.worker_pid, NULL, &pgrp, NULL));
+        ck_assert_int_eq(pgrp, li.worker_pid);
         ck_assert_msg(scan_host_procs(li.worker_pid, sandbox ? SANDBOX_PROMPT_PATH : t.prompt_file),
                       "the worker's sh is not in process group %d", (int) li.worker_pid);
 

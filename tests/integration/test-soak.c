@@ -14,7 +14,6 @@
  * tells a crash bug from a plain one). */
 
 #include <check.h>
-#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -79,43 +78,28 @@ static void check_diff(int i, const char *diff) {
         free(hdr), free(add);
 }
 
+typedef struct world_search {
+        tf_world *w;
+        char *needle; /* TASKFERRY_STATE_DIR=<the world's> */
+        char *found; /* "pid(cmdline) " each */
+} world_search;
+
+static bool of_world(pid_t pid, void *arg) {
+        world_search *ws = arg;
+        _cleanup_free_ char *env = tf_proc_read(pid, "environ", '\n', NULL);
+        _cleanup_free_ char *cmd = tf_proc_read(pid, "cmdline", ' ', NULL);
+        if (!(env && strstr(env, ws->needle)) && !(cmd && strstr(cmd, ws->w->root))) return false;
+        tf_appendf(&ws->found, "%d(%s) ", (int) pid, cmd ? cmd : "?");
+        return true;
+}
+
 /* Pids whose environment names this world's state dir (daemon, shims, jobs,
  * workers all inherit it), or whose command line names the world. */
 static char *world_processes(tf_world *w) {
-        char *needle = strdup_printf("TASKFERRY_STATE_DIR=%s", w->state);
-        char *found = strdup("");
-        DIR *d = opendir("/proc");
-        struct dirent *de;
-        while (d && (de = readdir(d))) {
-                if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-                if (atoi(de->d_name) == getpid()) continue;
-                char *files[] = {strdup_printf("/proc/%s/environ", de->d_name), strdup_printf("/proc/%s/cmdline", de->d_name)};
-                for (int k = 0; k < 2; k++) {
-                        char *data = NULL;
-                        size_t len = 0;
-                        if (read_file(files[k], 1 << 20, &data, &len) == 0) {
-                                for (size_t j = 0; j < len; j++)
-                                        if (!data[j]) data[j] = '\n';
-                                if (strstr(data, needle) || (k == 1 && strstr(data, w->root))) {
-                                        char *cmd = NULL;
-                                        char *cp = strdup_printf("/proc/%s/cmdline", de->d_name);
-                                        if (read_file(cp, 4096, &cmd, &len) == 0)
-                                                for (size_t j = 0; j < len; j++)
-                                                        if (!cmd[j]) cmd[j] = ' ';
-                                        char *n = strdup_printf("%s%s(%s) ", found, de->d_name, cmd ? cmd : "?");
-                                        free(found), free(cmd), free(cp);
-                                        found = n;
-                                        free(data);
-                                        break;
-                                }
-                                free(data);
-                        }
-                }
-                free(files[0]), free(files[1]);
-        }
-        if (d) closedir(d);
-        free(needle);
-        return found;
+        world_search ws = {w, strdup_printf("TASKFERRY_STATE_DIR=%s", w->state), strdup("")};
+        tf_procs(of_world, &ws, NULL, 0);
+        free(ws.needle);
+        return ws.found;
 }
 
 static bool no_world_processes(tf_world *w, void *arg) {
