@@ -344,6 +344,25 @@ char *tf_env_file(tf_world *w, const char *text);
  * shared library, -shared -fPIC, when shared), mode 0755; asserts. */
 void tf_cc(tf_world *w, const char *name, const char *code, const char *out, bool shared);
 
+/* ---- a test with a world and its user bus ----
+ * TF_BUS_TEST(name) { body } END_TEST: as TF_WORLD_TEST, with the world's
+ * user bus (tf_bus_start) started before the body, given to it as b, and
+ * stopped once the world is freed; TF_BUS_TEST_ENV(name, "NAME=value", ...)
+ * makes the world with those variables. */
+#define TF_BUS_TEST(name) TF_BUS_TEST_(name, NULL)
+#define TF_BUS_TEST_ENV(name, ...) TF_BUS_TEST_(name, ((char *const[]){__VA_ARGS__, NULL}))
+#define TF_BUS_TEST_(name, env)                                       \
+        static void name##_on_bus(tf_world *w, const tf_bus *b);      \
+        START_TEST(name) {                                            \
+                tf_world *world_ = tf_world_new(env);                 \
+                tf_bus bus_ = tf_bus_start(world_);                   \
+                name##_on_bus(world_, &bus_);                         \
+                tf_world_free(world_);                                \
+                tf_bus_stop(&bus_);                                   \
+        }                                                             \
+        END_TEST                                                      \
+        static void name##_on_bus(tf_world *w, const tf_bus *b)
+
 /* ---- figures (the benchmarks) ----
  * tf_clock_ms(): CLOCK_MONOTONIC in milliseconds, with the fraction.
  * tf_sort_ms(): v[0..n) sorted ascending, in place. tf_median(): the

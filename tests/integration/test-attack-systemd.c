@@ -223,9 +223,7 @@ END_TEST
  * unknown to it, as on the socket. Odd object paths under the task prefix
  * (undecodable, overlong, escaped dots) are unknown objects and the daemon
  * carries on. */
-START_TEST(bus_objects_keep_the_peer_rules) {
-        tf_world *w = tf_world_new(NULL);
-        tf_bus b = tf_bus_start(w);
+TF_BUS_TEST(bus_objects_keep_the_peer_rules) {
         char *repo = tf_repo_new(w, NULL, NULL);
         char *other = strdup(tf_path(w->repo_parent, "other-secret-project"));
         free(tf_shf(w, NULL, "mkdir -p %s", other));
@@ -251,7 +249,7 @@ START_TEST(bus_objects_keep_the_peer_rules) {
                 "$B get-property " NAME " $p " TIFACE " Status >/dev/null 2>&1; done; "
                 "echo own=$($B tree --list " NAME " | grep -c \"$(echo $TASKFERRY_TASK_ID | sed 's/_/_5f/g')\"); "
                 "$B get-property " NAME " " MPATH " " MIFACE " Version; echo alive=$?",
-                b.socket, pv, pv, pv, victim, strrchr(pv, '/') + 1, victim, strrchr(pv, '/') + 1, longp);
+                b->socket, pv, pv, pv, victim, strrchr(pv, '/') + 1, victim, strrchr(pv, '/') + 1, longp);
         const char *bind[] = {"--rw-bind", busdir, NULL};
         char *wid = tf_shell_settled(w, repo, bind, script, NULL);
         char *msg = tf_task_message(w, wid);
@@ -270,8 +268,6 @@ START_TEST(bus_objects_keep_the_peer_rules) {
         tf_run_done(&r);
         json_object_put(tf_wait_settled(w, victim));
         free(msg), free(wid), free(script), free(longp), free(busdir), free(pv), free(victim), free(other), free(repo);
-        tf_world_free(w);
-        tf_bus_stop(&b);
 }
 END_TEST
 
@@ -475,9 +471,7 @@ END_TEST
 /* Attack (bus bound in, as above): CancelTask with ids of odd shapes (another
  * user's-looking id, 100 KiB, path-ish, escapes), GetAll on the manager, a
  * call with a wrong signature; the daemon answers each and carries on. */
-START_TEST(bus_odd_calls_from_a_worker) {
-        tf_world *w = tf_world_new(NULL);
-        tf_bus b = tf_bus_start(w);
+TF_BUS_TEST(bus_odd_calls_from_a_worker) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         pid_t pid0 = tf_daemon_pid(w);
@@ -492,7 +486,7 @@ START_TEST(bus_odd_calls_from_a_worker) {
                 "$B call " NAME " " MPATH " " MIFACE " CancelTask i 5 2>&1; echo wrong=$?; "
                 "$B call " NAME " " MPATH " " MIFACE " ListTasks 2>&1 | head -c 300; echo; "
                 "$B get-property " NAME " " MPATH " " MIFACE " Version; echo alive=$?",
-                b.socket);
+                b->socket);
         const char *bind[] = {"--rw-bind", busdir, NULL};
         char *wid = tf_shell_settled(w, repo, bind, script, NULL);
         char *msg = tf_task_message(w, wid);
@@ -501,8 +495,6 @@ START_TEST(bus_odd_calls_from_a_worker) {
         ck_assert_msg(!strstr(msg, "c=0"), "a CancelTask of an odd id succeeded (output above)");
         ck_assert_int_eq(tf_daemon_pid(w), pid0);
         free(msg), free(wid), free(script), free(busdir), free(repo);
-        tf_world_free(w);
-        tf_bus_stop(&b);
 }
 END_TEST
 

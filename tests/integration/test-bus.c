@@ -63,11 +63,8 @@ static void wait_file_has(tf_world *w, const char *path, const char *what) {
         }
 }
 
-START_TEST(objects_follow_tasks) {
-        char *const env[] = {"TASKFERRY_MAX_CONCURRENT_TASKS=1", "TF_BUS_TEST_SECRET=secret-env-value-7b1d",
-                             "TASKFERRY_TASK_MEMORY_MAX=96M", "TASKFERRY_TASK_TASKS_MAX=321", NULL};
-        tf_world *w = tf_world_new(env);
-        tf_bus b = tf_bus_start(w);
+TF_BUS_TEST_ENV(objects_follow_tasks, "TASKFERRY_MAX_CONCURRENT_TASKS=1", "TF_BUS_TEST_SECRET=secret-env-value-7b1d",
+                "TASKFERRY_TASK_MEMORY_MAX=96M", "TASKFERRY_TASK_TASKS_MAX=321") {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         ck_assert_msg(tf_wait_until(tf_bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
@@ -181,8 +178,6 @@ START_TEST(objects_follow_tasks) {
 
         free(tf_shf(w, NULL, "kill %s", mon_pid));
         free(a), free(bid), free(pa), free(pb), free(mon), free(repo);
-        tf_world_free(w);
-        tf_bus_stop(&b);
 }
 END_TEST
 
@@ -191,9 +186,7 @@ END_TEST
  * peer rules of the socket hold on the bus too (by the caller's pid): a
  * worker cancels only what it dispatched itself (not even its own task),
  * other tasks are unknown to it, and ListTasks shows it only its own tree. */
-START_TEST(sandbox_and_the_bus) {
-        tf_world *w = tf_world_new(NULL);
-        tf_bus b = tf_bus_start(w);
+TF_BUS_TEST(sandbox_and_the_bus) {
         char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         ck_assert_msg(tf_wait_until(tf_bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
@@ -203,7 +196,7 @@ START_TEST(sandbox_and_the_bus) {
                 "busctl --address=unix:path=%s list >/dev/null 2>&1; echo busctl=$?; "
                 "busctl --user list >/dev/null 2>&1; echo user=$?; "
                 "test -e /run/user/$(id -u)/bus && echo runbus=visible || echo runbus=hidden",
-                b.socket, b.socket);
+                b->socket, b->socket);
         char *msg = tf_shell_output(w, repo, NULL, probe, NULL);
         ck_assert_msg(strstr(msg, "addr=none\n") && strstr(msg, "sock=hidden\n") && !strstr(msg, "busctl=0\n") &&
                               !strstr(msg, "user=0\n") && strstr(msg, "runbus=hidden"),
@@ -225,7 +218,7 @@ START_TEST(sandbox_and_the_bus) {
                 "echo child=$child; $B --json=short call $M ListTasks | grep -o 'oc_[a-z0-9_]*\",\"/' | sort -u | wc -l | "
                 "sed 's/^/listed=/'; "
                 "$B call $M CancelTask s $child >/dev/null; echo own=$?",
-                b.socket, victim, b.socket, repo);
+                b->socket, victim, b->socket, repo);
         const char *bind[] = {"--rw-bind", busdir, NULL};
         msg = tf_shell_done_output(w, repo, bind, script, NULL);
         ck_assert_msg(strstr(msg, "victim=1\n1\n") && strstr(msg, "self=1\n1\n") && strstr(msg, "own=0\n") && strstr(msg, "child=oc_") &&
@@ -239,8 +232,6 @@ START_TEST(sandbox_and_the_bus) {
         free(busctl(w, ca));
         wait_prop(w, pv, "Status", "s \"cancelled\"");
         free(victim), free(pv), free(busdir), free(repo);
-        tf_world_free(w);
-        tf_bus_stop(&b);
 }
 END_TEST
 

@@ -36,8 +36,6 @@
 #include "json-util.h"
 #include "util.h"
 
-static const char *const executors[] = {"pi", "opencode"};
-
 /* the rig checks of agents-rig.c: the workers do write the real dirs */
 static bool no_sandbox(void) {
         return getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX") || getenv("TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES");
@@ -99,10 +97,8 @@ static int64_t token(json_object *res, const char *key) {
 
 /* ---- answer ---- */
 
-START_TEST(answer) {
-        const char *ex = executors[_i % 2];
+RIG_TEST(answer) {
         bool anthropic = _i >= 2;
-        rig *r = rig_new();
         char *id = rig_dispatch(r, ex, rig_model(anthropic), "scenario:answer Reply with exactly: PONG", NULL);
         json_object *st = settle(r, id, "done");
         ck_assert_msg(tf_jstr(st, "failureReason") == NULL, "reason %s", tf_jstr(st, "failureReason"));
@@ -129,7 +125,6 @@ START_TEST(answer) {
         ck_assert_uint_eq(rig_count_requests(r, "title", NULL), streq(ex, "opencode") ? 1 : 0);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
@@ -141,9 +136,7 @@ static size_t count_substr(const char *s, const char *needle) {
         return n;
 }
 
-START_TEST(write_file) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(write_file) {
         char *id = rig_dispatch(r, ex, rig_model(false), "scenario:write_file Write hello.txt containing hi.", NULL);
         json_object *st = settle(r, id, "done");
         ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
@@ -172,15 +165,12 @@ START_TEST(write_file) {
         free(status);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
 /* ---- rate_limit, auth ---- */
 
-START_TEST(rate_limit) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(rate_limit) {
         char *id = rig_dispatch(r, ex, rig_model(false), "scenario:rate_limit Reply with exactly: PONG", NULL);
         json_object *st = settle(r, id, "crashed");
         ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")), streq(ex, "pi") ? "pi_rate_limited" : "rate_limited");
@@ -191,14 +181,11 @@ START_TEST(rate_limit) {
         json_object_put(st);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
-START_TEST(auth) {
-        const char *ex = executors[_i % 2];
+RIG_TEST(auth) {
         bool anthropic = _i >= 2;
-        rig *r = rig_new();
         char *id = rig_dispatch(r, ex, rig_model(anthropic), "scenario:auth Reply with exactly: PONG", NULL);
         json_object *st = settle(r, id, "crashed");
         ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")),
@@ -212,15 +199,12 @@ START_TEST(auth) {
         json_object_put(st);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
 /* ---- slow, hang ---- */
 
-START_TEST(slow) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(slow) {
         char *id = rig_dispatch(r, ex, rig_model(false), "scenario:slow Count to five.", NULL);
         json_object *st = settle(r, id, "done");
         json_object_put(st);
@@ -229,13 +213,10 @@ START_TEST(slow) {
         ck_assert_int_eq(token(res, "output"), 5);
         json_object_put(res);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
-START_TEST(hang) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(hang) {
         char *id = rig_dispatch(r, ex, rig_model(false), "scenario:hang Reply with exactly: PONG", NULL);
         /* the worker is up and waiting for the model */
         uint64_t deadline = mono_ms() + 90000;
@@ -258,7 +239,6 @@ START_TEST(hang) {
         ck_assert_msg(left == 0, "%zu process(es) of cancelled task %s still run (first pid %d)", left, id, (int) pids[0]);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
@@ -279,7 +259,7 @@ static size_t group_processes(pid_t pgid, pid_t *pids, size_t max) { return tf_p
  * the no-output budget and a stall a stall after the post-output one.
  * Nothing of the task is left running. */
 START_TEST(hang_watchdog) {
-        const char *ex = executors[_i % 2];
+        const char *ex = rig_executor(_i);
         bool stall = _i >= 2;
         const char *scenario = stall ? "scenario:stall" : "scenario:hang";
         /* The CLIs take 4 s (idle) to 60 s (a machine at load 20) to start
@@ -353,9 +333,7 @@ END_TEST
 
 /* ---- resume ---- */
 
-START_TEST(resume) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(resume) {
         char *first = rig_dispatch(r, ex, rig_model(false), "scenario:answer first-turn-kiwi Reply with exactly: PONG",
                                    NULL);
         json_object *st = settle(r, first, "done");
@@ -386,7 +364,6 @@ START_TEST(resume) {
         json_object_put(req);
         assert_user_dirs_unchanged(r);
         free(sid), free(first), free(second);
-        rig_free(r);
 }
 END_TEST
 
@@ -424,10 +401,8 @@ static bool has_line(const char *text, const char *line) {
         return false;
 }
 
-START_TEST(isolation) {
-        const char *ex = executors[_i];
+RIG_TEST(isolation) {
         bool pi = streq(ex, "pi");
-        rig *r = rig_new();
         _cleanup_free_ char *writer = isolation_writer(), *reader = isolation_reader();
         _cleanup_free_ char *wprompt = rig_bash_prompt(writer), *rprompt = rig_bash_prompt(reader);
         char *ids[2];
@@ -483,7 +458,6 @@ START_TEST(isolation) {
         fflush(stdout);
         assert_user_dirs_unchanged(r);
         free(ids[0]), free(ids[1]), free(next);
-        rig_free(r);
 }
 END_TEST
 
