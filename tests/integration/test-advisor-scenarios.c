@@ -122,9 +122,7 @@ TF_WORLD_TEST(inline_advisor_done_and_session) {
 END_TEST
 
 /* §8.3 step 1: a session past TASKFERRY_ADVISOR_SESSION_TTL_MS is reset. */
-START_TEST(session_ttl_expires) {
-        char *const env[] = {(char *) "TASKFERRY_ADVISOR_SESSION_TTL_MS=300", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(session_ttl_expires, "TASKFERRY_ADVISOR_SESSION_TTL_MS=300") {
         char *repo = make_repo(w);
         char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
@@ -137,14 +135,11 @@ START_TEST(session_ttl_expires) {
         ck_assert_str_eq(tf_jstr(o, "previous_session_id"), "ses_fxA");
         json_object_put(o);
         free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A2: still running after timeoutMs: with and without a session id yet; and queued. */
-START_TEST(timeout_shapes) {
-        char *const env[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(timeout_shapes, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *repo = make_repo(w);
         char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
@@ -198,7 +193,6 @@ START_TEST(timeout_shapes) {
         json_object_put(o);
 
         free(first), free(second), free(third), free(want), free(script), free(script2), free(go), free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

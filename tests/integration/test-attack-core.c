@@ -455,9 +455,7 @@ END_TEST
  * file, dirty) when the task starts. Hashing it into the base would stall
  * the shim before the worker starts (the issue's 97 s); it is left at its
  * index version in the base, and the task settles in seconds. */
-START_TEST(snapshot_over_huge_dirty_file) {
-        char *env[] = {(char *) "TASKFERRY_TASK_DISK_MAX=32G", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(snapshot_over_huge_dirty_file, "TASKFERRY_TASK_DISK_MAX=32G") {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "echo small > big.bin && git add big.bin && git -c user.email=u@x -c user.name=u commit -qm big "
                              "&& truncate -s 8G big.bin"));
@@ -467,7 +465,6 @@ START_TEST(snapshot_over_huge_dirty_file) {
         struct stat sb;
         ck_assert(stat(tf_path(repo, "big.bin"), &sb) == 0 && sb.st_size == ((off_t) 8 << 30));
         free(diff), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -528,9 +525,7 @@ END_TEST
  * link, a symlink to a secret. Under the bound extracts, over it is left
  * out with a warning, special files are left out without being opened, and
  * settlement stays quick. */
-START_TEST(file_max_and_special_files) {
-        char *env[] = {(char *) "TASKFERRY_CHANGESET_FILE_MAX=4096", (char *) "TASKFERRY_TASK_DISK_MAX=32G", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(file_max_and_special_files, "TASKFERRY_CHANGESET_FILE_MAX=4096", "TASKFERRY_TASK_DISK_MAX=32G") {
         char *repo = make_repo(w);
         const char *script =
                 "set -e; head -c 4096 /dev/zero | tr '\\0' u > under; head -c 4097 /dev/zero | tr '\\0' o > over; "
@@ -548,7 +543,6 @@ START_TEST(file_max_and_special_files) {
         char *got = tf_shf(w, repo, "wc -c < under; cat hard; readlink shadow; ls over sparse fifo sock 2>&1 | wc -l");
         ck_assert_str_eq(got, "4096\none\nw\n/etc/shadow\n4"); /* hard shares a.txt's inode */
         free(got), free(s), free(diff), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

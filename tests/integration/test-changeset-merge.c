@@ -87,9 +87,7 @@ END_TEST
 
 /* `truncate -s 8G big.bin`: settles within seconds with a warning naming
  * the file; the rest of the changeset accepts. */
-START_TEST(sparse_8g_file_is_left_out) {
-        char *env[] = {(char *) "TASKFERRY_TASK_DISK_MAX=32G", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(sparse_8g_file_is_left_out, "TASKFERRY_TASK_DISK_MAX=32G") {
         char *repo = make_repo(w);
         char *id = tf_shell_pending(w, repo, NULL, "set -e; truncate -s 8G big.bin; printf 'w\\n' >> a.txt", NULL);
         const char *sargv[] = {"status", id, "--json", NULL};
@@ -103,7 +101,6 @@ START_TEST(sparse_8g_file_is_left_out) {
         ck_assert_str_eq(a, "one\nw\n");
         ck_assert(!tf_exists(tf_path(repo, "big.bin")));
         free(a), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

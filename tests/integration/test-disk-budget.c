@@ -269,9 +269,7 @@ START_TEST(full_state_fs_blocks_nobody) {
 END_TEST
 
 /* The setting: TASKFERRY_TASK_DISK_MAX is the default budget. */
-START_TEST(setting_sets_default_budget) {
-        char *const env[] = {(char *) "TASKFERRY_TASK_DISK_MAX=20M", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(setting_sets_default_budget, "TASKFERRY_TASK_DISK_MAX=20M") {
         char *repo = make_repo(w);
         char *id = tf_dispatch_shell(w, repo, NULL,
                                      "i=0; while [ $i -lt 100 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); sleep 0.05; done");
@@ -279,7 +277,6 @@ START_TEST(setting_sets_default_budget) {
         check_disk_stop(rec, "budget of 20.0 MiB");
         json_object_put(rec);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 

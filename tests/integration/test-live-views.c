@@ -230,9 +230,7 @@ TF_WORLD_TEST(results_and_tail_of_worker_streams) {
 END_TEST
 
 /* R4 a running task, R5 projections, R11 log activity, R10 diffStat */
-START_TEST(running_projections_and_log_activity) {
-        char *env[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(running_projections_and_log_activity, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *repo = tf_repo_new(w, NULL, "printf 'one\\n' > a.txt");
         char *run = tf_dispatch_shell(w, repo, NULL, "echo started; printf 'one\\ntwo\\n' > a.txt; printf 'x\\n' > new.txt; " TF_WAIT_GO
                                         "; echo finished");
@@ -316,7 +314,6 @@ START_TEST(running_projections_and_log_activity) {
         ck_assert(json_get_bool(tf_result(f), "logHasEvent", false));
         json_object_put(f);
         free(run), free(queued), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
