@@ -139,6 +139,16 @@ static void write_text(const char *path, const char *text) { tf_write(path, text
 
 static void mkdirs(const char *path) { ck_assert_msg(mkdir_p(path, 0700) >= 0, "mkdir %s", path); }
 
+/* The one model of each mock provider, as pi's models.json and OpenCode's
+ * opencode.json list it: $1/M input, $2/M output tokens. */
+#define PI_MOCK_MODEL(name)                                                                                  \
+        "\"models\":[{\"id\":\"mock-model\",\"name\":\"" name "\",\"reasoning\":false,\"input\":[\"text\"]," \
+        "\"contextWindow\":128000,\"maxTokens\":4096,"                                                         \
+        "\"cost\":{\"input\":1,\"output\":2,\"cacheRead\":0,\"cacheWrite\":0}}]"
+#define OC_MOCK_MODEL(name)                                                                                  \
+        "\"models\":{\"mock-model\":{\"name\":\"" name "\",\"tool_call\":true,\"cost\":{\"input\":1,\"output\":2}," \
+        "\"limit\":{\"context\":128000,\"output\":4096}}}"
+
 /* The user's ordinary config, as a user of pi and OpenCode would have it. */
 static void write_user_config(rig *r) {
         tf_world *w = r->w;
@@ -149,13 +159,9 @@ static void write_user_config(rig *r) {
                 "{\"providers\":{"
                 "\"mockllm\":{\"baseUrl\":\"http://127.0.0.1:%d/v1\",\"api\":\"openai-completions\",\"apiKey\":\"k\","
                 "\"compat\":{\"supportsDeveloperRole\":false,\"supportsReasoningEffort\":false,\"supportsStore\":false},"
-                "\"models\":[{\"id\":\"mock-model\",\"name\":\"Mock\",\"reasoning\":false,\"input\":[\"text\"],"
-                "\"contextWindow\":128000,\"maxTokens\":4096,"
-                "\"cost\":{\"input\":1,\"output\":2,\"cacheRead\":0,\"cacheWrite\":0}}]},"
+                PI_MOCK_MODEL("Mock") "},"
                 "\"mockant\":{\"baseUrl\":\"http://127.0.0.1:%d\",\"api\":\"anthropic-messages\",\"apiKey\":\"k\","
-                "\"models\":[{\"id\":\"mock-model\",\"name\":\"MockA\",\"reasoning\":false,\"input\":[\"text\"],"
-                "\"contextWindow\":128000,\"maxTokens\":4096,"
-                "\"cost\":{\"input\":1,\"output\":2,\"cacheRead\":0,\"cacheWrite\":0}}]}}}\n",
+                PI_MOCK_MODEL("MockA") "}}}\n",
                 r->port, r->port);
         write_text(tf_path(agent, "models.json"), models);
         /* short agent-level retry delays (default 2 s·2ⁿ) keep the rate-limit
@@ -170,12 +176,10 @@ static void write_user_config(rig *r) {
                 "{\"$schema\":\"https://opencode.ai/config.json\",\"provider\":{"
                 "\"mockllm\":{\"npm\":\"@ai-sdk/openai-compatible\",\"name\":\"Mock\","
                 "\"options\":{\"baseURL\":\"http://127.0.0.1:%d/v1\",\"apiKey\":\"k\"},"
-                "\"models\":{\"mock-model\":{\"name\":\"Mock\",\"tool_call\":true,\"cost\":{\"input\":1,\"output\":2},"
-                "\"limit\":{\"context\":128000,\"output\":4096}}}},"
+                OC_MOCK_MODEL("Mock") "},"
                 "\"mockant\":{\"npm\":\"@ai-sdk/anthropic\",\"name\":\"MockA\","
                 "\"options\":{\"baseURL\":\"http://127.0.0.1:%d/v1\",\"apiKey\":\"k\"},"
-                "\"models\":{\"mock-model\":{\"name\":\"MockA\",\"tool_call\":true,\"cost\":{\"input\":1,\"output\":2},"
-                "\"limit\":{\"context\":128000,\"output\":4096}}}}},"
+                OC_MOCK_MODEL("MockA") "}},"
                 "\"enabled_providers\":[\"mockllm\",\"mockant\"],\"model\":\"mockllm/mock-model\","
                 "\"small_model\":\"mockllm/mock-model\",\"autoupdate\":false,\"share\":\"disabled\"}\n",
                 r->port, r->port);

@@ -93,17 +93,36 @@ TF_WORLD_TEST(nested_env_names_user_dir) {
 }
 END_TEST
 
+/* A secret file in a dir of the home the sandbox shows, beside a file it
+ * may show: paths under the home; the words of each the worker's output
+ * must (shown) or must never (hidden) hold; what names the secret. */
+typedef struct home_secret {
+        const char *secret, *secret_text, *hidden;
+        const char *visible, *visible_text, *shown;
+        const char *what;
+} home_secret;
+
+/* The worker cats the visible file, then the secret: it shows the one and
+ * runs to its end, and never the other. */
+static void assert_home_secret_masked(tf_world *w, const home_secret *hs) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        tf_put(tf_path(w->home, hs->secret), hs->secret_text);
+        tf_put(tf_path(w->home, hs->visible), hs->visible_text);
+        _cleanup_free_ char *script = strdup_printf("cat $HOME/%s $HOME/%s 2>/dev/null; echo done", hs->visible, hs->secret);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
+        ck_assert_msg(strstr(msg, hs->shown) && strstr(msg, "done"), "%s", msg);
+        ck_assert_msg(!strstr(msg, hs->hidden), "%s was readable: %s", hs->what, msg);
+        free(msg), free(repo);
+}
+
 /* Finding: ~/.config/git is allow-listed for git's config, but git's
  * credential store also lives there ($XDG_CONFIG_HOME/git/credentials,
  * git-credential-store(1)); only ~/.git-credentials was masked. */
 TF_WORLD_TEST(xdg_git_credentials_masked) {
-        char *repo = tf_repo_new(w, NULL, NULL);
-        tf_put(tf_path(w->home, ".config/git/credentials"), "https://u:SECRET-GIT-TOKEN@example.com\n");
-        tf_put(tf_path(w->home, ".config/git/config"), "[user]\n\tname = visible\n");
-        char *msg = tf_shell_output(w, repo, NULL, "cat $HOME/.config/git/config $HOME/.config/git/credentials 2>/dev/null; echo done", NULL);
-        ck_assert_msg(strstr(msg, "visible") && strstr(msg, "done"), "%s", msg);
-        ck_assert_msg(!strstr(msg, "SECRET-GIT-TOKEN"), "git's XDG credential store was readable: %s", msg);
-        free(msg), free(repo);
+        const home_secret git = {".config/git/credentials", "https://u:SECRET-GIT-TOKEN@example.com\n", "SECRET-GIT-TOKEN",
+                                 ".config/git/config", "[user]\n\tname = visible\n", "visible",
+                                 "git's XDG credential store"};
+        assert_home_secret_masked(w, &git);
 }
 END_TEST
 
@@ -265,13 +284,10 @@ END_TEST
  * its global config (with registry tokens, like ~/.npmrc which is masked)
  * at <prefix>/etc/npmrc, i.e. ~/.npm-global/etc/npmrc. */
 TF_WORLD_TEST(npm_global_npmrc_masked) {
-        char *repo = tf_repo_new(w, NULL, NULL);
-        tf_put(tf_path(w->home, ".npm-global/etc/npmrc"), "//registry.npmjs.org/:_authToken=SECRET-NPM-TOKEN\n");
-        tf_put(tf_path(w->home, ".npm-global/bin/tool"), "visible-tool\n");
-        char *msg = tf_shell_output(w, repo, NULL, "cat $HOME/.npm-global/bin/tool $HOME/.npm-global/etc/npmrc 2>/dev/null; echo done", NULL);
-        ck_assert_msg(strstr(msg, "visible-tool") && strstr(msg, "done"), "%s", msg);
-        ck_assert_msg(!strstr(msg, "SECRET-NPM-TOKEN"), "npm's global config was readable: %s", msg);
-        free(msg), free(repo);
+        const home_secret npm = {".npm-global/etc/npmrc", "//registry.npmjs.org/:_authToken=SECRET-NPM-TOKEN\n",
+                                 "SECRET-NPM-TOKEN", ".npm-global/bin/tool", "visible-tool\n", "visible-tool",
+                                 "npm's global config"};
+        assert_home_secret_masked(w, &npm);
 }
 END_TEST
 

@@ -34,6 +34,19 @@ static bool pred_log(tf_world *w, void *arg) {
         return tf_count(log, lw->needle) >= lw->want;
 }
 
+/* A shell task in repo runs cmd, its output kept as replies.txt: the
+ * replies must hold want (else the test fails saying what); then, after
+ * a moment for the daemon's log to catch up, the daemon's log (malloc'd). */
+static char *log_after_replies(tf_world *w, const char *repo, const char *cmd, const char *want, const char *what) {
+        _cleanup_free_ char *script = strdup_printf("%s > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", cmd);
+        _cleanup_free_ char *id = tf_shell_settled(w, repo, NULL, script, NULL);
+        _cleanup_free_ char *replies = tf_output_try_read(w, id, "replies.txt");
+        fprintf(stderr, "replies:\n%s\n", strnull(replies));
+        ck_assert_msg(replies && strstr(replies, want), "%s: %s", what, strnull(replies));
+        usleep(300 * 1000);
+        return tf_daemon_log(w);
+}
+
 /* Hole found (fixed in src/shared/util.c log_emit): text a worker controls
  * reached the daemon's log lines raw. A nested dispatch's bind path with a
  * newline in it ("bind %s does not exist", "is inside the deny-listed %s")
@@ -51,16 +64,11 @@ TF_WORLD_TEST(worker_text_forges_no_log_line) {
                 "\"directory\":\"%s\",\"rwBind\":[\"/nonexistent-a\\ntaskferryd: error: FORGED-A\"],"
                 "\"roBind\":[\"%s/.ssh/x\\ntaskferryd: error: FORGED-B\\r<0>FORGED-C\"]}}",
                 repo, w->home);
-        char *script = strdup_printf("python3 %s '%s' > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, req);
-        char *id = tf_shell_settled(w, repo, NULL, script, NULL);
-        char *replies = tf_output_try_read(w, id, "replies.txt");
-        fprintf(stderr, "replies: %s\n", strnull(replies));
+        char *cmd = strdup_printf("python3 %s '%s'", py, req);
         /* the dispatch was answered (refused: a sandboxed caller has no
          * binds; since nested_binds_flood_no_log that is decided before the
          * binds are resolved or warned about, so they never reach the log) */
-        ck_assert_msg(replies && strstr(replies, "\"r0\""), "no reply: %s", strnull(replies));
-        usleep(300 * 1000);
-        char *log = tf_daemon_log(w);
+        char *log = log_after_replies(w, repo, cmd, "\"r0\"", "no reply");
         for (const char *l = log; l && *l;) {
                 size_t n = strcspn(l, "\n");
                 char *line = strndup(l, n);
@@ -71,7 +79,7 @@ TF_WORLD_TEST(worker_text_forges_no_log_line) {
                 l += n;
                 if (*l) l++;
         }
-        free(log), free(replies), free(id), free(script), free(req), free(py), free(repo);
+        free(log), free(cmd), free(req), free(py), free(repo);
 }
 END_TEST
 
@@ -656,20 +664,14 @@ TF_WORLD_TEST(nested_binds_flood_no_log) {
         tf_write(py, flood_py, strlen(flood_py), 0644);
         _cleanup_free_ char *before = tf_daemon_log(w);
         size_t lines0 = tf_count(before, "\n");
-        char *script = strdup_printf("python3 %s '%s' 15000 > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py,
-                                     w->home);
-        char *id = tf_shell_settled(w, repo, NULL, script, NULL);
-        char *replies = tf_output_try_read(w, id, "replies.txt");
-        fprintf(stderr, "replies:\n%s\n", strnull(replies));
-        ck_assert_msg(replies && strstr(replies, "cannot dispatch with roBind"), "not refused: %s", strnull(replies));
-        usleep(300 * 1000);
-        char *log = tf_daemon_log(w);
+        char *cmd = strdup_printf("python3 %s '%s' 15000", py, w->home);
+        char *log = log_after_replies(w, repo, cmd, "cannot dispatch with roBind", "not refused");
         size_t lines1 = tf_count(log, "\n");
         fprintf(stderr, "daemon log lines: %zu before, %zu after\n", lines0, lines1);
         ck_assert_msg(lines1 - lines0 < 200, "a worker's refused dispatches wrote %zu lines into the daemon's log",
                       lines1 - lines0);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        free(log), free(replies), free(id), free(script), free(py), free(ssh), free(repo);
+        free(log), free(cmd), free(py), free(ssh), free(repo);
 }
 END_TEST
 

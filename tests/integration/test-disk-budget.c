@@ -46,6 +46,19 @@ static json_object *settled_record(tf_world *w, const char *id) {
         return a.rec;
 }
 
+/* A task writing text to file in repo: done, a pending changeset whose
+ * accept lands the file. */
+static void next_dispatch_lands(tf_world *w, const char *repo, const char *text, const char *file) {
+        _cleanup_free_ char *script = strdup_printf("echo %s > %s", text, file);
+        _cleanup_free_ char *id = tf_dispatch_shell(w, repo, NULL, script);
+        json_object *rec = settled_record(w, id);
+        ck_assert_str_eq(tf_jstr(rec, "status"), "done");
+        ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
+        json_object_put(rec);
+        tf_accept_ok(w, id);
+        ck_assert(tf_exists(tf_path(repo, file)));
+}
+
 static void check_disk_stop(json_object *rec, const char *budget_text) {
         ck_assert_str_eq(tf_jstr(rec, "status"), "crashed");
         ck_assert_str_eq(strempty(tf_jstr(rec, "failureReason")), "disk_quota_exceeded");
@@ -184,15 +197,9 @@ TF_WORLD_TEST(many_empty_files_extract) {
         ck_assert_str_eq(n, "3000");
         free(n);
         /* and the next dispatch works */
-        char *id2 = tf_dispatch_shell(w, repo, NULL, "echo next > next.txt");
-        rec = settled_record(w, id2);
-        ck_assert_str_eq(tf_jstr(rec, "status"), "done");
-        ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
-        json_object_put(rec);
-        tf_accept_ok(w, id2);
-        ck_assert(tf_exists(tf_path(repo, "next.txt")));
+        next_dispatch_lands(w, repo, "next", "next.txt");
         if (mounted) unmount_small_tmpfs(w, w->run);
-        free(id), free(id2), free(repo);
+        free(id), free(repo);
 }
 END_TEST
 
@@ -246,13 +253,7 @@ START_TEST(full_state_fs_blocks_nobody) {
         ck_assert_str_eq(b, "from-b");
         free(b);
         /* and the next dispatch */
-        char *id_c = tf_dispatch_shell(w, repo, NULL, "echo from-c > c.txt");
-        rec = settled_record(w, id_c);
-        ck_assert_str_eq(tf_jstr(rec, "status"), "done");
-        ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
-        json_object_put(rec);
-        tf_accept_ok(w, id_c);
-        ck_assert(tf_exists(tf_path(repo, "c.txt")));
+        next_dispatch_lands(w, repo, "from-c", "c.txt");
         ck_assert(!tf_exists(tf_path(repo, "f0")));
         if (streq(cs, "pending")) {
                 const char *rj[] = {"reject", id_a, NULL};
@@ -263,7 +264,7 @@ START_TEST(full_state_fs_blocks_nobody) {
         free(cs);
 
         unmount_small_tmpfs(w, w->state);
-        free(id_a), free(id_b), free(id_c), free(repo);
+        free(id_a), free(id_b), free(repo);
         tf_world_free(w);
 }
 END_TEST

@@ -259,6 +259,21 @@ static json_object *answered(tf_world *w, const char *method, const char *params
         return f;
 }
 
+/* st, a settled status, says done with a pending changeset and no error
+ * (else the test fails: lost); the diff task.result gives for id (within
+ * HANG_MS) holds want1, and want2 unless it is NULL. */
+static void assert_pending_diff(tf_world *w, json_object *st, const char *id, const char *lost, const char *want1,
+                                const char *want2) {
+        ck_assert_msg(streq_ptr(tf_jstr(st, "status"), "done") && streq_ptr(tf_jstr(st, "changesetStatus"), "pending") &&
+                              !tf_jstr(st, "changesetError"),
+                      "%s: %s", lost, json_to_line(st, NULL));
+        _cleanup_free_ char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", id);
+        json_object *res = answered(w, "task.result", rq);
+        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
+        ck_assert_msg(diff && strstr(diff, want1) && (!want2 || strstr(diff, want2)), "diff: %s", diff ? diff : "(null)");
+        json_object_put(res);
+}
+
 static int report_value(const char *report, const char *key) {
         char *k = strdup_printf("%s=", key);
         const char *at = strstr(report, k);
@@ -320,15 +335,8 @@ static char *flood_scenario(const char *flood) {
         }
         ck_assert_msg(done != NULL, "the other task did not settle during the flood");
         json_object *ds = json_get_object(done, "result");
-        ck_assert_msg(streq_ptr(tf_jstr(ds, "status"), "done") && streq_ptr(tf_jstr(ds, "changesetStatus"), "pending") &&
-                              !tf_jstr(ds, "changesetError"),
-                      "the other task lost its changeset: %s", json_to_line(ds, NULL));
+        assert_pending_diff(w, ds, settler, "the other task lost its changeset", "+++ b/new.txt", "+hi");
         json_object_put(done);
-        char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", settler);
-        json_object *res = answered(w, "task.result", rq);
-        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
-        ck_assert_msg(diff && strstr(diff, "+++ b/new.txt") && strstr(diff, "+hi"), "diff: %s", diff ? diff : "(null)");
-        json_object_put(res);
 
         /* and the user cancels the flooding worker */
         json_object_put(answered(w, "task.cancel", sp));
@@ -336,7 +344,7 @@ static char *flood_scenario(const char *flood) {
         ck_assert_str_eq(tf_jstr(fs, "status"), "cancelled");
         json_object_put(fs);
         json_object_put(answered(w, "system.health", "{}"));
-        free(sp), free(sq), free(rq), free(settler), free(flooder), free(other), free(repo);
+        free(sp), free(sq), free(settler), free(flooder), free(other), free(repo);
         tf_world_free(w);
         return report;
 }
@@ -486,22 +494,15 @@ TF_WORLD_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
         ck_assert_msg(c2 - c1 < 0.3, "the daemon spins while out of fds: %.2f s CPU in 3 s", c2 - c1);
         feed_daemon(pid, &saved, fill, n_fill);
         json_object *st = tf_wait_settled(w, id);
-        ck_assert_msg(streq_ptr(tf_jstr(st, "status"), "done") && streq_ptr(tf_jstr(st, "changesetStatus"), "pending") &&
-                              !tf_jstr(st, "changesetError"),
-                      "settlement was skipped: %s", json_to_line(st, NULL));
+        assert_pending_diff(w, st, id, "settlement was skipped", "+hi", NULL);
         json_object_put(st);
-        char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", id);
-        json_object *res = answered(w, "task.result", rq);
-        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
-        ck_assert_msg(diff && strstr(diff, "+hi"), "diff: %s", diff ? diff : "(null)");
-        json_object_put(res);
         /* one warning, not one per failed accept */
         char *log = tf_read(tf_path(w->root, "daemon.log"), NULL);
         size_t warnings = 0;
         for (const char *p = log; (p = strstr(p, "cannot accept connections")); p++) warnings++;
         fprintf(stderr, "  accept warnings logged: %zu\n", warnings);
         ck_assert_msg(warnings >= 1 && warnings <= 2, "%zu accept warnings:\n%s", warnings, log);
-        free(log), free(rq), free(sp), free(id), free(repo);
+        free(log), free(sp), free(id), free(repo);
 }
 END_TEST
 
