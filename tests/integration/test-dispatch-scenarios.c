@@ -480,30 +480,34 @@ END_TEST
  * variants cache gets no flag; TASKFERRY_DEFAULT_VARIANT passes verbatim;
  * an invalid one keeps the daemon from starting. */
 START_TEST(d14_variant_defaults) {
-        world x = world_new(nosandbox_env);
-        char *id = NULL;
+        static const struct {
+                const char *variant; /* TASKFERRY_DEFAULT_VARIANT (NULL: unset) */
+                const char *pi_thinking, *opencode_flags;
+        } defaults[] = {
+                {NULL, "xhigh", ""},
+                {"low", "low", "--variant\nlow\n"},
+        };
         const char *a[] = {"--executor", "pi", "--model", "m/x", "--prompt", "p", NULL};
-        free(run_recorded(&x, a, &id));
-        assert_pi_argv(&x, id, "--provider\nm\n--model\nx\n--mode\njson\n--thinking\nxhigh\n");
-        free(id);
         const char *b[] = {"--executor", "opencode", "--model", "m/x", "--prompt", "p", NULL};
-        free(run_recorded(&x, b, &id));
-        assert_opencode_argv(&x, id, "m/x", "");
-        free(id);
-        world_free(&x);
-
-        char *const low_env[] = {"TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_DEFAULT_VARIANT=low", NULL};
-        x = world_new(low_env);
-        free(run_recorded(&x, a, &id));
-        assert_pi_argv(&x, id, "--provider\nm\n--model\nx\n--mode\njson\n--thinking\nlow\n");
-        free(id);
-        free(run_recorded(&x, b, &id));
-        assert_opencode_argv(&x, id, "m/x", "--variant\nlow\n");
-        free(id);
-        world_free(&x);
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++) {
+                _cleanup_free_ char *variant =
+                        defaults[i].variant ? strdup_printf("TASKFERRY_DEFAULT_VARIANT=%s", defaults[i].variant) : NULL;
+                char *const env[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", variant, NULL};
+                world x = world_new(env);
+                char *id = NULL;
+                free(run_recorded(&x, a, &id));
+                _cleanup_free_ char *pi_argv =
+                        strdup_printf("--provider\nm\n--model\nx\n--mode\njson\n--thinking\n%s\n", defaults[i].pi_thinking);
+                assert_pi_argv(&x, id, pi_argv);
+                free(id);
+                free(run_recorded(&x, b, &id));
+                assert_opencode_argv(&x, id, "m/x", defaults[i].opencode_flags);
+                free(id);
+                world_free(&x);
+        }
 
         char *const bad_env[] = {"TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_DEFAULT_VARIANT=extreme", NULL};
-        x = world_new(bad_env);
+        world x = world_new(bad_env);
         char *cmd = strdup_printf("timeout 20 %s; echo \"rc=$?\"", tf_bin("taskferryd"));
         tf_run r = tf_sh(x.w, NULL, cmd, true);
         ck_assert_msg(strstr(r.out, "rc=") && !strstr(r.out, "rc=0") && !strstr(r.out, "rc=124"), "%s %s", r.out,
