@@ -690,8 +690,8 @@ static char *under_repo_parent(tf_world *w, const char *dir) {
 char *tf_repo_new(tf_world *w, const char *dir, const char *files) {
         char *repo = under_repo_parent(w, dir ? dir : "repo");
         _cleanup_free_ char *q = shell_quote(repo);
-        free(tf_shf(w, NULL, "set -e; mkdir -p %s && cd %s && git init -q && { %s\n} && git add -A && git commit -qm initial", q,
-                    q, files ? files : "echo base > f"));
+        free(tf_shf(w, NULL, "set -e; mkdir -p %s && cd %s && git init -q && { %s\n} && git add -A && git commit -qm initial",
+                    q, q, files ? files : "echo base > f"));
         return repo;
 }
 

@@ -217,13 +217,15 @@ json_object *tf_json_lines(const char *text);
 
 /* ---- the task's output dir ----
  * tf_output_path(): <state>/outputs/<id>/<name> in a rotating static
- * buffer (as tf_path). tf_output_read(): that file's content (asserts it
- * exists; malloc'd); tf_output_try_read(): NULL when it does not.
+ * buffer (as tf_path). tf_output_read(): that file's content, at most
+ * 1 GiB (asserts it exists; malloc'd); tf_output_try_read(): NULL when it
+ * does not.
  * tf_output_touch(): an empty file there (what a waiting worker polls
  * for). tf_output_line(): polls until that file holds a whole first line
  * (at most timeout_ms; asserts), which it returns without its newline: the
- * id of a nested task a worker wrote there (malloc'd). tf_wait_output(): polls until the file exists, at most timeout_ms;
- * whether it does. TF_WAIT_GO is a worker's shell loop that waits for
+ * id of a nested task a worker wrote there (malloc'd). tf_wait_output():
+ * polls until the file exists, at most timeout_ms; whether it does.
+ * TF_WAIT_GO is a worker's shell loop that waits for
  * "go" there (tf_go() writes it); TF_PAUSE prints "worker-finished" first,
  * which tf_wait_log() waits for in the task's log (at most 30 s; asserts). */
 const char *tf_output_path(tf_world *w, const char *id, const char *name);

@@ -375,7 +375,8 @@ START_TEST(nix_daemon_socket_masked) {
                 ck_assert_int_eq(mkdir_p("/nix/store", 0755), 0);
                 fd = tf_listen_unix(sock);
         }
-        char *msg = tf_shell_output(w, repo, NULL, "ls -d /nix/store; tf-connect /nix/var/nix/daemon-socket/socket; echo done", NULL);
+        char *msg = tf_shell_output(w, repo, NULL, "ls -d /nix/store; tf-connect /nix/var/nix/daemon-socket/socket; echo done",
+                                    NULL);
         if (made_nix) {
                 close(fd);
                 (void) rm_rf("/nix");

@@ -232,8 +232,9 @@ END_TEST
 /* R4 a running task, R5 projections, R11 log activity, R10 diffStat */
 TF_WORLD_TEST_ENV(running_projections_and_log_activity, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *repo = tf_repo_new(w, NULL, "printf 'one\\n' > a.txt");
-        char *run = tf_dispatch_shell(w, repo, NULL, "echo started; printf 'one\\ntwo\\n' > a.txt; printf 'x\\n' > new.txt; " TF_WAIT_GO
-                                        "; echo finished");
+        char *run = tf_dispatch_shell(w, repo, NULL,
+                                      "echo started; printf 'one\\ntwo\\n' > a.txt; printf 'x\\n' > new.txt; " TF_WAIT_GO
+                                      "; echo finished");
         char *queued = tf_dispatch_shell(w, repo, NULL, "echo second");
         /* wait until the first one runs and printed */
         json_object *st = NULL;
@@ -713,11 +714,11 @@ END_TEST
  * reads them: every answer is the safe file, an escape or not found. */
 TF_WORLD_TEST(symlink_swap_race) {
         char *id = tf_dispatch_shell(w, w->repo_parent, NULL,
-                              "cd \"$TASKFERRY_OUTPUT_DIR\"; mkdir real; echo safe > real/tasks.json; echo safe > f; "
-                              "while [ ! -e go ]; do "
-                              "ln -sfn ../../tasks.json f.l; mv -T f.l f; echo safe > f.s; mv -T f.s f; "
-                              "ln -sfn ../.. d.l; mv -T d.l d; ln -sfn real d.l; mv -T d.l d; "
-                              "done; echo swapped");
+                                     "cd \"$TASKFERRY_OUTPUT_DIR\"; mkdir real; echo safe > real/tasks.json; echo safe > f; "
+                                     "while [ ! -e go ]; do "
+                                     "ln -sfn ../../tasks.json f.l; mv -T f.l f; echo safe > f.s; mv -T f.s f; "
+                                     "ln -sfn ../.. d.l; mv -T d.l d; ln -sfn real d.l; mv -T d.l d; "
+                                     "done; echo swapped");
         char *dir = outdir(w, id);
         for (int i = 0; i < 600 && !tf_exists(tf_path(dir, "d")); i++) usleep(50000);
         ck_assert(tf_exists(tf_path(dir, "f")));
