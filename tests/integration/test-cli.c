@@ -159,19 +159,14 @@ END_TEST
 
 /* doctor without a daemon to ask: the health part is empty, the local
  * checks still run (it crashed once on the missing answer) */
-START_TEST(doctor_without_a_daemon) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(doctor_without_a_daemon) {
         tf_world_setenv(w, "TASKFERRY_AUTO_START", "0");
         const char *argv[] = {"doctor", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "exit %d: %s %s", r.exit_code, r.out, r.err);
-        json_object *o = tf_json(r.out);
+        json_object *o = tf_cli_json(w, argv, 0);
         ck_assert(!json_object_object_get_ex(o, "healthy", NULL));
         ck_assert(json_object_object_get_ex(o, "integrations", NULL));
         json_object_put(o);
         ck_assert_int_eq(count_daemons(w), 0);
-        tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
