@@ -1222,3 +1222,16 @@ void tf_appendf(char **s, const char *fmt, ...) {
         free(*s);
         *s = joined;
 }
+
+/* ---- JSON objects (harness.h) ---- */
+
+void tf_assert_keys(json_object *o, const char *const keys[]) {
+        size_t k = 0;
+        json_object_object_foreach(o, key, val) {
+                (void) val;
+                ck_assert_msg(keys[k] && streq(key, keys[k]), "key %zu is %s, want %s: %s", k, key, strnull(keys[k]),
+                              json_to_line(o, NULL));
+                k++;
+        }
+        ck_assert_msg(!keys[k], "key %zu is missing, want %s: %s", k, keys[k], json_to_line(o, NULL));
+}

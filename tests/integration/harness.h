@@ -378,3 +378,9 @@ double tf_median(const double *sorted, size_t n);
  * tf_appendf(): *s (malloc'd, or NULL: "") replaced by itself followed by
  * fmt and its arguments, formatted (asserts). */
 void tf_appendf(char **s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- JSON objects ----
+ * tf_assert_keys(): o's keys are keys (NULL-terminated), all of them and
+ * in that order, or the test fails naming the first that differs and
+ * printing o. */
+void tf_assert_keys(json_object *o, const char *const keys[]);

@@ -74,13 +74,7 @@ TF_WORLD_TEST(inline_advisor_done_and_session) {
         ck_assert(!json_object_object_get_ex(o, "exitCode", NULL));
         /* snake_case keys in the spec's order */
         const char *keys[] = {"status", "task_id", "session_id", "session_reset", "message", "tokens", "cost", NULL};
-        size_t k = 0;
-        json_object_object_foreach(o, key, val) {
-                (void) val;
-                ck_assert_msg(keys[k] && streq(key, keys[k]), "key %zu is %s", k, key);
-                k++;
-        }
-        ck_assert_ptr_null(keys[k]);
+        tf_assert_keys(o, keys);
         char *id = strdup(tf_jstr(o, "task_id"));
         json_object_put(o);
 

@@ -84,14 +84,7 @@ START_TEST(rows_caps_scopes_and_changeset_column) {
         const char *prev = NULL;
         for (size_t i = 0; i <= N; i++) {
                 json_object *row = json_object_array_get_idx(rows, i);
-                size_t k = 0;
-                json_object_object_foreach(row, key, val) {
-                        (void) val;
-                        ck_assert_ptr_nonnull(ROW_KEYS[k]);
-                        ck_assert_str_eq(key, ROW_KEYS[k]);
-                        k++;
-                }
-                ck_assert_ptr_null(ROW_KEYS[k]);
+                tf_assert_keys(row, ROW_KEYS);
                 ck_assert_str_eq(tf_jstr(row, "directory"), a);
                 const char *started = tf_jstr(row, "startedAt");
                 if (prev) ck_assert_msg(strcmp(prev, started) >= 0, "not newest first: %s then %s", prev, started);

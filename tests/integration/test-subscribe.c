@@ -101,7 +101,8 @@ TF_WORLD_TEST_ENV(state_stream_in_order_with_one_sequence_and_no_replay, "TASKFE
         json_object *ev = events_until(fd, id, "done", 20000);
         /* task.state: queued, running, done; previousStatus chains; keys in the spec's order */
         static const char *const keys[] = {"sequence", "type",           "taskId",     "directory", "originSessionId",
-                                           "status",   "previousStatus", "occurredAt", "activity",  "outputWatermark"};
+                                           "status",   "previousStatus", "occurredAt", "activity",  "outputWatermark",
+                                           NULL};
         static const char *const want[] = {"queued", "running", "done"};
         size_t k = 0;
         int64_t last_seq = 0;
@@ -120,13 +121,7 @@ TF_WORLD_TEST_ENV(state_stream_in_order_with_one_sequence_and_no_replay, "TASKFE
                         continue;
                 }
                 ck_assert_uint_lt(k, 3);
-                size_t n = 0;
-                json_object_object_foreach(e, key, val) {
-                        ck_assert_uint_lt(n, ELEMENTSOF(keys));
-                        ck_assert_str_eq(key, keys[n++]);
-                        (void) val;
-                }
-                ck_assert_uint_eq(n, ELEMENTSOF(keys));
+                tf_assert_keys(e, keys);
                 ck_assert_str_eq(json_get_string(e, "status"), want[k]);
                 if (prev) ck_assert_str_eq(json_get_string(e, "previousStatus"), prev);
                 else ck_assert_ptr_null(json_get_string(e, "previousStatus"));
@@ -319,13 +314,8 @@ TF_WORLD_TEST_ENV(summary_mode_activity_reads_the_narration, "TASKFERRY_DISABLE_
         ck_assert_msg(r.exit_code == 0, "%s", r.out);
         json_object *o = tf_json(r.out);
         /* --json: the daemon's object, keys in order */
-        static const char *const keys[] = {"sourceTaskId", "sourceStatus", "activity", "outputWatermark"};
-        size_t n = 0;
-        json_object_object_foreach(o, key, val) {
-                ck_assert_uint_lt(n, 4);
-                ck_assert_str_eq(key, keys[n++]);
-                (void) val;
-        }
+        static const char *const keys[] = {"sourceTaskId", "sourceStatus", "activity", "outputWatermark", NULL};
+        tf_assert_keys(o, keys);
         ck_assert_str_eq(tf_jstr(o, "sourceTaskId"), id);
         ck_assert_str_eq(tf_jstr(o, "sourceStatus"), "done");
         ck_assert_str_eq(tf_jstr(o, "activity"), "Reading the file [tool:read] {\"path\":\"f.c\"} -> int x; Done.");

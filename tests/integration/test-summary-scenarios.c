@@ -94,13 +94,7 @@ START_TEST(report_summary_spawn_and_continuity) {
         /* the reply, keys in the spec's order */
         const char *keys[] = {"sourceStatus", "capturedAt", "sourceTaskId", "sourceLogBytes", "summaryInputBytes",
                               "summaryTask", "next", NULL};
-        size_t k = 0;
-        json_object_object_foreach(o, key, val) {
-                (void) val;
-                ck_assert_msg(keys[k] && streq(key, keys[k]), "key %zu is %s: %s", k, key, json_to_line(o, NULL));
-                k++;
-        }
-        ck_assert_ptr_null(keys[k]);
+        tf_assert_keys(o, keys);
         ck_assert_str_eq(tf_jstr(o, "sourceStatus"), "done");
         ck_assert_str_eq(tf_jstr(o, "sourceTaskId"), src);
         char *log = strdup_printf("%s/logs/%s.ndjson", w->state, src);
