@@ -28,25 +28,14 @@
 
 static int runs = 200;
 
-static double clock_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-        return x < y ? -1 : x > y;
-}
-
 /* One spawn of argv in cwd, timed from posix_spawn to waitpid; asserts exit 0. */
 static double time_spawn(tf_world *w, const posix_spawn_file_actions_t *fa, char *const argv[]) {
-        double t0 = clock_ms();
+        double t0 = tf_clock_ms();
         pid_t pid;
         ck_assert_int_eq(posix_spawn(&pid, argv[0], fa, NULL, argv, w->env), 0);
         int status;
         ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        double t = clock_ms() - t0;
+        double t = tf_clock_ms() - t0;
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s exited with %d", argv[0], status);
         return t;
 }
@@ -55,18 +44,14 @@ static double time_spawn(tf_world *w, const posix_spawn_file_actions_t *fa, char
 static double time_rpc(tf_world *w, const char *id, int i) {
         _cleanup_free_ char *req = strdup_printf(
                 "{\"version\":1,\"id\":\"bench-%d\",\"method\":\"task.status\",\"params\":{\"taskId\":\"%s\"}}", i, id);
-        double t0 = clock_ms();
+        double t0 = tf_clock_ms();
         int fd = tf_connect(w);
         tf_send(fd, req);
         _cleanup_free_ char *line = tf_recv_line(fd, 10000);
-        double t = clock_ms() - t0;
+        double t = tf_clock_ms() - t0;
         ck_assert_msg(line && strstr(line, "\"ok\":true"), "task.status failed: %s", strnull(line));
         close(fd);
         return t;
-}
-
-static void sort_ms(double *t) {
-        qsort(t, (size_t) runs, sizeof *t, cmp_double);
 }
 
 static double report(const char *what, const double *t, double base) {
@@ -110,7 +95,8 @@ START_TEST(bench) {
                 t_true[i] = ta, t_status[i] = tb, t_list[i] = tc, t_rpc[i] = td;
         }
         posix_spawn_file_actions_destroy(&fa);
-        sort_ms(t_true), sort_ms(t_status), sort_ms(t_list), sort_ms(t_rpc);
+        tf_sort_ms(t_true, (size_t) runs), tf_sort_ms(t_status, (size_t) runs), tf_sort_ms(t_list, (size_t) runs),
+                tf_sort_ms(t_rpc, (size_t) runs);
         printf("bench-cli: %d runs each, one daemon, one settled task\n", runs);
         double base = report("/bin/true", t_true, 0);
         report("taskferry status <id>", t_status, base);

@@ -27,7 +27,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,20 +39,10 @@
 
 static int n_tasks = 10000;
 
-static double clock_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-        return x < y ? -1 : x > y;
-}
-
+/* sorts v */
 static double median(double *v, int n) {
-        qsort(v, (size_t) n, sizeof *v, cmp_double);
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        tf_sort_ms(v, (size_t) n);
+        return tf_median(v, (size_t) n);
 }
 
 /* VmRSS of pid in kB (-1 if unknown) */
@@ -78,18 +67,18 @@ static long rss_kb(pid_t pid) {
  * moment the write wakes it, on this CPU, has answered before the clock is
  * read: the figure would be ~0.) */
 static json_object *rpc_timed(int fd, const char *line, double *ms, double *daemon_ms) {
-        double t0 = clock_ms();
+        double t0 = tf_clock_ms();
         tf_send(fd, line);
-        double t1 = clock_ms();
+        double t1 = tf_clock_ms();
         struct pollfd p = {.fd = fd, .events = POLLIN};
         (void) poll(&p, 1, 30000);
-        double t2 = clock_ms();
+        double t2 = tf_clock_ms();
         char *reply = tf_recv_line(fd, 30000);
         if (daemon_ms) *daemon_ms = t2 - t0;
         (void) t1;
         ck_assert_msg(reply, "no reply to %s", line);
         json_object *o = tf_json(reply);
-        if (ms) *ms = clock_ms() - t0;
+        if (ms) *ms = tf_clock_ms() - t0;
         free(reply);
         return o;
 }
@@ -110,16 +99,6 @@ static void print_row(const char *what, double value, const char *unit, const ch
         printf("%-58s %10.3f %-3s  (goal %s)\n", what, value, unit, goal);
 }
 
-static void stop_daemon(tf_world *w) {
-        pid_t pid = tf_daemon_pid(w);
-        if (pid <= 0) return;
-        kill(pid, SIGTERM);
-        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) {
-                waitpid(pid, NULL, WNOHANG);
-                usleep(10000);
-        }
-}
-
 static long settle_rss(tf_world *w) {
         /* let start-up work (loads, sweeps, jobs) finish */
         usleep(1500 * 1000);
@@ -134,16 +113,14 @@ START_TEST(bench) {
         /* one real record */
         char *dirs[DIRS];
         for (int i = 0; i < DIRS; i++) {
-                dirs[i] = strdup_printf("%s/repo%02d", w->repo_parent, i);
-                free(tf_shf(w, NULL, "mkdir -p '%s/sub' && cd '%s' && git init -q && echo a > a && git add a && "
-                               "git commit -qm init",
-                            dirs[i], dirs[i]));
+                _cleanup_free_ char *name = strdup_printf("repo%02d", i);
+                dirs[i] = tf_repo_new(w, name, "mkdir sub && echo a > a");
         }
         const char *argv[] = {"--directory", dirs[0], "--executor", "shell", "--no-overlay", "--prompt", "echo hi",
                               NULL};
         char *id = tf_dispatch(w, argv);
         json_object_put(tf_wait_settled(w, id));
-        stop_daemon(w);
+        tf_daemon_stop(w, SIGTERM);
         char *path = strdup_printf("%s/tasks.json", w->state);
         char *text = tf_read(path, NULL);
         json_object *arr = tf_json(text);
@@ -179,9 +156,9 @@ START_TEST(bench) {
         json_object_put(big);
         json_object_put(arr);
 
-        double t0 = clock_ms();
+        double t0 = tf_clock_ms();
         tf_daemon_start(w);
-        double start_ms = clock_ms() - t0;
+        double start_ms = tf_clock_ms() - t0;
         long full_kb = settle_rss(w);
 
         int fd = tf_connect(w);

@@ -48,14 +48,9 @@ static double first_request_t(rig *r, const char *marker, int timeout_ms) {
         return -1;
 }
 
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-        return x < y ? -1 : x > y;
-}
-
 static void print_figures(const char *what, double *v, int n) {
-        qsort(v, (size_t) n, sizeof *v, cmp_double);
-        double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        tf_sort_ms(v, (size_t) n);
+        double median = tf_median(v, (size_t) n);
         printf("%-58s n=%d  min %7.1f  median %7.1f  max %7.1f ms\n", what, n, v[0], median, v[n - 1]);
 }
 

@@ -1,7 +1,6 @@
 #include "agents-rig.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -140,6 +139,16 @@ static void write_text(const char *path, const char *text) { tf_write(path, text
 
 static void mkdirs(const char *path) { ck_assert_msg(mkdir_p(path, 0700) >= 0, "mkdir %s", path); }
 
+/* The one model of each mock provider, as pi's models.json and OpenCode's
+ * opencode.json list it: $1/M input, $2/M output tokens. */
+#define PI_MOCK_MODEL(name)                                                                                  \
+        "\"models\":[{\"id\":\"mock-model\",\"name\":\"" name "\",\"reasoning\":false,\"input\":[\"text\"]," \
+        "\"contextWindow\":128000,\"maxTokens\":4096,"                                                         \
+        "\"cost\":{\"input\":1,\"output\":2,\"cacheRead\":0,\"cacheWrite\":0}}]"
+#define OC_MOCK_MODEL(name)                                                                                  \
+        "\"models\":{\"mock-model\":{\"name\":\"" name "\",\"tool_call\":true,\"cost\":{\"input\":1,\"output\":2}," \
+        "\"limit\":{\"context\":128000,\"output\":4096}}}"
+
 /* The user's ordinary config, as a user of pi and OpenCode would have it. */
 static void write_user_config(rig *r) {
         tf_world *w = r->w;
@@ -150,13 +159,9 @@ static void write_user_config(rig *r) {
                 "{\"providers\":{"
                 "\"mockllm\":{\"baseUrl\":\"http://127.0.0.1:%d/v1\",\"api\":\"openai-completions\",\"apiKey\":\"k\","
                 "\"compat\":{\"supportsDeveloperRole\":false,\"supportsReasoningEffort\":false,\"supportsStore\":false},"
-                "\"models\":[{\"id\":\"mock-model\",\"name\":\"Mock\",\"reasoning\":false,\"input\":[\"text\"],"
-                "\"contextWindow\":128000,\"maxTokens\":4096,"
-                "\"cost\":{\"input\":1,\"output\":2,\"cacheRead\":0,\"cacheWrite\":0}}]},"
+                PI_MOCK_MODEL("Mock") "},"
                 "\"mockant\":{\"baseUrl\":\"http://127.0.0.1:%d\",\"api\":\"anthropic-messages\",\"apiKey\":\"k\","
-                "\"models\":[{\"id\":\"mock-model\",\"name\":\"MockA\",\"reasoning\":false,\"input\":[\"text\"],"
-                "\"contextWindow\":128000,\"maxTokens\":4096,"
-                "\"cost\":{\"input\":1,\"output\":2,\"cacheRead\":0,\"cacheWrite\":0}}]}}}\n",
+                PI_MOCK_MODEL("MockA") "}}}\n",
                 r->port, r->port);
         write_text(tf_path(agent, "models.json"), models);
         /* short agent-level retry delays (default 2 s·2ⁿ) keep the rate-limit
@@ -171,12 +176,10 @@ static void write_user_config(rig *r) {
                 "{\"$schema\":\"https://opencode.ai/config.json\",\"provider\":{"
                 "\"mockllm\":{\"npm\":\"@ai-sdk/openai-compatible\",\"name\":\"Mock\","
                 "\"options\":{\"baseURL\":\"http://127.0.0.1:%d/v1\",\"apiKey\":\"k\"},"
-                "\"models\":{\"mock-model\":{\"name\":\"Mock\",\"tool_call\":true,\"cost\":{\"input\":1,\"output\":2},"
-                "\"limit\":{\"context\":128000,\"output\":4096}}}},"
+                OC_MOCK_MODEL("Mock") "},"
                 "\"mockant\":{\"npm\":\"@ai-sdk/anthropic\",\"name\":\"MockA\","
                 "\"options\":{\"baseURL\":\"http://127.0.0.1:%d/v1\",\"apiKey\":\"k\"},"
-                "\"models\":{\"mock-model\":{\"name\":\"MockA\",\"tool_call\":true,\"cost\":{\"input\":1,\"output\":2},"
-                "\"limit\":{\"context\":128000,\"output\":4096}}}}},"
+                OC_MOCK_MODEL("MockA") "}},"
                 "\"enabled_providers\":[\"mockllm\",\"mockant\"],\"model\":\"mockllm/mock-model\","
                 "\"small_model\":\"mockllm/mock-model\",\"autoupdate\":false,\"share\":\"disabled\"}\n",
                 r->port, r->port);
@@ -217,9 +220,7 @@ char *rig_user_dirs_snapshot(rig *r) {
                 /* every line names its tree: "~/.pi/agent: ./sessions d 755 …" */
                 char *save = NULL;
                 for (char *line = strtok_r(snap, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                        char *next = strdup_printf("%s~/%s: %s\n", all, dirs[i], line);
-                        free(all);
-                        all = next;
+                        tf_appendf(&all, "~/%s: %s\n", dirs[i], line);
                 }
         }
         return all;
@@ -389,33 +390,11 @@ json_object *rig_last_request(rig *r, const char *needle) {
         return NULL;
 }
 
+static bool has_env_entry(pid_t pid, void *entry) { return tf_proc_has_env(pid, entry); }
+
 size_t rig_task_processes(const char *task_id, pid_t *pids, size_t max) {
-        _cleanup_free_ char *needle = strdup_printf("TASKFERRY_TASK_ID=%s", task_id);
-        size_t nlen = strlen(needle), n = 0;
-        DIR *d = opendir("/proc");
-        if (!d) return 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end || pid <= 0) continue;
-                _cleanup_free_ char *p = strdup_printf("/proc/%ld/environ", pid);
-                _cleanup_free_ char *env = NULL;
-                size_t len = 0;
-                if (read_file(p, (size_t) 1 << 22, &env, &len) < 0) continue;
-                for (size_t off = 0; off < len;) {
-                        const char *e = env + off;
-                        size_t el = strnlen(e, len - off);
-                        if (el == nlen && memcmp(e, needle, nlen) == 0) {
-                                if (n < max) pids[n] = (pid_t) pid;
-                                n++;
-                                break;
-                        }
-                        off += el + 1;
-                }
-        }
-        closedir(d);
-        return n;
+        _cleanup_free_ char *entry = strdup_printf("TASKFERRY_TASK_ID=%s", task_id);
+        return tf_procs(has_env_entry, entry, pids, max);
 }
 
 static char *base64(const char *s) {

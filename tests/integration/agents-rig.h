@@ -83,3 +83,19 @@ size_t rig_task_processes(const char *task_id, pid_t *pids, size_t max);
 /* A prompt that makes the model run script with the CLI's own bash tool and
  * answer with its output (scenario "bash"); malloc'd. */
 char *rig_bash_prompt(const char *script);
+
+/* ---- a test on a rig of its own ----
+ * RIG_TEST(name) { body } END_TEST: a loop test (tcase_add_loop_test) whose
+ * body runs with _i, the loop index; ex, the executor rig_executor() names
+ * for it; and r, a rig_new() made for it and rig_free()d when the body
+ * returns. The body must not free r. */
+static inline const char *rig_executor(int loop_index) { return loop_index % 2 ? "opencode" : "pi"; }
+#define RIG_TEST(name)                                                 \
+        static void name##_on_rig(rig *r, const char *ex, int _i);     \
+        START_TEST(name) {                                             \
+                rig *rig_ = rig_new();                                 \
+                name##_on_rig(rig_, rig_executor(_i), _i);             \
+                rig_free(rig_);                                        \
+        }                                                              \
+        END_TEST                                                       \
+        static void name##_on_rig(rig *r, const char *ex, int _i)

@@ -1,25 +1,44 @@
 #include "harness.h"
 
 #include <check.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "json-util.h"
+#include "macro.h"
+#include "process-util.h"
 #include "util.h"
 
-static char *xstrdup_printf(const char *fmt, ...) {
-        va_list ap;
+/* vasprintf() that asserts */
+static char *xvstrdup_printf(const char *fmt, va_list ap) {
         char *s = NULL;
-        va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        ck_assert_int_ge(r, 0);
+        ck_assert_int_ge(vasprintf(&s, fmt, ap), 0);
+        return s;
+}
+
+/* char *var = fmt and the arguments after it, formatted (asserts;
+ * malloc'd), in a function whose last named parameter is fmt */
+#define FORMAT_ARGS(var, fmt)                            \
+        char *var;                                       \
+        do {                                             \
+                va_list ap_;                             \
+                va_start(ap_, fmt);                      \
+                var = xvstrdup_printf(fmt, ap_);         \
+                va_end(ap_);                             \
+        } while (0)
+
+static char *xstrdup_printf(const char *fmt, ...) {
+        FORMAT_ARGS(s, fmt);
         return s;
 }
 
@@ -243,11 +262,7 @@ tf_run tf_sh(tf_world *w, const char *cwd, const char *script, bool allow_fail) 
 }
 
 char *tf_shf(tf_world *w, const char *cwd, const char *fmt, ...) {
-        va_list ap;
-        char *script = NULL;
-        va_start(ap, fmt);
-        ck_assert_int_ge(vasprintf(&script, fmt, ap), 0);
-        va_end(ap);
+        FORMAT_ARGS(script, fmt);
         tf_run r = tf_sh(w, cwd, script, false);
         free(script);
         size_t n = strlen(r.out);
@@ -647,3 +662,576 @@ const char *const tf_peer_py =
         "        fr = json.loads(line)\n"
         "        if fr.get('id') == req['id']: break\n"
         "    print(json.dumps(fr))\n";
+
+/* ---- suites (harness.h) ---- */
+
+TCase *tf_add_tests(Suite *s, const char *tcase, int timeout_s, const TTest *const tests[]) {
+        TCase *tc = tcase_create(tcase);
+        tcase_set_timeout(tc, timeout_s);
+        for (size_t i = 0; tests[i]; i++) tcase_add_test(tc, tests[i]);
+        suite_add_tcase(s, tc);
+        return tc;
+}
+
+int tf_run_tests(const char *suite, const char *tcase, int timeout_s, const TTest *const tests[]) {
+        Suite *s = suite_create(suite);
+        tf_add_tests(s, tcase, timeout_s, tests);
+        return tf_run_suite(s);
+}
+
+/* ---- repositories (harness.h) ---- */
+
+/* dir as tf_repo_new() and tf_worktree_add() take it: relative to the
+ * world's repo_parent unless absolute; malloc'd */
+static char *under_repo_parent(tf_world *w, const char *dir) {
+        return strdup(dir[0] == '/' ? dir : tf_path(w->repo_parent, dir));
+}
+
+char *tf_repo_new(tf_world *w, const char *dir, const char *files) {
+        char *repo = under_repo_parent(w, dir ? dir : "repo");
+        _cleanup_free_ char *q = shell_quote(repo);
+        free(tf_shf(w, NULL, "set -e; mkdir -p %s && cd %s && git init -q && { %s\n} && git add -A && git commit -qm initial",
+                    q, q, files ? files : "echo base > f"));
+        return repo;
+}
+
+char *tf_worktree_add(tf_world *w, const char *repo, const char *dir, const char *branch) {
+        char *wt = under_repo_parent(w, dir);
+        _cleanup_free_ char *qr = shell_quote(repo), *qw = shell_quote(wt), *qb = branch ? shell_quote(branch) : NULL;
+        free(tf_shf(w, NULL, "git -C %s worktree add -q %s%s%s", qr, qw, qb ? " -b " : "", strempty(qb)));
+        return wt;
+}
+
+/* ---- dispatching a worker (harness.h) ---- */
+
+char *tf_dispatch_worker(tf_world *w, const char *executor, const char *model, const char *dir, const char *const extra[],
+                         const char *prompt) {
+        const char *argv[32] = {"--executor", executor};
+        size_t n = 2;
+        if (model) argv[n++] = "--model", argv[n++] = model;
+        argv[n++] = "--directory", argv[n++] = dir;
+        for (size_t i = 0; extra && extra[i]; i++) {
+                ck_assert_uint_lt(n, ELEMENTSOF(argv) - 3);
+                argv[n++] = extra[i];
+        }
+        argv[n++] = "--prompt";
+        argv[n++] = prompt;
+        argv[n] = NULL;
+        return tf_dispatch(w, argv);
+}
+
+char *tf_worker_settled(tf_world *w, const char *executor, const char *model, const char *dir, const char *const extra[],
+                        const char *prompt, json_object **ret_status) {
+        char *id = tf_dispatch_worker(w, executor, model, dir, extra, prompt);
+        json_object *st = tf_wait_settled(w, id);
+        if (ret_status) *ret_status = st;
+        else json_object_put(st);
+        return id;
+}
+
+/* ---- shell tasks (harness.h) ---- */
+
+char *tf_dispatch_shell(tf_world *w, const char *dir, const char *const extra[], const char *script) {
+        return tf_dispatch_worker(w, "shell", NULL, dir, extra, script);
+}
+
+char *tf_shell_settled(tf_world *w, const char *dir, const char *const extra[], const char *script,
+                       json_object **ret_status) {
+        return tf_worker_settled(w, "shell", NULL, dir, extra, script, ret_status);
+}
+
+char *tf_shell_output(tf_world *w, const char *dir, const char *const extra[], const char *script,
+                      json_object **ret_status) {
+        _cleanup_free_ char *id = tf_shell_settled(w, dir, extra, script, ret_status);
+        return tf_task_message(w, id);
+}
+
+/* the settled status st of task id has `key` == want, or the test fails
+ * naming the whole status */
+static void assert_status_field(const char *id, json_object *st, const char *key, const char *want) {
+        ck_assert_msg(streq_ptr(json_get_string(st, key), want), "task %s: %s is not %s: %s", id, key, want,
+                      json_to_line(st, NULL));
+}
+
+static char *shell_expecting(tf_world *w, const char *dir, const char *const extra[], const char *script, const char *key,
+                             const char *want, json_object **ret_status) {
+        json_object *st = NULL;
+        char *id = tf_shell_settled(w, dir, extra, script, &st);
+        assert_status_field(id, st, key, want);
+        if (ret_status) *ret_status = st;
+        else json_object_put(st);
+        return id;
+}
+
+char *tf_shell_pending(tf_world *w, const char *dir, const char *const extra[], const char *script,
+                       json_object **ret_status) {
+        return shell_expecting(w, dir, extra, script, "changesetStatus", "pending", ret_status);
+}
+
+char *tf_shell_done(tf_world *w, const char *dir, const char *const extra[], const char *script, json_object **ret_status) {
+        return shell_expecting(w, dir, extra, script, "status", "done", ret_status);
+}
+
+char *tf_shell_done_output(tf_world *w, const char *dir, const char *const extra[], const char *script,
+                           json_object **ret_status) {
+        _cleanup_free_ char *id = tf_shell_done(w, dir, extra, script, ret_status);
+        return tf_task_message(w, id);
+}
+
+/* ---- reading a task (harness.h) ---- */
+
+json_object *tf_cli_json(tf_world *w, const char *const argv[], int want_exit) {
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == want_exit, "%s %s: exit %d: %s %s", argv[0], strempty(argv[1]), r.exit_code, r.out,
+                      r.err);
+        json_object *o = tf_json(r.out);
+        tf_run_done(&r);
+        return o;
+}
+
+json_object *tf_status_full(tf_world *w, const char *id) {
+        const char *argv[] = {"status", id, "--full", "--json", NULL};
+        return tf_cli_json(w, argv, 0);
+}
+
+/* the string `key` of the JSON the CLI prints for argv ("" when absent;
+ * malloc'd); the CLI must exit 0 */
+static char *cli_json_string(tf_world *w, const char *const argv[], const char *key) {
+        json_object *o = tf_cli_json(w, argv, 0);
+        char *s = strdup(strempty(tf_jstr(o, key)));
+        json_object_put(o);
+        return s;
+}
+
+char *tf_task_diff(tf_world *w, const char *id) {
+        const char *argv[] = {"result", id, "--diff", "--json", NULL};
+        return cli_json_string(w, argv, "diff");
+}
+
+char *tf_changeset_status(tf_world *w, const char *id) {
+        const char *argv[] = {"status", id, "--json", NULL};
+        return cli_json_string(w, argv, "changesetStatus");
+}
+
+json_object *tf_task_record(tf_world *w, const char *id) {
+        const char *path = tf_path(w->state, "tasks.json");
+        if (!tf_exists(path)) return NULL;
+        char *data = tf_read(path, NULL);
+        json_object *arr = tf_json(data);
+        free(data);
+        json_object *found = NULL;
+        for (size_t i = 0; json_object_is_type(arr, json_type_array) && i < json_object_array_length(arr); i++) {
+                json_object *rec = json_object_array_get_idx(arr, i);
+                if (streq_ptr(json_get_string(rec, "id"), id)) found = json_object_get(rec);
+        }
+        json_object_put(arr);
+        return found;
+}
+
+json_object *tf_status_rpc(tf_world *w, const char *id) {
+        json_object *frame = tf_rpcf(w, "task.status", "{\"taskId\":\"%s\"}", id);
+        json_object *res = json_object_get(tf_result(frame));
+        json_object_put(frame);
+        return res;
+}
+
+bool tf_status_is(tf_world *w, const char *id, const char *want) {
+        json_object *frame = tf_rpcf(w, "task.status", "{\"taskId\":\"%s\"}", id);
+        json_object *res = json_get_object(frame, "result");
+        bool is = res && streq_ptr(json_get_string(res, "status"), want);
+        json_object_put(frame);
+        return is;
+}
+
+typedef struct status_wait {
+        const char *id, *want;
+} status_wait;
+
+static bool status_reached(tf_world *w, void *arg) {
+        status_wait *sw = arg;
+        return tf_status_is(w, sw->id, sw->want);
+}
+
+bool tf_wait_status(tf_world *w, const char *id, const char *want, int timeout_ms) {
+        status_wait sw = {id, want};
+        return tf_wait_until(status_reached, w, &sw, timeout_ms);
+}
+
+tf_run tf_accept(tf_world *w, const char *id) {
+        const char *argv[] = {"accept", id, "--json", NULL};
+        return tf_cli(w, NULL, NULL, argv);
+}
+
+void tf_accept_ok(tf_world *w, const char *id) {
+        tf_run r = tf_accept(w, id);
+        ck_assert_msg(r.exit_code == 0, "accept %s failed: %s %s", id, r.out, r.err);
+        tf_run_done(&r);
+}
+
+/* ---- text (harness.h) ---- */
+
+char *tf_diff_files(const char *diff) {
+        char *out = strdup("");
+        for (const char *p = diff; (p = strstr(p, "diff --git ")); p++) {
+                const char *s = p + strlen("diff --git "), *e = strchr(s, '\n');
+                if (!e) break;
+                /* "a/X b/X" or "\"a/X\" \"b/X\"": keep the first half */
+                size_t n = (size_t) (e - s);
+                char *line = strndup(s, n);
+                size_t half = (n - 1) / 2;
+                line[half] = 0;
+                tf_appendf(&out, "%s%s|", line[0] == '"' ? "\"" : "", line + (line[0] == '"' ? 3 : 2));
+                free(line);
+        }
+        return out;
+}
+
+char *tf_value_after(const char *text, const char *key) {
+        const char *p = text ? strstr(text, key) : NULL;
+        if (!p) return NULL;
+        p += strlen(key);
+        return strndup(p, strcspn(p, "\n"));
+}
+
+size_t tf_count(const char *s, const char *needle) {
+        size_t n = 0;
+        for (const char *p = s; p && (p = strstr(p, needle)); p++) n++;
+        return n;
+}
+
+char *tf_unescape(const char *out) {
+        char *s = strdup(out), *d = s;
+        ck_assert_ptr_nonnull(s);
+        for (const char *p = out; *p; p++) {
+                if (p[0] == '\\' && (p[1] == '"' || p[1] == '\\')) *d++ = *++p;
+                else if (p[0] == '\\' && p[1] == 'n') *d++ = '\n', p++;
+                else *d++ = *p;
+        }
+        *d = 0;
+        return s;
+}
+
+json_object *tf_json_lines(const char *text) {
+        json_object *arr = json_object_new_array();
+        for (const char *l = text; l && *l;) {
+                size_t n = strcspn(l, "\n");
+                _cleanup_free_ char *line = strndup(l, n);
+                json_object_array_add(arr, tf_json(line));
+                l += n;
+                if (*l) l++;
+        }
+        return arr;
+}
+
+/* ---- the task's output dir (harness.h) ---- */
+
+const char *tf_output_path(tf_world *w, const char *id, const char *name) {
+        static char buf[8][4096];
+        static int k = 0;
+        k = (k + 1) % 8;
+        snprintf(buf[k], sizeof buf[k], "%s/outputs/%s/%s", w->state, id, name);
+        return buf[k];
+}
+
+char *tf_output_read(tf_world *w, const char *id, const char *name) {
+        char *data = NULL;
+        int r = read_file(tf_output_path(w, id, name), (size_t) 1 << 30, &data, NULL);
+        ck_assert_msg(r == 0, "task %s left no %s in its output dir: %s", id, name, strerror(-r));
+        return data;
+}
+
+char *tf_output_try_read(tf_world *w, const char *id, const char *name) {
+        char *data = NULL;
+        if (read_file(tf_output_path(w, id, name), (size_t) 1 << 30, &data, NULL) < 0) return NULL;
+        return data;
+}
+
+void tf_output_touch(tf_world *w, const char *id, const char *name) { tf_write(tf_output_path(w, id, name), "", 0, 0600); }
+
+char *tf_output_line(tf_world *w, const char *id, const char *name, int timeout_ms) {
+        uint64_t deadline = mono_ms() + (uint64_t) timeout_ms;
+        for (;;) {
+                char *data = tf_output_try_read(w, id, name);
+                char *nl = data ? strchr(data, '\n') : NULL;
+                if (nl) {
+                        *nl = 0;
+                        return data;
+                }
+                free(data);
+                ck_assert_msg(mono_ms() < deadline, "task %s wrote no line to %s in %d ms", id, name, timeout_ms);
+                usleep(20000);
+        }
+}
+
+static bool output_exists(tf_world *w, void *arg) {
+        const char *const *idname = arg;
+        return tf_exists(tf_output_path(w, idname[0], idname[1]));
+}
+
+bool tf_wait_output(tf_world *w, const char *id, const char *name, int timeout_ms) {
+        const char *idname[] = {id, name};
+        return tf_wait_until(output_exists, w, (void *) idname, timeout_ms);
+}
+
+void tf_go(tf_world *w, const char *id) { tf_output_touch(w, id, "go"); }
+
+void tf_wait_log(tf_world *w, const char *id, const char *marker) {
+        _cleanup_free_ char *log = xstrdup_printf("%s/logs/%s.ndjson", w->state, id);
+        bool seen = false;
+        for (int i = 0; i < 1500 && !seen; i++) {
+                _cleanup_free_ char *data = NULL;
+                seen = read_file(log, (size_t) 1 << 24, &data, NULL) == 0 && strstr(data, marker);
+                if (!seen) usleep(20000);
+        }
+        ck_assert_msg(seen, "the worker never printed %s", marker);
+}
+
+/* ---- the daemon and processes (harness.h) ---- */
+
+bool tf_pid_running(pid_t pid) {
+        if (kill(pid, 0) < 0) return false;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        _cleanup_free_ char *stat = NULL;
+        if (read_file(path, 4096, &stat, NULL) < 0) return false;
+        const char *p = strrchr(stat, ')');
+        return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+void tf_daemon_stop(tf_world *w, int sig) {
+        pid_t pid = tf_daemon_pid(w);
+        ck_assert_msg(pid > 0, "no daemon answers");
+        ck_assert_int_eq(kill(pid, sig), 0);
+        for (int i = 0; i < 1000 && tf_pid_running(pid); i++) {
+                if (w->daemon_pid == pid) (void) wait_for_terminate_nohang(pid, NULL);
+                usleep(10000);
+        }
+        ck_assert_msg(!tf_pid_running(pid), "daemon %d did not stop", (int) pid);
+}
+
+char *tf_daemon_log(tf_world *w) {
+        char *s = NULL;
+        if (read_file(tf_path(w->root, "daemon.log"), (size_t) 1 << 26, &s, NULL) < 0) s = strdup("");
+        return s;
+}
+
+json_object *tf_rpcf(tf_world *w, const char *method, const char *fmt, ...) {
+        FORMAT_ARGS(params, fmt);
+        json_object *f = tf_rpc(w, method, params);
+        free(params);
+        return f;
+}
+
+/* ---- fake workers and their helpers (harness.h) ---- */
+
+char *tf_fake_fixture(tf_world *w, const char *name, const char *stdout_text, int exit_code) {
+        char *prefix = xstrdup_printf("%s/%s", w->fixtures, name);
+        _cleanup_free_ char *out = xstrdup_printf("%s.stdout.ndjson", prefix);
+        tf_write(out, stdout_text, strlen(stdout_text), 0644);
+        if (exit_code >= 0) {
+                _cleanup_free_ char *ex = xstrdup_printf("%s.exit", prefix), *code = xstrdup_printf("%d\n", exit_code);
+                tf_write(ex, code, strlen(code), 0644);
+        }
+        return prefix;
+}
+
+char *tf_write_peer(tf_world *w) {
+        char *py = strdup(tf_path(w->fixtures, "peer.py"));
+        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
+        return py;
+}
+
+void tf_put(const char *path, const char *content) {
+        _cleanup_free_ char *dir = strdup(path);
+        *strrchr(dir, '/') = 0;
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        tf_write(path, content, strlen(content), 0600);
+}
+
+size_t tf_count_entries(const char *dir) {
+        DIR *d = opendir(dir);
+        if (!d) return 0;
+        size_t n = 0;
+        for (struct dirent *e; (e = readdir(d));)
+                if (!streq(e->d_name, ".") && !streq(e->d_name, "..")) n++;
+        closedir(d);
+        return n;
+}
+
+char *tf_shared_dir(tf_world *w, const char *name) {
+        char *dir = strdup(tf_path(w->root, name));
+        ck_assert_int_eq(mkdir_p(dir, 0777), 0);
+        ck_assert_int_eq(chmod(dir, 0777), 0);
+        return dir;
+}
+
+char *tf_record_dir(tf_world *w, char **ret_argv_file) {
+        char *rec = tf_shared_dir(w, "rec");
+        tf_world_setenv(w, "TASKFERRY_RW_BIND", rec);
+        if (ret_argv_file) {
+                *ret_argv_file = strdup(tf_path(rec, "argv.txt"));
+                /* writable inside the sandbox, whoever the worker runs as */
+                tf_write(*ret_argv_file, "", 0, 0666);
+                tf_world_setenv(w, "FAKE_ARGV_FILE", *ret_argv_file);
+        }
+        return rec;
+}
+
+/* ---- the CLI as systemd runs it (harness.h) ---- */
+
+tf_run tf_cli_minimal(tf_world *w, int timeout_s, const char *extra_env, const char *args) {
+        const char *san = getenv("ASAN_OPTIONS");
+        _cleanup_free_ char *q_san = san ? shell_quote(san) : NULL;
+        _cleanup_free_ char *cmd = xstrdup_printf(
+                "exec timeout -k 5 %d env -i HOME='%s' PATH=/usr/local/bin:/usr/bin:/bin TASKFERRY_RUNTIME_DIR='%s' "
+                "TASKFERRY_AUTO_START=0 %s%s %s '%s' %s",
+                timeout_s, w->home, w->run, q_san ? "ASAN_OPTIONS=" : "", strempty(q_san), extra_env, tf_bin("taskferry"),
+                args);
+        return tf_sh(w, NULL, cmd, true);
+}
+
+/* ---- the daemon's D-Bus API (harness.h) ---- */
+
+bool tf_bus_name_up(tf_world *w, void *unused) {
+        (void) unused;
+        tf_run r = tf_sh(w, NULL, "busctl --user get-property " TF_BUS_NAME " " TF_BUS_MPATH " " TF_BUS_MIFACE " Version",
+                         true);
+        bool ok = r.exit_code == 0;
+        tf_run_done(&r);
+        return ok;
+}
+
+char *tf_bus_task_path(const char *id) {
+        char *out = calloc(1, strlen(TF_BUS_MPATH "/task/") + 3 * strlen(id) + 1);
+        ck_assert_ptr_nonnull(out);
+        char *p = stpcpy(out, TF_BUS_MPATH "/task/");
+        for (const unsigned char *s = (const unsigned char *) id; *s; s++)
+                if (isalnum(*s) && *s < 0x80) *p++ = (char) *s;
+                else p += sprintf(p, "_%02x", *s);
+        return out;
+}
+
+/* ---- a worker paused while the user works (harness.h) ---- */
+
+char *tf_shell_paused(tf_world *w, const char *dir, const char *script, const char *meanwhile, json_object **ret_status) {
+        char *id = tf_dispatch_shell(w, dir, NULL, script);
+        tf_wait_log(w, id, "worker-finished");
+        tf_run r = tf_sh(w, dir, meanwhile, false);
+        tf_run_done(&r);
+        tf_go(w, id);
+        *ret_status = tf_wait_settled(w, id);
+        return id;
+}
+
+/* ---- processes, from /proc (harness.h) ---- */
+
+size_t tf_procs(bool (*match)(pid_t pid, void *arg), void *arg, pid_t *pids, size_t max) {
+        DIR *d = opendir("/proc");
+        ck_assert_msg(d, "cannot list /proc: %s", strerror(errno));
+        size_t n = 0;
+        for (struct dirent *de; (de = readdir(d));) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || pid <= 0 || pid == getpid() || !match((pid_t) pid, arg)) continue;
+                if (n < max) pids[n] = (pid_t) pid;
+                n++;
+        }
+        closedir(d);
+        return n;
+}
+
+char *tf_proc_read(pid_t pid, const char *name, char sep, size_t *ret_len) {
+        char path[128];
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, name);
+        char *data = NULL;
+        size_t len = 0;
+        if (read_file(path, (size_t) 4 << 20, &data, &len) < 0) return NULL;
+        if (sep)
+                for (size_t i = 0; i < len; i++)
+                        if (!data[i]) data[i] = sep;
+        if (ret_len) *ret_len = len;
+        return data;
+}
+
+bool tf_proc_has_env(pid_t pid, const char *entry) {
+        size_t len = 0;
+        _cleanup_free_ char *env = tf_proc_read(pid, "environ", 0, &len);
+        for (size_t off = 0; env && off < len; off += strnlen(env + off, len - off) + 1)
+                if (streq(env + off, entry)) return true;
+        return false;
+}
+
+bool tf_proc_stat(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp, pid_t *ret_sid) {
+        _cleanup_free_ char *stat = tf_proc_read(pid, "stat", 0, NULL);
+        /* pid (comm) state ppid pgrp session ... */
+        const char *p = stat ? strrchr(stat, ')') : NULL;
+        char state;
+        int ppid, pgrp, sid;
+        if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) != 4) return false;
+        if (ret_ppid) *ret_ppid = (pid_t) ppid;
+        if (ret_pgrp) *ret_pgrp = (pid_t) pgrp;
+        if (ret_sid) *ret_sid = (pid_t) sid;
+        return true;
+}
+
+/* ---- the daemon's env file (harness.h) ---- */
+
+char *tf_env_file(tf_world *w, const char *text) {
+        _cleanup_free_ char *dir = xstrdup_printf("%s/.config/taskferry", w->home);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        char *p = xstrdup_printf("%s/env", dir);
+        if (text) tf_write(p, text, strlen(text), 0600);
+        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        return p;
+}
+
+/* ---- C programs a test builds (harness.h) ---- */
+
+void tf_cc(tf_world *w, const char *name, const char *code, const char *out, bool shared) {
+        _cleanup_free_ char *src = xstrdup_printf("%s/%s.c", w->root, name);
+        tf_write(src, code, strlen(code), 0644);
+        _cleanup_free_ char *qs = shell_quote(src), *qo = shell_quote(out);
+        free(tf_shf(w, NULL, "cc %s-o %s %s && chmod 0755 %s", shared ? "-shared -fPIC " : "", qo, qs, qo));
+}
+
+/* ---- figures (harness.h) ---- */
+
+double tf_clock_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+void tf_sort_ms(double *v, size_t n) { qsort(v, n, sizeof *v, cmp_double); }
+
+double tf_median(const double *sorted, size_t n) {
+        return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+/* ---- building strings (harness.h) ---- */
+
+void tf_appendf(char **s, const char *fmt, ...) {
+        FORMAT_ARGS(tail, fmt);
+        char *joined = xstrdup_printf("%s%s", strempty(*s), tail);
+        free(tail);
+        free(*s);
+        *s = joined;
+}
+
+/* ---- JSON objects (harness.h) ---- */
+
+void tf_assert_keys(json_object *o, const char *const keys[]) {
+        size_t k = 0;
+        json_object_object_foreach(o, key, val) {
+                (void) val;
+                ck_assert_msg(keys[k] && streq(key, keys[k]), "key %zu is %s, want %s: %s", k, key, strnull(keys[k]),
+                              json_to_line(o, NULL));
+                k++;
+        }
+        ck_assert_msg(!keys[k], "key %zu is missing, want %s: %s", k, keys[k], json_to_line(o, NULL));
+}

@@ -20,26 +20,7 @@ static const char *const answer_fixture =
         "{\"type\":\"step_finish\",\"sessionID\":\"ses_fxA\",\"part\":{\"messageID\":\"msg_a1\",\"type\":\"step-finish\",\"reason\":\"stop\","
         "\"tokens\":{\"total\":1210,\"input\":1100,\"output\":100,\"reasoning\":10,\"cache\":{\"write\":0,\"read\":512}},\"cost\":0.0012}}\n";
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL,
-                    "set -e; mkdir -p %s && cd %s && git init -q && printf 'one\\n' > tracked.txt && git add -A && "
-                    "git commit -qm initial",
-                    repo, repo));
-        return repo;
-}
-
-/* a fixture of the fake worker: <fixtures>/<name>.stdout.ndjson (+ .exit) */
-static char *fixture(tf_world *w, const char *name, const char *stdout_text, int exit_code) {
-        char *prefix = strdup_printf("%s/%s", w->fixtures, name);
-        char *out = strdup_printf("%s.stdout.ndjson", prefix), *ex = strdup_printf("%s.exit", prefix);
-        tf_write(out, stdout_text, strlen(stdout_text), 0644);
-        char code[16];
-        snprintf(code, sizeof code, "%d\n", exit_code);
-        tf_write(ex, code, strlen(code), 0644);
-        free(out), free(ex);
-        return prefix;
-}
+static char *make_repo(tf_world *w) { return tf_repo_new(w, NULL, "printf 'one\\n' > tracked.txt"); }
 
 /* `taskferry advisor <args> --json` in cwd; the parsed answer (asserts exit `want_exit`). */
 static json_object *advisor(tf_world *w, const char *cwd, int want_exit, const char *const extra[]) {
@@ -49,15 +30,6 @@ static json_object *advisor(tf_world *w, const char *cwd, int want_exit, const c
         argv[n] = NULL;
         tf_run r = tf_cli(w, cwd, NULL, argv);
         ck_assert_msg(r.exit_code == want_exit, "advisor exit %d (want %d): %s %s", r.exit_code, want_exit, r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
-}
-
-static json_object *status_full(tf_world *w, const char *id) {
-        const char *argv[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "status: %s", r.out);
         json_object *o = tf_json(r.out);
         tf_run_done(&r);
         return o;
@@ -77,22 +49,15 @@ static size_t count_lines_with(const char *path, const char *s) {
 }
 
 /* A1: done answer; the advisor's writes never land; sessions resume. */
-START_TEST(inline_advisor_done_and_session) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(inline_advisor_done_and_session) {
         char *repo = make_repo(w);
         char *before = tf_tree_snapshot(repo, false);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         /* a dir the worker may write (a daemon-wide --rw-bind) for its argv */
-        char *rec = strdup(tf_path(w->root, "rec"));
-        ck_assert_int_eq(mkdir(rec, 0777), 0);
-        tf_world_setenv(w, "TASKFERRY_RW_BIND", rec);
-        char *argv_file = strdup(tf_path(rec, "argv.txt"));
+        char *argv_file = NULL, *rec = tf_record_dir(w, &argv_file);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
-        tf_world_setenv(w, "FAKE_ARGV_FILE", argv_file);
         /* an advisor that writes: the write stays in its overlay */
         tf_world_setenv(w, "FAKE_SCRIPT", "echo advisor-was-here > tracked.txt && echo new > added.txt");
-        /* FAKE_ARGV_FILE must be writable inside the sandbox */
-        tf_write(argv_file, "", 0, 0666);
         const char *a1[] = {"--model", "mock/model", "--prompt", "Is this plan sound?", NULL};
         json_object *o = advisor(w, repo, 0, a1);
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
@@ -109,17 +74,11 @@ START_TEST(inline_advisor_done_and_session) {
         ck_assert(!json_object_object_get_ex(o, "exitCode", NULL));
         /* snake_case keys in the spec's order */
         const char *keys[] = {"status", "task_id", "session_id", "session_reset", "message", "tokens", "cost", NULL};
-        size_t k = 0;
-        json_object_object_foreach(o, key, val) {
-                (void) val;
-                ck_assert_msg(keys[k] && streq(key, keys[k]), "key %zu is %s", k, key);
-                k++;
-        }
-        ck_assert_ptr_null(keys[k]);
+        tf_assert_keys(o, keys);
         char *id = strdup(tf_jstr(o, "task_id"));
         json_object_put(o);
 
-        json_object *st = status_full(w, id);
+        json_object *st = tf_status_full(w, id);
         ck_assert_str_eq(tf_jstr(st, "role"), "advisor");
         ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "rejected");
         ck_assert(json_get_object(st, "overlayDirs") == NULL);
@@ -153,16 +112,13 @@ START_TEST(inline_advisor_done_and_session) {
         ck_assert_uint_eq(count_lines_with(argv_file, "--continue"), 1);
 
         free(id), free(before), free(after), free(again), free(fx), free(argv_file), free(rec), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* §8.3 step 1: a session past TASKFERRY_ADVISOR_SESSION_TTL_MS is reset. */
-START_TEST(session_ttl_expires) {
-        char *const env[] = {(char *) "TASKFERRY_ADVISOR_SESSION_TTL_MS=300", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(session_ttl_expires, "TASKFERRY_ADVISOR_SESSION_TTL_MS=300") {
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         const char *a1[] = {"--model", "mock/model", "--prompt", "q", NULL};
         json_object_put(advisor(w, repo, 0, a1));
@@ -173,16 +129,13 @@ START_TEST(session_ttl_expires) {
         ck_assert_str_eq(tf_jstr(o, "previous_session_id"), "ses_fxA");
         json_object_put(o);
         free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A2: still running after timeoutMs: with and without a session id yet; and queued. */
-START_TEST(timeout_shapes) {
-        char *const env[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(timeout_shapes, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         char *go = strdup(tf_path(w->fixtures, "go"));
         char *script = strdup_printf("while [ ! -e %s ]; do sleep 0.05; done", go);
@@ -234,15 +187,13 @@ START_TEST(timeout_shapes) {
         json_object_put(o);
 
         free(first), free(second), free(third), free(want), free(script), free(script2), free(go), free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A4: a crash is data, not an RPC error; the CLI's usage errors. */
-START_TEST(crash_is_data) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(crash_is_data) {
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-crash", "", 1);
+        char *fx = tf_fake_fixture(w, "adv-crash", "", 1);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         const char *a1[] = {"--model", "mock/model", "--prompt", "q", NULL};
         json_object *o = advisor(w, repo, 0, a1);
@@ -267,7 +218,6 @@ START_TEST(crash_is_data) {
         ck_assert_str_eq(tf_jstr(o, "error"), "advisor needs context or an explicit --prompt: no context source found");
         json_object_put(o);
         free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -301,10 +251,9 @@ END_TEST
 
 /* Attack: an advisor's worker looks for a way to the daemon: no task socket,
  * TASKFERRY_SOCKET_PATH unset, the user's socket masked. */
-START_TEST(attack_advisor_reaches_no_socket) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(attack_advisor_reaches_no_socket) {
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         char *script = strdup_printf(
                 "python3 - <<'PY' > \"$TASKFERRY_OUTPUT_DIR/probe.txt\" 2>&1\n"
@@ -324,33 +273,28 @@ START_TEST(attack_advisor_reaches_no_socket) {
         /* a dispatch running beside it has a task socket the advisor must not find either */
         char *go = strdup(tf_path(w->fixtures, "go"));
         char *wait_script = strdup_printf("while [ ! -e %s ]; do sleep 0.05; done", go);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", wait_script, NULL};
-        char *other = tf_dispatch(w, d);
+        char *other = tf_dispatch_shell(w, repo, NULL, wait_script);
         const char *a1[] = {"--model", "mock/model", "--prompt", "q", NULL};
         json_object *o = advisor(w, repo, 0, a1);
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
-        char *probe = strdup_printf("%s/outputs/%s/probe.txt", w->state, tf_jstr(o, "task_id"));
+        char *data = tf_output_read(w, tf_jstr(o, "task_id"), "probe.txt");
         json_object_put(o);
-        size_t len = 0;
-        char *data = tf_read(probe, &len);
         ck_assert_msg(strstr(data, "env unset 0") != NULL, "probe: %s", data);
         ck_assert_msg(strstr(data, "CONNECTED") == NULL, "the advisor reached a socket: %s", data);
         ck_assert_msg(strstr(data, "rc=0") == NULL, "taskferry list worked from the advisor: %s", data);
         tf_write(go, "", 0, 0644);
         json_object_put(tf_wait_settled(w, other));
-        free(data), free(probe), free(other), free(go), free(wait_script), free(script), free(fx), free(repo);
-        tf_world_free(w);
+        free(data), free(other), free(go), free(wait_script), free(script), free(fx), free(repo);
 }
 END_TEST
 
 /* Attack: a worker calls task.advisor through its own task socket to get a
  * session it did not make resumed, and to advise outside its directory. */
-START_TEST(attack_worker_calls_advisor) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(attack_worker_calls_advisor) {
         char *repo = make_repo(w);
         char *other = strdup(tf_path(w->repo_parent, "other"));
         free(tf_shf(w, NULL, "mkdir -p %s", other));
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         /* the user's advisor session ses_fxA exists */
         const char *a1[] = {"--model", "mock/model", "--prompt", "q", NULL};
@@ -362,29 +306,23 @@ START_TEST(attack_worker_calls_advisor) {
                 "taskferry advisor --json --executor opencode --model mock/model --prompt q --directory %s "
                 "> \"$TASKFERRY_OUTPUT_DIR/b.json\" 2>&1; true",
                 repo, w->fixtures);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
-        char *pa = strdup_printf("%s/outputs/%s/a.json", w->state, id), *pb = strdup_printf("%s/outputs/%s/b.json", w->state, id);
-        size_t len = 0;
-        char *da = tf_read(pa, &len), *db = tf_read(pb, &len);
+        char *id = tf_shell_settled(w, repo, NULL, script, NULL);
+        char *da = tf_output_read(w, id, "a.json"), *db = tf_output_read(w, id, "b.json");
         json_object *oa = tf_json(da);
         ck_assert_msg(json_get_bool(oa, "session_reset", false), "a worker resumed the user's session: %s", da);
         ck_assert_str_eq(tf_jstr(oa, "previous_session_id"), "ses_fxA");
         json_object_put(oa);
         ck_assert_msg(strstr(db, "can dispatch only into its own directory") != NULL, "b: %s", db);
-        free(da), free(db), free(pa), free(pb), free(id), free(script), free(fx), free(other), free(repo);
-        tf_world_free(w);
+        free(da), free(db), free(id), free(script), free(fx), free(other), free(repo);
 }
 END_TEST
 
 /* The CLI's context sources (§8.3): the Claude Code transcript tail, else the
  * calling task's tail; the prompt layout. The prompt the worker got is read
  * back from inside its sandbox. */
-START_TEST(context_from_claude_transcript) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(context_from_claude_transcript) {
         char *repo = make_repo(w);
-        char *fx = fixture(w, "adv-answer", answer_fixture, 0);
+        char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         tf_world_setenv(w, "FAKE_SCRIPT", "cat /tmp/.taskferry-prompt > \"$TASKFERRY_OUTPUT_DIR/prompt.txt\"");
         char *slug = strdup(repo);
@@ -405,10 +343,8 @@ START_TEST(context_from_claude_transcript) {
         tf_world_setenv(w, "TASKFERRY_ADVISOR_CONTEXT_CHARS", "40");
         const char *a1[] = {"--model", "mock/model", "--prompt", "Review it", NULL};
         json_object *o = advisor(w, repo, 0, a1);
-        char *pp = strdup_printf("%s/outputs/%s/prompt.txt", w->state, tf_jstr(o, "task_id"));
+        char *prompt = tf_output_read(w, tf_jstr(o, "task_id"), "prompt.txt");
         json_object_put(o);
-        size_t len = 0;
-        char *prompt = tf_read(pp, &len);
         /* the full text: "user: Fix the parser\n\nassistant: Reading src/parser.c\nthen editing\n\nassistant: Déjà fini";
          * its last 40 code points */
         const char *ctx = "ser.c\nthen editing\n\nassistant: D\xC3\xA9j\xC3\xA0 fini";
@@ -417,7 +353,7 @@ START_TEST(context_from_claude_transcript) {
         ck_assert_msg(strstr(prompt, block) != NULL, "prompt: %s", prompt);
         /* the output-dir block the daemon appends follows the context */
         ck_assert_msg(strstr(prompt, "---\n\n## Persistent output dir") != NULL, "prompt: %s", prompt);
-        free(prompt), free(pp), free(block);
+        free(prompt), free(block);
 
         /* an unreadable transcript is a usage error, even with --prompt */
         tf_world_setenv(w, "CLAUDE_CODE_SESSION_ID", "missing");
@@ -425,24 +361,12 @@ START_TEST(context_from_claude_transcript) {
         ck_assert(startswith(tf_jstr(o, "error"), "advisor could not read the Claude session transcript at "));
         json_object_put(o);
         free(tr), free(dir), free(slug), free(fx), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("advisor");
-        TCase *tc = tcase_create("advisor");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, inline_advisor_done_and_session);
-        tcase_add_test(tc, session_ttl_expires);
-        tcase_add_test(tc, timeout_shapes);
-        tcase_add_test(tc, crash_is_data);
-        tcase_add_test(tc, overlay_is_mandatory);
-        tcase_add_test(tc, attack_advisor_reaches_no_socket);
-        tcase_add_test(tc, attack_worker_calls_advisor);
-        tcase_add_test(tc, context_from_claude_transcript);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("advisor", "advisor", 300,
+                            TF_TESTS(inline_advisor_done_and_session, session_ttl_expires, timeout_shapes, crash_is_data,
+                                     overlay_is_mandatory, attack_advisor_reaches_no_socket, attack_worker_calls_advisor,
+                                     context_from_claude_transcript));
 }
-
-int main(void) { return tf_run_suite(suite()); }

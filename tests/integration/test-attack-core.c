@@ -17,91 +17,60 @@
 #include "util.h"
 
 static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL,
-                    "set -e; mkdir -p %s && cd %s && git init -q && printf 'one\\n' > a.txt && mkdir dir && "
-                    "printf 'old\\n' > dir/old.txt && printf 'b\\n' > b.txt && "
-                    "git add -A && git -c user.email=u@x -c user.name=u commit -qm initial",
-                    repo, repo));
-        return repo;
+        return tf_repo_new(w, NULL, "printf 'one\\n' > a.txt && mkdir dir && printf 'old\\n' > dir/old.txt && printf 'b\\n' > b.txt");
 }
 
-static void wait_for_log(tf_world *w, const char *id, const char *marker) {
-        char *log = strdup_printf("%s/logs/%s.ndjson", w->state, id);
-        bool seen = false;
-        for (int i = 0; i < 1500 && !seen; i++) {
-                char *data = NULL;
-                size_t len = 0;
-                if (read_file(log, 1 << 20, &data, &len) == 0 && strstr(data, marker)) seen = true;
-                free(data);
-                if (!seen) usleep(20000);
-        }
-        free(log);
-        ck_assert_msg(seen, "the worker never printed %s", marker);
+static void assert_pending(json_object *st) {
+        ck_assert_msg(streq_ptr(json_get_string(st, "changesetStatus"), "pending") &&
+                              !json_get_string(st, "changesetError"),
+                      "not a clean pending changeset: %s", json_to_line(st, NULL));
 }
 
-static void go(tf_world *w, const char *id) {
-        char *p = strdup_printf("%s/outputs/%s/go", w->state, id);
-        tf_write(p, "", 0, 0600);
-        free(p);
-}
-
-#define WAIT_GO "echo worker-finished; while [ ! -e \"$TASKFERRY_OUTPUT_DIR/go\" ]; do sleep 0.05; done"
-
-static char *run_settled(tf_world *w, const char *repo, const char *script, json_object **ret_status) {
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        if (ret_status) *ret_status = st;
-        else json_object_put(st);
+/* A shell task in repo that left a clean pending changeset; its id. */
+static char *pending(tf_world *w, const char *repo, const char *script) {
+        json_object *st = NULL;
+        char *id = tf_shell_pending(w, repo, NULL, script, &st);
+        assert_pending(st);
+        json_object_put(st);
         return id;
 }
 
-static char *diff_of(tf_world *w, const char *id) {
-        const char *argv[] = {"result", id, "--diff", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "result failed: %s %s", r.out, r.err);
-        json_object *res = tf_json(r.out);
-        const char *d = tf_jstr(res, "diff");
-        char *diff = strdup(d ? d : "");
-        json_object_put(res);
-        tf_run_done(&r);
+/* The same for a worker paused (TF_PAUSE) while the user runs meanwhile in repo. */
+static char *pending_paused(tf_world *w, const char *repo, const char *script, const char *meanwhile) {
+        json_object *st = NULL;
+        char *id = tf_shell_paused(w, repo, script, meanwhile, &st);
+        assert_pending(st);
+        json_object_put(st);
+        return id;
+}
+
+/* The task's diff (malloc'd), asserting the paths it changes (as tf_diff_files gives them). */
+static char *diff_names(tf_world *w, const char *id, const char *want) {
+        char *diff = tf_task_diff(w, id);
+        _cleanup_free_ char *files = tf_diff_files(diff);
+        ck_assert_msg(streq(files, want), "the diff names %s, want %s:\n%s", files, want, diff);
         return diff;
 }
 
-/* The "diff --git" headers of a diff, "a|b|" (paths as git prints them). */
-static char *diff_files(const char *diff) {
-        char *out = strdup("");
-        for (const char *p = diff; (p = strstr(p, "diff --git ")); p++) {
-                const char *s = p + strlen("diff --git "), *e = strchr(s, '\n');
-                if (!e) break;
-                /* "a/X b/X" or "\"a/X\" \"b/X\"": keep the first half */
-                size_t n = (size_t) (e - s);
-                char *line = strndup(s, n);
-                size_t half = (n - 1) / 2;
-                line[half] = 0;
-                char *name = line[0] == '"' ? strdup_printf("\"%s", line + 3) : strdup(line + 2);
-                char *o = strdup_printf("%s%s|", out, name);
-                free(out), free(name), free(line);
-                out = o;
-        }
-        return out;
-}
+/* The round trip of most attacks below: a world with the repo (`setup` run
+ * in it first, when given), a worker script that leaves a clean pending
+ * changeset of exactly `names`, the accept, and then the shell command
+ * `after`, run in the repo, prints want. */
+typedef struct round_trip {
+        const char *setup, *script, *names, *after, *want;
+} round_trip;
 
-static tf_run accept(tf_world *w, const char *id) {
-        const char *argv[] = {"accept", id, "--json", NULL};
-        return tf_cli(w, NULL, NULL, argv);
-}
-
-static char *cs_status(tf_world *w, const char *id) {
-        const char *argv[] = {"status", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_int_eq(r.exit_code, 0);
-        json_object *o = tf_json(r.out);
-        char *s = strdup(strempty(tf_jstr(o, "changesetStatus")));
-        json_object_put(o);
-        tf_run_done(&r);
-        return s;
+static void accept_round_trip(const round_trip *t) {
+        tf_world *w = tf_world_new(NULL);
+        char *repo = make_repo(w);
+        if (t->setup) free(tf_shf(w, repo, "%s", t->setup));
+        char *id = pending(w, repo, t->script);
+        free(diff_names(w, id, t->names));
+        tf_accept_ok(w, id);
+        char *got = tf_shf(w, repo, "%s", t->after);
+        ck_assert_str_eq(got, t->want);
+        free(got), free(id), free(repo);
+        tf_world_free(w);
 }
 
 static char *status_text(tf_world *w, const char *id) {
@@ -113,18 +82,6 @@ static char *status_text(tf_world *w, const char *id) {
         return s;
 }
 
-static void assert_pending(json_object *st) {
-        ck_assert_msg(streq_ptr(json_get_string(st, "changesetStatus"), "pending") &&
-                              !json_get_string(st, "changesetError"),
-                      "not a clean pending changeset: %s", json_to_line(st, NULL));
-}
-
-static void assert_accepts(tf_world *w, const char *id) {
-        tf_run r = accept(w, id);
-        ck_assert_msg(r.exit_code == 0, "accept failed: %s %s", r.out, r.err);
-        tf_run_done(&r);
-}
-
 /* ---- 1. accept by 3-way merge into the live tree ---- */
 
 /* Attack: a deletion's path is a pathspec. The worker deletes "a[1].txt"
@@ -133,42 +90,29 @@ static void assert_accepts(tf_world *w, const char *id) {
  * a1.txt and bb.txt, which the worker never touched: the diff would
  * delete them and accept would remove them from the user's tree. */
 START_TEST(whiteout_name_is_not_a_glob) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        free(tf_shf(w, repo,
-                    "set -e; for f in 'a[1].txt' a1.txt 'b?.txt' bb.txt 'c*' cat ':(glob)**' '*'; do echo \"$f\" > \"$f\"; "
-                    "done; git add -A && git -c user.email=u@x -c user.name=u commit -qm globs"));
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, "set -e; rm -f 'a[1].txt' 'b?.txt' 'c*' ':(glob)**' '*'", &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_msg(streq(files, "*|:(glob)**|a[1].txt|b?.txt|c*|"), "the diff names %s:\n%s", files, diff);
-        assert_accepts(w, id);
-        char *left = tf_shf(w, repo, "ls -A | LC_ALL=C sort | tr '\\n' ' '");
-        ck_assert_str_eq(left, ".git a.txt a1.txt b.txt bb.txt cat dir");
-        free(left), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
+        accept_round_trip(&(round_trip){
+                .setup = "set -e; for f in 'a[1].txt' a1.txt 'b?.txt' bb.txt 'c*' cat ':(glob)**' '*'; do echo \"$f\" > \"$f\"; "
+                         "done; git add -A && git -c user.email=u@x -c user.name=u commit -qm globs",
+                .script = "set -e; rm -f 'a[1].txt' 'b?.txt' 'c*' ':(glob)**' '*'",
+                .names = "*|:(glob)**|a[1].txt|b?.txt|c*|",
+                .after = "ls -A | LC_ALL=C sort | tr '\\n' ' '",
+                .want = ".git a.txt a1.txt b.txt bb.txt cat dir"});
 }
 END_TEST
 
 /* Attack: names that are options, pathspec magic, quotes, newlines, bytes
  * that are not UTF-8. Accept must write exactly those names (and only in
  * the task's directory). */
-START_TEST(odd_names_round_trip) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(odd_names_round_trip) {
         char *repo = make_repo(w);
         const char *script =
                 "set -e; for f in -rf --help ':(top)evil' ':!a.txt' ':x' 'q\"uote' \"s'q\" 'sp ace' 'back\\slash' "
                 "'-d'; do printf '%s\\n' \"$f\" > ./\"$f\"; done; "
                 "printf 'nl\\n' > \"$(printf 'new\\nline')\"; printf 'ff\\n' > \"$(printf '\\377\\376')\"; "
                 "mkdir -p ./--git-dir=x && echo z > ./--git-dir=x/y";
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, script, &st);
-        assert_pending(st);
-        json_object_put(st);
+        char *id = pending(w, repo, script);
         char *before_outside = tf_tree_snapshot(w->repo_parent, false);
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         char *got = tf_shf(w, repo,
                            "for f in -rf --help ':(top)evil' ':!a.txt' ':x' 'q\"uote' \"s'q\" 'sp ace' 'back\\slash' -d "
                            "--git-dir=x/y; do cat ./\"$f\"; done; cat \"$(printf 'new\\nline')\" \"$(printf '\\377\\376')\"; "
@@ -179,7 +123,6 @@ START_TEST(odd_names_round_trip) {
         char *after_outside = tf_tree_snapshot(w->repo_parent, false);
         ck_assert(!strstr(after_outside, "./evil") && !strstr(after_outside, "./x "));
         free(before_outside), free(after_outside), free(got), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -187,23 +130,16 @@ END_TEST
  * directory outside the repository (or it was always one: a monorepo link).
  * The worker edits dir/old.txt and adds dir/new.txt. Accept must not write
  * through the link: it refuses (tree untouched) and the outside dir stays. */
-START_TEST(accept_never_writes_through_user_symlink) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(accept_never_writes_through_user_symlink) {
         char *repo = make_repo(w);
         char *outside = strdup(tf_path(w->repo_parent, "outside"));
         free(tf_shf(w, NULL, "mkdir -p %s && printf 'theirs\\n' > %s/old.txt", outside, outside));
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                              "set -e; printf 'w\\n' >> dir/old.txt; printf 'n\\n' > dir/new.txt; printf 'w\\n' >> a.txt; "
-                              WAIT_GO, NULL};
-        char *id = tf_dispatch(w, argv);
-        wait_for_log(w, id, "worker-finished");
-        free(tf_shf(w, repo, "rm -rf dir && ln -s ../outside dir"));
-        go(w, id);
-        json_object *st = tf_wait_settled(w, id);
-        assert_pending(st);
-        json_object_put(st);
+        char *id = pending_paused(w, repo,
+                                  "set -e; printf 'w\\n' >> dir/old.txt; printf 'n\\n' > dir/new.txt; printf 'w\\n' >> a.txt; "
+                                  TF_PAUSE,
+                                  "rm -rf dir && ln -s ../outside dir");
         char *before = tf_tree_snapshot(w->repo_parent, false);
-        tf_run r = accept(w, id);
+        tf_run r = tf_accept(w, id);
         char *after = tf_tree_snapshot(w->repo_parent, false);
         ck_assert_msg(r.exit_code != 0, "accept wrote through the user's symlink: %s", r.out);
         tf_run_done(&r);
@@ -212,7 +148,6 @@ START_TEST(accept_never_writes_through_user_symlink) {
         char *o = tf_read(tf_path(outside, "old.txt"), NULL);
         ck_assert_str_eq(o, "theirs\n");
         free(o), free(before), free(after), free(id), free(outside), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -221,26 +156,20 @@ END_TEST
  * links (the diff shows them); the second task's writes land in the
  * sandbox's view only, and its accept replaces the link by a directory
  * instead of following it. Nothing outside the repository changes. */
-START_TEST(planted_symlinks_are_never_followed) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(planted_symlinks_are_never_followed) {
         char *repo = make_repo(w);
         char *outside = strdup(tf_path(w->repo_parent, "outside"));
         free(tf_shf(w, NULL, "mkdir -p %s %s/.ssh && echo key > %s/.ssh/authorized_keys", outside, w->home, w->home));
         char *s1 = strdup_printf("set -e; rm -rf dir; ln -s %s dir; ln -s %s/.ssh ssh", outside, w->home);
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, s1, &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id);
+        char *id = pending(w, repo, s1);
+        char *diff = tf_task_diff(w, id);
         ck_assert_msg(strstr(diff, "new file mode 120000") && strstr(diff, "+++ b/ssh"), "%s", diff);
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         char *home_before = tf_tree_snapshot(w->home, false), *out_before = tf_tree_snapshot(outside, false);
         const char *s2 = "echo pwn > dir/x 2>/dev/null; echo pwn >> ssh/authorized_keys 2>/dev/null; "
                          "rm dir ssh; mkdir dir ssh; echo mine > dir/x; echo mine > ssh/authorized_keys; true";
-        char *id2 = run_settled(w, repo, s2, &st);
-        assert_pending(st);
-        json_object_put(st);
-        assert_accepts(w, id2);
+        char *id2 = pending(w, repo, s2);
+        tf_accept_ok(w, id2);
         char *home_after = tf_tree_snapshot(w->home, false), *out_after = tf_tree_snapshot(outside, false);
         ck_assert_str_eq(home_after, home_before);
         ck_assert_str_eq(out_after, out_before);
@@ -248,7 +177,6 @@ START_TEST(planted_symlinks_are_never_followed) {
         ck_assert_str_eq(got, "mine\nmine");
         free(got), free(home_before), free(home_after), free(out_before), free(out_after), free(diff), free(id), free(id2);
         free(s1), free(outside), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -257,22 +185,17 @@ END_TEST
  * passes, then the write of ro/x.txt fails after a.txt was written: the
  * tree must not be left half applied. A read-only bind mount as root (root
  * ignores modes), a 0555 directory otherwise. */
-START_TEST(accept_failing_midway_is_rolled_back) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(accept_failing_midway_is_rolled_back) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "mkdir ro && echo x > ro/x.txt && git add ro && git -c user.email=u@x -c user.name=u "
                              "commit -qm ro"));
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, "set -e; printf 'w\\n' >> a.txt; printf 'w\\n' >> ro/x.txt; "
-                                        "printf 'w\\n' >> b.txt", &st);
-        assert_pending(st);
-        json_object_put(st);
+        char *id = pending(w, repo, "set -e; printf 'w\\n' >> a.txt; printf 'w\\n' >> ro/x.txt; printf 'w\\n' >> b.txt");
         char *ro = strdup(tf_path(repo, "ro"));
         bool root = geteuid() == 0;
         if (root) free(tf_shf(w, NULL, "mount --bind %s %s && mount -o remount,bind,ro %s", ro, ro, ro));
         else ck_assert_int_eq(chmod(ro, 0555), 0);
         char *before = tf_tree_snapshot(repo, false);
-        tf_run r = accept(w, id);
+        tf_run r = tf_accept(w, id);
         char *after = tf_tree_snapshot(repo, false);
         if (root) free(tf_shf(w, NULL, "umount %s", ro));
         else (void) chmod(ro, 0755);
@@ -283,14 +206,13 @@ START_TEST(accept_failing_midway_is_rolled_back) {
         }
         ck_assert_msg(strstr(r.out, "restored") || strstr(r.err, "restored"), "%s %s", r.out, r.err);
         tf_run_done(&r);
-        char *cs = cs_status(w, id);
+        char *cs = tf_changeset_status(w, id);
         ck_assert_str_eq(cs, "pending");
         /* writable again: it lands whole */
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         char *got = tf_shf(w, repo, "cat a.txt ro/x.txt b.txt");
         ck_assert_str_eq(got, "one\nw\nx\nw\nb\nw");
         free(got), free(cs), free(before), free(after), free(ro), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -298,8 +220,7 @@ END_TEST
  * the worker. None of it is in the diff; accept leaves the user's .git as
  * it was; .gitattributes (a regular file) is an ordinary change and runs no
  * filter on accept. */
-START_TEST(worker_git_metadata_never_lands) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_git_metadata_never_lands) {
         char *repo = make_repo(w);
         char *marker = strdup(tf_path(w->root, "ran"));
         char *script = strdup_printf(
@@ -310,19 +231,14 @@ START_TEST(worker_git_metadata_never_lands) {
                 "printf 'w\\n' >> a.txt",
                 marker, marker, marker, marker);
         char *git_before = tf_tree_snapshot(tf_path(repo, ".git"), false);
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, script, &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_msg(streq(files, ".gitattributes|a.txt|sub/file|"), "diff names %s:\n%s", files, diff);
-        assert_accepts(w, id);
+        char *id = pending(w, repo, script);
+        char *diff = diff_names(w, id, ".gitattributes|a.txt|sub/file|");
+        tf_accept_ok(w, id);
         /* the index accept leaves is the user's (nothing staged); .git otherwise untouched */
         char *git_after = tf_tree_snapshot(tf_path(repo, ".git"), false);
         ck_assert_str_eq(git_after, git_before);
         ck_assert_msg(!tf_exists(marker), "a worker-planted program ran during extraction or accept");
-        free(git_before), free(git_after), free(diff), free(files), free(id), free(script), free(marker), free(repo);
-        tf_world_free(w);
+        free(git_before), free(git_after), free(diff), free(id), free(script), free(marker), free(repo);
 }
 END_TEST
 
@@ -330,24 +246,14 @@ END_TEST
  * the directory dir into a file, while the user adds dir/user.txt (a file
  * the worker never saw). The user's file must survive: accept either
  * refuses with the tree untouched or keeps dir/user.txt. */
-START_TEST(file_dir_swaps_keep_user_files) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(file_dir_swaps_keep_user_files) {
         char *repo = make_repo(w);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                              "set -e; rm a.txt; mkdir a.txt; echo in > a.txt/inner; rm -rf dir; echo file > dir; " WAIT_GO,
-                              NULL};
-        char *id = tf_dispatch(w, argv);
-        wait_for_log(w, id, "worker-finished");
-        free(tf_shf(w, repo, "printf 'mine\\n' > dir/user.txt"));
-        go(w, id);
-        json_object *st = tf_wait_settled(w, id);
-        assert_pending(st);
-        json_object_put(st);
-        char *files = NULL, *diff = diff_of(w, id);
-        files = diff_files(diff);
-        ck_assert_msg(streq(files, "a.txt|a.txt/inner|dir|dir/old.txt|"), "diff names %s:\n%s", files, diff);
+        char *id = pending_paused(w, repo,
+                                  "set -e; rm a.txt; mkdir a.txt; echo in > a.txt/inner; rm -rf dir; echo file > dir; " TF_PAUSE,
+                                  "printf 'mine\\n' > dir/user.txt");
+        char *diff = diff_names(w, id, "a.txt|a.txt/inner|dir|dir/old.txt|");
         char *before = tf_tree_snapshot(repo, false);
-        tf_run r = accept(w, id);
+        tf_run r = tf_accept(w, id);
         if (r.exit_code != 0) {
                 char *after = tf_tree_snapshot(repo, false);
                 ck_assert_str_eq(after, before);
@@ -358,11 +264,10 @@ START_TEST(file_dir_swaps_keep_user_files) {
         ck_assert_str_eq(u, "mine\n");
         /* once the user moves it away, the swap lands */
         free(tf_shf(w, repo, "mv dir/user.txt user.txt"));
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         char *got = tf_shf(w, repo, "cat a.txt/inner dir user.txt");
         ck_assert_str_eq(got, "in\nfile\nmine");
-        free(got), free(u), free(before), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
+        free(got), free(u), free(before), free(diff), free(id), free(repo);
 }
 END_TEST
 
@@ -371,21 +276,13 @@ END_TEST
  * lose the user's file nor write into ~/.ssh: it refuses with the tree
  * untouched (or keeps dir/user.txt); with the file moved away the link
  * lands as the diff shows it, and ~/.ssh never changes. */
-START_TEST(symlink_replacing_user_directory) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(symlink_replacing_user_directory) {
         char *repo = make_repo(w);
         free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo key > %s/.ssh/authorized_keys", w->home, w->home));
-        char *script = strdup_printf("set -e; rm -rf dir; ln -s %s/.ssh dir; " WAIT_GO, w->home);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, argv);
-        wait_for_log(w, id, "worker-finished");
-        free(tf_shf(w, repo, "printf 'mine\\n' > dir/user.txt"));
-        go(w, id);
-        json_object *st = tf_wait_settled(w, id);
-        assert_pending(st);
-        json_object_put(st);
+        char *script = strdup_printf("set -e; rm -rf dir; ln -s %s/.ssh dir; " TF_PAUSE, w->home);
+        char *id = pending_paused(w, repo, script, "printf 'mine\\n' > dir/user.txt");
         char *ssh_before = tf_tree_snapshot(tf_path(w->home, ".ssh"), false), *before = tf_tree_snapshot(repo, false);
-        tf_run r = accept(w, id);
+        tf_run r = tf_accept(w, id);
         if (r.exit_code != 0) {
                 char *after = tf_tree_snapshot(repo, false);
                 ck_assert_str_eq(after, before);
@@ -395,14 +292,13 @@ START_TEST(symlink_replacing_user_directory) {
         char *u = tf_read(tf_path(repo, "dir/user.txt"), NULL);
         ck_assert_str_eq(u, "mine\n");
         free(tf_shf(w, repo, "mv dir/user.txt user.txt"));
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         char *ssh_after = tf_tree_snapshot(tf_path(w->home, ".ssh"), false);
         ck_assert_str_eq(ssh_after, ssh_before);
         char *got = tf_shf(w, repo, "readlink dir; cat user.txt");
         char *want = strdup_printf("%s/.ssh\nmine", w->home);
         ck_assert_str_eq(got, want);
         free(want), free(got), free(u), free(ssh_before), free(ssh_after), free(before), free(script), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -410,29 +306,19 @@ END_TEST
  * user created after the task started (the overlay's lower is the live
  * tree, so the worker sees it) and an ignored file. Only the files of the
  * base are deleted; the user's late file and the ignored one survive. */
-START_TEST(whiteouts_of_files_the_base_lacks) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(whiteouts_of_files_the_base_lacks) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "echo .env > .gitignore && echo SECRET > .env && git add .gitignore && "
                              "git -c user.email=u@x -c user.name=u commit -qm ignore"));
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                              "set -e; " WAIT_GO "; ls > \"$TASKFERRY_OUTPUT_DIR/seen\"; "
-                              "rm -rf ./* .env .gitignore; echo gone > gone.txt",
-                              NULL};
-        char *id = tf_dispatch(w, argv);
-        wait_for_log(w, id, "worker-finished");
-        free(tf_shf(w, repo, "printf 'late\\n' > late.txt"));
-        go(w, id);
-        json_object *st = tf_wait_settled(w, id);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_msg(streq(files, ".gitignore|a.txt|b.txt|dir/old.txt|gone.txt|"), "diff names %s:\n%s", files, diff);
-        assert_accepts(w, id);
+        char *id = pending_paused(w, repo,
+                                  "set -e; " TF_PAUSE "; ls > \"$TASKFERRY_OUTPUT_DIR/seen\"; "
+                                  "rm -rf ./* .env .gitignore; echo gone > gone.txt",
+                                  "printf 'late\\n' > late.txt");
+        char *diff = diff_names(w, id, ".gitignore|a.txt|b.txt|dir/old.txt|gone.txt|");
+        tf_accept_ok(w, id);
         char *got = tf_shf(w, repo, "cat late.txt .env gone.txt; ls -A | LC_ALL=C sort | tr '\\n' ' '");
         ck_assert_str_eq(got, "late\nSECRET\ngone\n.env .git gone.txt late.txt");
-        free(got), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
+        free(got), free(diff), free(id), free(repo);
 }
 END_TEST
 
@@ -440,19 +326,10 @@ END_TEST
  * dir: its old files are gone, whichever xattr namespace the sandbox's
  * overlay wrote the mark in (trusted. for a root daemon, user. otherwise). */
 START_TEST(recreated_directory_drops_old_files) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, "set -e; rm -rf dir; mkdir dir; printf 'n\\n' > dir/n.txt", &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_msg(streq(files, "dir/n.txt|dir/old.txt|"), "diff names %s:\n%s", files, diff);
-        assert_accepts(w, id);
-        char *got = tf_shf(w, repo, "ls dir");
-        ck_assert_str_eq(got, "n.txt");
-        free(got), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
+        accept_round_trip(&(round_trip){.script = "set -e; rm -rf dir; mkdir dir; printf 'n\\n' > dir/n.txt",
+                                        .names = "dir/n.txt|dir/old.txt|",
+                                        .after = "ls dir",
+                                        .want = "n.txt"});
 }
 END_TEST
 
@@ -462,8 +339,7 @@ END_TEST
  * trees). Through the merged view overlayfs escapes them (stored as
  * user.overlay.overlay.*, Linux 6.7+) or refuses them; the upper dir holds
  * none as overlayfs reads them and the diff holds only the real changes. */
-START_TEST(overlay_xattrs_from_the_worker) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(overlay_xattrs_from_the_worker) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "mkdir keep && echo k > keep/k.txt && git add keep && git -c user.email=u@x -c user.name=u "
                              "commit -qm keep"));
@@ -478,22 +354,13 @@ START_TEST(overlay_xattrs_from_the_worker) {
                 "        os.setxattr(p, n, v); print(\"set\", p, n)\n"
                 "    except OSError as e:\n"
                 "        print(\"refused\", p, n, e.errno)\n' > \"$TASKFERRY_OUTPUT_DIR/xattrs\" 2>&1; true";
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, script, &st);
-        assert_pending(st);
-        json_object_put(st);
+        char *id = pending(w, repo, script);
         /* the opaque mark alone (no metacopy or redirect to send extraction the long way) */
-        char *id0 = run_settled(w, repo, "rm -rf dir2; mkdir dir2; printf 'w\\n' >> dir/old.txt; python3 -c 'import os; "
-                                         "os.setxattr(\"keep\", \"user.overlay.opaque\", b\"y\")' 2>/dev/null; true",
-                                &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff0 = diff_of(w, id0), *files0 = diff_files(diff0);
-        ck_assert_msg(streq(files0, "dir/old.txt|"), "diff names %s:\n%s", files0, diff0);
-        free(diff0), free(files0), free(id0);
-        char *xp = strdup_printf("%s/outputs/%s/xattrs", w->state, id);
-        char *xattrs = tf_read(xp, NULL);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
+        char *id0 = pending(w, repo, "rm -rf dir2; mkdir dir2; printf 'w\\n' >> dir/old.txt; python3 -c 'import os; "
+                                     "os.setxattr(\"keep\", \"user.overlay.opaque\", b\"y\")' 2>/dev/null; true");
+        free(diff_names(w, id0, "dir/old.txt|")), free(id0);
+        char *xattrs = tf_output_read(w, id, "xattrs");
+        char *diff = tf_task_diff(w, id), *files = tf_diff_files(diff);
         ck_assert_msg(streq(files, "dir/n.txt|dir/old.txt|"), "diff names %s (xattrs: %s):\n%s", files, xattrs, diff);
         ck_assert_msg(strstr(diff, "+w\n") && !strstr(diff, "deleted file"), "%s", diff);
         /* the upper dir holds none of them as overlayfs reads them (a kernel that
@@ -505,8 +372,7 @@ START_TEST(overlay_xattrs_from_the_worker) {
                               !strstr(x, "'user.overlay.redirect'") && !strstr(x, "'user.overlay.whiteout'"),
                       "the worker's xattrs reached the upper dir as overlay xattrs: %s", x);
         free(x), free(up);
-        free(xp), free(xattrs), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
+        free(xattrs), free(diff), free(files), free(id), free(repo);
 }
 END_TEST
 
@@ -517,8 +383,7 @@ END_TEST
  * changes), with an index git wrote with an untracked cache and a split
  * index, a gitlink and a sparse entry. Neither the base snapshot, the
  * extraction nor the accept runs any of them, and the changeset is right. */
-START_TEST(snapshot_runs_no_repository_program) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(snapshot_runs_no_repository_program) {
         char *repo = make_repo(w);
         char *marker = strdup(tf_path(w->root, "ran"));
         char *mark = strdup(tf_path(w->root, "mark.sh"));
@@ -534,22 +399,17 @@ START_TEST(snapshot_runs_no_repository_program) {
                     "echo u > untracked.txt",
                     marker, mark, mark, mark, mark, mark, mark, mark, mark, mark, mark, mark, mark));
         (void) unlink(marker);
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, "set -e; printf 'w\\n' >> a.txt; printf 'w\\n' >> untracked.txt", &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_msg(streq(files, "a.txt|untracked.txt|"), "diff names %s:\n%s", files, diff);
+        char *id = pending(w, repo, "set -e; printf 'w\\n' >> a.txt; printf 'w\\n' >> untracked.txt");
+        char *diff = diff_names(w, id, "a.txt|untracked.txt|");
         ck_assert_msg(strstr(diff, "+w\n"), "%s", diff);
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         if (tf_exists(marker)) {
                 char *ran = tf_read(marker, NULL);
                 ck_abort_msg("a program named by the repository's config ran: %s", ran);
         }
         char *a = tf_read(tf_path(repo, "a.txt"), NULL);
         ck_assert_str_eq(a, "one\nw\n");
-        free(a), free(diff), free(files), free(id), free(mark), free(marker), free(repo);
-        tf_world_free(w);
+        free(a), free(diff), free(id), free(mark), free(marker), free(repo);
 }
 END_TEST
 
@@ -557,8 +417,7 @@ END_TEST
  * (whose index, objects and config then serve the snapshot). The base is
  * the directory's own content, nothing of the other repository's tree
  * shows in the diff, and accept writes into the directory alone. */
-START_TEST(dotgit_file_points_elsewhere) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(dotgit_file_points_elsewhere) {
         char *repo = make_repo(w);
         char *other = strdup(tf_path(w->repo_parent, "other"));
         free(tf_shf(w, NULL,
@@ -567,38 +426,28 @@ START_TEST(dotgit_file_points_elsewhere) {
                     "printf 'gitdir: %s/.git\n' > .git",
                     other, other, repo, other));
         char *other_before = tf_tree_snapshot(other, false);
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, "set -e; printf 'w\\n' >> a.txt; echo n > new.txt", &st);
-        ck_assert_msg(streq_ptr(json_get_string(st, "changesetStatus"), "pending"), "%s", json_to_line(st, NULL));
-        json_object_put(st);
-        char *diff = diff_of(w, id);
+        char *id = tf_shell_pending(w, repo, NULL, "set -e; printf 'w\\n' >> a.txt; echo n > new.txt", NULL);
+        char *diff = tf_task_diff(w, id);
         ck_assert_msg(!strstr(diff, "SECRET-OTHER") && !strstr(diff, "secret.txt"), "%s", diff);
         ck_assert_msg(strstr(diff, "+w\n") && strstr(diff, "+n\n"), "%s", diff);
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         char *other_after = tf_tree_snapshot(other, false);
         ck_assert_str_eq(other_after, other_before);
         char *got = tf_shf(w, repo, "cat a.txt new.txt; test ! -e secret.txt && echo ok");
         ck_assert_str_eq(got, "one\nw\nn\nok");
         free(got), free(other_before), free(other_after), free(diff), free(id), free(other), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Attack: the user's tree holds a fifo (untracked) and a socket when the
  * snapshot runs: were the snapshot to open them it would hang the shim
  * before the worker ever starts. */
-START_TEST(snapshot_over_fifo_does_not_hang) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(snapshot_over_fifo_does_not_hang) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "mkfifo pipe && python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind(\"sock\")'"));
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, "printf 'w\\n' >> a.txt", &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_str_eq(files, "a.txt|");
-        free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
+        char *id = pending(w, repo, "printf 'w\\n' >> a.txt");
+        char *diff = diff_names(w, id, "a.txt|");
+        free(diff), free(id), free(repo);
 }
 END_TEST
 
@@ -606,23 +455,16 @@ END_TEST
  * file, dirty) when the task starts. Hashing it into the base would stall
  * the shim before the worker starts (the issue's 97 s); it is left at its
  * index version in the base, and the task settles in seconds. */
-START_TEST(snapshot_over_huge_dirty_file) {
-        char *env[] = {(char *) "TASKFERRY_TASK_DISK_MAX=32G", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(snapshot_over_huge_dirty_file, "TASKFERRY_TASK_DISK_MAX=32G") {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "echo small > big.bin && git add big.bin && git -c user.email=u@x -c user.name=u commit -qm big "
                              "&& truncate -s 8G big.bin"));
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, "printf 'w\\n' >> a.txt", &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_str_eq(files, "a.txt|");
-        assert_accepts(w, id);
+        char *id = pending(w, repo, "printf 'w\\n' >> a.txt");
+        char *diff = diff_names(w, id, "a.txt|");
+        tf_accept_ok(w, id);
         struct stat sb;
         ck_assert(stat(tf_path(repo, "big.bin"), &sb) == 0 && sb.st_size == ((off_t) 8 << 30));
-        free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
+        free(diff), free(id), free(repo);
 }
 END_TEST
 
@@ -630,19 +472,15 @@ END_TEST
  * absent from the tree). The worker, which never sees dir/old.txt, writes
  * one; another file is edited. Accept lands the worker's file or refuses
  * naming it, with the tree untouched; nothing is lost silently. */
-START_TEST(sparse_checkout_base) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sparse_checkout_base) {
         char *repo = make_repo(w);
         free(tf_shf(w, repo, "git sparse-checkout set --no-cone '/*' '!/dir/' 2>&1 && test ! -e dir/old.txt"));
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, "set -e; test ! -e dir/old.txt; mkdir -p dir; printf 'new\\n' > dir/old.txt; "
-                                        "printf 'w\\n' >> a.txt", &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *diff = diff_of(w, id);
+        char *id = pending(w, repo, "set -e; test ! -e dir/old.txt; mkdir -p dir; printf 'new\\n' > dir/old.txt; "
+                                    "printf 'w\\n' >> a.txt");
+        char *diff = tf_task_diff(w, id);
         ck_assert_msg(strstr(diff, "+new\n") && strstr(diff, "+w\n"), "%s", diff);
         char *before = tf_tree_snapshot(repo, false);
-        tf_run r = accept(w, id);
+        tf_run r = tf_accept(w, id);
         if (r.exit_code == 0) {
                 char *got = tf_shf(w, repo, "cat dir/old.txt a.txt");
                 ck_assert_str_eq(got, "new\none\nw");
@@ -656,7 +494,6 @@ START_TEST(sparse_checkout_base) {
         }
         tf_run_done(&r);
         free(before), free(diff), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -664,28 +501,21 @@ END_TEST
  * write it would choose what the diff is computed against (hide a change
  * from the user, or make accept "merge" the user's files away). The
  * sandbox masks the overlay root: the worker can neither see nor write it. */
-START_TEST(worker_cannot_reach_its_base) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_cannot_reach_its_base) {
         char *repo = make_repo(w);
         char *script = strdup_printf(
                 "b=%s/overlays/taskferry-cow-$TASKFERRY_TASK_ID/base; "
                 "{ ls \"$b\"; cat \"$b/tree\"; echo 4b825dc642cb6eb9a060e54bf8d69288fbee4904 > \"$b/tree\"; "
                 "ls %s/overlays; } > \"$TASKFERRY_OUTPUT_DIR/probe\" 2>&1; printf 'w\\n' >> a.txt; true",
                 w->state, w->state);
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, script, &st);
-        assert_pending(st);
-        json_object_put(st);
-        char *pp = strdup_printf("%s/outputs/%s/probe", w->state, id);
-        char *probe = tf_read(pp, NULL);
+        char *id = pending(w, repo, script);
+        char *probe = tf_output_read(w, id, "probe");
         ck_assert_msg(!strstr(probe, "exclude\n") && !strstr(probe, "tree\n"), "the worker saw its base: %s", probe);
         char *tree = strdup_printf("%s/overlays/taskferry-cow-%s/base/tree", w->state, id);
         char *t = tf_read(tree, NULL);
         ck_assert_msg(!strstr(t, "4b825dc642cb6eb9a060e54bf8d69288fbee4904"), "the worker rewrote its base");
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_str_eq(files, "a.txt|");
-        free(t), free(tree), free(probe), free(pp), free(diff), free(files), free(id), free(script), free(repo);
-        tf_world_free(w);
+        char *diff = diff_names(w, id, "a.txt|");
+        free(t), free(tree), free(probe), free(diff), free(id), free(script), free(repo);
 }
 END_TEST
 
@@ -695,31 +525,24 @@ END_TEST
  * link, a symlink to a secret. Under the bound extracts, over it is left
  * out with a warning, special files are left out without being opened, and
  * settlement stays quick. */
-START_TEST(file_max_and_special_files) {
-        char *env[] = {(char *) "TASKFERRY_CHANGESET_FILE_MAX=4096", (char *) "TASKFERRY_TASK_DISK_MAX=32G", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(file_max_and_special_files, "TASKFERRY_CHANGESET_FILE_MAX=4096", "TASKFERRY_TASK_DISK_MAX=32G") {
         char *repo = make_repo(w);
         const char *script =
                 "set -e; head -c 4096 /dev/zero | tr '\\0' u > under; head -c 4097 /dev/zero | tr '\\0' o > over; "
                 "truncate -s 8G sparse; mkfifo fifo; python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
                 "s.bind(\"sock\")'; ln a.txt hard; ln -s /etc/shadow shadow; printf 'w\\n' >> a.txt";
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, script, &st);
-        assert_pending(st);
-        json_object_put(st);
+        char *id = pending(w, repo, script);
         char *s = status_text(w, id);
         static const char *const out[] = {"\"over: left out", "\"sparse: left out", "\"fifo: left out",
                                           "\"sock: left out"};
         for (size_t i = 0; i < ELEMENTSOF(out); i++) ck_assert_msg(strstr(s, out[i]), "no warning %s: %s", out[i], s);
         ck_assert_msg(!strstr(s, "\"under: left out"), "%s", s);
-        char *diff = diff_of(w, id), *files = diff_files(diff);
-        ck_assert_msg(streq(files, "a.txt|hard|shadow|under|"), "diff names %s:\n%s", files, diff);
+        char *diff = diff_names(w, id, "a.txt|hard|shadow|under|");
         ck_assert_msg(!strstr(diff, "root:"), "the diff holds /etc/shadow's content");
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         char *got = tf_shf(w, repo, "wc -c < under; cat hard; readlink shadow; ls over sparse fifo sock 2>&1 | wc -l");
         ck_assert_str_eq(got, "4096\none\nw\n/etc/shadow\n4"); /* hard shares a.txt's inode */
-        free(got), free(s), free(diff), free(files), free(id), free(repo);
-        tf_world_free(w);
+        free(got), free(s), free(diff), free(id), free(repo);
 }
 END_TEST
 
@@ -727,8 +550,7 @@ END_TEST
  * a path longer than PATH_MAX, 10k files. Settlement must end (no hang, no
  * crash of the job); what git can represent is kept and accepts, the rest
  * is left out with a warning, and the ordinary edit is never lost. */
-START_TEST(deep_and_wide_trees) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(deep_and_wide_trees) {
         char *repo = make_repo(w);
         const char *script =
                 "set -e; printf 'w\\n' >> a.txt; mkdir wide; (cd wide && seq 1 10000 | xargs touch); "
@@ -743,8 +565,7 @@ START_TEST(deep_and_wide_trees) {
                 "    n = \"x\" * 200; os.mkdir(n); os.chdir(n)\n"
                 "open(\"leaf\", \"w\").write(\"long\\n\")\n'";
         json_object *st = NULL;
-        char *id = run_settled(w, repo, script, &st);
-        ck_assert_msg(streq_ptr(json_get_string(st, "status"), "done"), "%s", json_to_line(st, NULL));
+        char *id = tf_shell_done(w, repo, NULL, script, &st);
         ck_assert_msg(streq_ptr(json_get_string(st, "changesetStatus"), "pending"), "%s", json_to_line(st, NULL));
         /* before the fix: "cannot read the overlay's upper dir: File name too long", every change lost */
         ck_assert_msg(!json_get_string(st, "changesetError"), "extraction failed: %s", json_to_line(st, NULL));
@@ -757,11 +578,10 @@ START_TEST(deep_and_wide_trees) {
         ck_assert_msg(strstr(diff, "+w\n") && !strstr(diff, "+long\n") && !strstr(diff, "+deep\n"), "the patch keeps a "
                       "path over the bounds");
         free(diff), free(pp), free(s);
-        assert_accepts(w, id);
+        tf_accept_ok(w, id);
         char *got = tf_shf(w, repo, "cat a.txt; ls wide | wc -l");
         ck_assert_str_eq(got, "one\nw\n10000");
         free(got), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -822,14 +642,10 @@ static int count_of(const char *out, const char *id) {
  * timeout and one with timeout 0, accept of its own task, requests with
  * the same id. Every request gets exactly one reply, the daemon lives on,
  * and another task's changeset is neither accepted, rejected nor cancelled. */
-START_TEST(pipelined_hostile_requests) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(pipelined_hostile_requests) {
         char *repo = make_repo(w);
         /* the user's pending task, which the worker must not decide */
-        json_object *st = NULL;
-        char *victim = run_settled(w, repo, "printf 'v\\n' >> b.txt", &st);
-        assert_pending(st);
-        json_object_put(st);
+        char *victim = pending(w, repo, "printf 'v\\n' >> b.txt");
         _cleanup_free_ char *big = malloc(700001);
         memset(big, 'x', 700000);
         big[700000] = 0;
@@ -862,8 +678,7 @@ START_TEST(pipelined_hostile_requests) {
         char *script = strdup_printf("sed \"s/SELF/$TASKFERRY_TASK_ID/g\" %s > /tmp/reqs; python3 %s /tmp/reqs 19 2>&1; "
                                      "echo peer-done",
                                      tf_path(w->fixtures, "reqs"), py);
-        char *id = run_settled(w, repo, script, &st);
-        json_object_put(st);
+        char *id = tf_shell_settled(w, repo, NULL, script, NULL);
         char *msg = tf_task_message(w, id);
         ck_assert_msg(strstr(msg, "peer-done"), "%s", msg);
         if (getenv("TF_ATTACK_DEBUG")) fprintf(stderr, "%s\n", msg);
@@ -876,11 +691,10 @@ START_TEST(pipelined_hostile_requests) {
         ck_assert_msg(count_of(msg, "r14") <= 1, "%s", msg);
         ck_assert_msg(count_of(msg, "r17") == 2, "%s", msg);
         ck_assert_msg(!strstr(msg, "BADFRAME"), "%s", msg);
-        char *cs = cs_status(w, victim);
+        char *cs = tf_changeset_status(w, victim);
         ck_assert_str_eq(cs, "pending");
         ck_assert(tf_daemon_pid(w) > 0);
         free(cs), free(msg), free(script), free(py), free(reqs), free(id), free(victim), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -888,8 +702,7 @@ END_TEST
  * nested task, then exits while they are parked, and a nested task waits
  * on its parent. The daemon must drop them with the connections (no reply
  * to a freed request, no crash), settle both tasks, and answer after. */
-START_TEST(waits_on_self_and_parent) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(waits_on_self_and_parent) {
         char *repo = make_repo(w);
         const char *reqs = "{\"version\":1,\"id\":\"w1\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"SELF\"}}\n"
                            "{\"version\":1,\"id\":\"w2\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"PARENT\"}}\n"
@@ -904,13 +717,10 @@ START_TEST(waits_on_self_and_parent) {
                 "sed \"s/SELF/$TASKFERRY_TASK_ID/g; s/PARENT/$c/g\" %s > /tmp/r; "
                 "python3 %s /tmp/r 1 > /dev/null 2>&1 & sleep 1; taskferry wait $c > /dev/null; echo parent-out child=$c",
                 cq, tf_path(w->fixtures, "reqs"), py);
-        json_object *st = NULL;
-        char *id = run_settled(w, repo, script, &st);
-        ck_assert_msg(streq_ptr(json_get_string(st, "status"), "done"), "%s", json_to_line(st, NULL));
-        json_object_put(st);
+        char *id = tf_shell_done(w, repo, NULL, script, NULL);
         char *msg = tf_task_message(w, id);
         ck_assert_msg(strstr(msg, "parent-out child=oc_"), "%s", msg);
-        char *cid = strndup(strstr(msg, "child=") + 6, strcspn(strstr(msg, "child=") + 6, "\n"));
+        char *cid = tf_value_after(msg, "child=");
         json_object *cst = tf_wait_settled(w, cid);
         ck_assert_msg(streq_ptr(json_get_string(cst, "status"), "done"), "%s", json_to_line(cst, NULL));
         json_object_put(cst);
@@ -922,49 +732,33 @@ START_TEST(waits_on_self_and_parent) {
         ck_assert(json_get_object(h, "result"));
         json_object_put(h);
         free(cmsg), free(cid), free(msg), free(id), free(script), free(cq), free(child), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* TF_ATTACK_ONLY=<case>: run that case alone (while working on one). */
-#define ADD(tc, t)                                                                                                     \
-        do {                                                                                                           \
-                const char *only = getenv("TF_ATTACK_ONLY");                                                           \
-                if (!only || streq(only, #t)) tcase_add_test(tc, t);                                        \
-        } while (0)
-
-static Suite *suite(void) {
-        Suite *s = suite_create("attack-core");
-        TCase *tc = tcase_create("main");
-        tcase_set_timeout(tc, 600);
-        ADD(tc, whiteout_name_is_not_a_glob);
-        ADD(tc, odd_names_round_trip);
-        ADD(tc, accept_never_writes_through_user_symlink);
-        ADD(tc, planted_symlinks_are_never_followed);
-        ADD(tc, worker_git_metadata_never_lands);
-        ADD(tc, accept_failing_midway_is_rolled_back);
-        ADD(tc, file_dir_swaps_keep_user_files);
-        ADD(tc, symlink_replacing_user_directory);
-        ADD(tc, whiteouts_of_files_the_base_lacks);
-        ADD(tc, recreated_directory_drops_old_files);
-        ADD(tc, overlay_xattrs_from_the_worker);
-        ADD(tc, snapshot_runs_no_repository_program);
-        ADD(tc, snapshot_over_fifo_does_not_hang);
-        ADD(tc, dotgit_file_points_elsewhere);
-        ADD(tc, snapshot_over_huge_dirty_file);
-        ADD(tc, sparse_checkout_base);
-        ADD(tc, worker_cannot_reach_its_base);
-        ADD(tc, file_max_and_special_files);
-        ADD(tc, pipelined_hostile_requests);
-        ADD(tc, waits_on_self_and_parent);
-        suite_add_tcase(s, tc);
-        /* 10k files extracted and accepted one by one, each fsynced: minutes
-         * under the sanitizers on a busy disk */
-        TCase *wide = tcase_create("wide");
-        tcase_set_timeout(wide, 1500);
-        ADD(wide, deep_and_wide_trees);
-        suite_add_tcase(s, wide);
-        return s;
+static void add(Suite *s, const char *tcase, int timeout_s, const TTest *const tests[]) {
+        const char *only = getenv("TF_ATTACK_ONLY");
+        size_t total = 0, n = 0;
+        while (tests[total]) total++;
+        const TTest *picked[total + 1];
+        for (size_t i = 0; i < total; i++)
+                if (!only || streq(only, tests[i]->name)) picked[n++] = tests[i];
+        picked[n] = NULL;
+        tf_add_tests(s, tcase, timeout_s, picked);
 }
 
-int main(void) { return tf_run_suite(suite()); }
+int main(void) {
+        Suite *s = suite_create("attack-core");
+        add(s, "main", 600,
+            TF_TESTS(whiteout_name_is_not_a_glob, odd_names_round_trip, accept_never_writes_through_user_symlink,
+                     planted_symlinks_are_never_followed, worker_git_metadata_never_lands,
+                     accept_failing_midway_is_rolled_back, file_dir_swaps_keep_user_files, symlink_replacing_user_directory,
+                     whiteouts_of_files_the_base_lacks, recreated_directory_drops_old_files, overlay_xattrs_from_the_worker,
+                     snapshot_runs_no_repository_program, snapshot_over_fifo_does_not_hang, dotgit_file_points_elsewhere,
+                     snapshot_over_huge_dirty_file, sparse_checkout_base, worker_cannot_reach_its_base,
+                     file_max_and_special_files, pipelined_hostile_requests, waits_on_self_and_parent));
+        /* 10k files extracted and accepted one by one, each fsynced: minutes
+         * under the sanitizers on a busy disk */
+        add(s, "wide", 1500, TF_TESTS(deep_and_wide_trees));
+        return tf_run_suite(s);
+}

@@ -18,42 +18,19 @@
 #include "json-util.h"
 #include "util.h"
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
-        return repo;
-}
-
-static void put(const char *path, const char *content) {
-        _cleanup_free_ char *dir = strdup(path);
-        *strrchr(dir, '/') = 0;
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        tf_write(path, content, strlen(content), 0600);
-}
-
-/* Dispatch, wait, return the settled status (caller frees) and the id. */
-static json_object *run_task(tf_world *w, const char *const argv[], char **ret_id) {
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        if (ret_id) *ret_id = id;
-        else free(id);
-        return st;
-}
-
+/* A file a worker left in its output dir ("" when it left none). */
 static char *output_file(tf_world *w, const char *id, const char *name) {
-        _cleanup_free_ char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
-        return tf_exists(p) ? tf_read(p, NULL) : strdup("");
+        char *s = tf_output_try_read(w, id, name);
+        return s ? s : strdup("");
 }
 
 /* Finding: a resumed session is seeded by `cp -a <H'>/pi/sessions/. <H>/...`
  * on the host, and the earlier task owned <H'>/pi/sessions: it replaced the
  * dir by a symlink to ~/.ssh, so the resume copied the user's keys into the
  * new task's home. Same for OpenCode's <H'>/opencode/data/opencode. */
-START_TEST(resume_seed_follows_planted_symlink) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        put(tf_path(w->home, ".ssh/id_ed25519"), "SECRET-SSH-KEY\n");
+TF_WORLD_TEST(resume_seed_follows_planted_symlink) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        tf_put(tf_path(w->home, ".ssh/id_ed25519"), "SECRET-SSH-KEY\n");
         char *fixture = strdup(tf_path(w->fixtures, "real/pi-answer"));
         static const char *const exes[] = {"pi", "opencode"};
         static const char *const plant[] = {
@@ -67,24 +44,21 @@ START_TEST(resume_seed_follows_planted_symlink) {
         for (size_t e = 0; e < ELEMENTSOF(exes); e++) {
                 tf_world_setenv(w, "FAKE_FIXTURE", e == 0 ? fixture : tf_path(w->fixtures, "real/opencode-answer"));
                 tf_world_setenv(w, "FAKE_SCRIPT", plant[e]);
-                const char *d1[] = {"--executor", exes[e], "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
-                json_object *st = run_task(w, d1, NULL);
+                json_object *st = NULL;
+                free(tf_worker_settled(w, exes[e], "m/x", repo, NULL, "hi", &st));
                 const char *sid = tf_jstr(st, "sessionId");
                 ck_assert_msg(sid && *sid, "%s: no session id: %s", exes[e], json_to_line(st, NULL));
                 _cleanup_free_ char *session = strdup(sid);
                 json_object_put(st);
                 tf_world_setenv(w, "FAKE_SCRIPT", loot[e]);
-                const char *d2[] = {"--executor", exes[e], "--model", "m/x", "--session-id", session,
-                                    "--directory", repo, "--prompt", "again", NULL};
-                char *b = NULL;
-                json_object_put(run_task(w, d2, &b));
+                const char *resume[] = {"--session-id", session, NULL};
+                char *b = tf_worker_settled(w, exes[e], "m/x", repo, resume, "again", NULL);
                 _cleanup_free_ char *got = output_file(w, b, "loot");
                 ck_assert_msg(!strstr(got, "SECRET-SSH-KEY"), "%s: the resumed task read ~/.ssh through the earlier "
                               "task's planted symlink: %s", exes[e], got);
                 free(b);
         }
         free(fixture), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -93,11 +67,10 @@ END_TEST
  * binds every entry of that dir read-only into the nested task's home: a
  * worker names any directory that is not deny-listed (another project, a
  * browser profile, ~/.cargo with its credentials) and reads it. */
-START_TEST(nested_env_names_user_dir) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        put(tf_path(w->home, "private/notes.txt"), "SECRET-PRIVATE-NOTES\n");
-        put(tf_path(w->home, ".cargo/credentials.toml"), "SECRET-CARGO-TOKEN\n");
+TF_WORLD_TEST(nested_env_names_user_dir) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        tf_put(tf_path(w->home, "private/notes.txt"), "SECRET-PRIVATE-NOTES\n");
+        tf_put(tf_path(w->home, ".cargo/credentials.toml"), "SECRET-CARGO-TOKEN\n");
         tf_world_setenv(w, "FAKE_SCRIPT", "true");
         const char *script =
                 "for d in \"$HOME/private\" \"$HOME/.cargo\"; do "
@@ -106,10 +79,7 @@ START_TEST(nested_env_names_user_dir) {
                 "--model m/x --prompt x | sed -n 's/^id: //p'); "
                 "  taskferry wait $c >/dev/null; echo child=$c; "
                 "done";
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         int children = 0;
         for (const char *p = msg; (p = strstr(p, "child=oc_")); p++) {
                 _cleanup_free_ char *cid = strndup(p + 6, strcspn(p + 6, "\n"));
@@ -119,28 +89,40 @@ START_TEST(nested_env_names_user_dir) {
                 children++;
         }
         ck_assert_msg(children == 2, "nested dispatches did not run: %s", msg);
-        free(msg), free(a), free(repo);
-        tf_world_free(w);
+        free(msg), free(repo);
 }
 END_TEST
+
+/* A secret file in a dir of the home the sandbox shows, beside a file it
+ * may show: paths under the home; the words of each the worker's output
+ * must (shown) or must never (hidden) hold; what names the secret. */
+typedef struct home_secret {
+        const char *secret, *secret_text, *hidden;
+        const char *visible, *visible_text, *shown;
+        const char *what;
+} home_secret;
+
+/* The worker cats the visible file, then the secret: it shows the one and
+ * runs to its end, and never the other. */
+static void assert_home_secret_masked(tf_world *w, const home_secret *hs) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        tf_put(tf_path(w->home, hs->secret), hs->secret_text);
+        tf_put(tf_path(w->home, hs->visible), hs->visible_text);
+        _cleanup_free_ char *script = strdup_printf("cat $HOME/%s $HOME/%s 2>/dev/null; echo done", hs->visible, hs->secret);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
+        ck_assert_msg(strstr(msg, hs->shown) && strstr(msg, "done"), "%s", msg);
+        ck_assert_msg(!strstr(msg, hs->hidden), "%s was readable: %s", hs->what, msg);
+        free(msg), free(repo);
+}
 
 /* Finding: ~/.config/git is allow-listed for git's config, but git's
  * credential store also lives there ($XDG_CONFIG_HOME/git/credentials,
  * git-credential-store(1)); only ~/.git-credentials was masked. */
-START_TEST(xdg_git_credentials_masked) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        put(tf_path(w->home, ".config/git/credentials"), "https://u:SECRET-GIT-TOKEN@example.com\n");
-        put(tf_path(w->home, ".config/git/config"), "[user]\n\tname = visible\n");
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                           "cat $HOME/.config/git/config $HOME/.config/git/credentials 2>/dev/null; echo done", NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
-        ck_assert_msg(strstr(msg, "visible") && strstr(msg, "done"), "%s", msg);
-        ck_assert_msg(!strstr(msg, "SECRET-GIT-TOKEN"), "git's XDG credential store was readable: %s", msg);
-        free(msg), free(a), free(repo);
-        tf_world_free(w);
+TF_WORLD_TEST(xdg_git_credentials_masked) {
+        const home_secret git = {".config/git/credentials", "https://u:SECRET-GIT-TOKEN@example.com\n", "SECRET-GIT-TOKEN",
+                                 ".config/git/config", "[user]\n\tname = visible\n", "visible",
+                                 "git's XDG credential store"};
+        assert_home_secret_masked(w, &git);
 }
 END_TEST
 
@@ -155,15 +137,12 @@ START_TEST(root_worker_reads_root_only_files) {
                 return;
         }
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *tag = strdup(strrchr(w->root, '/') + 1);
         char *secret = strdup_printf("/etc/%s-root-only", tag);
         tf_write(secret, "SECRET-ROOT-ONLY\n", 17, 0600);
         char *script = strdup_printf("id -u; cat %s 2>&1; echo done", secret);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         (void) unlink(secret);
         ck_assert_msg(strstr(msg, "done"), "%s", msg);
         /* mitigated: the shim of a root daemon masks what others may not read
@@ -172,48 +151,25 @@ START_TEST(root_worker_reads_root_only_files) {
          * overlay), so root-only files elsewhere it is shown stay readable. */
         tf_world_free(w); /* before the check: a failed check ends the test at once */
         ck_assert_msg(!strstr(msg, "SECRET-ROOT-ONLY"), "a root daemon's worker read a root-only file: %s", msg);
-        free(msg), free(a), free(script), free(secret), free(tag), free(repo);
+        free(msg), free(script), free(secret), free(tag), free(repo);
 }
 END_TEST
 
-static bool status_is(tf_world *w, const char *id, const char *want) {
-        _cleanup_free_ char *params = strdup_printf("{\"taskId\":\"%s\"}", id);
-        json_object *f = tf_rpc(w, "task.status", params);
-        json_object *res = json_get_object(f, "result");
-        bool ok = res && streq_ptr(json_get_string(res, "status"), want);
-        json_object_put(f);
-        return ok;
-}
-
-typedef struct { const char *id, *want; } status_arg;
-static bool status_pred(tf_world *w, void *arg) {
-        status_arg *a = arg;
-        return status_is(w, a->id, a->want);
-}
-
 /* Finding: a worker's nested tasks outlive a cancel of the worker: the user
  * cancels A, A's child goes on running what A gave it. */
-START_TEST(cancel_leaves_nested_tasks_running) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(cancel_leaves_nested_tasks_running) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         const char *script =
                 "c=$(taskferry dispatch --executor shell --prompt 'sleep 120' | sed -n 's/^id: //p'); "
                 "echo $c > $TASKFERRY_OUTPUT_DIR/child; sleep 120";
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = tf_dispatch(w, d);
-        char *child_path = strdup_printf("%s/outputs/%s/child", w->state, a);
-        for (int i = 0; i < 400 && !tf_exists(child_path); i++) usleep(50000);
-        usleep(200000);
-        char *child = tf_read(child_path, NULL);
-        child[strcspn(child, "\n")] = 0;
-        status_arg running = {child, "running"};
-        ck_assert_msg(tf_wait_until(status_pred, w, &running, 20000), "nested task %s never ran", child);
+        char *a = tf_dispatch_shell(w, repo, NULL, script);
+        char *child = tf_output_line(w, a, "child", 20000);
+        ck_assert_msg(tf_wait_status(w, child, "running", 20000), "nested task %s never ran", child);
         const char *c[] = {"cancel", a, "--json", NULL};
         tf_run cr = tf_cli(w, NULL, NULL, c);
         tf_run_done(&cr);
         json_object_put(tf_wait_settled(w, a));
-        status_arg cancelled = {child, "cancelled"};
-        bool gone = tf_wait_until(status_pred, w, &cancelled, 10000);
+        bool gone = tf_wait_status(w, child, "cancelled", 10000);
         if (!gone) {
                 const char *cc[] = {"cancel", child, "--json", NULL};
                 tf_run r2 = tf_cli(w, NULL, NULL, cc);
@@ -222,8 +178,7 @@ START_TEST(cancel_leaves_nested_tasks_running) {
         }
         /* fixed: handle_cancel cancels the tasks the worker dispatched, transitively */
         ck_assert_msg(gone, "the nested task %s kept running after its dispatcher %s was cancelled", child, a);
-        free(child), free(child_path), free(a), free(repo);
-        tf_world_free(w);
+        free(child), free(a), free(repo);
 }
 END_TEST
 
@@ -231,17 +186,13 @@ END_TEST
  * tasks queued in front of the user's, each with a socket that may dispatch
  * more. Now at most 16 (handlers.c NESTED_TASKS_MAX) live per dispatch tree,
  * with SERVER_BUSY past it. */
-START_TEST(nested_dispatch_unbounded) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(nested_dispatch_unbounded) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         const char *script =
                 "n=0; i=0; while [ $i -lt 80 ]; do i=$((i+1)); "
                 "taskferry dispatch --executor shell --prompt 'sleep 60' >$TASKFERRY_OUTPUT_DIR/err 2>&1 "
                 "&& n=$((n+1)); done; echo accepted=$n; cat $TASKFERRY_OUTPUT_DIR/err";
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         ck_assert_msg(strstr(msg, "accepted="), "%s", msg);
         int n = atoi(strstr(msg, "accepted=") + 9);
         /* clean up: cancel everything still queued or running */
@@ -255,8 +206,7 @@ START_TEST(nested_dispatch_unbounded) {
         json_object_put(f);
         ck_assert_msg(n == 16, "a worker queued %d nested tasks: %s", n, msg);
         ck_assert_msg(strstr(msg, "too many nested tasks"), "no reason given: %s", msg);
-        free(msg), free(a), free(repo);
-        tf_world_free(w);
+        free(msg), free(repo);
 }
 END_TEST
 
@@ -287,24 +237,19 @@ static int listen_abstract(const char *name) {
 
 /* Held: the host's abstract Unix sockets (X11, some agents) stay out of
  * reach (Landlock scope, where the kernel has ABI 6). */
-START_TEST(abstract_socket_unreachable) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(abstract_socket_unreachable) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *name = strdup_printf("tf-attack-%s", strrchr(w->root, '/') + 1);
         int fd = listen_abstract(name);
         char *script = strdup_printf(
                 "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\\\0%s'); print('abstract-connected')\" "
                 "2>&1; echo done", name);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         close(fd);
         ck_assert_msg(strstr(msg, "done"), "%s", msg);
         ck_assert_msg(!strstr(msg, "abstract-connected"), "reached a host abstract socket: %s", msg);
         ck_assert_msg(strstr(msg, "Error"), "the probe did not run: %s", msg);
-        free(msg), free(a), free(script), free(name), free(repo);
-        tf_world_free(w);
+        free(msg), free(script), free(name), free(repo);
 }
 END_TEST
 
@@ -314,16 +259,13 @@ END_TEST
  * metadata endpoint through the host's routes) is reachable. */
 START_TEST(loopback_service_reachable) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         int port = 0;
         int fd = listen_tcp_loopback(&port);
         char *script = strdup_printf(
                 "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 3); print('tcp-connected')\" "
                 "2>&1; echo done", port);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         close(fd);
         ck_assert_msg(strstr(msg, "done"), "%s", msg);
         /* OPEN: a product decision for the lead. Model providers need the
@@ -334,27 +276,18 @@ START_TEST(loopback_service_reachable) {
          * ports (src/shim/landlock.c, src/shim/main.c run_worker). */
         tf_world_free(w);
         ck_assert_msg(!strstr(msg, "tcp-connected"), "reached a host loopback service: %s", msg);
-        free(msg), free(a), free(script), free(repo);
+        free(msg), free(script), free(repo);
 }
 END_TEST
 
 /* Finding: ~/.npm-global is allow-listed as a toolchain dir, and npm keeps
  * its global config (with registry tokens, like ~/.npmrc which is masked)
  * at <prefix>/etc/npmrc, i.e. ~/.npm-global/etc/npmrc. */
-START_TEST(npm_global_npmrc_masked) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        put(tf_path(w->home, ".npm-global/etc/npmrc"), "//registry.npmjs.org/:_authToken=SECRET-NPM-TOKEN\n");
-        put(tf_path(w->home, ".npm-global/bin/tool"), "visible-tool\n");
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                           "cat $HOME/.npm-global/bin/tool $HOME/.npm-global/etc/npmrc 2>/dev/null; echo done", NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
-        ck_assert_msg(strstr(msg, "visible-tool") && strstr(msg, "done"), "%s", msg);
-        ck_assert_msg(!strstr(msg, "SECRET-NPM-TOKEN"), "npm's global config was readable: %s", msg);
-        free(msg), free(a), free(repo);
-        tf_world_free(w);
+TF_WORLD_TEST(npm_global_npmrc_masked) {
+        const home_secret npm = {".npm-global/etc/npmrc", "//registry.npmjs.org/:_authToken=SECRET-NPM-TOKEN\n",
+                                 "SECRET-NPM-TOKEN", ".npm-global/bin/tool", "visible-tool\n", "visible-tool",
+                                 "npm's global config"};
+        assert_home_secret_masked(w, &npm);
 }
 END_TEST
 
@@ -365,30 +298,27 @@ END_TEST
  * there) left a dangling symlink at that name. bwrap resolves a mount
  * point's symlinks inside the new root, so no host file is created (the
  * resumed task fails to start instead: a denial of that resume only). */
-START_TEST(seeded_mount_point_symlink) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(seeded_mount_point_symlink) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *victim = strdup_printf("/var/tmp/%s-created-by-bwrap", strrchr(w->root, '/') + 1);
         (void) unlink(victim);
         tf_world_setenv(w, "FAKE_FIXTURE", tf_path(w->fixtures, "real/opencode-answer"));
         char *plant = strdup_printf("ln -s %s \"$XDG_DATA_HOME/opencode/auth.json\"", victim);
         tf_world_setenv(w, "FAKE_SCRIPT", plant);
-        const char *d1[] = {"--executor", "opencode", "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
-        json_object *st = run_task(w, d1, NULL);
+        json_object *st = NULL;
+        free(tf_worker_settled(w, "opencode", "m/x", repo, NULL, "hi", &st));
         _cleanup_free_ char *session = strdup(strempty(tf_jstr(st, "sessionId")));
         ck_assert_msg(*session, "no session id: %s", json_to_line(st, NULL));
         json_object_put(st);
         /* the user logs in to OpenCode, then resumes the session */
-        put(tf_path(w->home, ".local/share/opencode/auth.json"), "{\"k\":\"SECRET-AUTH\"}\n");
+        tf_put(tf_path(w->home, ".local/share/opencode/auth.json"), "{\"k\":\"SECRET-AUTH\"}\n");
         tf_world_setenv(w, "FAKE_SCRIPT", "true");
-        const char *d2[] = {"--executor", "opencode", "--model", "m/x", "--session-id", session,
-                            "--directory", repo, "--prompt", "again", NULL};
-        json_object_put(run_task(w, d2, NULL));
+        const char *resume[] = {"--session-id", session, NULL};
+        free(tf_worker_settled(w, "opencode", "m/x", repo, resume, "again", NULL));
         bool created = tf_exists(victim);
         (void) unlink(victim);
         ck_assert_msg(!created, "bwrap created %s on the host through the earlier task's symlink", victim);
         free(plant), free(victim), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -402,7 +332,7 @@ START_TEST(socket_in_system_dir_reachable) {
                 return;
         }
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         const char *tag = strrchr(w->root, '/') + 1;
         char *dir = strdup_printf("/opt/%s", tag);
         ck_assert_int_eq(mkdir_p(dir, 0755), 0);
@@ -410,10 +340,7 @@ START_TEST(socket_in_system_dir_reachable) {
         int fds[2];
         for (int i = 0; i < 2; i++) fds[i] = tf_listen_unix(paths[i]);
         char *script = strdup_printf("tf-connect %s %s; echo done", paths[0], paths[1]);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         for (int i = 0; i < 2; i++) close(fds[i]), unlink(paths[i]);
         (void) rm_rf(dir);
         ck_assert_msg(strstr(msg, "done"), "%s", msg);
@@ -421,7 +348,7 @@ START_TEST(socket_in_system_dir_reachable) {
          * finds (sandbox_plan_scan_roots); one made later stays reachable */
         tf_world_free(w);
         ck_assert_msg(!strstr(msg, " connected"), "reached a host socket in a system dir: %s", msg);
-        free(msg), free(a), free(script), free(paths[0]), free(paths[1]), free(dir), free(repo);
+        free(msg), free(script), free(paths[0]), free(paths[1]), free(dir), free(repo);
 }
 END_TEST
 
@@ -440,7 +367,7 @@ START_TEST(nix_daemon_socket_masked) {
                 return;
         }
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         int fd = -1;
         const char *sock = "/nix/var/nix/daemon-socket/socket";
         if (made_nix) {
@@ -448,18 +375,15 @@ START_TEST(nix_daemon_socket_masked) {
                 ck_assert_int_eq(mkdir_p("/nix/store", 0755), 0);
                 fd = tf_listen_unix(sock);
         }
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                           "ls -d /nix/store; tf-connect /nix/var/nix/daemon-socket/socket; echo done", NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
+        char *msg = tf_shell_output(w, repo, NULL, "ls -d /nix/store; tf-connect /nix/var/nix/daemon-socket/socket; echo done",
+                                    NULL);
         if (made_nix) {
                 close(fd);
                 (void) rm_rf("/nix");
         }
         ck_assert_msg(strstr(msg, "/nix/store\n") && strstr(msg, "done"), "%s", msg);
         ck_assert_msg(!strstr(msg, " connected"), "reached the Nix daemon: %s", msg);
-        free(msg), free(a), free(repo);
+        free(msg), free(repo);
         tf_world_free(w);
 }
 END_TEST
@@ -490,19 +414,15 @@ static void kill_daemon_children(tf_world *w) {
  * launch of the user's), and the hung job outlives the daemon. Fixed:
  * a sandboxed caller's marker may use neither back-references nor
  * intervals (handlers.c marker_is_costly). */
-START_TEST(final_marker_redos) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(final_marker_redos) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         const char *script =
                 "c=$(taskferry dispatch --executor shell "
                 "--require-final-marker '^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1c' "
                 "--prompt 'head -c 3000 /dev/zero | tr \"\\\\0\" a' 2>&1 | sed -n 's/^id: //p'); "
                 "echo child=$c; "
                 "taskferry dispatch --executor shell --require-final-marker '((a{200}){200}){20}' --prompt true 2>&1";
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = NULL;
-        json_object_put(run_task(w, d, &a));
-        char *msg = tf_task_message(w, a);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         /* regcomp of nested intervals runs in the daemon's loop: seconds and
          * GiBs for (((a{255}){255}){255}), so a worker may not send one */
         ck_assert_msg(strstr(msg, "interval"), "a nested dispatch with nested intervals was taken: %s", msg);
@@ -511,18 +431,15 @@ START_TEST(final_marker_redos) {
         _cleanup_free_ char *child = strndup(c + 6, strcspn(c + 6, "\n"));
         bool settled = true;
         if (*child) {
-                status_arg running = {child, "running"}, queued = {child, "queued"};
                 settled = false;
                 for (int i = 0; i < 150 && !settled; i++) {
-                        settled = !status_is(w, child, "running") && !status_is(w, child, "queued");
+                        settled = !tf_status_is(w, child, "running") && !tf_status_is(w, child, "queued");
                         if (!settled) usleep(100000);
                 }
-                (void) running, (void) queued;
         }
         kill_daemon_children(w);
         ck_assert_msg(settled, "the nested task %s with a back-reference marker never settled", child);
-        free(msg), free(a), free(repo);
-        tf_world_free(w);
+        free(msg), free(repo);
 }
 END_TEST
 
@@ -534,21 +451,18 @@ END_TEST
  * the host. */
 START_TEST(hookspath_hook_planted) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         free(tf_shf(w, repo, "mkdir .githooks && printf '#!/bin/sh\\nexit 0\\n' > .githooks/pre-commit && "
                              "chmod +x .githooks/pre-commit && git config core.hooksPath .githooks && "
                              "git add .githooks && git commit -qm hooks"));
         char *marker = strdup_printf("%s/hook-ran", w->root);
         char *script = strdup_printf("printf '#!/bin/sh\\ntouch %s\\n' > .githooks/pre-commit; echo edit >> f", marker);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *a = NULL;
-        json_object *st = run_task(w, d, &a);
-        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
+        json_object *st = NULL;
+        char *a = tf_shell_pending(w, repo, NULL, script, &st);
         json_object *warn = json_get_array(st, "changesetWarnings");
         bool warned = warn && strstr(json_to_line(warn, NULL), "pre-commit");
         json_object_put(st);
-        const char *acc[] = {"accept", a, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, acc);
+        tf_run r = tf_accept(w, a);
         tf_run_done(&r);
         tf_run g = tf_sh(w, repo, "git add f && git commit -qm user-commit", true);
         tf_run_done(&g);
@@ -575,15 +489,9 @@ static long daemon_hwm_kb(tf_world *w) {
  * of its own big nested changeset, 32 requests at a time on each task
  * socket, makes the daemon hold gigabytes (the OOM killer then takes the
  * daemon). Here: a 24 MiB changeset, 4 requests at once. */
-START_TEST(result_diff_buffers_whole_patch) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                           "head -c 25165824 /dev/urandom > big.bin", NULL};
-        char *a = NULL;
-        json_object *st = run_task(w, d, &a);
-        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
-        json_object_put(st);
+TF_WORLD_TEST(result_diff_buffers_whole_patch) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *a = tf_shell_pending(w, repo, NULL, "head -c 25165824 /dev/urandom > big.bin", NULL);
         long before = daemon_hwm_kb(w);
         int fds[4];
         _cleanup_free_ char *req = strdup_printf(
@@ -602,7 +510,6 @@ START_TEST(result_diff_buffers_whole_patch) {
         ck_assert_msg(after - before < 64 * 1024, "the daemon's peak memory grew by %ld KiB answering 4 diffs it could "
                       "not send", after - before);
         free(a), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -638,11 +545,9 @@ static long limit_of(pid_t pid, const char *label) {
  * bomb is set off. */
 START_TEST(worker_has_no_resource_limits) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "sleep 60", NULL};
-        char *a = tf_dispatch(w, d);
-        status_arg running = {a, "running"};
-        ck_assert(tf_wait_until(status_pred, w, &running, 20000));
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *a = tf_dispatch_shell(w, repo, NULL, "sleep 60");
+        ck_assert(tf_wait_status(w, a, "running", 20000));
         _cleanup_free_ char *params = strdup_printf("{\"taskId\":\"%s\"}", a);
         int64_t pid = 0;
         for (int i = 0; i < 100 && pid <= 0; i++) {
@@ -680,13 +585,10 @@ END_TEST
  * the user's own back-reference marker against a long message) keeps
  * burning a CPU after the daemon is stopped, and the next daemon starts
  * another one. */
-START_TEST(job_outlives_daemon) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--require-final-marker",
-                           "^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1c", "--prompt",
-                           "head -c 3000 /dev/zero | tr '\\0' a", NULL};
-        char *a = tf_dispatch(w, d);
+TF_WORLD_TEST(job_outlives_daemon) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        const char *marker[] = {"--require-final-marker", "^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1c", NULL};
+        char *a = tf_dispatch_shell(w, repo, marker, "head -c 3000 /dev/zero | tr '\\0' a");
         pid_t daemon = tf_daemon_pid(w);
         ck_assert_int_gt(daemon, 0);
         /* the settlement job is running once the shim is gone */
@@ -719,7 +621,6 @@ START_TEST(job_outlives_daemon) {
         if (!gone) kill(job, SIGKILL);
         ck_assert_msg(gone, "settlement job %d outlived its daemon", (int) job);
         free(a), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -730,12 +631,11 @@ END_TEST
  * ones) stop every launch of the user's. */
 START_TEST(sparse_file_stalls_settlement) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "truncate -s 1T huge.bin", NULL};
-        char *a = tf_dispatch(w, d);
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *a = tf_dispatch_shell(w, repo, NULL, "truncate -s 1T huge.bin");
         bool settled = false;
         for (int i = 0; i < 300 && !settled; i++) {
-                settled = !status_is(w, a, "running") && !status_is(w, a, "queued");
+                settled = !tf_status_is(w, a, "running") && !tf_status_is(w, a, "queued");
                 if (!settled) usleep(100000);
         }
         /* OPEN: leave files over a size limit out of the changeset with a
@@ -750,37 +650,21 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("attack-sandbox");
-        TCase *tc = tcase_create("attack");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, resume_seed_follows_planted_symlink);
-        tcase_add_test(tc, nested_env_names_user_dir);
-        tcase_add_test(tc, xdg_git_credentials_masked);
-        tcase_add_test(tc, cancel_leaves_nested_tasks_running);
-        tcase_add_test(tc, nested_dispatch_unbounded);
-        tcase_add_test(tc, abstract_socket_unreachable);
-        tcase_add_test(tc, npm_global_npmrc_masked);
-        tcase_add_test(tc, seeded_mount_point_symlink);
-        tcase_add_test(tc, nix_daemon_socket_masked);
-        tcase_add_test(tc, final_marker_redos);
-        tcase_add_test(tc, result_diff_buffers_whole_patch);
-        tcase_add_test(tc, job_outlives_daemon);
-        tcase_add_test(tc, sparse_file_stalls_settlement);
-        tcase_add_test(tc, hookspath_hook_planted);
-        tcase_add_test(tc, socket_in_system_dir_reachable);
-        tcase_add_test(tc, root_worker_reads_root_only_files);
-        suite_add_tcase(s, tc);
+        tf_add_tests(s, "attack", 300,
+                     TF_TESTS(resume_seed_follows_planted_symlink, nested_env_names_user_dir, xdg_git_credentials_masked,
+                              cancel_leaves_nested_tasks_running, nested_dispatch_unbounded, abstract_socket_unreachable,
+                              npm_global_npmrc_masked, seeded_mount_point_symlink, nix_daemon_socket_masked,
+                              final_marker_redos, result_diff_buffers_whole_patch, job_outlives_daemon,
+                              sparse_file_stalls_settlement, hookspath_hook_planted, socket_in_system_dir_reachable,
+                              root_worker_reads_root_only_files));
         /* Ways out that are still open (each case's OPEN comment says where
          * the fix belongs; the issue's closing note lists them). They escape
          * today, so they run only when asked for — never counted as passing:
          *   TASKFERRY_TEST_OPEN_ATTACKS=1 build/dev/tests/test-attack-sandbox */
         const char *open_env = getenv("TASKFERRY_TEST_OPEN_ATTACKS");
-        if (open_env && streq(open_env, "1")) {
-                TCase *open = tcase_create("open");
-                tcase_set_timeout(open, 300);
-                tcase_add_test(open, loopback_service_reachable);
-                tcase_add_test(open, worker_has_no_resource_limits);
-                suite_add_tcase(s, open);
-        } else
+        if (open_env && streq(open_env, "1"))
+                tf_add_tests(s, "open", 300, TF_TESTS(loopback_service_reachable, worker_has_no_resource_limits));
+        else
                 fprintf(stderr, "attack-sandbox: 2 known-open cases not run (loopback_service_reachable, "
                                 "worker_has_no_resource_limits); TASKFERRY_TEST_OPEN_ATTACKS=1 runs them\n");
         return tf_run_suite(s);

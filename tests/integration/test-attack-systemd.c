@@ -5,7 +5,6 @@
  * failed. Those that found a hole say so. */
 
 #include <check.h>
-#include <ctype.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <inttypes.h>
@@ -23,40 +22,6 @@
 #define SECRET "sk-attack8-2b9e71c4d05a"
 #define ROTATED "sk-attack8-rotated-5f1d8e"
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
-        return repo;
-}
-
-static char *daemon_log(tf_world *w) {
-        _cleanup_free_ char *p = strdup_printf("%s/daemon.log", w->root);
-        char *s = NULL;
-        if (read_file(p, (size_t) 1 << 26, &s, NULL) < 0) s = strdup("");
-        return s;
-}
-
-static char *output_file(tf_world *w, const char *id, const char *name) {
-        _cleanup_free_ char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
-        char *s = NULL;
-        if (read_file(p, (size_t) 1 << 24, &s, NULL) < 0) s = NULL;
-        return s;
-}
-
-
-/* Run a shell worker in repo with script; wait for it; return its id. */
-static char *run_worker(tf_world *w, const char *repo, const char *const extra[], const char *script) {
-        const char *argv[24] = {"--executor", "shell", "--directory", repo};
-        size_t n = 4;
-        for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
-        argv[n++] = "--prompt";
-        argv[n++] = script;
-        argv[n] = NULL;
-        char *id = tf_dispatch(w, argv);
-        json_object_put(tf_wait_settled(w, id));
-        return id;
-}
 
 typedef struct {
         const char *needle;
@@ -65,10 +30,21 @@ typedef struct {
 
 static bool pred_log(tf_world *w, void *arg) {
         log_wait *lw = arg;
-        _cleanup_free_ char *log = daemon_log(w);
-        unsigned n = 0;
-        for (const char *p = log; (p = strstr(p, lw->needle)); p++) n++;
-        return n >= lw->want;
+        _cleanup_free_ char *log = tf_daemon_log(w);
+        return tf_count(log, lw->needle) >= lw->want;
+}
+
+/* A shell task in repo runs cmd, its output kept as replies.txt: the
+ * replies must hold want (else the test fails saying what); then, after
+ * a moment for the daemon's log to catch up, the daemon's log (malloc'd). */
+static char *log_after_replies(tf_world *w, const char *repo, const char *cmd, const char *want, const char *what) {
+        _cleanup_free_ char *script = strdup_printf("%s > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", cmd);
+        _cleanup_free_ char *id = tf_shell_settled(w, repo, NULL, script, NULL);
+        _cleanup_free_ char *replies = tf_output_try_read(w, id, "replies.txt");
+        fprintf(stderr, "replies:\n%s\n", strnull(replies));
+        ck_assert_msg(replies && strstr(replies, want), "%s: %s", what, strnull(replies));
+        usleep(300 * 1000);
+        return tf_daemon_log(w);
 }
 
 /* Hole found (fixed in src/shared/util.c log_emit): text a worker controls
@@ -78,28 +54,21 @@ static bool pred_log(tf_world *w, void *arg) {
  * is a journal entry of its own, looking like one of taskferryd's. Control
  * characters in a message's arguments are now escaped; a line the daemon
  * means to split (error + help) still is. */
-START_TEST(worker_text_forges_no_log_line) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(worker_text_forges_no_log_line) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
-        char *py = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
+        char *py = tf_write_peer(w);
         /* a nested shell dispatch whose binds carry a forged line each */
         char *req = strdup_printf(
                 "{\"method\":\"task.dispatch\",\"params\":{\"executor\":\"shell\",\"prompt\":\"true\","
                 "\"directory\":\"%s\",\"rwBind\":[\"/nonexistent-a\\ntaskferryd: error: FORGED-A\"],"
                 "\"roBind\":[\"%s/.ssh/x\\ntaskferryd: error: FORGED-B\\r<0>FORGED-C\"]}}",
                 repo, w->home);
-        char *script = strdup_printf("python3 %s '%s' > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, req);
-        char *id = run_worker(w, repo, NULL, script);
-        char *replies = output_file(w, id, "replies.txt");
-        fprintf(stderr, "replies: %s\n", strnull(replies));
+        char *cmd = strdup_printf("python3 %s '%s'", py, req);
         /* the dispatch was answered (refused: a sandboxed caller has no
          * binds; since nested_binds_flood_no_log that is decided before the
          * binds are resolved or warned about, so they never reach the log) */
-        ck_assert_msg(replies && strstr(replies, "\"r0\""), "no reply: %s", strnull(replies));
-        usleep(300 * 1000);
-        char *log = daemon_log(w);
+        char *log = log_after_replies(w, repo, cmd, "\"r0\"", "no reply");
         for (const char *l = log; l && *l;) {
                 size_t n = strcspn(l, "\n");
                 char *line = strndup(l, n);
@@ -110,8 +79,7 @@ START_TEST(worker_text_forges_no_log_line) {
                 l += n;
                 if (*l) l++;
         }
-        free(log), free(replies), free(id), free(script), free(req), free(py), free(repo);
-        tf_world_free(w);
+        free(log), free(cmd), free(req), free(py), free(repo);
 }
 END_TEST
 
@@ -122,26 +90,19 @@ END_TEST
  * the mask in the sandbox's namespace and the temp file was never masked, so
  * the worker read the new secret. The env file's directory is now masked as
  * a whole (unless it holds the home or the target). */
-START_TEST(env_file_rotation_stays_masked) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(env_file_rotation_stays_masked) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *p = tf_env_file(w, "K=" SECRET "\n");
         char *dir = strdup_printf("%s/.config/taskferry", w->home);
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        char *p = strdup_printf("%s/env", dir);
-        const char text[] = "K=" SECRET "\n";
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
         tf_daemon_start(w);
         /* the worker reads everything in the dir for a while */
         char *script = strdup_printf(
                 "O=\"$TASKFERRY_OUTPUT_DIR\"; : > \"$O/started\"; i=0; while [ $i -lt 60 ]; do "
                 "cat '%s'/* '%s'/.[!.]* >> \"$O/seen\" 2>/dev/null; i=$((i+1)); sleep 0.1; done; true",
                 dir, dir);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--ro-bind", dir, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, argv);
-        char *started = strdup_printf("%s/outputs/%s/started", w->state, id);
-        for (int i = 0; i < 200 && !tf_exists(started); i++) usleep(50 * 1000);
-        ck_assert_msg(tf_exists(started), "the worker never started");
+        const char *bind[] = {"--ro-bind", dir, NULL};
+        char *id = tf_dispatch_shell(w, repo, bind, script);
+        ck_assert_msg(tf_wait_output(w, id, "started", 10000), "the worker never started");
         /* rotate: temp + rename, as a secrets-unlock tool does */
         char *tmp = strdup_printf("%s.tmp-rot", p);
         const char text2[] = "K=" ROTATED "\n";
@@ -149,23 +110,20 @@ START_TEST(env_file_rotation_stays_masked) {
         usleep(300 * 1000);
         ck_assert_int_eq(rename(tmp, p), 0);
         json_object_put(tf_wait_settled(w, id));
-        char *seen = output_file(w, id, "seen");
+        char *seen = tf_output_try_read(w, id, "seen");
         ck_assert_msg(!seen || (!strstr(seen, SECRET) && !strstr(seen, ROTATED)), "the worker read the env file: %s",
                       seen);
-        free(seen), free(tmp), free(started), free(id), free(script), free(p), free(dir), free(repo);
-        tf_world_free(w);
+        free(seen), free(tmp), free(id), free(script), free(p), free(dir), free(repo);
 }
 END_TEST
 
 /* Attack: a worker's nested dispatch forwards plumbing variables in its env
  * (TASKFERRY_STATE_DIR, TASKFERRY_SOCKET_PATH, PATH, HOME, TASKFERRY_TASK_ID,
  * TASKFERRY_OUTPUT_DIR, TASKFERRY_RUNTIME_DIR) to misroute the next worker. */
-START_TEST(nested_env_carries_no_plumbing) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(nested_env_carries_no_plumbing) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
-        char *py = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
+        char *py = tf_write_peer(w);
         /* the nested worker writes what it sees into its own output dir */
         const char *probe = "for v in TASKFERRY_STATE_DIR TASKFERRY_SOCKET_PATH PATH HOME TASKFERRY_TASK_ID "
                             "TASKFERRY_OUTPUT_DIR TASKFERRY_RUNTIME_DIR TASKFERRY_CACHE_DIR; do "
@@ -178,8 +136,8 @@ START_TEST(nested_env_carries_no_plumbing) {
                 "\"TASKFERRY_CACHE_DIR\":\"/evil/cache\"}}}",
                 probe, repo);
         char *script = strdup_printf("python3 %s '%s' > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, req);
-        char *id = run_worker(w, repo, NULL, script);
-        char *replies = output_file(w, id, "replies.txt");
+        char *id = tf_shell_settled(w, repo, NULL, script, NULL);
+        char *replies = tf_output_try_read(w, id, "replies.txt");
         ck_assert_msg(replies, "no replies");
         json_object *fr = tf_json(replies);
         json_object *res = json_get_object(fr, "result");
@@ -187,19 +145,17 @@ START_TEST(nested_env_carries_no_plumbing) {
         const char *nid = json_get_string(res, "id");
         ck_assert_msg(nid, "%s", replies);
         json_object_put(tf_wait_settled(w, nid));
-        char *env = output_file(w, nid, "env.txt");
+        char *env = tf_output_try_read(w, nid, "env.txt");
         ck_assert_msg(env, "the nested worker wrote nothing");
         ck_assert_msg(!strstr(env, "/evil") && !strstr(env, "=evil"), "plumbing from a nested dispatch: %s", env);
         free(env), json_object_put(fr), free(replies), free(id), free(script), free(req), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Attack: without a user manager (this host), a worker that setsid()s and
  * double-forks a sleeper, then is cancelled: does anything of it live on? */
-START_TEST(cancel_leaves_no_setsid_grandchild) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(cancel_leaves_no_setsid_grandchild) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         /* a sleep of a length no one else uses marks the worker's processes */
         char *mark = strdup_printf("sleep 9%d", (int) getpid());
@@ -207,11 +163,8 @@ START_TEST(cancel_leaves_no_setsid_grandchild) {
                 "O=\"$TASKFERRY_OUTPUT_DIR\"; (setsid sh -c '(%s </dev/null >/dev/null 2>&1 &) ; "
                 "%s' </dev/null >/dev/null 2>&1 &); sleep 0.5; : > \"$O/forked\"; sleep 300",
                 mark, mark);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, argv);
-        char *forked = strdup_printf("%s/outputs/%s/forked", w->state, id);
-        for (int i = 0; i < 300 && !tf_exists(forked); i++) usleep(50 * 1000);
-        ck_assert_msg(tf_exists(forked), "the worker never forked");
+        char *id = tf_dispatch_shell(w, repo, NULL, script);
+        ck_assert_msg(tf_wait_output(w, id, "forked", 15000), "the worker never forked");
         char *n0 = tf_shf(w, NULL, "pgrep -f -x -c '%s' || true", mark);
         ck_assert_msg(atoi(n0) >= 1, "no sleeper seen (%s)", n0);
         const char *c[] = {"cancel", id, NULL};
@@ -227,8 +180,7 @@ START_TEST(cancel_leaves_no_setsid_grandchild) {
         }
         free(tf_shf(w, NULL, "pkill -KILL -f -x '%s' || true", mark)); /* our own marked sleepers, if any */
         ck_assert_msg(atoi(n1) == 0, "%s processes of the cancelled worker live on", n1);
-        free(n1), free(n0), free(forked), free(id), free(script), free(mark), free(repo);
-        tf_world_free(w);
+        free(n1), free(n0), free(id), free(script), free(mark), free(repo);
 }
 END_TEST
 
@@ -237,15 +189,9 @@ END_TEST
  * also keeps) through any /proc/<pid>/environ or cmdline the worker sees,
  * and write a forged log line to every fd it holds and to /proc/<pid>/fd/2
  * of every process it sees (the daemon's stderr is the journal). */
-START_TEST(proc_and_fds_reach_no_daemon) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        char *dir = strdup_printf("%s/.config/taskferry", w->home);
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        char *p = strdup_printf("%s/env", dir);
-        const char text[] = "FILEDENY=" SECRET "-file\n";
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+TF_WORLD_TEST(proc_and_fds_reach_no_daemon) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *p = tf_env_file(w, "FILEDENY=" SECRET "-file\n");
         tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "DENYME,FILEDENY");
         tf_world_setenv(w, "DENYME", SECRET "-ambient");
         tf_daemon_start(w);
@@ -257,52 +203,24 @@ START_TEST(proc_and_fds_reach_no_daemon) {
                 "for f in /proc/self/fd/* /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2 /dev/stderr /dev/console /dev/kmsg; do "
                 "printf '\\ntaskferryd: error: FORGED-FD %s\\n<0>FORGED-FD\\n' \"$f\" > \"$f\" 2>/dev/null; done; "
                 "ls -l /proc/[0-9]*/fd/ >> \"$O/fds.txt\" 2>&1; true";
-        char *id = run_worker(w, repo, NULL, script);
-        char *seen = output_file(w, id, "proc.txt");
+        char *id = tf_shell_settled(w, repo, NULL, script, NULL);
+        char *seen = tf_output_try_read(w, id, "proc.txt");
         ck_assert_msg(seen && strstr(seen, "TASKFERRY_TASK_ID="), "the probe read nothing: %s", strnull(seen));
         ck_assert_msg(!strstr(seen, SECRET), "the worker read a denied value: ...%.200s", strstr(seen, SECRET) - 40);
         usleep(300 * 1000);
-        char *log = daemon_log(w);
+        char *log = tf_daemon_log(w);
         ck_assert_msg(!strstr(log, "FORGED-FD"), "a worker wrote into the daemon's stderr:\n%s", log);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        free(log), free(seen), free(id), free(p), free(dir), free(repo);
-        tf_world_free(w);
+        free(log), free(seen), free(id), free(p), free(repo);
 }
 END_TEST
 
 /* ---- the D-Bus API on a private dbus-daemon (as test-bus.c) ---- */
 
-#define NAME "org.taskferry.Taskferry1"
-#define MPATH "/org/taskferry/Taskferry1"
-#define MIFACE "org.taskferry.Taskferry1.Manager"
-#define TIFACE "org.taskferry.Taskferry1.Task"
-
-
-static bool bus_name_up(tf_world *w, void *arg) {
-        tf_run r = tf_sh(w, NULL, "busctl --user get-property " NAME " " MPATH " " MIFACE " Version", true);
-        bool ok = r.exit_code == 0;
-        tf_run_done(&r);
-        return ok;
-}
-
-/* sd_bus_path_encode(3): [A-Za-z0-9] kept, every other byte _xx. */
-static char *encoded_path(const char *id) {
-        char *out = calloc(1, strlen(MPATH "/task/") + 3 * strlen(id) + 1);
-        char *p = stpcpy(out, MPATH "/task/");
-        for (const unsigned char *s = (const unsigned char *) id; *s; s++)
-                if (isalnum(*s) && *s < 0x80) *p++ = (char) *s;
-                else p += sprintf(p, "_%02x", *s);
-        return out;
-}
-
-static bool status_running(tf_world *w, void *arg) {
-        _cleanup_free_ char *p = strdup_printf("{\"taskId\":\"%s\"}", (const char *) arg);
-        json_object *fr = tf_rpc(w, "task.status", p);
-        json_object *res = json_get_object(fr, "result");
-        bool ok = res && streq_ptr(json_get_string(res, "status"), "running");
-        json_object_put(fr);
-        return ok;
-}
+#define NAME TF_BUS_NAME
+#define MPATH TF_BUS_MPATH
+#define MIFACE TF_BUS_MIFACE
+#define TIFACE TF_BUS_TIFACE
 
 /* Hole found (fixed in bus.c task_find/task_enumerate): with the bus bound
  * into a sandbox, ListTasks and CancelTask kept to the peer rules (a worker
@@ -313,18 +231,15 @@ static bool status_running(tf_world *w, void *arg) {
  * unknown to it, as on the socket. Odd object paths under the task prefix
  * (undecodable, overlong, escaped dots) are unknown objects and the daemon
  * carries on. */
-START_TEST(bus_objects_keep_the_peer_rules) {
-        tf_world *w = tf_world_new(NULL);
-        tf_bus b = tf_bus_start(w);
-        char *repo = make_repo(w);
+TF_BUS_TEST(bus_objects_keep_the_peer_rules) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *other = strdup(tf_path(w->repo_parent, "other-secret-project"));
         free(tf_shf(w, NULL, "mkdir -p %s", other));
         tf_daemon_start(w);
-        ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
-        const char *dv[] = {"--executor", "shell", "--directory", other, "--prompt", "sleep 120", NULL};
-        char *victim = tf_dispatch(w, dv);
-        ck_assert(tf_wait_until(status_running, w, victim, 30000));
-        char *pv = encoded_path(victim);
+        ck_assert_msg(tf_wait_until(tf_bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
+        char *victim = tf_dispatch_shell(w, other, NULL, "sleep 120");
+        ck_assert(tf_wait_status(w, victim, "running", 30000));
+        char *pv = tf_bus_task_path(victim);
         char *busdir = strdup(tf_path(w->root, "bus"));
         char *longp = calloc(1, 4000);
         strcpy(longp, MPATH "/task/");
@@ -342,9 +257,9 @@ START_TEST(bus_objects_keep_the_peer_rules) {
                 "$B get-property " NAME " $p " TIFACE " Status >/dev/null 2>&1; done; "
                 "echo own=$($B tree --list " NAME " | grep -c \"$(echo $TASKFERRY_TASK_ID | sed 's/_/_5f/g')\"); "
                 "$B get-property " NAME " " MPATH " " MIFACE " Version; echo alive=$?",
-                b.socket, pv, pv, pv, victim, strrchr(pv, '/') + 1, victim, strrchr(pv, '/') + 1, longp);
+                b->socket, pv, pv, pv, victim, strrchr(pv, '/') + 1, victim, strrchr(pv, '/') + 1, longp);
         const char *bind[] = {"--rw-bind", busdir, NULL};
-        char *wid = run_worker(w, repo, bind, script);
+        char *wid = tf_shell_settled(w, repo, bind, script, NULL);
         char *msg = tf_task_message(w, wid);
         fprintf(stderr, "the worker's bus view:\n%s\n", msg);
         ck_assert_msg(strstr(msg, "alive=0"), "the worker never reached the bus (output above)");
@@ -361,8 +276,6 @@ START_TEST(bus_objects_keep_the_peer_rules) {
         tf_run_done(&r);
         json_object_put(tf_wait_settled(w, victim));
         free(msg), free(wid), free(script), free(longp), free(busdir), free(pv), free(victim), free(other), free(repo);
-        tf_world_free(w);
-        tf_bus_stop(&b);
 }
 END_TEST
 
@@ -377,15 +290,9 @@ END_TEST
  * symlink to another 0600 file of the user's (shadow-like lines). No value,
  * nor the target's content, may reach the daemon's log, a CLI's output or
  * tasks.json; the last good value stays. */
-START_TEST(env_file_errors_leak_no_value) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        char *dir = strdup_printf("%s/.config/taskferry", w->home);
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        char *p = strdup_printf("%s/env", dir);
-        const char good[] = "K=good-value\n";
-        tf_write(p, good, strlen(good), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+TF_WORLD_TEST(env_file_errors_leak_no_value) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *p = tf_env_file(w, "K=good-value\n");
         tf_daemon_start(w);
         char *big = malloc(70000);
         memset(big, 'Q', 69999);
@@ -401,10 +308,9 @@ START_TEST(env_file_errors_leak_no_value) {
         };
         char *tmp = strdup_printf("%s.tmp", p);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                _cleanup_free_ char *before = daemon_log(w);
-                log_wait lw = {"env file reload failed", 0};
-                for (const char *q = before; (q = strstr(q, lw.needle)); q++) lw.want++;
-                lw.want++;
+                _cleanup_free_ char *before = tf_daemon_log(w);
+                log_wait lw = {"env file reload failed", 1};
+                lw.want += tf_count(before, lw.needle);
                 tf_write(tmp, bad[i], strlen(bad[i]), 0600);
                 ck_assert_int_eq(rename(tmp, p), 0);
                 ck_assert_msg(tf_wait_until(pred_log, w, &lw, 10000), "no reload failure logged for case %zu", i);
@@ -414,14 +320,14 @@ START_TEST(env_file_errors_leak_no_value) {
         const char notes[] = "root:$6$" LEAK "-link:19000:0:99999:7:::\nline two " LEAK "-link2\n";
         tf_write(other, notes, strlen(notes), 0600);
         {
-                _cleanup_free_ char *before = daemon_log(w);
+                _cleanup_free_ char *before = tf_daemon_log(w);
                 log_wait lw = {"env file reload failed", 1};
-                for (const char *q = before; (q = strstr(q, lw.needle)); q++) lw.want++;
+                lw.want += tf_count(before, lw.needle);
                 ck_assert_int_eq(symlink(other, tmp), 0);
                 ck_assert_int_eq(rename(tmp, p), 0);
                 ck_assert_msg(tf_wait_until(pred_log, w, &lw, 10000), "no reload failure for the symlink");
         }
-        char *id = run_worker(w, repo, NULL, "echo K=$K");
+        char *id = tf_shell_settled(w, repo, NULL, "echo K=$K", NULL);
         char *msg = tf_task_message(w, id);
         ck_assert_msg(strstr(msg, "K=good-value"), "the last good value is gone: %s", msg);
         const char *cmds[][4] = {{"list", NULL}, {"doctor", NULL}, {"status", id, "--full", NULL}};
@@ -432,7 +338,7 @@ START_TEST(env_file_errors_leak_no_value) {
                 tf_run_done(&r);
         }
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        char *log = daemon_log(w);
+        char *log = tf_daemon_log(w);
         const char *hit = strstr(log, LEAK);
         ck_assert_msg(!hit, "a value reached the daemon's log: ...%.120s", hit ? hit - 60 : "");
         char *tj = strdup_printf("%s/tasks.json", w->state);
@@ -446,8 +352,7 @@ START_TEST(env_file_errors_leak_no_value) {
         }
         free(be), free(tasks), free(tj), free(log), free(msg), free(id), free(other), free(tmp);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) free(bad[i]);
-        free(big), free(p), free(dir), free(repo);
-        tf_world_free(w);
+        free(big), free(p), free(repo);
 }
 END_TEST
 
@@ -455,13 +360,11 @@ END_TEST
  * (2^63-1, 2^64, -1, 0, 1.5, "8M", 8M exactly, 1e300, nested objects): the
  * daemon answers each (a result or an error), never crashes, and no nested
  * task ends up with a limit above its parent's. */
-START_TEST(scope_limits_at_the_edges) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(scope_limits_at_the_edges) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         pid_t pid0 = tf_daemon_pid(w);
-        char *py = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
+        char *py = tf_write_peer(w);
         static const char *const vals[] = {"9223372036854775807", "18446744073709551616", "18446744073709551615",
                                            "-1", "0", "1.5", "\"8M\"", "8388608", "8388607", "1e300", "-1e300",
                                            "{}", "[8388608]", "true", "null", "9223372036854775808",
@@ -478,37 +381,27 @@ START_TEST(scope_limits_at_the_edges) {
                 }
         char *script = strdup_printf("python3 %s %s > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py, args);
         const char *lim[] = {"--memory-max", "64M", "--tasks-max", "64", NULL};
-        char *id = run_worker(w, repo, lim, script);
-        char *replies = output_file(w, id, "replies.txt");
+        char *id = tf_shell_settled(w, repo, lim, script, NULL);
+        char *replies = tf_output_try_read(w, id, "replies.txt");
         ck_assert_msg(replies, "no replies");
         fprintf(stderr, "replies:\n%s\n", replies);
         ck_assert_msg(!strstr(replies, "EOF") && !strstr(replies, "Traceback"), "a request went unanswered:\n%s", replies);
-        size_t lines = 0;
-        for (const char *q = replies; (q = strchr(q, '\n')); q++) lines++;
-        ck_assert_uint_eq(lines, nreq);
+        ck_assert_uint_eq(tf_count(replies, "\n"), nreq);
         ck_assert_int_eq(tf_daemon_pid(w), pid0);
         /* every nested task that was created keeps within its parent's limits */
-        for (const char *l = replies; l && *l;) {
-                size_t n = strcspn(l, "\n");
-                _cleanup_free_ char *line = strndup(l, n);
-                json_object *fr = tf_json(line);
-                const char *nid = json_get_string(json_get_object(fr, "result"), "id");
-                if (nid) {
-                        json_object *st = tf_wait_settled(w, nid);
-                        int64_t mm = 0, tm = 0;
-                        if (json_get_int64(st, "memoryMax", &mm))
-                                ck_assert_msg(mm > 0 && mm <= 64 << 20, "%s memoryMax %" PRId64, nid, mm);
-                        if (json_get_int64(st, "tasksMax", &tm))
-                                ck_assert_msg(tm > 0 && tm <= 64, "%s tasksMax %" PRId64, nid, tm);
-                        json_object_put(st);
-                }
-                json_object_put(fr);
-                l += n;
-                if (*l) l++;
+        _cleanup_json_ json_object *frames = tf_json_lines(replies);
+        for (size_t i = 0; i < json_object_array_length(frames); i++) {
+                const char *nid = json_get_string(json_get_object(json_object_array_get_idx(frames, i), "result"), "id");
+                if (!nid) continue;
+                json_object *st = tf_wait_settled(w, nid);
+                int64_t mm = 0, tm = 0;
+                if (json_get_int64(st, "memoryMax", &mm))
+                        ck_assert_msg(mm > 0 && mm <= 64 << 20, "%s memoryMax %" PRId64, nid, mm);
+                if (json_get_int64(st, "tasksMax", &tm)) ck_assert_msg(tm > 0 && tm <= 64, "%s tasksMax %" PRId64, nid, tm);
+                json_object_put(st);
         }
         ck_assert_int_eq(tf_daemon_pid(w), pid0);
         free(replies), free(id), free(script), free(args), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -521,12 +414,9 @@ END_TEST
  * a worker leaving a changeset to extract. Whenever the daemon exits, every
  * task in tasks.json must be settled (no queued/running) and the next
  * daemon must see them so. */
-START_TEST(idle_exit_leaves_no_task_unsettled) {
-        char *extra[] = {(char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
-        tf_world *w = tf_world_new(extra);
-        char *repo = make_repo(w);
-        char *py = strdup(tf_path(w->fixtures, "peer.py"));
-        tf_write(py, tf_peer_py, strlen(tf_peer_py), 0644);
+TF_WORLD_TEST_ENV(idle_exit_leaves_no_task_unsettled, "TASKFERRY_IDLE_EXIT_SEC=1") {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *py = tf_write_peer(w);
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
         /* nested: a refused one, then one that sleeps and one more; the
@@ -539,10 +429,8 @@ START_TEST(idle_exit_leaves_no_task_unsettled) {
         char *script = strdup_printf("python3 %s %s > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; "
                                      "dd if=/dev/urandom of=big bs=1M count=20 2>/dev/null; true",
                                      py, req);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
-        char *replies = output_file(w, id, "replies.txt");
+        char *id = tf_shell_settled(w, repo, NULL, script, NULL);
+        char *replies = tf_output_try_read(w, id, "replies.txt");
         fprintf(stderr, "replies:\n%s\n", strnull(replies));
         /* cancel the trap-TERM one (its grace keeps it running a while) */
         char *ids[2] = {NULL, NULL};
@@ -585,20 +473,17 @@ START_TEST(idle_exit_leaves_no_task_unsettled) {
         w->daemon_pid = 0;
         close(lfd);
         free(tasks), free(tj), free(ids[0]), free(ids[1]), free(replies), free(id), free(script), free(req), free(py), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* Attack (bus bound in, as above): CancelTask with ids of odd shapes (another
  * user's-looking id, 100 KiB, path-ish, escapes), GetAll on the manager, a
  * call with a wrong signature; the daemon answers each and carries on. */
-START_TEST(bus_odd_calls_from_a_worker) {
-        tf_world *w = tf_world_new(NULL);
-        tf_bus b = tf_bus_start(w);
-        char *repo = make_repo(w);
+TF_BUS_TEST(bus_odd_calls_from_a_worker) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         pid_t pid0 = tf_daemon_pid(w);
-        ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
+        ck_assert_msg(tf_wait_until(tf_bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
         char *busdir = strdup(tf_path(w->root, "bus"));
         char *script = strdup_printf(
                 "B='busctl --address=unix:path=%s'; "
@@ -609,17 +494,15 @@ START_TEST(bus_odd_calls_from_a_worker) {
                 "$B call " NAME " " MPATH " " MIFACE " CancelTask i 5 2>&1; echo wrong=$?; "
                 "$B call " NAME " " MPATH " " MIFACE " ListTasks 2>&1 | head -c 300; echo; "
                 "$B get-property " NAME " " MPATH " " MIFACE " Version; echo alive=$?",
-                b.socket);
+                b->socket);
         const char *bind[] = {"--rw-bind", busdir, NULL};
-        char *wid = run_worker(w, repo, bind, script);
+        char *wid = tf_shell_settled(w, repo, bind, script, NULL);
         char *msg = tf_task_message(w, wid);
         fprintf(stderr, "the worker's bus calls:\n%s\n", msg);
         ck_assert_msg(strstr(msg, "alive=0"), "the daemon stopped answering on the bus (output above)");
         ck_assert_msg(!strstr(msg, "c=0"), "a CancelTask of an odd id succeeded (output above)");
         ck_assert_int_eq(tf_daemon_pid(w), pid0);
         free(msg), free(wid), free(script), free(busdir), free(repo);
-        tf_world_free(w);
-        tf_bus_stop(&b);
 }
 END_TEST
 
@@ -631,16 +514,12 @@ END_TEST
  * content as the prompt: the secret landed in the task's prompt (tasks.json,
  * status, and the next worker's input, a model provider's for an agent).
  * A prompt_file that is a symlink is now refused. */
-START_TEST(job_prompt_file_swapped_for_a_symlink) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(job_prompt_file_swapped_for_a_symlink) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *cfg = strdup_printf("%s/.config/taskferry", w->home);
         char *jobs = strdup_printf("%s/jobs", cfg);
         ck_assert_int_eq(mkdir_p(jobs, 0700), 0);
-        char *envp = strdup_printf("%s/env", cfg);
-        const char text[] = "K=" LEAK "-jobenv\n";
-        tf_write(envp, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", envp);
+        char *envp = tf_env_file(w, "K=" LEAK "-jobenv\n");
         char *shared = strdup(tf_path(w->repo_parent, "shared"));
         ck_assert_int_eq(mkdir_p(shared, 0700), 0);
         char *pf = strdup_printf("%s/prompt.sh", shared);
@@ -652,20 +531,13 @@ START_TEST(job_prompt_file_swapped_for_a_symlink) {
         /* the hostile worker, with the shared dir bound rw as the user asked */
         char *script = strdup_printf("rm -f '%s' && ln -s '%s' '%s'; ls -l '%s'", pf, envp, pf, shared);
         const char *bind[] = {"--rw-bind", shared, NULL};
-        char *wid = run_worker(w, repo, bind, script);
+        char *wid = tf_shell_settled(w, repo, bind, script, NULL);
         char *msg = tf_task_message(w, wid);
         fprintf(stderr, "worker: %s\n", msg);
         struct stat st;
         ck_assert_msg(lstat(pf, &st) == 0 && S_ISLNK(st.st_mode), "the worker could not swap the prompt file");
         /* the timer fires */
-        const char *san = getenv("ASAN_OPTIONS");
-        _cleanup_free_ char *q_san = san ? shell_quote(san) : NULL;
-        char *cmd = strdup_printf("exec timeout -k 5 30 env -i HOME='%s' PATH=/usr/local/bin:/usr/bin:/bin "
-                                       "TASKFERRY_RUNTIME_DIR='%s' TASKFERRY_AUTO_START=0 %s%s '%s' job run nightly",
-                                       w->home, w->run, q_san ? "ASAN_OPTIONS=" : "", q_san ? q_san : "",
-                                       tf_bin("taskferry"));
-        tf_run r = tf_sh(w, NULL, cmd, true);
-        free(cmd);
+        tf_run r = tf_cli_minimal(w, 30, "", "job run nightly");
         fprintf(stderr, "job run: exit %d\n%s%s\n", r.exit_code, strempty(r.out), strempty(r.err));
         ck_assert_msg(!strstr(strempty(r.out), LEAK) && !strstr(strempty(r.err), LEAK), "job run echoed the secret");
         tf_run_done(&r);
@@ -678,7 +550,6 @@ START_TEST(job_prompt_file_swapped_for_a_symlink) {
         ck_assert_msg(isempty(hits) || !strchr(hits, '/'), "the env file's secret reached the daemon's state: %s", hits);
         free(hits), free(msg), free(wid), free(script), free(jf), free(job), free(pf), free(shared), free(envp), free(jobs),
                 free(cfg), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -689,9 +560,8 @@ END_TEST
  * each ends within the timeout with a clean exit, and no error repeats the
  * value it refused. Hole found (fixed in job-file.c): the wide array took
  * 20 s of CPU to parse; a job file is read in seconds at most now. */
-START_TEST(hostile_job_files_and_dirs) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(hostile_job_files_and_dirs) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *jobs = strdup_printf("%s/.config/taskferry/jobs", w->home);
         ck_assert_int_eq(mkdir_p(jobs, 0700), 0);
         tf_daemon_start(w);
@@ -735,25 +605,18 @@ START_TEST(hostile_job_files_and_dirs) {
                 tf_write(p, bad[i].text, strlen(bad[i].text), 0600);
                 free(p);
         }
-        const char *san = getenv("ASAN_OPTIONS");
-        _cleanup_free_ char *q_san = san ? shell_quote(san) : NULL;
-        char *base = strdup_printf("exec timeout -k 5 60 env -i HOME='%s' PATH=/usr/local/bin:/usr/bin:/bin "
-                                   "TASKFERRY_RUNTIME_DIR='%s' TASKFERRY_AUTO_START=0 %s%s '%s' job",
-                                   w->home, w->run, q_san ? "ASAN_OPTIONS=" : "", q_san ? q_san : "", tf_bin("taskferry"));
         uint64_t t0 = mono_ms();
-        char *cmd = strdup_printf("%s list", base);
-        tf_run r = tf_sh(w, NULL, cmd, true);
+        tf_run r = tf_cli_minimal(w, 60, "", "job list");
         fprintf(stderr, "job list over 10,000 files and a fifo: exit %d in %" PRIu64 " ms, %zu bytes out\n",
                 r.exit_code, mono_ms() - t0, strlen(strempty(r.out)));
         ck_assert_msg(r.exit_code == 0, "job list: exit %d: %.500s", r.exit_code, strempty(r.err));
         ck_assert_msg(strstr(strempty(r.out), "j9999"), "job list misses a job");
         ck_assert_msg(!strstr(strempty(r.out), LEAK) && !strstr(strempty(r.err), LEAK), "job list shows a value");
         tf_run_done(&r);
-        free(cmd);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                cmd = strdup_printf("%s run %s", base, bad[i].name);
+                _cleanup_free_ char *args = strdup_printf("job run %s", bad[i].name);
                 t0 = mono_ms();
-                r = tf_sh(w, NULL, cmd, true);
+                r = tf_cli_minimal(w, 60, "", args);
                 fprintf(stderr, "job run %s: exit %d in %" PRIu64 " ms: %.300s\n", bad[i].name, r.exit_code,
                         mono_ms() - t0, strempty(r.err));
                 ck_assert_msg(r.exit_code == 0 || r.exit_code == 1, "job run %s: exit %d", bad[i].name, r.exit_code);
@@ -763,17 +626,13 @@ START_TEST(hostile_job_files_and_dirs) {
                 ck_assert_msg(!strstr(strempty(r.err), LEAK) && (r.exit_code == 0 || !strstr(strempty(r.out), LEAK)),
                               "job run %s echoed the value", bad[i].name);
                 tf_run_done(&r);
-                free(cmd);
         }
-        cmd = strdup_printf("%s run x", base);
-        r = tf_sh(w, NULL, cmd, true);
+        r = tf_cli_minimal(w, 60, "", "job run x");
         ck_assert_msg(r.exit_code == 1, "job run of a fifo: exit %d", r.exit_code);
         tf_run_done(&r);
-        free(cmd);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) free(bad[i].text);
-        free(base), free(mib), free(jobs), free(repo);
-        tf_world_free(w);
+        free(mib), free(jobs), free(repo);
 }
 END_TEST
 
@@ -796,55 +655,33 @@ static const char *const flood_py =
         "    s.sendall((json.dumps(req) + '\\n').encode())\n"
         "    print(f.readline().decode()[:300].strip())\n";
 
-START_TEST(nested_binds_flood_no_log) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(nested_binds_flood_no_log) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *ssh = strdup_printf("%s/.ssh", w->home);
         ck_assert_int_eq(mkdir_p(ssh, 0700), 0);
         tf_daemon_start(w);
         char *py = strdup(tf_path(w->fixtures, "flood.py"));
         tf_write(py, flood_py, strlen(flood_py), 0644);
-        _cleanup_free_ char *before = daemon_log(w);
-        size_t lines0 = 0;
-        for (const char *q = before; (q = strchr(q, '\n')); q++) lines0++;
-        char *script = strdup_printf("python3 %s '%s' 15000 > \"$TASKFERRY_OUTPUT_DIR/replies.txt\" 2>&1; true", py,
-                                     w->home);
-        char *id = run_worker(w, repo, NULL, script);
-        char *replies = output_file(w, id, "replies.txt");
-        fprintf(stderr, "replies:\n%s\n", strnull(replies));
-        ck_assert_msg(replies && strstr(replies, "cannot dispatch with roBind"), "not refused: %s", strnull(replies));
-        usleep(300 * 1000);
-        char *log = daemon_log(w);
-        size_t lines1 = 0;
-        for (const char *q = log; (q = strchr(q, '\n')); q++) lines1++;
+        _cleanup_free_ char *before = tf_daemon_log(w);
+        size_t lines0 = tf_count(before, "\n");
+        char *cmd = strdup_printf("python3 %s '%s' 15000", py, w->home);
+        char *log = log_after_replies(w, repo, cmd, "cannot dispatch with roBind", "not refused");
+        size_t lines1 = tf_count(log, "\n");
         fprintf(stderr, "daemon log lines: %zu before, %zu after\n", lines0, lines1);
         ck_assert_msg(lines1 - lines0 < 200, "a worker's refused dispatches wrote %zu lines into the daemon's log",
                       lines1 - lines0);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        free(log), free(replies), free(id), free(script), free(py), free(ssh), free(repo);
-        tf_world_free(w);
+        free(log), free(cmd), free(py), free(ssh), free(repo);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("attack-systemd");
-        TCase *tc = tcase_create("attack-systemd");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, worker_text_forges_no_log_line);
-        tcase_add_test(tc, env_file_rotation_stays_masked);
-        tcase_add_test(tc, nested_env_carries_no_plumbing);
-        tcase_add_test(tc, cancel_leaves_no_setsid_grandchild);
-        tcase_add_test(tc, bus_objects_keep_the_peer_rules);
-        tcase_add_test(tc, proc_and_fds_reach_no_daemon);
-        tcase_add_test(tc, env_file_errors_leak_no_value);
-        tcase_add_test(tc, scope_limits_at_the_edges);
-        tcase_add_test(tc, idle_exit_leaves_no_task_unsettled);
-        tcase_add_test(tc, bus_odd_calls_from_a_worker);
-        tcase_add_test(tc, job_prompt_file_swapped_for_a_symlink);
-        tcase_add_test(tc, hostile_job_files_and_dirs);
-        tcase_add_test(tc, nested_binds_flood_no_log);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("attack-systemd", "attack-systemd", 300,
+                            TF_TESTS(worker_text_forges_no_log_line, env_file_rotation_stays_masked,
+                                     nested_env_carries_no_plumbing, cancel_leaves_no_setsid_grandchild,
+                                     bus_objects_keep_the_peer_rules, proc_and_fds_reach_no_daemon,
+                                     env_file_errors_leak_no_value, scope_limits_at_the_edges,
+                                     idle_exit_leaves_no_task_unsettled, bus_odd_calls_from_a_worker,
+                                     job_prompt_file_swapped_for_a_symlink, hostile_job_files_and_dirs,
+                                     nested_binds_flood_no_log));
 }
-
-int main(void) { return tf_run_suite(suite()); }

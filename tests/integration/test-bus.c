@@ -4,7 +4,6 @@
  * clients: busctl for calls and properties, `gdbus monitor` for signals. */
 
 #include <check.h>
-#include <ctype.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,17 +16,10 @@
 #include "json-util.h"
 #include "util.h"
 
-#define NAME "org.taskferry.Taskferry1"
-#define MPATH "/org/taskferry/Taskferry1"
-#define MIFACE "org.taskferry.Taskferry1.Manager"
-#define TIFACE "org.taskferry.Taskferry1.Task"
-
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
-        return repo;
-}
+#define NAME TF_BUS_NAME
+#define MPATH TF_BUS_MPATH
+#define MIFACE TF_BUS_MIFACE
+#define TIFACE TF_BUS_TIFACE
 
 /* busctl --user (the world's DBUS_SESSION_BUS_ADDRESS) with args; stdout, exit 0 asserted. */
 static char *busctl(tf_world *w, const char *args) {
@@ -55,13 +47,6 @@ static void wait_prop(tf_world *w, const char *path, const char *prop, const cha
         }
 }
 
-static bool bus_name_up(tf_world *w, void *arg) {
-        tf_run r = tf_sh(w, NULL, "busctl --user get-property " NAME " " MPATH " " MIFACE " Version", true);
-        bool ok = r.exit_code == 0;
-        tf_run_done(&r);
-        return ok;
-}
-
 static bool file_has(tf_world *w, void *arg) {
         const char *const *fa = arg;
         if (!tf_exists(fa[0])) return false;
@@ -78,25 +63,11 @@ static void wait_file_has(tf_world *w, const char *path, const char *what) {
         }
 }
 
-/* sd_bus_path_encode(3), written out independently: [A-Za-z0-9] kept, every
- * other byte _xx (lower-case hex). */
-static char *encoded_path(const char *id) {
-        char *out = calloc(1, strlen(MPATH "/task/") + 3 * strlen(id) + 1);
-        char *p = stpcpy(out, MPATH "/task/");
-        for (const unsigned char *s = (const unsigned char *) id; *s; s++)
-                if (isalnum(*s) && *s < 0x80) *p++ = (char) *s;
-                else p += sprintf(p, "_%02x", *s);
-        return out;
-}
-
-START_TEST(objects_follow_tasks) {
-        char *const env[] = {"TASKFERRY_MAX_CONCURRENT_TASKS=1", "TF_BUS_TEST_SECRET=secret-env-value-7b1d",
-                             "TASKFERRY_TASK_MEMORY_MAX=96M", "TASKFERRY_TASK_TASKS_MAX=321", NULL};
-        tf_world *w = tf_world_new(env);
-        tf_bus b = tf_bus_start(w);
-        char *repo = make_repo(w);
+TF_BUS_TEST_ENV(objects_follow_tasks, "TASKFERRY_MAX_CONCURRENT_TASKS=1", "TF_BUS_TEST_SECRET=secret-env-value-7b1d",
+                "TASKFERRY_TASK_MEMORY_MAX=96M", "TASKFERRY_TASK_TASKS_MAX=321") {
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
-        ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
+        ck_assert_msg(tf_wait_until(tf_bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
         /* Version: the package version, as taskferryd --version says it */
         _cleanup_free_ char *version = busctl(w, "get-property " NAME " " MPATH " " MIFACE " Version");
         _cleanup_free_ char *dv = tf_shf(w, NULL, "%s --version | cut -d' ' -f2", tf_bin("taskferryd"));
@@ -117,12 +88,9 @@ START_TEST(objects_follow_tasks) {
         wait_file_has(w, mon, "is owned by");
 
         /* A holds the one slot, B waits queued behind it */
-        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", "sleep 120", NULL};
-        char *a = tf_dispatch(w, da);
-        const char *db[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                            "echo secret-prompt-3c9e > out.txt", NULL};
-        char *bid = tf_dispatch(w, db);
-        char *pa = encoded_path(a), *pb = encoded_path(bid);
+        char *a = tf_dispatch_shell(w, repo, NULL, "sleep 120");
+        char *bid = tf_dispatch_shell(w, repo, NULL, "echo secret-prompt-3c9e > out.txt");
+        char *pa = tf_bus_task_path(a), *pb = tf_bus_task_path(bid);
         ck_assert(strstr(pb, "_5f")); /* the ids' '_' escaped */
         wait_prop(w, pa, "Status", "s \"running\"");
         wait_prop(w, pb, "Status", "s \"queued\"");
@@ -210,8 +178,6 @@ START_TEST(objects_follow_tasks) {
 
         free(tf_shf(w, NULL, "kill %s", mon_pid));
         free(a), free(bid), free(pa), free(pb), free(mon), free(repo);
-        tf_world_free(w);
-        tf_bus_stop(&b);
 }
 END_TEST
 
@@ -220,32 +186,26 @@ END_TEST
  * peer rules of the socket hold on the bus too (by the caller's pid): a
  * worker cancels only what it dispatched itself (not even its own task),
  * other tasks are unknown to it, and ListTasks shows it only its own tree. */
-START_TEST(sandbox_and_the_bus) {
-        tf_world *w = tf_world_new(NULL);
-        tf_bus b = tf_bus_start(w);
-        char *repo = make_repo(w);
+TF_BUS_TEST(sandbox_and_the_bus) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
-        ck_assert_msg(tf_wait_until(bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
+        ck_assert_msg(tf_wait_until(tf_bus_name_up, w, NULL, 20000), "the daemon never took " NAME);
 
         _cleanup_free_ char *probe = strdup_printf(
                 "echo addr=${DBUS_SESSION_BUS_ADDRESS:-none}; test -e %s && echo sock=visible || echo sock=hidden; "
                 "busctl --address=unix:path=%s list >/dev/null 2>&1; echo busctl=$?; "
                 "busctl --user list >/dev/null 2>&1; echo user=$?; "
                 "test -e /run/user/$(id -u)/bus && echo runbus=visible || echo runbus=hidden",
-                b.socket, b.socket);
-        const char *dp[] = {"--executor", "shell", "--directory", repo, "--prompt", probe, NULL};
-        char *pid = tf_dispatch(w, dp);
-        json_object_put(tf_wait_settled(w, pid));
-        char *msg = tf_task_message(w, pid);
+                b->socket, b->socket);
+        char *msg = tf_shell_output(w, repo, NULL, probe, NULL);
         ck_assert_msg(strstr(msg, "addr=none\n") && strstr(msg, "sock=hidden\n") && !strstr(msg, "busctl=0\n") &&
                               !strstr(msg, "user=0\n") && strstr(msg, "runbus=hidden"),
                       "worker reached the bus: %s", msg);
         free(msg);
 
         /* the bus bound in on purpose: the peer rules */
-        const char *dv[] = {"--executor", "shell", "--directory", repo, "--prompt", "sleep 120", NULL};
-        char *victim = tf_dispatch(w, dv);
-        char *pv = encoded_path(victim);
+        char *victim = tf_dispatch_shell(w, repo, NULL, "sleep 120");
+        char *pv = tf_bus_task_path(victim);
         wait_prop(w, pv, "Status", "s \"running\"");
         char *busdir = strdup(tf_path(w->root, "bus"));
         _cleanup_free_ char *script = strdup_printf(
@@ -258,13 +218,9 @@ START_TEST(sandbox_and_the_bus) {
                 "echo child=$child; $B --json=short call $M ListTasks | grep -o 'oc_[a-z0-9_]*\",\"/' | sort -u | wc -l | "
                 "sed 's/^/listed=/'; "
                 "$B call $M CancelTask s $child >/dev/null; echo own=$?",
-                b.socket, victim, b.socket, repo);
-        const char *dw[] = {"--executor", "shell", "--directory", repo, "--rw-bind", busdir, "--prompt", script, NULL};
-        char *wid = tf_dispatch(w, dw);
-        json_object *st = tf_wait_settled(w, wid);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
-        msg = tf_task_message(w, wid);
+                b->socket, victim, b->socket, repo);
+        const char *bind[] = {"--rw-bind", busdir, NULL};
+        msg = tf_shell_done_output(w, repo, bind, script, NULL);
         ck_assert_msg(strstr(msg, "victim=1\n1\n") && strstr(msg, "self=1\n1\n") && strstr(msg, "own=0\n") && strstr(msg, "child=oc_") &&
                               strstr(msg, "listed=2\n"),
                       "worker output: %s", msg);
@@ -275,40 +231,22 @@ START_TEST(sandbox_and_the_bus) {
         _cleanup_free_ char *ca = strdup_printf("call " NAME " " MPATH " " MIFACE " CancelTask s %s", victim);
         free(busctl(w, ca));
         wait_prop(w, pv, "Status", "s \"cancelled\"");
-        free(pid), free(victim), free(pv), free(busdir), free(wid), free(repo);
-        tf_world_free(w);
-        tf_bus_stop(&b);
+        free(victim), free(pv), free(busdir), free(repo);
 }
 END_TEST
 
 /* No bus at the address: one warning, and the daemon serves as ever. */
-START_TEST(no_bus_carries_on) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(no_bus_carries_on) {
         _cleanup_free_ char *addr = strdup_printf("unix:path=%s", tf_path(w->root, "no-bus-here"));
         tf_world_setenv(w, "DBUS_SESSION_BUS_ADDRESS", addr);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo ok", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
+        char *id = tf_shell_done(w, repo, NULL, "echo ok", NULL);
         char *log = tf_read(tf_path(w->root, "daemon.log"), NULL);
-        size_t n = 0;
-        for (const char *p = log; (p = strstr(p, "D-Bus API")); p++) n++;
+        size_t n = tf_count(log, "D-Bus API");
         ck_assert_msg(n == 1 && strstr(log, "warning"), "daemon log:\n%s", log);
         free(log), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("bus");
-        TCase *tc = tcase_create("bus");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, objects_follow_tasks);
-        tcase_add_test(tc, sandbox_and_the_bus);
-        tcase_add_test(tc, no_bus_carries_on);
-        suite_add_tcase(s, tc);
-        return tf_run_suite(s);
-}
+int main(void) { return tf_run_tests("bus", "bus", 300, TF_TESTS(objects_follow_tasks, sandbox_and_the_bus, no_bus_carries_on)); }

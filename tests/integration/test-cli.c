@@ -2,7 +2,6 @@
  * for every command, auto-start (exactly one daemon for racing CLIs). */
 
 #include <check.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,19 +10,16 @@
 #include "json-util.h"
 #include "util.h"
 
-START_TEST(unknown_task_is_a_toon_error_exit_1) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(unknown_task_is_a_toon_error_exit_1) {
         const char *argv[] = {"status", "nope", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert_str_eq(r.out, "error: \"unknown task id: nope\"\nhelp: run taskferry list to see valid task ids\n");
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(dispatch_without_prompt_is_usage_error) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(dispatch_without_prompt_is_usage_error) {
         const char *argv[] = {"dispatch", "--executor", "shell", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
         ck_assert_int_eq(r.exit_code, 2);
@@ -41,7 +37,6 @@ START_TEST(dispatch_without_prompt_is_usage_error) {
         ck_assert_int_eq(r.exit_code, 2);
         ck_assert_msg(strstr(r.out, "directory does not exist: /nonexistent/dir"), "%s", r.out);
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -55,35 +50,27 @@ static void assert_json_output(tf_world *w, const char *const argv[], int want_e
         tf_run_done(&r);
 }
 
-START_TEST(json_output_for_every_command) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = strdup_printf("%s/repo", w->repo_parent);
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo a > a && git add a && git commit -qm a", repo, repo));
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo b > b; echo hi", NULL};
-        char *id = tf_dispatch(w, d);
-        const char *wait_argv[] = {"wait", id, "--json", NULL};
-        assert_json_output(w, wait_argv, 0);
-        const char *status_argv[] = {"status", id, "--json", NULL};
-        assert_json_output(w, status_argv, 0);
-        const char *result_argv[] = {"result", id, "--json", NULL};
-        assert_json_output(w, result_argv, 0);
-        const char *diff_argv[] = {"result", id, "--diff", "--json", NULL};
-        assert_json_output(w, diff_argv, 0);
-        const char *list_argv[] = {"list", "--all", "--json", NULL};
-        assert_json_output(w, list_argv, 0);
-        const char *cancel_argv[] = {"cancel", id, "--json", NULL};
-        assert_json_output(w, cancel_argv, 0);
-        const char *reject_argv[] = {"reject", id, "--json", NULL};
-        assert_json_output(w, reject_argv, 0);
-        /* errors are JSON too under --json */
-        const char *accept_argv[] = {"accept", id, "--json", NULL};
-        assert_json_output(w, accept_argv, 1);
-        const char *status_bad[] = {"status", "nope", "--json", NULL};
-        assert_json_output(w, status_bad, 1);
-        const char *usage_bad[] = {"dispatch", "--json", NULL};
-        assert_json_output(w, usage_bad, 2);
-        const char *version[] = {"--version", "--json", NULL};
-        assert_json_output(w, version, 0);
+TF_WORLD_TEST(json_output_for_every_command) {
+        char *repo = tf_repo_new(w, NULL, "echo a > a");
+        char *id = tf_dispatch_shell(w, repo, NULL, "echo b > b; echo hi");
+        const struct {
+                const char *argv[5];
+                int exit;
+        } cmds[] = {
+                {{"wait", id, "--json"}, 0},
+                {{"status", id, "--json"}, 0},
+                {{"result", id, "--json"}, 0},
+                {{"result", id, "--diff", "--json"}, 0},
+                {{"list", "--all", "--json"}, 0},
+                {{"cancel", id, "--json"}, 0},
+                {{"reject", id, "--json"}, 0},
+                /* errors are JSON too under --json */
+                {{"accept", id, "--json"}, 1},
+                {{"status", "nope", "--json"}, 1},
+                {{"dispatch", "--json"}, 2},
+                {{"--version", "--json"}, 0},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cmds); i++) assert_json_output(w, cmds[i].argv, cmds[i].exit);
         /* TOON by default */
         const char *v[] = {"--version", NULL};
         tf_run r = tf_cli(w, NULL, NULL, v);
@@ -104,12 +91,10 @@ START_TEST(json_output_for_every_command) {
         ck_assert_msg(strstr(r.out, "command: dispatch"), "%s", r.out);
         tf_run_done(&r);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(oversized_request_is_explained) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(oversized_request_is_explained) {
         size_t n = 1100 * 1024;
         char *big = malloc(n + 1);
         memset(big, 'a', n);
@@ -120,41 +105,25 @@ START_TEST(oversized_request_is_explained) {
         ck_assert_msg(strstr(r.out, "over the daemon's 1 MiB request limit"), "%s", r.out);
         tf_run_done(&r);
         free(big);
-        tf_world_free(w);
 }
 END_TEST
 
-static int count_daemons(tf_world *w) {
-        int n = 0;
-        DIR *d = opendir("/proc");
-        struct dirent *de;
-        char *needle = strdup_printf("TASKFERRY_STATE_DIR=%s", w->state);
-        while ((de = readdir(d))) {
-                if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-                char exe[4096];
-                char *p = strdup_printf("/proc/%s/exe", de->d_name);
-                ssize_t k = readlink(p, exe, sizeof exe - 1);
-                free(p);
-                if (k <= 0) continue;
-                exe[k] = 0;
-                if (!strstr(exe, "taskferryd")) continue;
-                p = strdup_printf("/proc/%s/environ", de->d_name);
-                char *env = NULL;
-                size_t len = 0;
-                if (read_file(p, 1 << 20, &env, &len) == 0) {
-                        for (size_t i = 0; i < len; i += strlen(env + i) + 1)
-                                if (streq(env + i, needle)) n++;
-                        free(env);
-                }
-                free(p);
-        }
-        closedir(d);
-        free(needle);
-        return n;
+/* a taskferryd whose environment names the world's state dir */
+static bool world_daemon(pid_t pid, void *entry) {
+        char exe[4096], path[64];
+        snprintf(path, sizeof path, "/proc/%d/exe", (int) pid);
+        ssize_t k = readlink(path, exe, sizeof exe - 1);
+        if (k <= 0) return false;
+        exe[k] = 0;
+        return strstr(exe, "taskferryd") && tf_proc_has_env(pid, entry);
 }
 
-START_TEST(racing_clis_start_one_daemon) {
-        tf_world *w = tf_world_new(NULL);
+static int count_daemons(tf_world *w) {
+        _cleanup_free_ char *entry = strdup_printf("TASKFERRY_STATE_DIR=%s", w->state);
+        return (int) tf_procs(world_daemon, entry, NULL, 0);
+}
+
+TF_WORLD_TEST(racing_clis_start_one_daemon) {
         pid_t kids[4];
         for (int i = 0; i < 4; i++) {
                 kids[i] = fork();
@@ -175,53 +144,35 @@ START_TEST(racing_clis_start_one_daemon) {
                 ck_assert_int_eq(WEXITSTATUS(status), 0);
         }
         ck_assert_int_eq(count_daemons(w), 1);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(auto_start_disabled) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(auto_start_disabled) {
         tf_world_setenv(w, "TASKFERRY_AUTO_START", "0");
         const char *argv[] = {"list", "--all", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert_int_eq(count_daemons(w), 0);
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
 /* doctor without a daemon to ask: the health part is empty, the local
  * checks still run (it crashed once on the missing answer) */
-START_TEST(doctor_without_a_daemon) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(doctor_without_a_daemon) {
         tf_world_setenv(w, "TASKFERRY_AUTO_START", "0");
         const char *argv[] = {"doctor", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "exit %d: %s %s", r.exit_code, r.out, r.err);
-        json_object *o = tf_json(r.out);
+        json_object *o = tf_cli_json(w, argv, 0);
         ck_assert(!json_object_object_get_ex(o, "healthy", NULL));
         ck_assert(json_object_object_get_ex(o, "integrations", NULL));
         json_object_put(o);
         ck_assert_int_eq(count_daemons(w), 0);
-        tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("cli");
-        TCase *tc = tcase_create("cli");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, unknown_task_is_a_toon_error_exit_1);
-        tcase_add_test(tc, dispatch_without_prompt_is_usage_error);
-        tcase_add_test(tc, json_output_for_every_command);
-        tcase_add_test(tc, racing_clis_start_one_daemon);
-        tcase_add_test(tc, auto_start_disabled);
-        tcase_add_test(tc, doctor_without_a_daemon);
-        tcase_add_test(tc, oversized_request_is_explained);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("cli", "cli", 300,
+                            TF_TESTS(unknown_task_is_a_toon_error_exit_1, dispatch_without_prompt_is_usage_error,
+                                     json_output_for_every_command, racing_clis_start_one_daemon, auto_start_disabled,
+                                     doctor_without_a_daemon, oversized_request_is_explained));
 }
-
-int main(void) { return tf_run_suite(suite()); }

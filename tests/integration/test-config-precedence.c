@@ -17,19 +17,6 @@
 #include "json-util.h"
 #include "util.h"
 
-/* The CLI's TOON output with \" and \n unescaped, for plain matching. */
-static char *plain(const char *out) {
-        char *s = strdup(out), *d = s;
-        ck_assert_ptr_nonnull(s);
-        for (const char *p = out; *p; p++) {
-                if (p[0] == '\\' && (p[1] == '"' || p[1] == '\\')) *d++ = *++p;
-                else if (p[0] == '\\' && p[1] == 'n') *d++ = '\n', p++;
-                else *d++ = *p;
-        }
-        *d = 0;
-        return s;
-}
-
 static char *config_path(tf_world *w) {
         return strdup_printf("%s/taskferry/config.json", w->cfg);
 }
@@ -42,40 +29,9 @@ static void write_config(tf_world *w, const char *text) {
         tf_write(p, text, strlen(text), 0600);
 }
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
-        return repo;
-}
-
-/* A shell task in dir; returns its stdout (the task's message) and, if
- * asked, its settled status. */
-static char *run_shell(tf_world *w, const char *dir, const char *const extra[], const char *script,
-                       json_object **ret_status) {
-        const char *argv[24] = {"--executor", "shell", "--directory", dir};
-        size_t n = 4;
-        for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
-        argv[n++] = "--prompt";
-        argv[n++] = script;
-        argv[n] = NULL;
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_msg(streq(tf_jstr(st, "status"), "done"), "task %s: %s", id, tf_jstr(st, "status"));
-        char *msg = tf_task_message(w, id);
-        free(id);
-        if (ret_status) *ret_status = st;
-        else json_object_put(st);
-        return msg;
-}
-
-/* Stop the world's daemon (each start reads config.json once). */
+/* Stop the world's daemon, if one runs (each start reads config.json once). */
 static void daemon_stop(tf_world *w) {
-        pid_t pid = tf_daemon_pid(w);
-        if (pid <= 0) return;
-        ck_assert_int_eq(kill(pid, SIGTERM), 0);
-        for (int i = 0; i < 1000 && kill(pid, 0) == 0; i++) usleep(10000);
-        ck_assert_msg(kill(pid, 0) < 0, "daemon %d did not stop", (int) pid);
+        if (tf_daemon_pid(w) > 0) tf_daemon_stop(w, SIGTERM);
 }
 
 /* Two dispatches: the first holds 1.5 s; returns the order file's lines,
@@ -85,12 +41,11 @@ static char *two_dispatch_order(tf_world *w) {
         unlink(order);
         _cleanup_free_ char *pa = strdup_printf("echo a0 >> %s; sleep 1.5; echo a1 >> %s", order, order);
         _cleanup_free_ char *pb = strdup_printf("echo b0 >> %s", order);
-        const char *da[] = {"--executor", "shell", "--no-sandbox", "--directory", w->repo_parent, "--prompt", pa, NULL};
-        const char *db[] = {"--executor", "shell", "--no-sandbox", "--directory", w->repo_parent, "--prompt", pb, NULL};
-        _cleanup_free_ char *a = tf_dispatch(w, da);
+        const char *nosandbox[] = {"--no-sandbox", NULL};
+        _cleanup_free_ char *a = tf_dispatch_shell(w, w->repo_parent, nosandbox, pa);
         /* b only after a has started, so "together" is unambiguous */
         for (int i = 0; i < 1000 && !tf_exists(order); i++) usleep(10000);
-        _cleanup_free_ char *b = tf_dispatch(w, db);
+        _cleanup_free_ char *b = tf_dispatch_shell(w, w->repo_parent, nosandbox, pb);
         json_object_put(tf_wait_settled(w, a));
         json_object_put(tf_wait_settled(w, b));
         char *got = tf_read(order, NULL);
@@ -105,44 +60,34 @@ static char *two_dispatch_order(tf_world *w) {
  * after another; without it (default 4) they overlap; env beats config; a
  * type-valid but unusable value (0) falls back to the default */
 START_TEST(max_concurrent_tasks_from_config) {
+        static const struct {
+                const char *config; /* written before the step (NULL: left as it is) */
+                const char *env;    /* TASKFERRY_MAX_CONCURRENT_TASKS (NULL: unset) */
+                const char *order;
+        } steps[] = {
+                {NULL, NULL, "a0 b0 a1"}, /* the default (4): together */
+                {"{\"maxConcurrentTasks\": 1}", NULL, "a0 a1 b0"},
+                {NULL, "2", "a0 b0 a1"},   /* env > config */
+                {NULL, "1.5", "a0 a1 b0"}, /* an invalid env value falls back to the config, not the default */
+                {"{\"maxConcurrentTasks\": 0}", NULL, "a0 b0 a1"}, /* 0 passes validation, falls back to 4 */
+        };
         tf_world *w = tf_world_new(NULL);
-        char *got = two_dispatch_order(w);
-        ck_assert_str_eq(got, "a0 b0 a1"); /* the default (4): together */
-        free(got);
-        daemon_stop(w);
-
-        write_config(w, "{\"maxConcurrentTasks\": 1}");
-        got = two_dispatch_order(w);
-        ck_assert_str_eq(got, "a0 a1 b0");
-        free(got);
-        daemon_stop(w);
-
-        tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "2");
-        got = two_dispatch_order(w);
-        ck_assert_str_eq(got, "a0 b0 a1"); /* env > config */
-        free(got);
-        daemon_stop(w);
-
-        /* an invalid env value falls back to the config, not the default */
-        tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "1.5");
-        got = two_dispatch_order(w);
-        ck_assert_str_eq(got, "a0 a1 b0");
-        free(got);
-        daemon_stop(w);
-
-        strv_env_unset(&w->env, "TASKFERRY_MAX_CONCURRENT_TASKS");
-        write_config(w, "{\"maxConcurrentTasks\": 0}");
-        got = two_dispatch_order(w);
-        ck_assert_str_eq(got, "a0 b0 a1"); /* 0 passes validation, falls back to 4 */
-        free(got);
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                if (steps[i].config) write_config(w, steps[i].config);
+                if (steps[i].env) tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", steps[i].env);
+                else strv_env_unset(&w->env, "TASKFERRY_MAX_CONCURRENT_TASKS");
+                char *got = two_dispatch_order(w);
+                ck_assert_msg(streq(got, steps[i].order), "step %zu: ran %s, want %s", i, got, steps[i].order);
+                free(got);
+                daemon_stop(w);
+        }
         tf_world_free(w);
 }
 END_TEST
 
 /* config.json is read once per daemon start: an edit while it runs changes
  * nothing until the next start */
-START_TEST(read_once_per_start) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(read_once_per_start) {
         write_config(w, "{\"defaultExecutor\": \"shell\"}");
         const char *d[] = {"--no-sandbox", "--directory", w->repo_parent, "--prompt", "echo from-default-executor", NULL};
         char *id = tf_dispatch(w, d);
@@ -163,7 +108,6 @@ START_TEST(read_once_per_start) {
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert_msg(strstr(r.out, "could not parse"), "%s", r.out);
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -236,7 +180,7 @@ START_TEST(k2_validation_refuses_start) {
                 const char *l[] = {"list", NULL};
                 tf_run r = tf_cli(w, NULL, NULL, l);
                 ck_assert_msg(r.exit_code == 1, "%s: exit %d: %s", cases[i].config, r.exit_code, r.out);
-                _cleanup_free_ char *out = plain(r.out);
+                _cleanup_free_ char *out = tf_unescape(r.out);
                 ck_assert_msg(strstr(out, cases[i].want), "%s: %s", cases[i].config, out);
                 ck_assert_msg(strstr(out, "daemon boot failed"), "%s: %s", cases[i].config, out);
                 char *e = tf_read(boot_err, NULL);
@@ -265,7 +209,7 @@ START_TEST(k2_validation_refuses_start) {
         for (size_t i = 0; i < ELEMENTSOF(envs); i++) {
                 tf_world_setenv(w, envs[i].name, envs[i].value);
                 r = tf_cli(w, NULL, NULL, l);
-                _cleanup_free_ char *out = plain(r.out);
+                _cleanup_free_ char *out = tf_unescape(r.out);
                 ck_assert_msg(r.exit_code == 1 && strstr(out, envs[i].want), "%s=%s: %d %s", envs[i].name,
                               envs[i].value, r.exit_code, out);
                 tf_run_done(&r);
@@ -280,8 +224,7 @@ START_TEST(k2_validation_refuses_start) {
 END_TEST
 
 /* Attacker-shaped config.json: a clear refusal within seconds, never a hang */
-START_TEST(hostile_config_files) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(hostile_config_files) {
         _cleanup_free_ char *dir = strdup_printf("%s/taskferry", w->cfg);
         _cleanup_free_ char *p = config_path(w);
         ck_assert_int_eq(mkdir_p(dir, 0700), 0);
@@ -305,7 +248,6 @@ START_TEST(hostile_config_files) {
                 tf_run_done(&r);
         }
         unlink(p);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -313,8 +255,8 @@ END_TEST
  * a malformed config.json breaks wait too (§2.6) */
 START_TEST(wait_default_timeout_from_config) {
         tf_world *w = tf_world_new(NULL);
-        const char *d[] = {"--executor", "shell", "--no-sandbox", "--directory", w->repo_parent, "--prompt", "sleep 30", NULL};
-        char *id = tf_dispatch(w, d);
+        const char *nosandbox[] = {"--no-sandbox", NULL};
+        char *id = tf_dispatch_shell(w, w->repo_parent, nosandbox, "sleep 30");
         const char *wa[] = {"wait", id, "--json", NULL};
         write_config(w, "{\"waitDefaultTimeoutMs\": 300}");
         struct timespec a, b;
@@ -359,13 +301,11 @@ START_TEST(wait_default_timeout_from_config) {
 END_TEST
 
 /* cancelGraceMs from config.json, env over it */
-START_TEST(cancel_grace_from_config) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(cancel_grace_from_config) {
         write_config(w, "{\"cancelGraceMs\": 1234}");
         for (int k = 0; k < 2; k++) {
-                const char *d[] = {"--executor", "shell", "--no-sandbox", "--directory", w->repo_parent, "--prompt",
-                                   "sleep 30", NULL};
-                char *id = tf_dispatch(w, d);
+                const char *nosandbox[] = {"--no-sandbox", NULL};
+                char *id = tf_dispatch_shell(w, w->repo_parent, nosandbox, "sleep 30");
                 for (int i = 0; i < 200; i++) {
                         const char *s[] = {"status", id, "--json", NULL};
                         tf_run r = tf_cli(w, NULL, NULL, s);
@@ -384,7 +324,6 @@ START_TEST(cancel_grace_from_config) {
                 daemon_stop(w);
                 tf_world_setenv(w, "TASKFERRY_CANCEL_GRACE_MS", "4321");
         }
-        tf_world_free(w);
 }
 END_TEST
 
@@ -392,7 +331,7 @@ END_TEST
  * any other value enables; same for TASKFERRY_DISABLE_OVERLAY */
 START_TEST(k4_booleans) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         /* a host file outside every bind is hidden from a sandboxed worker */
         _cleanup_free_ char *host = strdup(tf_path(w->root, "k4-probe"));
         tf_write(host, "x\n", 2, 0644);
@@ -411,7 +350,7 @@ START_TEST(k4_booleans) {
                 write_config(w, sandbox[i].config);
                 if (sandbox[i].env) tf_world_setenv(w, "TASKFERRY_DISABLE_SANDBOX", sandbox[i].env);
                 else strv_env_unset(&w->env, "TASKFERRY_DISABLE_SANDBOX");
-                char *msg = run_shell(w, repo, NULL, probe, NULL);
+                char *msg = tf_shell_done_output(w, repo, NULL, probe, NULL);
                 ck_assert_msg(streq(msg, sandbox[i].want), "%s env %s: %s", sandbox[i].config,
                               strempty(sandbox[i].env), msg);
                 free(msg);
@@ -435,7 +374,7 @@ START_TEST(k4_booleans) {
                 _cleanup_free_ char *name = strdup_printf("written-%zu", i);
                 _cleanup_free_ char *script = strdup_printf("echo x > %s", name);
                 json_object *st = NULL;
-                free(run_shell(w, repo, NULL, script, &st));
+                free(tf_shell_done_output(w, repo, NULL, script, &st));
                 bool lands = tf_exists(tf_path(repo, name));
                 ck_assert_msg(lands == overlay[i].lands, "%s env %s: landed %d", overlay[i].config,
                               strempty(overlay[i].env), lands);
@@ -455,9 +394,8 @@ END_TEST
 
 /* K5: rw/ro binds union across flag, env and config; the deny-lists' env
  * replaces the config's */
-START_TEST(k5_lists) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(k5_lists) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         const char *names[] = {"rw-flag", "rw-env", "rw-cfg", "rw-alias-env", "rw-alias-cfg", "ro-cfg", "ro-env"};
         char *dirs[ELEMENTSOF(names)];
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
@@ -489,7 +427,7 @@ START_TEST(k5_lists) {
                 script = strdup_printf("%secho A=${TF_K5_A:-unset} B=${TF_K5_B:-unset}", s);
         }
         const char *flag[] = {"--rw-bind", dirs[0], NULL};
-        _cleanup_free_ char *got = run_shell(w, repo, flag, script, NULL);
+        _cleanup_free_ char *got = tf_shell_done_output(w, repo, flag, script, NULL);
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 bool ro = startswith(names[i], "ro-");
                 _cleanup_free_ char *r = strdup_printf("read-%s\n", names[i]);
@@ -503,25 +441,23 @@ START_TEST(k5_lists) {
         daemon_stop(w);
         /* env TASKFERRY_ENV_DENYLIST replaces the config's: B stripped, A kept */
         tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "TF_K5_B");
-        char *again = run_shell(w, repo, NULL, "echo A=${TF_K5_A:-unset} B=${TF_K5_B:-unset}", NULL);
+        char *again = tf_shell_done_output(w, repo, NULL, "echo A=${TF_K5_A:-unset} B=${TF_K5_B:-unset}", NULL);
         ck_assert_str_eq(again, "A=a-value B=unset\n");
         free(again);
         daemon_stop(w);
         /* and set but empty: nothing stripped */
         tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "");
-        again = run_shell(w, repo, NULL, "echo A=${TF_K5_A:-unset} B=${TF_K5_B:-unset}", NULL);
+        again = tf_shell_done_output(w, repo, NULL, "echo A=${TF_K5_A:-unset} B=${TF_K5_B:-unset}", NULL);
         ck_assert_str_eq(again, "A=a-value B=b-value\n");
         free(again);
         for (size_t i = 0; i < ELEMENTSOF(names); i++) free(dirs[i]);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* K5: TASKFERRY_PROVIDER_LIMITS replaces config providerLimits when set
  * ("" clears): a malformed config entry stops mattering once env is set */
-START_TEST(k5_provider_limits_env_replaces) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(k5_provider_limits_env_replaces) {
         const char *l[] = {"list", NULL};
         write_config(w, "{\"providerLimits\": {\"zai\": {\"maxConcurrentTasks\": 1}}}");
         tf_world_setenv(w, "TASKFERRY_PROVIDER_LIMITS", "");
@@ -536,27 +472,15 @@ START_TEST(k5_provider_limits_env_replaces) {
         daemon_stop(w);
         tf_world_setenv(w, "TASKFERRY_PROVIDER_LIMITS", "zai:1,openai");
         r = tf_cli(w, NULL, NULL, l);
-        _cleanup_free_ char *out = plain(r.out);
+        _cleanup_free_ char *out = tf_unescape(r.out);
         ck_assert_msg(r.exit_code == 1 && strstr(out, "malformed TASKFERRY_PROVIDER_LIMITS entry \"openai\""), "%s", out);
         tf_run_done(&r);
-        tf_world_free(w);
 }
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("config-precedence");
-        TCase *tc = tcase_create("config");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, max_concurrent_tasks_from_config);
-        tcase_add_test(tc, read_once_per_start);
-        tcase_add_test(tc, k1_location);
-        tcase_add_test(tc, k2_validation_refuses_start);
-        tcase_add_test(tc, hostile_config_files);
-        tcase_add_test(tc, wait_default_timeout_from_config);
-        tcase_add_test(tc, cancel_grace_from_config);
-        tcase_add_test(tc, k4_booleans);
-        tcase_add_test(tc, k5_lists);
-        tcase_add_test(tc, k5_provider_limits_env_replaces);
-        suite_add_tcase(s, tc);
-        return tf_run_suite(s);
+        return tf_run_tests("config-precedence", "config", 300,
+                            TF_TESTS(max_concurrent_tasks_from_config, read_once_per_start, k1_location,
+                                     k2_validation_refuses_start, hostile_config_files, wait_default_timeout_from_config,
+                                     cancel_grace_from_config, k4_booleans, k5_lists, k5_provider_limits_env_replaces));
 }

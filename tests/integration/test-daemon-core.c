@@ -10,9 +10,7 @@
 #include "json-util.h"
 #include "util.h"
 
-START_TEST(dispatch_refused_when_the_record_cannot_be_written) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(dispatch_refused_when_the_record_cannot_be_written, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         /* tasks.json turns into a non-empty directory: every write of the
          * store fails (a rename over it), for root as for anyone */
@@ -39,35 +37,24 @@ START_TEST(dispatch_refused_when_the_record_cannot_be_written) {
         free(outputs);
         /* once the store can be written again, dispatch works */
         free(tf_shf(w, NULL, "rm -r %s", tasks));
-        const char *ok[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
-        char *id = tf_dispatch(w, ok);
-        json_object *o = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(o, "status"), "done");
-        json_object_put(o);
+        char *id = tf_shell_done(w, w->repo_parent, NULL, prompt, NULL);
         ck_assert(tf_exists(marker));
         free(id), free(prompt), free(marker), free(tasks);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(queued_tasks_run_after_a_daemon_crash) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(queued_tasks_run_after_a_daemon_crash, "TASKFERRY_DISABLE_SANDBOX=1",
+                  "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *order = strdup_printf("%s/order", w->repo_parent);
         char *p0 = strdup_printf("sleep 2; echo 0 >> %s", order);
-        const char *d0[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", p0, NULL};
         char *ids[4];
-        ids[0] = tf_dispatch(w, d0);
+        ids[0] = tf_dispatch_shell(w, w->repo_parent, NULL, p0);
         for (int i = 1; i < 4; i++) {
                 char *p = strdup_printf("echo %d >> %s", i, order);
-                const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", p, NULL};
-                ids[i] = tf_dispatch(w, d);
+                ids[i] = tf_dispatch_shell(w, w->repo_parent, NULL, p);
                 free(p);
         }
-        pid_t pid = tf_daemon_pid(w);
-        ck_assert_int_gt(pid, 0);
-        ck_assert_int_eq(kill(pid, SIGKILL), 0);
-        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(10000);
+        tf_daemon_stop(w, SIGKILL);
         /* the next CLI call starts a daemon; every task ends done, FIFO */
         for (int i = 0; i < 4; i++) {
                 json_object *o = tf_wait_settled(w, ids[i]);
@@ -79,18 +66,10 @@ START_TEST(queued_tasks_run_after_a_daemon_crash) {
         free(got);
         for (int i = 0; i < 4; i++) free(ids[i]);
         free(p0), free(order);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("daemon-core");
-        TCase *tc = tcase_create("core");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, dispatch_refused_when_the_record_cannot_be_written);
-        tcase_add_test(tc, queued_tasks_run_after_a_daemon_crash);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("daemon-core", "core", 300,
+                            TF_TESTS(dispatch_refused_when_the_record_cannot_be_written, queued_tasks_run_after_a_daemon_crash));
 }
-
-int main(void) { return tf_run_suite(suite()); }

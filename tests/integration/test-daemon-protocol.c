@@ -23,8 +23,7 @@ static void assert_error(json_object *frame, const char *code) {
         ck_assert_str_eq(json_get_string(e, "code"), code);
 }
 
-START_TEST(health_and_permissions) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(health_and_permissions) {
         tf_daemon_start(w);
         json_object *f = tf_rpc(w, "system.health", "{}");
         /* exact result {"healthy":true,"pid":<pid>,"version":1} and envelope order */
@@ -41,12 +40,10 @@ START_TEST(health_and_permissions) {
         ck_assert_int_eq(st.st_mode & 07777, 0600);
         ck_assert_int_eq(stat(w->state, &st), 0);
         ck_assert_int_eq(st.st_mode & 07777, 0700);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(malformed_json_keeps_connection) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(malformed_json_keeps_connection) {
         tf_daemon_start(w);
         int fd = tf_connect(w);
         tf_send(fd, "{not json");
@@ -66,7 +63,6 @@ START_TEST(malformed_json_keeps_connection) {
         json_object_put(o);
         free(l);
         close(fd);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -85,28 +81,29 @@ static void expect_line_error(tf_world *w, const char *line, const char *code, c
         close(fd);
 }
 
-START_TEST(envelope_validation_order) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(envelope_validation_order) {
         tf_daemon_start(w);
-        const char *bad_req = "request must contain version, id, method, and params";
-        expect_line_error(w, "[1,2]", "INVALID_REQUEST", NULL, bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{},\"x\":1}",
-                          "INVALID_REQUEST", "a", bad_req);
-        expect_line_error(w, "{\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "a", bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":\"\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "",
-                          bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":7,\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", NULL,
-                          bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":null}", "INVALID_REQUEST",
-                          "a", bad_req);
-        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":[]}", "INVALID_REQUEST",
-                          "a", bad_req);
-        expect_line_error(w, "{\"version\":2,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}",
-                          "UNSUPPORTED_VERSION", "a", "unsupported protocol version: 2");
-        expect_line_error(w, "{\"version\":\"1\",\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}",
-                          "UNSUPPORTED_VERSION", "a", "unsupported protocol version: 1");
-        expect_line_error(w, "{\"version\":1,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNKNOWN_METHOD", "a",
-                          "unknown method: task.bogus");
+#define BAD_REQ "request must contain version, id, method, and params"
+        static const struct {
+                const char *line, *code, *id, *message; /* id NULL: the reply's id is null */
+        } cases[] = {
+                {"[1,2]", "INVALID_REQUEST", NULL, BAD_REQ},
+                {"{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":{},\"x\":1}", "INVALID_REQUEST", "a", BAD_REQ},
+                {"{\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "a", BAD_REQ},
+                {"{\"version\":1,\"id\":\"\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", "", BAD_REQ},
+                {"{\"version\":1,\"id\":7,\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST", NULL, BAD_REQ},
+                {"{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":null}", "INVALID_REQUEST", "a", BAD_REQ},
+                {"{\"version\":1,\"id\":\"a\",\"method\":\"system.health\",\"params\":[]}", "INVALID_REQUEST", "a", BAD_REQ},
+                {"{\"version\":2,\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "UNSUPPORTED_VERSION", "a",
+                 "unsupported protocol version: 2"},
+                {"{\"version\":\"1\",\"id\":\"a\",\"method\":\"system.health\",\"params\":{}}", "UNSUPPORTED_VERSION", "a",
+                 "unsupported protocol version: 1"},
+                {"{\"version\":1,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNKNOWN_METHOD", "a",
+                 "unknown method: task.bogus"},
+        };
+#undef BAD_REQ
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                expect_line_error(w, cases[i].line, cases[i].code, cases[i].id, cases[i].message);
         {
                 /* the help names all 16 methods of protocol-cli.md §1.6, in its order */
                 json_object *f = tf_rpc(w, "task.bogus", "{}");
@@ -119,12 +116,10 @@ START_TEST(envelope_validation_order) {
         /* version is checked before the method */
         expect_line_error(w, "{\"version\":3,\"id\":\"a\",\"method\":\"task.bogus\",\"params\":{}}", "UNSUPPORTED_VERSION",
                           "a", NULL);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(param_validation) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(param_validation) {
         tf_daemon_start(w);
         struct {
                 const char *method, *params;
@@ -173,7 +168,6 @@ START_TEST(param_validation) {
         ck_assert_str_eq(json_get_string(error_of(f), "detail"),
                          "error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids");
         json_object_put(f);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -199,8 +193,7 @@ static void expect_health_reply(int fd, const char *id) {
  * lines (ignored), a request arriving a byte at a time, several in one
  * chunk, and a line that fills the 1 MiB inbound budget exactly (answered;
  * one byte more is REQUEST_TOO_LARGE, oversized_inbound). */
-START_TEST(framing_edges) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(framing_edges) {
         tf_daemon_start(w);
         int fd = tf_connect(w);
         const char *req = "{\"version\":1,\"id\":\"%s\",\"method\":\"system.health\",\"params\":{}}";
@@ -232,12 +225,10 @@ START_TEST(framing_edges) {
         free(big);
         free(a), free(first), free(b), free(c), free(d), free(two), free(e);
         close(fd);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(oversized_inbound) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(oversized_inbound) {
         tf_daemon_start(w);
         int fd = tf_connect(w);
         size_t n = 1024 * 1024 + 1;
@@ -265,17 +256,12 @@ START_TEST(oversized_inbound) {
         json_object *f = tf_rpc(w, "system.health", "{}");
         tf_result(f);
         json_object_put(f);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(out_of_order_replies) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
-        const char *slow_argv[] = {"--executor", "shell", "--prompt", "sleep 30", "--directory", w->repo_parent, NULL};
-        char *slow = tf_dispatch(w, slow_argv);
-        const char *fast_argv[] = {"--executor", "shell", "--prompt", "echo done", "--directory", w->repo_parent, NULL};
-        char *fast = tf_dispatch(w, fast_argv);
+TF_WORLD_TEST_ENV(out_of_order_replies, "TASKFERRY_DISABLE_SANDBOX=1") {
+        char *slow = tf_dispatch_shell(w, w->repo_parent, NULL, "sleep 30");
+        char *fast = tf_dispatch_shell(w, w->repo_parent, NULL, "echo done");
         json_object_put(tf_wait_settled(w, fast));
         int fd = tf_connect(w);
         char *l1 = strdup_printf("{\"version\":1,\"id\":\"slow\",\"method\":\"task.wait\",\"params\":{\"taskId\":\"%s\",\"timeoutMs\":1500}}", slow);
@@ -361,12 +347,10 @@ START_TEST(out_of_order_replies) {
         tf_run_done(&r);
         json_object_put(tf_wait_settled(w, slow));
         free(slow), free(fast);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(second_daemon_refuses_and_stale_socket_is_replaced) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(second_daemon_refuses_and_stale_socket_is_replaced) {
         ck_assert_int_eq(mkdir_p(w->run, 0700), 0);
         /* a plain file where the socket goes is stale and replaced */
         tf_write(w->socket, "stale", 5, 0600);
@@ -386,12 +370,10 @@ START_TEST(second_daemon_refuses_and_stale_socket_is_replaced) {
         json_get_int64(tf_result(f), "pid", &pid);
         ck_assert_int_eq(pid, w->daemon_pid);
         json_object_put(f);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(graceful_shutdown) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(graceful_shutdown) {
         tf_daemon_start(w);
         int fd = tf_connect(w);
         /* make sure the daemon has accepted this connection */
@@ -415,12 +397,10 @@ START_TEST(graceful_shutdown) {
         ck_assert(tf_exists(tasks));
         free(tasks);
         w->daemon_pid = 0;
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(socket_activation) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(socket_activation) {
         ck_assert_int_eq(mkdir_p(w->run, 0700), 0);
         /* systemd-socket-activate passes a listening socket the way systemd does */
         pid_t pid = fork();
@@ -469,26 +449,13 @@ START_TEST(socket_activation) {
         /* the socket belongs to the activator: the daemon must not unlink it */
         ck_assert(tf_exists(w->socket));
         w->daemon_pid = 0;
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("daemon-protocol");
-        TCase *tc = tcase_create("protocol");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, health_and_permissions);
-        tcase_add_test(tc, malformed_json_keeps_connection);
-        tcase_add_test(tc, envelope_validation_order);
-        tcase_add_test(tc, param_validation);
-        tcase_add_test(tc, oversized_inbound);
-        tcase_add_test(tc, framing_edges);
-        tcase_add_test(tc, out_of_order_replies);
-        tcase_add_test(tc, second_daemon_refuses_and_stale_socket_is_replaced);
-        tcase_add_test(tc, graceful_shutdown);
-        tcase_add_test(tc, socket_activation);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("daemon-protocol", "protocol", 300,
+                            TF_TESTS(health_and_permissions, malformed_json_keeps_connection, envelope_validation_order,
+                                     param_validation, oversized_inbound, framing_edges, out_of_order_replies,
+                                     second_daemon_refuses_and_stale_socket_is_replaced, graceful_shutdown,
+                                     socket_activation));
 }
-
-int main(void) { return tf_run_suite(suite()); }

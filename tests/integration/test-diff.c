@@ -22,15 +22,9 @@
 #define ESC_NAME "esc\033[31mname.txt"
 
 static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        char *out = tf_shf(w, NULL,
-                           "set -e; mkdir -p %s && cd %s && git init -q && "
+        return tf_repo_new(w, NULL,
                            "printf 'line one\\nline two\\n' > tracked.txt && printf 'doomed\\n' > doomed.txt && "
-                           "mkdir -p sub && printf 'nested\\n' > sub/file.txt && printf 'other\\n' > sub/other.txt && "
-                           "git add -A && git -c user.email=t@x -c user.name=t commit -qm initial",
-                           repo, repo);
-        free(out);
-        return repo;
+                           "mkdir -p sub && printf 'nested\\n' > sub/file.txt && printf 'other\\n' > sub/other.txt");
 }
 
 /* The worker: ordinary edits, a Latin-1 file, and a file whose name and
@@ -42,13 +36,8 @@ static const char WORKER[] =
         "printf 'evil \\033[2J\\033]0;pwned\\007 text\\rfake\\n' > \"$(printf 'esc\\033[31mname.txt')\"";
 
 static char *dispatch_settled(tf_world *w, const char *repo, const char *script, bool overlay) {
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script,
-                              overlay ? NULL : "--no-overlay", NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
-        return id;
+        const char *no_overlay[] = {"--no-overlay", NULL};
+        return tf_shell_done(w, repo, overlay ? NULL : no_overlay, script, NULL);
 }
 
 static char *patch_path(tf_world *w, const char *id) {
@@ -80,8 +69,7 @@ static size_t count_sections(const char *s) {
         return n;
 }
 
-START_TEST(pipe_output_applies_byte_exact) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(pipe_output_applies_byte_exact) {
         char *repo = make_repo(w);
         char *id = dispatch_settled(w, repo, WORKER, true);
         char *patch = patch_path(w, id);
@@ -112,12 +100,10 @@ START_TEST(pipe_output_applies_byte_exact) {
         free(patch);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(stat_and_path_limits) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(stat_and_path_limits) {
         char *repo = make_repo(w);
         char *id = dispatch_settled(w, repo, WORKER, true);
         char *patch = patch_path(w, id);
@@ -188,7 +174,6 @@ START_TEST(stat_and_path_limits) {
         free(patch);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -274,8 +259,7 @@ static void assert_only_colour_escapes(const char *s, size_t len) {
         }
 }
 
-START_TEST(tty_coloured_through_pager) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(tty_coloured_through_pager) {
         char *repo = make_repo(w);
         char *id = dispatch_settled(w, repo, WORKER, true);
         char *patch = patch_path(w, id);
@@ -359,14 +343,12 @@ START_TEST(tty_coloured_through_pager) {
         free(patch);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A patch over the protocol's 1 MiB frame cap: result --diff cannot carry
  * it, diff streams it, to a pipe and through the pager. */
-START_TEST(huge_patch_streams) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(huge_patch_streams) {
         char *repo = make_repo(w);
         char *id = dispatch_settled(w, repo, "set -e; seq 1 400000 | sed 's/$/ some text to make it long/' > big.txt", true);
         char *patch = patch_path(w, id);
@@ -399,31 +381,19 @@ START_TEST(huge_patch_streams) {
         free(patch);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
-
-static bool is_running(tf_world *w, void *arg) {
-        const char *argv[] = {"status", (const char *) arg, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        bool running = r.exit_code == 0 && strstr(r.out, "\"status\":\"running\"");
-        tf_run_done(&r);
-        return running;
-}
 
 static tf_run cli2(tf_world *w, const char *cwd, const char *a, const char *b) {
         const char *argv[] = {a, b, NULL};
         return tf_cli(w, cwd, NULL, argv);
 }
 
-START_TEST(errors_and_changeset_column) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(errors_and_changeset_column) {
         char *repo = make_repo(w);
         /* a running task: nothing extracted yet */
-        char *id = tf_dispatch(w, (const char *const[]) {"--executor", "shell", "--directory", repo, "--prompt",
-                                                          "echo x > f.txt; while [ ! -e \"$TASKFERRY_OUTPUT_DIR/go\" ]; do sleep 0.05; done",
-                                                          NULL});
-        ck_assert(tf_wait_until(is_running, w, id, 60000));
+        char *id = tf_dispatch_shell(w, repo, NULL, "echo x > f.txt; " TF_WAIT_GO);
+        ck_assert(tf_wait_status(w, id, "running", 60000));
         tf_run r = cli2(w, NULL, "diff", id);
         ck_assert_int_eq(r.exit_code, 1);
         _cleanup_free_ char *want = strdup_printf("error: task %s is still running; its changeset is not extracted yet\n"
@@ -443,9 +413,7 @@ START_TEST(errors_and_changeset_column) {
                       strstr(r.out, ",not extracted yet\n"), "%s", r.out);
         tf_run_done(&r);
 
-        char *go = strdup_printf("%s/outputs/%s/go", w->state, id);
-        tf_write(go, "", 0, 0600);
-        free(go);
+        tf_go(w, id);
         json_object_put(tf_wait_settled(w, id));
         r = cli2(w, repo, "list", NULL);
         ck_assert_msg(strstr(r.out, ",pending\n") || strstr(r.out, ",pending"), "%s", r.out);
@@ -503,15 +471,13 @@ START_TEST(errors_and_changeset_column) {
         free(direct);
         free(id);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A worker (hostile, in its sandbox, on its own task socket) asks for another
  * task's patch path through the new result fields and tries the state dir's
  * patch file directly: it gets an unknown task and no file. */
-START_TEST(worker_cannot_reach_another_tasks_patch) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(worker_cannot_reach_another_tasks_patch) {
         char *repo = make_repo(w);
         char *victim = dispatch_settled(w, repo, "printf 'secret change\\n' > tracked.txt", true);
         char *patch = patch_path(w, victim);
@@ -524,40 +490,26 @@ START_TEST(worker_cannot_reach_another_tasks_patch) {
                 "cat '%s' > $TASKFERRY_OUTPUT_DIR/read.txt 2>&1; echo finished",
                 victim, patch);
         char *attacker = dispatch_settled(w, repo, script, true);
-        _cleanup_free_ char *od = strdup_printf("%s/outputs/%s", w->state, attacker);
-        char *other = tf_read(tf_path(od, "other.txt"), NULL);
+        char *other = tf_output_read(w, attacker, "other.txt");
         ck_assert_msg(strstr(other, "\"code\":\"UNKNOWN_TASK\"") && !strstr(other, "diffs/") && !strstr(other, "secret"),
                       "%s", other);
         free(other);
-        char *own = tf_read(tf_path(od, "own.txt"), NULL);
+        char *own = tf_output_read(w, attacker, "own.txt");
         /* its own task is still running: nothing extracted, no path */
         ck_assert_msg(strstr(own, "\"diffPath\":null"), "%s", own);
         free(own);
-        char *read = tf_read(tf_path(od, "read.txt"), NULL);
+        char *read = tf_output_read(w, attacker, "read.txt");
         ck_assert_msg(!strstr(read, "secret change"), "the worker read another task's patch: %s", read);
         free(read);
         free(attacker);
         free(patch);
         free(victim);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *diff_suite(void) {
-        Suite *s = suite_create("diff");
-        TCase *tc = tcase_create("diff");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, pipe_output_applies_byte_exact);
-        tcase_add_test(tc, stat_and_path_limits);
-        tcase_add_test(tc, tty_coloured_through_pager);
-        tcase_add_test(tc, huge_patch_streams);
-        tcase_add_test(tc, errors_and_changeset_column);
-        tcase_add_test(tc, worker_cannot_reach_another_tasks_patch);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        return tf_run_suite(diff_suite());
+        return tf_run_tests("diff", "diff", 300,
+                            TF_TESTS(pipe_output_applies_byte_exact, stat_and_path_limits, tty_coloured_through_pager,
+                                     huge_patch_streams, errors_and_changeset_column, worker_cannot_reach_another_tasks_patch));
 }

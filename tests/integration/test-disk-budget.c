@@ -18,14 +18,7 @@
 #include "json-util.h"
 #include "util.h"
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL,
-                    "set -e; mkdir -p %s && cd %s && git init -q && printf 'base\\n' > base.txt && "
-                    "git add -A && git commit -qm initial",
-                    repo, repo));
-        return repo;
-}
+static char *make_repo(tf_world *w) { return tf_repo_new(w, NULL, "printf 'base\\n' > base.txt"); }
 
 /* The persisted record of a task, once tasks.json shows it settled. */
 typedef struct rec_arg {
@@ -35,27 +28,15 @@ typedef struct rec_arg {
 
 static bool record_settled(tf_world *w, void *arg) {
         rec_arg *a = arg;
-        char *path = strdup_printf("%s/tasks.json", w->state);
-        char *data = NULL;
-        size_t len = 0;
-        int r = read_file(path, (size_t) 64 << 20, &data, &len);
-        free(path);
-        if (r < 0) return false;
-        json_object *arr = json_tokener_parse(data);
-        free(data);
-        if (!arr) return false;
-        bool ok = false;
-        for (size_t i = 0; i < json_object_array_length(arr) && !ok; i++) {
-                json_object *rec = json_object_array_get_idx(arr, i);
-                const char *st = json_get_string(rec, "status");
-                if (!streq_ptr(json_get_string(rec, "id"), a->id) || !st || streq(st, "running") || streq(st, "queued"))
-                        continue;
-                json_object_put(a->rec);
-                a->rec = json_object_get(rec);
-                ok = true;
+        json_object *rec = tf_task_record(w, a->id);
+        const char *st = json_get_string(rec, "status");
+        if (!st || streq(st, "running") || streq(st, "queued")) {
+                json_object_put(rec);
+                return false;
         }
-        json_object_put(arr);
-        return ok;
+        json_object_put(a->rec);
+        a->rec = rec;
+        return true;
 }
 
 static json_object *settled_record(tf_world *w, const char *id) {
@@ -65,11 +46,17 @@ static json_object *settled_record(tf_world *w, const char *id) {
         return a.rec;
 }
 
-static void accept_ok(tf_world *w, const char *id) {
-        const char *argv[] = {"accept", id, NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "accept %s failed: %s %s", id, r.out, r.err);
-        tf_run_done(&r);
+/* A task writing text to file in repo: done, a pending changeset whose
+ * accept lands the file. */
+static void next_dispatch_lands(tf_world *w, const char *repo, const char *text, const char *file) {
+        _cleanup_free_ char *script = strdup_printf("echo %s > %s", text, file);
+        _cleanup_free_ char *id = tf_dispatch_shell(w, repo, NULL, script);
+        json_object *rec = settled_record(w, id);
+        ck_assert_str_eq(tf_jstr(rec, "status"), "done");
+        ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
+        json_object_put(rec);
+        tf_accept_ok(w, id);
+        ck_assert(tf_exists(tf_path(repo, file)));
 }
 
 static void check_disk_stop(json_object *rec, const char *budget_text) {
@@ -82,14 +69,12 @@ static void check_disk_stop(json_object *rec, const char *budget_text) {
 /* Dense writes past --disk-max 50M: stopped near the budget, the task
  * crashes with disk_quota_exceeded, and what it wrote so far is a pending
  * changeset that accepts. */
-START_TEST(disk_max_stops_dense_writer) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(disk_max_stops_dense_writer) {
         char *repo = make_repo(w);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--disk-max", "50M", "--prompt",
-                              "i=0; while [ $i -lt 200 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); sleep 0.05; done; "
-                              "echo finished",
-                              NULL};
-        char *id = tf_dispatch(w, argv);
+        const char *budget50[] = {"--disk-max", "50M", NULL};
+        char *id = tf_dispatch_shell(w, repo, budget50,
+                                     "i=0; while [ $i -lt 200 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); sleep 0.05; done; "
+                                     "echo finished");
         json_object *rec = settled_record(w, id);
         check_disk_stop(rec, "budget of 50.0 MiB");
         ck_assert_msg(strstr(strempty(tf_jstr(rec, "failureDetail")), "MiB in "), "%s", tf_jstr(rec, "failureDetail"));
@@ -108,23 +93,19 @@ START_TEST(disk_max_stops_dense_writer) {
         char *reserve = strdup_printf("%s/tasks/%s/disk-reserve", w->state, id);
         ck_assert(!tf_exists(reserve)); /* released for exit.json */
         free(reserve);
-        accept_ok(w, id);
+        tf_accept_ok(w, id);
         /* stopped well before the 200 files: the budget, not the script, ended it */
         char *n = tf_shf(w, repo, "ls f* | wc -l");
         ck_assert_msg(atoi(n) >= 40 && atoi(n) < 120, "%s files landed", n);
         free(n);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The executor homes and a git common dir's overlay count too: a worker
  * cannot park its bytes in $UV_CACHE_DIR or in git objects instead. */
-START_TEST(disk_max_counts_homes_and_gitdir) {
-        tf_world *w = tf_world_new(NULL);
-        char *main_repo = strdup(tf_path(w->repo_parent, "main")), *wt = strdup(tf_path(w->repo_parent, "wt"));
-        free(tf_shf(w, NULL, "git init -q %s && cd %s && echo b > f && git add f && git commit -qm b && "
-                             "git worktree add -q %s -b x", main_repo, main_repo, wt));
+TF_WORLD_TEST(disk_max_counts_homes_and_gitdir) {
+        char *main_repo = tf_repo_new(w, "main", "echo b > f"), *wt = tf_worktree_add(w, main_repo, "wt", "x");
         static const char *const scripts[] = {
                 "i=0; while [ $i -lt 200 ]; do head -c 1048576 /dev/urandom > \"$UV_CACHE_DIR/f$i\"; i=$((i+1)); "
                 "sleep 0.05; done; echo finished",
@@ -132,29 +113,25 @@ START_TEST(disk_max_counts_homes_and_gitdir) {
                 "i=$((i+1)); sleep 0.05; done; echo finished",
         };
         for (size_t k = 0; k < 2; k++) {
-                const char *argv[] = {"--executor", "shell", "--directory", wt, "--disk-max", "30M", "--prompt",
-                                      scripts[k], NULL};
-                char *id = tf_dispatch(w, argv);
+                const char *budget30[] = {"--disk-max", "30M", NULL};
+                char *id = tf_dispatch_shell(w, wt, budget30, scripts[k]);
                 json_object *rec = settled_record(w, id);
                 check_disk_stop(rec, "budget of 30.0 MiB");
                 json_object_put(rec);
                 free(id);
         }
         free(main_repo), free(wt);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A sparse giant counts its apparent size: stopped, and since extracting
  * 8 GiB of holes would take the settlement hostage, the changeset is
  * discarded cleanly (rejected, no overlay left). */
-START_TEST(disk_max_stops_sparse_giant) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(disk_max_stops_sparse_giant) {
         char *repo = make_repo(w);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--disk-max", "50M", "--prompt",
-                              "echo kept > small.txt; truncate -s 8G big.bin && sleep 60", NULL};
+        const char *budget50[] = {"--disk-max", "50M", NULL};
         uint64_t t0 = mono_ms();
-        char *id = tf_dispatch(w, argv);
+        char *id = tf_dispatch_shell(w, repo, budget50, "echo kept > small.txt; truncate -s 8G big.bin && sleep 60");
         json_object *rec = settled_record(w, id);
         ck_assert_msg(mono_ms() - t0 < 40000, "the sparse writer was not stopped");
         check_disk_stop(rec, "budget of 50.0 MiB");
@@ -168,7 +145,6 @@ START_TEST(disk_max_stops_sparse_giant) {
         free(left);
         ck_assert(!tf_exists(tf_path(repo, "big.bin")));
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -195,8 +171,7 @@ static void unmount_small_tmpfs(tf_world *w, const char *dir) {
 /* 3,000 empty files from one worker: its own extraction works and later
  * dispatches keep working. As root the runtime dir is a small tmpfs (2,000
  * inodes, like a crowded /run/user), where the overlay used to live. */
-START_TEST(many_empty_files_extract) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(many_empty_files_extract) {
         bool mounted = false;
         if (is_root()) {
                 mount_small_tmpfs(w->run, "size=8m,nr_inodes=2000,mode=0700");
@@ -204,11 +179,9 @@ START_TEST(many_empty_files_extract) {
         } else
                 fprintf(stderr, "many_empty_files_extract: not root, the runtime dir stays on the test's disk\n");
         char *repo = make_repo(w);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                              "mkdir scratch && cd scratch && i=0; while [ $i -lt 3000 ]; do : > e$i; i=$((i+1)); done; "
-                              "echo made",
-                              NULL};
-        char *id = tf_dispatch(w, argv);
+        char *id = tf_dispatch_shell(w, repo, NULL,
+                                     "mkdir scratch && cd scratch && i=0; while [ $i -lt 3000 ]; do : > e$i; i=$((i+1)); done; "
+                                     "echo made");
         json_object *rec = settled_record(w, id);
         ck_assert_str_eq(tf_jstr(rec, "status"), "done");
         ck_assert_msg(tf_jstr(rec, "changesetError") == NULL, "%s", tf_jstr(rec, "changesetError"));
@@ -219,29 +192,16 @@ START_TEST(many_empty_files_extract) {
                       od ? json_get_string(od, "root") : "none");
         free(prefix);
         json_object_put(rec);
-        accept_ok(w, id);
+        tf_accept_ok(w, id);
         char *n = tf_shf(w, repo, "ls scratch | wc -l");
         ck_assert_str_eq(n, "3000");
         free(n);
         /* and the next dispatch works */
-        const char *argv2[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo next > next.txt", NULL};
-        char *id2 = tf_dispatch(w, argv2);
-        rec = settled_record(w, id2);
-        ck_assert_str_eq(tf_jstr(rec, "status"), "done");
-        ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
-        json_object_put(rec);
-        accept_ok(w, id2);
-        ck_assert(tf_exists(tf_path(repo, "next.txt")));
+        next_dispatch_lands(w, repo, "next", "next.txt");
         if (mounted) unmount_small_tmpfs(w, w->run);
-        free(id), free(id2), free(repo);
-        tf_world_free(w);
+        free(id), free(repo);
 }
 END_TEST
-
-static bool go_file_written(tf_world *w, void *arg) {
-        (void) w;
-        return tf_exists(arg);
-}
 
 /* A worker creating files until a small state-dir filesystem is full: it is
  * stopped (disk_quota_exceeded) and settles; another task running meanwhile
@@ -257,20 +217,17 @@ START_TEST(full_state_fs_blocks_nobody) {
         mount_small_tmpfs(w->state, "size=64m,mode=0700");
         char *repo = make_repo(w);
         /* B: writes its change, then waits for a go file in its output dir */
-        const char *argv_b[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                                "echo from-b > b.txt; touch \"$TASKFERRY_OUTPUT_DIR/started\"; "
-                                "while [ ! -e \"$TASKFERRY_OUTPUT_DIR/go\" ]; do sleep 0.1; done; echo b-done",
-                                NULL};
-        char *id_b = tf_dispatch(w, argv_b);
-        char *started = strdup_printf("%s/outputs/%s/started", w->state, id_b);
-        ck_assert(tf_wait_until(go_file_written, w, started, 60000));
+        char *id_b = tf_dispatch_shell(w, repo, NULL,
+                                       "echo from-b > b.txt; touch \"$TASKFERRY_OUTPUT_DIR/started\"; "
+                                       "while [ ! -e \"$TASKFERRY_OUTPUT_DIR/go\" ]; do sleep 0.1; done; echo b-done");
+        ck_assert(tf_wait_output(w, id_b, "started", 60000));
         /* its shim holds space for its exit.json */
         char *reserve_b = strdup_printf("%s/tasks/%s/disk-reserve", w->state, id_b);
         ck_assert(tf_exists(reserve_b));
         /* A: fills the filesystem (its budget is larger than the filesystem) */
-        const char *argv_a[] = {"--executor", "shell", "--directory", repo, "--disk-max", "1G", "--prompt",
-                                "i=0; while head -c 1048576 /dev/zero > f$i; do i=$((i+1)); done; sleep 60", NULL};
-        char *id_a = tf_dispatch(w, argv_a);
+        const char *budget1g[] = {"--disk-max", "1G", NULL};
+        char *id_a = tf_dispatch_shell(w, repo, budget1g,
+                                       "i=0; while head -c 1048576 /dev/zero > f$i; do i=$((i+1)); done; sleep 60");
         json_object *rec = settled_record(w, id_a);
         check_disk_stop(rec, "floor");
         /* settled cleanly: either a pending changeset or discarded without a
@@ -284,27 +241,19 @@ START_TEST(full_state_fs_blocks_nobody) {
         ck_assert_msg((uint64_t) sv.f_bavail * sv.f_frsize > (32u << 20), "the state fs stayed full: %llu bytes free",
                       (unsigned long long) sv.f_bavail * sv.f_frsize);
         /* B settles with its changeset */
-        char *go = strdup_printf("%s/outputs/%s/go", w->state, id_b);
-        tf_write(go, "", 0, 0644);
+        tf_go(w, id_b);
         rec = settled_record(w, id_b);
         ck_assert_str_eq(tf_jstr(rec, "status"), "done");
         ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
         json_object_put(rec);
         ck_assert(!tf_exists(reserve_b));
         free(reserve_b);
-        accept_ok(w, id_b);
+        tf_accept_ok(w, id_b);
         char *b = tf_shf(w, repo, "cat b.txt");
         ck_assert_str_eq(b, "from-b");
         free(b);
         /* and the next dispatch */
-        const char *argv_c[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo from-c > c.txt", NULL};
-        char *id_c = tf_dispatch(w, argv_c);
-        rec = settled_record(w, id_c);
-        ck_assert_str_eq(tf_jstr(rec, "status"), "done");
-        ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "pending");
-        json_object_put(rec);
-        accept_ok(w, id_c);
-        ck_assert(tf_exists(tf_path(repo, "c.txt")));
+        next_dispatch_lands(w, repo, "from-c", "c.txt");
         ck_assert(!tf_exists(tf_path(repo, "f0")));
         if (streq(cs, "pending")) {
                 const char *rj[] = {"reject", id_a, NULL};
@@ -315,25 +264,20 @@ START_TEST(full_state_fs_blocks_nobody) {
         free(cs);
 
         unmount_small_tmpfs(w, w->state);
-        free(go), free(started), free(id_a), free(id_b), free(id_c), free(repo);
+        free(id_a), free(id_b), free(repo);
         tf_world_free(w);
 }
 END_TEST
 
 /* The setting: TASKFERRY_TASK_DISK_MAX is the default budget. */
-START_TEST(setting_sets_default_budget) {
-        char *const env[] = {(char *) "TASKFERRY_TASK_DISK_MAX=20M", NULL};
-        tf_world *w = tf_world_new(env);
+TF_WORLD_TEST_ENV(setting_sets_default_budget, "TASKFERRY_TASK_DISK_MAX=20M") {
         char *repo = make_repo(w);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                              "i=0; while [ $i -lt 100 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); sleep 0.05; done",
-                              NULL};
-        char *id = tf_dispatch(w, argv);
+        char *id = tf_dispatch_shell(w, repo, NULL,
+                                     "i=0; while [ $i -lt 100 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); sleep 0.05; done");
         json_object *rec = settled_record(w, id);
         check_disk_stop(rec, "budget of 20.0 MiB");
         json_object_put(rec);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -341,14 +285,12 @@ END_TEST
  * <runtime>/overlay, here forced with TASKFERRY_OVERLAY_TMP_DIR) keep working
  * after the daemon restarts with the new default: accept and reject use the
  * recorded tmpRoot, and new tasks go under <state>/overlays. */
-START_TEST(legacy_overlay_location_still_works) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(legacy_overlay_location_still_works) {
         char *legacy = strdup_printf("%s/overlay", w->run);
         tf_world_setenv(w, "TASKFERRY_OVERLAY_TMP_DIR", legacy);
         char *repo = make_repo(w);
-        const char *argv1[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo one > one.txt", NULL};
-        const char *argv2[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo two > two.txt", NULL};
-        char *id1 = tf_dispatch(w, argv1), *id2 = tf_dispatch(w, argv2);
+        char *id1 = tf_dispatch_shell(w, repo, NULL, "echo one > one.txt");
+        char *id2 = tf_dispatch_shell(w, repo, NULL, "echo two > two.txt");
         char *roots[2];
         char *ids[2] = {id1, id2};
         for (int i = 0; i < 2; i++) {
@@ -361,15 +303,11 @@ START_TEST(legacy_overlay_location_still_works) {
                 json_object_put(rec);
         }
         /* restart with the default location */
-        pid_t pid = tf_daemon_pid(w);
-        ck_assert_int_gt(pid, 0);
-        kill(pid, SIGTERM);
-        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(10000);
+        tf_daemon_stop(w, SIGTERM);
         tf_world_setenv(w, "TASKFERRY_OVERLAY_TMP_DIR", "");
         /* the new location is masked inside the sandbox, like the state dir */
         char *probe = strdup_printf("if [ -e %s/overlays ]; then echo visible; else echo hidden; fi > three.txt", w->state);
-        const char *argv3[] = {"--executor", "shell", "--directory", repo, "--prompt", probe, NULL};
-        char *id3 = tf_dispatch(w, argv3);
+        char *id3 = tf_dispatch_shell(w, repo, NULL, probe);
         json_object *rec = settled_record(w, id3);
         char *prefix = strdup_printf("%s/overlays/taskferry-cow-", w->state);
         ck_assert_msg(startswith(strempty(json_get_string(json_get_object(rec, "overlayDirs"), "root")), prefix), "%s",
@@ -378,7 +316,7 @@ START_TEST(legacy_overlay_location_still_works) {
         free(prefix);
         /* the old records still accept and reject, and leave nothing behind */
         ck_assert(tf_exists(roots[0]) && tf_exists(roots[1]));
-        accept_ok(w, id1);
+        tf_accept_ok(w, id1);
         ck_assert(tf_exists(tf_path(repo, "one.txt")));
         ck_assert(!tf_exists(roots[0]));
         const char *rj[] = {"reject", id2, NULL};
@@ -387,37 +325,29 @@ START_TEST(legacy_overlay_location_still_works) {
         tf_run_done(&r);
         ck_assert(!tf_exists(roots[1]));
         ck_assert(!tf_exists(tf_path(repo, "two.txt")));
-        accept_ok(w, id3);
+        tf_accept_ok(w, id3);
         char *seen = tf_shf(w, repo, "cat three.txt");
         ck_assert_str_eq(seen, "hidden");
         free(seen), free(probe);
         free(roots[0]), free(roots[1]), free(id1), free(id2), free(id3), free(legacy), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A worker cannot widen its nested tasks' budget past the default: a nested
  * dispatch with --disk-max 1T gets min(10 GiB, 1/4 of the filesystem). */
-START_TEST(nested_dispatch_cannot_raise_budget) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_dispatch_cannot_raise_budget) {
         char *repo = make_repo(w);
         char *script = strdup_printf("child=$(taskferry dispatch --executor shell --disk-max 1T --directory %s "
                                      "--prompt true | sed -n 's/^id: //p'); echo child=$child",
                                      repo);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, argv);
+        char *id = tf_dispatch_shell(w, repo, NULL, script);
         json_object *rec = settled_record(w, id);
         ck_assert_str_eq(tf_jstr(rec, "status"), "done");
         json_object_put(rec);
-        const char *res[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        const char *msg = strempty(tf_jstr(o, "message"));
-        const char *c = strstr(msg, "child=oc_");
-        ck_assert_msg(c, "nested dispatch failed: %s", msg);
-        char *child = strndup(c + 6, strcspn(c + 6, "\n"));
-        json_object_put(o);
-        tf_run_done(&r);
+        char *msg = tf_task_message(w, id);
+        ck_assert_msg(strstr(msg, "child=oc_"), "nested dispatch failed: %s", msg);
+        char *child = tf_value_after(msg, "child=");
+        free(msg);
         rec = settled_record(w, child);
         struct statvfs sv;
         ck_assert_int_eq(statvfs(w->state, &sv), 0);
@@ -428,31 +358,19 @@ START_TEST(nested_dispatch_cannot_raise_budget) {
         ck_assert_int_eq(got, (int64_t) want);
         json_object_put(rec);
         /* the user, outside every sandbox, may ask for more */
-        const char *argv2[] = {"--executor", "shell", "--directory", repo, "--disk-max", "1T", "--prompt", "true", NULL};
-        char *id2 = tf_dispatch(w, argv2);
+        const char *budget1t[] = {"--disk-max", "1T", NULL};
+        char *id2 = tf_dispatch_shell(w, repo, budget1t, "true");
         rec = settled_record(w, id2);
         ck_assert(json_get_int64(rec, "diskMaxBytes", &got));
         ck_assert_int_eq(got, 1LL << 40);
         json_object_put(rec);
         free(child), free(id), free(id2), free(script), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("disk-budget");
-        TCase *tc = tcase_create("main");
-        tcase_set_timeout(tc, 600);
-        tcase_add_test(tc, disk_max_stops_dense_writer);
-        tcase_add_test(tc, disk_max_counts_homes_and_gitdir);
-        tcase_add_test(tc, disk_max_stops_sparse_giant);
-        tcase_add_test(tc, many_empty_files_extract);
-        tcase_add_test(tc, full_state_fs_blocks_nobody);
-        tcase_add_test(tc, setting_sets_default_budget);
-        tcase_add_test(tc, legacy_overlay_location_still_works);
-        tcase_add_test(tc, nested_dispatch_cannot_raise_budget);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("disk-budget", "main", 600,
+                            TF_TESTS(disk_max_stops_dense_writer, disk_max_counts_homes_and_gitdir, disk_max_stops_sparse_giant,
+                                     many_empty_files_extract, full_state_fs_blocks_nobody, setting_sets_default_budget,
+                                     legacy_overlay_location_still_works, nested_dispatch_cannot_raise_budget));
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -13,16 +13,11 @@
 #include "util.h"
 
 static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        char *out = tf_shf(w, NULL,
-                           "set -e; mkdir -p %s && cd %s && git init -q && "
-                           "printf 'line one\\nline two\\n' > tracked.txt && printf 'doomed\\n' > doomed.txt && "
-                           "printf 'keep\\n' > keep.txt && mkdir -p sub && printf 'nested\\n' > sub/file.txt && "
-                           "printf 'ignored/\\n' > .gitignore && "
-                           "git add -A && git commit -qm initial && "
-                           "printf 'untracked before dispatch\\n' > preexisting-untracked.txt",
-                           repo, repo);
-        free(out);
+        char *repo = tf_repo_new(w, NULL,
+                                 "printf 'line one\\nline two\\n' > tracked.txt && printf 'doomed\\n' > doomed.txt && "
+                                 "printf 'keep\\n' > keep.txt && mkdir -p sub && printf 'nested\\n' > sub/file.txt && "
+                                 "printf 'ignored/\\n' > .gitignore");
+        free(tf_shf(w, repo, "printf 'untracked before dispatch\\n' > preexisting-untracked.txt"));
         return repo;
 }
 
@@ -62,24 +57,11 @@ START_TEST(git_round_trip_accept_and_reject) {
                 "set -e; printf 'line one\\nline 2\\nline three\\n' > tracked.txt; printf 'brand new\\n' > added.txt; "
                 "rm doomed.txt; printf 'bin\\000\\377\\001data' > blob.bin; mkdir -p ignored && echo x > ignored/cache; "
                 "printf 'changed nested\\n' > sub/file.txt; "
-                "git add -A && git -c user.email=w@x -c user.name=w commit -qm 'worker commit'; "
-                "echo worker-finished; "
-                "while [ ! -e \"$TASKFERRY_OUTPUT_DIR/go\" ]; do sleep 0.05; done";
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, argv);
+                "git add -A && git -c user.email=w@x -c user.name=w commit -qm 'worker commit'; " TF_PAUSE;
+        char *id = tf_dispatch_shell(w, repo, NULL, script);
 
         /* while it runs: wait for the worker's stdout line, then check the host */
-        char *log = strdup_printf("%s/logs/%s.ndjson", w->state, id);
-        for (int i = 0; i < 1000; i++) {
-                size_t len = 0;
-                char *data = NULL;
-                if (read_file(log, 1 << 20, &data, &len) == 0 && strstr(data, "worker-finished")) {
-                        free(data);
-                        break;
-                }
-                free(data);
-                usleep(20000);
-        }
+        tf_wait_log(w, id, "worker-finished");
         char *during = repo_state(w, repo);
         ck_assert_str_eq(during, before);
         free(during);
@@ -88,9 +70,7 @@ START_TEST(git_round_trip_accept_and_reject) {
         char *tasks = tf_read(tasks_path, NULL);
         ck_assert_msg(strstr(tasks, "taskferry-cow-") != NULL, "overlay not persisted: %s", tasks);
         free(tasks);
-        char *outdir = strdup_printf("%s/outputs/%s/go", w->state, id);
-        tf_write(outdir, "", 0, 0600);
-        free(outdir);
+        tf_go(w, id);
 
         json_object *st = tf_wait_settled(w, id);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
@@ -168,28 +148,15 @@ START_TEST(git_round_trip_accept_and_reject) {
         free(count);
         ck_assert(tf_wait_until(no_cow_dirs, w, NULL, 10000));
         /* the decision is durable */
-        tasks = tf_read(tasks_path, NULL);
-        json_object *arr = tf_json(tasks);
-        bool found = false;
-        for (size_t i = 0; i < json_object_array_length(arr); i++) {
-                json_object *rec = json_object_array_get_idx(arr, i);
-                if (!streq(tf_jstr(rec, "id"), id)) continue;
-                found = true;
-                ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "accepted");
-                ck_assert_ptr_null(json_get_object(rec, "overlayDirs"));
-        }
-        ck_assert(found);
-        json_object_put(arr);
-        free(tasks);
+        json_object *rec = tf_task_record(w, id);
+        ck_assert_ptr_nonnull(rec);
+        ck_assert_str_eq(tf_jstr(rec, "changesetStatus"), "accepted");
+        ck_assert_ptr_null(json_get_object(rec, "overlayDirs"));
+        json_object_put(rec);
 
         /* second task, rejected: nothing changes */
         char *mid = repo_state(w, repo);
-        const char *argv2[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                               "echo rejected > tracked.txt; rm keep.txt; echo n > other.txt", NULL};
-        char *id2 = tf_dispatch(w, argv2);
-        st = tf_wait_settled(w, id2);
-        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
-        json_object_put(st);
+        char *id2 = tf_shell_pending(w, repo, NULL, "echo rejected > tracked.txt; rm keep.txt; echo n > other.txt", NULL);
         const char *reject_argv[] = {"reject", id2, "--json", NULL};
         r = tf_cli(w, NULL, NULL, reject_argv);
         ck_assert_msg(r.exit_code == 0, "reject failed: %s", r.out);
@@ -206,41 +173,30 @@ START_TEST(git_round_trip_accept_and_reject) {
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert_msg(strstr(r.out, "no pending changeset"), "%s", r.out);
         tf_run_done(&r);
-        free(mid), free(end), free(id2), free(before), free(head_before), free(go), free(log), free(tasks_path);
+        free(mid), free(end), free(id2), free(before), free(head_before), free(go), free(tasks_path);
         free(id), free(repo);
         tf_world_free(w);
 }
 END_TEST
 
-START_TEST(no_changes_auto_accepts) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(no_changes_auto_accepts) {
         char *repo = make_repo(w);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", "cat tracked.txt", NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object *st = NULL;
+        char *id = tf_shell_done(w, repo, NULL, "cat tracked.txt", &st);
         /* changesetStatus "accepted" is shown (≠ "none") */
         ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "accepted");
         json_object_put(st);
-        const char *res_argv[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res_argv);
-        json_object *res = tf_json(r.out);
-        ck_assert_str_eq(tf_jstr(res, "message"), "line one\nline two\n");
-        json_object_put(res);
-        tf_run_done(&r);
+        char *msg = tf_task_message(w, id);
+        ck_assert_str_eq(msg, "line one\nline two\n");
+        free(msg);
         ck_assert(tf_wait_until(no_cow_dirs, w, NULL, 10000));
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(apply_failure_keeps_pending) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(apply_failure_keeps_pending) {
         char *repo = make_repo(w);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                              "printf 'worker version\\n' > tracked.txt", NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object_put(tf_wait_settled(w, id));
+        char *id = tf_shell_settled(w, repo, NULL, "printf 'worker version\\n' > tracked.txt", NULL);
         /* the user edits the same file meanwhile */
         free(tf_shf(w, repo, "printf 'user version\\n' > tracked.txt"));
         char *state = repo_state(w, repo);
@@ -253,29 +209,22 @@ START_TEST(apply_failure_keeps_pending) {
         /* the live tree was not touched */
         char *state2 = repo_state(w, repo);
         ck_assert_str_eq(state2, state);
-        const char *status_argv[] = {"status", id, "--json", NULL};
-        r = tf_cli(w, NULL, NULL, status_argv);
-        json_object *st = tf_json(r.out);
-        ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
-        json_object_put(st);
-        tf_run_done(&r);
+        char *cs = tf_changeset_status(w, id);
+        ck_assert_str_eq(cs, "pending");
+        free(cs);
         free(state), free(state2), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* What the worker sees: deny-listed and daemon dirs are empty, the runtime dir
  * holds only the socket, nothing outside the overlay and the output dir is
  * writable. */
-START_TEST(sandbox_confinement) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sandbox_confinement) {
         char *repo = make_repo(w);
         free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo secret > %s/.ssh/id_ed25519 && mkdir -p %s && echo c > %s/cached",
                     w->home, w->home, w->cache, w->cache));
         /* runs once so the daemon, its socket and the state dir exist */
-        const char *warm[] = {"--executor", "shell", "--directory", repo, "--prompt", "true", NULL};
-        char *id0 = tf_dispatch(w, warm);
-        json_object_put(tf_wait_settled(w, id0));
+        char *id0 = tf_shell_settled(w, repo, NULL, "true", NULL);
         const char *probe =
                 "r=$TASKFERRY_OUTPUT_DIR/report; : > $r; "
                 "echo \"ssh=$(ls -A \"$HOME/.ssh\" 2>/dev/null | tr '\\n' ' ')\" >> $r; "
@@ -299,13 +248,8 @@ START_TEST(sandbox_confinement) {
         tf_world_setenv(w, "CACHE", w->cache);
         tf_world_setenv(w, "RUN", w->run);
         tf_world_setenv(w, "WORLD", w->root);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", probe, NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
-        char *report_path = strdup_printf("%s/outputs/%s/report", w->state, id);
-        char *report = tf_read(report_path, NULL);
+        char *id = tf_shell_done(w, repo, NULL, probe, NULL);
+        char *report = tf_output_read(w, id, "report");
         ck_assert_msg(strstr(report, "ssh=\n"), "~/.ssh visible: %s", report);
         /* the state dir is empty but for the mountpoint path of the task's own output dir */
         ck_assert_msg(strstr(report, "state=outputs \n"), "state dir visible: %s", report);
@@ -350,14 +294,12 @@ START_TEST(sandbox_confinement) {
         char *log = strdup_printf("%s/logs/%s.ndjson", w->state, id);
         ck_assert_int_eq(stat(log, &sb), 0);
         ck_assert_int_eq(sb.st_mode & 0777, 0600);
-        free(report), free(report_path), free(env_state), free(env_cache), free(env_run), free(env_world);
+        free(report), free(env_state), free(env_cache), free(env_run), free(env_world);
         free(id), free(id0), free(repo), free(tasks_path), free(log);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(missing_bwrap_crashes_with_spawn_error) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(missing_bwrap_crashes_with_spawn_error) {
         char *repo = make_repo(w);
         /* a PATH without bwrap, for the daemon and hence the worker */
         char *bin = strdup(tf_path(w->root, "nobwrap"));
@@ -367,41 +309,30 @@ START_TEST(missing_bwrap_crashes_with_spawn_error) {
                     bin, bin));
         char *path = strdup_printf("%s/bin:%s", w->fixtures, bin);
         tf_world_setenv(w, "PATH", path);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo hi > x", NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
+        json_object *st = NULL;
+        char *id = tf_shell_settled(w, repo, NULL, "echo hi > x", &st);
         ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
         const char *se = tf_jstr(st, "spawnError");
         ck_assert_msg(se && strstr(se, "bwrap is required"), "spawnError: %s", se ? se : "(null)");
         json_object_put(st);
         ck_assert(!tf_exists(tf_path(repo, "x")));
         free(id), free(repo), free(bin), free(path);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(no_sandbox_runs_directly) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(no_sandbox_runs_directly) {
         char *repo = make_repo(w);
-        const char *argv[] = {"--executor", "shell", "--no-sandbox", "--directory", repo, "--prompt",
-                              "echo direct > direct.txt; ls -A \"$HOME\" | grep -c . ; echo \"$TASKFERRY_CHILD $TASKFERRY_TASK_ID\"",
-                              NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
+        const char *nosandbox[] = {"--no-sandbox", NULL};
+        char *id = tf_shell_done(w, repo, nosandbox,
+                                 "echo direct > direct.txt; ls -A \"$HOME\" | grep -c . ; echo \"$TASKFERRY_CHILD $TASKFERRY_TASK_ID\"",
+                                 NULL);
         /* unsandboxed writes land directly, no changeset */
         ck_assert(tf_exists(tf_path(repo, "direct.txt")));
-        const char *res_argv[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res_argv);
-        json_object *res = tf_json(r.out);
+        char *msg = tf_task_message(w, id);
         char *expect = strdup_printf("1 %s\n", id);
-        ck_assert_msg(strstr(tf_jstr(res, "message"), expect), "message: %s", tf_jstr(res, "message"));
-        free(expect);
-        json_object_put(res);
-        tf_run_done(&r);
+        ck_assert_msg(strstr(msg, expect), "message: %s", msg);
+        free(expect), free(msg);
         free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -417,24 +348,9 @@ static const char *warning_naming(json_object *arr, const char *quoted_path) {
 
 /* tasks.json holds the task's changesetWarnings naming .GIT/x and src/config. */
 static bool warnings_persisted(tf_world *w, void *arg) {
-        const char *id = arg;
-        char *path = strdup(tf_path(w->state, "tasks.json"));
-        char *data = NULL;
-        size_t len = 0;
-        bool ok = false;
-        if (read_file(path, 64 << 20, &data, &len) >= 0) {
-                json_object *arr = json_tokener_parse(data);
-                for (size_t i = 0; arr && json_object_is_type(arr, json_type_array) && i < json_object_array_length(arr); i++) {
-                        json_object *rec = json_object_array_get_idx(arr, i);
-                        if (!streq_ptr(json_get_string(rec, "id"), id)) continue;
-                        json_object *wa = json_get_array(rec, "changesetWarnings");
-                        ok = wa && warning_naming(wa, ".GIT/x") && warning_naming(wa, "src/config");
-                }
-                json_object_put(arr);
-        }
-        free(data);
-        free(path);
-        return ok;
+        _cleanup_json_ json_object *rec = tf_task_record(w, arg);
+        json_object *wa = json_get_array(rec, "changesetWarnings");
+        return wa && warning_naming(wa, ".GIT/x") && warning_naming(wa, "src/config");
 }
 
 /* Issue 5 items 11 and 13 through the daemon: a worker that edits a.txt and
@@ -444,16 +360,12 @@ static bool warnings_persisted(tf_world *w, void *arg) {
  * and result name every left-out path in changesetWarnings (also in
  * tasks.json), accept lands a.txt, and afterwards `git status` anywhere in the
  * tree runs nothing and none of the planted paths exists. */
-START_TEST(planted_repository_paths_are_left_out) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
+TF_WORLD_TEST(planted_repository_paths_are_left_out) {
+        char *repo = tf_repo_new(w, NULL, "mkdir -p src/lib && echo a > a.txt && echo f > src/lib/f.c");
         char *markers = strdup(tf_path(w->root, "markers"));
         char *mark = strdup(tf_path(w->root, "mark.sh"));
-        free(tf_shf(w, NULL,
-                    "set -e; mkdir -p %s %s/src/lib && cd %s && git init -q && echo a > a.txt && echo f > src/lib/f.c && "
-                    "git add -A && git commit -qm initial && "
-                    "printf '#!/bin/sh\\necho \"ran in $PWD\" >> %s/ran\\n' > %s && chmod +x %s",
-                    markers, repo, repo, markers, mark, mark));
+        free(tf_shf(w, NULL, "set -e; mkdir -p %s && printf '#!/bin/sh\\necho \"ran in $PWD\" >> %s/ran\\n' > %s && chmod +x %s",
+                    markers, markers, mark, mark));
         char *script = strdup_printf(
                 "set -e; echo more >> a.txt; mkdir -p .GIT; echo x > .GIT/x; "
                 "zw=$(printf '.g\\342\\200\\214it'); mkdir .git. git~1 \"$zw\"; "
@@ -463,10 +375,8 @@ START_TEST(planted_repository_paths_are_left_out) {
                 "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = ..\\n"
                 "\\tfsmonitor = %s\\n' > src/config",
                 mark);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
+        json_object *st = NULL;
+        char *id = tf_shell_done(w, repo, NULL, script, &st);
         ck_assert_msg(!json_get_string(st, "changesetError"), "changesetError: %s", json_get_string(st, "changesetError"));
         ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
         json_object_put(st);
@@ -525,23 +435,12 @@ START_TEST(planted_repository_paths_are_left_out) {
         ck_assert_msg(streq(absent, ""), "planted paths in the tree: %s", absent);
         free(absent);
         free(script), free(id), free(mark), free(markers), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("dispatch-changeset");
-        TCase *tc = tcase_create("main");
-        tcase_set_timeout(tc, 600);
-        tcase_add_test(tc, git_round_trip_accept_and_reject);
-        tcase_add_test(tc, no_changes_auto_accepts);
-        tcase_add_test(tc, apply_failure_keeps_pending);
-        tcase_add_test(tc, sandbox_confinement);
-        tcase_add_test(tc, missing_bwrap_crashes_with_spawn_error);
-        tcase_add_test(tc, no_sandbox_runs_directly);
-        tcase_add_test(tc, planted_repository_paths_are_left_out);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("dispatch-changeset", "main", 600,
+                            TF_TESTS(git_round_trip_accept_and_reject, no_changes_auto_accepts, apply_failure_keeps_pending,
+                                     sandbox_confinement, missing_bwrap_crashes_with_spawn_error, no_sandbox_runs_directly,
+                                     planted_repository_paths_are_left_out));
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -43,17 +43,9 @@ typedef struct world {
 
 static world world_new(char *const env[]) {
         world x = {.w = tf_world_new(env)};
-        x.repo = strdup(tf_path(x.w->repo_parent, "repo"));
-        free(tf_shf(x.w, NULL, "set -e; mkdir -p %s && cd %s && git init -q && echo one > f && git add -A && git commit -qm i",
-                    x.repo, x.repo));
+        x.repo = tf_repo_new(x.w, NULL, "echo one > f");
         /* a dir the worker may write even when sandboxed (a daemon-wide --rw-bind) */
-        x.rec = strdup(tf_path(x.w->root, "rec"));
-        ck_assert_int_eq(mkdir(x.rec, 0777), 0);
-        ck_assert_int_eq(chmod(x.rec, 0777), 0);
-        tf_world_setenv(x.w, "TASKFERRY_RW_BIND", x.rec);
-        x.argv_file = strdup(tf_path(x.rec, "argv.txt"));
-        tf_write(x.argv_file, "", 0, 0666);
-        tf_world_setenv(x.w, "FAKE_ARGV_FILE", x.argv_file);
+        x.rec = tf_record_dir(x.w, &x.argv_file);
         char *probe = prompt_probe(x.rec);
         tf_world_setenv(x.w, "FAKE_SCRIPT", probe);
         free(probe);
@@ -89,15 +81,6 @@ static char *run_recorded(world *x, const char *const extra[], char **ret_id) {
         if (ret_id) *ret_id = id;
         else free(id);
         return text;
-}
-
-static json_object *status_full(world *x, const char *id) {
-        const char *argv[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(x->w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "status: %s %s", r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
 }
 
 static char *output_dir(world *x, const char *id) { return strdup_printf("%s/outputs/%s", x->w->state, id); }
@@ -156,7 +139,7 @@ START_TEST(d1_opencode_argv_and_process) {
         json_object_put(o);
         for (int i = 0; i < 500 && !tf_exists(proc); i++) usleep(20000);
         ck_assert_msg(tf_exists(proc), "worker did not start");
-        json_object *st = status_full(&x, id);
+        json_object *st = tf_status_full(x.w, id);
         int64_t pid = 0;
         ck_assert_str_eq(tf_jstr(st, "status"), "running");
         ck_assert_msg(json_get_int64(st, "pid", &pid) && pid > 0, "%s", json_to_line(st, NULL));
@@ -203,7 +186,7 @@ START_TEST(d1_pi_argv_and_default_executor) {
         const char *b[] = {"--model", "openrouter/~anthropic/x", "--variant", "low", "--prompt", "P2", NULL};
         free(run_recorded(&x, b, &id));
         assert_pi_argv(&x, id, "--provider\nopenrouter\n--model\n~anthropic/x\n--mode\njson\n--thinking\nlow\n");
-        json_object *st = status_full(&x, id);
+        json_object *st = tf_status_full(x.w, id);
         ck_assert_str_eq(strempty(tf_jstr(st, "executorId")), "pi");
         json_object_put(st);
         free(id);
@@ -216,16 +199,6 @@ START_TEST(d1_pi_argv_and_default_executor) {
         world_free(&x);
 }
 END_TEST
-
-static size_t count_entries(const char *dir) {
-        DIR *d = opendir(dir);
-        if (!d) return 0;
-        size_t n = 0;
-        for (struct dirent *e; (e = readdir(d));)
-                if (!streq(e->d_name, ".") && !streq(e->d_name, "..")) n++;
-        closedir(d);
-        return n;
-}
 
 static tf_run cli_dispatch(world *x, const char *const extra[]) {
         const char *argv[64] = {"dispatch", "--json"};
@@ -240,7 +213,7 @@ START_TEST(d2_validation) {
         world x = world_new(nosandbox_env);
         tf_daemon_start(x.w);
         const char *outputs = tf_path(x.w->state, "outputs");
-        size_t before = count_entries(outputs);
+        size_t before = tf_count_entries(outputs);
 
         const char *a[] = {"--directory", x.repo, "--prompt", "p", NULL};
         tf_run r = cli_dispatch(&x, a);
@@ -249,7 +222,7 @@ START_TEST(d2_validation) {
         ck_assert_msg(strstr(r.err, "--model is required") || strstr(r.out, "--model is required"), "%s %s", r.out,
                       r.err);
         tf_run_done(&r);
-        ck_assert_uint_eq(count_entries(outputs), before);
+        ck_assert_uint_eq(tf_count_entries(outputs), before);
 
         const char *missing = tf_path(x.w->root, "no-such-dir");
         char *missing_s = strdup(missing);
@@ -260,7 +233,7 @@ START_TEST(d2_validation) {
         ck_assert_msg(strstr(r.err, want) || strstr(r.out, want), "%s %s", r.out, r.err);
         tf_run_done(&r);
         free(want), free(missing_s);
-        ck_assert_uint_eq(count_entries(outputs), before);
+        ck_assert_uint_eq(tf_count_entries(outputs), before);
 
         const char *c[] = {"--executor", "bogus", "--model", "m/x", "--directory", x.repo, "--prompt", "p", NULL};
         r = cli_dispatch(&x, c);
@@ -272,7 +245,7 @@ START_TEST(d2_validation) {
         r = cli_dispatch(&x, d);
         ck_assert_msg(r.exit_code == 2, "bad marker: exit %d %s %s", r.exit_code, r.out, r.err);
         tf_run_done(&r);
-        ck_assert_uint_eq(count_entries(outputs), before);
+        ck_assert_uint_eq(tf_count_entries(outputs), before);
 
         /* the RPC path; "regular expression", not the spec's Node-ism
          * "RegExp" (issue 7 item 10) */
@@ -288,13 +261,13 @@ START_TEST(d2_validation) {
                       "%s", json_to_line(f, NULL));
         json_object_put(f);
         json_object_put(params);
-        ck_assert_uint_eq(count_entries(outputs), before);
+        ck_assert_uint_eq(tf_count_entries(outputs), before);
 
         f = tf_rpc(x.w, "task.dispatch", "{\"prompt\":\"p\",\"directory\":\"work/repo\",\"model\":\"m/x\"}");
         e = json_get_object(f, "error");
         ck_assert_msg(e && streq(strempty(json_get_string(e, "code")), "INVALID_PARAMS"), "%s", json_to_line(f, NULL));
         json_object_put(f);
-        ck_assert_uint_eq(count_entries(outputs), before);
+        ck_assert_uint_eq(tf_count_entries(outputs), before);
         world_free(&x);
 }
 END_TEST
@@ -314,7 +287,7 @@ START_TEST(d4_prompt_preview) {
         char *id = strdup(tf_jstr(o, "id"));
         json_object_put(o);
         json_object_put(tf_wait_settled(x.w, id));
-        json_object *st = status_full(&x, id);
+        json_object *st = tf_status_full(x.w, id);
         total = 0;
         ck_assert_str_eq(strempty(tf_jstr(st, "promptPreview")), want);
         ck_assert_msg(json_get_int64(st, "promptTotalChars", &total) && total == 500, "%s", json_to_line(st, NULL));
@@ -348,7 +321,7 @@ START_TEST(d4_prompt_preview) {
         id = strdup(tf_jstr(o, "id"));
         json_object_put(o);
         json_object_put(tf_wait_settled(x.w, id));
-        st = status_full(&x, id);
+        st = tf_status_full(x.w, id);
         ck_assert_str_eq(strempty(tf_jstr(st, "promptPreview")), "short prompt");
         ck_assert_msg(!json_object_object_get_ex(st, "promptTotalChars", NULL), "%s", json_to_line(st, NULL));
         json_object_put(st);
@@ -447,7 +420,7 @@ START_TEST(d11_class_and_parent) {
         char *id = strdup(tf_jstr(o, "id"));
         json_object_put(o);
         json_object_put(tf_wait_settled(x.w, id));
-        json_object *st = status_full(&x, id);
+        json_object *st = tf_status_full(x.w, id);
         ck_assert_str_eq(strempty(tf_jstr(st, "class")), "implementer");
         ck_assert_str_eq(strempty(tf_jstr(st, "parentTaskId")), "task-X");
         json_object_put(st);
@@ -459,7 +432,7 @@ START_TEST(d11_class_and_parent) {
         id = strdup(tf_jstr(o, "id"));
         json_object_put(o);
         json_object_put(tf_wait_settled(x.w, id));
-        st = status_full(&x, id);
+        st = tf_status_full(x.w, id);
         ck_assert_msg(!json_object_object_get_ex(st, "class", NULL), "%s", json_to_line(st, NULL));
         json_object_put(st);
         free(id);
@@ -507,30 +480,34 @@ END_TEST
  * variants cache gets no flag; TASKFERRY_DEFAULT_VARIANT passes verbatim;
  * an invalid one keeps the daemon from starting. */
 START_TEST(d14_variant_defaults) {
-        world x = world_new(nosandbox_env);
-        char *id = NULL;
+        static const struct {
+                const char *variant; /* TASKFERRY_DEFAULT_VARIANT (NULL: unset) */
+                const char *pi_thinking, *opencode_flags;
+        } defaults[] = {
+                {NULL, "xhigh", ""},
+                {"low", "low", "--variant\nlow\n"},
+        };
         const char *a[] = {"--executor", "pi", "--model", "m/x", "--prompt", "p", NULL};
-        free(run_recorded(&x, a, &id));
-        assert_pi_argv(&x, id, "--provider\nm\n--model\nx\n--mode\njson\n--thinking\nxhigh\n");
-        free(id);
         const char *b[] = {"--executor", "opencode", "--model", "m/x", "--prompt", "p", NULL};
-        free(run_recorded(&x, b, &id));
-        assert_opencode_argv(&x, id, "m/x", "");
-        free(id);
-        world_free(&x);
-
-        char *const low_env[] = {"TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_DEFAULT_VARIANT=low", NULL};
-        x = world_new(low_env);
-        free(run_recorded(&x, a, &id));
-        assert_pi_argv(&x, id, "--provider\nm\n--model\nx\n--mode\njson\n--thinking\nlow\n");
-        free(id);
-        free(run_recorded(&x, b, &id));
-        assert_opencode_argv(&x, id, "m/x", "--variant\nlow\n");
-        free(id);
-        world_free(&x);
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++) {
+                _cleanup_free_ char *variant =
+                        defaults[i].variant ? strdup_printf("TASKFERRY_DEFAULT_VARIANT=%s", defaults[i].variant) : NULL;
+                char *const env[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", variant, NULL};
+                world x = world_new(env);
+                char *id = NULL;
+                free(run_recorded(&x, a, &id));
+                _cleanup_free_ char *pi_argv =
+                        strdup_printf("--provider\nm\n--model\nx\n--mode\njson\n--thinking\n%s\n", defaults[i].pi_thinking);
+                assert_pi_argv(&x, id, pi_argv);
+                free(id);
+                free(run_recorded(&x, b, &id));
+                assert_opencode_argv(&x, id, "m/x", defaults[i].opencode_flags);
+                free(id);
+                world_free(&x);
+        }
 
         char *const bad_env[] = {"TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_DEFAULT_VARIANT=extreme", NULL};
-        x = world_new(bad_env);
+        world x = world_new(bad_env);
         char *cmd = strdup_printf("timeout 20 %s; echo \"rc=$?\"", tf_bin("taskferryd"));
         tf_run r = tf_sh(x.w, NULL, cmd, true);
         ck_assert_msg(strstr(r.out, "rc=") && !strstr(r.out, "rc=0") && !strstr(r.out, "rc=124"), "%s %s", r.out,
@@ -542,22 +519,10 @@ START_TEST(d14_variant_defaults) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("dispatch-scenarios");
-        TCase *tc = tcase_create("dispatch");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, d1_opencode_argv_and_process);
-        tcase_add_test(tc, d1_pi_argv_and_default_executor);
-        tcase_add_test(tc, d2_validation);
-        tcase_add_test(tc, d4_prompt_preview);
-        tcase_add_test(tc, d5_large_prompt_opencode);
-        tcase_add_test(tc, d5_large_prompt_pi);
-        tcase_add_test(tc, d5_prompt_file_gone_after_spawn_failure);
-        tcase_add_test(tc, d11_class_and_parent);
-        tcase_add_test(tc, d13_prompt_augmentation);
-        tcase_add_test(tc, d14_variant_defaults);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("dispatch-scenarios", "dispatch", 120,
+                            TF_TESTS(d1_opencode_argv_and_process, d1_pi_argv_and_default_executor, d2_validation,
+                                     d4_prompt_preview, d5_large_prompt_opencode, d5_large_prompt_pi,
+                                     d5_prompt_file_gone_after_spawn_failure, d11_class_and_parent, d13_prompt_augmentation,
+                                     d14_variant_defaults));
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -26,32 +26,6 @@
 
 /* ---- helpers ---- */
 
-/* Still running (a zombie whose parent does not reap it counts as gone). */
-static bool pid_running(pid_t pid) {
-        if (kill(pid, 0) < 0) return false;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        FILE *f = fopen(path, "re");
-        if (!f) return false;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *p = strrchr(buf, ')');
-        return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
-}
-
-
-static void stop_daemon(tf_world *w, int sig) {
-        pid_t pid = tf_daemon_pid(w);
-        ck_assert_int_gt(pid, 0);
-        kill(pid, sig);
-        for (int i = 0; i < 1000 && pid_running(pid); i++) {
-                if (w->daemon_pid == pid) waitpid(pid, NULL, WNOHANG);
-                usleep(10000);
-        }
-        ck_assert_msg(!pid_running(pid), "daemon %d did not stop", (int) pid);
-}
-
 static char *mkid(int n) { return strdup_printf("oc_mtest%03d_%08x", n, 0xabc00000u + (unsigned) n); }
 
 /* A settled dispatch record as tasks.json holds it (lifecycle.md §1.2), with
@@ -101,20 +75,6 @@ static void write_tasks(tf_world *w, json_object *arr) {
         tf_write(tf_path(w->state, "tasks.json"), s, strlen(s), 0600);
 }
 
-/* The record with this id in tasks.json as it is on disk (new reference). */
-static json_object *disk_record(tf_world *w, const char *id) {
-        char *data = tf_read(tf_path(w->state, "tasks.json"), NULL);
-        json_object *arr = tf_json(data);
-        free(data);
-        json_object *found = NULL;
-        for (size_t i = 0; i < json_object_array_length(arr); i++) {
-                json_object *r = json_object_array_get_idx(arr, i);
-                if (streq_ptr(json_get_string(r, "id"), id)) found = json_object_get(r);
-        }
-        json_object_put(arr);
-        return found;
-}
-
 static bool overlay_dirs_null(json_object *rec) {
         json_object *v = NULL;
         return json_object_object_get_ex(rec, "overlayDirs", &v) && v == NULL;
@@ -152,11 +112,6 @@ static bool trash_empty(tf_world *w, void *arg) {
         return ok;
 }
 
-static char *daemon_log(tf_world *w) {
-        char *data = NULL;
-        if (read_file(tf_path(w->root, "daemon.log"), (size_t) 1 << 24, &data, NULL) < 0) data = strdup("");
-        return data;
-}
 
 /* ---- boot sweeps ---- */
 
@@ -164,8 +119,7 @@ static char *daemon_log(tf_world *w) {
  * and a rejected task, go (their overlayDirs persisted as null); the overlay
  * of a pending changeset stays, as do entries without the prefix; a symlink
  * planted under the root is removed without following it. */
-START_TEST(sweep_overlays) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sweep_overlays) {
         char *ovl = strdup_printf("%s/overlays", w->state);
         char *idp = mkid(1), *ida = mkid(2), *idr = mkid(3), *ido = mkid(4), *idl = mkid(5);
         char *rp = strdup_printf("%s/taskferry-cow-%s", ovl, idp), *ra = strdup_printf("%s/taskferry-cow-%s", ovl, ida),
@@ -197,35 +151,29 @@ START_TEST(sweep_overlays) {
         ck_assert_str_eq(precious, "keep\n");
         free(precious);
         /* persisted: the settled tasks no longer name their overlay, the pending one does */
-        json_object *rec = disk_record(w, ida);
+        json_object *rec = tf_task_record(w, ida);
         ck_assert_msg(rec && overlay_dirs_null(rec), "accepted task keeps overlayDirs: %s", json_to_line(rec, NULL));
         json_object_put(rec);
-        rec = disk_record(w, idr);
+        rec = tf_task_record(w, idr);
         ck_assert_msg(rec && overlay_dirs_null(rec), "rejected task keeps overlayDirs: %s", json_to_line(rec, NULL));
         json_object_put(rec);
-        rec = disk_record(w, idp);
+        rec = tf_task_record(w, idp);
         ck_assert_str_eq(strempty(json_get_string(json_get_object(rec, "overlayDirs"), "root")), rp);
         ck_assert_str_eq(strempty(json_get_string(rec, "changesetStatus")), "pending");
         json_object_put(rec);
         /* and the daemon says the same */
-        const char *st[] = {"status", ida, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, st);
-        ck_assert_int_eq(r.exit_code, 0);
-        json_object *o = tf_json(r.out);
+        json_object *o = tf_status_full(w, ida);
         ck_assert_ptr_null(json_get_object(o, "overlayDirs"));
         json_object_put(o);
-        tf_run_done(&r);
         free(idp), free(ida), free(idr), free(ido), free(idl);
         free(rp), free(ra), free(rr), free(ro), free(rl), free(other), free(outside), free(ovl);
-        tf_world_free(w);
 }
 END_TEST
 
 /* lifecycle.md §1.6 step 4: an output dir whose name is no task id goes; a
  * known task's output dir stays; a symlink there goes without its target
  * being touched. */
-START_TEST(sweep_output_dirs) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sweep_output_dirs) {
         char *outs = strdup_printf("%s/outputs", w->state);
         char *idk = mkid(11), *ido = mkid(12);
         char *known = strdup_printf("%s/%s", outs, idk), *orphan = strdup_printf("%s/%s", outs, ido),
@@ -257,21 +205,16 @@ START_TEST(sweep_output_dirs) {
         free(s);
         /* the known task is still there, naming its output dir */
         const char *st[] = {"status", idk, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, st);
-        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
-        json_object *o = tf_json(r.out);
+        json_object *o = tf_cli_json(w, st, 0);
         ck_assert_str_eq(strempty(tf_jstr(o, "outputDir")), known);
         json_object_put(o);
-        tf_run_done(&r);
         free(idk), free(ido), free(known), free(orphan), free(deep), free(link), free(outside), free(outs);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A tasks.json the daemon cannot read makes every entry look orphaned: the
  * sweeps must not run at all then. */
-START_TEST(sweep_skipped_when_state_unreadable) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(sweep_skipped_when_state_unreadable) {
         char *id = mkid(21);
         char *ov = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id), *out = strdup_printf("%s/outputs/%s", w->state, id);
         fake_overlay(ov);
@@ -283,7 +226,6 @@ START_TEST(sweep_skipped_when_state_unreadable) {
         ck_assert_msg(tf_exists(tf_path(ov, "upper/main/sub/edit.txt")), "swept an overlay though tasks.json is unreadable");
         ck_assert_msg(tf_exists(out), "swept an output dir though tasks.json is unreadable");
         free(id), free(ov), free(out);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -291,28 +233,16 @@ END_TEST
  * before its job removes the overlay; a daemon killed in between leaves a
  * real overlayfs upper/work (whiteouts, work/work at 000) owned by a
  * rejected task. The next start removes it and persists overlayDirs null. */
-START_TEST(sweep_overlay_of_interrupted_reject) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL,
-                    "mkdir -p %s/d && cd %s && git init -q && echo a > a && echo x > d/x && git add -A && git commit -qm a",
-                    repo, repo));
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt",
-                           "rm a; rm -r d; mkdir -p n/m; echo new > n/m/f", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
-        json_object_put(st);
-        const char *sf[] = {"status", id, "--full", "--json", NULL};
-        tf_run sr = tf_cli(w, NULL, NULL, sf);
-        json_object *rec = tf_json(sr.out);
-        tf_run_done(&sr);
+TF_WORLD_TEST(sweep_overlay_of_interrupted_reject) {
+        char *repo = tf_repo_new(w, NULL, "mkdir d && echo a > a && echo x > d/x");
+        char *id = tf_shell_pending(w, repo, NULL, "rm a; rm -r d; mkdir -p n/m; echo new > n/m/f", NULL);
+        json_object *rec = tf_status_full(w, id);
         char *root = strdup(strempty(json_get_string(json_get_object(rec, "overlayDirs"), "root")));
         json_object_put(rec);
         ck_assert_msg(tf_exists(root), "no overlay at %s", root);
         /* a clean stop: the settled record is on disk (a settlement is only
          * persisted by the 250 ms debounce), then what the killed reject left */
-        stop_daemon(w, SIGTERM);
+        tf_daemon_stop(w, SIGTERM);
         char *tasks = strdup(tf_path(w->state, "tasks.json"));
         free(tf_shf(w, NULL, "sed -i 's/\"changesetStatus\": \"pending\"/\"changesetStatus\": \"rejected\"/' %s && "
                              "grep -q '\"rejected\"' %s",
@@ -322,13 +252,12 @@ START_TEST(sweep_overlay_of_interrupted_reject) {
         ck_assert_msg(!tf_exists(root), "the rejected task's overlay %s survived the boot sweep", root);
         char *ovl = strdup_printf("%s/overlays", w->state);
         ck_assert_msg(tf_wait_until(trash_empty, w, ovl, 20000), "the trash under %s was never emptied", ovl);
-        rec = disk_record(w, id);
+        rec = tf_task_record(w, id);
         ck_assert_msg(rec && overlay_dirs_null(rec), "overlayDirs kept: %s", json_to_line(rec, NULL));
         json_object_put(rec);
         /* the live tree never saw any of it */
         ck_assert(tf_exists(tf_path(repo, "a")) && tf_exists(tf_path(repo, "d/x")) && !tf_exists(tf_path(repo, "n")));
         free(ovl), free(tasks), free(root), free(id), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -336,8 +265,7 @@ END_TEST
  * typing it) loads a tasks.json that may lag the first one's memory: it must
  * not sweep the output dir or overlay of a dispatch the first has not
  * flushed yet. It finds the socket taken and exits without sweeping. */
-START_TEST(second_daemon_does_not_sweep) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(second_daemon_does_not_sweep) {
         json_object *empty = json_object_new_array();
         write_tasks(w, empty);
         json_object_put(empty);
@@ -354,12 +282,11 @@ START_TEST(second_daemon_does_not_sweep) {
         run_result_done(&rr);
         ck_assert_msg(tf_exists(ov) && tf_exists(out), "a second daemon swept the first one's fresh dirs");
         /* the one daemon's next start does sweep them */
-        stop_daemon(w, SIGTERM);
+        tf_daemon_stop(w, SIGTERM);
         tf_daemon_start(w);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         ck_assert(!tf_exists(ov) && !tf_exists(out));
         free(id), free(ov), free(out);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -387,12 +314,8 @@ static bool enter_private_mount_ns(void) {
  * cannot unmount it, and removing through it would delete what it shows: the
  * sweep skips that overlay with a warning, and its record keeps overlayDirs
  * so the next start retries. */
-START_TEST(sweep_skips_mounted_overlay) {
-        tf_world *w = tf_world_new(NULL);
-        if (!enter_private_mount_ns()) {
-                tf_world_free(w);
-                return;
-        }
+TF_WORLD_TEST(sweep_skips_mounted_overlay) {
+        if (!enter_private_mount_ns()) return;
         char *id = mkid(31), *ido = mkid(32);
         char *ov = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id);
         char *orphan = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, ido);
@@ -410,16 +333,15 @@ START_TEST(sweep_skips_mounted_overlay) {
         ck_assert(!tf_exists(orphan)); /* the unmounted orphan is swept */
         ck_assert_msg(tf_exists(tf_path(mnt, "in-mount.txt")), "the sweep deleted files through a mount");
         ck_assert(tf_exists(ov));
-        char *log = daemon_log(w);
+        char *log = tf_daemon_log(w);
         ck_assert_msg(strstr(log, "still mounted"), "no warning about the mounted overlay: %s", log);
         free(log);
-        json_object *rec = disk_record(w, id);
+        json_object *rec = tf_task_record(w, id);
         ck_assert_msg(json_get_object(rec, "overlayDirs"), "overlayDirs dropped for an overlay still on disk");
         json_object_put(rec);
-        stop_daemon(w, SIGTERM);
+        tf_daemon_stop(w, SIGTERM);
         ck_assert_int_eq(umount2(mnt, MNT_DETACH), 0);
         free(id), free(ido), free(ov), free(orphan), free(mnt);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -462,22 +384,12 @@ static void leftovers_same(tf_world *w, Leftovers *before) {
         leftovers_done(&now);
 }
 
-static char *make_repo(tf_world *w, const char *name) {
-        char *repo = strdup(tf_path(w->repo_parent, name));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f.txt && git add f.txt && git commit -qm base",
-                    repo, repo));
-        return repo;
-}
-
 static int64_t count_of(tf_world *w, const char *status) {
         const char *list[] = {"list", "--all", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, list);
-        ck_assert_msg(r.exit_code == 0, "list: %s %s", r.out, r.err);
-        json_object *o = tf_json(r.out);
+        json_object *o = tf_cli_json(w, list, 0);
         int64_t n = -1;
         json_get_int64(json_get_object(o, "counts"), status, &n);
         json_object_put(o);
-        tf_run_done(&r);
         return n;
 }
 
@@ -504,15 +416,13 @@ static void undurable_dispatch(const char *how) {
                 ck_assert_int_eq(mkdir_p(w->state, 0700), 0);
                 ck_assert_msg(mount("tmpfs", w->state, "tmpfs", 0, "size=8m,mode=0700") == 0, "mount tmpfs: %m");
         }
-        char *repo = make_repo(w, "repo");
-        char *marks = strdup(tf_path(w->root, "marks"));
-        ck_assert_int_eq(mkdir_p(marks, 0777), 0);
-        ck_assert_int_eq(chmod(marks, 0777), 0);
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
+        char *marks = tf_shared_dir(w, "marks");
         char *ok_mark = strdup(tf_path(marks, "ok")), *bad_mark = strdup(tf_path(marks, "ran"));
         char *ok_prompt = strdup_printf("touch %s; echo ok > ok.txt", ok_mark);
         char *bad_prompt = strdup_printf("touch %s; echo bad > bad.txt", bad_mark);
-        const char *d_ok[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", ok_prompt, NULL};
-        char *id_ok = tf_dispatch(w, d_ok);
+        const char *d_ok[] = {"--rw-bind", marks, NULL};
+        char *id_ok = tf_dispatch_shell(w, repo, d_ok, ok_prompt);
         json_object *st = tf_wait_settled(w, id_ok);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
         json_object_put(st);
@@ -546,7 +456,7 @@ static void undurable_dispatch(const char *how) {
         /* disk fine again; a graceful stop would flush a record still in memory */
         if (full) ck_assert_int_eq(unlink(tf_path(w->state, "fill")), 0);
         else ck_assert_int_eq(umount2(w->state, MNT_DETACH), 0);
-        stop_daemon(w, SIGTERM);
+        tf_daemon_stop(w, SIGTERM);
         tf_daemon_start(w);
         ck_assert_int_eq(count_all(w), 1);
         usleep(1000 * 1000);
@@ -570,23 +480,20 @@ static bool n_running(tf_world *w, void *arg) { return count_of(w, "running") ==
 
 /* lifecycle.md §1.5 was "queued → unknown"; issue 6: tasks queued when the
  * daemon dies are queued again after the restart, in order. */
-START_TEST(queued_across_kill9) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=4", NULL};
-        tf_world *w = tf_world_new(extra);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST_ENV(queued_across_kill9, "TASKFERRY_MAX_CONCURRENT_TASKS=4") {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release"));
         char *ids[6];
         for (int i = 0; i < 6; i++) {
                 char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo %d > out-%d.txt; echo finished-%d",
                                              release, i, i, i);
-                const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
-                ids[i] = tf_dispatch(w, d);
+                ids[i] = tf_dispatch_shell(w, repo, NULL, prompt);
                 free(prompt);
         }
         int64_t four = 4;
         ck_assert_msg(tf_wait_until(n_running, w, &four, 30000), "4 workers never ran");
         ck_assert_int_eq(count_of(w, "queued"), 2);
-        stop_daemon(w, SIGKILL);
+        tf_daemon_stop(w, SIGKILL);
         /* the next CLI call starts a new daemon */
         ck_assert_int_eq(count_all(w), 6);
         tf_write(release, "", 0, 0644);
@@ -597,51 +504,22 @@ START_TEST(queued_across_kill9) {
                 ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
                 json_object_put(st);
                 const char *res[] = {"result", ids[i], "--json", NULL};
-                tf_run r = tf_cli(w, NULL, NULL, res);
-                json_object *o = tf_json(r.out);
+                json_object *o = tf_cli_json(w, res, 0);
                 char *want = strdup_printf("+%d", i), *msg = strdup_printf("finished-%d\n", i);
                 ck_assert_str_eq(strempty(tf_jstr(o, "message")), msg);
                 ck_assert_msg(strstr(strempty(tf_jstr(o, "diff")), want), "diff of %d: %s", i, tf_jstr(o, "diff"));
                 free(want), free(msg);
                 json_object_put(o);
-                tf_run_done(&r);
                 free(ids[i]);
         }
         free(repo), free(release);
-        tf_world_free(w);
 }
 END_TEST
 
 /* `status <id> --full --json` once settled (new reference). */
 static json_object *settled_status(tf_world *w, const char *id) {
         json_object_put(tf_wait_settled(w, id));
-        const char *st[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, st);
-        ck_assert_msg(r.exit_code == 0, "status %s: %s %s", id, r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
-}
-
-static bool is_status(tf_world *w, const char *id, const char *want) {
-        const char *st[] = {"status", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, st);
-        bool ok = false;
-        if (r.exit_code == 0) {
-                json_object *o = tf_json(r.out);
-                ok = streq_ptr(tf_jstr(o, "status"), want);
-                json_object_put(o);
-        }
-        tf_run_done(&r);
-        return ok;
-}
-
-typedef struct StatusArg {
-        const char *id, *status;
-} StatusArg;
-static bool has_status(tf_world *w, void *arg) {
-        StatusArg *a = arg;
-        return is_status(w, a->id, a->status);
+        return tf_status_full(w, id);
 }
 
 /* Does any file under dir hold needle? (grep -r; "" if none) */
@@ -659,10 +537,8 @@ static char *files_holding(tf_world *w, const char *dir, const char *needle) {
  * request file holding the env is 0600 in a 0700 dir while queued and gone
  * once the task launched; the secret appears in no file of the state dir,
  * nor in the daemon's log. */
-START_TEST(queued_keeps_env_and_binds_across_kill9) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST_ENV(queued_keeps_env_and_binds_across_kill9, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release-env"));
         char *ro = strdup(tf_path(w->root, "ro-data"));
         ck_assert_int_eq(mkdir_p(ro, 0755), 0);
@@ -672,18 +548,16 @@ START_TEST(queued_keeps_env_and_binds_across_kill9) {
         tf_daemon_start(w); /* the daemon's own env has no TF_TEST_SECRET */
 
         char *pa = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done", release);
-        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
-        char *a = tf_dispatch(w, da);
-        StatusArg ra = {a, "running"};
-        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        char *a = tf_dispatch_shell(w, repo, NULL, pa);
+        ck_assert(tf_wait_status(w, a, "running", 30000));
         char *pb = strdup_printf("printf '%%s\\n' \"$TF_TEST_SECRET\" > env.txt; cat %s/seen.txt > ro.txt; "
                                  "if touch %s/probe 2>/dev/null; then echo writable; else echo read-only; fi > bind.txt",
                                  ro, ro);
         tf_world_setenv(w, "TF_TEST_SECRET", secret); /* the caller's env (the CLI forwards all of it) */
-        const char *db[] = {"--executor", "shell", "--directory", repo, "--no-overlay", "--ro-bind", ro, "--prompt", pb, NULL};
-        char *b = tf_dispatch(w, db);
+        const char *db[] = {"--no-overlay", "--ro-bind", ro, NULL};
+        char *b = tf_dispatch_shell(w, repo, db, pb);
         tf_world_setenv(w, "TF_TEST_SECRET", "the-daemons-own-value");
-        ck_assert(is_status(w, b, "queued"));
+        ck_assert(tf_status_is(w, b, "queued"));
 
         /* while queued: the request file, private */
         char *tdir = strdup_printf("%s/tasks/%s", w->state, b);
@@ -703,9 +577,9 @@ START_TEST(queued_keeps_env_and_binds_across_kill9) {
         char *a_req = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, a);
         ck_assert_msg(!tf_exists(a_req), "the launched task's request file is still there");
 
-        stop_daemon(w, SIGKILL);
+        tf_daemon_stop(w, SIGKILL);
         tf_daemon_start(w); /* its environment says TF_TEST_SECRET=the-daemons-own-value */
-        ck_assert(is_status(w, b, "queued"));
+        ck_assert(tf_status_is(w, b, "queued"));
         tf_write(release, "", 0, 0644);
         json_object *sb = settled_status(w, b);
         ck_assert_msg(streq(strempty(tf_jstr(sb, "status")), "done"), "after the restart: %s", json_to_line(sb, NULL));
@@ -735,12 +609,11 @@ START_TEST(queued_keeps_env_and_binds_across_kill9) {
         where = files_holding(w, w->run, secret);
         ck_assert_msg(!*where, "the secret is in %s", where);
         free(where);
-        char *log = daemon_log(w);
+        char *log = tf_daemon_log(w);
         ck_assert_msg(!strstr(log, secret), "the secret is in the daemon's log");
         free(log);
         free(want_env), free(a_req), free(tdir), free(req), free(pa), free(pb), free(a), free(b);
         free(repo), free(release), free(ro);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -748,24 +621,18 @@ END_TEST
  * orphaned one (a task no longer queued, a task dir of no task, a temp file
  * of an interrupted write) is swept at the next start; a queued task whose
  * request is missing crashes with a reason instead of running without it. */
-START_TEST(launch_request_lifetime) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST_ENV(launch_request_lifetime, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release-life"));
-        char *marks = strdup(tf_path(w->root, "marks"));
-        ck_assert_int_eq(mkdir_p(marks, 0777), 0);
-        ck_assert_int_eq(chmod(marks, 0777), 0);
+        char *marks = tf_shared_dir(w, "marks");
         tf_daemon_start(w);
         char *pa = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done", release);
-        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
-        char *a = tf_dispatch(w, da);
-        StatusArg ra = {a, "running"};
-        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        char *a = tf_dispatch_shell(w, repo, NULL, pa);
+        ck_assert(tf_wait_status(w, a, "running", 30000));
         char *pq = strdup_printf("touch %s/ran-q", marks), *pl = strdup_printf("touch %s/ran-l", marks);
-        const char *dq[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", pq, NULL};
-        const char *dl[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", pl, NULL};
-        char *c = tf_dispatch(w, dq), *q = tf_dispatch(w, dq), *l = tf_dispatch(w, dl);
+        const char *bind[] = {"--rw-bind", marks, NULL};
+        char *c = tf_dispatch_shell(w, repo, bind, pq), *q = tf_dispatch_shell(w, repo, bind, pq);
+        char *l = tf_dispatch_shell(w, repo, bind, pl);
         char *req_c = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, c);
         char *req_q = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, q);
         char *req_l = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, l);
@@ -776,7 +643,7 @@ START_TEST(launch_request_lifetime) {
         tf_run_done(&r);
         ck_assert_msg(!tf_exists(req_c), "a cancelled task's request file stayed");
 
-        stop_daemon(w, SIGKILL);
+        tf_daemon_stop(w, SIGKILL);
         /* orphans as a crash can leave them */
         char *a_dir = strdup_printf("%s/tasks/%s", w->state, a);
         tf_write(tf_path(a_dir, "pending-launch.json"), "{}", 2, 0600);
@@ -805,7 +672,6 @@ START_TEST(launch_request_lifetime) {
         ck_assert(!tf_exists(req_q));
         free(a_dir), free(stray), free(req_c), free(req_q), free(req_l), free(pq), free(pl), free(pa);
         free(a), free(c), free(q), free(l), free(marks), free(release), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -813,19 +679,15 @@ END_TEST
  * with a cap of 1, B and C queued behind A when the daemon is killed; A
  * finishes while no daemon runs; D is dispatched by the call that starts the
  * next daemon. They run A, B, C, D. */
-START_TEST(queued_order_across_kill9) {
-        char *extra[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST_ENV(queued_order_across_kill9, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release-order"));
-        char *marks = strdup(tf_path(w->root, "marks"));
-        ck_assert_int_eq(mkdir_p(marks, 0777), 0);
-        ck_assert_int_eq(chmod(marks, 0777), 0);
+        char *marks = tf_shared_dir(w, "marks");
         char *order = strdup(tf_path(marks, "order"));
         char *ids[4];
         for (int i = 0; i < 4; i++) {
                 if (i == 3) {
-                        stop_daemon(w, SIGKILL);
+                        tf_daemon_stop(w, SIGKILL);
                         tf_write(release, "", 0, 0644);
                         usleep(500 * 1000); /* A's worker ends while no daemon runs */
                 }
@@ -834,13 +696,10 @@ START_TEST(queued_order_across_kill9) {
                         free(p);
                         p = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo A >> %s", release, order);
                 }
-                const char *d[] = {"--executor", "shell", "--directory", repo, "--rw-bind", marks, "--prompt", p, NULL};
-                ids[i] = tf_dispatch(w, d);
+                const char *bind[] = {"--rw-bind", marks, NULL};
+                ids[i] = tf_dispatch_shell(w, repo, bind, p);
                 free(p);
-                if (i == 0) {
-                        StatusArg ra = {ids[0], "running"};
-                        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
-                }
+                if (i == 0) ck_assert(tf_wait_status(w, ids[0], "running", 30000));
         }
         for (int i = 0; i < 4; i++) {
                 json_object *st = tf_wait_settled(w, ids[i]);
@@ -851,40 +710,25 @@ START_TEST(queued_order_across_kill9) {
         char *got = tf_read(order, NULL);
         ck_assert_msg(streq(got, "A\nB\nC\nD\n"), "ran in the order %s", got);
         free(got), free(order), free(marks), free(release), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- settlement across a crash ---- */
 
-/* The daemon's descendants (children, theirs, ...), from /proc. */
+static bool child_of(pid_t pid, void *parent) {
+        pid_t ppid;
+        return tf_proc_stat(pid, &ppid, NULL, NULL) && ppid == *(pid_t *) parent;
+}
+
+/* The daemon's descendants (children, theirs, ...), from /proc: their
+ * count, at most max of them in out. */
 static size_t descendants_of(pid_t root, pid_t *out, size_t max) {
         size_t n = 0;
-        pid_t frontier[256];
-        size_t nf = 0;
-        frontier[nf++] = root;
-        while (nf > 0 && n < max) {
-                pid_t parent = frontier[--nf];
-                DIR *d = opendir("/proc");
-                if (!d) break;
-                for (struct dirent *de; (de = readdir(d));) {
-                        pid_t pid = (pid_t) atoi(de->d_name);
-                        if (pid <= 0) continue;
-                        char path[64], buf[512];
-                        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-                        FILE *f = fopen(path, "re");
-                        if (!f) continue;
-                        size_t k = fread(buf, 1, sizeof buf - 1, f);
-                        fclose(f);
-                        buf[k] = 0;
-                        const char *p = strrchr(buf, ')');
-                        int ppid = 0;
-                        char state;
-                        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || ppid != parent) continue;
-                        if (n < max) out[n++] = pid;
-                        if (nf < ELEMENTSOF(frontier)) frontier[nf++] = pid;
-                }
-                closedir(d);
+        pid_t parent = root;
+        for (size_t next = 0;; parent = out[next++]) {
+                size_t k = tf_procs(child_of, &parent, out + n, max - n);
+                n += k < max - n ? k : max - n;
+                if (next == n || n == max) break;
         }
         return n;
 }
@@ -903,17 +747,15 @@ static bool dir_has_prefix(const char *dir, const char *prefix) {
  * (git) die with the daemon, so nothing writes the scratch dir or the patch
  * after it; the next daemon re-settles from exit.json and the changeset is
  * exact, with no changesetError. */
-START_TEST(kill9_during_extraction) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST(kill9_during_extraction) {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         const int N = 4000;
         tf_daemon_start(w);
         pid_t daemon = tf_daemon_pid(w);
         char *prompt = strdup_printf("mkdir -p many && i=0; while [ $i -lt %d ]; do echo \"line $i\" > many/f$i.txt; "
                                      "i=$((i+1)); done; echo edited > f.txt",
                                      N);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
-        char *id = tf_dispatch(w, d);
+        char *id = tf_dispatch_shell(w, repo, NULL, prompt);
         char *root = strdup_printf("%s/overlays/taskferry-cow-%s", w->state, id);
         bool seen = false;
         for (int i = 0; i < 60000 && !seen; i++) {
@@ -931,7 +773,7 @@ START_TEST(kill9_during_extraction) {
         for (size_t i = 0; i < nk; i++) {
                 bool gone = false;
                 for (int k = 0; k < 300 && !gone; k++) {
-                        gone = !pid_running(kids[i]);
+                        gone = !tf_pid_running(kids[i]);
                         if (!gone) usleep(10000);
                 }
                 char comm[64] = "?";
@@ -944,7 +786,7 @@ START_TEST(kill9_during_extraction) {
                 free(cp);
                 ck_assert_msg(gone, "process %d (%s) of the killed daemon still runs", (int) kids[i], comm);
         }
-        json_object *rec = disk_record(w, id);
+        json_object *rec = tf_task_record(w, id);
         ck_assert_msg(streq(strempty(json_get_string(rec, "status")), "running"), "settled before the kill: %s",
                       json_to_line(rec, NULL));
         json_object_put(rec);
@@ -956,10 +798,7 @@ START_TEST(kill9_during_extraction) {
                       "re-settled: %s", json_to_line(st, NULL));
         json_object_put(st);
         ck_assert_msg(!dir_has_prefix(root, "scratch"), "a scratch dir is left in %s", root);
-        const char *acc[] = {"accept", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, acc);
-        ck_assert_msg(r.exit_code == 0, "accept: %s %s", r.out, r.err);
-        tf_run_done(&r);
+        tf_accept_ok(w, id);
         /* exactly the worker's files: the same tree written again outside
          * the repository, compared byte for byte (a cat per file cost 4000
          * forks of the shell) */
@@ -972,7 +811,6 @@ START_TEST(kill9_during_extraction) {
         ck_assert_msg(streq(check, want), "after accept: %s, want %s", check, want);
         free(expect);
         free(check), free(want), free(root), free(id), free(prompt), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -982,17 +820,14 @@ END_TEST
  * (running, pending, overlayDirs naming the removed overlay), exit.json,
  * the empty patch. The next daemon settles it as a never-interrupted one
  * would have: done, changeset accepted (empty), no changesetError. */
-START_TEST(crash_after_empty_extraction) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST(crash_after_empty_extraction) {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release-empty"));
         char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done; echo no changes", release);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
-        char *id = tf_dispatch(w, d);
-        StatusArg ra = {id, "running"};
-        ck_assert(tf_wait_until(has_status, w, &ra, 30000));
+        char *id = tf_dispatch_shell(w, repo, NULL, prompt);
+        ck_assert(tf_wait_status(w, id, "running", 30000));
         usleep(500 * 1000); /* the post-spawn flush (shimPid) is on disk */
-        json_object *at_launch = disk_record(w, id);
+        json_object *at_launch = tf_task_record(w, id);
         ck_assert_str_eq(strempty(json_get_string(at_launch, "status")), "running");
         const char *root = json_get_string(json_get_object(at_launch, "overlayDirs"), "root");
         ck_assert_msg(root && tf_exists(root), "no overlay at launch: %s", json_to_line(at_launch, NULL));
@@ -1001,7 +836,7 @@ START_TEST(crash_after_empty_extraction) {
         ck_assert_msg(streq(strempty(tf_jstr(st, "changesetStatus")), "accepted") && !tf_exists(root),
                       "a no-change task: %s", json_to_line(st, NULL));
         json_object_put(st);
-        stop_daemon(w, SIGTERM);
+        tf_daemon_stop(w, SIGTERM);
         char *patch = strdup_printf("%s/diffs/%s.patch", w->state, id);
         size_t plen = 1;
         free(tf_read(patch, &plen));
@@ -1020,7 +855,6 @@ START_TEST(crash_after_empty_extraction) {
         json_object_put(st);
         json_object_put(at_launch);
         free(patch), free(id), free(prompt), free(release), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -1032,9 +866,8 @@ END_TEST
  * tree holds exactly one of them, whole. Ten rounds. The 1000 edits widen
  * the window in which an unserialized second apply reads f.txt before the
  * first writes it (both would apply, the tree a mix of the two). */
-START_TEST(concurrent_accepts_one_file) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST(concurrent_accepts_one_file) {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         free(tf_shf(w, repo, "mkdir x y && i=0; while [ $i -lt 1000 ]; do echo x > x/$i; echo y > y/$i; i=$((i+1)); done; "
                              "git add -A && git commit -qm many"));
         for (int round = 0; round < 10; round++) {
@@ -1042,9 +875,7 @@ START_TEST(concurrent_accepts_one_file) {
                                          round, round);
                 char *pb = strdup_printf("echo B%d > f.txt; for f in y/*; do echo B%d >> $f; done; echo b > zb%d.txt", round,
                                          round, round);
-                const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", pa, NULL};
-                const char *db[] = {"--executor", "shell", "--directory", repo, "--prompt", pb, NULL};
-                char *a = tf_dispatch(w, da), *b = tf_dispatch(w, db);
+                char *a = tf_dispatch_shell(w, repo, NULL, pa), *b = tf_dispatch_shell(w, repo, NULL, pb);
                 json_object *sa = tf_wait_settled(w, a), *sb = tf_wait_settled(w, b);
                 ck_assert_msg(streq(strempty(tf_jstr(sa, "changesetStatus")), "pending") &&
                                       streq(strempty(tf_jstr(sb, "changesetStatus")), "pending"),
@@ -1073,12 +904,9 @@ START_TEST(concurrent_accepts_one_file) {
                               app_a ? rb : ra);
                 ck_assert_msg(!strstr(reason, "already being accepted"), "round %d: refused as busy, not by git: %s",
                               round, reason);
-                const char *st[] = {"status", lid, "--json", NULL};
-                tf_run r = tf_cli(w, NULL, NULL, st);
-                json_object *so = tf_json(r.out);
-                ck_assert_str_eq(strempty(tf_jstr(so, "changesetStatus")), "pending");
-                json_object_put(so);
-                tf_run_done(&r);
+                char *cs = tf_changeset_status(w, lid);
+                ck_assert_str_eq(cs, "pending");
+                free(cs);
                 /* the tree: exactly the winner's change, whole */
                 char *f = tf_read(tf_path(repo, "f.txt"), NULL);
                 char *want = strdup_printf("%c%d\n", app_a ? 'A' : 'B', round);
@@ -1098,7 +926,7 @@ START_TEST(concurrent_accepts_one_file) {
                 /* settle the round: the winner's change is the new base */
                 free(tf_shf(w, repo, "git add -A && git commit -qm round"));
                 const char *rj[] = {"reject", lid, "--json", NULL};
-                r = tf_cli(w, NULL, NULL, rj);
+                tf_run r = tf_cli(w, NULL, NULL, rj);
                 ck_assert_int_eq(r.exit_code, 0);
                 tf_run_done(&r);
                 (void) wid;
@@ -1107,40 +935,18 @@ START_TEST(concurrent_accepts_one_file) {
                 free(ra), free(rb), free(la), free(lb), free(pa), free(pb), free(a), free(b);
         }
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
+int main(void) {
         Suite *s = suite_create("durability");
-        TCase *sw = tcase_create("sweeps");
-        tcase_set_timeout(sw, 120);
-        tcase_add_test(sw, sweep_overlays);
-        tcase_add_test(sw, sweep_output_dirs);
-        tcase_add_test(sw, sweep_skipped_when_state_unreadable);
-        tcase_add_test(sw, sweep_skips_mounted_overlay);
-        tcase_add_test(sw, second_daemon_does_not_sweep);
-        tcase_add_test(sw, sweep_overlay_of_interrupted_reject);
-        suite_add_tcase(s, sw);
-        TCase *se = tcase_create("settle");
-        tcase_set_timeout(se, 600);
-        tcase_add_test(se, kill9_during_extraction);
-        tcase_add_test(se, crash_after_empty_extraction);
-        suite_add_tcase(s, se);
-        TCase *ca = tcase_create("accepts");
-        tcase_set_timeout(ca, 900);
-        tcase_add_test(ca, concurrent_accepts_one_file);
-        suite_add_tcase(s, ca);
-        TCase *tc = tcase_create("durable");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, dispatch_fails_on_read_only_state);
-        tcase_add_test(tc, dispatch_fails_on_full_disk);
-        tcase_add_test(tc, queued_across_kill9);
-        tcase_add_test(tc, queued_keeps_env_and_binds_across_kill9);
-        tcase_add_test(tc, launch_request_lifetime);
-        tcase_add_test(tc, queued_order_across_kill9);
-        suite_add_tcase(s, tc);
-        return s;
+        tf_add_tests(s, "sweeps", 120,
+                     TF_TESTS(sweep_overlays, sweep_output_dirs, sweep_skipped_when_state_unreadable,
+                              sweep_skips_mounted_overlay, second_daemon_does_not_sweep, sweep_overlay_of_interrupted_reject));
+        tf_add_tests(s, "settle", 600, TF_TESTS(kill9_during_extraction, crash_after_empty_extraction));
+        tf_add_tests(s, "accepts", 900, TF_TESTS(concurrent_accepts_one_file));
+        tf_add_tests(s, "durable", 300,
+                     TF_TESTS(dispatch_fails_on_read_only_state, dispatch_fails_on_full_disk, queued_across_kill9,
+                              queued_keeps_env_and_binds_across_kill9, launch_request_lifetime, queued_order_across_kill9));
+        return tf_run_suite(s);
 }
-
-int main(void) { return tf_run_suite(suite()); }

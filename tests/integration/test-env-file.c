@@ -23,26 +23,6 @@
 
 #define SECRET "sk-envfile-7f3c9a1e5b2d4c6e8a0b"
 
-/* The CLI's output with JSON string escapes undone. */
-static char *plain(const char *out) {
-        char *s = strdup(out), *d = s;
-        ck_assert_ptr_nonnull(s);
-        for (const char *p = out; *p; p++) {
-                if (p[0] == '\\' && (p[1] == '"' || p[1] == '\\')) *d++ = *++p;
-                else if (p[0] == '\\' && p[1] == 'n') *d++ = '\n', p++;
-                else *d++ = *p;
-        }
-        *d = 0;
-        return s;
-}
-
-/* The documented place: ~/.config/taskferry/env (malloc'd). */
-static char *env_path(tf_world *w) {
-        _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        return strdup_printf("%s/env", dir);
-}
-
 /* Replace the file atomically: a temp file beside it, renamed over it. */
 static void write_atomic(const char *path, const char *text) {
         _cleanup_free_ char *tmp = strdup_printf("%s.tmp-XXXXXX", path);
@@ -62,23 +42,10 @@ static void write_in_place(const char *path, const char *text) {
         close(fd);
 }
 
-static char *daemon_log(tf_world *w) {
-        _cleanup_free_ char *p = strdup_printf("%s/daemon.log", w->root);
-        char *s = NULL;
-        if (read_file(p, (size_t) 1 << 26, &s, NULL) < 0) s = strdup("");
-        return s;
-}
-
-static size_t count(const char *hay, const char *needle) {
-        size_t n = 0;
-        for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
-        return n;
-}
-
 /* Reload outcomes ("reloaded (" or "reload failed") the daemon logged. */
 static size_t reloads(tf_world *w) {
-        _cleanup_free_ char *log = daemon_log(w);
-        return count(log, "reloaded (") + count(log, "env file reload failed");
+        _cleanup_free_ char *log = tf_daemon_log(w);
+        return tf_count(log, "reloaded (") + tf_count(log, "env file reload failed");
 }
 
 typedef struct {
@@ -91,25 +58,14 @@ static bool pred_reloads(tf_world *w, void *arg) { return reloads(w) >= ((reload
 static void wait_reload(tf_world *w, size_t before) {
         reload_wait rw = {before + 1};
         if (!tf_wait_until(pred_reloads, w, &rw, 10000)) {
-                _cleanup_free_ char *log = daemon_log(w);
+                _cleanup_free_ char *log = tf_daemon_log(w);
                 ck_abort_msg("the daemon never reloaded the env file (%zu outcomes before); its log:\n%s", before, log);
         }
 }
 
-/* A shell task; returns its stdout. */
+/* A shell task in the world's repo_parent, which must end done; its stdout. */
 static char *run_shell(tf_world *w, const char *const extra[], const char *script) {
-        const char *argv[24] = {"--executor", "shell", "--directory", w->repo_parent};
-        size_t n = 4;
-        for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
-        argv[n++] = "--prompt";
-        argv[n++] = script;
-        argv[n] = NULL;
-        _cleanup_free_ char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_msg(streq_ptr(json_get_string(st, "status"), "done"), "task %s: %s", id,
-                      json_object_to_json_string(st));
-        json_object_put(st);
-        return tf_task_message(w, id);
+        return tf_shell_done_output(w, w->repo_parent, extra, script, NULL);
 }
 
 /* What a worker sees of $name, as "<value>" or "-" if unset. */
@@ -131,7 +87,7 @@ static const char HASH_K[] = "printf %s \"$K\" | sha256sum | cut -c1-16 | tr -d 
 static void refuses(tf_world *w, const char *const *want, const char *not) {
         const char *l[] = {"list", NULL};
         tf_run r = tf_cli(w, NULL, NULL, l);
-        _cleanup_free_ char *out = plain(r.out);
+        _cleanup_free_ char *out = tf_unescape(r.out);
         ck_assert_msg(r.exit_code == 1, "exit %d: %s", r.exit_code, out);
         ck_assert_msg(strstr(out, "daemon boot failed: "), "%s", out);
         for (size_t i = 0; want[i]; i++) ck_assert_msg(strstr(out, want[i]), "want %s: %s", want[i], out);
@@ -146,8 +102,7 @@ static void refuses(tf_world *w, const char *const *want, const char *not) {
 
 START_TEST(bad_file_refuses_start) {
         tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        _cleanup_free_ char *p = tf_env_file(w, NULL);
         /* missing */
         const char *missing[] = {"not found", p, "TASKFERRY_ENV_FILE", "envFile", NULL};
         refuses(w, missing, NULL);
@@ -210,15 +165,13 @@ START_TEST(watch_failure_is_a_warning) {
                 return;
         }
         tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        tf_write(p, "PLAIN=kept\n", strlen("PLAIN=kept\n"), 0600);
+        _cleanup_free_ char *p = tf_env_file(w, "PLAIN=kept\n");
         _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
         ck_assert_int_eq(chmod(dir, 0300), 0);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
         tf_daemon_start(w);
         _cleanup_free_ char *v = worker_value(w, "PLAIN");
         ck_assert_str_eq(v, "kept");
-        _cleanup_free_ char *log = daemon_log(w);
+        _cleanup_free_ char *log = tf_daemon_log(w);
         ck_assert_msg(strstr(log, "live updates are off"), "%s", log);
         ck_assert_int_eq(chmod(dir, 0700), 0);
         tf_world_free(w);
@@ -227,12 +180,8 @@ END_TEST
 
 /* ---- values, layers, reload ---- */
 
-START_TEST(values_reach_workers_and_reload_live) {
-        tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        tf_write(p, "# provider key\nexport K=" SECRET "\nPLAIN=one\n", strlen("# provider key\nexport K=" SECRET "\nPLAIN=one\n"),
-                 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+TF_WORLD_TEST(values_reach_workers_and_reload_live) {
+        _cleanup_free_ char *p = tf_env_file(w, "# provider key\nexport K=" SECRET "\nPLAIN=one\n");
         tf_daemon_start(w);
         _cleanup_free_ char *want = hash_of(w, SECRET);
         _cleanup_free_ char *got = run_shell(w, NULL, HASH_K);
@@ -240,57 +189,43 @@ START_TEST(values_reach_workers_and_reload_live) {
         _cleanup_free_ char *v1 = worker_value(w, "PLAIN");
         ck_assert_str_eq(v1, "one");
 
-        /* temp + rename: the next dispatch sees it, no restart */
         pid_t pid = tf_daemon_pid(w);
-        size_t n = reloads(w);
-        write_atomic(p, "K=" SECRET "\nPLAIN=two\n");
-        wait_reload(w, n);
-        _cleanup_free_ char *v2 = worker_value(w, "PLAIN");
-        ck_assert_str_eq(v2, "two");
-        /* in place */
-        n = reloads(w);
-        write_in_place(p, "K=" SECRET "\nPLAIN=three\nNEW=added\n");
-        wait_reload(w, n);
-        _cleanup_free_ char *v3 = worker_value(w, "PLAIN"), *v3b = worker_value(w, "NEW");
-        ck_assert_str_eq(v3, "three");
-        ck_assert_str_eq(v3b, "added");
-        /* whole-map replacement: a name dropped from the file is gone */
-        n = reloads(w);
-        write_atomic(p, "K=" SECRET "\nPLAIN=four\n");
-        wait_reload(w, n);
-        _cleanup_free_ char *v4 = worker_value(w, "NEW"), *v4b = worker_value(w, "PLAIN");
-        ck_assert_str_eq(v4, "-");
-        ck_assert_str_eq(v4b, "four");
-
-        /* broken rewrites keep the last good values: a malformed line, a
-         * mode with group/other bits, the file gone */
-        n = reloads(w);
-        write_in_place(p, "K=" SECRET "\nPLAIN=\"broken\n");
-        wait_reload(w, n);
-        _cleanup_free_ char *b1 = worker_value(w, "PLAIN");
-        ck_assert_str_eq(b1, "four");
-        n = reloads(w);
-        write_atomic(p, "PLAIN=five\n");
-        wait_reload(w, n);
-        n = reloads(w);
-        ck_assert_int_eq(chmod(p, 0644), 0);
-        wait_reload(w, n);
-        _cleanup_free_ char *b2 = worker_value(w, "PLAIN"), *b2k = worker_value(w, "K");
-        ck_assert_str_eq(b2, "five");
-        ck_assert_str_eq(b2k, "-");
-        n = reloads(w);
-        ck_assert_int_eq(unlink(p), 0);
-        wait_reload(w, n);
-        _cleanup_free_ char *b3 = worker_value(w, "PLAIN");
-        ck_assert_str_eq(b3, "five");
-        /* back: picked up again */
-        n = reloads(w);
-        write_atomic(p, "PLAIN=six\n");
-        wait_reload(w, n);
-        _cleanup_free_ char *v6 = worker_value(w, "PLAIN");
-        ck_assert_str_eq(v6, "six");
+        enum { ATOMIC, IN_PLACE, MODE_0644, REMOVED };
+        static const struct {
+                int how;
+                const char *text;                /* the new content (ATOMIC, IN_PLACE) */
+                const char *name[2], *value[2]; /* what the next worker sees (name NULL: nothing checked) */
+        } steps[] = {
+                /* temp + rename: the next dispatch sees it, no restart */
+                {ATOMIC, "K=" SECRET "\nPLAIN=two\n", {"PLAIN"}, {"two"}},
+                /* in place */
+                {IN_PLACE, "K=" SECRET "\nPLAIN=three\nNEW=added\n", {"PLAIN", "NEW"}, {"three", "added"}},
+                /* whole-map replacement: a name dropped from the file is gone */
+                {ATOMIC, "K=" SECRET "\nPLAIN=four\n", {"NEW", "PLAIN"}, {"-", "four"}},
+                /* broken rewrites keep the last good values: a malformed line, a
+                 * mode with group/other bits, the file gone */
+                {IN_PLACE, "K=" SECRET "\nPLAIN=\"broken\n", {"PLAIN"}, {"four"}},
+                {ATOMIC, "PLAIN=five\n", {NULL}, {NULL}},
+                {MODE_0644, NULL, {"PLAIN", "K"}, {"five", "-"}},
+                {REMOVED, NULL, {"PLAIN"}, {"five"}},
+                /* back: picked up again */
+                {ATOMIC, "PLAIN=six\n", {"PLAIN"}, {"six"}},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                size_t n = reloads(w);
+                if (steps[i].how == ATOMIC) write_atomic(p, steps[i].text);
+                else if (steps[i].how == IN_PLACE) write_in_place(p, steps[i].text);
+                else if (steps[i].how == MODE_0644) ck_assert_int_eq(chmod(p, 0644), 0);
+                else ck_assert_int_eq(unlink(p), 0);
+                wait_reload(w, n);
+                for (size_t k = 0; k < 2 && steps[i].name[k]; k++) {
+                        _cleanup_free_ char *v = worker_value(w, steps[i].name[k]);
+                        ck_assert_msg(streq(v, steps[i].value[k]), "step %zu: a worker sees %s=%s, want %s", i,
+                                      steps[i].name[k], v, steps[i].value[k]);
+                }
+        }
         /* events for other files of the directory do not reload */
-        n = reloads(w);
+        size_t n = reloads(w);
         _cleanup_free_ char *other = strdup_printf("%s.other", p);
         tf_write(other, "x", 1, 0600);
         usleep(400 * 1000);
@@ -298,7 +233,7 @@ START_TEST(values_reach_workers_and_reload_live) {
         ck_assert_int_eq(tf_daemon_pid(w), pid);
 
         /* the warnings name the path and the rule, never the content */
-        _cleanup_free_ char *log = daemon_log(w);
+        _cleanup_free_ char *log = tf_daemon_log(w);
         ck_assert_msg(strstr(log, "keeping the previous values"), "%s", log);
         ck_assert_msg(strstr(log, "unterminated double-quoted value"), "%s", log);
         ck_assert_msg(strstr(log, "readable by group or other"), "%s", log);
@@ -310,27 +245,20 @@ START_TEST(values_reach_workers_and_reload_live) {
         _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null | grep -vF -- %s || true", SECRET,
                                            q, qx);
         ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
-        tf_world_free(w);
 }
 END_TEST
 
 START_TEST(plumbing_and_denylist_never_from_the_file) {
         tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
         static const char *const plumbing[] = {"PATH", "HOME", "TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR",
                                                "TASKFERRY_CACHE_DIR", "TASKFERRY_SOCKET_PATH",
                                                "TASKFERRY_OVERLAY_TMP_DIR"};
         _cleanup_free_ char *text = strdup("");
         for (size_t i = 0; i < ELEMENTSOF(plumbing); i++) {
-                char *t = strdup_printf("%s%s=/evilmark-%zu\n", text, plumbing[i], i);
-                free(text);
-                text = t;
+                tf_appendf(&text, "%s=/evilmark-%zu\n", plumbing[i], i);
         }
-        char *t = strdup_printf("%sDENIED_ONE=evilmark-d1\nDENIED_TWO=evilmark-d2\nALLOWED=fine\n", text);
-        free(text);
-        text = t;
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        tf_appendf(&text, "DENIED_ONE=evilmark-d1\nDENIED_TWO=evilmark-d2\nALLOWED=fine\n");
+        _cleanup_free_ char *p = tf_env_file(w, text);
         tf_world_setenv(w, "TASKFERRY_ENV_DENYLIST", "DENIED_ONE,DENIED_TWO");
         /* the daemon's own env lacks TASKFERRY_SOCKET_PATH and
          * TASKFERRY_OVERLAY_TMP_DIR: a naive union would let the file's through */
@@ -351,10 +279,7 @@ END_TEST
 
 START_TEST(caller_beats_daemon_beats_file) {
         tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        const char text[] = "L1=file\nL2=file\nL3=file\n";
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+        _cleanup_free_ char *p = tf_env_file(w, "L1=file\nL2=file\nL3=file\n");
         tf_world_setenv(w, "L2", "daemon");
         tf_world_setenv(w, "L3", "daemon");
         tf_daemon_start(w);
@@ -369,11 +294,8 @@ END_TEST
 
 /* A queued task's caller env is frozen at dispatch, its env-file values are
  * the ones current at its spawn; its launch request holds no env-file value. */
-START_TEST(queued_task_gets_the_values_at_spawn) {
-        tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        tf_write(p, "K=old-" SECRET "\nPLAIN=old\n", strlen("K=old-" SECRET "\nPLAIN=old\n"), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+TF_WORLD_TEST(queued_task_gets_the_values_at_spawn) {
+        _cleanup_free_ char *p = tf_env_file(w, "K=old-" SECRET "\nPLAIN=old\n");
         tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "1");
         tf_daemon_start(w);
         _cleanup_free_ char *hold_script =
@@ -381,17 +303,15 @@ START_TEST(queued_task_gets_the_values_at_spawn) {
                               w->repo_parent);
         /* unsandboxed: the release file must be seen at once (an overlay
          * caches the negative lookup) */
-        const char *ha[] = {"--executor", "shell", "--no-sandbox", "--directory", w->repo_parent, "--prompt", hold_script, NULL};
-        _cleanup_free_ char *holder = tf_dispatch(w, ha);
+        const char *nosandbox[] = {"--no-sandbox", NULL};
+        _cleanup_free_ char *holder = tf_dispatch_shell(w, w->repo_parent, nosandbox, hold_script);
         tf_world_setenv(w, "FROZEN", "at-dispatch");
         _cleanup_free_ char *script = strdup_printf("printf '%%s %%s ' \"$PLAIN\" \"$FROZEN\"; %s", HASH_K);
-        const char *qa[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", script, NULL};
-        _cleanup_free_ char *queued = tf_dispatch(w, qa);
+        _cleanup_free_ char *queued = tf_dispatch_shell(w, w->repo_parent, NULL, script);
         tf_world_setenv(w, "FROZEN", "later");
-        _cleanup_free_ char *params = strdup_printf("{\"taskId\":\"%s\"}", queued);
-        json_object *fr = tf_rpc(w, "task.status", params);
-        ck_assert_str_eq(json_get_string(tf_result(fr), "status"), "queued");
-        json_object_put(fr);
+        json_object *qs = tf_status_rpc(w, queued);
+        ck_assert_str_eq(json_get_string(qs, "status"), "queued");
+        json_object_put(qs);
         /* the launch request on disk: the caller's env, no env-file value, 0600 */
         _cleanup_free_ char *req = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, queued);
         struct stat st;
@@ -413,22 +333,18 @@ START_TEST(queued_task_gets_the_values_at_spawn) {
         _cleanup_free_ char *want = strdup_printf("new at-dispatch %s", h);
         ck_assert_str_eq(msg, want);
         /* tasks.json and the logs hold neither value */
-        _cleanup_free_ char *q = shell_quote(w->state), *log = daemon_log(w);
+        _cleanup_free_ char *q = shell_quote(w->state), *log = tf_daemon_log(w);
         _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null || true", SECRET, q);
         ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
         ck_assert(!strstr(log, SECRET));
-        tf_world_free(w);
 }
 END_TEST
 
 /* A worker's nested dispatch forwards the env the worker got, env-file
  * values included: the nested task's launch request on disk leaves them
  * out, and the nested task still gets them (from the env file, at spawn). */
-START_TEST(nested_dispatch_request_holds_no_file_value) {
-        tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        tf_write(p, "K=" SECRET "\n", strlen("K=" SECRET "\n"), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+TF_WORLD_TEST(nested_dispatch_request_holds_no_file_value) {
+        _cleanup_free_ char *p = tf_env_file(w, "K=" SECRET "\n");
         tf_world_setenv(w, "TASKFERRY_MAX_CONCURRENT_TASKS", "1");
         tf_daemon_start(w);
         /* the child stays queued while its parent holds the only slot */
@@ -438,21 +354,15 @@ START_TEST(nested_dispatch_request_holds_no_file_value) {
                 "echo $c > $TASKFERRY_OUTPUT_DIR/child; i=0; while [ ! -e $TASKFERRY_OUTPUT_DIR/release ] && "
                 "[ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
                 nested);
-        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", script, NULL};
-        _cleanup_free_ char *parent = tf_dispatch(w, d);
-        _cleanup_free_ char *child_path = strdup_printf("%s/outputs/%s/child", w->state, parent);
-        for (int i = 0; i < 400 && !tf_exists(child_path); i++) usleep(50000);
-        usleep(200000);
-        _cleanup_free_ char *child = tf_read(child_path, NULL);
-        child[strcspn(child, "\n")] = 0;
+        _cleanup_free_ char *parent = tf_dispatch_shell(w, w->repo_parent, NULL, script);
+        _cleanup_free_ char *child = tf_output_line(w, parent, "child", 20000);
         ck_assert_msg(task_id_is_valid(child), "no nested task: [%s]", child);
         _cleanup_free_ char *req = strdup_printf("%s/tasks/%s/pending-launch.json", w->state, child);
         _cleanup_free_ char *rq = tf_read(req, NULL);
         ck_assert_msg(!strstr(rq, SECRET), "the env file's value is in the nested task's launch request: %s", rq);
         ck_assert_msg(strstr(rq, "\"TASKFERRY_TASK_ID\""), "no caller env in the request: %s", rq);
         /* release the parent: the child runs and sees K */
-        _cleanup_free_ char *rel = strdup_printf("%s/outputs/%s/release", w->state, parent);
-        tf_write(rel, "", 0, 0600);
+        tf_output_touch(w, parent, "release");
         json_object_put(tf_wait_settled(w, parent));
         json_object *st = tf_wait_settled(w, child);
         ck_assert_str_eq(json_get_string(st, "status"), "done");
@@ -462,18 +372,13 @@ START_TEST(nested_dispatch_request_holds_no_file_value) {
         _cleanup_free_ char *q = shell_quote(w->state);
         _cleanup_free_ char *hits = tf_shf(w, NULL, "grep -rlaF -- '%s' %s 2>/dev/null || true", SECRET, q);
         ck_assert_msg(isempty(hits), "the secret is in: %s", hits);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The hostile worker: it cannot read the env file at its documented place,
  * even with that directory bound in, nor change what later tasks get. */
-START_TEST(worker_cannot_read_or_change_the_file) {
-        tf_world *w = tf_world_new(NULL);
-        _cleanup_free_ char *p = env_path(w);
-        const char text[] = "K=" SECRET "\nPLAIN=orig\n";
-        tf_write(p, text, strlen(text), 0600);
-        tf_world_setenv(w, "TASKFERRY_ENV_FILE", p);
+TF_WORLD_TEST(worker_cannot_read_or_change_the_file) {
+        _cleanup_free_ char *p = tf_env_file(w, "K=" SECRET "\nPLAIN=orig\n");
         tf_daemon_start(w);
         _cleanup_free_ char *before = tf_read(p, NULL);
         _cleanup_free_ char *dir = strdup_printf("%s/.config/taskferry", w->home);
@@ -502,24 +407,13 @@ START_TEST(worker_cannot_read_or_change_the_file) {
         _cleanup_free_ char *inj = worker_value(w, "INJECTED"), *plain_v = worker_value(w, "PLAIN");
         ck_assert_str_eq(inj, "-");
         ck_assert_str_eq(plain_v, "orig");
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("env-file");
-        TCase *tc = tcase_create("env-file");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, bad_file_refuses_start);
-        tcase_add_test(tc, watch_failure_is_a_warning);
-        tcase_add_test(tc, values_reach_workers_and_reload_live);
-        tcase_add_test(tc, plumbing_and_denylist_never_from_the_file);
-        tcase_add_test(tc, caller_beats_daemon_beats_file);
-        tcase_add_test(tc, queued_task_gets_the_values_at_spawn);
-        tcase_add_test(tc, nested_dispatch_request_holds_no_file_value);
-        tcase_add_test(tc, worker_cannot_read_or_change_the_file);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("env-file", "env-file", 300,
+                            TF_TESTS(bad_file_refuses_start, watch_failure_is_a_warning, values_reach_workers_and_reload_live,
+                                     plumbing_and_denylist_never_from_the_file, caller_beats_daemon_beats_file,
+                                     queued_task_gets_the_values_at_spawn, nested_dispatch_request_holds_no_file_value,
+                                     worker_cannot_read_or_change_the_file));
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -36,14 +36,8 @@ static void teardown(void) {
         w = NULL;
 }
 
-/* A git repository at dir with one commit. */
-static void make_repo(const char *dir) {
-        char *out = tf_shf(w, NULL,
-                           "set -e; mkdir -p '%s' && cd '%s' && git init -q && echo base > README && "
-                           "git add README && git -c user.email=t@x -c user.name=t commit -qm initial",
-                           dir, dir);
-        free(out);
-}
+/* A git repository at dir (relative: under the world's repo_parent) with one commit; its path. */
+static char *make_repo(const char *dir) { return tf_repo_new(w, dir, "echo base > README"); }
 
 /* ~/.config/taskferry/jobs (the default: the minimal env has no XDG_CONFIG_HOME) */
 static char *home_jobs_dir(void) {
@@ -62,19 +56,7 @@ static void write_job(const char *dir, const char *name, const char *text) {
  * HOME, PATH and where the daemon listens (the world's runtime dir stands
  * for $XDG_RUNTIME_DIR/taskferry), nothing else — no provider keys, no
  * XDG_CONFIG_HOME, no bus; never auto-starting a daemon; at most 30 s. */
-static tf_run minimal_cli_with(const char *extra_env, const char *args) {
-        const char *san = getenv("ASAN_OPTIONS");
-        _cleanup_free_ char *q_san = san ? shell_quote(san) : NULL;
-        _cleanup_free_ char *cmd = strdup_printf(
-                "exec timeout -k 5 30 env -i HOME='%s' PATH=/usr/local/bin:/usr/bin:/bin TASKFERRY_RUNTIME_DIR='%s' "
-                "TASKFERRY_AUTO_START=0 %s%s %s '%s' %s",
-                w->home, w->run, q_san ? "ASAN_OPTIONS=" : "", q_san ? q_san : "", extra_env, tf_bin("taskferry"), args);
-        return tf_sh(w, NULL, cmd, true);
-}
-
-static tf_run minimal_cli(const char *args) {
-        return minimal_cli_with("", args);
-}
+static tf_run minimal_cli(const char *args) { return tf_cli_minimal(w, 30, "", args); }
 
 /* The number of tasks the daemon knows. */
 static int task_count(void) {
@@ -89,15 +71,6 @@ static int task_count(void) {
         return n;
 }
 
-static json_object *status_full(const char *id) {
-        const char *argv[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "status failed: %s", r.out);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
-}
-
 /* `taskferry diff <id>` (the pending patch) */
 static char *diff_of(const char *id) {
         const char *argv[] = {"diff", id, NULL};
@@ -110,8 +83,7 @@ static char *diff_of(const char *id) {
 /* ---- job run ---- */
 
 START_TEST(run_from_minimal_env_is_an_ordinary_task) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->home);
-        make_repo(repo);
+        _cleanup_free_ char *repo = make_repo(tf_path(w->home, "repo"));
         _cleanup_free_ char *jobs = home_jobs_dir();
         write_job(jobs, "demo",
                   "# the demo job\n"
@@ -137,7 +109,7 @@ START_TEST(run_from_minimal_env_is_an_ordinary_task) {
         json_object *st = tf_wait_settled(w, task);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
         json_object_put(st);
-        st = status_full(task);
+        st = tf_status_full(w, task);
         ck_assert_str_eq(tf_jstr(st, "directory"), repo);
         ck_assert_str_eq(tf_jstr(st, "executorId"), "shell");
         ck_assert_str_eq(tf_jstr(st, "job"), "demo");
@@ -159,8 +131,7 @@ START_TEST(run_from_minimal_env_is_an_ordinary_task) {
 END_TEST
 
 START_TEST(run_with_xdg_config_home_and_toon_output) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
-        make_repo(repo);
+        _cleanup_free_ char *repo = make_repo("repo");
         /* the world's env has XDG_CONFIG_HOME=<cfg> */
         _cleanup_free_ char *jobs = strdup_printf("%s/taskferry/jobs", w->cfg);
         free(tf_shf(w, NULL, "mkdir -p '%s'", jobs));
@@ -185,8 +156,7 @@ START_TEST(run_with_xdg_config_home_and_toon_output) {
 END_TEST
 
 START_TEST(prompt_file_and_multi_line_prompt) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
-        make_repo(repo);
+        _cleanup_free_ char *repo = make_repo("repo");
         _cleanup_free_ char *jobs = home_jobs_dir();
         free(tf_shf(w, NULL, "mkdir -p '%s/prompts'", jobs));
         /* a multi-line script from a file relative to the job file; the one
@@ -241,8 +211,7 @@ static void expect_run_error(const char *args, int code, const char *needle) {
 }
 
 START_TEST(errors_name_file_and_line_never_the_prompt) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
-        make_repo(repo);
+        _cleanup_free_ char *repo = make_repo("repo");
         _cleanup_free_ char *jobs = home_jobs_dir();
         _cleanup_free_ char *unknown =
                 strdup_printf("directory = '%s'\nprompt = 'SECRET prompt'\nschedule = 'daily'\n", repo);
@@ -257,31 +226,31 @@ START_TEST(errors_name_file_and_line_never_the_prompt) {
         write_job(jobs, "nofile", nofile);
         int before = task_count();
 
-        _cleanup_free_ char *f = strdup_printf("%s/unknown.toml:3: unknown key schedule", jobs);
-        expect_run_error("job run unknown", 1, f);
-        free(f);
-        f = strdup_printf("%s/malformed.toml:3: unterminated string", jobs);
-        expect_run_error("job run malformed", 1, f);
-        free(f);
-        f = strdup_printf("%s/table.toml:1: tables are not supported", jobs);
-        expect_run_error("job run table", 1, f);
-        free(f);
-        expect_run_error("job run nodir", 1, "nodir.toml: directory /nonexistent/taskferry-job-dir does not exist");
-        f = strdup_printf("%s/badexec.toml:3: executor must be one of opencode, pi, shell", jobs);
-        expect_run_error("job run badexec", 1, f);
-        free(f);
-        f = strdup_printf("%s/nofile.toml:2: prompt_file %s/missing.txt does not exist", jobs, jobs);
-        expect_run_error("job run nofile", 1, f);
-        free(f);
-        f = strdup_printf("no job nope: %s/nope.toml does not exist", jobs);
-        expect_run_error("job run nope", 1, f);
-        /* names: a unit instance name (%i) becomes a file name component */
-        expect_run_error("job run ../unknown", 2, "invalid job name: \\\"../unknown\\\"");
-        expect_run_error("job run a/b", 2, "invalid job name");
-        expect_run_error("job run ''", 2, "invalid job name");
-        expect_run_error("job run .hidden", 2, "invalid job name");
-        expect_run_error("job run", 2, "job name is required");
-        expect_run_error("job", 2, "job needs an action");
+        /* each message names the file (under jobs, put in for %1$s) and the line */
+        static const struct {
+                const char *args;
+                int exit;
+                const char *message;
+        } errors[] = {
+                {"job run unknown", 1, "%1$s/unknown.toml:3: unknown key schedule"},
+                {"job run malformed", 1, "%1$s/malformed.toml:3: unterminated string"},
+                {"job run table", 1, "%1$s/table.toml:1: tables are not supported"},
+                {"job run nodir", 1, "nodir.toml: directory /nonexistent/taskferry-job-dir does not exist"},
+                {"job run badexec", 1, "%1$s/badexec.toml:3: executor must be one of opencode, pi, shell"},
+                {"job run nofile", 1, "%1$s/nofile.toml:2: prompt_file %1$s/missing.txt does not exist"},
+                {"job run nope", 1, "no job nope: %1$s/nope.toml does not exist"},
+                /* names: a unit instance name (%i) becomes a file name component */
+                {"job run ../unknown", 2, "invalid job name: \\\"../unknown\\\""},
+                {"job run a/b", 2, "invalid job name"},
+                {"job run ''", 2, "invalid job name"},
+                {"job run .hidden", 2, "invalid job name"},
+                {"job run", 2, "job name is required"},
+                {"job", 2, "job needs an action"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(errors); i++) {
+                _cleanup_free_ char *f = strdup_printf(errors[i].message, jobs);
+                expect_run_error(errors[i].args, errors[i].exit, f);
+        }
         /* none of them dispatched anything */
         ck_assert_int_eq(task_count(), before);
 }
@@ -290,8 +259,7 @@ END_TEST
 /* A job file without a key its job needs names the file and the key, exit 1
  * (a job error), not dispatch's bare usage error "--model is required". */
 START_TEST(missing_model_or_directory_names_the_key) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
-        make_repo(repo);
+        _cleanup_free_ char *repo = make_repo("repo");
         _cleanup_free_ char *jobs = home_jobs_dir();
         _cleanup_free_ char *nomodel = strdup_printf("directory = '%s'\nprompt = 'SECRET prompt'\n", repo);
         write_job(jobs, "nomodel", nomodel);
@@ -316,8 +284,7 @@ END_TEST
 /* A hostile or careless file where a job or prompt file belongs: refused at
  * once, nothing read into memory beyond the cap. */
 START_TEST(hostile_files_never_hang_or_blow_memory) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
-        make_repo(repo);
+        _cleanup_free_ char *repo = make_repo("repo");
         _cleanup_free_ char *jobs = home_jobs_dir();
         _cleanup_free_ char *fifo = strdup_printf("%s/prompt.fifo", jobs);
         ck_assert_int_eq(mkfifo(fifo, 0600), 0);
@@ -374,8 +341,7 @@ END_TEST
 /* ---- job list ---- */
 
 START_TEST(list_shows_jobs_timers_and_last_task) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
-        make_repo(repo);
+        _cleanup_free_ char *repo = make_repo("repo");
         _cleanup_free_ char *jobs = home_jobs_dir();
         tf_run r = minimal_cli("job list --json");
         ck_assert_msg(r.exit_code == 0, "job list failed (%d): %s", r.exit_code, r.out);
@@ -406,9 +372,7 @@ START_TEST(list_shows_jobs_timers_and_last_task) {
                 json_object_put(tf_wait_settled(w, ids[i]));
                 usleep(5000); /* distinct startedAt */
         }
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", "true", NULL};
-        _cleanup_free_ char *plain = tf_dispatch(w, argv);
-        json_object_put(tf_wait_settled(w, plain));
+        _cleanup_free_ char *plain = tf_shell_settled(w, repo, NULL, "true", NULL);
 
         r = minimal_cli("job list --json");
         ck_assert_msg(r.exit_code == 0, "job list failed (%d): %s", r.exit_code, r.out);
@@ -446,7 +410,7 @@ START_TEST(list_shows_jobs_timers_and_last_task) {
         _cleanup_free_ char *bus_pid = tf_shf(w, NULL, "dbus-daemon --session --fork --print-pid "
                                                        "--address=unix:path='%s/bus'", w->root);
         _cleanup_free_ char *bus_env = strdup_printf("DBUS_SESSION_BUS_ADDRESS=unix:path=%s/bus", w->root);
-        r = minimal_cli_with(bus_env, "job list --json");
+        r = tf_cli_minimal(w, 30, bus_env, "job list --json");
         kill((pid_t) atoi(bus_pid), SIGTERM);
         ck_assert_msg(r.exit_code == 0, "job list failed (%d): %s", r.exit_code, r.out);
         ck_assert_msg(strstr(r.out, "\"timer\":\"(no user manager)\""), "out: %s", r.out);
@@ -467,10 +431,10 @@ START_TEST(list_shows_jobs_timers_and_last_task) {
         kill(pid, SIGTERM);
         ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
         tf_daemon_start(w);
-        json_object *st = status_full(ids[0]);
+        json_object *st = tf_status_full(w, ids[0]);
         ck_assert_str_eq(tf_jstr(st, "job"), "demo");
         json_object_put(st);
-        st = status_full(plain);
+        st = tf_status_full(w, plain);
         ck_assert(!json_object_object_get_ex(st, "job", NULL));
         json_object_put(st);
         free(ids[0]);
@@ -480,8 +444,7 @@ END_TEST
 
 /* The dispatch param: an optional non-empty string (protocol addition). */
 START_TEST(dispatch_param_job_is_validated) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
-        make_repo(repo);
+        _cleanup_free_ char *repo = make_repo("repo");
         const char *bad[] = { "5", "\"\"", "null", "[\"x\"]" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 _cleanup_free_ char *params = strdup_printf(
@@ -497,20 +460,8 @@ END_TEST
 /* A worker may dispatch through its task socket, but never as a timer job:
  * `job list` trusts the mark. */
 START_TEST(a_worker_cannot_dispatch_as_a_job) {
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", w->repo_parent);
-        make_repo(repo);
-        static const char peer_py[] =
-                "import json, os, socket, sys\n"
-                "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['TASKFERRY_SOCKET_PATH']); s.settimeout(10)\n"
-                "f = s.makefile('rb')\n"
-                "for i, a in enumerate(sys.argv[1:]):\n"
-                "    req = {'version': 1, 'id': 'r%d' % i}; req.update(json.loads(a))\n"
-                "    s.sendall((json.dumps(req) + '\\n').encode())\n"
-                "    while True:\n"
-                "        fr = json.loads(f.readline())\n"
-                "        if fr.get('id') == req['id']: break\n"
-                "    print(json.dumps(fr))\n";
-        tf_write(tf_path(w->fixtures, "peer.py"), peer_py, strlen(peer_py), 0644);
+        _cleanup_free_ char *repo = make_repo("repo");
+        _cleanup_free_ char *py = tf_write_peer(w);
         _cleanup_free_ char *with_job = strdup_printf(
                 "{\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"true\",\"directory\":\"%s\","
                 "\"executor\":\"shell\",\"job\":\"demo\"}}",
@@ -519,13 +470,10 @@ START_TEST(a_worker_cannot_dispatch_as_a_job) {
                 "{\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"true\",\"directory\":\"%s\","
                 "\"executor\":\"shell\"}}",
                 repo);
-        _cleanup_free_ char *script = strdup_printf("python3 '%s/peer.py' '%s' '%s' > \"$TASKFERRY_OUTPUT_DIR/r.txt\" 2>&1; true",
-                                                    w->fixtures, with_job, without);
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        _cleanup_free_ char *id = tf_dispatch(w, argv);
-        json_object_put(tf_wait_settled(w, id));
-        _cleanup_free_ char *rpath = strdup_printf("%s/outputs/%s/r.txt", w->state, id);
-        _cleanup_free_ char *replies = tf_read(rpath, NULL);
+        _cleanup_free_ char *script = strdup_printf("python3 '%s' '%s' '%s' > \"$TASKFERRY_OUTPUT_DIR/r.txt\" 2>&1; true", py,
+                                                    with_job, without);
+        _cleanup_free_ char *id = tf_shell_settled(w, repo, NULL, script, NULL);
+        _cleanup_free_ char *replies = tf_output_read(w, id, "r.txt");
         char *nl = strchr(replies, '\n');
         ck_assert_msg(nl, "replies: %s", replies);
         *nl = 0;
@@ -541,18 +489,12 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("jobs");
-        TCase *tc = tcase_create("jobs");
+        TCase *tc = tf_add_tests(s, "jobs", 300,
+                                 TF_TESTS(run_from_minimal_env_is_an_ordinary_task, run_with_xdg_config_home_and_toon_output,
+                                          prompt_file_and_multi_line_prompt, errors_name_file_and_line_never_the_prompt,
+                                          missing_model_or_directory_names_the_key, hostile_files_never_hang_or_blow_memory,
+                                          list_shows_jobs_timers_and_last_task, dispatch_param_job_is_validated,
+                                          a_worker_cannot_dispatch_as_a_job));
         tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, run_from_minimal_env_is_an_ordinary_task);
-        tcase_add_test(tc, run_with_xdg_config_home_and_toon_output);
-        tcase_add_test(tc, prompt_file_and_multi_line_prompt);
-        tcase_add_test(tc, errors_name_file_and_line_never_the_prompt);
-        tcase_add_test(tc, missing_model_or_directory_names_the_key);
-        tcase_add_test(tc, hostile_files_never_hang_or_blow_memory);
-        tcase_add_test(tc, list_shows_jobs_timers_and_last_task);
-        tcase_add_test(tc, dispatch_param_job_is_validated);
-        tcase_add_test(tc, a_worker_cannot_dispatch_as_a_job);
-        suite_add_tcase(s, tc);
         return tf_run_suite(s);
 }

@@ -10,16 +10,6 @@
 #include "json-util.h"
 #include "util.h"
 
-static char *make_repo(tf_world *w, const char *name) {
-        char *repo = strdup(tf_path(w->repo_parent, name));
-        char *out = tf_shf(w, NULL,
-                           "set -e; mkdir -p %s && cd %s && git init -q && echo base > f.txt && git add -A && "
-                           "git -c user.email=t@x -c user.name=t commit -qm initial",
-                           repo, repo);
-        free(out);
-        return repo;
-}
-
 static tf_run cli_in(tf_world *w, const char *cwd, const char *const argv[]) {
         return tf_cli(w, cwd, NULL, argv);
 }
@@ -32,20 +22,17 @@ static json_object *json_in(tf_world *w, const char *cwd, const char *const argv
         return o;
 }
 
+/* A settled shell task: sandboxed with an overlay, or unsandboxed without one. */
 static char *settled_task(tf_world *w, const char *repo, const char *script, bool overlay) {
-        const char *argv[] = {"--executor", "shell", "--directory", repo, "--prompt", script,
-                              overlay ? NULL : "--no-overlay", "--no-sandbox", NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object_put(tf_wait_settled(w, id));
-        return id;
+        const char *direct[] = {"--no-overlay", "--no-sandbox", NULL};
+        return tf_shell_settled(w, repo, overlay ? NULL : direct, script, NULL);
 }
 
 static const char *const ROW_KEYS[] = {"id", "status", "model", "startedAt", "directory", "failureReason",
                                        "changesetStatus", NULL};
 
-START_TEST(empty_list_and_home) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST(empty_list_and_home) {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         /* L1 */
         const char *all[] = {"list", "--all", "--json", NULL};
         json_object *o = json_in(w, NULL, all);
@@ -73,7 +60,6 @@ START_TEST(empty_list_and_home) {
                       "%s", r.out);
         tf_run_done(&r);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -81,8 +67,8 @@ START_TEST(rows_caps_scopes_and_changeset_column) {
         tf_world *w = tf_world_new((char *const[]) {"TASKFERRY_MAX_CONCURRENT_TASKS=8",
                                                     "TASKFERRY_MAX_DISPATCHES_PER_WINDOW=1000",
                                                     "TASKFERRY_LOWERDIR_STAGGER_MS=0", NULL});
-        char *a = make_repo(w, "a");
-        char *b = make_repo(w, "b");
+        char *a = tf_repo_new(w, "a", "echo base > f.txt");
+        char *b = tf_repo_new(w, "b", "echo base > f.txt");
         enum { N = 32 };
         char *ids[N + 1];
         for (size_t i = 0; i < N; i++) ids[i] = settled_task(w, a, i == 0 ? "exit 3" : "true", false);
@@ -98,14 +84,7 @@ START_TEST(rows_caps_scopes_and_changeset_column) {
         const char *prev = NULL;
         for (size_t i = 0; i <= N; i++) {
                 json_object *row = json_object_array_get_idx(rows, i);
-                size_t k = 0;
-                json_object_object_foreach(row, key, val) {
-                        (void) val;
-                        ck_assert_ptr_nonnull(ROW_KEYS[k]);
-                        ck_assert_str_eq(key, ROW_KEYS[k]);
-                        k++;
-                }
-                ck_assert_ptr_null(ROW_KEYS[k]);
+                tf_assert_keys(row, ROW_KEYS);
                 ck_assert_str_eq(tf_jstr(row, "directory"), a);
                 const char *started = tf_jstr(row, "startedAt");
                 if (prev) ck_assert_msg(strcmp(prev, started) >= 0, "not newest first: %s then %s", prev, started);
@@ -179,16 +158,6 @@ START_TEST(rows_caps_scopes_and_changeset_column) {
 }
 END_TEST
 
-static Suite *list_home_suite(void) {
-        Suite *s = suite_create("list-home");
-        TCase *tc = tcase_create("list-home");
-        tcase_set_timeout(tc, 600);
-        tcase_add_test(tc, empty_list_and_home);
-        tcase_add_test(tc, rows_caps_scopes_and_changeset_column);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        return tf_run_suite(list_home_suite());
+        return tf_run_tests("list-home", "list-home", 600, TF_TESTS(empty_list_and_home, rows_caps_scopes_and_changeset_column));
 }

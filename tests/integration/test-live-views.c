@@ -50,11 +50,6 @@ static cli_out cli(tf_world *w, const char *cwd, bool toon, const char *const ar
         return c;
 }
 
-static char *shell_task(tf_world *w, const char *dir, const char *script) {
-        const char *argv[] = {"--executor", "shell", "--directory", dir, "--prompt", script, NULL};
-        return tf_dispatch(w, argv);
-}
-
 static char *fixture_task(tf_world *w, const char *executor, const char *fixture) {
         char *f = strdup_printf("%s/synthetic/%s", w->fixtures, fixture);
         tf_world_setenv(w, "FAKE_FIXTURE", f);
@@ -81,14 +76,6 @@ static void assert_settles(tf_world *w, const char *id, const char *want) {
 
 static char *outdir(tf_world *w, const char *id) { return strdup_printf("%s/outputs/%s", w->state, id); }
 
-static void go(tf_world *w, const char *id) {
-        char *d = outdir(w, id);
-        tf_write(tf_path(d, "go"), "", 0, 0600);
-        free(d);
-}
-
-#define WAIT_GO "while [ ! -e \"$TASKFERRY_OUTPUT_DIR/go\" ]; do sleep 0.05; done"
-
 static const char *code_of(json_object *frame) {
         if (json_get_bool(frame, "ok", false)) return "ok";
         return strempty(json_get_string(json_get_object(frame, "error"), "code"));
@@ -102,43 +89,14 @@ static const char *help_of(json_object *frame) {
         return strempty(json_get_string(json_get_object(frame, "error"), "help"));
 }
 
-static json_object *rpcf(tf_world *w, const char *method, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static json_object *rpcf(tf_world *w, const char *method, const char *fmt, ...) {
-        va_list ap;
-        char *params = NULL;
-        va_start(ap, fmt);
-        ck_assert_int_ge(vasprintf(&params, fmt, ap), 0);
-        va_end(ap);
-        json_object *f = tf_rpc(w, method, params);
-        free(params);
-        return f;
-}
-
-static void stop_daemon(tf_world *w) {
-        pid_t pid = tf_daemon_pid(w);
-        ck_assert_int_gt(pid, 0);
-        kill(pid, SIGTERM);
-        for (int i = 0; i < 1000 && kill(pid, 0) == 0; i++) usleep(10000);
-        ck_assert_msg(kill(pid, 0) < 0, "the daemon did not stop");
-}
-
-static char *make_repo(tf_world *w, const char *name) {
-        char *repo = strdup(tf_path(w->repo_parent, name));
-        free(tf_shf(w, NULL,
-                    "set -e; mkdir -p %s && cd %s && git init -q && printf 'one\\n' > a.txt && git add -A && "
-                    "git commit -qm initial",
-                    repo, repo));
-        return repo;
-}
 
 /* ---- R: results, tail, status ---- */
 
-START_TEST(results_and_tail_of_worker_streams) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(results_and_tail_of_worker_streams) {
         /* R1 message vs narration */
         char *b = fixture_task(w, "opencode", "oc-b");
         assert_settles(w, b, "done");
-        json_object *f = rpcf(w, "task.result", "{\"taskId\":\"%s\"}", b);
+        json_object *f = tf_rpcf(w, "task.result", "{\"taskId\":\"%s\"}", b);
         json_object *r = tf_result(f);
         const char *msg = "Fixed CRLF handling in src/parser.js; the parser test passes.";
         ck_assert_str_eq(tf_jstr(r, "message"), msg);
@@ -174,18 +132,18 @@ START_TEST(results_and_tail_of_worker_streams) {
         c = cli(w, NULL, false, tbig);
         ck_assert_int_eq(c.rc, 2);
         cli_out_done(&c);
-        json_object *e = rpcf(w, "task.tail", "{\"taskId\":\"%s\",\"chars\":131073}", b);
+        json_object *e = tf_rpcf(w, "task.tail", "{\"taskId\":\"%s\",\"chars\":131073}", b);
         ck_assert_str_eq(code_of(e), "INVALID_PARAMS");
         json_object_put(e);
-        e = rpcf(w, "task.tail", "{\"taskId\":\"%s\",\"chars\":131072}", b);
+        e = tf_rpcf(w, "task.tail", "{\"taskId\":\"%s\",\"chars\":131072}", b);
         ck_assert_str_eq(code_of(e), "ok");
         json_object_put(e);
-        e = rpcf(w, "task.tail", "{\"taskId\":\"oc_nope_12345678\"}");
+        e = tf_rpcf(w, "task.tail", "{\"taskId\":\"oc_nope_12345678\"}");
         ck_assert_str_eq(code_of(e), "UNKNOWN_TASK");
         json_object_put(e);
 
         /* code points, not bytes or UTF-16 units */
-        char *u = shell_task(w, w->repo_parent, "printf 'h\\303\\251llo \\360\\237\\230\\200\\n'");
+        char *u = tf_dispatch_shell(w, w->repo_parent, NULL, "printf 'h\\303\\251llo \\360\\237\\230\\200\\n'");
         assert_settles(w, u, "done");
         /* (a shell task's text events are its stdout lines, newline included) */
         const char *tu[] = {"tail", u, "--chars", "4", NULL};
@@ -196,7 +154,7 @@ START_TEST(results_and_tail_of_worker_streams) {
         cli_out_done(&c);
 
         /* nothing observed */
-        char *q = shell_task(w, w->repo_parent, "true");
+        char *q = tf_dispatch_shell(w, w->repo_parent, NULL, "true");
         assert_settles(w, q, "done");
         const char *tq[] = {"tail", q, NULL};
         c = cli(w, NULL, false, tq);
@@ -233,7 +191,7 @@ START_TEST(results_and_tail_of_worker_streams) {
         char *oclog = strdup_printf("%s/logs/%s.ndjson", w->state, oc);
         ck_assert_int_eq(unlink(oclog), 0);
         free(oclog);
-        f = rpcf(w, "task.result", "{\"taskId\":\"%s\"}", oc);
+        f = tf_rpcf(w, "task.result", "{\"taskId\":\"%s\"}", oc);
         r = tf_result(f);
         ck_assert_str_eq(tf_jstr(r, "message"), "");
         ck_assert_str_eq(tf_jstr(r, "narration"), "");
@@ -259,38 +217,36 @@ START_TEST(results_and_tail_of_worker_streams) {
         /* R7 finalStatus, kept across a restart */
         char *oa = fixture_task(w, "opencode", "oc-a");
         assert_settles(w, oa, "done");
-        f = rpcf(w, "task.result", "{\"taskId\":\"%s\"}", oa);
+        f = tf_rpcf(w, "task.result", "{\"taskId\":\"%s\"}", oa);
         ck_assert_str_eq(strempty(tf_jstr(tf_result(f), "finalStatus")), "DONE");
         json_object_put(f);
-        stop_daemon(w);
+        tf_daemon_stop(w, SIGTERM);
         const char *sa[] = {"status", oa, "--full", NULL}; /* auto-starts a new daemon */
         c = cli(w, NULL, false, sa);
         ck_assert_msg(c.rc == 0 && streq_ptr(tf_jstr(c.o, "finalStatus"), "DONE"), "%s", c.text);
         cli_out_done(&c);
         free(b), free(u), free(q), free(oe), free(oc), free(pa), free(oa);
-        tf_world_free(w);
 }
 END_TEST
 
 /* R4 a running task, R5 projections, R11 log activity, R10 diffStat */
-START_TEST(running_projections_and_log_activity) {
-        char *env[] = {(char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(env);
-        char *repo = make_repo(w, "repo");
-        char *run = shell_task(w, repo, "echo started; printf 'one\\ntwo\\n' > a.txt; printf 'x\\n' > new.txt; " WAIT_GO
-                                        "; echo finished");
-        char *queued = shell_task(w, repo, "echo second");
+TF_WORLD_TEST_ENV(running_projections_and_log_activity, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
+        char *repo = tf_repo_new(w, NULL, "printf 'one\\n' > a.txt");
+        char *run = tf_dispatch_shell(w, repo, NULL,
+                                      "echo started; printf 'one\\ntwo\\n' > a.txt; printf 'x\\n' > new.txt; " TF_WAIT_GO
+                                      "; echo finished");
+        char *queued = tf_dispatch_shell(w, repo, NULL, "echo second");
         /* wait until the first one runs and printed */
         json_object *st = NULL;
         for (int i = 0; i < 600; i++) {
-                json_object *f = rpcf(w, "task.status", "{\"taskId\":\"%s\"}", run);
+                json_object *f = tf_rpcf(w, "task.status", "{\"taskId\":\"%s\"}", run);
                 bool ev = json_get_bool(tf_result(f), "logHasEvent", false);
                 json_object_put(f);
                 if (ev) break;
                 usleep(50000);
         }
         /* R11: the queued task has no log yet */
-        json_object *f = rpcf(w, "task.status", "{\"taskId\":\"%s\"}", queued);
+        json_object *f = tf_rpcf(w, "task.status", "{\"taskId\":\"%s\"}", queued);
         st = tf_result(f);
         ck_assert_str_eq(tf_jstr(st, "status"), "queued");
         int64_t bytes = -1;
@@ -301,7 +257,7 @@ START_TEST(running_projections_and_log_activity) {
         ck_assert(!json_get_bool(st, "logHasEvent", true));
         json_object_put(f);
         /* R4 */
-        f = rpcf(w, "task.result", "{\"taskId\":\"%s\"}", run);
+        f = tf_rpcf(w, "task.result", "{\"taskId\":\"%s\"}", run);
         char *still = strdup_printf("{\"taskId\":\"%s\",\"status\":\"running\",\"message\":\"task is still running; "
                                     "poll taskferry status first\"}",
                                     run);
@@ -320,7 +276,7 @@ START_TEST(running_projections_and_log_activity) {
         ck_assert_str_eq(tf_jstr(c.o, "status"), "running");
         ck_assert_str_eq(tf_jstr(c.o, "text"), "started\n");
         cli_out_done(&c);
-        go(w, run);
+        tf_go(w, run);
         assert_settles(w, run, "done");
         assert_settles(w, queued, "done");
         /* R5 */
@@ -334,7 +290,7 @@ START_TEST(running_projections_and_log_activity) {
         c = cli(w, NULL, true, fb);
         ck_assert_msg(c.rc == 2 && strstr(c.text, "failureDetail"), "%s", c.text);
         cli_out_done(&c);
-        json_object *e = rpcf(w, "task.result", "{\"taskId\":\"%s\",\"fields\":[\"message\"],\"full\":true}", run);
+        json_object *e = tf_rpcf(w, "task.result", "{\"taskId\":\"%s\",\"fields\":[\"message\"],\"full\":true}", run);
         ck_assert_msg(strstr(message_of(e), "full requires narration"), "%s", json_to_line(e, NULL));
         json_object_put(e);
         const char *ff[] = {"result", run, "--full", "--fields", "message", NULL};
@@ -355,11 +311,10 @@ START_TEST(running_projections_and_log_activity) {
         ck_assert_str_eq(json_to_line(json_get_object(c.o, "diffStat"), NULL), "{\"files\":2,\"additions\":2,\"deletions\":0}");
         cli_out_done(&c);
         /* R11: once a line parsed */
-        f = rpcf(w, "task.status", "{\"taskId\":\"%s\"}", queued);
+        f = tf_rpcf(w, "task.status", "{\"taskId\":\"%s\"}", queued);
         ck_assert(json_get_bool(tf_result(f), "logHasEvent", false));
         json_object_put(f);
         free(run), free(queued), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -372,9 +327,7 @@ static char *listing_paths(json_object *o) {
                 json_object *e = json_object_array_get_idx(files, i);
                 int64_t size = -1;
                 json_get_int64(e, "size", &size);
-                char *n = strdup_printf("%s%s=%lld|", s, json_get_string(e, "path"), (long long) size);
-                free(s);
-                s = n;
+                tf_appendf(&s, "%s=%lld|", json_get_string(e, "path"), (long long) size);
         }
         return s;
 }
@@ -394,8 +347,7 @@ static cli_out output_of(tf_world *w, const char *id, const char *path, const ch
         return cli(w, NULL, false, argv);
 }
 
-START_TEST(output_dir_allocation_and_listing) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(output_dir_allocation_and_listing) {
         /* O1: there, 0700, before the worker starts; named everywhere */
         const char *dargv[] = {"dispatch", "--executor", "shell", "--directory", w->repo_parent, "--prompt",
                                "stat -c %a \"$TASKFERRY_OUTPUT_DIR\"; echo deliverable > \"$TASKFERRY_OUTPUT_DIR/deliverable.txt\"; "
@@ -445,14 +397,14 @@ START_TEST(output_dir_allocation_and_listing) {
         free(want);
         cli_out_done(&c);
         /* after crashed and cancelled too; empty → [] */
-        char *cr = shell_task(w, w->repo_parent, "echo x > \"$TASKFERRY_OUTPUT_DIR/c.txt\"; exit 3");
+        char *cr = tf_dispatch_shell(w, w->repo_parent, NULL, "echo x > \"$TASKFERRY_OUTPUT_DIR/c.txt\"; exit 3");
         assert_settles(w, cr, "crashed");
         c = output_of(w, cr, NULL, NULL);
         char *p = listing_paths(c.o);
         ck_assert_str_eq(p, "c.txt=2|");
         free(p);
         cli_out_done(&c);
-        char *ca = shell_task(w, w->repo_parent, "echo y > \"$TASKFERRY_OUTPUT_DIR/k.txt\"; echo ready; exec sleep 60");
+        char *ca = tf_dispatch_shell(w, w->repo_parent, NULL, "echo y > \"$TASKFERRY_OUTPUT_DIR/k.txt\"; echo ready; exec sleep 60");
         for (int i = 0; i < 600; i++) {
                 char *cd = outdir(w, ca);
                 bool there = tf_exists(tf_path(cd, "k.txt"));
@@ -470,7 +422,7 @@ START_TEST(output_dir_allocation_and_listing) {
         ck_assert_str_eq(p, "k.txt=2|");
         free(p);
         cli_out_done(&c);
-        char *em = shell_task(w, w->repo_parent, "true");
+        char *em = tf_dispatch_shell(w, w->repo_parent, NULL, "true");
         assert_settles(w, em, "done");
         c = output_of(w, em, NULL, NULL);
         ck_assert_str_eq(json_to_line(json_get_array(c.o, "files"), NULL), "[]");
@@ -480,7 +432,7 @@ START_TEST(output_dir_allocation_and_listing) {
         cli_out_done(&c);
 
         /* OUTPUT_NOT_FOUND, escapes */
-        json_object *e = rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"nope.txt\"}", id);
+        json_object *e = tf_rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"nope.txt\"}", id);
         ck_assert_str_eq(code_of(e), "OUTPUT_NOT_FOUND");
         want = strdup_printf("output file not found: \"nope.txt\" for task %s", id);
         ck_assert_str_eq(message_of(e), want);
@@ -488,7 +440,7 @@ START_TEST(output_dir_allocation_and_listing) {
         json_object_put(e);
         static const char *const escapes[] = {"../../tasks.json", "/etc/passwd", "subdir/../../x", ".."};
         for (size_t i = 0; i < ELEMENTSOF(escapes); i++) {
-                e = rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"%s\"}", id, escapes[i]);
+                e = tf_rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"%s\"}", id, escapes[i]);
                 want = strdup_printf("--path \"%s\" escapes the task's output directory", escapes[i]);
                 ck_assert_msg(streq(code_of(e), "REQUEST_FAILED") && streq(message_of(e), want), "%s: %s", escapes[i],
                               json_to_line(e, NULL));
@@ -502,7 +454,7 @@ START_TEST(output_dir_allocation_and_listing) {
         cli_out_done(&c);
 
         /* NO_OUTPUT_DIR: a record from before output dirs (outputDir null) */
-        stop_daemon(w);
+        tf_daemon_stop(w, SIGTERM);
         free(tf_shf(w, NULL,
                     "python3 -c 'import json,sys; p=sys.argv[1]; t=json.load(open(p)); "
                     "[r.__setitem__(\"outputDir\", None) for r in t if r[\"id\"]==sys.argv[2]]; "
@@ -513,18 +465,16 @@ START_TEST(output_dir_allocation_and_listing) {
         ck_assert_str_eq(json_to_line(c.o, NULL), want);
         free(want);
         cli_out_done(&c);
-        e = rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"a.txt\"}", em);
+        e = tf_rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"a.txt\"}", em);
         ck_assert_str_eq(code_of(e), "NO_OUTPUT_DIR");
         json_object_put(e);
         free(id), free(dir), free(cr), free(ca), free(em);
-        tf_world_free(w);
 }
 END_TEST
 
 /* O4 hostile content, O5 the wire budget */
-START_TEST(output_dir_hostile_content_and_budget) {
-        tf_world *w = tf_world_new(NULL);
-        char *id = shell_task(w, w->repo_parent, "true");
+TF_WORLD_TEST(output_dir_hostile_content_and_budget) {
+        char *id = tf_dispatch_shell(w, w->repo_parent, NULL, "true");
         assert_settles(w, id, "done");
         char *dir = outdir(w, id);
         char *secret = strdup(tf_path(w->root, "secret.txt"));
@@ -545,7 +495,7 @@ START_TEST(output_dir_hostile_content_and_budget) {
         static const char *const out[] = {"link-out", "state-link", "up/tasks.json", "sub/dir-out/secret.txt",
                                           "self/../../tasks.json"};
         for (size_t i = 0; i < ELEMENTSOF(out); i++) {
-                json_object *e = rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"%s\"}", id, out[i]);
+                json_object *e = tf_rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"%s\"}", id, out[i]);
                 ck_assert_msg(strstr(message_of(e), "escapes the task's output directory"), "%s: %s", out[i],
                               json_to_line(e, NULL));
                 json_object_put(e);
@@ -594,7 +544,7 @@ START_TEST(output_dir_hostile_content_and_budget) {
         cli_out_done(&c);
 
         /* a listing of control-character names is cut to fit, never RESPONSE_TOO_LARGE */
-        char *id2 = shell_task(w, w->repo_parent, "true");
+        char *id2 = tf_dispatch_shell(w, w->repo_parent, NULL, "true");
         assert_settles(w, id2, "done");
         char *dir2 = outdir(w, id2);
         int fd = open(dir2, O_RDONLY | O_DIRECTORY);
@@ -634,12 +584,10 @@ START_TEST(output_dir_hostile_content_and_budget) {
         ck_assert(json_get_bool(c.o, "truncated", false));
         cli_out_done(&c);
         free(id), free(dir), free(secret), free(id2), free(dir2);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(max_output_file_bytes_setting) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(max_output_file_bytes_setting) {
         /* > 1 MiB: the daemon refuses to start */
         char *script = strdup_printf("TASKFERRY_MAX_OUTPUT_FILE_BYTES=1048577 timeout 20 %s", tf_bin("taskferryd"));
         tf_run r = tf_sh(w, NULL, script, true);
@@ -650,7 +598,7 @@ START_TEST(max_output_file_bytes_setting) {
         free(script);
         /* a smaller one is the default cap */
         tf_world_setenv(w, "TASKFERRY_MAX_OUTPUT_FILE_BYTES", "4");
-        char *id = shell_task(w, w->repo_parent, "printf 12345 > \"$TASKFERRY_OUTPUT_DIR/five\"; printf 1234 > \"$TASKFERRY_OUTPUT_DIR/four\"");
+        char *id = tf_dispatch_shell(w, w->repo_parent, NULL, "printf 12345 > \"$TASKFERRY_OUTPUT_DIR/five\"; printf 1234 > \"$TASKFERRY_OUTPUT_DIR/four\"");
         assert_settles(w, id, "done");
         cli_out c = output_of(w, id, "five", NULL);
         ck_assert_str_eq(strempty(tf_jstr(json_get_object(c.o, "file"), "error")), "too_large");
@@ -662,26 +610,13 @@ START_TEST(max_output_file_bytes_setting) {
         ck_assert_str_eq(strempty(tf_jstr(json_get_object(c.o, "file"), "content")), "12345");
         cli_out_done(&c);
         free(id);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- a hostile worker through its own task socket ---- */
 
-/* The file the worker left in its output dir (what one of its commands printed). */
-static char *worker_file(tf_world *w, const char *id, const char *name) {
-        char *d = outdir(w, id);
-        char *data = NULL;
-        size_t len = 0;
-        int k = read_file(tf_path(d, name), 1 << 22, &data, &len);
-        ck_assert_msg(k >= 0, "the worker left no %s", name);
-        free(d);
-        return data;
-}
-
-START_TEST(worker_reads_only_its_own) {
-        tf_world *w = tf_world_new(NULL);
-        char *a = shell_task(w, w->repo_parent, "echo topsecret > \"$TASKFERRY_OUTPUT_DIR/s.txt\"; echo a-secret-narration");
+TF_WORLD_TEST(worker_reads_only_its_own) {
+        char *a = tf_dispatch_shell(w, w->repo_parent, NULL, "echo topsecret > \"$TASKFERRY_OUTPUT_DIR/s.txt\"; echo a-secret-narration");
         assert_settles(w, a, "done");
         /* a raw frame with a NUL in the path, sent on the worker's own socket */
         char *py = strdup(tf_path(w->fixtures, "nul-path.py"));
@@ -712,7 +647,7 @@ START_TEST(worker_reads_only_its_own) {
                 "taskferry output $me --json > $O/own; taskferry tail $me --json > $O/own-tail\n"
                 "echo worker-done\n",
                 a, w->repo_parent, py);
-        char *b = shell_task(w, w->repo_parent, script);
+        char *b = tf_dispatch_shell(w, w->repo_parent, NULL, script);
         assert_settles(w, b, "done");
         char *m = tf_task_message(w, b);
         ck_assert_msg(strstr(m, "worker-done"), "%s", m);
@@ -720,13 +655,13 @@ START_TEST(worker_reads_only_its_own) {
         /* another task is as if it did not exist */
         static const char *const unknown[] = {"tail-a", "out-a", "read-a"};
         for (size_t i = 0; i < ELEMENTSOF(unknown); i++) {
-                char *t = worker_file(w, b, unknown[i]);
+                char *t = tf_output_read(w, b, unknown[i]);
                 ck_assert_msg(strstr(t, "unknown task id") && !strstr(t, "topsecret") && !strstr(t, "a-secret-narration") &&
                                       strstr(t, "\n1\n"),
                               "%s: %s", unknown[i], t);
                 free(t);
         }
-        char *t = worker_file(w, b, "context");
+        char *t = tf_output_read(w, b, "context");
         json_object *ctx = tf_json(t);
         json_object *rows = json_get_array(ctx, "tasks");
         ck_assert_msg(rows && json_object_array_length(rows) == 1 &&
@@ -734,7 +669,7 @@ START_TEST(worker_reads_only_its_own) {
                       "%s", t);
         free(t);
         json_object_put(ctx);
-        t = worker_file(w, b, "stats");
+        t = tf_output_read(w, b, "stats");
         json_object *stats = tf_json(t);
         json_object *row = json_object_array_get_idx(json_get_array(stats, "byModel"), 0);
         int64_t n = 0;
@@ -745,54 +680,52 @@ START_TEST(worker_reads_only_its_own) {
         /* every path out is refused, by the kernel at the open */
         static const char *const esc[] = {"dotdot", "state", "link-a", "parent-a"};
         for (size_t i = 0; i < ELEMENTSOF(esc); i++) {
-                t = worker_file(w, b, esc[i]);
+                t = tf_output_read(w, b, esc[i]);
                 ck_assert_msg(strstr(t, "escapes the task's output directory") && !strstr(t, "topsecret") &&
                                       !strstr(t, "\"id\""),
                               "%s: %s", esc[i], t);
                 free(t);
         }
-        t = worker_file(w, b, "fifo.out");
-        ck_assert_msg(strstr(t, "\"error\":\"not_a_file\""), "%s", t);
-        free(t);
-        t = worker_file(w, b, "huge.out");
-        ck_assert_msg(strstr(t, "\"content\":null,\"size\":2000000,\"truncated\":true,\"error\":\"too_large\""), "%s", t);
-        free(t);
-        t = worker_file(w, b, "huge-max");
-        ck_assert_msg(strstr(t, "exceeds daemon response limit") && strstr(t, "\n1\n"), "%s", t);
-        free(t);
-        t = worker_file(w, b, "long");
-        ck_assert_msg(strstr(t, "\n1\n") && !strstr(t, "\"content\""), "%s", t);
-        free(t);
-        t = worker_file(w, b, "nul");
-        ck_assert_msg(strstr(t, "\"code\":\"INVALID_PARAMS\""), "%s", t);
-        free(t);
-        /* what it may read: its own */
-        t = worker_file(w, b, "own");
-        ck_assert_msg(strstr(t, "\"path\":\"fifo.out\""), "%s", t);
-        free(t);
+        /* the rest: each answer as the worker wrote it down; "own": what it
+         * may read, its own */
+        static const struct {
+                const char *file, *has, *also, *never; /* also, never: NULL for none */
+        } answers[] = {
+                {"fifo.out", "\"error\":\"not_a_file\"", NULL, NULL},
+                {"huge.out", "\"content\":null,\"size\":2000000,\"truncated\":true,\"error\":\"too_large\"", NULL, NULL},
+                {"huge-max", "exceeds daemon response limit", "\n1\n", NULL},
+                {"long", "\n1\n", NULL, "\"content\""},
+                {"nul", "\"code\":\"INVALID_PARAMS\"", NULL, NULL},
+                {"own", "\"path\":\"fifo.out\"", NULL, NULL},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(answers); i++) {
+                t = tf_output_read(w, b, answers[i].file);
+                ck_assert_msg(strstr(t, answers[i].has) && (!answers[i].also || strstr(t, answers[i].also)) &&
+                                      !(answers[i].never && strstr(t, answers[i].never)),
+                              "%s: %s", answers[i].file, t);
+                free(t);
+        }
         ck_assert(tf_daemon_pid(w) > 0);
         free(a), free(b), free(script), free(py);
-        tf_world_free(w);
 }
 END_TEST
 
 /* The worker swaps a file and a parent dir for links out while the user
  * reads them: every answer is the safe file, an escape or not found. */
-START_TEST(symlink_swap_race) {
-        tf_world *w = tf_world_new(NULL);
-        char *id = shell_task(w, w->repo_parent,
-                              "cd \"$TASKFERRY_OUTPUT_DIR\"; mkdir real; echo safe > real/tasks.json; echo safe > f; "
-                              "while [ ! -e go ]; do "
-                              "ln -sfn ../../tasks.json f.l; mv -T f.l f; echo safe > f.s; mv -T f.s f; "
-                              "ln -sfn ../.. d.l; mv -T d.l d; ln -sfn real d.l; mv -T d.l d; "
-                              "done; echo swapped");
+TF_WORLD_TEST(symlink_swap_race) {
+        char *id = tf_dispatch_shell(w, w->repo_parent, NULL,
+                                     "cd \"$TASKFERRY_OUTPUT_DIR\"; mkdir real; echo safe > real/tasks.json; echo safe > f; "
+                                     "while [ ! -e go ]; do "
+                                     "ln -sfn ../../tasks.json f.l; mv -T f.l f; echo safe > f.s; mv -T f.s f; "
+                                     "ln -sfn ../.. d.l; mv -T d.l d; ln -sfn real d.l; mv -T d.l d; "
+                                     "done; echo swapped");
         char *dir = outdir(w, id);
         for (int i = 0; i < 600 && !tf_exists(tf_path(dir, "d")); i++) usleep(50000);
         ck_assert(tf_exists(tf_path(dir, "f")));
         int safe = 0, refused = 0;
         for (int i = 0; i < 150; i++) {
                 const char *path = (i & 1) ? "d/tasks.json" : "f";
-                json_object *e = rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"%s\"}", id, path);
+                json_object *e = tf_rpcf(w, "task.output", "{\"taskId\":\"%s\",\"path\":\"%s\"}", id, path);
                 const char *code = code_of(e);
                 if (streq(code, "ok")) {
                         json_object *file = json_get_object(tf_result(e), "file");
@@ -807,30 +740,28 @@ START_TEST(symlink_swap_race) {
                 }
                 json_object_put(e);
         }
-        go(w, id);
+        tf_go(w, id);
         assert_settles(w, id, "done");
         ck_assert_int_gt(safe, 0);
         fprintf(stderr, "swap race: %d safe reads, %d refused\n", safe, refused);
         free(id), free(dir);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- context, doctor, init (L) ---- */
 
-START_TEST(context_lists_the_workspace) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w, "repo");
+TF_WORLD_TEST(context_lists_the_workspace) {
+        char *repo = tf_repo_new(w, NULL, "printf 'one\\n' > a.txt");
         char *other = strdup(tf_path(w->repo_parent, "other"));
         char *empty = strdup(tf_path(w->repo_parent, "empty"));
         free(tf_shf(w, NULL, "mkdir -p %s/sub %s %s", repo, other, empty));
-        char *t1 = shell_task(w, repo, "echo one");
-        char *t2 = shell_task(w, tf_path(repo, "sub"), "echo two; exit 4");
-        char *t3 = shell_task(w, other, "echo three");
+        char *t1 = tf_dispatch_shell(w, repo, NULL, "echo one");
+        char *t2 = tf_dispatch_shell(w, tf_path(repo, "sub"), NULL, "echo two; exit 4");
+        char *t3 = tf_dispatch_shell(w, other, NULL, "echo three");
         assert_settles(w, t1, "done");
         assert_settles(w, t2, "crashed");
         assert_settles(w, t3, "done");
-        json_object *f = rpcf(w, "task.context", "{\"directory\":\"%s/sub/..\"}", repo);
+        json_object *f = tf_rpcf(w, "task.context", "{\"directory\":\"%s/sub/..\"}", repo);
         json_object *r = tf_result(f);
         ck_assert_str_eq(tf_jstr(r, "directory"), repo);
         json_object *rows = json_get_array(r, "tasks");
@@ -847,10 +778,10 @@ START_TEST(context_lists_the_workspace) {
         ck_assert_str_eq(json_to_line(json_get_object(r, "counts"), NULL),
                          "{\"queued\":0,\"running\":0,\"done\":1,\"crashed\":1,\"cancelled\":0,\"unknown\":0}");
         json_object_put(f);
-        f = rpcf(w, "task.context", "{\"directory\":\"%s\"}", empty);
+        f = tf_rpcf(w, "task.context", "{\"directory\":\"%s\"}", empty);
         ck_assert_str_eq(json_to_line(json_get_array(tf_result(f), "tasks"), NULL), "[]");
         json_object_put(f);
-        f = rpcf(w, "task.context", "{\"directory\":\"%s/missing\"}", empty);
+        f = tf_rpcf(w, "task.context", "{\"directory\":\"%s/missing\"}", empty);
         ck_assert_str_eq(code_of(f), "REQUEST_FAILED");
         json_object_put(f);
 
@@ -880,7 +811,7 @@ START_TEST(context_lists_the_workspace) {
         cli_out_done(&c);
         /* 12 tasks: the CLI shows 10 and says how to see all */
         for (int i = 0; i < 10; i++) {
-                char *x = shell_task(w, repo, "true");
+                char *x = tf_dispatch_shell(w, repo, NULL, "true");
                 assert_settles(w, x, "done");
                 free(x);
         }
@@ -889,7 +820,6 @@ START_TEST(context_lists_the_workspace) {
                       c.text);
         cli_out_done(&c);
         free(repo), free(other), free(empty), free(t1), free(t2), free(t3);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -935,11 +865,10 @@ static pid_t fake_old_daemon(const char *socket_path, const char *list_result) {
         }
 }
 
-START_TEST(doctor_and_stats) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(doctor_and_stats) {
         char *ids[4];
         for (int i = 0; i < 4; i++) {
-                ids[i] = shell_task(w, w->repo_parent, i == 3 ? "exit 5" : "echo ok");
+                ids[i] = tf_dispatch_shell(w, w->repo_parent, NULL, i == 3 ? "exit 5" : "echo ok");
                 assert_settles(w, ids[i], i == 3 ? "crashed" : "done");
         }
         const char *sj[] = {"doctor", "--stats", NULL};
@@ -1021,12 +950,10 @@ START_TEST(doctor_and_stats) {
         free(list);
         tf_world_free(old);
         for (int i = 0; i < 4; i++) free(ids[i]);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(init_scaffolds_once) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(init_scaffolds_once) {
         char *go = strdup(tf_path(w->repo_parent, "goproj"));
         free(tf_shf(w, NULL, "mkdir -p %s && echo 'module x' > %s/go.mod", go, go));
         const char *init[] = {"init", NULL};
@@ -1103,26 +1030,13 @@ START_TEST(init_scaffolds_once) {
         /* init needs no daemon */
         ck_assert_int_lt(tf_daemon_pid(w), 0);
         free(text), free(path), free(want), free(go), free(ln), free(npm), free(none);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("views");
-        TCase *tc = tcase_create("views");
-        tcase_set_timeout(tc, 600);
-        tcase_add_test(tc, results_and_tail_of_worker_streams);
-        tcase_add_test(tc, running_projections_and_log_activity);
-        tcase_add_test(tc, output_dir_allocation_and_listing);
-        tcase_add_test(tc, output_dir_hostile_content_and_budget);
-        tcase_add_test(tc, max_output_file_bytes_setting);
-        tcase_add_test(tc, worker_reads_only_its_own);
-        tcase_add_test(tc, symlink_swap_race);
-        tcase_add_test(tc, context_lists_the_workspace);
-        tcase_add_test(tc, doctor_and_stats);
-        tcase_add_test(tc, init_scaffolds_once);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("views", "views", 600,
+                            TF_TESTS(results_and_tail_of_worker_streams, running_projections_and_log_activity,
+                                     output_dir_allocation_and_listing, output_dir_hostile_content_and_budget,
+                                     max_output_file_bytes_setting, worker_reads_only_its_own, symlink_swap_race,
+                                     context_lists_the_workspace, doctor_and_stats, init_scaffolds_once));
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -24,7 +24,6 @@
  * (main()), so nothing can leave loopback. */
 
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,8 +35,6 @@
 #include "harness.h"
 #include "json-util.h"
 #include "util.h"
-
-static const char *const executors[] = {"pi", "opencode"};
 
 /* the rig checks of agents-rig.c: the workers do write the real dirs */
 static bool no_sandbox(void) {
@@ -56,14 +53,10 @@ static void append_missing_lines(char **out, const char *a, const char *b, const
                         found = (p == b || p[-1] == '\n') && (p[n] == '\n' || p[n] == 0);
                 if (found) continue;
                 if (strlen(*out) + n + 8 > max) {
-                        char *more = strdup_printf("%s…\n", *out);
-                        free(*out);
-                        *out = more;
+                        tf_appendf(out, "…\n");
                         return;
                 }
-                char *next = strdup_printf("%s%s%.200s\n", *out, prefix, line);
-                free(*out);
-                *out = next;
+                tf_appendf(out, "%s%.200s\n", prefix, line);
         }
 }
 
@@ -104,10 +97,8 @@ static int64_t token(json_object *res, const char *key) {
 
 /* ---- answer ---- */
 
-START_TEST(answer) {
-        const char *ex = executors[_i % 2];
+RIG_TEST(answer) {
         bool anthropic = _i >= 2;
-        rig *r = rig_new();
         char *id = rig_dispatch(r, ex, rig_model(anthropic), "scenario:answer Reply with exactly: PONG", NULL);
         json_object *st = settle(r, id, "done");
         ck_assert_msg(tf_jstr(st, "failureReason") == NULL, "reason %s", tf_jstr(st, "failureReason"));
@@ -134,7 +125,6 @@ START_TEST(answer) {
         ck_assert_uint_eq(rig_count_requests(r, "title", NULL), streq(ex, "opencode") ? 1 : 0);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
@@ -146,9 +136,7 @@ static size_t count_substr(const char *s, const char *needle) {
         return n;
 }
 
-START_TEST(write_file) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(write_file) {
         char *id = rig_dispatch(r, ex, rig_model(false), "scenario:write_file Write hello.txt containing hi.", NULL);
         json_object *st = settle(r, id, "done");
         ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
@@ -177,15 +165,12 @@ START_TEST(write_file) {
         free(status);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
 /* ---- rate_limit, auth ---- */
 
-START_TEST(rate_limit) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(rate_limit) {
         char *id = rig_dispatch(r, ex, rig_model(false), "scenario:rate_limit Reply with exactly: PONG", NULL);
         json_object *st = settle(r, id, "crashed");
         ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")), streq(ex, "pi") ? "pi_rate_limited" : "rate_limited");
@@ -196,14 +181,11 @@ START_TEST(rate_limit) {
         json_object_put(st);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
-START_TEST(auth) {
-        const char *ex = executors[_i % 2];
+RIG_TEST(auth) {
         bool anthropic = _i >= 2;
-        rig *r = rig_new();
         char *id = rig_dispatch(r, ex, rig_model(anthropic), "scenario:auth Reply with exactly: PONG", NULL);
         json_object *st = settle(r, id, "crashed");
         ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")),
@@ -217,15 +199,12 @@ START_TEST(auth) {
         json_object_put(st);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
 /* ---- slow, hang ---- */
 
-START_TEST(slow) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(slow) {
         char *id = rig_dispatch(r, ex, rig_model(false), "scenario:slow Count to five.", NULL);
         json_object *st = settle(r, id, "done");
         json_object_put(st);
@@ -234,13 +213,10 @@ START_TEST(slow) {
         ck_assert_int_eq(token(res, "output"), 5);
         json_object_put(res);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
-START_TEST(hang) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(hang) {
         char *id = rig_dispatch(r, ex, rig_model(false), "scenario:hang Reply with exactly: PONG", NULL);
         /* the worker is up and waiting for the model */
         uint64_t deadline = mono_ms() + 90000;
@@ -263,38 +239,17 @@ START_TEST(hang) {
         ck_assert_msg(left == 0, "%zu process(es) of cancelled task %s still run (first pid %d)", left, id, (int) pids[0]);
         assert_user_dirs_unchanged(r);
         free(id);
-        rig_free(r);
 }
 END_TEST
 
 /* Processes in the process group or session pgid (the worker's: bwrap
  * leads it), up to max stored in pids; count returned. */
-static size_t group_processes(pid_t pgid, pid_t *pids, size_t max) {
-        size_t n = 0;
-        DIR *d = opendir("/proc");
-        if (!d) return 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end || pid <= 0) continue;
-                _cleanup_free_ char *p = strdup_printf("/proc/%ld/stat", pid);
-                _cleanup_free_ char *stat = NULL;
-                size_t len = 0;
-                if (read_file(p, 4096, &stat, &len) < 0) continue;
-                /* pid (comm) state ppid pgrp session ...; comm may hold spaces */
-                const char *rp = strrchr(stat, ')');
-                long ppid, pgrp, sid;
-                char state;
-                if (!rp || sscanf(rp + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) != 4) continue;
-                if (pgrp == pgid || sid == pgid) {
-                        if (n < max) pids[n] = (pid_t) pid;
-                        n++;
-                }
-        }
-        closedir(d);
-        return n;
+static bool in_group_or_session(pid_t pid, void *arg) {
+        pid_t pgid = *(pid_t *) arg, pgrp, sid;
+        return tf_proc_stat(pid, NULL, &pgrp, &sid) && (pgrp == pgid || sid == pgid);
 }
+
+static size_t group_processes(pid_t pgid, pid_t *pids, size_t max) { return tf_procs(in_group_or_session, &pgid, pids, max); }
 
 /* The model server takes the request and never answers (hang), or starts
  * its stream and then goes silent (stall). With short watchdog timeouts the
@@ -304,7 +259,7 @@ static size_t group_processes(pid_t pgid, pid_t *pids, size_t max) {
  * the no-output budget and a stall a stall after the post-output one.
  * Nothing of the task is left running. */
 START_TEST(hang_watchdog) {
-        const char *ex = executors[_i % 2];
+        const char *ex = rig_executor(_i);
         bool stall = _i >= 2;
         const char *scenario = stall ? "scenario:stall" : "scenario:hang";
         /* The CLIs take 4 s (idle) to 60 s (a machine at load 20) to start
@@ -378,9 +333,7 @@ END_TEST
 
 /* ---- resume ---- */
 
-START_TEST(resume) {
-        const char *ex = executors[_i];
-        rig *r = rig_new();
+RIG_TEST(resume) {
         char *first = rig_dispatch(r, ex, rig_model(false), "scenario:answer first-turn-kiwi Reply with exactly: PONG",
                                    NULL);
         json_object *st = settle(r, first, "done");
@@ -411,7 +364,6 @@ START_TEST(resume) {
         json_object_put(req);
         assert_user_dirs_unchanged(r);
         free(sid), free(first), free(second);
-        rig_free(r);
 }
 END_TEST
 
@@ -449,10 +401,8 @@ static bool has_line(const char *text, const char *line) {
         return false;
 }
 
-START_TEST(isolation) {
-        const char *ex = executors[_i];
+RIG_TEST(isolation) {
         bool pi = streq(ex, "pi");
-        rig *r = rig_new();
         _cleanup_free_ char *writer = isolation_writer(), *reader = isolation_reader();
         _cleanup_free_ char *wprompt = rig_bash_prompt(writer), *rprompt = rig_bash_prompt(reader);
         char *ids[2];
@@ -508,7 +458,6 @@ START_TEST(isolation) {
         fflush(stdout);
         assert_user_dirs_unchanged(r);
         free(ids[0]), free(ids[1]), free(next);
-        rig_free(r);
 }
 END_TEST
 

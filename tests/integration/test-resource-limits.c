@@ -12,13 +12,6 @@
 #include "json-util.h"
 #include "util.h"
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
-        return repo;
-}
-
 /* a world whose user bus cannot exist: no manager, whatever the host has */
 static tf_world *world_without_manager(void) {
         tf_world *w = tf_world_new(NULL);
@@ -34,33 +27,18 @@ static int64_t jint(json_object *o, const char *key) {
         return v;
 }
 
-static json_object *status_full(tf_world *w, const char *id) {
-        const char *sa[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, sa);
-        ck_assert_msg(r.exit_code == 0, "status %s: %s %s", id, r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
-}
-
 START_TEST(no_manager_runs_in_a_process_group_and_says_so) {
         tf_world *w = world_without_manager();
-        char *repo = make_repo(w);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo hi > out.txt",
-                           "--memory-max", "64M", "--tasks-max", "100", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
-        const char *sa[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, sa);
-        json_object *o = tf_json(r.out);
+        char *repo = tf_repo_new(w, NULL, NULL);
+        const char *limits[] = {"--memory-max", "64M", "--tasks-max", "100", NULL};
+        char *id = tf_shell_done(w, repo, limits, "echo hi > out.txt", NULL);
+        json_object *o = tf_status_full(w, id);
         ck_assert_int_eq(jint(o, "memoryMax"), 64 << 20);
         ck_assert_int_eq(jint(o, "tasksMax"), 100);
         json_object *unit = NULL;
-        ck_assert_msg(!json_object_object_get_ex(o, "unit", &unit) || !unit, "a unit without a manager: %s", r.out);
+        ck_assert_msg(!json_object_object_get_ex(o, "unit", &unit) || !unit, "a unit without a manager: %s",
+                      json_to_line(o, NULL));
         json_object_put(o);
-        tf_run_done(&r);
 
         json_object *hf = tf_rpc(w, "task.stats", "{}"), *h = tf_result(hf);
         json_object *rl = json_get_object(h, "resourceLimits");
@@ -91,17 +69,12 @@ START_TEST(settings_from_env_and_config) {
                              "\"taskCpuWeight\": 40}' > %s/taskferry/config.json",
                     w->cfg, w->cfg));
         tf_world_setenv(w, "TASKFERRY_TASK_TASKS_MAX", "99");
-        char *repo = make_repo(w);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", "true", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
-        const char *sa[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, sa);
-        json_object *o = tf_json(r.out);
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *id = tf_shell_settled(w, repo, NULL, "true", NULL);
+        json_object *o = tf_status_full(w, id);
         ck_assert_int_eq(jint(o, "memoryMax"), INT64_C(2) << 30);
         ck_assert_int_eq(jint(o, "tasksMax"), 99);
         json_object_put(o);
-        tf_run_done(&r);
         json_object *hf = tf_rpc(w, "task.stats", "{}"), *h = tf_result(hf);
         json_object *rl = json_get_object(h, "resourceLimits");
         ck_assert_int_eq(jint(rl, "cpuWeight"), 40);
@@ -129,25 +102,26 @@ END_TEST
 
 START_TEST(limits_are_validated) {
         tf_world *w = world_without_manager();
-        char *repo = make_repo(w);
-        const char *small[] = {"dispatch", "--executor", "shell", "--directory", repo, "--prompt", "true",
-                               "--memory-max", "1M", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, small);
-        ck_assert_int_ne(r.exit_code, 0);
-        ck_assert_msg(strstr(r.out, "memoryMax must be at least") || strstr(r.err, "memoryMax must be at least"), "%s %s", r.out, r.err);
-        tf_run_done(&r);
-        const char *bad[] = {"dispatch", "--executor", "shell", "--directory", repo, "--prompt", "true",
-                             "--memory-max", "lots", NULL};
-        r = tf_cli(w, NULL, NULL, bad);
-        ck_assert_int_eq(r.exit_code, 2);
-        ck_assert_msg(strstr(r.out, "--memory-max") || strstr(r.err, "--memory-max"), "%s %s", r.out, r.err);
-        tf_run_done(&r);
-        const char *few[] = {"dispatch", "--executor", "shell", "--directory", repo, "--prompt", "true",
-                             "--tasks-max", "2", NULL};
-        r = tf_cli(w, NULL, NULL, few);
-        ck_assert_int_eq(r.exit_code, 2);
-        ck_assert_msg(strstr(r.out, "--tasks-max") || strstr(r.err, "--tasks-max"), "%s %s", r.out, r.err);
-        tf_run_done(&r);
+        char *repo = tf_repo_new(w, NULL, NULL);
+        /* on the command line: the minimum, a size, a count */
+        static const struct {
+                const char *flag, *value;
+                int exit_code; /* -1: any failure */
+                const char *said;
+        } refused[] = {
+                {"--memory-max", "1M", -1, "memoryMax must be at least"},
+                {"--memory-max", "lots", 2, "--memory-max"},
+                {"--tasks-max", "2", 2, "--tasks-max"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                const char *argv[] = {"dispatch", "--executor", "shell", "--directory", repo, "--prompt", "true",
+                                      refused[i].flag, refused[i].value, NULL};
+                tf_run r = tf_cli(w, NULL, NULL, argv);
+                ck_assert_msg(refused[i].exit_code < 0 ? r.exit_code != 0 : r.exit_code == refused[i].exit_code,
+                              "%s %s: exit %d", refused[i].flag, refused[i].value, r.exit_code);
+                ck_assert_msg(strstr(r.out, refused[i].said) || strstr(r.err, refused[i].said), "%s %s", r.out, r.err);
+                tf_run_done(&r);
+        }
         /* over the protocol: a positive integer, and the minimum */
         char *p = strdup_printf("{\"prompt\":\"true\",\"directory\":\"%s\",\"executor\":\"shell\",\"tasksMax\":-3}", repo);
         json_object *f = tf_rpc(w, "task.dispatch", p);
@@ -170,7 +144,7 @@ END_TEST
  * more is refused, and without flags its nested task inherits its limits. */
 START_TEST(nested_dispatch_cannot_raise_a_limit) {
         tf_world *w = world_without_manager();
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         const char *script =
                 "taskferry dispatch --executor shell --directory . --prompt true --memory-max 1G >err1 2>&1; "
                 "echo more-memory=$?; sed 's/^/err1: /' err1; rm -f err1; "
@@ -180,13 +154,8 @@ START_TEST(nested_dispatch_cannot_raise_a_limit) {
                 "echo child=$child; "
                 "less=$(taskferry dispatch --executor shell --directory . --prompt true --memory-max 32M | sed -n 's/^id: //p'); "
                 "echo less=$less";
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script,
-                           "--memory-max", "64M", "--tasks-max", "200", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
-        char *msg = tf_task_message(w, id);
+        const char *limits[] = {"--memory-max", "64M", "--tasks-max", "200", NULL};
+        char *msg = tf_shell_done_output(w, repo, limits, script, NULL);
         ck_assert_msg(strstr(msg, "more-memory=1\n") && strstr(msg, "more-tasks=1\n"), "worker output: %s", msg);
         ck_assert_msg(strstr(msg, "exceeds the limit of the dispatching task"), "worker output: %s", msg);
         static const struct {
@@ -194,32 +163,24 @@ START_TEST(nested_dispatch_cannot_raise_a_limit) {
                 int64_t mem, tasks;
         } kids[] = {{"child=", 64 << 20, 200}, {"less=", 32 << 20, 200}};
         for (size_t i = 0; i < 2; i++) {
-                const char *c = strstr(msg, kids[i].tag);
-                ck_assert_msg(c && strncmp(c + strlen(kids[i].tag), "oc_", 3) == 0, "worker output: %s", msg);
-                char *kid = strndup(c + strlen(kids[i].tag), strcspn(c + strlen(kids[i].tag), "\n"));
+                char *kid = tf_value_after(msg, kids[i].tag);
+                ck_assert_msg(kid && startswith(kid, "oc_"), "worker output: %s", msg);
                 json_object_put(tf_wait_settled(w, kid));
-                json_object *ks = status_full(w, kid);
+                json_object *ks = tf_status_full(w, kid);
                 ck_assert_int_eq(jint(ks, "memoryMax"), kids[i].mem);
                 ck_assert_int_eq(jint(ks, "tasksMax"), kids[i].tasks);
                 json_object_put(ks);
                 free(kid);
         }
         free(msg);
-        free(id);
         free(repo);
         tf_world_free(w);
 }
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("resource-limits");
-        TCase *tc = tcase_create("no-manager");
-        tcase_set_timeout(tc, 240);
-        tcase_add_test(tc, no_manager_runs_in_a_process_group_and_says_so);
-        tcase_add_test(tc, settings_from_env_and_config);
-        tcase_add_test(tc, malformed_memory_setting_fails_the_start);
-        tcase_add_test(tc, limits_are_validated);
-        tcase_add_test(tc, nested_dispatch_cannot_raise_a_limit);
-        suite_add_tcase(s, tc);
-        return tf_run_suite(s);
+        return tf_run_tests("resource-limits", "no-manager", 240,
+                            TF_TESTS(no_manager_runs_in_a_process_group_and_says_so, settings_from_env_and_config,
+                                     malformed_memory_setting_fails_the_start, limits_are_validated,
+                                     nested_dispatch_cannot_raise_a_limit));
 }

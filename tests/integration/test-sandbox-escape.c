@@ -16,47 +16,15 @@
 #include "json-util.h"
 #include "util.h"
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
-        return repo;
-}
-
-/* Run a shell worker and return its stdout (the task's message). */
-static char *run_worker(tf_world *w, const char *repo, const char *const extra[], const char *script,
-                        json_object **ret_status) {
-        const char *argv[16] = {"--executor", "shell", "--directory", repo};
-        size_t n = 4;
-        for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
-        argv[n++] = "--prompt";
-        argv[n++] = script;
-        argv[n] = NULL;
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
-        char *msg = tf_task_message(w, id);
-        free(id);
-        if (ret_status) *ret_status = st;
-        else json_object_put(st);
-        return msg;
-}
-
-static void put(const char *path, const char *content) {
-        _cleanup_free_ char *dir = strdup(path);
-        *strrchr(dir, '/') = 0;
-        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
-        tf_write(path, content, strlen(content), 0600);
-}
 
 /* No capabilities, also under a root daemon: a mask cannot be unmounted,
  * / and the binds cannot be remounted read-write, no nested user namespace
  * gets them back, and nothing reaches the real home. */
-START_TEST(no_capabilities_no_unmask) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(no_capabilities_no_unmask) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *gh = strdup(tf_path(w->home, ".config/gh/hosts.yml"));
-        put(gh, "SECRET-GH-TOKEN\n");
-        put(tf_path(w->home, ".config/other/ok"), "visible\n");
+        tf_put(gh, "SECRET-GH-TOKEN\n");
+        tf_put(tf_path(w->home, ".config/other/ok"), "visible\n");
         char *config = strdup(tf_path(w->home, ".config"));
         const char *extra[] = {"--ro-bind", config, NULL};
         const char *script =
@@ -72,10 +40,7 @@ START_TEST(no_capabilities_no_unmask) {
                 "cat \"$HOME/.config/other/ok\"; "
                 "echo x > \"$HOME/.config/planted\" 2>/dev/null; echo write-bind=$?; "
                 "echo x > \"$HOME/planted\"; echo done";
-        json_object *st = NULL;
-        char *msg = run_worker(w, repo, extra, script, &st);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
+        char *msg = tf_shell_done_output(w, repo, extra, script, NULL);
         static const char *const want[] = {"CapEff:\t0000000000000000\n", "CapPrm:\t0000000000000000\n",
                                            "CapBnd:\t0000000000000000\n", "CapAmb:\t0000000000000000\n",
                                            "visible\n", "done"};
@@ -88,37 +53,28 @@ START_TEST(no_capabilities_no_unmask) {
         ck_assert(!tf_exists(tf_path(w->home, "planted")));
         ck_assert(!tf_exists(tf_path(w->home, ".config/planted")));
         free(msg), free(gh), free(config), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* File-shaped secrets are masked by default, with and without a bind of the
  * whole home; TASKFERRY_SANDBOX_DENYLIST takes files too. */
-START_TEST(file_secrets_masked) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(file_secrets_masked) {
         char *extra_secret = strdup(tf_path(w->home, "work-token.txt"));
         tf_world_setenv(w, "TASKFERRY_SANDBOX_DENYLIST", extra_secret);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         static const char *const secrets[] = {".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                                               ".npmrc", ".pypirc", ".local/share/keyrings/login.keyring",
                                               ".ssh/id_ed25519", ".aws/credentials", "work-token.txt"};
         _cleanup_free_ char *script = strdup("");
         for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
                 _cleanup_free_ char *content = strdup_printf("SECRET-%zu\n", i);
-                put(tf_path(w->home, secrets[i]), content);
-                char *s = strdup_printf("%scat \"$HOME/%s\" 2>/dev/null; ", script, secrets[i]);
-                free(script);
-                script = s;
+                tf_put(tf_path(w->home, secrets[i]), content);
+                tf_appendf(&script, "cat \"$HOME/%s\" 2>/dev/null; ", secrets[i]);
         }
-        char *s = strdup_printf("%sls -a \"$HOME\" | tr '\\n' ' '; echo; echo done", script);
-        free(script);
-        script = s;
+        tf_appendf(&script, "ls -a \"$HOME\" | tr '\\n' ' '; echo; echo done");
         for (int bound = 0; bound < 2; bound++) {
                 const char *extra[] = {"--ro-bind", w->home, NULL};
-                json_object *st = NULL;
-                _cleanup_free_ char *msg = run_worker(w, repo, bound ? extra : NULL, script, &st);
-                ck_assert_str_eq(tf_jstr(st, "status"), "done");
-                json_object_put(st);
+                _cleanup_free_ char *msg = tf_shell_done_output(w, repo, bound ? extra : NULL, script, NULL);
                 ck_assert_msg(strstr(msg, "done"), "%s", msg);
                 ck_assert_msg(!strstr(msg, "SECRET-"), "a secret was readable (home %sbound): %s", bound ? "" : "not ", msg);
         }
@@ -135,13 +91,11 @@ START_TEST(file_secrets_masked) {
         char *id = strndup(idl + 4, strcspn(idl + 4, "\n"));
         tf_run_done(&r);
         json_object_put(tf_wait_settled(w, id));
-        const char *res[] = {"result", id, "--json", NULL};
-        r = tf_cli(w, NULL, NULL, res);
-        ck_assert_msg(strstr(r.out, "SECRET-7"), "the explicitly bound key is not readable: %s", r.out);
-        tf_run_done(&r);
+        char *msg = tf_task_message(w, id);
+        ck_assert_msg(strstr(msg, "SECRET-7"), "the explicitly bound key is not readable: %s", msg);
+        free(msg);
         free(id), free(ssh);
         free(extra_secret), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -154,9 +108,8 @@ static int listen_at(const char *path) {
 
 /* No host Unix socket is reachable, only the task's own socket (which must
  * connect: the probe works). /run and /var/run need root to create one in. */
-START_TEST(host_sockets_unreachable) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(host_sockets_unreachable) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *tag = strdup(strrchr(w->root, '/') + 1);
         char *paths[8];
         size_t n = 0;
@@ -173,16 +126,10 @@ START_TEST(host_sockets_unreachable) {
         for (size_t i = 0; i < n; i++) fds[i] = listen_at(paths[i]);
         _cleanup_free_ char *script = strdup("tf-connect \"$TASKFERRY_SOCKET_PATH\" | sed 's/^[^ ]* /own: /'; tf-connect");
         for (size_t i = 0; i < n; i++) {
-                char *s = strdup_printf("%s '%s'", script, paths[i]);
-                free(script);
-                script = s;
+                tf_appendf(&script, " '%s'", paths[i]);
         }
-        char *s = strdup_printf("%s; echo done", script);
-        free(script);
-        script = s;
-        json_object *st = NULL;
-        _cleanup_free_ char *msg = run_worker(w, repo, NULL, script, &st);
-        json_object_put(st);
+        tf_appendf(&script, "; echo done");
+        _cleanup_free_ char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         ck_assert_msg(strstr(msg, "own: connected\n"), "the task's own socket did not connect: %s", msg);
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *bad = strdup_printf("%s connected", paths[i]);
@@ -196,7 +143,6 @@ START_TEST(host_sockets_unreachable) {
                 free(paths[i]);
         }
         free(tag), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -204,11 +150,10 @@ END_TEST
  * where the sandbox does not look. */
 START_TEST(preflight_binary) {
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_world_setenv(w, "PATH", "/usr/local/bin:/usr/bin:/bin");
-        const char *d[] = {"--executor", "pi", "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
+        json_object *st = NULL;
+        char *id = tf_worker_settled(w, "pi", "m/x", repo, NULL, "hi", &st);
         ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
         const char *se = strempty(tf_jstr(st, "spawnError"));
         ck_assert_msg(strstr(se, "pi not found on PATH") && strstr(se, "/usr/local/bin:/usr/bin:/bin"), "%s", se);
@@ -228,12 +173,10 @@ START_TEST(preflight_binary) {
         tf_world_free(w);
         w = tf_world_new(NULL);
         free(repo);
-        repo = make_repo(w);
-        d[5] = repo;
+        repo = tf_repo_new(w, NULL, NULL);
         char *path = strdup_printf("%s/bin:/usr/bin:/bin", tmpl);
         tf_world_setenv(w, "PATH", path);
-        id = tf_dispatch(w, d);
-        st = tf_wait_settled(w, id);
+        id = tf_worker_settled(w, "pi", "m/x", repo, NULL, "hi", &st);
         ck_assert_str_eq(tf_jstr(st, "status"), "crashed");
         se = strempty(tf_jstr(st, "spawnError"));
         ck_assert_msg(strstr(se, "sandbox does not show") && strstr(se, tmpl) && strstr(se, "--ro-bind"), "%s", se);
@@ -247,14 +190,13 @@ END_TEST
 /* Per-task executor homes: what one pi or OpenCode task writes into its
  * homes is invisible to the next, the user's read-only parts cannot be
  * written, and the user's real dirs stay byte-identical. */
-START_TEST(executor_homes_isolated) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        put(tf_path(w->home, ".pi/agent/models.json"), "{\"providers\":{}}\n");
-        put(tf_path(w->home, ".pi/agent/auth.json"), "{}\n");
-        put(tf_path(w->home, ".pi/agent/extensions/ok.ts"), "// user extension\n");
-        put(tf_path(w->home, ".local/share/opencode/auth.json"), "{}\n");
-        put(tf_path(w->cfg, "opencode/opencode.json"), "{}\n");
+TF_WORLD_TEST(executor_homes_isolated) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        tf_put(tf_path(w->home, ".pi/agent/models.json"), "{\"providers\":{}}\n");
+        tf_put(tf_path(w->home, ".pi/agent/auth.json"), "{}\n");
+        tf_put(tf_path(w->home, ".pi/agent/extensions/ok.ts"), "// user extension\n");
+        tf_put(tf_path(w->home, ".local/share/opencode/auth.json"), "{}\n");
+        tf_put(tf_path(w->cfg, "opencode/opencode.json"), "{}\n");
         char *before_pi = tf_tree_snapshot(tf_path(w->home, ".pi"), false);
         char *before_data = tf_tree_snapshot(tf_path(w->home, ".local/share"), false);
         char *before_cfg = tf_tree_snapshot(w->cfg, false);
@@ -280,13 +222,11 @@ START_TEST(executor_homes_isolated) {
         for (size_t e = 0; e < ELEMENTSOF(exes); e++) {
                 char *ids[2];
                 for (int k = 0; k < 2; k++) {
-                        const char *d[] = {"--executor", exes[e], "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
-                        ids[k] = tf_dispatch(w, d);
-                        json_object *st = tf_wait_settled(w, ids[k]);
+                        json_object *st = NULL;
+                        ids[k] = tf_worker_settled(w, exes[e], "m/x", repo, NULL, "hi", &st);
                         ck_assert_msg(streq(tf_jstr(st, "status"), "done"), "%s: %s", exes[e], json_to_line(st, NULL));
                         json_object_put(st);
-                        char *rp = strdup_printf("%s/outputs/%s/report", w->state, ids[k]);
-                        char *rep = tf_read(rp, NULL);
+                        char *rep = tf_output_read(w, ids[k], "report");
                         ck_assert_msg(!strstr(rep, "seen:planted"), "%s task %d saw another task's file: %s", exes[e], k,
                                       rep);
                         if (e == 0) {
@@ -301,7 +241,7 @@ START_TEST(executor_homes_isolated) {
                                               "opencode home: %s", rep);
                                 ck_assert_msg(!strstr(rep, "wrote-auth"), "opencode wrote auth.json: %s", rep);
                         }
-                        free(rp), free(rep);
+                        free(rep);
                 }
                 free(ids[0]), free(ids[1]);
         }
@@ -313,34 +253,29 @@ START_TEST(executor_homes_isolated) {
         ck_assert_str_eq(before_cfg, after_cfg);
         free(before_pi), free(before_data), free(before_cfg), free(after_pi), free(after_data), free(after_cfg);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* --session-id: the new task starts from the sessions of the task that last
  * ran that session, copied, so the earlier task's home is never written. */
-START_TEST(resume_seeds_from_previous_task) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(resume_seeds_from_previous_task) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *fixture = strdup(tf_path(w->fixtures, "real/pi-answer"));
         tf_world_setenv(w, "FAKE_FIXTURE", fixture);
         tf_world_setenv(w, "FAKE_SCRIPT",
                         "d=$PI_CODING_AGENT_DIR/sessions/--r--; mkdir -p $d; ls $d > $TASKFERRY_OUTPUT_DIR/seen; "
                         "echo turn >> $d/s_$TASKFERRY_TASK_ID.jsonl");
-        const char *d1[] = {"--executor", "pi", "--model", "m/x", "--directory", repo, "--prompt", "hi", NULL};
-        char *a = tf_dispatch(w, d1);
-        json_object *st = tf_wait_settled(w, a);
+        json_object *st = NULL;
+        char *a = tf_worker_settled(w, "pi", "m/x", repo, NULL, "hi", &st);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
         char *sid = strdup(strempty(tf_jstr(st, "sessionId")));
         ck_assert_msg(*sid, "no session id: %s", json_to_line(st, NULL));
         json_object_put(st);
-        const char *d2[] = {"--executor", "pi", "--model", "m/x", "--session-id", sid, "--directory", repo, "--prompt", "again", NULL};
-        char *b = tf_dispatch(w, d2);
-        st = tf_wait_settled(w, b);
+        const char *resume[] = {"--session-id", sid, NULL};
+        char *b = tf_worker_settled(w, "pi", "m/x", repo, resume, "again", &st);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
         json_object_put(st);
-        char *seen_path = strdup_printf("%s/outputs/%s/seen", w->state, b);
-        char *seen = tf_read(seen_path, NULL);
+        char *seen = tf_output_read(w, b, "seen");
         char *want = strdup_printf("s_%s.jsonl", a);
         ck_assert_msg(strstr(seen, want), "the resumed task does not see the earlier session: %s", seen);
         /* the earlier task's own session file got no second turn */
@@ -351,35 +286,23 @@ START_TEST(resume_seeds_from_previous_task) {
         char *nested = strdup_printf("child=$(taskferry dispatch --executor pi --model m/x --session-id %s --prompt x "
                                      "| sed -n 's/^id: //p'); taskferry wait $child >/dev/null; echo child=$child",
                                      sid);
-        const char *d3[] = {"--executor", "shell", "--directory", repo, "--prompt", nested, NULL};
-        char *c = tf_dispatch(w, d3);
-        json_object_put(tf_wait_settled(w, c));
+        char *c = tf_shell_settled(w, repo, NULL, nested, NULL);
         const char *res[] = {"result", c, "--json", NULL};
         tf_run rr = tf_cli(w, NULL, NULL, res);
         const char *child = strstr(rr.out, "child=oc_");
         ck_assert_msg(child, "nested dispatch failed: %s", rr.out);
         _cleanup_free_ char *child_id = strndup(child + 6, strcspn(child + 6, "\\\n\""));
-        _cleanup_free_ char *child_seen = strdup_printf("%s/outputs/%s/seen", w->state, child_id);
-        _cleanup_free_ char *cs = tf_read(child_seen, NULL); /* the nested worker ran */
+        _cleanup_free_ char *cs = tf_output_read(w, child_id, "seen"); /* the nested worker ran */
         ck_assert_msg(!strstr(cs, want), "a worker resumed another task's session: %s", cs);
         tf_run_done(&rr);
         free(nested), free(c);
-        free(content), free(first), free(want), free(seen), free(seen_path), free(a), free(b), free(sid), free(fixture);
+        free(content), free(first), free(want), free(seen), free(a), free(b), free(sid), free(fixture);
         free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("sandbox-escape");
-        TCase *tc = tcase_create("escape");
-        tcase_set_timeout(tc, 180);
-        tcase_add_test(tc, no_capabilities_no_unmask);
-        tcase_add_test(tc, file_secrets_masked);
-        tcase_add_test(tc, host_sockets_unreachable);
-        tcase_add_test(tc, preflight_binary);
-        tcase_add_test(tc, executor_homes_isolated);
-        tcase_add_test(tc, resume_seeds_from_previous_task);
-        suite_add_tcase(s, tc);
-        return tf_run_suite(s);
+        return tf_run_tests("sandbox-escape", "escape", 180,
+                            TF_TESTS(no_capabilities_no_unmask, file_secrets_masked, host_sockets_unreachable, preflight_binary,
+                                     executor_homes_isolated, resume_seeds_from_previous_task));
 }

@@ -17,13 +17,6 @@
 #include "protocol.h"
 #include "util.h"
 
-static char *make_repo(tf_world *w) {
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
-        return repo;
-}
-
 static const char *status_of(tf_world *w, const char *id, char buf[static 64]) {
         const char *argv[] = {"status", id, "--full", "--json", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
@@ -34,14 +27,10 @@ static const char *status_of(tf_world *w, const char *id, char buf[static 64]) {
         return buf;
 }
 
-START_TEST(worker_cannot_decide_for_the_user) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo changed > f", NULL};
-        char *a = tf_dispatch(w, da);
-        json_object_put(tf_wait_settled(w, a));
-        const char *dl[] = {"--executor", "shell", "--directory", repo, "--prompt", "sleep 60", NULL};
-        char *l = tf_dispatch(w, dl);
+TF_WORLD_TEST(worker_cannot_decide_for_the_user) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *a = tf_shell_settled(w, repo, NULL, "echo changed > f", NULL);
+        char *l = tf_dispatch_shell(w, repo, NULL, "sleep 60");
         char *escaped = strdup(tf_path(w->root, "escaped"));
         char *script = strdup_printf(
                 "taskferry status %s >/dev/null; echo status=$?; "
@@ -54,22 +43,13 @@ START_TEST(worker_cannot_decide_for_the_user) {
                 "child=$(taskferry dispatch --executor shell --directory %s --prompt 'sleep 60' | sed -n 's/^id: //p'); "
                 "echo child=$child; taskferry cancel $child >/dev/null; echo own-cancel=$?",
                 a, a, a, l, repo, escaped, repo, repo);
-        const char *dw[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *wid = tf_dispatch(w, dw);
-        json_object *st = tf_wait_settled(w, wid);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
-        const char *res[] = {"result", wid, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        const char *msg = tf_jstr(o, "message");
+        char *msg = tf_shell_done_output(w, repo, NULL, script, NULL);
         ck_assert_msg(strstr(msg, "accept=1\n") && strstr(msg, "reject=1\n") && strstr(msg, "cancel=1\n") &&
                               strstr(msg, "nosandbox=1\n") && strstr(msg, "rwbind=1\n") && strstr(msg, "own-cancel=0\n") &&
                               strstr(msg, "status=1\n") && strstr(msg, "listed=1\n"),
                       "worker output: %s", msg);
         ck_assert_msg(strstr(msg, "child=oc_"), "nested dispatch failed: %s", msg);
-        json_object_put(o);
-        tf_run_done(&r);
+        free(msg);
         char buf[64];
         ck_assert_str_eq(status_of(w, a, buf), "done/pending");
         ck_assert_str_eq(status_of(w, l, buf), "running/pending");
@@ -79,7 +59,7 @@ START_TEST(worker_cannot_decide_for_the_user) {
         free(f);
         /* the user, outside every sandbox, still decides */
         const char *c[] = {"cancel", l, NULL};
-        r = tf_cli(w, NULL, NULL, c);
+        tf_run r = tf_cli(w, NULL, NULL, c);
         ck_assert_int_eq(r.exit_code, 0);
         tf_run_done(&r);
         const char *acc[] = {"accept", a, NULL};
@@ -87,13 +67,11 @@ START_TEST(worker_cannot_decide_for_the_user) {
         ck_assert_int_eq(r.exit_code, 0);
         tf_run_done(&r);
         json_object_put(tf_wait_settled(w, l));
-        free(a), free(l), free(wid), free(script), free(escaped), free(repo);
-        tf_world_free(w);
+        free(a), free(l), free(script), free(escaped), free(repo);
 }
 END_TEST
 
-START_TEST(directories_that_would_unmask_are_refused) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(directories_that_would_unmask_are_refused) {
         free(tf_shf(w, NULL, "mkdir -p %s/.ssh && echo SECRETKEY > %s/.ssh/id && mkdir -p %s", w->home, w->home, w->state));
         const char *refused[] = {w->root, w->state, "/", NULL};
         for (size_t i = 0; refused[i]; i++) {
@@ -108,27 +86,16 @@ START_TEST(directories_that_would_unmask_are_refused) {
         ck_assert_msg(r.exit_code == 1 && strstr(r.out, "masked in every sandbox"), "%s", r.out);
         tf_run_done(&r);
         /* a directory that contains a masked dir: allowed, and the mask holds */
-        const char *dh[] = {"--executor", "shell", "--directory", w->home, "--prompt",
-                            "cat .ssh/id 2>&1; ls -A .ssh | wc -l", NULL};
-        char *id = tf_dispatch(w, dh);
-        json_object_put(tf_wait_settled(w, id));
-        const char *res[] = {"result", id, "--json", NULL};
-        r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        ck_assert_msg(!strstr(tf_jstr(o, "message"), "SECRETKEY"), "secret leaked: %s", tf_jstr(o, "message"));
-        ck_assert_msg(strstr(tf_jstr(o, "message"), "\n0\n"), "mask missing: %s", tf_jstr(o, "message"));
-        json_object_put(o);
-        tf_run_done(&r);
-        free(id), free(ssh);
-        tf_world_free(w);
+        char *msg = tf_shell_output(w, w->home, NULL, "cat .ssh/id 2>&1; ls -A .ssh | wc -l", NULL);
+        ck_assert_msg(!strstr(msg, "SECRETKEY"), "secret leaked: %s", msg);
+        ck_assert_msg(strstr(msg, "\n0\n"), "mask missing: %s", msg);
+        free(msg), free(ssh);
 }
 END_TEST
 
 /* The caller's environment reaches the worker inside the sandbox, but never
  * bwrap on the host: a forwarded LD_PRELOAD would run the caller's code there. */
-START_TEST(caller_env_reaches_the_worker_not_bwrap) {
-        tf_world *w = tf_world_new(NULL);
-        char *src = strdup(tf_path(w->root, "probe.c"));
+TF_WORLD_TEST(caller_env_reaches_the_worker_not_bwrap) {
         char *so = strdup(tf_path(w->root, "probe.so"));
         char *marker = strdup(tf_path(w->root, "bwrap-ran-preload"));
         const char *code =
@@ -139,8 +106,7 @@ START_TEST(caller_env_reaches_the_worker_not_bwrap) {
                 "  const char *m = getenv(\"PROBE_MARKER\");\n"
                 "  if (m && b && strcmp(b + 1, \"bwrap\") == 0) { int fd = open(m, O_WRONLY|O_CREAT, 0600); if (fd >= 0) close(fd); }\n"
                 "}\n";
-        tf_write(src, code, strlen(code), 0644);
-        free(tf_shf(w, NULL, "cc -shared -fPIC -o %s %s", so, src));
+        tf_cc(w, "probe", code, so, true);
         /* start the daemon first, without the variables (it would inherit them) */
         const char *warm[] = {"list", "--all", NULL};
         tf_run wr = tf_cli(w, NULL, NULL, warm);
@@ -162,31 +128,23 @@ START_TEST(caller_env_reaches_the_worker_not_bwrap) {
         json_object_put(f);
         json_object_put(params);
         char *ld = NULL;
-        tf_run r;
-        json_object *o;
         json_object *st = tf_wait_settled(w, id);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
         json_object_put(st);
-        const char *res[] = {"result", id, "--json", NULL};
-        r = tf_cli(w, NULL, NULL, res);
-        o = tf_json(r.out);
-        ck_assert_str_eq(tf_jstr(o, "message"), "foo=caller value with spaces child=1\n");
-        json_object_put(o);
-        tf_run_done(&r);
+        char *msg = tf_task_message(w, id);
+        ck_assert_str_eq(msg, "foo=caller value with spaces child=1\n");
+        free(msg);
         ck_assert_msg(!tf_exists(marker), "the caller's LD_PRELOAD ran in bwrap on the host");
         /* and no environment value is on bwrap's command line: the shim passes it via --args */
-        free(ld), free(id), free(src), free(so), free(marker);
-        tf_world_free(w);
+        free(ld), free(id), free(so), free(marker);
 }
 END_TEST
 
 /* Second review: the connecting process exits before the request is sent,
  * so /proc has nothing left to look at. The request must still be refused:
  * the connection came through the task's own socket. */
-START_TEST(orphaned_connection_is_still_sandboxed) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        char *src = strdup(tf_path(w->root, "orphan.c"));
+TF_WORLD_TEST(orphaned_connection_is_still_sandboxed) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *bin = strdup(tf_path(w->fixtures, "bin/orphan-request"));
         const char *code =
                 "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
@@ -202,40 +160,28 @@ START_TEST(orphaned_connection_is_still_sandboxed) {
                 "  write(fd, req, strlen(req));\n"
                 "  char buf[65536]; ssize_t n = read(fd, buf, sizeof buf - 1); if (n > 0) { buf[n] = 0; fputs(buf, stdout); }\n"
                 "  return 0;\n}\n";
-        tf_write(src, code, strlen(code), 0644);
-        free(tf_shf(w, NULL, "cc -o %s %s", bin, src));
-        const char *da[] = {"--executor", "shell", "--directory", repo, "--prompt", "echo changed > f", NULL};
-        char *a = tf_dispatch(w, da);
-        json_object_put(tf_wait_settled(w, a));
+        tf_cc(w, "orphan", code, bin, false);
+        char *a = tf_shell_settled(w, repo, NULL, "echo changed > f", NULL);
         char *script = strdup_printf(
                 "orphan-request task.accept '{\"taskId\":\"%s\"}'; sleep 1; "
                 "orphan-request task.dispatch '{\"prompt\":\"touch %s/escaped\",\"directory\":\"%s\",\"executor\":\"shell\",\"noSandbox\":true}'; sleep 1",
                 a, w->root, repo);
-        const char *dw[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *wid = tf_dispatch(w, dw);
-        json_object_put(tf_wait_settled(w, wid));
-        const char *res[] = {"result", wid, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        const char *msg = tf_jstr(o, "message");
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
         /* another task is invisible from inside a sandbox; widening is refused */
         ck_assert_msg(strstr(msg, "unknown task id") && strstr(msg, "cannot dispatch with noSandbox"),
                       "requests through an orphaned connection: %s", msg);
-        json_object_put(o);
-        tf_run_done(&r);
+        free(msg);
         char buf[64];
         ck_assert_str_eq(status_of(w, a, buf), "done/pending");
         ck_assert(!tf_exists(tf_path(w->root, "escaped")));
-        free(a), free(wid), free(script), free(src), free(bin), free(repo);
-        tf_world_free(w);
+        free(a), free(script), free(bin), free(repo);
 }
 END_TEST
 
 /* Third review: a read-only view does not stop connect(), so every socket in
  * the user's runtime dir (the user manager: systemd-run runs code on the
  * host; the session bus; ssh and gpg agents) was reachable from a worker. */
-START_TEST(host_service_sockets_are_hidden) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(host_service_sockets_are_hidden) {
         char *xdg = strdup(tf_path(w->root, "xdg-runtime"));
         ck_assert_int_eq(mkdir(xdg, 0700), 0);
         char *bus = strdup(tf_path(xdg, "bus"));
@@ -244,7 +190,6 @@ START_TEST(host_service_sockets_are_hidden) {
         snprintf(sa.sun_path, sizeof sa.sun_path, "%s", bus);
         ck_assert_int_eq(bind(lfd, (struct sockaddr *) &sa, sizeof sa), 0);
         ck_assert_int_eq(listen(lfd, 4), 0);
-        char *src = strdup(tf_path(w->root, "uconnect.c"));
         char *bin = strdup(tf_path(w->fixtures, "bin/unix-connect"));
         /* "@name" connects to the abstract socket "name" */
         const char *code = "#include <stddef.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/socket.h>\n"
@@ -256,7 +201,7 @@ START_TEST(host_service_sockets_are_hidden) {
                            "  else snprintf(sa.sun_path, sizeof sa.sun_path, \"%s\", v[1]);\n"
                            "  int fd = socket(AF_UNIX, SOCK_STREAM, 0);\n"
                            "  return connect(fd, (struct sockaddr *) &sa, len) == 0 ? 0 : 1; }\n";
-        tf_write(src, code, strlen(code), 0644);
+        tf_cc(w, "uconnect", code, bin, false);
         /* an abstract socket on the host: no mount hides it (shared network namespace) */
         char abstract[64];
         snprintf(abstract, sizeof abstract, "tf-test-abstract-%d", (int) getpid());
@@ -266,7 +211,7 @@ START_TEST(host_service_sockets_are_hidden) {
         ck_assert_int_eq(bind(afd, (struct sockaddr *) &aa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + strlen(abstract))), 0);
         ck_assert_int_eq(listen(afd, 4), 0);
         /* both reachable from the host */
-        free(tf_shf(w, NULL, "cc -o %s %s && %s %s && %s @%s", bin, src, bin, bus, bin, abstract));
+        free(tf_shf(w, NULL, "%s %s && %s @%s", bin, bus, bin, abstract));
         /* the daemon (and so every worker) runs with this runtime dir and bus address */
         tf_world_setenv(w, "XDG_RUNTIME_DIR", xdg);
         char *addr = strdup_printf("unix:path=%s", bus);
@@ -276,19 +221,12 @@ START_TEST(host_service_sockets_are_hidden) {
                                      "env | grep -E '^(DBUS_|SSH_AUTH_SOCK|XDG_RUNTIME_DIR)' "
                                      "| sed 's/=.*//;s/^/leaked /'; echo end",
                                      bus, abstract);
-        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
-        const char *res[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        ck_assert_str_eq(tf_jstr(o, "message"), "end\n");
-        json_object_put(o);
-        tf_run_done(&r);
+        char *msg = tf_shell_output(w, w->repo_parent, NULL, script, NULL);
+        ck_assert_str_eq(msg, "end\n");
+        free(msg);
         close(lfd);
         close(afd);
-        free(xdg), free(bus), free(src), free(bin), free(addr), free(script), free(id);
-        tf_world_free(w);
+        free(xdg), free(bus), free(bin), free(addr), free(script);
 }
 END_TEST
 
@@ -321,11 +259,19 @@ static json_object *answered(tf_world *w, const char *method, const char *params
         return f;
 }
 
-static bool report_ready(tf_world *w, void *id) {
-        char *p = strdup_printf("%s/outputs/%s/report", w->state, (const char *) id);
-        bool ok = tf_exists(p);
-        free(p);
-        return ok;
+/* st, a settled status, says done with a pending changeset and no error
+ * (else the test fails: lost); the diff task.result gives for id (within
+ * HANG_MS) holds want1, and want2 unless it is NULL. */
+static void assert_pending_diff(tf_world *w, json_object *st, const char *id, const char *lost, const char *want1,
+                                const char *want2) {
+        ck_assert_msg(streq_ptr(tf_jstr(st, "status"), "done") && streq_ptr(tf_jstr(st, "changesetStatus"), "pending") &&
+                              !tf_jstr(st, "changesetError"),
+                      "%s: %s", lost, json_to_line(st, NULL));
+        _cleanup_free_ char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", id);
+        json_object *res = answered(w, "task.result", rq);
+        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
+        ck_assert_msg(diff && strstr(diff, want1) && (!want2 || strstr(diff, want2)), "diff: %s", diff ? diff : "(null)");
+        json_object_put(res);
 }
 
 static int report_value(const char *report, const char *key) {
@@ -353,15 +299,11 @@ static char *flood_scenario(const char *flood) {
         if (rl.rlim_cur > 1024) rl.rlim_cur = 1024;
         ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
         tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
-        char *other = strdup(tf_path(w->repo_parent, "other"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    other, other));
-        const char *df[] = {"--executor", "shell", "--directory", repo, "--prompt", flood, NULL};
-        char *flooder = tf_dispatch(w, df);
-        ck_assert_msg(tf_wait_until(report_ready, w, flooder, 60000), "the flooding worker never reported");
-        char *rp = strdup_printf("%s/outputs/%s/report", w->state, flooder);
-        char *report = tf_read(rp, NULL);
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *other = tf_repo_new(w, "other", NULL);
+        char *flooder = tf_dispatch_shell(w, repo, NULL, flood);
+        ck_assert_msg(tf_wait_output(w, flooder, "report", 60000), "the flooding worker never reported");
+        char *report = tf_output_read(w, flooder, "report");
         fprintf(stderr, "worker `%s`: %s", flood, report);
 
         /* the user, while the flood holds */
@@ -393,15 +335,8 @@ static char *flood_scenario(const char *flood) {
         }
         ck_assert_msg(done != NULL, "the other task did not settle during the flood");
         json_object *ds = json_get_object(done, "result");
-        ck_assert_msg(streq_ptr(tf_jstr(ds, "status"), "done") && streq_ptr(tf_jstr(ds, "changesetStatus"), "pending") &&
-                              !tf_jstr(ds, "changesetError"),
-                      "the other task lost its changeset: %s", json_to_line(ds, NULL));
+        assert_pending_diff(w, ds, settler, "the other task lost its changeset", "+++ b/new.txt", "+hi");
         json_object_put(done);
-        char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", settler);
-        json_object *res = answered(w, "task.result", rq);
-        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
-        ck_assert_msg(diff && strstr(diff, "+++ b/new.txt") && strstr(diff, "+hi"), "diff: %s", diff ? diff : "(null)");
-        json_object_put(res);
 
         /* and the user cancels the flooding worker */
         json_object_put(answered(w, "task.cancel", sp));
@@ -409,7 +344,7 @@ static char *flood_scenario(const char *flood) {
         ck_assert_str_eq(tf_jstr(fs, "status"), "cancelled");
         json_object_put(fs);
         json_object_put(answered(w, "system.health", "{}"));
-        free(sp), free(sq), free(rq), free(rp), free(settler), free(flooder), free(other), free(repo);
+        free(sp), free(sq), free(settler), free(flooder), free(other), free(repo);
         tf_world_free(w);
         return report;
 }
@@ -465,12 +400,6 @@ static double cpu_seconds(pid_t pid) {
         return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
 }
 
-static void touch_output(tf_world *w, const char *id, const char *name) {
-        char *p = strdup_printf("%s/outputs/%s/%s", w->state, id, name);
-        tf_write(p, "", 0, 0644);
-        free(p);
-}
-
 /* Leave the daemon no descriptor: its soft limit at its highest fd + 1, and
  * the test's own connections filling every hole below (the rest wait in the
  * backlog). Returns those connections. */
@@ -514,27 +443,22 @@ static void feed_daemon(pid_t pid, const struct rlimit *saved, int *fill, size_t
 }
 
 static bool reply_arrived(tf_world *w, void *id) {
-        char *p = strdup_printf("%s/outputs/%s/reply.txt", w->state, (const char *) id);
-        char *data = NULL;
-        bool ok = read_file(p, 1 << 20, &data, NULL) == 0 && strstr(data, "own directory");
-        free(data), free(p);
-        return ok;
+        _cleanup_free_ char *data = tf_output_try_read(w, id, "reply.txt");
+        return data && strstr(data, "own directory");
 }
 
 /* The daemon runs out of descriptors while a worker connects to its own
  * socket and then finishes: every listener pauses instead of spinning (one
  * warning), and the settlement waits for descriptors instead of recording
  * "changeset extraction did not run". */
-START_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w);
+TF_WORLD_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         tf_daemon_start(w);
         pid_t pid = w->daemon_pid;
         const char *script = "while [ ! -e $TASKFERRY_OUTPUT_DIR/go1 ]; do sleep 0.1; done; "
                              "taskferry-test-peer dispatch '{\"prompt\":\"true\",\"directory\":\"/\"}' > $TASKFERRY_OUTPUT_DIR/reply.txt & "
                              "while [ ! -e $TASKFERRY_OUTPUT_DIR/go2 ]; do sleep 0.1; done; echo hi > new.txt";
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
+        char *id = tf_dispatch_shell(w, repo, NULL, script);
         /* running under its shim, with its socket */
         char *sp = strdup_printf("{\"taskId\":\"%s\"}", id);
         for (uint64_t end = mono_ms() + 60000;; usleep(100000)) {
@@ -551,7 +475,7 @@ START_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
         size_t n_fill;
         int *fill = starve_daemon(w, pid, &n_fill);
         double c0 = cpu_seconds(pid);
-        touch_output(w, id, "go1");
+        tf_output_touch(w, id, "go1");
         sleep(3);
         double c1 = cpu_seconds(pid);
         fprintf(stderr, "  daemon CPU while out of fds, worker connecting: %.2f s in 3 s\n", c1 - c0);
@@ -563,30 +487,22 @@ START_TEST(out_of_fds_pauses_listeners_and_defers_settlement) {
         /* phase 2: out of fds when the worker finishes; its settlement needs a
          * pipe, a fork and a pidfd */
         fill = starve_daemon(w, pid, &n_fill);
-        touch_output(w, id, "go2");
+        tf_output_touch(w, id, "go2");
         sleep(3);
         double c2 = cpu_seconds(pid);
         fprintf(stderr, "  daemon CPU while out of fds, settlement pending: %.2f s in 3 s\n", c2 - c1);
         ck_assert_msg(c2 - c1 < 0.3, "the daemon spins while out of fds: %.2f s CPU in 3 s", c2 - c1);
         feed_daemon(pid, &saved, fill, n_fill);
         json_object *st = tf_wait_settled(w, id);
-        ck_assert_msg(streq_ptr(tf_jstr(st, "status"), "done") && streq_ptr(tf_jstr(st, "changesetStatus"), "pending") &&
-                              !tf_jstr(st, "changesetError"),
-                      "settlement was skipped: %s", json_to_line(st, NULL));
+        assert_pending_diff(w, st, id, "settlement was skipped", "+hi", NULL);
         json_object_put(st);
-        char *rq = strdup_printf("{\"taskId\":\"%s\",\"fields\":[\"diff\"]}", id);
-        json_object *res = answered(w, "task.result", rq);
-        const char *diff = tf_jstr(json_get_object(res, "result"), "diff");
-        ck_assert_msg(diff && strstr(diff, "+hi"), "diff: %s", diff ? diff : "(null)");
-        json_object_put(res);
         /* one warning, not one per failed accept */
         char *log = tf_read(tf_path(w->root, "daemon.log"), NULL);
         size_t warnings = 0;
         for (const char *p = log; (p = strstr(p, "cannot accept connections")); p++) warnings++;
         fprintf(stderr, "  accept warnings logged: %zu\n", warnings);
         ck_assert_msg(warnings >= 1 && warnings <= 2, "%zu accept warnings:\n%s", warnings, log);
-        free(log), free(rq), free(sp), free(id), free(repo);
-        tf_world_free(w);
+        free(log), free(sp), free(id), free(repo);
 }
 END_TEST
 
@@ -604,33 +520,14 @@ START_TEST(workers_get_the_users_fd_limit) {
         ck_assert_int_eq(prlimit(w->daemon_pid, RLIMIT_NOFILE, NULL, &daemon), 0);
         ck_assert_msg(daemon.rlim_cur == rl.rlim_max, "daemon soft limit %lu, hard %lu", (unsigned long) daemon.rlim_cur,
                       (unsigned long) rl.rlim_max);
-        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "ulimit -Sn", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
-        const char *res[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res);
-        json_object *o = tf_json(r.out);
-        ck_assert_str_eq(tf_jstr(o, "message"), "1000\n");
-        json_object_put(o);
-        tf_run_done(&r);
-        free(id);
+        char *msg = tf_shell_output(w, w->repo_parent, NULL, "ulimit -Sn", NULL);
+        ck_assert_str_eq(msg, "1000\n");
+        free(msg);
         tf_world_free(w);
 }
 END_TEST
 
 /* ---- nested dispatch stays inside the caller's view (issue 5 item 7) ---- */
-
-static size_t count_entries(const char *dir) {
-        char *q = shell_quote(dir);
-        char *script = strdup_printf("ls -A %s 2>/dev/null | wc -l", q);
-        run_result rr;
-        char *argv[] = {(char *) "sh", (char *) "-c", script, NULL};
-        ck_assert_int_eq(run_command(argv, NULL, NULL, 1 << 20, -1, &rr), 0);
-        size_t n = (size_t) atol(rr.out);
-        run_result_done(&rr);
-        free(q), free(script);
-        return n;
-}
 
 static size_t count_tasks(tf_world *w) {
         json_object *f = answered(w, "task.list", "{}");
@@ -644,8 +541,7 @@ static size_t count_tasks(tf_world *w) {
         return n;
 }
 
-START_TEST(nested_dispatch_stays_inside_the_callers_target) {
-        tf_world *w = tf_world_new(NULL);
+TF_WORLD_TEST(nested_dispatch_stays_inside_the_callers_target) {
         char *outside = strdup(tf_path(w->repo_parent, "outside"));
         char *repo = strdup(tf_path(w->repo_parent, "repo"));
         /* a host dir next to the target, and a symlink to it committed in the target */
@@ -683,14 +579,9 @@ START_TEST(nested_dispatch_stays_inside_the_callers_target) {
         free(script);
         script = s;
         tf_daemon_start(w);
-        size_t tasks_before = count_tasks(w), outputs_before = count_entries(outputs);
-        const char *d[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
-        ck_assert_str_eq(tf_jstr(st, "status"), "done");
-        json_object_put(st);
-        char *dp = strdup_printf("%s/outputs/%s/dispatch.txt", w->state, id);
-        char *replies = tf_read(dp, NULL);
+        size_t tasks_before = count_tasks(w), outputs_before = tf_count_entries(outputs);
+        char *id = tf_shell_done(w, repo, NULL, script, NULL);
+        char *replies = tf_output_read(w, id, "dispatch.txt");
         fprintf(stderr, "nested dispatch replies:\n%s", replies);
         /* every refused one: an error frame that says why, nothing created */
         char *save = NULL, *line = strtok_r(replies, "\n", &save);
@@ -717,34 +608,23 @@ START_TEST(nested_dispatch_stays_inside_the_callers_target) {
         json_object_put(ns);
         /* the worker and its one allowed child: no other task record, output dir or overlay */
         ck_assert_int_eq(count_tasks(w), tasks_before + 2);
-        ck_assert_int_eq(count_entries(outputs), outputs_before + 2);
-        ck_assert_int_le(count_entries(overlay), 2);
+        ck_assert_int_eq(tf_count_entries(outputs), outputs_before + 2);
+        ck_assert_int_le(tf_count_entries(overlay), 2);
         const char *res[] = {"result", nested, "--diff", "--json", NULL};
         tf_run r = tf_cli(w, NULL, NULL, res);
         ck_assert_msg(strstr(r.out, "+++ b/n.txt") && !strstr(r.out, "HOSTSECRET"), "%s", r.out);
         tf_run_done(&r);
-        free(nested), free(replies), free(dp), free(id), free(script), free(overlay), free(outputs), free(repo),
+        free(nested), free(replies), free(id), free(script), free(overlay), free(outputs), free(repo),
                 free(outside);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("sandbox-peers");
-        TCase *tc = tcase_create("peers");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, worker_cannot_decide_for_the_user);
-        tcase_add_test(tc, directories_that_would_unmask_are_refused);
-        tcase_add_test(tc, caller_env_reaches_the_worker_not_bwrap);
-        tcase_add_test(tc, orphaned_connection_is_still_sandboxed);
-        tcase_add_test(tc, host_service_sockets_are_hidden);
-        tcase_add_test(tc, worker_parking_waits_starves_nothing);
-        tcase_add_test(tc, worker_opening_connections_starves_nothing);
-        tcase_add_test(tc, out_of_fds_pauses_listeners_and_defers_settlement);
-        tcase_add_test(tc, workers_get_the_users_fd_limit);
-        tcase_add_test(tc, nested_dispatch_stays_inside_the_callers_target);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("sandbox-peers", "peers", 300,
+                            TF_TESTS(worker_cannot_decide_for_the_user, directories_that_would_unmask_are_refused,
+                                     caller_env_reaches_the_worker_not_bwrap, orphaned_connection_is_still_sandboxed,
+                                     host_service_sockets_are_hidden, worker_parking_waits_starves_nothing,
+                                     worker_opening_connections_starves_nothing,
+                                     out_of_fds_pauses_listeners_and_defers_settlement, workers_get_the_users_fd_limit,
+                                     nested_dispatch_stays_inside_the_callers_target));
 }
-
-int main(void) { return tf_run_suite(suite()); }

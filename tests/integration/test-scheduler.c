@@ -22,9 +22,7 @@
 /* ---- helpers ---- */
 
 static char *dispatch_shell(tf_world *w, const char *model, const char *prompt) {
-        const char *a[] = {"--executor", "shell", "--directory", w->repo_parent, "--model", model, "--prompt", prompt, NULL};
-        const char *b[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
-        return tf_dispatch(w, model ? a : b);
+        return tf_dispatch_worker(w, "shell", model, w->repo_parent, NULL, prompt);
 }
 
 /* A worker that prints its start time and then waits until the file
@@ -43,35 +41,8 @@ static void release(tf_world *w, const char *name) {
         free(tf_shf(w, NULL, "touch %s/release-%s", w->repo_parent, name));
 }
 
-/* task.status over the socket (the whole detail, not the CLI's lean view). */
-static json_object *status_rpc(tf_world *w, const char *id) {
-        char *params = strdup_printf("{\"taskId\":\"%s\"}", id);
-        json_object *frame = tf_rpc(w, "task.status", params);
-        free(params);
-        json_object *res = json_object_get(tf_result(frame));
-        json_object_put(frame);
-        return res;
-}
-
-static bool status_is(tf_world *w, const char *id, const char *want) {
-        json_object *o = status_rpc(w, id);
-        bool ok = streq_ptr(json_get_string(o, "status"), want);
-        json_object_put(o);
-        return ok;
-}
-
-typedef struct {
-        const char *id, *status;
-} want_status;
-
-static bool pred_status(tf_world *w, void *arg) {
-        want_status *ws = arg;
-        return status_is(w, ws->id, ws->status);
-}
-
 static void wait_status(tf_world *w, const char *id, const char *status) {
-        want_status ws = {id, status};
-        ck_assert_msg(tf_wait_until(pred_status, w, &ws, 60000), "task %s never became %s", id, status);
+        ck_assert_msg(tf_wait_status(w, id, status, 60000), "task %s never became %s", id, status);
 }
 
 /* Wall-clock ms the worker printed first. */
@@ -99,13 +70,11 @@ static void assert_reason(json_object *st, const char *needle) {
 
 /* ---- D7: the global cap ---- */
 
-START_TEST(concurrency_cap) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=2", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(concurrency_cap, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_CONCURRENT_TASKS=2") {
         char *a = dispatch_held(w, "p/x", "a"), *b = dispatch_held(w, "p/x", "b"), *c = dispatch_held(w, "p/x", "c");
         wait_status(w, a, "running");
         wait_status(w, b, "running");
-        json_object *st = status_rpc(w, c);
+        json_object *st = tf_status_rpc(w, c);
         ck_assert_str_eq(json_get_string(st, "status"), "queued");
         int64_t pos = 0;
         ck_assert(json_get_int64(st, "queuePosition", &pos));
@@ -119,10 +88,10 @@ START_TEST(concurrency_cap) {
         ck_assert_msg(strstr(r.out, "queuePosition: 1") && strstr(r.out, "queuedReason:"), "%s", r.out);
         tf_run_done(&r);
         usleep(300 * 1000);
-        ck_assert(status_is(w, c, "queued"));
+        ck_assert(tf_status_is(w, c, "queued"));
         release(w, "a");
         wait_status(w, c, "running");
-        ck_assert(status_is(w, b, "running"));
+        ck_assert(tf_status_is(w, b, "running"));
         release(w, "b"), release(w, "c");
         const char *ids[] = {a, b, c};
         for (int i = 0; i < 3; i++) {
@@ -131,44 +100,37 @@ START_TEST(concurrency_cap) {
                 json_object_put(o);
         }
         free(a), free(b), free(c);
-        tf_world_free(w);
 }
 END_TEST
 
 /* D7: a worker whose spawn fails (binary missing) frees exactly one slot. */
-START_TEST(failed_spawn_frees_one_slot) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=2", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(failed_spawn_frees_one_slot, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_CONCURRENT_TASKS=2") {
         tf_world_setenv(w, "PATH", "/usr/bin:/bin"); /* no pi or opencode */
         char *a = dispatch_held(w, "p/x", "a");
         wait_status(w, a, "running");
-        const char *d[] = {"--executor", "opencode", "--model", "p/x", "--directory", w->repo_parent, "--prompt", "hi", NULL};
-        char *bad = tf_dispatch(w, d);
-        json_object *o = tf_wait_settled(w, bad);
+        json_object *o = NULL;
+        char *bad = tf_worker_settled(w, "opencode", "p/x", w->repo_parent, NULL, "hi", &o);
         ck_assert_str_eq(tf_jstr(o, "status"), "crashed");
         json_object_put(o);
         char *c = dispatch_held(w, "p/x", "c"), *dd = dispatch_held(w, "p/x", "d");
         wait_status(w, c, "running");
         usleep(300 * 1000);
-        ck_assert_msg(status_is(w, dd, "queued"), "the failed spawn freed more than its slot");
+        ck_assert_msg(tf_status_is(w, dd, "queued"), "the failed spawn freed more than its slot");
         release(w, "a"), release(w, "c"), release(w, "d");
         wait_status(w, dd, "done");
         free(a), free(bad), free(c), free(dd);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- the launch window and the stagger ---- */
 
-START_TEST(launch_window) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_DISPATCHES_PER_WINDOW=2",
-                         (char *) "TASKFERRY_DISPATCH_WINDOW_MS=3000", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(launch_window, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_DISPATCHES_PER_WINDOW=2",
+                  "TASKFERRY_DISPATCH_WINDOW_MS=3000") {
         tf_daemon_start(w);
         uint64_t t0 = now_ms();
         char *ids[3];
         for (int i = 0; i < 3; i++) ids[i] = dispatch_shell(w, "p/x", "date +%s%3N");
-        json_object *st = status_rpc(w, ids[2]);
+        json_object *st = tf_status_rpc(w, ids[2]);
         if (streq_ptr(json_get_string(st, "status"), "queued")) assert_reason(st, "maxDispatchesPerWindow");
         json_object_put(st);
         uint64_t s[3];
@@ -177,40 +139,34 @@ START_TEST(launch_window) {
         ck_assert_uint_lt(s[0], s[2]);
         ck_assert_uint_lt(s[1], s[2]);
         for (int i = 0; i < 3; i++) free(ids[i]);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(lowerdir_stagger) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_LOWERDIR_STAGGER_MS=2000", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(lowerdir_stagger, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_LOWERDIR_STAGGER_MS=2000") {
         tf_daemon_start(w);
         uint64_t t0 = now_ms();
         char *a = dispatch_shell(w, "p/x", "date +%s%3N");
         char *b = dispatch_shell(w, "q/x", "date +%s%3N"); /* another provider: the stagger is global */
-        json_object *st = status_rpc(w, b);
+        json_object *st = tf_status_rpc(w, b);
         if (streq_ptr(json_get_string(st, "status"), "queued")) assert_reason(st, "staggered");
         json_object_put(st);
         uint64_t sb = started_ms(w, b);
         ck_assert_msg(sb >= t0 + 2000, "the second launch came %" PRIu64 " ms after the first dispatch", sb - t0);
         ck_assert_uint_lt(started_ms(w, a), sb);
         free(a), free(b);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- D8: per-provider limits ---- */
 
-START_TEST(provider_limits) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_PROVIDER_LIMITS=opencode-go:1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(provider_limits, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_PROVIDER_LIMITS=opencode-go:1") {
         char *g1 = dispatch_held(w, "opencode-go/minimax-m3", "g1");
         char *g2 = dispatch_held(w, "opencode-go/other", "g2");
         char *g3 = dispatch_held(w, "opencode-go/other", "g3");
         char *o1 = dispatch_held(w, "openai/gpt", "o1");
         wait_status(w, g1, "running");
         wait_status(w, o1, "running");
-        json_object *st = status_rpc(w, g2);
+        json_object *st = tf_status_rpc(w, g2);
         ck_assert_str_eq(json_get_string(st, "status"), "queued");
         assert_reason(st, "provider opencode-go is at its limit of 1");
         json_object_put(st);
@@ -219,24 +175,21 @@ START_TEST(provider_limits) {
         tf_run r = tf_cli(w, NULL, NULL, cn);
         ck_assert_msg(r.exit_code == 0 && strstr(r.out, "queued task cancelled before launch"), "%s", r.out);
         tf_run_done(&r);
-        ck_assert(status_is(w, g2, "queued"));
-        ck_assert(status_is(w, o1, "running"));
+        ck_assert(tf_status_is(w, g2, "queued"));
+        ck_assert(tf_status_is(w, o1, "running"));
         release(w, "g1");
         wait_status(w, g2, "running");
         release(w, "g2"), release(w, "o1");
         wait_status(w, g2, "done");
-        ck_assert(status_is(w, g3, "cancelled"));
+        ck_assert(tf_status_is(w, g3, "cancelled"));
         free(g1), free(g2), free(g3), free(o1);
-        tf_world_free(w);
 }
 END_TEST
 
 /* prov:10:2 holds the 3rd launch until the (global-length) window passes;
  * an unlisted provider is limited only globally. */
-START_TEST(provider_window) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_PROVIDER_LIMITS=prov:10:2",
-                         (char *) "TASKFERRY_DISPATCH_WINDOW_MS=3000", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(provider_window, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_PROVIDER_LIMITS=prov:10:2",
+                  "TASKFERRY_DISPATCH_WINDOW_MS=3000") {
         tf_daemon_start(w);
         uint64_t t0 = now_ms();
         char *p[3];
@@ -248,7 +201,6 @@ START_TEST(provider_window) {
         ck_assert_uint_lt(started_ms(w, p[1]), s2);
         for (int i = 0; i < 3; i++) free(p[i]);
         free(u);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -280,9 +232,7 @@ END_TEST
 
 /* ---- round-robin between providers, FIFO within each ---- */
 
-START_TEST(round_robin_and_queue_position) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(round_robin_and_queue_position, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *z = dispatch_held(w, "z/x", "z");
         wait_status(w, z, "running");
         char *order = strdup(tf_path(w->repo_parent, "order"));
@@ -294,13 +244,13 @@ START_TEST(round_robin_and_queue_position) {
                 ids[i] = dispatch_shell(w, models[i], p);
                 free(p);
         }
-        json_object *st = status_rpc(w, ids[1]);
+        json_object *st = tf_status_rpc(w, ids[1]);
         int64_t pos = 0;
         ck_assert(json_get_int64(st, "queuePosition", &pos));
         ck_assert_int_eq(pos, 2);
         ck_assert_str_eq(json_get_string(st, "queueProvider"), "a");
         json_object_put(st);
-        st = status_rpc(w, ids[2]);
+        st = tf_status_rpc(w, ids[2]);
         ck_assert(json_get_int64(st, "queuePosition", &pos));
         ck_assert_int_eq(pos, 1);
         json_object_put(st);
@@ -312,21 +262,18 @@ START_TEST(round_robin_and_queue_position) {
         free(got);
         for (int i = 0; i < 3; i++) free(ids[i]);
         free(order), free(z);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- D10: cancel while queued ---- */
 
-START_TEST(cancel_while_queued) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_MAX_CONCURRENT_TASKS=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(cancel_while_queued, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
         char *z = dispatch_held(w, "p/x", "z");
         wait_status(w, z, "running");
         char *marker = strdup(tf_path(w->repo_parent, "spawned"));
         char *p = strdup_printf("touch %s", marker);
         char *q = dispatch_shell(w, "p/x", p);
-        ck_assert(status_is(w, q, "queued"));
+        ck_assert(tf_status_is(w, q, "queued"));
         const char *cn[] = {"cancel", q, "--json", NULL};
         tf_run r = tf_cli(w, NULL, NULL, cn);
         ck_assert_int_eq(r.exit_code, 0);
@@ -344,7 +291,6 @@ START_TEST(cancel_while_queued) {
         json_object_put(tf_wait_settled(w, after));
         ck_assert_msg(!tf_exists(marker), "the cancelled task's worker ran");
         free(after), free(q), free(p), free(marker), free(z);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -367,9 +313,7 @@ static json_object *cooldowns_of_list(tf_world *w) {
 /* The acceptance test: a fake provider answers 429 with Retry-After: 3 →
  * the next dispatch for that provider starts ≥ 3 s later, a dispatch for
  * another provider starts at once; status and list say why. */
-START_TEST(cooldown_after_retry_after) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(cooldown_after_retry_after, "TASKFERRY_DISABLE_SANDBOX=1") {
         char *a = dispatch_rate_limited(w, "prov/a", "3");
         json_object *o = tf_wait_settled(w, a);
         ck_assert_str_eq(tf_jstr(o, "status"), "crashed");
@@ -378,7 +322,7 @@ START_TEST(cooldown_after_retry_after) {
         uint64_t a_end = ended_ms(w, a);
         char *b = dispatch_shell(w, "prov/b", "date +%s%3N");
         char *c = dispatch_shell(w, "other/c", "date +%s%3N");
-        json_object *st = status_rpc(w, b);
+        json_object *st = tf_status_rpc(w, b);
         if (streq_ptr(json_get_string(st, "status"), "queued")) {
                 assert_reason(st, "cooling down");
                 ck_assert_ptr_nonnull(json_get_string(st, "cooldownUntil"));
@@ -399,7 +343,6 @@ START_TEST(cooldown_after_retry_after) {
         cd = cooldowns_of_list(w);
         ck_assert_ptr_null(cd);
         free(a), free(b), free(c);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -434,7 +377,7 @@ START_TEST(cooldown_capped_and_switch) {
         tf_run_done(&r);
         char *b = dispatch_shell(w, "prov/b", "true");
         usleep(500 * 1000);
-        json_object *st = status_rpc(w, b);
+        json_object *st = tf_status_rpc(w, b);
         ck_assert_str_eq(json_get_string(st, "status"), "queued");
         assert_reason(st, "cooling down");
         json_object_put(st);
@@ -462,56 +405,36 @@ END_TEST
 /* Attack: a worker dispatches a nested task on another provider that
  * prints a rate limit with a long Retry-After, to park the user's provider.
  * A task dispatched from inside a sandbox parks nothing. */
-START_TEST(nested_task_cannot_park_a_provider) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base",
-                    repo, repo));
+TF_WORLD_TEST(nested_task_cannot_park_a_provider) {
+        char *repo = tf_repo_new(w, NULL, NULL);
         char *script = strdup_printf(
                 "c=$(taskferry dispatch --executor shell --model victim/x --prompt "
                 "\"echo 'rate limit exceeded; Retry-After: 3600' >&2; exit 1\" | sed -n 's/^id: //p'); "
                 "taskferry wait $c >/dev/null; echo child=$c");
-        const char *d[] = {"--executor", "shell", "--model", "attacker/x", "--directory", repo, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
+        char *id = tf_worker_settled(w, "shell", "attacker/x", repo, NULL, script, NULL);
         char *msg = tf_task_message(w, id);
         ck_assert_msg(strstr(msg, "child=oc_"), "nested dispatch failed: %s", msg);
-        char *cid = strndup(strstr(msg, "child=") + 6, strcspn(strstr(msg, "child=") + 6, "\n"));
+        char *cid = tf_value_after(msg, "child=");
         json_object *o = tf_wait_settled(w, cid);
         ck_assert_str_eq(tf_jstr(o, "failureReason"), "shell_rate_limited");
         json_object_put(o);
         ck_assert_ptr_null(cooldowns_of_list(w));
         char *v = dispatch_shell(w, "victim/y", "true");
         usleep(300 * 1000);
-        json_object *st = status_rpc(w, v);
+        json_object *st = tf_status_rpc(w, v);
         ck_assert_ptr_null(json_get_string(st, "cooldownUntil"));
         json_object_put(st);
         o = tf_wait_settled(w, v);
         ck_assert_str_eq(tf_jstr(o, "status"), "done");
         json_object_put(o);
         free(v), free(cid), free(msg), free(id), free(script), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("scheduler");
-        TCase *tc = tcase_create("scheduler");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, concurrency_cap);
-        tcase_add_test(tc, failed_spawn_frees_one_slot);
-        tcase_add_test(tc, launch_window);
-        tcase_add_test(tc, lowerdir_stagger);
-        tcase_add_test(tc, provider_limits);
-        tcase_add_test(tc, provider_window);
-        tcase_add_test(tc, malformed_provider_limits_refuse_start);
-        tcase_add_test(tc, round_robin_and_queue_position);
-        tcase_add_test(tc, cancel_while_queued);
-        tcase_add_test(tc, cooldown_after_retry_after);
-        tcase_add_test(tc, cooldown_capped_and_switch);
-        tcase_add_test(tc, nested_task_cannot_park_a_provider);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("scheduler", "scheduler", 300,
+                            TF_TESTS(concurrency_cap, failed_spawn_frees_one_slot, launch_window, lowerdir_stagger,
+                                     provider_limits, provider_window, malformed_provider_limits_refuse_start,
+                                     round_robin_and_queue_position, cancel_while_queued, cooldown_after_retry_after,
+                                     cooldown_capped_and_switch, nested_task_cannot_park_a_provider));
 }
-
-int main(void) { return tf_run_suite(suite()); }

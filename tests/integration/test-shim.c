@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "harness.h"
 #include "json-util.h"
 #include "launch-spec.h"
 #include "sandbox-plan.h"
@@ -612,16 +613,25 @@ static void assert_spawn_error(const tree *t, const char *status, const char *ne
         ck_assert_msg(!exists(marker), "the worker ran");
 }
 
+/* The shim run of a spec whose worker writes ran.txt, ending in a spawn
+ * error that names needle. */
+static void expect_spawn_error(const tree *t, const launch_spec *spec, const char *needle) {
+        _cleanup_free_ char *status = NULL;
+        ck_assert_int_eq(shim_run_all(t, spec, NULL, &status), 0);
+        assert_spawn_error(t, status, needle);
+}
+
+static launch_spec *ran_spec(const tree *t, bool sandbox) {
+        return spec_new(t, "echo ran > \"$TASKFERRY_OUTPUT_DIR/ran.txt\"\n", sandbox, getuid(), getgid());
+}
+
 START_TEST(test_missing_bwrap) {
         tree t;
         tree_init(&t);
-        _cleanup_(launch_spec_freep) launch_spec *spec =
-                spec_new(&t, "echo ran > \"$TASKFERRY_OUTPUT_DIR/ran.txt\"\n", true, getuid(), getgid());
+        _cleanup_(launch_spec_freep) launch_spec *spec = ran_spec(&t, true);
         /* A PATH without bwrap (the shim still finds sh on it, if it ever got that far). */
         ck_assert_int_eq(strv_env_set(&spec->env, "PATH", t.emptybin), 0);
-        _cleanup_free_ char *status = NULL;
-        ck_assert_int_eq(shim_run_all(&t, spec, NULL, &status), 0);
-        assert_spawn_error(&t, status, "bwrap is required for sandboxing but was not found on PATH");
+        expect_spawn_error(&t, spec, "bwrap is required for sandboxing but was not found on PATH");
         /* Nothing reached the overlay either. */
         DIR *d = opendir(t.upper);
         ck_assert_ptr_nonnull(d);
@@ -638,12 +648,9 @@ END_TEST
 START_TEST(test_worker_not_found) {
         tree t;
         tree_init(&t);
-        _cleanup_(launch_spec_freep) launch_spec *spec = spec_new(&t, "echo ran > \"$TASKFERRY_OUTPUT_DIR/ran.txt\"\n",
-                                                                  false, getuid(), getgid());
+        _cleanup_(launch_spec_freep) launch_spec *spec = ran_spec(&t, false);
         ck_assert_int_eq(strv_env_set(&spec->env, "PATH", t.emptybin), 0);
-        _cleanup_free_ char *status = NULL;
-        ck_assert_int_eq(shim_run_all(&t, spec, NULL, &status), 0);
-        assert_spawn_error(&t, status, "spawn sh ENOENT");
+        expect_spawn_error(&t, spec, "spawn sh ENOENT");
         tree_done(&t);
 }
 END_TEST
@@ -651,16 +658,13 @@ END_TEST
 START_TEST(test_overlay_mount_failure) {
         tree t;
         tree_init(&t);
-        _cleanup_(launch_spec_freep) launch_spec *spec =
-                spec_new(&t, "echo ran > \"$TASKFERRY_OUTPUT_DIR/ran.txt\"\n", true, getuid(), getgid());
+        _cleanup_(launch_spec_freep) launch_spec *spec = ran_spec(&t, true);
         if (!streq(expected_method(), "userns")) {
                 tree_done(&t);
                 return; /* bwrap mounts the overlay itself; its errors land in the log */
         }
         ck_assert_int_eq(rm_rf(t.work), 0);
-        _cleanup_free_ char *status = NULL;
-        ck_assert_int_eq(shim_run_all(&t, spec, NULL, &status), 0);
-        assert_spawn_error(&t, status, "overlay mount on");
+        expect_spawn_error(&t, spec, "overlay mount on");
         tree_done(&t);
 }
 END_TEST
@@ -742,16 +746,20 @@ END_TEST
 
 /* ---- signals ---- */
 
-static pid_t proc_pgrp(pid_t pid) {
-        _cleanup_free_ char *path = strdup_printf("/proc/%d/stat", (int) pid);
-        _cleanup_free_ char *stat_text = NULL;
-        if (read_file(path, 65536, &stat_text, NULL) < 0) return -1;
-        const char *p = strrchr(stat_text, ')');
-        if (!p) return -1;
-        char state;
-        int ppid, pgrp;
-        if (sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) return -1;
-        return (pid_t) pgrp;
+typedef struct sh_search {
+        pid_t pgrp;
+        const char *want;
+} sh_search;
+
+/* Fails if pid's command line holds the prompt marker; whether it is
+ * exactly `sh <script>` (search->want) in process group search->pgrp. */
+static bool is_sh_of_script(pid_t pid, void *arg) {
+        const sh_search *search = arg;
+        _cleanup_free_ char *cmd = tf_proc_read(pid, "cmdline", ' ', NULL);
+        if (!cmd) return false;
+        ck_assert_msg(!strstr(cmd, PROMPT_MARKER), "pid %d has the prompt on its command line", (int) pid);
+        pid_t pgrp;
+        return streq(cmd, search->want) && tf_proc_stat(pid, NULL, &pgrp, NULL) && pgrp == search->pgrp;
 }
 
 /* Scan every host /proc/<pid>/cmdline: fails if any command line holds the
@@ -760,25 +768,8 @@ static pid_t proc_pgrp(pid_t pid) {
 static bool scan_host_procs(pid_t pgrp, const char *script) {
         _cleanup_free_ char *want = strdup_printf("sh %s ", script);
         ck_assert_ptr_nonnull(want);
-        DIR *d = opendir("/proc");
-        ck_assert_ptr_nonnull(d);
-        bool found = false;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end || pid <= 0) continue;
-                _cleanup_free_ char *path = strdup_printf("/proc/%ld/cmdline", pid);
-                _cleanup_free_ char *cmd = NULL;
-                size_t len = 0;
-                if (read_file(path, 1 << 20, &cmd, &len) < 0) continue;
-                for (size_t i = 0; i < len; i++)
-                        if (!cmd[i]) cmd[i] = ' ';
-                ck_assert_msg(!strstr(cmd, PROMPT_MARKER), "pid %ld has the prompt on its command line", pid);
-                if (streq(cmd, want) && proc_pgrp((pid_t) pid) == pgrp) found = true;
-        }
-        closedir(d);
-        return found;
+        sh_search search = {pgrp, want};
+        return tf_procs(is_sh_of_script, &search, NULL, 0) > 0;
 }
 
 static void wait_for_file(const char *path) {
@@ -808,8 +799,11 @@ static void run_sigterm(bool sandbox) {
 
         /* The shim leads its own group (the daemon setsid'd it); the worker
          * leads another, which holds the whole worker tree. */
-        ck_assert_int_eq(proc_pgrp(run.pid), run.pid);
-        ck_assert_int_eq(proc_pgrp(li.worker_pid), li.worker_pid);
+        pid_t pgrp = -1;
+        ck_assert(tf_proc_stat(run.pid, NULL, &pgrp, NULL));
+        ck_assert_int_eq(pgrp, run.pid);
+        ck_assert(tf_proc_stat(li.worker_pid, NULL, &pgrp, NULL));
+        ck_assert_int_eq(pgrp, li.worker_pid);
         ck_assert_msg(scan_host_procs(li.worker_pid, sandbox ? SANDBOX_PROMPT_PATH : t.prompt_file),
                       "the worker's sh is not in process group %d", (int) li.worker_pid);
 
@@ -844,34 +838,13 @@ END_TEST
 START_TEST(test_sigterm_unsandboxed) { run_sigterm(false); }
 END_TEST
 
-static Suite *shim_suite(void) {
-        Suite *s = suite_create("shim");
-        TCase *tc = tcase_create("sandbox");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_sandbox_overlay_root);
-        tcase_add_test(tc, test_sandbox_overlay_unprivileged);
-        tcase_add_test(tc, test_unsandboxed_prompt_file);
-        suite_add_tcase(s, tc);
-        TCase *tf = tcase_create("failures");
-        tcase_set_timeout(tf, 120);
-        tcase_add_test(tf, test_missing_bwrap);
-        tcase_add_test(tf, test_worker_not_found);
-        tcase_add_test(tf, test_overlay_mount_failure);
-        tcase_add_test(tf, test_bad_arguments);
-        suite_add_tcase(s, tf);
-        TCase *to = tcase_create("io-and-signals");
-        tcase_set_timeout(to, 120);
-        tcase_add_test(to, test_long_line_and_lingering_grandchild);
-        tcase_add_test(to, test_sigterm_sandboxed);
-        tcase_add_test(to, test_sigterm_unsandboxed);
-        suite_add_tcase(s, to);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(shim_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("shim");
+        tf_add_tests(s, "sandbox", 120,
+                     TF_TESTS(test_sandbox_overlay_root, test_sandbox_overlay_unprivileged, test_unsandboxed_prompt_file));
+        tf_add_tests(s, "failures", 120,
+                     TF_TESTS(test_missing_bwrap, test_worker_not_found, test_overlay_mount_failure, test_bad_arguments));
+        tf_add_tests(s, "io-and-signals", 120,
+                     TF_TESTS(test_long_line_and_lingering_grandchild, test_sigterm_sandboxed, test_sigterm_unsandboxed));
+        return tf_run_suite(s);
 }

@@ -14,7 +14,6 @@
  * tells a crash bug from a plain one). */
 
 #include <check.h>
-#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,20 +22,6 @@
 #include "json-util.h"
 #include "util.h"
 
-
-/* Still running (a zombie whose parent does not reap it counts as gone). */
-static bool pid_running(pid_t pid) {
-        if (kill(pid, 0) < 0) return false;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        FILE *f = fopen(path, "re");
-        if (!f) return false;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *p = strrchr(buf, ')');
-        return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
-}
 
 static unsigned rng_state;
 static unsigned rnd(unsigned n) { /* xorshift32, [0, n) */
@@ -56,7 +41,7 @@ static void kill_daemon(tf_world *w, unsigned delay_ms, const char *when) {
         pid_t pid = tf_daemon_pid(w);
         if (pid <= 0) return;
         kill(pid, SIGKILL);
-        for (int i = 0; i < 500 && pid_running(pid); i++) {
+        for (int i = 0; i < 500 && tf_pid_running(pid); i++) {
                 if (w->daemon_pid == pid) waitpid(pid, NULL, WNOHANG);
                 usleep(10000);
         }
@@ -93,43 +78,28 @@ static void check_diff(int i, const char *diff) {
         free(hdr), free(add);
 }
 
+typedef struct world_search {
+        tf_world *w;
+        char *needle; /* TASKFERRY_STATE_DIR=<the world's> */
+        char *found; /* "pid(cmdline) " each */
+} world_search;
+
+static bool of_world(pid_t pid, void *arg) {
+        world_search *ws = arg;
+        _cleanup_free_ char *env = tf_proc_read(pid, "environ", '\n', NULL);
+        _cleanup_free_ char *cmd = tf_proc_read(pid, "cmdline", ' ', NULL);
+        if (!(env && strstr(env, ws->needle)) && !(cmd && strstr(cmd, ws->w->root))) return false;
+        tf_appendf(&ws->found, "%d(%s) ", (int) pid, cmd ? cmd : "?");
+        return true;
+}
+
 /* Pids whose environment names this world's state dir (daemon, shims, jobs,
  * workers all inherit it), or whose command line names the world. */
 static char *world_processes(tf_world *w) {
-        char *needle = strdup_printf("TASKFERRY_STATE_DIR=%s", w->state);
-        char *found = strdup("");
-        DIR *d = opendir("/proc");
-        struct dirent *de;
-        while (d && (de = readdir(d))) {
-                if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-                if (atoi(de->d_name) == getpid()) continue;
-                char *files[] = {strdup_printf("/proc/%s/environ", de->d_name), strdup_printf("/proc/%s/cmdline", de->d_name)};
-                for (int k = 0; k < 2; k++) {
-                        char *data = NULL;
-                        size_t len = 0;
-                        if (read_file(files[k], 1 << 20, &data, &len) == 0) {
-                                for (size_t j = 0; j < len; j++)
-                                        if (!data[j]) data[j] = '\n';
-                                if (strstr(data, needle) || (k == 1 && strstr(data, w->root))) {
-                                        char *cmd = NULL;
-                                        char *cp = strdup_printf("/proc/%s/cmdline", de->d_name);
-                                        if (read_file(cp, 4096, &cmd, &len) == 0)
-                                                for (size_t j = 0; j < len; j++)
-                                                        if (!cmd[j]) cmd[j] = ' ';
-                                        char *n = strdup_printf("%s%s(%s) ", found, de->d_name, cmd ? cmd : "?");
-                                        free(found), free(cmd), free(cp);
-                                        found = n;
-                                        free(data);
-                                        break;
-                                }
-                                free(data);
-                        }
-                }
-                free(files[0]), free(files[1]);
-        }
-        if (d) closedir(d);
-        free(needle);
-        return found;
+        world_search ws = {w, strdup_printf("TASKFERRY_STATE_DIR=%s", w->state), strdup("")};
+        tf_procs(of_world, &ws, NULL, 0);
+        free(ws.needle);
+        return ws.found;
 }
 
 static bool no_world_processes(tf_world *w, void *arg) {
@@ -156,11 +126,8 @@ START_TEST(kill9_soak) {
         fprintf(stderr, "soak: N=%d TASKFERRY_SOAK_SEED=%u%s\n", n, rng_state, kills_enabled ? "" : " (no kills)");
         uint64_t t0 = mono_ms();
         tf_world *w = tf_world_new(NULL);
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL,
-                    "mkdir -p %s && cd %s && git init -q && for i in $(seq -f %%03g 0 %d); do echo base-$i > f-$i.txt; done && "
-                    "git add -A && git commit -qm base",
-                    repo, repo, n - 1));
+        _cleanup_free_ char *files = strdup_printf("for i in $(seq -f %%03g 0 %d); do echo base-$i > f-$i.txt; done", n - 1);
+        char *repo = tf_repo_new(w, NULL, files);
 
         /* 1. dispatch, killing the daemon now and then: right after the
          * dispatch (the spawn), or a little later (run, extraction) */
@@ -289,7 +256,7 @@ START_TEST(kill9_soak) {
         pid_t pid = tf_daemon_pid(w);
         ck_assert_int_gt(pid, 0);
         kill(pid, SIGTERM);
-        for (int i = 0; i < 1000 && pid_running(pid); i++) usleep(10000);
+        for (int i = 0; i < 1000 && tf_pid_running(pid); i++) usleep(10000);
         ck_assert_msg(tf_wait_until(no_world_processes, w, NULL, 10000), "processes left behind: %s", world_processes(w));
         char *mounts = tf_shf(w, NULL, "grep -F %s /proc/self/mountinfo || true", w->root);
         ck_assert_msg(!*mounts, "mounts left behind: %s", mounts);
@@ -305,13 +272,4 @@ START_TEST(kill9_soak) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("soak");
-        TCase *tc = tcase_create("soak");
-        tcase_set_timeout(tc, 900);
-        tcase_add_test(tc, kill9_soak);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) { return tf_run_suite(suite()); }
+int main(void) { return tf_run_tests("soak", "soak", 900, TF_TESTS(kill9_soak)); }

@@ -91,21 +91,9 @@ static size_t count_for(json_object *events, const char *id, const char *type) {
         return n;
 }
 
-static char *shell_task(tf_world *w, const char *dir, const char *prompt) {
-        const char *d[] = {"--executor", "shell", "--directory", dir, "--prompt", prompt, NULL};
-        return tf_dispatch(w, d);
-}
+static char *shell_task(tf_world *w, const char *dir, const char *prompt) { return tf_dispatch_shell(w, dir, NULL, prompt); }
 
-static char *make_repo(tf_world *w, const char *name) {
-        char *repo = strdup_printf("%s/%s", w->repo_parent, name);
-        free(tf_shf(w, NULL, "mkdir -p %s && cd %s && git init -q && echo base > f && git add f && git commit -qm base", repo,
-                    repo));
-        return repo;
-}
-
-START_TEST(state_stream_in_order_with_one_sequence_and_no_replay) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(state_stream_in_order_with_one_sequence_and_no_replay, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         char *params = strdup_printf("{\"directory\":\"%s\"}", w->repo_parent);
         int fd = subscribe(w, params, NULL);
@@ -113,7 +101,8 @@ START_TEST(state_stream_in_order_with_one_sequence_and_no_replay) {
         json_object *ev = events_until(fd, id, "done", 20000);
         /* task.state: queued, running, done; previousStatus chains; keys in the spec's order */
         static const char *const keys[] = {"sequence", "type",           "taskId",     "directory", "originSessionId",
-                                           "status",   "previousStatus", "occurredAt", "activity",  "outputWatermark"};
+                                           "status",   "previousStatus", "occurredAt", "activity",  "outputWatermark",
+                                           NULL};
         static const char *const want[] = {"queued", "running", "done"};
         size_t k = 0;
         int64_t last_seq = 0;
@@ -132,13 +121,7 @@ START_TEST(state_stream_in_order_with_one_sequence_and_no_replay) {
                         continue;
                 }
                 ck_assert_uint_lt(k, 3);
-                size_t n = 0;
-                json_object_object_foreach(e, key, val) {
-                        ck_assert_uint_lt(n, ELEMENTSOF(keys));
-                        ck_assert_str_eq(key, keys[n++]);
-                        (void) val;
-                }
-                ck_assert_uint_eq(n, ELEMENTSOF(keys));
+                tf_assert_keys(e, keys);
                 ck_assert_str_eq(json_get_string(e, "status"), want[k]);
                 if (prev) ck_assert_str_eq(json_get_string(e, "previousStatus"), prev);
                 else ck_assert_ptr_null(json_get_string(e, "previousStatus"));
@@ -166,17 +149,13 @@ START_TEST(state_stream_in_order_with_one_sequence_and_no_replay) {
         sub_close(fd2);
         sub_close(fd);
         free(id), free(params);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(p13_routing_by_task_all_and_workspace) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(p13_routing_by_task_all_and_workspace, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
-        char *repo = make_repo(w, "repo"), *other = make_repo(w, "other");
-        char *wt = strdup_printf("%s/linked", w->repo_parent);
-        free(tf_shf(w, NULL, "git -C %s worktree add -q %s", repo, wt));
+        char *repo = tf_repo_new(w, NULL, NULL), *other = tf_repo_new(w, "other", NULL);
+        char *wt = tf_worktree_add(w, repo, "linked", NULL);
         /* an unknown task id */
         json_object *reply = NULL;
         int bad = subscribe(w, "{\"taskId\":\"oc_nope_12345678\"}", &reply);
@@ -224,13 +203,10 @@ START_TEST(p13_routing_by_task_all_and_workspace) {
         tf_run_done(&r);
         sub_close(by_task), sub_close(by_root), sub_close(all);
         free(lp), free(p_task), free(p_root), free(anchor), free(in_wt), free(in_other), free(repo), free(other), free(wt);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(p14_origin_session_filter) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(p14_origin_session_filter, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         int a = subscribe(w, "{\"all\":true,\"originSessionId\":\"sess-A\"}", NULL);
         int b = subscribe(w, "{\"all\":true,\"originSessionId\":\"sess-B\"}", NULL);
@@ -256,7 +232,6 @@ START_TEST(p14_origin_session_filter) {
         json_object_put(ea), json_object_put(eb);
         sub_close(a), sub_close(b);
         free(ta), free(tb), free(tn);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -269,9 +244,7 @@ static bool line_matches_time(const char *line) {
         return strlen(line) > 9 && line[2] == ':' && line[5] == ':' && line[8] == ' ';
 }
 
-START_TEST(watch_task_id_exits_when_the_task_settles) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(watch_task_id_exits_when_the_task_settles, "TASKFERRY_DISABLE_SANDBOX=1") {
         char *id = shell_task(w, w->repo_parent, "sleep 2; echo finished");
         uint64_t start = mono_ms();
         const char *wa[] = {"watch", "--task-id", id, NULL};
@@ -324,36 +297,25 @@ START_TEST(watch_task_id_exits_when_the_task_settles) {
         ck_assert_msg(strstr(r.out, "--flush-interval requires --summaries"), "%s", r.out);
         tf_run_done(&r);
         free(id), free(id2);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(summary_mode_activity_reads_the_narration) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
-        char *fx = strdup_printf("%s/activity-fx", w->fixtures);
+TF_WORLD_TEST_ENV(summary_mode_activity_reads_the_narration, "TASKFERRY_DISABLE_SANDBOX=1") {
         const char *stream =
                 "{\"type\":\"text\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"text\",\"messageID\":\"m1\",\"text\":\"Reading\\tthe\\nfile\"}}\n"
                 "{\"type\":\"tool_use\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"tool\",\"tool\":\"read\",\"state\":{\"input\":{\"path\":\"f.c\"},\"output\":\"int x;\"}}}\n"
                 "{\"type\":\"text\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"text\",\"messageID\":\"m2\",\"text\":\"Done.\"}}\n"
                 "{\"type\":\"step_finish\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"step-finish\",\"messageID\":\"m2\",\"reason\":\"stop\"}}\n";
-        tf_write(tf_path(w->fixtures, "activity-fx.stdout.ndjson"), stream, strlen(stream), 0644);
+        char *fx = tf_fake_fixture(w, "activity-fx", stream, -1);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
-        const char *d[] = {"--executor", "opencode", "--model", "prov/m", "--directory", w->repo_parent, "--prompt", "look", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
+        char *id = tf_worker_settled(w, "opencode", "prov/m", w->repo_parent, NULL, "look", NULL);
         const char *s[] = {"summary", id, "--mode", "activity", "--json", NULL};
         tf_run r = tf_cli(w, NULL, NULL, s);
         ck_assert_msg(r.exit_code == 0, "%s", r.out);
         json_object *o = tf_json(r.out);
         /* --json: the daemon's object, keys in order */
-        static const char *const keys[] = {"sourceTaskId", "sourceStatus", "activity", "outputWatermark"};
-        size_t n = 0;
-        json_object_object_foreach(o, key, val) {
-                ck_assert_uint_lt(n, 4);
-                ck_assert_str_eq(key, keys[n++]);
-                (void) val;
-        }
+        static const char *const keys[] = {"sourceTaskId", "sourceStatus", "activity", "outputWatermark", NULL};
+        tf_assert_keys(o, keys);
         ck_assert_str_eq(tf_jstr(o, "sourceTaskId"), id);
         ck_assert_str_eq(tf_jstr(o, "sourceStatus"), "done");
         ck_assert_str_eq(tf_jstr(o, "activity"), "Reading the file [tool:read] {\"path\":\"f.c\"} -> int x; Done.");
@@ -381,7 +343,6 @@ START_TEST(summary_mode_activity_reads_the_narration) {
         ck_assert(startswith(json_get_string(err, "help"), "Omit env"));
         json_object_put(f);
         free(p), free(id), free(fx);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -451,9 +412,8 @@ END_TEST
  * `opencode` that prints nothing) gives no text, so it is reported failed
  * (summaryFailed, summaryError), and `watch --summaries` prints it as
  * "summary unavailable (...)"; the plain subscriber still gets the text. */
-START_TEST(activity_variants_follow_the_summaries_flag) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_ACTIVITY_SUMMARIES=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(activity_variants_follow_the_summaries_flag, "TASKFERRY_DISABLE_SANDBOX=1",
+                  "TASKFERRY_ACTIVITY_SUMMARIES=1") {
         fake_models(w, "opencode/mimo-v2.5-free\n");
         tf_daemon_start(w);
         int plain = subscribe(w, "{\"all\":true}", NULL);
@@ -497,7 +457,6 @@ START_TEST(activity_variants_follow_the_summaries_flag) {
         tf_run_done(&r);
         sub_close(plain), sub_close(summ);
         free(text), free(script), free(out), free(id);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -507,9 +466,8 @@ END_TEST
  * task (summary.c, the fake `opencode` standing in for the model); a plain
  * subscriber never sees it, and the summary task is internal (no
  * task.state of its own, not in the user's list). */
-START_TEST(model_backed_activity_summary_reaches_summaries_subscribers) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_ACTIVITY_SUMMARIES=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(model_backed_activity_summary_reaches_summaries_subscribers, "TASKFERRY_DISABLE_SANDBOX=1",
+                  "TASKFERRY_ACTIVITY_SUMMARIES=1") {
         char *fx = strdup_printf("%s/summary-fx", w->root);
         char *out = strdup_printf("%s.stdout.ndjson", fx);
         const char *ndjson =
@@ -557,7 +515,6 @@ START_TEST(model_backed_activity_summary_reaches_summaries_subscribers) {
         json_object_put(ep), json_object_put(es);
         sub_close(plain), sub_close(summ);
         free(id), free(out), free(fx);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -566,9 +523,7 @@ END_TEST
  * in the foreground: otherwise it signals its whole process group too, the
  * watch gets SIGINT twice, and the second one ends it as a second Ctrl-C
  * does: 130, under load.) */
-START_TEST(watch_flush_interval_keeps_the_latest_per_task) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(watch_flush_interval_keeps_the_latest_per_task, "TASKFERRY_DISABLE_SANDBOX=1") {
         fake_models(w, "opencode/mimo-v2.5-free\n");
         char *out = strdup_printf("%s/watch.out", w->root);
         char *script = strdup_printf("timeout --foreground --preserve-status -s INT 5 taskferry watch --all --summaries --flush-interval 2s --format ndjson "
@@ -605,18 +560,15 @@ START_TEST(watch_flush_interval_keeps_the_latest_per_task) {
         ck_assert_str_eq(final_status, "done");
         free(final_status);
         free(text), free(out);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A worker subscribing through its own task socket (where the CLI inside
  * its sandbox connects) hears only its own task and the tasks it
  * dispatched, whatever scope it asks for. */
-START_TEST(worker_subscription_sees_only_its_own_tree) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = make_repo(w, "repo");
-        char *pre = shell_task(w, repo, "echo before");
-        json_object_put(tf_wait_settled(w, pre));
+TF_WORLD_TEST(worker_subscription_sees_only_its_own_tree) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        char *pre = tf_shell_settled(w, repo, NULL, "echo before", NULL);
         char *script = strdup_printf(
                 "O=$TASKFERRY_OUTPUT_DIR; taskferry watch --all --format ndjson > $O/events 2> $O/watch.err & W=$!; sleep 1; "
                 "taskferry dispatch --executor shell --directory \"$PWD\" --prompt 'echo child' | sed -n 's/^id: //p' > $O/child; "
@@ -624,34 +576,28 @@ START_TEST(worker_subscription_sees_only_its_own_tree) {
                 "kill $W; taskferry summary --mode activity $(cat $O/child) > $O/own-summary; echo rc=$? >> $O/own-summary; "
                 "taskferry summary --mode activity %s > $O/other-summary; echo rc=$? >> $O/other-summary",
                 pre);
-        const char *dw[] = {"--executor", "shell", "--directory", repo, "--prompt", script, NULL};
-        char *wid = tf_dispatch(w, dw);
-        char *out = strdup_printf("%s/outputs/%s", w->state, wid);
-        const char *ready = tf_path(out, "ready");
-        for (int i = 0; i < 300 && !tf_exists(ready); i++) usleep(100000);
-        ck_assert_msg(tf_exists(ready), "the worker never got ready");
+        char *wid = tf_dispatch_shell(w, repo, NULL, script);
+        ck_assert_msg(tf_wait_output(w, wid, "ready", 30000), "the worker never got ready");
         /* the user's task beside it, in the same repo */
-        char *stranger = shell_task(w, repo, "echo stranger");
-        json_object_put(tf_wait_settled(w, stranger));
-        tf_write(tf_path(out, "go"), "", 0, 0644);
+        char *stranger = tf_shell_settled(w, repo, NULL, "echo stranger", NULL);
+        tf_go(w, wid);
         json_object *st = tf_wait_settled(w, wid);
         ck_assert_str_eq(tf_jstr(st, "status"), "done");
         json_object_put(st);
-        char *events = tf_read(tf_path(out, "events"), NULL);
-        char *child = tf_read(tf_path(out, "child"), NULL);
+        char *events = tf_output_read(w, wid, "events");
+        char *child = tf_output_read(w, wid, "child");
         child[strcspn(child, "\n")] = 0;
         ck_assert_msg(strlen(child) > 3, "nested dispatch failed");
         ck_assert_msg(strstr(events, child), "the worker did not see its own child: %s", events);
         ck_assert_msg(!strstr(events, stranger), "the worker saw another task's events: %s", events);
         /* and it may ask about its child's activity */
-        char *own = tf_read(tf_path(out, "own-summary"), NULL);
+        char *own = tf_output_read(w, wid, "own-summary");
         ck_assert_msg(strstr(own, "rc=0") && strstr(own, "child"), "%s", own);
         /* but not about a task it did not dispatch */
-        char *other = tf_read(tf_path(out, "other-summary"), NULL);
+        char *other = tf_output_read(w, wid, "other-summary");
         ck_assert_msg(strstr(other, "rc=1") && strstr(other, "unknown task id") && !strstr(other, "before"), "%s", other);
         free(other), free(pre), free(script);
-        free(own), free(events), free(child), free(stranger), free(out), free(wid), free(repo);
-        tf_world_free(w);
+        free(own), free(events), free(child), free(stranger), free(wid), free(repo);
 }
 END_TEST
 
@@ -669,9 +615,7 @@ static long rss_kib(pid_t pid) {
  * stall it: with 50 events of 150 KiB each queued for it, the daemon keeps
  * answering at once, the reading subscriber gets everything, and what the
  * stalled one finally reads is bounded, ending with the drop notice. */
-START_TEST(never_reading_subscriber_cannot_hurt_the_daemon) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(never_reading_subscriber_cannot_hurt_the_daemon, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);
         pid_t pid = tf_daemon_pid(w);
         int stalled = subscribe(w, "{\"all\":true}", NULL);
@@ -721,25 +665,16 @@ START_TEST(never_reading_subscriber_cannot_hurt_the_daemon) {
         sub_close(stalled), sub_close(reader);
         for (int i = 0; i < 10; i++) free(ids[i]);
         free(ids), free(big);
-        tf_world_free(w);
 }
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("subscribe");
-        TCase *tc = tcase_create("subscribe");
-        tcase_set_timeout(tc, 240);
-        tcase_add_test(tc, state_stream_in_order_with_one_sequence_and_no_replay);
-        tcase_add_test(tc, p13_routing_by_task_all_and_workspace);
-        tcase_add_test(tc, p14_origin_session_filter);
-        tcase_add_test(tc, watch_task_id_exits_when_the_task_settles);
-        tcase_add_test(tc, summary_mode_activity_reads_the_narration);
-        tcase_add_test(tc, summaries_need_the_model_listed);
-        tcase_add_test(tc, activity_variants_follow_the_summaries_flag);
-        tcase_add_test(tc, model_backed_activity_summary_reaches_summaries_subscribers);
-        tcase_add_test(tc, watch_flush_interval_keeps_the_latest_per_task);
-        tcase_add_test(tc, worker_subscription_sees_only_its_own_tree);
-        tcase_add_test(tc, never_reading_subscriber_cannot_hurt_the_daemon);
-        suite_add_tcase(s, tc);
-        return tf_run_suite(s);
+        return tf_run_tests("subscribe", "subscribe", 240,
+                            TF_TESTS(state_stream_in_order_with_one_sequence_and_no_replay, p13_routing_by_task_all_and_workspace,
+                                     p14_origin_session_filter, watch_task_id_exits_when_the_task_settles,
+                                     summary_mode_activity_reads_the_narration, summaries_need_the_model_listed,
+                                     activity_variants_follow_the_summaries_flag,
+                                     model_backed_activity_summary_reaches_summaries_subscribers,
+                                     watch_flush_interval_keeps_the_latest_per_task, worker_subscription_sees_only_its_own_tree,
+                                     never_reading_subscriber_cannot_hurt_the_daemon));
 }

@@ -30,23 +30,11 @@ typedef struct world {
         char *repo, *rec;
 } world;
 
-static char *fixture(tf_world *w, const char *name, const char *stdout_text) {
-        char *prefix = strdup_printf("%s/%s", w->fixtures, name);
-        char *out = strdup_printf("%s.stdout.ndjson", prefix);
-        tf_write(out, stdout_text, strlen(stdout_text), 0644);
-        free(out);
-        return prefix;
-}
-
 static world world_new(char *const env[]) {
         world x = {.w = tf_world_new(env)};
-        x.repo = strdup(tf_path(x.w->repo_parent, "repo"));
-        free(tf_shf(x.w, NULL, "set -e; mkdir -p %s && cd %s && git init -q && echo one > f && git add -A && git commit -qm i",
-                    x.repo, x.repo));
+        x.repo = tf_repo_new(x.w, NULL, "echo one > f");
         /* a dir the summary worker may write (a daemon-wide --rw-bind) for its probes */
-        x.rec = strdup(tf_path(x.w->root, "rec"));
-        ck_assert_int_eq(mkdir(x.rec, 0777), 0);
-        tf_world_setenv(x.w, "TASKFERRY_RW_BIND", x.rec);
+        x.rec = tf_record_dir(x.w, NULL);
         return x;
 }
 
@@ -56,24 +44,17 @@ static void world_free(world *x) {
 }
 
 static char *source_task(world *x, const char *fx_text) {
-        char *fx = fixture(x->w, "source", fx_text);
+        char *fx = tf_fake_fixture(x->w, "source", fx_text, -1);
         tf_world_setenv(x->w, "FAKE_FIXTURE", fx);
         tf_world_setenv(x->w, "FAKE_SCRIPT", "true");
-        const char *argv[] = {"--executor", "opencode", "--model", "mock/model", "--directory", x->repo, "--prompt",
-                              "Fix the parser", NULL};
-        char *id = tf_dispatch(x->w, argv);
-        json_object_put(tf_wait_settled(x->w, id));
+        char *id = tf_worker_settled(x->w, "opencode", "mock/model", x->repo, NULL, "Fix the parser", NULL);
         free(fx);
         return id;
 }
 
 static json_object *summary(tf_world *w, const char *id, int want_exit) {
         const char *argv[] = {"summary", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == want_exit, "summary exit %d: %s %s", r.exit_code, r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
+        return tf_cli_json(w, argv, want_exit);
 }
 
 static char *read_rec(world *x, const char *name) {
@@ -96,7 +77,7 @@ START_TEST(report_summary_spawn_and_continuity) {
         world x = world_new(NULL);
         tf_world *w = x.w;
         char *src = source_task(&x, source_fixture);
-        char *fx = fixture(w, "summary", summary_fixture);
+        char *fx = tf_fake_fixture(w, "summary", summary_fixture, -1);
         char *argv_file = strdup(tf_path(x.rec, "argv.txt"));
         tf_write(argv_file, "", 0, 0666);
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
@@ -113,13 +94,7 @@ START_TEST(report_summary_spawn_and_continuity) {
         /* the reply, keys in the spec's order */
         const char *keys[] = {"sourceStatus", "capturedAt", "sourceTaskId", "sourceLogBytes", "summaryInputBytes",
                               "summaryTask", "next", NULL};
-        size_t k = 0;
-        json_object_object_foreach(o, key, val) {
-                (void) val;
-                ck_assert_msg(keys[k] && streq(key, keys[k]), "key %zu is %s: %s", k, key, json_to_line(o, NULL));
-                k++;
-        }
-        ck_assert_ptr_null(keys[k]);
+        tf_assert_keys(o, keys);
         ck_assert_str_eq(tf_jstr(o, "sourceStatus"), "done");
         ck_assert_str_eq(tf_jstr(o, "sourceTaskId"), src);
         char *log = strdup_printf("%s/logs/%s.ndjson", w->state, src);
@@ -219,7 +194,7 @@ START_TEST(report_summary_unsandboxed) {
         world x = world_new(env);
         tf_world *w = x.w;
         char *src = source_task(&x, source_fixture);
-        char *fx = fixture(w, "summary", summary_fixture);
+        char *fx = tf_fake_fixture(w, "summary", summary_fixture, -1);
         char *argv_file = strdup(tf_path(x.rec, "argv.txt"));
         tf_world_setenv(w, "FAKE_FIXTURE", fx);
         tf_world_setenv(w, "FAKE_ARGV_FILE", argv_file);
@@ -342,14 +317,11 @@ START_TEST(attack_worker_summarizes_other_task) {
                 "for i in 1 2 3 4 5 6; do FAKE_SCRIPT='sleep 2' taskferry summary \"$TASKFERRY_TASK_ID\" --json >> \"$O/spam.txt\" 2>&1; done; "
                 "true",
                 secret);
-        const char *d[] = {"--executor", "opencode", "--model", "mock/model", "--directory", x.repo, "--prompt", "p", NULL};
         tf_world_setenv(w, "FAKE_FIXTURE", "");
         tf_world_setenv(w, "FAKE_SCRIPT", script);
-        char *id = tf_dispatch(w, d);
-        json_object_put(tf_wait_settled(w, id));
-        size_t len = 0;
-        char *other = tf_read(tf_path(tf_path(tf_path(w->state, "outputs"), id), "other.json"), &len);
-        char *own = tf_read(tf_path(tf_path(tf_path(w->state, "outputs"), id), "own.json"), &len);
+        char *id = tf_worker_settled(w, "opencode", "mock/model", x.repo, NULL, "p", NULL);
+        char *other = tf_output_read(w, id, "other.json");
+        char *own = tf_output_read(w, id, "own.json");
         char *unknown = strdup_printf("unknown task id: %s", secret);
         ck_assert_msg(strstr(other, unknown) != NULL, "other: %s", other);
         ck_assert_msg(strstr(other, "failing test") == NULL, "other: %s", other);
@@ -357,15 +329,14 @@ START_TEST(attack_worker_summarizes_other_task) {
         ck_assert_msg(json_get_object(oo, "summaryTask") != NULL, "own: %s", own);
         json_object_put(oo);
         /* the worker may wait for the summary it asked for */
-        char *own_wait = tf_read(tf_path(tf_path(tf_path(w->state, "outputs"), id), "own-wait.json"), &len);
+        char *own_wait = tf_output_read(w, id, "own-wait.json");
         json_object *ow = tf_json(own_wait);
         ck_assert_msg(streq(strempty(tf_jstr(ow, "status")), "done"), "own wait: %s", own_wait);
         json_object_put(ow);
         /* and holds at most SUMMARY_NESTED_MAX (4) live ones */
-        char *spam = tf_read(tf_path(tf_path(tf_path(w->state, "outputs"), id), "spam.txt"), &len);
+        char *spam = tf_output_read(w, id, "spam.txt");
         ck_assert_msg(strstr(spam, "this task has too many summaries queued or running") != NULL, "spam: %s", spam);
-        size_t made = 0;
-        for (const char *q = spam; (q = strstr(q, "\"summaryTask\"")); q++) made++;
+        size_t made = tf_count(spam, "\"summaryTask\"");
         ck_assert_msg(made == 4, "%zu summaries made: %s", made, spam);
         free(spam), free(own_wait);
         free(unknown), free(own), free(other), free(id), free(script), free(secret);
@@ -373,18 +344,10 @@ START_TEST(attack_worker_summarizes_other_task) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("summary");
-        TCase *tc = tcase_create("summary");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, report_summary_spawn_and_continuity);
-        tcase_add_test(tc, report_summary_unsandboxed);
-        tcase_add_test(tc, no_text_and_unavailable_model);
-        tcase_add_test(tc, summary_model_setting);
-        tcase_add_test(tc, summary_models_see_the_env_file);
-        tcase_add_test(tc, attack_worker_summarizes_other_task);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("summary", "summary", 300,
+                            TF_TESTS(report_summary_spawn_and_continuity, report_summary_unsandboxed,
+                                     no_text_and_unavailable_model, summary_model_setting,
+                                     summary_models_see_the_env_file,
+                                     attack_worker_summarizes_other_task));
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -62,15 +62,7 @@ static bool collect_until(int fd, int ms, char **all, const char *needle) {
         return *all && strstr(*all, needle);
 }
 
-static size_t count(const char *s, const char *needle) {
-        size_t n = 0;
-        for (const char *p = s; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
-        return n;
-}
-
-START_TEST(notify_ready_status_watchdog_stopping) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "WATCHDOG_USEC=400000", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(notify_ready_status_watchdog_stopping, "TASKFERRY_DISABLE_SANDBOX=1", "WATCHDOG_USEC=400000") {
         int nfd = notify_socket(w);
         tf_daemon_start(w);
         _cleanup_free_ char *all = NULL;
@@ -79,12 +71,11 @@ START_TEST(notify_ready_status_watchdog_stopping) {
         /* keep-alives at least every 400 ms / 2 */
         free(all), all = NULL;
         collect(nfd, 1200, &all);
-        ck_assert_msg(count(all, "WATCHDOG=1") >= 3, "watchdog keep-alives in 1.2 s: %s", strnull(all));
+        ck_assert_msg(tf_count(all, "WATCHDOG=1") >= 3, "watchdog keep-alives in 1.2 s: %s", strnull(all));
 
         char *marker = strdup_printf("%s/go", w->root);
         char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.05; done; echo hi", marker);
-        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
-        char *id = tf_dispatch(w, d);
+        char *id = tf_dispatch_shell(w, w->repo_parent, NULL, prompt);
         free(all), all = NULL;
         ck_assert_msg(collect_until(nfd, 10000, &all, "STATUS=0 queued, 1 running, 1 tasks"), "%s", strnull(all));
         tf_write(marker, "", 0, 0600);
@@ -103,27 +94,17 @@ START_TEST(notify_ready_status_watchdog_stopping) {
         ck_assert_msg(all && strstr(all, "STOPPING=1"), "%s", strnull(all));
         close(nfd);
         free(marker), free(prompt), free(id);
-        tf_world_free(w);
 }
 END_TEST
 
 
-static char *daemon_log(tf_world *w) {
-        char *s = NULL;
-        if (read_file(tf_path(w->root, "daemon.log"), 1 << 24, &s, NULL) < 0) s = strdup("");
-        return s;
-}
-
-START_TEST(idle_exit_when_socket_activated) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(idle_exit_when_socket_activated, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_IDLE_EXIT_SEC=1") {
         int nfd = notify_socket(w);
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
         char *marker = strdup_printf("%s/go", w->root);
         char *prompt = strdup_printf("while [ ! -e %s ]; do sleep 0.05; done; echo hi", marker);
-        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", prompt, NULL};
-        char *id = tf_dispatch(w, d);
+        char *id = tf_dispatch_shell(w, w->repo_parent, NULL, prompt);
         /* a running task keeps it up well past the idle time */
         ck_assert_int_eq(tf_wait_exit(pid, 2500), -1);
         tf_write(marker, "", 0, 0600);
@@ -138,7 +119,7 @@ START_TEST(idle_exit_when_socket_activated) {
         _cleanup_free_ char *all = NULL;
         collect(nfd, 50, &all);
         ck_assert_msg(all && strstr(all, "STOPPING=1"), "%s", strnull(all));
-        _cleanup_free_ char *log = daemon_log(w);
+        _cleanup_free_ char *log = tf_daemon_log(w);
         ck_assert_msg(strstr(log, "\ntaskferryd: info: idle for 1 s, exiting") || startswith(log, "taskferryd: info: idle for 1 s"),
                       "%s", log);
         ck_assert_msg(!strstr(log, "<6>"), "priority prefix without a journal stream: %s", log);
@@ -165,13 +146,11 @@ START_TEST(idle_exit_when_socket_activated) {
         w->daemon_pid = 0;
         close(lfd), close(nfd);
         free(marker), free(prompt), free(id);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(no_idle_exit_while_a_client_is_connected_or_when_self_bound) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=1", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(no_idle_exit_while_a_client_is_connected_or_when_self_bound, "TASKFERRY_DISABLE_SANDBOX=1",
+                  "TASKFERRY_IDLE_EXIT_SEC=1") {
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
         int c = tf_connect(w);
@@ -192,19 +171,15 @@ START_TEST(no_idle_exit_while_a_client_is_connected_or_when_self_bound) {
         tf_daemon_start(w);
         ck_assert_int_eq(tf_wait_exit(w->daemon_pid, 3000), -1);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
-        tf_world_free(w);
 }
 END_TEST
 
-START_TEST(idle_exit_zero_means_never) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=0", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(idle_exit_zero_means_never, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_IDLE_EXIT_SEC=0") {
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
         ck_assert_int_gt(tf_daemon_pid(w), 0);
         ck_assert_int_eq(tf_wait_exit(pid, 2500), -1);
         close(lfd);
-        tf_world_free(w);
 }
 END_TEST
 
@@ -218,10 +193,8 @@ static void journal_stream_of_log(tf_world *w) {
         tf_world_setenv(w, "JOURNAL_STREAM", v);
 }
 
-START_TEST(priority_prefixes_on_the_journal_stream) {
-        char *extra[] = {(char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) "TASKFERRY_IDLE_EXIT_SEC=1",
-                         (char *) "TASKFERRY_ALLOWED_DIRS=/nonexistent-taskferry-dir", NULL};
-        tf_world *w = tf_world_new(extra);
+TF_WORLD_TEST_ENV(priority_prefixes_on_the_journal_stream, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY_IDLE_EXIT_SEC=1",
+                  "TASKFERRY_ALLOWED_DIRS=/nonexistent-taskferry-dir") {
         journal_stream_of_log(w);
         int lfd = tf_activation_socket(w);
         pid_t pid = tf_daemon_start_activated(w, lfd);
@@ -229,7 +202,7 @@ START_TEST(priority_prefixes_on_the_journal_stream) {
         int st = tf_wait_exit(pid, 5000);
         ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "%d", st);
         w->daemon_pid = 0;
-        _cleanup_free_ char *log = daemon_log(w);
+        _cleanup_free_ char *log = tf_daemon_log(w);
         /* a settings warning (log_text) and the idle notice (log_info) */
         ck_assert_msg(startswith(log, "<4>warning: TASKFERRY_ALLOWED_DIRS") || strstr(log, "\n<4>warning: TASKFERRY_ALLOWED_DIRS"),
                       "%s", log);
@@ -240,21 +213,12 @@ START_TEST(priority_prefixes_on_the_journal_stream) {
                 if (!strchr(s, '\n')) break;
         }
         close(lfd);
-        tf_world_free(w);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("systemd-notify");
-        TCase *tc = tcase_create("notify");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, notify_ready_status_watchdog_stopping);
-        tcase_add_test(tc, idle_exit_when_socket_activated);
-        tcase_add_test(tc, no_idle_exit_while_a_client_is_connected_or_when_self_bound);
-        tcase_add_test(tc, idle_exit_zero_means_never);
-        tcase_add_test(tc, priority_prefixes_on_the_journal_stream);
-        suite_add_tcase(s, tc);
-        return s;
+int main(void) {
+        return tf_run_tests("systemd-notify", "notify", 120,
+                            TF_TESTS(notify_ready_status_watchdog_stopping, idle_exit_when_socket_activated,
+                                     no_idle_exit_while_a_client_is_connected_or_when_self_bound, idle_exit_zero_means_never,
+                                     priority_prefixes_on_the_journal_stream));
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -65,22 +65,9 @@ static char *dispatch_exec(tf_world *w, const char *executor, const char *script
         return tf_dispatch(w, argv);
 }
 
-static json_object *status_of(tf_world *w, const char *id) {
-        const char *argv[] = {"status", id, "--full", "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "status: %s %s", r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
-}
-
 static json_object *result_of(tf_world *w, const char *id) {
         const char *argv[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "result: %s %s", r.out, r.err);
-        json_object *o = tf_json(r.out);
-        tf_run_done(&r);
-        return o;
+        return tf_cli_json(w, argv, 0);
 }
 
 static void assert_settled(json_object *st, const char *status, const char *reason, const char *detail) {
@@ -98,28 +85,37 @@ static void assert_settled(json_object *st, const char *status, const char *reas
                               tf_jstr(st, "failureDetail"), detail, line);
 }
 
-/* The record of id in tasks.json as written now (NULL if not there yet). */
-static json_object *tasks_json_record(tf_world *w, const char *id) {
-        const char *path = tf_path(w->state, "tasks.json");
-        if (!tf_exists(path)) return NULL;
-        char *text = tf_read(path, NULL);
-        json_object *all = json_tokener_parse(text);
-        free(text);
-        json_object *found = NULL;
-        for (size_t i = 0; all && i < json_object_array_length(all); i++) {
-                json_object *rec = json_object_array_get_idx(all, i);
-                if (streq_ptr(tf_jstr(rec, "id"), id)) found = json_object_get(rec);
-        }
-        json_object_put(all);
-        return found;
+
+/* One fake worker in a world of its own: the fast watchdog env plus extra
+ * (t0: tier T0, no sandbox), the `executor` fake running script (exec: as
+ * the worker process itself, dispatch_exec); it must settle as status,
+ * reason and detail (assert_settled), no sooner than min_ms after the
+ * dispatch. Returns its settled status (the caller puts it) and in
+ * *ret_ms how long it took. */
+typedef struct scenario {
+        const char *extra;
+        bool t0, exec;
+        const char *executor, *script;
+        const char *status, *reason, *detail;
+        uint64_t min_ms;
+} scenario;
+
+static json_object *settle_scenario(const scenario *sc, uint64_t *ret_ms) {
+        tf_world *w = sc->t0 ? world_t0(sc->extra) : world(sc->extra);
+        uint64_t start = mono_ms();
+        char *id = (sc->exec ? dispatch_exec : dispatch)(w, sc->executor, sc->script);
+        json_object *st = tf_wait_settled(w, id);
+        uint64_t took = mono_ms() - start;
+        assert_settled(st, sc->status, sc->reason, sc->detail);
+        ck_assert_msg(took >= sc->min_ms, "settled %llu ms after the dispatch, before %llu ms", (unsigned long long) took,
+                      (unsigned long long) sc->min_ms);
+        free(id);
+        tf_world_free(w);
+        if (ret_ms) *ret_ms = took;
+        return st;
 }
 
-static const char *out_file(tf_world *w, const char *id, const char *name) {
-        char *dir = strdup_printf("%s/outputs/%s", w->state, id);
-        const char *p = tf_path(dir, name);
-        free(dir);
-        return p;
-}
+static void scenario_run(const scenario *sc) { json_object_put(settle_scenario(sc, NULL)); }
 
 /* ---- W1 dead spawn ---- */
 
@@ -131,14 +127,13 @@ START_TEST(w1_dead_spawn) {
                                  "trap 'echo term > \"$TASKFERRY_OUTPUT_DIR/term\"' TERM; "
                                  "while :; do sleep 0.05; done");
         uint64_t start = mono_ms();
-        const char *term = out_file(w, id, "term");
-        char *term_path = strdup(term);
+        char *term_path = strdup(tf_output_path(w, id, "term"));
         while (!tf_exists(term_path) && mono_ms() - start < 20000) usleep(10000);
         ck_assert_msg(tf_exists(term_path), "the worker never got SIGTERM");
         uint64_t fired = mono_ms() - start;
         ck_assert_msg(fired >= 500, "killed after %llu ms, before the 500 ms budget", (unsigned long long) fired);
         /* the reason is on disk before the process exits */
-        json_object *rec = tasks_json_record(w, id);
+        json_object *rec = tf_task_record(w, id);
         ck_assert_ptr_nonnull(rec);
         ck_assert_str_eq(strempty(tf_jstr(rec, "status")), "running");
         ck_assert_str_eq(strempty(tf_jstr(rec, "failureReason")), "no_output_timeout_dead_spawn");
@@ -158,135 +153,101 @@ END_TEST
 
 /* The same in the sandbox: the group's SIGTERM ends it. */
 START_TEST(w1_dead_spawn_sandboxed) {
-        tf_world *w = world(NULL);
-        uint64_t start = mono_ms();
-        char *id = dispatch(w, "opencode", "trap '' TERM; sleep 60");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "crashed", "no_output_timeout_dead_spawn", "no output for 500ms (pre-output timeout)");
-        ck_assert_msg(mono_ms() - start < 30000, "settled after %llu ms", (unsigned long long) (mono_ms() - start));
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        uint64_t took = 0;
+        json_object_put(settle_scenario(&(scenario){.executor = "opencode", .script = "trap '' TERM; sleep 60",
+                                                    .status = "crashed", .reason = "no_output_timeout_dead_spawn",
+                                                    .detail = "no output for 500ms (pre-output timeout)"},
+                                        &took));
+        ck_assert_msg(took < 30000, "settled after %llu ms", (unsigned long long) took);
 }
 END_TEST
 
 /* ---- W2 raw noise vs the ceiling ---- */
 
 START_TEST(w2_raw_noise_resets_the_clock) {
-        tf_world *w = world(NULL);
         /* 3 s of raw stderr every 100 ms: six no-output budgets, never silent */
-        char *id = dispatch(w, "opencode", "i=0; while [ $i -lt 30 ]; do echo noise $i >&2; sleep 0.1; i=$((i+1)); done");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "done", NULL, NULL);
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        scenario_run(&(scenario){.executor = "opencode",
+                                 .script = "i=0; while [ $i -lt 30 ]; do echo noise $i >&2; sleep 0.1; i=$((i+1)); done",
+                                 .status = "done"});
 }
 END_TEST
 
 START_TEST(w2_ceiling) {
-        tf_world *w = world("TASKFERRY_PRE_OUTPUT_MAX_MS=1200");
-        uint64_t start = mono_ms();
-        char *id = dispatch(w, "opencode", "while :; do echo noise >&2; sleep 0.1; done");
-        json_object *st = tf_wait_settled(w, id);
-        uint64_t took = mono_ms() - start;
-        assert_settled(st, "crashed", "no_output_timeout_dead_spawn",
-                       "no parseable event within 1200ms despite continued raw log growth (pre-output ceiling)");
-        ck_assert_msg(took >= 1200, "killed after %llu ms", (unsigned long long) took);
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        scenario_run(&(scenario){
+                .extra = "TASKFERRY_PRE_OUTPUT_MAX_MS=1200", .executor = "opencode",
+                .script = "while :; do echo noise >&2; sleep 0.1; done", .status = "crashed",
+                .reason = "no_output_timeout_dead_spawn",
+                .detail = "no parseable event within 1200ms despite continued raw log growth (pre-output ceiling)",
+                .min_ms = 1200});
 }
 END_TEST
 
 START_TEST(w2_silence_after_noise) {
-        tf_world *w = world(NULL);
-        char *id = dispatch(w, "opencode", "echo noise >&2; sleep 0.3; echo more noise >&2; sleep 60");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "crashed", "no_output_timeout_dead_spawn", "no output for 500ms (pre-output timeout)");
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        scenario_run(&(scenario){.executor = "opencode",
+                                 .script = "echo noise >&2; sleep 0.3; echo more noise >&2; sleep 60", .status = "crashed",
+                                 .reason = "no_output_timeout_dead_spawn",
+                                 .detail = "no output for 500ms (pre-output timeout)"});
 }
 END_TEST
 
 /* ---- W4 steady output ---- */
 
 START_TEST(w4_steady_output) {
-        tf_world *w = world(NULL);
-        char *id = dispatch(w, "opencode",
-                            "printf '%s\\n' '" STEP_START "'; i=0; while [ $i -lt 15 ]; do "
-                            "printf '%s\\n' '" TEXT("tick") "'; sleep 0.2; i=$((i+1)); done; "
-                            "printf '%s\\n' '" STOP "'");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "done", NULL, NULL);
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        scenario_run(&(scenario){.executor = "opencode",
+                                 .script = "printf '%s\\n' '" STEP_START "'; i=0; while [ $i -lt 15 ]; do "
+                                           "printf '%s\\n' '" TEXT("tick") "'; sleep 0.2; i=$((i+1)); done; "
+                                           "printf '%s\\n' '" STOP "'",
+                                 .status = "done"});
 }
 END_TEST
 
 /* ---- W5 a worker trapping SIGTERM ---- */
 
 START_TEST(w5_term_trap_exit_0_still_crashed) {
-        tf_world *w = world_t0(NULL);
         /* OC-C's error, then it waits; on TERM it exits 0 */
-        char *id = dispatch_exec(w, "opencode",
-                            "trap 'exit 0' TERM; printf '%s\\n' '" STEP_START "' '" RATE_ERROR "'; "
-                            "echo 'Error: provider request failed (APIError)' >&2; while :; do sleep 0.05; done");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "crashed", "rate_limited", "rate_limit_exceeded: please retry after 60s");
+        json_object *st = settle_scenario(
+                &(scenario){.t0 = true, .exec = true, .executor = "opencode",
+                            .script = "trap 'exit 0' TERM; printf '%s\\n' '" STEP_START "' '" RATE_ERROR "'; "
+                                      "echo 'Error: provider request failed (APIError)' >&2; while :; do sleep 0.05; done",
+                            .status = "crashed", .reason = "rate_limited",
+                            .detail = "rate_limit_exceeded: please retry after 60s"},
+                NULL);
         int64_t code = -1;
         ck_assert_msg(json_get_int64(st, "exitCode", &code) && code == 0, "exit code: %s", json_to_line(st, NULL));
         json_object_put(st);
-        free(id);
-        tf_world_free(w);
 }
 END_TEST
 
 START_TEST(w5_term_ignored_gets_sigkill) {
-        tf_world *w = world_t0(NULL);
-        uint64_t start = mono_ms();
-        char *id = dispatch_exec(w, "opencode",
-                            "trap '' TERM; printf '%s\\n' '" STEP_START "' '" RATE_ERROR "'; "
-                            "while :; do sleep 0.05; done");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "crashed", "rate_limited", NULL);
+        /* the 300 ms grace passes first */
+        json_object *st = settle_scenario(
+                &(scenario){.t0 = true, .exec = true, .executor = "opencode",
+                            .script = "trap '' TERM; printf '%s\\n' '" STEP_START "' '" RATE_ERROR "'; "
+                                      "while :; do sleep 0.05; done",
+                            .status = "crashed", .reason = "rate_limited", .min_ms = 300},
+                NULL);
         int64_t code = 0;
         bool has_code = json_get_int64(st, "exitCode", &code);
         ck_assert_msg(streq(strempty(tf_jstr(st, "signal")), "SIGKILL") || (has_code && code == 128 + SIGKILL),
                       "not killed by SIGKILL: %s", json_to_line(st, NULL));
-        /* the 300 ms grace passed first */
-        ck_assert_msg(mono_ms() - start >= 300, "settled after %llu ms", (unsigned long long) (mono_ms() - start));
         json_object_put(st);
-        free(id);
-        tf_world_free(w);
 }
 END_TEST
 
 /* ---- W7 no false positives ---- */
 
 START_TEST(w7_text_event_is_never_scanned) {
-        tf_world *w = world(NULL);
-        char *id = dispatch(w, "opencode",
-                            "printf '%s\\n' '" STEP_START "' '" TEXT("429 Too Many Requests: rate limit, quota, billing, unauthorized") "'; "
-                            "sleep 0.5; printf '%s\\n' '" STOP "'");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "done", NULL, NULL);
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        scenario_run(&(scenario){
+                .executor = "opencode",
+                .script = "printf '%s\\n' '" STEP_START "' '" TEXT("429 Too Many Requests: rate limit, quota, billing, unauthorized") "'; "
+                          "sleep 0.5; printf '%s\\n' '" STOP "'",
+                .status = "done"});
 }
 END_TEST
 
 START_TEST(w7_tests_passed_is_not_auth) {
-        tf_world *w = world(NULL);
-        char *id = dispatch(w, "opencode", "echo '401 tests passed, 0 failed'; sleep 0.2; exit 1");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "crashed", "boot_failure", "401 tests passed, 0 failed");
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        scenario_run(&(scenario){.executor = "opencode", .script = "echo '401 tests passed, 0 failed'; sleep 0.2; exit 1",
+                                 .status = "crashed", .reason = "boot_failure", .detail = "401 tests passed, 0 failed"});
 }
 END_TEST
 
@@ -303,16 +264,10 @@ START_TEST(w8_unknown_structured_error) {
                 "{\"type\":\"agent_end\",\"messages\":[{\"role\":\"assistant\",\"stopReason\":\"error\","
                 "\"errorMessage\":\"Streaming response failed\"}]}",
         };
-        tf_world *w = world(NULL);
         /* a live worker: the watchdog classifies it, then the kill */
-        char *script = strdup_printf("printf '%%s\\n' '%s'; while :; do sleep 0.05; done", events[_i]);
-        char *id = dispatch(w, executors[_i], script);
-        free(script);
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "crashed", reasons[_i], "Streaming response failed");
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        _cleanup_free_ char *script = strdup_printf("printf '%%s\\n' '%s'; while :; do sleep 0.05; done", events[_i]);
+        scenario_run(&(scenario){.executor = executors[_i], .script = script, .status = "crashed", .reason = reasons[_i],
+                                 .detail = "Streaming response failed"});
 }
 END_TEST
 
@@ -416,11 +371,7 @@ START_TEST(w11_cancelled_is_never_recovered) {
         char *id = dispatch(w, "opencode",
                             "printf '%s\\n' '" STEP_START "' '" TEXT("An answer.") "' '" STOP "'; "
                             "touch \"$TASKFERRY_OUTPUT_DIR/ready\"; sleep 60");
-        const char *ready = out_file(w, id, "ready");
-        char *ready_path = strdup(ready);
-        uint64_t start = mono_ms();
-        while (!tf_exists(ready_path) && mono_ms() - start < 20000) usleep(10000);
-        ck_assert(tf_exists(ready_path));
+        ck_assert(tf_wait_output(w, id, "ready", 20000));
         const char *c[] = {"cancel", id, "--json", NULL};
         tf_run r = tf_cli(w, NULL, NULL, c);
         ck_assert_msg(r.exit_code == 0, "cancel: %s %s", r.out, r.err);
@@ -428,22 +379,17 @@ START_TEST(w11_cancelled_is_never_recovered) {
         json_object *st = tf_wait_settled(w, id);
         assert_settled(st, "cancelled", NULL, NULL);
         json_object_put(st);
-        free(ready_path), free(id);
+        free(id);
         tf_world_free(w);
 }
 END_TEST
 
 START_TEST(w11_stall_after_stop_is_done) {
-        tf_world *w = world(NULL);
-        uint64_t start = mono_ms();
-        char *id = dispatch(w, "opencode",
-                            "printf '%s\\n' '" STEP_START "' '" TEXT("Finished, but hanging on exit.") "' '" STOP "'; sleep 60");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "done", "no_output_timeout_stalled", "no output for 1500ms (post-output timeout)");
-        ck_assert_msg(mono_ms() - start >= 1500, "settled after %llu ms", (unsigned long long) (mono_ms() - start));
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        scenario_run(&(scenario){
+                .executor = "opencode",
+                .script = "printf '%s\\n' '" STEP_START "' '" TEXT("Finished, but hanging on exit.") "' '" STOP "'; sleep 60",
+                .status = "done", .reason = "no_output_timeout_stalled",
+                .detail = "no output for 1500ms (post-output timeout)", .min_ms = 1500});
 }
 END_TEST
 
@@ -455,31 +401,22 @@ END_TEST
  * log yet) every 100 ms after its first event is alive for 4 s, more than
  * twice the 1.5 s post-output budget. */
 START_TEST(one_byte_per_tick_is_not_stalled) {
-        tf_world *w = world(NULL);
-        char *id = dispatch(w, "opencode",
-                            "printf '%s\\n' '" STEP_START "'; i=0; while [ $i -lt 40 ]; do printf . >&2; sleep 0.1; "
-                            "i=$((i+1)); done; echo; printf '%s\\n' '" TEXT("done") "' '" STOP "'");
-        json_object *st = tf_wait_settled(w, id);
-        assert_settled(st, "done", NULL, NULL);
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        scenario_run(&(scenario){
+                .executor = "opencode",
+                .script = "printf '%s\\n' '" STEP_START "'; i=0; while [ $i -lt 40 ]; do printf . >&2; sleep 0.1; "
+                          "i=$((i+1)); done; echo; printf '%s\\n' '" TEXT("done") "' '" STOP "'",
+                .status = "done"});
 }
 END_TEST
 
 /* One event, then nothing: stalled after the post-output budget, not the
  * shorter pre-output one. */
 START_TEST(silence_after_first_event_is_stalled) {
-        tf_world *w = world(NULL);
-        uint64_t start = mono_ms();
-        char *id = dispatch(w, "pi", "printf '%s\\n' '{\"type\":\"session\",\"id\":\"s1\"}'; sleep 60");
-        json_object *st = tf_wait_settled(w, id);
-        uint64_t took = mono_ms() - start;
-        assert_settled(st, "crashed", "no_output_timeout_stalled", "no output for 1500ms (post-output timeout)");
-        ck_assert_msg(took >= 1500, "stalled after %llu ms, before the post-output budget", (unsigned long long) took);
-        json_object_put(st);
-        free(id);
-        tf_world_free(w);
+        /* stalled no sooner than the post-output budget */
+        scenario_run(&(scenario){.executor = "pi",
+                                 .script = "printf '%s\\n' '{\"type\":\"session\",\"id\":\"s1\"}'; sleep 60",
+                                 .status = "crashed", .reason = "no_output_timeout_stalled",
+                                 .detail = "no output for 1500ms (post-output timeout)", .min_ms = 1500});
 }
 END_TEST
 
@@ -489,24 +426,17 @@ START_TEST(readopted_task_has_a_watchdog) {
         tf_world *w = world("TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS=4000");
         char *id = dispatch(w, "opencode",
                             "printf '%s\\n' '" STEP_START "'; touch \"$TASKFERRY_OUTPUT_DIR/ready\"; sleep 120");
-        const char *ready = out_file(w, id, "ready");
-        char *ready_path = strdup(ready);
-        uint64_t start = mono_ms();
-        while (!tf_exists(ready_path) && mono_ms() - start < 20000) usleep(10000);
-        ck_assert(tf_exists(ready_path));
+        ck_assert(tf_wait_output(w, id, "ready", 20000));
         /* the daemon dies at once; its successor re-adopts the shim */
-        pid_t pid = tf_daemon_pid(w);
-        ck_assert_int_gt(pid, 0);
-        kill(pid, SIGKILL);
-        for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(10000);
-        json_object *st = status_of(w, id); /* starts the next daemon */
+        tf_daemon_stop(w, SIGKILL);
+        json_object *st = tf_status_full(w, id); /* starts the next daemon */
         ck_assert_str_eq(strempty(tf_jstr(st, "status")), "running");
         json_object_put(st);
         st = tf_wait_settled(w, id);
         /* the log already held an event: the post-output budget */
         assert_settled(st, "crashed", "no_output_timeout_stalled", "no output for 4000ms (post-output timeout)");
         json_object_put(st);
-        free(ready_path), free(id);
+        free(id);
         tf_world_free(w);
 }
 END_TEST
@@ -515,9 +445,8 @@ END_TEST
 
 START_TEST(shell_silent_success_is_complete) {
         tf_world *w = world("TASKFERRY_NO_OUTPUT_TIMEOUT_MS=60000");
-        const char *d[] = {"--executor", "shell", "--directory", w->repo_parent, "--prompt", "true", NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
+        json_object *st = NULL;
+        char *id = tf_shell_settled(w, w->repo_parent, NULL, "true", &st);
         assert_settled(st, "done", NULL, NULL);
         json_object_put(st);
         json_object *res = result_of(w, id);
@@ -540,32 +469,17 @@ START_TEST(shell_silent_success_is_complete) {
 }
 END_TEST
 
-static Suite *suite(void) {
+int main(void) {
         Suite *s = suite_create("watchdogs");
-        TCase *tc = tcase_create("w");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, w1_dead_spawn);
-        tcase_add_test(tc, w1_dead_spawn_sandboxed);
-        tcase_add_test(tc, w2_raw_noise_resets_the_clock);
-        tcase_add_test(tc, w2_ceiling);
-        tcase_add_test(tc, w2_silence_after_noise);
-        tcase_add_test(tc, w4_steady_output);
-        tcase_add_test(tc, w5_term_trap_exit_0_still_crashed);
-        tcase_add_test(tc, w5_term_ignored_gets_sigkill);
-        tcase_add_test(tc, w7_text_event_is_never_scanned);
-        tcase_add_test(tc, w7_tests_passed_is_not_auth);
+        TCase *tc = tf_add_tests(
+                s, "w", 120,
+                TF_TESTS(w1_dead_spawn, w1_dead_spawn_sandboxed, w2_raw_noise_resets_the_clock, w2_ceiling,
+                         w2_silence_after_noise, w4_steady_output, w5_term_trap_exit_0_still_crashed,
+                         w5_term_ignored_gets_sigkill, w7_text_event_is_never_scanned, w7_tests_passed_is_not_auth,
+                         w10_boot_failure, w10_not_applied, w11_crash_recovery, w11_cancelled_is_never_recovered,
+                         w11_stall_after_stop_is_done, one_byte_per_tick_is_not_stalled,
+                         silence_after_first_event_is_stalled, readopted_task_has_a_watchdog,
+                         shell_silent_success_is_complete));
         tcase_add_loop_test(tc, w8_unknown_structured_error, 0, 2);
-        tcase_add_test(tc, w10_boot_failure);
-        tcase_add_test(tc, w10_not_applied);
-        tcase_add_test(tc, w11_crash_recovery);
-        tcase_add_test(tc, w11_cancelled_is_never_recovered);
-        tcase_add_test(tc, w11_stall_after_stop_is_done);
-        tcase_add_test(tc, one_byte_per_tick_is_not_stalled);
-        tcase_add_test(tc, silence_after_first_event_is_stalled);
-        tcase_add_test(tc, readopted_task_has_a_watchdog);
-        tcase_add_test(tc, shell_silent_success_is_complete);
-        suite_add_tcase(s, tc);
-        return s;
+        return tf_run_suite(s);
 }
-
-int main(void) { return tf_run_suite(suite()); }

@@ -52,10 +52,8 @@ START_TEST(replay_fixture) {
         tf_world *w = tf_world_new(NULL);
         char *fixture = strdup_printf("%s/real/%s", w->fixtures, c->name);
         tf_world_setenv(w, "FAKE_FIXTURE", fixture);
-        const char *argv[] = {"--executor", c->executor, "--model", "mockllm/mock-model", "--directory", w->repo_parent,
-                              "--prompt", "Reply with exactly: PONG", NULL};
-        char *id = tf_dispatch(w, argv);
-        json_object *st = tf_wait_settled(w, id);
+        json_object *st = NULL;
+        char *id = tf_worker_settled(w, c->executor, "mockllm/mock-model", w->repo_parent, NULL, "Reply with exactly: PONG", &st);
         ck_assert_msg(streq(tf_jstr(st, "status"), c->status), "%s: status %s, want %s (%s)", c->name,
                       tf_jstr(st, "status"), c->status, json_to_line(st, NULL));
         if (c->reason) ck_assert_str_eq(strempty(tf_jstr(st, "failureReason")), c->reason);
@@ -65,21 +63,15 @@ START_TEST(replay_fixture) {
         /* status --full shows the resolved variant: the default "highest" is
          * pi's highest thinking level (xhigh for pi 0.73.1, never "max");
          * opencode without a variants cache gets no flag (issue 5 item 3) */
-        const char *full_argv[] = {"status", id, "--full", "--json", NULL};
-        tf_run fr = tf_cli(w, NULL, NULL, full_argv);
-        ck_assert_msg(fr.exit_code == 0, "status --full: %s %s", fr.out, fr.err);
-        json_object *full = tf_json(fr.out);
+        json_object *full = tf_status_full(w, id);
         if (streq(c->executor, "pi"))
                 ck_assert_str_eq(strempty(tf_jstr(full, "variant")), "xhigh");
         else
                 ck_assert_ptr_null(tf_jstr(full, "variant"));
         json_object_put(full);
-        tf_run_done(&fr);
 
         const char *res_argv[] = {"result", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, res_argv);
-        ck_assert_msg(r.exit_code == 0, "result: %s", r.out);
-        json_object *res = tf_json(r.out);
+        json_object *res = tf_cli_json(w, res_argv, 0);
         if (c->message) ck_assert_str_eq(tf_jstr(res, "message"), c->message);
         if (c->session) ck_assert_str_eq(strempty(tf_jstr(res, "sessionId")), c->session);
         json_object *tokens = json_get_object(res, "tokens");
@@ -99,7 +91,6 @@ START_TEST(replay_fixture) {
                               json_object_get_double(cost), want);
         }
         json_object_put(res);
-        tf_run_done(&r);
         free(id);
         free(fixture);
         tf_world_free(w);

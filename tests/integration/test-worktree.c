@@ -13,14 +13,8 @@
 #include "json-util.h"
 #include "util.h"
 
-START_TEST(commit_in_linked_worktree) {
-        tf_world *w = tf_world_new(NULL);
-        char *main_repo = strdup(tf_path(w->repo_parent, "main"));
-        char *wt = strdup(tf_path(w->repo_parent, "wt"));
-        free(tf_shf(w, NULL,
-                    "git init -q %s && cd %s && echo base > f && git add f && git commit -qm base && "
-                    "git worktree add -q %s -b feature",
-                    main_repo, main_repo, wt));
+TF_WORLD_TEST(commit_in_linked_worktree) {
+        char *main_repo = tf_repo_new(w, "main", NULL), *wt = tf_worktree_add(w, main_repo, "wt", "feature");
         char *gitdir = strdup(tf_path(main_repo, ".git"));
         char *before_git = tf_tree_snapshot(gitdir, false);
         char *before_main = tf_tree_snapshot(main_repo, true);
@@ -31,9 +25,8 @@ START_TEST(commit_in_linked_worktree) {
                 "(echo '[core]' >> \"$(git rev-parse --git-common-dir)/config\") 2>/dev/null && echo config-writable; "
                 "(echo x > \"$(git rev-parse --git-common-dir)/HEAD\") 2>/dev/null && echo head-writable; "
                 "echo committed";
-        const char *d[] = {"--executor", "shell", "--directory", wt, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
+        json_object *st = NULL;
+        char *id = tf_shell_settled(w, wt, NULL, script, &st);
         char *msg = tf_task_message(w, id);
         ck_assert_msg(streq(tf_jstr(st, "status"), "done"), "worker failed: %s / %s", json_to_line(st, NULL), msg);
         ck_assert_msg(strstr(msg, "2\ncommitted"), "commit inside the sandbox failed: %s", msg);
@@ -49,34 +42,26 @@ START_TEST(commit_in_linked_worktree) {
         ck_assert_str_eq(before_wt_head, after_wt_head);
         ck_assert(!tf_exists(tf_path(wt, "new.txt")));
         /* the changeset is the working-tree change; accept lands it in the worktree */
-        const char *acc[] = {"accept", id, "--json", NULL};
-        tf_run r = tf_cli(w, NULL, NULL, acc);
-        ck_assert_msg(r.exit_code == 0, "accept: %s %s", r.out, r.err);
-        tf_run_done(&r);
+        tf_accept_ok(w, id);
         char *nt = tf_read(tf_path(wt, "new.txt"), NULL), *ft = tf_read(tf_path(wt, "f"), NULL);
         ck_assert_str_eq(nt, "new\n");
         ck_assert_str_eq(ft, "changed\n");
         free(nt), free(ft);
         free(msg), free(id), free(before_git), free(after_git), free(before_main), free(after_main);
         free(before_wt_head), free(after_wt_head), free(gitdir), free(wt), free(main_repo);
-        tf_world_free(w);
 }
 END_TEST
 
 /* A dispatch into a subdirectory: git works in the sandbox (status, commit)
  * against an overlay of the repository's .git. */
-START_TEST(commit_in_subdirectory) {
-        tf_world *w = tf_world_new(NULL);
-        char *repo = strdup(tf_path(w->repo_parent, "repo"));
-        free(tf_shf(w, NULL, "git init -q %s && cd %s && mkdir sub && echo base > sub/f && git add sub/f && git commit -qm base",
-                    repo, repo));
+TF_WORLD_TEST(commit_in_subdirectory) {
+        char *repo = tf_repo_new(w, NULL, "mkdir sub && echo base > sub/f");
         char *sub = strdup(tf_path(repo, "sub"));
         char *gitdir = strdup(tf_path(repo, ".git"));
         char *before = tf_tree_snapshot(gitdir, false);
         const char *script = "set -e; echo more >> f; git commit -qam 'worker'; git log --oneline | wc -l; echo ok";
-        const char *d[] = {"--executor", "shell", "--directory", sub, "--prompt", script, NULL};
-        char *id = tf_dispatch(w, d);
-        json_object *st = tf_wait_settled(w, id);
+        json_object *st = NULL;
+        char *id = tf_shell_settled(w, sub, NULL, script, &st);
         char *msg = tf_task_message(w, id);
         ck_assert_msg(streq(tf_jstr(st, "status"), "done") && strstr(msg, "2\nok"), "%s / %s", json_to_line(st, NULL), msg);
         ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "pending");
@@ -84,16 +69,9 @@ START_TEST(commit_in_subdirectory) {
         char *after = tf_tree_snapshot(gitdir, false);
         ck_assert_str_eq(before, after);
         free(after), free(before), free(msg), free(id), free(gitdir), free(sub), free(repo);
-        tf_world_free(w);
 }
 END_TEST
 
 int main(void) {
-        Suite *s = suite_create("worktree");
-        TCase *tc = tcase_create("worktree");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, commit_in_linked_worktree);
-        tcase_add_test(tc, commit_in_subdirectory);
-        suite_add_tcase(s, tc);
-        return tf_run_suite(s);
+        return tf_run_tests("worktree", "worktree", 120, TF_TESTS(commit_in_linked_worktree, commit_in_subdirectory));
 }
