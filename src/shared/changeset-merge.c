@@ -27,7 +27,11 @@
 #include "changeset.h"
 #include "git-cat.h"
 #include "macro.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static int commit_tree(const git_ctx *g, const char *tree, const char *parent, char **ret, char **err) {
         char *args[] = {(char *) "commit-tree", (char *) tree, (char *) "-m", (char *) "taskferry",

@@ -41,6 +41,9 @@
 #include "changeset-paths.h"
 #include "git-cat.h"
 #include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define WO_TEMP_TAG ".tf-"
 

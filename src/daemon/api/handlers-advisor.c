@@ -17,7 +17,9 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "strv.h"
+#include "time-util.h"
 
 typedef struct AdvisorCall AdvisorCall;
 

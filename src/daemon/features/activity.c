@@ -17,7 +17,10 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "utf8.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 #define FFFD "\xEF\xBF\xBD"
 #define UNKNOWN_MESSAGE "__unknown_message__"

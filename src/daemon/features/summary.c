@@ -22,7 +22,14 @@
 #include "logparse.h"
 #include "paths.h"
 #include "process-util.h"
-#include "util.h"
+#include "id-util.h"
+#include "log.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
+#include "utf8.h"
 
 typedef struct SummarySource {
         char *source_id;

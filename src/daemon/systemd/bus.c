@@ -22,7 +22,10 @@
 #include "run/lifecycle.h"
 #include "json-util.h"
 #include "taskferry-config.h"
-#include "util.h"
+#include "log.h"
+#include "macro.h"
+#include "path-util.h"
+#include "strv.h"
 
 typedef struct Bus {
         bool started;      /* the objects are exported on the daemon's user-bus connection */

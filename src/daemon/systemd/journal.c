@@ -11,7 +11,10 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static int add(char ***l, const char *field, const char *value) {
         if (!value) return 0;
