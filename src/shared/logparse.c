@@ -694,12 +694,6 @@ static int summarizer_add_text(summarizer *s, const char *key, size_t key_len, c
 
 static double number_or_zero(json_object *v) { return json_is_number(v) ? json_object_get_double(v) : 0; }
 
-static json_object *member(json_object *o, const char *key) {
-        json_object *v = NULL;
-        if (json_is_object(o)) json_object_object_get_ex(o, key, &v);
-        return v;
-}
-
 /* {...a, ...b}: a's members in order, b's replacing or appended. New object. */
 static json_object *object_spread(json_object *a, json_object *b) {
         json_object *out = json_object_new_object();
@@ -730,7 +724,7 @@ static json_object *add_numbers(json_object *x, json_object *y) {
 
 /* Set out[key] = a[key] + b[key] when either side is a number. */
 static int sum_field(json_object *out, json_object *a, json_object *b, const char *key) {
-        json_object *av = member(a, key), *bv = member(b, key);
+        json_object *av = json_get(a, key), *bv = json_get(b, key);
         if (!json_is_number(av) && !json_is_number(bv)) return 0;
         json_object *sum = add_numbers(av, bv);
         if (!sum) return -ENOMEM;
@@ -754,14 +748,14 @@ static int tokens_add(json_object **acc, json_object *t) {
                 int r = sum_field(out, *acc, t, fields[i]);
                 if (r < 0) return r;
         }
-        json_object *ac = member(*acc, "cache"), *tc = member(t, "cache");
+        json_object *ac = json_get(*acc, "cache"), *tc = json_get(t, "cache");
         if (json_is_object(ac) || json_is_object(tc)) {
                 _cleanup_json_ json_object *cache = object_spread(ac, tc);
                 if (!cache) return -ENOMEM;
                 /* write and read are always present in a summed cache. */
                 static const char *const cfields[] = { "write", "read" };
                 for (size_t i = 0; i < ELEMENTSOF(cfields); i++) {
-                        json_object *sum = add_numbers(member(ac, cfields[i]), member(tc, cfields[i]));
+                        json_object *sum = add_numbers(json_get(ac, cfields[i]), json_get(tc, cfields[i]));
                         if (!sum || json_add(cache, cfields[i], sum) < 0) return -ENOMEM;
                 }
                 if (json_add(out, "cache", TAKE_PTR(cache)) < 0) return -ENOMEM;
@@ -797,12 +791,12 @@ static int summarize_event(summarizer *s, log_summary *ret, json_object *evt) {
                                            (size_t) json_object_get_string_len(t));
         }
         if (streq(type, "step_finish")) {
-                json_object *tokens = member(part, "tokens");
+                json_object *tokens = json_get(part, "tokens");
                 if (tokens) {
                         r = tokens_add(&ret->tokens, tokens);
                         if (r < 0) return r;
                 }
-                json_object *cost = member(part, "cost");
+                json_object *cost = json_get(part, "cost");
                 if (json_is_number(cost)) {
                         ret->cost = (ret->has_cost ? ret->cost : 0) + json_object_get_double(cost);
                         ret->has_cost = true;
