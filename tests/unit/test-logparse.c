@@ -1140,6 +1140,26 @@ START_TEST(test_fast_path_matches_json_c) {
 }
 END_TEST
 
+/* The two narrations name a tool_use without a tool differently (the
+ * summaries "unknown", also for an empty name; the activity text "undefined",
+ * only for a missing one), and both read only strict JSON lines. */
+START_TEST(test_narration_styles) {
+        const char *log =
+                "{\"type\":\"tool_use\",\"part\":{\"type\":\"tool\",\"state\":{\"input\":\"a\"}}}\n"
+                "{\"type\":\"tool_use\",\"part\":{\"type\":\"tool\",\"tool\":\"\",\"state\":{\"input\":\"b\"}}}\n"
+                "{'type':'text','part':{'type':'text','text':'single quotes'}}\n"
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"trailing comma\"},}\n"
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"kept\"}}\n";
+        char *n = NULL;
+        ck_assert_int_eq(log_narration_parse(log, strlen(log), &n), 0);
+        ck_assert_str_eq(n, "[tool:unknown] a\n\n[tool:unknown] b\n\nkept");
+        free(n);
+        ck_assert_int_eq(log_narration_parse_style(log, strlen(log), &log_narration_activity, &n), 0);
+        ck_assert_str_eq(n, "[tool:undefined] a\n\n[tool:] b\n\nkept");
+        free(n);
+}
+END_TEST
+
 static Suite *logparse_suite(void) {
         Suite *s = suite_create("logparse");
         TCase *tc = tcase_create("core");
@@ -1172,6 +1192,7 @@ static Suite *logparse_suite(void) {
         tcase_add_test(tc, test_golden_realistic_log);
         tcase_add_test(tc, test_golden_delta_log);
         tcase_add_test(tc, test_fast_path_matches_json_c);
+        tcase_add_test(tc, test_narration_styles);
         suite_add_tcase(s, tc);
         return s;
 }
