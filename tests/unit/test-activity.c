@@ -14,6 +14,7 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 
 static char *tmpdir(void) {
@@ -181,19 +182,6 @@ START_TEST(local_activity_fallbacks) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("activity");
-        TCase *tc = tcase_create("activity");
-        tcase_add_test(tc, snapshot_small_is_whole);
-        tcase_add_test(tc, snapshot_large_is_head_and_tail_with_fffd_trimmed);
-        tcase_add_test(tc, narration_groups_text_and_tool_lines);
-        tcase_add_test(tc, narration_cuts_tool_text_and_total);
-        tcase_add_test(tc, sanitize_rules);
-        tcase_add_test(tc, local_activity_fallbacks);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("activity", "activity", NULL, NULL, 0, snapshot_small_is_whole,
+        snapshot_large_is_head_and_tail_with_fffd_trimmed, narration_groups_text_and_tool_lines,
+        narration_cuts_tool_text_and_total, sanitize_rules, local_activity_fallbacks)

@@ -21,6 +21,7 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -286,19 +287,5 @@ START_TEST(shutdown_drops_the_waiting_ones) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("change");
-        TCase *tc = tcase_create("change");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, one_workspace_one_at_a_time_in_order);
-        tcase_add_test(tc, reject_flips_first_and_waits_its_turn);
-        tcase_add_test(tc, refusals_queue_nothing);
-        tcase_add_test(tc, shutdown_drops_the_waiting_ones);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("change", "change", setup, teardown, 60, one_workspace_one_at_a_time_in_order,
+        reject_flips_first_and_waits_its_turn, refusals_queue_nothing, shutdown_drops_the_waiting_ones)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli-advisor.h"
+#include "unit.h"
 #include "util.h"
 
 static char *dir;
@@ -136,19 +137,5 @@ START_TEST(prompt_layout) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("cli-advisor");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, budget_sources);
-        tcase_add_test(tc, transcript_path);
-        tcase_add_test(tc, transcript_entries);
-        tcase_add_test(tc, transcript_tail_window);
-        tcase_add_test(tc, prompt_layout);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("cli-advisor", "core", setup, teardown, 0, budget_sources, transcript_path, transcript_entries,
+        transcript_tail_window, prompt_layout)

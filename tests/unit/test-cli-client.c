@@ -26,6 +26,7 @@
 #include "cli-client.h"
 #include "json-util.h"
 #include "paths.h"
+#include "unit.h"
 #include "util.h"
 
 extern char **environ;
@@ -1378,65 +1379,24 @@ START_TEST(test_cli_sigint_aborts_prompt_stdin) {
 }
 END_TEST
 
-static Suite *cli_client_suite(void) {
-        Suite *s = suite_create("cli-client");
-        TCase *tc = tcase_create("client");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_call_echo_and_request_shape);
-        tcase_add_test(tc, test_call_skips_events_unknown_ids_and_empty_lines);
-        tcase_add_test(tc, test_call_error_responses);
-        tcase_add_test(tc, test_call_invalid_frames);
-        tcase_add_test(tc, test_call_shutdown_and_close);
-        tcase_add_test(tc, test_call_closed_by_a_failed_boot);
-        tcase_add_test(tc, test_call_large_and_oversized_frames);
-        tcase_add_test(tc, test_health_probe);
-        tcase_add_test(tc, test_health_probe_rejects_bad_answer);
-        tcase_add_test(tc, test_health_probe_rejects_other_id);
-        suite_add_tcase(s, tc);
-
-        TCase *as = tcase_create("autostart");
-        tcase_add_checked_fixture(as, setup, teardown);
-        tcase_set_timeout(as, 60);
-        tcase_add_test(as, test_autostart_spawns_daemon);
-        tcase_add_test(as, test_autostart_replaces_stale_socket);
-        tcase_add_test(as, test_autostart_disabled);
-        tcase_add_test(as, test_autostart_boot_failure_reports_boot_err);
-        tcase_add_test(as, test_autostart_removes_old_boot_err);
-        tcase_add_test(as, test_autostart_booter_stderr);
-        tcase_add_test(as, test_autostart_missing_or_unexecutable_binary);
-        tcase_add_test(as, test_autostart_race_starts_one_daemon);
-        tcase_add_test(as, test_find_daemon_order);
-        suite_add_tcase(s, as);
-
-        TCase *bin = tcase_create("binary");
-        tcase_add_checked_fixture(bin, setup, teardown);
-        tcase_set_timeout(bin, 60);
-        tcase_add_test(bin, test_cli_status_lean_toon_and_json);
-        tcase_add_test(bin, test_cli_daemon_error);
-        tcase_add_test(bin, test_cli_usage_errors_do_not_start_daemon);
-        tcase_add_test(bin, test_cli_help_and_version);
-        tcase_add_test(bin, test_cli_dispatch_params);
-        tcase_add_test(bin, test_cli_wait_timeout_chain);
-        tcase_add_test(bin, test_cli_accept);
-        tcase_add_test(bin, test_cli_accept_applied_warnings);
-        tcase_add_test(bin, test_cli_result_params_and_rewrite);
-        tcase_add_test(bin, test_cli_list_projection);
-        tcase_add_test(bin, test_cli_advisor_ferry_log_context);
-        tcase_add_test(bin, test_cli_auto_start_disabled);
-        tcase_add_test(bin, test_cli_first_sigint_swallowed_during_wait);
-        tcase_add_test(bin, test_cli_second_sigint_kills_wait);
-        tcase_add_test(bin, test_cli_sigint_aborts_prompt_stdin);
-        suite_add_tcase(s, bin);
-        return s;
-}
-
 int main(void) {
         const char *fake = getenv("TF_FAKE_DAEMON");
         if (fake && getenv("TASKFERRY_SOCKET_PATH")) return fake_daemon_main(fake);
-        SRunner *sr = srunner_create(cli_client_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("cli-client");
+        tf_tcase(s, "client", setup, teardown, 60, TF_TESTS(test_call_echo_and_request_shape,
+                test_call_skips_events_unknown_ids_and_empty_lines, test_call_error_responses, test_call_invalid_frames,
+                test_call_shutdown_and_close, test_call_closed_by_a_failed_boot, test_call_large_and_oversized_frames,
+                test_health_probe, test_health_probe_rejects_bad_answer, test_health_probe_rejects_other_id));
+        tf_tcase(s, "autostart", setup, teardown, 60, TF_TESTS(test_autostart_spawns_daemon,
+                test_autostart_replaces_stale_socket, test_autostart_disabled,
+                test_autostart_boot_failure_reports_boot_err, test_autostart_removes_old_boot_err,
+                test_autostart_booter_stderr, test_autostart_missing_or_unexecutable_binary,
+                test_autostart_race_starts_one_daemon, test_find_daemon_order));
+        tf_tcase(s, "binary", setup, teardown, 60, TF_TESTS(test_cli_status_lean_toon_and_json, test_cli_daemon_error,
+                test_cli_usage_errors_do_not_start_daemon, test_cli_help_and_version, test_cli_dispatch_params,
+                test_cli_wait_timeout_chain, test_cli_accept, test_cli_accept_applied_warnings,
+                test_cli_result_params_and_rewrite, test_cli_list_projection, test_cli_advisor_ferry_log_context,
+                test_cli_auto_start_disabled, test_cli_first_sigint_swallowed_during_wait,
+                test_cli_second_sigint_kills_wait, test_cli_sigint_aborts_prompt_stdin));
+        return tf_run_suite(s);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli-diff.h"
+#include "unit.h"
 #include "util.h"
 
 static const char PATCH[] =
@@ -321,24 +322,5 @@ START_TEST(test_header_bound) {
 }
 END_TEST
 
-static Suite *cli_diff_suite(void) {
-        Suite *s = suite_create("cli-diff");
-        TCase *tc = tcase_create("filter");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_plain_is_byte_exact_in_any_chunking);
-        tcase_add_test(tc, test_path_limits);
-        tcase_add_test(tc, test_header_names);
-        tcase_add_test(tc, test_colors_as_git);
-        tcase_add_test(tc, test_hostile_escapes);
-        tcase_add_test(tc, test_header_bound);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(cli_diff_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("cli-diff", "filter", NULL, NULL, 120, test_plain_is_byte_exact_in_any_chunking, test_path_limits,
+        test_header_names, test_colors_as_git, test_hostile_escapes, test_header_bound)

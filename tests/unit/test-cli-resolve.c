@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli-resolve.h"
+#include "unit.h"
 #include "util.h"
 
 static char *tmp_root;
@@ -295,31 +296,8 @@ START_TEST(test_prompt_interrupt_pending_before_wait) {
 }
 END_TEST
 
-static Suite *cli_resolve_suite(void) {
-        Suite *s = suite_create("cli-resolve");
-        TCase *tc = tcase_create("resolve");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_normalize_existing_and_relative);
-        tcase_add_test(tc, test_normalize_missing_directory);
-        tcase_add_test(tc, test_normalize_file_is_not_directory);
-        tcase_add_test(tc, test_workspace_root_repo_and_subdir);
-        tcase_add_test(tc, test_workspace_root_linked_worktree);
-        tcase_add_test(tc, test_workspace_root_submodule);
-        tcase_add_test(tc, test_workspace_root_no_repo);
-        tcase_add_test(tc, test_prompt_from_stdin);
-        tcase_add_test(tc, test_prompt_empty_stdin);
-        tcase_add_test(tc, test_prompt_tty_rejected);
-        tcase_add_test(tc, test_prompt_interrupted);
-        tcase_add_test(tc, test_prompt_interrupt_pending_before_wait);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(cli_resolve_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("cli-resolve", "resolve", setup, teardown, 60, test_normalize_existing_and_relative,
+        test_normalize_missing_directory, test_normalize_file_is_not_directory, test_workspace_root_repo_and_subdir,
+        test_workspace_root_linked_worktree, test_workspace_root_submodule, test_workspace_root_no_repo,
+        test_prompt_from_stdin, test_prompt_empty_stdin, test_prompt_tty_rejected, test_prompt_interrupted,
+        test_prompt_interrupt_pending_before_wait)

@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 static char *tmpdir;
 
@@ -397,32 +398,7 @@ START_TEST(advisor_context_chars_chain) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("config");
-        TCase *tc = tcase_create("config");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, table_has_the_29_keys_in_spec_order);
-        tcase_add_test(tc, missing_file_is_empty_object);
-        tcase_add_test(tc, valid_file_keeps_values);
-        tcase_add_test(tc, validation_errors_say_what);
-        tcase_add_test(tc, unknown_key_help_lists_all_29_keys);
-        tcase_add_test(tc, empty_provider_entry_warns);
-        tcase_add_test(tc, hostile_files_fail_clearly);
-        tcase_add_test(tc, js_number_rules);
-        tcase_add_test(tc, integer_precedence);
-        tcase_add_test(tc, boolean_precedence);
-        tcase_add_test(tc, lists_split_trim_dedupe);
-        tcase_add_test(tc, wait_default_timeout_chain);
-        tcase_add_test(tc, advisor_context_chars_chain);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("config", "config", setup, teardown, 60, table_has_the_29_keys_in_spec_order, missing_file_is_empty_object,
+        valid_file_keeps_values, validation_errors_say_what, unknown_key_help_lists_all_29_keys,
+        empty_provider_entry_warns, hostile_files_fail_clearly, js_number_rules, integer_precedence, boolean_precedence,
+        lists_split_trim_dedupe, wait_default_timeout_chain, advisor_context_chars_chain)

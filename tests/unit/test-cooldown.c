@@ -11,6 +11,7 @@
 #include "core/cooldown.h"
 #include "daemon.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 #define NOW 1796046955000ULL /* 2026-11-30T13:55:55.000Z */
@@ -168,21 +169,5 @@ START_TEST(scan_reads_only_the_tail) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("cooldown");
-        TCase *tc = tcase_create("cooldown");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, hint_forms);
-        tcase_add_test(tc, no_hint);
-        tcase_add_test(tc, hint_is_capped);
-        tcase_add_test(tc, reasons_that_apply);
-        tcase_add_test(tc, scan_real_fixtures);
-        tcase_add_test(tc, scan_which_lines_count);
-        tcase_add_test(tc, scan_reads_only_the_tail);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("cooldown", "cooldown", setup, teardown, 0, hint_forms, no_hint, hint_is_capped, reasons_that_apply,
+        scan_real_fixtures, scan_which_lines_count, scan_reads_only_the_tail)

@@ -14,6 +14,7 @@
 #include "fs-util.h"
 #include "macro.h"
 #include "string-util.h"
+#include "unit.h"
 
 START_TEST(test_size_parse) {
         static const struct {
@@ -289,28 +290,10 @@ START_TEST(test_walk_unreadable) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("disk-usage");
-        TCase *tc = tcase_create("size");
-        tcase_add_test(tc, test_size_parse);
-        tcase_add_test(tc, test_size_format);
-        tcase_add_test(tc, test_rules);
-        suite_add_tcase(s, tc);
-        TCase *tw = tcase_create("walk");
-        tcase_set_timeout(tw, 120);
-        tcase_add_test(tw, test_walk_counts);
-        tcase_add_test(tw, test_walk_no_follow);
-        tcase_add_test(tw, test_walk_early_stop);
-        tcase_add_test(tw, test_walk_deep);
-        tcase_add_test(tw, test_walk_unreadable);
-        suite_add_tcase(s, tw);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("disk-usage");
+        tf_tcase(s, "size", NULL, NULL, 0, TF_TESTS(test_size_parse, test_size_format, test_rules));
+        tf_tcase(s, "walk", NULL, NULL, 120, TF_TESTS(test_walk_counts, test_walk_no_follow, test_walk_early_stop,
+                test_walk_deep, test_walk_unreadable));
+        return tf_run_suite(s);
 }

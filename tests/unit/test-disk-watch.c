@@ -17,6 +17,7 @@
 #include "fs-util.h"
 #include "macro.h"
 #include "string-util.h"
+#include "unit.h"
 
 static char *tmpdir(void) {
         const char *base = getenv("TASKFERRY_TEST_TMPDIR");
@@ -193,24 +194,5 @@ START_TEST(test_reserve) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("disk-watch");
-        TCase *tc = tcase_create("watch");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_interval);
-        tcase_add_test(tc, test_budget_trip);
-        tcase_add_test(tc, test_unmeasurable_trips);
-        tcase_add_test(tc, test_no_paths);
-        tcase_add_test(tc, test_floor_only_the_grower);
-        tcase_add_test(tc, test_reserve);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("disk-watch", "watch", NULL, NULL, 120, test_interval, test_budget_trip, test_unmeasurable_trips, test_no_paths,
+        test_floor_only_the_grower, test_reserve)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "core/env-file.h"
+#include "unit.h"
 #include "util.h"
 
 #define P "/x/env"
@@ -309,26 +310,6 @@ START_TEST(load_checks) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("env-file");
-        TCase *tc = tcase_create("env-file");
-        tcase_add_test(tc, basics);
-        tcase_add_test(tc, split_at_the_first_equals_and_no_inline_comments);
-        tcase_add_test(tc, unicode_trim_as_javascript);
-        tcase_add_test(tc, export_prefix);
-        tcase_add_test(tc, export_tab_and_other_invalid_names);
-        tcase_add_test(tc, quotes);
-        tcase_add_test(tc, unterminated_quotes);
-        tcase_add_test(tc, errors_name_the_line_never_the_content);
-        tcase_add_test(tc, load_checks);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("env-file", "env-file", NULL, NULL, 0, basics, split_at_the_first_equals_and_no_inline_comments,
+        unicode_trim_as_javascript, export_prefix, export_tab_and_other_invalid_names, quotes, unterminated_quotes,
+        errors_name_the_line_never_the_content, load_checks)

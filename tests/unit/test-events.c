@@ -23,6 +23,7 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -368,23 +369,7 @@ START_TEST(never_reading_subscriber_is_bounded_then_closed) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("events");
-        TCase *tc = tcase_create("events");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, state_event_shape_and_order);
-        tcase_add_test(tc, deduplicated_and_never_internal);
-        tcase_add_test(tc, directory_and_origin_filters);
-        tcase_add_test(tc, task_id_scope_and_errors);
-        tcase_add_test(tc, sandboxed_caller_sees_its_own_tree_only);
-        tcase_add_test(tc, subscriptions_end_with_their_connection_and_are_capped);
-        tcase_add_test(tc, a_task_socket_cannot_take_the_users_share);
-        tcase_add_test(tc, never_reading_subscriber_is_bounded_then_closed);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("events", "events", setup, teardown, 60, state_event_shape_and_order, deduplicated_and_never_internal,
+        directory_and_origin_filters, task_id_scope_and_errors, sandboxed_caller_sees_its_own_tree_only,
+        subscriptions_end_with_their_connection_and_are_capped, a_task_socket_cannot_take_the_users_share,
+        never_reading_subscriber_is_bounded_then_closed)

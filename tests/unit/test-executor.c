@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 #define REAL_DIR TASKFERRY_FIXTURES_DIR "/real"
 #define INSTRUCTION "Follow the instructions in the attached prompt file exactly."
@@ -561,40 +562,9 @@ START_TEST(test_opencode_normalizer_edges) {
 }
 END_TEST
 
-static Suite *executor_suite(void) {
-        Suite *s = suite_create("executor");
-        TCase *tc = tcase_create("core");
-        tcase_add_test(tc, test_table);
-        tcase_add_test(tc, test_opencode_argv_inline);
-        tcase_add_test(tc, test_opencode_argv_summary);
-        tcase_add_test(tc, test_opencode_argv_resume_variant_file);
-        tcase_add_test(tc, test_pi_argv_thinking_levels);
-        tcase_add_test(tc, test_opencode_argv_errors);
-        tcase_add_test(tc, test_pi_argv_provider_split);
-        tcase_add_test(tc, test_pi_argv_no_slash);
-        tcase_add_test(tc, test_pi_argv_resume_thinking_file);
-        tcase_add_test(tc, test_shell_argv);
-        tcase_add_test(tc, test_pi_real_all);
-        tcase_add_test(tc, test_pi_real_answer);
-        tcase_add_test(tc, test_pi_real_write_file);
-        tcase_add_test(tc, test_pi_real_rate_limit);
-        tcase_add_test(tc, test_pi_real_auth);
-        tcase_add_test(tc, test_pi_real_hang_slow_resume);
-        tcase_add_test(tc, test_pi_spec_examples);
-        tcase_add_test(tc, test_pi_edge_cases);
-        tcase_add_test(tc, test_pi_agent_end_dedup);
-        tcase_add_test(tc, test_pi_synthetic_pi_a_b);
-        tcase_add_test(tc, test_shell_normalizer);
-        tcase_add_test(tc, test_opencode_identity_real);
-        tcase_add_test(tc, test_opencode_normalizer_edges);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(executor_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("executor", "core", NULL, NULL, 0, test_table, test_opencode_argv_inline, test_opencode_argv_summary,
+        test_opencode_argv_resume_variant_file, test_pi_argv_thinking_levels, test_opencode_argv_errors,
+        test_pi_argv_provider_split, test_pi_argv_no_slash, test_pi_argv_resume_thinking_file, test_shell_argv,
+        test_pi_real_all, test_pi_real_answer, test_pi_real_write_file, test_pi_real_rate_limit, test_pi_real_auth,
+        test_pi_real_hang_slow_resume, test_pi_spec_examples, test_pi_edge_cases, test_pi_agent_end_dedup,
+        test_pi_synthetic_pi_a_b, test_shell_normalizer, test_opencode_identity_real, test_opencode_normalizer_edges)

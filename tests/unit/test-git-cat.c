@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 static char *root, *git_dir;
 static char **env;
@@ -161,18 +162,5 @@ START_TEST(test_git_failure_is_reported) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("git-cat");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_blobs_in_sequence);
-        tcase_add_test(tc, test_refusals_keep_the_reader);
-        tcase_add_test(tc, test_git_failure_is_reported);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("git-cat", "core", setup, teardown, 120, test_blobs_in_sequence, test_refusals_keep_the_reader,
+        test_git_failure_is_reported)

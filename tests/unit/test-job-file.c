@@ -7,6 +7,7 @@
 
 #include "job-file.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 /* ---- helpers ---- */
@@ -433,37 +434,12 @@ START_TEST(job_home_required_for_tilde) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("job-file");
-        TCase *tc = tcase_create("toml");
-        tcase_add_test(tc, names);
-        tcase_add_test(tc, empty_comments_blank_lines);
-        tcase_add_test(tc, bare_keys_and_lines);
-        tcase_add_test(tc, basic_string_escapes);
-        tcase_add_test(tc, literal_strings);
-        tcase_add_test(tc, multi_line_basic);
-        tcase_add_test(tc, multi_line_literal);
-        tcase_add_test(tc, arrays);
-        tcase_add_test(tc, booleans);
-        tcase_add_test(tc, rejects_tables_and_keys);
-        tcase_add_test(tc, rejects_values);
-        tcase_add_test(tc, rejects_strings);
-        tcase_add_test(tc, rejects_arrays);
-        tcase_add_test(tc, rejects_bad_utf8);
-        suite_add_tcase(s, tc);
-        TCase *tj = tcase_create("job");
-        tcase_add_test(tj, job_all_keys);
-        tcase_add_test(tj, job_minimal_and_prompt_file);
-        tcase_add_test(tj, job_rejections);
-        tcase_add_test(tj, job_home_required_for_tilde);
-        suite_add_tcase(s, tj);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        Suite *s = suite_create("job-file");
+        tf_tcase(s, "toml", NULL, NULL, 0, TF_TESTS(names, empty_comments_blank_lines, bare_keys_and_lines,
+                basic_string_escapes, literal_strings, multi_line_basic, multi_line_literal, arrays, booleans,
+                rejects_tables_and_keys, rejects_values, rejects_strings, rejects_arrays, rejects_bad_utf8));
+        tf_tcase(s, "job", NULL, NULL, 0, TF_TESTS(job_all_keys, job_minimal_and_prompt_file, job_rejections,
+                job_home_required_for_tilde));
+        return tf_run_suite(s);
 }

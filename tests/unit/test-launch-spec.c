@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 static inline void launch_spec_freep(launch_spec **s) { launch_spec_free(*s); }
 
@@ -452,28 +453,10 @@ START_TEST(test_exit_info) {
 }
 END_TEST
 
-static Suite *launch_spec_suite(void) {
-        Suite *s = suite_create("launch-spec");
-        TCase *tc = tcase_create("spec");
-        tcase_add_test(tc, test_exact_json);
-        tcase_add_test(tc, test_round_trip);
-        tcase_add_test(tc, test_strict_types);
-        tcase_add_test(tc, test_strict_shape);
-        tcase_add_test(tc, test_strict_disk);
-        tcase_add_test(tc, test_memfd);
-        tcase_add_test(tc, test_read_pipe_and_garbage);
-        suite_add_tcase(s, tc);
-        TCase *tc2 = tcase_create("status-files");
-        tcase_add_test(tc2, test_launch_info);
-        tcase_add_test(tc2, test_exit_info);
-        suite_add_tcase(s, tc2);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(launch_spec_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("launch-spec");
+        tf_tcase(s, "spec", NULL, NULL, 0, TF_TESTS(test_exact_json, test_round_trip, test_strict_types,
+                test_strict_shape, test_strict_disk, test_memfd, test_read_pipe_and_garbage));
+        tf_tcase(s, "status-files", NULL, NULL, 0, TF_TESTS(test_launch_info, test_exit_info));
+        return tf_run_suite(s);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "line-buffer.h"
+#include "unit.h"
 
 /* Pop one line and check its kind and bytes. */
 static void expect(LineBuffer *b, int kind, const char *bytes, size_t len) {
@@ -251,28 +252,6 @@ START_TEST(test_long_line_linear) {
 }
 END_TEST
 
-static Suite *line_buffer_suite(void) {
-        Suite *s = suite_create("line-buffer");
-        TCase *tc = tcase_create("core");
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_split_across_appends);
-        tcase_add_test(tc, test_byte_by_byte);
-        tcase_add_test(tc, test_bytes_preserved);
-        tcase_add_test(tc, test_eof_partial);
-        tcase_add_test(tc, test_overlong_error);
-        tcase_add_test(tc, test_overlong_skip);
-        tcase_add_test(tc, test_overlong_split);
-        tcase_add_test(tc, test_limit_buffered);
-        tcase_add_test(tc, test_read_fd);
-        tcase_add_test(tc, test_long_line_linear);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(line_buffer_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("line-buffer", "core", NULL, NULL, 60, test_split_across_appends, test_byte_by_byte, test_bytes_preserved,
+        test_eof_partial, test_overlong_error, test_overlong_skip, test_overlong_split, test_limit_buffered,
+        test_read_fd, test_long_line_linear)

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "string-util.h"
+#include "unit.h"
 
 static char *path;
 static int saved_stderr = -1;
@@ -132,18 +133,5 @@ START_TEST(fd_matching_and_priorities) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("log");
-        TCase *tc = tcase_create("log");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, plain_without_journal_stream);
-        tcase_add_test(tc, prefixed_on_the_journal_stream);
-        tcase_add_test(tc, other_or_malformed_stream_is_plain);
-        tcase_add_test(tc, fd_matching_and_priorities);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("log", "log", setup, teardown, 0, plain_without_journal_stream, prefixed_on_the_journal_stream,
+        other_or_malformed_stream_is_plain, fd_matching_and_priorities)

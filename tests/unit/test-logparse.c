@@ -23,6 +23,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 #include "utf8.h"
 
 #include "../bench/realistic-log.h"
@@ -1140,46 +1141,14 @@ START_TEST(test_fast_path_matches_json_c) {
 }
 END_TEST
 
-static Suite *logparse_suite(void) {
-        Suite *s = suite_create("logparse");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 240);
-        tcase_add_loop_test(tc, test_real_fixtures, 0, (int) ELEMENTSOF(real_cases));
-        tcase_add_test(tc, test_real_fixtures_all_covered);
-        tcase_add_test(tc, test_real_opencode_error_details);
-        tcase_add_test(tc, test_oc_a);
-        tcase_add_test(tc, test_oc_b);
-        tcase_add_test(tc, test_oc_c);
-        tcase_add_test(tc, test_oc_d);
-        tcase_add_test(tc, test_oc_e);
-        tcase_add_test(tc, test_oc_f);
-        tcase_add_test(tc, test_pi_a);
-        tcase_add_test(tc, test_pi_b);
-        tcase_add_test(tc, test_pi_c_d_e_f);
-        tcase_add_test(tc, test_classifier_patterns);
-        tcase_add_test(tc, test_classifier_json);
-        tcase_add_test(tc, test_detail_cap);
-        tcase_add_test(tc, test_classify_file);
-        tcase_add_test(tc, test_w7_no_false_positive);
-        tcase_add_test(tc, test_boot_failure);
-        tcase_add_test(tc, test_boot_failure_large);
-        tcase_add_test(tc, test_summary_basics);
-        tcase_add_test(tc, test_summary_messages);
-        tcase_add_test(tc, test_summary_tokens);
-        tcase_add_test(tc, test_summary_large_log);
-        tcase_add_test(tc, test_blank);
-        tcase_add_test(tc, test_golden_realistic_log);
-        tcase_add_test(tc, test_golden_delta_log);
-        tcase_add_test(tc, test_fast_path_matches_json_c);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(logparse_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        Suite *s = suite_create("logparse");
+        TCase *tc = tf_tcase(s, "core", setup, teardown, 240, TF_TESTS(test_real_fixtures_all_covered,
+                test_real_opencode_error_details, test_oc_a, test_oc_b, test_oc_c, test_oc_d, test_oc_e, test_oc_f,
+                test_pi_a, test_pi_b, test_pi_c_d_e_f, test_classifier_patterns, test_classifier_json, test_detail_cap,
+                test_classify_file, test_w7_no_false_positive, test_boot_failure, test_boot_failure_large,
+                test_summary_basics, test_summary_messages, test_summary_tokens, test_summary_large_log, test_blank,
+                test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c));
+        tcase_add_loop_test(tc, test_real_fixtures, 0, (int) ELEMENTSOF(real_cases));
+        return tf_run_suite(s);
 }

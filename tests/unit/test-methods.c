@@ -15,6 +15,7 @@
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "api/methods.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -287,22 +288,6 @@ START_TEST(list_newest_first_ties_in_table_order) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("methods");
-        TCase *tc = tcase_create("methods");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, table_names_the_methods);
-        tcase_add_test(tc, table_and_protocol_name_the_same_methods);
-        tcase_add_test(tc, unknown_method_is_one_error);
-        tcase_add_test(tc, state_flag_and_task_flag);
-        tcase_add_test(tc, method_call_does_not_reply);
-        tcase_add_test(tc, accept_refusal_is_an_error);
-        tcase_add_test(tc, wait_answers_once_on_timeout);
-        tcase_add_test(tc, list_newest_first_ties_in_table_order);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("methods", "methods", setup, teardown, 0, table_names_the_methods, table_and_protocol_name_the_same_methods,
+        unknown_method_is_one_error, state_flag_and_task_flag, method_call_does_not_reply, accept_refusal_is_an_error,
+        wait_answers_once_on_timeout, list_newest_first_ties_in_table_order)

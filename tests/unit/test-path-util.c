@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "path-util.h"
 #include "string-util.h"
+#include "unit.h"
 
 static void assert_parent(const char *p, const char *want) {
         _cleanup_free_ char *d = path_parent(p);
@@ -72,16 +73,4 @@ START_TEST(executable) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("path-util");
-        TCase *tc = tcase_create("path-util");
-        tcase_add_test(tc, parent);
-        tcase_add_test(tc, at_or_below);
-        tcase_add_test(tc, executable);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("path-util", "path-util", NULL, NULL, 0, parent, at_or_below, executable)

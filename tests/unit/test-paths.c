@@ -7,6 +7,7 @@
 #include "fs-util.h"
 #include "paths.h"
 #include "string-util.h"
+#include "unit.h"
 
 static void clear_env(void) {
         const char *vars[] = {"TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR", "TASKFERRY_CACHE_DIR",
@@ -100,20 +101,4 @@ START_TEST(run_user_dir_without_xdg_runtime_dir) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("paths");
-        TCase *tc = tcase_create("resolve");
-        tcase_add_test(tc, defaults_under_home);
-        tcase_add_test(tc, xdg_and_overrides);
-        tcase_add_test(tc, run_user_dir_without_xdg_runtime_dir);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("paths", "resolve", NULL, NULL, 0, defaults_under_home, xdg_and_overrides, run_user_dir_without_xdg_runtime_dir)

@@ -17,6 +17,7 @@
 
 #include "macro.h"
 #include "process-util.h"
+#include "unit.h"
 
 /* Wait for pid; its exit code (a failed check in the child exits non-zero). */
 static int wait_exit(pid_t pid) {
@@ -359,26 +360,5 @@ START_TEST(test_wait_helpers) {
 }
 END_TEST
 
-static Suite *process_util_suite(void) {
-        Suite *s = suite_create("process-util");
-        TCase *tc = tcase_create("core");
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_reset_signals);
-        tcase_add_test(tc, test_close_all_fds);
-        tcase_add_test(tc, test_deathsig);
-        tcase_add_test(tc, test_process_group_and_session);
-        tcase_add_test(tc, test_rlimit_nofile);
-        tcase_add_test(tc, test_rearrange_stdio);
-        tcase_add_test(tc, test_detach);
-        tcase_add_test(tc, test_wait_helpers);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(process_util_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("process-util", "core", NULL, NULL, 60, test_reset_signals, test_close_all_fds, test_deathsig,
+        test_process_group_and_session, test_rlimit_nofile, test_rearrange_stdio, test_detach, test_wait_helpers)

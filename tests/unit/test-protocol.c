@@ -7,6 +7,7 @@
 #include "macro.h"
 #include "protocol.h"
 #include "string-util.h"
+#include "unit.h"
 
 static const char *err_code(json_object *frame) { return json_get_string(json_get_object(frame, "error"), "code"); }
 
@@ -265,24 +266,6 @@ START_TEST(nul_and_invalid_utf8_are_rejected) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("protocol");
-        TCase *tc = tcase_create("core");
-        tcase_add_test(tc, envelopes_have_exact_key_order);
-        tcase_add_test(tc, error_from_text_maps_like_response_error);
-        tcase_add_test(tc, validation_order_and_codes);
-        tcase_add_test(tc, valid_requests);
-        tcase_add_test(tc, view_params_refused);
-        tcase_add_test(tc, client_frame_classification);
-        tcase_add_test(tc, nul_and_invalid_utf8_are_rejected);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("protocol", "core", NULL, NULL, 0, envelopes_have_exact_key_order, error_from_text_maps_like_response_error,
+        validation_order_and_codes, valid_requests, view_params_refused, client_frame_classification,
+        nul_and_invalid_utf8_are_rejected)

@@ -9,6 +9,7 @@
 #include "macro.h"
 #include "sandbox.h"
 #include "strv.h"
+#include "unit.h"
 
 static void assert_argv(char **argv, ...) {
         va_list ap;
@@ -130,22 +131,5 @@ START_TEST(test_every_op) {
 }
 END_TEST
 
-static Suite *sandbox_suite(void) {
-        Suite *s = suite_create("sandbox");
-        TCase *tc = tcase_create("argv");
-        tcase_add_test(tc, test_bwrap_overlay_method);
-        tcase_add_test(tc, test_userns_overlay_method);
-        tcase_add_test(tc, test_no_overlay_minimal);
-        tcase_add_test(tc, test_unshared_net);
-        tcase_add_test(tc, test_every_op);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(sandbox_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("sandbox", "argv", NULL, NULL, 0, test_bwrap_overlay_method, test_userns_overlay_method,
+        test_no_overlay_minimal, test_unshared_net, test_every_op)

@@ -10,6 +10,7 @@
 #include "daemon-fixture.h"
 #include "daemon.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -347,26 +348,8 @@ START_TEST(kick_arms_the_timer_for_the_window) {
 END_TEST
 
 
-int main(void) {
-        Suite *s = suite_create("scheduler");
-        TCase *tc = tcase_create("scheduler");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, fifo_and_removal);
-        tcase_add_test(tc, slots_are_counted_once);
-        tcase_add_test(tc, kick_respects_the_cap);
-        tcase_add_test(tc, window_admits_two_per_five_seconds);
-        tcase_add_test(tc, stagger_spaces_every_launch);
-        tcase_add_test(tc, global_cap_waits_for_a_settlement);
-        tcase_add_test(tc, provider_limits_bind_only_their_provider);
-        tcase_add_test(tc, round_robin_between_providers_fifo_within);
-        tcase_add_test(tc, cursor_moves_past_the_provider_that_launched);
-        tcase_add_test(tc, cooldown_parks_only_its_provider);
-        tcase_add_test(tc, status_fields_of_queued_tasks);
-        tcase_add_test(tc, kick_arms_the_timer_for_the_window);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("scheduler", "scheduler", setup, teardown, 0, fifo_and_removal, slots_are_counted_once, kick_respects_the_cap,
+        window_admits_two_per_five_seconds, stagger_spaces_every_launch, global_cap_waits_for_a_settlement,
+        provider_limits_bind_only_their_provider, round_robin_between_providers_fifo_within,
+        cursor_moves_past_the_provider_that_launched, cooldown_parks_only_its_provider, status_fields_of_queued_tasks,
+        kick_arms_the_timer_for_the_window)

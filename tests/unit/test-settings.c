@@ -9,6 +9,7 @@
 #include "config.h"
 #include "json-util.h"
 #include "core/settings.h"
+#include "unit.h"
 #include "util.h"
 
 static json_object *cfg_of(const char *text) {
@@ -382,27 +383,6 @@ START_TEST(load_reads_the_file_once_and_fails_loudly) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("settings");
-        TCase *tc = tcase_create("settings");
-        tcase_add_test(tc, defaults);
-        tcase_add_test(tc, every_number_env_over_config_over_default);
-        tcase_add_test(tc, booleans);
-        tcase_add_test(tc, strings);
-        tcase_add_test(tc, start_errors);
-        tcase_add_test(tc, lists_union_and_replace);
-        tcase_add_test(tc, provider_limits);
-        tcase_add_test(tc, scope_limits);
-        tcase_add_test(tc, cli_side_keys);
-        tcase_add_test(tc, load_reads_the_file_once_and_fails_loudly);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("settings", "settings", NULL, NULL, 0, defaults, every_number_env_over_config_over_default, booleans, strings,
+        start_errors, lists_union_and_replace, provider_limits, scope_limits, cli_side_keys,
+        load_reads_the_file_once_and_fails_loudly)

@@ -10,6 +10,7 @@
 
 #include "daemon.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -336,22 +337,6 @@ START_TEST(flush_copies_unchanged_records) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("store");
-        TCase *tc = tcase_create("store");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, missing_file_is_an_empty_store);
-        tcase_add_test(tc, load_store_round_trip);
-        tcase_add_test(tc, malformed_file_is_kept_and_never_overwritten);
-        tcase_add_test(tc, failed_write_is_an_error);
-        tcase_add_test(tc, queued_tasks_are_queued_again_in_order);
-        tcase_add_test(tc, streamed_text_is_json_c_text);
-        tcase_add_test(tc, streamed_load_is_all_or_nothing);
-        tcase_add_test(tc, flush_copies_unchanged_records);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("store", "store", setup, teardown, 0, missing_file_is_an_empty_store, load_store_round_trip,
+        malformed_file_is_kept_and_never_overwritten, failed_write_is_an_error, queued_tasks_are_queued_again_in_order,
+        streamed_text_is_json_c_text, streamed_load_is_all_or_nothing, flush_copies_unchanged_records)

@@ -11,6 +11,7 @@
 
 #include "features/summary.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 static char *dir;
@@ -181,21 +182,5 @@ START_TEST(fingerprint) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("summary");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, excerpt_small_log);
-        tcase_add_test(tc, excerpt_large_log);
-        tcase_add_test(tc, delta_and_cap);
-        tcase_add_test(tc, snapshot_document);
-        tcase_add_test(tc, snapshot_file_is_private);
-        tcase_add_test(tc, models_listing);
-        tcase_add_test(tc, fingerprint);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("summary", "core", setup, teardown, 0, excerpt_small_log, excerpt_large_log, delta_and_cap, snapshot_document,
+        snapshot_file_is_private, models_listing, fingerprint)

@@ -26,6 +26,7 @@
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "run/sweep.h"
+#include "unit.h"
 #include "util.h"
 
 /* <base>/state/{outputs,prompts,tasks}, <base>/overlays (the configured
@@ -108,20 +109,6 @@ static void wait_trash_empty(const char *rel) {
                 ck_assert_msg(mono_ms() < end, "%s still holds %d entries", rel, n);
                 usleep(10 * 1000);
         }
-}
-
-/* The suite's own dir, made and removed by the runner process: each case's
- * dirs are made inside it (TASKFERRY_TEST_TMPDIR), so that a failing case,
- * which exits without its teardown, leaves nothing behind either. */
-static char *suite_dir;
-static void suite_setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        suite_dir = strdup_printf("%s/test-sweep-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        if (!suite_dir || !mkdtemp(suite_dir) || setenv("TASKFERRY_TEST_TMPDIR", suite_dir, 1) < 0) abort();
-}
-static void suite_teardown(void) {
-        (void) rm_rf(suite_dir);
-        free(suite_dir);
 }
 
 static void setup(void) {
@@ -612,7 +599,7 @@ START_TEST(trash_remover_unprivileged) {
         mkdirs("u");
         _cleanup_free_ char *u = at("u");
         /* the user may enter (not list) the dirs above its own */
-        ck_assert_int_eq(chmod(suite_dir, 0711), 0);
+        ck_assert_int_eq(chmod(tf_suite_dir(), 0711), 0);
         ck_assert_int_eq(chmod(base, 0711), 0);
         ck_assert_int_eq(chown(u, pw->pw_uid, pw->pw_gid), 0);
         fflush(stderr);
@@ -749,29 +736,7 @@ START_TEST(manager_sweep_over_the_table) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("sweep");
-        TCase *tc = tcase_create("sweep");
-        tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, overlays);
-        tcase_add_test(tc, output_dirs);
-        tcase_add_test(tc, prompt_files);
-        tcase_add_test(tc, task_dirs);
-        tcase_add_test(tc, symlinks_are_not_followed);
-        tcase_add_test(tc, entries_of_another_user);
-        tcase_add_test(tc, entries_with_a_mount_below);
-        tcase_add_test(tc, trash_that_is_not_ours);
-        tcase_add_test(tc, trash_remover_is_detached);
-        tcase_add_test(tc, trash_remover_stays_on_its_filesystem);
-        tcase_add_test(tc, trash_remover_unprivileged);
-        tcase_add_test(tc, manager_sweep_refuses_after_a_failed_load);
-        tcase_add_test(tc, manager_sweep_over_the_table);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("sweep", "sweep", setup, teardown, 120, overlays, output_dirs, prompt_files, task_dirs,
+        symlinks_are_not_followed, entries_of_another_user, entries_with_a_mount_below, trash_that_is_not_ours,
+        trash_remover_is_detached, trash_remover_stays_on_its_filesystem, trash_remover_unprivileged,
+        manager_sweep_refuses_after_a_failed_load, manager_sweep_over_the_table)

@@ -11,6 +11,7 @@
 
 #include "json-util.h"
 #include "api/outputs.h"
+#include "unit.h"
 #include "util.h"
 #include "api/views.h"
 
@@ -245,25 +246,6 @@ START_TEST(tail_reads_only_the_last_mib) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("views");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, listing_skips_what_is_not_a_deliverable);
-        tcase_add_test(tc, listing_caps);
-        tcase_add_test(tc, read_refuses_every_way_out);
-        tcase_add_test(tc, read_non_files_and_sizes);
-        tcase_add_test(tc, tail_takes_the_last_text_event);
-        tcase_add_test(tc, tail_reads_only_the_last_mib);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("views", "core", setup, teardown, 120, listing_skips_what_is_not_a_deliverable, listing_caps,
+        read_refuses_every_way_out, read_non_files_and_sizes, tail_takes_the_last_text_event,
+        tail_reads_only_the_last_mib)

@@ -22,6 +22,7 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 #include "api/wait.h"
 
@@ -309,22 +310,6 @@ START_TEST(detach_leaves_the_request_to_its_owner) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("wait");
-        TCase *tc = tcase_create("wait");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, final_task_answers_at_once);
-        tcase_add_test(tc, park_links_task_and_connection);
-        tcase_add_test(tc, timeout_answers_once);
-        tcase_add_test(tc, timeout_zero_answers_on_the_next_iteration);
-        tcase_add_test(tc, woken_by_the_transition_to_final_and_settled);
-        tcase_add_test(tc, dropped_with_its_connection);
-        tcase_add_test(tc, dropped_with_its_task);
-        tcase_add_test(tc, detach_leaves_the_request_to_its_owner);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("wait", "wait", setup, teardown, 0, final_task_answers_at_once, park_links_task_and_connection,
+        timeout_answers_once, timeout_zero_answers_on_the_next_iteration, woken_by_the_transition_to_final_and_settled,
+        dropped_with_its_connection, dropped_with_its_task, detach_leaves_the_request_to_its_owner)

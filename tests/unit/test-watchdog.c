@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "unit.h"
 #include "util.h"
 #include "run/watchdog.h"
 
@@ -325,33 +326,9 @@ START_TEST(out_of_fds_is_retried) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("watchdog");
-        TCase *tc = tcase_create("watch");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, dead_spawn_without_a_log);
-        tcase_add_test(tc, raw_noise_resets_the_clock_until_the_ceiling);
-        tcase_add_test(tc, silence_after_noise_fires);
-        tcase_add_test(tc, first_json_line_switches_to_the_post_output_budget);
-        tcase_add_test(tc, partial_json_is_activity_not_output);
-        tcase_add_test(tc, one_byte_per_tick_stays_alive);
-        tcase_add_test(tc, error_events_and_raw_lines_are_classified);
-        tcase_add_test(tc, raw_carry_is_classified_json_carry_is_not);
-        tcase_add_test(tc, false_positives);
-        tcase_add_test(tc, long_carry_is_classified_when_its_line_ends);
-        tcase_add_test(tc, incremental_reads_and_truncation);
-        tcase_add_test(tc, over_long_line_is_dropped);
-        tcase_add_test(tc, read_error);
-        tcase_add_test(tc, out_of_fds_is_retried);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("watchdog", "watch", setup, teardown, 60, dead_spawn_without_a_log,
+        raw_noise_resets_the_clock_until_the_ceiling, silence_after_noise_fires,
+        first_json_line_switches_to_the_post_output_budget, partial_json_is_activity_not_output,
+        one_byte_per_tick_stays_alive, error_events_and_raw_lines_are_classified,
+        raw_carry_is_classified_json_carry_is_not, false_positives, long_carry_is_classified_when_its_line_ends,
+        incremental_reads_and_truncation, over_long_line_is_dropped, read_error, out_of_fds_is_retried)

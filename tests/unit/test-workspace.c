@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "process-util.h"
 #include "string-util.h"
+#include "unit.h"
 #include "workspace.h"
 
 static char *tmp_root;
@@ -152,25 +153,5 @@ START_TEST(same_workspace_matches_roots) {
 }
 END_TEST
 
-static Suite *workspace_suite(void) {
-        Suite *s = suite_create("workspace");
-        TCase *tc = tcase_create("root");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, plain_directory);
-        tcase_add_test(tc, repository_and_subdirectory);
-        tcase_add_test(tc, linked_worktree);
-        tcase_add_test(tc, submodule);
-        tcase_add_test(tc, git_file_pointing_elsewhere);
-        tcase_add_test(tc, same_workspace_matches_roots);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(workspace_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("workspace", "root", setup, teardown, 60, plain_directory, repository_and_subdirectory, linked_worktree,
+        submodule, git_file_pointing_elsewhere, same_workspace_matches_roots)
