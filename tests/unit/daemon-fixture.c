@@ -8,15 +8,13 @@
 
 #include "daemon-fixture.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 void tf_manager_setup(Manager *m, const char *name) {
         *m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m->event), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *dir = strdup_printf("%s/%s-XXXXXX", base && *base ? base : "/var/tmp", name);
-        ck_assert_ptr_nonnull(dir);
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *dir = tf_tmpdir_new(name);
         m->paths.state_dir = dir;
         m->paths.runtime_dir = strdup_printf("%s/run", dir);
         m->paths.cache_dir = strdup_printf("%s/cache", dir);
@@ -42,8 +40,7 @@ void tf_manager_teardown(Manager *m) {
         server_free(m);
         manager_free_task_observers(m);
         m->event = sd_event_unref(m->event);
-        if (m->paths.state_dir) (void) rm_rf(m->paths.state_dir);
-        free(m->paths.state_dir);
+        tf_tmpdir_free(m->paths.state_dir);
         free(m->paths.runtime_dir);
         free(m->paths.cache_dir);
         m->paths.state_dir = m->paths.runtime_dir = m->paths.cache_dir = NULL;
@@ -54,10 +51,7 @@ static char *daemon_dir;
 void tf_daemon_setup(Manager *m, const char *name) {
         *m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m->event), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        daemon_dir = strdup_printf("%s/%s-XXXXXX", base && *base ? base : "/var/tmp", name);
-        ck_assert_ptr_nonnull(daemon_dir);
-        ck_assert_ptr_nonnull(mkdtemp(daemon_dir));
+        daemon_dir = tf_tmpdir_new(name);
         tf_paths *p = &m->paths;
         p->home = strdup_printf("%s/home", daemon_dir);
         p->state_dir = strdup_printf("%s/state", daemon_dir);
@@ -85,9 +79,7 @@ void tf_daemon_setup(Manager *m, const char *name) {
 
 void tf_daemon_teardown(Manager *m) {
         daemon_free(m);
-        if (daemon_dir) (void) rm_rf(daemon_dir);
-        free(daemon_dir);
-        daemon_dir = NULL;
+        daemon_dir = tf_tmpdir_free(daemon_dir);
 }
 
 Task *tf_task(Manager *m, const char *json) {

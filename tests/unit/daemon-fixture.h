@@ -10,7 +10,7 @@
 
 #include "daemon.h"
 
-/* m zeroed, with an event loop, paths.state_dir a new dir
+/* m zeroed, with an event loop, paths.state_dir a new dir (tf_tmpdir_new)
  * $TASKFERRY_TEST_TMPDIR (default /var/tmp)/<name>-XXXXXX (runtime_dir and
  * cache_dir inside it, not created), the server's state (no socket), the
  * task table's and the store's observers. */

@@ -72,9 +72,7 @@ static void setup(void) {
         m = (Manager) {0};
         n_outcomes = 0;
         ck_assert_int_ge(sd_event_new(&m.event), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        dir = strdup_printf("%s/test-change-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        dir = tf_tmpdir_new("test-change");
         m.paths.state_dir = strdup(dir);
         m.paths.cache_dir = path_in(dir, "cache");
         ws1 = path_in(dir, "ws1");
@@ -96,8 +94,7 @@ static void teardown(void) {
         m.event = sd_event_unref(m.event);
         free(m.paths.state_dir);
         free(m.paths.cache_dir);
-        (void) rm_rf(dir);
-        free(dir);
+        dir = tf_tmpdir_free(dir);
         free(ws1);
         free(ws2);
 }

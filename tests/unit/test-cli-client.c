@@ -232,9 +232,7 @@ static char *self_exe;   /* this binary */
 static pid_t server_pid; /* in-process fake server (client tests) */
 
 static void setup(void) {
-        char tmpl[] = "/var/tmp/test-cli-client-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmp = realpath(tmpl, NULL);
+        tmp = tf_tmpdir_new("test-cli-client");
         runtime = strdup_printf("%s/run", tmp);
         sock = strdup_printf("%s/daemon.sock", runtime);
         self_exe = realpath("/proc/self/exe", NULL);
@@ -288,8 +286,7 @@ static void teardown(void) {
                 waitpid(server_pid, NULL, 0);
         }
         kill_started_daemons();
-        rm_rf(tmp);
-        free(tmp);
+        tmp = tf_tmpdir_free(tmp);
         free(runtime);
         free(sock);
         free(self_exe);

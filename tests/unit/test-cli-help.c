@@ -209,9 +209,7 @@ static char *tmp;
 static char *fake_cli; /* the CLI, but `list --all --json` prints one task, oc_fake1 */
 
 static void completion_setup(void) {
-        char tmpl[] = "/var/tmp/test-cli-help-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmp = strdup(tmpl);
+        tmp = tf_tmpdir_new("test-cli-help");
         fake_cli = strdup_printf("%s/taskferry", tmp);
         _cleanup_free_ char *script = strdup_printf(
                 "#!/bin/sh\n"
@@ -226,11 +224,7 @@ static void completion_setup(void) {
 }
 
 static void completion_teardown(void) {
-        char *argv[] = {(char *) "rm", (char *) "-rf", tmp, NULL};
-        run_result r = {0};
-        (void) run_command(argv, NULL, NULL, 0, -1, &r);
-        run_result_done(&r);
-        free(tmp);
+        tmp = tf_tmpdir_free(tmp);
         free(fake_cli);
 }
 

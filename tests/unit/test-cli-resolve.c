@@ -14,18 +14,9 @@
 
 static char *tmp_root;
 
-static void setup(void) {
-        char tmpl[] = "/var/tmp/test-cli-resolve-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmp_root = realpath(tmpl, NULL);
-        ck_assert_ptr_nonnull(tmp_root);
-}
+static void setup(void) { tmp_root = tf_tmpdir_new("test-cli-resolve"); }
 
-static void teardown(void) {
-        rm_rf(tmp_root);
-        free(tmp_root);
-        tmp_root = NULL;
-}
+static void teardown(void) { tmp_root = tf_tmpdir_free(tmp_root); }
 
 static void sh(const char *fmt, ...) _printf_(1, 2);
 static void sh(const char *fmt, ...) {

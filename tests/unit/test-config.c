@@ -27,16 +27,9 @@ static json_object *tf_cfg(const char *text) {
         return o;
 }
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        tmpdir = strdup_printf("%s/test-config-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
+static void setup(void) { tmpdir = tf_tmpdir_new("test-config"); }
 
-static void teardown(void) {
-        rm_rf(tmpdir);
-        free(tmpdir);
-}
+static void teardown(void) { tmpdir = tf_tmpdir_free(tmpdir); }
 
 static char *write_config(const char *text, size_t len) {
         char *p = strdup_printf("%s/config.json", tmpdir);

@@ -92,16 +92,9 @@ END_TEST
 
 static char *tmpdir;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        tmpdir = strdup_printf("%s/tf-cooldown-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
+static void setup(void) { tmpdir = tf_tmpdir_new("tf-cooldown"); }
 
-static void teardown(void) {
-        rm_rf(tmpdir);
-        free(tmpdir);
-}
+static void teardown(void) { tmpdir = tf_tmpdir_free(tmpdir); }
 
 static int scan(const char *content, const char *prefix, uint64_t *ms) {
         char *p = strdup_printf("%s/log.ndjson", tmpdir);

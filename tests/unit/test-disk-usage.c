@@ -101,14 +101,6 @@ START_TEST(test_rules) {
 }
 END_TEST
 
-static char *tmpdir(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        if (!base || !*base) base = "/var/tmp";
-        char *t = strdup_printf("%s/tf-disk-budget-XXXXXX", base);
-        ck_assert_ptr_nonnull(mkdtemp(t));
-        return t;
-}
-
 static void write_bytes(const char *path, size_t n) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
@@ -130,7 +122,7 @@ static uint64_t walk(const char *path) {
 }
 
 START_TEST(test_walk_counts) {
-        _cleanup_free_ char *t = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
         uint64_t empty = walk(t);
         ck_assert_uint_lt(empty, 1 << 16); /* only the directory itself */
         /* a dense 1 MiB file counts at least its size */
@@ -183,13 +175,13 @@ START_TEST(test_walk_counts) {
         disk_usage m = {7, 7};
         ck_assert_int_eq(disk_usage_walk(missing, 0, &m), 0);
         ck_assert_uint_eq(m.bytes, 7);
-        ck_assert_int_eq(rm_rf(t), 0);
+        tf_tmpdir_free(t);
 }
 END_TEST
 
 START_TEST(test_walk_no_follow) {
-        _cleanup_free_ char *t = tmpdir();
-        _cleanup_free_ char *outside = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
+        char *outside = tf_tmpdir_new("tf-disk-budget");
         _cleanup_free_ char *big = strdup_printf("%s/big", outside);
         write_bytes(big, 4 << 20);
         _cleanup_free_ char *tree = strdup_printf("%s/tree", t);
@@ -204,13 +196,13 @@ START_TEST(test_walk_no_follow) {
         disk_usage u = {0};
         ck_assert_int_lt(disk_usage_walk(top, 0, &u), 0);
         ck_assert_uint_eq(u.bytes, 0);
-        ck_assert_int_eq(rm_rf(t), 0);
-        ck_assert_int_eq(rm_rf(outside), 0);
+        tf_tmpdir_free(t);
+        tf_tmpdir_free(outside);
 }
 END_TEST
 
 START_TEST(test_walk_early_stop) {
-        _cleanup_free_ char *t = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
         for (int i = 0; i < 10; i++) {
                 _cleanup_free_ char *f = strdup_printf("%s/f%d", t, i);
                 write_bytes(f, 1 << 20);
@@ -222,14 +214,14 @@ START_TEST(test_walk_early_stop) {
         u = (disk_usage) {0};
         ck_assert_int_eq(disk_usage_walk(t, 20 << 20, &u), 0);
         ck_assert_uint_ge(u.bytes, 10 << 20);
-        ck_assert_int_eq(rm_rf(t), 0);
+        tf_tmpdir_free(t);
 }
 END_TEST
 
 /* Nesting deeper than the walker measures is refused (-ELOOP), never
  * silently left out, and costs no more than DISK_WALK_MAX_DEPTH open fds. */
 START_TEST(test_walk_deep) {
-        _cleanup_free_ char *t = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
         int fd = open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_ge(fd, 0);
         for (int i = 0; i < DISK_WALK_MAX_DEPTH + 10; i++) {
@@ -248,7 +240,7 @@ START_TEST(test_walk_deep) {
         disk_usage u = {0};
         ck_assert_int_eq(disk_usage_walk(t, 0, &u), -ELOOP);
         /* a tree just within the limit is measured */
-        _cleanup_free_ char *t2 = tmpdir();
+        char *t2 = tf_tmpdir_new("tf-disk-budget");
         fd = open(t2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         for (int i = 0; i < DISK_WALK_MAX_DEPTH - 1; i++) {
                 ck_assert_int_eq(mkdirat(fd, "d", 0700), 0);
@@ -263,15 +255,15 @@ START_TEST(test_walk_deep) {
         u = (disk_usage) {0};
         ck_assert_int_eq(disk_usage_walk(t2, 0, &u), 0);
         ck_assert_uint_ge(u.bytes, 1ULL << 30);
-        ck_assert_int_eq(rm_rf(t), 0);
-        ck_assert_int_eq(rm_rf(t2), 0);
+        tf_tmpdir_free(t);
+        tf_tmpdir_free(t2);
 }
 END_TEST
 
 /* A directory the walker cannot read is an error, not zero bytes (a
  * worker could hide a giant behind chmod 000). Root reads it anyway. */
 START_TEST(test_walk_unreadable) {
-        _cleanup_free_ char *t = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
         _cleanup_free_ char *d = strdup_printf("%s/locked", t);
         ck_assert_int_eq(mkdir(d, 0700), 0);
         _cleanup_free_ char *big = strdup_printf("%s/big", d);
@@ -286,7 +278,7 @@ START_TEST(test_walk_unreadable) {
                 ck_assert_uint_ge(u.bytes, 1ULL << 30);
         } else
                 ck_assert_int_eq(r, -EACCES);
-        ck_assert_int_eq(rm_rf(t), 0);
+        tf_tmpdir_free(t);
 }
 END_TEST
 

@@ -19,14 +19,6 @@
 #include "string-util.h"
 #include "unit.h"
 
-static char *tmpdir(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        if (!base || !*base) base = "/var/tmp";
-        char *t = strdup_printf("%s/tf-disk-watch-XXXXXX", base);
-        ck_assert_ptr_nonnull(mkdtemp(t));
-        return t;
-}
-
 static void sparse(const char *dir, const char *name, off_t size) {
         _cleanup_free_ char *p = strdup_printf("%s/%s", dir, name);
         int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -50,8 +42,8 @@ START_TEST(test_interval) {
 END_TEST
 
 START_TEST(test_budget_trip) {
-        _cleanup_free_ char *upper = tmpdir();
-        _cleanup_free_ char *out = tmpdir();
+        char *upper = tf_tmpdir_new("tf-disk-watch");
+        char *out = tf_tmpdir_new("tf-disk-watch");
         char *paths[] = {upper, out, NULL};
         disk_watch w;
         uint64_t now = 1000;
@@ -84,13 +76,13 @@ START_TEST(test_budget_trip) {
         ck_assert_int_eq(disk_watch_check(&w, now + DISK_WATCH_WALK_MAX_MS, &again), 0);
         ck_assert_ptr_null(again);
         ck_assert_int_eq(disk_watch_timeout(&w, now), -1);
-        ck_assert_int_eq(rm_rf(upper), 0);
-        ck_assert_int_eq(rm_rf(out), 0);
+        tf_tmpdir_free(upper);
+        tf_tmpdir_free(out);
 }
 END_TEST
 
 START_TEST(test_unmeasurable_trips) {
-        _cleanup_free_ char *upper = tmpdir();
+        char *upper = tf_tmpdir_new("tf-disk-watch");
         int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         for (int i = 0; i < DISK_WALK_MAX_DEPTH + 1; i++) {
                 ck_assert_int_eq(mkdirat(fd, "d", 0700), 0);
@@ -105,7 +97,7 @@ START_TEST(test_unmeasurable_trips) {
         _cleanup_free_ char *detail = NULL;
         ck_assert_int_eq(disk_watch_check(&w, 0, &detail), 1);
         ck_assert_msg(strstr(detail, "cannot be measured") && strstr(detail, "nested deeper than 512"), "%s", detail);
-        ck_assert_int_eq(rm_rf(upper), 0);
+        tf_tmpdir_free(upper);
 }
 END_TEST
 
@@ -117,7 +109,7 @@ START_TEST(test_floor_only_the_grower) {
                 fprintf(stderr, "test_floor_only_the_grower: SKIPPED: mounting a small tmpfs needs root\n");
                 return;
         }
-        _cleanup_free_ char *mnt = tmpdir();
+        _cleanup_free_ char *mnt = tf_tmpdir_new("tf-disk-watch");
         ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
         ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
         ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=8m"), 0);
@@ -179,7 +171,7 @@ START_TEST(test_no_paths) {
 END_TEST
 
 START_TEST(test_reserve) {
-        _cleanup_free_ char *dir = tmpdir();
+        char *dir = tf_tmpdir_new("tf-disk-watch");
         _cleanup_free_ char *p = strdup_printf("%s/%s", dir, DISK_RESERVE_NAME);
         ck_assert_int_eq(disk_reserve_create(dir), 0);
         struct stat st;
@@ -190,7 +182,7 @@ START_TEST(test_reserve) {
         disk_reserve_release(dir);
         ck_assert_int_eq(access(p, F_OK), -1);
         disk_reserve_release(dir); /* idempotent */
-        ck_assert_int_eq(rm_rf(dir), 0);
+        tf_tmpdir_free(dir);
 }
 END_TEST
 

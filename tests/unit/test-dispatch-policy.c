@@ -41,12 +41,8 @@ static void symlink_at(const char *target_rel, const char *link_rel) {
 }
 
 static void setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *tmpl = strdup_printf("%s/test-dispatch-policy-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        /* resolved: the checks compare resolved paths */
-        base = realpath(tmpl, NULL);
-        ck_assert_ptr_nonnull(base);
+        /* resolved (tf_tmpdir_new's is): the checks compare resolved paths */
+        base = tf_tmpdir_new("test-dispatch-policy");
         const char *dirs[] = {"s/state", "r/run", "c/cache", "o/overlays", "proj/sub", "d/secret/inner", "other"};
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) mkdirs(dirs[i]);
         paths = (tf_paths) {
@@ -58,8 +54,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        (void) rm_rf(base);
-        free(base);
+        base = tf_tmpdir_free(base);
         free(paths.state_dir);
         free(paths.runtime_dir);
         free(paths.cache_dir);

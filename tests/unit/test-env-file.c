@@ -204,20 +204,10 @@ END_TEST
 
 /* ---- env_file_load: the file's checks ---- */
 
-static char *tmpdir(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *t = strdup_printf("%s/tf-envfile-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(t));
-        return t;
-}
-
+/* A new file (whatever mode the one before had) of mode. */
 static void write_mode(const char *path, const char *text, mode_t mode) {
         unlink(path);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(loop_write(fd, text, strlen(text)), 0);
-        close(fd);
-        ck_assert_int_eq(chmod(path, mode), 0);
+        tf_write_file(path, text, strlen(text), mode);
 }
 
 static int load(const char *path, char ***v, char **err) {
@@ -227,7 +217,7 @@ static int load(const char *path, char ***v, char **err) {
 }
 
 START_TEST(load_checks) {
-        _cleanup_free_ char *d = tmpdir();
+        char *d = tf_tmpdir_new("tf-envfile");
         _cleanup_free_ char *f = strdup_printf("%s/env", d);
         char **v, *err;
         /* missing: the help names both knobs */
@@ -306,7 +296,7 @@ START_TEST(load_checks) {
                 ck_assert_msg(strstr(err, "cannot open"), "%s", err);
                 free(err);
         }
-        ck_assert_int_eq(rm_rf(d), 0);
+        tf_tmpdir_free(d);
 }
 END_TEST
 

@@ -30,9 +30,7 @@ static void mkfile(const char *rel) {
 }
 
 static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        root = strdup_printf("%s/tf-home-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(root));
+        root = tf_tmpdir_new("tf-home");
         home = strdup_printf("%s/home", root);
         cache = strdup_printf("%s/cache", root);
         mkfile(".pi/agent/auth.json");
@@ -48,8 +46,8 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        (void) rm_rf(root);
-        free(root), free(home), free(cache);
+        root = tf_tmpdir_free(root);
+        free(home), free(cache);
 }
 
 static ssize_t find(const executor_home *h, sandbox_mount_op op, const char *dest) {

@@ -4,7 +4,6 @@
 
 #include <check.h>
 #include <glob.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,18 +19,6 @@
 #define INSTRUCTION "Follow the instructions in the attached prompt file exactly."
 
 /* ---- helpers ---- */
-
-static void assert_argv(char **argv, ...) {
-        va_list ap;
-        va_start(ap, argv);
-        size_t i = 0;
-        for (const char *want; (want = va_arg(ap, const char *)); i++) {
-                ck_assert_msg(argv[i], "argv too short: missing [%zu] %s", i, want);
-                ck_assert_str_eq(argv[i], want);
-        }
-        va_end(ap);
-        ck_assert_msg(!argv[i], "argv too long: extra [%zu] %s", i, argv[i]);
-}
 
 static char **build(const char *id, const executor_launch *l) {
         const executor *e = executor_find(id);
@@ -155,12 +142,12 @@ START_TEST(test_opencode_argv_summary) {
                              .prompt = "Summarize.", .prompt_file = "/tmp/.taskferry-prompt",
                              .attachment = "/s/summaries/oc_a.json"};
         char **argv = build("opencode", &l);
-        assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
+        tf_assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
                     "opencode/mimo-v2.5-free", "-f", "/s/summaries/oc_a.json", "--", "Summarize.", NULL);
         strv_free(argv);
         l.session_id = "ses_s";
         argv = build("opencode", &l);
-        assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
+        tf_assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
                     "opencode/mimo-v2.5-free", "-f", "/s/summaries/oc_a.json", "--continue", "--session", "ses_s", "--",
                     "Summarize.", NULL);
         strv_free(argv);
@@ -170,7 +157,7 @@ END_TEST
 START_TEST(test_opencode_argv_inline) {
         executor_launch l = { .model = "openrouter/~anthropic/x", .directory = "/w/repo", .prompt = "fix it" };
         _cleanup_strv_free_ char **argv = build("opencode", &l);
-        assert_argv(argv, "opencode", "run", "--dir", "/w/repo", "--auto", "--format", "json", "-m",
+        tf_assert_argv(argv, "opencode", "run", "--dir", "/w/repo", "--auto", "--format", "json", "-m",
                     "openrouter/~anthropic/x", "--", "fix it", NULL);
 }
 END_TEST
@@ -179,7 +166,7 @@ START_TEST(test_opencode_argv_resume_variant_file) {
         executor_launch l = { .model = "p/m", .variant = "high", .session_id = "ses_123", .directory = "/w",
                               .prompt = "SECRET PROMPT", .prompt_file = "/run/p/oc_1.prompt.txt" };
         _cleanup_strv_free_ char **argv = build("opencode", &l);
-        assert_argv(argv, "opencode", "run", "--dir", "/w", "--auto", "--format", "json", "-m", "p/m", "--continue",
+        tf_assert_argv(argv, "opencode", "run", "--dir", "/w", "--auto", "--format", "json", "-m", "p/m", "--continue",
                     "--session", "ses_123", "--variant", "high", "-f", "/run/p/oc_1.prompt.txt", "--", INSTRUCTION,
                     NULL);
         for (char **a = argv; *a; a++) ck_assert_ptr_null(strstr(*a, "SECRET"));
@@ -202,7 +189,7 @@ END_TEST
 START_TEST(test_pi_argv_provider_split) {
         executor_launch l = { .model = "openrouter/~anthropic/x", .directory = "/w", .prompt = "hi" };
         _cleanup_strv_free_ char **argv = build("pi", &l);
-        assert_argv(argv, "pi", "--provider", "openrouter", "--model", "~anthropic/x", "--mode", "json", "-p", "hi",
+        tf_assert_argv(argv, "pi", "--provider", "openrouter", "--model", "~anthropic/x", "--mode", "json", "-p", "hi",
                     NULL);
 }
 END_TEST
@@ -216,7 +203,7 @@ START_TEST(test_pi_argv_thinking_levels) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 executor_launch l = { .model = "p/m", .variant = cases[i][0], .directory = "/w", .prompt = "hi" };
                 _cleanup_strv_free_ char **argv = build("pi", &l);
-                assert_argv(argv, "pi", "--provider", "p", "--model", "m", "--mode", "json", "--thinking", cases[i][1],
+                tf_assert_argv(argv, "pi", "--provider", "p", "--model", "m", "--mode", "json", "--thinking", cases[i][1],
                             "-p", "hi", NULL);
                 ck_assert_str_eq(executor_pi_thinking_level(cases[i][0]), cases[i][1]);
         }
@@ -233,7 +220,7 @@ END_TEST
 START_TEST(test_pi_argv_no_slash) {
         executor_launch l = { .model = "gpt-5", .directory = "/w", .prompt = "hi" };
         _cleanup_strv_free_ char **argv = build("pi", &l);
-        assert_argv(argv, "pi", "--model", "gpt-5", "--mode", "json", "-p", "hi", NULL);
+        tf_assert_argv(argv, "pi", "--model", "gpt-5", "--mode", "json", "-p", "hi", NULL);
 }
 END_TEST
 
@@ -241,7 +228,7 @@ START_TEST(test_pi_argv_resume_thinking_file) {
         executor_launch l = { .model = "mockllm/mock-model", .variant = "max", .session_id = "019f90ea",
                               .directory = "/w", .prompt = "SECRET PROMPT", .prompt_file = "/p/oc_2.prompt.txt" };
         _cleanup_strv_free_ char **argv = build("pi", &l);
-        assert_argv(argv, "pi", "--provider", "mockllm", "--model", "mock-model", "--mode", "json", "--continue",
+        tf_assert_argv(argv, "pi", "--provider", "mockllm", "--model", "mock-model", "--mode", "json", "--continue",
                     "--session", "019f90ea", "--thinking", "xhigh", "-p", INSTRUCTION, "@/p/oc_2.prompt.txt", NULL);
         for (char **a = argv; *a; a++) ck_assert_ptr_null(strstr(*a, "SECRET"));
 
@@ -256,11 +243,11 @@ END_TEST
 START_TEST(test_shell_argv) {
         executor_launch f = { .directory = "/w", .prompt = "echo SECRET", .prompt_file = "/p/oc_3.prompt.txt" };
         _cleanup_strv_free_ char **a1 = build("shell", &f);
-        assert_argv(a1, "sh", "/p/oc_3.prompt.txt", NULL);
+        tf_assert_argv(a1, "sh", "/p/oc_3.prompt.txt", NULL);
 
         executor_launch i = { .directory = "/w", .prompt = "echo hi" };
         _cleanup_strv_free_ char **a2 = build("shell", &i);
-        assert_argv(a2, "sh", "-c", "echo hi", NULL);
+        tf_assert_argv(a2, "sh", "-c", "echo hi", NULL);
 }
 END_TEST
 

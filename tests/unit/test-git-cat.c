@@ -55,9 +55,7 @@ static char *blob_of(const void *data, size_t len) {
 }
 
 static void setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        root = strdup_printf("%s/tf-git-cat-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(root));
+        root = tf_tmpdir_new("tf-git-cat");
         git_dir = strdup_printf("%s/git", root);
         char *init = strdup_printf("git init -q --bare '%s'", git_dir);
         ck_assert_int_eq(system(init), 0);
@@ -70,8 +68,8 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        (void) rm_rf(root);
-        free(root), free(git_dir);
+        root = tf_tmpdir_free(root);
+        free(git_dir);
         strv_free(env);
 }
 

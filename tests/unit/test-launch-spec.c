@@ -408,8 +408,7 @@ START_TEST(test_exit_info) {
         exit_info_done(&back);
 
         /* A temp dir holding an exit.json written the way the shim writes it. */
-        char dir[] = "/var/tmp/tf-launch-spec-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *dir = tf_tmpdir_new("tf-launch-spec");
         exit_info rd;
         ck_assert_int_eq(exit_info_read(dir, &rd), -ENOENT);
         _cleanup_free_ char *path = strdup_printf("%s/exit.json", dir);
@@ -449,7 +448,7 @@ START_TEST(test_exit_info) {
                            "\"stopReason\":3}";
         ck_assert_int_eq(write_file_atomic(path, bad4, strlen(bad4), 0600), 0);
         ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
-        ck_assert_int_eq(rm_rf(dir), 0);
+        tf_tmpdir_free(dir);
 }
 END_TEST
 

@@ -21,18 +21,9 @@
 
 static char *tmpdir;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *tmpl = strdup_printf("%s/test-log-pipe.XXXXXX", isempty(base) ? "/var/tmp" : base);
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmpdir = TAKE_PTR(tmpl);
-}
+static void setup(void) { tmpdir = tf_tmpdir_new("test-log-pipe"); }
 
-static void teardown(void) {
-        rm_rf(tmpdir);
-        free(tmpdir);
-        tmpdir = NULL;
-}
+static void teardown(void) { tmpdir = tf_tmpdir_free(tmpdir); }
 
 /* Feed `chunks` (n of them) into a log_pipe of the shell executor, each as
  * its own fd read to its end — so a chunk boundary is always a read

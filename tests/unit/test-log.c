@@ -15,13 +15,13 @@
 #include "string-util.h"
 #include "unit.h"
 
-static char *path;
+static char *dir, *path;
 static int saved_stderr = -1;
 
 static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        path = strdup_printf("%s/test-log-XXXXXX", base && *base ? base : "/var/tmp");
-        int fd = mkstemp(path);
+        dir = tf_tmpdir_new("test-log");
+        path = tf_path(dir, "stderr");
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
         fflush(stderr);
         saved_stderr = dup(STDERR_FILENO);
@@ -36,8 +36,8 @@ static void teardown(void) {
         fflush(stderr);
         dup2(saved_stderr, STDERR_FILENO);
         close(saved_stderr);
-        unlink(path);
         free(path);
+        dir = tf_tmpdir_free(dir);
         unsetenv("JOURNAL_STREAM");
         log_reset_stream();
 }

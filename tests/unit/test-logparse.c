@@ -45,17 +45,9 @@
 
 static char *tmpdir;
 
-static void setup(void) {
-        _cleanup_free_ char *tmpl = strdup(TASKFERRY_BUILD_DIR "/test-logparse.XXXXXX");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmpdir = TAKE_PTR(tmpl);
-}
+static void setup(void) { tmpdir = tf_tmpdir_new("test-logparse"); }
 
-static void teardown(void) {
-        rm_rf(tmpdir);
-        free(tmpdir);
-        tmpdir = NULL;
-}
+static void teardown(void) { tmpdir = tf_tmpdir_free(tmpdir); }
 
 /* ---- writing logs like the shim ---- */
 

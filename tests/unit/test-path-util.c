@@ -43,9 +43,7 @@ START_TEST(at_or_below) {
 END_TEST
 
 START_TEST(executable) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *dir = strdup_printf("%s/test-path-util-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *dir = tf_tmpdir_new("test-path-util");
         _cleanup_free_ char *bin = strdup_printf("%s/bin", dir), *exe = strdup_printf("%s/bin/tool", dir),
                             *plain = strdup_printf("%s/bin/data", dir), *sub = strdup_printf("%s/bin/sub", dir);
         ck_assert_int_eq(mkdir_p(sub, 0755), 0);
@@ -69,7 +67,7 @@ START_TEST(executable) {
         r = NULL;
         if (geteuid() != 0) ck_assert_int_eq(find_executable(plain, NULL, &r), -EACCES);
         ck_assert_ptr_null(r);
-        ck_assert_int_eq(rm_rf(dir), 0);
+        tf_tmpdir_free(dir);
 }
 END_TEST
 

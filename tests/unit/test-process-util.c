@@ -230,11 +230,8 @@ static bool fd_is(int fd, const char *path) {
 }
 
 START_TEST(test_rearrange_stdio) {
-        char dir[] = "/var/tmp/tf-pu-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        char fa[64], fb[64];
-        snprintf(fa, sizeof fa, "%s/a", dir);
-        snprintf(fb, sizeof fb, "%s/b", dir);
+        char *dir = tf_tmpdir_new("tf-pu");
+        _cleanup_free_ char *fa = tf_path(dir, "a"), *fb = tf_path(dir, "b");
         int a = open(fa, O_RDWR | O_CREAT | O_CLOEXEC, 0600), b = open(fb, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         ck_assert_int_ge(a, 3);
         ck_assert_int_ge(b, 3);
@@ -273,7 +270,7 @@ START_TEST(test_rearrange_stdio) {
         if (r == 0) _exit(fd_is(0, "/dev/null") && fd_is(1, "/dev/null") && fd_is(2, "/dev/null") ? 0 : 1);
         ck_assert_int_eq(wait_exit(pid), 0);
         close(a), close(b);
-        unlink(fa), unlink(fb), rmdir(dir);
+        tf_tmpdir_free(dir);
 }
 END_TEST
 

@@ -49,9 +49,7 @@ static int listener(const char *path) {
 }
 
 static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        root = strdup_printf("%s/tf-plan-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(root));
+        root = tf_tmpdir_new("tf-plan");
         home = strdup_printf("%s/home", root);
         mkdirr(".ssh");
         mkfile(".ssh/id_ed25519");
@@ -70,8 +68,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        (void) rm_rf(root);
-        free(root);
+        root = tf_tmpdir_free(root);
         free(home);
 }
 

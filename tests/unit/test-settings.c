@@ -356,9 +356,7 @@ START_TEST(cli_side_keys) {
 END_TEST
 
 START_TEST(load_reads_the_file_once_and_fails_loudly) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *dir = strdup_printf("%s/test-settings-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *dir = tf_tmpdir_new("test-settings");
         _cleanup_free_ char *p = strdup_printf("%s/config.json", dir);
         static const char good[] = "{\"maxConcurrentTasks\": 2, \"cancelGraceMs\": 9}";
         static const char bad[] = "{\"maxConcurrentTasks\": \"2\"}";
@@ -379,7 +377,7 @@ START_TEST(load_reads_the_file_once_and_fails_loudly) {
         ck_assert(startswith(err, "error: config key \"maxConcurrentTasks\" in "));
         free(err);
         settings_done(&s);
-        rm_rf(dir);
+        tf_tmpdir_free(dir);
 }
 END_TEST
 

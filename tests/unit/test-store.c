@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon-fixture.h"
 #include "daemon.h"
 #include "json-util.h"
 #include "unit.h"
@@ -19,26 +20,13 @@ static char *dir;
 static void setup(void) {
         m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m.event), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        dir = strdup_printf("%s/test-store-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        m.paths.state_dir = strdup(dir);
+        dir = m.paths.state_dir = tf_tmpdir_new("test-store");
         ck_assert_int_eq(task_table_init(&m), 0);
         ck_assert_int_eq(store_init(&m), 0);
 }
 
-static void teardown(void) {
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        scheduler_free(&m);
-        manager_free_task_observers(&m);
-        store_done(&m);
-        m.event = sd_event_unref(m.event);
-        free(m.paths.state_dir);
-        (void) chmod(dir, 0700);
-        (void) rm_rf(dir);
-        free(dir);
-}
+/* the dir removed with it, also when a case left it read-only */
+static void teardown(void) { tf_manager_teardown(&m); }
 
 static char *tasks_path(void) { return strdup_printf("%s/tasks.json", dir); }
 

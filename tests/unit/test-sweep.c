@@ -112,11 +112,7 @@ static void wait_trash_empty(const char *rel) {
 }
 
 static void setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *tmpl = strdup_printf("%s/test-sweep-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        base = realpath(tmpl, NULL);
-        ck_assert_ptr_nonnull(base);
+        base = tf_tmpdir_new("test-sweep");
         const char *dirs[] = {"state/outputs", "state/prompts", "state/tasks", "overlays", "tmp2", "precious"};
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) mkdirs(dirs[i]);
         put("precious/file", "keep me");
@@ -129,8 +125,7 @@ static void teardown(void) {
                 _cleanup_free_ char *p = at(trashes[i]);
                 if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) wait_trash_empty(trashes[i]);
         }
-        (void) rm_rf(base);
-        free(base);
+        base = tf_tmpdir_free(base);
         free(paths.state_dir);
         free(paths.overlay_tmp_root);
         paths = (tf_paths) {0};

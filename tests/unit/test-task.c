@@ -4,6 +4,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "daemon-fixture.h"
 #include "daemon.h"
 #include "json-util.h"
 #include "unit.h"
@@ -18,13 +19,7 @@ static void setup(void) {
         ck_assert_int_eq(store_init(&m), 0);
 }
 
-static void teardown(void) {
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        store_done(&m);
-        manager_free_task_observers(&m);
-        m.event = sd_event_unref(m.event);
-}
+static void teardown(void) { tf_manager_teardown(&m); }
 
 static Task *task_from_string(const char *s) {
         json_object *o = NULL;

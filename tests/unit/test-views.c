@@ -17,17 +17,9 @@
 
 static char *tmp;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *t = strdup_printf("%s/test-views-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(t));
-        tmp = t;
-}
+static void setup(void) { tmp = tf_tmpdir_new("test-views"); }
 
-static void teardown(void) {
-        rm_rf(tmp);
-        free(tmp);
-}
+static void teardown(void) { tmp = tf_tmpdir_free(tmp); }
 
 static const char *P(const char *rel) {
         static char buf[8][4096];
@@ -37,12 +29,7 @@ static const char *P(const char *rel) {
         return buf[i];
 }
 
-static void put(const char *rel, const char *data, size_t len) {
-        int fd = open(P(rel), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(loop_write(fd, data, len), 0);
-        close(fd);
-}
+static void put(const char *rel, const char *data, size_t len) { tf_write_file(P(rel), data, len, 0600); }
 
 static char *paths_of(json_object *listing) {
         json_object *files = json_get_array(listing, "files");

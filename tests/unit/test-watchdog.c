@@ -23,18 +23,13 @@ static const WatchdogLimits lim = {.no_output_ms = 500, .post_output_ms = 1500, 
 static char *dir, *log_path;
 
 static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *tmpl = strdup_printf("%s/tf-watchdog-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        dir = tmpl;
-        log_path = strdup_printf("%s/log.ndjson", dir);
+        dir = tf_tmpdir_new("tf-watchdog");
+        log_path = tf_path(dir, "log.ndjson");
 }
 
 static void teardown(void) {
-        unlink(log_path);
-        rmdir(dir);
         free(log_path);
-        free(dir);
+        dir = tf_tmpdir_free(dir);
 }
 
 static void append(const char *s, size_t n) {

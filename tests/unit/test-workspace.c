@@ -18,20 +18,9 @@
 
 static char *tmp_root;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *tmpl = strdup_printf("%s/test-workspace-XXXXXX", isempty(base) ? "/var/tmp" : base);
-        ck_assert_ptr_nonnull(tmpl);
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmp_root = realpath(tmpl, NULL);
-        ck_assert_ptr_nonnull(tmp_root);
-}
+static void setup(void) { tmp_root = tf_tmpdir_new("test-workspace"); }
 
-static void teardown(void) {
-        rm_rf(tmp_root);
-        free(tmp_root);
-        tmp_root = NULL;
-}
+static void teardown(void) { tmp_root = tf_tmpdir_free(tmp_root); }
 
 static void sh(const char *cmd) {
         char *argv[] = { "sh", "-ec", (char *) cmd, NULL };

@@ -60,3 +60,69 @@ TCase *tf_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown
         suite_add_tcase(s, tc);
         return tc;
 }
+
+char *tf_tmpdir_new(const char *prefix) {
+        _cleanup_free_ char *tmpl = strdup_printf("%s/%s-XXXXXX", tmp_base(), prefix);
+        ck_assert_ptr_nonnull(tmpl);
+        ck_assert_msg(mkdtemp(tmpl), "mkdtemp %s: %s", tmpl, strerror(errno));
+        char *dir = realpath(tmpl, NULL);
+        ck_assert_msg(dir, "realpath %s: %s", tmpl, strerror(errno));
+        return dir;
+}
+
+char *tf_tmpdir_free(char *dir) {
+        if (!dir) return NULL;
+        int r = rm_rf(dir);
+        ck_assert_msg(r >= 0, "rm -rf %s: %s", dir, strerror(-r));
+        free(dir);
+        return NULL;
+}
+
+char *tf_path(const char *dir, const char *rel) {
+        char *p = strdup_printf("%s/%s", dir, rel);
+        ck_assert_ptr_nonnull(p);
+        return p;
+}
+
+void tf_write_file(const char *path, const void *data, size_t len, mode_t mode) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+        ck_assert_msg(loop_write(fd, data, len) == 0, "write %s", path);
+        ck_assert_msg(fchmod(fd, mode) == 0, "chmod %s: %s", path, strerror(errno));
+}
+
+char *tf_put(const char *dir, const char *rel, const void *data, size_t len) {
+        char *p = tf_path(dir, rel);
+        char *slash = strrchr(p, '/');
+        if (slash - p > (ptrdiff_t) strlen(dir)) {
+                *slash = 0;
+                ck_assert_msg(mkdir_p(p, 0700) == 0, "mkdir -p %s", p);
+                *slash = '/';
+        }
+        tf_write_file(p, data, len, 0600);
+        return p;
+}
+
+char *tf_read_file(const char *path, bool missing_ok) {
+        char *data = NULL;
+        int r = read_file(path, 64 << 20, &data, NULL);
+        if (r == -ENOENT && missing_ok) {
+                data = strdup("");
+                ck_assert_ptr_nonnull(data);
+                return data;
+        }
+        ck_assert_msg(r >= 0, "read %s: %s", path, strerror(-r));
+        return data;
+}
+
+void tf_assert_argv(char **argv, ...) {
+        va_list ap;
+        va_start(ap, argv);
+        size_t i = 0;
+        for (const char *want; (want = va_arg(ap, const char *)); i++) {
+                ck_assert_msg(argv[i], "argv too short: missing [%zu] %s", i, want);
+                ck_assert_msg(streq(argv[i], want), "argv[%zu] is \"%s\", want \"%s\"", i, argv[i], want);
+        }
+        va_end(ap);
+        ck_assert_msg(!argv[i], "argv too long: extra [%zu] %s", i, argv[i]);
+}

@@ -44,3 +44,29 @@ TCase *tf_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown
                 tf_tcase(tf_suite_, case_name, setup, teardown, timeout_s, TF_TESTS(__VA_ARGS__));     \
                 return tf_run_suite(tf_suite_);                                                        \
         }
+
+/* A new dir $TASKFERRY_TEST_TMPDIR (default /var/tmp)/<prefix>-XXXXXX, mode
+ * 0700: under tf_run_suite inside the suite's dir. The canonical path,
+ * malloc'd. */
+char *tf_tmpdir_new(const char *prefix);
+/* Remove dir and everything below it (rm_rf; failing the case when that
+ * fails), free the string; NULL is a no-op. Returns NULL, for
+ * "dir = tf_tmpdir_free(dir)". */
+char *tf_tmpdir_free(char *dir);
+
+/* dir/rel, malloc'd. */
+char *tf_path(const char *dir, const char *rel);
+/* A file of len bytes at path, mode (past the umask), written whole; the
+ * dirs above it must exist. */
+void tf_write_file(const char *path, const void *data, size_t len, mode_t mode);
+/* A file of len bytes at dir/rel, mode 0600, the dirs between made (0700).
+ * Its path, malloc'd. */
+char *tf_put(const char *dir, const char *rel, const void *data, size_t len);
+/* The whole file at path (at most 64 MiB), NUL-terminated, malloc'd; ""
+ * when it does not exist and missing_ok. */
+char *tf_read_file(const char *path, bool missing_ok);
+
+/* argv is exactly the NULL-terminated strings that follow (the last
+ * argument is NULL); a mismatch says the index, what is there and what was
+ * wanted. */
+void tf_assert_argv(char **argv, ...) __attribute__((sentinel));
