@@ -35,6 +35,10 @@ const char *tf_suite_dir(void);
 TCase *tf_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s,
                 const TTest *const *tests);
 
+/* test added to tc once for each row of the array rows (the row's index is
+ * the test's _i). */
+#define TF_LOOP(tc, test, rows) tcase_add_loop_test(tc, test, 0, (int) (sizeof(rows) / sizeof((rows)[0])))
+
 /* main() of a suite of one case: suite_name's case case_name, its fixture and
  * timeout as tf_tcase takes them, then its tests (START_TEST names), run by
  * tf_run_suite. */
