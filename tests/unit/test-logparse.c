@@ -179,13 +179,10 @@ static void settle_fixture_as(const char *exec_id, const char *prefix, const cha
         check_verdict(prefix, o, status, reason, detail);
 }
 
-static void assert_tokens(const log_summary *s, const char *json) {
-        if (!json) {
-                ck_assert_ptr_null(s->tokens);
-                return;
-        }
-        ck_assert_ptr_nonnull(s->tokens);
-        ck_assert_str_eq(json_to_line(s->tokens, NULL), json);
+/* s's tokens are json (NULL: none); a mismatch names what. */
+static void assert_tokens(const char *what, const log_summary *s, const char *json) {
+        const char *got = s->tokens ? json_to_line(s->tokens, NULL) : NULL;
+        ck_assert_msg(streq_ptr(got, json), "%s: tokens %s, want %s", what, strnull(got), strnull(json));
 }
 
 /* ---- real fixtures ---- */
@@ -269,7 +266,7 @@ START_TEST(test_real_fixtures) {
         outcome o;
         settle_fixture_as(exec_id, prefix, c->status, c->reason, c->detail, &o);
         ck_assert_msg(streq(o.sum.message, c->message), "%s: message %s, want %s", c->name, o.sum.message, c->message);
-        assert_tokens(&o.sum, c->tokens);
+        assert_tokens(c->name, &o.sum, c->tokens);
         if (c->cost >= 0) {
                 ck_assert(o.sum.has_cost);
                 ck_assert_msg(o.sum.cost == c->cost, "%s: cost %.20g want %.20g", c->name, o.sum.cost, c->cost);
@@ -304,30 +301,66 @@ END_TEST
 
 /* ---- synthetic OC-* / PI-* (acceptance-scenarios.md §3) ---- */
 
-START_TEST(test_oc_a) {
-        outcome o;
-        settle_fixture_as("opencode", SYN "oc-a", "done", NULL, NULL, &o);
-        ck_assert_str_eq(o.sum.message, "Checked README.md. The answer is PONG.\nStatus: DONE");
-        assert_tokens(&o.sum, "{\"total\":1210,\"input\":1100,\"output\":100,\"reasoning\":10,\"cache\":{\"write\":0,"
-                              "\"read\":512}}");
-        ck_assert(o.sum.has_cost && o.sum.cost == 0.0012);
-        ck_assert_str_eq(o.sum.session_id, "ses_fxA");
-        ck_assert(o.sum.has_stop);
-        outcome_done(&o);
-}
-END_TEST
+/* A synthetic fixture and its verdict (check_verdict's status, reason,
+ * detail) and, where set, its summary's message, narration, tokens, cost
+ * (>= 0), session id and has_stop (>= 0). Variants of some follow in test_oc_*. */
+typedef struct synthetic_case {
+        const char *exec_id, *prefix, *status, *reason, *detail, *message, *narration, *tokens;
+        double cost;
+        const char *session_id;
+        int has_stop;
+} synthetic_case;
 
-START_TEST(test_oc_b) {
+static const synthetic_case synthetic_cases[] = {
+        {"opencode", SYN "oc-a", "done", NULL, NULL, "Checked README.md. The answer is PONG.\nStatus: DONE", NULL,
+         "{\"total\":1210,\"input\":1100,\"output\":100,\"reasoning\":10,\"cache\":{\"write\":0,\"read\":512}}", 0.0012,
+         "ses_fxA", true},
+        {"opencode", SYN "oc-b", "done", NULL, NULL, "Fixed CRLF handling in src/parser.js; the parser test passes.",
+         "I'll run the failing test first.\n\nFixed CRLF handling in src/parser.js; the parser test passes.",
+         "{\"total\":2100,\"input\":1900,\"output\":170,\"reasoning\":30,\"cache\":{\"write\":0,\"read\":1000}}",
+         0.0009 + 0.0004 + 0.0003, "ses_fxB", -1},
+        {"opencode", SYN "oc-c", "crashed", "rate_limited", "rate_limit_exceeded: please retry after 60s", NULL, NULL,
+         NULL, -1, NULL, -1},
+        {"opencode", SYN "oc-d", "crashed", "authentication_failed", "Unauthorized: invalid API key provided", NULL,
+         NULL, NULL, -1, NULL, -1},
+        {"opencode", SYN "oc-e", "crashed", "boot_failure",
+         "Error: Extension \"/x/y.js\" error: Provider y: \"baseUrl\" is required when defining models.", NULL, NULL,
+         NULL, -1, NULL, -1},
+        /* crash recovery: exit 1 after a stop */
+        {"opencode", SYN "oc-f", "done", NULL, NULL, "All three call sites now use the shared helper.", NULL, NULL, -1,
+         NULL, -1},
+        {"pi", SYN "pi-a", "done", NULL, NULL, "PONG\nStatus: DONE", NULL,
+         "{\"total\":1525,\"input\":0,\"output\":18,\"cache\":{\"write\":1507,\"read\":0}}", 0.000586725, SES, -1},
+        {"pi", SYN "pi-b", "done", NULL, NULL, "Found README.md and src/. Done.",
+         "Listing the repo first.\n\nFound README.md and src/. Done.", NULL, -1, NULL, -1},
+        {"pi", SYN "pi-c", "crashed", "pi_rate_limited", "rate limit exceeded: 429 Too Many Requests", NULL, NULL, NULL,
+         -1, NULL, -1},
+        /* exit 0, plain text on stdout */
+        {"pi", SYN "pi-d", "crashed", "pi_authentication_failed", "No API key found for openai.", NULL, NULL, NULL, -1,
+         NULL, -1},
+        {"pi", SYN "pi-e", "crashed", "pi_boot_failure", "Error: auth.json not found", NULL, NULL, NULL, -1, NULL, -1},
+        {"pi", SYN "pi-f", "done", NULL, NULL, "PONG\nStatus: DONE", NULL, NULL, -1, NULL, -1},
+};
+
+START_TEST(test_synthetic_fixtures) {
+        const synthetic_case *c = &synthetic_cases[_i];
         outcome o;
-        settle_fixture_as("opencode", SYN "oc-b", "done", NULL, NULL, &o);
-        ck_assert_str_eq(o.sum.message, "Fixed CRLF handling in src/parser.js; the parser test passes.");
-        ck_assert_str_eq(o.sum.narration,
-                         "I'll run the failing test first.\n\nFixed CRLF handling in src/parser.js; the parser test "
-                         "passes.");
-        assert_tokens(&o.sum, "{\"total\":2100,\"input\":1900,\"output\":170,\"reasoning\":30,\"cache\":{\"write\":0,"
-                              "\"read\":1000}}");
-        ck_assert(o.sum.cost == 0.0009 + 0.0004 + 0.0003);
-        ck_assert_str_eq(o.sum.session_id, "ses_fxB");
+        settle_fixture_as(c->exec_id, c->prefix, c->status, c->reason, c->detail, &o);
+        if (c->message)
+                ck_assert_msg(streq(o.sum.message, c->message), "%s: message [%s], want [%s]", c->prefix, o.sum.message,
+                              c->message);
+        if (c->narration)
+                ck_assert_msg(streq(o.sum.narration, c->narration), "%s: narration [%s], want [%s]", c->prefix,
+                              o.sum.narration, c->narration);
+        if (c->tokens) assert_tokens(c->prefix, &o.sum, c->tokens);
+        if (c->cost >= 0)
+                ck_assert_msg(o.sum.has_cost && o.sum.cost == c->cost, "%s: cost %.20g, want %.20g", c->prefix,
+                              o.sum.cost, c->cost);
+        if (c->session_id)
+                ck_assert_msg(streq_ptr(o.sum.session_id, c->session_id), "%s: session %s, want %s", c->prefix,
+                              strnull(o.sum.session_id), c->session_id);
+        if (c->has_stop >= 0)
+                ck_assert_msg(o.sum.has_stop == c->has_stop, "%s: has_stop %d", c->prefix, o.sum.has_stop);
         outcome_done(&o);
 }
 END_TEST
@@ -373,10 +406,6 @@ END_TEST
 
 START_TEST(test_oc_c) {
         outcome o;
-        settle_fixture_as("opencode", SYN "oc-c", "crashed", "rate_limited",
-                          "rate_limit_exceeded: please retry after 60s", &o);
-        outcome_done(&o);
-
         struct {
                 const char *msg, *reason;
         } variants[] = {
@@ -396,10 +425,6 @@ END_TEST
 
 START_TEST(test_oc_d) {
         outcome o;
-        settle_fixture_as("opencode", SYN "oc-d", "crashed", "authentication_failed",
-                          "Unauthorized: invalid API key provided", &o);
-        outcome_done(&o);
-
         /* Variant: no error event, the raw stderr line decides. */
         _cleanup_free_ char *out = slurp(SYN "oc-d.stdout.ndjson");
         *strchr(out, '\n') = 0; /* keep only step_start */
@@ -412,12 +437,6 @@ END_TEST
 
 START_TEST(test_oc_e) {
         outcome o;
-        settle_fixture_as("opencode", SYN "oc-e", "crashed", "boot_failure",
-                          "Error: Extension \"/x/y.js\" error: Provider y: \"baseUrl\" is required when "
-                          "defining models.",
-                          &o);
-        outcome_done(&o);
-
         /* Without the Error: line the detail is the last non-JSON line. */
         _cleanup_free_ char *err = slurp(SYN "oc-e.stderr.txt");
         char *at = strstr(err, "Error: Extension");
@@ -431,50 +450,6 @@ START_TEST(test_oc_e) {
         /* pi names it pi_boot_failure. */
         _cleanup_free_ char *log2 = write_log_str("pi", "", "Error: x\n");
         settle_as("pi's boot failure", "pi", log2, 2, "crashed", "pi_boot_failure", NULL, &o);
-        outcome_done(&o);
-}
-END_TEST
-
-START_TEST(test_oc_f) {
-        outcome o;
-        settle_fixture_as("opencode", SYN "oc-f", "done", NULL, NULL, &o); /* crash recovery: exit 1 after a stop */
-        ck_assert_str_eq(o.sum.message, "All three call sites now use the shared helper.");
-        outcome_done(&o);
-}
-END_TEST
-
-START_TEST(test_pi_a) {
-        outcome o;
-        settle_fixture_as("pi", SYN "pi-a", "done", NULL, NULL, &o);
-        ck_assert_str_eq(o.sum.message, "PONG\nStatus: DONE");
-        ck_assert_str_eq(o.sum.session_id, SES);
-        ck_assert(o.sum.has_cost && o.sum.cost == 0.000586725);
-        assert_tokens(&o.sum, "{\"total\":1525,\"input\":0,\"output\":18,\"cache\":{\"write\":1507,\"read\":0}}");
-        outcome_done(&o);
-}
-END_TEST
-
-START_TEST(test_pi_b) {
-        outcome o;
-        settle_fixture_as("pi", SYN "pi-b", "done", NULL, NULL, &o);
-        ck_assert_str_eq(o.sum.message, "Found README.md and src/. Done.");
-        ck_assert_str_eq(o.sum.narration, "Listing the repo first.\n\nFound README.md and src/. Done.");
-        outcome_done(&o);
-}
-END_TEST
-
-START_TEST(test_pi_c_d_e_f) {
-        outcome o;
-        settle_fixture_as("pi", SYN "pi-c", "crashed", "pi_rate_limited", "rate limit exceeded: 429 Too Many Requests",
-                          &o);
-        outcome_done(&o);
-        /* exit 0, plain text on stdout */
-        settle_fixture_as("pi", SYN "pi-d", "crashed", "pi_authentication_failed", "No API key found for openai.", &o);
-        outcome_done(&o);
-        settle_fixture_as("pi", SYN "pi-e", "crashed", "pi_boot_failure", "Error: auth.json not found", &o);
-        outcome_done(&o);
-        settle_fixture_as("pi", SYN "pi-f", "done", NULL, NULL, &o);
-        ck_assert_str_eq(o.sum.message, "PONG\nStatus: DONE");
         outcome_done(&o);
 }
 END_TEST
@@ -862,15 +837,16 @@ START_TEST(test_summary_tokens) {
                       "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1.5},\"cost\":\"x\"}}\n"
                       "{\"type\":\"step_finish\",\"part\":{\"cost\":1}}\n",
                       NULL, &s);
-        assert_tokens(&s, "{\"input\":5.5,\"extra\":\"k\",\"output\":2,\"total\":10,\"reasoning\":4,\"cache\":{"
-                          "\"read\":7,\"write\":0}}");
+        assert_tokens("summed", &s,
+                      "{\"input\":5.5,\"extra\":\"k\",\"output\":2,\"total\":10,\"reasoning\":4,\"cache\":{"
+                      "\"read\":7,\"write\":0}}");
         ck_assert(s.has_cost);
         ck_assert(s.cost == 0.1 + 0.2 + 1);
         log_summary_done(&s);
 
         /* The first tokens object is taken as-is. */
         summarize_str("{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"weird\":true}}}\n", NULL, &s);
-        assert_tokens(&s, "{\"weird\":true}");
+        assert_tokens("the first", &s, "{\"weird\":true}");
         ck_assert(!s.has_cost);
         log_summary_done(&s);
 }
@@ -1073,12 +1049,12 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("logparse");
         TCase *tc = tf_tcase(s, "core", setup, teardown, 240, TF_TESTS(test_real_fixtures_all_covered,
-                test_real_opencode_error_details, test_oc_a, test_oc_b, test_oc_c, test_oc_d, test_oc_e, test_oc_f,
-                test_pi_a, test_pi_b, test_pi_c_d_e_f, test_classifier_patterns, test_classifier_json, test_detail_cap,
-                test_classify_file, test_w7_no_false_positive, test_boot_failure_large,
-                test_summary_basics, test_summary_tokens, test_summary_large_log, test_blank,
+                test_real_opencode_error_details, test_oc_c, test_oc_d, test_oc_e, test_classifier_patterns,
+                test_classifier_json, test_detail_cap, test_classify_file, test_w7_no_false_positive,
+                test_boot_failure_large, test_summary_basics, test_summary_tokens, test_summary_large_log, test_blank,
                 test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c));
         TF_LOOP(tc, test_real_fixtures, real_cases);
+        TF_LOOP(tc, test_synthetic_fixtures, synthetic_cases);
         TF_LOOP(tc, test_boot_failure, boot_cases);
         TF_LOOP(tc, test_summary_messages, message_cases);
         return tf_run_suite(s);
