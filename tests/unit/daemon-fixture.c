@@ -124,6 +124,49 @@ void tf_connection_free(Connection *c, int peer) {
         close(peer);
 }
 
+TfPeer tf_peer_new(Manager *m, unsigned refs) {
+        TfPeer p;
+        p.conn = tf_connection_new(m, refs, &p.fd);
+        return p;
+}
+
+void tf_peer_free(TfPeer *p) {
+        tf_connection_free(p->conn, p->fd);
+        *p = (TfPeer) {.fd = -1};
+}
+
+json_object *tf_frames(int fd) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, size = 0;
+        for (;;) {
+                if (size - len < 65536) {
+                        size = size ? 2 * size : 65536;
+                        buf = realloc(buf, size);
+                        ck_assert_ptr_nonnull(buf);
+                }
+                ssize_t n = read(fd, buf + len, size - 1 - len);
+                if (n <= 0) break;
+                len += (size_t) n;
+        }
+        json_object *arr = json_object_new_array();
+        if (!buf) return arr;
+        buf[len] = 0;
+        for (char *s = buf, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
+                json_object *o = NULL;
+                ck_assert_msg(json_parse_strict(s, (size_t) (nl - s), &o) == 0, "not JSON: %.*s", (int) (nl - s), s);
+                json_object_array_add(arr, o);
+        }
+        return arr;
+}
+
+json_object *tf_one_frame(int fd) {
+        json_object *arr = tf_frames(fd);
+        ck_assert_uint_eq(json_object_array_length(arr), 1);
+        json_object *f = json_object_get(json_object_array_get_idx(arr, 0));
+        json_object_put(arr);
+        return f;
+}
+
 Request *tf_request(Manager *m, Connection *c, const char *line, bool wait) {
         Request *r = calloc(1, sizeof *r);
         ck_assert_ptr_nonnull(r);

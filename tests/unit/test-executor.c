@@ -29,34 +29,15 @@ static char **build(const char *id, const executor_launch *l) {
         return argv;
 }
 
-/* Feed text to the executor's normalizer line by line, as the shim does:
- * every line, with newline=false for a trailing fragment. */
-static char **normalize_text(const executor *e, const char *text, size_t len) {
-        normalizer *n = e->normalizer_new();
-        ck_assert_ptr_nonnull(n);
-        char **out = NULL;
-        const char *p = text, *end = text + len;
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
-                ck_assert_int_ge(e->normalize_line(n, p, l, nl != NULL, &out), 0);
-                p = nl ? nl + 1 : end;
-        }
-        if (e->normalize_finish) ck_assert_int_ge(e->normalize_finish(n, &out), 0);
-        e->normalizer_free(n);
-        if (!out) out = calloc(1, sizeof(char *));
-        return out;
-}
-
 static char **normalize_str(const char *id, const char *text) {
-        return normalize_text(executor_find(id), text, strlen(text));
+        return tf_normalize(executor_find(id), text, strlen(text));
 }
 
 static char **normalize_file(const char *id, const char *path) {
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         ck_assert_int_eq(read_file(path, 64 * 1024 * 1024, &data, &len), 0);
-        return normalize_text(executor_find(id), data, len);
+        return tf_normalize(executor_find(id), data, len);
 }
 
 static json_object *parse(const char *line) {
@@ -496,7 +477,7 @@ END_TEST
 
 START_TEST(test_shell_normalizer) {
         const char text[] = "hello\n\n  \n{\"type\":\"error\",\"message\":\"429\"}\nbad\xff\x00z\nlast";
-        _cleanup_strv_free_ char **out = normalize_text(executor_find("shell"), text, sizeof(text) - 1);
+        _cleanup_strv_free_ char **out = tf_normalize(executor_find("shell"), text, sizeof(text) - 1);
         ck_assert_uint_eq(strv_length(out), 6);
         const char *want[] = { "hello\n", "\n", "  \n", "{\"type\":\"error\",\"message\":\"429\"}\n", NULL, "last" };
         for (size_t i = 0; i < 6; i++) {

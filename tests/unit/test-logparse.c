@@ -73,18 +73,7 @@ static char *write_log(const char *exec_id, const char *out, size_t out_len, con
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
 
-        normalizer *n = e->normalizer_new();
-        ck_assert_ptr_nonnull(n);
-        _cleanup_strv_free_ char **lines = NULL;
-        const char *p = out, *end = out + out_len;
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
-                ck_assert_int_ge(e->normalize_line(n, p, l, nl != NULL, &lines), 0);
-                p = nl ? nl + 1 : end;
-        }
-        if (e->normalize_finish) ck_assert_int_ge(e->normalize_finish(n, &lines), 0);
-        e->normalizer_free(n);
+        _cleanup_strv_free_ char **lines = tf_normalize(e, out, out_len);
         for (char **l = lines; l && *l; l++) {
                 append_bytes(fd, *l, strlen(*l));
                 append_bytes(fd, "\n", 1);

@@ -40,38 +40,15 @@ static void teardown(void) {
 static Request *request(const char *line) { return tf_request(&m, conn, line, false); }
 
 /* Every frame the peer has received so far, as a JSON array. */
-static json_object *frames(void) {
-        char buf[65536];
-        ssize_t n = read(peer, buf, sizeof buf - 1);
-        json_object *arr = json_object_new_array();
-        if (n <= 0) return arr;
-        buf[n] = 0;
-        for (char *p = buf, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
-                json_object *o = NULL;
-                ck_assert_int_eq(json_parse_strict(p, (size_t) (nl - p), &o), 0);
-                json_object_array_add(arr, o);
-        }
-        return arr;
-}
+static json_object *frames(void) { return tf_frames(peer); }
 
-static json_object *one_frame(void) {
-        json_object *arr = frames();
-        ck_assert_uint_eq(json_object_array_length(arr), 1);
-        json_object *f = json_object_get(json_object_array_get_idx(arr, 0));
-        json_object_put(arr);
-        return f;
-}
+static json_object *one_frame(void) { return tf_one_frame(peer); }
 
 static Task *add_task(const char *id, const char *status) {
-        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\","
-                                "\"cancelRequested\":false,\"outputDir\":null}",
-                                id, status);
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        free(s);
-        Task *t = task_table_add_json(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
+        return tf_taskf(&m,
+                        "{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\","
+                        "\"cancelRequested\":false,\"outputDir\":null}",
+                        id, status);
 }
 
 START_TEST(table_names_the_methods) {
@@ -237,14 +214,8 @@ START_TEST(wait_answers_once_on_timeout) {
 END_TEST
 
 static Task *add_task_at(const char *id, const char *where, const char *started_at) {
-        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"%s\",\"status\":\"done\",\"startedAt\":\"%s\"}", id,
-                                where, started_at);
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        free(s);
-        Task *t = task_table_add_json(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
+        return tf_taskf(&m, "{\"id\":\"%s\",\"directory\":\"%s\",\"status\":\"done\",\"startedAt\":\"%s\"}", id, where,
+                        started_at);
 }
 
 static void assert_list(const char *params, const char *const *want, size_t n) {

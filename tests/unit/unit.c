@@ -7,9 +7,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "executor.h"
 #include "fileio.h"
 #include "fs-util.h"
 #include "macro.h"
@@ -113,6 +115,24 @@ char *tf_read_file(const char *path, bool missing_ok) {
         }
         ck_assert_msg(r >= 0, "read %s: %s", path, strerror(-r));
         return data;
+}
+
+char **tf_normalize(const executor *e, const char *text, size_t len) {
+        normalizer *n = e->normalizer_new();
+        ck_assert_ptr_nonnull(n);
+        char **out = NULL;
+        const char *p = text, *end = text + len;
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
+                ck_assert_int_ge(e->normalize_line(n, p, l, nl != NULL, &out), 0);
+                p = nl ? nl + 1 : end;
+        }
+        if (e->normalize_finish) ck_assert_int_ge(e->normalize_finish(n, &out), 0);
+        e->normalizer_free(n);
+        if (!out) out = calloc(1, sizeof(char *));
+        ck_assert_ptr_nonnull(out);
+        return out;
 }
 
 void tf_assert_argv(char **argv, ...) {

@@ -70,6 +70,12 @@ char *tf_put(const char *dir, const char *rel, const void *data, size_t len);
  * when it does not exist and missing_ok. */
 char *tf_read_file(const char *path, bool missing_ok);
 
+struct executor;
+/* text fed to e's normalizer line by line as the shim feeds it (every line,
+ * a trailing fragment with newline=false, then normalize_finish): the lines
+ * it wrote, NULL-terminated (none: an empty strv), malloc'd. */
+char **tf_normalize(const struct executor *e, const char *text, size_t len);
+
 /* argv is exactly the NULL-terminated strings that follow (the last
  * argument is NULL); a mismatch says the index, what is there and what was
  * wanted. */
