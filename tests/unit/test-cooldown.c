@@ -23,35 +23,39 @@ static uint64_t hint(const char *text) {
         return r > 0 ? ms : 0;
 }
 
+/* A text and the hint parsed from it (ms after NOW). */
+typedef struct HintCase {
+        const char *text;
+        uint64_t ms;
+} HintCase;
+
+static const HintCase hint_cases[] = {
+        {"Retry-After: 3", 3000},
+        {"HTTP 429 Too Many Requests; retry-after=7", 7000},
+        {"{\"retry-after\":\"1\",\"server\":\"mockllm/1.0\"}", 1000},
+        {"retry_after: 2.5", 2500},
+        {"\"retryAfter\": 12", 12000},
+        {"retry-after-ms: 1500", 1500},
+        {"\"retry_after_ms\":250", 250},
+        {"rate_limit_exceeded: please retry after 60s", 60000},
+        {"Retry after 2 minutes", 120000},
+        {"Rate limit reached. Please try again in 20s.", 20000},
+        {"Please try again in 1m30s", 90000},
+        {"try again in 6ms", 6},
+        {"Retry-After: Mon, 30 Nov 2026 13:56:05 GMT", 10000},
+        {"usage limit reached, resets at 2026-11-30T14:55:55Z", 3600000},
+        {"quota resets at 2026-11-30T13:56:00.500+00:00", 5500},
+        {"x-ratelimit-reset-requests: 6m0s", 360000},
+        {"\"resetsAt\":1796046965", 10000},
+        {"reset in 45 seconds", 45000},
+        /* retry-after wins over a reset time in the same text */
+        {"retry-after: 2, x-ratelimit-reset-tokens: 10m", 2000},
+};
+
 START_TEST(hint_forms) {
-        static const struct {
-                const char *text;
-                uint64_t ms;
-        } cases[] = {
-                {"Retry-After: 3", 3000},
-                {"HTTP 429 Too Many Requests; retry-after=7", 7000},
-                {"{\"retry-after\":\"1\",\"server\":\"mockllm/1.0\"}", 1000},
-                {"retry_after: 2.5", 2500},
-                {"\"retryAfter\": 12", 12000},
-                {"retry-after-ms: 1500", 1500},
-                {"\"retry_after_ms\":250", 250},
-                {"rate_limit_exceeded: please retry after 60s", 60000},
-                {"Retry after 2 minutes", 120000},
-                {"Rate limit reached. Please try again in 20s.", 20000},
-                {"Please try again in 1m30s", 90000},
-                {"try again in 6ms", 6},
-                {"Retry-After: Mon, 30 Nov 2026 13:56:05 GMT", 10000},
-                {"usage limit reached, resets at 2026-11-30T14:55:55Z", 3600000},
-                {"quota resets at 2026-11-30T13:56:00.500+00:00", 5500},
-                {"x-ratelimit-reset-requests: 6m0s", 360000},
-                {"\"resetsAt\":1796046965", 10000},
-                {"reset in 45 seconds", 45000},
-                /* retry-after wins over a reset time in the same text */
-                {"retry-after: 2, x-ratelimit-reset-tokens: 10m", 2000},
-        };
-        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
-                ck_assert_msg(hint(cases[i].text) == cases[i].ms, "%s: got %" PRIu64 ", want %" PRIu64, cases[i].text,
-                              hint(cases[i].text), cases[i].ms);
+        const char *text = hint_cases[_i].text;
+        uint64_t want = hint_cases[_i].ms;
+        ck_assert_msg(hint(text) == want, "%s: got %" PRIu64 ", want %" PRIu64, text, hint(text), want);
 }
 END_TEST
 
@@ -162,5 +166,10 @@ START_TEST(scan_reads_only_the_tail) {
 }
 END_TEST
 
-TF_MAIN("cooldown", "cooldown", setup, teardown, 0, hint_forms, no_hint, hint_is_capped, reasons_that_apply,
-        scan_real_fixtures, scan_which_lines_count, scan_reads_only_the_tail)
+int main(void) {
+        Suite *s = suite_create("cooldown");
+        TCase *tc = tf_tcase(s, "cooldown", setup, teardown, 0, TF_TESTS(no_hint, hint_is_capped, reasons_that_apply,
+                scan_real_fixtures, scan_which_lines_count, scan_reads_only_the_tail));
+        TF_LOOP(tc, hint_forms, hint_cases);
+        return tf_run_suite(s);
+}

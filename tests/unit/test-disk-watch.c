@@ -105,10 +105,7 @@ END_TEST
  * floor, the idle one keeps running. Needs a mount: root only (in a private
  * mount namespace of this test process). */
 START_TEST(test_floor_only_the_grower) {
-        if (geteuid() != 0) {
-                fprintf(stderr, "test_floor_only_the_grower: SKIPPED: mounting a small tmpfs needs root\n");
-                return;
-        }
+        TF_ROOT_OR_SKIP("mounting a small tmpfs needs root");
         _cleanup_free_ char *mnt = tf_tmpdir_new("tf-disk-watch");
         ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
         ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);

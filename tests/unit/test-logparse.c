@@ -644,40 +644,39 @@ static int boot(const char *data, char **detail) {
         return log_boot_failure(path, detail);
 }
 
-/* A log (NULL: none at all) and what log_boot_failure says of it: 1 and the
- * detail, or 0 and none. */
+/* A log (NULL: none at all) and what log_boot_failure says of it: the
+ * detail and 1, or none and 0. */
 static const struct {
-        const char *log;
+        const char *log, *detail;
         int r;
-        const char *detail;
 } boot_cases[] = {
-        {"warning: x\nerror: first\nERROR second\nat foo\n\n   \n", 1, "ERROR second"},
-        {"Errors: not this\nErrorX: nor this\nlast line", 1, "last line"},
-        {"Error:tight\ntrailing\n", 1, "Error:tight"},
-        {"  Error: indented does not count\nother\n", 1, "other"},
+        {"warning: x\nerror: first\nERROR second\nat foo\n\n   \n", "ERROR second", 1},
+        {"Errors: not this\nErrorX: nor this\nlast line", "last line", 1},
+        {"Error:tight\ntrailing\n", "Error:tight", 1},
+        {"  Error: indented does not count\nother\n", "other", 1},
         /* OpenCode's coloured error, then its runtime banner: the error is the detail */
         {"\x1b[91m\x1b[1mError: \x1b[0mEROFS: read-only file system, mkdir '/h/.local/share/opencode'\n"
          "\nBun v1.3.14 (Linux x64 baseline)\n",
-         1, "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'"},
+         "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'", 1},
         /* pi's uncaught ENOENT (no "error:" prefix) beats the stack lines after it */
         {"file:///x/main.js:1\nError: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'\n"
          "    at async mkdir (node:internal/fs/promises:858:10)\nNode.js v20.20.2\n",
-         1, "Error: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'"},
-        {"cannot write: Read-only file system\nbanner v1\n", 1, "cannot write: Read-only file system"},
+         "Error: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'", 1},
+        {"cannot write: Read-only file system\nbanner v1\n", "cannot write: Read-only file system", 1},
         /* A brace-starting non-JSON line is a candidate too. */
-        {"Warning: a\n{oops not json\n", 1, "{oops not json"},
+        {"Warning: a\n{oops not json\n", "{oops not json", 1},
         /* OpenCode's colour-coded Error: line beats its runtime banner; the
          * detail has no escape codes */
         {"\033[0m\n\033[91m\033[1mError: \033[0mEROFS: read-only file system, mkdir "
          "'/h/.local/share/opencode'\n\nBun v1.3.14 (Linux x64 baseline)\n",
-         1, "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'"},
-        {"\033[1mlast\033[0m line\n", 1, "last line"},
+         "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'", 1},
+        {"\033[1mlast\033[0m line\n", "last line", 1},
         /* Any JSON line anywhere: no boot failure. */
-        {"Error: x\n{\"type\":\"step_start\"}\nError: y\n", 0, NULL},
+        {"Error: x\n{\"type\":\"step_start\"}\nError: y\n", NULL, 0},
         /* Nothing but blank lines, or an empty/missing log: no candidate. */
-        {"\n  \n\t\n", 0, NULL},
-        {"", 0, NULL},
-        {NULL, 0, NULL},
+        {"\n  \n\t\n", NULL, 0},
+        {"", NULL, 0},
+        {NULL, NULL, 0},
 };
 
 START_TEST(test_boot_failure) {

@@ -383,10 +383,7 @@ START_TEST(symlinks_are_not_followed) {
 END_TEST
 
 START_TEST(entries_of_another_user) {
-        if (geteuid() != 0) {
-                fprintf(stderr, "entries_of_another_user: skipped (not root: cannot make a file another user's)\n");
-                return;
-        }
+        TF_ROOT_OR_SKIP("cannot make a file another user's");
         const uid_t other = 65534;
         Table t = {0};
         size_t left = add(&t, "left", "done", "accepted", "overlays/taskferry-cow-left", "overlays");
@@ -583,10 +580,7 @@ END_TEST
  * mode 000, which only root could empty as it is. As root, the same sweep
  * as $TASKFERRY_TEST_USER (tools/test creates it; default taskferry-test). */
 START_TEST(trash_remover_unprivileged) {
-        if (geteuid() != 0) {
-                fprintf(stderr, "trash_remover_unprivileged: not root: trash_remover_is_detached ran unprivileged\n");
-                return;
-        }
+        TF_ROOT_OR_SKIP("trash_remover_is_detached ran unprivileged");
         const char *name = getenv("TASKFERRY_TEST_USER");
         struct passwd *pw = getpwnam(name && *name ? name : "taskferry-test");
         ck_assert_msg(pw, "as root this test needs an unprivileged user: set TASKFERRY_TEST_USER (tools/test creates "

@@ -63,6 +63,14 @@ TCase *tf_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown
         return tc;
 }
 
+bool tf_root_or_say(const char *func, const char *why) {
+        if (geteuid() == 0) return true;
+        size_t n = strlen(func);
+        if (n > 3 && streq(func + n - 3, "_fn")) n -= 3;
+        fprintf(stderr, "%.*s: skipped (not root: %s)\n", (int) n, func, why);
+        return false;
+}
+
 char *tf_tmpdir_new(const char *prefix) {
         _cleanup_free_ char *tmpl = strdup_printf("%s/%s-XXXXXX", tmp_base(), prefix);
         ck_assert_ptr_nonnull(tmpl);

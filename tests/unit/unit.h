@@ -49,6 +49,16 @@ TCase *tf_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown
                 return tf_run_suite(tf_suite_);                                                        \
         }
 
+/* True as root; else says on stderr that the test (func: its __func__,
+ * START_TEST's <name>_fn) is skipped and why. */
+bool tf_root_or_say(const char *func, const char *why);
+/* The rest of the running test is skipped unless it runs as root (a mount,
+ * a chown, another user): TF_ROOT_OR_SKIP("mounting a tmpfs needs root"). */
+#define TF_ROOT_OR_SKIP(why)                                                                                   \
+        do {                                                                                                   \
+                if (!tf_root_or_say(__func__, why)) return;                                                    \
+        } while (0)
+
 /* A new dir $TASKFERRY_TEST_TMPDIR (default /var/tmp)/<prefix>-XXXXXX, mode
  * 0700: under tf_run_suite inside the suite's dir. The canonical path,
  * malloc'd. */
