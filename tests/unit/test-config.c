@@ -13,6 +13,7 @@
 #include "config.h"
 #include "fileio.h"
 #include "fs-util.h"
+#include "js-number-cases.h"
 #include "json-util.h"
 #include "macro.h"
 #include "string-util.h"
@@ -289,16 +290,9 @@ START_TEST(hostile_files_fail_clearly) {
 END_TEST
 
 START_TEST(js_number_rules) {
-        ck_assert(config_js_number("") == 0);
-        ck_assert(config_js_number("  ") == 0);
-        ck_assert(config_js_number("1e3") == 1000);
-        ck_assert(config_js_number(" 42 ") == 42);
-        ck_assert(config_js_number("0x10") == 16);
-        ck_assert(config_js_number("1.5") == 1.5);
-        ck_assert(isnan(config_js_number("12abc")));
-        ck_assert(isnan(config_js_number("1,000")));
-        ck_assert(isnan(config_js_number(NULL)));
-        ck_assert(isinf(config_js_number("Infinity")));
+        const char *text = js_number_cases[_i].text;
+        double got = config_js_number(text), want = js_number_cases[_i].number;
+        ck_assert_msg(js_number_is(got, want), "\"%s\": %g, want %g", strnull(text), got, want);
 }
 END_TEST
 
@@ -391,7 +385,13 @@ START_TEST(advisor_context_chars_chain) {
 }
 END_TEST
 
-TF_MAIN("config", "config", setup, teardown, 60, table_has_the_29_keys_in_spec_order, missing_file_is_empty_object,
-        valid_file_keeps_values, validation_errors_say_what, unknown_key_help_lists_all_29_keys,
-        empty_provider_entry_warns, hostile_files_fail_clearly, js_number_rules, integer_precedence, boolean_precedence,
-        lists_split_trim_dedupe, wait_default_timeout_chain, advisor_context_chars_chain)
+int main(void) {
+        Suite *s = suite_create("config");
+        TCase *tc = tf_tcase(s, "config", setup, teardown, 60, TF_TESTS(table_has_the_29_keys_in_spec_order,
+                missing_file_is_empty_object, valid_file_keeps_values, validation_errors_say_what,
+                unknown_key_help_lists_all_29_keys, empty_provider_entry_warns, hostile_files_fail_clearly,
+                integer_precedence, boolean_precedence, lists_split_trim_dedupe, wait_default_timeout_chain,
+                advisor_context_chars_chain));
+        TF_LOOP(tc, js_number_rules, js_number_cases);
+        return tf_run_suite(s);
+}
