@@ -53,13 +53,13 @@ void tf_daemon_setup(Manager *m, const char *name) {
         ck_assert_int_ge(sd_event_new(&m->event), 0);
         daemon_dir = tf_tmpdir_new(name);
         tf_paths *p = &m->paths;
-        p->home = strdup_printf("%s/home", daemon_dir);
-        p->state_dir = strdup_printf("%s/state", daemon_dir);
-        p->runtime_dir = strdup_printf("%s/run", daemon_dir);
-        p->cache_dir = strdup_printf("%s/cache", daemon_dir);
-        p->socket_path = strdup_printf("%s/run/daemon.sock", daemon_dir);
-        p->overlay_tmp_root = strdup_printf("%s/state/overlays", daemon_dir);
-        p->config_file = strdup_printf("%s/config.json", daemon_dir);
+        p->home = tf_path(daemon_dir, "home");
+        p->state_dir = tf_path(daemon_dir, "state");
+        p->runtime_dir = tf_path(daemon_dir, "run");
+        p->cache_dir = tf_path(daemon_dir, "cache");
+        p->socket_path = tf_path(daemon_dir, "run/daemon.sock");
+        p->overlay_tmp_root = tf_path(daemon_dir, "state/overlays");
+        p->config_file = tf_path(daemon_dir, "config.json");
         const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs", "/summaries"};
         for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
                 char *d = strdup_printf("%s%s", p->state_dir, subs[i]);

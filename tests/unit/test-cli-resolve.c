@@ -18,19 +18,8 @@ static void setup(void) { tmp_root = tf_tmpdir_new("test-cli-resolve"); }
 
 static void teardown(void) { tmp_root = tf_tmpdir_free(tmp_root); }
 
-static void sh(const char *fmt, ...) _printf_(1, 2);
-static void sh(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        _cleanup_free_ char *cmd = NULL;
-        ck_assert_int_ge(vasprintf(&cmd, fmt, ap), 0);
-        va_end(ap);
-        char *argv[] = { "sh", "-ec", cmd, NULL };
-        run_result r = {};
-        ck_assert_int_eq(run_command(argv, NULL, tmp_root, 1 << 20, -1, &r), 0);
-        ck_assert_msg(r.exit_code == 0, "%s failed: %s", cmd, strnull(r.err));
-        run_result_done(&r);
-}
+/* A shell command (printf-style) run in the test's dir. */
+#define sh(...) free(tf_sh(tmp_root, __VA_ARGS__))
 
 START_TEST(test_normalize_existing_and_relative) {
         _cleanup_free_ char *sub = strdup_printf("%s/a/b", tmp_root);

@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -16,6 +15,7 @@
 #include "js-number-cases.h"
 #include "json-util.h"
 #include "macro.h"
+#include "process-util.h"
 #include "string-util.h"
 #include "strv.h"
 #include "unit.h"
@@ -186,9 +186,10 @@ END_TEST
 static int load_bounded(const char *path, char **ret_error) {
         int pfd[2];
         ck_assert_int_eq(pipe(pfd), 0);
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
+        pid_t pid;
+        int k = safe_fork("config_load", 0, &pid);
+        ck_assert_int_ge(k, 0);
+        if (k == 0) {
                 close(pfd[0]);
                 alarm(10);
                 json_object *o = NULL;
@@ -201,9 +202,8 @@ static int load_bounded(const char *path, char **ret_error) {
         _cleanup_free_ char *out = NULL;
         ck_assert_int_eq(read_fd(pfd[0], 1 << 20, &out, NULL), 0);
         close(pfd[0]);
-        int st;
-        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "config_load hung or crashed on %s", path);
+        ck_assert_msg(wait_for_terminate_and_check("config_load", pid, 0) == 0, "config_load hung or crashed on %s",
+                      path);
         char *nl = strchr(out, '\n');
         ck_assert_ptr_nonnull(nl);
         *ret_error = strdup(nl + 1);

@@ -22,13 +22,8 @@ static void setup(void) { tmp_root = tf_tmpdir_new("test-workspace"); }
 
 static void teardown(void) { tmp_root = tf_tmpdir_free(tmp_root); }
 
-static void sh(const char *cmd) {
-        char *argv[] = { "sh", "-ec", (char *) cmd, NULL };
-        run_result r = {};
-        ck_assert_int_eq(run_command(argv, NULL, tmp_root, 1 << 20, -1, &r), 0);
-        ck_assert_msg(r.exit_code == 0, "%s failed: %s", cmd, strnull(r.err));
-        run_result_done(&r);
-}
+/* A shell command run in the test's dir. */
+#define sh(cmd) free(tf_sh(tmp_root, "%s", cmd))
 
 static char *git(const char *dir, const char *arg) {
         char *argv[] = { "git", "-C", (char *) dir, "rev-parse", (char *) arg, NULL };

@@ -15,6 +15,7 @@
 #include "fileio.h"
 #include "fs-util.h"
 #include "macro.h"
+#include "process-util.h"
 #include "string-util.h"
 
 static char *suite_dir;
@@ -123,6 +124,24 @@ char *tf_read_file(const char *path, bool missing_ok) {
         }
         ck_assert_msg(r >= 0, "read %s: %s", path, strerror(-r));
         return data;
+}
+
+char *tf_sh(const char *cwd, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *cmd = NULL;
+        int k = vasprintf(&cmd, fmt, ap);
+        va_end(ap);
+        ck_assert_int_ge(k, 0);
+        char *argv[] = {(char *) "sh", (char *) "-ec", cmd, NULL};
+        run_result r = {0};
+        ck_assert_int_eq(run_command(argv, NULL, cwd, 1 << 20, -1, &r), 0);
+        ck_assert_msg(r.exit_code == 0, "%s failed (%d): %s", cmd, r.exit_code, strnull(r.err));
+        char *out = r.out ? strndup(r.out, r.out_len) : strdup("");
+        run_result_done(&r);
+        ck_assert_ptr_nonnull(out);
+        for (size_t n = strlen(out); n > 0 && out[n - 1] == '\n'; n--) out[n - 1] = 0;
+        return out;
 }
 
 char **tf_normalize(const executor *e, const char *text, size_t len) {

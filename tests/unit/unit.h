@@ -80,6 +80,12 @@ char *tf_put(const char *dir, const char *rel, const void *data, size_t len);
  * when it does not exist and missing_ok. */
 char *tf_read_file(const char *path, bool missing_ok);
 
+/* The shell command made from fmt run as sh -ec in cwd (NULL: ours),
+ * stdin /dev/null; fails the case (naming the command and its stderr)
+ * unless it exits 0. Its stdout (at most 1 MiB) without trailing newlines,
+ * malloc'd. */
+char *tf_sh(const char *cwd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 struct executor;
 /* text fed to e's normalizer line by line as the shim feeds it (every line,
  * a trailing fragment with newline=false, then normalize_finish): the lines
