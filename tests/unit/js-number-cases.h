@@ -2,15 +2,19 @@
 /* What JavaScript's Number() makes of a string, the rule config.h's
  * config_js_number follows (and cli-args.h's cli_js_number through it):
  * each text (NULL: none) and its number, NAN for "not a number". Both
- * suites run every row; js_number_is compares NANs as equal. */
+ * suites run every row as a loop case through js_number_check. */
 
+#include <check.h>
 #include <math.h>
-#include <stdbool.h>
 
-static const struct {
+#include "macro.h"
+
+typedef struct JsNumberCase {
         const char *text;
         double number;
-} js_number_cases[] = {
+} JsNumberCase;
+
+static const JsNumberCase js_number_cases[] = {
         /* empty or blank: 0; blanks around a number are trimmed */
         {"", 0},
         {"  ", 0},
@@ -35,4 +39,9 @@ static const struct {
         {NULL, NAN},
 };
 
-static inline bool js_number_is(double got, double want) { return isnan(want) ? isnan(got) : got == want; }
+/* parse gives row i's number (a NAN for a NAN); a mismatch names the text. */
+static inline void js_number_check(double (*parse)(const char *s), int i) {
+        const char *text = js_number_cases[i].text;
+        double got = parse(text), want = js_number_cases[i].number;
+        ck_assert_msg(isnan(want) ? isnan(got) : got == want, "\"%s\": %g, want %g", strnull(text), got, want);
+}

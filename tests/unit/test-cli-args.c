@@ -687,11 +687,7 @@ START_TEST(test_help_objects) {
 }
 END_TEST
 
-START_TEST(test_js_number) {
-        const char *text = js_number_cases[_i].text;
-        double got = cli_js_number(text), want = js_number_cases[_i].number;
-        ck_assert_msg(js_number_is(got, want), "\"%s\": %g, want %g", strnull(text), got, want);
-}
+START_TEST(test_js_number) { js_number_check(cli_js_number, _i); }
 END_TEST
 
 START_TEST(test_wait_default) {

@@ -289,11 +289,7 @@ START_TEST(hostile_files_fail_clearly) {
 }
 END_TEST
 
-START_TEST(js_number_rules) {
-        const char *text = js_number_cases[_i].text;
-        double got = config_js_number(text), want = js_number_cases[_i].number;
-        ck_assert_msg(js_number_is(got, want), "\"%s\": %g, want %g", strnull(text), got, want);
-}
+START_TEST(js_number_rules) { js_number_check(config_js_number, _i); }
 END_TEST
 
 START_TEST(integer_precedence) {
