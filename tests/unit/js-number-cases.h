@@ -9,10 +9,7 @@
 
 #include "macro.h"
 
-typedef struct JsNumberCase {
-        const char *text;
-        double number;
-} JsNumberCase;
+typedef struct JsNumberCase { const char *text; double number; } JsNumberCase;
 
 static const JsNumberCase js_number_cases[] = {
         /* empty or blank: 0; blanks around a number are trimmed */
