@@ -24,21 +24,11 @@
 static char *base;
 static tf_paths paths;
 
-static char *at(const char *rel) {
-        char *p = strdup_printf("%s/%s", base, rel);
-        ck_assert_ptr_nonnull(p);
-        return p;
-}
+static char *at(const char *rel) { return tf_path(base, rel); }
 
-static void mkdirs(const char *rel) {
-        _cleanup_free_ char *p = at(rel);
-        ck_assert_int_eq(mkdir_p(p, 0700), 0);
-}
+static void mkdirs(const char *rel) { tf_mkdirs(base, rel); }
 
-static void symlink_at(const char *target_rel, const char *link_rel) {
-        _cleanup_free_ char *t = at(target_rel), *l = at(link_rel);
-        ck_assert_int_eq(symlink(t, l), 0);
-}
+static void symlink_at(const char *target_rel, const char *link_rel) { tf_symlink(base, target_rel, link_rel); }
 
 static void setup(void) {
         /* resolved (tf_tmpdir_new's is): the checks compare resolved paths */

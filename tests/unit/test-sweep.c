@@ -35,16 +35,9 @@
 static char *base;
 static tf_paths paths;
 
-static char *at(const char *rel) {
-        char *p = strdup_printf("%s/%s", base, rel);
-        ck_assert_ptr_nonnull(p);
-        return p;
-}
+static char *at(const char *rel) { return tf_path(base, rel); }
 
-static void mkdirs(const char *rel) {
-        _cleanup_free_ char *p = at(rel);
-        ck_assert_int_eq(mkdir_p(p, 0700), 0);
-}
+static void mkdirs(const char *rel) { tf_mkdirs(base, rel); }
 
 /* A file (and the dirs above it). */
 static void put(const char *rel, const char *content) {
@@ -56,10 +49,7 @@ static void put(const char *rel, const char *content) {
         ck_assert_int_eq(write_file_atomic(p, content, strlen(content), 0600), 0);
 }
 
-static void symlink_at(const char *target_rel, const char *link_rel) {
-        _cleanup_free_ char *t = at(target_rel), *l = at(link_rel);
-        ck_assert_int_eq(symlink(t, l), 0);
-}
+static void symlink_at(const char *target_rel, const char *link_rel) { tf_symlink(base, target_rel, link_rel); }
 
 static bool exists(const char *rel) {
         _cleanup_free_ char *p = at(rel);

@@ -95,6 +95,17 @@ char *tf_path(const char *dir, const char *rel) {
         return p;
 }
 
+void tf_mkdirs(const char *dir, const char *rel) {
+        _cleanup_free_ char *p = tf_path(dir, rel);
+        int r = mkdir_p(p, 0700);
+        ck_assert_msg(r >= 0, "mkdir -p %s: %s", p, strerror(-r));
+}
+
+void tf_symlink(const char *dir, const char *target_rel, const char *link_rel) {
+        _cleanup_free_ char *t = tf_path(dir, target_rel), *l = tf_path(dir, link_rel);
+        ck_assert_msg(symlink(t, l) == 0, "symlink %s → %s: %s", l, t, strerror(errno));
+}
+
 void tf_write_file(const char *path, const void *data, size_t len, mode_t mode) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
         ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));

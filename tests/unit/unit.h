@@ -70,6 +70,10 @@ char *tf_tmpdir_free(char *dir);
 
 /* dir/rel, malloc'd. */
 char *tf_path(const char *dir, const char *rel);
+/* mkdir -p dir/rel, mode 0700 for what it makes. */
+void tf_mkdirs(const char *dir, const char *rel);
+/* A symlink dir/link_rel pointing at dir/target_rel (an absolute target). */
+void tf_symlink(const char *dir, const char *target_rel, const char *link_rel);
 /* A file of len bytes at path, mode (past the umask), written whole; the
  * dirs above it must exist. */
 void tf_write_file(const char *path, const void *data, size_t len, mode_t mode);
