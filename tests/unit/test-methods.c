@@ -136,6 +136,7 @@ START_TEST(state_flag_and_task_flag) {
         ck_assert_str_eq(json_get_string(e, "code"), "REQUEST_FAILED");
         ck_assert_str_eq(json_get_string(e, "message"), "could not read persisted task state: tasks.json: broken");
         json_object_put(f);
+        free(m.store.load_error);
         m.store.load_error = NULL;
         /* METHOD_TASK: an unknown id */
         method_dispatch(&m, request("{\"version\":1,\"id\":\"u\",\"method\":\"task.status\",\"params\":{\"taskId\":\"oc_x\"}}"));

@@ -130,6 +130,7 @@ START_TEST(malformed_file_is_kept_and_never_overwritten) {
         char *s = read_tasks();
         ck_assert_str_eq(s, "{\"not\": \"an array\"}");
         free(s);
+        free(m.store.load_error);
         m.store.load_error = NULL;
         write_tasks("[{\"id\":\"oc_a\"},");
         ck_assert_int_eq(manager_load_tasks(&m), 0);
@@ -255,7 +256,8 @@ START_TEST(streamed_load_is_all_or_nothing) {
                 ck_assert_int_eq(manager_load_tasks(&m), 0);
                 ck_assert_msg(m.store.load_error, "accepted: %s", bad[i]);
                 ck_assert_uint_eq(m.n_tasks, 0);
-                        m.store.load_error = NULL;
+                free(m.store.load_error);
+                m.store.load_error = NULL;
         }
         write_tasks(" [ 1 , {\"id\":\"oc_a\",\"role\":\"first\"} ,\"x\",{\"id\":\"oc_a\",\"role\":\"second\"},{\"no\":1},"
                     "{\"id\":\"oc_b\"} ] \n");
