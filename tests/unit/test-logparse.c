@@ -86,13 +86,8 @@ static char *write_log_str(const char *exec_id, const char *out, const char *err
         return write_log(exec_id, out, strlen(out), err, err ? strlen(err) : 0);
 }
 
-static char *slurp(const char *path) {
-        char *data = NULL;
-        int r = read_file(path, 16 << 20, &data, NULL);
-        if (r == -ENOENT) return strdup("");
-        ck_assert_int_eq(r, 0);
-        return data;
-}
+/* The file's text; "" when there is none. */
+static char *slurp(const char *path) { return tf_read_file(path, true); }
 
 /* Fixture prefix → log; *ret_exit gets the recorded exit code. */
 static char *write_fixture_log(const char *exec_id, const char *prefix, int *ret_exit) {
