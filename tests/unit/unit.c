@@ -27,7 +27,7 @@ static const char *tmp_base(void) {
         return isempty(base) ? "/var/tmp" : base;
 }
 
-static int run(Suite *s, bool fork) {
+static int run(Suite *s, bool forked) {
         _cleanup_free_ char *tmpl = strdup_printf("%s/%s-XXXXXX", tmp_base(), program_invocation_short_name);
         if (!tmpl || !mkdtemp(tmpl) || !(suite_dir = realpath(tmpl, NULL)) ||
             setenv("TASKFERRY_TEST_TMPDIR", suite_dir, 1) < 0) {
@@ -36,7 +36,7 @@ static int run(Suite *s, bool fork) {
                 return EXIT_FAILURE;
         }
         SRunner *sr = srunner_create(s);
-        if (!fork) srunner_set_fork_status(sr, CK_NOFORK);
+        if (!forked) srunner_set_fork_status(sr, CK_NOFORK);
         srunner_run_all(sr, CK_NORMAL);
         int failed = srunner_ntests_failed(sr);
         srunner_free(sr);
