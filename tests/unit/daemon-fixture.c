@@ -8,15 +8,13 @@
 
 #include "daemon-fixture.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 void tf_manager_setup(Manager *m, const char *name) {
         *m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m->event), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *dir = strdup_printf("%s/%s-XXXXXX", base && *base ? base : "/var/tmp", name);
-        ck_assert_ptr_nonnull(dir);
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *dir = tf_tmpdir_new(name);
         m->paths.state_dir = dir;
         m->paths.runtime_dir = strdup_printf("%s/run", dir);
         m->paths.cache_dir = strdup_printf("%s/cache", dir);
@@ -42,8 +40,7 @@ void tf_manager_teardown(Manager *m) {
         server_free(m);
         manager_free_task_observers(m);
         m->event = sd_event_unref(m->event);
-        if (m->paths.state_dir) (void) rm_rf(m->paths.state_dir);
-        free(m->paths.state_dir);
+        tf_tmpdir_free(m->paths.state_dir);
         free(m->paths.runtime_dir);
         free(m->paths.cache_dir);
         m->paths.state_dir = m->paths.runtime_dir = m->paths.cache_dir = NULL;
@@ -54,18 +51,15 @@ static char *daemon_dir;
 void tf_daemon_setup(Manager *m, const char *name) {
         *m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m->event), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        daemon_dir = strdup_printf("%s/%s-XXXXXX", base && *base ? base : "/var/tmp", name);
-        ck_assert_ptr_nonnull(daemon_dir);
-        ck_assert_ptr_nonnull(mkdtemp(daemon_dir));
+        daemon_dir = tf_tmpdir_new(name);
         tf_paths *p = &m->paths;
-        p->home = strdup_printf("%s/home", daemon_dir);
-        p->state_dir = strdup_printf("%s/state", daemon_dir);
-        p->runtime_dir = strdup_printf("%s/run", daemon_dir);
-        p->cache_dir = strdup_printf("%s/cache", daemon_dir);
-        p->socket_path = strdup_printf("%s/run/daemon.sock", daemon_dir);
-        p->overlay_tmp_root = strdup_printf("%s/state/overlays", daemon_dir);
-        p->config_file = strdup_printf("%s/config.json", daemon_dir);
+        p->home = tf_path(daemon_dir, "home");
+        p->state_dir = tf_path(daemon_dir, "state");
+        p->runtime_dir = tf_path(daemon_dir, "run");
+        p->cache_dir = tf_path(daemon_dir, "cache");
+        p->socket_path = tf_path(daemon_dir, "run/daemon.sock");
+        p->overlay_tmp_root = tf_path(daemon_dir, "state/overlays");
+        p->config_file = tf_path(daemon_dir, "config.json");
         const char *subs[] = {"", "/logs", "/prompts", "/outputs", "/tasks", "/diffs", "/summaries"};
         for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
                 char *d = strdup_printf("%s%s", p->state_dir, subs[i]);
@@ -85,9 +79,7 @@ void tf_daemon_setup(Manager *m, const char *name) {
 
 void tf_daemon_teardown(Manager *m) {
         daemon_free(m);
-        if (daemon_dir) (void) rm_rf(daemon_dir);
-        free(daemon_dir);
-        daemon_dir = NULL;
+        daemon_dir = tf_tmpdir_free(daemon_dir);
 }
 
 Task *tf_task(Manager *m, const char *json) {
@@ -130,6 +122,49 @@ void tf_connection_free(Connection *c, int peer) {
         free(c->out);
         free(c);
         close(peer);
+}
+
+TfPeer tf_peer_new(Manager *m, unsigned refs) {
+        TfPeer p;
+        p.conn = tf_connection_new(m, refs, &p.fd);
+        return p;
+}
+
+void tf_peer_free(TfPeer *p) {
+        tf_connection_free(p->conn, p->fd);
+        *p = (TfPeer) {.fd = -1};
+}
+
+json_object *tf_frames(int fd) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, size = 0;
+        for (;;) {
+                if (size - len < 65536) {
+                        size = size ? 2 * size : 65536;
+                        buf = realloc(buf, size);
+                        ck_assert_ptr_nonnull(buf);
+                }
+                ssize_t n = read(fd, buf + len, size - 1 - len);
+                if (n <= 0) break;
+                len += (size_t) n;
+        }
+        json_object *arr = json_object_new_array();
+        if (!buf) return arr;
+        buf[len] = 0;
+        for (char *s = buf, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
+                json_object *o = NULL;
+                ck_assert_msg(json_parse_strict(s, (size_t) (nl - s), &o) == 0, "not JSON: %.*s", (int) (nl - s), s);
+                json_object_array_add(arr, o);
+        }
+        return arr;
+}
+
+json_object *tf_one_frame(int fd) {
+        json_object *arr = tf_frames(fd);
+        ck_assert_uint_eq(json_object_array_length(arr), 1);
+        json_object *f = json_object_get(json_object_array_get_idx(arr, 0));
+        json_object_put(arr);
+        return f;
 }
 
 Request *tf_request(Manager *m, Connection *c, const char *line, bool wait) {

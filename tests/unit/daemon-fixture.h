@@ -10,7 +10,7 @@
 
 #include "daemon.h"
 
-/* m zeroed, with an event loop, paths.state_dir a new dir
+/* m zeroed, with an event loop, paths.state_dir a new dir (tf_tmpdir_new)
  * $TASKFERRY_TEST_TMPDIR (default /var/tmp)/<name>-XXXXXX (runtime_dir and
  * cache_dir inside it, not created), the server's state (no socket), the
  * task table's and the store's observers. */
@@ -38,6 +38,24 @@ Task *tf_taskf(Manager *m, const char *fmt, ...) __attribute__((format(printf, 2
 Connection *tf_connection_new(Manager *m, unsigned refs, int *ret_peer);
 /* Free it (its subscriptions and buffers) and close the peer's end. */
 void tf_connection_free(Connection *c, int peer);
+
+/* A connection on a socketpair (tf_connection_new) and the peer end the
+ * test reads its frames from. */
+typedef struct TfPeer {
+        Connection *conn;
+        int fd;
+} TfPeer;
+TfPeer tf_peer_new(Manager *m, unsigned refs);
+/* tf_connection_free of both. */
+void tf_peer_free(TfPeer *p);
+
+/* Every frame the peer end fd has received so far (read until it would
+ * block), each line parsed, as a JSON array (fails the case on a line that
+ * is not JSON). */
+json_object *tf_frames(int fd);
+/* The one frame fd has received (fails the case unless exactly one): a new
+ * ref. */
+json_object *tf_one_frame(int fd);
 
 /* A request parsed from line (a whole frame, without '\n') on c, counted
  * on the user's socket's budget as the server would: waits (wait = true)

@@ -14,24 +14,13 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 
-static char *tmpdir(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *d = strdup_printf("%s/test-activity-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(d));
-        return d;
-}
-
-static void write_all(const char *path, const char *data, size_t len) {
-        FILE *f = fopen(path, "w");
-        ck_assert_ptr_nonnull(f);
-        ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-        fclose(f);
-}
+static void write_all(const char *path, const char *data, size_t len) { tf_write_file(path, data, len, 0600); }
 
 START_TEST(snapshot_small_is_whole) {
-        char *d = tmpdir();
+        char *d = tf_tmpdir_new("test-activity");
         char *p = strdup_printf("%s/log", d);
         write_all(p, "line1\nline2\n", 12);
         char *snap = NULL;
@@ -46,13 +35,12 @@ START_TEST(snapshot_small_is_whole) {
         ck_assert_str_eq(snap, "");
         ck_assert_uint_eq(size, 0);
         free(snap), free(q), free(p);
-        rm_rf(d);
-        free(d);
+        tf_tmpdir_free(d);
 }
 END_TEST
 
 START_TEST(snapshot_large_is_head_and_tail_with_fffd_trimmed) {
-        char *d = tmpdir();
+        char *d = tf_tmpdir_new("test-activity");
         char *p = strdup_printf("%s/log", d);
         size_t n = 200 * 1024;
         char *buf = malloc(n);
@@ -79,8 +67,7 @@ START_TEST(snapshot_large_is_head_and_tail_with_fffd_trimmed) {
         ck_assert_uint_eq((size_t) (nl - snap), ACTIVITY_SNAPSHOT_HALF - 1);
         ck_assert_uint_eq(len - (size_t) (nl - snap) - 1, ACTIVITY_SNAPSHOT_HALF - 1);
         free(snap), free(buf), free(p);
-        rm_rf(d);
-        free(d);
+        tf_tmpdir_free(d);
 }
 END_TEST
 
@@ -144,7 +131,7 @@ END_TEST
 
 START_TEST(local_activity_fallbacks) {
         Manager m = {0};
-        char *d = tmpdir();
+        char *d = tf_tmpdir_new("test-activity");
         char *log = strdup_printf("%s/oc_l.ndjson", d);
         char *rec = strdup_printf("{\"id\":\"oc_l\",\"directory\":\"/\",\"status\":\"running\",\"logPath\":\"%s\","
                                   "\"prompt\":\"the\\nwhole prompt\",\"promptPreview\":\"the\\npreview\"}",
@@ -176,24 +163,10 @@ START_TEST(local_activity_fallbacks) {
         task_free(t);
         free(m2.tasks);
         free(rec), free(rec2), free(log);
-        rm_rf(d);
-        free(d);
+        tf_tmpdir_free(d);
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("activity");
-        TCase *tc = tcase_create("activity");
-        tcase_add_test(tc, snapshot_small_is_whole);
-        tcase_add_test(tc, snapshot_large_is_head_and_tail_with_fffd_trimmed);
-        tcase_add_test(tc, narration_groups_text_and_tool_lines);
-        tcase_add_test(tc, narration_cuts_tool_text_and_total);
-        tcase_add_test(tc, sanitize_rules);
-        tcase_add_test(tc, local_activity_fallbacks);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("activity", "activity", NULL, NULL, 0, snapshot_small_is_whole,
+        snapshot_large_is_head_and_tail_with_fffd_trimmed, narration_groups_text_and_tool_lines,
+        narration_cuts_tool_text_and_total, sanitize_rules, local_activity_fallbacks)

@@ -7,6 +7,7 @@
 
 #include "features/advisor.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 static void keys_are(json_object *o, const char *const *keys) {
@@ -158,18 +159,5 @@ START_TEST(answer_shapes) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("advisor");
-        TCase *tc = tcase_create("core");
-        tcase_add_test(tc, resolve_fresh_expired_unknown);
-        tcase_add_test(tc, owners);
-        tcase_add_test(tc, map_is_bounded);
-        tcase_add_test(tc, error_text_names_advisor);
-        tcase_add_test(tc, answer_shapes);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("advisor", "core", NULL, NULL, 0, resolve_fresh_expired_unknown, owners, map_is_bounded,
+        error_text_names_advisor, answer_shapes)

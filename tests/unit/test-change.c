@@ -21,6 +21,7 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -71,9 +72,7 @@ static void setup(void) {
         m = (Manager) {0};
         n_outcomes = 0;
         ck_assert_int_ge(sd_event_new(&m.event), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        dir = strdup_printf("%s/test-change-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        dir = tf_tmpdir_new("test-change");
         m.paths.state_dir = strdup(dir);
         m.paths.cache_dir = path_in(dir, "cache");
         ws1 = path_in(dir, "ws1");
@@ -95,8 +94,7 @@ static void teardown(void) {
         m.event = sd_event_unref(m.event);
         free(m.paths.state_dir);
         free(m.paths.cache_dir);
-        (void) rm_rf(dir);
-        free(dir);
+        dir = tf_tmpdir_free(dir);
         free(ws1);
         free(ws2);
 }
@@ -286,19 +284,5 @@ START_TEST(shutdown_drops_the_waiting_ones) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("change");
-        TCase *tc = tcase_create("change");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, one_workspace_one_at_a_time_in_order);
-        tcase_add_test(tc, reject_flips_first_and_waits_its_turn);
-        tcase_add_test(tc, refusals_queue_nothing);
-        tcase_add_test(tc, shutdown_drops_the_waiting_ones);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("change", "change", setup, teardown, 60, one_workspace_one_at_a_time_in_order,
+        reject_flips_first_and_waits_its_turn, refusals_queue_nothing, shutdown_drops_the_waiting_ones)

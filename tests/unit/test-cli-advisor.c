@@ -9,35 +9,17 @@
 #include <unistd.h>
 
 #include "cli-advisor.h"
+#include "unit.h"
 #include "util.h"
 
 static char *dir;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *tmpl = strdup_printf("%s/tf-cli-advisor-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        dir = tmpl;
-}
+static void setup(void) { dir = tf_tmpdir_new("tf-cli-advisor"); }
 
-static void teardown(void) {
-        char *cmd = strdup_printf("rm -rf '%s'", dir);
-        ck_assert_int_eq(system(cmd), 0);
-        free(cmd);
-        free(dir);
-}
-
-static char *put(const char *name, const char *data, size_t len) {
-        char *p = strdup_printf("%s/%s", dir, name);
-        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(write(fd, data, len), (ssize_t) len);
-        close(fd);
-        return p;
-}
+static void teardown(void) { dir = tf_tmpdir_free(dir); }
 
 START_TEST(budget_sources) {
-        char *cfg = put("config.json", "{\"advisorContextChars\": 50}", 27);
+        char *cfg = tf_put(dir, "config.json", "{\"advisorContextChars\": 50}", 27);
         ck_assert_uint_eq(cli_advisor_budget("1e3", cfg), 1000);
         ck_assert_uint_eq(cli_advisor_budget(" 7 ", cfg), 7);
         /* not a positive number: the config, then the default */
@@ -46,7 +28,7 @@ START_TEST(budget_sources) {
         ck_assert_uint_eq(cli_advisor_budget("-5", cfg), 50);
         ck_assert_uint_eq(cli_advisor_budget(NULL, cfg), 50);
         ck_assert_uint_eq(cli_advisor_budget(NULL, NULL), 120000);
-        char *bad = put("bad.json", "{\"advisorContextChars\": 0}", 26);
+        char *bad = tf_put(dir, "bad.json", "{\"advisorContextChars\": 0}", 26);
         ck_assert_uint_eq(cli_advisor_budget(NULL, bad), 120000);
         ck_assert_uint_eq(cli_advisor_budget(NULL, "/nonexistent/config.json"), 120000);
         free(cfg), free(bad);
@@ -68,7 +50,7 @@ START_TEST(transcript_entries) {
                         "{broken\n"
                         "{\"type\":\"user\",\"message\":{\"content\":\"\"}}\n"
                         "{\"type\":\"user\",\"message\":{\"content\":\"bye\"}}";
-        char *p = put("t.jsonl", t, strlen(t));
+        char *p = tf_put(dir, "t.jsonl", t, strlen(t));
         char *text = NULL;
         cli_error err = {0};
         ck_assert_int_eq(cli_advisor_transcript_text(p, 1000, &text, &err), 0);
@@ -79,7 +61,7 @@ START_TEST(transcript_entries) {
         ck_assert_str_eq(text, " bye");
         free(text);
         /* no user/assistant text: empty (no context) */
-        char *q = put("none.jsonl", "{\"type\":\"system\"}\n", 18);
+        char *q = tf_put(dir, "none.jsonl", "{\"type\":\"system\"}\n", 18);
         ck_assert_int_eq(cli_advisor_transcript_text(q, 1000, &text, &err), 0);
         ck_assert_str_eq(text, "");
         free(text);
@@ -102,7 +84,7 @@ START_TEST(transcript_tail_window) {
         memset(big + k, 'x', n);
         size_t len = (size_t) k + n;
         len += (size_t) sprintf(big + len, "\"}}\n{\"type\":\"assistant\",\"message\":{\"content\":\"ok\"}}\n");
-        char *p = put("big.jsonl", big, len);
+        char *p = tf_put(dir, "big.jsonl", big, len);
         char *text = NULL;
         cli_error err = {0};
         ck_assert_int_eq(cli_advisor_transcript_text(p, 600, &text, &err), 0);
@@ -136,19 +118,5 @@ START_TEST(prompt_layout) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("cli-advisor");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, budget_sources);
-        tcase_add_test(tc, transcript_path);
-        tcase_add_test(tc, transcript_entries);
-        tcase_add_test(tc, transcript_tail_window);
-        tcase_add_test(tc, prompt_layout);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("cli-advisor", "core", setup, teardown, 0, budget_sources, transcript_path, transcript_entries,
+        transcript_tail_window, prompt_layout)

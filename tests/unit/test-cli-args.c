@@ -9,8 +9,10 @@
 
 #include "cli-args.h"
 #include "cli-resolve.h"
+#include "js-number-cases.h"
 #include "protocol.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 /* Parse a NULL-terminated list of arguments. */
@@ -685,22 +687,10 @@ START_TEST(test_help_objects) {
 }
 END_TEST
 
-START_TEST(test_js_number_and_wait_default) {
-        ck_assert(cli_js_number("") == 0);
-        ck_assert(cli_js_number("  12 ") == 12);
-        ck_assert(cli_js_number("1e3") == 1000);
-        ck_assert(cli_js_number("0x10") == 16);
-        ck_assert(cli_js_number("0b101") == 5);
-        ck_assert(cli_js_number("1.5") == 1.5);
-        ck_assert(cli_js_number(".5") == 0.5);
-        ck_assert(cli_js_number("5.") == 5);
-        ck_assert(cli_js_number("-3") == -3);
-        ck_assert(isinf(cli_js_number("Infinity")));
-        ck_assert(isnan(cli_js_number("abc")));
-        ck_assert(isnan(cli_js_number("1e")));
-        ck_assert(isnan(cli_js_number("12px")));
-        ck_assert(isnan(cli_js_number("0x")));
+START_TEST(test_js_number) { js_number_check(cli_js_number, _i); }
+END_TEST
 
+START_TEST(test_wait_default) {
         double ms = -1;
         ck_assert_int_eq(cli_wait_default_timeout(NULL, &ms), 1);
         ck_assert(ms == 900000);
@@ -722,40 +712,15 @@ START_TEST(test_js_number_and_wait_default) {
 }
 END_TEST
 
-static Suite *cli_args_suite(void) {
-        Suite *s = suite_create("cli-args");
-        TCase *tc = tcase_create("grammar");
-        tcase_add_test(tc, test_no_args_is_home);
-        tcase_add_test(tc, test_top_help_and_version);
-        tcase_add_test(tc, test_unknown_and_renamed_commands);
-        tcase_add_test(tc, test_json_flag_anywhere);
-        tcase_add_test(tc, test_positional_task_id);
-        tcase_add_test(tc, test_command_help_skips_required_checks);
-        tcase_add_test(tc, test_unknown_flags_and_valid_flags_help);
-        tcase_add_test(tc, test_retired_flag_names);
-        tcase_add_test(tc, test_value_flag_errors);
-        tcase_add_test(tc, test_duplicate_flags);
-        tcase_add_test(tc, test_durations);
-        tcase_add_test(tc, test_integers);
-        tcase_add_test(tc, test_fields);
-        tcase_add_test(tc, test_disk_max);
-        tcase_add_test(tc, test_path_lists_and_deprecation);
-        tcase_add_test(tc, test_choices_and_regex);
-        tcase_add_test(tc, test_dispatch_all_options);
-        tcase_add_test(tc, test_other_commands_options);
-        tcase_add_test(tc, test_cross_flag_rules);
-        tcase_add_test(tc, test_help_objects);
-        tcase_add_test(tc, test_diff_grammar);
-        tcase_add_test(tc, test_job_grammar);
-        tcase_add_test(tc, test_js_number_and_wait_default);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(cli_args_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("cli-args");
+        TCase *tc = tf_tcase(s, "grammar", NULL, NULL, 0, TF_TESTS(test_no_args_is_home, test_top_help_and_version,
+                test_unknown_and_renamed_commands, test_json_flag_anywhere, test_positional_task_id,
+                test_command_help_skips_required_checks, test_unknown_flags_and_valid_flags_help,
+                test_retired_flag_names, test_value_flag_errors, test_duplicate_flags, test_durations, test_integers,
+                test_fields, test_disk_max, test_path_lists_and_deprecation, test_choices_and_regex,
+                test_dispatch_all_options, test_other_commands_options, test_cross_flag_rules, test_help_objects,
+                test_diff_grammar, test_job_grammar, test_wait_default));
+        TF_LOOP(tc, test_js_number, js_number_cases);
+        return tf_run_suite(s);
 }

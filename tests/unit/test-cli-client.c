@@ -26,6 +26,7 @@
 #include "cli-client.h"
 #include "json-util.h"
 #include "paths.h"
+#include "unit.h"
 #include "util.h"
 
 extern char **environ;
@@ -231,9 +232,7 @@ static char *self_exe;   /* this binary */
 static pid_t server_pid; /* in-process fake server (client tests) */
 
 static void setup(void) {
-        char tmpl[] = "/var/tmp/test-cli-client-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmp = realpath(tmpl, NULL);
+        tmp = tf_tmpdir_new("test-cli-client");
         runtime = strdup_printf("%s/run", tmp);
         sock = strdup_printf("%s/daemon.sock", runtime);
         self_exe = realpath("/proc/self/exe", NULL);
@@ -287,8 +286,7 @@ static void teardown(void) {
                 waitpid(server_pid, NULL, 0);
         }
         kill_started_daemons();
-        rm_rf(tmp);
-        free(tmp);
+        tmp = tf_tmpdir_free(tmp);
         free(runtime);
         free(sock);
         free(self_exe);
@@ -313,6 +311,32 @@ static void start_server(const char *script_json) {
                 usleep(5000);
         }
         ck_abort_msg("fake server did not start");
+}
+
+/* c connected to the fake server's socket. */
+static void fake_connect(cli_client *c) {
+        *c = (cli_client) CLI_CLIENT_INIT;
+        ck_assert_int_eq(cli_client_connect(c, sock), 0);
+}
+
+/* method (no params) called on c fails with want_r and, unless want_text is
+ * NULL, that error text; a mismatch names the method. The error stays in
+ * *err for the caller's other checks (and its cli_error_done). */
+static void call_error(cli_client *c, const char *method, int want_r, const char *want_text, cli_error *err) {
+        json_object *res = NULL;
+        *err = (cli_error) {};
+        int r = cli_client_call(c, method, NULL, &res, err);
+        ck_assert_msg(r == want_r, "%s: %d, want %d (%s)", method, r, want_r, strnull(err->text));
+        if (want_text)
+                ck_assert_msg(streq_ptr(err->text, want_text), "%s: [%s], want [%s]", method, strnull(err->text),
+                              want_text);
+}
+
+/* The same, the error dropped. */
+static void call_fails(cli_client *c, const char *method, int want_r, const char *want_text) {
+        cli_error err;
+        call_error(c, method, want_r, want_text, &err);
+        cli_error_done(&err);
 }
 
 static json_object *load_json(const char *path) {
@@ -341,8 +365,8 @@ static size_t count_starts(void) {
 
 START_TEST(test_call_echo_and_request_shape) {
         start_server(NULL);
-        cli_client c = CLI_CLIENT_INIT;
-        ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+        cli_client c;
+        fake_connect(&c);
         _cleanup_json_ json_object *params = json_object_new_object();
         json_add_string(params, "taskId", "oc_1");
         cli_error err = {};
@@ -365,8 +389,8 @@ START_TEST(test_call_skips_events_unknown_ids_and_empty_lines) {
                      "\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"C\\\",\\\"message\\\":\\\"m\\\",\\\"help\\\":\\\"h\\\",\\\"detail\\\":\\\"m\\\"},\\\"id\\\":\\\"other\\\"}\","
                      "\"{\\\"version\\\":1,\\\"type\\\":\\\"shutdown\\\",\\\"reason\\\":\\\"shutdown\\\"}\","
                      "\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"x\\\":1}}\"]}");
-        cli_client c = CLI_CLIENT_INIT;
-        ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+        cli_client c;
+        fake_connect(&c);
         cli_error err = {};
         _cleanup_json_ json_object *res = NULL;
         ck_assert_int_eq(cli_client_call(&c, "task.status", NULL, &res, &err), 0);
@@ -381,23 +405,21 @@ START_TEST(test_call_error_responses) {
                      "\"differs\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"UNKNOWN_TASK\\\",\\\"message\\\":\\\"unknown task id: zzz\\\",\\\"help\\\":\\\"run taskferry list to see valid task ids\\\",\\\"detail\\\":\\\"error: unknown task id: zzz\\\\nhelp: run taskferry list to see valid task ids\\\"},\\\"id\\\":\\\"%ID%\\\"}\"],"
                      "\"nocode\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"\\\",\\\"message\\\":\\\"m\\\",\\\"help\\\":\\\"h\\\",\\\"detail\\\":\\\"m\\\"},\\\"id\\\":\\\"%ID%\\\"}\"]"
                      "}");
-        cli_client c = CLI_CLIENT_INIT;
-        ck_assert_int_eq(cli_client_connect(&c, sock), 0);
-        cli_error err = {};
-        json_object *res = NULL;
-        ck_assert_int_eq(cli_client_call(&c, "same", NULL, &res, &err), -EBADMSG);
-        ck_assert_str_eq(err.text, "--model is required\nhelp: pass --model");
+        cli_client c;
+        fake_connect(&c);
+        cli_error err;
+        call_error(&c, "same", -EBADMSG, "--model is required\nhelp: pass --model", &err);
         ck_assert_str_eq(err.code, "REQUEST_FAILED");
         ck_assert_int_eq(err.exit_code, CLI_EXIT_FAILURE);
         cli_error_done(&err);
         /* an error response does not break the connection */
-        ck_assert_int_eq(cli_client_call(&c, "differs", NULL, &res, &err), -EBADMSG);
-        ck_assert_str_eq(err.text, "error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids");
+        call_error(&c, "differs", -EBADMSG, "error: unknown task id: zzz\nhelp: run taskferry list to see valid task ids",
+                   &err);
         ck_assert_str_eq(err.code, "UNKNOWN_TASK");
         _cleanup_json_ json_object *v = cli_error_value(&err);
         ck_assert_str_eq(json_to_line(v, NULL), "{\"error\":\"unknown task id: zzz\",\"help\":\"run taskferry list to see valid task ids\"}");
         cli_error_done(&err);
-        ck_assert_int_eq(cli_client_call(&c, "nocode", NULL, &res, &err), -EBADMSG);
+        call_error(&c, "nocode", -EBADMSG, NULL, &err);
         ck_assert_str_eq(err.code, "REQUEST_FAILED");
         cli_error_done(&err);
         cli_client_close(&c);
@@ -426,19 +448,13 @@ START_TEST(test_call_invalid_frames) {
         }
         start_server(script);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                cli_client c = CLI_CLIENT_INIT;
-                ck_assert_int_eq(cli_client_connect(&c, sock), 0);
-                cli_error err = {};
-                json_object *res = NULL;
+                cli_client c;
+                fake_connect(&c);
                 char method[16];
                 snprintf(method, sizeof method, "bad%zu", i);
-                ck_assert_int_eq(cli_client_call(&c, method, NULL, &res, &err), -EPROTO);
-                ck_assert_str_eq(err.text, "taskferry daemon sent an invalid frame");
-                cli_error_done(&err);
+                call_fails(&c, method, -EPROTO, "taskferry daemon sent an invalid frame");
                 /* the connection is gone afterwards */
-                ck_assert_int_eq(cli_client_call(&c, "task.list", NULL, &res, &err), -ECONNRESET);
-                ck_assert_str_eq(err.text, "taskferry daemon connection is closed");
-                cli_error_done(&err);
+                call_fails(&c, "task.list", -ECONNRESET, "taskferry daemon connection is closed");
                 cli_client_close(&c);
         }
 }
@@ -456,12 +472,10 @@ START_TEST(test_call_shutdown_and_close) {
                 { "gone", "taskferry daemon connection closed" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                cli_client c = CLI_CLIENT_INIT;
-                ck_assert_int_eq(cli_client_connect(&c, sock), 0);
-                cli_error err = {};
-                json_object *res = NULL;
-                ck_assert_int_eq(cli_client_call(&c, cases[i].method, NULL, &res, &err), -ECONNRESET);
-                ck_assert_str_eq(err.text, cases[i].text);
+                cli_client c;
+                fake_connect(&c);
+                cli_error err;
+                call_error(&c, cases[i].method, -ECONNRESET, cases[i].text, &err);
                 ck_assert_int_eq(err.exit_code, CLI_EXIT_FAILURE);
                 cli_error_done(&err);
                 cli_client_close(&c);
@@ -489,14 +503,10 @@ START_TEST(test_call_closed_by_a_failed_boot) {
                 cli_client c = CLI_CLIENT_INIT;
                 cli_error err = {};
                 ck_assert_int_eq(cli_client_open(&c, &p, &err), 0);
-                json_object *res = NULL;
-                ck_assert_int_eq(cli_client_call(&c, "gone", NULL, &res, &err), -ECONNRESET);
-                if (fresh)
-                        ck_assert_str_eq(err.text, "error: taskferry daemon connection closed\ndaemon boot failed: error: env file /e "
-                                                   "is readable by group or other (mode 0644)");
-                else
-                        ck_assert_str_eq(err.text, "taskferry daemon connection closed");
-                cli_error_done(&err);
+                call_fails(&c, "gone", -ECONNRESET,
+                           fresh ? "error: taskferry daemon connection closed\ndaemon boot failed: error: env file /e "
+                                   "is readable by group or other (mode 0644)"
+                                 : "taskferry daemon connection closed");
                 cli_client_close(&c);
         }
         (void) unlink(be);
@@ -513,17 +523,14 @@ START_TEST(test_call_large_and_oversized_frames) {
                 "{\"large\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%%ID%%\\\",\\\"result\\\":\\\"%s\\\"}\"],"
                 "\"huge\":[\"BIG\"]}", big);
         start_server(script);
-        cli_client c = CLI_CLIENT_INIT;
-        ck_assert_int_eq(cli_client_connect(&c, sock), 0);
+        cli_client c;
+        fake_connect(&c);
         cli_error err = {};
         _cleanup_json_ json_object *res = NULL;
         ck_assert_int_eq(cli_client_call(&c, "large", NULL, &res, &err), 0);
         ck_assert_int_eq(json_object_get_string_len(res), (int) n);
         /* an unterminated remainder over 1 MiB is a protocol failure */
-        json_object *r2 = NULL;
-        ck_assert_int_eq(cli_client_call(&c, "huge", NULL, &r2, &err), -EPROTO);
-        ck_assert_str_eq(err.text, "taskferry daemon message exceeds 1048576 bytes");
-        cli_error_done(&err);
+        call_fails(&c, "huge", -EPROTO, "taskferry daemon message exceeds 1048576 bytes");
         cli_client_close(&c);
 }
 END_TEST
@@ -558,6 +565,44 @@ static int open_client(cli_client *c, cli_error *err) {
         int r = cli_client_open(c, &p, err);
         tf_paths_done(&p);
         return r;
+}
+
+/* c opened through open_client, which must succeed (auto-starting a
+ * daemon when none runs). */
+static void open_ok(cli_client *c) {
+        *c = (cli_client) CLI_CLIENT_INIT;
+        cli_error err = {};
+        int r = open_client(c, &err);
+        ck_assert_msg(r == 0, "open_client: %d %s", r, strnull(err.text));
+        cli_error_done(&err);
+}
+
+/* open_client fails to reach a daemon (-EIO): the error in *err, for the
+ * caller's checks (and its cli_error_done). */
+static void open_fails(cli_error *err) {
+        cli_client c = CLI_CLIENT_INIT;
+        *err = (cli_error) {};
+        ck_assert_int_eq(open_client(&c, err), -EIO);
+}
+
+/* open_fails, and the error's JSON value says error and (unless NULL)
+ * help. */
+static void open_fails_with(const char *error, const char *help) {
+        cli_error err;
+        open_fails(&err);
+        _cleanup_json_ json_object *v = cli_error_value(&err);
+        ck_assert_str_eq(json_get_string(v, "error"), error);
+        if (help) ck_assert_str_eq(json_get_string(v, "help"), help);
+        cli_error_done(&err);
+}
+
+/* open_fails_with the auto-start's timeout: connecting to sock failed with
+ * connect_error (strerror's words), then what the start said. */
+static void open_fails_unready(const char *connect_error, const char *then, const char *help) {
+        _cleanup_free_ char *want = strdup_printf(
+                "taskferry daemon did not become ready within 5000ms: cannot connect to %s: %s\n%s", sock, connect_error,
+                then);
+        open_fails_with(want, help);
 }
 
 static int64_t health_pid(cli_client *c) {
@@ -635,9 +680,8 @@ START_TEST(test_autostart_replaces_stale_socket) {
         cli_client probe = CLI_CLIENT_INIT;
         ck_assert_int_eq(cli_client_connect(&probe, sock), -ECONNREFUSED);
 
-        cli_client c = CLI_CLIENT_INIT;
-        cli_error err = {};
-        ck_assert_int_eq(open_client(&c, &err), 0);
+        cli_client c;
+        open_ok(&c);
         ck_assert_int_gt(health_pid(&c), 1);
         ck_assert_uint_eq(count_starts(), 1);
         cli_client_close(&c);
@@ -646,9 +690,8 @@ END_TEST
 
 START_TEST(test_autostart_disabled) {
         setenv("TASKFERRY_AUTO_START", "0", 1);
-        cli_client c = CLI_CLIENT_INIT;
-        cli_error err = {};
-        ck_assert_int_eq(open_client(&c, &err), -EIO);
+        cli_error err;
+        open_fails(&err);
         _cleanup_free_ char *want = strdup_printf("cannot connect to %s: No such file or directory", sock);
         ck_assert_str_eq(err.text, want);
         ck_assert_int_eq(err.exit_code, CLI_EXIT_FAILURE);
@@ -659,19 +702,12 @@ END_TEST
 
 START_TEST(test_autostart_boot_failure_reports_boot_err) {
         setenv("TF_FAKE_DAEMON", "bootfail", 1);
-        cli_client c = CLI_CLIENT_INIT;
-        cli_error err = {};
-        ck_assert_int_eq(open_client(&c, &err), -EIO);
-        _cleanup_json_ json_object *v = cli_error_value(&err);
-        _cleanup_free_ char *want_error = strdup_printf(
-                "taskferry daemon did not become ready within 5000ms: cannot connect to %s: No such file or directory\n"
-                "daemon boot failed: config key \"x\" in /c/config.json must be a number (got \"y\")\n"
-                "second line", sock);
-        ck_assert_str_eq(json_get_string(v, "error"), want_error);
         _cleanup_free_ char *want_help = strdup_printf("check %s permissions and daemon startup diagnostics, then retry", runtime);
-        ck_assert_str_eq(json_get_string(v, "help"), want_help);
+        open_fails_unready("No such file or directory",
+                           "daemon boot failed: config key \"x\" in /c/config.json must be a number (got \"y\")\n"
+                           "second line",
+                           want_help);
         ck_assert_uint_eq(count_starts(), 1);
-        cli_error_done(&err);
 }
 END_TEST
 
@@ -680,9 +716,8 @@ START_TEST(test_autostart_removes_old_boot_err) {
         ck_assert_int_ge(mkdir_p(runtime, 0700), 0);
         _cleanup_free_ char *old = strdup_printf("%s/daemon-boot.err", runtime);
         ck_assert_int_eq(write_file_atomic(old, "stale failure", 13, 0644), 0);
-        cli_client c = CLI_CLIENT_INIT;
-        cli_error err = {};
-        ck_assert_int_eq(open_client(&c, &err), 0);
+        cli_client c;
+        open_ok(&c);
         ck_assert_int_eq(access(old, F_OK), -1);
         cli_client_close(&c);
 }
@@ -690,23 +725,15 @@ END_TEST
 
 START_TEST(test_autostart_booter_stderr) {
         setenv("TF_FAKE_DAEMON", "stderr", 1);
-        cli_client c = CLI_CLIENT_INIT;
-        cli_error err = {};
-        ck_assert_int_eq(open_client(&c, &err), -EIO);
-        _cleanup_json_ json_object *v = cli_error_value(&err);
-        _cleanup_free_ char *want = strdup_printf(
-                "taskferry daemon did not become ready within 5000ms: cannot connect to %s: No such file or directory\n"
-                "booter subprocess failed before startup: fake daemon crashed early", sock);
-        ck_assert_str_eq(json_get_string(v, "error"), want);
-        cli_error_done(&err);
+        open_fails_unready("No such file or directory", "booter subprocess failed before startup: fake daemon crashed early",
+                           NULL);
 }
 END_TEST
 
 START_TEST(test_autostart_missing_or_unexecutable_binary) {
         setenv("TASKFERRY_DAEMON", "/nonexistent/taskferryd", 1);
-        cli_client c = CLI_CLIENT_INIT;
-        cli_error err = {};
-        ck_assert_int_eq(open_client(&c, &err), -EIO);
+        cli_error err;
+        open_fails(&err);
         ck_assert(startswith(err.text, "error: taskferry daemon binary not found"));
         cli_error_done(&err);
 
@@ -714,13 +741,9 @@ START_TEST(test_autostart_missing_or_unexecutable_binary) {
         _cleanup_free_ char *junk = strdup_printf("%s/junk", tmp);
         ck_assert_int_eq(write_file_atomic(junk, "\x01\x02garbage", 9, 0755), 0);
         setenv("TASKFERRY_DAEMON", junk, 1);
-        ck_assert_int_eq(open_client(&c, &err), -EIO);
-        _cleanup_json_ json_object *v = cli_error_value(&err);
-        _cleanup_free_ char *want = strdup_printf(
-                "taskferry daemon did not become ready within 5000ms: cannot connect to %s: Connection refused\n"
-                "booter subprocess failed before startup: cannot execute %s: Exec format error", sock, junk);
-        ck_assert_str_eq(json_get_string(v, "error"), want);
-        cli_error_done(&err);
+        _cleanup_free_ char *then = strdup_printf("booter subprocess failed before startup: cannot execute %s: Exec format error",
+                                                  junk);
+        open_fails_unready("Connection refused", then, NULL);
 }
 END_TEST
 
@@ -774,6 +797,20 @@ typedef struct cli_run {
 static void cli_run_done(cli_run *r) {
         free(r->out);
         free(r->err);
+}
+
+/* r exited 0 (else its output is the message); r freed. */
+static void cli_ok(cli_run r) {
+        ck_assert_msg(r.exit_code == 0, "exit %d: %s %s", r.exit_code, strnull(r.out), strnull(r.err));
+        cli_run_done(&r);
+}
+
+/* r exited with exit_code and printed exactly out (a mismatch shows both
+ * streams). */
+static void cli_printed(const cli_run *r, int exit_code, const char *out) {
+        ck_assert_msg(r->exit_code == exit_code, "exit %d, want %d: %s %s", r->exit_code, exit_code, strnull(r->out),
+                      strnull(r->err));
+        ck_assert_msg(streq_ptr(r->out, out), "printed [%s], want [%s]", strnull(r->out), out);
 }
 
 /* Run build/taskferry with args (NULL-terminated) in cwd tmp, stdin from
@@ -838,6 +875,19 @@ static json_object *last_params(const char *method) {
         return found;
 }
 
+/* The last request of method had exactly these params (JSON text). */
+static void params_are(const char *method, const char *json) {
+        _cleanup_json_ json_object *p = last_params(method);
+        ck_assert_msg(streq(json_to_line(p, NULL), json), "%s: %s, want %s", method, json_to_line(p, NULL), json);
+}
+
+/* The last request of method had the string param key == value. */
+static void param_is(const char *method, const char *key, const char *value) {
+        _cleanup_json_ json_object *p = last_params(method);
+        const char *got = json_get_string(p, key);
+        ck_assert_msg(streq_ptr(got, value), "%s %s: [%s], want [%s]", method, key, strnull(got), value);
+}
+
 #define STATUS_RESULT                                                                                     \
         "{\\\"id\\\":\\\"oc_a\\\",\\\"status\\\":\\\"done\\\",\\\"directory\\\":\\\"/w\\\",\\\"model\\\":\\\"p/m\\\","    \
         "\\\"startedAt\\\":\\\"2026-11-30T13:35:06.026Z\\\",\\\"exitCode\\\":0,\\\"signal\\\":null,"                   \
@@ -847,11 +897,10 @@ static json_object *last_params(const char *method) {
 START_TEST(test_cli_status_lean_toon_and_json) {
         write_script("{\"task.status\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":" STATUS_RESULT "}\"]}");
         cli_run r = run_cli(NULL, "status", "oc_a", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        ck_assert_str_eq(r.out,
-                         "id: oc_a\nstatus: done\nstartedAt: \"2026-11-30T13:35:06.026Z\"\nexitCode: 0\nsignal: null\n"
-                         "changesetStatus: pending\noutputDir: /s/o\nlogBytesWritten: 12\nlogLastWriteAt: null\nlogHasEvent: false\n"
-                         "next: \"Run taskferry result with task id \\\"oc_a\\\" to see the final message; pass --full here for directory/model/log path details\"\n");
+        cli_printed(&r, 0,
+                    "id: oc_a\nstatus: done\nstartedAt: \"2026-11-30T13:35:06.026Z\"\nexitCode: 0\nsignal: null\n"
+                    "changesetStatus: pending\noutputDir: /s/o\nlogBytesWritten: 12\nlogLastWriteAt: null\nlogHasEvent: false\n"
+                    "next: \"Run taskferry result with task id \\\"oc_a\\\" to see the final message; pass --full here for directory/model/log path details\"\n");
         ck_assert_str_eq(r.err, "");
         cli_run_done(&r);
         _cleanup_json_ json_object *p = last_params("task.status");
@@ -883,11 +932,8 @@ START_TEST(test_cli_advisor_ferry_log_context) {
         unsetenv("CLAUDE_CODE_SESSION_ID");
         setenv("TASKFERRY_TASK_ID", "oc_caller", 1);
         write_script(TAIL_RESULT("last words of the ferry") "}");
-        cli_run r = run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "ask", NULL);
-        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
-        cli_run_done(&r);
-        _cleanup_json_ json_object *tp = last_params("task.tail");
-        ck_assert_str_eq(json_to_line(tp, NULL), "{\"taskId\":\"oc_caller\",\"chars\":120000}");
+        cli_ok(run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "ask", NULL));
+        params_are("task.tail", "{\"taskId\":\"oc_caller\",\"chars\":120000}");
         _cleanup_json_ json_object *ap = last_params("task.advisor");
         _cleanup_free_ char *want = strdup_printf("ask\n%s\n\n--- attached context (ferry-log, 23 chars) ---\nlast words of the ferry\n---",
                                                   cli_advisor_instructions);
@@ -897,27 +943,21 @@ START_TEST(test_cli_advisor_ferry_log_context) {
 
         /* the budget caps chars at task.tail's 131072 */
         setenv("TASKFERRY_ADVISOR_CONTEXT_CHARS", "500000", 1);
-        r = run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "ask", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        cli_run_done(&r);
-        _cleanup_json_ json_object *tp2 = last_params("task.tail");
-        ck_assert_str_eq(json_to_line(tp2, NULL), "{\"taskId\":\"oc_caller\",\"chars\":131072}");
+        cli_ok(run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "ask", NULL));
+        params_are("task.tail", "{\"taskId\":\"oc_caller\",\"chars\":131072}");
         unsetenv("TASKFERRY_ADVISOR_CONTEXT_CHARS");
 
         /* no text yet: no context; without --prompt a usage error (a new
          * fake daemon for the new script) */
         kill_started_daemons();
         write_script(TAIL_RESULT("none observed yet") "}");
-        r = run_cli(NULL, "advisor", "--model", "m/x", NULL);
+        cli_run r = run_cli(NULL, "advisor", "--model", "m/x", NULL);
         ck_assert_int_eq(r.exit_code, 2);
         ck_assert(startswith(r.out, "error: \"advisor needs context or an explicit --prompt: no context source found\""));
         cli_run_done(&r);
-        r = run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "only this", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        cli_run_done(&r);
-        _cleanup_json_ json_object *ap2 = last_params("task.advisor");
+        cli_ok(run_cli(NULL, "advisor", "--model", "m/x", "--prompt", "only this", NULL));
         _cleanup_free_ char *want2 = strdup_printf("only this\n%s", cli_advisor_instructions);
-        ck_assert_str_eq(json_get_string(ap2, "prompt"), want2);
+        param_is("task.advisor", "prompt", want2);
 
         /* --summarize-context: dispatch, wait, result; the condensed text replaces it */
         kill_started_daemons();
@@ -926,20 +966,15 @@ START_TEST(test_cli_advisor_ferry_log_context) {
                      ",\"task.wait\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"id\\\":\\\"oc_sum\\\",\\\"status\\\":\\\"done\\\"}}\"]"
                      ",\"task.result\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"taskId\\\":\\\"oc_sum\\\",\\\"status\\\":\\\"done\\\",\\\"message\\\":\\\"condensed\\\"}}\"]}");
         setenv("TASKFERRY_ADVISOR_SUMMARIZER_MODEL", "cheap/model", 1);
-        r = run_cli(NULL, "advisor", "--model", "m/x", "--summarize-context", NULL);
-        ck_assert_msg(r.exit_code == 0, "%s", r.out);
-        cli_run_done(&r);
+        cli_ok(run_cli(NULL, "advisor", "--model", "m/x", "--summarize-context", NULL));
         unsetenv("TASKFERRY_ADVISOR_SUMMARIZER_MODEL");
-        _cleanup_json_ json_object *dp = last_params("task.dispatch");
-        ck_assert_str_eq(json_get_string(dp, "model"), "cheap/model");
+        param_is("task.dispatch", "model", "cheap/model");
         _cleanup_free_ char *lead = strdup_printf("%s\n\na long ferry log", cli_advisor_condense_lead);
-        ck_assert_str_eq(json_get_string(dp, "prompt"), lead);
-        _cleanup_json_ json_object *wp = last_params("task.wait");
-        ck_assert_str_eq(json_to_line(wp, NULL), "{\"taskId\":\"oc_sum\",\"timeoutMs\":120000}");
-        _cleanup_json_ json_object *ap3 = last_params("task.advisor");
+        param_is("task.dispatch", "prompt", lead);
+        params_are("task.wait", "{\"taskId\":\"oc_sum\",\"timeoutMs\":120000}");
         _cleanup_free_ char *want3 = strdup_printf("%s\n\n--- attached context (summarized ferry-log, 9 chars) ---\ncondensed\n---",
                                                    cli_advisor_instructions);
-        ck_assert_str_eq(json_get_string(ap3, "prompt"), want3);
+        param_is("task.advisor", "prompt", want3);
         unsetenv("TASKFERRY_TASK_ID");
 }
 END_TEST
@@ -947,13 +982,12 @@ END_TEST
 START_TEST(test_cli_daemon_error) {
         write_script("{\"task.status\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"UNKNOWN_TASK\\\",\\\"message\\\":\\\"unknown task id: nope\\\",\\\"help\\\":\\\"run taskferry list to see valid task ids\\\",\\\"detail\\\":\\\"error: unknown task id: nope\\\\nhelp: run taskferry list to see valid task ids\\\"},\\\"id\\\":\\\"%ID%\\\"}\"]}");
         cli_run r = run_cli(NULL, "status", "nope", NULL);
-        ck_assert_int_eq(r.exit_code, 1);
-        ck_assert_str_eq(r.out, "error: \"unknown task id: nope\"\nhelp: run taskferry list to see valid task ids\n");
+        cli_printed(&r, 1, "error: \"unknown task id: nope\"\nhelp: run taskferry list to see valid task ids\n");
         ck_assert_str_eq(r.err, "");
         cli_run_done(&r);
         r = run_cli(NULL, "--json", "status", "nope", NULL);
-        ck_assert_int_eq(r.exit_code, 1);
-        ck_assert_str_eq(r.out, "{\"error\":\"unknown task id: nope\",\"help\":\"run taskferry list to see valid task ids\"}\n");
+        cli_printed(&r, 1,
+                    "{\"error\":\"unknown task id: nope\",\"help\":\"run taskferry list to see valid task ids\"}\n");
         cli_run_done(&r);
 }
 END_TEST
@@ -968,8 +1002,8 @@ START_TEST(test_cli_usage_errors_do_not_start_daemon) {
         ck_assert(startswith(r.out, "error: \"directory does not exist: /nonexistent/dir\"\nhelp: Use an existing directory path for --directory (No such file or directory)\n"));
         cli_run_done(&r);
         r = run_cli(NULL, "bogus", NULL);
-        ck_assert_int_eq(r.exit_code, 2);
-        ck_assert_str_eq(r.out, "error: \"unknown command: bogus\"\nhelp: Run `taskferry --help` to see available commands\n");
+        cli_printed(&r, 2,
+                    "error: \"unknown command: bogus\"\nhelp: Run `taskferry --help` to see available commands\n");
         cli_run_done(&r);
         /* a command of the spec's surface that is not built yet says so, and starts no daemon */
         r = run_cli(NULL, "setup", NULL);
@@ -1000,12 +1034,11 @@ END_TEST
 
 START_TEST(test_cli_help_and_version) {
         cli_run r = run_cli(NULL, "cancel", "--help", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        ck_assert_str_eq(r.out,
-                         "command: cancel\nusage: \"taskferry cancel <id> [--grace-ms <number>]\"\n"
-                         "description: Cancel queued or running work.\noptions:\n"
-                         "  \"--grace-ms <number>\": \"milliseconds before SIGKILL, default 5000\"\n"
-                         "examples[2]: taskferry cancel <id>,taskferry cancel <id> --grace-ms 10000\n");
+        cli_printed(&r, 0,
+                    "command: cancel\nusage: \"taskferry cancel <id> [--grace-ms <number>]\"\n"
+                    "description: Cancel queued or running work.\noptions:\n"
+                    "  \"--grace-ms <number>\": \"milliseconds before SIGKILL, default 5000\"\n"
+                    "examples[2]: taskferry cancel <id>,taskferry cancel <id> --grace-ms 10000\n");
         cli_run_done(&r);
         r = run_cli(NULL, "-h", NULL);
         ck_assert_int_eq(r.exit_code, 0);
@@ -1058,9 +1091,7 @@ START_TEST(test_cli_dispatch_params) {
         ck_assert_str_eq(json_get_string(p, "executor"), "shell");
 
         /* literal cwd by default (not the workspace root) */
-        r = run_cli(NULL, "dispatch", "--prompt", "hello", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        cli_run_done(&r);
+        cli_ok(run_cli(NULL, "dispatch", "--prompt", "hello", NULL));
         _cleanup_json_ json_object *p2 = last_params("task.dispatch");
         ck_assert_str_eq(json_get_string(p2, "directory"), tmp);
         ck_assert_str_eq(json_get_string(p2, "prompt"), "hello");
@@ -1071,28 +1102,22 @@ END_TEST
 
 START_TEST(test_cli_wait_timeout_chain) {
         /* --json prints the echo, which carries the params the CLI sent */
-        cli_run r = run_cli(NULL, "wait", "oc_w", "--json", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        cli_run_done(&r);
-        _cleanup_json_ json_object *p1 = last_params("task.wait");
-        ck_assert_str_eq(json_to_line(p1, NULL), "{\"taskId\":\"oc_w\",\"timeoutMs\":900000}");
+        cli_ok(run_cli(NULL, "wait", "oc_w", "--json", NULL));
+        params_are("task.wait", "{\"taskId\":\"oc_w\",\"timeoutMs\":900000}");
 
         setenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS", "0", 1);
-        r = run_cli(NULL, "wait", "oc_w", "--json", NULL);
+        cli_run r = run_cli(NULL, "wait", "oc_w", "--json", NULL);
         cli_run_done(&r);
-        _cleanup_json_ json_object *p2 = last_params("task.wait");
-        ck_assert_str_eq(json_to_line(p2, NULL), "{\"taskId\":\"oc_w\"}");
+        params_are("task.wait", "{\"taskId\":\"oc_w\"}");
 
         setenv("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS", "1500", 1);
         r = run_cli(NULL, "wait", "oc_w", "--json", "--tail-chars", "10", NULL);
         cli_run_done(&r);
-        _cleanup_json_ json_object *p3 = last_params("task.wait");
-        ck_assert_str_eq(json_to_line(p3, NULL), "{\"taskId\":\"oc_w\",\"timeoutMs\":1500,\"tailChars\":10}");
+        params_are("task.wait", "{\"taskId\":\"oc_w\",\"timeoutMs\":1500,\"tailChars\":10}");
 
         r = run_cli(NULL, "wait", "oc_w", "--json", "--timeout", "0", NULL);
         cli_run_done(&r);
-        _cleanup_json_ json_object *p4 = last_params("task.wait");
-        ck_assert_str_eq(json_to_line(p4, NULL), "{\"taskId\":\"oc_w\",\"timeoutMs\":0}");
+        params_are("task.wait", "{\"taskId\":\"oc_w\",\"timeoutMs\":0}");
 }
 END_TEST
 
@@ -1102,25 +1127,21 @@ START_TEST(test_cli_accept) {
                      "\"task.reject\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"taskId\\\":\\\"oc_a\\\",\\\"changesetStatus\\\":\\\"rejected\\\",\\\"cleanupFailed\\\":true}}\"]"
                      "}");
         cli_run r = run_cli(NULL, "accept", "oc_a", "--force", NULL);
-        ck_assert_int_eq(r.exit_code, 1);
-        ck_assert_str_eq(r.out,
-                         "error: \"changeset for task oc_a failed to apply\\n  reason: error: patch failed: a.c:1\\n  error: a.c: patch does not apply\"\n"
-                         "help: \"the task is still pending -- resolve the reported conflict in the target directory, then retry \\\"taskferry accept oc_a\\\", or discard the changeset with \\\"taskferry reject oc_a\\\"\"\n");
+        cli_printed(&r, 1,
+                    "error: \"changeset for task oc_a failed to apply\\n  reason: error: patch failed: a.c:1\\n  error: a.c: patch does not apply\"\n"
+                    "help: \"the task is still pending -- resolve the reported conflict in the target directory, then retry \\\"taskferry accept oc_a\\\", or discard the changeset with \\\"taskferry reject oc_a\\\"\"\n");
         cli_run_done(&r);
-        _cleanup_json_ json_object *p = last_params("task.accept");
-        ck_assert_str_eq(json_to_line(p, NULL), "{\"taskId\":\"oc_a\",\"force\":true}");
+        params_are("task.accept", "{\"taskId\":\"oc_a\",\"force\":true}");
 
         /* --json: the daemon's result, still exit 1 */
         r = run_cli(NULL, "accept", "oc_a", "--json", NULL);
         ck_assert_int_eq(r.exit_code, 1);
         ck_assert(startswith(r.out, "{\"taskId\":\"oc_a\",\"changesetStatus\":\"pending\",\"applied\":false,"));
         cli_run_done(&r);
-        _cleanup_json_ json_object *p2 = last_params("task.accept");
-        ck_assert_str_eq(json_to_line(p2, NULL), "{\"taskId\":\"oc_a\"}");
+        params_are("task.accept", "{\"taskId\":\"oc_a\"}");
 
         r = run_cli(NULL, "reject", "oc_a", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        ck_assert_str_eq(r.out, "taskId: oc_a\nchangesetStatus: rejected\ncleanupFailed: true\n");
+        cli_printed(&r, 0, "taskId: oc_a\nchangesetStatus: rejected\ncleanupFailed: true\n");
         ck_assert_str_eq(r.err, "warning: changeset rejected, but overlay cleanup failed -- oc_a's overlay dir remains on disk (a daemon restart will sweep it)\n");
         cli_run_done(&r);
 }
@@ -1129,8 +1150,8 @@ END_TEST
 START_TEST(test_cli_accept_applied_warnings) {
         write_script("{\"task.accept\":[\"{\\\"version\\\":1,\\\"ok\\\":true,\\\"id\\\":\\\"%ID%\\\",\\\"result\\\":{\\\"taskId\\\":\\\"oc_a\\\",\\\"changesetStatus\\\":\\\"accepted\\\",\\\"applied\\\":true,\\\"checkStatus\\\":null,\\\"cleanupFailed\\\":true}}\"]}");
         cli_run r = run_cli(NULL, "accept", "oc_a", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        ck_assert_str_eq(r.out, "taskId: oc_a\nchangesetStatus: accepted\napplied: true\ncheckStatus: null\ncleanupFailed: true\n");
+        cli_printed(&r, 0,
+                    "taskId: oc_a\nchangesetStatus: accepted\napplied: true\ncheckStatus: null\ncleanupFailed: true\n");
         ck_assert_str_eq(r.err,
                          "warning: changeset applied, but overlay cleanup failed -- oc_a's overlay dir remains on disk (a daemon restart will sweep it)\n"
                          "warning: changeset applied, but this repo declares no check command in .taskferry.toml -- nothing was verified before landing\n");
@@ -1140,15 +1161,11 @@ END_TEST
 
 START_TEST(test_cli_result_params_and_rewrite) {
         write_script("{\"task.tail\":[\"{\\\"version\\\":1,\\\"ok\\\":false,\\\"error\\\":{\\\"code\\\":\\\"RESPONSE_TOO_LARGE\\\",\\\"message\\\":\\\"daemon response for this request exceeds 1048576 bytes\\\",\\\"help\\\":\\\"Narrow the request\\\",\\\"detail\\\":\\\"daemon response for this request exceeds 1048576 bytes\\\"},\\\"id\\\":\\\"%ID%\\\"}\"]}");
-        cli_run r = run_cli(NULL, "result", "oc_r", "--diff", "--json", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
+        cli_ok(run_cli(NULL, "result", "oc_r", "--diff", "--json", NULL));
+        params_are("task.result", "{\"taskId\":\"oc_r\",\"fields\":[\"diff\"]}");
+        cli_run r = run_cli(NULL, "result", "oc_r", "--full", "--fields", "narration", "--json", NULL);
         cli_run_done(&r);
-        _cleanup_json_ json_object *p1 = last_params("task.result");
-        ck_assert_str_eq(json_to_line(p1, NULL), "{\"taskId\":\"oc_r\",\"fields\":[\"diff\"]}");
-        r = run_cli(NULL, "result", "oc_r", "--full", "--fields", "narration", "--json", NULL);
-        cli_run_done(&r);
-        _cleanup_json_ json_object *p2 = last_params("task.result");
-        ck_assert_str_eq(json_to_line(p2, NULL), "{\"taskId\":\"oc_r\",\"fields\":[\"narration\"],\"full\":true}");
+        params_are("task.result", "{\"taskId\":\"oc_r\",\"fields\":[\"narration\"],\"full\":true}");
         /* without --json the lean projection adds next */
         r = run_cli(NULL, "result", "oc_r", NULL);
         ck_assert_int_eq(r.exit_code, 0);
@@ -1159,10 +1176,9 @@ START_TEST(test_cli_result_params_and_rewrite) {
         kill_started_daemons(); /* restart the fake daemon with the new script */
         for (int i = 0; i < 400 && proto_health_probe(sock, 100) > 0; i++) usleep(10000);
         r = run_cli(NULL, "result", "oc_r", "--fields", "message", NULL);
-        ck_assert_int_eq(r.exit_code, 1);
-        ck_assert_str_eq(r.out,
-                         "error: the result payload for task oc_r exceeds the daemon's response size cap (1 MiB)\n"
-                         "help: \"fetch a narrower set of fields instead (e.g. \\\"taskferry result oc_r --fields message,tokens\\\")\"\n");
+        cli_printed(&r, 1,
+                    "error: the result payload for task oc_r exceeds the daemon's response size cap (1 MiB)\n"
+                    "help: \"fetch a narrower set of fields instead (e.g. \\\"taskferry result oc_r --fields message,tokens\\\")\"\n");
         cli_run_done(&r);
         r = run_cli(NULL, "result", "oc_r", NULL);
         ck_assert_int_eq(r.exit_code, 1);
@@ -1185,22 +1201,18 @@ START_TEST(test_cli_list_projection) {
         ck_assert_int_ge(mkdir_p(deep, 0755), 0);
 
         cli_run r = run_cli(NULL, "list", "--directory", deep, NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        ck_assert_str_eq(r.out,
-                         "counts:\n  queued: 0\n  running: 0\n  done: 0\n  crashed: 1\n  cancelled: 0\n  unknown: 0\n"
-                         "tasks[1]{id,status,model,startedAt,failureReason}:\n"
-                         "  oc_mx3b8o4p_7eeb1f07,crashed,prov/model-x,\"2026-11-30T13:35:06.026Z\",pi_boot_failure\n");
+        cli_printed(&r, 0,
+                    "counts:\n  queued: 0\n  running: 0\n  done: 0\n  crashed: 1\n  cancelled: 0\n  unknown: 0\n"
+                    "tasks[1]{id,status,model,startedAt,failureReason}:\n"
+                    "  oc_mx3b8o4p_7eeb1f07,crashed,prov/model-x,\"2026-11-30T13:35:06.026Z\",pi_boot_failure\n");
         cli_run_done(&r);
         _cleanup_json_ json_object *p1 = last_params("task.list");
         _cleanup_free_ char *want1 = strdup_printf("{\"directory\":\"%s\"}", deep);
         ck_assert_str_eq(json_to_line(p1, NULL), want1);
 
         /* --all sends no directory */
-        r = run_cli(NULL, "list", "--all", NULL);
-        ck_assert_int_eq(r.exit_code, 0);
-        cli_run_done(&r);
-        _cleanup_json_ json_object *p2 = last_params("task.list");
-        ck_assert_str_eq(json_to_line(p2, NULL), "{}");
+        cli_ok(run_cli(NULL, "list", "--all", NULL));
+        params_are("task.list", "{}");
 
         /* default: the workspace root of the cwd (run from repo/a/b via sh) */
         char *argv[] = { "sh", "-c", "cd \"$1\" && exec \"$2\" list", "sh", deep, NULL, NULL };
@@ -1312,42 +1324,55 @@ static bool sigint_handler_installed(void *pid) {
         "\\\"result\\\":{\\\"id\\\":\\\"oc_a\\\",\\\"status\\\":\\\"done\\\",\\\"startedAt\\\":null,"          \
         "\\\"exitCode\\\":0,\\\"signal\\\":null}}\"]}"
 
-START_TEST(test_cli_first_sigint_swallowed_during_wait) {
-        _cleanup_free_ char *go = strdup_printf("%s/go", tmp);
+/* `taskferry wait oc_a` (spawn_cli "wait") against a fake daemon that
+ * answers once the file *ret_go (malloc'd) exists; its pid, once its
+ * request reached the daemon. */
+static pid_t start_wait(char **ret_go) {
+        char *go = strdup_printf("%s/go", tmp);
         _cleanup_free_ char *script = strdup_printf(WAIT_SCRIPT("%s"), go);
         write_script(script);
-        char *args[] = { "wait", "oc_a", NULL };
+        char *args[] = {"wait", "oc_a", NULL};
         pid_t pid = spawn_cli("wait", NULL, args);
         wait_until(request_logged, "task.wait", "the wait request");
+        *ret_go = go;
+        return pid;
+}
+
+/* The CLI child pid reaped: its wait status. */
+static int cli_status(pid_t pid) {
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        return status;
+}
+
+/* What the spawn_cli child `name` wrote to its stdout. */
+static char *cli_out(const char *name) {
+        _cleanup_free_ char *path = strdup_printf("%s/%s.out", tmp, name);
+        return tf_read_file(path, false);
+}
+
+START_TEST(test_cli_first_sigint_swallowed_during_wait) {
+        _cleanup_free_ char *go = NULL;
+        pid_t pid = start_wait(&go);
         ck_assert(catches_signal(pid, SIGINT));
         ck_assert_int_eq(kill(pid, SIGINT), 0);
         wait_until(sigint_handler_gone, &pid, "the SIGINT handler to run");
         ck_assert_int_eq(write_file_atomic(go, "", 0, 0600), 0);
-        int status;
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        int status = cli_status(pid);
         ck_assert(WIFEXITED(status));
         ck_assert_int_eq(WEXITSTATUS(status), 0);
-        _cleanup_free_ char *out_path = strdup_printf("%s/wait.out", tmp);
-        char *out = NULL;
-        size_t len;
-        ck_assert_int_eq(read_file(out_path, 1 << 20, &out, &len), 0);
+        _cleanup_free_ char *out = cli_out("wait");
         ck_assert(startswith(out, "id: oc_a\nstatus: done\n"));
-        free(out);
 }
 END_TEST
 
 START_TEST(test_cli_second_sigint_kills_wait) {
-        _cleanup_free_ char *go = strdup_printf("%s/go", tmp);
-        _cleanup_free_ char *script = strdup_printf(WAIT_SCRIPT("%s"), go);
-        write_script(script);
-        char *args[] = { "wait", "oc_a", NULL };
-        pid_t pid = spawn_cli("wait", NULL, args);
-        wait_until(request_logged, "task.wait", "the wait request");
+        _cleanup_free_ char *go = NULL;
+        pid_t pid = start_wait(&go);
         ck_assert_int_eq(kill(pid, SIGINT), 0);
         wait_until(sigint_handler_gone, &pid, "the SIGINT handler to run");
         ck_assert_int_eq(kill(pid, SIGINT), 0);
-        int status;
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        int status = cli_status(pid);
         ck_assert(WIFSIGNALED(status));
         ck_assert_int_eq(WTERMSIG(status), SIGINT);
         /* let the fake daemon's connection handler finish */
@@ -1362,81 +1387,35 @@ START_TEST(test_cli_sigint_aborts_prompt_stdin) {
         ck_assert_int_eq(write(w, "partial prompt", 14), 14); /* stdin stays open */
         wait_until(sigint_handler_installed, &pid, "the SIGINT handler");
         ck_assert_int_eq(kill(pid, SIGINT), 0);
-        int status;
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        int status = cli_status(pid);
         close(w);
         ck_assert(WIFEXITED(status));
         ck_assert_int_eq(WEXITSTATUS(status), 2);
-        _cleanup_free_ char *out_path = strdup_printf("%s/dispatch.out", tmp);
-        char *out = NULL;
-        size_t len;
-        ck_assert_int_eq(read_file(out_path, 1 << 20, &out, &len), 0);
+        _cleanup_free_ char *out = cli_out("dispatch");
         ck_assert_str_eq(out, "error: \"--prompt - aborted while waiting for stdin to close\"\n"
                               "help: \"Pipe a prompt into the command (e.g. `cat prompt.txt | taskferry dispatch --prompt -`), or pass --prompt \\\"<text>\\\" directly\"\n");
-        free(out);
         ck_assert_uint_eq(count_starts(), 0);
 }
 END_TEST
 
-static Suite *cli_client_suite(void) {
-        Suite *s = suite_create("cli-client");
-        TCase *tc = tcase_create("client");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_call_echo_and_request_shape);
-        tcase_add_test(tc, test_call_skips_events_unknown_ids_and_empty_lines);
-        tcase_add_test(tc, test_call_error_responses);
-        tcase_add_test(tc, test_call_invalid_frames);
-        tcase_add_test(tc, test_call_shutdown_and_close);
-        tcase_add_test(tc, test_call_closed_by_a_failed_boot);
-        tcase_add_test(tc, test_call_large_and_oversized_frames);
-        tcase_add_test(tc, test_health_probe);
-        tcase_add_test(tc, test_health_probe_rejects_bad_answer);
-        tcase_add_test(tc, test_health_probe_rejects_other_id);
-        suite_add_tcase(s, tc);
-
-        TCase *as = tcase_create("autostart");
-        tcase_add_checked_fixture(as, setup, teardown);
-        tcase_set_timeout(as, 60);
-        tcase_add_test(as, test_autostart_spawns_daemon);
-        tcase_add_test(as, test_autostart_replaces_stale_socket);
-        tcase_add_test(as, test_autostart_disabled);
-        tcase_add_test(as, test_autostart_boot_failure_reports_boot_err);
-        tcase_add_test(as, test_autostart_removes_old_boot_err);
-        tcase_add_test(as, test_autostart_booter_stderr);
-        tcase_add_test(as, test_autostart_missing_or_unexecutable_binary);
-        tcase_add_test(as, test_autostart_race_starts_one_daemon);
-        tcase_add_test(as, test_find_daemon_order);
-        suite_add_tcase(s, as);
-
-        TCase *bin = tcase_create("binary");
-        tcase_add_checked_fixture(bin, setup, teardown);
-        tcase_set_timeout(bin, 60);
-        tcase_add_test(bin, test_cli_status_lean_toon_and_json);
-        tcase_add_test(bin, test_cli_daemon_error);
-        tcase_add_test(bin, test_cli_usage_errors_do_not_start_daemon);
-        tcase_add_test(bin, test_cli_help_and_version);
-        tcase_add_test(bin, test_cli_dispatch_params);
-        tcase_add_test(bin, test_cli_wait_timeout_chain);
-        tcase_add_test(bin, test_cli_accept);
-        tcase_add_test(bin, test_cli_accept_applied_warnings);
-        tcase_add_test(bin, test_cli_result_params_and_rewrite);
-        tcase_add_test(bin, test_cli_list_projection);
-        tcase_add_test(bin, test_cli_advisor_ferry_log_context);
-        tcase_add_test(bin, test_cli_auto_start_disabled);
-        tcase_add_test(bin, test_cli_first_sigint_swallowed_during_wait);
-        tcase_add_test(bin, test_cli_second_sigint_kills_wait);
-        tcase_add_test(bin, test_cli_sigint_aborts_prompt_stdin);
-        suite_add_tcase(s, bin);
-        return s;
-}
-
 int main(void) {
         const char *fake = getenv("TF_FAKE_DAEMON");
         if (fake && getenv("TASKFERRY_SOCKET_PATH")) return fake_daemon_main(fake);
-        SRunner *sr = srunner_create(cli_client_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("cli-client");
+        tf_tcase(s, "client", setup, teardown, 60, TF_TESTS(test_call_echo_and_request_shape,
+                test_call_skips_events_unknown_ids_and_empty_lines, test_call_error_responses, test_call_invalid_frames,
+                test_call_shutdown_and_close, test_call_closed_by_a_failed_boot, test_call_large_and_oversized_frames,
+                test_health_probe, test_health_probe_rejects_bad_answer, test_health_probe_rejects_other_id));
+        tf_tcase(s, "autostart", setup, teardown, 60, TF_TESTS(test_autostart_spawns_daemon,
+                test_autostart_replaces_stale_socket, test_autostart_disabled,
+                test_autostart_boot_failure_reports_boot_err, test_autostart_removes_old_boot_err,
+                test_autostart_booter_stderr, test_autostart_missing_or_unexecutable_binary,
+                test_autostart_race_starts_one_daemon, test_find_daemon_order));
+        tf_tcase(s, "binary", setup, teardown, 60, TF_TESTS(test_cli_status_lean_toon_and_json, test_cli_daemon_error,
+                test_cli_usage_errors_do_not_start_daemon, test_cli_help_and_version, test_cli_dispatch_params,
+                test_cli_wait_timeout_chain, test_cli_accept, test_cli_accept_applied_warnings,
+                test_cli_result_params_and_rewrite, test_cli_list_projection, test_cli_advisor_ferry_log_context,
+                test_cli_auto_start_disabled, test_cli_first_sigint_swallowed_during_wait,
+                test_cli_second_sigint_kills_wait, test_cli_sigint_aborts_prompt_stdin));
+        return tf_run_suite(s);
 }

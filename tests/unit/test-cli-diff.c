@@ -4,10 +4,12 @@
  * names and contents carry terminal escapes. The samples are what
  * `git diff-tree -p --binary -M` writes (the daemon's extraction). */
 #include <check.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli-diff.h"
+#include "unit.h"
 #include "util.h"
 
 static const char PATCH[] =
@@ -153,46 +155,50 @@ START_TEST(test_path_limits) {
 }
 END_TEST
 
+/* cli_diff_header_names of header are exactly the names that follow
+ * (NULL-terminated); a mismatch names the header. */
+static void header_names_are(const char *header, ...) __attribute__((sentinel));
+static void header_names_are(const char *header, ...) {
+        _cleanup_strv_free_ char **names = cli_diff_header_names(header, strlen(header));
+        size_t n = strv_length(names), i = 0;
+        va_list ap;
+        va_start(ap, header);
+        for (const char *want; (want = va_arg(ap, const char *)); i++) {
+                ck_assert_msg(i < n, "%s: %zu names, want more (%s)", header, n, want);
+                ck_assert_msg(streq(names[i], want), "%s: name %zu is [%s], want [%s]", header, i, names[i], want);
+        }
+        va_end(ap);
+        ck_assert_msg(n == i, "%s: %zu names, want %zu", header, n, i);
+}
+
 START_TEST(test_header_names) {
-        const char *h = "diff --git \"a/tab\\there\" \"b/tab\\there\"\n"
-                        "new file mode 100644\n"
-                        "--- /dev/null\n"
-                        "+++ \"b/tab\\there\"\n";
-        _cleanup_strv_free_ char **n = cli_diff_header_names(h, strlen(h));
-        ck_assert_ptr_nonnull(n);
-        ck_assert_uint_eq(strv_length(n), 1);
-        ck_assert_str_eq(n[0], "tab\there");
-
-        const char *esc = "diff --git \"a/\\033[31mred\\303\\251\" \"b/\\033[31mred\\303\\251\"\n";
-        _cleanup_strv_free_ char **e = cli_diff_header_names(esc, strlen(esc));
-        ck_assert_uint_eq(strv_length(e), 1);
-        ck_assert_str_eq(e[0], "\033[31mred\xc3\xa9");
-
+        header_names_are("diff --git \"a/tab\\there\" \"b/tab\\there\"\n"
+                         "new file mode 100644\n"
+                         "--- /dev/null\n"
+                         "+++ \"b/tab\\there\"\n",
+                         "tab\there", NULL);
+        header_names_are("diff --git \"a/\\033[31mred\\303\\251\" \"b/\\033[31mred\\303\\251\"\n",
+                         "\033[31mred\xc3\xa9", NULL);
         /* renames: both sides, from the rename lines; a name with " b/" in it */
-        const char *ren = "diff --git a/x b/y b/z b/w\nsimilarity index 90%\nrename from x b/y\nrename to z b/w\n";
-        _cleanup_strv_free_ char **r = cli_diff_header_names(ren, strlen(ren));
-        ck_assert_uint_eq(strv_length(r), 2);
-        ck_assert_str_eq(r[0], "x b/y");
-        ck_assert_str_eq(r[1], "z b/w");
-
+        header_names_are("diff --git a/x b/y b/z b/w\nsimilarity index 90%\nrename from x b/y\nrename to z b/w\n",
+                         "x b/y", "z b/w", NULL);
         /* the same name on both sides splits in the middle, spaces and all */
-        const char *sp = "diff --git a/a b c b/a b c\nold mode 100644\nnew mode 100755\n";
-        _cleanup_strv_free_ char **s = cli_diff_header_names(sp, strlen(sp));
-        ck_assert_uint_eq(strv_length(s), 1);
-        ck_assert_str_eq(s[0], "a b c");
-
+        header_names_are("diff --git a/a b c b/a b c\nold mode 100644\nnew mode 100755\n", "a b c", NULL);
         /* malformed quoting names nothing */
-        const char *bad = "diff --git \"a/unterminated\n--- \"a/x\\q\"\n";
-        _cleanup_strv_free_ char **b = cli_diff_header_names(bad, strlen(bad));
-        ck_assert_uint_eq(strv_length(b), 0);
+        header_names_are("diff --git \"a/unterminated\n--- \"a/x\\q\"\n", NULL);
 
-        ck_assert(cli_diff_path_matches("src/a.c", "src"));
-        ck_assert(cli_diff_path_matches("src/a.c", "src//"));
-        ck_assert(cli_diff_path_matches("src/a.c", "././src/a.c"));
-        ck_assert(!cli_diff_path_matches("srcx/a.c", "src"));
-        ck_assert(!cli_diff_path_matches("src", "src/a.c"));
-        ck_assert(cli_diff_path_matches("anything", "."));
-        ck_assert(cli_diff_path_matches("anything", ""));
+        /* a path and a filter: whether the filter takes it */
+        static const struct {
+                const char *path, *filter;
+                bool matches;
+        } filters[] = {
+                {"src/a.c", "src", true},      {"src/a.c", "src//", true}, {"src/a.c", "././src/a.c", true},
+                {"srcx/a.c", "src", false},    {"src", "src/a.c", false},  {"anything", ".", true},
+                {"anything", "", true},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(filters); i++)
+                ck_assert_msg(cli_diff_path_matches(filters[i].path, filters[i].filter) == filters[i].matches,
+                              "%s ~ %s: want %d", filters[i].path, filters[i].filter, filters[i].matches);
 }
 END_TEST
 
@@ -321,24 +327,5 @@ START_TEST(test_header_bound) {
 }
 END_TEST
 
-static Suite *cli_diff_suite(void) {
-        Suite *s = suite_create("cli-diff");
-        TCase *tc = tcase_create("filter");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_plain_is_byte_exact_in_any_chunking);
-        tcase_add_test(tc, test_path_limits);
-        tcase_add_test(tc, test_header_names);
-        tcase_add_test(tc, test_colors_as_git);
-        tcase_add_test(tc, test_hostile_escapes);
-        tcase_add_test(tc, test_header_bound);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(cli_diff_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("cli-diff", "filter", NULL, NULL, 120, test_plain_is_byte_exact_in_any_chunking, test_path_limits,
+        test_header_names, test_colors_as_git, test_hostile_escapes, test_header_bound)

@@ -14,6 +14,7 @@
 #include "cli-args.h"
 #include "cli-verbs.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 /* A command word this build runs (home and version are the no-command view
@@ -208,9 +209,7 @@ static char *tmp;
 static char *fake_cli; /* the CLI, but `list --all --json` prints one task, oc_fake1 */
 
 static void completion_setup(void) {
-        char tmpl[] = "/var/tmp/test-cli-help-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmp = strdup(tmpl);
+        tmp = tf_tmpdir_new("test-cli-help");
         fake_cli = strdup_printf("%s/taskferry", tmp);
         _cleanup_free_ char *script = strdup_printf(
                 "#!/bin/sh\n"
@@ -225,11 +224,7 @@ static void completion_setup(void) {
 }
 
 static void completion_teardown(void) {
-        char *argv[] = {(char *) "rm", (char *) "-rf", tmp, NULL};
-        run_result r = {0};
-        (void) run_command(argv, NULL, NULL, 0, -1, &r);
-        run_result_done(&r);
-        free(tmp);
+        tmp = tf_tmpdir_free(tmp);
         free(fake_cli);
 }
 
@@ -329,27 +324,12 @@ START_TEST(completion_follows_the_table) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("cli-help");
-        TCase *tc = tcase_create("help");
-        tcase_add_test(tc, top_help_lists_exactly_the_implemented_commands);
-        tcase_add_test(tc, man_page_documents_exactly_the_implemented_commands);
-        tcase_add_test(tc, man_page_says_which_commands_need_no_daemon);
-        tcase_add_test(tc, man_page_parser);
-        tcase_add_test(tc, diff_is_in_the_table);
-        suite_add_tcase(s, tc);
-        TCase *comp = tcase_create("completion");
-        tcase_add_unchecked_fixture(comp, completion_setup, completion_teardown);
-        tcase_set_timeout(comp, 120);
-        tcase_add_test(comp, completion_follows_the_table);
-        suite_add_tcase(s, comp);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        Suite *s = suite_create("cli-help");
+        tf_tcase(s, "help", NULL, NULL, 0, TF_TESTS(top_help_lists_exactly_the_implemented_commands,
+                man_page_documents_exactly_the_implemented_commands, man_page_says_which_commands_need_no_daemon,
+                man_page_parser, diff_is_in_the_table));
+        TCase *comp = tf_tcase(s, "completion", NULL, NULL, 120, TF_TESTS(completion_follows_the_table));
+        tcase_add_unchecked_fixture(comp, completion_setup, completion_teardown);
+        return tf_run_suite(s);
 }

@@ -9,6 +9,7 @@
 #include "cli-project.h"
 #include "json-util.h"
 #include "toon.h"
+#include "unit.h"
 #include "util.h"
 
 static json_object *J(const char *text) {
@@ -403,32 +404,9 @@ START_TEST(test_truthy) {
 }
 END_TEST
 
-static Suite *cli_project_suite(void) {
-        Suite *s = suite_create("cli-project");
-        TCase *tc = tcase_create("projections");
-        tcase_add_test(tc, test_lean_status_done_pending);
-        tcase_add_test(tc, test_lean_status_running_wait_timeout);
-        tcase_add_test(tc, test_lean_status_crashed_salvage_hint);
-        tcase_add_test(tc, test_lean_status_changeset_not_extracted);
-        tcase_add_test(tc, test_list_changeset_column);
-        tcase_add_test(tc, test_lean_status_check_gate);
-        tcase_add_test(tc, test_lean_status_full_reduces_overlay_dirs);
-        tcase_add_test(tc, test_lean_result);
-        tcase_add_test(tc, test_project_list_rows);
-        tcase_add_test(tc, test_project_list_empty_and_strings);
-        tcase_add_test(tc, test_project_list_limits_and_next);
-        tcase_add_test(tc, test_home_view);
-        tcase_add_test(tc, test_error_value);
-        tcase_add_test(tc, test_accept_failure_text);
-        tcase_add_test(tc, test_truthy);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(cli_project_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("cli-project", "projections", NULL, NULL, 0, test_lean_status_done_pending,
+        test_lean_status_running_wait_timeout, test_lean_status_crashed_salvage_hint,
+        test_lean_status_changeset_not_extracted, test_list_changeset_column, test_lean_status_check_gate,
+        test_lean_status_full_reduces_overlay_dirs, test_lean_result, test_project_list_rows,
+        test_project_list_empty_and_strings, test_project_list_limits_and_next, test_home_view, test_error_value,
+        test_accept_failure_text, test_truthy)

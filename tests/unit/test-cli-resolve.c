@@ -9,36 +9,17 @@
 #include <unistd.h>
 
 #include "cli-resolve.h"
+#include "unit.h"
 #include "util.h"
 
 static char *tmp_root;
 
-static void setup(void) {
-        char tmpl[] = "/var/tmp/test-cli-resolve-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmp_root = realpath(tmpl, NULL);
-        ck_assert_ptr_nonnull(tmp_root);
-}
+static void setup(void) { tmp_root = tf_tmpdir_new("test-cli-resolve"); }
 
-static void teardown(void) {
-        rm_rf(tmp_root);
-        free(tmp_root);
-        tmp_root = NULL;
-}
+static void teardown(void) { tmp_root = tf_tmpdir_free(tmp_root); }
 
-static void sh(const char *fmt, ...) _printf_(1, 2);
-static void sh(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        _cleanup_free_ char *cmd = NULL;
-        ck_assert_int_ge(vasprintf(&cmd, fmt, ap), 0);
-        va_end(ap);
-        char *argv[] = { "sh", "-ec", cmd, NULL };
-        run_result r = {};
-        ck_assert_int_eq(run_command(argv, NULL, tmp_root, 1 << 20, -1, &r), 0);
-        ck_assert_msg(r.exit_code == 0, "%s failed: %s", cmd, strnull(r.err));
-        run_result_done(&r);
-}
+/* A shell command (printf-style) run in the test's dir. */
+#define sh(...) free(tf_sh(tmp_root, __VA_ARGS__))
 
 START_TEST(test_normalize_existing_and_relative) {
         _cleanup_free_ char *sub = strdup_printf("%s/a/b", tmp_root);
@@ -295,31 +276,8 @@ START_TEST(test_prompt_interrupt_pending_before_wait) {
 }
 END_TEST
 
-static Suite *cli_resolve_suite(void) {
-        Suite *s = suite_create("cli-resolve");
-        TCase *tc = tcase_create("resolve");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_normalize_existing_and_relative);
-        tcase_add_test(tc, test_normalize_missing_directory);
-        tcase_add_test(tc, test_normalize_file_is_not_directory);
-        tcase_add_test(tc, test_workspace_root_repo_and_subdir);
-        tcase_add_test(tc, test_workspace_root_linked_worktree);
-        tcase_add_test(tc, test_workspace_root_submodule);
-        tcase_add_test(tc, test_workspace_root_no_repo);
-        tcase_add_test(tc, test_prompt_from_stdin);
-        tcase_add_test(tc, test_prompt_empty_stdin);
-        tcase_add_test(tc, test_prompt_tty_rejected);
-        tcase_add_test(tc, test_prompt_interrupted);
-        tcase_add_test(tc, test_prompt_interrupt_pending_before_wait);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(cli_resolve_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("cli-resolve", "resolve", setup, teardown, 60, test_normalize_existing_and_relative,
+        test_normalize_missing_directory, test_normalize_file_is_not_directory, test_workspace_root_repo_and_subdir,
+        test_workspace_root_linked_worktree, test_workspace_root_submodule, test_workspace_root_no_repo,
+        test_prompt_from_stdin, test_prompt_empty_stdin, test_prompt_tty_rejected, test_prompt_interrupted,
+        test_prompt_interrupt_pending_before_wait)

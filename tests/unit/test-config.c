@@ -7,16 +7,18 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "fileio.h"
 #include "fs-util.h"
+#include "js-number-cases.h"
 #include "json-util.h"
 #include "macro.h"
+#include "process-util.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 static char *tmpdir;
 
@@ -26,16 +28,9 @@ static json_object *tf_cfg(const char *text) {
         return o;
 }
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        tmpdir = strdup_printf("%s/test-config-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
+static void setup(void) { tmpdir = tf_tmpdir_new("test-config"); }
 
-static void teardown(void) {
-        rm_rf(tmpdir);
-        free(tmpdir);
-}
+static void teardown(void) { tmpdir = tf_tmpdir_free(tmpdir); }
 
 static char *write_config(const char *text, size_t len) {
         char *p = strdup_printf("%s/config.json", tmpdir);
@@ -191,9 +186,10 @@ END_TEST
 static int load_bounded(const char *path, char **ret_error) {
         int pfd[2];
         ck_assert_int_eq(pipe(pfd), 0);
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
+        pid_t pid;
+        int k = safe_fork("config_load", 0, &pid);
+        ck_assert_int_ge(k, 0);
+        if (k == 0) {
                 close(pfd[0]);
                 alarm(10);
                 json_object *o = NULL;
@@ -206,9 +202,8 @@ static int load_bounded(const char *path, char **ret_error) {
         _cleanup_free_ char *out = NULL;
         ck_assert_int_eq(read_fd(pfd[0], 1 << 20, &out, NULL), 0);
         close(pfd[0]);
-        int st;
-        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "config_load hung or crashed on %s", path);
+        ck_assert_msg(wait_for_terminate_and_check("config_load", pid, 0) == 0, "config_load hung or crashed on %s",
+                      path);
         char *nl = strchr(out, '\n');
         ck_assert_ptr_nonnull(nl);
         *ret_error = strdup(nl + 1);
@@ -294,18 +289,7 @@ START_TEST(hostile_files_fail_clearly) {
 }
 END_TEST
 
-START_TEST(js_number_rules) {
-        ck_assert(config_js_number("") == 0);
-        ck_assert(config_js_number("  ") == 0);
-        ck_assert(config_js_number("1e3") == 1000);
-        ck_assert(config_js_number(" 42 ") == 42);
-        ck_assert(config_js_number("0x10") == 16);
-        ck_assert(config_js_number("1.5") == 1.5);
-        ck_assert(isnan(config_js_number("12abc")));
-        ck_assert(isnan(config_js_number("1,000")));
-        ck_assert(isnan(config_js_number(NULL)));
-        ck_assert(isinf(config_js_number("Infinity")));
-}
+START_TEST(js_number_rules) { js_number_check(config_js_number, _i); }
 END_TEST
 
 START_TEST(integer_precedence) {
@@ -397,32 +381,13 @@ START_TEST(advisor_context_chars_chain) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("config");
-        TCase *tc = tcase_create("config");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, table_has_the_29_keys_in_spec_order);
-        tcase_add_test(tc, missing_file_is_empty_object);
-        tcase_add_test(tc, valid_file_keeps_values);
-        tcase_add_test(tc, validation_errors_say_what);
-        tcase_add_test(tc, unknown_key_help_lists_all_29_keys);
-        tcase_add_test(tc, empty_provider_entry_warns);
-        tcase_add_test(tc, hostile_files_fail_clearly);
-        tcase_add_test(tc, js_number_rules);
-        tcase_add_test(tc, integer_precedence);
-        tcase_add_test(tc, boolean_precedence);
-        tcase_add_test(tc, lists_split_trim_dedupe);
-        tcase_add_test(tc, wait_default_timeout_chain);
-        tcase_add_test(tc, advisor_context_chars_chain);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        Suite *s = suite_create("config");
+        TCase *tc = tf_tcase(s, "config", setup, teardown, 60, TF_TESTS(table_has_the_29_keys_in_spec_order,
+                missing_file_is_empty_object, valid_file_keeps_values, validation_errors_say_what,
+                unknown_key_help_lists_all_29_keys, empty_provider_entry_warns, hostile_files_fail_clearly,
+                integer_precedence, boolean_precedence, lists_split_trim_dedupe, wait_default_timeout_chain,
+                advisor_context_chars_chain));
+        TF_LOOP(tc, js_number_rules, js_number_cases);
+        return tf_run_suite(s);
 }

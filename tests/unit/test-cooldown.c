@@ -11,6 +11,7 @@
 #include "core/cooldown.h"
 #include "daemon.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 #define NOW 1796046955000ULL /* 2026-11-30T13:55:55.000Z */
@@ -22,35 +23,39 @@ static uint64_t hint(const char *text) {
         return r > 0 ? ms : 0;
 }
 
+/* A text and the hint parsed from it (ms after NOW). */
+typedef struct HintCase {
+        const char *text;
+        uint64_t ms;
+} HintCase;
+
+static const HintCase hint_cases[] = {
+        {"Retry-After: 3", 3000},
+        {"HTTP 429 Too Many Requests; retry-after=7", 7000},
+        {"{\"retry-after\":\"1\",\"server\":\"mockllm/1.0\"}", 1000},
+        {"retry_after: 2.5", 2500},
+        {"\"retryAfter\": 12", 12000},
+        {"retry-after-ms: 1500", 1500},
+        {"\"retry_after_ms\":250", 250},
+        {"rate_limit_exceeded: please retry after 60s", 60000},
+        {"Retry after 2 minutes", 120000},
+        {"Rate limit reached. Please try again in 20s.", 20000},
+        {"Please try again in 1m30s", 90000},
+        {"try again in 6ms", 6},
+        {"Retry-After: Mon, 30 Nov 2026 13:56:05 GMT", 10000},
+        {"usage limit reached, resets at 2026-11-30T14:55:55Z", 3600000},
+        {"quota resets at 2026-11-30T13:56:00.500+00:00", 5500},
+        {"x-ratelimit-reset-requests: 6m0s", 360000},
+        {"\"resetsAt\":1796046965", 10000},
+        {"reset in 45 seconds", 45000},
+        /* retry-after wins over a reset time in the same text */
+        {"retry-after: 2, x-ratelimit-reset-tokens: 10m", 2000},
+};
+
 START_TEST(hint_forms) {
-        static const struct {
-                const char *text;
-                uint64_t ms;
-        } cases[] = {
-                {"Retry-After: 3", 3000},
-                {"HTTP 429 Too Many Requests; retry-after=7", 7000},
-                {"{\"retry-after\":\"1\",\"server\":\"mockllm/1.0\"}", 1000},
-                {"retry_after: 2.5", 2500},
-                {"\"retryAfter\": 12", 12000},
-                {"retry-after-ms: 1500", 1500},
-                {"\"retry_after_ms\":250", 250},
-                {"rate_limit_exceeded: please retry after 60s", 60000},
-                {"Retry after 2 minutes", 120000},
-                {"Rate limit reached. Please try again in 20s.", 20000},
-                {"Please try again in 1m30s", 90000},
-                {"try again in 6ms", 6},
-                {"Retry-After: Mon, 30 Nov 2026 13:56:05 GMT", 10000},
-                {"usage limit reached, resets at 2026-11-30T14:55:55Z", 3600000},
-                {"quota resets at 2026-11-30T13:56:00.500+00:00", 5500},
-                {"x-ratelimit-reset-requests: 6m0s", 360000},
-                {"\"resetsAt\":1796046965", 10000},
-                {"reset in 45 seconds", 45000},
-                /* retry-after wins over a reset time in the same text */
-                {"retry-after: 2, x-ratelimit-reset-tokens: 10m", 2000},
-        };
-        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
-                ck_assert_msg(hint(cases[i].text) == cases[i].ms, "%s: got %" PRIu64 ", want %" PRIu64, cases[i].text,
-                              hint(cases[i].text), cases[i].ms);
+        const char *text = hint_cases[_i].text;
+        uint64_t want = hint_cases[_i].ms;
+        ck_assert_msg(hint(text) == want, "%s: got %" PRIu64 ", want %" PRIu64, text, hint(text), want);
 }
 END_TEST
 
@@ -91,16 +96,9 @@ END_TEST
 
 static char *tmpdir;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        tmpdir = strdup_printf("%s/tf-cooldown-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
+static void setup(void) { tmpdir = tf_tmpdir_new("tf-cooldown"); }
 
-static void teardown(void) {
-        rm_rf(tmpdir);
-        free(tmpdir);
-}
+static void teardown(void) { tmpdir = tf_tmpdir_free(tmpdir); }
 
 static int scan(const char *content, const char *prefix, uint64_t *ms) {
         char *p = strdup_printf("%s/log.ndjson", tmpdir);
@@ -170,19 +168,8 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("cooldown");
-        TCase *tc = tcase_create("cooldown");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, hint_forms);
-        tcase_add_test(tc, no_hint);
-        tcase_add_test(tc, hint_is_capped);
-        tcase_add_test(tc, reasons_that_apply);
-        tcase_add_test(tc, scan_real_fixtures);
-        tcase_add_test(tc, scan_which_lines_count);
-        tcase_add_test(tc, scan_reads_only_the_tail);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        TCase *tc = tf_tcase(s, "cooldown", setup, teardown, 0, TF_TESTS(no_hint, hint_is_capped, reasons_that_apply,
+                scan_real_fixtures, scan_which_lines_count, scan_reads_only_the_tail));
+        TF_LOOP(tc, hint_forms, hint_cases);
+        return tf_run_suite(s);
 }

@@ -14,6 +14,7 @@
 #include "fs-util.h"
 #include "macro.h"
 #include "string-util.h"
+#include "unit.h"
 
 START_TEST(test_size_parse) {
         static const struct {
@@ -100,14 +101,6 @@ START_TEST(test_rules) {
 }
 END_TEST
 
-static char *tmpdir(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        if (!base || !*base) base = "/var/tmp";
-        char *t = strdup_printf("%s/tf-disk-budget-XXXXXX", base);
-        ck_assert_ptr_nonnull(mkdtemp(t));
-        return t;
-}
-
 static void write_bytes(const char *path, size_t n) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
@@ -129,7 +122,7 @@ static uint64_t walk(const char *path) {
 }
 
 START_TEST(test_walk_counts) {
-        _cleanup_free_ char *t = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
         uint64_t empty = walk(t);
         ck_assert_uint_lt(empty, 1 << 16); /* only the directory itself */
         /* a dense 1 MiB file counts at least its size */
@@ -182,13 +175,13 @@ START_TEST(test_walk_counts) {
         disk_usage m = {7, 7};
         ck_assert_int_eq(disk_usage_walk(missing, 0, &m), 0);
         ck_assert_uint_eq(m.bytes, 7);
-        ck_assert_int_eq(rm_rf(t), 0);
+        tf_tmpdir_free(t);
 }
 END_TEST
 
 START_TEST(test_walk_no_follow) {
-        _cleanup_free_ char *t = tmpdir();
-        _cleanup_free_ char *outside = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
+        char *outside = tf_tmpdir_new("tf-disk-budget");
         _cleanup_free_ char *big = strdup_printf("%s/big", outside);
         write_bytes(big, 4 << 20);
         _cleanup_free_ char *tree = strdup_printf("%s/tree", t);
@@ -203,13 +196,13 @@ START_TEST(test_walk_no_follow) {
         disk_usage u = {0};
         ck_assert_int_lt(disk_usage_walk(top, 0, &u), 0);
         ck_assert_uint_eq(u.bytes, 0);
-        ck_assert_int_eq(rm_rf(t), 0);
-        ck_assert_int_eq(rm_rf(outside), 0);
+        tf_tmpdir_free(t);
+        tf_tmpdir_free(outside);
 }
 END_TEST
 
 START_TEST(test_walk_early_stop) {
-        _cleanup_free_ char *t = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
         for (int i = 0; i < 10; i++) {
                 _cleanup_free_ char *f = strdup_printf("%s/f%d", t, i);
                 write_bytes(f, 1 << 20);
@@ -221,14 +214,14 @@ START_TEST(test_walk_early_stop) {
         u = (disk_usage) {0};
         ck_assert_int_eq(disk_usage_walk(t, 20 << 20, &u), 0);
         ck_assert_uint_ge(u.bytes, 10 << 20);
-        ck_assert_int_eq(rm_rf(t), 0);
+        tf_tmpdir_free(t);
 }
 END_TEST
 
 /* Nesting deeper than the walker measures is refused (-ELOOP), never
  * silently left out, and costs no more than DISK_WALK_MAX_DEPTH open fds. */
 START_TEST(test_walk_deep) {
-        _cleanup_free_ char *t = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
         int fd = open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_ge(fd, 0);
         for (int i = 0; i < DISK_WALK_MAX_DEPTH + 10; i++) {
@@ -247,7 +240,7 @@ START_TEST(test_walk_deep) {
         disk_usage u = {0};
         ck_assert_int_eq(disk_usage_walk(t, 0, &u), -ELOOP);
         /* a tree just within the limit is measured */
-        _cleanup_free_ char *t2 = tmpdir();
+        char *t2 = tf_tmpdir_new("tf-disk-budget");
         fd = open(t2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         for (int i = 0; i < DISK_WALK_MAX_DEPTH - 1; i++) {
                 ck_assert_int_eq(mkdirat(fd, "d", 0700), 0);
@@ -262,15 +255,15 @@ START_TEST(test_walk_deep) {
         u = (disk_usage) {0};
         ck_assert_int_eq(disk_usage_walk(t2, 0, &u), 0);
         ck_assert_uint_ge(u.bytes, 1ULL << 30);
-        ck_assert_int_eq(rm_rf(t), 0);
-        ck_assert_int_eq(rm_rf(t2), 0);
+        tf_tmpdir_free(t);
+        tf_tmpdir_free(t2);
 }
 END_TEST
 
 /* A directory the walker cannot read is an error, not zero bytes (a
  * worker could hide a giant behind chmod 000). Root reads it anyway. */
 START_TEST(test_walk_unreadable) {
-        _cleanup_free_ char *t = tmpdir();
+        char *t = tf_tmpdir_new("tf-disk-budget");
         _cleanup_free_ char *d = strdup_printf("%s/locked", t);
         ck_assert_int_eq(mkdir(d, 0700), 0);
         _cleanup_free_ char *big = strdup_printf("%s/big", d);
@@ -285,32 +278,14 @@ START_TEST(test_walk_unreadable) {
                 ck_assert_uint_ge(u.bytes, 1ULL << 30);
         } else
                 ck_assert_int_eq(r, -EACCES);
-        ck_assert_int_eq(rm_rf(t), 0);
+        tf_tmpdir_free(t);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("disk-usage");
-        TCase *tc = tcase_create("size");
-        tcase_add_test(tc, test_size_parse);
-        tcase_add_test(tc, test_size_format);
-        tcase_add_test(tc, test_rules);
-        suite_add_tcase(s, tc);
-        TCase *tw = tcase_create("walk");
-        tcase_set_timeout(tw, 120);
-        tcase_add_test(tw, test_walk_counts);
-        tcase_add_test(tw, test_walk_no_follow);
-        tcase_add_test(tw, test_walk_early_stop);
-        tcase_add_test(tw, test_walk_deep);
-        tcase_add_test(tw, test_walk_unreadable);
-        suite_add_tcase(s, tw);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("disk-usage");
+        tf_tcase(s, "size", NULL, NULL, 0, TF_TESTS(test_size_parse, test_size_format, test_rules));
+        tf_tcase(s, "walk", NULL, NULL, 120, TF_TESTS(test_walk_counts, test_walk_no_follow, test_walk_early_stop,
+                test_walk_deep, test_walk_unreadable));
+        return tf_run_suite(s);
 }

@@ -17,14 +17,7 @@
 #include "fs-util.h"
 #include "macro.h"
 #include "string-util.h"
-
-static char *tmpdir(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        if (!base || !*base) base = "/var/tmp";
-        char *t = strdup_printf("%s/tf-disk-watch-XXXXXX", base);
-        ck_assert_ptr_nonnull(mkdtemp(t));
-        return t;
-}
+#include "unit.h"
 
 static void sparse(const char *dir, const char *name, off_t size) {
         _cleanup_free_ char *p = strdup_printf("%s/%s", dir, name);
@@ -49,8 +42,8 @@ START_TEST(test_interval) {
 END_TEST
 
 START_TEST(test_budget_trip) {
-        _cleanup_free_ char *upper = tmpdir();
-        _cleanup_free_ char *out = tmpdir();
+        char *upper = tf_tmpdir_new("tf-disk-watch");
+        char *out = tf_tmpdir_new("tf-disk-watch");
         char *paths[] = {upper, out, NULL};
         disk_watch w;
         uint64_t now = 1000;
@@ -83,13 +76,13 @@ START_TEST(test_budget_trip) {
         ck_assert_int_eq(disk_watch_check(&w, now + DISK_WATCH_WALK_MAX_MS, &again), 0);
         ck_assert_ptr_null(again);
         ck_assert_int_eq(disk_watch_timeout(&w, now), -1);
-        ck_assert_int_eq(rm_rf(upper), 0);
-        ck_assert_int_eq(rm_rf(out), 0);
+        tf_tmpdir_free(upper);
+        tf_tmpdir_free(out);
 }
 END_TEST
 
 START_TEST(test_unmeasurable_trips) {
-        _cleanup_free_ char *upper = tmpdir();
+        char *upper = tf_tmpdir_new("tf-disk-watch");
         int fd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         for (int i = 0; i < DISK_WALK_MAX_DEPTH + 1; i++) {
                 ck_assert_int_eq(mkdirat(fd, "d", 0700), 0);
@@ -104,7 +97,7 @@ START_TEST(test_unmeasurable_trips) {
         _cleanup_free_ char *detail = NULL;
         ck_assert_int_eq(disk_watch_check(&w, 0, &detail), 1);
         ck_assert_msg(strstr(detail, "cannot be measured") && strstr(detail, "nested deeper than 512"), "%s", detail);
-        ck_assert_int_eq(rm_rf(upper), 0);
+        tf_tmpdir_free(upper);
 }
 END_TEST
 
@@ -112,11 +105,8 @@ END_TEST
  * floor, the idle one keeps running. Needs a mount: root only (in a private
  * mount namespace of this test process). */
 START_TEST(test_floor_only_the_grower) {
-        if (geteuid() != 0) {
-                fprintf(stderr, "test_floor_only_the_grower: SKIPPED: mounting a small tmpfs needs root\n");
-                return;
-        }
-        _cleanup_free_ char *mnt = tmpdir();
+        TF_ROOT_OR_SKIP("mounting a small tmpfs needs root");
+        _cleanup_free_ char *mnt = tf_tmpdir_new("tf-disk-watch");
         ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
         ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
         ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=8m"), 0);
@@ -178,7 +168,7 @@ START_TEST(test_no_paths) {
 END_TEST
 
 START_TEST(test_reserve) {
-        _cleanup_free_ char *dir = tmpdir();
+        char *dir = tf_tmpdir_new("tf-disk-watch");
         _cleanup_free_ char *p = strdup_printf("%s/%s", dir, DISK_RESERVE_NAME);
         ck_assert_int_eq(disk_reserve_create(dir), 0);
         struct stat st;
@@ -189,28 +179,9 @@ START_TEST(test_reserve) {
         disk_reserve_release(dir);
         ck_assert_int_eq(access(p, F_OK), -1);
         disk_reserve_release(dir); /* idempotent */
-        ck_assert_int_eq(rm_rf(dir), 0);
+        tf_tmpdir_free(dir);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("disk-watch");
-        TCase *tc = tcase_create("watch");
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_interval);
-        tcase_add_test(tc, test_budget_trip);
-        tcase_add_test(tc, test_unmeasurable_trips);
-        tcase_add_test(tc, test_no_paths);
-        tcase_add_test(tc, test_floor_only_the_grower);
-        tcase_add_test(tc, test_reserve);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("disk-watch", "watch", NULL, NULL, 120, test_interval, test_budget_trip, test_unmeasurable_trips, test_no_paths,
+        test_floor_only_the_grower, test_reserve)

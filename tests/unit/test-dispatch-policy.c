@@ -15,6 +15,7 @@
 #include "api/dispatch-policy.h"
 #include "json-util.h"
 #include "protocol-params.h"
+#include "unit.h"
 #include "util.h"
 
 /* <base>/s/state, r/run, c/cache, o/overlays: taskferry's own dirs, each in
@@ -23,43 +24,15 @@
 static char *base;
 static tf_paths paths;
 
-static char *at(const char *rel) {
-        char *p = strdup_printf("%s/%s", base, rel);
-        ck_assert_ptr_nonnull(p);
-        return p;
-}
+static char *at(const char *rel) { return tf_path(base, rel); }
 
-static void mkdirs(const char *rel) {
-        _cleanup_free_ char *p = at(rel);
-        ck_assert_int_eq(mkdir_p(p, 0700), 0);
-}
+static void mkdirs(const char *rel) { tf_mkdirs(base, rel); }
 
-static void symlink_at(const char *target_rel, const char *link_rel) {
-        _cleanup_free_ char *t = at(target_rel), *l = at(link_rel);
-        ck_assert_int_eq(symlink(t, l), 0);
-}
-
-/* The suite's own dir, made and removed by the runner process: each case's
- * dirs are made inside it (TASKFERRY_TEST_TMPDIR), so that a failing case,
- * which exits without its teardown, leaves nothing behind either. */
-static char *suite_dir;
-static void suite_setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        suite_dir = strdup_printf("%s/test-dispatch-policy-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        if (!suite_dir || !mkdtemp(suite_dir) || setenv("TASKFERRY_TEST_TMPDIR", suite_dir, 1) < 0) abort();
-}
-static void suite_teardown(void) {
-        (void) rm_rf(suite_dir);
-        free(suite_dir);
-}
+static void symlink_at(const char *target_rel, const char *link_rel) { tf_symlink(base, target_rel, link_rel); }
 
 static void setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *tmpl = strdup_printf("%s/test-dispatch-policy-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        /* resolved: the checks compare resolved paths */
-        base = realpath(tmpl, NULL);
-        ck_assert_ptr_nonnull(base);
+        /* resolved (tf_tmpdir_new's is): the checks compare resolved paths */
+        base = tf_tmpdir_new("test-dispatch-policy");
         const char *dirs[] = {"s/state", "r/run", "c/cache", "o/overlays", "proj/sub", "d/secret/inner", "other"};
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) mkdirs(dirs[i]);
         paths = (tf_paths) {
@@ -71,8 +44,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        (void) rm_rf(base);
-        free(base);
+        base = tf_tmpdir_free(base);
         free(paths.state_dir);
         free(paths.runtime_dir);
         free(paths.cache_dir);
@@ -685,36 +657,9 @@ START_TEST(variant_per_executor) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("dispatch-policy");
-        TCase *tc = tcase_create("dispatch-policy");
-        tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, directory_masked_roots);
-        tcase_add_test(tc, directory_own_dirs);
-        tcase_add_test(tc, directory_own_dir_through_a_symlink);
-        tcase_add_test(tc, directory_deny_list);
-        tcase_add_test(tc, directory_deny_entry_through_a_symlink);
-        tcase_add_test(tc, binds_relative_entry);
-        tcase_add_test(tc, binds_overlapping_protected_dirs);
-        tcase_add_test(tc, binds_symlink_into_the_state_dir);
-        tcase_add_test(tc, binds_state_dir_named_through_a_symlink);
-        tcase_add_test(tc, bind_warnings_inside_and_containing);
-        tcase_add_test(tc, bind_warnings_none);
-        tcase_add_test(tc, bind_warnings_symlink);
-        tcase_add_test(tc, nested_refused_lexically);
-        tcase_add_test(tc, nested_refused_on_the_host);
-        tcase_add_test(tc, nested_accepted_with_the_realpath);
-        tcase_add_test(tc, marker_costly);
-        tcase_add_test(tc, marker_check);
-        tcase_add_test(tc, limits);
-        tcase_add_test(tc, sandboxed_widening);
-        tcase_add_test(tc, nested_job);
-        tcase_add_test(tc, variant_per_executor);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("dispatch-policy", "dispatch-policy", setup, teardown, 0, directory_masked_roots, directory_own_dirs,
+        directory_own_dir_through_a_symlink, directory_deny_list, directory_deny_entry_through_a_symlink,
+        binds_relative_entry, binds_overlapping_protected_dirs, binds_symlink_into_the_state_dir,
+        binds_state_dir_named_through_a_symlink, bind_warnings_inside_and_containing, bind_warnings_none,
+        bind_warnings_symlink, nested_refused_lexically, nested_refused_on_the_host, nested_accepted_with_the_realpath,
+        marker_costly, marker_check, limits, sandboxed_widening, nested_job, variant_per_executor)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "core/env-file.h"
+#include "unit.h"
 #include "util.h"
 
 #define P "/x/env"
@@ -29,6 +30,13 @@ static void value_is(const char *text, const char *name, const char *want) {
         const char *got = strv_env_get(v, name);
         ck_assert_msg(got, "%s missing after [%s]", name, text);
         ck_assert_msg(streq(got, want), "[%s]: %s=[%s], want [%s]", text, name, got, want);
+        strv_free(v);
+}
+
+/* text parses to n variables. */
+static void n_vars_is(const char *text, size_t n) {
+        char **v = ok(text);
+        ck_assert_msg(strv_length(v) == n, "[%s]: %zu variables, want %zu", text, strv_length(v), n);
         strv_free(v);
 }
 
@@ -55,12 +63,10 @@ START_TEST(basics) {
         ck_assert_str_eq(strv_env_get(v, "C"), "");
         strv_free(v);
         /* empty text, only comments, only blank lines */
-        v = ok("");
-        ck_assert_uint_eq(strv_length(v), 0);
-        strv_free(v);
-        v = ok("\n\r\n  \n#x=1\n");
-        ck_assert_uint_eq(strv_length(v), 0);
-        strv_free(v);
+        n_vars_is("", 0);
+        n_vars_is("\n\r\n  \n#x=1\n", 0);
+        /* a BOM before a comment: the line is a comment */
+        n_vars_is("\xEF\xBB\xBF# c\nB=2\n", 1);
         /* the last duplicate wins, each name once */
         v = ok("K=first\nK=second\nL=1\nK=third\n");
         ck_assert_uint_eq(strv_length(v), 2);
@@ -75,109 +81,113 @@ START_TEST(basics) {
 }
 END_TEST
 
-START_TEST(split_at_the_first_equals_and_no_inline_comments) {
-        value_is("URL=https://x/?a=b&c=d", "URL", "https://x/?a=b&c=d");
-        value_is("A==", "A", "=");
-        value_is("A=x # not a comment", "A", "x # not a comment");
-        value_is("A=#", "A", "#");
-        value_is("A=  interior   spaces  ", "A", "interior   spaces");
+/* A text and the value of name after parsing it. */
+typedef struct ValueCase {
+        const char *text, *name, *value;
+} ValueCase;
+
+static const ValueCase value_cases[] = {
+        /* split at the first '=', no inline comments */
+        {"URL=https://x/?a=b&c=d", "URL", "https://x/?a=b&c=d"},
+        {"A==", "A", "="},
+        {"A=x # not a comment", "A", "x # not a comment"},
+        {"A=#", "A", "#"},
+        {"A=  interior   spaces  ", "A", "interior   spaces"},
         /* the name is trimmed, the value too */
-        value_is("  NAME \t =\t value\t ", "NAME", "value");
+        {"  NAME \t =\t value\t ", "NAME", "value"},
         /* a lone \r inside a line is content; at the edge JS trim strips it */
-        value_is("A=x\ry", "A", "x\ry");
-        value_is("A=x\r\r\n", "A", "x");
-}
-END_TEST
-
-START_TEST(unicode_trim_as_javascript) {
-        /* BOM at the start of the file, NBSP around name and value, the Zs
-         * spaces and LS/PS at the edges */
-        value_is("\xEF\xBB\xBF" "A=1\n", "A", "1");
-        value_is("\xC2\xA0" "A" "\xC2\xA0" "=" "\xC2\xA0" "v" "\xC2\xA0", "A", "v");
-        value_is("\xE2\x80\x83" "A=v" "\xE3\x80\x80", "A", "v");
-        value_is("A=v" "\xE2\x80\xA8" "\xE2\x80\xA9" "\xE2\x80\xAF" "\xE2\x81\x9F" "\xE1\x9A\x80" "\x0B\x0C", "A", "v");
+        {"A=x\ry", "A", "x\ry"},
+        {"A=x\r\r\n", "A", "x"},
+        /* Unicode trimmed as JavaScript trims: BOM at the start of the file,
+         * NBSP around name and value, the Zs spaces and LS/PS at the edges */
+        {"\xEF\xBB\xBF" "A=1\n", "A", "1"},
+        {"\xC2\xA0" "A" "\xC2\xA0" "=" "\xC2\xA0" "v" "\xC2\xA0", "A", "v"},
+        {"\xE2\x80\x83" "A=v" "\xE3\x80\x80", "A", "v"},
+        {"A=v" "\xE2\x80\xA8" "\xE2\x80\xA9" "\xE2\x80\xAF" "\xE2\x81\x9F" "\xE1\x9A\x80" "\x0B\x0C", "A", "v"},
         /* interior Unicode spaces stay */
-        value_is("A=a" "\xC2\xA0" "b", "A", "a\xC2\xA0" "b");
+        {"A=a" "\xC2\xA0" "b", "A", "a\xC2\xA0" "b"},
         /* U+0085 (NEL) and U+200B are no JS white space: content */
-        value_is("A=v" "\xC2\x85", "A", "v\xC2\x85");
-        value_is("A=" "\xE2\x80\x8B" "v", "A", "\xE2\x80\x8B" "v");
-        /* a BOM before a comment: the line is a comment */
-        char **v = ok("\xEF\xBB\xBF# c\nB=2\n");
-        ck_assert_uint_eq(strv_length(v), 1);
-        strv_free(v);
+        {"A=v" "\xC2\x85", "A", "v\xC2\x85"},
+        {"A=" "\xE2\x80\x8B" "v", "A", "\xE2\x80\x8B" "v"},
         /* invalid UTF-8 reads as U+FFFD, as the original's reader sees it */
-        value_is("A=\xFF", "A", "\xEF\xBF\xBD");
+        {"A=\xFF", "A", "\xEF\xBF\xBD"},
         /* non-ASCII values pass */
-        value_is("A=pässwörd", "A", "pässwörd");
-}
-END_TEST
-
-START_TEST(export_prefix) {
-        value_is("export A=1", "A", "1");
-        value_is("export    A=1", "A", "1");
-        value_is("  export A=1", "A", "1");
-        /* the prefix is "export" and one ASCII space, nothing else */
-        bad("export\xC2\xA0" "A=1", strlen("export\xC2\xA0" "A=1"), 1, "invalid variable name", NULL);
+        {"A=pässwörd", "A", "pässwörd"},
+        /* the export prefix */
+        {"export A=1", "A", "1"},
+        {"export    A=1", "A", "1"},
+        {"  export A=1", "A", "1"},
         /* "export" as a name of its own */
-        value_is("export=1", "export", "1");
-}
-END_TEST
-
-START_TEST(export_tab_and_other_invalid_names) {
-        bad("export\tX=1", strlen("export\tX=1"), 1, "invalid variable name", NULL);
-        bad("A=1\nexport =1\n", strlen("A=1\nexport =1\n"), 2, "invalid variable name", NULL);
-        bad("1A=x", strlen("1A=x"), 1, "invalid variable name", NULL);
-        bad("A-B=x", strlen("A-B=x"), 1, "invalid variable name", NULL);
-        bad("A B=x", strlen("A B=x"), 1, "invalid variable name", NULL);
-        bad("=value", strlen("=value"), 1, "invalid variable name", NULL);
-        bad("exportA B=1", strlen("exportA B=1"), 1, "invalid variable name", NULL);
-        bad("NÄME=1", strlen("NÄME=1"), 1, "invalid variable name", NULL);
-        /* `export` alone is a line without '=' */
-        bad("export", strlen("export"), 1, "no '='", NULL);
-        value_is("_=1", "_", "1");
-        value_is("a_B9=1", "a_B9", "1");
-        value_is("exportX=1", "exportX", "1");
-}
-END_TEST
-
-START_TEST(quotes) {
-        value_is("A=\"quoted value\"", "A", "quoted value");
-        value_is("A='single'", "A", "single");
-        value_is("A=\"\"", "A", "");
-        value_is("A=''", "A", "");
-        value_is("A=\"  inner spaces  \"", "A", "  inner spaces  ");
+        {"export=1", "export", "1"},
+        /* names */
+        {"_=1", "_", "1"},
+        {"a_B9=1", "a_B9", "1"},
+        {"exportX=1", "exportX", "1"},
+        /* quotes */
+        {"A=\"quoted value\"", "A", "quoted value"},
+        {"A='single'", "A", "single"},
+        {"A=\"\"", "A", ""},
+        {"A=''", "A", ""},
+        {"A=\"  inner spaces  \"", "A", "  inner spaces  "},
         /* double quotes unescape \" and \\ only; \n stays two chars */
-        value_is("A=\"a\\\"b\"", "A", "a\"b");
-        value_is("A=\"a\\\\b\"", "A", "a\\b");
-        value_is("A=\"a\\nb\"", "A", "a\\nb");
-        value_is("A=\"a\\tb\\$c\"", "A", "a\\tb\\$c");
+        {"A=\"a\\\"b\"", "A", "a\"b"},
+        {"A=\"a\\\\b\"", "A", "a\\b"},
+        {"A=\"a\\nb\"", "A", "a\\nb"},
+        {"A=\"a\\tb\\$c\"", "A", "a\\tb\\$c"},
         /* one left-to-right pass: \\\" is \ then " */
-        value_is("A=\"\\\\\\\"\"", "A", "\\\"");
-        value_is("A=\"\\\"", "A", "\\");
+        {"A=\"\\\\\\\"\"", "A", "\\\""},
+        {"A=\"\\\"", "A", "\\"},
         /* single quotes are literal */
-        value_is("A='a\\\"b\\\\c'", "A", "a\\\"b\\\\c");
-        value_is("A='it\"s'", "A", "it\"s");
+        {"A='a\\\"b\\\\c'", "A", "a\\\"b\\\\c"},
+        {"A='it\"s'", "A", "it\"s"},
         /* one layer stripped; an inner quote stays */
-        value_is("A=\"a\"b\"", "A", "a\"b");
-        value_is("A=\"'x'\"", "A", "'x'");
-        value_is("A='\"x\"'", "A", "\"x\"");
+        {"A=\"a\"b\"", "A", "a\"b"},
+        {"A=\"'x'\"", "A", "'x'"},
+        {"A='\"x\"'", "A", "\"x\""},
         /* a quote in the middle of an unquoted value is content */
-        value_is("A=a\"b", "A", "a\"b");
-        value_is("A=a'", "A", "a'");
+        {"A=a\"b", "A", "a\"b"},
+        {"A=a'", "A", "a'"},
         /* no interpolation */
-        value_is("A=\"${HOME}\"", "A", "${HOME}");
-        value_is("A=$HOME", "A", "$HOME");
-}
+        {"A=\"${HOME}\"", "A", "${HOME}"},
+        {"A=$HOME", "A", "$HOME"},
+};
+
+START_TEST(values) { value_is(value_cases[_i].text, value_cases[_i].name, value_cases[_i].value); }
 END_TEST
 
-START_TEST(unterminated_quotes) {
-        bad("A=\"a\" # c", strlen("A=\"a\" # c"), 1, "unterminated double-quoted value", "# c");
-        bad("A=\"sekrit", strlen("A=\"sekrit"), 1, "unterminated double-quoted value", "sekrit");
-        bad("A=\"", strlen("A=\""), 1, "unterminated double-quoted value", NULL);
-        bad("A='sekrit", strlen("A='sekrit"), 1, "unterminated single-quoted value", "sekrit");
-        bad("A='", strlen("A='"), 1, "unterminated single-quoted value", NULL);
-        bad("A='x\"", strlen("A='x\""), 1, "unterminated single-quoted value", NULL);
-        bad("OK=1\n\nB=\"multi\nline\"\n", strlen("OK=1\n\nB=\"multi\nline\"\n"), 3, "unterminated double-quoted value", "multi");
+/* A text that does not parse, the line its error names, what the message
+ * says and a secret it must not echo (NULL: none). */
+static const struct {
+        const char *text;
+        size_t line;
+        const char *want, *secret;
+} bad_cases[] = {
+        /* the export prefix is "export" and one ASCII space, nothing else */
+        {"export\xC2\xA0" "A=1", 1, "invalid variable name", NULL},
+        /* invalid names */
+        {"export\tX=1", 1, "invalid variable name", NULL},
+        {"A=1\nexport =1\n", 2, "invalid variable name", NULL},
+        {"1A=x", 1, "invalid variable name", NULL},
+        {"A-B=x", 1, "invalid variable name", NULL},
+        {"A B=x", 1, "invalid variable name", NULL},
+        {"=value", 1, "invalid variable name", NULL},
+        {"exportA B=1", 1, "invalid variable name", NULL},
+        {"NÄME=1", 1, "invalid variable name", NULL},
+        /* `export` alone is a line without '=' */
+        {"export", 1, "no '='", NULL},
+        /* unterminated quotes */
+        {"A=\"a\" # c", 1, "unterminated double-quoted value", "# c"},
+        {"A=\"sekrit", 1, "unterminated double-quoted value", "sekrit"},
+        {"A=\"", 1, "unterminated double-quoted value", NULL},
+        {"A='sekrit", 1, "unterminated single-quoted value", "sekrit"},
+        {"A='", 1, "unterminated single-quoted value", NULL},
+        {"A='x\"", 1, "unterminated single-quoted value", NULL},
+        {"OK=1\n\nB=\"multi\nline\"\n", 3, "unterminated double-quoted value", "multi"},
+};
+
+START_TEST(refusals) {
+        const char *text = bad_cases[_i].text;
+        bad(text, strlen(text), bad_cases[_i].line, bad_cases[_i].want, bad_cases[_i].secret);
 }
 END_TEST
 
@@ -203,20 +213,10 @@ END_TEST
 
 /* ---- env_file_load: the file's checks ---- */
 
-static char *tmpdir(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *t = strdup_printf("%s/tf-envfile-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(t));
-        return t;
-}
-
+/* A new file (whatever mode the one before had) of mode. */
 static void write_mode(const char *path, const char *text, mode_t mode) {
         unlink(path);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(loop_write(fd, text, strlen(text)), 0);
-        close(fd);
-        ck_assert_int_eq(chmod(path, mode), 0);
+        tf_write_file(path, text, strlen(text), mode);
 }
 
 static int load(const char *path, char ***v, char **err) {
@@ -226,7 +226,7 @@ static int load(const char *path, char ***v, char **err) {
 }
 
 START_TEST(load_checks) {
-        _cleanup_free_ char *d = tmpdir();
+        char *d = tf_tmpdir_new("tf-envfile");
         _cleanup_free_ char *f = strdup_printf("%s/env", d);
         char **v, *err;
         /* missing: the help names both knobs */
@@ -305,30 +305,15 @@ START_TEST(load_checks) {
                 ck_assert_msg(strstr(err, "cannot open"), "%s", err);
                 free(err);
         }
-        ck_assert_int_eq(rm_rf(d), 0);
+        tf_tmpdir_free(d);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("env-file");
-        TCase *tc = tcase_create("env-file");
-        tcase_add_test(tc, basics);
-        tcase_add_test(tc, split_at_the_first_equals_and_no_inline_comments);
-        tcase_add_test(tc, unicode_trim_as_javascript);
-        tcase_add_test(tc, export_prefix);
-        tcase_add_test(tc, export_tab_and_other_invalid_names);
-        tcase_add_test(tc, quotes);
-        tcase_add_test(tc, unterminated_quotes);
-        tcase_add_test(tc, errors_name_the_line_never_the_content);
-        tcase_add_test(tc, load_checks);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        Suite *s = suite_create("env-file");
+        TCase *tc = tf_tcase(s, "env-file", NULL, NULL, 0,
+                             TF_TESTS(basics, errors_name_the_line_never_the_content, load_checks));
+        TF_LOOP(tc, values, value_cases);
+        TF_LOOP(tc, refusals, bad_cases);
+        return tf_run_suite(s);
 }

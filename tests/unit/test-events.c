@@ -23,23 +23,14 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
 static char *dir, *dir_a, *dir_b;
 
-typedef struct Peer {
-        Connection *conn;
-        int fd;
-} Peer;
+typedef TfPeer Peer;
 static Peer p1, p2;
-
-static Peer peer_new(void) {
-        Peer p;
-        /* the test's ref, and the one a connection_kill would drop */
-        p.conn = tf_connection_new(&m, 2, &p.fd);
-        return p;
-}
 
 static void setup(void) {
         tf_manager_setup(&m, "test-events");
@@ -51,13 +42,14 @@ static void setup(void) {
         dir_b = strdup_printf("%s/b", dir);
         ck_assert_int_eq(mkdir(dir_a, 0700), 0);
         ck_assert_int_eq(mkdir(dir_b, 0700), 0);
-        p1 = peer_new();
-        p2 = peer_new();
+        /* the test's ref, and the one a connection_kill would drop */
+        p1 = tf_peer_new(&m, 2);
+        p2 = tf_peer_new(&m, 2);
 }
 
 static void teardown(void) {
-        tf_connection_free(p1.conn, p1.fd);
-        tf_connection_free(p2.conn, p2.fd);
+        tf_peer_free(&p1);
+        tf_peer_free(&p2);
         events_free(&m);
         tf_manager_teardown(&m);
         free(dir_a), free(dir_b);
@@ -72,23 +64,7 @@ static Request *request(Peer *p, const char *method, const char *params) {
 }
 
 /* Every frame p has received so far. */
-static json_object *frames(Peer *p) {
-        json_object *arr = json_object_new_array();
-        static char buf[4 << 20];
-        size_t len = 0;
-        for (;;) {
-                ssize_t n = read(p->fd, buf + len, sizeof buf - 1 - len);
-                if (n <= 0) break;
-                len += (size_t) n;
-        }
-        buf[len] = 0;
-        for (char *s = buf, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
-                json_object *o = NULL;
-                ck_assert_int_eq(json_parse_strict(s, (size_t) (nl - s), &o), 0);
-                json_object_array_add(arr, o);
-        }
-        return arr;
-}
+static json_object *frames(Peer *p) { return tf_frames(p->fd); }
 
 /* Subscribe p with params; returns the subscriptionId (asserts success). */
 static char *subscribe(Peer *p, const char *params) {
@@ -309,9 +285,9 @@ START_TEST(a_task_socket_cannot_take_the_users_share) {
         ck_assert_msg(strstr(json_get_string(json_get_object(f, "error"), "message"), "task's socket"), "%s",
                       json_object_to_json_string(f));
         json_object_put(f);
-        Peer user = peer_new();
+        Peer user = tf_peer_new(&m, 2);
         free(subscribe(&user, "{\"all\":true}"));
-        tf_connection_free(user.conn, user.fd);
+        tf_peer_free(&user);
         p1.conn->origin = p2.conn->origin = NULL;
 }
 END_TEST
@@ -368,23 +344,7 @@ START_TEST(never_reading_subscriber_is_bounded_then_closed) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("events");
-        TCase *tc = tcase_create("events");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, state_event_shape_and_order);
-        tcase_add_test(tc, deduplicated_and_never_internal);
-        tcase_add_test(tc, directory_and_origin_filters);
-        tcase_add_test(tc, task_id_scope_and_errors);
-        tcase_add_test(tc, sandboxed_caller_sees_its_own_tree_only);
-        tcase_add_test(tc, subscriptions_end_with_their_connection_and_are_capped);
-        tcase_add_test(tc, a_task_socket_cannot_take_the_users_share);
-        tcase_add_test(tc, never_reading_subscriber_is_bounded_then_closed);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("events", "events", setup, teardown, 60, state_event_shape_and_order, deduplicated_and_never_internal,
+        directory_and_origin_filters, task_id_scope_and_errors, sandboxed_caller_sees_its_own_tree_only,
+        subscriptions_end_with_their_connection_and_are_capped, a_task_socket_cannot_take_the_users_share,
+        never_reading_subscriber_is_bounded_then_closed)

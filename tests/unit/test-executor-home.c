@@ -10,6 +10,7 @@
 
 #include "run/executor-home.h"
 #include "macro.h"
+#include "unit.h"
 #include "util.h"
 
 static char *root, *home, *cache;
@@ -29,9 +30,7 @@ static void mkfile(const char *rel) {
 }
 
 static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        root = strdup_printf("%s/tf-home-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(root));
+        root = tf_tmpdir_new("tf-home");
         home = strdup_printf("%s/home", root);
         cache = strdup_printf("%s/cache", root);
         mkfile(".pi/agent/auth.json");
@@ -47,8 +46,8 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        (void) rm_rf(root);
-        free(root), free(home), free(cache);
+        root = tf_tmpdir_free(root);
+        free(home), free(cache);
 }
 
 static ssize_t find(const executor_home *h, sandbox_mount_op op, const char *dest) {
@@ -213,23 +212,5 @@ START_TEST(test_release_keeps_sessions) {
 }
 END_TEST
 
-static Suite *home_suite(void) {
-        Suite *s = suite_create("executor-home");
-        TCase *tc = tcase_create("home");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_pi_home);
-        tcase_add_test(tc, test_pi_agent_dir_from_env);
-        tcase_add_test(tc, test_opencode_home);
-        tcase_add_test(tc, test_shell_gets_uv_only);
-        tcase_add_test(tc, test_release_keeps_sessions);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(home_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("executor-home", "home", setup, teardown, 0, test_pi_home, test_pi_agent_dir_from_env, test_opencode_home,
+        test_shell_gets_uv_only, test_release_keeps_sessions)

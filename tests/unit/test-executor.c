@@ -4,7 +4,6 @@
 
 #include <check.h>
 #include <glob.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,23 +13,12 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 #define REAL_DIR TASKFERRY_FIXTURES_DIR "/real"
 #define INSTRUCTION "Follow the instructions in the attached prompt file exactly."
 
 /* ---- helpers ---- */
-
-static void assert_argv(char **argv, ...) {
-        va_list ap;
-        va_start(ap, argv);
-        size_t i = 0;
-        for (const char *want; (want = va_arg(ap, const char *)); i++) {
-                ck_assert_msg(argv[i], "argv too short: missing [%zu] %s", i, want);
-                ck_assert_str_eq(argv[i], want);
-        }
-        va_end(ap);
-        ck_assert_msg(!argv[i], "argv too long: extra [%zu] %s", i, argv[i]);
-}
 
 static char **build(const char *id, const executor_launch *l) {
         const executor *e = executor_find(id);
@@ -41,34 +29,15 @@ static char **build(const char *id, const executor_launch *l) {
         return argv;
 }
 
-/* Feed text to the executor's normalizer line by line, as the shim does:
- * every line, with newline=false for a trailing fragment. */
-static char **normalize_text(const executor *e, const char *text, size_t len) {
-        normalizer *n = e->normalizer_new();
-        ck_assert_ptr_nonnull(n);
-        char **out = NULL;
-        const char *p = text, *end = text + len;
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
-                ck_assert_int_ge(e->normalize_line(n, p, l, nl != NULL, &out), 0);
-                p = nl ? nl + 1 : end;
-        }
-        if (e->normalize_finish) ck_assert_int_ge(e->normalize_finish(n, &out), 0);
-        e->normalizer_free(n);
-        if (!out) out = calloc(1, sizeof(char *));
-        return out;
-}
-
 static char **normalize_str(const char *id, const char *text) {
-        return normalize_text(executor_find(id), text, strlen(text));
+        return tf_normalize(executor_find(id), text, strlen(text));
 }
 
 static char **normalize_file(const char *id, const char *path) {
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         ck_assert_int_eq(read_file(path, 64 * 1024 * 1024, &data, &len), 0);
-        return normalize_text(executor_find(id), data, len);
+        return tf_normalize(executor_find(id), data, len);
 }
 
 static json_object *parse(const char *line) {
@@ -154,12 +123,12 @@ START_TEST(test_opencode_argv_summary) {
                              .prompt = "Summarize.", .prompt_file = "/tmp/.taskferry-prompt",
                              .attachment = "/s/summaries/oc_a.json"};
         char **argv = build("opencode", &l);
-        assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
+        tf_assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
                     "opencode/mimo-v2.5-free", "-f", "/s/summaries/oc_a.json", "--", "Summarize.", NULL);
         strv_free(argv);
         l.session_id = "ses_s";
         argv = build("opencode", &l);
-        assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
+        tf_assert_argv(argv, "opencode", "run", "--dir", "/s/summaries", "--pure", "--format", "json", "-m",
                     "opencode/mimo-v2.5-free", "-f", "/s/summaries/oc_a.json", "--continue", "--session", "ses_s", "--",
                     "Summarize.", NULL);
         strv_free(argv);
@@ -169,7 +138,7 @@ END_TEST
 START_TEST(test_opencode_argv_inline) {
         executor_launch l = { .model = "openrouter/~anthropic/x", .directory = "/w/repo", .prompt = "fix it" };
         _cleanup_strv_free_ char **argv = build("opencode", &l);
-        assert_argv(argv, "opencode", "run", "--dir", "/w/repo", "--auto", "--format", "json", "-m",
+        tf_assert_argv(argv, "opencode", "run", "--dir", "/w/repo", "--auto", "--format", "json", "-m",
                     "openrouter/~anthropic/x", "--", "fix it", NULL);
 }
 END_TEST
@@ -178,7 +147,7 @@ START_TEST(test_opencode_argv_resume_variant_file) {
         executor_launch l = { .model = "p/m", .variant = "high", .session_id = "ses_123", .directory = "/w",
                               .prompt = "SECRET PROMPT", .prompt_file = "/run/p/oc_1.prompt.txt" };
         _cleanup_strv_free_ char **argv = build("opencode", &l);
-        assert_argv(argv, "opencode", "run", "--dir", "/w", "--auto", "--format", "json", "-m", "p/m", "--continue",
+        tf_assert_argv(argv, "opencode", "run", "--dir", "/w", "--auto", "--format", "json", "-m", "p/m", "--continue",
                     "--session", "ses_123", "--variant", "high", "-f", "/run/p/oc_1.prompt.txt", "--", INSTRUCTION,
                     NULL);
         for (char **a = argv; *a; a++) ck_assert_ptr_null(strstr(*a, "SECRET"));
@@ -201,7 +170,7 @@ END_TEST
 START_TEST(test_pi_argv_provider_split) {
         executor_launch l = { .model = "openrouter/~anthropic/x", .directory = "/w", .prompt = "hi" };
         _cleanup_strv_free_ char **argv = build("pi", &l);
-        assert_argv(argv, "pi", "--provider", "openrouter", "--model", "~anthropic/x", "--mode", "json", "-p", "hi",
+        tf_assert_argv(argv, "pi", "--provider", "openrouter", "--model", "~anthropic/x", "--mode", "json", "-p", "hi",
                     NULL);
 }
 END_TEST
@@ -215,7 +184,7 @@ START_TEST(test_pi_argv_thinking_levels) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 executor_launch l = { .model = "p/m", .variant = cases[i][0], .directory = "/w", .prompt = "hi" };
                 _cleanup_strv_free_ char **argv = build("pi", &l);
-                assert_argv(argv, "pi", "--provider", "p", "--model", "m", "--mode", "json", "--thinking", cases[i][1],
+                tf_assert_argv(argv, "pi", "--provider", "p", "--model", "m", "--mode", "json", "--thinking", cases[i][1],
                             "-p", "hi", NULL);
                 ck_assert_str_eq(executor_pi_thinking_level(cases[i][0]), cases[i][1]);
         }
@@ -232,7 +201,7 @@ END_TEST
 START_TEST(test_pi_argv_no_slash) {
         executor_launch l = { .model = "gpt-5", .directory = "/w", .prompt = "hi" };
         _cleanup_strv_free_ char **argv = build("pi", &l);
-        assert_argv(argv, "pi", "--model", "gpt-5", "--mode", "json", "-p", "hi", NULL);
+        tf_assert_argv(argv, "pi", "--model", "gpt-5", "--mode", "json", "-p", "hi", NULL);
 }
 END_TEST
 
@@ -240,7 +209,7 @@ START_TEST(test_pi_argv_resume_thinking_file) {
         executor_launch l = { .model = "mockllm/mock-model", .variant = "max", .session_id = "019f90ea",
                               .directory = "/w", .prompt = "SECRET PROMPT", .prompt_file = "/p/oc_2.prompt.txt" };
         _cleanup_strv_free_ char **argv = build("pi", &l);
-        assert_argv(argv, "pi", "--provider", "mockllm", "--model", "mock-model", "--mode", "json", "--continue",
+        tf_assert_argv(argv, "pi", "--provider", "mockllm", "--model", "mock-model", "--mode", "json", "--continue",
                     "--session", "019f90ea", "--thinking", "xhigh", "-p", INSTRUCTION, "@/p/oc_2.prompt.txt", NULL);
         for (char **a = argv; *a; a++) ck_assert_ptr_null(strstr(*a, "SECRET"));
 
@@ -255,11 +224,11 @@ END_TEST
 START_TEST(test_shell_argv) {
         executor_launch f = { .directory = "/w", .prompt = "echo SECRET", .prompt_file = "/p/oc_3.prompt.txt" };
         _cleanup_strv_free_ char **a1 = build("shell", &f);
-        assert_argv(a1, "sh", "/p/oc_3.prompt.txt", NULL);
+        tf_assert_argv(a1, "sh", "/p/oc_3.prompt.txt", NULL);
 
         executor_launch i = { .directory = "/w", .prompt = "echo hi" };
         _cleanup_strv_free_ char **a2 = build("shell", &i);
-        assert_argv(a2, "sh", "-c", "echo hi", NULL);
+        tf_assert_argv(a2, "sh", "-c", "echo hi", NULL);
 }
 END_TEST
 
@@ -508,7 +477,7 @@ END_TEST
 
 START_TEST(test_shell_normalizer) {
         const char text[] = "hello\n\n  \n{\"type\":\"error\",\"message\":\"429\"}\nbad\xff\x00z\nlast";
-        _cleanup_strv_free_ char **out = normalize_text(executor_find("shell"), text, sizeof(text) - 1);
+        _cleanup_strv_free_ char **out = tf_normalize(executor_find("shell"), text, sizeof(text) - 1);
         ck_assert_uint_eq(strv_length(out), 6);
         const char *want[] = { "hello\n", "\n", "  \n", "{\"type\":\"error\",\"message\":\"429\"}\n", NULL, "last" };
         for (size_t i = 0; i < 6; i++) {
@@ -561,40 +530,9 @@ START_TEST(test_opencode_normalizer_edges) {
 }
 END_TEST
 
-static Suite *executor_suite(void) {
-        Suite *s = suite_create("executor");
-        TCase *tc = tcase_create("core");
-        tcase_add_test(tc, test_table);
-        tcase_add_test(tc, test_opencode_argv_inline);
-        tcase_add_test(tc, test_opencode_argv_summary);
-        tcase_add_test(tc, test_opencode_argv_resume_variant_file);
-        tcase_add_test(tc, test_pi_argv_thinking_levels);
-        tcase_add_test(tc, test_opencode_argv_errors);
-        tcase_add_test(tc, test_pi_argv_provider_split);
-        tcase_add_test(tc, test_pi_argv_no_slash);
-        tcase_add_test(tc, test_pi_argv_resume_thinking_file);
-        tcase_add_test(tc, test_shell_argv);
-        tcase_add_test(tc, test_pi_real_all);
-        tcase_add_test(tc, test_pi_real_answer);
-        tcase_add_test(tc, test_pi_real_write_file);
-        tcase_add_test(tc, test_pi_real_rate_limit);
-        tcase_add_test(tc, test_pi_real_auth);
-        tcase_add_test(tc, test_pi_real_hang_slow_resume);
-        tcase_add_test(tc, test_pi_spec_examples);
-        tcase_add_test(tc, test_pi_edge_cases);
-        tcase_add_test(tc, test_pi_agent_end_dedup);
-        tcase_add_test(tc, test_pi_synthetic_pi_a_b);
-        tcase_add_test(tc, test_shell_normalizer);
-        tcase_add_test(tc, test_opencode_identity_real);
-        tcase_add_test(tc, test_opencode_normalizer_edges);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(executor_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("executor", "core", NULL, NULL, 0, test_table, test_opencode_argv_inline, test_opencode_argv_summary,
+        test_opencode_argv_resume_variant_file, test_pi_argv_thinking_levels, test_opencode_argv_errors,
+        test_pi_argv_provider_split, test_pi_argv_no_slash, test_pi_argv_resume_thinking_file, test_shell_argv,
+        test_pi_real_all, test_pi_real_answer, test_pi_real_write_file, test_pi_real_rate_limit, test_pi_real_auth,
+        test_pi_real_hang_slow_resume, test_pi_spec_examples, test_pi_edge_cases, test_pi_agent_end_dedup,
+        test_pi_synthetic_pi_a_b, test_shell_normalizer, test_opencode_identity_real, test_opencode_normalizer_edges)

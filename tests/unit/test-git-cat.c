@@ -17,28 +17,10 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 static char *root, *git_dir;
 static char **env;
-
-static char *capture(const char *fmt, ...) _printf_(1, 2);
-static char *capture(const char *fmt, ...) {
-        char *cmd = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vasprintf(&cmd, fmt, ap);
-        va_end(ap);
-        ck_assert_int_ge(n, 0);
-        FILE *p = popen(cmd, "r");
-        ck_assert_ptr_nonnull(p);
-        char buf[256] = "";
-        size_t len = fread(buf, 1, sizeof buf - 1, p);
-        buf[len] = 0;
-        ck_assert_int_eq(pclose(p), 0);
-        free(cmd);
-        buf[strcspn(buf, "\n")] = 0;
-        return strdup(buf);
-}
 
 /* Store data as a blob; its oid. */
 static char *blob_of(const void *data, size_t len) {
@@ -47,20 +29,16 @@ static char *blob_of(const void *data, size_t len) {
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(loop_write(fd, data, len), 0);
         close(fd);
-        char *oid = capture("GIT_DIR='%s' git hash-object -w --no-filters '%s'", git_dir, path);
+        char *oid = tf_sh(NULL, "GIT_DIR='%s' git hash-object -w --no-filters '%s'", git_dir, path);
         free(path);
         ck_assert_uint_eq(strlen(oid), 40);
         return oid;
 }
 
 static void setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        root = strdup_printf("%s/tf-git-cat-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(root));
+        root = tf_tmpdir_new("tf-git-cat");
         git_dir = strdup_printf("%s/git", root);
-        char *init = strdup_printf("git init -q --bare '%s'", git_dir);
-        ck_assert_int_eq(system(init), 0);
-        free(init);
+        free(tf_sh(NULL, "git init -q --bare '%s'", git_dir));
         env = NULL;
         ck_assert_int_eq(strv_pushf(&env, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), 0);
         ck_assert_int_eq(strv_pushf(&env, "GIT_DIR=%s", git_dir), 0);
@@ -69,8 +47,8 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        (void) rm_rf(root);
-        free(root), free(git_dir);
+        root = tf_tmpdir_free(root);
+        free(git_dir);
         strv_free(env);
 }
 
@@ -117,7 +95,7 @@ END_TEST
 START_TEST(test_refusals_keep_the_reader) {
         char *small = blob_of("small\n", 6), *large = blob_of("0123456789abcdef\n", 17);
         /* a tree (the empty one, written) is not a blob */
-        char *tree = capture("GIT_DIR='%s' git mktree </dev/null", git_dir);
+        char *tree = tf_sh(NULL, "GIT_DIR='%s' git mktree </dev/null", git_dir);
         git_cat *c = NULL;
         char *err = NULL, *got = NULL;
         size_t len = 0;
@@ -161,18 +139,5 @@ START_TEST(test_git_failure_is_reported) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("git-cat");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, test_blobs_in_sequence);
-        tcase_add_test(tc, test_refusals_keep_the_reader);
-        tcase_add_test(tc, test_git_failure_is_reported);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("git-cat", "core", setup, teardown, 120, test_blobs_in_sequence, test_refusals_keep_the_reader,
+        test_git_failure_is_reported)

@@ -2,11 +2,13 @@
  * (docs/taskferry-jobs.5.md): every accepted form, every rejection, and
  * that no error message repeats a value (a prompt is a secret). */
 #include <check.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "job-file.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 /* ---- helpers ---- */
@@ -30,15 +32,28 @@ static void parse_fails_len(const char *text, size_t len, unsigned want_line, co
         ck_assert_msg(r == -EINVAL, "parse did not fail (r=%d)\n---\n%s", r, text);
         ck_assert_ptr_null(table);
         ck_assert_ptr_nonnull(msg);
-        ck_assert_msg(strstr(msg, needle), "message '%s' lacks '%s'", msg, needle);
-        ck_assert_msg(line == want_line, "error on line %u, expected %u (%s)", line, want_line, msg);
+        ck_assert_msg(strstr(msg, needle), "message '%s' lacks '%s'\n---\n%s", msg, needle, text);
+        ck_assert_msg(line == want_line, "error on line %u, expected %u (%s)\n---\n%s", line, want_line, msg, text);
         /* never the value itself */
         ck_assert_msg(!strstr(msg, "SECRET"), "the message repeats a value: %s", msg);
         free(msg);
 }
 
-static void parse_fails(const char *text, unsigned want_line, const char *needle) {
-        parse_fails_len(text, strlen(text), want_line, needle);
+static const char *str(json_object *t, const char *key);
+
+/* text parses to a table holding each key (a string) with its value: the
+ * key, value pairs that follow, NULL-terminated. A mismatch names the text. */
+static void parses_to(const char *text, ...) __attribute__((sentinel));
+static void parses_to(const char *text, ...) {
+        json_object *t = parse_ok(text);
+        va_list ap;
+        va_start(ap, text);
+        for (const char *key; (key = va_arg(ap, const char *));) {
+                const char *want = va_arg(ap, const char *), *got = str(t, key);
+                ck_assert_msg(streq(got, want), "%s = [%s], want [%s]\n---\n%s", key, got, want, text);
+        }
+        va_end(ap);
+        json_object_put(t);
 }
 
 static const char *str(json_object *t, const char *key) {
@@ -62,8 +77,8 @@ static void spec_fails(const char *text, unsigned want_line, const char *needle)
         int r = job_spec_parse(text, strlen(text), "/home/u", "/home/u/.config/taskferry/jobs", &j, &line, &msg);
         ck_assert_msg(r == -EINVAL, "job did not fail (r=%d)\n---\n%s", r, text);
         ck_assert_ptr_nonnull(msg);
-        ck_assert_msg(strstr(msg, needle), "message '%s' lacks '%s'", msg, needle);
-        ck_assert_msg(line == want_line, "error on line %u, expected %u (%s)", line, want_line, msg);
+        ck_assert_msg(strstr(msg, needle), "message '%s' lacks '%s'\n---\n%s", msg, needle, text);
+        ck_assert_msg(line == want_line, "error on line %u, expected %u (%s)\n---\n%s", line, want_line, msg, text);
         ck_assert_msg(!strstr(msg, "SECRET"), "the message repeats a value: %s", msg);
         ck_assert_ptr_null(j.directory);
         free(msg);
@@ -108,11 +123,7 @@ START_TEST(empty_comments_blank_lines) {
         ck_assert_int_eq(json_object_object_length(t), 0);
         json_object_put(t);
         /* no final newline; comment after a value; CRLF; blanks around = */
-        t = parse_ok("a = \"x\" # trailing comment\r\n  b\t=\t'y'\nc=\"z\"");
-        ck_assert_str_eq(str(t, "a"), "x");
-        ck_assert_str_eq(str(t, "b"), "y");
-        ck_assert_str_eq(str(t, "c"), "z");
-        json_object_put(t);
+        parses_to("a = \"x\" # trailing comment\r\n  b\t=\t'y'\nc=\"z\"", "a", "x", "b", "y", "c", "z", NULL);
 }
 END_TEST
 
@@ -142,60 +153,41 @@ START_TEST(bare_keys_and_lines) {
 END_TEST
 
 START_TEST(basic_string_escapes) {
-        json_object *t = parse_ok("a = \"q\\\" b\\\\ n\\n t\\t r\\r f\\f b\\b\"\n"
-                                  "u = \"\\u00e9\\u20AC\\U0001F600\"\n"
-                                  "raw = \"tab\there é €\"\n"
-                                  "hash = \"# not a comment\"\n"
-                                  "sq = \"it's\"\n");
-        ck_assert_str_eq(str(t, "a"), "q\" b\\ n\n t\t r\r f\f b\b");
-        ck_assert_str_eq(str(t, "u"), "é€\xf0\x9f\x98\x80");
-        ck_assert_str_eq(str(t, "raw"), "tab\there é €");
-        ck_assert_str_eq(str(t, "hash"), "# not a comment");
-        ck_assert_str_eq(str(t, "sq"), "it's");
-        json_object_put(t);
-        t = parse_ok("e = \"\"\n");
-        ck_assert_str_eq(str(t, "e"), "");
-        json_object_put(t);
+        parses_to("a = \"q\\\" b\\\\ n\\n t\\t r\\r f\\f b\\b\"\n"
+                  "u = \"\\u00e9\\u20AC\\U0001F600\"\n"
+                  "raw = \"tab\there é €\"\n"
+                  "hash = \"# not a comment\"\n"
+                  "sq = \"it's\"\n",
+                  "a", "q\" b\\ n\n t\t r\r f\f b\b", "u", "é€\xf0\x9f\x98\x80", "raw", "tab\there é €", "hash",
+                  "# not a comment", "sq", "it's", NULL);
+        parses_to("e = \"\"\n", "e", "", NULL);
 }
 END_TEST
 
 START_TEST(literal_strings) {
-        json_object *t = parse_ok("a = 'C:\\Users\\x \\n \"q\" #no'\nb = ''\n");
-        ck_assert_str_eq(str(t, "a"), "C:\\Users\\x \\n \"q\" #no");
-        ck_assert_str_eq(str(t, "b"), "");
-        json_object_put(t);
+        parses_to("a = 'C:\\Users\\x \\n \"q\" #no'\nb = ''\n", "a", "C:\\Users\\x \\n \"q\" #no", "b", "", NULL);
 }
 END_TEST
 
 START_TEST(multi_line_basic) {
         /* the newline after the opening quotes is trimmed; CRLF becomes LF;
          * quotes inside; escapes work */
-        json_object *t = parse_ok("p = \"\"\"\r\nline 1\r\n  \"quoted\" and \"\"two\"\"\n\\ttab\\u00e9\n\"\"\"\n");
-        ck_assert_str_eq(str(t, "p"), "line 1\n  \"quoted\" and \"\"two\"\"\n\ttabé\n");
-        json_object_put(t);
+        parses_to("p = \"\"\"\r\nline 1\r\n  \"quoted\" and \"\"two\"\"\n\\ttab\\u00e9\n\"\"\"\n", "p",
+                  "line 1\n  \"quoted\" and \"\"two\"\"\n\ttabé\n", NULL);
         /* line-ending backslash trims the newline and following blanks */
-        t = parse_ok("p = \"\"\"\nThe quick \\\n    brown \\   \n\n   fox.\"\"\"\n");
-        ck_assert_str_eq(str(t, "p"), "The quick brown fox.");
-        json_object_put(t);
+        parses_to("p = \"\"\"\nThe quick \\\n    brown \\   \n\n   fox.\"\"\"\n", "p", "The quick brown fox.", NULL);
         /* up to two quotes touching the closing delimiter */
-        t = parse_ok("a = \"\"\"x\"\"\"\"\nb = \"\"\"x\"\"\"\"\"\nc = \"\"\"\"\"\"\n");
-        ck_assert_str_eq(str(t, "a"), "x\"");
-        ck_assert_str_eq(str(t, "b"), "x\"\"");
-        ck_assert_str_eq(str(t, "c"), "");
-        json_object_put(t);
+        parses_to("a = \"\"\"x\"\"\"\"\nb = \"\"\"x\"\"\"\"\"\nc = \"\"\"\"\"\"\n", "a", "x\"", "b", "x\"\"", "c", "",
+                  NULL);
         /* one line; a comment may follow */
-        t = parse_ok("a = \"\"\"one\"\"\" # c\n");
-        ck_assert_str_eq(str(t, "a"), "one");
-        json_object_put(t);
+        parses_to("a = \"\"\"one\"\"\" # c\n", "a", "one", NULL);
 }
 END_TEST
 
 START_TEST(multi_line_literal) {
-        json_object *t = parse_ok("p = '''\nno \\escapes\\n here\n'quoted' ''two''\n'''\n"
-                                  "q = '''x''''\n");
-        ck_assert_str_eq(str(t, "p"), "no \\escapes\\n here\n'quoted' ''two''\n");
-        ck_assert_str_eq(str(t, "q"), "x'");
-        json_object_put(t);
+        parses_to("p = '''\nno \\escapes\\n here\n'quoted' ''two''\n'''\n"
+                  "q = '''x''''\n",
+                  "p", "no \\escapes\\n here\n'quoted' ''two''\n", "q", "x'", NULL);
 }
 END_TEST
 
@@ -242,89 +234,91 @@ END_TEST
 
 /* ---- rejections ---- */
 
-START_TEST(rejects_tables_and_keys) {
-        parse_fails("[job]\na = 'x'\n", 1, "tables are not supported");
-        parse_fails("a = 'x'\n[[jobs]]\n", 2, "tables are not supported");
-        parse_fails("\"quoted\" = 'x'\n", 1, "quoted keys");
-        parse_fails("'quoted' = 'x'\n", 1, "quoted keys");
-        parse_fails("a.b = 'x'\n", 1, "dotted keys");
-        parse_fails("a . b = 'x'\n", 1, "dotted keys");
-        parse_fails("= 'x'\n", 1, "expected a key");
-        parse_fails("a 'x'\n", 1, "expected = after the key a");
-        parse_fails("a\n", 1, "expected = after the key a");
-        parse_fails("a b = 'x'\n", 1, "expected = after the key a");
-        parse_fails("é = 'x'\n", 1, "expected a key");
-        parse_fails("a = 'x'\nb = 'y'\na = 'SECRET'\n", 3, "duplicate key a");
-}
-END_TEST
-
-START_TEST(rejects_values) {
-        parse_fails("a =\n", 1, "missing value");
-        parse_fails("a = # c\n", 1, "missing value");
-        parse_fails("a = ", 1, "missing value");
-        parse_fails("a = 42\n", 1, "unsupported value");
-        parse_fails("a = -1\n", 1, "unsupported value");
-        parse_fails("a = 1979-05-27\n", 1, "unsupported value");
-        parse_fails("a = inf\n", 1, "unsupported value");
-        parse_fails("a = True\n", 1, "unsupported value");
-        parse_fails("a = truex\n", 1, "unsupported value");
-        parse_fails("a = SECRET\n", 1, "unsupported value");
-        parse_fails("a = { b = 'x' }\n", 1, "inline tables");
-        parse_fails("a = 'x' 'y'\n", 1, "expected the end of the line");
-        parse_fails("a = 'x' b = 'y'\n", 1, "expected the end of the line");
-        parse_fails("a = true false\n", 1, "expected the end of the line");
-        parse_fails("a = 'x'\rb = 'y'\n", 1, "expected the end of the line");
-}
-END_TEST
-
-START_TEST(rejects_strings) {
-        parse_fails("a = \"SECRET\n", 1, "unterminated string");
-        parse_fails("a = \"SECRET", 1, "unterminated string");
-        parse_fails("a = 'SECRET\n", 1, "unterminated string");
-        parse_fails("x = 'y'\na = \"\"\"SECRET\n\nmore", 2, "unterminated multi-line string");
-        parse_fails("a = '''SECRET\n", 1, "unterminated multi-line string");
-        parse_fails("a = \"SECRET \\q\"\n", 1, "invalid escape sequence");
-        parse_fails("a = \"SECRET \\x41\"\n", 1, "invalid escape sequence");
-        parse_fails("a = \"SECRET \\ \"\n", 1, "invalid escape sequence");
-        parse_fails("a = \"SECRET \\u12\"\n", 1, "\\u needs 4 hex digits");
-        parse_fails("a = \"SECRET \\U0001F60\"\n", 1, "\\U needs 8 hex digits");
-        parse_fails("a = \"\\u0000\"\n", 1, "NUL");
-        parse_fails("a = \"\\uD800\"\n", 1, "no Unicode scalar value");
-        parse_fails("a = \"\\U00110000\"\n", 1, "no Unicode scalar value");
-        parse_fails("a = \"SECRET\x01\"\n", 1, "control character in a string");
-        parse_fails("a = \"SECRET\x7f\"\n", 1, "control character in a string");
-        parse_fails("a = 'SECRET\x1b'\n", 1, "control character in a literal string");
-        parse_fails("a = \"\"\"\nok\nSECRET\x0c\"\"\"\n", 3, "control character in a string");
-        parse_fails("a = \"\"\"SECRET\rx\"\"\"\n", 1, "control character in a string");
-        parse_fails("a = \"\"\"x\"\"\"\"\"\"\n", 1, "too many quotes");
-        parse_fails("a = '''x''''''\n", 1, "too many quotes");
+/* A TOML text (len 0: strlen), the line its error names and what the
+ * message says (never a value: each SECRET stays out of it). */
+static const struct {
+        const char *text;
+        size_t len;
+        unsigned line;
+        const char *needle;
+} toml_rejections[] = {
+        /* tables and keys */
+        {"[job]\na = 'x'\n", 0, 1, "tables are not supported"},
+        {"a = 'x'\n[[jobs]]\n", 0, 2, "tables are not supported"},
+        {"\"quoted\" = 'x'\n", 0, 1, "quoted keys"},
+        {"'quoted' = 'x'\n", 0, 1, "quoted keys"},
+        {"a.b = 'x'\n", 0, 1, "dotted keys"},
+        {"a . b = 'x'\n", 0, 1, "dotted keys"},
+        {"= 'x'\n", 0, 1, "expected a key"},
+        {"a 'x'\n", 0, 1, "expected = after the key a"},
+        {"a\n", 0, 1, "expected = after the key a"},
+        {"a b = 'x'\n", 0, 1, "expected = after the key a"},
+        {"é = 'x'\n", 0, 1, "expected a key"},
+        {"a = 'x'\nb = 'y'\na = 'SECRET'\n", 0, 3, "duplicate key a"},
+        /* values */
+        {"a =\n", 0, 1, "missing value"},
+        {"a = # c\n", 0, 1, "missing value"},
+        {"a = ", 0, 1, "missing value"},
+        {"a = 42\n", 0, 1, "unsupported value"},
+        {"a = -1\n", 0, 1, "unsupported value"},
+        {"a = 1979-05-27\n", 0, 1, "unsupported value"},
+        {"a = inf\n", 0, 1, "unsupported value"},
+        {"a = True\n", 0, 1, "unsupported value"},
+        {"a = truex\n", 0, 1, "unsupported value"},
+        {"a = SECRET\n", 0, 1, "unsupported value"},
+        {"a = { b = 'x' }\n", 0, 1, "inline tables"},
+        {"a = 'x' 'y'\n", 0, 1, "expected the end of the line"},
+        {"a = 'x' b = 'y'\n", 0, 1, "expected the end of the line"},
+        {"a = true false\n", 0, 1, "expected the end of the line"},
+        {"a = 'x'\rb = 'y'\n", 0, 1, "expected the end of the line"},
+        /* strings */
+        {"a = \"SECRET\n", 0, 1, "unterminated string"},
+        {"a = \"SECRET", 0, 1, "unterminated string"},
+        {"a = 'SECRET\n", 0, 1, "unterminated string"},
+        {"x = 'y'\na = \"\"\"SECRET\n\nmore", 0, 2, "unterminated multi-line string"},
+        {"a = '''SECRET\n", 0, 1, "unterminated multi-line string"},
+        {"a = \"SECRET \\q\"\n", 0, 1, "invalid escape sequence"},
+        {"a = \"SECRET \\x41\"\n", 0, 1, "invalid escape sequence"},
+        {"a = \"SECRET \\ \"\n", 0, 1, "invalid escape sequence"},
+        {"a = \"SECRET \\u12\"\n", 0, 1, "\\u needs 4 hex digits"},
+        {"a = \"SECRET \\U0001F60\"\n", 0, 1, "\\U needs 8 hex digits"},
+        {"a = \"\\u0000\"\n", 0, 1, "NUL"},
+        {"a = \"\\uD800\"\n", 0, 1, "no Unicode scalar value"},
+        {"a = \"\\U00110000\"\n", 0, 1, "no Unicode scalar value"},
+        {"a = \"SECRET\x01\"\n", 0, 1, "control character in a string"},
+        {"a = \"SECRET\x7f\"\n", 0, 1, "control character in a string"},
+        {"a = 'SECRET\x1b'\n", 0, 1, "control character in a literal string"},
+        {"a = \"\"\"\nok\nSECRET\x0c\"\"\"\n", 0, 3, "control character in a string"},
+        {"a = \"\"\"SECRET\rx\"\"\"\n", 0, 1, "control character in a string"},
+        {"a = \"\"\"x\"\"\"\"\"\"\n", 0, 1, "too many quotes"},
+        {"a = '''x''''''\n", 0, 1, "too many quotes"},
         /* a raw NUL byte, also in a comment */
-        parse_fails_len("a = \"SE\0CRET\"\n", 14, 1, "control character in a string");
-        parse_fails_len("# c\0\na = 'x'\n", 12, 1, "control character in a comment");
-        parse_fails("# c\x01\n", 1, "control character in a comment");
-}
-END_TEST
+        {"a = \"SE\0CRET\"\n", 14, 1, "control character in a string"},
+        {"# c\0\na = 'x'\n", 12, 1, "control character in a comment"},
+        {"# c\x01\n", 0, 1, "control character in a comment"},
+        /* arrays */
+        {"a = [\"x\", [\"y\"]]\n", 0, 1, "nested arrays"},
+        {"a = [1, 2]\n", 0, 1, "array elements must be strings"},
+        {"a = [true]\n", 0, 1, "array elements must be strings"},
+        {"a = [\"x\" \"y\"]\n", 0, 1, "expected , or ]"},
+        {"a = [\"x\",,]\n", 0, 1, "array elements must be strings"},
+        {"a = [,]\n", 0, 1, "array elements must be strings"},
+        {"a = [\n\"x\",\n", 0, 1, "unterminated array"},
+        {"a = [\"x\"", 0, 1, "unterminated array"},
+        {"a = [\"x\"] 'y'\n", 0, 1, "expected the end of the line"},
+        /* bad utf8 */
+        {"a = 'x'\nb = '\xff'\n", 0, 2, "not valid UTF-8"},
+        {"a = '\xc0\xaf'\n", 0, 1, "not valid UTF-8"}, /* overlong */
+        {"a = '\xed\xa0\x80'\n", 0, 1, "not valid UTF-8"}, /* surrogate */
+        {"a = '\xf4\x90\x80\x80'\n", 0, 1, "not valid UTF-8"}, /* past U+10FFFF */
+        {"a = '\xe2\x82'", 0, 1, "not valid UTF-8"}, /* truncated */
+        {"# \xe2\x28\xa1\n", 0, 1, "not valid UTF-8"},
+};
 
-START_TEST(rejects_arrays) {
-        parse_fails("a = [\"x\", [\"y\"]]\n", 1, "nested arrays");
-        parse_fails("a = [1, 2]\n", 1, "array elements must be strings");
-        parse_fails("a = [true]\n", 1, "array elements must be strings");
-        parse_fails("a = [\"x\" \"y\"]\n", 1, "expected , or ]");
-        parse_fails("a = [\"x\",,]\n", 1, "array elements must be strings");
-        parse_fails("a = [,]\n", 1, "array elements must be strings");
-        parse_fails("a = [\n\"x\",\n", 1, "unterminated array");
-        parse_fails("a = [\"x\"", 1, "unterminated array");
-        parse_fails("a = [\"x\"] 'y'\n", 1, "expected the end of the line");
-}
-END_TEST
-
-START_TEST(rejects_bad_utf8) {
-        parse_fails("a = 'x'\nb = '\xff'\n", 2, "not valid UTF-8");
-        parse_fails("a = '\xc0\xaf'\n", 1, "not valid UTF-8");         /* overlong */
-        parse_fails("a = '\xed\xa0\x80'\n", 1, "not valid UTF-8");     /* surrogate */
-        parse_fails("a = '\xf4\x90\x80\x80'\n", 1, "not valid UTF-8"); /* past U+10FFFF */
-        parse_fails("a = '\xe2\x82'", 1, "not valid UTF-8");           /* truncated */
-        parse_fails("# \xe2\x28\xa1\n", 1, "not valid UTF-8");
+START_TEST(rejects) {
+        size_t len = toml_rejections[_i].len;
+        const char *text = toml_rejections[_i].text;
+        parse_fails_len(text, len ? len : strlen(text), toml_rejections[_i].line, toml_rejections[_i].needle);
 }
 END_TEST
 
@@ -390,32 +384,41 @@ START_TEST(job_minimal_and_prompt_file) {
 }
 END_TEST
 
-START_TEST(job_rejections) {
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nschedule = 'daily'\n", 3, "unknown key schedule");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nschedule = 'daily'\n", 3, "a job has: directory, executor");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nrwBind = ['/x']\n", 3, "unknown key rwBind");
-        spec_fails("prompt = 'SECRET'\n", 0, "missing key directory");
-        spec_fails("directory = '/r'\n", 0, "missing key prompt");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nprompt_file = 'p'\n", 3, "exclude each other");
-        spec_fails("directory = '/r'\nprompt_file = 'p'\nprompt = 'SECRET'\n", 3, "exclude each other");
-        spec_fails("directory = 'src/app'\nprompt = 'SECRET'\n", 1, "directory must be an absolute path");
-        spec_fails("directory = '~other/x'\nprompt = 'SECRET'\n", 1, "directory must be an absolute path");
-        spec_fails("directory = ''\nprompt = 'SECRET'\n", 1, "directory must not be empty");
-        spec_fails("directory = ['/r']\nprompt = 'SECRET'\n", 1, "directory must be a string");
-        spec_fails("directory = true\nprompt = 'SECRET'\n", 1, "directory must be a string");
-        spec_fails("directory = '/r'\nprompt = ''\n", 2, "prompt must not be empty");
-        spec_fails("directory = '/r'\nprompt = ['SECRET']\n", 2, "prompt must be a string");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nexecutor = 'claude'\n", 3,
-                   "executor must be one of opencode, pi, shell");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nmodel = ''\n", 3, "model must not be empty");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nvariant = false\n", 3, "variant must be a string");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nrw_bind = '/x'\n", 3, "rw_bind must be an array of paths");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nro_bind = ['rel/x']\n", 3,
-                   "ro_bind entries must be absolute paths");
-        spec_fails("directory = '/r'\nprompt = 'SECRET'\nro_bind = ['']\n", 3, "ro_bind entries must be absolute");
-        spec_fails("directory = '/r'\nprompt_file = '~nobody/p'\n", 2, "prompt_file must be a path");
+/* A job file, the line its error names (0: none) and what the message
+ * says. */
+static const struct {
+        const char *text;
+        unsigned line;
+        const char *needle;
+} job_rejections_cases[] = {
+        {"directory = '/r'\nprompt = 'SECRET'\nschedule = 'daily'\n", 3, "unknown key schedule"},
+        {"directory = '/r'\nprompt = 'SECRET'\nschedule = 'daily'\n", 3, "a job has: directory, executor"},
+        {"directory = '/r'\nprompt = 'SECRET'\nrwBind = ['/x']\n", 3, "unknown key rwBind"},
+        {"prompt = 'SECRET'\n", 0, "missing key directory"},
+        {"directory = '/r'\n", 0, "missing key prompt"},
+        {"directory = '/r'\nprompt = 'SECRET'\nprompt_file = 'p'\n", 3, "exclude each other"},
+        {"directory = '/r'\nprompt_file = 'p'\nprompt = 'SECRET'\n", 3, "exclude each other"},
+        {"directory = 'src/app'\nprompt = 'SECRET'\n", 1, "directory must be an absolute path"},
+        {"directory = '~other/x'\nprompt = 'SECRET'\n", 1, "directory must be an absolute path"},
+        {"directory = ''\nprompt = 'SECRET'\n", 1, "directory must not be empty"},
+        {"directory = ['/r']\nprompt = 'SECRET'\n", 1, "directory must be a string"},
+        {"directory = true\nprompt = 'SECRET'\n", 1, "directory must be a string"},
+        {"directory = '/r'\nprompt = ''\n", 2, "prompt must not be empty"},
+        {"directory = '/r'\nprompt = ['SECRET']\n", 2, "prompt must be a string"},
+        {"directory = '/r'\nprompt = 'SECRET'\nexecutor = 'claude'\n", 3,
+         "executor must be one of opencode, pi, shell"},
+        {"directory = '/r'\nprompt = 'SECRET'\nmodel = ''\n", 3, "model must not be empty"},
+        {"directory = '/r'\nprompt = 'SECRET'\nvariant = false\n", 3, "variant must be a string"},
+        {"directory = '/r'\nprompt = 'SECRET'\nrw_bind = '/x'\n", 3, "rw_bind must be an array of paths"},
+        {"directory = '/r'\nprompt = 'SECRET'\nro_bind = ['rel/x']\n", 3, "ro_bind entries must be absolute paths"},
+        {"directory = '/r'\nprompt = 'SECRET'\nro_bind = ['']\n", 3, "ro_bind entries must be absolute"},
+        {"directory = '/r'\nprompt_file = '~nobody/p'\n", 2, "prompt_file must be a path"},
         /* a TOML error comes through with its line */
-        spec_fails("directory = '/r'\nprompt = \"SECRET\n", 2, "unterminated string");
+        {"directory = '/r'\nprompt = \"SECRET\n", 2, "unterminated string"},
+};
+
+START_TEST(job_rejections) {
+        spec_fails(job_rejections_cases[_i].text, job_rejections_cases[_i].line, job_rejections_cases[_i].needle);
 }
 END_TEST
 
@@ -433,37 +436,13 @@ START_TEST(job_home_required_for_tilde) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("job-file");
-        TCase *tc = tcase_create("toml");
-        tcase_add_test(tc, names);
-        tcase_add_test(tc, empty_comments_blank_lines);
-        tcase_add_test(tc, bare_keys_and_lines);
-        tcase_add_test(tc, basic_string_escapes);
-        tcase_add_test(tc, literal_strings);
-        tcase_add_test(tc, multi_line_basic);
-        tcase_add_test(tc, multi_line_literal);
-        tcase_add_test(tc, arrays);
-        tcase_add_test(tc, booleans);
-        tcase_add_test(tc, rejects_tables_and_keys);
-        tcase_add_test(tc, rejects_values);
-        tcase_add_test(tc, rejects_strings);
-        tcase_add_test(tc, rejects_arrays);
-        tcase_add_test(tc, rejects_bad_utf8);
-        suite_add_tcase(s, tc);
-        TCase *tj = tcase_create("job");
-        tcase_add_test(tj, job_all_keys);
-        tcase_add_test(tj, job_minimal_and_prompt_file);
-        tcase_add_test(tj, job_rejections);
-        tcase_add_test(tj, job_home_required_for_tilde);
-        suite_add_tcase(s, tj);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        Suite *s = suite_create("job-file");
+        TCase *tc = tf_tcase(s, "toml", NULL, NULL, 0, TF_TESTS(names, empty_comments_blank_lines, bare_keys_and_lines,
+                basic_string_escapes, literal_strings, multi_line_basic, multi_line_literal, arrays, booleans));
+        TF_LOOP(tc, rejects, toml_rejections);
+        TCase *tj = tf_tcase(s, "job", NULL, NULL, 0, TF_TESTS(job_all_keys, job_minimal_and_prompt_file,
+                job_home_required_for_tilde));
+        TF_LOOP(tj, job_rejections, job_rejections_cases);
+        return tf_run_suite(s);
 }

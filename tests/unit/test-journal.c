@@ -14,6 +14,7 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -198,25 +199,5 @@ START_TEST(observer_is_quiet_without_a_journal) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("journal");
-        TCase *tc = tcase_create("fields");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, queued_to_running);
-        tcase_add_test(tc, done_with_every_field);
-        tcase_add_test(tc, crashed_is_a_warning);
-        tcase_add_test(tc, new_task_has_no_old_values);
-        tcase_add_test(tc, changeset_move);
-        tcase_add_test(tc, never_a_secret);
-        tcase_add_test(tc, observer_is_quiet_without_a_journal);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("journal", "fields", setup, teardown, 0, queued_to_running, done_with_every_field, crashed_is_a_warning,
+        new_task_has_no_old_values, changeset_move, never_a_secret, observer_is_quiet_without_a_journal)

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 static inline void launch_spec_freep(launch_spec **s) { launch_spec_free(*s); }
 
@@ -388,17 +389,28 @@ START_TEST(test_launch_info) {
 }
 END_TEST
 
+/* ei as exit.json's JSON: exactly want (a new ref, for the round trip). */
+static json_object *exit_json(const exit_info *ei, const char *want) {
+        json_object *j = NULL;
+        ck_assert_int_eq(exit_info_to_json(ei, &j), 0);
+        ck_assert_str_eq(json_to_line(j, NULL), want);
+        return j;
+}
+
+/* An exit.json of text in dir (its path) is refused as malformed. */
+static void exit_file_refused(const char *dir, const char *path, const char *text) {
+        exit_info rd;
+        ck_assert_int_eq(write_file_atomic(path, text, strlen(text), 0600), 0);
+        ck_assert_msg(exit_info_read(dir, &rd) == -EBADMSG, "accepted %s", text);
+}
+
 START_TEST(test_exit_info) {
         exit_info ei = {.has_exit_code = true, .exit_code = 3, .ended_at_ms = 1764509706026ULL};
-        _cleanup_json_ json_object *j = NULL;
-        ck_assert_int_eq(exit_info_to_json(&ei, &j), 0);
-        ck_assert_str_eq(json_to_line(j, NULL), "{\"exitCode\":3,\"signal\":null,\"spawnError\":null,"
-                                                "\"endedAt\":\"2025-11-30T13:35:06.026Z\"}");
+        json_object_put(exit_json(&ei, "{\"exitCode\":3,\"signal\":null,\"spawnError\":null,"
+                                       "\"endedAt\":\"2025-11-30T13:35:06.026Z\"}"));
         exit_info sig = {.signal = "SIGTERM", .ended_at_ms = 0};
-        _cleanup_json_ json_object *j2 = NULL;
-        ck_assert_int_eq(exit_info_to_json(&sig, &j2), 0);
-        ck_assert_str_eq(json_to_line(j2, NULL), "{\"exitCode\":null,\"signal\":\"SIGTERM\",\"spawnError\":null,"
-                                                 "\"endedAt\":\"1970-01-01T00:00:00.000Z\"}");
+        _cleanup_json_ json_object *j2 = exit_json(&sig, "{\"exitCode\":null,\"signal\":\"SIGTERM\",\"spawnError\":null,"
+                                                         "\"endedAt\":\"1970-01-01T00:00:00.000Z\"}");
         exit_info back;
         ck_assert_int_eq(exit_info_from_json(j2, &back), 0);
         ck_assert(!back.has_exit_code);
@@ -407,8 +419,7 @@ START_TEST(test_exit_info) {
         exit_info_done(&back);
 
         /* A temp dir holding an exit.json written the way the shim writes it. */
-        char dir[] = "/var/tmp/tf-launch-spec-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *dir = tf_tmpdir_new("tf-launch-spec");
         exit_info rd;
         ck_assert_int_eq(exit_info_read(dir, &rd), -ENOENT);
         _cleanup_free_ char *path = strdup_printf("%s/exit.json", dir);
@@ -419,61 +430,37 @@ START_TEST(test_exit_info) {
         ck_assert_str_eq(rd.spawn_error, "bwrap is required");
         ck_assert_uint_eq(rd.ended_at_ms, 1764509706026ULL);
         exit_info_done(&rd);
-        const char *bad = "{\"exitCode\":256,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\"}";
-        ck_assert_int_eq(write_file_atomic(path, bad, strlen(bad), 0600), 0);
-        ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
-        const char *bad2 = "{\"exitCode\":\"1\",\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\"}";
-        ck_assert_int_eq(write_file_atomic(path, bad2, strlen(bad2), 0600), 0);
-        ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
+        exit_file_refused(dir, path,
+                          "{\"exitCode\":256,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\"}");
+        exit_file_refused(dir, path,
+                          "{\"exitCode\":\"1\",\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\"}");
 
         /* the shim stopped the worker for its disk use */
         exit_info stop = {.signal = "SIGTERM", .ended_at_ms = 0, .stop_reason = "disk_quota_exceeded",
                           .stop_detail = "the task used more than its disk budget of 50.0 MiB: 51.0 MiB"};
-        _cleanup_json_ json_object *j3 = NULL;
-        ck_assert_int_eq(exit_info_to_json(&stop, &j3), 0);
-        ck_assert_str_eq(json_to_line(j3, NULL),
-                         "{\"exitCode\":null,\"signal\":\"SIGTERM\",\"spawnError\":null,"
-                         "\"endedAt\":\"1970-01-01T00:00:00.000Z\",\"stopReason\":\"disk_quota_exceeded\","
-                         "\"stopDetail\":\"the task used more than its disk budget of 50.0 MiB: 51.0 MiB\"}");
+        _cleanup_json_ json_object *j3 =
+                exit_json(&stop, "{\"exitCode\":null,\"signal\":\"SIGTERM\",\"spawnError\":null,"
+                                 "\"endedAt\":\"1970-01-01T00:00:00.000Z\",\"stopReason\":\"disk_quota_exceeded\","
+                                 "\"stopDetail\":\"the task used more than its disk budget of 50.0 MiB: 51.0 MiB\"}");
         exit_info sb2;
         ck_assert_int_eq(exit_info_from_json(j3, &sb2), 0);
         ck_assert_str_eq(sb2.stop_reason, "disk_quota_exceeded");
         ck_assert_str_eq(sb2.stop_detail, "the task used more than its disk budget of 50.0 MiB: 51.0 MiB");
         exit_info_done(&sb2);
-        const char *bad3 = "{\"exitCode\":null,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\","
-                           "\"stopReason\":\"bored\",\"stopDetail\":null}";
-        ck_assert_int_eq(write_file_atomic(path, bad3, strlen(bad3), 0600), 0);
-        ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
-        const char *bad4 = "{\"exitCode\":null,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\","
-                           "\"stopReason\":3}";
-        ck_assert_int_eq(write_file_atomic(path, bad4, strlen(bad4), 0600), 0);
-        ck_assert_int_eq(exit_info_read(dir, &rd), -EBADMSG);
-        ck_assert_int_eq(rm_rf(dir), 0);
+        exit_file_refused(dir, path,
+                          "{\"exitCode\":null,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\","
+                          "\"stopReason\":\"bored\",\"stopDetail\":null}");
+        exit_file_refused(dir, path,
+                          "{\"exitCode\":null,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\","
+                          "\"stopReason\":3}");
+        tf_tmpdir_free(dir);
 }
 END_TEST
 
-static Suite *launch_spec_suite(void) {
-        Suite *s = suite_create("launch-spec");
-        TCase *tc = tcase_create("spec");
-        tcase_add_test(tc, test_exact_json);
-        tcase_add_test(tc, test_round_trip);
-        tcase_add_test(tc, test_strict_types);
-        tcase_add_test(tc, test_strict_shape);
-        tcase_add_test(tc, test_strict_disk);
-        tcase_add_test(tc, test_memfd);
-        tcase_add_test(tc, test_read_pipe_and_garbage);
-        suite_add_tcase(s, tc);
-        TCase *tc2 = tcase_create("status-files");
-        tcase_add_test(tc2, test_launch_info);
-        tcase_add_test(tc2, test_exit_info);
-        suite_add_tcase(s, tc2);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(launch_spec_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        Suite *s = suite_create("launch-spec");
+        tf_tcase(s, "spec", NULL, NULL, 0, TF_TESTS(test_exact_json, test_round_trip, test_strict_types,
+                test_strict_shape, test_strict_disk, test_memfd, test_read_pipe_and_garbage));
+        tf_tcase(s, "status-files", NULL, NULL, 0, TF_TESTS(test_launch_info, test_exit_info));
+        return tf_run_suite(s);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "libsystemd-dl.h"
+#include "unit.h"
 
 START_TEST(loads_once_and_resolves_every_symbol) {
         /* nothing is resolved before the first use */
@@ -38,14 +39,7 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("libsystemd-dl");
-        TCase *tc = tcase_create("dlopen");
-        tcase_add_test(tc, loads_once_and_resolves_every_symbol);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
+        tf_tcase(s, "dlopen", NULL, NULL, 0, TF_TESTS(loads_once_and_resolves_every_symbol));
         /* one process: the load-once state is the point */
-        srunner_set_fork_status(sr, CK_NOFORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return tf_run_suite_nofork(s);
 }

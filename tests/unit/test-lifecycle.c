@@ -16,6 +16,7 @@
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "paths.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -438,25 +439,6 @@ START_TEST(coldplug_gives_each_task_what_it_needs) {
 }
 END_TEST
 
-static Suite *lifecycle_suite(void) {
-        Suite *s = suite_create("lifecycle");
-        TCase *tc = tcase_create("lifecycle");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, every_kind_through_task_new);
-        tcase_add_test(tc, long_prompt_preview);
-        tcase_add_test(tc, failed_task_new_leaves_nothing);
-        tcase_add_test(tc, cancel_queued_releases_it);
-        tcase_add_test(tc, scheduler_tick_is_deferred);
-        tcase_add_test(tc, coldplug_gives_each_task_what_it_needs);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(lifecycle_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("lifecycle", "lifecycle", setup, teardown, 60, every_kind_through_task_new, long_prompt_preview,
+        failed_task_new_leaves_nothing, cancel_queued_releases_it, scheduler_tick_is_deferred,
+        coldplug_gives_each_task_what_it_needs)

@@ -11,17 +11,26 @@
 #include <unistd.h>
 
 #include "line-buffer.h"
+#include "unit.h"
 
 /* Pop one line and check its kind and bytes. */
 static void expect(LineBuffer *b, int kind, const char *bytes, size_t len) {
         const char *l = NULL;
         size_t n = 0;
         int r = line_buffer_pop(b, &l, &n);
-        ck_assert_int_eq(r, kind);
-        ck_assert_uint_eq(n, len);
-        ck_assert(memcmp(l, bytes, len) == 0);
+        ck_assert_msg(r == kind, "pop: %d, want %d [%.*s]", r, kind, (int) len, bytes);
+        ck_assert_msg(n == len && memcmp(l, bytes, len) == 0, "popped [%.*s], want [%.*s]", (int) n, l, (int) len, bytes);
         if (kind == LINE_BUFFER_LINE) ck_assert_int_eq(l[len], 0);
 }
+
+/* Append s (strlen bytes), which must fit. */
+static void append(LineBuffer *b, const char *s) {
+        int r = line_buffer_append(b, s, strlen(s));
+        ck_assert_msg(r == 0, "append [%s]: %d", s, r);
+}
+
+/* Pop one complete line: s. */
+static void expect_line(LineBuffer *b, const char *s) { expect(b, LINE_BUFFER_LINE, s, strlen(s)); }
 
 static void expect_none(LineBuffer *b) {
         const char *l;
@@ -29,19 +38,38 @@ static void expect_none(LineBuffer *b) {
         ck_assert_int_eq(line_buffer_pop(b, &l, &n), 0);
 }
 
+/* The next pop refuses an over-long line (-ENOBUFS). */
+static void expect_overlong(LineBuffer *b) {
+        const char *l;
+        size_t n;
+        ck_assert_int_eq(line_buffer_pop(b, &l, &n), -ENOBUFS);
+}
+
+/* At EOF the partial last line is bytes (len of them; NULL: there is
+ * none), NUL-terminated. */
+static void expect_rest(LineBuffer *b, const char *bytes, size_t len) {
+        const char *l;
+        size_t n;
+        int r = line_buffer_pop_rest(b, &l, &n);
+        ck_assert_msg(r == (bytes ? 1 : 0), "pop_rest: %d, want [%.*s]", r, (int) len, bytes ? bytes : "");
+        if (!bytes) return;
+        ck_assert_msg(n == len && memcmp(l, bytes, len) == 0, "rest [%.*s], want [%.*s]", (int) n, l, (int) len, bytes);
+        ck_assert_int_eq(l[n], 0);
+}
+
 START_TEST(test_split_across_appends) {
         LineBuffer b = LINE_BUFFER_INIT(1024, 0);
-        ck_assert_int_eq(line_buffer_append(&b, "hel", 3), 0);
+        append(&b, "hel");
         expect_none(&b);
-        ck_assert_int_eq(line_buffer_append(&b, "lo\nwor", 6), 0);
-        expect(&b, LINE_BUFFER_LINE, "hello", 5);
+        append(&b, "lo\nwor");
+        expect_line(&b, "hello");
         expect_none(&b);
-        ck_assert_int_eq(line_buffer_append(&b, "ld\n\n", 4), 0);
-        ck_assert_int_eq(line_buffer_append(&b, "x\ny\nz", 5), 0);
-        expect(&b, LINE_BUFFER_LINE, "world", 5);
-        expect(&b, LINE_BUFFER_LINE, "", 0);
-        expect(&b, LINE_BUFFER_LINE, "x", 1);
-        expect(&b, LINE_BUFFER_LINE, "y", 1);
+        append(&b, "ld\n\n");
+        append(&b, "x\ny\nz");
+        expect_line(&b, "world");
+        expect_line(&b, "");
+        expect_line(&b, "x");
+        expect_line(&b, "y");
         expect_none(&b);
         ck_assert_uint_eq(line_buffer_pending(&b), 1);
         line_buffer_done(&b);
@@ -58,7 +86,7 @@ START_TEST(test_byte_by_byte) {
                         ck_assert_int_eq(line_buffer_append(&b, want + k, 1), 0);
                         expect_none(&b);
                 }
-                ck_assert_int_eq(line_buffer_append(&b, "\n", 1), 0);
+                append(&b, "\n");
                 expect(&b, LINE_BUFFER_LINE, want, (size_t) n);
         }
         ck_assert_uint_le(b.cap, 4096);
@@ -70,9 +98,9 @@ START_TEST(test_bytes_preserved) {
         LineBuffer b = LINE_BUFFER_INIT(1024, 0);
         static const char in[] = "crlf\r\nnul\0in\0line\n\r\n\xff\xfe bytes\n";
         ck_assert_int_eq(line_buffer_append(&b, in, sizeof in - 1), 0);
-        expect(&b, LINE_BUFFER_LINE, "crlf\r", 5);
+        expect_line(&b, "crlf\r");
         expect(&b, LINE_BUFFER_LINE, "nul\0in\0line", 11);
-        expect(&b, LINE_BUFFER_LINE, "\r", 1);
+        expect_line(&b, "\r");
         expect(&b, LINE_BUFFER_LINE, "\xff\xfe bytes", 8);
         expect_none(&b);
         line_buffer_done(&b);
@@ -81,21 +109,16 @@ END_TEST
 
 START_TEST(test_eof_partial) {
         LineBuffer b = LINE_BUFFER_INIT(1024, 0);
-        const char *l;
-        size_t n;
-        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 0); /* nothing ever appended */
+        expect_rest(&b, NULL, 0); /* nothing ever appended */
         ck_assert_int_eq(line_buffer_append(&b, "a\npartial\0tail", 14), 0);
-        expect(&b, LINE_BUFFER_LINE, "a", 1);
+        expect_line(&b, "a");
         expect_none(&b);
-        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 1);
-        ck_assert_uint_eq(n, 12);
-        ck_assert(memcmp(l, "partial\0tail", 12) == 0);
-        ck_assert_int_eq(l[n], 0);
-        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 0);
+        expect_rest(&b, "partial\0tail", 12);
+        expect_rest(&b, NULL, 0);
         /* a log ending in '\n' has no partial line */
-        ck_assert_int_eq(line_buffer_append(&b, "b\n", 2), 0);
-        expect(&b, LINE_BUFFER_LINE, "b", 1);
-        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 0);
+        append(&b, "b\n");
+        expect_line(&b, "b");
+        expect_rest(&b, NULL, 0);
         line_buffer_done(&b);
 }
 END_TEST
@@ -105,22 +128,20 @@ END_TEST
  * handed out. */
 START_TEST(test_overlong_error) {
         LineBuffer b = LINE_BUFFER_INIT(8, 0);
-        const char *l;
-        size_t n;
-        ck_assert_int_eq(line_buffer_append(&b, "12345678", 8), 0);
+        append(&b, "12345678");
         expect_none(&b);
-        ck_assert_int_eq(line_buffer_append(&b, "\n", 1), 0);
-        expect(&b, LINE_BUFFER_LINE, "12345678", 8);
-        ck_assert_int_eq(line_buffer_append(&b, "123456789", 9), 0);
-        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
-        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
+        append(&b, "\n");
+        expect_line(&b, "12345678");
+        append(&b, "123456789");
+        expect_overlong(&b);
+        expect_overlong(&b);
         ck_assert_uint_eq(line_buffer_pending(&b), 9);
         line_buffer_done(&b);
 
         line_buffer_init(&b, 8, 0);
-        ck_assert_int_eq(line_buffer_append(&b, "0123456789abcdef\nok\n", 20), 0);
-        expect(&b, LINE_BUFFER_LINE, "0123456789abcdef", 16);
-        expect(&b, LINE_BUFFER_LINE, "ok", 2);
+        append(&b, "0123456789abcdef\nok\n");
+        expect_line(&b, "0123456789abcdef");
+        expect_line(&b, "ok");
         line_buffer_done(&b);
 }
 END_TEST
@@ -128,33 +149,31 @@ END_TEST
 /* Skipping an over-long line drops it through its '\n', across appends. */
 START_TEST(test_overlong_skip) {
         LineBuffer b = LINE_BUFFER_INIT(4, 0);
-        const char *l;
-        size_t n;
-        ck_assert_int_eq(line_buffer_append(&b, "toolong", 7), 0);
-        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
+        append(&b, "toolong");
+        expect_overlong(&b);
         line_buffer_skip_line(&b);
         ck_assert(line_buffer_skipping(&b));
         ck_assert_uint_eq(line_buffer_pending(&b), 0);
-        ck_assert_int_eq(line_buffer_append(&b, "still more", 10), 0);
+        append(&b, "still more");
         expect_none(&b);
-        ck_assert_int_eq(line_buffer_append(&b, "end\nnext\nla", 11), 0);
+        append(&b, "end\nnext\nla");
         ck_assert(!line_buffer_skipping(&b));
-        expect(&b, LINE_BUFFER_LINE, "next", 4);
-        ck_assert_int_eq(line_buffer_append(&b, "stXX", 4), 0);
-        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
+        expect_line(&b, "next");
+        append(&b, "stXX");
+        expect_overlong(&b);
         line_buffer_skip_line(&b);
         /* EOF while skipping: the dropped line is not handed out */
-        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 0);
+        expect_rest(&b, NULL, 0);
         line_buffer_done(&b);
 
         /* the line ends inside what is already held */
         line_buffer_init(&b, 4, 0);
-        ck_assert_int_eq(line_buffer_append(&b, "abcdef", 6), 0);
-        ck_assert_int_eq(line_buffer_pop(&b, &l, &n), -ENOBUFS);
-        ck_assert_int_eq(line_buffer_append(&b, "g\nhi\n", 5), 0);
+        append(&b, "abcdef");
+        expect_overlong(&b);
+        append(&b, "g\nhi\n");
         line_buffer_skip_line(&b);
         ck_assert(!line_buffer_skipping(&b));
-        expect(&b, LINE_BUFFER_LINE, "hi", 2);
+        expect_line(&b, "hi");
         line_buffer_done(&b);
 }
 END_TEST
@@ -162,20 +181,16 @@ END_TEST
 /* LINE_BUFFER_SPLIT: pieces of exactly max bytes, then the line's end. */
 START_TEST(test_overlong_split) {
         LineBuffer b = LINE_BUFFER_INIT(4, LINE_BUFFER_SPLIT);
-        const char *l;
-        size_t n;
-        ck_assert_int_eq(line_buffer_append(&b, "abcd", 4), 0);
+        append(&b, "abcd");
         expect_none(&b); /* exactly max: may still end here */
-        ck_assert_int_eq(line_buffer_append(&b, "efghij", 6), 0);
+        append(&b, "efghij");
         expect(&b, LINE_BUFFER_PIECE, "abcd", 4);
         expect(&b, LINE_BUFFER_PIECE, "efgh", 4);
         expect_none(&b);
-        ck_assert_int_eq(line_buffer_append(&b, "\nxyz", 4), 0);
-        expect(&b, LINE_BUFFER_LINE, "ij", 2);
+        append(&b, "\nxyz");
+        expect_line(&b, "ij");
         expect_none(&b);
-        ck_assert_int_eq(line_buffer_pop_rest(&b, &l, &n), 1);
-        ck_assert_uint_eq(n, 3);
-        ck_assert(memcmp(l, "xyz", 3) == 0);
+        expect_rest(&b, "xyz", 3);
         line_buffer_done(&b);
 }
 END_TEST
@@ -183,17 +198,17 @@ END_TEST
 /* LINE_BUFFER_LIMIT_BUFFERED: the limit is on everything held, at append. */
 START_TEST(test_limit_buffered) {
         LineBuffer b = LINE_BUFFER_INIT(10, LINE_BUFFER_LIMIT_BUFFERED);
-        ck_assert_int_eq(line_buffer_append(&b, "a\nb\nc\nd\n", 8), 0);
+        append(&b, "a\nb\nc\nd\n");
         ck_assert_int_eq(line_buffer_append(&b, "e\nf", 3), -ENOBUFS); /* 11 > 10, nothing appended */
         ck_assert_uint_eq(line_buffer_pending(&b), 8);
-        ck_assert_int_eq(line_buffer_append(&b, "e\n", 2), 0); /* exactly 10 */
-        expect(&b, LINE_BUFFER_LINE, "a", 1);
-        ck_assert_int_eq(line_buffer_append(&b, "f\n", 2), 0); /* popped bytes no longer count */
-        expect(&b, LINE_BUFFER_LINE, "b", 1);
-        expect(&b, LINE_BUFFER_LINE, "c", 1);
-        expect(&b, LINE_BUFFER_LINE, "d", 1);
-        expect(&b, LINE_BUFFER_LINE, "e", 1);
-        expect(&b, LINE_BUFFER_LINE, "f", 1);
+        append(&b, "e\n"); /* exactly 10 */
+        expect_line(&b, "a");
+        append(&b, "f\n"); /* popped bytes no longer count */
+        expect_line(&b, "b");
+        expect_line(&b, "c");
+        expect_line(&b, "d");
+        expect_line(&b, "e");
+        expect_line(&b, "f");
         expect_none(&b);
         line_buffer_done(&b);
 }
@@ -208,12 +223,12 @@ START_TEST(test_read_fd) {
         ck_assert_int_eq(line_buffer_read(&b, p[0], 3), 3); /* chunk bounds the read */
         expect_none(&b);
         ck_assert_int_eq(line_buffer_read(&b, p[0], 0), 4);
-        expect(&b, LINE_BUFFER_LINE, "one\r", 4);
+        expect_line(&b, "one\r");
         expect_none(&b);
         ck_assert_int_eq(write(p[1], "o\n", 2), 2);
         close(p[1]);
         ck_assert_int_eq(line_buffer_read(&b, p[0], 0), 2);
-        expect(&b, LINE_BUFFER_LINE, "two", 3);
+        expect_line(&b, "two");
         ck_assert_int_eq(line_buffer_read(&b, p[0], 0), 0);
         close(p[0]);
         line_buffer_done(&b);
@@ -242,7 +257,7 @@ START_TEST(test_long_line_linear) {
                 total += sizeof chunk;
                 expect_none(&b);
         }
-        ck_assert_int_eq(line_buffer_append(&b, "\n", 1), 0);
+        append(&b, "\n");
         const char *l;
         size_t n;
         ck_assert_int_eq(line_buffer_pop(&b, &l, &n), LINE_BUFFER_LINE);
@@ -251,28 +266,6 @@ START_TEST(test_long_line_linear) {
 }
 END_TEST
 
-static Suite *line_buffer_suite(void) {
-        Suite *s = suite_create("line-buffer");
-        TCase *tc = tcase_create("core");
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_split_across_appends);
-        tcase_add_test(tc, test_byte_by_byte);
-        tcase_add_test(tc, test_bytes_preserved);
-        tcase_add_test(tc, test_eof_partial);
-        tcase_add_test(tc, test_overlong_error);
-        tcase_add_test(tc, test_overlong_skip);
-        tcase_add_test(tc, test_overlong_split);
-        tcase_add_test(tc, test_limit_buffered);
-        tcase_add_test(tc, test_read_fd);
-        tcase_add_test(tc, test_long_line_linear);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(line_buffer_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("line-buffer", "core", NULL, NULL, 60, test_split_across_appends, test_byte_by_byte, test_bytes_preserved,
+        test_eof_partial, test_overlong_error, test_overlong_skip, test_overlong_split, test_limit_buffered,
+        test_read_fd, test_long_line_linear)

@@ -17,21 +17,13 @@
 #include "logparse.h"
 #include "macro.h"
 #include "string-util.h"
+#include "unit.h"
 
 static char *tmpdir;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *tmpl = strdup_printf("%s/test-log-pipe.XXXXXX", isempty(base) ? "/var/tmp" : base);
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmpdir = TAKE_PTR(tmpl);
-}
+static void setup(void) { tmpdir = tf_tmpdir_new("test-log-pipe"); }
 
-static void teardown(void) {
-        rm_rf(tmpdir);
-        free(tmpdir);
-        tmpdir = NULL;
-}
+static void teardown(void) { tmpdir = tf_tmpdir_free(tmpdir); }
 
 /* Feed `chunks` (n of them) into a log_pipe of the shell executor, each as
  * its own fd read to its end — so a chunk boundary is always a read
@@ -130,22 +122,5 @@ START_TEST(test_overlong_line_in_pieces) {
 }
 END_TEST
 
-static Suite *log_pipe_suite(void) {
-        Suite *s = suite_create("log-pipe");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 240);
-        tcase_add_test(tc, test_split_reads_and_eof_partial);
-        tcase_add_test(tc, test_stderr_never_glues);
-        tcase_add_test(tc, test_overlong_line_in_pieces);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(log_pipe_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("log-pipe", "core", setup, teardown, 240, test_split_reads_and_eof_partial, test_stderr_never_glues,
+        test_overlong_line_in_pieces)

@@ -13,14 +13,15 @@
 #include "log.h"
 #include "macro.h"
 #include "string-util.h"
+#include "unit.h"
 
-static char *path;
+static char *dir, *path;
 static int saved_stderr = -1;
 
 static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        path = strdup_printf("%s/test-log-XXXXXX", base && *base ? base : "/var/tmp");
-        int fd = mkstemp(path);
+        dir = tf_tmpdir_new("test-log");
+        path = tf_path(dir, "stderr");
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
         fflush(stderr);
         saved_stderr = dup(STDERR_FILENO);
@@ -35,8 +36,8 @@ static void teardown(void) {
         fflush(stderr);
         dup2(saved_stderr, STDERR_FILENO);
         close(saved_stderr);
-        unlink(path);
         free(path);
+        dir = tf_tmpdir_free(dir);
         unsetenv("JOURNAL_STREAM");
         log_reset_stream();
 }
@@ -132,18 +133,5 @@ START_TEST(fd_matching_and_priorities) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("log");
-        TCase *tc = tcase_create("log");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, plain_without_journal_stream);
-        tcase_add_test(tc, prefixed_on_the_journal_stream);
-        tcase_add_test(tc, other_or_malformed_stream_is_plain);
-        tcase_add_test(tc, fd_matching_and_priorities);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("log", "log", setup, teardown, 0, plain_without_journal_stream, prefixed_on_the_journal_stream,
+        other_or_malformed_stream_is_plain, fd_matching_and_priorities)

@@ -23,6 +23,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 #include "utf8.h"
 
 #include "../bench/realistic-log.h"
@@ -44,17 +45,9 @@
 
 static char *tmpdir;
 
-static void setup(void) {
-        _cleanup_free_ char *tmpl = strdup(TASKFERRY_BUILD_DIR "/test-logparse.XXXXXX");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmpdir = TAKE_PTR(tmpl);
-}
+static void setup(void) { tmpdir = tf_tmpdir_new("test-logparse"); }
 
-static void teardown(void) {
-        rm_rf(tmpdir);
-        free(tmpdir);
-        tmpdir = NULL;
-}
+static void teardown(void) { tmpdir = tf_tmpdir_free(tmpdir); }
 
 /* ---- writing logs like the shim ---- */
 
@@ -80,18 +73,7 @@ static char *write_log(const char *exec_id, const char *out, size_t out_len, con
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
 
-        normalizer *n = e->normalizer_new();
-        ck_assert_ptr_nonnull(n);
-        _cleanup_strv_free_ char **lines = NULL;
-        const char *p = out, *end = out + out_len;
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
-                ck_assert_int_ge(e->normalize_line(n, p, l, nl != NULL, &lines), 0);
-                p = nl ? nl + 1 : end;
-        }
-        if (e->normalize_finish) ck_assert_int_ge(e->normalize_finish(n, &lines), 0);
-        e->normalizer_free(n);
+        _cleanup_strv_free_ char **lines = tf_normalize(e, out, out_len);
         for (char **l = lines; l && *l; l++) {
                 append_bytes(fd, *l, strlen(*l));
                 append_bytes(fd, "\n", 1);
@@ -104,13 +86,8 @@ static char *write_log_str(const char *exec_id, const char *out, const char *err
         return write_log(exec_id, out, strlen(out), err, err ? strlen(err) : 0);
 }
 
-static char *slurp(const char *path) {
-        char *data = NULL;
-        int r = read_file(path, 16 << 20, &data, NULL);
-        if (r == -ENOENT) return strdup("");
-        ck_assert_int_eq(r, 0);
-        return data;
-}
+/* The file's text; "" when there is none. */
+static char *slurp(const char *path) { return tf_read_file(path, true); }
 
 /* Fixture prefix → log; *ret_exit gets the recorded exit code. */
 static char *write_fixture_log(const char *exec_id, const char *prefix, int *ret_exit) {
@@ -159,13 +136,37 @@ static void settle_fixture(const char *exec_id, const char *prefix, outcome *o) 
         settle(exec_id, log, ex, o);
 }
 
-static void assert_tokens(const log_summary *s, const char *json) {
-        if (!json) {
-                ck_assert_ptr_null(s->tokens);
-                return;
-        }
-        ck_assert_ptr_nonnull(s->tokens);
-        ck_assert_str_eq(json_to_line(s->tokens, NULL), json);
+/* The verdict in o: its status, its reason (NULL: none) and, when it has
+ * one, its detail (NULL: not checked). A mismatch names what (the fixture,
+ * or the variant of one). */
+static void check_verdict(const char *what, const outcome *o, const char *status, const char *reason,
+                          const char *detail) {
+        ck_assert_msg(streq(o->status, status), "%s: status %s, want %s", what, o->status, status);
+        ck_assert_msg(streq_ptr(o->reason, reason), "%s: reason %s (%s), want %s", what, strnull(o->reason),
+                      strnull(o->detail), strnull(reason));
+        if (reason && detail)
+                ck_assert_msg(streq_ptr(o->detail, detail), "%s: detail %s, want %s", what, strnull(o->detail), detail);
+}
+
+/* settle and check_verdict; the outcome stays in *o for the caller's other
+ * checks. */
+static void settle_as(const char *what, const char *exec_id, const char *log, int exit_code, const char *status,
+                      const char *reason, const char *detail, outcome *o) {
+        settle(exec_id, log, exit_code, o);
+        check_verdict(what, o, status, reason, detail);
+}
+
+/* The same for the fixture at prefix (with its recorded exit code). */
+static void settle_fixture_as(const char *exec_id, const char *prefix, const char *status, const char *reason,
+                              const char *detail, outcome *o) {
+        settle_fixture(exec_id, prefix, o);
+        check_verdict(prefix, o, status, reason, detail);
+}
+
+/* s's tokens are json (NULL: none); a mismatch names what. */
+static void assert_tokens(const char *what, const log_summary *s, const char *json) {
+        const char *got = s->tokens ? json_to_line(s->tokens, NULL) : NULL;
+        ck_assert_msg(streq_ptr(got, json), "%s: tokens %s, want %s", what, strnull(got), strnull(json));
 }
 
 /* ---- real fixtures ---- */
@@ -182,43 +183,53 @@ typedef struct real_case {
 
 #define PI_PONG_TOKENS "{\"total\":105,\"input\":100,\"output\":5,\"cache\":{\"write\":0,\"read\":0}}"
 #define OC_PONG_TOKENS "{\"total\":105,\"input\":100,\"output\":5,\"reasoning\":0,\"cache\":{\"write\":0,\"read\":0}}"
+/* a fixture done with message, its tokens and cost */
+#define DONE(name, message, tokens, cost) {name, "done", NULL, NULL, message, tokens, cost}
+/* one of the one-call answers (PONG, ticks) */
+#define PI_PONG(name, message) DONE(name, message, PI_PONG_TOKENS, 0.00010999999999999999)
+#define OC_PONG(name, message) DONE(name, message, OC_PONG_TOKENS, 0.00011)
+/* a fixture crashed with reason (NULL: none) and detail, no message, no step_finish */
+#define CRASHED(name, reason, detail) {name, "crashed", reason, detail, "", NULL, -1}
 
 static const real_case real_cases[] = {
-        { "pi-answer", "done", NULL, NULL, "PONG", PI_PONG_TOKENS, 0.00010999999999999999 },
-        { "pi-continue", "done", NULL, NULL, "PONG", PI_PONG_TOKENS, 0.00010999999999999999 },
-        { "pi-resume", "done", NULL, NULL, "PONG", PI_PONG_TOKENS, 0.00010999999999999999 },
-        { "pi-slow", "done", NULL, NULL, "tick1 tick2 tick3 tick4 tick5 ", PI_PONG_TOKENS, 0.00010999999999999999 },
+        PI_PONG("pi-answer", "PONG"),
+        PI_PONG("pi-continue", "PONG"),
+        PI_PONG("pi-resume", "PONG"),
+        PI_PONG("pi-slow", "tick1 tick2 tick3 tick4 tick5 "),
         /* per-call usage summed: 120/20 + 160/4 */
-        { "pi-write_file", "done", NULL, NULL, "done",
-          "{\"total\":304,\"input\":280,\"output\":24,\"cache\":{\"write\":0,\"read\":0}}",
-          0.00015999999999999999 + 0.000168 },
+        DONE("pi-write_file", "done", "{\"total\":304,\"input\":280,\"output\":24,\"cache\":{\"write\":0,\"read\":0}}",
+             0.00015999999999999999 + 0.000168),
         /* exit 0, but the error events decide */
-        { "pi-rate_limit", "crashed", "pi_rate_limited",
-          "429 Rate limit reached for mock-model (mockllm): please retry later.", "", NULL, -1 },
-        /* "401 Incorrect API key provided" matched no §6.3 pattern (then pi_pi_error);
-         * issue 5 item 4 puts it in the auth bucket */
-        { "pi-auth", "crashed", "pi_authentication_failed", "401 Incorrect API key provided (mockllm).", "", NULL, -1 },
+        CRASHED("pi-rate_limit", "pi_rate_limited",
+                "429 Rate limit reached for mock-model (mockllm): please retry later."),
+        /* "401 Incorrect API key provided" is an authentication failure, though
+         * no older pattern matched it (it was pi_pi_error) */
+        CRASHED("pi-auth", "pi_authentication_failed", "401 Incorrect API key provided (mockllm)."),
         /* the Anthropic body: pi prints it raw; the normalizer keeps its type and message */
-        { "pi-auth_anthropic", "crashed", "pi_authentication_failed",
-          "401 authentication_error: invalid x-api-key (mockllm)", "", NULL, -1 },
+        CRASHED("pi-auth_anthropic", "pi_authentication_failed",
+                "401 authentication_error: invalid x-api-key (mockllm)"),
         /* killed (exit 124): JSON lines exist, so no boot failure; no reason at all */
-        { "pi-hang", "crashed", NULL, NULL, "", NULL, -1 },
-        { "opencode-answer", "done", NULL, NULL, "PONG", OC_PONG_TOKENS, 0.00011 },
-        { "opencode-continue", "done", NULL, NULL, "PONG", OC_PONG_TOKENS, 0.00011 },
-        { "opencode-resume", "done", NULL, NULL, "PONG", OC_PONG_TOKENS, 0.00011 },
-        { "opencode-slow", "done", NULL, NULL, "tick1 tick2 tick3 tick4 tick5 ", OC_PONG_TOKENS, 0.00011 },
-        { "opencode-write_file", "done", NULL, NULL, "done",
-          "{\"total\":304,\"input\":280,\"output\":24,\"reasoning\":0,\"cache\":{\"write\":0,\"read\":0}}",
-          0.00016 + 0.000168 },
+        CRASHED("pi-hang", NULL, NULL),
+        OC_PONG("opencode-answer", "PONG"),
+        OC_PONG("opencode-continue", "PONG"),
+        OC_PONG("opencode-resume", "PONG"),
+        OC_PONG("opencode-slow", "tick1 tick2 tick3 tick4 tick5 "),
+        DONE("opencode-write_file", "done",
+             "{\"total\":304,\"input\":280,\"output\":24,\"reasoning\":0,\"cache\":{\"write\":0,\"read\":0}}",
+             0.00016 + 0.000168),
         /* no top-level message: the serialized event is scanned; the detail is the
-         * provider's message (error.data.message, issue 5 item 4) */
-        { "opencode-rate_limit", "crashed", "rate_limited",
-          "Rate limit reached for mock-model (mockllm): please retry later.", "", NULL, -1 },
-        { "opencode-auth", "crashed", "authentication_failed", "Incorrect API key provided (mockllm).", "", NULL, -1 },
-        { "opencode-auth_anthropic", "crashed", "authentication_failed", "invalid x-api-key (mockllm)", "", NULL, -1 },
+         * provider's message (error.data.message) */
+        CRASHED("opencode-rate_limit", "rate_limited",
+                "Rate limit reached for mock-model (mockllm): please retry later."),
+        CRASHED("opencode-auth", "authentication_failed", "Incorrect API key provided (mockllm)."),
+        CRASHED("opencode-auth_anthropic", "authentication_failed", "invalid x-api-key (mockllm)"),
         /* empty stdout, exit 124: no JSON, but no candidate line either */
-        { "opencode-hang", "crashed", NULL, NULL, "", NULL, -1 },
+        CRASHED("opencode-hang", NULL, NULL),
 };
+#undef DONE
+#undef PI_PONG
+#undef OC_PONG
+#undef CRASHED
 
 /* Expected session id: pi's first line `id`, opencode's `sessionID`. */
 static char *fixture_session(const char *name) {
@@ -237,17 +248,9 @@ START_TEST(test_real_fixtures) {
         const char *exec_id = startswith(c->name, "pi-") ? "pi" : "opencode";
         _cleanup_free_ char *prefix = strdup_printf(REAL "%s", c->name);
         outcome o;
-        settle_fixture(exec_id, prefix, &o);
-
-        ck_assert_msg(streq(o.status, c->status), "%s: status %s, want %s", c->name, o.status, c->status);
-        if (c->reason) {
-                ck_assert_msg(o.reason, "%s: no reason, want %s", c->name, c->reason);
-                ck_assert_str_eq(o.reason, c->reason);
-                if (c->detail) ck_assert_str_eq(o.detail, c->detail);
-        } else
-                ck_assert_msg(!o.reason, "%s: unexpected reason %s (%s)", c->name, o.reason, o.detail);
-        ck_assert_str_eq(o.sum.message, c->message);
-        assert_tokens(&o.sum, c->tokens);
+        settle_fixture_as(exec_id, prefix, c->status, c->reason, c->detail, &o);
+        ck_assert_msg(streq(o.sum.message, c->message), "%s: message %s, want %s", c->name, o.sum.message, c->message);
+        assert_tokens(c->name, &o.sum, c->tokens);
         if (c->cost >= 0) {
                 ck_assert(o.sum.has_cost);
                 ck_assert_msg(o.sum.cost == c->cost, "%s: cost %.20g want %.20g", c->name, o.sum.cost, c->cost);
@@ -282,33 +285,66 @@ END_TEST
 
 /* ---- synthetic OC-* / PI-* (acceptance-scenarios.md §3) ---- */
 
-START_TEST(test_oc_a) {
-        outcome o;
-        settle_fixture("opencode", SYN "oc-a", &o);
-        ck_assert_str_eq(o.status, "done");
-        ck_assert_ptr_null(o.reason);
-        ck_assert_str_eq(o.sum.message, "Checked README.md. The answer is PONG.\nStatus: DONE");
-        assert_tokens(&o.sum, "{\"total\":1210,\"input\":1100,\"output\":100,\"reasoning\":10,\"cache\":{\"write\":0,"
-                              "\"read\":512}}");
-        ck_assert(o.sum.has_cost && o.sum.cost == 0.0012);
-        ck_assert_str_eq(o.sum.session_id, "ses_fxA");
-        ck_assert(o.sum.has_stop);
-        outcome_done(&o);
-}
-END_TEST
+/* A synthetic fixture and its verdict (check_verdict's status, reason,
+ * detail) and, where set, its summary's message, narration, tokens, cost
+ * (>= 0), session id and has_stop (>= 0). Variants of some follow in test_oc_*. */
+typedef struct synthetic_case {
+        const char *exec_id, *prefix, *status, *reason, *detail, *message, *narration, *tokens;
+        double cost;
+        const char *session_id;
+        int has_stop;
+} synthetic_case;
 
-START_TEST(test_oc_b) {
+static const synthetic_case synthetic_cases[] = {
+        {"opencode", SYN "oc-a", "done", NULL, NULL, "Checked README.md. The answer is PONG.\nStatus: DONE", NULL,
+         "{\"total\":1210,\"input\":1100,\"output\":100,\"reasoning\":10,\"cache\":{\"write\":0,\"read\":512}}", 0.0012,
+         "ses_fxA", true},
+        {"opencode", SYN "oc-b", "done", NULL, NULL, "Fixed CRLF handling in src/parser.js; the parser test passes.",
+         "I'll run the failing test first.\n\nFixed CRLF handling in src/parser.js; the parser test passes.",
+         "{\"total\":2100,\"input\":1900,\"output\":170,\"reasoning\":30,\"cache\":{\"write\":0,\"read\":1000}}",
+         0.0009 + 0.0004 + 0.0003, "ses_fxB", -1},
+        {"opencode", SYN "oc-c", "crashed", "rate_limited", "rate_limit_exceeded: please retry after 60s", NULL, NULL,
+         NULL, -1, NULL, -1},
+        {"opencode", SYN "oc-d", "crashed", "authentication_failed", "Unauthorized: invalid API key provided", NULL,
+         NULL, NULL, -1, NULL, -1},
+        {"opencode", SYN "oc-e", "crashed", "boot_failure",
+         "Error: Extension \"/x/y.js\" error: Provider y: \"baseUrl\" is required when defining models.", NULL, NULL,
+         NULL, -1, NULL, -1},
+        /* crash recovery: exit 1 after a stop */
+        {"opencode", SYN "oc-f", "done", NULL, NULL, "All three call sites now use the shared helper.", NULL, NULL, -1,
+         NULL, -1},
+        {"pi", SYN "pi-a", "done", NULL, NULL, "PONG\nStatus: DONE", NULL,
+         "{\"total\":1525,\"input\":0,\"output\":18,\"cache\":{\"write\":1507,\"read\":0}}", 0.000586725, SES, -1},
+        {"pi", SYN "pi-b", "done", NULL, NULL, "Found README.md and src/. Done.",
+         "Listing the repo first.\n\nFound README.md and src/. Done.", NULL, -1, NULL, -1},
+        {"pi", SYN "pi-c", "crashed", "pi_rate_limited", "rate limit exceeded: 429 Too Many Requests", NULL, NULL, NULL,
+         -1, NULL, -1},
+        /* exit 0, plain text on stdout */
+        {"pi", SYN "pi-d", "crashed", "pi_authentication_failed", "No API key found for openai.", NULL, NULL, NULL, -1,
+         NULL, -1},
+        {"pi", SYN "pi-e", "crashed", "pi_boot_failure", "Error: auth.json not found", NULL, NULL, NULL, -1, NULL, -1},
+        {"pi", SYN "pi-f", "done", NULL, NULL, "PONG\nStatus: DONE", NULL, NULL, -1, NULL, -1},
+};
+
+START_TEST(test_synthetic_fixtures) {
+        const synthetic_case *c = &synthetic_cases[_i];
         outcome o;
-        settle_fixture("opencode", SYN "oc-b", &o);
-        ck_assert_str_eq(o.status, "done");
-        ck_assert_str_eq(o.sum.message, "Fixed CRLF handling in src/parser.js; the parser test passes.");
-        ck_assert_str_eq(o.sum.narration,
-                         "I'll run the failing test first.\n\nFixed CRLF handling in src/parser.js; the parser test "
-                         "passes.");
-        assert_tokens(&o.sum, "{\"total\":2100,\"input\":1900,\"output\":170,\"reasoning\":30,\"cache\":{\"write\":0,"
-                              "\"read\":1000}}");
-        ck_assert(o.sum.cost == 0.0009 + 0.0004 + 0.0003);
-        ck_assert_str_eq(o.sum.session_id, "ses_fxB");
+        settle_fixture_as(c->exec_id, c->prefix, c->status, c->reason, c->detail, &o);
+        if (c->message)
+                ck_assert_msg(streq(o.sum.message, c->message), "%s: message [%s], want [%s]", c->prefix, o.sum.message,
+                              c->message);
+        if (c->narration)
+                ck_assert_msg(streq(o.sum.narration, c->narration), "%s: narration [%s], want [%s]", c->prefix,
+                              o.sum.narration, c->narration);
+        if (c->tokens) assert_tokens(c->prefix, &o.sum, c->tokens);
+        if (c->cost >= 0)
+                ck_assert_msg(o.sum.has_cost && o.sum.cost == c->cost, "%s: cost %.20g, want %.20g", c->prefix,
+                              o.sum.cost, c->cost);
+        if (c->session_id)
+                ck_assert_msg(streq_ptr(o.sum.session_id, c->session_id), "%s: session %s, want %s", c->prefix,
+                              strnull(o.sum.session_id), c->session_id);
+        if (c->has_stop >= 0)
+                ck_assert_msg(o.sum.has_stop == c->has_stop, "%s: has_stop %d", c->prefix, o.sum.has_stop);
         outcome_done(&o);
 }
 END_TEST
@@ -343,8 +379,8 @@ START_TEST(test_real_opencode_error_details) {
         _cleanup_free_ char *log = variant_log("opencode", REAL "opencode-auth",
                                                "\"message\":\"Incorrect API key provided (mockllm).\",", "", NULL);
         outcome o;
-        settle("opencode", log, 1, &o);
-        ck_assert_str_eq(o.reason, "authentication_failed");
+        settle_as("opencode-auth without data.message", "opencode", log, 1, "crashed", "authentication_failed", NULL,
+                  &o);
         ck_assert(startswith(o.detail, "{\"type\":\"error\",\"timestamp\":"));
         ck_assert_uint_eq(utf8_utf16_length(o.detail, strlen(o.detail)), 500);
         ck_assert_str_eq(o.detail + strlen(o.detail) - strlen("…"), "…");
@@ -354,12 +390,6 @@ END_TEST
 
 START_TEST(test_oc_c) {
         outcome o;
-        settle_fixture("opencode", SYN "oc-c", &o);
-        ck_assert_str_eq(o.status, "crashed");
-        ck_assert_str_eq(o.reason, "rate_limited");
-        ck_assert_str_eq(o.detail, "rate_limit_exceeded: please retry after 60s");
-        outcome_done(&o);
-
         struct {
                 const char *msg, *reason;
         } variants[] = {
@@ -371,9 +401,7 @@ START_TEST(test_oc_c) {
                 _cleanup_free_ char *log = variant_log(
                         "opencode", SYN "oc-c", "\"message\":\"rate_limit_exceeded: please retry after 60s\",\"error\"",
                         to, "Error: provider request failed (APIError)\n");
-                settle("opencode", log, 1, &o);
-                ck_assert_str_eq(o.reason, variants[i].reason);
-                ck_assert_str_eq(o.detail, variants[i].msg);
+                settle_as(variants[i].msg, "opencode", log, 1, "crashed", variants[i].reason, variants[i].msg, &o);
                 outcome_done(&o);
         }
 }
@@ -381,108 +409,31 @@ END_TEST
 
 START_TEST(test_oc_d) {
         outcome o;
-        settle_fixture("opencode", SYN "oc-d", &o);
-        ck_assert_str_eq(o.status, "crashed");
-        ck_assert_str_eq(o.reason, "authentication_failed");
-        ck_assert_str_eq(o.detail, "Unauthorized: invalid API key provided");
-        outcome_done(&o);
-
         /* Variant: no error event, the raw stderr line decides. */
         _cleanup_free_ char *out = slurp(SYN "oc-d.stdout.ndjson");
         *strchr(out, '\n') = 0; /* keep only step_start */
         _cleanup_free_ char *log = write_log_str("opencode", out, "No API key found for openai.\n");
-        settle("opencode", log, 1, &o);
-        ck_assert_str_eq(o.reason, "authentication_failed");
-        ck_assert_str_eq(o.detail, "No API key found for openai.");
+        settle_as("oc-d without its error event", "opencode", log, 1, "crashed", "authentication_failed",
+                  "No API key found for openai.", &o);
         outcome_done(&o);
 }
 END_TEST
 
 START_TEST(test_oc_e) {
         outcome o;
-        settle_fixture("opencode", SYN "oc-e", &o);
-        ck_assert_str_eq(o.status, "crashed");
-        ck_assert_str_eq(o.reason, "boot_failure");
-        ck_assert_str_eq(o.detail,
-                         "Error: Extension \"/x/y.js\" error: Provider y: \"baseUrl\" is required when defining models.");
-        outcome_done(&o);
-
         /* Without the Error: line the detail is the last non-JSON line. */
         _cleanup_free_ char *err = slurp(SYN "oc-e.stderr.txt");
         char *at = strstr(err, "Error: Extension");
         ck_assert_ptr_nonnull(at);
         memmove(at, strchr(at, '\n') + 1, strlen(strchr(at, '\n') + 1) + 1);
         _cleanup_free_ char *log = write_log_str("opencode", "", err);
-        settle("opencode", log, 1, &o);
-        ck_assert_str_eq(o.reason, "boot_failure");
-        ck_assert_str_eq(o.detail, "    at async main (file:///opt/opencode/cli.js:3:1)");
+        settle_as("oc-e without its Error: line", "opencode", log, 1, "crashed", "boot_failure",
+                  "    at async main (file:///opt/opencode/cli.js:3:1)", &o);
         outcome_done(&o);
 
         /* pi names it pi_boot_failure. */
         _cleanup_free_ char *log2 = write_log_str("pi", "", "Error: x\n");
-        settle("pi", log2, 2, &o);
-        ck_assert_str_eq(o.reason, "pi_boot_failure");
-        outcome_done(&o);
-}
-END_TEST
-
-START_TEST(test_oc_f) {
-        outcome o;
-        settle_fixture("opencode", SYN "oc-f", &o);
-        ck_assert_str_eq(o.status, "done"); /* crash recovery: exit 1 after a stop */
-        ck_assert_ptr_null(o.reason);
-        ck_assert_str_eq(o.sum.message, "All three call sites now use the shared helper.");
-        outcome_done(&o);
-}
-END_TEST
-
-START_TEST(test_pi_a) {
-        outcome o;
-        settle_fixture("pi", SYN "pi-a", &o);
-        ck_assert_str_eq(o.status, "done");
-        ck_assert_ptr_null(o.reason);
-        ck_assert_str_eq(o.sum.message, "PONG\nStatus: DONE");
-        ck_assert_str_eq(o.sum.session_id, SES);
-        ck_assert(o.sum.has_cost && o.sum.cost == 0.000586725);
-        assert_tokens(&o.sum, "{\"total\":1525,\"input\":0,\"output\":18,\"cache\":{\"write\":1507,\"read\":0}}");
-        outcome_done(&o);
-}
-END_TEST
-
-START_TEST(test_pi_b) {
-        outcome o;
-        settle_fixture("pi", SYN "pi-b", &o);
-        ck_assert_str_eq(o.status, "done");
-        ck_assert_str_eq(o.sum.message, "Found README.md and src/. Done.");
-        ck_assert_str_eq(o.sum.narration, "Listing the repo first.\n\nFound README.md and src/. Done.");
-        outcome_done(&o);
-}
-END_TEST
-
-START_TEST(test_pi_c_d_e_f) {
-        outcome o;
-        settle_fixture("pi", SYN "pi-c", &o);
-        ck_assert_str_eq(o.status, "crashed");
-        ck_assert_str_eq(o.reason, "pi_rate_limited");
-        ck_assert_str_eq(o.detail, "rate limit exceeded: 429 Too Many Requests");
-        outcome_done(&o);
-
-        settle_fixture("pi", SYN "pi-d", &o); /* exit 0, plain text on stdout */
-        ck_assert_str_eq(o.status, "crashed");
-        ck_assert_str_eq(o.reason, "pi_authentication_failed");
-        ck_assert_str_eq(o.detail, "No API key found for openai.");
-        outcome_done(&o);
-
-        settle_fixture("pi", SYN "pi-e", &o);
-        ck_assert_str_eq(o.status, "crashed");
-        ck_assert_str_eq(o.reason, "pi_boot_failure");
-        ck_assert_str_eq(o.detail, "Error: auth.json not found");
-        outcome_done(&o);
-
-        settle_fixture("pi", SYN "pi-f", &o);
-        ck_assert_str_eq(o.status, "done");
-        ck_assert_ptr_null(o.reason);
-        ck_assert_str_eq(o.sum.message, "PONG\nStatus: DONE");
+        settle_as("pi's boot failure", "pi", log2, 2, "crashed", "pi_boot_failure", NULL, &o);
         outcome_done(&o);
 }
 END_TEST
@@ -494,16 +445,22 @@ static int classify(const char *line, const char *prefix, const char *sprefix, c
         return log_classify_line(line, strlen(line), prefix, sprefix, reason, detail);
 }
 
-static void assert_bucket(const char *line, const char *want) {
-        _cleanup_free_ char *reason = NULL, *detail = NULL;
-        int r = classify(line, NULL, "opencode", &reason, &detail);
-        if (!want) {
-                ck_assert_msg(r == 0, "'%s' classified as %s", line, reason);
+/* line classified (prefix, sprefix as log_classify_line takes them) as
+ * reason (NULL: not classified) with detail (NULL: not checked). */
+static void classify_is(const char *line, const char *prefix, const char *sprefix, const char *reason,
+                        const char *detail) {
+        _cleanup_free_ char *got = NULL, *got_detail = NULL;
+        int r = classify(line, prefix, sprefix, &got, &got_detail);
+        if (!reason) {
+                ck_assert_msg(r == 0, "'%s' classified as %s", line, got);
                 return;
         }
-        ck_assert_msg(r == 1, "'%s' not classified, want %s", line, want);
-        ck_assert_msg(streq(reason, want), "'%s' → %s, want %s", line, reason, want);
+        ck_assert_msg(r == 1, "'%s' not classified, want %s", line, reason);
+        ck_assert_msg(streq(got, reason), "'%s' → %s, want %s", line, got, reason);
+        if (detail) ck_assert_msg(streq(got_detail, detail), "'%s': detail %s, want %s", line, got_detail, detail);
 }
+
+static void assert_bucket(const char *line, const char *want) { classify_is(line, NULL, "opencode", want, NULL); }
 
 START_TEST(test_classifier_patterns) {
         assert_bucket("insufficient_quota", "payment_required");
@@ -555,87 +512,40 @@ START_TEST(test_classifier_patterns) {
 END_TEST
 
 START_TEST(test_classifier_json) {
-        _cleanup_free_ char *reason = NULL, *detail = NULL;
         /* a colour-coded raw line: matched and reported without the codes */
-        ck_assert_int_eq(classify("\033[91m\033[1mError: \033[0mIncorrect API key provided (mockllm).", NULL,
-                                  "opencode", &reason, &detail),
-                         1);
-        ck_assert_str_eq(reason, "authentication_failed");
-        ck_assert_str_eq(detail, "Error: Incorrect API key provided (mockllm).");
-        free(reason);
-        free(detail);
-        reason = detail = NULL;
+        classify_is("\033[91m\033[1mError: \033[0mIncorrect API key provided (mockllm).", NULL, "opencode",
+                    "authentication_failed", "Error: Incorrect API key provided (mockllm).");
         /* text events are never scanned (W7) */
-        ck_assert_int_eq(classify("{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"429 quota rate limit "
-                                  "exceeded\"}}",
-                                  NULL, "opencode", &reason, &detail),
-                         0);
+        classify_is("{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"429 quota rate limit exceeded\"}}", NULL,
+                    "opencode", NULL, NULL);
         /* no JSON event other than type:"error" fails */
-        ck_assert_int_eq(classify("{\"type\":\"step_finish\",\"message\":\"rate limit\"}", NULL, "opencode", &reason,
-                                  &detail),
-                         0);
-        ck_assert_int_eq(classify("{\"message\":\"unauthorized\"}", NULL, "opencode", &reason, &detail), 0);
-        ck_assert_int_eq(classify("[\"unauthorized\"]", NULL, "opencode", &reason, &detail), 0);
+        classify_is("{\"type\":\"step_finish\",\"message\":\"rate limit\"}", NULL, "opencode", NULL, NULL);
+        classify_is("{\"message\":\"unauthorized\"}", NULL, "opencode", NULL, NULL);
+        classify_is("[\"unauthorized\"]", NULL, "opencode", NULL, NULL);
 
         /* W8: unknown structured errors */
         const char *w8 = "{\"type\":\"error\",\"error\":{\"name\":\"UnknownError\",\"data\":{\"message\":\"Streaming "
                          "response failed\"}}}";
-        ck_assert_int_eq(classify(w8, NULL, "opencode", &reason, &detail), 1);
-        ck_assert_str_eq(reason, "opencode_unknownerror");
-        ck_assert_str_eq(detail, "Streaming response failed");
-        free(reason);
-        free(detail);
-        ck_assert_int_eq(classify(w8, "pi", "pi", &reason, &detail), 1);
-        ck_assert_str_eq(reason, "pi_unknownerror");
-        free(reason);
-        free(detail);
-        ck_assert_int_eq(classify("{\"type\":\"error\",\"error\":{\"name\":\"Context  Overflow--Error!\"}}", NULL,
-                                  "opencode", &reason, &detail),
-                         1);
-        ck_assert_str_eq(reason, "opencode_context_overflow_error_");
+        classify_is(w8, NULL, "opencode", "opencode_unknownerror", "Streaming response failed");
+        classify_is(w8, "pi", "pi", "pi_unknownerror", NULL);
         /* no data.message: the scanned text (the serialized event) */
-        ck_assert_str_eq(detail, "{\"type\":\"error\",\"error\":{\"name\":\"Context  Overflow--Error!\"}}");
-        free(reason);
-        free(detail);
-        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":\"boom\"}", "pi", "pi", &reason, &detail), 1);
-        ck_assert_str_eq(reason, "pi_error");
-        ck_assert_str_eq(detail, "boom");
-        free(reason);
-        free(detail);
+        classify_is("{\"type\":\"error\",\"error\":{\"name\":\"Context  Overflow--Error!\"}}", NULL, "opencode",
+                    "opencode_context_overflow_error_",
+                    "{\"type\":\"error\",\"error\":{\"name\":\"Context  Overflow--Error!\"}}");
+        classify_is("{\"type\":\"error\",\"message\":\"boom\"}", "pi", "pi", "pi_error", "boom");
         /* pi's own events */
-        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":\"Connection error.\",\"error\":{\"name\":"
-                                  "\"pi_error\",\"data\":{\"message\":\"Connection error.\"}}}",
-                                  "pi", "pi", &reason, &detail),
-                         1);
-        ck_assert_str_eq(reason, "pi_pi_error");
-        ck_assert_str_eq(detail, "Connection error.");
-        free(reason);
-        free(detail);
+        classify_is("{\"type\":\"error\",\"message\":\"Connection error.\",\"error\":{\"name\":\"pi_error\",\"data\":{"
+                    "\"message\":\"Connection error.\"}}}",
+                    "pi", "pi", "pi_pi_error", "Connection error.");
         /* Bucket match on the message: detail is the message, prefix applied. */
-        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":\"Too many requests\",\"error\":{\"name\":\"X\","
-                                  "\"data\":{\"message\":\"other\"}}}",
-                                  "shell", "shell", &reason, &detail),
-                         1);
-        ck_assert_str_eq(reason, "shell_rate_limited");
-        ck_assert_str_eq(detail, "Too many requests");
-        free(reason);
-        free(detail);
+        classify_is("{\"type\":\"error\",\"message\":\"Too many requests\",\"error\":{\"name\":\"X\",\"data\":{"
+                    "\"message\":\"other\"}}}",
+                    "shell", "shell", "shell_rate_limited", "Too many requests");
         /* A non-string message: the whole serialized event is scanned. */
-        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":5,\"error\":{\"data\":{\"statusCode\":429}}}",
-                                  NULL, "opencode", &reason, &detail),
-                         1);
-        ck_assert_str_eq(reason, "rate_limited");
-        free(reason);
-        free(detail);
+        classify_is("{\"type\":\"error\",\"message\":5,\"error\":{\"data\":{\"statusCode\":429}}}", NULL, "opencode",
+                    "rate_limited", NULL);
         /* "." does not cross a newline, as in JavaScript. */
-        ck_assert_int_eq(classify("{\"type\":\"error\",\"message\":\"rate\\nlimit\"}", NULL, "opencode", &reason,
-                                  &detail),
-                         1);
-        ck_assert_str_eq(reason, "opencode_error");
-        free(reason);
-        reason = NULL;
-        free(detail);
-        detail = NULL;
+        classify_is("{\"type\":\"error\",\"message\":\"rate\\nlimit\"}", NULL, "opencode", "opencode_error", NULL);
 }
 END_TEST
 
@@ -703,17 +613,12 @@ START_TEST(test_w7_no_false_positive) {
                 "{\"type\":\"step_finish\",\"part\":{\"type\":\"step-finish\",\"messageID\":\"m\",\"reason\":\"stop\"}}\n",
                 NULL);
         outcome o;
-        settle("opencode", log, 0, &o);
-        ck_assert_str_eq(o.status, "done");
-        ck_assert_ptr_null(o.reason);
+        settle_as("a text event about rate limits", "opencode", log, 0, "done", NULL, NULL, &o);
         outcome_done(&o);
 
         /* Raw `401 tests passed, 0 failed` + exit 1: not authentication_failed but boot_failure (W10). */
         _cleanup_free_ char *log2 = write_log_str("opencode", "401 tests passed, 0 failed\n", NULL);
-        settle("opencode", log2, 1, &o);
-        ck_assert_str_eq(o.status, "crashed");
-        ck_assert_str_eq(o.reason, "boot_failure");
-        ck_assert_str_eq(o.detail, "401 tests passed, 0 failed");
+        settle_as("a raw test count", "opencode", log2, 1, "crashed", "boot_failure", "401 tests passed, 0 failed", &o);
         outcome_done(&o);
 }
 END_TEST
@@ -734,63 +639,47 @@ static int boot(const char *data, char **detail) {
         return log_boot_failure(path, detail);
 }
 
-START_TEST(test_boot_failure) {
-        _cleanup_free_ char *d = NULL;
-        ck_assert_int_eq(boot("warning: x\nerror: first\nERROR second\nat foo\n\n   \n", &d), 1);
-        ck_assert_str_eq(d, "ERROR second");
-        free(d);
-        ck_assert_int_eq(boot("Errors: not this\nErrorX: nor this\nlast line", &d), 1);
-        ck_assert_str_eq(d, "last line");
-        free(d);
-        ck_assert_int_eq(boot("Error:tight\ntrailing\n", &d), 1);
-        ck_assert_str_eq(d, "Error:tight");
-        free(d);
-        ck_assert_int_eq(boot("  Error: indented does not count\nother\n", &d), 1);
-        ck_assert_str_eq(d, "other");
-        free(d);
+/* A log (NULL: none at all) and what log_boot_failure says of it: the
+ * detail and 1, or none and 0. */
+static const struct {
+        const char *log, *detail;
+        int r;
+} boot_cases[] = {
+        {"warning: x\nerror: first\nERROR second\nat foo\n\n   \n", "ERROR second", 1},
+        {"Errors: not this\nErrorX: nor this\nlast line", "last line", 1},
+        {"Error:tight\ntrailing\n", "Error:tight", 1},
+        {"  Error: indented does not count\nother\n", "other", 1},
         /* OpenCode's coloured error, then its runtime banner: the error is the detail */
-        ck_assert_int_eq(boot("\x1b[91m\x1b[1mError: \x1b[0mEROFS: read-only file system, mkdir '/h/.local/share/opencode'\n"
-                              "\nBun v1.3.14 (Linux x64 baseline)\n",
-                              &d),
-                         1);
-        ck_assert_str_eq(d, "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'");
-        free(d);
+        {"\x1b[91m\x1b[1mError: \x1b[0mEROFS: read-only file system, mkdir '/h/.local/share/opencode'\n"
+         "\nBun v1.3.14 (Linux x64 baseline)\n",
+         "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'", 1},
         /* pi's uncaught ENOENT (no "error:" prefix) beats the stack lines after it */
-        ck_assert_int_eq(boot("file:///x/main.js:1\nError: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'\n"
-                              "    at async mkdir (node:internal/fs/promises:858:10)\nNode.js v20.20.2\n",
-                              &d),
-                         1);
-        ck_assert_str_eq(d, "Error: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'");
-        free(d);
-        ck_assert_int_eq(boot("cannot write: Read-only file system\nbanner v1\n", &d), 1);
-        ck_assert_str_eq(d, "cannot write: Read-only file system");
-        free(d);
+        {"file:///x/main.js:1\nError: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'\n"
+         "    at async mkdir (node:internal/fs/promises:858:10)\nNode.js v20.20.2\n",
+         "Error: ENOENT: no such file or directory, mkdir '/a/sessions/--w--'", 1},
+        {"cannot write: Read-only file system\nbanner v1\n", "cannot write: Read-only file system", 1},
         /* A brace-starting non-JSON line is a candidate too. */
-        ck_assert_int_eq(boot("Warning: a\n{oops not json\n", &d), 1);
-        ck_assert_str_eq(d, "{oops not json");
-        free(d);
-        d = NULL;
+        {"Warning: a\n{oops not json\n", "{oops not json", 1},
         /* OpenCode's colour-coded Error: line beats its runtime banner; the
-         * detail has no escape codes (issue 5 items 2 and 4) */
-        ck_assert_int_eq(boot("\033[0m\n\033[91m\033[1mError: \033[0mEROFS: read-only file system, mkdir "
-                              "'/h/.local/share/opencode'\n\nBun v1.3.14 (Linux x64 baseline)\n",
-                              &d),
-                         1);
-        ck_assert_str_eq(d, "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'");
-        free(d);
-        ck_assert_int_eq(boot("\033[1mlast\033[0m line\n", &d), 1);
-        ck_assert_str_eq(d, "last line");
-        free(d);
-        d = NULL;
+         * detail has no escape codes */
+        {"\033[0m\n\033[91m\033[1mError: \033[0mEROFS: read-only file system, mkdir "
+         "'/h/.local/share/opencode'\n\nBun v1.3.14 (Linux x64 baseline)\n",
+         "Error: EROFS: read-only file system, mkdir '/h/.local/share/opencode'", 1},
+        {"\033[1mlast\033[0m line\n", "last line", 1},
         /* Any JSON line anywhere: no boot failure. */
-        ck_assert_int_eq(boot("Error: x\n{\"type\":\"step_start\"}\nError: y\n", &d), 0);
-        ck_assert_ptr_null(d);
+        {"Error: x\n{\"type\":\"step_start\"}\nError: y\n", NULL, 0},
         /* Nothing but blank lines, or an empty/missing log: no candidate. */
-        ck_assert_int_eq(boot("\n  \n\t\n", &d), 0);
-        ck_assert_int_eq(boot("", &d), 0);
-        _cleanup_free_ char *missing = strdup_printf("%s/nope.ndjson", tmpdir);
-        ck_assert_int_eq(log_boot_failure(missing, &d), 0);
-        ck_assert_ptr_null(d);
+        {"\n  \n\t\n", NULL, 0},
+        {"", NULL, 0},
+        {NULL, NULL, 0},
+};
+
+START_TEST(test_boot_failure) {
+        const char *log = boot_cases[_i].log, *want = boot_cases[_i].detail;
+        _cleanup_free_ char *d = NULL, *missing = strdup_printf("%s/nope.ndjson", tmpdir);
+        int r = log ? boot(log, &d) : log_boot_failure(missing, &d);
+        ck_assert_msg(r == boot_cases[_i].r, "[%s]: %d, want %d", strnull(log), r, boot_cases[_i].r);
+        ck_assert_msg(streq_ptr(d, want), "[%s]: detail [%s], want [%s]", strnull(log), strnull(d), strnull(want));
 }
 END_TEST
 
@@ -874,51 +763,50 @@ START_TEST(test_summary_basics) {
 }
 END_TEST
 
-START_TEST(test_summary_messages) {
-        log_summary s;
+/* A log and its summary's message, narration and has_stop (-1: not
+ * checked). */
+static const struct {
+        const char *log, *message, *narration;
+        int has_stop;
+} message_cases[] = {
         /* R2: no stop → the last text's messageID; parts joined with nothing. */
-        summarize_str("{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"a\"}}\n"
-                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"b\"}}\n"
-                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"c\"}}\n"
-                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"d\"}}\n"
-                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":5}}\n",
-                      NULL, &s);
-        ck_assert_str_eq(s.message, "bd");
-        ck_assert_str_eq(s.narration, "ac\n\nbd");
-        ck_assert(!s.has_stop);
-        log_summary_done(&s);
-
+        {"{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"a\"}}\n"
+         "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"b\"}}\n"
+         "{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"c\"}}\n"
+         "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"d\"}}\n"
+         "{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":5}}\n",
+         "bd", "ac\n\nbd", false},
         /* The last stop wins; a stop message without text gives "" (no fallback). */
-        summarize_str("{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"one\"}}\n"
-                      "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m1\",\"reason\":\"stop\"}}\n"
-                      "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m9\",\"reason\":\"stop\"}}\n"
-                      "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"two\"}}\n",
-                      NULL, &s);
-        ck_assert_str_eq(s.message, "");
-        ck_assert(s.has_stop);
-        ck_assert_str_eq(s.narration, "one\n\ntwo");
-        log_summary_done(&s);
-
+        {"{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"one\"}}\n"
+         "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m1\",\"reason\":\"stop\"}}\n"
+         "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m9\",\"reason\":\"stop\"}}\n"
+         "{\"type\":\"text\",\"part\":{\"messageID\":\"m2\",\"text\":\"two\"}}\n",
+         "", "one\n\ntwo", true},
         /* A stop without messageID falls back to the last text; texts without
          * messageID are their own message; a numeric messageID is not the string. */
-        summarize_str("{\"type\":\"text\",\"part\":{\"text\":\"anon\"}}\n"
-                      "{\"type\":\"text\",\"part\":{\"messageID\":5,\"text\":\"five\"}}\n"
-                      "{\"type\":\"text\",\"part\":{\"messageID\":\"5\",\"text\":\"str\"}}\n"
-                      "{\"type\":\"text\",\"part\":{\"text\":\"-again\"}}\n"
-                      "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\"}}\n",
-                      NULL, &s);
-        ck_assert_str_eq(s.message, "anon-again");
-        ck_assert_str_eq(s.narration, "anon-again\n\nfive\n\nstr");
-        log_summary_done(&s);
-
+        {"{\"type\":\"text\",\"part\":{\"text\":\"anon\"}}\n"
+         "{\"type\":\"text\",\"part\":{\"messageID\":5,\"text\":\"five\"}}\n"
+         "{\"type\":\"text\",\"part\":{\"messageID\":\"5\",\"text\":\"str\"}}\n"
+         "{\"type\":\"text\",\"part\":{\"text\":\"-again\"}}\n"
+         "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\"}}\n",
+         "anon-again", "anon-again\n\nfive\n\nstr", -1},
         /* tool events are not narration; reason other than stop is not final. */
-        summarize_str("{\"type\":\"tool_use\",\"part\":{\"type\":\"tool\",\"tool\":\"bash\",\"state\":{\"output\":"
-                      "\"x\"}}}\n{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"hi\"}}\n"
-                      "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m0\",\"reason\":\"tool-calls\"}}\n",
-                      NULL, &s);
-        ck_assert_str_eq(s.message, "hi");
-        ck_assert_str_eq(s.narration, "hi");
-        ck_assert(!s.has_stop);
+        {"{\"type\":\"tool_use\",\"part\":{\"type\":\"tool\",\"tool\":\"bash\",\"state\":{\"output\":"
+         "\"x\"}}}\n{\"type\":\"text\",\"part\":{\"messageID\":\"m1\",\"text\":\"hi\"}}\n"
+         "{\"type\":\"step_finish\",\"part\":{\"messageID\":\"m0\",\"reason\":\"tool-calls\"}}\n",
+         "hi", "hi", false},
+};
+
+START_TEST(test_summary_messages) {
+        const char *log = message_cases[_i].log;
+        log_summary s;
+        summarize_str(log, NULL, &s);
+        ck_assert_msg(streq(s.message, message_cases[_i].message), "[%s]: message [%s], want [%s]", log, s.message,
+                      message_cases[_i].message);
+        ck_assert_msg(streq(s.narration, message_cases[_i].narration), "[%s]: narration [%s], want [%s]", log,
+                      s.narration, message_cases[_i].narration);
+        if (message_cases[_i].has_stop >= 0)
+                ck_assert_msg(s.has_stop == message_cases[_i].has_stop, "[%s]: has_stop %d", log, s.has_stop);
         log_summary_done(&s);
 }
 END_TEST
@@ -932,15 +820,16 @@ START_TEST(test_summary_tokens) {
                       "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1.5},\"cost\":\"x\"}}\n"
                       "{\"type\":\"step_finish\",\"part\":{\"cost\":1}}\n",
                       NULL, &s);
-        assert_tokens(&s, "{\"input\":5.5,\"extra\":\"k\",\"output\":2,\"total\":10,\"reasoning\":4,\"cache\":{"
-                          "\"read\":7,\"write\":0}}");
+        assert_tokens("summed", &s,
+                      "{\"input\":5.5,\"extra\":\"k\",\"output\":2,\"total\":10,\"reasoning\":4,\"cache\":{"
+                      "\"read\":7,\"write\":0}}");
         ck_assert(s.has_cost);
         ck_assert(s.cost == 0.1 + 0.2 + 1);
         log_summary_done(&s);
 
         /* The first tokens object is taken as-is. */
         summarize_str("{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"weird\":true}}}\n", NULL, &s);
-        assert_tokens(&s, "{\"weird\":true}");
+        assert_tokens("the first", &s, "{\"weird\":true}");
         ck_assert(!s.has_cost);
         log_summary_done(&s);
 }
@@ -1160,47 +1049,17 @@ START_TEST(test_narration_styles) {
 }
 END_TEST
 
-static Suite *logparse_suite(void) {
-        Suite *s = suite_create("logparse");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 240);
-        tcase_add_loop_test(tc, test_real_fixtures, 0, (int) ELEMENTSOF(real_cases));
-        tcase_add_test(tc, test_real_fixtures_all_covered);
-        tcase_add_test(tc, test_real_opencode_error_details);
-        tcase_add_test(tc, test_oc_a);
-        tcase_add_test(tc, test_oc_b);
-        tcase_add_test(tc, test_oc_c);
-        tcase_add_test(tc, test_oc_d);
-        tcase_add_test(tc, test_oc_e);
-        tcase_add_test(tc, test_oc_f);
-        tcase_add_test(tc, test_pi_a);
-        tcase_add_test(tc, test_pi_b);
-        tcase_add_test(tc, test_pi_c_d_e_f);
-        tcase_add_test(tc, test_classifier_patterns);
-        tcase_add_test(tc, test_classifier_json);
-        tcase_add_test(tc, test_detail_cap);
-        tcase_add_test(tc, test_classify_file);
-        tcase_add_test(tc, test_w7_no_false_positive);
-        tcase_add_test(tc, test_boot_failure);
-        tcase_add_test(tc, test_boot_failure_large);
-        tcase_add_test(tc, test_summary_basics);
-        tcase_add_test(tc, test_summary_messages);
-        tcase_add_test(tc, test_summary_tokens);
-        tcase_add_test(tc, test_summary_large_log);
-        tcase_add_test(tc, test_blank);
-        tcase_add_test(tc, test_golden_realistic_log);
-        tcase_add_test(tc, test_golden_delta_log);
-        tcase_add_test(tc, test_fast_path_matches_json_c);
-        tcase_add_test(tc, test_narration_styles);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void) {
-        SRunner *sr = srunner_create(logparse_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        Suite *s = suite_create("logparse");
+        TCase *tc = tf_tcase(s, "core", setup, teardown, 240, TF_TESTS(test_real_fixtures_all_covered,
+                test_real_opencode_error_details, test_oc_c, test_oc_d, test_oc_e, test_classifier_patterns,
+                test_classifier_json, test_detail_cap, test_classify_file, test_w7_no_false_positive,
+                test_boot_failure_large, test_summary_basics, test_summary_tokens, test_summary_large_log, test_blank,
+                test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c,
+                test_narration_styles));
+        TF_LOOP(tc, test_real_fixtures, real_cases);
+        TF_LOOP(tc, test_synthetic_fixtures, synthetic_cases);
+        TF_LOOP(tc, test_boot_failure, boot_cases);
+        TF_LOOP(tc, test_summary_messages, message_cases);
+        return tf_run_suite(s);
 }

@@ -15,6 +15,7 @@
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "api/methods.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -39,38 +40,15 @@ static void teardown(void) {
 static Request *request(const char *line) { return tf_request(&m, conn, line, false); }
 
 /* Every frame the peer has received so far, as a JSON array. */
-static json_object *frames(void) {
-        char buf[65536];
-        ssize_t n = read(peer, buf, sizeof buf - 1);
-        json_object *arr = json_object_new_array();
-        if (n <= 0) return arr;
-        buf[n] = 0;
-        for (char *p = buf, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
-                json_object *o = NULL;
-                ck_assert_int_eq(json_parse_strict(p, (size_t) (nl - p), &o), 0);
-                json_object_array_add(arr, o);
-        }
-        return arr;
-}
+static json_object *frames(void) { return tf_frames(peer); }
 
-static json_object *one_frame(void) {
-        json_object *arr = frames();
-        ck_assert_uint_eq(json_object_array_length(arr), 1);
-        json_object *f = json_object_get(json_object_array_get_idx(arr, 0));
-        json_object_put(arr);
-        return f;
-}
+static json_object *one_frame(void) { return tf_one_frame(peer); }
 
 static Task *add_task(const char *id, const char *status) {
-        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\","
-                                "\"cancelRequested\":false,\"outputDir\":null}",
-                                id, status);
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        free(s);
-        Task *t = task_table_add_json(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
+        return tf_taskf(&m,
+                        "{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\","
+                        "\"cancelRequested\":false,\"outputDir\":null}",
+                        id, status);
 }
 
 START_TEST(table_names_the_methods) {
@@ -237,14 +215,8 @@ START_TEST(wait_answers_once_on_timeout) {
 END_TEST
 
 static Task *add_task_at(const char *id, const char *where, const char *started_at) {
-        char *s = strdup_printf("{\"id\":\"%s\",\"directory\":\"%s\",\"status\":\"done\",\"startedAt\":\"%s\"}", id,
-                                where, started_at);
-        json_object *o = NULL;
-        ck_assert_int_eq(json_parse_strict(s, strlen(s), &o), 0);
-        free(s);
-        Task *t = task_table_add_json(&m, o);
-        ck_assert_ptr_nonnull(t);
-        return t;
+        return tf_taskf(&m, "{\"id\":\"%s\",\"directory\":\"%s\",\"status\":\"done\",\"startedAt\":\"%s\"}", id, where,
+                        started_at);
 }
 
 static void assert_list(const char *params, const char *const *want, size_t n) {
@@ -288,22 +260,6 @@ START_TEST(list_newest_first_ties_in_table_order) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("methods");
-        TCase *tc = tcase_create("methods");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, table_names_the_methods);
-        tcase_add_test(tc, table_and_protocol_name_the_same_methods);
-        tcase_add_test(tc, unknown_method_is_one_error);
-        tcase_add_test(tc, state_flag_and_task_flag);
-        tcase_add_test(tc, method_call_does_not_reply);
-        tcase_add_test(tc, accept_refusal_is_an_error);
-        tcase_add_test(tc, wait_answers_once_on_timeout);
-        tcase_add_test(tc, list_newest_first_ties_in_table_order);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("methods", "methods", setup, teardown, 0, table_names_the_methods, table_and_protocol_name_the_same_methods,
+        unknown_method_is_one_error, state_flag_and_task_flag, method_call_does_not_reply, accept_refusal_is_an_error,
+        wait_answers_once_on_timeout, list_newest_first_ties_in_table_order)

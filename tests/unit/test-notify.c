@@ -10,6 +10,7 @@
 #include "api/server.h"
 #include "systemd/notify.h"
 #include "core/task.h"
+#include "unit.h"
 
 START_TEST(idle_means_nothing_to_do) {
         Manager m = {0};
@@ -49,14 +50,4 @@ START_TEST(idle_means_nothing_to_do) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("notify");
-        TCase *tc = tcase_create("idle");
-        tcase_add_test(tc, idle_means_nothing_to_do);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("notify", "idle", NULL, NULL, 0, idle_means_nothing_to_do)

@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "path-util.h"
 #include "string-util.h"
+#include "unit.h"
 
 static void assert_parent(const char *p, const char *want) {
         _cleanup_free_ char *d = path_parent(p);
@@ -42,9 +43,7 @@ START_TEST(at_or_below) {
 END_TEST
 
 START_TEST(executable) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *dir = strdup_printf("%s/test-path-util-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *dir = tf_tmpdir_new("test-path-util");
         _cleanup_free_ char *bin = strdup_printf("%s/bin", dir), *exe = strdup_printf("%s/bin/tool", dir),
                             *plain = strdup_printf("%s/bin/data", dir), *sub = strdup_printf("%s/bin/sub", dir);
         ck_assert_int_eq(mkdir_p(sub, 0755), 0);
@@ -68,20 +67,8 @@ START_TEST(executable) {
         r = NULL;
         if (geteuid() != 0) ck_assert_int_eq(find_executable(plain, NULL, &r), -EACCES);
         ck_assert_ptr_null(r);
-        ck_assert_int_eq(rm_rf(dir), 0);
+        tf_tmpdir_free(dir);
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("path-util");
-        TCase *tc = tcase_create("path-util");
-        tcase_add_test(tc, parent);
-        tcase_add_test(tc, at_or_below);
-        tcase_add_test(tc, executable);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("path-util", "path-util", NULL, NULL, 0, parent, at_or_below, executable)

@@ -7,6 +7,7 @@
 #include "fs-util.h"
 #include "paths.h"
 #include "string-util.h"
+#include "unit.h"
 
 static void clear_env(void) {
         const char *vars[] = {"TASKFERRY_STATE_DIR", "TASKFERRY_RUNTIME_DIR", "TASKFERRY_CACHE_DIR",
@@ -16,6 +17,33 @@ static void clear_env(void) {
         setenv("HOME", "/home/u", 1);
 }
 
+/* tf_paths_resolve, in this environment, resolves to these paths (NULL: not
+ * checked). */
+static void resolves_to(const char *state, const char *runtime, const char *cache, const char *socket,
+                        const char *config, const char *overlay) {
+        tf_paths p;
+        ck_assert_int_eq(tf_paths_resolve(&p), 0);
+        const struct {
+                const char *what, *got, *want;
+        } paths[] = {{"state", p.state_dir, state},   {"runtime", p.runtime_dir, runtime},
+                     {"cache", p.cache_dir, cache},   {"socket", p.socket_path, socket},
+                     {"config", p.config_file, config}, {"overlay", p.overlay_tmp_root, overlay}};
+        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+                if (paths[i].want)
+                        ck_assert_msg(streq_ptr(paths[i].got, paths[i].want), "%s dir %s, want %s", paths[i].what,
+                                      strnull(paths[i].got), paths[i].want);
+        tf_paths_done(&p);
+}
+
+/* The runtime dir without XDG_RUNTIME_DIR: /run/user/<uid>/taskferry when
+ * that dir exists, else under the state dir. */
+static void assert_default_runtime_dir(const tf_paths *p) {
+        _cleanup_free_ char *run_user = strdup_printf("/run/user/%u", (unsigned) getuid());
+        _cleanup_free_ char *want = is_dir(run_user) ? strdup_printf("%s/taskferry", run_user)
+                                                     : strdup("/home/u/.local/state/taskferry/run");
+        ck_assert_str_eq(p->runtime_dir, want);
+}
+
 START_TEST(defaults_under_home) {
         clear_env();
         tf_paths p;
@@ -23,18 +51,11 @@ START_TEST(defaults_under_home) {
         ck_assert_str_eq(p.state_dir, "/home/u/.local/state/taskferry");
         ck_assert_str_eq(p.cache_dir, "/home/u/.cache/taskferry");
         ck_assert_str_eq(p.config_file, "/home/u/.config/taskferry/config.json");
-        char run_user[64];
-        snprintf(run_user, sizeof run_user, "/run/user/%u", (unsigned) getuid());
-        if (is_dir(run_user)) {
-                char *want = strdup_printf("%s/taskferry", run_user);
-                ck_assert_str_eq(p.runtime_dir, want);
-                free(want);
-        } else
-                ck_assert_str_eq(p.runtime_dir, "/home/u/.local/state/taskferry/run");
+        assert_default_runtime_dir(&p);
         char *sock = strdup_printf("%s/daemon.sock", p.runtime_dir);
         ck_assert_str_eq(p.socket_path, sock);
         free(sock);
-        /* on real disk under the state dir, not the runtime-dir tmpfs (issue 5 item 14) */
+        /* on real disk under the state dir, not the runtime-dir tmpfs */
         char *ov = strdup_printf("%s/overlays", p.state_dir);
         ck_assert_str_eq(p.overlay_tmp_root, ov);
         free(ov);
@@ -48,38 +69,24 @@ START_TEST(xdg_and_overrides) {
         setenv("XDG_RUNTIME_DIR", "/xr", 1);
         setenv("XDG_CACHE_HOME", "/xc", 1);
         setenv("XDG_CONFIG_HOME", "/xg", 1);
-        tf_paths p;
-        ck_assert_int_eq(tf_paths_resolve(&p), 0);
-        ck_assert_str_eq(p.state_dir, "/xs/taskferry");
-        ck_assert_str_eq(p.runtime_dir, "/xr/taskferry");
-        ck_assert_str_eq(p.cache_dir, "/xc/taskferry");
-        ck_assert_str_eq(p.socket_path, "/xr/taskferry/daemon.sock");
-        ck_assert_str_eq(p.config_file, "/xg/taskferry/config.json");
-        tf_paths_done(&p);
+        resolves_to("/xs/taskferry", "/xr/taskferry", "/xc/taskferry", "/xr/taskferry/daemon.sock",
+                    "/xg/taskferry/config.json", NULL);
         setenv("TASKFERRY_STATE_DIR", "/s", 1);
         setenv("TASKFERRY_RUNTIME_DIR", "/r", 1);
         setenv("TASKFERRY_CACHE_DIR", "/c", 1);
         setenv("TASKFERRY_SOCKET_PATH", "/k.sock", 1);
         setenv("TASKFERRY_OVERLAY_TMP_DIR", "/o", 1);
-        ck_assert_int_eq(tf_paths_resolve(&p), 0);
-        ck_assert_str_eq(p.state_dir, "/s");
-        ck_assert_str_eq(p.runtime_dir, "/r");
-        ck_assert_str_eq(p.cache_dir, "/c");
-        ck_assert_str_eq(p.socket_path, "/k.sock");
-        ck_assert_str_eq(p.overlay_tmp_root, "/o");
-        tf_paths_done(&p);
+        resolves_to("/s", "/r", "/c", "/k.sock", NULL, "/o");
         /* empty strings count as unset */
         setenv("TASKFERRY_STATE_DIR", "", 1);
         setenv("TASKFERRY_RUNTIME_DIR", "", 1);
         setenv("XDG_RUNTIME_DIR", "", 1);
-        ck_assert_int_eq(tf_paths_resolve(&p), 0);
-        ck_assert_str_eq(p.state_dir, "/xs/taskferry");
-        tf_paths_done(&p);
+        resolves_to("/xs/taskferry", NULL, NULL, NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(run_user_dir_without_xdg_runtime_dir) {
-        /* #280: /run/user/<uid> is used when it exists even if XDG_RUNTIME_DIR is not exported */
+        /* /run/user/<uid> is used when it exists even if XDG_RUNTIME_DIR is not exported */
         clear_env();
         char run_user[64];
         snprintf(run_user, sizeof run_user, "/run/user/%u", (unsigned) getuid());
@@ -89,31 +96,10 @@ START_TEST(run_user_dir_without_xdg_runtime_dir) {
         }
         tf_paths p;
         ck_assert_int_eq(tf_paths_resolve(&p), 0);
-        if (is_dir(run_user)) {
-                char *want = strdup_printf("%s/taskferry", run_user);
-                ck_assert_str_eq(p.runtime_dir, want);
-                free(want);
-        } else
-                ck_assert_str_eq(p.runtime_dir, "/home/u/.local/state/taskferry/run");
+        assert_default_runtime_dir(&p);
         tf_paths_done(&p);
         if (created) rmdir(run_user);
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("paths");
-        TCase *tc = tcase_create("resolve");
-        tcase_add_test(tc, defaults_under_home);
-        tcase_add_test(tc, xdg_and_overrides);
-        tcase_add_test(tc, run_user_dir_without_xdg_runtime_dir);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("paths", "resolve", NULL, NULL, 0, defaults_under_home, xdg_and_overrides, run_user_dir_without_xdg_runtime_dir)

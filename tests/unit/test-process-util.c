@@ -17,6 +17,7 @@
 
 #include "macro.h"
 #include "process-util.h"
+#include "unit.h"
 
 /* Wait for pid; its exit code (a failed check in the child exits non-zero). */
 static int wait_exit(pid_t pid) {
@@ -229,11 +230,8 @@ static bool fd_is(int fd, const char *path) {
 }
 
 START_TEST(test_rearrange_stdio) {
-        char dir[] = "/var/tmp/tf-pu-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        char fa[64], fb[64];
-        snprintf(fa, sizeof fa, "%s/a", dir);
-        snprintf(fb, sizeof fb, "%s/b", dir);
+        char *dir = tf_tmpdir_new("tf-pu");
+        _cleanup_free_ char *fa = tf_path(dir, "a"), *fb = tf_path(dir, "b");
         int a = open(fa, O_RDWR | O_CREAT | O_CLOEXEC, 0600), b = open(fb, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         ck_assert_int_ge(a, 3);
         ck_assert_int_ge(b, 3);
@@ -272,7 +270,7 @@ START_TEST(test_rearrange_stdio) {
         if (r == 0) _exit(fd_is(0, "/dev/null") && fd_is(1, "/dev/null") && fd_is(2, "/dev/null") ? 0 : 1);
         ck_assert_int_eq(wait_exit(pid), 0);
         close(a), close(b);
-        unlink(fa), unlink(fb), rmdir(dir);
+        tf_tmpdir_free(dir);
 }
 END_TEST
 
@@ -359,26 +357,5 @@ START_TEST(test_wait_helpers) {
 }
 END_TEST
 
-static Suite *process_util_suite(void) {
-        Suite *s = suite_create("process-util");
-        TCase *tc = tcase_create("core");
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_reset_signals);
-        tcase_add_test(tc, test_close_all_fds);
-        tcase_add_test(tc, test_deathsig);
-        tcase_add_test(tc, test_process_group_and_session);
-        tcase_add_test(tc, test_rlimit_nofile);
-        tcase_add_test(tc, test_rearrange_stdio);
-        tcase_add_test(tc, test_detach);
-        tcase_add_test(tc, test_wait_helpers);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(process_util_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TF_MAIN("process-util", "core", NULL, NULL, 60, test_reset_signals, test_close_all_fds, test_deathsig,
+        test_process_group_and_session, test_rlimit_nofile, test_rearrange_stdio, test_detach, test_wait_helpers)

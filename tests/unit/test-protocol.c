@@ -7,6 +7,7 @@
 #include "macro.h"
 #include "protocol.h"
 #include "string-util.h"
+#include "unit.h"
 
 static const char *err_code(json_object *frame) { return json_get_string(json_get_object(frame, "error"), "code"); }
 
@@ -18,6 +19,16 @@ static json_object *parse_error(const char *line) {
         ck_assert_ptr_nonnull(err);
         return err;
 }
+
+/* line is refused with code (a mismatch names the line); the error frame,
+ * for the caller's other checks. */
+static json_object *refused_with(const char *line, const char *code) {
+        json_object *e = parse_error(line);
+        ck_assert_msg(streq_ptr(err_code(e), code), "%s: %s, want %s", line, strnull(err_code(e)), code);
+        return e;
+}
+
+static void refused(const char *line, const char *code) { json_object_put(refused_with(line, code)); }
 
 START_TEST(envelopes_have_exact_key_order) {
         json_object *ok = proto_success("abc", json_object_new_object());
@@ -54,37 +65,28 @@ START_TEST(error_from_text_maps_like_response_error) {
 END_TEST
 
 START_TEST(validation_order_and_codes) {
-        json_object *e = parse_error("{nope");
-        ck_assert_str_eq(err_code(e), "MALFORMED_JSON");
+        json_object *e = refused_with("{nope", "MALFORMED_JSON");
         ck_assert_ptr_null(json_get_string(e, "id"));
         json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"system.health\",\"params\":{}} trailing");
-        ck_assert_str_eq(err_code(e), "MALFORMED_JSON");
-        json_object_put(e);
-        e = parse_error("\"str\"");
-        ck_assert_str_eq(err_code(e), "INVALID_REQUEST");
-        json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"\",\"params\":{}}");
-        ck_assert_str_eq(err_code(e), "INVALID_REQUEST");
+        refused("{\"version\":1,\"id\":\"x\",\"method\":\"system.health\",\"params\":{}} trailing", "MALFORMED_JSON");
+        refused("\"str\"", "INVALID_REQUEST");
+        e = refused_with("{\"version\":1,\"id\":\"x\",\"method\":\"\",\"params\":{}}", "INVALID_REQUEST");
         ck_assert_str_eq(json_get_string(e, "id"), "x");
         json_object_put(e);
-        e = parse_error("{\"version\":1.5,\"id\":\"x\",\"method\":\"m\",\"params\":{}}");
-        ck_assert_str_eq(err_code(e), "UNSUPPORTED_VERSION");
+        e = refused_with("{\"version\":1.5,\"id\":\"x\",\"method\":\"m\",\"params\":{}}", "UNSUPPORTED_VERSION");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"), "unsupported protocol version: 1.5");
         json_object_put(e);
         e = parse_error("{\"version\":null,\"id\":\"x\",\"method\":\"m\",\"params\":{}}");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"), "unsupported protocol version: null");
         json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.Advisor\",\"params\":{}}");
-        ck_assert_str_eq(err_code(e), "UNKNOWN_METHOD");
+        e = refused_with("{\"version\":1,\"id\":\"x\",\"method\":\"task.Advisor\",\"params\":{}}", "UNKNOWN_METHOD");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
                          "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, task.list, "
                          "task.stats, task.result, task.tail, task.summary, task.advisor, task.context, task.accept, "
                          "task.reject, task.output, event.subscribe");
         json_object_put(e);
         /* the help is the one list: all 16 of §1.6, served or not yet */
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.bogus\",\"params\":{}}");
-        ck_assert_str_eq(err_code(e), "UNKNOWN_METHOD");
+        e = refused_with("{\"version\":1,\"id\":\"x\",\"method\":\"task.bogus\",\"params\":{}}", "UNKNOWN_METHOD");
         _cleanup_free_ char *want = strdup("Use one of: ");
         size_t n_methods = 0;
         for (const char *const *m = protocol_methods; *m; m++, n_methods++) {
@@ -104,35 +106,29 @@ START_TEST(validation_order_and_codes) {
                                              "{\"all\":true,\"role\":\"x\"}"};
         for (size_t i = 0; i < ELEMENTSOF(bad_sub); i++) {
                 char *line = strdup_printf("{\"version\":1,\"id\":\"x\",\"method\":\"event.subscribe\",\"params\":%s}", bad_sub[i]);
-                e = parse_error(line);
-                ck_assert_msg(streq(err_code(e), "INVALID_PARAMS"), "%s", bad_sub[i]);
-                json_object_put(e);
+                refused(line, "INVALID_PARAMS");
                 free(line);
         }
         /* task.summary: env with mode activity has its own message */
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{\"taskId\":\"t\","
-                        "\"mode\":\"activity\",\"env\":{}}}");
-        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
+        e = refused_with("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{\"taskId\":\"t\","
+                         "\"mode\":\"activity\",\"env\":{}}}",
+                         "INVALID_PARAMS");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "message"),
                          "task.summary does not accept env with mode \"activity\"");
         json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{\"taskId\":\"t\","
-                        "\"maxWords\":74}}");
-        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
-        json_object_put(e);
+        refused("{\"version\":1,\"id\":\"x\",\"method\":\"task.summary\",\"params\":{\"taskId\":\"t\","
+                "\"maxWords\":74}}",
+                "INVALID_PARAMS");
         /* diskMax: a positive integer of bytes */
         const char *bad_disk[] = {"0", "-1", "\"50M\"", "1.5", "9007199254740992", "null"};
         for (size_t i = 0; i < ELEMENTSOF(bad_disk); i++) {
                 char *req = strdup_printf("{\"version\":1,\"id\":\"x\",\"method\":\"task.dispatch\",\"params\":"
                                           "{\"prompt\":\"p\",\"directory\":\"/x\",\"diskMax\":%s}}",
                                           bad_disk[i]);
-                e = parse_error(req);
-                ck_assert_msg(streq(err_code(e), "INVALID_PARAMS"), "diskMax %s: %s", bad_disk[i], err_code(e));
-                json_object_put(e);
+                refused(req, "INVALID_PARAMS");
                 free(req);
         }
-        e = parse_error("{\"version\":1,\"id\":\"x\",\"method\":\"task.status\",\"params\":{\"taskId\":null}}");
-        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
+        e = refused_with("{\"version\":1,\"id\":\"x\",\"method\":\"task.status\",\"params\":{\"taskId\":null}}", "INVALID_PARAMS");
         ck_assert_str_eq(json_get_string(json_get_object(e, "error"), "help"),
                          "Check the parameter names and types for task.status");
         json_object_put(e);
@@ -155,11 +151,7 @@ START_TEST(view_params_refused) {
                 "{\"version\":1,\"id\":\"a\",\"method\":\"task.context\",\"params\":{\"directory\":\"rel\"}}",
                 "{\"version\":1,\"id\":\"a\",\"method\":\"task.stats\",\"params\":{\"all\":true}}",
         };
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-                json_object *e = parse_error(bad[i]);
-                ck_assert_msg(streq_ptr(err_code(e), "INVALID_PARAMS"), "accepted: %s", bad[i]);
-                json_object_put(e);
-        }
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused(bad[i], "INVALID_PARAMS");
 }
 END_TEST
 
@@ -238,24 +230,12 @@ START_TEST(client_frame_classification) {
 END_TEST
 
 START_TEST(nul_and_invalid_utf8_are_rejected) {
-        json_object *e = parse_error("{\"version\":1,\"id\":\"a\\u0000b\",\"method\":\"system.health\",\"params\":{}}");
-        ck_assert_str_eq(err_code(e), "INVALID_REQUEST");
-        json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"a\",\"method\":\"system.health\\u0000\",\"params\":{}}");
-        ck_assert_str_eq(err_code(e), "INVALID_REQUEST");
-        json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"echo a\\u0000b\",\"directory\":\"/x\"}}");
-        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
-        json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"p\",\"directory\":\"/x\",\"env\":{\"K\":\"v\\u0000w\"}}}");
-        ck_assert_str_eq(err_code(e), "INVALID_PARAMS");
-        json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"\xff\",\"method\":\"system.health\",\"params\":{}}");
-        ck_assert_str_eq(err_code(e), "MALFORMED_JSON");
-        json_object_put(e);
-        e = parse_error("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"\xc3\x28\",\"directory\":\"/x\"}}");
-        ck_assert_str_eq(err_code(e), "MALFORMED_JSON");
-        json_object_put(e);
+        refused("{\"version\":1,\"id\":\"a\\u0000b\",\"method\":\"system.health\",\"params\":{}}", "INVALID_REQUEST");
+        refused("{\"version\":1,\"id\":\"a\",\"method\":\"system.health\\u0000\",\"params\":{}}", "INVALID_REQUEST");
+        refused("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"echo a\\u0000b\",\"directory\":\"/x\"}}", "INVALID_PARAMS");
+        refused("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"p\",\"directory\":\"/x\",\"env\":{\"K\":\"v\\u0000w\"}}}", "INVALID_PARAMS");
+        refused("{\"version\":1,\"id\":\"\xff\",\"method\":\"system.health\",\"params\":{}}", "MALFORMED_JSON");
+        refused("{\"version\":1,\"id\":\"a\",\"method\":\"task.dispatch\",\"params\":{\"prompt\":\"\xc3\x28\",\"directory\":\"/x\"}}", "MALFORMED_JSON");
         /* valid multi-byte UTF-8 is fine */
         const char *ok = "{\"version\":1,\"id\":\"\xc3\xa9\xe2\x9c\x93\",\"method\":\"system.health\",\"params\":{}}";
         proto_request r;
@@ -265,24 +245,6 @@ START_TEST(nul_and_invalid_utf8_are_rejected) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("protocol");
-        TCase *tc = tcase_create("core");
-        tcase_add_test(tc, envelopes_have_exact_key_order);
-        tcase_add_test(tc, error_from_text_maps_like_response_error);
-        tcase_add_test(tc, validation_order_and_codes);
-        tcase_add_test(tc, valid_requests);
-        tcase_add_test(tc, view_params_refused);
-        tcase_add_test(tc, client_frame_classification);
-        tcase_add_test(tc, nul_and_invalid_utf8_are_rejected);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("protocol", "core", NULL, NULL, 0, envelopes_have_exact_key_order, error_from_text_maps_like_response_error,
+        validation_order_and_codes, valid_requests, view_params_refused, client_frame_classification,
+        nul_and_invalid_utf8_are_rejected)

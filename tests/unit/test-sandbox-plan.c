@@ -18,6 +18,7 @@
 #include "sandbox-plan.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 static char *root, *home;
 
@@ -48,9 +49,7 @@ static int listener(const char *path) {
 }
 
 static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        root = strdup_printf("%s/tf-plan-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(root));
+        root = tf_tmpdir_new("tf-plan");
         home = strdup_printf("%s/home", root);
         mkdirr(".ssh");
         mkfile(".ssh/id_ed25519");
@@ -69,8 +68,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        (void) rm_rf(root);
-        free(root);
+        root = tf_tmpdir_free(root);
         free(home);
 }
 
@@ -233,23 +231,5 @@ START_TEST(test_extra_deny_and_symlinks) {
 }
 END_TEST
 
-static Suite *plan_suite(void) {
-        Suite *s = suite_create("sandbox-plan");
-        TCase *tc = tcase_create("plan");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_root_from_allow_list);
-        tcase_add_test(tc, test_allow_list_skips_sockets);
-        tcase_add_test(tc, test_binds_never_unmask);
-        tcase_add_test(tc, test_explicit_deny_bind_warns);
-        tcase_add_test(tc, test_extra_deny_and_symlinks);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(plan_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("sandbox-plan", "plan", setup, teardown, 0, test_root_from_allow_list, test_allow_list_skips_sockets,
+        test_binds_never_unmask, test_explicit_deny_bind_warns, test_extra_deny_and_symlinks)

@@ -2,25 +2,13 @@
  * (sandbox.h; spec sandbox-changeset-env.md §1.1 with DESIGN.md's changes). */
 
 #include <check.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
 #include "sandbox.h"
 #include "strv.h"
-
-static void assert_argv(char **argv, ...) {
-        va_list ap;
-        va_start(ap, argv);
-        size_t i = 0;
-        for (const char *want; (want = va_arg(ap, const char *)); i++) {
-                ck_assert_msg(argv[i], "argv too short: missing [%zu] %s", i, want);
-                ck_assert_msg(streq(argv[i], want), "argv[%zu] is \"%s\", want \"%s\"", i, argv[i], want);
-        }
-        va_end(ap);
-        ck_assert_msg(!argv[i], "argv too long: extra [%zu] %s", i, argv[i]);
-}
+#include "unit.h"
 
 static sandbox_mount mounts[] = {
         {.op = SANDBOX_MOUNT_RO_BIND, .src = "/usr", .dest = "/usr"},
@@ -52,7 +40,7 @@ START_TEST(test_bwrap_overlay_method) {
         launch_sandbox sb = full_sandbox();
         _cleanup_strv_free_ char **argv = NULL;
         ck_assert_int_eq(sandbox_build_argv("/usr/bin/bwrap", "/repo", &sb, OVERLAY_METHOD_BWRAP, 7, worker, &argv), 0);
-        assert_argv(argv, "/usr/bin/bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", "/usr",
+        tf_assert_argv(argv, "/usr/bin/bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", "/usr",
                     "/usr", "--symlink", "usr/bin", "/bin", "--dir", "/home/u", "--overlay-src", "/repo", "--overlay",
                     "/ov/upper/main", "/ov/work/main", "/repo", "--tmpfs", "/home/u/.ssh", "--ro-bind", "/dev/null",
                     "/home/u/.netrc", "--overlay-src", "/home/u/.config/opencode", "--overlay", "/h/up", "/h/wk",
@@ -71,7 +59,7 @@ START_TEST(test_userns_overlay_method) {
         ck_assert(!sandbox_needs_userns(&sb, OVERLAY_METHOD_BWRAP));
         _cleanup_strv_free_ char **argv = NULL;
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/repo", &sb, OVERLAY_METHOD_USERNS, 12, worker, &argv), 0);
-        assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
+        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
                     "--symlink", "usr/bin", "/bin", "--dir", "/home/u", "--bind", "/repo", "/repo", "--tmpfs",
                     "/home/u/.ssh", "--ro-bind", "/dev/null", "/home/u/.netrc", "--bind", "/h/mnt",
                     "/home/u/.config/opencode", "--bind", "/state/outputs/oc_1", "/state/outputs/oc_1",
@@ -93,7 +81,7 @@ START_TEST(test_no_overlay_minimal) {
                 ck_assert_int_eq(sandbox_build_argv("/b/bwrap", "/w d", &sb,
                                                     m ? OVERLAY_METHOD_USERNS : OVERLAY_METHOD_BWRAP, -1, w, &argv),
                                  0);
-                assert_argv(argv, "/b/bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", "/w d",
+                tf_assert_argv(argv, "/b/bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", "/w d",
                             "/w d", "--unshare-all", "--unshare-user", "--disable-userns", "--share-net",
                             "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/w d", "--", "opencode", "run", NULL);
         }
@@ -105,7 +93,7 @@ START_TEST(test_unshared_net) {
         _cleanup_strv_free_ char **argv = NULL;
         char *w[] = {"true", NULL};
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
-        assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
+        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
                     "--unshare-user", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/d",
                     "--", "true", NULL);
 }
@@ -130,22 +118,5 @@ START_TEST(test_every_op) {
 }
 END_TEST
 
-static Suite *sandbox_suite(void) {
-        Suite *s = suite_create("sandbox");
-        TCase *tc = tcase_create("argv");
-        tcase_add_test(tc, test_bwrap_overlay_method);
-        tcase_add_test(tc, test_userns_overlay_method);
-        tcase_add_test(tc, test_no_overlay_minimal);
-        tcase_add_test(tc, test_unshared_net);
-        tcase_add_test(tc, test_every_op);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(sandbox_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("sandbox", "argv", NULL, NULL, 0, test_bwrap_overlay_method, test_userns_overlay_method,
+        test_no_overlay_minimal, test_unshared_net, test_every_op)

@@ -4,12 +4,14 @@
  * it must not do. */
 
 #include <check.h>
+#include <stdarg.h>
 #include <stdlib.h>
 
 #include "core/cooldown.h"
 #include "daemon-fixture.h"
 #include "daemon.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -144,17 +146,39 @@ static const char *launch_at(uint64_t now) {
         return launched;
 }
 
+/* The caps of a case: concurrent tasks, dispatches per window (of
+ * dispatch_window_ms), the stagger between launches (ms). */
+static void caps(unsigned concurrent, unsigned per_window, uint64_t stagger_ms) {
+        m.settings.max_concurrent_tasks = concurrent;
+        m.settings.max_dispatches_per_window = per_window;
+        m.settings.lowerdir_stagger_ms = stagger_ms;
+}
+
+/* A queued task of model (queued_model), enqueued. */
+static Task *enqueue(const char *id, const char *model) {
+        Task *t = queued_model(id, model);
+        scheduler_enqueue(&m, t);
+        return t;
+}
+
+/* enqueue for each id, model pair that follows (NULL-terminated), in order. */
+static void enqueue_all(const char *id, ...) __attribute__((sentinel));
+static void enqueue_all(const char *id, ...) {
+        va_list ap;
+        va_start(ap, id);
+        for (; id; id = va_arg(ap, const char *)) enqueue(id, va_arg(ap, const char *));
+        va_end(ap);
+}
+
 static void finish(Task *t) {
         scheduler_release_slot(t);
         ck_assert_int_eq(task_transition(t, TASK_DONE, t->rec.changeset_status), 1);
 }
 
 START_TEST(window_admits_two_per_five_seconds) {
-        m.settings.lowerdir_stagger_ms = 0;
+        caps(4, 2, 0);
         uint64_t t0 = mono_ms();
-        scheduler_enqueue(&m, queued_model("oc_a", "p/x"));
-        scheduler_enqueue(&m, queued_model("oc_b", "p/x"));
-        scheduler_enqueue(&m, queued_model("oc_c", "p/x"));
+        enqueue_all("oc_a", "p/x", "oc_b", "p/x", "oc_c", "p/x", NULL);
         ck_assert_str_eq(launch_at(t0), "oc_a oc_b");
         ck_assert_str_eq(launch_at(t0 + 4999), "");
         ck_assert_uint_eq(scheduler_next_wakeup(&m, t0 + 10), t0 + 5000);
@@ -164,31 +188,25 @@ START_TEST(window_admits_two_per_five_seconds) {
 END_TEST
 
 START_TEST(stagger_spaces_every_launch) {
-        m.settings.max_dispatches_per_window = 100;
+        caps(4, 100, 3000);
         uint64_t t0 = mono_ms();
-        scheduler_enqueue(&m, queued_model("oc_a", "p/x"));
-        scheduler_enqueue(&m, queued_model("oc_b", "q/x"));
+        enqueue_all("oc_a", "p/x", "oc_b", "q/x", NULL);
         ck_assert_str_eq(launch_at(t0), "oc_a");
         ck_assert_str_eq(launch_at(t0 + 2999), "");
         ck_assert_uint_eq(scheduler_next_wakeup(&m, t0 + 1), t0 + 3000);
         ck_assert_str_eq(launch_at(t0 + 3000), "oc_b");
         /* 0 disables it */
         m.settings.lowerdir_stagger_ms = 0;
-        scheduler_enqueue(&m, queued_model("oc_c", "p/x"));
-        scheduler_enqueue(&m, queued_model("oc_d", "p/x"));
+        enqueue_all("oc_c", "p/x", "oc_d", "p/x", NULL);
         ck_assert_str_eq(launch_at(t0 + 3000), "oc_c oc_d");
 }
 END_TEST
 
 START_TEST(global_cap_waits_for_a_settlement) {
-        m.settings.max_concurrent_tasks = 2;
-        m.settings.max_dispatches_per_window = 100;
-        m.settings.lowerdir_stagger_ms = 0;
+        caps(2, 100, 0);
         uint64_t t0 = mono_ms();
-        Task *a = queued_model("oc_a", "p/x"), *b = queued_model("oc_b", "p/x"), *c = queued_model("oc_c", "q/x");
-        scheduler_enqueue(&m, a);
-        scheduler_enqueue(&m, b);
-        scheduler_enqueue(&m, c);
+        Task *a = enqueue("oc_a", "p/x");
+        enqueue_all("oc_b", "p/x", "oc_c", "q/x", NULL);
         ck_assert_str_eq(launch_at(t0), "oc_a oc_c"); /* round-robin: p, then q */
         ck_assert_str_eq(launch_at(t0 + 60000), "");
         /* only a settlement frees a slot: no timer to poll with */
@@ -199,28 +217,21 @@ START_TEST(global_cap_waits_for_a_settlement) {
 END_TEST
 
 START_TEST(provider_limits_bind_only_their_provider) {
-        m.settings.max_concurrent_tasks = 100;
-        m.settings.max_dispatches_per_window = 100;
-        m.settings.lowerdir_stagger_ms = 0;
+        caps(100, 100, 0);
         /* TASKFERRY_PROVIDER_LIMITS=opencode-go:1,prov:10:2 (its grammar: test-settings) */
         m.settings.provider_limits = calloc(2, sizeof(ProviderLimit));
         m.settings.provider_limits[0] = (ProviderLimit) {strdup("opencode-go"), 1, 0};
         m.settings.provider_limits[1] = (ProviderLimit) {strdup("prov"), 10, 2};
         m.settings.n_provider_limits = 2;
         uint64_t t0 = mono_ms();
-        Task *g1 = queued_model("oc_g1", "opencode-go/a");
-        scheduler_enqueue(&m, g1);
-        scheduler_enqueue(&m, queued_model("oc_g2", "opencode-go/b"));
-        scheduler_enqueue(&m, queued_model("oc_o1", "openai/gpt"));
+        Task *g1 = enqueue("oc_g1", "opencode-go/a");
+        enqueue_all("oc_g2", "opencode-go/b", "oc_o1", "openai/gpt", NULL);
         ck_assert_str_eq(launch_at(t0), "oc_g1 oc_o1");
         ck_assert_uint_eq(scheduler_next_wakeup(&m, t0), 0); /* opencode-go waits for its running task */
         finish(g1);
         ck_assert_str_eq(launch_at(t0 + 1), "oc_g2");
         /* prov:10:2 holds the 3rd until the (global) window passes */
-        scheduler_enqueue(&m, queued_model("oc_p1", "prov/m"));
-        scheduler_enqueue(&m, queued_model("oc_p2", "prov/m"));
-        scheduler_enqueue(&m, queued_model("oc_p3", "prov/m"));
-        scheduler_enqueue(&m, queued_model("oc_u1", "unlisted/m"));
+        enqueue_all("oc_p1", "prov/m", "oc_p2", "prov/m", "oc_p3", "prov/m", "oc_u1", "unlisted/m", NULL);
         ck_assert_str_eq(launch_at(t0 + 10), "oc_p1 oc_u1 oc_p2");
         ck_assert_uint_eq(scheduler_next_wakeup(&m, t0 + 10), t0 + 10 + 5000);
         ck_assert_str_eq(launch_at(t0 + 5009), "");
@@ -229,14 +240,12 @@ START_TEST(provider_limits_bind_only_their_provider) {
 END_TEST
 
 START_TEST(round_robin_between_providers_fifo_within) {
-        m.settings.max_concurrent_tasks = 100;
-        m.settings.max_dispatches_per_window = 100;
-        m.settings.lowerdir_stagger_ms = 0;
+        caps(100, 100, 0);
         uint64_t t0 = mono_ms();
         const char *ids[] = {"oc_a1", "oc_a2", "oc_a3", "oc_b1", "oc_b2", "oc_c1"};
         const char *models[] = {"a/1", "a/2", "a", "b/1", "b/2", "c/x/y"};
         Task *t[6];
-        for (int i = 0; i < 6; i++) scheduler_enqueue(&m, t[i] = queued_model(ids[i], models[i]));
+        for (int i = 0; i < 6; i++) t[i] = enqueue(ids[i], models[i]);
         /* a cancelled queued task is skipped; it touches only its own provider's queue */
         ck_assert(scheduler_remove(&m, t[3]));
         ck_assert_int_eq(task_transition(t[3], TASK_CANCELLED, t[3]->rec.changeset_status), 1);
@@ -245,17 +254,13 @@ START_TEST(round_robin_between_providers_fifo_within) {
 END_TEST
 
 START_TEST(cursor_moves_past_the_provider_that_launched) {
-        m.settings.max_concurrent_tasks = 100;
-        m.settings.max_dispatches_per_window = 1; /* one launch per tick */
+        caps(100, 1, 0); /* one launch per tick */
         m.settings.dispatch_window_ms = 10;
-        m.settings.lowerdir_stagger_ms = 0;
         uint64_t t0 = mono_ms();
-        scheduler_enqueue(&m, queued_model("oc_a1", "a/x"));
-        scheduler_enqueue(&m, queued_model("oc_a2", "a/x"));
-        scheduler_enqueue(&m, queued_model("oc_b1", "b/x"));
+        enqueue_all("oc_a1", "a/x", "oc_a2", "a/x", "oc_b1", "b/x", NULL);
         ck_assert_str_eq(launch_at(t0), "oc_a1");
         /* new work for a arrives; b's turn comes first */
-        scheduler_enqueue(&m, queued_model("oc_a3", "a/x"));
+        enqueue("oc_a3", "a/x");
         ck_assert_str_eq(launch_at(t0 + 10), "oc_b1");
         ck_assert_str_eq(launch_at(t0 + 20), "oc_a2");
         ck_assert_str_eq(launch_at(t0 + 30), "oc_a3");
@@ -263,15 +268,13 @@ START_TEST(cursor_moves_past_the_provider_that_launched) {
 END_TEST
 
 START_TEST(cooldown_parks_only_its_provider) {
-        m.settings.max_dispatches_per_window = 100;
-        m.settings.lowerdir_stagger_ms = 0;
+        caps(4, 100, 0);
         ck_assert_int_eq(cooldown_start(&m, "p", 3000, "rate_limited", "oc_x"), 0);
         uint64_t t0 = mono_ms();
         const ProviderCooldown *c = cooldown_find(&m, "p", t0);
         ck_assert_ptr_nonnull(c);
-        Task *p1 = queued_model("oc_p1", "p/m");
-        scheduler_enqueue(&m, p1);
-        scheduler_enqueue(&m, queued_model("oc_q1", "q/m"));
+        Task *p1 = enqueue("oc_p1", "p/m");
+        enqueue("oc_q1", "q/m");
         ck_assert_str_eq(launch_at(t0), "oc_q1");
         ck_assert_uint_eq(scheduler_next_wakeup(&m, t0), c->until_mono);
         json_object *o = json_object_new_object();
@@ -302,13 +305,11 @@ START_TEST(cooldown_parks_only_its_provider) {
 END_TEST
 
 START_TEST(status_fields_of_queued_tasks) {
-        m.settings.max_concurrent_tasks = 1;
-        m.settings.lowerdir_stagger_ms = 0;
+        caps(1, 2, 0);
         uint64_t t0 = mono_ms();
-        Task *a = queued_model("oc_a", "p/x"), *b = queued_model("oc_b", "p/x"), *c = queued_model("oc_c", "p/y");
-        scheduler_enqueue(&m, a);
-        scheduler_enqueue(&m, b);
-        scheduler_enqueue(&m, c);
+        Task *a = enqueue("oc_a", "p/x");
+        enqueue("oc_b", "p/x");
+        Task *c = enqueue("oc_c", "p/y");
         ck_assert_str_eq(launch_at(t0), "oc_a");
         json_object *o = json_object_new_object();
         ck_assert_int_eq(scheduler_status_fields(&m, a, o), 0); /* running: nothing */
@@ -326,11 +327,9 @@ END_TEST
 /* scheduler_kick arms one sd-event timer for the moment the window frees,
  * and none when only a settlement can help. */
 START_TEST(kick_arms_the_timer_for_the_window) {
-        m.settings.lowerdir_stagger_ms = 0;
+        caps(4, 2, 0);
         uint64_t t0 = mono_ms();
-        scheduler_enqueue(&m, queued_model("oc_a", "p/x"));
-        scheduler_enqueue(&m, queued_model("oc_b", "p/x"));
-        scheduler_enqueue(&m, queued_model("oc_c", "p/x"));
+        enqueue_all("oc_a", "p/x", "oc_b", "p/x", "oc_c", "p/x", NULL);
         ck_assert_str_eq(launch_at(t0), "oc_a oc_b");
         scheduler_kick(&m); /* the window is full: oc_c cannot launch (and no launch is ever reached) */
         tf_run_pending(&m); /* the tick the kick armed */
@@ -347,26 +346,8 @@ START_TEST(kick_arms_the_timer_for_the_window) {
 END_TEST
 
 
-int main(void) {
-        Suite *s = suite_create("scheduler");
-        TCase *tc = tcase_create("scheduler");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, fifo_and_removal);
-        tcase_add_test(tc, slots_are_counted_once);
-        tcase_add_test(tc, kick_respects_the_cap);
-        tcase_add_test(tc, window_admits_two_per_five_seconds);
-        tcase_add_test(tc, stagger_spaces_every_launch);
-        tcase_add_test(tc, global_cap_waits_for_a_settlement);
-        tcase_add_test(tc, provider_limits_bind_only_their_provider);
-        tcase_add_test(tc, round_robin_between_providers_fifo_within);
-        tcase_add_test(tc, cursor_moves_past_the_provider_that_launched);
-        tcase_add_test(tc, cooldown_parks_only_its_provider);
-        tcase_add_test(tc, status_fields_of_queued_tasks);
-        tcase_add_test(tc, kick_arms_the_timer_for_the_window);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("scheduler", "scheduler", setup, teardown, 0, fifo_and_removal, slots_are_counted_once, kick_respects_the_cap,
+        window_admits_two_per_five_seconds, stagger_spaces_every_launch, global_cap_waits_for_a_settlement,
+        provider_limits_bind_only_their_provider, round_robin_between_providers_fifo_within,
+        cursor_moves_past_the_provider_that_launched, cooldown_parks_only_its_provider, status_fields_of_queued_tasks,
+        kick_arms_the_timer_for_the_window)

@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "json-util.h"
 #include "run/scope.h"
+#include "unit.h"
 #include "util.h"
 
 /* recorded from a scope with MemoryMax=64M whose worker allocated past it
@@ -159,19 +160,9 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("scope");
-        TCase *pure = tcase_create("pure");
-        tcase_add_test(pure, memory_events_oom_kill_count);
-        tcase_add_test(pure, oom_verdict_from_memory_events_and_result);
-        tcase_add_test(pure, unit_names);
-        suite_add_tcase(s, pure);
-        TCase *tasks = tcase_create("tasks");
-        tcase_add_checked_fixture(tasks, setup, teardown);
-        tcase_add_test(tasks, unit_of_trusts_only_the_own_name);
-        tcase_add_test(tasks, limits_defaults_dispatch_and_nested_cap);
-        suite_add_tcase(s, tasks);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        tf_tcase(s, "pure", NULL, NULL, 0, TF_TESTS(memory_events_oom_kill_count,
+                oom_verdict_from_memory_events_and_result, unit_names));
+        tf_tcase(s, "tasks", setup, teardown, 0, TF_TESTS(unit_of_trusts_only_the_own_name,
+                limits_defaults_dispatch_and_nested_cap));
+        return tf_run_suite(s);
 }

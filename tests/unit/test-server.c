@@ -24,6 +24,7 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 #include "api/wait.h"
 
@@ -462,22 +463,6 @@ START_TEST(shutdown_frame_on_close) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("server");
-        TCase *tc = tcase_create("server");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, line_split_over_reads);
-        tcase_add_test(tc, several_lines_in_one_read);
-        tcase_add_test(tc, over_long_request_is_refused_and_closed);
-        tcase_add_test(tc, invalid_json_is_an_error_and_the_connection_stays);
-        tcase_add_test(tc, dead_connection_drops_its_waits);
-        tcase_add_test(tc, task_socket_budgets);
-        tcase_add_test(tc, shutdown_frame_on_close);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("server", "server", setup, teardown, 60, line_split_over_reads, several_lines_in_one_read,
+        over_long_request_is_refused_and_closed, invalid_json_is_an_error_and_the_connection_stays,
+        dead_connection_drops_its_waits, task_socket_budgets, shutdown_frame_on_close)

@@ -21,24 +21,11 @@
 #include "overlay.h"
 #include "run/scope.h"
 #include "run/settle.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
 static char *dir, *ws;
-
-/* The suite's own dir, made and removed by the runner process: each case's
- * dirs are made inside it (TASKFERRY_TEST_TMPDIR), so that a failing case,
- * which exits without its teardown, leaves nothing behind either. */
-static char *suite_dir;
-static void suite_setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        suite_dir = strdup_printf("%s/test-settle-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        if (!suite_dir || !mkdtemp(suite_dir) || setenv("TASKFERRY_TEST_TMPDIR", suite_dir, 1) < 0) abort();
-}
-static void suite_teardown(void) {
-        (void) rm_rf(suite_dir);
-        free(suite_dir);
-}
 
 static void setup(void) {
         tf_manager_setup(&m, "test-settle");
@@ -591,29 +578,6 @@ START_TEST(idempotent_while_in_flight) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("settle");
-        TCase *tc = tcase_create("settle");
-        tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 240);
-        tcase_add_test(tc, done_with_a_final_answer);
-        tcase_add_test(tc, crashed);
-        tcase_add_test(tc, crashed_with_the_log_s_reason);
-        tcase_add_test(tc, cancelled);
-        tcase_add_test(tc, crashed_after_a_final_answer_is_done);
-        tcase_add_test(tc, no_output);
-        tcase_add_test(tc, final_marker);
-        tcase_add_test(tc, final_status);
-        tcase_add_test(tc, session_id_from_the_log);
-        tcase_add_test(tc, oom_killed);
-        tcase_add_test(tc, spawn_error_changeset);
-        tcase_add_test(tc, extraction);
-        tcase_add_test(tc, idempotent_while_in_flight);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("settle", "settle", setup, teardown, 240, done_with_a_final_answer, crashed, crashed_with_the_log_s_reason,
+        cancelled, crashed_after_a_final_answer_is_done, no_output, final_marker, final_status, session_id_from_the_log,
+        oom_killed, spawn_error_changeset, extraction, idempotent_while_in_flight)

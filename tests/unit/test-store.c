@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon-fixture.h"
 #include "daemon.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -18,26 +20,13 @@ static char *dir;
 static void setup(void) {
         m = (Manager) {0};
         ck_assert_int_ge(sd_event_new(&m.event), 0);
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        dir = strdup_printf("%s/test-store-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        m.paths.state_dir = strdup(dir);
+        dir = m.paths.state_dir = tf_tmpdir_new("test-store");
         ck_assert_int_eq(task_table_init(&m), 0);
         ck_assert_int_eq(store_init(&m), 0);
 }
 
-static void teardown(void) {
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        scheduler_free(&m);
-        manager_free_task_observers(&m);
-        store_done(&m);
-        m.event = sd_event_unref(m.event);
-        free(m.paths.state_dir);
-        (void) chmod(dir, 0700);
-        (void) rm_rf(dir);
-        free(dir);
-}
+/* the dir removed with it, also when a case left it read-only */
+static void teardown(void) { tf_manager_teardown(&m); }
 
 static char *tasks_path(void) { return strdup_printf("%s/tasks.json", dir); }
 
@@ -338,22 +327,6 @@ START_TEST(flush_copies_unchanged_records) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("store");
-        TCase *tc = tcase_create("store");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, missing_file_is_an_empty_store);
-        tcase_add_test(tc, load_store_round_trip);
-        tcase_add_test(tc, malformed_file_is_kept_and_never_overwritten);
-        tcase_add_test(tc, failed_write_is_an_error);
-        tcase_add_test(tc, queued_tasks_are_queued_again_in_order);
-        tcase_add_test(tc, streamed_text_is_json_c_text);
-        tcase_add_test(tc, streamed_load_is_all_or_nothing);
-        tcase_add_test(tc, flush_copies_unchanged_records);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("store", "store", setup, teardown, 0, missing_file_is_an_empty_store, load_store_round_trip,
+        malformed_file_is_kept_and_never_overwritten, failed_write_is_an_error, queued_tasks_are_queued_again_in_order,
+        streamed_text_is_json_c_text, streamed_load_is_all_or_nothing, flush_copies_unchanged_records)

@@ -11,32 +11,14 @@
 
 #include "features/summary.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 static char *dir;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *tmpl = strdup_printf("%s/tf-summary-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        dir = tmpl;
-}
+static void setup(void) { dir = tf_tmpdir_new("tf-summary"); }
 
-static void teardown(void) {
-        char *cmd = strdup_printf("rm -rf '%s'", dir);
-        ck_assert_int_eq(system(cmd), 0);
-        free(cmd);
-        free(dir);
-}
-
-static char *put(const char *name, const char *data, size_t len) {
-        char *p = strdup_printf("%s/%s", dir, name);
-        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(write(fd, data, len), (ssize_t) len);
-        close(fd);
-        return p;
-}
+static void teardown(void) { dir = tf_tmpdir_free(dir); }
 
 static char *text_line(const char *mid, const char *text) {
         return strdup_printf("{\"type\":\"text\",\"part\":{\"type\":\"text\",\"messageID\":\"%s\",\"text\":\"%s\"}}\n", mid, text);
@@ -47,7 +29,7 @@ START_TEST(excerpt_small_log) {
         const char *tool = "{\"type\":\"tool_use\",\"part\":{\"type\":\"tool\",\"tool\":\"read\",\"state\":{\"input\":\"x.c\",\"output\":\"\"}}}\n"
                            "not json\n";
         char *log = strdup_printf("%s%s%s", a, tool, b);
-        char *p = put("small.ndjson", log, strlen(log));
+        char *p = tf_put(dir, "small.ndjson", log, strlen(log));
         char *n = NULL;
         uint64_t lb = 0, ib = 0;
         ck_assert_int_eq(summary_excerpt(p, &n, &lb, &ib), 0);
@@ -73,7 +55,7 @@ START_TEST(excerpt_large_log) {
         for (size_t i = 0; i < filler; i++) log[hl + i] = (i % 64 == 63) ? '\n' : 'x';
         memcpy(log + hl + filler, tail, tl);
         log[total] = 0;
-        char *p = put("big.ndjson", log, total);
+        char *p = tf_put(dir, "big.ndjson", log, total);
         char *n = NULL;
         uint64_t lb = 0, ib = 0;
         ck_assert_int_eq(summary_excerpt(p, &n, &lb, &ib), 0);
@@ -88,7 +70,7 @@ END_TEST
 START_TEST(delta_and_cap) {
         char *a = text_line("m1", "old"), *b = text_line("m2", "new one"), *c = text_line("m2", " more");
         char *log = strdup_printf("%s%s%s", a, b, c);
-        char *p = put("d.ndjson", log, strlen(log));
+        char *p = tf_put(dir, "d.ndjson", log, strlen(log));
         char *n = NULL;
         uint64_t lb = 0, ib = 0;
         ck_assert_int_eq(summary_delta(p, strlen(a), &n, &lb, &ib), 0);
@@ -107,7 +89,7 @@ START_TEST(delta_and_cap) {
         for (size_t i = 0; i < cps; i++) big[2 * i] = (char) 0xC3, big[2 * i + 1] = (char) 0xA9;
         big[cps * 2] = 0;
         char *line = text_line("m3", big);
-        char *q = put("cap.ndjson", line, strlen(line));
+        char *q = tf_put(dir, "cap.ndjson", line, strlen(line));
         ck_assert_int_eq(summary_delta(q, 0, &n, &lb, &ib), 0);
         ck_assert_uint_eq(strlen(n), SUMMARY_DELTA_MAX_CHARS * 2);
         ck_assert_uint_eq(utf8_codepoints(n, strlen(n)), SUMMARY_DELTA_MAX_CHARS);
@@ -181,21 +163,5 @@ START_TEST(fingerprint) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("summary");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, excerpt_small_log);
-        tcase_add_test(tc, excerpt_large_log);
-        tcase_add_test(tc, delta_and_cap);
-        tcase_add_test(tc, snapshot_document);
-        tcase_add_test(tc, snapshot_file_is_private);
-        tcase_add_test(tc, models_listing);
-        tcase_add_test(tc, fingerprint);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("summary", "core", setup, teardown, 0, excerpt_small_log, excerpt_large_log, delta_and_cap, snapshot_document,
+        snapshot_file_is_private, models_listing, fingerprint)

@@ -26,6 +26,7 @@
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "run/sweep.h"
+#include "unit.h"
 #include "util.h"
 
 /* <base>/state/{outputs,prompts,tasks}, <base>/overlays (the configured
@@ -34,16 +35,9 @@
 static char *base;
 static tf_paths paths;
 
-static char *at(const char *rel) {
-        char *p = strdup_printf("%s/%s", base, rel);
-        ck_assert_ptr_nonnull(p);
-        return p;
-}
+static char *at(const char *rel) { return tf_path(base, rel); }
 
-static void mkdirs(const char *rel) {
-        _cleanup_free_ char *p = at(rel);
-        ck_assert_int_eq(mkdir_p(p, 0700), 0);
-}
+static void mkdirs(const char *rel) { tf_mkdirs(base, rel); }
 
 /* A file (and the dirs above it). */
 static void put(const char *rel, const char *content) {
@@ -55,10 +49,7 @@ static void put(const char *rel, const char *content) {
         ck_assert_int_eq(write_file_atomic(p, content, strlen(content), 0600), 0);
 }
 
-static void symlink_at(const char *target_rel, const char *link_rel) {
-        _cleanup_free_ char *t = at(target_rel), *l = at(link_rel);
-        ck_assert_int_eq(symlink(t, l), 0);
-}
+static void symlink_at(const char *target_rel, const char *link_rel) { tf_symlink(base, target_rel, link_rel); }
 
 static bool exists(const char *rel) {
         _cleanup_free_ char *p = at(rel);
@@ -110,26 +101,8 @@ static void wait_trash_empty(const char *rel) {
         }
 }
 
-/* The suite's own dir, made and removed by the runner process: each case's
- * dirs are made inside it (TASKFERRY_TEST_TMPDIR), so that a failing case,
- * which exits without its teardown, leaves nothing behind either. */
-static char *suite_dir;
-static void suite_setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        suite_dir = strdup_printf("%s/test-sweep-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        if (!suite_dir || !mkdtemp(suite_dir) || setenv("TASKFERRY_TEST_TMPDIR", suite_dir, 1) < 0) abort();
-}
-static void suite_teardown(void) {
-        (void) rm_rf(suite_dir);
-        free(suite_dir);
-}
-
 static void setup(void) {
-        const char *tmp = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *tmpl = strdup_printf("%s/test-sweep-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        base = realpath(tmpl, NULL);
-        ck_assert_ptr_nonnull(base);
+        base = tf_tmpdir_new("test-sweep");
         const char *dirs[] = {"state/outputs", "state/prompts", "state/tasks", "overlays", "tmp2", "precious"};
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) mkdirs(dirs[i]);
         put("precious/file", "keep me");
@@ -142,8 +115,7 @@ static void teardown(void) {
                 _cleanup_free_ char *p = at(trashes[i]);
                 if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) wait_trash_empty(trashes[i]);
         }
-        (void) rm_rf(base);
-        free(base);
+        base = tf_tmpdir_free(base);
         free(paths.state_dir);
         free(paths.overlay_tmp_root);
         paths = (tf_paths) {0};
@@ -401,10 +373,7 @@ START_TEST(symlinks_are_not_followed) {
 END_TEST
 
 START_TEST(entries_of_another_user) {
-        if (geteuid() != 0) {
-                fprintf(stderr, "entries_of_another_user: skipped (not root: cannot make a file another user's)\n");
-                return;
-        }
+        TF_ROOT_OR_SKIP("cannot make a file another user's");
         const uid_t other = 65534;
         Table t = {0};
         size_t left = add(&t, "left", "done", "accepted", "overlays/taskferry-cow-left", "overlays");
@@ -601,10 +570,7 @@ END_TEST
  * mode 000, which only root could empty as it is. As root, the same sweep
  * as $TASKFERRY_TEST_USER (tools/test creates it; default taskferry-test). */
 START_TEST(trash_remover_unprivileged) {
-        if (geteuid() != 0) {
-                fprintf(stderr, "trash_remover_unprivileged: not root: trash_remover_is_detached ran unprivileged\n");
-                return;
-        }
+        TF_ROOT_OR_SKIP("trash_remover_is_detached ran unprivileged");
         const char *name = getenv("TASKFERRY_TEST_USER");
         struct passwd *pw = getpwnam(name && *name ? name : "taskferry-test");
         ck_assert_msg(pw, "as root this test needs an unprivileged user: set TASKFERRY_TEST_USER (tools/test creates "
@@ -612,7 +578,7 @@ START_TEST(trash_remover_unprivileged) {
         mkdirs("u");
         _cleanup_free_ char *u = at("u");
         /* the user may enter (not list) the dirs above its own */
-        ck_assert_int_eq(chmod(suite_dir, 0711), 0);
+        ck_assert_int_eq(chmod(tf_suite_dir(), 0711), 0);
         ck_assert_int_eq(chmod(base, 0711), 0);
         ck_assert_int_eq(chown(u, pw->pw_uid, pw->pw_gid), 0);
         fflush(stderr);
@@ -749,29 +715,7 @@ START_TEST(manager_sweep_over_the_table) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("sweep");
-        TCase *tc = tcase_create("sweep");
-        tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, overlays);
-        tcase_add_test(tc, output_dirs);
-        tcase_add_test(tc, prompt_files);
-        tcase_add_test(tc, task_dirs);
-        tcase_add_test(tc, symlinks_are_not_followed);
-        tcase_add_test(tc, entries_of_another_user);
-        tcase_add_test(tc, entries_with_a_mount_below);
-        tcase_add_test(tc, trash_that_is_not_ours);
-        tcase_add_test(tc, trash_remover_is_detached);
-        tcase_add_test(tc, trash_remover_stays_on_its_filesystem);
-        tcase_add_test(tc, trash_remover_unprivileged);
-        tcase_add_test(tc, manager_sweep_refuses_after_a_failed_load);
-        tcase_add_test(tc, manager_sweep_over_the_table);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("sweep", "sweep", setup, teardown, 120, overlays, output_dirs, prompt_files, task_dirs,
+        symlinks_are_not_followed, entries_of_another_user, entries_with_a_mount_below, trash_that_is_not_ours,
+        trash_remover_is_detached, trash_remover_stays_on_its_filesystem, trash_remover_unprivileged,
+        manager_sweep_refuses_after_a_failed_load, manager_sweep_over_the_table)

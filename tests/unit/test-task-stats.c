@@ -6,6 +6,7 @@
 #include "json-util.h"
 #include "task-stats.h"
 #include "time-util.h"
+#include "unit.h"
 
 #define HOUR (3600ULL * 1000)
 
@@ -98,15 +99,4 @@ START_TEST(empty_and_nulls) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("task-stats");
-        TCase *tc = tcase_create("core");
-        tcase_add_test(tc, aggregates_as_the_spec_says);
-        tcase_add_test(tc, empty_and_nulls);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("task-stats", "core", NULL, NULL, 0, aggregates_as_the_spec_says, empty_and_nulls)

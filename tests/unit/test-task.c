@@ -4,8 +4,10 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "daemon-fixture.h"
 #include "daemon.h"
 #include "json-util.h"
+#include "unit.h"
 #include "util.h"
 
 static Manager m;
@@ -17,13 +19,7 @@ static void setup(void) {
         ck_assert_int_eq(store_init(&m), 0);
 }
 
-static void teardown(void) {
-        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
-        free(m.tasks);
-        store_done(&m);
-        manager_free_task_observers(&m);
-        m.event = sd_event_unref(m.event);
-}
+static void teardown(void) { tf_manager_teardown(&m); }
 
 static Task *task_from_string(const char *s) {
         json_object *o = NULL;
@@ -456,25 +452,7 @@ START_TEST(list_order_and_counts_follow_every_change) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("task");
-        TCase *tc = tcase_create("task");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, string_tables_both_ways);
-        tcase_add_test(tc, every_status_transition);
-        tcase_add_test(tc, every_changeset_transition);
-        tcase_add_test(tc, one_illegal_half_refuses_both);
-        tcase_add_test(tc, observers_in_registration_order);
-        tcase_add_test(tc, json_round_trip_with_unknown_keys);
-        tcase_add_test(tc, set_keeps_place_and_appends_new_keys);
-        tcase_add_test(tc, rejects_non_records);
-        tcase_add_test(tc, create_then_init_in_order);
-        tcase_add_test(tc, summary_from_typed_fields);
-        tcase_add_test(tc, list_order_and_counts_follow_every_change);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("task", "task", setup, teardown, 0, string_tables_both_ways, every_status_transition,
+        every_changeset_transition, one_illegal_half_refuses_both, observers_in_registration_order,
+        json_round_trip_with_unknown_keys, set_keeps_place_and_appends_new_keys, rejects_non_records,
+        create_then_init_in_order, summary_from_typed_fields, list_order_and_counts_follow_every_change)

@@ -7,6 +7,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "toon.h"
+#include "unit.h"
 #include "util.h"
 
 /* Parse JSON text (json-c keeps key insertion order) and TOON-encode it. */
@@ -375,46 +376,13 @@ START_TEST(test_deep_nesting_indentation) {
 }
 END_TEST
 
-static Suite *toon_suite(void) {
-        Suite *s = suite_create("toon");
-        TCase *tc = tcase_create("encode");
-        tcase_add_test(tc, test_spec_list_example);
-        tcase_add_test(tc, test_spec_list_uniform_without_failure_reason);
-        tcase_add_test(tc, test_spec_list_mixed_key_sets_is_list_form);
-        tcase_add_test(tc, test_tabular_row_key_order_follows_first_row);
-        tcase_add_test(tc, test_tabular_requires_primitive_values);
-        tcase_add_test(tc, test_tabular_null_and_quoted_cells);
-        tcase_add_test(tc, test_primitive_field_and_nested_object);
-        tcase_add_test(tc, test_empty_object_field);
-        tcase_add_test(tc, test_empty_array_field);
-        tcase_add_test(tc, test_primitive_arrays);
-        tcase_add_test(tc, test_array_of_primitive_arrays);
-        tcase_add_test(tc, test_mixed_array_list_form);
-        tcase_add_test(tc, test_list_item_first_field_nested_object);
-        tcase_add_test(tc, test_list_item_first_field_empty_object);
-        tcase_add_test(tc, test_list_item_first_field_primitive_array);
-        tcase_add_test(tc, test_list_item_first_field_empty_array);
-        tcase_add_test(tc, test_list_item_first_field_tabular_array);
-        tcase_add_test(tc, test_list_item_first_field_list_array);
-        tcase_add_test(tc, test_list_item_rest_fields_nested);
-        tcase_add_test(tc, test_empty_object_list_item);
-        tcase_add_test(tc, test_root_values);
-        tcase_add_test(tc, test_root_array_of_objects);
-        tcase_add_test(tc, test_numbers);
-        tcase_add_test(tc, test_quoting_rules);
-        tcase_add_test(tc, test_escapes);
-        tcase_add_test(tc, test_keys);
-        tcase_add_test(tc, test_error_object);
-        tcase_add_test(tc, test_help_object_shape);
-        tcase_add_test(tc, test_deep_nesting_indentation);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(toon_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("toon", "encode", NULL, NULL, 0, test_spec_list_example, test_spec_list_uniform_without_failure_reason,
+        test_spec_list_mixed_key_sets_is_list_form, test_tabular_row_key_order_follows_first_row,
+        test_tabular_requires_primitive_values, test_tabular_null_and_quoted_cells,
+        test_primitive_field_and_nested_object, test_empty_object_field, test_empty_array_field, test_primitive_arrays,
+        test_array_of_primitive_arrays, test_mixed_array_list_form, test_list_item_first_field_nested_object,
+        test_list_item_first_field_empty_object, test_list_item_first_field_primitive_array,
+        test_list_item_first_field_empty_array, test_list_item_first_field_tabular_array,
+        test_list_item_first_field_list_array, test_list_item_rest_fields_nested, test_empty_object_list_item,
+        test_root_values, test_root_array_of_objects, test_numbers, test_quoting_rules, test_escapes, test_keys,
+        test_error_object, test_help_object_shape, test_deep_nesting_indentation)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unit.h"
 #include "utf8.h"
 
 /* utf8_decode of the bytes of literal s (its length without the NUL). */
@@ -235,25 +236,6 @@ START_TEST(sanitize) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("utf8");
-        TCase *tc = tcase_create("utf8");
-        tcase_add_test(tc, decode_well_formed);
-        tcase_add_test(tc, decode_reads_one_code_point);
-        tcase_add_test(tc, decode_overlong);
-        tcase_add_test(tc, decode_surrogate);
-        tcase_add_test(tc, decode_too_big);
-        tcase_add_test(tc, decode_truncated);
-        tcase_add_test(tc, decode_invalid);
-        tcase_add_test(tc, decode_every_two_bytes);
-        tcase_add_test(tc, decode_every_code_point);
-        tcase_add_test(tc, counts);
-        tcase_add_test(tc, tail_and_prefix);
-        tcase_add_test(tc, sanitize);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("utf8", "utf8", NULL, NULL, 0, decode_well_formed, decode_reads_one_code_point, decode_overlong,
+        decode_surrogate, decode_too_big, decode_truncated, decode_invalid, decode_every_two_bytes,
+        decode_every_code_point, counts, tail_and_prefix, sanitize)

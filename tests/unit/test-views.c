@@ -11,22 +11,15 @@
 
 #include "json-util.h"
 #include "api/outputs.h"
+#include "unit.h"
 #include "util.h"
 #include "api/views.h"
 
 static char *tmp;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        char *t = strdup_printf("%s/test-views-XXXXXX", base && *base ? base : "/var/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(t));
-        tmp = t;
-}
+static void setup(void) { tmp = tf_tmpdir_new("test-views"); }
 
-static void teardown(void) {
-        rm_rf(tmp);
-        free(tmp);
-}
+static void teardown(void) { tmp = tf_tmpdir_free(tmp); }
 
 static const char *P(const char *rel) {
         static char buf[8][4096];
@@ -36,12 +29,7 @@ static const char *P(const char *rel) {
         return buf[i];
 }
 
-static void put(const char *rel, const char *data, size_t len) {
-        int fd = open(P(rel), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(loop_write(fd, data, len), 0);
-        close(fd);
-}
+static void put(const char *rel, const char *data, size_t len) { tf_write_file(P(rel), data, len, 0600); }
 
 static char *paths_of(json_object *listing) {
         json_object *files = json_get_array(listing, "files");
@@ -245,25 +233,6 @@ START_TEST(tail_reads_only_the_last_mib) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("views");
-        TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, listing_skips_what_is_not_a_deliverable);
-        tcase_add_test(tc, listing_caps);
-        tcase_add_test(tc, read_refuses_every_way_out);
-        tcase_add_test(tc, read_non_files_and_sizes);
-        tcase_add_test(tc, tail_takes_the_last_text_event);
-        tcase_add_test(tc, tail_reads_only_the_last_mib);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("views", "core", setup, teardown, 120, listing_skips_what_is_not_a_deliverable, listing_caps,
+        read_refuses_every_way_out, read_non_files_and_sizes, tail_takes_the_last_text_event,
+        tail_reads_only_the_last_mib)

@@ -22,6 +22,7 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
+#include "unit.h"
 #include "util.h"
 #include "api/wait.h"
 
@@ -29,30 +30,21 @@ static Manager m;
 static char *dir;
 
 /* A connection as the server keeps one, and the peer end the test reads. */
-typedef struct Peer {
-        Connection *conn;
-        int fd;
-} Peer;
+typedef TfPeer Peer;
 static Peer p1, p2;
-
-static Peer peer_new(void) {
-        Peer p;
-        p.conn = tf_connection_new(&m, 1, &p.fd); /* the test's ref */
-        return p;
-}
 
 static void peer_free(Peer *p) {
         ck_assert_uint_eq(p->conn->n_ref, 1); /* every request let go of it */
         ck_assert_ptr_null(p->conn->waiting);
-        tf_connection_free(p->conn, p->fd);
+        tf_peer_free(p);
 }
 
 static void setup(void) {
         tf_manager_setup(&m, "test-wait");
         ck_assert_int_eq(wait_init(&m), 0);
         dir = m.paths.state_dir;
-        p1 = peer_new();
-        p2 = peer_new();
+        p1 = tf_peer_new(&m, 1); /* the test's ref */
+        p2 = tf_peer_new(&m, 1);
 }
 
 static void teardown(void) {
@@ -74,19 +66,7 @@ static Request *wait_request(Peer *p, const char *id, const char *task_id) {
 }
 
 /* Every frame p has received so far, as a JSON array. */
-static json_object *frames(Peer *p) {
-        char buf[65536];
-        ssize_t n = read(p->fd, buf, sizeof buf - 1);
-        json_object *arr = json_object_new_array();
-        if (n <= 0) return arr;
-        buf[n] = 0;
-        for (char *s = buf, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
-                json_object *o = NULL;
-                ck_assert_int_eq(json_parse_strict(s, (size_t) (nl - s), &o), 0);
-                json_object_array_add(arr, o);
-        }
-        return arr;
-}
+static json_object *frames(Peer *p) { return tf_frames(p->fd); }
 
 static size_t n_frames(Peer *p) {
         json_object *arr = frames(p);
@@ -95,13 +75,7 @@ static size_t n_frames(Peer *p) {
         return n;
 }
 
-static json_object *one_frame(Peer *p) {
-        json_object *arr = frames(p);
-        ck_assert_uint_eq(json_object_array_length(arr), 1);
-        json_object *f = json_object_get(json_object_array_get_idx(arr, 0));
-        json_object_put(arr);
-        return f;
-}
+static json_object *one_frame(Peer *p) { return tf_one_frame(p->fd); }
 
 static Task *add_task(const char *id, const char *status) {
         return tf_taskf(&m, "{\"id\":\"%s\",\"directory\":\"/nonexistent\",\"status\":\"%s\",\"changesetStatus\":\"none\"}", id,
@@ -309,22 +283,6 @@ START_TEST(detach_leaves_the_request_to_its_owner) {
 }
 END_TEST
 
-int main(void) {
-        Suite *s = suite_create("wait");
-        TCase *tc = tcase_create("wait");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, final_task_answers_at_once);
-        tcase_add_test(tc, park_links_task_and_connection);
-        tcase_add_test(tc, timeout_answers_once);
-        tcase_add_test(tc, timeout_zero_answers_on_the_next_iteration);
-        tcase_add_test(tc, woken_by_the_transition_to_final_and_settled);
-        tcase_add_test(tc, dropped_with_its_connection);
-        tcase_add_test(tc, dropped_with_its_task);
-        tcase_add_test(tc, detach_leaves_the_request_to_its_owner);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("wait", "wait", setup, teardown, 0, final_task_answers_at_once, park_links_task_and_connection,
+        timeout_answers_once, timeout_zero_answers_on_the_next_iteration, woken_by_the_transition_to_final_and_settled,
+        dropped_with_its_connection, dropped_with_its_task, detach_leaves_the_request_to_its_owner)

@@ -13,32 +13,17 @@
 #include "macro.h"
 #include "process-util.h"
 #include "string-util.h"
+#include "unit.h"
 #include "workspace.h"
 
 static char *tmp_root;
 
-static void setup(void) {
-        const char *base = getenv("TASKFERRY_TEST_TMPDIR");
-        _cleanup_free_ char *tmpl = strdup_printf("%s/test-workspace-XXXXXX", isempty(base) ? "/var/tmp" : base);
-        ck_assert_ptr_nonnull(tmpl);
-        ck_assert_ptr_nonnull(mkdtemp(tmpl));
-        tmp_root = realpath(tmpl, NULL);
-        ck_assert_ptr_nonnull(tmp_root);
-}
+static void setup(void) { tmp_root = tf_tmpdir_new("test-workspace"); }
 
-static void teardown(void) {
-        rm_rf(tmp_root);
-        free(tmp_root);
-        tmp_root = NULL;
-}
+static void teardown(void) { tmp_root = tf_tmpdir_free(tmp_root); }
 
-static void sh(const char *cmd) {
-        char *argv[] = { "sh", "-ec", (char *) cmd, NULL };
-        run_result r = {};
-        ck_assert_int_eq(run_command(argv, NULL, tmp_root, 1 << 20, -1, &r), 0);
-        ck_assert_msg(r.exit_code == 0, "%s failed: %s", cmd, strnull(r.err));
-        run_result_done(&r);
-}
+/* A shell command run in the test's dir. */
+#define sh(cmd) free(tf_sh(tmp_root, "%s", cmd))
 
 static char *git(const char *dir, const char *arg) {
         char *argv[] = { "git", "-C", (char *) dir, "rev-parse", (char *) arg, NULL };
@@ -152,25 +137,5 @@ START_TEST(same_workspace_matches_roots) {
 }
 END_TEST
 
-static Suite *workspace_suite(void) {
-        Suite *s = suite_create("workspace");
-        TCase *tc = tcase_create("root");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, plain_directory);
-        tcase_add_test(tc, repository_and_subdirectory);
-        tcase_add_test(tc, linked_worktree);
-        tcase_add_test(tc, submodule);
-        tcase_add_test(tc, git_file_pointing_elsewhere);
-        tcase_add_test(tc, same_workspace_matches_roots);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(workspace_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TF_MAIN("workspace", "root", setup, teardown, 60, plain_directory, repository_and_subdirectory, linked_worktree,
+        submodule, git_file_pointing_elsewhere, same_workspace_matches_roots)
