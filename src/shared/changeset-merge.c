@@ -343,7 +343,10 @@ int merge_apply(const char *directory, const char *patch_path, const char *base_
                         return apply_plain(directory, patch_path, false, reason);
                 }
                 if (check_only) r = m == 2;
-                else if (m == 2) r = 1;
+                else if (m == 2) {
+                        write_out_prune(&g, cs_paths);
+                        r = 1;
+                }
                 else if (m == 1) {
                         r = patch_plants_repository(&g, merged, reason);
                         if (r > 0) r = 0;
