@@ -13,7 +13,10 @@
 
 #include "cli-args.h"
 #include "json-util.h"
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "string-util.h"
+#include "utf8.h"
 
 const char cli_advisor_instructions[] =
         "You are the advisor of an autonomous coding agent that is in the middle of a task. The attached context "

@@ -14,7 +14,9 @@
 #include "json-util.h"
 #include "protocol-keys.h"
 #include "protocol.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* ---- flags: a flag's grammar; which commands take it is the verb table's ---- */
 

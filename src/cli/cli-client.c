@@ -21,7 +21,14 @@
 #include "protocol-keys.h"
 #include "taskferry-config.h"
 #include "process-util.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "id-util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
 
 extern char **environ;
 

@@ -9,7 +9,7 @@
 
 #include "macro.h"
 #include "utf8.h"
-#include "util.h"
+#include "strv.h"
 
 /* enough line start to tell every line kind apart: "GIT binary patch" */
 #define PREFIX_MAX 16

@@ -8,7 +8,8 @@
 
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
 
 void cli_error_done(cli_error *e) {
         free(e->text);

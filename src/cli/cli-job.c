@@ -14,7 +14,13 @@
 #include "json-util.h"
 #include "libsystemd-dl.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
 
 #define JOB_HELP "see taskferry-jobs(5) for what a job file holds"
 #define JOB_NAME_HELP \

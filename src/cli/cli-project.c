@@ -10,7 +10,8 @@
 #include "cli-args.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 bool cli_json_truthy(json_object *v) {
         if (!v) return false;

@@ -14,7 +14,8 @@
 #include "cli-args.h"
 #include "config.h"
 #include "paths.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 #include "workspace.h"
 
 int cli_normalize_directory(const char *dir, char **ret, cli_error *err) {

@@ -15,7 +15,8 @@
 #include "commands.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 #include "watch.h"
 
 /* ---- cross-flag rules: usage errors, in the order they are checked ---- */

@@ -14,7 +14,12 @@
 #include "protocol-keys.h"
 #include "task-stats.h"
 #include "toon.h"
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "path-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 /* ---- context ---- */
 

@@ -20,7 +20,11 @@
 #include "json-util.h"
 #include "protocol-keys.h"
 #include "taskferry-config.h"
-#include "util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 extern char **environ;
 

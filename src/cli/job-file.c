@@ -12,7 +12,9 @@
 #include "json-util.h"
 #include "macro.h"
 #include "utf8.h"
-#include "util.h"
+#include "log.h"
+#include "string-util.h"
+#include "strv.h"
 
 bool job_name_is_valid(const char *name) {
         if (!name || !*name || name[0] == '.' || name[0] == '-') return false;

@@ -14,7 +14,9 @@
 #include "commands.h"
 #include "json-util.h"
 #include "toon.h"
-#include "util.h"
+#include "log.h"
+#include "macro.h"
+#include "process-util.h"
 
 /* Set by the one-shot SIGINT/SIGTERM handler: the first signal only ends
  * `watch` and aborts a `--prompt -` stdin read; other calls swallow it; the

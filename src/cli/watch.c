@@ -13,7 +13,9 @@
 #include "json-util.h"
 #include "protocol-keys.h"
 #include "toon.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static bool terminal_status(const char *s) {
         return s && (streq(s, "done") || streq(s, "crashed") || streq(s, "cancelled") || streq(s, "unknown"));

@@ -4,7 +4,7 @@
 
 #include "daemon.h"
 #include "process-util.h"
-#include "util.h"
+#include "macro.h"
 
 int daemon_setup(Manager *m) {
         int r;

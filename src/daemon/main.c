@@ -22,7 +22,11 @@
 #include "systemd/bus.h"
 #include "systemd/notify.h"
 #include "taskferry-config.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
 
 /* Leave the reason of a failed start in <runtime>/daemon-boot.err, where the
  * CLI's auto-start looks for why no daemon came up. */

@@ -31,7 +31,10 @@
 #include "changeset-repo.h"
 #include "changeset-shape.h"
 #include "macro.h"
-#include "util.h"
+#include "fs-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* 3-way merge in a private index only. On success writes the rebased patch
  * (live contents -> merged result) to rebased_path and returns 1, or returns 2

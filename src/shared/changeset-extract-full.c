@@ -43,7 +43,8 @@
 #include "changeset-view.h"
 #include "macro.h"
 #include "overlay.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* Phase B: the merged view, in the index phase A left. */
 static int merged_view_tree(view_child *c, char **ret_tree, char **err) {

@@ -37,7 +37,11 @@
 #include "disk-budget.h"
 #include "macro.h"
 #include "overlay.h"
-#include "util.h"
+#include "fileio.h"
+#include "path-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* Rounds of nested repositories found inside the touched paths before giving up. */
 #define TOUCHED_ROUNDS_MAX 16

@@ -11,6 +11,12 @@
 #include <sys/stat.h>
 
 #include "macro.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "process-util.h"
+#include "signal-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* Bytes of path arguments per git command line when a list of paths is passed
  * as arguments (run_command gives git no stdin); far below ARG_MAX. */

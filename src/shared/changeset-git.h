@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "git-cat.h"
-#include "util.h"
+#include "process-util.h"
 
 /* The largest patch an extraction or a merge produces (the bound the
  * original's extraction had): 200 MiB. */

@@ -27,7 +27,11 @@
 #include "changeset.h"
 #include "git-cat.h"
 #include "macro.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static int commit_tree(const git_ctx *g, const char *tree, const char *parent, char **ret, char **err) {
         char *args[] = {(char *) "commit-tree", (char *) tree, (char *) "-m", (char *) "taskferry",
@@ -339,7 +343,10 @@ int merge_apply(const char *directory, const char *patch_path, const char *base_
                         return apply_plain(directory, patch_path, false, reason);
                 }
                 if (check_only) r = m == 2;
-                else if (m == 2) r = 1;
+                else if (m == 2) {
+                        write_out_prune(&g, cs_paths);
+                        r = 1;
+                }
                 else if (m == 1) {
                         r = patch_plants_repository(&g, merged, reason);
                         if (r > 0) r = 0;

@@ -9,7 +9,8 @@
 
 #include "changeset.h"
 #include "macro.h"
-#include "util.h"
+#include "process-util.h"
+#include "strv.h"
 
 /* Parse `git apply --numstat -z` output: entries "A\tD\tpath\0" or, for a
  * rename/copy, "A\tD\t\0old\0new\0". Calls cb for each entry. */

@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "macro.h"
-#include "util.h"
+#include "string-util.h"
+#include "strv.h"
 
 char *cs_quote_path(const char *p) {
         bool plain = true;

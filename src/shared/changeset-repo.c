@@ -18,6 +18,11 @@
 
 #include "changeset-git.h"
 #include "macro.h"
+#include "fileio.h"
+#include "path-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* Keep an exclude line for a work tree rooted at a subdirectory: only
  * patterns that match at any depth (no '/' except a trailing one). */

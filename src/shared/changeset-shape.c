@@ -24,6 +24,10 @@
 #include "changeset-numstat.h"
 #include "changeset-paths.h"
 #include "macro.h"
+#include "path-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 enum {
         PIECE_HEAD = 1u << 0,

@@ -25,7 +25,11 @@
 #include "changeset-view.h"
 #include "disk-budget.h"
 #include "macro.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 uint64_t changeset_file_max(void) {
         const char *v = getenv("TASKFERRY_CHANGESET_FILE_MAX");

@@ -32,6 +32,10 @@
 #include "macro.h"
 #include "overlay.h"
 #include "process-util.h"
+#include "fileio.h"
+#include "signal-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* Nested repositories inside nested repositories... give up after this many rounds. */
 #define FLATTEN_ROUNDS_MAX 64

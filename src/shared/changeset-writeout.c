@@ -41,6 +41,9 @@
 #include "changeset-paths.h"
 #include "git-cat.h"
 #include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define WO_TEMP_TAG ".tf-"
 
@@ -360,7 +363,24 @@ static void wo_batch_freep(wo_batch **b) {
         free(*b);
 }
 
-/* Delete path and the directories that leaves empty (as git apply does). */
+/* Remove the directories above path (beneath top) that are empty, deepest
+ * first, as git apply does after a deletion; stops at the first that is not. */
+static void wo_prune_parents(int top, const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir) return;
+        for (char *sl; (sl = strrchr(dir, '/'));) {
+                *sl = 0;
+                const char *name;
+                int pfd = wo_open_parent(top, dir, false, &name);
+                if (pfd < 0) break;
+                bool gone = unlinkat(pfd, name, AT_REMOVEDIR) == 0;
+                if (gone) (void) fsync(pfd);
+                safe_close(pfd);
+                if (!gone) break;
+        }
+}
+
+/* Delete path and the directories that leaves empty. */
 static int wo_delete(int top, const char *path) {
         const char *name;
         int dfd = wo_open_parent(top, path, false, &name);
@@ -370,18 +390,26 @@ static int wo_delete(int top, const char *path) {
         if (r >= 0 && fsync(dfd) < 0) r = -errno;
         safe_close(dfd);
         if (r < 0) return r;
-        _cleanup_free_ char *dir = strdup(path);
-        if (!dir) return -ENOMEM;
-        for (char *sl; (sl = strrchr(dir, '/'));) {
-                *sl = 0;
-                int pfd = wo_open_parent(top, dir, false, &name);
-                if (pfd < 0) break;
-                bool gone = unlinkat(pfd, name, AT_REMOVEDIR) == 0;
-                if (gone) (void) fsync(pfd);
-                safe_close(pfd);
-                if (!gone) break;
-        }
+        wo_prune_parents(top, path);
         return 0;
+}
+
+/* For a path of the changeset that the live tree does not have: its empty
+ * parent directories go. An accept killed between a deletion and the pruning
+ * of the directories it emptied leaves them; its re-run no longer sees the
+ * deletion (the file is gone from ours), and would otherwise end with empty
+ * directories an uninterrupted accept does not leave. Every write-out does
+ * it, so a first run and a re-run end alike. */
+static void wo_prune_absent(int top, char *const *paths) {
+        for (size_t i = 0; paths && paths[i]; i++) {
+                const char *name;
+                int dfd = wo_open_parent(top, paths[i], false, &name);
+                if (dfd < 0) continue;
+                struct stat st;
+                bool absent = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+                safe_close(dfd);
+                if (absent) wo_prune_parents(top, paths[i]);
+        }
 }
 
 /* Sweep our dead temp files from the directories of paths (those that exist). */
@@ -435,6 +463,7 @@ int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *co
                         return r;
                 }
         }
+        wo_prune_absent(top, cs_paths);
         _cleanup_free_ char *cur_dir = NULL;
         _cleanup_close_ int cur_fd = -1;
         _cleanup_(git_cat_closep) git_cat *cat = NULL;
@@ -491,4 +520,9 @@ int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *co
                 return r;
         }
         return 1;
+}
+
+void write_out_prune(const git_ctx *g, char *const *cs_paths) {
+        _cleanup_close_ int top = open(g->work_tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top >= 0) wo_prune_absent(top, cs_paths);
 }

@@ -13,3 +13,8 @@
  * Returns 1 written, 0 refused before anything was written (*why), -errno
  * (*why set; what was written so far is whole, and a re-run finishes it). */
 int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *const *cs_paths, char **why);
+/* The empty directories above the changeset's paths the live tree does not
+ * have, removed (what every write_out does before it writes), for an accept
+ * that finds the live tree already merged: an earlier one killed after its
+ * last deletion leaves the directories that deletion emptied. Best effort. */
+void write_out_prune(const git_ctx *g, char *const *cs_paths);

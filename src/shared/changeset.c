@@ -56,7 +56,8 @@
 #include "changeset-merge.h"
 #include "changeset-snapshot.h"
 #include "macro.h"
-#include "util.h"
+#include "fs-util.h"
+#include "string-util.h"
 
 /* A scratch dir of this attempt's own: <root>/scratch.<pid>, after removing
  * what earlier attempts left (a killed daemon's job may still run: it never

@@ -98,19 +98,13 @@ static void pi_normalizer_free(normalizer *n) {
 
 /* ---- building canonical events ---- */
 
-static json_object *member(json_object *o, const char *key) {
-        json_object *v = NULL;
-        if (json_is_object(o)) json_object_object_get_ex(o, key, &v);
-        return v;
-}
-
 static bool is_number(json_object *v) {
         return v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
 }
 
 /* A new reference to o[key] if it is a number, else a new 0. */
 static json_object *number_or_zero(json_object *o, const char *key) {
-        json_object *v = member(o, key);
+        json_object *v = json_get(o, key);
         return is_number(v) ? json_object_get(v) : json_object_new_int(0);
 }
 
@@ -145,7 +139,7 @@ static json_object *pi_tokens(json_object *usage) {
 static int emit_step_finish(char ***out, const char *reason, json_object *message) {
         json_object *usage = json_get_object(message, "usage");
         const char *rid = json_get_string(message, "responseId");
-        json_object *cost = member(json_get_object(usage, "cost"), "total");
+        json_object *cost = json_get(json_get_object(usage, "cost"), "total");
 
         _cleanup_json_ json_object *evt = json_object_new_object();
         _cleanup_json_ json_object *part = json_object_new_object();
@@ -173,7 +167,7 @@ static int on_message_update(json_object *evt, char ***out) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_json_ json_object *part = json_object_new_object();
         if (!o || !part) return -ENOMEM;
-        json_object *d = member(ame, "delta");
+        json_object *d = json_get(ame, "delta");
         if (json_add_string(o, "type", "text") < 0 || json_add_string(part, "type", "text") < 0 ||
             json_add(part, "text", delta ? json_object_get(d) : json_object_new_string("")) < 0 ||
             json_add_string(part, "messageID", rid ? rid : UNKNOWN_MESSAGE) < 0 ||
@@ -184,9 +178,9 @@ static int on_message_update(json_object *evt, char ***out) {
 
 static int on_tool_progress(normalizer *n, json_object *evt, bool start, char ***out) {
         const char *tool = json_get_string(evt, "toolName");
-        json_object *id = member(evt, "toolCallId");
+        json_object *id = json_get(evt, "toolCallId");
         const char *id_s = json_get_string(evt, "toolCallId");
-        json_object *args = member(evt, "args");
+        json_object *args = json_get(evt, "args");
         if (start && id_s && args && json_add(n->tool_args, id_s, json_object_get(args)) < 0) return -ENOMEM;
 
         _cleanup_json_ json_object *o = json_object_new_object();
@@ -227,7 +221,7 @@ static int on_tool_end(normalizer *n, json_object *evt, char ***out) {
         for (size_t i = 0; i < nc; i++) {
                 json_object *item = json_object_array_get_idx(content, i);
                 if (!streq_ptr(json_get_string(item, "type"), "text")) continue;
-                json_object *t = member(item, "text");
+                json_object *t = json_get(item, "text");
                 if (!t || !json_object_is_type(t, json_type_string)) continue;
                 size_t tl = (size_t) json_object_get_string_len(t);
                 char *no = realloc(output, olen + tl + 1);

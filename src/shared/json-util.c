@@ -141,6 +141,11 @@ const char *json_get_string(json_object *obj, const char *key) {
         return json_object_get_string(v);
 }
 
+json_object *json_get(json_object *obj, const char *key) {
+        json_object *v = NULL;
+        return obj && json_object_object_get_ex(obj, key, &v) ? v : NULL;
+}
+
 json_object *json_get_object(json_object *obj, const char *key) {
         json_object *v;
         if (!obj || !json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_object))

@@ -37,6 +37,9 @@ const char *json_to_line(json_object *obj, size_t *ret_len);
 char *js_number_format(double d, char buf[static 32]);
 /* A JSON number that serializes with js_number_format (integers stay int64). */
 json_object *json_new_number(double d);
+/* obj[key] of any type, NULL when obj is NULL or the key is absent (a
+ * borrowed reference). */
+json_object *json_get(json_object *obj, const char *key);
 /* Object lookups that return NULL when the key is absent or of another type. */
 const char *json_get_string(json_object *obj, const char *key);
 json_object *json_get_object(json_object *obj, const char *key);

@@ -694,12 +694,6 @@ static int summarizer_add_text(summarizer *s, const char *key, size_t key_len, c
 
 static double number_or_zero(json_object *v) { return json_is_number(v) ? json_object_get_double(v) : 0; }
 
-static json_object *member(json_object *o, const char *key) {
-        json_object *v = NULL;
-        if (json_is_object(o)) json_object_object_get_ex(o, key, &v);
-        return v;
-}
-
 /* {...a, ...b}: a's members in order, b's replacing or appended. New object. */
 static json_object *object_spread(json_object *a, json_object *b) {
         json_object *out = json_object_new_object();
@@ -730,7 +724,7 @@ static json_object *add_numbers(json_object *x, json_object *y) {
 
 /* Set out[key] = a[key] + b[key] when either side is a number. */
 static int sum_field(json_object *out, json_object *a, json_object *b, const char *key) {
-        json_object *av = member(a, key), *bv = member(b, key);
+        json_object *av = json_get(a, key), *bv = json_get(b, key);
         if (!json_is_number(av) && !json_is_number(bv)) return 0;
         json_object *sum = add_numbers(av, bv);
         if (!sum) return -ENOMEM;
@@ -754,14 +748,14 @@ static int tokens_add(json_object **acc, json_object *t) {
                 int r = sum_field(out, *acc, t, fields[i]);
                 if (r < 0) return r;
         }
-        json_object *ac = member(*acc, "cache"), *tc = member(t, "cache");
+        json_object *ac = json_get(*acc, "cache"), *tc = json_get(t, "cache");
         if (json_is_object(ac) || json_is_object(tc)) {
                 _cleanup_json_ json_object *cache = object_spread(ac, tc);
                 if (!cache) return -ENOMEM;
                 /* write and read are always present in a summed cache. */
                 static const char *const cfields[] = { "write", "read" };
                 for (size_t i = 0; i < ELEMENTSOF(cfields); i++) {
-                        json_object *sum = add_numbers(member(ac, cfields[i]), member(tc, cfields[i]));
+                        json_object *sum = add_numbers(json_get(ac, cfields[i]), json_get(tc, cfields[i]));
                         if (!sum || json_add(cache, cfields[i], sum) < 0) return -ENOMEM;
                 }
                 if (json_add(out, "cache", TAKE_PTR(cache)) < 0) return -ENOMEM;
@@ -797,12 +791,12 @@ static int summarize_event(summarizer *s, log_summary *ret, json_object *evt) {
                                            (size_t) json_object_get_string_len(t));
         }
         if (streq(type, "step_finish")) {
-                json_object *tokens = member(part, "tokens");
+                json_object *tokens = json_get(part, "tokens");
                 if (tokens) {
                         r = tokens_add(&ret->tokens, tokens);
                         if (r < 0) return r;
                 }
-                json_object *cost = member(part, "cost");
+                json_object *cost = json_get(part, "cost");
                 if (json_is_number(cost)) {
                         ret->cost = (ret->has_cost ? ret->cost : 0) + json_object_get_double(cost);
                         ret->has_cost = true;
@@ -1011,6 +1005,9 @@ int log_summarize_file(const char *path, const char *initial_session_id, log_sum
 
 #define NARRATION_TOOL_UNITS 500
 
+const LogNarrationStyle log_narration_summary = {.unnamed_tool = "unknown", .empty_tool_is_unnamed = true};
+const LogNarrationStyle log_narration_activity = {.unnamed_tool = "undefined", .empty_tool_is_unnamed = false};
+
 /* s cut to NARRATION_TOOL_UNITS UTF-16 units + "…[truncated]" (JS truncateForNarration). */
 static char *narration_truncate(const char *s) {
         size_t len = strlen(s);
@@ -1019,20 +1016,83 @@ static char *narration_truncate(const char *s) {
         return strdup_printf("%.*s\xE2\x80\xA6[truncated]", (int) cut, s);
 }
 
-typedef struct narration_entry {
+typedef struct NarrationEntry {
         char *mid;      /* text entry: its message id; NULL: a tool line */
         char *text;     /* tool line, or the message's texts so far */
-        size_t len;
-} narration_entry;
+        size_t len;     /* bytes of text */
+} NarrationEntry;
 
-int log_narration_parse(const char *data, size_t len, char **ret) {
+typedef struct Narration {
+        NarrationEntry *v;
+        size_t n;
+} Narration;
+
+static void narration_done(Narration *na) {
+        for (size_t i = 0; i < na->n; i++) {
+                free(na->v[i].mid);
+                free(na->v[i].text);
+        }
+        free(na->v);
+}
+
+/* A new entry at the end (text and mid taken over, freed on -ENOMEM). */
+static int narration_push(Narration *na, char *mid, char *text) {
+        NarrationEntry *nv = text ? realloc(na->v, (na->n + 1) * sizeof *nv) : NULL;
+        if (!nv) {
+                free(mid);
+                free(text);
+                return -ENOMEM;
+        }
+        na->v = nv;
+        na->v[na->n++] = (NarrationEntry) {.mid = mid, .text = text, .len = strlen(text)};
+        return 0;
+}
+
+static int narration_text(Narration *na, json_object *part, json_object *tv) {
+        const char *mid = json_get_string(part, "messageID");
+        if (!mid) mid = "__unknown_message__";
+        NarrationEntry *e = NULL;
+        for (size_t i = 0; i < na->n && !e; i++)
+                if (na->v[i].mid && streq(na->v[i].mid, mid)) e = &na->v[i];
+        if (!e) {
+                char *m = strdup(mid);
+                int r = m ? narration_push(na, m, strdup("")) : -ENOMEM;
+                if (r < 0) return r;
+                e = &na->v[na->n - 1];
+        }
+        size_t tl = (size_t) json_object_get_string_len(tv);
+        char *nt = realloc(e->text, e->len + tl + 1);
+        if (!nt) return -ENOMEM;
+        memcpy(nt + e->len, json_object_get_string(tv), tl);
+        e->len += tl;
+        nt[e->len] = 0;
+        e->text = nt;
+        return 0;
+}
+
+static int narration_tool(Narration *na, json_object *part, const LogNarrationStyle *style) {
+        json_object *st = json_get_object(part, "state");
+        json_object *in = json_get(st, "input"), *out = json_get(st, "output");
+        const char *input = in && json_object_is_type(in, json_type_string) ? json_object_get_string(in)
+                            : in                                           ? json_to_line(in, NULL)
+                                                                           : "{}";
+        const char *tool = json_get_string(part, "tool");
+        if (!tool || (style->empty_tool_is_unnamed && !*tool)) tool = style->unnamed_tool;
+        _cleanup_free_ char *ti = narration_truncate(input ? input : "{}");
+        const char *os = out && json_object_is_type(out, json_type_string) ? json_object_get_string(out) : NULL;
+        _cleanup_free_ char *to = os && *os ? narration_truncate(os) : NULL;
+        if (!ti || (os && *os && !to)) return -ENOMEM;
+        return narration_push(na, NULL,
+                              to ? strdup_printf("[tool:%s] %s -> %s", tool, ti, to) : strdup_printf("[tool:%s] %s", tool, ti));
+}
+
+int log_narration_parse_style(const char *data, size_t len, const LogNarrationStyle *style, char **ret) {
         _cleanup_free_ char *clean = utf8_sanitize(data, len);
         if (!clean) return -ENOMEM;
-        narration_entry *v = NULL;
-        size_t n = 0;
-        int r = 0;
-        json_tokener *tok = json_tokener_new();
+        json_tokener *tok = json_strict_tokener_new();
         if (!tok) return -ENOMEM;
+        Narration na = {};
+        int r = 0;
         for (char *line = clean; line && *line && r >= 0;) {
                 char *nl = strchr(line, '\n');
                 size_t ll = nl ? (size_t) (nl - line) : strlen(line);
@@ -1040,87 +1100,36 @@ int log_narration_parse(const char *data, size_t len, char **ret) {
                 if (ll > 0 && json_parse_strict_with(tok, line, ll, &evt) >= 0 && json_is_object(evt)) {
                         const char *type = json_get_string(evt, "type");
                         json_object *part = json_get_object(evt, "part");
-                        json_object *tv = NULL;
-                        if (streq_ptr(type, "text") && part && json_object_object_get_ex(part, "text", &tv) &&
-                            json_object_is_type(tv, json_type_string)) {
-                                const char *mid = json_get_string(part, "messageID");
-                                if (!mid) mid = "__unknown_message__";
-                                narration_entry *e = NULL;
-                                for (size_t i = 0; i < n && !e; i++)
-                                        if (v[i].mid && streq(v[i].mid, mid)) e = &v[i];
-                                if (!e) {
-                                        narration_entry *nv = realloc(v, (n + 1) * sizeof *nv);
-                                        if (!nv) {
-                                                r = -ENOMEM;
-                                        } else {
-                                                v = nv;
-                                                e = &v[n++];
-                                                *e = (narration_entry) {.mid = strdup(mid), .text = strdup("")};
-                                                if (!e->mid || !e->text) r = -ENOMEM;
-                                        }
-                                }
-                                if (e && r >= 0) {
-                                        size_t tl = (size_t) json_object_get_string_len(tv);
-                                        char *nt = realloc(e->text, e->len + tl + 1);
-                                        if (!nt) r = -ENOMEM;
-                                        else {
-                                                memcpy(nt + e->len, json_object_get_string(tv), tl);
-                                                e->len += tl;
-                                                nt[e->len] = 0;
-                                                e->text = nt;
-                                        }
-                                }
-                        } else if (streq_ptr(type, "tool_use") && part && streq_ptr(json_get_string(part, "type"), "tool")) {
-                                json_object *st = json_get_object(part, "state"), *in = NULL, *out = NULL;
-                                if (st) {
-                                        json_object_object_get_ex(st, "input", &in);
-                                        json_object_object_get_ex(st, "output", &out);
-                                }
-                                const char *input = in && json_object_is_type(in, json_type_string)
-                                                            ? json_object_get_string(in)
-                                                            : in ? json_to_line(in, NULL) : "{}";
-                                const char *tool = json_get_string(part, "tool");
-                                _cleanup_free_ char *ti = narration_truncate(input ? input : "{}");
-                                const char *os = out && json_object_is_type(out, json_type_string)
-                                                         ? json_object_get_string(out) : NULL;
-                                _cleanup_free_ char *to = os && *os ? narration_truncate(os) : NULL;
-                                char *lineout = ti ? (to ? strdup_printf("[tool:%s] %s -> %s", isempty(tool) ? "unknown" : tool, ti, to)
-                                                         : strdup_printf("[tool:%s] %s", isempty(tool) ? "unknown" : tool, ti))
-                                                   : NULL;
-                                narration_entry *nv = lineout ? realloc(v, (n + 1) * sizeof *nv) : NULL;
-                                if (!nv) {
-                                        free(lineout);
-                                        r = -ENOMEM;
-                                } else {
-                                        v = nv;
-                                        v[n++] = (narration_entry) {.mid = NULL, .text = lineout, .len = strlen(lineout)};
-                                }
-                        }
+                        json_object *tv = json_get(part, "text");
+                        if (streq_ptr(type, "text") && tv && json_object_is_type(tv, json_type_string))
+                                r = narration_text(&na, part, tv);
+                        else if (streq_ptr(type, "tool_use") && part && streq_ptr(json_get_string(part, "type"), "tool"))
+                                r = narration_tool(&na, part, style);
                 }
                 json_object_put(evt);
                 line = nl ? nl + 1 : NULL;
         }
         json_tokener_free(tok);
         size_t total = 1;
-        for (size_t i = 0; i < n; i++) total += v[i].len + 2;
+        for (size_t i = 0; i < na.n; i++) total += na.v[i].len + 2;
         char *out = r >= 0 ? malloc(total) : NULL;
         if (r >= 0 && !out) r = -ENOMEM;
-        size_t o = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (out) {
-                        if (i) out[o++] = '\n', out[o++] = '\n';
-                        memcpy(out + o, v[i].text, v[i].len);
-                        o += v[i].len;
-                }
-                free(v[i].mid);
-                free(v[i].text);
-        }
-        free(v);
         if (r < 0) {
-                free(out);
+                narration_done(&na);
                 return r;
         }
+        size_t o = 0;
+        for (size_t i = 0; i < na.n; i++) {
+                if (i) out[o++] = '\n', out[o++] = '\n';
+                memcpy(out + o, na.v[i].text, na.v[i].len);
+                o += na.v[i].len;
+        }
         out[o] = 0;
+        narration_done(&na);
         *ret = out;
         return 0;
+}
+
+int log_narration_parse(const char *data, size_t len, char **ret) {
+        return log_narration_parse_style(data, len, &log_narration_summary, ret);
 }

@@ -88,3 +88,15 @@ bool log_line_is_blank(const char *s, size_t len);
  * "\n\n". Invalid UTF-8 is replaced (utf8_sanitize) first. No length cap:
  * the caller keeps what it needs. *ret is malloc'd ("" for nothing). -ENOMEM. */
 int log_narration_parse(const char *data, size_t len, char **ret);
+/* How the two narrations of the original differ: the name a tool_use
+ * without a tool gets, and whether an empty name counts as none. The
+ * summaries' ("unknown", empty too) is log_narration_parse's; the activity
+ * text's ("undefined", only a missing name) is log_narration_activity. */
+typedef struct LogNarrationStyle {
+        const char *unnamed_tool;
+        bool empty_tool_is_unnamed;
+} LogNarrationStyle;
+extern const LogNarrationStyle log_narration_summary;
+extern const LogNarrationStyle log_narration_activity;
+/* log_narration_parse with the tool naming of style. */
+int log_narration_parse_style(const char *data, size_t len, const LogNarrationStyle *style, char **ret);

@@ -24,7 +24,8 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 static int runs = 200;
 

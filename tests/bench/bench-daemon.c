@@ -32,7 +32,8 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 #define DIRS 20
 #define WAITS 256

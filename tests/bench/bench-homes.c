@@ -16,7 +16,10 @@
 
 #include "run/executor-home.h"
 #include "sandbox-plan.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static double now_s(void) {
         struct timespec ts;

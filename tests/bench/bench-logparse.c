@@ -35,7 +35,8 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "macro.h"
-#include "util.h"
+#include "fileio.h"
+#include "strv.h"
 
 #include "realistic-log.h"
 

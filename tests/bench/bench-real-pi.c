@@ -20,7 +20,11 @@
 #include "agents-rig.h"
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
+#include "utf8.h"
 
 static int runs = 5;
 

@@ -26,7 +26,10 @@
 
 #include "changeset.h"
 #include "overlay.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 static double now_s(void) {
         struct timespec ts;

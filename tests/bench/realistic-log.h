@@ -16,7 +16,9 @@
 #include "executor.h"
 #include "json-util.h"
 #include "macro.h"
-#include "util.h"
+#include "fileio.h"
+#include "string-util.h"
+#include "strv.h"
 
 #ifndef TASKFERRY_FIXTURES_DIR
 #error "TASKFERRY_FIXTURES_DIR must name tests/fixtures"

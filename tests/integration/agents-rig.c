@@ -17,7 +17,11 @@
 #include <unistd.h>
 
 #include "json-util.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 #define MOCK_SERVER TASKFERRY_FIXTURES_DIR "/model-server/model-server.js"
 

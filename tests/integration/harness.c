@@ -17,7 +17,12 @@
 #include "json-util.h"
 #include "macro.h"
 #include "process-util.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
+#include "utf8.h"
 
 /* vasprintf() that asserts */
 static char *xvstrdup_printf(const char *fmt, va_list ap) {

@@ -11,7 +11,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 static const char *const answer_fixture =
         "{\"type\":\"step_start\",\"sessionID\":\"ses_fxA\",\"part\":{\"type\":\"step-start\",\"messageID\":\"msg_a1\"}}\n"

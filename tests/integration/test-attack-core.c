@@ -14,7 +14,10 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "utf8.h"
 
 static char *make_repo(tf_world *w) {
         return tf_repo_new(w, NULL, "printf 'one\\n' > a.txt && mkdir dir && printf 'old\\n' > dir/old.txt && printf 'b\\n' > b.txt");

@@ -12,7 +12,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 /* Hole found (fixed in summary.c): `taskferry summary` sends the caller's
  * whole env, and the daemon ran the summary-model check (`opencode models`)

@@ -16,7 +16,10 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "utf8.h"
 
 /* A file a worker left in its output dir ("" when it left none). */
 static char *output_file(tf_world *w, const char *id, const char *name) {

@@ -17,7 +17,10 @@
 #include "harness.h"
 #include "json-util.h"
 #include "macro.h"
-#include "util.h"
+#include "fs-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 #define SECRET "sk-attack8-2b9e71c4d05a"
 #define ROTATED "sk-attack8-rotated-5f1d8e"

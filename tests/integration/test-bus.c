@@ -14,7 +14,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 #define NAME TF_BUS_NAME
 #define MPATH TF_BUS_MPATH

@@ -10,7 +10,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 static char *make_repo(tf_world *w) {
         return tf_repo_new(w, NULL,

@@ -8,7 +8,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 TF_WORLD_TEST(unknown_task_is_a_toon_error_exit_1) {
         const char *argv[] = {"status", "nope", NULL};

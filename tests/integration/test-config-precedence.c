@@ -15,7 +15,11 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static char *config_path(tf_world *w) {
         return strdup_printf("%s/taskferry/config.json", w->cfg);

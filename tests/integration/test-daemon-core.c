@@ -8,7 +8,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 TF_WORLD_TEST_ENV(dispatch_refused_when_the_record_cannot_be_written, "TASKFERRY_DISABLE_SANDBOX=1") {
         tf_daemon_start(w);

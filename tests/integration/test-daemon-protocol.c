@@ -13,7 +13,11 @@
 #include "harness.h"
 #include "json-util.h"
 #include "protocol.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static json_object *error_of(json_object *frame) { return json_get_object(frame, "error"); }
 

@@ -9,7 +9,10 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 TF_WORLD_TEST_ENV(tasks_survive_restart, "TASKFERRY_DISABLE_SANDBOX=1") {
         char *done_id = tf_dispatch_shell(w, w->repo_parent, NULL, "echo persisted");

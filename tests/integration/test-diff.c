@@ -17,7 +17,11 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "utf8.h"
 
 #define ESC_NAME "esc\033[31mname.txt"
 

@@ -16,7 +16,11 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static char *make_repo(tf_world *w) { return tf_repo_new(w, NULL, "printf 'base\\n' > base.txt"); }
 

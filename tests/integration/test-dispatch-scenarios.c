@@ -22,7 +22,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 static char *const nosandbox_env[] = {"TASKFERRY_DISABLE_SANDBOX=1", NULL};
 static const char *const sentence = "Follow the instructions in the attached prompt file exactly.";

@@ -22,7 +22,11 @@
 #include "harness.h"
 #include "json-util.h"
 #include "overlay.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "utf8.h"
 
 /* ---- helpers ---- */
 

@@ -19,7 +19,13 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "id-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define SECRET "sk-envfile-7f3c9a1e5b2d4c6e8a0b"
 

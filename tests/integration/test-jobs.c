@@ -19,7 +19,11 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
+#include "utf8.h"
 
 static tf_world *w;
 

@@ -8,7 +8,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 static tf_run cli_in(tf_world *w, const char *cwd, const char *const argv[]) {
         return tf_cli(w, cwd, NULL, argv);

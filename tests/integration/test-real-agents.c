@@ -34,7 +34,10 @@
 #include "agents-rig.h"
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 /* the rig checks of agents-rig.c: the workers do write the real dirs */
 static bool no_sandbox(void) {

@@ -10,7 +10,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 /* a world whose user bus cannot exist: no manager, whatever the host has */
 static tf_world *world_without_manager(void) {

@@ -14,7 +14,11 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "utf8.h"
 
 
 /* No capabilities, also under a root daemon: a mask cannot be unmounted,

@@ -15,7 +15,10 @@
 #include "harness.h"
 #include "json-util.h"
 #include "protocol.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static const char *status_of(tf_world *w, const char *id, char buf[static 64]) {
         const char *argv[] = {"status", id, "--full", "--json", NULL};

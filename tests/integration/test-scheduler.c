@@ -17,7 +17,10 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 /* ---- helpers ---- */
 

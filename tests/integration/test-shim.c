@@ -25,7 +25,12 @@
 #include "macro.h"
 #include "overlay.h"
 #include "sandbox.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "path-util.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define SHIM_PATH TASKFERRY_BUILD_DIR "/taskferry-shim"
 #define TASK_ID "oc_shimtest_1a2b3c4d"

@@ -16,7 +16,10 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 /* A raw subscriber: connect, send event.subscribe, read its answer. */
 static int subscribe(tf_world *w, const char *params, json_object **ret_reply) {

@@ -12,7 +12,8 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 static const char *const source_fixture =
         "{\"type\":\"step_start\",\"sessionID\":\"ses_fxB\",\"part\":{\"type\":\"step-start\",\"messageID\":\"msg_b1\"}}\n"

@@ -22,7 +22,9 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 /* A datagram socket at <root>/notify, set as the world's NOTIFY_SOCKET. */
 static int notify_socket(tf_world *w) {

@@ -17,7 +17,10 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 /* the fast watchdog env `W` of acceptance-scenarios.md §0 */
 #define W_ENV                                                                                        \

@@ -9,7 +9,8 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 typedef struct fixture_case {
         const char *name;

@@ -11,7 +11,7 @@
 
 #include "harness.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
 
 TF_WORLD_TEST(commit_in_linked_worktree) {
         char *main_repo = tf_repo_new(w, "main", NULL), *wt = tf_worktree_add(w, main_repo, "wt", "feature");

@@ -1508,6 +1508,51 @@ START_TEST(test_base_accept_killed_midway_converges) {
 }
 END_TEST
 
+/* An accept killed between a deletion and the pruning of the directories it
+ * emptied leaves them; the next accept no longer sees that deletion, and
+ * must still end where an uninterrupted one does: whether other writes are
+ * left (a merge to write out) or none (the live tree already merged). */
+START_TEST(test_base_accept_prunes_what_a_killed_one_emptied) {
+        _cleanup_free_ char *base = make_base();
+        ck_assert_ptr_nonnull(base);
+        _cleanup_(fixture_done) fixture f;
+        ck_assert_int_ge(fixture_init(&f, base, "D"), 0);
+        ck_assert_int_eq(sh("set -e; cd '%s'; " GIT " init -q .; seq 1 9 > a.txt; mkdir -p old/sub keep; "
+                            "echo gone > old/sub/x.txt; echo stays > keep/y.txt; " GIT " add -A; " GIT " commit -qm init",
+                            f.dir), 0);
+        _cleanup_free_ char *head = head_of(f.dir), *bdir = base_dir_for_upper(f.upper), *err = NULL;
+        ck_assert_msg(changeset_snapshot(f.dir, head, bdir, &err) == 0, "%s", strnull(err));
+        ck_assert_int_eq(run_worker_plain(f.dir, f.upper, f.work, "rm -r old; echo 10 >> a.txt"), 0);
+        changeset_extract_args a = {.directory = f.dir, .upper = f.upper, .work = f.work, .pre_head = head,
+                                    .scratch_dir = f.scratch, .patch_path = f.patch, .base_dir = bdir};
+        ck_assert_msg(changeset_extract(&a, &err) == 1, "%s", strnull(err));
+        _cleanup_free_ char *d0 = strdup_printf("%s/D0", base), *ref = strdup_printf("%s/Dref", base);
+        ck_assert_int_eq(sh("cp -a '%s' '%s' && cp -a '%s' '%s'", f.dir, d0, f.dir, ref), 0);
+        _cleanup_free_ char *reason = NULL;
+        ck_assert_msg(changeset_apply_3way(ref, f.patch, bdir, &reason) == 1, "%s", strnull(reason));
+        ck_assert_int_eq(sh("test ! -e '%s/old' && test -d '%s/keep'", ref, ref), 0);
+        _cleanup_free_ char *want = tree_state(ref);
+        const struct {
+                const char *what, *from, *then;
+        } cases[] = {
+                {"killed after the unlink, the append still to write", d0, "rm '%s/old/sub/x.txt'"},
+                {"killed after the last write, before the pruning", ref, "mkdir -p '%s/old/sub'"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ck_assert_int_eq(sh("rm -rf '%s' && cp -a '%s' '%s'", f.dir, cases[i].from, f.dir), 0);
+                _cleanup_free_ char *cmd = strdup_printf(cases[i].then, f.dir);
+                ck_assert_int_eq(sh("%s", cmd), 0);
+                free(reason);
+                reason = NULL;
+                int r = changeset_apply_3way(f.dir, f.patch, bdir, &reason);
+                ck_assert_msg(r == 1, "%s: r=%d %s", cases[i].what, r, strnull(reason));
+                _cleanup_free_ char *got = tree_state(f.dir), *ls = capture("cd '%s' && find . -path ./.git -prune -o -print | sort", f.dir);
+                ck_assert_msg(streq(got, want), "%s: the tree differs from an uninterrupted accept:\n%s", cases[i].what, ls);
+        }
+        rm_rf(base);
+}
+END_TEST
+
 static Suite *changeset_suite(void) {
         Suite *s = suite_create("changeset");
         TCase *tc = tcase_create("changeset");
@@ -1555,6 +1600,7 @@ static Suite *changeset_suite(void) {
         tcase_add_test(tb, test_base_snapshot_contents);
         tcase_add_test(tb, test_base_metacopy_falls_back);
         tcase_add_test(tb, test_base_accept_killed_midway_converges);
+        tcase_add_test(tb, test_base_accept_prunes_what_a_killed_one_emptied);
         suite_add_tcase(s, tb);
         return s;
 }

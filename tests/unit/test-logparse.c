@@ -1029,13 +1029,34 @@ START_TEST(test_fast_path_matches_json_c) {
 }
 END_TEST
 
+/* The two narrations name a tool_use without a tool differently (the
+ * summaries "unknown", also for an empty name; the activity text "undefined",
+ * only for a missing one), and both read only strict JSON lines. */
+START_TEST(test_narration_styles) {
+        const char *log =
+                "{\"type\":\"tool_use\",\"part\":{\"type\":\"tool\",\"state\":{\"input\":\"a\"}}}\n"
+                "{\"type\":\"tool_use\",\"part\":{\"type\":\"tool\",\"tool\":\"\",\"state\":{\"input\":\"b\"}}}\n"
+                "{'type':'text','part':{'type':'text','text':'single quotes'}}\n"
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"trailing comma\"},}\n"
+                "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"kept\"}}\n";
+        char *n = NULL;
+        ck_assert_int_eq(log_narration_parse(log, strlen(log), &n), 0);
+        ck_assert_str_eq(n, "[tool:unknown] a\n\n[tool:unknown] b\n\nkept");
+        free(n);
+        ck_assert_int_eq(log_narration_parse_style(log, strlen(log), &log_narration_activity, &n), 0);
+        ck_assert_str_eq(n, "[tool:undefined] a\n\n[tool:] b\n\nkept");
+        free(n);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("logparse");
         TCase *tc = tf_tcase(s, "core", setup, teardown, 240, TF_TESTS(test_real_fixtures_all_covered,
                 test_real_opencode_error_details, test_oc_c, test_oc_d, test_oc_e, test_classifier_patterns,
                 test_classifier_json, test_detail_cap, test_classify_file, test_w7_no_false_positive,
                 test_boot_failure_large, test_summary_basics, test_summary_tokens, test_summary_large_log, test_blank,
-                test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c));
+                test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c,
+                test_narration_styles));
         TF_LOOP(tc, test_real_fixtures, real_cases);
         TF_LOOP(tc, test_synthetic_fixtures, synthetic_cases);
         TF_LOOP(tc, test_boot_failure, boot_cases);

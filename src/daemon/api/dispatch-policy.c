@@ -8,7 +8,11 @@
 #include "api/dispatch-policy.h"
 #include "executor.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* What a path resolves to (itself when it does not exist). */
 static char *canonical(const char *p) {

@@ -15,7 +15,10 @@
 #include "api/task-views.h"
 #include "json-util.h"
 #include "protocol.h"
-#include "util.h"
+#include "id-util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 #include "workspace.h"
 
 struct Subscription {

@@ -17,7 +17,9 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "strv.h"
+#include "time-util.h"
 
 typedef struct AdvisorCall AdvisorCall;
 
@@ -38,12 +40,6 @@ struct AdvisorCall {
 };
 
 /* ---- parked calls ---- */
-
-/* res[key] of any type, NULL if absent (a borrowed reference). */
-static json_object *json_field(json_object *res, const char *key) {
-        json_object *v = NULL;
-        return res && json_object_object_get_ex(res, key, &v) ? v : NULL;
-}
 
 static AdvisorCalls *state(Manager *m) { return m->advisor_calls; }
 
@@ -99,7 +95,7 @@ static void answer_job_done(Manager *m, void *userdata, json_object *res, int er
                 _cleanup_json_ json_object *spawn = task_record_get_json(&t->rec, TASK_KEY_spawn_error);
                 o = advisor_settled_answer(t->id, status, sid, &c->res, res ? strempty(json_get_string(res, PK_message)) : "",
                                            res ? json_get_object(res, PK_tokens) : NULL,
-                                           json_field(res, PK_cost), code, sig, spawn);
+                                           json_get(res, PK_cost), code, sig, spawn);
         }
         if (sid && m->advisor) (void) advisor_sessions_touch(m->advisor, sid, c->owner, now_ms());
         method_reply(c->r, o ? 0 : -ENOMEM, o, NULL);

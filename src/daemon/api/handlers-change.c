@@ -16,7 +16,7 @@
 #include "protocol-keys.h"
 #include "run/change.h"
 #include "run/lifecycle.h"
-#include "util.h"
+#include "macro.h"
 
 int method_cancel(Manager *m, Request *r, Task *t, json_object **ret, MethodError *err) {
         const ProtoCancelParams *p = &r->req.p.cancel;

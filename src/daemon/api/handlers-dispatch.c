@@ -20,7 +20,11 @@
 #include "protocol-keys.h"
 #include "run/lifecycle.h"
 #include "sandbox-plan.h"
-#include "util.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* The newest task that ran session_id (with executor_id, when given). */
 static Task *find_session_task(Manager *m, const char *session_id, const char *executor_id) {

@@ -19,7 +19,11 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
+#include "utf8.h"
 
 #define NARRATION_PREVIEW_UNITS 2000
 

@@ -14,7 +14,8 @@
 #include "features/summary.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 /* summary.h summary_done_fn: answer the request. */
 static void summary_answer(Manager *m, const SummaryOutcome *o, void *userdata) {

@@ -14,7 +14,8 @@
 #include "core/store.h"
 #include "core/task-table.h"
 #include "core/task.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 static const Method methods[] = {
         {"system.health", method_health, 0},

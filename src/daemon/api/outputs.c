@@ -13,7 +13,9 @@
 
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "utf8.h"
 
 /* Open rel beneath dirfd; symlinks resolve only while they stay beneath it.
  * -EXDEV (or -ELOOP) for a path that would leave it. */

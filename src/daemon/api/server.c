@@ -18,7 +18,11 @@
 #include "core/task.h"
 #include "api/wait.h"
 #include "json-util.h"
-#include "util.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static void connection_unref(Connection *c);
 static void connection_kill(Connection *c);

@@ -14,7 +14,8 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
-#include "util.h"
+#include "macro.h"
+#include "time-util.h"
 
 json_object *stats_rows(Manager *m, const char *visible_to) {
         json_object *rows = json_object_new_array();

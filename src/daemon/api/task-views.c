@@ -12,7 +12,9 @@
 #include "gitdir.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 #include "workspace.h"
 
 #define MAX_LIST_ROWS 500

@@ -20,7 +20,9 @@
 #include "core/task.h"
 #include "core/task-table.h"
 #include "api/task-views.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "utf8.h"
 
 /* ---- task.tail ---- */
 

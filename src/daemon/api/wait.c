@@ -16,7 +16,7 @@
 #include "api/wait.h"
 #include "json-util.h"
 #include "logparse.h"
-#include "util.h"
+#include "utf8.h"
 
 static json_object *tail_job_run(void *userdata, int *error) {
         Request *r = userdata;

@@ -19,7 +19,9 @@
 #include "core/scheduler.h"
 #include "core/task.h"
 #include "json-util.h"
-#include "util.h"
+#include "log.h"
+#include "macro.h"
+#include "time-util.h"
 
 static bool ends_with(const char *s, const char *suffix) {
         size_t a = strlen(s), b = strlen(suffix);

@@ -10,7 +10,11 @@
 #include "core/manager.h"
 #include "core/settings.h"
 #include "utf8.h"
-#include "util.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 struct EnvFile {
         char *path;                /* as configured */

@@ -16,7 +16,9 @@
 #include "core/manager.h"
 #include "json-util.h"
 #include "process-util.h"
-#include "util.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
 
 #ifndef CLOSE_RANGE_UNSHARE
 #include <linux/close_range.h>

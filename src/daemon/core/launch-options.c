@@ -12,7 +12,12 @@
 #include "json-util.h"
 #include "paths.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 void launch_options_done(LaunchOptions *o) {
         strv_free(o->rw_bind);

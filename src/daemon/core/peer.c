@@ -15,7 +15,9 @@
 #include "core/manager.h"
 #include "core/peer.h"
 #include "core/task.h"
-#include "util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
 
 /* Parent pid from /proc/<pid>/stat (field 4, after the parenthesised comm). */
 static pid_t parent_of(pid_t pid) {

@@ -16,7 +16,10 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -15,7 +15,10 @@
 #include "json-util.h"
 #include "macro.h"
 #include "taskferry-config.h"
-#include "util.h"
+#include "log.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 extern char **environ;
 

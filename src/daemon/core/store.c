@@ -12,7 +12,10 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
 
 #define PERSIST_DEBOUNCE_MS 250
 

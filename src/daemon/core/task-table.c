@@ -7,7 +7,7 @@
 #include "core/task-table.h"
 #include "core/task.h"
 #include "json-util.h"
-#include "util.h"
+#include "macro.h"
 
 static const char *started(const Task *t) { return strempty(t->rec.started_at); }
 

@@ -8,7 +8,7 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
 
 #define assert_not_reached() assert(!"not reached")
 

@@ -6,7 +6,8 @@
 
 #include "core/manager.h"
 #include "core/user-bus.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 int user_bus_open(Manager *m) {
         if (m->user_bus) return 0;

@@ -17,10 +17,12 @@
 #include "json-util.h"
 #include "logparse.h"
 #include "utf8.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 #define FFFD "\xEF\xBF\xBD"
-#define UNKNOWN_MESSAGE "__unknown_message__"
 
 /* ---- text ---- */
 
@@ -69,122 +71,12 @@ int activity_read_snapshot(const char *path, char **ret, uint64_t *ret_size) {
         return 0;
 }
 
-/* s cut to `units` UTF-16 units + "…[truncated]" when longer. */
-static char *cut(const char *s) {
-        size_t len = strlen(s);
-        if (utf8_utf16_length(s, len) <= ACTIVITY_TOOL_CUT) return strdup(s);
-        size_t b = utf8_prefix_utf16(s, len, ACTIVITY_TOOL_CUT);
-        return strdup_printf("%.*s\xE2\x80\xA6[truncated]", (int) b, s);
-}
-
-typedef struct Entry {
-        char *key;   /* messageID for text groups, NULL for a tool line */
-        char *text;
-        size_t len;
-} Entry;
-
-static int entry_append(Entry *e, const char *s) {
-        size_t l = strlen(s);
-        char *n = realloc(e->text, e->len + l + 1);
-        if (!n) return -ENOMEM;
-        memcpy(n + e->len, s, l + 1);
-        e->text = n;
-        e->len += l;
-        return 0;
-}
-
 char *activity_narration(const char *snapshot) {
-        Entry *entries = NULL;
-        size_t n = 0;
         char *out = NULL;
-        const char *p = snapshot;
-        int r = 0;
-        while (p && *p && r >= 0) {
-                const char *nl = strchr(p, '\n');
-                size_t len = nl ? (size_t) (nl - p) : strlen(p);
-                _cleanup_json_ json_object *o = NULL;
-                if (len > 0 && json_parse_strict(p, len, &o) >= 0 && json_object_is_type(o, json_type_object)) {
-                        const char *type = json_get_string(o, "type");
-                        json_object *part = json_get_object(o, "part");
-                        if (streq_ptr(type, "text") && part) {
-                                json_object *tv = NULL;
-                                if (json_object_object_get_ex(part, "text", &tv) && json_object_is_type(tv, json_type_string)) {
-                                        const char *mid = json_get_string(part, "messageID");
-                                        if (!mid) mid = UNKNOWN_MESSAGE;
-                                        size_t i = 0;
-                                        while (i < n && !(entries[i].key && streq(entries[i].key, mid))) i++;
-                                        if (i == n) {
-                                                Entry *ne = realloc(entries, (n + 1) * sizeof *ne);
-                                                if (!ne) r = -ENOMEM;
-                                                else {
-                                                        entries = ne;
-                                                        entries[n] = (Entry) {strdup(mid), strdup(""), 0};
-                                                        if (!entries[n].key || !entries[n].text) r = -ENOMEM;
-                                                        n++;
-                                                }
-                                        }
-                                        if (r >= 0) r = entry_append(&entries[i], json_object_get_string(tv));
-                                }
-                        } else if (streq_ptr(type, "tool_use") && part && streq_ptr(json_get_string(part, "type"), "tool")) {
-                                json_object *state = json_get_object(part, "state");
-                                json_object *input = NULL, *output = NULL;
-                                if (state) {
-                                        json_object_object_get_ex(state, "input", &input);
-                                        json_object_object_get_ex(state, "output", &output);
-                                }
-                                _cleanup_free_ char *in_s = NULL;
-                                if (input && json_object_is_type(input, json_type_string))
-                                        in_s = cut(json_object_get_string(input));
-                                else {
-                                        size_t jl;
-                                        const char *js = input ? json_to_line(input, &jl) : "{}";
-                                        in_s = cut(js ? js : "{}");
-                                }
-                                _cleanup_free_ char *out_s = NULL;
-                                if (output && json_object_is_type(output, json_type_string) &&
-                                    *json_object_get_string(output))
-                                        out_s = cut(json_object_get_string(output));
-                                const char *tool = json_get_string(part, "tool");
-                                /* String(undefined) */
-                                _cleanup_free_ char *line =
-                                        strdup_printf("[tool:%s] %s%s%s", tool ? tool : "undefined", strempty(in_s),
-                                                      out_s ? " -> " : "", out_s ? out_s : "");
-                                Entry *ne = realloc(entries, (n + 1) * sizeof *ne);
-                                if (!ne || !line) r = -ENOMEM;
-                                else {
-                                        entries = ne;
-                                        entries[n++] = (Entry) {NULL, TAKE_PTR(line), 0};
-                                        entries[n - 1].len = strlen(entries[n - 1].text);
-                                }
-                        }
-                }
-                p = nl ? nl + 1 : NULL;
-        }
-        if (r >= 0) {
-                size_t total = 1;
-                for (size_t i = 0; i < n; i++) total += entries[i].len + 2;
-                out = malloc(total);
-                if (out) {
-                        size_t o = 0;
-                        for (size_t i = 0; i < n; i++) {
-                                if (i) {
-                                        memcpy(out + o, "\n\n", 2);
-                                        o += 2;
-                                }
-                                memcpy(out + o, entries[i].text, entries[i].len);
-                                o += entries[i].len;
-                        }
-                        out[o] = 0;
-                        /* the first 4000 code points */
-                        size_t cps = utf8_codepoints(out, o);
-                        if (cps > ACTIVITY_MAX_CODEPOINTS) out[utf8_tail_offset(out, o, cps - ACTIVITY_MAX_CODEPOINTS)] = 0;
-                }
-        }
-        for (size_t i = 0; i < n; i++) {
-                free(entries[i].key);
-                free(entries[i].text);
-        }
-        free(entries);
+        if (log_narration_parse_style(snapshot, strlen(snapshot), &log_narration_activity, &out) < 0) return NULL;
+        /* the first 4000 code points */
+        size_t o = strlen(out), cps = utf8_codepoints(out, o);
+        if (cps > ACTIVITY_MAX_CODEPOINTS) out[utf8_tail_offset(out, o, cps - ACTIVITY_MAX_CODEPOINTS)] = 0;
         return out;
 }
 

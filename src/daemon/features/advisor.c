@@ -8,7 +8,10 @@
 #include "features/advisor.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 
 /* ---- sessions ---- */

@@ -22,7 +22,14 @@
 #include "logparse.h"
 #include "paths.h"
 #include "process-util.h"
-#include "util.h"
+#include "id-util.h"
+#include "log.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
+#include "time-util.h"
+#include "utf8.h"
 
 typedef struct SummarySource {
         char *source_id;
@@ -364,12 +371,6 @@ static int list_models(char *const *env, char **ret, char **ret_error) {
         return 0;
 }
 
-/* res[key] of any type, NULL if absent (a borrowed reference). */
-static json_object *json_field(json_object *res, const char *key) {
-        json_object *v = NULL;
-        return res && json_object_object_get_ex(res, key, &v) ? v : NULL;
-}
-
 /* ---- a report summary ---- */
 
 typedef struct SummaryJob {
@@ -479,8 +480,8 @@ static int summary_task_new(SummaryJob *j, json_object *res, Task **ret, char **
         json_add_string(of, PK_capturedAt, j->captured_at);
         json_add_int(of, PK_maxWords, j->max_words);
         json_add_string(of, PK_sourceTaskId, j->source->id);
-        json_add(of, PK_sourceLogBytes, json_object_get(json_field(res, PK_sourceLogBytes)));
-        json_add(of, PK_summaryInputBytes, json_object_get(json_field(res, PK_summaryInputBytes)));
+        json_add(of, PK_sourceLogBytes, json_object_get(json_get(res, PK_sourceLogBytes)));
+        json_add(of, PK_summaryInputBytes, json_object_get(json_get(res, PK_summaryInputBytes)));
         LaunchOptions lo = {.summary_session_id = j->session_id};
         TaskSpec spec = {
                 .kind = TASK_KIND_SUMMARY,
@@ -544,8 +545,8 @@ static void summary_job_done(Manager *m, void *userdata, json_object *res, int e
         }
         SummaryOutcome o = {
                 .task = t,
-                .source_log_bytes = json_field(res, PK_sourceLogBytes),
-                .summary_input_bytes = json_field(res, PK_summaryInputBytes),
+                .source_log_bytes = json_get(res, PK_sourceLogBytes),
+                .summary_input_bytes = json_get(res, PK_summaryInputBytes),
         };
         job_finish(j, &o);
 }

@@ -16,7 +16,10 @@
 #include "core/store.h"
 #include "core/task.h"
 #include "core/task-table.h"
-#include "util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 #include "workspace.h"
 
 /* An outcome that failed: done(-EIO, NULL, text). */

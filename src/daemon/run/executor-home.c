@@ -9,7 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 char *executor_home_root(const char *cache_dir, const char *task_id) {
         return strdup_printf("%s/homes/%s", cache_dir, task_id);

@@ -27,7 +27,12 @@
 #include "logparse.h"
 #include "overlay.h"
 #include "process-util.h"
-#include "util.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 extern char **environ;
 

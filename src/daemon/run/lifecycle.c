@@ -23,7 +23,13 @@
 #include "run/scope.h"
 #include "run/settle.h"
 #include "run/watchdog.h"
-#include "util.h"
+#include "fs-util.h"
+#include "id-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
+#include "utf8.h"
 
 /* ---- the record of a new task ---- */
 

@@ -15,7 +15,11 @@
 #include "launch-spec.h"
 #include "run/monitor.h"
 #include "run/scope.h"
-#include "util.h"
+#include "log.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "time-util.h"
 
 /* The status pipe holds a few short JSON lines (launch-spec.h launch_info) */
 #define STATUS_PIPE_MAX_BYTES 65536

@@ -19,7 +19,10 @@
 #include "core/store.h"
 #include "core/task.h"
 #include "core/task-table.h"
-#include "util.h"
+#include "fileio.h"
+#include "log.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"

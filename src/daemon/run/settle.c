@@ -20,7 +20,11 @@
 #include "run/executor-home.h"
 #include "run/scope.h"
 #include "run/settle.h"
-#include "util.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* Does the task's overlay (overlayDirs) hold no change: every upper dir
  * (the target's, each rwBind's) missing or empty? False when unsure. */

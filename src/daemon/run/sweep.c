@@ -14,7 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "id-util.h"
+#include "log.h"
+#include "macro.h"
+#include "path-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define OVERLAY_PREFIX "taskferry-cow-"
 #define PROMPT_SUFFIX ".prompt.txt"

@@ -15,7 +15,9 @@
 #include "macro.h"
 #include "core/manager.h"
 #include "core/task.h"
-#include "util.h"
+#include "log.h"
+#include "string-util.h"
+#include "time-util.h"
 #include "run/watchdog.h"
 
 /* ---- the watcher, no loop ---- */

@@ -22,7 +22,10 @@
 #include "run/lifecycle.h"
 #include "json-util.h"
 #include "taskferry-config.h"
-#include "util.h"
+#include "log.h"
+#include "macro.h"
+#include "path-util.h"
+#include "strv.h"
 
 typedef struct Bus {
         bool started;      /* the objects are exported on the daemon's user-bus connection */
@@ -52,8 +55,8 @@ static bool task_exported(const Task *t) {
 
 /* ---- the task object: one table of properties ----
  * X(D-Bus name, tasks.json key, D-Bus type). Read through the record's JSON
- * value of the key, so a key this daemon does not type yet (the scope lane's
- * "unit") reads from the record's extras, and a new field is one row. Left
+ * value of the key, so a key this daemon does not type reads from the
+ * record's extras as well, and a new field is one row. Left
  * out on purpose: prompt, promptPreview (the prompt's text), checkOutputTail
  * (a command's output), overlayDirs (paths of the daemon's own). */
 #define BUS_TASK_PROPERTIES(X)                                  \

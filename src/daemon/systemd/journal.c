@@ -11,7 +11,10 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "protocol-keys.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static int add(char ***l, const char *field, const char *value) {
         if (!value) return 0;
@@ -67,13 +70,7 @@ int journal_task_fields(const Task *t, int old_status, int old_changeset, char *
         if (r >= 0) r = add(&l, "TASKFERRY_OLD_CHANGESET", old_c);
         if (r >= 0) r = add_str_key(&l, "TASKFERRY_EXECUTOR", t, TASK_KEY_executor_id);
         if (r >= 0) r = add_str_key(&l, "TASKFERRY_MODEL", t, TASK_KEY_model);
-        if (r >= 0) {
-                /* `unit` (the task's transient scope, scope.h), by name: a typed key or an extra */
-                json_object *u = task_record_get_json_by_name(rec, PK_unit);
-                const char *s = u && json_object_is_type(u, json_type_string) ? json_object_get_string(u) : NULL;
-                if (!isempty(s)) r = add(&l, "TASKFERRY_UNIT", s);
-                json_object_put(u);
-        }
+        if (r >= 0) r = add_str_key(&l, "TASKFERRY_UNIT", t, TASK_KEY_unit); /* the task's transient scope */
         if (r >= 0 && has_exit) {
                 char buf[32];
                 snprintf(buf, sizeof buf, "%" PRId64, exit_code);

@@ -9,7 +9,8 @@
 #include "systemd/notify.h"
 #include "api/server.h"
 #include "core/task.h"
-#include "util.h"
+#include "log.h"
+#include "macro.h"
 
 struct Notify {
         bool enabled;              /* NOTIFY_SOCKET is set: STATUS= goes somewhere */
