@@ -9,7 +9,10 @@
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 void tf_manager_setup(Manager *m, const char *name) {
         *m = (Manager) {0};

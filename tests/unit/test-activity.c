@@ -15,7 +15,9 @@
 #include "core/task-table.h"
 #include "api/task-views.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "utf8.h"
 
 static void write_all(const char *path, const char *data, size_t len) { tf_write_file(path, data, len, 0600); }
 

@@ -8,7 +8,7 @@
 #include "features/advisor.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
 
 static void keys_are(json_object *o, const char *const *keys) {
         size_t k = 0;

@@ -22,7 +22,10 @@
 #include "core/task-table.h"
 #include "api/task-views.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static Manager m;
 static char *dir, *ws1, *ws2;

@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 #include "changeset-paths.h"
-#include "util.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 static void check_quote(const char *path, const char *want) {
         char *q = cs_quote_path(path);

@@ -20,7 +20,13 @@
 
 #include "changeset.h"
 #include "overlay.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
+#include "utf8.h"
 
 /* ------------------------------------------------------------------------ */
 /* helpers (scenarios return NULL or a failure message, so that they can also

@@ -10,7 +10,9 @@
 
 #include "cli-advisor.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 static char *dir;
 

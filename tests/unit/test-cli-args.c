@@ -13,7 +13,10 @@
 #include "protocol.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* Parse a NULL-terminated list of arguments. */
 static int parse(cli_args *a, cli_error *err, ...) {

@@ -27,7 +27,11 @@
 #include "json-util.h"
 #include "paths.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 extern char **environ;
 

@@ -10,7 +10,9 @@
 
 #include "cli-diff.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 static const char PATCH[] =
         "diff --git a/src/main.c b/src/main.c\n"

@@ -15,7 +15,12 @@
 #include "cli-verbs.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* A command word this build runs (home and version are the no-command view
  * and --version, not command words). */

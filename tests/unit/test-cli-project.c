@@ -10,7 +10,9 @@
 #include "json-util.h"
 #include "toon.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "utf8.h"
 
 static json_object *J(const char *text) {
         json_object *v = NULL;

@@ -10,7 +10,11 @@
 
 #include "cli-resolve.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "process-util.h"
+#include "string-util.h"
 
 static char *tmp_root;
 

@@ -12,7 +12,9 @@
 #include "daemon.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "string-util.h"
 
 #define NOW 1796046955000ULL /* 2026-11-30T13:55:55.000Z */
 

@@ -16,7 +16,10 @@
 #include "json-util.h"
 #include "protocol-params.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 /* <base>/s/state, r/run, c/cache, o/overlays: taskferry's own dirs, each in
  * a parent of its own so that a directory can contain exactly one of them;

@@ -10,7 +10,9 @@
 
 #include "core/env-file.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 #define P "/x/env"
 

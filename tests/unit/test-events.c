@@ -24,7 +24,9 @@
 #include "core/task-table.h"
 #include "api/task-views.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static Manager m;
 static char *dir, *dir_a, *dir_b;

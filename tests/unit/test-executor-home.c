@@ -11,7 +11,10 @@
 #include "run/executor-home.h"
 #include "macro.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "string-util.h"
+#include "strv.h"
 
 static char *root, *home, *cache;
 

@@ -9,7 +9,8 @@
 #include "job-file.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "strv.h"
 
 /* ---- helpers ---- */
 

@@ -15,7 +15,8 @@
 #include "core/task-table.h"
 #include "api/task-views.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "strv.h"
 
 static Manager m;
 

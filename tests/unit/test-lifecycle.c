@@ -17,7 +17,10 @@
 #include "json-util.h"
 #include "paths.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "string-util.h"
 
 static Manager m;
 static char *work; /* a dispatch directory */

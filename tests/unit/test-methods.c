@@ -16,7 +16,9 @@
 #include "json-util.h"
 #include "api/methods.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static Manager m;
 static char *dir;

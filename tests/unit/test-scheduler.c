@@ -12,7 +12,8 @@
 #include "daemon.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "time-util.h"
 
 static Manager m;
 

@@ -14,7 +14,7 @@
 #include "json-util.h"
 #include "run/scope.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
 
 /* recorded from a scope with MemoryMax=64M whose worker allocated past it
  * (kernel 6.1, cgroup v2), and from one that never came near it */

@@ -12,7 +12,10 @@
 #include "json-util.h"
 #include "core/settings.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "macro.h"
+#include "string-util.h"
+#include "strv.h"
 
 static json_object *cfg_of(const char *text) {
         json_object *o = NULL;

@@ -22,7 +22,12 @@
 #include "run/scope.h"
 #include "run/settle.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 static Manager m;
 static char *dir, *ws;

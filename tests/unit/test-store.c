@@ -12,7 +12,10 @@
 #include "daemon.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "string-util.h"
 
 static Manager m;
 static char *dir;

@@ -12,7 +12,9 @@
 #include "features/summary.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
+#include "utf8.h"
 
 static char *dir;
 

@@ -27,7 +27,12 @@
 #include "json-util.h"
 #include "run/sweep.h"
 #include "unit.h"
-#include "util.h"
+#include "fileio.h"
+#include "fs-util.h"
+#include "log.h"
+#include "macro.h"
+#include "string-util.h"
+#include "time-util.h"
 
 /* <base>/state/{outputs,prompts,tasks}, <base>/overlays (the configured
  * overlay root), <base>/tmp2 (a root only a record names), <base>/precious

@@ -8,7 +8,8 @@
 #include "daemon.h"
 #include "json-util.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 
 static Manager m;
 

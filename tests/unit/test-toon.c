@@ -8,7 +8,7 @@
 #include "macro.h"
 #include "toon.h"
 #include "unit.h"
-#include "util.h"
+#include "string-util.h"
 
 /* Parse JSON text (json-c keeps key insertion order) and TOON-encode it. */
 static char *enc_json(const char *json) {

@@ -12,7 +12,8 @@
 #include "json-util.h"
 #include "api/outputs.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 #include "api/views.h"
 
 static char *tmp;

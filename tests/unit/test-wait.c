@@ -23,7 +23,8 @@
 #include "core/task-table.h"
 #include "api/task-views.h"
 #include "unit.h"
-#include "util.h"
+#include "macro.h"
+#include "string-util.h"
 #include "api/wait.h"
 
 static Manager m;

@@ -15,7 +15,6 @@
 
 #include "macro.h"
 #include "unit.h"
-#include "util.h"
 #include "run/watchdog.h"
 
 static const WatchdogLimits lim = {.no_output_ms = 500, .post_output_ms = 1500, .pre_output_max_ms = 1200};
