@@ -159,29 +159,44 @@ static json_object *live_status(const char *root, const char *id) {
         return res;
 }
 
-/* The world's tasks that did not end done (as its daemon, or else its
- * tasks.json, says), one line each (tf_status_why): why a case failed is
- * often there, whatever its assertion printed. Before the kill: the daemon
- * answers. */
+/* The world's tasks that ended other than done (as its daemon, or else its
+ * tasks.json, says), one line each (tf_status_why), and how many still ran
+ * or waited: why a case failed is often there, whatever its assertion
+ * printed. Before the kill: the daemon answers. */
 static void report_tasks(FILE *out, const char *root) {
         _cleanup_free_ char *path = strdup_printf("%s/state/tasks.json", root), *data = NULL;
         size_t len = 0;
         if (!path || read_file(path, (size_t) 64 << 20, &data, &len) < 0) return;
         json_object *arr = NULL;
         if (json_parse_strict(data, len, &arr) < 0) return;
-        size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0, shown = 0;
+        size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+        size_t shown = 0, more = 0, active = 0;
         for (size_t i = 0; i < n; i++) {
                 json_object *rec = json_object_array_get_idx(arr, i);
-                _cleanup_json_ json_object *live = live_status(root, strempty(json_get_string(rec, "id")));
-                if (live) rec = live;
-                if (streq_ptr(json_get_string(rec, "status"), "done")) continue;
-                if (++shown > 20) {
-                        fprintf(out, "harness:   (and more)\n");
-                        break;
+                const char *st = json_get_string(rec, "status");
+                if (streq_ptr(st, "done")) continue;
+                /* a live answer only for those the record does not show
+                 * settled: a soak's world holds hundreds */
+                _cleanup_json_ json_object *live = NULL;
+                if (!st || streq(st, "running") || streq(st, "queued")) {
+                        live = live_status(root, strempty(json_get_string(rec, "id")));
+                        if (live) rec = live;
+                        st = json_get_string(rec, "status");
+                }
+                if (streq_ptr(st, "done")) continue;
+                if (!st || streq(st, "running") || streq(st, "queued")) {
+                        active++;
+                        continue;
+                }
+                if (shown++ >= 10) {
+                        more++;
+                        continue;
                 }
                 _cleanup_free_ char *why = tf_status_why(rec);
                 fprintf(out, "harness:   task %s: %s\n", strempty(json_get_string(rec, "id")), why);
         }
+        if (more) fprintf(out, "harness:   and %zu more task(s) that did not end done\n", more);
+        if (active) fprintf(out, "harness:   %zu task(s) still queued or running\n", active);
         json_object_put(arr);
 }
 
