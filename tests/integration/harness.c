@@ -571,6 +571,15 @@ char *tf_status_why(json_object *status) {
                 free(why);
                 why = more;
         }
+        if (why && streq_ptr(tf_jstr(status, "status"), "unknown")) {
+                char *more = strdup_printf(
+                        "%s — after a restart the daemon found neither its shim nor its exit status: a daemon "
+                        "killed between recording the launch (\"running\") and recording the shim's pid leaves "
+                        "it so (a window of the launch's durability, not yet closed)",
+                        why);
+                free(why);
+                why = more;
+        }
         if (why && vanished) {
                 char *more = strdup_printf(
                         "%s — the sandbox could not mask a file under /etc or /opt: another process removed it "
