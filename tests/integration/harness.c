@@ -825,10 +825,11 @@ char *tf_shell_output(tf_world *w, const char *dir, const char *const extra[], c
 }
 
 /* the settled status st of task id has `key` == want, or the test fails
- * naming the whole status */
+ * saying how the task ended (tf_status_why) and naming the whole status */
 static void assert_status_field(const char *id, json_object *st, const char *key, const char *want) {
-        ck_assert_msg(streq_ptr(json_get_string(st, key), want), "task %s: %s is not %s: %s", id, key, want,
-                      json_to_line(st, NULL));
+        if (streq_ptr(json_get_string(st, key), want)) return;
+        char *why = tf_status_why(st);
+        ck_abort_msg("task %s: %s is not %s: %s; the whole status: %s", id, key, want, why, json_to_line(st, NULL));
 }
 
 static char *shell_expecting(tf_world *w, const char *dir, const char *const extra[], const char *script, const char *key,
