@@ -37,8 +37,9 @@ tf_install_deps() {
 tf_build() {
   local src=$1 dir=$2
   shift 2
-  cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Debug "$@" >/dev/null
-  cmake --build "$dir" -j"$(nproc)"
+  # one command: its status is the function's, with or without set -e
+  cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Debug "$@" >/dev/null &&
+    cmake --build "$dir" -j"$(nproc)"
 }
 
 # The real worker CLIs the real-agents suite runs (tests/integration/

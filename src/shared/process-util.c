@@ -233,7 +233,7 @@ int wait_status_to_exit_code(const siginfo_t *si) {
 }
 
 int wait_for_terminate_and_check(const char *name, pid_t pid, WaitFlags flags) {
-        siginfo_t si;
+        siginfo_t si = {0};
         int r = wait_for_terminate(pid, &si);
         if (r < 0) {
                 if (flags & WAIT_LOG_ABNORMAL) log_warning_errno(r, "cannot wait for %s", name ? name : "child");
@@ -348,7 +348,7 @@ int run_command(char *const argv[], char *const envp[], const char *cwd, size_t 
                                 (void) append_buf(&ebuf, &elen, &ecap, chunk, (size_t) n);
                 }
         }
-        siginfo_t si;
+        siginfo_t si = {0};
         /* a child that cannot be waited for (-ECHILD: it was reaped
          * already, as a SIGCHLD set to SIG_IGN does) has no status to
          * report: it reads as exit status 0, the output is what there is */

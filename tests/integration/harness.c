@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "world-teardown.h"
 
 #include <check.h>
 #include <ctype.h>
@@ -76,6 +77,8 @@ tf_world *tf_world_new(char *const extra_env[]) {
         ck_assert_ptr_nonnull(mkdtemp(tmpl));
         chmod(tmpl, 0755);
         w->root = tmpl;
+        w->guard = tf_guard_start(w->root);
+        ck_assert_msg(w->guard >= 0, "cannot start the guard of %s: %s", w->root, strerror(-w->guard));
         w->state = xstrdup_printf("%s/state", w->root);
         w->run = xstrdup_printf("%s/run", w->root);
         w->cache = xstrdup_printf("%s/cache", w->root);
@@ -160,6 +163,10 @@ void tf_world_free(tf_world *w) {
                 }
         }
         if (w->daemon_pid > 0) waitpid(w->daemon_pid, NULL, WNOHANG);
+        /* what still runs: a daemon that did not stop, and the shims and
+         * workers of tasks still running (they outlive a daemon by design) */
+        if (tf_world_kill_all(w->root, NULL) > 0 && w->daemon_pid > 0)
+                for (int i = 0; i < 200 && waitpid(w->daemon_pid, NULL, WNOHANG) == 0; i++) usleep(10000);
         /* a sanitizer report from the daemon, a shim or a forked job fails the test */
         const char *logs[] = {"daemon.log", "run/daemon-boot-stderr.log"};
         char *report = NULL;
@@ -175,7 +182,8 @@ void tf_world_free(tf_world *w) {
                 }
                 free(p);
         }
-        rm_rf(w->root);
+        (void) tf_world_remove(w->root);
+        tf_guard_release(w->guard);
         free(w->root), free(w->state), free(w->run), free(w->cache), free(w->home), free(w->cfg);
         free(w->repo_parent), free(w->socket), free(w->fixtures);
         strv_free(w->env);
@@ -515,16 +523,86 @@ char *tf_dispatch(tf_world *w, const char *const extra_argv[]) {
         return ret;
 }
 
-json_object *tf_wait_settled(tf_world *w, const char *id) {
+/* the status of id as `status --json` says it now, for a failure message
+ * (malloc'd; never asserts) */
+static char *status_now(tf_world *w, const char *id) {
+        const char *argv[] = {"status", id, "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
+        json_object *o = NULL;
+        char *why = r.exit_code == 0 && r.out && json_parse_strict(r.out, strlen(r.out), &o) == 0
+                            ? tf_status_why(o)
+                            : strdup_printf("`status` exited %d: %s %s", r.exit_code, strempty(r.out), strempty(r.err));
+        json_object_put(o);
+        tf_run_done(&r);
+        return why;
+}
+
+json_object *tf_wait_settled_at(const char *file, int line, tf_world *w, const char *id) {
         const char *argv[] = {"wait", id, "--json", "--timeout", "120s", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_msg(r.exit_code == 0, "wait failed (%d): %s %s", r.exit_code, r.out, r.err);
+        if (r.exit_code != 0) {
+                char *why = status_now(w, id);
+                _ck_assert_failed(file, line, "Assertion 'wait exits 0' failed",
+                                  "wait %s failed (%d): %s %s; the task now: %s", id, r.exit_code, r.out, r.err, why);
+        }
         json_object *o = tf_json(r.out);
         tf_run_done(&r);
         const char *st = tf_jstr(o, "status");
-        ck_assert_msg(st && strcmp(st, "queued") && strcmp(st, "running"), "task %s did not settle: %s", id,
-                      st ? st : "?");
+        if (!st || streq(st, "queued") || streq(st, "running")) {
+                char *why = tf_status_why(o);
+                _ck_assert_failed(file, line, "Assertion 'settled' failed", "task %s did not settle: %s", id, why);
+        }
         return o;
+}
+
+/* A file the sandbox masks under /etc or /opt (SANDBOX_SOCKET_SCAN_ROOTS:
+ * a Unix socket, or a file others may not read when the worker is root)
+ * was there when the shim listed them and gone when bwrap mounted over it:
+ * bwrap then fails to create the mount point ("Can't create file at
+ * /opt/x.sock: Read-only file system") and the worker never starts. */
+static bool masked_file_vanished(const char *text) {
+        if (!text || !strstr(text, "bwrap: ")) return false;
+        return strstr(text, " /etc/") || strstr(text, " /opt/");
+}
+
+char *tf_status_why(json_object *status) {
+        const char *keys[] = {"failureReason", "failureDetail", "spawnError"};
+        char *why = strdup_printf("status %s", tf_jstr(status, "status") ? tf_jstr(status, "status") : "(none)");
+        bool vanished = false;
+        for (size_t i = 0; i < 3 && why; i++) {
+                const char *v = tf_jstr(status, keys[i]);
+                vanished = vanished || masked_file_vanished(v);
+                char *more = strdup_printf("%s, %s %s%s%s", why, keys[i], v ? "\"" : "", v ? v : "null", v ? "\"" : "");
+                free(why);
+                why = more;
+        }
+        if (why && streq_ptr(tf_jstr(status, "status"), "unknown")) {
+                char *more = strdup_printf(
+                        "%s — after a restart the daemon found neither its shim nor its exit status: a daemon "
+                        "killed between recording the launch (\"running\") and recording the shim's pid leaves "
+                        "it so (a window of the launch's durability, not yet closed)",
+                        why);
+                free(why);
+                why = more;
+        }
+        if (why && vanished) {
+                char *more = strdup_printf(
+                        "%s — the sandbox could not mask a file under /etc or /opt: another process removed it "
+                        "between the shim's scan and bwrap's mount (a race of the sandbox's socket masking, "
+                        "caused outside this test)",
+                        why);
+                free(why);
+                why = more;
+        }
+        ck_assert_ptr_nonnull(why);
+        return why;
+}
+
+void tf_assert_status_at(const char *file, int line, json_object *status, const char *id, const char *want) {
+        if (streq_ptr(tf_jstr(status, "status"), want)) return;
+        char *why = tf_status_why(status);
+        _ck_assert_failed(file, line, "Assertion 'status == want' failed", "task %s: want status %s, got %s", id, want,
+                          why);
 }
 
 char *tf_task_message(tf_world *w, const char *id) {
@@ -752,10 +830,11 @@ char *tf_shell_output(tf_world *w, const char *dir, const char *const extra[], c
 }
 
 /* the settled status st of task id has `key` == want, or the test fails
- * naming the whole status */
+ * saying how the task ended (tf_status_why) and naming the whole status */
 static void assert_status_field(const char *id, json_object *st, const char *key, const char *want) {
-        ck_assert_msg(streq_ptr(json_get_string(st, key), want), "task %s: %s is not %s: %s", id, key, want,
-                      json_to_line(st, NULL));
+        if (streq_ptr(json_get_string(st, key), want)) return;
+        char *why = tf_status_why(st);
+        ck_abort_msg("task %s: %s is not %s: %s; the whole status: %s", id, key, want, why, json_to_line(st, NULL));
 }
 
 static char *shell_expecting(tf_world *w, const char *dir, const char *const extra[], const char *script, const char *key,

@@ -18,6 +18,7 @@ typedef struct tf_world {
         char *fixtures;    /* R/fixtures: copy of tests/fixtures (visible inside sandboxes) */
         char **env;        /* environment for CLI/daemon calls */
         pid_t daemon_pid;  /* when started by tf_daemon_start */
+        int guard;         /* the world's guard (world-teardown.h) */
 } tf_world;
 
 /* Run a Check suite (forking mode) and return the exit status for main(). */
@@ -25,9 +26,13 @@ typedef struct tf_world {
 int tf_run_suite(Suite *s);
 
 /* Create a world. Extra "NAME=value" entries in extra_env (NULL-terminated,
- * may be NULL) are added to the environment. Aborts the test on failure. */
+ * may be NULL) are added to the environment. Aborts the test on failure.
+ * Its guard (world-teardown.h) ends the world's processes and removes R
+ * when the case ends without tf_world_free (a failed assertion, a timeout). */
 tf_world *tf_world_new(char *const extra_env[]);
-/* Stop any daemon of the world (SIGTERM via its health pid), remove R. */
+/* Stop any daemon of the world (SIGTERM via its health pid, up to 5 s), kill
+ * whatever of the world still runs (a daemon that did not stop, the shims
+ * and workers of tasks still running), remove R. */
 void tf_world_free(tf_world *w);
 /* Set/replace one environment variable of the world. */
 void tf_world_setenv(tf_world *w, const char *name, const char *value);
@@ -90,8 +95,22 @@ char *tf_task_message(tf_world *w, const char *id);
 /* A listening Unix stream socket at path (mode 0777, any old file there
  * removed), for probes that a sandbox must not reach; returns its fd. */
 int tf_listen_unix(const char *path);
-/* `taskferry wait <id> --json` until settled; returns the parsed status. */
-json_object *tf_wait_settled(tf_world *w, const char *id);
+/* `taskferry wait <id> --json` until settled; returns the parsed status.
+ * The failure message of a wait that fails or does not settle names the
+ * status as far as it is known (tf_status_why), at the caller's line. */
+#define tf_wait_settled(w, id) tf_wait_settled_at(__FILE__, __LINE__, (w), (id))
+json_object *tf_wait_settled_at(const char *file, int line, tf_world *w, const char *id);
+/* What a task's status (of `wait`/`status --json`, or its tasks.json
+ * record) says about how it ended, for a failure message: "status S,
+ * failureReason R, failureDetail D, spawnError E", and a sentence naming the
+ * cause when it is one known to come from outside the test (a file under
+ * /etc or /opt that the sandbox masks, removed by another process during
+ * the launch). malloc'd. */
+char *tf_status_why(json_object *status);
+/* Assert that the settled status of task id is want ("done", "crashed",
+ * ...); the failure message, at the caller's line, says tf_status_why(). */
+#define tf_assert_status(status, id, want) tf_assert_status_at(__FILE__, __LINE__, (status), (id), (want))
+void tf_assert_status_at(const char *file, int line, json_object *status, const char *id, const char *want);
 
 /* A private D-Bus session bus (dbus-daemon --session) in <root>/bus, for the
  * D-Bus API suites: tf_bus_start() starts it and points the world's

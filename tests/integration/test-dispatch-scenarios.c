@@ -141,8 +141,17 @@ START_TEST(d1_opencode_argv_and_process) {
         json_object_put(o);
         for (int i = 0; i < 500 && !tf_exists(proc); i++) usleep(20000);
         ck_assert_msg(tf_exists(proc), "worker did not start");
-        json_object *st = tf_status_full(x.w, id);
+        /* the daemon learns the worker's pid from the shim's status pipe,
+         * and the worker may run before the daemon has read it: the status
+         * has it a moment later, while the worker still runs */
+        json_object *st = NULL;
         int64_t pid = 0;
+        for (int i = 0; i < 100; i++) {
+                json_object_put(st);
+                st = tf_status_full(x.w, id);
+                if (!streq_ptr(tf_jstr(st, "status"), "running") || (json_get_int64(st, "pid", &pid) && pid > 0)) break;
+                usleep(10000);
+        }
         ck_assert_str_eq(tf_jstr(st, "status"), "running");
         ck_assert_msg(json_get_int64(st, "pid", &pid) && pid > 0, "%s", json_to_line(st, NULL));
         json_object_put(st);

@@ -307,6 +307,15 @@ END_TEST
 START_TEST(attack_worker_summarizes_other_task) {
         world x = world_new(NULL);
         tf_world *w = x.w;
+        /* A summary task runs with the daemon's environment, never the
+         * asking worker's: what keeps the worker's summaries live while it
+         * asks for more is the daemon's FAKE_SCRIPT, which holds every
+         * summary while <rec>/hold exists (the worker makes it before its
+         * six requests and removes it after). Without the hold they finish
+         * in a moment, and one could end before the fifth request. */
+        char *hold = strdup_printf("while [ -e %s/hold ]; do sleep 0.1; done", x.rec);
+        tf_world_setenv(w, "FAKE_SCRIPT", hold);
+        tf_daemon_start(w);
         char *secret = source_task(&x, source_fixture);
         char *script = strdup_printf(
                 "export FAKE_SCRIPT=; O=\"$TASKFERRY_OUTPUT_DIR\"; "
@@ -315,9 +324,10 @@ START_TEST(attack_worker_summarizes_other_task) {
                 "sleep 0.3; taskferry summary \"$TASKFERRY_TASK_ID\" --json > \"$O/own.json\" 2>&1; "
                 "sid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"summaryTask\"][\"id\"])' \"$O/own.json\"); "
                 "taskferry wait \"$sid\" --json > \"$O/own-wait.json\" 2>&1; "
-                "for i in 1 2 3 4 5 6; do FAKE_SCRIPT='sleep 2' taskferry summary \"$TASKFERRY_TASK_ID\" --json >> \"$O/spam.txt\" 2>&1; done; "
-                "true",
-                secret);
+                "touch %s/hold; "
+                "for i in 1 2 3 4 5 6; do taskferry summary \"$TASKFERRY_TASK_ID\" --json >> \"$O/spam.txt\" 2>&1; done; "
+                "rm -f %s/hold",
+                secret, x.rec, x.rec);
         tf_world_setenv(w, "FAKE_FIXTURE", "");
         tf_world_setenv(w, "FAKE_SCRIPT", script);
         char *id = tf_worker_settled(w, "opencode", "mock/model", x.repo, NULL, "p", NULL);
@@ -340,7 +350,7 @@ START_TEST(attack_worker_summarizes_other_task) {
         size_t made = tf_count(spam, "\"summaryTask\"");
         ck_assert_msg(made == 4, "%zu summaries made: %s", made, spam);
         free(spam), free(own_wait);
-        free(unknown), free(own), free(other), free(id), free(script), free(secret);
+        free(unknown), free(own), free(other), free(id), free(script), free(secret), free(hold);
         world_free(&x);
 }
 END_TEST

@@ -126,10 +126,12 @@ START_TEST(w1_dead_spawn) {
         /* a grace long enough to look at tasks.json while the worker, which
          * traps TERM, still runs */
         tf_world *w = world_t0("TASKFERRY_WATCHDOG_GRACE_MS=3000");
+        /* before the dispatch, as in the other cases: the budget runs from
+         * the spawn, which may come before the dispatch call returns here */
+        uint64_t start = mono_ms();
         char *id = dispatch_exec(w, "opencode",
                                  "trap 'echo term > \"$TASKFERRY_OUTPUT_DIR/term\"' TERM; "
                                  "while :; do sleep 0.05; done");
-        uint64_t start = mono_ms();
         char *term_path = strdup(tf_output_path(w, id, "term"));
         while (!tf_exists(term_path) && mono_ms() - start < 20000) usleep(10000);
         ck_assert_msg(tf_exists(term_path), "the worker never got SIGTERM");

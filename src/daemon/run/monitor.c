@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <sys/pidfd.h>
 #include <sys/wait.h>
 
@@ -132,6 +134,33 @@ void monitor_watch_shim(Task *t, int status_fd, const MonitorCallbacks *cb) {
                 task_close_status(t);
 }
 
+/* Is pid a task's shim (pids are reused)? A taskferry-shim, or the child a
+ * daemon forked for one that has not exec'd it yet: launch.c's child waits
+ * for its scope before the exec, and a daemon killed in between leaves it to
+ * go on alone, so a new daemon that looks first sees the daemon's binary.
+ * That child leads a session of its own (FORK_NEW_SESSION) and is no child
+ * of this daemon. */
+static bool pid_is_shim(pid_t pid) {
+        char path[64], exe[4096];
+        snprintf(path, sizeof path, "/proc/%d/exe", (int) pid);
+        ssize_t n = pid > 1 ? readlink(path, exe, sizeof exe - 1) : -1;
+        if (n <= 0) return false;
+        exe[n] = 0;
+        const char *base = strrchr(exe, '/');
+        base = base ? base + 1 : exe;
+        if (startswith(base, "taskferry-shim")) return true;
+        if (!startswith(base, "taskferryd")) return false;
+        /* /proc/<pid>/stat: "pid (comm) state ppid pgrp session ..."; comm
+         * may hold anything, the fields follow its last ')' */
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        _cleanup_free_ char *stat = NULL;
+        if (read_file(path, 4096, &stat, NULL) < 0) return false;
+        const char *p = strrchr(stat, ')');
+        int ppid = 0, pgrp = 0, session = 0;
+        if (!p || sscanf(p + 1, " %*c %d %d %d", &ppid, &pgrp, &session) != 3) return false;
+        return session == pid && ppid != getpid();
+}
+
 int monitor_readopt(Task *t, const MonitorCallbacks *cb) {
         Manager *m = t->m;
         _cleanup_free_ char *task_dir = tf_path_task_dir(&m->paths, t->id);
@@ -152,14 +181,7 @@ int monitor_readopt(Task *t, const MonitorCallbacks *cb) {
                 launch_info_done(&li);
         } else if (task_record_get_int(&t->rec, TASK_KEY_shim_pid_recorded, &recorded))
                 shim = (pid_t) recorded;
-        /* the pid must still be a taskferry-shim (pids are reused) */
-        char exe_link[64], exe[4096];
-        snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int) shim);
-        ssize_t n = shim > 1 ? readlink(exe_link, exe, sizeof exe - 1) : -1;
-        if (n <= 0) return MONITOR_READOPT_GONE;
-        exe[n] = 0;
-        const char *base = strrchr(exe, '/');
-        if (!base || !startswith(base + 1, "taskferry-shim")) return MONITOR_READOPT_GONE;
+        if (!pid_is_shim(shim)) return MONITOR_READOPT_GONE;
         int pidfd = pidfd_open(shim, 0);
         if (pidfd < 0) return MONITOR_READOPT_GONE;
         t->shim_pid = shim;
