@@ -17,6 +17,7 @@
 #include "launch-spec.h"
 #include "run/monitor.h"
 #include "run/scope.h"
+#include "fileio.h"
 #include "log.h"
 #include "macro.h"
 #include "process-util.h"
