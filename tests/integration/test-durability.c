@@ -942,6 +942,68 @@ TF_WORLD_TEST(concurrent_accepts_one_file) {
 }
 END_TEST
 
+/* A daemon killed after a task's "running" was durable but before its shim
+ * was let go (its request still on disk, the forked child still waiting on
+ * its hold pipe) ran nothing of it: the next daemon removes the overlay of
+ * that launch and queues the task again, and it runs once. The record is
+ * written as such a daemon leaves it: running, changeset pending, the
+ * overlay, a recorded shim pid that runs no shim. */
+TF_WORLD_TEST_ENV(running_never_let_go_runs_once, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
+        char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
+        char *release = strdup(tf_path(w->fixtures, "release-unl"));
+        char *marks = tf_shared_dir(w, "marks");
+        tf_daemon_start(w);
+        char *pa = strdup_printf("while [ ! -e %s ]; do sleep 0.1; done", release);
+        char *a = tf_dispatch_shell(w, repo, NULL, pa);
+        ck_assert(tf_wait_status(w, a, "running", 30000));
+        char *pb = strdup_printf("echo ran >> %s/ran-b", marks);
+        const char *bind[] = {"--rw-bind", marks, NULL};
+        char *b = tf_dispatch_shell(w, repo, bind, pb);
+        ck_assert(tf_status_is(w, b, "queued"));
+        tf_daemon_stop(w, SIGKILL);
+
+        char *cow = strdup(tf_path(w->root, "cow"));
+        char *root = strdup_printf("%s/taskferry-cow-%s", cow, b);
+        ck_assert_int_eq(mkdir_p(tf_path(root, "upper/main"), 0700), 0);
+        char *tasks_path = strdup(tf_path(w->state, "tasks.json"));
+        char *data = tf_read(tasks_path, NULL);
+        json_object *tasks = json_tokener_parse(data);
+        ck_assert_ptr_nonnull(tasks);
+        bool found = false;
+        for (size_t i = 0; i < json_object_array_length(tasks); i++) {
+                json_object *t = json_object_array_get_idx(tasks, i);
+                if (!streq(strempty(tf_jstr(t, "id")), b)) continue;
+                json_object_object_add(t, "status", json_object_new_string("running"));
+                json_object_object_add(t, "changesetStatus", json_object_new_string("pending"));
+                json_object_object_add(t, "shimPid", json_object_new_int(getpid()));
+                json_object *od = json_object_new_object();
+                json_object_object_add(od, "tmpRoot", json_object_new_string(cow));
+                json_object_object_add(od, "root", json_object_new_string(root));
+                json_object_object_add(t, "overlayDirs", od);
+                found = true;
+        }
+        ck_assert(found);
+        const char *out = json_object_to_json_string_ext(tasks, JSON_C_TO_STRING_PLAIN);
+        tf_write(tasks_path, out, strlen(out), 0600);
+        json_object_put(tasks);
+
+        tf_daemon_start(w);
+        ck_assert_msg(tf_status_is(w, b, "queued"), "a running task that ran nothing is not queued again");
+        ck_assert_msg(!tf_exists(root), "the overlay of the unfinished launch is still there");
+        tf_write(release, "", 0, 0644);
+        json_object *sb = settled_status(w, b);
+        ck_assert_msg(streq(strempty(tf_jstr(sb, "status")), "done"), "requeued: %s", json_to_line(sb, NULL));
+        json_object_put(sb);
+        char *ran = tf_read(tf_path(marks, "ran-b"), NULL);
+        ck_assert_msg(streq(ran, "ran\n"), "the requeued task ran %s", ran);
+        char *log = tf_daemon_log(w);
+        ck_assert_msg(strstr(log, "queued again"), "the daemon's log does not say it queued the task again");
+        json_object_put(tf_wait_settled(w, a));
+        free(log), free(ran), free(data), free(tasks_path), free(root), free(cow);
+        free(pa), free(pb), free(a), free(b), free(repo), free(release), free(marks);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("durability");
         tf_add_tests(s, "sweeps", 120,
@@ -951,6 +1013,7 @@ int main(void) {
         tf_add_tests(s, "accepts", 900, TF_TESTS(concurrent_accepts_one_file));
         tf_add_tests(s, "durable", 300,
                      TF_TESTS(dispatch_fails_on_read_only_state, dispatch_fails_on_full_disk, queued_across_kill9,
-                              queued_keeps_env_and_binds_across_kill9, launch_request_lifetime, queued_order_across_kill9));
+                              queued_keeps_env_and_binds_across_kill9, launch_request_lifetime, queued_order_across_kill9,
+                              running_never_let_go_runs_once));
         return tf_run_suite(s);
 }

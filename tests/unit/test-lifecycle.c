@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -16,6 +17,10 @@
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "paths.h"
+#include "process-util.h"
+#include "run/launch.h"
+#include "core/launch-options.h"
+#include "overlay.h"
 #include "unit.h"
 #include "fileio.h"
 #include "fs-util.h"
@@ -140,14 +145,6 @@ static bool in_queue(Task *t) {
         for (Task *q = m.scheduler.queue_head; q; q = q->next_queued)
                 if (q == t) return true;
         return false;
-}
-
-static bool launch_request_exists(Task *t) {
-        char *dir = tf_path_task_dir(&m.paths, t->id);
-        char *p = strdup_printf("%s/%s", dir, LAUNCH_REQUEST_FILE);
-        bool ok = access(p, F_OK) == 0;
-        free(dir), free(p);
-        return ok;
 }
 
 /* tasks.json holds t (it was flushed before task_new returned) */
@@ -402,18 +399,32 @@ static void write_launch_request(const char *id, const char *json) {
 START_TEST(coldplug_gives_each_task_what_it_needs) {
         m.settings.max_concurrent_tasks = 0; /* nothing launches in this test */
         write_launch_request("oc_q1", "{\"launch\":{\"noOverlay\":true},\"env\":{\"K\":\"v\"}}");
+        /* durably running, its shim never let go: its request and overlay are
+         * still there, its recorded pid runs no shim */
+        write_launch_request("oc_unl", "{\"launch\":{},\"env\":{\"K\":\"w\"}}");
+        char *tmp_root = strdup_printf("%s/cow", m.paths.home), *root = strdup_printf("%s/taskferry-cow-unl", tmp_root);
+        ck_assert_int_eq(overlay_dirs_create(tmp_root, root), 0);
+        /* its request is still there, but the shim ran (its launch.json) */
+        write_launch_request("oc_ran", "{\"launch\":{},\"env\":null}");
+        char *ran_dir = tf_path_task_dir(&m.paths, "oc_ran");
+        free(tf_put(ran_dir, "launch.json", "{\"shimPid\":1,\"workerPid\":1}", 27));
         char *tasks = strdup_printf("%s/tasks.json", m.paths.state_dir);
-        write_file(tasks,
-                   "[{\"id\":\"oc_run\",\"status\":\"running\",\"changesetStatus\":\"none\",\"shimPid\":1},"
+        char *unl = strdup_printf("{\"id\":\"oc_unl\",\"status\":\"running\",\"changesetStatus\":\"pending\",\"shimPid\":1,"
+                                  "\"overlayDirs\":{\"tmpRoot\":\"%s\",\"root\":\"%s\"}},"
+                                  "{\"id\":\"oc_ran\",\"status\":\"running\",\"changesetStatus\":\"none\"},",
+                                  tmp_root, root);
+        char *all = strdup_printf(
+                   "[{\"id\":\"oc_run\",\"status\":\"running\",\"changesetStatus\":\"none\",\"shimPid\":1},%s"
                    "{\"id\":\"oc_q1\",\"status\":\"queued\",\"changesetStatus\":\"none\"},"
                    "{\"id\":\"oc_q2\",\"status\":\"queued\",\"changesetStatus\":\"none\"},"
                    "{\"id\":\"oc_acc\",\"status\":\"done\",\"changesetStatus\":\"pending\","
                    "\"acceptStartedAt\":\"2026-01-01T00:00:00.000Z\"},"
-                   "{\"id\":\"oc_done\",\"status\":\"done\",\"changesetStatus\":\"accepted\"}]");
-        free(tasks);
+                   "{\"id\":\"oc_done\",\"status\":\"done\",\"changesetStatus\":\"accepted\"}]", unl);
+        write_file(tasks, all);
+        free(tasks), free(unl), free(all);
         ck_assert_int_eq(manager_load_tasks(&m), 0);
         /* the load only loads */
-        ck_assert_uint_eq(m.n_tasks, 5);
+        ck_assert_uint_eq(m.n_tasks, 7);
         ck_assert_ptr_null(m.scheduler.queue_head);
         for (size_t i = 0; i < m.n_tasks; i++) ck_assert_uint_eq(heard_of(m.tasks[i]->id)->transitions, 0);
         task_coldplug(&m);
@@ -436,12 +447,74 @@ START_TEST(coldplug_gives_each_task_what_it_needs) {
         ck_assert(!done->accept_interrupted);
         ck_assert_int_eq(done->rec.status, TASK_DONE);
         ck_assert_uint_eq(heard_of("oc_done")->transitions, 0);
+        /* the one never let go runs nothing and is queued again, as
+         * dispatched: its overlay gone, its changeset none */
+        Task *u = manager_find_task(&m, "oc_unl");
+        ck_assert_int_eq(u->rec.status, TASK_QUEUED);
+        ck_assert_int_eq(u->rec.changeset_status, CHANGESET_NONE);
+        ck_assert(in_queue(u));
+        ck_assert_ptr_null(u->rec.overlay_dirs);
+        ck_assert(!task_record_is_set(&u->rec, TASK_KEY_shim_pid_recorded));
+        ck_assert_int_eq(access(root, F_OK), -1);
+        ck_assert_str_eq(json_get_string(u->caller_env, "K"), "w");
+        ck_assert(launch_request_exists(u));
+        ck_assert_uint_eq(journal_entries("oc_unl", "task oc_unl: running → queued"), 1);
+        /* the one whose shim ran is not launched again: its stale request
+         * goes, and with its shim gone it is unknown */
+        Task *ran = manager_find_task(&m, "oc_ran");
+        ck_assert_int_eq(ran->rec.status, TASK_UNKNOWN);
+        ck_assert(!launch_request_exists(ran));
+        ck_assert(!in_queue(ran));
         /* the coldplug's moves are announced like any (journald too) */
         ck_assert_uint_eq(journal_entries("oc_run", "task oc_run: running → unknown"), 1);
         ck_assert(m.store.dirty);
+        free(tmp_root), free(root), free(ran_dir);
+}
+END_TEST
+
+/* ---- the held shim ---- */
+
+/* Fork a "shim" (a script that leaves a mark) through launch_spawn, then
+ * end its hold: let go (launch_go) or not (the hold fd closed, as by a
+ * daemon that died). True if the script ran. */
+static bool held_shim_ran(bool let_go) {
+        char *dir = tf_tmpdir_new("held-shim");
+        char *mark = tf_path(dir, "ran");
+        char *script = strdup_printf("#!/bin/sh\n: > '%s'\n", mark);
+        char *shim = tf_put(dir, "taskferry-shim", script, strlen(script));
+        ck_assert_int_eq(chmod(shim, 0755), 0);
+        free(m.settings.shim_path);
+        m.settings.shim_path = shim;
+        m.settings.max_concurrent_tasks = 0; /* only this test launches */
+        Task *t = make(&(TaskSpec) {.kind = TASK_KIND_DISPATCH, .directory = work, .prompt = "p", .executor_id = "shell"});
+        ck_assert(launch_request_exists(t));
+        LaunchPlan plan = LAUNCH_PLAN_INIT;
+        plan.spec_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        LaunchedShim ls;
+        char *why = NULL;
+        ck_assert_int_eq(launch_spawn(t, &plan, &ls, &why), 0);
+        if (let_go) {
+                launch_go(t, &ls.hold_fd);
+                ck_assert_int_eq(ls.hold_fd, -1);
+                /* from here on a restart re-adopts: the request is gone */
+                ck_assert(!launch_request_exists(t));
+        } else
+                close(ls.hold_fd);
+        int st = wait_for_terminate_and_check("held shim", ls.pid, 0);
+        close(ls.status_fd);
+        bool ran = access(mark, F_OK) == 0;
+        ck_assert_int_eq(st, ran ? 0 : EXIT_FAILURE);
+        free(script), free(mark);
+        tf_tmpdir_free(dir);
+        return ran;
+}
+
+START_TEST(held_shim_runs_only_when_let_go) {
+        ck_assert(!held_shim_ran(false));
+        ck_assert(held_shim_ran(true));
 }
 END_TEST
 
 TF_MAIN("lifecycle", "lifecycle", setup, teardown, 60, every_kind_through_task_new, long_prompt_preview,
         failed_task_new_leaves_nothing, cancel_queued_releases_it, scheduler_tick_is_deferred,
-        coldplug_gives_each_task_what_it_needs)
+        coldplug_gives_each_task_what_it_needs, held_shim_runs_only_when_let_go)

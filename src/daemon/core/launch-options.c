@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/env-file.h"
@@ -160,6 +161,15 @@ int launch_request_load(Task *t) {
         json_object_put(t->caller_env);
         t->caller_env = env ? json_object_get(env) : NULL;
         return 0;
+}
+
+bool launch_request_exists(Task *t) {
+        _cleanup_free_ char *path = launch_request_path(t);
+        struct stat st;
+        /* unknown (no memory, an I/O error) counts as there: the caller then
+         * looks closer instead of assuming the launch went ahead */
+        if (!path) return true;
+        return lstat(path, &st) == 0 || errno != ENOENT;
 }
 
 void launch_request_drop(Task *t) {

@@ -39,11 +39,14 @@ int launch_options_from_json(json_object *o, LaunchOptions *ret);
 /* The launch request: <state>/tasks/<id>/pending-launch.json, mode 0600 in
  * the 0700 task dir, {"launch": {...}, "env": {...} | null}, written at
  * dispatch before the record is flushed (temp + fsync + rename) and removed
- * once the task's launch spec is built and it is durably running, or when it
- * settles or is cancelled; the boot sweep removes one a task no longer queued
- * left behind. The caller's env goes to disk without the entries equal to
- * the env file's (they are the env file's secrets, which never go to disk,
- * and it supplies them at spawn); values are never logged.
+ * when the task's shim is let go (run/launch.h launch_go: the task is durably
+ * running and its launch spec holds the options and env), or when it settles
+ * or is cancelled; so a running task whose request is still there never ran,
+ * and the next daemon launches it again. The boot sweep removes one that a
+ * task neither queued nor running left behind. The caller's env goes to disk
+ * without the entries equal to the env file's (they are the env file's
+ * secrets, which never go to disk, and it supplies them at spawn); values are
+ * never logged.
  * save: 0 once durable, -errno (EROFS, ENOSPC, ...), the dir may be left.
  * load: fills Task.launch/caller_env; -ENOENT, -EBADMSG, -errno.
  * drop: frees both and removes the file (ENOENT is fine). */
@@ -51,3 +54,5 @@ int launch_options_from_json(json_object *o, LaunchOptions *ret);
 int launch_request_save(Task *t);
 int launch_request_load(Task *t);
 void launch_request_drop(Task *t);
+/* Is t's request file there? (true also when that cannot be told) */
+bool launch_request_exists(Task *t);

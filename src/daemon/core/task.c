@@ -500,14 +500,11 @@ int task_init_changeset(Task *t, ChangesetStatus cs) {
         return r < 0 ? r : 0;
 }
 
-int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
-        assert(t);
+/* Write s and cs (checked by the caller) and tell the observers. */
+static int transition_apply(Task *t, TaskStatus s, ChangesetStatus cs) {
         TaskStatus old_s = t->rec.status;
         ChangesetStatus old_cs = t->rec.changeset_status;
         bool ds = s != old_s, dcs = cs != old_cs;
-        if (!ds && !dcs) return 0;
-        if (ds && !task_status_transition_ok(old_s, s)) return -EINVAL;
-        if (dcs && !changeset_status_transition_ok(old_cs, cs)) return -EINVAL;
         int r = 0;
         if (ds) {
                 key_changing(t, TASK_KEY_status);
@@ -529,6 +526,24 @@ int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
                 if (m->observers.v[i].transitioned)
                         m->observers.v[i].transitioned(t, old_s, old_cs, m->observers.v[i].userdata);
         return 1;
+}
+
+int task_transition(Task *t, TaskStatus s, ChangesetStatus cs) {
+        assert(t);
+        TaskStatus old_s = t->rec.status;
+        ChangesetStatus old_cs = t->rec.changeset_status;
+        bool ds = s != old_s, dcs = cs != old_cs;
+        if (!ds && !dcs) return 0;
+        if (ds && !task_status_transition_ok(old_s, s)) return -EINVAL;
+        if (dcs && !changeset_status_transition_ok(old_cs, cs)) return -EINVAL;
+        return transition_apply(t, s, cs);
+}
+
+int task_transition_unlaunch(Task *t) {
+        assert(t);
+        if (t->rec.status != TASK_RUNNING || !IN_SET(t->rec.changeset_status, CHANGESET_NONE, CHANGESET_PENDING))
+                return -EINVAL;
+        return transition_apply(t, TASK_QUEUED, CHANGESET_NONE);
 }
 
 Task *task_alloc(void) {

@@ -254,6 +254,12 @@ bool changeset_status_transition_ok(ChangesetStatus from, ChangesetStatus to);
  * the store's persistence are the first two). Returns 1 if something
  * changed, 0 if not. */
 int task_transition(Task *t, TaskStatus s, ChangesetStatus cs);
+/* The one move back: running → queued (changeset → none), for a task whose
+ * "running" was recorded but whose shim was never let go (a daemon killed
+ * during the launch): it ran nothing, so it is launched again. Its overlay
+ * must be gone first. -EINVAL unless running with a changeset none or
+ * pending; else as task_transition (1). */
+int task_transition_unlaunch(Task *t);
 
 /* Observers of tasks, registered once at start (manager_add_observer): the
  * task table (its counts and order), the store (persistence), the waiters,

@@ -12,6 +12,7 @@
 
 #include "changeset.h"
 #include "core/env-file.h"
+#include "core/launch-options.h"
 #include "run/executor-home.h"
 #include "gitdir.h"
 #include "protocol-keys.h"
@@ -648,8 +649,10 @@ int launch_spawn(Task *t, LaunchPlan *plan, LaunchedShim *ret, char **reason) {
         int sp[2];
         if (pipe2(sp, O_CLOEXEC) < 0) return set_error(reason, -errno, "cannot create the shim status pipe");
         /* the child waits on this pipe until its scope unit exists (scope.h),
-         * so the shim is in the scope from its first instruction: a byte or
-         * EOF */
+         * so the shim is in the scope from its first instruction. It execs
+         * the shim only on the byte launch_go writes; EOF (a daemon that died
+         * before letting it go) ends it, so no worker runs for a task whose
+         * launch the next daemon starts again (lifecycle.c's coldplug) */
         int hold[2];
         if (pipe2(hold, O_CLOEXEC) < 0) {
                 int r = -errno;
@@ -669,9 +672,11 @@ int launch_spawn(Task *t, LaunchPlan *plan, LaunchedShim *ret, char **reason) {
                 return set_error(reason, r, "cannot fork taskferry-shim");
         }
         if (r == 0) {
-                char go;
-                while (read(hold[0], &go, 1) < 0 && errno == EINTR)
-                        ;
+                char go = 0;
+                ssize_t n;
+                do n = read(hold[0], &go, 1);
+                while (n < 0 && errno == EINTR);
+                if (n != 1 || go != LAUNCH_GO_BYTE) _exit(EXIT_FAILURE);
                 close(hold[0]);
                 int a = fcntl(plan->spec_fd, F_DUPFD_CLOEXEC, 10), b = fcntl(sp[1], F_DUPFD_CLOEXEC, 10);
                 if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(127);
@@ -686,4 +691,16 @@ int launch_spawn(Task *t, LaunchPlan *plan, LaunchedShim *ret, char **reason) {
         close(hold[0]);
         *ret = (LaunchedShim) {.pid = pid, .status_fd = sp[0], .hold_fd = hold[1]};
         return 0;
+}
+
+void launch_go(Task *t, int *hold_fd) {
+        if (*hold_fd < 0) return;
+        /* the request (the caller's secrets) goes before the shim may run:
+         * a request on disk says this launch was never let go */
+        launch_request_drop(t);
+        ssize_t n;
+        do n = write(*hold_fd, (char[]) {LAUNCH_GO_BYTE}, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1) log_warning_errno(n < 0 ? -errno : -EIO, "cannot let the shim of %s go", t->id);
+        *hold_fd = safe_close(*hold_fd);
 }

@@ -32,9 +32,18 @@ typedef struct LaunchedShim {
         int hold_fd;    /* the write end of the pipe it waits on before exec (scope.h scope_start) */
 } LaunchedShim;
 /* Fork the shim with the plan's spec (taken). The child waits on the hold
- * pipe, then execs taskferry-shim in a new session with the user's soft fd
- * limit and only the spec and status fds. 0; -errno with *reason. */
+ * pipe: on launch_go's byte it execs taskferry-shim in a new session with
+ * the user's soft fd limit and only the spec and status fds; on EOF (the
+ * hold fd closed without it: a daemon that died first) it exits, running
+ * nothing. 0; -errno with *reason. */
 int launch_spawn(Task *t, LaunchPlan *plan, LaunchedShim *ret, char **reason);
+
+/* Let a spawned shim exec: drop t's launch request (launch-options.h; from
+ * here on a restarted daemon re-adopts the shim instead of launching the
+ * task again), then write the go byte to *hold_fd and close it (-1 after).
+ * Nothing if *hold_fd is -1. */
+#define LAUNCH_GO_BYTE 'g'
+void launch_go(Task *t, int *hold_fd);
 
 /* A worker's environment before its per-task variables, lowest layer
  * first, each entry winning over the layers below: the env file's current

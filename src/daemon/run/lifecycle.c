@@ -15,6 +15,7 @@
 #include "core/task-table.h"
 #include "core/task.h"
 #include "json-util.h"
+#include "overlay.h"
 #include "paths.h"
 #include "protocol-keys.h"
 #include "run/launch.h"
@@ -339,9 +340,9 @@ void task_start(Task *t) {
         /* the scope's limits (scope.h), from the launch options */
         ScopeLimits limits;
         scope_limits_for(t, &limits);
-        /* the launch spec holds the env and options now: the request file
-         * (the caller's secrets) goes */
-        launch_request_drop(t);
+        /* the request file (the caller's secrets, held by the launch spec
+         * now) goes when the shim is let go (launch_go): until then it says
+         * this launch may be started again */
 
         LaunchedShim shim;
         r = launch_spawn(t, &plan, &shim, &why);
@@ -429,6 +430,40 @@ int task_decide_changeset(Task *t, ChangesetStatus cs) {
 
 /* ---- coldplug ---- */
 
+static void coldplug_queued(Task *t);
+
+/* A task durably running whose shim was never let go (its launch request is
+ * still there: the daemon died during the launch) ran nothing: its overlay
+ * goes and it is queued again. True if so. */
+static bool coldplug_unlaunched(Task *t) {
+        if (!launch_request_exists(t)) return false;
+        int r = monitor_unlaunch(t);
+        if (r == -EBUSY) {
+                /* the shim runs all the same: the request is stale */
+                launch_request_drop(t);
+                return false;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "task %s: cannot tell whether its launch went ahead", t->id);
+                return false;
+        }
+        json_object *od = t->rec.overlay_dirs;
+        if (od) {
+                r = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
+                if (r < 0) {
+                        log_warning_errno(r, "task %s: cannot remove the overlay of its unfinished launch", t->id);
+                        return false;
+                }
+        }
+        (void) task_set_null(t, TASK_KEY_overlay_dirs);
+        (void) task_set_null(t, TASK_KEY_shim_pid_recorded);
+        (void) task_set_null(t, TASK_KEY_unit);
+        if (task_transition_unlaunch(t) < 0) return false;
+        log_info("task %s: the daemon stopped before its worker started; queued again", t->id);
+        coldplug_queued(t);
+        return true;
+}
+
 /* A running task's shim outlives the daemon: watch it again, or settle it
  * from its exit.json. True if it stays "running" (adopted or settling). */
 static bool coldplug_running(Task *t) {
@@ -475,7 +510,7 @@ void task_coldplug(Manager *m) {
         for (size_t i = 0; i < n; i++) {
                 Task *t = m->tasks[i];
                 if (t->rec.accept_started_at && t->rec.changeset_status == CHANGESET_PENDING) t->accept_interrupted = true;
-                if (t->rec.status == TASK_RUNNING && coldplug_running(t)) continue;
+                if (t->rec.status == TASK_RUNNING && (coldplug_unlaunched(t) || coldplug_running(t))) continue;
                 if (t->rec.status == TASK_QUEUED) {
                         coldplug_queued(t);
                         continue;

@@ -135,20 +135,34 @@ void monitor_watch_shim(Task *t, int status_fd, const MonitorCallbacks *cb) {
                 task_close_status(t);
 }
 
+/* The base name of pid's executable into buf; false if pid is gone or not
+ * ours to read. */
+static bool pid_exe_base(pid_t pid, char *buf, size_t size, const char **ret) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/exe", (int) pid);
+        ssize_t n = pid > 1 ? readlink(path, buf, size - 1) : -1;
+        if (n <= 0) return false;
+        buf[n] = 0;
+        const char *base = strrchr(buf, '/');
+        *ret = base ? base + 1 : buf;
+        return true;
+}
+
+static bool pid_runs_shim(pid_t pid) {
+        char exe[4096];
+        const char *base;
+        return pid_exe_base(pid, exe, sizeof exe, &base) && startswith(base, "taskferry-shim");
+}
+
 /* Is pid a task's shim (pids are reused)? A taskferry-shim, or the child a
- * daemon forked for one that has not exec'd it yet: launch.c's child waits
- * for its scope before the exec, and a daemon killed in between leaves it to
- * go on alone, so a new daemon that looks first sees the daemon's binary.
- * That child leads a session of its own (FORK_NEW_SESSION) and is no child
- * of this daemon. */
+ * daemon forked for one and has not let go yet (launch.h launch_go): it
+ * still runs the daemon's binary, leads a session of its own
+ * (FORK_NEW_SESSION) and is no child of this daemon. Held by a daemon that
+ * died, it exits on its own (its hold pipe ends) without running the shim. */
 static bool pid_is_shim(pid_t pid) {
         char path[64], exe[4096];
-        snprintf(path, sizeof path, "/proc/%d/exe", (int) pid);
-        ssize_t n = pid > 1 ? readlink(path, exe, sizeof exe - 1) : -1;
-        if (n <= 0) return false;
-        exe[n] = 0;
-        const char *base = strrchr(exe, '/');
-        base = base ? base + 1 : exe;
+        const char *base;
+        if (!pid_exe_base(pid, exe, sizeof exe, &base)) return false;
         if (startswith(base, "taskferry-shim")) return true;
         if (!startswith(base, "taskferryd")) return false;
         /* /proc/<pid>/stat: "pid (comm) state ppid pgrp session ..."; comm
@@ -195,6 +209,30 @@ int monitor_readopt(Task *t, const MonitorCallbacks *cb) {
         t->monitor = cb;
         scope_readopt(t, shim); /* kill-by-unit keeps working after a restart */
         return MONITOR_READOPT_WATCHING;
+}
+
+int monitor_unlaunch(Task *t) {
+        _cleanup_free_ char *task_dir = tf_path_task_dir(&t->m->paths, t->id);
+        if (!task_dir) return -ENOMEM;
+        /* the shim wrote these: it ran, whatever else says otherwise */
+        _cleanup_free_ char *exit_path = strdup_printf("%s/%s", task_dir, EXIT_JSON_NAME);
+        _cleanup_free_ char *launch_path = strdup_printf("%s/%s", task_dir, LAUNCH_JSON_NAME);
+        if (!exit_path || !launch_path) return -ENOMEM;
+        if (access(exit_path, F_OK) == 0 || access(launch_path, F_OK) == 0) return -EBUSY;
+        int64_t recorded = 0;
+        if (!task_record_get_int(&t->rec, TASK_KEY_shim_pid_recorded, &recorded) || recorded <= 1 ||
+            recorded > INT32_MAX)
+                return 0;
+        pid_t pid = (pid_t) recorded;
+        if (pid_runs_shim(pid)) return -EBUSY;
+        if (!pid_is_shim(pid)) return 0;
+        /* the held child of the daemon that died: it would exit at its pipe's
+         * end anyway; it must not outlive this decision */
+        int pidfd = pidfd_open(pid, 0);
+        if (pidfd < 0) return 0;
+        (void) pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+        safe_close(pidfd);
+        return 0;
 }
 
 void monitor_stop_kill_timer(Task *t) { t->kill_timer = sd_event_source_disable_unref(t->kill_timer); }

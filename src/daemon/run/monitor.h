@@ -32,6 +32,13 @@ enum {
         MONITOR_READOPT_WATCHING, /* it still runs: watched again, cb hears its exit */
 };
 int monitor_readopt(Task *t, const MonitorCallbacks *cb);
+/* At daemon start, for a task recorded as running whose launch request is
+ * still on disk (its shim was never let go, launch.h launch_go): make sure
+ * nothing of the launch runs. 0: nothing does (a held child left behind is
+ * killed); -EBUSY: the shim ran all the same (its launch.json or exit.json is
+ * there, or its recorded pid runs taskferry-shim): re-adopt it instead;
+ * -ENOMEM. */
+int monitor_unlaunch(Task *t);
 
 /* kill(-pid, sig) to the worker's process group (ESRCH → kill(pid)); before
  * the worker's pid is known, to the shim, which forwards it. -errno. */

@@ -19,6 +19,7 @@
 #include "core/store.h"
 #include "core/task.h"
 #include "core/task-table.h"
+#include "run/launch.h"
 #include "fileio.h"
 #include "log.h"
 #include "string-util.h"
@@ -116,13 +117,7 @@ static void release(Task *t) {
         t->scope_timer = sd_event_source_disable_unref(t->scope_timer);
         free(t->scope_job);
         t->scope_job = NULL;
-        if (t->scope_hold_fd >= 0) {
-                ssize_t n;
-                do n = write(t->scope_hold_fd, "g", 1);
-                while (n < 0 && errno == EINTR);
-                t->scope_hold_fd = safe_close(t->scope_hold_fd);
-        }
-        t->scope_hold_fd = -1;
+        launch_go(t, &t->scope_hold_fd);
 }
 
 static void fallback(Task *t, const char *why) {

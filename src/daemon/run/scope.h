@@ -62,10 +62,11 @@ const char *scope_unit_of(const Task *t);
 void scope_limits_for(Task *t, ScopeLimits *ret);
 
 /* Put the freshly forked child `pid` into t's scope. hold_fd is the write end
- * of the pipe the child waits on; it is taken: written and closed once the
- * scope's job is done (then the record's `unit` is set), or at once / on a
- * failure or timeout (the child then runs in its own process group; logged
- * once per daemon). Never fails the launch. */
+ * of the pipe the child waits on; it is taken and the child let go
+ * (launch_go, launch.h) once the scope's job is done (then the record's
+ * `unit` is set), or at once / on a failure or timeout (the child then runs
+ * in its own process group; logged once per daemon). Never fails the
+ * launch. */
 void scope_start(Task *t, pid_t pid, int hold_fd, const ScopeLimits *limits);
 
 /* KillUnit(unit, "all", sig) on t's scope, asynchronously: every process in

@@ -220,12 +220,13 @@ static int prompt_entry(Sweep *s, const char *root, int root_fd, const char *nam
 
 /* <state>/tasks/<id>: a task dir of no known task goes whole; a known
  * task's launch request (pending-launch.json: the caller's env, launch-options.h)
- * goes unless the task is still queued; a temp file of an interrupted write
- * of it always goes (nothing writes one before the loop runs). */
+ * goes unless the task is still queued or running (a running task's request
+ * says its shim was never let go); a temp file of an interrupted write of it
+ * always goes (nothing writes one before the loop runs). */
 static int task_dir_entry(Sweep *s, const char *root, int root_fd, const char *name) {
         ssize_t i = find_task(s, name);
         if (i < 0) return take_away(s, root, root_fd, name, "task dir");
-        bool queued = streq_ptr(s->tasks[i].status, "queued");
+        bool keep_request = task_active(&s->tasks[i]);
         _cleanup_close_ int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) return 0;
         int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -240,7 +241,7 @@ static int task_dir_entry(Sweep *s, const char *root, int root_fd, const char *n
                 size_t len = strlen(de->d_name);
                 bool tmp = startswith(de->d_name, "." LAUNCH_REQUEST_FILE "-") && len > 4 &&
                            streq(de->d_name + len - 4, ".tmp");
-                if ((tmp || (!queued && streq(de->d_name, LAUNCH_REQUEST_FILE)))) r = strv_push(&doomed, de->d_name);
+                if ((tmp || (!keep_request && streq(de->d_name, LAUNCH_REQUEST_FILE)))) r = strv_push(&doomed, de->d_name);
         }
         closedir(d);
         if (r < 0) return r;

@@ -17,7 +17,7 @@
  *    running.
  *  - task dirs: <state>/tasks/<id> of an unknown id; in a known task's dir
  *    its launch request (pending-launch.json, launch-options.h) unless the task is
- *    queued, and temp files of an interrupted write of one.
+ *    queued or running, and temp files of an interrupted write of one.
  *
  * Safety: nothing is followed (a symlink entry is unlinked, its target never
  * touched); an entry not owned by our uid, or with a mount point at or
