@@ -364,7 +364,9 @@ static void wo_batch_freep(wo_batch **b) {
 }
 
 /* Remove the directories above path (beneath top) that are empty, deepest
- * first, as git apply does after a deletion; stops at the first that is not. */
+ * first, as git apply does after a deletion; stops at the first that is
+ * neither empty nor gone (a killed accept may have removed the deeper ones
+ * already: the walk goes on above them). */
 static void wo_prune_parents(int top, const char *path) {
         _cleanup_free_ char *dir = strdup(path);
         if (!dir) return;
@@ -372,11 +374,12 @@ static void wo_prune_parents(int top, const char *path) {
                 *sl = 0;
                 const char *name;
                 int pfd = wo_open_parent(top, dir, false, &name);
+                if (pfd == -ENOENT) continue; /* its parent is gone too */
                 if (pfd < 0) break;
-                bool gone = unlinkat(pfd, name, AT_REMOVEDIR) == 0;
-                if (gone) (void) fsync(pfd);
+                int r = unlinkat(pfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+                if (r == 0) (void) fsync(pfd);
                 safe_close(pfd);
-                if (!gone) break;
+                if (r < 0 && r != -ENOENT) break;
         }
 }
 
@@ -404,9 +407,11 @@ static void wo_prune_absent(int top, char *const *paths) {
         for (size_t i = 0; paths && paths[i]; i++) {
                 const char *name;
                 int dfd = wo_open_parent(top, paths[i], false, &name);
-                if (dfd < 0) continue;
+                if (dfd < 0 && dfd != -ENOENT) continue;
                 struct stat st;
-                bool absent = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+                /* a missing parent: absent too (a killed accept pruned part
+                 * of the way up) */
+                bool absent = dfd == -ENOENT || (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT);
                 safe_close(dfd);
                 if (absent) wo_prune_parents(top, paths[i]);
         }

@@ -1543,6 +1543,9 @@ START_TEST(test_base_accept_prunes_what_a_killed_one_emptied) {
         } cases[] = {
                 {"killed after the unlink, the append still to write", d0, "rm '%s/old/sub/x.txt'"},
                 {"killed after the last write, before the pruning", ref, "mkdir -p '%s/old/sub'"},
+                {"killed between the two prunings, the append still to write", d0,
+                 "rm -r '%s/old/sub'"},
+                {"killed after the last write, between the two prunings", ref, "mkdir -p '%s/old'"},
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 ck_assert_int_eq(sh("rm -rf '%s' && cp -a '%s' '%s'", f.dir, cases[i].from, f.dir), 0);
