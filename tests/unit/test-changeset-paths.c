@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit.h"
 
 static void check_quote(const char *path, const char *want) {
         char *q = cs_quote_path(path);
@@ -120,22 +121,5 @@ START_TEST(open_beneath_follows_no_symlink) {
 }
 END_TEST
 
-static Suite *suite(void) {
-        Suite *s = suite_create("changeset-paths");
-        TCase *tc = tcase_create("paths");
-        tcase_add_test(tc, quote_as_git_does);
-        tcase_add_test(tc, warnings_keep_a_bounded_list);
-        tcase_add_test(tc, warnings_from_a_child_reply);
-        tcase_add_test(tc, no_warnings_no_list);
-        tcase_add_test(tc, open_beneath_follows_no_symlink);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
-int main(void) {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
-}
+TF_MAIN("changeset-paths", "paths", NULL, NULL, 0, quote_as_git_does, warnings_keep_a_bounded_list,
+        warnings_from_a_child_reply, no_warnings_no_list, open_beneath_follows_no_symlink)

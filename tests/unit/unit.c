@@ -58,7 +58,7 @@ TCase *tf_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown
                 const TTest *const *tests) {
         TCase *tc = tcase_create(name);
         if (setup) tcase_add_checked_fixture(tc, setup, teardown);
-        if (timeout_s > 0) tcase_set_timeout(tc, timeout_s);
+        tcase_set_timeout(tc, timeout_s > 0 ? timeout_s : TF_TCASE_TIMEOUT_S);
         for (; tests && *tests; tests++) tcase_add_test(tc, *tests);
         suite_add_tcase(s, tc);
         return tc;

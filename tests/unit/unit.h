@@ -30,8 +30,11 @@ const char *tf_suite_dir(void);
 
 /* A new case named name, already added to s, holding tests (TF_TESTS, or
  * NULL for none yet); with setup/teardown as its checked fixture when setup
- * is not NULL, and a timeout of timeout_s seconds when it is > 0 (else
- * Check's default). */
+ * is not NULL, and a timeout of timeout_s seconds when it is > 0, else
+ * TF_TCASE_TIMEOUT_S (Check's own default, 4 s, is too short for a suite
+ * under ASan beside seven others on two cores: a timeout there is no
+ * verdict on the code). */
+#define TF_TCASE_TIMEOUT_S 60
 TCase *tf_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s,
                 const TTest *const *tests);
 
