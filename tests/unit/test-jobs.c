@@ -17,6 +17,7 @@
 #include "json-util.h"
 #include "unit.h"
 #include "macro.h"
+#include "process-util.h"
 #include "string-util.h"
 #include "time-util.h"
 
@@ -244,7 +245,7 @@ START_TEST(jobs_free_forgets_without_calling_back) {
         jobs_free(&m);
         ck_assert_ptr_null(m.jobs);
         /* the children end on their own; their ends reach nobody */
-        for (int i = 0; i < 3; i++) ck_assert_int_eq(waitpid(pids[i], NULL, 0), pids[i]);
+        for (int i = 0; i < 3; i++) ck_assert_int_eq(wait_for_terminate(pids[i], NULL), 0);
         tf_run_pending(&m);
         for (int i = 0; i < 3; i++) ck_assert_uint_eq(o[i].calls, 0);
 }
