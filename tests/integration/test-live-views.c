@@ -1,6 +1,6 @@
 /* The live views through the real daemon and CLI with fake workers:
- * acceptance-scenarios.md sections R (results, tail) and O (output dir), the
- * L parts about tail/output/context/doctor/init, and a hostile worker using
+ * the R scenarios (results, tail) and the O ones (output dir), the L parts
+ * about tail/output/context/doctor/init, and a hostile worker using
  * its own task socket to read what is not its own. Runs as whoever runs the
  * suite (root and an unprivileged user). */
 
