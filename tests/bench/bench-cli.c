@@ -1,6 +1,6 @@
 /* Benchmark (figures only, never a pass/fail timing): what a CLI call costs
- * against a running daemon, beside spawning /bin/true (issue 6 goal: `status`
- * within 1.5× of /bin/true).
+ * against a running daemon, beside spawning /bin/true (goal: `status` within
+ * 1.5× of /bin/true).
  *
  *   build/dev/tests/bench-cli [N]      (N runs of each, default 200)
  *

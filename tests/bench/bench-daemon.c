@@ -1,5 +1,5 @@
 /* Benchmark (figures only, never a pass/fail timing) of the daemon core
- * against the goals of issue 6 item 6, through the real taskferryd of the
+ * against its goals, through the real taskferryd of the
  * build tree in an isolated world (tests/integration/harness):
  *
  *   - RSS of an idle daemon with an empty state            goal <= 4 MB

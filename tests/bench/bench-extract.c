@@ -1,5 +1,5 @@
-/* Benchmark: changeset extraction cost against `git status` (issue 6 item 6:
- * "10 edits in a 50,000-file repo settle within 3x the time of git status";
+/* Benchmark: changeset extraction cost against `git status` (goal:
+ * 10 edits in a 50,000-file repo settle within 3x the time of git status;
  * figures only, never a pass/fail timing).
  *
  * Builds a git repository of N files (default 50000, in directories of 100;

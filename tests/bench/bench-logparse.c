@@ -7,14 +7,14 @@
  *     tests/fixtures/real, normalized as the shim does and repeated, each
  *     repetition with its own session and message ids, as a long-lived
  *     worker's log has) and a "synthetic" one (pi text deltas of a single
- *     message, the log issue 6 measured),
+ *     message, the log the speed work measured),
  *   - log_classify_file and log_boot_failure (settlement).
  * Each figure comes with the peak RSS growth of the call (VmHWM after minus
  * VmRSS before, the peak reset through /proc/self/clear_refs) beside the text
  * the call must return (message + narration): memory is flat when the growth
  * is that text plus bounded buffers, whatever the size of the log.
  *
- * Issue 6 item 6's goal: `result` on a 64 MiB log at least 2x faster than on
+ * The goal: `result` on a 64 MiB log at least 2x faster than on
  * main, with memory flat. main's figures (fbdc228, this machine, the same
  * build type) are recorded below; pass others with
  * --baseline-realistic/--baseline-synthetic SECONDS.

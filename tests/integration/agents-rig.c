@@ -331,7 +331,7 @@ char *rig_dispatch(rig *r, const char *executor, const char *model, const char *
         }
         /* checks of the rig itself, never what the suite asserts: no sandbox,
          * or the sandbox with the user's executor dirs rw-bound (the manual
-         * workaround issue 5 describes: shared, writable homes) */
+         * workaround of sharing the executor homes writable with the sandbox) */
         _cleanup_free_ char *binds = NULL;
         if (getenv("TASKFERRY_TEST_REAL_AGENTS_NO_SANDBOX")) argv[n++] = "--no-sandbox";
         else if (getenv("TASKFERRY_TEST_REAL_AGENTS_RW_BIND_HOMES")) {

@@ -1,4 +1,4 @@
-/* The advisor (spec lifecycle.md §8.3; acceptance-scenarios.md A1, A2, A4)
+/* The advisor (scenarios A1, A2, A4)
  * through the CLI and the real daemon, with real bwrap and overlayfs and the
  * fake `opencode` (tests/fixtures/bin) in place of the model: the answer's
  * two shapes, sessions and their TTL, the overlay it requires, its
@@ -117,7 +117,7 @@ TF_WORLD_TEST(inline_advisor_done_and_session) {
 }
 END_TEST
 
-/* §8.3 step 1: a session past TASKFERRY_ADVISOR_SESSION_TTL_MS is reset. */
+/* A session past TASKFERRY_ADVISOR_SESSION_TTL_MS is reset. */
 TF_WORLD_TEST_ENV(session_ttl_expires, "TASKFERRY_ADVISOR_SESSION_TTL_MS=300") {
         char *repo = make_repo(w);
         char *fx = tf_fake_fixture(w, "adv-answer", answer_fixture, 0);
@@ -223,7 +223,7 @@ TF_WORLD_TEST(crash_is_data) {
 }
 END_TEST
 
-/* §8.3 step 2: without the sandbox or the overlay an advisor fails closed. */
+/* Without the sandbox or the overlay an advisor fails closed. */
 START_TEST(overlay_is_mandatory) {
         static const char *const envs[] = {"TASKFERRY_DISABLE_OVERLAY=1", "TASKFERRY_DISABLE_SANDBOX=1"};
         static const char *const want[] = {"advisor dispatch requires overlay-gated writes, but overlay is disabled",
@@ -319,7 +319,7 @@ TF_WORLD_TEST(attack_worker_calls_advisor) {
 }
 END_TEST
 
-/* The CLI's context sources (§8.3): the Claude Code transcript tail, else the
+/* The CLI's context sources: the Claude Code transcript tail, else the
  * calling task's tail; the prompt layout. The prompt the worker got is read
  * back from inside its sandbox. */
 TF_WORLD_TEST(context_from_claude_transcript) {

@@ -1,4 +1,4 @@
-/* A hostile worker against the daemon core of issue 6: the base snapshot the
+/* A hostile worker against the daemon core: the base snapshot the
  * shim takes, extraction over the touched paths of the upper dir, the 3-way
  * accept into the user's live tree, and the method table behind the task
  * socket. Each case is one way out tried; a case that passes guards a hole
@@ -456,7 +456,7 @@ END_TEST
 
 /* Attack: the user's tree holds a tracked file made huge (a sparse 8 GiB
  * file, dirty) when the task starts. Hashing it into the base would stall
- * the shim before the worker starts (the issue's 97 s); it is left at its
+ * the shim before the worker starts (97 s once); it is left at its
  * index version in the base, and the task settles in seconds. */
 TF_WORLD_TEST_ENV(snapshot_over_huge_dirty_file, "TASKFERRY_TASK_DISK_MAX=32G") {
         char *repo = make_repo(w);

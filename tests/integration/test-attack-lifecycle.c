@@ -1,4 +1,4 @@
-/* Attacks on issue 7's channels (task.summary and its summary task,
+/* Attacks on the task-facing channels (task.summary and its summary task,
  * task.context, event.subscribe, task.tail/output, the provider cooldown,
  * the CLI's views of worker text) by a hostile worker, mostly through its own
  * task socket (peer.h). Each test is one attack; those that found a hole say

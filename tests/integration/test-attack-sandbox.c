@@ -1,4 +1,4 @@
-/* A hostile worker against the sandbox v2 (issue 5): each case is one way out
+/* A hostile worker against the sandbox: each case is one way out
  * a security review found. A case that still escapes carries an OPEN comment
  * naming where the fix belongs. Runs as whoever runs the suite: tools/test
  * runs it as root and again as an unprivileged user. */
@@ -131,9 +131,9 @@ END_TEST
 
 /* Finding (daemon as root): the worker holds no capabilities, but it runs as
  * uid 0 mapped to the host's uid 0, so it owns every root-owned file the
- * read-only system dirs show: /etc/shadow, the host's SSH keys. The issue
- * asks for "a mapping in which the worker's uid is not privileged over
- * anything mounted". */
+ * read-only system dirs show: /etc/shadow, the host's SSH keys. The fix is a
+ * mapping in which the worker's uid is not privileged over anything
+ * mounted. */
 START_TEST(root_worker_reads_root_only_files) {
         if (geteuid() != 0) {
                 fprintf(stderr, "root_worker_reads_root_only_files: not root, nothing to test\n");
@@ -661,7 +661,7 @@ int main(void) {
                               sparse_file_stalls_settlement, hookspath_hook_planted, socket_in_system_dir_reachable,
                               root_worker_reads_root_only_files));
         /* Ways out that are still open (each case's OPEN comment says where
-         * the fix belongs; the issue's closing note lists them). They escape
+         * the fix belongs). They escape
          * today, so they run only when asked for — never counted as passing:
          *   TASKFERRY_TEST_OPEN_ATTACKS=1 build/dev/tests/test-attack-sandbox */
         const char *open_env = getenv("TASKFERRY_TEST_OPEN_ATTACKS");

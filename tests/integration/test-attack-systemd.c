@@ -1,4 +1,4 @@
-/* Attacks on issue 8's channels (the env file and its reload, the daemon's
+/* Attacks on the systemd-facing channels (the env file and its reload, the daemon's
  * log lines on stderr / the journal, nested dispatch env, the process-group
  * kill without a user manager) by a hostile worker, mostly through its own
  * task socket. Each test is one attempt to get out; a pass means the attack

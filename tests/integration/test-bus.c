@@ -1,5 +1,4 @@
-/* The D-Bus API (src/daemon/bus.h; DESIGN.md "systemd integration"; issue 8
- * item 2), through the real daemon on a private dbus-daemon the test starts
+/* The D-Bus API (src/daemon/bus.h; taskferryd(8) "D-BUS"), through the real daemon on a private dbus-daemon the test starts
  * (`dbus-daemon --session --address=unix:path=R/bus/socket`) and the real
  * clients: busctl for calls and properties, `gdbus monitor` for signals. */
 

@@ -1,4 +1,4 @@
-/* What a changeset is (issue 6 item 4), end to end through the CLI and an
+/* What a changeset is, end to end through the CLI and an
  * isolated daemon with real bwrap, overlayfs and git: the difference between
  * the directory as the worker found it and what it left, over the paths it
  * touched, merged 3-way on accept. The user keeps editing while the worker
@@ -20,7 +20,7 @@ static char *make_repo(tf_world *w) {
                            "seq 1 20 > lines.txt");
 }
 
-/* The issue's case: the worker appends to a.txt and removes dir; meanwhile
+/* The case that lost data once: the worker appends to a.txt and removes dir; meanwhile
  * the user appends to a.txt, creates dir/new.txt and edits dir/old.txt (and
  * b.txt, which the worker never touched). The diff holds only the worker's
  * paths and lines; accept refuses naming dir/old.txt (deleted by the worker,

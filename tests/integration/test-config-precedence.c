@@ -1,7 +1,6 @@
-/* config.json through the real daemon and CLI: spec acceptance-scenarios.md
- * §2.12 (K1 location, K2 validation, K4 booleans, K5 lists), protocol-cli.md
- * §3.2/§3.3 (env > config > default, read once per daemon start) and §2.6
- * (the CLI's wait default timeout). Fake workers are `shell` tasks; the
+/* config.json through the real daemon and CLI: scenarios K1 (location), K2
+ * (validation), K4 (booleans), K5 (lists), the precedence (env > config >
+ * default, read once per daemon start) and the CLI's wait default timeout. Fake workers are `shell` tasks; the
  * sandbox ones run under real bwrap, as root and unprivileged. */
 
 #include <check.h>
@@ -122,7 +121,7 @@ START_TEST(k1_location) {
         /* missing: defaults (pi, which needs a model) */
         const char *argv[] = {"dispatch", "--no-sandbox", "--directory", w->repo_parent, "--prompt", "echo hi", NULL};
         tf_run r = tf_cli(w, NULL, NULL, argv);
-        ck_assert_int_eq(r.exit_code, 2); /* a usage error (issue 7 item 10) */
+        ck_assert_int_eq(r.exit_code, 2); /* a usage error */
         ck_assert_msg(strstr(r.out, "--model is required"), "%s", r.out);
         tf_run_done(&r);
         daemon_stop(w);
@@ -200,7 +199,7 @@ START_TEST(k2_validation_refuses_start) {
         ck_assert_msg(strstr(r.out, "recognized keys are: maxConcurrentTasks, maxDispatchesPerWindow"), "%s", r.out);
         ck_assert_msg(strstr(r.out, "providerLimits, maxOutputFileBytes"), "%s", r.out);
         tf_run_done(&r);
-        /* env start errors of §3.2/§3.3 with a valid file */
+        /* a bad env value refuses the start even with a valid file */
         write_config(w, "{\"providerLimits\": {\"zai\": {\"maxConcurrentTasks\": 2}}}");
         static const struct {
                 const char *name, *value, *want;
@@ -256,7 +255,7 @@ TF_WORLD_TEST(hostile_config_files) {
 END_TEST
 
 /* wait's default timeout: env "0" → none, env → it, config → it (0 ignored);
- * a malformed config.json breaks wait too (§2.6) */
+ * a malformed config.json breaks wait too */
 START_TEST(wait_default_timeout_from_config) {
         tf_world *w = tf_world_new(NULL);
         const char *nosandbox[] = {"--no-sandbox", NULL};

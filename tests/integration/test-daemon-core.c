@@ -1,4 +1,4 @@
-/* The daemon core through the real binaries (issue 6 items 2 and 5): a
+/* The daemon core through the real binaries . A
  * dispatch is answered only once its record is durable, and tasks still
  * queued when the daemon dies are queued again, in order, by the next one. */
 

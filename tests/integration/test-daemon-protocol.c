@@ -1,5 +1,6 @@
 /* Protocol and daemon-socket scenarios over a raw socket against the real
- * taskferryd (spec acceptance-scenarios.md P1–P11; protocol-cli.md §1, §4). */
+ * taskferryd (scenarios P1–P11): framing, envelopes, validation, errors,
+ * limits, a second daemon, shutdown and socket activation. */
 
 #include <check.h>
 #include <fcntl.h>
@@ -109,7 +110,7 @@ TF_WORLD_TEST(envelope_validation_order) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
                 expect_line_error(w, cases[i].line, cases[i].code, cases[i].id, cases[i].message);
         {
-                /* the help names all 16 methods of protocol-cli.md §1.6, in its order */
+                /* the help names all 16 methods of the protocol, in their order */
                 json_object *f = tf_rpc(w, "task.bogus", "{}");
                 ck_assert_str_eq(json_get_string(json_get_object(f, "error"), "help"),
                                  "Use one of: system.health, task.dispatch, task.cancel, task.status, task.wait, "
@@ -193,7 +194,7 @@ static void expect_health_reply(int fd, const char *id) {
         free(l);
 }
 
-/* Line framing of §1.1/§1.5 at its edges: CRLF, empty and whitespace-only
+/* Line framing (one JSON request per line, 1 MiB inbound) at its edges: CRLF, empty and whitespace-only
  * lines (ignored), a request arriving a byte at a time, several in one
  * chunk, and a line that fills the 1 MiB inbound budget exactly (answered;
  * one byte more is REQUEST_TOO_LARGE, oversized_inbound). */
@@ -283,7 +284,7 @@ TF_WORLD_TEST_ENV(out_of_order_replies, "TASKFERRY_DISABLE_SANDBOX=1") {
         ck_assert_str_eq(json_get_string(json_get_object(jb, "result"), "status"), "running");
         json_object_put(ja), json_object_put(jb);
         free(a), free(b), free(l1), free(l2);
-        /* 256 parked waits (spec §1.5 as amended, docs/taskferryd.8.md
+        /* 256 parked waits (the in-flight limit of docs/taskferryd.8.md
          * "Limits": 256 *active* requests): waits draw on a budget of their
          * own, so the user's health, status and list still answer */
         for (int i = 0; i < 256; i++) {

@@ -1,4 +1,4 @@
-/* `taskferry diff` end to end (issue 7 item 8): a real daemon, real bwrap,
+/* `taskferry diff` end to end: a real daemon, real bwrap,
  * overlayfs and git, a shell worker that is hostile in what it writes (file
  * names and contents with terminal escapes, non-UTF-8 bytes, a patch over
  * the 1 MiB frame cap). On a pipe the output is the daemon's patch byte for

@@ -1,4 +1,4 @@
-/* A worker cannot fill the host's disks (issue 5 item 14): overlay upper and
+/* A worker cannot fill the host's disks: overlay upper and
  * work dirs live on real disk under the state dir; a worker past its disk
  * budget (--disk-max) or on a filesystem below its free-space floor is
  * stopped and its task crashes with failureReason "disk_quota_exceeded";

@@ -355,7 +355,7 @@ static bool warnings_persisted(tf_world *w, void *arg) {
         return wa && warning_naming(wa, ".GIT/x") && warning_naming(wa, "src/config");
 }
 
-/* Issue 5 items 11 and 13 through the daemon: a worker that edits a.txt and
+/* Paths left out of the changeset, through the daemon: a worker that edits a.txt and
  * creates paths git refuses (.GIT/x, .git., git~1, .g<U+200C>it) and a bare
  * repository whose config runs a program (src/HEAD, src/objects/, src/refs/,
  * src/config with core.fsmonitor). The changeset holds a.txt alone, status

@@ -1,7 +1,7 @@
-/* Dispatch scenarios of acceptance-scenarios.md §2.2 (D1, D2, D4, D5, D11,
+/* Dispatch scenarios (D1, D2, D4, D5, D11,
  * D13, D14) through the real CLI and daemon, with the fake `pi`/`opencode`
  * of tests/fixtures/bin recording their argv (FAKE_ARGV_FILE). Expectations
- * come from lifecycle.md §2 (argv, prompt augmentation, large prompts,
+ * are the executors' rules (argv, prompt augmentation, large prompts,
  * variants). The sandbox is disabled where it is not the point, so the
  * suite stays fast; D13's "inside the sandbox" wording runs one sandboxed
  * dispatch.
@@ -11,9 +11,8 @@
  * go to argv), so every worker gets it attached (unsandboxed: the 0600
  * state/prompts/<id>.prompt.txt; sandboxed: a memfd) with the fixed
  * instruction sentence, whatever its size; pi's "highest" is --thinking
- * xhigh (issue 5 item 3); a missing --model is a usage error, exit 2,
- * and a bad final marker "is not a valid regular expression" (issue 7
- * item 10). */
+ * xhigh; a missing --model is a usage error, exit 2, and a bad final marker
+ * "is not a valid regular expression". */
 
 #include <check.h>
 #include <dirent.h>
@@ -228,7 +227,7 @@ START_TEST(d2_validation) {
 
         const char *a[] = {"--directory", x.repo, "--prompt", "p", NULL};
         tf_run r = cli_dispatch(&x, a);
-        /* exit 2: a usage error (issue 7 item 10; the spec's D2 says 1) */
+        /* exit 2: a usage error, as for every other bad argument (the original exited 1) */
         ck_assert_msg(r.exit_code == 2, "no model: exit %d %s %s", r.exit_code, r.out, r.err);
         ck_assert_msg(strstr(r.err, "--model is required") || strstr(r.out, "--model is required"), "%s %s", r.out,
                       r.err);
@@ -258,8 +257,7 @@ START_TEST(d2_validation) {
         tf_run_done(&r);
         ck_assert_uint_eq(tf_count_entries(outputs), before);
 
-        /* the RPC path; "regular expression", not the spec's Node-ism
-         * "RegExp" (issue 7 item 10) */
+        /* the RPC path; "regular expression", not the Node-ism "RegExp" */
         json_object *params = json_object_new_object();
         json_object_object_add(params, "prompt", json_object_new_string("p"));
         json_object_object_add(params, "directory", json_object_new_string(x.repo));
@@ -487,7 +485,7 @@ START_TEST(d13_prompt_augmentation) {
 END_TEST
 
 /* D14: variant defaults. pi's "highest" is pi's highest accepted level,
- * xhigh (issue 5 item 3 overrides the spec's `max`); opencode without a
+ * xhigh (pi has no `max`); opencode without a
  * variants cache gets no flag; TASKFERRY_DEFAULT_VARIANT passes verbatim;
  * an invalid one keeps the daemon from starting. */
 START_TEST(d14_variant_defaults) {

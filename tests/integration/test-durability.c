@@ -1,5 +1,4 @@
-/* Durability through the real daemon and CLI (issue 6 item 5; spec
- * lifecycle.md §1.4–§1.6, sandbox-changeset-env.md §4.4): the boot sweeps
+/* Durability through the real daemon and CLI: the boot sweeps
  * (orphaned and settled overlays, orphaned output dirs, what they must never
  * touch), a dispatch that cannot be made durable (read-only state dir, full
  * disk) leaving nothing behind, tasks queued across a kill -9, and two
@@ -32,7 +31,7 @@
 
 static char *mkid(int n) { return strdup_printf("oc_mtest%03d_%08x", n, 0xabc00000u + (unsigned) n); }
 
-/* A settled dispatch record as tasks.json holds it (lifecycle.md §1.2), with
+/* A settled dispatch record as tasks.json holds it, with
  * an overlay at `overlay` (NULL: overlayDirs null). */
 static json_object *record(tf_world *w, const char *id, const char *status, const char *cs, const char *overlay) {
         json_object *r = json_object_new_object();
@@ -119,8 +118,8 @@ static bool trash_empty(tf_world *w, void *arg) {
 
 /* ---- boot sweeps ---- */
 
-/* §4.4: an overlay with no task, and the leftover overlays of an accepted
- * and a rejected task, go (their overlayDirs persisted as null); the overlay
+/* The boot's overlay sweep: an overlay with no task, and the leftover
+ * overlays of an accepted and a rejected task, go (their overlayDirs persisted as null); the overlay
  * of a pending changeset stays, as do entries without the prefix; a symlink
  * planted under the root is removed without following it. */
 TF_WORLD_TEST(sweep_overlays) {
@@ -174,7 +173,7 @@ TF_WORLD_TEST(sweep_overlays) {
 }
 END_TEST
 
-/* lifecycle.md §1.6 step 4: an output dir whose name is no task id goes; a
+/* The boot's output-dir sweep: an output dir whose name is no task id goes; a
  * known task's output dir stays; a symlink there goes without its target
  * being touched. */
 TF_WORLD_TEST(sweep_output_dirs) {
@@ -482,8 +481,8 @@ END_TEST
 
 static bool n_running(tf_world *w, void *arg) { return count_of(w, "running") == *(int64_t *) arg; }
 
-/* lifecycle.md §1.5 was "queued → unknown"; issue 6: tasks queued when the
- * daemon dies are queued again after the restart, in order. */
+/* Tasks queued when the daemon dies are queued again after the restart, in
+ * order (not made "unknown", as running ones once were). */
 TF_WORLD_TEST_ENV(queued_across_kill9, "TASKFERRY_MAX_CONCURRENT_TASKS=4") {
         char *repo = tf_repo_new(w, NULL, "echo base > f.txt");
         char *release = strdup(tf_path(w->fixtures, "release"));
@@ -534,7 +533,7 @@ static char *files_holding(tf_world *w, const char *dir, const char *needle) {
         return s;
 }
 
-/* A queued task survives a kill -9 whole (issue 6 item 5): after the
+/* A queued task survives a kill -9 whole: after the
  * restart it runs with its own launch options (--ro-bind, --no-overlay) and
  * the caller's environment (a secret the restarted daemon's own environment
  * holds a different value of), exactly as if nothing had happened. The
@@ -679,7 +678,7 @@ TF_WORLD_TEST_ENV(launch_request_lifetime, "TASKFERRY_MAX_CONCURRENT_TASKS=1") {
 }
 END_TEST
 
-/* FIFO by dispatch time across a restart (lifecycle.md §5; issue 6 item 5):
+/* FIFO by dispatch time across a restart:
  * with a cap of 1, B and C queued behind A when the daemon is killed; A
  * finishes while no daemon runs; D is dispatched by the call that starts the
  * next daemon. They run A, B, C, D. */
@@ -747,7 +746,7 @@ static bool dir_has_prefix(const char *dir, const char *prefix) {
 }
 
 /* kill -9 of the daemon while its settlement job extracts a changeset of
- * many files (issue 6 item 5, "Faults"): the job and everything it forked
+ * many files: the job and everything it forked
  * (git) die with the daemon, so nothing writes the scratch dir or the patch
  * after it; the next daemon re-settles from exit.json and the changeset is
  * exact, with no changesetError. */

@@ -1,5 +1,4 @@
-/* The env file through the real daemon (spec sandbox-changeset-env.md §7.1,
- * §7.3; issue 8 item 5 and its acceptance): a bad file refuses the start
+/* The env file through the real daemon: a bad file refuses the start
  * loudly; its values reach workers as the lowest layer (env file < daemon
  * env < caller env) without the plumbing names or the denylist; a rewrite
  * (temp + rename, or in place) reaches the next spawn without a restart,

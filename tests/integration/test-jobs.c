@@ -1,4 +1,4 @@
-/* Timer jobs end to end (issue 8 item 6; docs/taskferry-jobs.5.md): a real
+/* Timer jobs end to end (docs/taskferry-jobs.5.md): a real
  * daemon, real bwrap, overlayfs and git. `taskferry job run <name>` from a
  * minimal environment (what systemd gives taskferry-job@<name>.service:
  * `env -i` with HOME, PATH and the runtime dir) dispatches the job file's
@@ -402,7 +402,7 @@ START_TEST(list_shows_jobs_timers_and_last_task) {
         ck_assert(json_object_object_get_ex(x, "lastTask", NULL) && !json_get_string(x, "lastTask"));
         json_object_put(o);
 
-        /* TOON: the timer as the issue words it */
+        /* TOON: the timer column, "(no user manager)" here */
         r = minimal_cli("job list");
         ck_assert_int_eq(r.exit_code, 0);
         ck_assert_msg(strstr(r.out, "timer: (no user manager)"), "out: %s", r.out);

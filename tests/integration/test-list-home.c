@@ -1,8 +1,7 @@
 /* `taskferry list` and the workspace view (`taskferry` alone) through the
  * real daemon: acceptance scenarios L1 (empty list) and L2 (rows, order,
  * counts, the 30-row cap and its hint, --limit, --all, --directory), the
- * workspace view of protocol-cli.md §2.8, and the changeset column issue 7
- * item 8 adds to both (the wire row's changesetStatus, the CLI's changeset). */
+ * workspace view, and the changeset column of both (the wire row's changesetStatus, the CLI's changeset). */
 
 #include <check.h>
 

@@ -1,6 +1,6 @@
 /* The live views through the real daemon and CLI with fake workers:
- * acceptance-scenarios.md sections R (results, tail) and O (output dir), the
- * L parts about tail/output/context/doctor/init, and a hostile worker using
+ * the R scenarios (results, tail) and the O ones (output dir), the L parts
+ * about tail/output/context/doctor/init, and a hostile worker using
  * its own task socket to read what is not its own. Runs as whoever runs the
  * suite (root and an unprivileged user). */
 
@@ -115,7 +115,7 @@ TF_WORLD_TEST(results_and_tail_of_worker_streams) {
         json_object_put(f);
         free(narr);
 
-        /* §4.6: tail is the last text event, its last `chars` code points */
+        /* tail is the last text event, its last `chars` code points */
         const char *t6[] = {"tail", b, "--chars", "6", NULL};
         cli_out c = cli(w, NULL, false, t6);
         ck_assert_int_eq(c.rc, 0);

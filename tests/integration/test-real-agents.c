@@ -2,9 +2,8 @@
  * /opt/taskferry-test/agents), dispatched through taskferry with DEFAULT
  * settings — sandboxed, overlay on, no extra binds — against the scripted
  * model server of tests/fixtures/model-server on 127.0.0.1, with the user's
- * ordinary config made in the world's HOME (agents-rig.c). Issue 5,
- * acceptance "Real workers, default settings" and "Isolation of executor
- * homes":
+ * ordinary config made in the world's HOME (agents-rig.c): real workers with
+ * default settings, and executor homes isolated from the user's:
  *   answer → done, PONG, tokens and cost as scripted, a session id (OpenAI
  *            and Anthropic APIs);
  *   write_file → a pending changeset of exactly hello.txt = "hi\n"; accept
@@ -14,7 +13,7 @@
  *   slow → streamed to the end; hang → cancel settles cancelled with no
  *            process of the task left; hang with short watchdog timeouts →
  *            crashed with the stall / no-output reason within them, nothing
- *            of the task left (issue 7 item 2);
+ *            of the task left;
  *   --session-id of a settled task → the same session, the model sees the
  *            earlier turns;
  *   two concurrent tasks and a later one: what a worker writes into its

@@ -1,4 +1,4 @@
-/* Per-task resource limits (issue 8 item 1; taskferryd(8) "RESOURCE
+/* Per-task resource limits (taskferryd(8) "RESOURCE
  * LIMITS") where no systemd user manager runs — the integration tests' and
  * CI's host: the limits are validated, recorded on the task and capped for
  * a nested dispatch, the worker runs in its process group (no `unit`), and

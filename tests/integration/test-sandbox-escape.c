@@ -1,4 +1,4 @@
-/* The escape battery (issue "Sandbox v2"): a hostile worker tries to get out
+/* The escape battery of the sandbox: a hostile worker tries to get out
  * through its capabilities, the masks, the user's binds, file-shaped secrets,
  * host Unix sockets and the executor homes. Runs as whoever runs the suite:
  * tools/test runs it as root and again as an unprivileged user. */
@@ -162,7 +162,8 @@ START_TEST(preflight_binary) {
         const char *se = strempty(tf_jstr(st, "spawnError"));
         ck_assert_msg(strstr(se, "pi not found on PATH") && strstr(se, "/usr/local/bin:/usr/bin:/bin"), "%s", se);
         /* no worker ran: no pending changeset that `diff`/`accept` cannot find,
-         * and no overlay left behind (lifecycle.md §1.3 "no changes") */
+         * and no overlay left behind: a task that crashed before its worker spawned
+         * has no changes */
         ck_assert_str_eq(tf_jstr(st, "changesetStatus"), "accepted");
         json_object_put(st);
         _cleanup_free_ char *left = tf_shf(w, NULL, "ls %s/overlays 2>/dev/null | grep -c %s || true", w->state, id);

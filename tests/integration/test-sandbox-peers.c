@@ -1,6 +1,6 @@
-/* What a worker can do to the daemon from inside its sandbox (DESIGN.md: a
- * peer inside a task sandbox cannot accept, reject or cancel tasks it did not
- * start; spec sandbox-changeset-env.md §11 D2), and which dispatch
+/* What a worker can do to the daemon from inside its sandbox (a peer inside a
+ * task sandbox cannot accept, reject or cancel tasks it did not start, though
+ * the runtime dir is visible to it), and which dispatch
  * directories are refused because they would unmask what every sandbox hides. */
 
 #include <check.h>
@@ -233,7 +233,7 @@ TF_WORLD_TEST(host_service_sockets_are_hidden) {
 }
 END_TEST
 
-/* ---- floods from inside a sandbox (issue 5 item 6) ---- */
+/* ---- floods from inside a sandbox ---- */
 
 /* How long a request may take before the test calls it hung. Not a timing
  * assertion: an answer takes milliseconds; a starved daemon never answers. */
@@ -371,7 +371,7 @@ START_TEST(worker_opening_connections_starves_nothing) {
 }
 END_TEST
 
-/* ---- out of file descriptors (issue 5 item 6) ---- */
+/* ---- out of file descriptors ---- */
 
 /* The highest fd number open in pid; *count: how many are open. */
 static unsigned daemon_max_fd(pid_t pid, unsigned *count) {
@@ -530,7 +530,7 @@ START_TEST(workers_get_the_users_fd_limit) {
 }
 END_TEST
 
-/* ---- nested dispatch stays inside the caller's view (issue 5 item 7) ---- */
+/* ---- nested dispatch stays inside the caller's view ---- */
 
 static size_t count_tasks(tf_world *w) {
         json_object *f = answered(w, "task.list", "{}");

@@ -1,5 +1,5 @@
-/* The scheduler through the real daemon (spec lifecycle.md §5, acceptance
- * scenarios D7, D8, D10; issue 7 items 1 and 3): the global cap, the launch
+/* The scheduler through the real daemon (scenarios D7, D8, D10): the global
+ * cap, the launch
  * window, the lower-dir stagger, per-provider limits, round-robin between
  * providers with FIFO within each, the queue position in task.status, and
  * provider cooldowns after a rate limit that said when to retry.
@@ -297,7 +297,7 @@ TF_WORLD_TEST_ENV(cancel_while_queued, "TASKFERRY_DISABLE_SANDBOX=1", "TASKFERRY
 }
 END_TEST
 
-/* ---- provider cooldown (issue 7 item 3) ---- */
+/* ---- provider cooldown after a rate limit ---- */
 
 static char *dispatch_rate_limited(tf_world *w, const char *model, const char *retry_after) {
         char *p = strdup_printf("echo 'HTTP/1.1 429 Too Many Requests' >&2; echo 'Retry-After: %s' >&2; exit 1", retry_after);

@@ -1,4 +1,4 @@
-/* Kill -9 soak (issue 6, acceptance): N dispatches into one repository,
+/* Kill -9 soak: N dispatches into one repository,
  * each worker editing its own file, the daemon killed (SIGKILL) at random
  * points — right after a dispatch (spawn), while workers run, while they
  * settle (extraction), during accepts — and started again by the next CLI

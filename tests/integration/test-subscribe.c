@@ -1,8 +1,7 @@
 /* event.subscribe, task.state / task.activity events and taskferry watch
- * through the real daemon and CLI with fake workers (spec protocol-cli.md
- * §1.9, §2.9; lifecycle.md §1.7, §8.1; acceptance-scenarios.md P13, P14 and
- * the subscription lifecycle and watch scenarios the spec's P12/P15 slots
- * cover: registration before the response, no replay, watch --task-id), the
+ * through the real daemon and CLI with fake workers (scenarios P13, P14 and
+ * the subscription lifecycle and watch scenarios of P12/P15: registration
+ * before the response, no replay, watch --task-id), the
  * activity summary of section A (summary --mode activity; the summaries
  * preflight), and the attacker cases: a worker subscribing through its own
  * task socket, and a subscriber that never reads. */
@@ -293,7 +292,7 @@ TF_WORLD_TEST_ENV(watch_task_id_exits_when_the_task_settles, "TASKFERRY_DISABLE_
         ck_assert(json_object_object_get_ex(o, "sequence", NULL) || !tf_jstr(o, "previousStatus"));
         json_object_put(o);
         tf_run_done(&r);
-        /* usage errors of §2.3 */
+        /* usage errors of watch's flags: exit 2 */
         const char *bad1[] = {"watch", "--flush-interval", "5s", NULL};
         r = tf_cli(w, NULL, NULL, bad1);
         ck_assert_int_eq(r.exit_code, 2);
@@ -409,8 +408,7 @@ START_TEST(summaries_need_the_model_listed) {
 }
 END_TEST
 
-/* Each subscriber gets the activity variant of its summaries flag
- * (§1.9): with TASKFERRY_ACTIVITY_SUMMARIES on and a summaries subscriber,
+/* Each subscriber gets the activity variant of its summaries flag: with TASKFERRY_ACTIVITY_SUMMARIES on and a summaries subscriber,
  * the "true" variant is the model-backed one; here the summary worker (an
  * `opencode` that prints nothing) gives no text, so it is reported failed
  * (summaryFailed, summaryError), and `watch --summaries` prints it as
@@ -463,7 +461,7 @@ TF_WORLD_TEST_ENV(activity_variants_follow_the_summaries_flag, "TASKFERRY_DISABL
 }
 END_TEST
 
-/* The model-backed activity summary (lifecycle.md §8.1 "Summarize path"):
+/* The model-backed activity summary:
  * a summaries subscriber gets, after the local event, a task.activity event
  * whose text is the result message of an internal report summary of the
  * task (summary.c, the fake `opencode` standing in for the model); a plain

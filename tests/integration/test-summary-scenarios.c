@@ -1,5 +1,4 @@
-/* Report summaries (spec lifecycle.md §8.2, §2.3; acceptance-scenarios.md
- * A5) through the CLI and the real daemon: the internal OpenCode task with
+/* Report summaries (scenario A5) through the CLI and the real daemon: the internal OpenCode task with
  * --pure and the private snapshot attachment, the reply, empty narration,
  * the summary model check, continuity (session + delta) across summaries of
  * one task, and what a worker may summarize. The fake `opencode`
@@ -117,7 +116,7 @@ START_TEST(report_summary_spawn_and_continuity) {
         char *msg = tf_task_message(w, sid);
         ck_assert_str_eq(msg, "Blocked on nothing; next it commits.");
 
-        /* argv: §2.3's summary line, the snapshot by path only */
+        /* argv: OpenCode's argv for a summary, the snapshot by path only */
         char *snap_path = strdup_printf("%s/summaries/%s.json", w->state, sid);
         char *want = strdup_printf("opencode\nrun\n--dir\n%s/summaries\n--pure\n--format\njson\n-m\nopencode/mimo-v2.5-free\n"
                                    "-f\n%s\n--\n",

@@ -1,11 +1,11 @@
 /* Watchdogs and failure classification through the real daemon, the real
  * shim and the real sandbox, with fake workers (tests/fixtures/bin: the
  * `opencode`/`pi` fakes run FAKE_SCRIPT): every scenario of
- * acceptance-scenarios.md §2.3 (W1–W11) under the fast watchdog env W, plus
- * lifecycle.md §6.2's rules on what counts as output (one byte per tick keeps
- * a worker alive; silence after the first event is a stall), a re-adopted
- * task keeping its watchdog, and issue 7 item 9 (a silent shell task that
- * exits 0 is complete). */
+ * the watchdog scenarios (W1–W11) under the fast watchdog env W, plus the
+ * rules on what counts as output (one byte per tick keeps a worker alive;
+ * silence after the first event is a stall), a re-adopted task keeping its
+ * watchdog, and completeness by executor (a silent shell task that exits 0
+ * is complete). */
 
 #include <check.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include "string-util.h"
 #include "time-util.h"
 
-/* the fast watchdog env `W` of acceptance-scenarios.md §0 */
+/* the fast watchdog env `W`: a 50 ms poll and timeouts of a second or so */
 #define W_ENV                                                                                        \
         (char *) "TASKFERRY_WATCHDOG_POLL_MS=50", (char *) "TASKFERRY_NO_OUTPUT_TIMEOUT_MS=500",     \
                 (char *) "TASKFERRY_POST_OUTPUT_NO_OUTPUT_TIMEOUT_MS=1500",                         \
@@ -43,7 +43,7 @@ static tf_world *world(const char *extra) {
 
 /* Tier T0 (no sandbox): the worker is the process group leader, not bwrap.
  * Under bwrap the SIGTERM to the group ends bwrap itself, and with it the
- * whole sandbox (lifecycle.md §7.1): a worker's TERM trap never decides. */
+ * whole sandbox: a worker's TERM trap never decides. */
 static tf_world *world_t0(const char *extra) {
         char *env[] = {W_ENV, (char *) "TASKFERRY_DISABLE_SANDBOX=1", (char *) extra, NULL};
         return tf_world_new(env);
@@ -261,7 +261,7 @@ END_TEST
 START_TEST(w8_unknown_structured_error) {
         static const char *const executors[] = {"opencode", "pi"};
         /* pi's own error: agent_end with stopReason "error", normalized
-         * to error.name "pi_error" (lifecycle.md §3.4), hence pi_pi_error */
+         * to error.name "pi_error" by the pi normalizer, hence pi_pi_error */
         static const char *const reasons[] = {"opencode_unknownerror", "pi_pi_error"};
         static const char *const events[] = {
                 "{\"type\":\"error\",\"error\":{\"name\":\"UnknownError\",\"data\":"
@@ -398,7 +398,7 @@ START_TEST(w11_stall_after_stop_is_done) {
 }
 END_TEST
 
-/* ---- what counts as output (lifecycle.md §6.2 step 4) ---- */
+/* ---- what counts as output: any new byte of the log ---- */
 
 /* Any new byte of the log is activity, JSON or not, complete line or not:
  * a worker that writes one byte to stderr (which reaches the log raw; a
@@ -446,7 +446,7 @@ START_TEST(readopted_task_has_a_watchdog) {
 }
 END_TEST
 
-/* ---- issue 7 item 9: completeness by executor ---- */
+/* ---- completeness by executor ---- */
 
 START_TEST(shell_silent_success_is_complete) {
         tf_world *w = world("TASKFERRY_NO_OUTPUT_TIMEOUT_MS=60000");
@@ -460,7 +460,7 @@ START_TEST(shell_silent_success_is_complete) {
         ck_assert_ptr_null(tf_jstr(res, "next"));
         json_object_put(res);
         free(id);
-        /* pi and OpenCode keep §4.5: a clean exit without a message is incomplete */
+        /* pi and OpenCode: a clean exit without a message is incomplete */
         char *oc = dispatch(w, "opencode", "exit 0");
         st = tf_wait_settled(w, oc);
         assert_settled(st, "done", NULL, NULL);

@@ -63,7 +63,7 @@ START_TEST(replay_fixture) {
 
         /* status --full shows the resolved variant: the default "highest" is
          * pi's highest thinking level (xhigh for pi 0.73.1, never "max");
-         * opencode without a variants cache gets no flag (issue 5 item 3) */
+         * opencode without a variants cache gets no flag */
         json_object *full = tf_status_full(w, id);
         if (streq(c->executor, "pi"))
                 ck_assert_str_eq(strempty(tf_jstr(full, "variant")), "xhigh");

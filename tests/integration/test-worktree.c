@@ -1,5 +1,4 @@
-/* Git worktrees (spec sandbox-changeset-env.md §3; issue "Sandbox v2" item
- * 10): a worker in a linked worktree can git add and git commit inside its
+/* Git worktrees: a worker in a linked worktree can git add and git commit inside its
  * sandbox; those writes land in an overlay of the common dir, never in the
  * real gitdir; the main checkout's HEAD, index and config are never
  * writable; the changeset is the working-tree change, and accept lands it in

@@ -741,7 +741,7 @@ START_TEST(test_preexisting_ignored_stays_out) {
 END_TEST
 
 /* ------------------------------------------------------------------------ */
-/* paths left out of the changeset (issue 5 items 11 and 13) */
+/* paths left out of the changeset (names git refuses, bare-repository parts) */
 
 /* The warning that names path (C-quoted as the warnings quote it), or NULL. */
 static const char *warning_for(char **warnings, const char *quoted_path) {
@@ -1070,9 +1070,9 @@ START_TEST(test_apply_refuses_to_complete_a_repository) {
 END_TEST
 
 /* ------------------------------------------------------------------------ */
-/* the base snapshot (issue 6 item 4) */
+/* the base snapshot: the tree as the worker found it */
 
-/* The repository of the issue's "Why": a.txt, dir/old.txt, plus 40 lines to edit at both ends. */
+/* The repository of the data-loss case: a.txt, dir/old.txt, plus 40 lines to edit at both ends. */
 static int make_issue_repo(fixture *f) {
         return sh("set -e; cd '%s'; " GIT " init -q .; printf 'one\\n' > a.txt; mkdir dir; printf 'old\\n' > dir/old.txt; "
                   "seq 1 40 > lines.txt; printf 'b\\n' > b.txt; " GIT " add -A; " GIT " commit -qm init",
@@ -1083,7 +1083,7 @@ static char *head_of(const char *dir) {
         return capture("git -C '%s' rev-parse HEAD", dir);
 }
 
-/* The issue's data loss: the user edits while the worker runs. With the
+/* The data loss a base prevents: the user edits while the worker runs. With the
  * base, the user's edits are not the worker "undoing" them: a.txt merges,
  * dir/new.txt (never seen by the worker) is absent from the diff, and the
  * worker's deletion of dir/old.txt, which the user changed, is a conflict
@@ -1374,7 +1374,7 @@ START_TEST(test_file_max_setting) {
 END_TEST
 
 /* ------------------------------------------------------------------------ */
-/* a crash during the accept's write-out (issue 6 item 5) */
+/* a crash during the accept's write-out */
 
 /* The tree's entries but .git (path, type, mode, size, link target) and the
  * content hashes of its files, one string. */

@@ -1,5 +1,5 @@
 /* config.c: config.json's table, loading and validation, and the precedence
- * helpers (spec protocol-cli.md §3.2, §3.3). */
+ * helpers (env > config > default). */
 
 #include <check.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
-/* Executors: the table, worker argv (spec lifecycle.md §2.3, §2.4) and the
- * stdout normalizers (§3), checked against the recorded real pi/opencode
+/* Executors: the table, worker argv (OpenCode's and pi's) and the
+ * stdout normalizers, checked against the recorded real pi/opencode
  * streams in tests/fixtures/real/. */
 
 #include <check.h>
@@ -116,7 +116,7 @@ END_TEST
 
 /* ---- argv ---- */
 
-/* A report summary (lifecycle.md §2.3): --pure, the snapshot attached, the
+/* A report summary: --pure, the snapshot attached, the
  * instruction on argv (never the prompt file), never --auto or --variant. */
 START_TEST(test_opencode_argv_summary) {
         executor_launch l = {.model = "opencode/mimo-v2.5-free", .variant = "high", .directory = "/s/summaries",
@@ -176,8 +176,7 @@ START_TEST(test_pi_argv_provider_split) {
 END_TEST
 
 /* pi 0.73.1 refuses "max" (a warning on every run, level ignored): "highest"
- * and "max" become its highest level, xhigh; real levels pass verbatim
- * (issue 5 item 3). */
+ * and "max" become its highest level, xhigh; real levels pass verbatim. */
 START_TEST(test_pi_argv_thinking_levels) {
         const char *cases[][2] = { { "highest", "xhigh" }, { "max", "xhigh" }, { "xhigh", "xhigh" }, { "high", "high" },
                                    { "medium", "medium" }, { "low", "low" }, { "minimal", "minimal" }, { "off", "off" } };
@@ -365,7 +364,7 @@ START_TEST(test_pi_real_hang_slow_resume) {
 }
 END_TEST
 
-/* ---- pi normalizer: spec §3.4 examples and edge cases ---- */
+/* ---- pi normalizer: pi events to the canonical shapes, and edge cases ---- */
 
 START_TEST(test_pi_spec_examples) {
         _cleanup_strv_free_ char **out = normalize_str(

@@ -1,9 +1,9 @@
-/* Log reading: result parsing (spec lifecycle.md §4.2–§4.3), the failure
- * classifier (§6.3) and boot-failure detection (§4.4 step 5), over logs
+/* Log reading: result parsing (the log pass, message vs narration), the
+ * failure classifier and boot-failure detection, over logs
  * written the way the shim writes them: the worker's stdout through the
  * executor normalizer, then its stderr appended raw. Real recorded streams
  * (tests/fixtures/real) and the spec's synthetic OC-x and PI-x streams
- * (tests/fixtures/synthetic, acceptance-scenarios.md §3). */
+ * (tests/fixtures/synthetic). */
 
 #include <check.h>
 #include <fcntl.h>
@@ -99,7 +99,8 @@ static char *write_fixture_log(const char *exec_id, const char *prefix, int *ret
         return write_log(exec_id, out, strlen(out), err, strlen(err));
 }
 
-/* ---- settlement, as spec lifecycle.md §4.4 orders it ---- */
+/* ---- settlement: trailing classification, status, boot failure, crash
+ * recovery, completeness, in that order ---- */
 
 typedef struct outcome {
         const char *status; /* "done" | "crashed" */
@@ -283,7 +284,7 @@ START_TEST(test_real_fixtures_all_covered) {
 END_TEST
 
 
-/* ---- synthetic OC-* / PI-* (acceptance-scenarios.md §3) ---- */
+/* ---- synthetic OC-* / PI-* ---- */
 
 /* A synthetic fixture and its verdict (check_verdict's status, reason,
  * detail) and, where set, its summary's message, narration, tokens, cost
@@ -366,7 +367,7 @@ static char *variant_log(const char *exec_id, const char *prefix, const char *fr
 
 START_TEST(test_real_opencode_error_details) {
         /* The real opencode error event has no top-level message: the detail is
-         * error.data.message, never the serialized event (issue 5 item 4). */
+         * error.data.message, never the serialized event. */
         const char *names[] = { "opencode-rate_limit", "opencode-auth", "opencode-auth_anthropic" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 _cleanup_free_ char *prefix = strdup_printf(REAL "%s", names[i]);
@@ -477,7 +478,7 @@ START_TEST(test_classifier_patterns) {
         assert_bucket("Authentication failed", "authentication_failed");
         assert_bucket("HTTP status:401", "authentication_failed");
         assert_bucket("No API key found for openai.", "authentication_failed");
-        /* issue 5 item 4: what the real pi and OpenCode report */
+        /* what the real pi and OpenCode report */
         assert_bucket("401 Incorrect API key provided (mockllm).", "authentication_failed");
         assert_bucket("{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"x\"}}",
                       "authentication_failed");
@@ -725,7 +726,7 @@ START_TEST(test_boot_failure_large) {
 }
 END_TEST
 
-/* ---- summaries (§4.2, §4.3) ---- */
+/* ---- summaries: the log pass, message vs narration ---- */
 
 static void summarize_str(const char *log_text, const char *initial, log_summary *s) {
         _cleanup_free_ char *path = write_raw(log_text, strlen(log_text));
@@ -883,7 +884,7 @@ END_TEST
 
 /* ---- golden outputs on big logs ----
  * The figures below were produced by main's logparse (fbdc228, before the
- * speed work of issue 6): the faster reader must give byte-identical results
+ * speed work): the faster reader must give byte-identical results
  * on a big realistic log (every recorded stream, normalized, in rounds with
  * their own ids: thousands of messages) and on the bench's single-message
  * pi-delta log. Texts are compared by length and FNV-1a 64. */

@@ -1,4 +1,5 @@
-/* paths.c: resolution order of spec protocol-cli.md §3.1. */
+/* paths.c: the resolution order of each path (its env variable, empty counting
+ * as unset, then the XDG default), as paths.h states it. */
 
 #include <check.h>
 #include <stdlib.h>

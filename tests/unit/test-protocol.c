@@ -1,5 +1,5 @@
-/* protocol.c: envelopes, validation order and param specs (spec
- * protocol-cli.md §1.2–§1.8, §1.10). */
+/* protocol.c: envelopes, validation order, param specs, result shapes, error
+ * frames and the client's frame checks. */
 
 #include <check.h>
 
@@ -85,7 +85,7 @@ START_TEST(validation_order_and_codes) {
                          "task.stats, task.result, task.tail, task.summary, task.advisor, task.context, task.accept, "
                          "task.reject, task.output, event.subscribe");
         json_object_put(e);
-        /* the help is the one list: all 16 of §1.6, served or not yet */
+        /* the help is the one list: all 16 methods, served or not yet */
         e = refused_with("{\"version\":1,\"id\":\"x\",\"method\":\"task.bogus\",\"params\":{}}", "UNKNOWN_METHOD");
         _cleanup_free_ char *want = strdup("Use one of: ");
         size_t n_methods = 0;
@@ -100,7 +100,7 @@ START_TEST(validation_order_and_codes) {
         ck_assert(!proto_method_served("task.bogus"));
         ck_assert(!proto_method_served(NULL));
         json_object_put(e);
-        /* event.subscribe: all === true, or a directory, or a taskId (§1.6) */
+        /* event.subscribe: all === true, or a directory, or a taskId */
         static const char *const bad_sub[] = {"{}", "{\"all\":false}", "{\"summaries\":true}", "{\"all\":null}",
                                              "{\"directory\":\"rel\"}", "{\"taskId\":\"\"}", "{\"internal\":true}",
                                              "{\"all\":true,\"role\":\"x\"}"};
@@ -135,7 +135,7 @@ START_TEST(validation_order_and_codes) {
 }
 END_TEST
 
-/* The views' params (§1.6): chars is 1..131072, a path holding NUL is no
+/* The views' params: chars is 1..131072, a path holding NUL is no
  * string a C reader could open, context needs an absolute directory, stats
  * takes nothing. */
 START_TEST(view_params_refused) {
@@ -204,7 +204,7 @@ START_TEST(client_frame_classification) {
                 { "{\"version\":1,\"ok\":true,\"id\":7,\"result\":{}}", PROTO_FRAME_INVALID },
                 { "{\"version\":1,\"ok\":\"true\",\"id\":\"a\",\"result\":{}}", PROTO_FRAME_INVALID },
                 { "{\"version\":1,\"id\":\"a\",\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"}}", PROTO_FRAME_INVALID },
-                /* an id-null error frame kills the connection (§1.10) */
+                /* an id-null error frame kills the connection */
                 { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":\"d\"},\"id\":null}", PROTO_FRAME_INVALID },
                 { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\"},\"id\":\"a\"}", PROTO_FRAME_INVALID },
                 { "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"C\",\"message\":\"m\",\"help\":\"h\",\"detail\":1},\"id\":\"a\"}", PROTO_FRAME_INVALID },

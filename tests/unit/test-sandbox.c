@@ -1,5 +1,5 @@
 /* sandbox_build_argv: the exact bwrap argument list for each overlay method
- * (sandbox.h; spec sandbox-changeset-env.md §1.1 with DESIGN.md's changes). */
+ * (sandbox.h), in its exact order. */
 
 #include <check.h>
 #include <stdlib.h>

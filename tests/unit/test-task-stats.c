@@ -1,4 +1,4 @@
-/* doctor --stats aggregation (task-stats.h, spec lifecycle.md §8.4). */
+/* doctor --stats aggregation (task-stats.h). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-/* workspace.c: the git-free workspace root (spec protocol-cli.md §1.9,
- * lifecycle.md §7.4) against real git repositories, each case checked against
- * both the path it must be and what the spec's git formula says
+/* workspace.c: the git-free workspace root (the root subscriptions and list
+ * filters use) against real git repositories, each case checked against
+ * both the path it must be and what git's own formula says
  * (dirname(realpath(git rev-parse --git-common-dir)), --show-toplevel in a
  * submodule). */
 #include <check.h>

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# 20-scope: every worker in its own transient scope unit (issue 8 item 1;
-# taskferryd(8) "Resource limits"). Sourced by tests/e2e/run after its base
+# 20-scope: every worker in its own transient scope unit (taskferryd(8)
+# "Resource limits"). Sourced by tests/e2e/run after its base
 # steps, with its helpers in scope; starts and ends with taskferry.socket
 # active and taskferry.service stopped.
 

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The D-Bus API on the real user bus (issue 8 item 2; taskferryd(8) "D-BUS"):
+# The D-Bus API on the real user bus (taskferryd(8) "D-BUS"):
 # activation by the first busctl call, tree/introspect, a task's Status through
 # its transitions, TaskStateChanged/PropertiesChanged seen by a client,
 # ListTasks, CancelTask, nothing secret on the bus, and no bus in a sandbox.

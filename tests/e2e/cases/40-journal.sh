@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # $uid, $work, $repo, ...: the variables of tests/e2e/run
-# e2e case: journald reports (issue 8 item 3; src/daemon/journal.h, macro.h's
+# e2e case: journald reports (src/daemon/journal.h, macro.h's
 # log priorities). Sourced by tests/e2e/run after its base steps; starts and
 # ends with taskferry.socket active and taskferry.service stopped.
 

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # $uid, $work, $repo, ...: the variables of tests/e2e/run
-# e2e case: Type=notify fully (issue 8 item 4; src/daemon/notify.h): the
+# e2e case: Type=notify fully (src/daemon/notify.h): the
 # watchdog, STATUS= counts, and idle exit of the socket-activated daemon.
 # Sourced by tests/e2e/run after its base steps; starts and ends with
 # taskferry.socket active and taskferry.service stopped.

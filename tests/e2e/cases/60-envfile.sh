@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154,SC2016  # sourced by tests/e2e/run, which sets home, repo, uid, ...
-# The env file under a real user manager (issue 8 item 5; taskferryd(8)
+# The env file under a real user manager (taskferryd(8)
 # ENVIRONMENT FILE): TASKFERRY_ENV_FILE set in the manager's environment;
 # a 0644 file makes taskferry.service fail to start and the CLI says why; a
 # 0600 file's key reaches a worker whose dispatching CLI does not have it; a

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # $prefix, $home, $task_timeout, ...: set by tests/e2e/run
 # shellcheck disable=SC2016 # bash -c '...' scripts expand inside the container
-# 70-jobs: timer jobs (issue 8 item 6; taskferry-jobs(5)). Sourced by
+# 70-jobs: timer jobs (taskferry-jobs(5)). Sourced by
 # tests/e2e/run after its base steps, with its helpers in scope; starts and
 # ends with taskferry.socket active and taskferry.service stopped.
 #
@@ -141,7 +141,7 @@ ok "the timer dispatched $cred_task"
 expect_eq "$(unit_prop taskferry-job@cred.service Result)" success "taskferry-job@cred.service Result"
 out=$(job_settled "$cred_task")
 grep -qxF "status: done" <<<"$out" ||
-  die "the cred job's task is not done: its worker did not see DEMO_KEY=secret, which only the daemon's env file (config.json envFile) holds — is the env file loaded by this daemon (issue 8 item 5)?" \
+  die "the cred job's task is not done: its worker did not see DEMO_KEY=secret, which only the daemon's env file (config.json envFile) holds — is the env file loaded by this daemon?" \
     "$out" "$(as_user taskferry status "$cred_task" --full 2>&1 || true)"
 expect_line "$out" "status: done" "status of the cred job's task (the worker saw DEMO_KEY)"
 out=$(as_user taskferry diff "$cred_task" 2>&1) || die "taskferry diff $cred_task failed" "$out"
