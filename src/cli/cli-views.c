@@ -110,10 +110,12 @@ static json_object *isolation(bool checked, const char *path, int isolated, cons
         return o;
 }
 
-/* JSON with // and block comments dropped outside strings (opencode.jsonc). */
-static json_object *parse_jsonc(const char *text, size_t len, char **ret_error) {
+/* JSON with // and block comments dropped outside strings (opencode.jsonc),
+ * into *ret: 0, -EINVAL with *reason ("invalid JSON", whatever json-c's
+ * reason; the caller frees it), -ENOMEM (*reason NULL). */
+static int parse_jsonc(const char *text, size_t len, json_object **ret, char **reason) {
         _cleanup_free_ char *out = malloc(len + 1);
-        if (!out) return NULL;
+        if (!out) return -ENOMEM;
         size_t o = 0;
         for (size_t i = 0; i < len;) {
                 if (text[i] == '"') {
@@ -131,12 +133,11 @@ static json_object *parse_jsonc(const char *text, size_t len, char **ret_error) 
                 } else
                         out[o++] = text[i++];
         }
-        json_object *v = NULL;
-        if (json_parse_strict(out, o, &v) < 0) {
-                *ret_error = strdup("invalid JSON");
-                return NULL;
+        if (json_parse_strict(out, o, ret) < 0) {
+                *reason = strdup("invalid JSON");
+                return -EINVAL;
         }
-        return v;
+        return 0;
 }
 
 static bool array_has_string(json_object *a, const char *s) {
@@ -154,8 +155,8 @@ static json_object *check_opencode(const char *home) {
                 _cleanup_free_ char *data = NULL, *perr = NULL;
                 size_t len = 0;
                 if (!path || read_file(path, 16u << 20, &data, &len) < 0) continue;
-                _cleanup_json_ json_object *v = parse_jsonc(data, len, &perr);
-                if (!v) {
+                _cleanup_json_ json_object *v = NULL;
+                if (parse_jsonc(data, len, &v, &perr) < 0) {
                         _cleanup_free_ char *reason = strdup_printf("failed to parse: %s", perr ? perr : "out of memory");
                         return isolation(false, path, -1, reason);
                 }

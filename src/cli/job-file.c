@@ -377,7 +377,7 @@ static int parse_value(parser *p, json_object **ret) {
 }
 
 int job_toml_parse(const char *text, size_t len, json_object **ret_table, json_object **ret_lines,
-                   unsigned *ret_line, char **ret_msg) {
+                   unsigned *ret_line, char **reason) {
         parser p = { .s = text, .len = len, .line = 1 };
         _cleanup_json_ json_object *table = json_object_new_object(), *lines = json_object_new_object();
         int r = 0;
@@ -461,7 +461,7 @@ out:
         }
         if (r < 0) {
                 *ret_line = p.err_line;
-                *ret_msg = p.err_msg;
+                *reason = p.err_msg;
                 return -EINVAL;
         }
         *ret_table = TAKE_PTR(table);
@@ -532,7 +532,7 @@ static int expand_path(const char *v, const char *home, const char *base, char *
 }
 
 int job_spec_from_toml(json_object *table, json_object *lines, const char *home, const char *base_dir,
-                       job_spec *ret, unsigned *ret_line, char **ret_msg) {
+                       job_spec *ret, unsigned *ret_line, char **reason) {
         _cleanup_(job_spec_done) job_spec j = {};
         spec_error e = {};
         unsigned prompt_line = 0, prompt_file_line = 0;
@@ -644,7 +644,7 @@ out:
         }
         if (r < 0) {
                 *ret_line = e.line;
-                *ret_msg = e.msg;
+                *reason = e.msg;
                 return -EINVAL;
         }
         *ret = j;
@@ -653,9 +653,9 @@ out:
 }
 
 int job_spec_parse(const char *text, size_t len, const char *home, const char *base_dir, job_spec *ret,
-                   unsigned *ret_line, char **ret_msg) {
+                   unsigned *ret_line, char **reason) {
         _cleanup_json_ json_object *table = NULL, *lines = NULL;
-        int r = job_toml_parse(text, len, &table, &lines, ret_line, ret_msg);
+        int r = job_toml_parse(text, len, &table, &lines, ret_line, reason);
         if (r < 0) return r;
-        return job_spec_from_toml(table, lines, home, base_dir, ret, ret_line, ret_msg);
+        return job_spec_from_toml(table, lines, home, base_dir, ret, ret_line, reason);
 }

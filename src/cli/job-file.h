@@ -44,9 +44,11 @@ bool job_name_is_valid(const char *name);
  * and *ret_table: a new JSON object of key → value (string — with its exact
  * bytes —, boolean, or array of strings) in file order, and *ret_lines:
  * key → the 1-based line of its key (int). On a malformed text returns
- * -EINVAL with *ret_line (1-based) and *ret_msg (malloc'd) set; -ENOMEM. */
+ * -EINVAL with *ret_line (1-based) and *reason set (the sentence for the
+ * user, set exactly when the return is -EINVAL; the caller frees it);
+ * -ENOMEM. */
 int job_toml_parse(const char *text, size_t len, json_object **ret_table, json_object **ret_lines,
-                   unsigned *ret_line, char **ret_msg);
+                   unsigned *ret_line, char **reason);
 
 /* A parsed job. Strings are NUL-terminated; NULL: not set. */
 typedef struct job_spec {
@@ -69,10 +71,10 @@ void job_spec_done(job_spec *j);
  * non-empty strings, executor a known executor; rw_bind and ro_bind arrays
  * of absolute (or "~/") paths, [] meaning none; any other key is an error.
  * Returns 0; -EINVAL with *ret_line (0: no line, e.g. a missing key) and
- * *ret_msg set; -ENOMEM. */
+ * *reason set (as job_toml_parse); -ENOMEM. */
 int job_spec_from_toml(json_object *table, json_object *lines, const char *home, const char *base_dir,
-                       job_spec *ret, unsigned *ret_line, char **ret_msg);
+                       job_spec *ret, unsigned *ret_line, char **reason);
 
 /* job_toml_parse + job_spec_from_toml. */
 int job_spec_parse(const char *text, size_t len, const char *home, const char *base_dir, job_spec *ret,
-                   unsigned *ret_line, char **ret_msg);
+                   unsigned *ret_line, char **reason);

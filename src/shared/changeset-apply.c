@@ -38,10 +38,10 @@
 
 /* 3-way merge in a private index only. On success writes the rebased patch
  * (live contents -> merged result) to rebased_path and returns 1, or returns 2
- * when the merge result equals the live contents; returns 0 (with *why set
+ * when the merge result equals the live contents; returns 0 (with *reason set
  * when there is something to say) when no clean merge exists; -errno on
  * other failures. */
-static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_path, char **why) {
+static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_path, char **reason) {
         _cleanup_strv_free_ char **paths = NULL, **ui = NULL;
         _cleanup_free_ char *err = NULL, *t0 = NULL, *t1 = NULL, *ap_err = NULL;
         run_result rr;
@@ -80,8 +80,8 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
                         bool conflicts = rr.out_len > 0;
                         run_result_done(&rr);
                         if (!applied || conflicts) {
-                                *why = strdup_printf("3-way merge %s%s%s", conflicts ? "has conflicts" : "failed",
-                                                     !isempty(ap_err) ? ": " : "", strempty(ap_err));
+                                *reason = strdup_printf("3-way merge %s%s%s", conflicts ? "has conflicts" : "failed",
+                                                        !isempty(ap_err) ? ": " : "", strempty(ap_err));
                                 return 0;
                         }
                         r = git_write_tree(g, g->work_tree, true, &t1, &err);
@@ -95,12 +95,12 @@ static int three_way_rebase(git_ctx *g, const char *patch, const char *rebased_p
                 return r < 0 ? r : 1;
         }
         if (r == -ENOMEM) return r;
-        *why = strdup_printf("3-way merge not possible: %s", err ? err : strerror(-r));
+        *reason = strdup_printf("3-way merge not possible: %s", err ? err : strerror(-r));
         return 0;
 }
 
 int stage_patch_paths(const git_ctx *g0, const char *index_name, const char *start_tree, const char *patch,
-                      char **ret, char **err) {
+                      char **ret, char **reason) {
         _cleanup_(git_ctx_done) git_ctx g = {};
         _cleanup_free_ char *index = git_ctx_scratch_path(g0, index_name);
         _cleanup_free_ char *spec = index ? strdup_printf("%s.spec", index) : NULL;
@@ -110,14 +110,14 @@ int stage_patch_paths(const git_ctx *g0, const char *index_name, const char *sta
         if (r < 0) return r;
         (void) unlink(g.index_file);
         _cleanup_strv_free_ char **paths = NULL, **literal = NULL, **indexed = NULL, **specs = NULL;
-        if ((r = patch_paths(&g, g.work_tree, patch, &paths, err)) < 0) return r;
-        if (start_tree && (r = git_read_tree(&g, "/", start_tree, "read-tree", err)) < 0) return r;
+        if ((r = patch_paths(&g, g.work_tree, patch, &paths, reason)) < 0) return r;
+        if (start_tree && (r = git_read_tree(&g, "/", start_tree, "read-tree", reason)) < 0) return r;
         for (size_t i = 0; paths && paths[i]; i++)
                 if ((r = strv_pushf(&literal, ":(literal)%s", paths[i])) < 0) return r;
         if (start_tree && literal) {
                 char *ls_prefix[] = {(char *) "ls-files", (char *) "-z", (char *) "--cached", NULL};
                 if ((r = git_batched(&g, g.work_tree, LIST_MAX, "ls-files", ls_prefix, literal, false, 1,
-                                     git_collect_nul_paths, &indexed, err)) < 0)
+                                     git_collect_nul_paths, &indexed, reason)) < 0)
                         return r;
         }
         _cleanup_close_ int dfd = open(g.work_tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -136,9 +136,9 @@ int stage_patch_paths(const git_ctx *g0, const char *index_name, const char *sta
                 char *add_args[] = {(char *) "add", (char *) "-A", (char *) "-f", (char *) "--ignore-errors",
                                     (char *) "--no-warn-embedded-repo", (char *) "--pathspec-file-nul", pf, NULL};
                 _cleanup_free_ char *add_err = NULL;
-                if ((r = git_add_tolerant(&g, g.work_tree, add_args, "add -A (live paths)", &add_err, err)) < 0) return r;
+                if ((r = git_add_tolerant(&g, g.work_tree, add_args, "add -A (live paths)", &add_err, reason)) < 0) return r;
         }
-        r = git_line(&g, "/", err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, ret);
+        r = git_line(&g, "/", reason, "write-tree", (char *[]) {(char *) "write-tree", NULL}, ret);
         (void) unlink(g.index_file);
         return r;
 }

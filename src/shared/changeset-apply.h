@@ -1,7 +1,7 @@
 #pragma once
 /* Apply a patch to the live directory, never leaving it half applied
  * (changeset_apply() of changeset.h), and the steps the 3-way accept shares
- * with it. Errors are -errno; *reason (or *err) is the sentence for the
+ * with it. Errors are -errno; *reason is the sentence for the
  * user. */
 
 #include <stdbool.h>
@@ -12,9 +12,9 @@
  * index (<dir of g->index_file>/<index_name>) over start_tree (NULL: an
  * empty index), as a tree in *ret. Only paths the live tree has (no
  * symlink followed) or the index holds are named, so no pathspec fails.
- * 0, or -errno (*err set). */
+ * 0, or -errno (*reason set). */
 int stage_patch_paths(const git_ctx *g0, const char *index_name, const char *start_tree, const char *patch,
-                      char **ret, char **err);
+                      char **ret, char **reason);
 
 /* The live directory and the patch of an apply, resolved: 1 with both in
  * *ret_dir and *ret_patch, 0 when the patch is empty (an empty changeset:

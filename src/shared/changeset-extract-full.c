@@ -47,8 +47,8 @@
 #include "strv.h"
 
 /* Phase B: the merged view, in the index phase A left. */
-static int merged_view_tree(view_child *c, char **ret_tree, char **err) {
-        int r = view_mount_overlay(c->a, err);
+static int merged_view_tree(view_child *c, char **ret_tree, char **reason) {
+        int r = view_mount_overlay(c->a, reason);
         if (r < 0) return r;
         /* New view: the earlier hides are covered by the overlay. */
         strv_free(c->hidden);
@@ -56,8 +56,8 @@ static int merged_view_tree(view_child *c, char **ret_tree, char **err) {
         free(c->g->alternates);
         c->g->alternates = NULL;
         if ((r = git_ctx_build_env(c->g)) < 0) return r;
-        if ((r = add_all_flattened(c, "merged view", err)) < 0) return r;
-        return git_write_tree(c->g, c->a->directory, true, ret_tree, err);
+        if ((r = add_all_flattened(c, "merged view", reason)) < 0) return r;
+        return git_write_tree(c->g, c->a->directory, true, ret_tree, reason);
 }
 
 static _Noreturn void full_child_main(void *userdata, int out_fd) {
@@ -80,24 +80,24 @@ static _Noreturn void full_child_main(void *userdata, int out_fd) {
         view_child_reply(out_fd, r, trees, &c->w, err);
 }
 
-int extract_full(const changeset_extract_args *a, char **err) {
+int extract_full(const changeset_extract_args *a, char **reason) {
         if (!a || isempty(a->directory) || isempty(a->upper) || isempty(a->work) || isempty(a->scratch_dir) ||
             isempty(a->patch_path) || a->directory[0] != '/') {
-                *err = strdup("invalid arguments");
+                *reason = strdup("invalid arguments");
                 return -EINVAL;
         }
         if (a->pre_head && !cs_is_oid(a->pre_head)) {
-                *err = strdup("the pre-dispatch HEAD is not an object id");
+                *reason = strdup("the pre-dispatch HEAD is not an object id");
                 return -EINVAL;
         }
         _cleanup_free_ char *dir = NULL, *scratch = NULL;
-        int r = extract_resolve(a, &dir, &scratch, err);
+        int r = extract_resolve(a, &dir, &scratch, reason);
         if (r < 0) return r;
 
         _cleanup_(repo_info_done) repo_info ri = {};
         r = repo_info_gather(dir, &ri);
         if (r < 0) {
-                *err = strdup_printf("cannot run git: %s", strerror(-r));
+                *reason = strdup_printf("cannot run git: %s", strerror(-r));
                 return r;
         }
         _cleanup_free_ char *base = NULL, *objects = NULL, *empty_dir = NULL, *empty_file = NULL;
@@ -106,7 +106,7 @@ int extract_full(const changeset_extract_args *a, char **err) {
         _cleanup_(git_ctx_done) git_ctx g = {};
         scratch_repo o = {.work_tree = dir, .objects = objects, .excludes = strempty(ri.excludes),
                           .excludes_len = strlen(strempty(ri.excludes))};
-        if ((r = git_ctx_scratch(&g, scratch, &o, err)) < 0 || (r = hiders_create(scratch, &empty_dir, &empty_file, err)) < 0)
+        if ((r = git_ctx_scratch(&g, scratch, &o, reason)) < 0 || (r = hiders_create(scratch, &empty_dir, &empty_file, reason)) < 0)
                 return r;
 
         /* The child works on the canonical D. */
@@ -116,18 +116,18 @@ int extract_full(const changeset_extract_args *a, char **err) {
                         .host_fd = -1};
         _cleanup_free_ char *reply = NULL;
         size_t reply_len = 0;
-        r = view_child_run("changeset-extract", "the extraction process", full_child_main, &c, &reply, &reply_len, err);
+        r = view_child_run("changeset-extract", "the extraction process", full_child_main, &c, &reply, &reply_len, reason);
         if (r < 0) return r;
         char before[80] = "", after[80] = "";
         size_t child_total = 0;
         char *nl = strchr(reply, '\n');
         if (!nl || sscanf(reply + 1, "%79s %79s %zu", before, after, &child_total) != 3 || !cs_is_oid(before) ||
             !cs_is_oid(after)) {
-                *err = strdup("the extraction process returned no trees");
+                *reason = strdup("the extraction process returned no trees");
                 return -EIO;
         }
         /* The child's warnings, then ours. */
         _cleanup_(warnings_done) warnings w = {};
         if ((r = warnings_add_reply(&w, nl + 1, reply + reply_len, child_total)) < 0) return r;
-        return extract_finish(a, &g, dir, ri.hooks_rel, before, after, sizeof after, &w, NULL, err);
+        return extract_finish(a, &g, dir, ri.hooks_rel, before, after, sizeof after, &w, NULL, reason);
 }

@@ -8,5 +8,5 @@
 
 /* Extraction without a base: the whole tree of D in the host view against
  * the merged view (see the top of changeset-extract-full.c). 1 non-empty
- * patch, 0 empty, -errno (*err set). */
-int extract_full(const changeset_extract_args *a, char **err);
+ * patch, 0 empty, -errno (*reason set). */
+int extract_full(const changeset_extract_args *a, char **reason);

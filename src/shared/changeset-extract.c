@@ -197,7 +197,7 @@ typedef struct touched_child {
 
 /* Hide every .git in the merged view that lies in a directory above a touched
  * path (a pre-existing nested repository, a submodule) or that the worker made. */
-static int hide_touched_nested(touched_child *tc, char **err) {
+static int hide_touched_nested(touched_child *tc, char **reason) {
         view_child *c = &tc->c;
         char **lists[] = {tc->t->rm, tc->t->add};
         int r = 0;
@@ -207,7 +207,7 @@ static int hide_touched_nested(touched_child *tc, char **err) {
                         if (startswith(p, ":(literal)")) p += strlen(":(literal)");
                         for (const char *sl = p; r >= 0 && (sl = strchr(sl, '/')); sl++) {
                                 _cleanup_free_ char *anc = strndup(p, (size_t) (sl - p + 1));
-                                r = anc ? hide_nested_git(c, anc, err) : -ENOMEM;
+                                r = anc ? hide_nested_git(c, anc, reason) : -ENOMEM;
                         }
                 }
         for (size_t i = 0; r >= 0 && tc->t->dotgit && tc->t->dotgit[i]; i++) {
@@ -216,12 +216,12 @@ static int hide_touched_nested(touched_child *tc, char **err) {
                 char *sl = strrchr(parent, '/');
                 if (sl) sl[1] = 0;
                 else parent[0] = 0;
-                if (*parent) r = hide_nested_git(c, parent, err);
+                if (*parent) r = hide_nested_git(c, parent, reason);
         }
         return r < 0 ? r : 0;
 }
 
-static int warn_refused_touched(touched_child *tc, const char *add_err, char **err) {
+static int warn_refused_touched(touched_child *tc, const char *add_err, char **reason) {
         view_child *c = &tc->c;
         _cleanup_strv_free_ char **specs = NULL, **refused = NULL;
         for (size_t i = 0; tc->t->add && tc->t->add[i]; i++)
@@ -235,10 +235,10 @@ static int warn_refused_touched(touched_child *tc, const char *add_err, char **e
                              (char *) "--no-ext-diff", (char *) "--", NULL};
         /* exclusions must go with every batch: one run (the list is the upper dir's, small) */
         int r = git_batched(c->g, c->a->directory, LIST_MAX, "ls-files -o", ls_prefix, specs, true, SIZE_MAX / 2,
-                            git_collect_lines, &refused, err);
+                            git_collect_lines, &refused, reason);
         if (r >= 0)
                 r = git_batched(c->g, c->a->directory, LIST_MAX, "diff-files", df_prefix, specs, true, SIZE_MAX / 2,
-                                git_collect_lines, &refused, err);
+                                git_collect_lines, &refused, reason);
         refused_list l = {.add_err = (char *) add_err};
         for (size_t i = 0; r >= 0 && refused && refused[i]; i++) {
                 if (i > 0 && strv_contains(refused + i + 1, refused[i])) continue;
@@ -258,13 +258,13 @@ static int collect_gitlinks(void *userdata, const run_result *rr) {
         return r;
 }
 
-static int touched_gitlinks(touched_child *tc, char ***ret, char **err) {
+static int touched_gitlinks(touched_child *tc, char ***ret, char **reason) {
         char *prefix[] = {(char *) "ls-files", (char *) "-s", (char *) "-z", NULL};
         return git_batched(tc->c.g, tc->c.a->directory, LIST_MAX, "ls-files -s", prefix, tc->t->add, false, 1,
-                           collect_gitlinks, ret, err);
+                           collect_gitlinks, ret, reason);
 }
 
-static int add_touched(touched_child *tc, char **err) {
+static int add_touched(touched_child *tc, char **reason) {
         view_child *c = &tc->c;
         run_result rr;
         int r;
@@ -274,7 +274,7 @@ static int add_touched(touched_child *tc, char **err) {
                 _cleanup_free_ char *pf = strdup_printf("--pathspec-from-file=%s", tc->rm_spec);
                 if (!pf) return -ENOMEM;
                 rm_args[7] = pf;
-                if ((r = git_ok(c->g, c->a->directory, 0, &rr, err, "rm --cached", rm_args)) < 0) return r;
+                if ((r = git_ok(c->g, c->a->directory, 0, &rr, reason, "rm --cached", rm_args)) < 0) return r;
                 run_result_done(&rr);
         }
         if (!tc->t->add) return 0;
@@ -285,14 +285,14 @@ static int add_touched(touched_child *tc, char **err) {
                 char *add_args[] = {(char *) "add", (char *) "-A", (char *) "--ignore-errors", (char *) "--no-warn-embedded-repo",
                                     (char *) "--pathspec-file-nul", pf, NULL};
                 _cleanup_free_ char *add_err = NULL;
-                r = git_add_tolerant(c->g, c->a->directory, add_args, "add -A (merged view, touched paths)", &add_err, err);
+                r = git_add_tolerant(c->g, c->a->directory, add_args, "add -A (merged view, touched paths)", &add_err, reason);
                 if (r < 0) return r;
                 _cleanup_strv_free_ char **links = NULL;
-                if ((r = touched_gitlinks(tc, &links, err)) < 0) return r;
-                if (!links) return add_err ? warn_refused_touched(tc, add_err, err) : 0;
-                if ((r = flatten_gitlinks(c, links, &tried, err)) < 0) return r;
+                if ((r = touched_gitlinks(tc, &links, reason)) < 0) return r;
+                if (!links) return add_err ? warn_refused_touched(tc, add_err, reason) : 0;
+                if ((r = flatten_gitlinks(c, links, &tried, reason)) < 0) return r;
         }
-        *err = strdup_printf("nested repositories deeper than %d levels", TOUCHED_ROUNDS_MAX);
+        *reason = strdup_printf("nested repositories deeper than %d levels", TOUCHED_ROUNDS_MAX);
         return -ELOOP;
 }
 
@@ -336,28 +336,28 @@ static _Noreturn void touched_child_main(void *userdata, int out_fd) {
         view_child_reply(out_fd, r, after, &c->w, err);
 }
 
-/* Does the patch apply to tree (a scratch index of g's)? 1 yes, 0 no (*why = git's reason), -errno. */
-static int patch_applies_to_tree(const git_ctx *g0, const char *scratch, const char *tree, const char *patch, char **why) {
+/* Does the patch apply to tree (a scratch index of g's)? 1 yes, 0 no (*reason = git's reason), -errno. */
+static int patch_applies_to_tree(const git_ctx *g0, const char *scratch, const char *tree, const char *patch, char **reason) {
         _cleanup_(git_ctx_done) git_ctx g = {};
         _cleanup_free_ char *index = cs_path_join(scratch, "check-index");
         int r = index ? git_ctx_copy(g0, index, false, &g) : -ENOMEM;
         if (r < 0) return r;
         /* the child left a copy of the base index there (else read the tree) */
-        if (access(g.index_file, F_OK) < 0 && (r = git_read_tree(&g, "/", tree, "read-tree", why)) < 0) return r;
-        r = git_apply_check(&g, "/", true, patch, why);
+        if (access(g.index_file, F_OK) < 0 && (r = git_read_tree(&g, "/", tree, "read-tree", reason)) < 0) return r;
+        r = git_apply_check(&g, "/", true, patch, reason);
         (void) unlink(g.index_file);
         return r;
 }
 
-int extract_resolve(const changeset_extract_args *a, char **ret_dir, char **ret_scratch, char **err) {
+int extract_resolve(const changeset_extract_args *a, char **ret_dir, char **ret_scratch, char **reason) {
         _cleanup_free_ char *dir = realpath(a->directory, NULL), *scratch = realpath(a->scratch_dir, NULL);
         if (!dir || !scratch) {
                 int r = -errno;
-                *err = strdup_printf("cannot resolve %s: %s", dir ? a->scratch_dir : a->directory, strerror(errno));
+                *reason = strdup_printf("cannot resolve %s: %s", dir ? a->scratch_dir : a->directory, strerror(errno));
                 return r;
         }
         if (path_is_at_or_below(scratch, dir)) {
-                *err = strdup_printf("the scratch directory %s lies inside the target directory", scratch);
+                *reason = strdup_printf("the scratch directory %s lies inside the target directory", scratch);
                 return -EINVAL;
         }
         *ret_dir = TAKE_PTR(dir);
@@ -367,13 +367,13 @@ int extract_resolve(const changeset_extract_args *a, char **ret_dir, char **ret_
 
 int extract_finish(const changeset_extract_args *a, const git_ctx *g, const char *dir, const char *hooks_rel,
                    const char *before, char *after, size_t after_size, warnings *w, const char *check_scratch,
-                   char **err) {
-        int r = drop_repository_shapes(g, dir, hooks_rel, before, after, after_size, w, err);
+                   char **reason) {
+        int r = drop_repository_shapes(g, dir, hooks_rel, before, after, after_size, w, reason);
         if (r < 0) return r;
         run_result rr = {};
         bool diffed = false;
         if (!streq(before, after)) {
-                if ((r = git_diff_trees(g, before, after, &rr, err)) < 0) return r;
+                if ((r = git_diff_trees(g, before, after, &rr, reason)) < 0) return r;
                 diffed = rr.out_len > 0;
                 if (!diffed) run_result_done(&rr);
         }
@@ -384,7 +384,7 @@ int extract_finish(const changeset_extract_args *a, const git_ctx *g, const char
                 if (r >= 0) r = patch_applies_to_tree(g, check_scratch, before, patch_tmp, &why);
                 if (r <= 0) {
                         run_result_done(&rr);
-                        *err = r == 0 ? strdup_printf("the patch does not apply to its own base: %s", strempty(why))
+                        *reason = r == 0 ? strdup_printf("the patch does not apply to its own base: %s", strempty(why))
                                       : why ? TAKE_PTR(why) : strdup(strerror(-r));
                         return r == 0 ? -EIO : r;
                 }
@@ -392,7 +392,7 @@ int extract_finish(const changeset_extract_args *a, const git_ctx *g, const char
         r = write_file_atomic(a->patch_path, diffed ? rr.out : "", diffed ? rr.out_len : 0, 0600);
         if (diffed) run_result_done(&rr);
         if (r < 0) {
-                *err = strdup_printf("cannot write %s: %s", a->patch_path, strerror(-r));
+                *reason = strdup_printf("cannot write %s: %s", a->patch_path, strerror(-r));
                 return r;
         }
         if (a->ret_warnings && (r = warnings_finish(w, a->ret_warnings)) < 0) return r;
@@ -400,11 +400,11 @@ int extract_finish(const changeset_extract_args *a, const git_ctx *g, const char
 }
 
 int extract_touched(const changeset_extract_args *a, const char *dir, const char *scratch, const char *base_tree,
-                    char **err) {
+                    char **reason) {
         _cleanup_(repo_info_done) repo_info ri = {};
         int r = repo_info_gather(dir, &ri);
         if (r < 0) {
-                *err = strdup_printf("cannot run git: %s", strerror(-r));
+                *reason = strdup_printf("cannot run git: %s", strerror(-r));
                 return r;
         }
         _cleanup_(git_ctx_done) git_ctx g = {};
@@ -419,12 +419,12 @@ int extract_touched(const changeset_extract_args *a, const char *dir, const char
         if (mkdir(host_objects, 0700) < 0) return -errno;
         size_t ex_len = 0;
         if ((r = read_file(base_exclude, LIST_MAX, &ex, &ex_len)) < 0) {
-                *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
+                *reason = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
                 return r;
         }
         scratch_repo o = {.work_tree = dir, .objects = objects, .base_objects = base_objects, .excludes = ex,
                           .excludes_len = ex_len};
-        if ((r = git_ctx_scratch(&g, scratch, &o, err)) < 0 || (r = hiders_create(scratch, &empty_dir, &empty_file, err)) < 0)
+        if ((r = git_ctx_scratch(&g, scratch, &o, reason)) < 0 || (r = hiders_create(scratch, &empty_dir, &empty_file, reason)) < 0)
                 return r;
 
         /* what the worker touched */
@@ -436,13 +436,13 @@ int extract_touched(const changeset_extract_args *a, const char *dir, const char
                 _cleanup_close_ int lfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (ufd < 0 || lfd < 0) {
                         r = -errno;
-                        *err = strdup_printf("cannot open %s: %s", ufd < 0 ? a->upper : dir, strerror(errno));
+                        *reason = strdup_printf("cannot open %s: %s", ufd < 0 ? a->upper : dir, strerror(errno));
                         return r;
                 }
                 if ((r = touched_walk(ufd, lfd, "", false, 0, file_max, &t, &w)) == -EXDEV)
                         return -EXDEV; /* metacopy or redirect: the caller compares whole trees */
                 if (r < 0) {
-                        *err = strdup_printf("cannot read the overlay's upper dir %s: %s", a->upper, strerror(-r));
+                        *reason = strdup_printf("cannot read the overlay's upper dir %s: %s", a->upper, strerror(-r));
                         return r;
                 }
         }
@@ -465,15 +465,15 @@ int extract_touched(const changeset_extract_args *a, const char *dir, const char
                 };
                 _cleanup_free_ char *reply = NULL;
                 size_t reply_len = 0;
-                r = view_child_run("changeset-extract", "the git process", touched_child_main, &tc, &reply, &reply_len, err);
+                r = view_child_run("changeset-extract", "the git process", touched_child_main, &tc, &reply, &reply_len, reason);
                 if (r < 0) return r;
                 size_t child_total = 0;
                 char *nl = strchr(reply, '\n');
                 if (!nl || sscanf(reply + 1, "%79s %zu", after, &child_total) != 2 || !cs_is_oid(after)) {
-                        *err = strdup("the extraction process returned no tree");
+                        *reason = strdup("the extraction process returned no tree");
                         return -EIO;
                 }
                 if ((r = warnings_add_reply(&w, nl + 1, reply + reply_len, child_total)) < 0) return r;
         }
-        return extract_finish(a, &g, dir, ri.hooks_rel, base_tree, after, sizeof after, &w, scratch, err);
+        return extract_finish(a, &g, dir, ri.hooks_rel, base_tree, after, sizeof after, &w, scratch, reason);
 }

@@ -207,7 +207,7 @@ char *git_ctx_scratch_path(const git_ctx *g, const char *name) {
         return sl ? strdup_printf("%.*s/%s", (int) (sl - g->index_file), g->index_file, name) : NULL;
 }
 
-int git_ctx_scratch(git_ctx *g, const char *scratch, const scratch_repo *o, char **err) {
+int git_ctx_scratch(git_ctx *g, const char *scratch, const scratch_repo *o, char **reason) {
         g->git_dir = cs_path_join(scratch, SCRATCH_GIT_NAME);
         g->index_file = cs_path_join(scratch, "index");
         g->home = cs_path_join(scratch, "home");
@@ -217,14 +217,14 @@ int git_ctx_scratch(git_ctx *g, const char *scratch, const scratch_repo *o, char
         if (o->base_objects && !(g->base_objects = strdup(o->base_objects))) return -ENOMEM;
         int r = private_repo_create(g->git_dir);
         if (r < 0) {
-                *err = strdup_printf("cannot create the private git directory in %s: %s", scratch, strerror(-r));
+                *reason = strdup_printf("cannot create the private git directory in %s: %s", scratch, strerror(-r));
                 return r;
         }
         if (o->excludes) {
                 _cleanup_free_ char *exclude_path = cs_path_join(g->git_dir, "info/exclude");
                 if (!exclude_path) return -ENOMEM;
                 if ((r = cs_write_small_file(exclude_path, o->excludes, o->excludes_len)) < 0) {
-                        *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
+                        *reason = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
                         return r;
                 }
         }
@@ -257,17 +257,17 @@ char *git_failure(const char *what, int r, const run_result *rr) {
         return strdup_printf("git %s exited with status %d%s%s", what, rr->exit_code, *err ? ": " : "", err);
 }
 
-int git_ok(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, char **err, const char *what,
+int git_ok(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, char **reason, const char *what,
            char *const *args) {
         int r = run_git_argv(g, cwd, max_out, rr, args);
         if (r >= 0 && rr->exit_code == 0) return 0;
-        *err = git_failure(what, r, rr);
+        *reason = git_failure(what, r, rr);
         if (r >= 0) run_result_done(rr);
         return r < 0 ? r : -EIO;
 }
 
 int git_batched(const git_ctx *g, const char *cwd, size_t max_out, const char *what, char *const *prefix,
-                char *const *args, bool ok_exit_1, size_t group, batch_cb cb, void *userdata, char **err) {
+                char *const *args, bool ok_exit_1, size_t group, batch_cb cb, void *userdata, char **reason) {
         size_t i = 0, n = strv_length(args);
         while (i < n) {
                 _cleanup_strv_free_ char **argv = NULL;
@@ -286,7 +286,7 @@ int git_batched(const git_ctx *g, const char *cwd, size_t max_out, const char *w
                 run_result rr;
                 r = run_git_argv(g, cwd, max_out, &rr, argv);
                 if (r < 0 || !(rr.exit_code == 0 || (ok_exit_1 && rr.exit_code == 1))) {
-                        *err = git_failure(what, r, &rr);
+                        *reason = git_failure(what, r, &rr);
                         if (r >= 0) run_result_done(&rr);
                         return r < 0 ? r : -EIO;
                 }
@@ -317,15 +317,15 @@ int git_collect_nul_paths(void *userdata, const run_result *rr) {
 }
 
 /* Run git and read the one object id it prints: 0 with it in *ret, -errno
- * (*err set; "git <what> printed no <noun>" when it printed none). */
+ * (*reason set; "git <what> printed no <noun>" when it printed none). */
 static int git_oid(const git_ctx *g, const char *cwd, const char *what, char *const *args, const char *noun, char **ret,
-                   char **err) {
+                   char **reason) {
         run_result rr;
-        int r = git_ok(g, cwd, SMALL_MAX, &rr, err, what, args);
+        int r = git_ok(g, cwd, SMALL_MAX, &rr, reason, what, args);
         if (r < 0) return r;
         cs_strip_trailing_space(rr.out);
         if (!cs_is_oid(rr.out)) {
-                *err = strdup_printf("git %s printed no %s", what, noun);
+                *reason = strdup_printf("git %s printed no %s", what, noun);
                 run_result_done(&rr);
                 return -EIO;
         }
@@ -334,31 +334,31 @@ static int git_oid(const git_ctx *g, const char *cwd, const char *what, char *co
         return *ret ? 0 : -ENOMEM;
 }
 
-int git_line(const git_ctx *g, const char *cwd, char **err, const char *what, char *const *args, char **ret) {
-        return git_oid(g, cwd, what, args, "object id", ret, err);
+int git_line(const git_ctx *g, const char *cwd, char **reason, const char *what, char *const *args, char **ret) {
+        return git_oid(g, cwd, what, args, "object id", ret, reason);
 }
 
-int git_read_tree(const git_ctx *g, const char *cwd, const char *tree, const char *what, char **err) {
+int git_read_tree(const git_ctx *g, const char *cwd, const char *tree, const char *what, char **reason) {
         char *args[] = {(char *) "read-tree", (char *) tree, NULL};
         run_result rr;
-        int r = git_ok(g, cwd, 0, &rr, err, what, args);
+        int r = git_ok(g, cwd, 0, &rr, reason, what, args);
         if (r >= 0) run_result_done(&rr);
         return r;
 }
 
-int git_write_tree(const git_ctx *g, const char *cwd, bool missing_ok, char **ret_oid, char **err) {
+int git_write_tree(const git_ctx *g, const char *cwd, bool missing_ok, char **ret_oid, char **reason) {
         char *args[] = {(char *) "write-tree", missing_ok ? (char *) "--missing-ok" : NULL, NULL};
-        return git_oid(g, cwd, "write-tree", args, "tree id", ret_oid, err);
+        return git_oid(g, cwd, "write-tree", args, "tree id", ret_oid, reason);
 }
 
-int git_diff_trees(const git_ctx *g, const char *before, const char *after, run_result *rr, char **err) {
+int git_diff_trees(const git_ctx *g, const char *before, const char *after, run_result *rr, char **reason) {
         char *args[] = {(char *) "diff-tree", (char *) "-r", (char *) "-p", (char *) "--binary", (char *) "--full-index",
                         (char *) "-M", (char *) "--no-color", (char *) "--no-ext-diff", (char *) "--no-textconv",
                         (char *) "--src-prefix=a/", (char *) "--dst-prefix=b/", (char *) before, (char *) after, NULL};
-        int r = git_ok(g, "/", PATCH_MAX, rr, err, "diff-tree", args);
+        int r = git_ok(g, "/", PATCH_MAX, rr, reason, "diff-tree", args);
         if (r == -EFBIG) {
-                free(*err);
-                *err = strdup_printf("the patch is larger than %zu MiB", PATCH_MAX >> 20);
+                free(*reason);
+                *reason = strdup_printf("the patch is larger than %zu MiB", PATCH_MAX >> 20);
         }
         return r;
 }
@@ -373,28 +373,28 @@ int git_try(const git_ctx *g, const char *cwd, char *const *args, char **ret_err
         return *ret_err ? r : -ENOMEM;
 }
 
-int git_apply_check(const git_ctx *g, const char *cwd, bool cached, const char *patch, char **why) {
+int git_apply_check(const git_ctx *g, const char *cwd, bool cached, const char *patch, char **reason) {
         const char *what = cached ? "apply --cached --check" : "apply --check";
         char *args[] = {(char *) "apply", (char *) "--check", cached ? (char *) "--cached" : (char *) patch,
                         cached ? (char *) patch : NULL, NULL};
         run_result rr;
         int r = run_git_argv(g, cwd, 0, &rr, args);
         if (r < 0) {
-                *why = git_failure(what, r, &rr);
+                *reason = git_failure(what, r, &rr);
                 return r;
         }
         r = rr.exit_code == 0;
-        if (!r) *why = cs_trimmed(*rr.err ? rr.err : "git apply --check failed");
+        if (!r) *reason = cs_trimmed(*rr.err ? rr.err : "git apply --check failed");
         run_result_done(&rr);
         return r;
 }
 
 int git_add_tolerant(const git_ctx *g, const char *cwd, char *const *args, const char *what, char **ret_add_err,
-                     char **err) {
+                     char **reason) {
         run_result rr;
         int r = run_git_argv(g, cwd, 0, &rr, args);
         if (r < 0 || (rr.exit_code != 0 && rr.exit_code != 1)) {
-                *err = git_failure(what, r, &rr);
+                *reason = git_failure(what, r, &rr);
                 if (r >= 0) run_result_done(&rr);
                 return r < 0 ? r : -EIO;
         }

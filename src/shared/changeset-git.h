@@ -17,9 +17,14 @@
  * real repository (or a base snapshot) already holds are reached as
  * alternates, never copied.
  *
- * Everything here blocks on git. Errors are -errno; where a function takes
- * char **err it sets a one-line message there ("git <what> exited with
- * status N: <stderr>"). */
+ * Everything here blocks on git. Errors are -errno. A function of the
+ * changeset modules that takes char **reason puts a one-line sentence for the
+ * user there ("git <what> exited with status N: <stderr>"; the caller frees
+ * it) only with a negative return, or with the refusal its comment names (a
+ * patch that does not apply: 0); never with success. Where a bare -errno has
+ * nothing to add (-ENOMEM, a failed open of a path the user never named) it
+ * is left NULL, and the entry points of changeset.h, which always set theirs
+ * on a negative return, say strerror(-r). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -103,8 +108,8 @@ typedef struct scratch_repo {
  * with o's exclude rules, the index <scratch>/index and HOME <scratch>/home
  * (never created, so git reads no user file), and g's environment built.
  * Every job that runs git (extraction, snapshot, apply, merge) starts here.
- * 0, or -errno (*err set when a file could not be made). */
-int git_ctx_scratch(git_ctx *g, const char *scratch, const scratch_repo *o, char **err);
+ * 0, or -errno (*reason set when a file could not be made). */
+int git_ctx_scratch(git_ctx *g, const char *scratch, const scratch_repo *o, char **reason);
 
 /* Run `git -c core.fsmonitor=false -c core.hooksPath=/dev/null <args...>`
  * with g's environment in cwd (NULL: "/"), stdout captured in rr up to
@@ -118,9 +123,9 @@ int run_git_argv(const git_ctx *g, const char *cwd, size_t max_out, run_result *
 char *git_failure(const char *what, int r, const run_result *rr);
 
 /* run_git_argv, and exit 0 required: 0 with the output in rr (free it with
- * run_result_done), -EIO for another exit or -errno, *err set then (rr
+ * run_result_done), -EIO for another exit or -errno, *reason set then (rr
  * already freed). */
-int git_ok(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, char **err, const char *what,
+int git_ok(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, char **reason, const char *what,
            char *const *args);
 
 /* Run `git <prefix...> [--] <args...>` in as many runs as it takes to keep
@@ -130,7 +135,7 @@ int git_ok(const git_ctx *g, const char *cwd, size_t max_out, run_result *rr, ch
  * each run's output; a negative return stops. */
 typedef int (*batch_cb)(void *userdata, const run_result *rr);
 int git_batched(const git_ctx *g, const char *cwd, size_t max_out, const char *what, char *const *prefix,
-                char *const *args, bool ok_exit_1, size_t group, batch_cb cb, void *userdata, char **err);
+                char *const *args, bool ok_exit_1, size_t group, batch_cb cb, void *userdata, char **reason);
 
 /* A batch_cb: the lines of git's output, pushed onto the strv userdata
  * points to. For the listings that cannot be NUL-terminated: `check-ignore`
@@ -145,19 +150,19 @@ int git_collect_lines(void *userdata, const run_result *rr);
 int git_collect_nul_paths(void *userdata, const run_result *rr);
 
 /* Run git and read the one object id it prints (commit-tree, hash-object,
- * write-tree): 0 with it in *ret, -errno (*err set). */
-int git_line(const git_ctx *g, const char *cwd, char **err, const char *what, char *const *args, char **ret);
+ * write-tree): 0 with it in *ret, -errno (*reason set). */
+int git_line(const git_ctx *g, const char *cwd, char **reason, const char *what, char *const *args, char **ret);
 
-/* `git read-tree <tree>` into g's index, run in cwd: 0, -errno (*err set, naming it what). */
-int git_read_tree(const git_ctx *g, const char *cwd, const char *tree, const char *what, char **err);
+/* `git read-tree <tree>` into g's index, run in cwd: 0, -errno (*reason set, naming it what). */
+int git_read_tree(const git_ctx *g, const char *cwd, const char *tree, const char *what, char **reason);
 
-/* `git write-tree [--missing-ok]` of g's index, run in cwd: 0 with the tree id in *ret_oid, -errno (*err set). */
-int git_write_tree(const git_ctx *g, const char *cwd, bool missing_ok, char **ret_oid, char **err);
+/* `git write-tree [--missing-ok]` of g's index, run in cwd: 0 with the tree id in *ret_oid, -errno (*reason set). */
+int git_write_tree(const git_ctx *g, const char *cwd, bool missing_ok, char **ret_oid, char **reason);
 
 /* `git diff-tree -p --binary --full-index -M` of before..after (tree ids),
  * with a/ and b/ prefixes and no colour, external diff or textconv: the
- * patch in rr->out (at most PATCH_MAX bytes). 0, or -errno (*err set). */
-int git_diff_trees(const git_ctx *g, const char *before, const char *after, run_result *rr, char **err);
+ * patch in rr->out (at most PATCH_MAX bytes). 0, or -errno (*reason set). */
+int git_diff_trees(const git_ctx *g, const char *before, const char *after, run_result *rr, char **reason);
 
 /* Run git (as run_git_argv, stdout not kept) where another exit than 0 is
  * an answer, not a failure: 1 exit 0, 0 another exit, with git's stderr
@@ -167,16 +172,16 @@ int git_try(const git_ctx *g, const char *cwd, char *const *args, char **ret_err
 
 /* `git apply --check [--cached] <patch>` with g in cwd (--cached: against
  * g's index, else against its work tree): 1 the patch applies, 0 it does
- * not (*why = git's reason), -errno (*why set). */
-int git_apply_check(const git_ctx *g, const char *cwd, bool cached, const char *patch, char **why);
+ * not (*reason = git's reason), -errno (*reason set). */
+int git_apply_check(const git_ctx *g, const char *cwd, bool cached, const char *patch, char **reason);
 
 /* `git add <args>` with --ignore-errors among them: a path git refuses
  * (verify_path(): .git in any spelling its NTFS/HFS protections know, an
  * unreadable file) is skipped, not fatal: exit status 1. 0 with
  * *ret_add_err = git's stderr when it refused any (NULL when it refused
- * none), -errno (*err set, naming the command what). */
+ * none), -errno (*reason set, naming the command what). */
 int git_add_tolerant(const git_ctx *g, const char *cwd, char *const *args, const char *what, char **ret_add_err,
-                     char **err);
+                     char **reason);
 
 /* A blob into memory (at most PATCH_MAX bytes) through *cat, one batch
  * process for many (git-cat.h), opened on first use with g's environment

@@ -33,10 +33,10 @@
 #include "string-util.h"
 #include "strv.h"
 
-static int commit_tree(const git_ctx *g, const char *tree, const char *parent, char **ret, char **err) {
+static int commit_tree(const git_ctx *g, const char *tree, const char *parent, char **ret, char **reason) {
         char *args[] = {(char *) "commit-tree", (char *) tree, (char *) "-m", (char *) "taskferry",
                         parent ? (char *) "-p" : NULL, (char *) parent, NULL};
-        return git_line(g, "/", err, "commit-tree", args, ret);
+        return git_line(g, "/", reason, "commit-tree", args, ret);
 }
 
 /* One conflicted path of merge-tree: the blobs of stages 1 (base), 2 (ours), 3 (theirs). */
@@ -82,7 +82,7 @@ static int merge_appends(const git_ctx *g, git_cat **cat, const char *scratch, c
 /* Resolve what merge_appends can; *ret_conflicts lists the rest (NULL: none
  * left, *tree replaced by the resolved tree). */
 static int resolve_appends(const git_ctx *g0, const char *scratch, char *p, char *end, char **tree, char ***ret_conflicts,
-                           char **err) {
+                           char **reason) {
         conflict_entry *ce = NULL;
         size_t n = 0;
         int r = 0;
@@ -133,21 +133,21 @@ static int resolve_appends(const git_ctx *g0, const char *scratch, char *p, char
         _cleanup_(git_ctx_done) git_ctx g = {};
         _cleanup_free_ char *index = cs_path_join(scratch, "union-index");
         if ((r = index ? git_ctx_copy(g0, index, false, &g) : -ENOMEM) < 0) return r;
-        if ((r = git_read_tree(&g, "/", *tree, "read-tree", err)) < 0) return r;
+        if ((r = git_read_tree(&g, "/", *tree, "read-tree", reason)) < 0) return r;
         char *ui_prefix[] = {(char *) "update-index", (char *) "--add", NULL};
-        if ((r = git_batched(&g, "/", 0, "update-index --cacheinfo", ui_prefix, infos, false, 2, NULL, NULL, err)) < 0)
+        if ((r = git_batched(&g, "/", 0, "update-index --cacheinfo", ui_prefix, infos, false, 2, NULL, NULL, reason)) < 0)
                 return r;
         _cleanup_free_ char *t = NULL;
-        if ((r = git_line(&g, "/", err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, &t)) < 0) return r;
+        if ((r = git_line(&g, "/", reason, "write-tree", (char *[]) {(char *) "write-tree", NULL}, &t)) < 0) return r;
         free(*tree);
         *tree = TAKE_PTR(t);
         return 0;
 }
 
 /* 2: the live tree already holds every change; 1: *ret_patch written (live -> merged);
- * 0: conflicts or no merge (*why set); -errno. */
+ * 0: conflicts or no merge (*reason set); -errno. */
 static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, const char *patch, const char *merged_patch,
-                      char **ret_tree_o, char **ret_tree_m, char ***ret_touched, char **why) {
+                      char **ret_tree_o, char **ret_tree_m, char ***ret_touched, char **reason) {
         _cleanup_free_ char *err = NULL, *tree_r = NULL, *tree_o = NULL, *c_b = NULL, *c_o = NULL, *c_r = NULL, *tree_m = NULL;
         _cleanup_strv_free_ char **specs = NULL;
         run_result rr;
@@ -160,7 +160,7 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
                 _cleanup_free_ char *e = NULL;
                 if ((r = git_try(g, "/", ap_args, &e)) < 0) goto fail;
                 if (r == 0) {
-                        *why = strdup_printf("the changeset does not apply to its own base: %s", e);
+                        *reason = strdup_printf("the changeset does not apply to its own base: %s", e);
                         return 0;
                 }
                 if ((r = git_line(g, "/", &err, "write-tree", (char *[]) {(char *) "write-tree", NULL}, &tree_r)) < 0)
@@ -201,7 +201,7 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
                         _cleanup_free_ char *e = NULL;
                         if ((r = git_try(g, dir, add_args, &e)) < 0) goto fail;
                         if (r == 0) {
-                                *why = strdup_printf("cannot read the live files the changeset touches: %s", e);
+                                *reason = strdup_printf("cannot read the live files the changeset touches: %s", e);
                                 return 0;
                         }
                 }
@@ -248,9 +248,9 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
                                 fprintf(f, "%s%s", i ? ", " : "", q ? q : conflicts[i]);
                         }
                         fclose(f);
-                        *why = strdup_printf("the changeset conflicts with changes made in %s since the task started: "
-                                             "%s; nothing was applied",
-                                             dir, list ? list : "");
+                        *reason = strdup_printf("the changeset conflicts with changes made in %s since the task started: "
+                                                "%s; nothing was applied",
+                                                dir, list ? list : "");
                         return 0;
                 }
         } else
@@ -270,7 +270,7 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
         return 1;
 fail:
         if (r == -ENOMEM) return r;
-        *why = strdup_printf("3-way merge not possible: %s", err ? err : strerror(-r));
+        *reason = strdup_printf("3-way merge not possible: %s", err ? err : strerror(-r));
         return r;
 }
 

@@ -88,10 +88,10 @@ static void path_list_finish(path_list *pl) {
         pl->n = k;
 }
 
-int patch_paths(const git_ctx *g, const char *cwd, const char *patch, char ***ret, char **err) {
+int patch_paths(const git_ctx *g, const char *cwd, const char *patch, char ***ret, char **reason) {
         char *args[] = {(char *) "apply", (char *) "--numstat", (char *) "-z", (char *) patch, NULL};
         run_result rr;
-        int r = git_ok(g, cwd, LIST_MAX, &rr, err, "apply --numstat", args);
+        int r = git_ok(g, cwd, LIST_MAX, &rr, reason, "apply --numstat", args);
         if (r < 0) return r;
         path_list pl = {};
         numstat_parse(rr.out, rr.out_len, collect_paths, &pl);

@@ -6,5 +6,5 @@
 
 /* The paths a patch touches (both sides of a rename), each once, sorted
  * (strcmp): `git apply --numstat -z` run with g in cwd. 0 with *ret
- * (NULL-terminated; NULL when none), -errno (*err set when git failed). */
-int patch_paths(const git_ctx *g, const char *cwd, const char *patch, char ***ret, char **err);
+ * (NULL-terminated; NULL when none), -errno (*reason set when git failed). */
+int patch_paths(const git_ctx *g, const char *cwd, const char *patch, char ***ret, char **reason);

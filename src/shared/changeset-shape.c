@@ -166,11 +166,11 @@ static int collect_pieces_cb(void *userdata, const run_result *rr) {
 }
 
 int drop_repository_shapes(const git_ctx *g, const char *dir, const char *hooks_rel, const char *before,
-                           char *after, size_t after_size, warnings *w, char **err) {
+                           char *after, size_t after_size, warnings *w, char **reason) {
         run_result rr;
         char *dt_args[] = {(char *) "diff-tree", (char *) "-r", (char *) "-z", (char *) "--no-renames",
                            (char *) before, after, NULL};
-        int r = git_ok(g, "/", LIST_MAX, &rr, err, "diff-tree --raw", dt_args);
+        int r = git_ok(g, "/", LIST_MAX, &rr, reason, "diff-tree --raw", dt_args);
         if (r < 0) return r;
         changed_entry *ch = NULL;
         size_t n_ch = 0;
@@ -211,14 +211,14 @@ int drop_repository_shapes(const git_ctx *g, const char *dir, const char *hooks_
                 /* -t: a directory that is also on the way to a deeper one is still listed */
                 char *sub_prefix[] = {(char *) "--literal-pathspecs", (char *) "ls-tree", (char *) "-t", (char *) "-z",
                                       (char *) "--name-only", (char *) "--full-tree", after, NULL};
-                if (r >= 0) r = git_ok(g, "/", LIST_MAX, &rr, err, "ls-tree", top_args);
+                if (r >= 0) r = git_ok(g, "/", LIST_MAX, &rr, reason, "ls-tree", top_args);
                 if (r >= 0) {
                         r = collect_pieces(&after_pieces, &rr);
                         run_result_done(&rr);
                 }
                 if (r >= 0 && dirs)
                         r = git_batched(g, "/", LIST_MAX, "ls-tree", sub_prefix, dirs, false, 1, collect_pieces_cb,
-                                        &after_pieces, err);
+                                        &after_pieces, reason);
                 if (r >= 0) dir_masks_normalize(&after_pieces);
                 _cleanup_close_ int dfd = r >= 0 ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
                 if (r >= 0 && dfd < 0) r = -errno;
@@ -266,23 +266,23 @@ int drop_repository_shapes(const git_ctx *g, const char *dir, const char *hooks_
         char *ci_prefix[] = {(char *) "update-index", (char *) "--add", NULL};
         const char *cwd = dir;
         if (removals)
-                r = git_batched(g, cwd, 0, "update-index --force-remove", rm_prefix, removals, false, 1, NULL, NULL, err);
+                r = git_batched(g, cwd, 0, "update-index --force-remove", rm_prefix, removals, false, 1, NULL, NULL, reason);
         if (r >= 0 && restores)
-                r = git_batched(g, cwd, 0, "update-index --cacheinfo", ci_prefix, restores, false, 2, NULL, NULL, err);
+                r = git_batched(g, cwd, 0, "update-index --cacheinfo", ci_prefix, restores, false, 2, NULL, NULL, reason);
         _cleanup_free_ char *tree = NULL;
-        if (r >= 0) r = git_write_tree(g, dir, true, &tree, err);
+        if (r >= 0) r = git_write_tree(g, dir, true, &tree, reason);
         if (r < 0) return r;
         if (strlen(tree) >= after_size) return -EIO;
         strcpy(after, tree);
         return 1;
 }
 
-int patch_plants_repository(const git_ctx *g, const char *patch, char **why) {
+int patch_plants_repository(const git_ctx *g, const char *patch, char **reason) {
         _cleanup_free_ char *err = NULL;
         _cleanup_strv_free_ char **paths = NULL;
         int r = patch_paths(g, g->work_tree, patch, &paths, &err);
         if (r < 0) {
-                *why = TAKE_PTR(err);
+                *reason = TAKE_PTR(err);
                 return r;
         }
         _cleanup_(dir_masks_done) dir_masks dirs = {};
@@ -305,12 +305,12 @@ int patch_plants_repository(const git_ctx *g, const char *patch, char **why) {
                 if (!pieces_make_repository(dirs.e[i].mask)) continue;
                 const char *d = dirs.e[i].dir;
                 _cleanup_free_ char *q = *d ? cs_quote_path(d) : strdup("the target directory");
-                *why = q ? strdup_printf("the changeset would leave %s%s looking like a git repository to git (HEAD "
-                                         "with refs, or with commondir) with its changes inside; "
-                                         "not applied",
-                                         q, *d ? "/" : "")
+                *reason = q ? strdup_printf("the changeset would leave %s%s looking like a git repository to git (HEAD "
+                                            "with refs, or with commondir) with its changes inside; "
+                                            "not applied",
+                                            q, *d ? "/" : "")
                          : NULL;
-                return *why ? 1 : -ENOMEM;
+                return *reason ? 1 : -ENOMEM;
         }
         return 0;
 }

@@ -22,11 +22,11 @@
  * pieces that the host does not have, so one pass leaves no repository made
  * of the worker's changes. */
 int drop_repository_shapes(const git_ctx *g, const char *dir, const char *hooks_rel, const char *before,
-                           char *after, size_t after_size, warnings *w, char **err);
+                           char *after, size_t after_size, warnings *w, char **reason);
 
 /* Would the patch leave a directory of the live tree that git takes for a
  * repository with one of the patch's paths inside it? The pieces are those
  * the live tree has (untracked, ignored and empty entries too) and those the
  * patch's paths would create (a deleted one still counts: erring on the safe
- * side). Returns 1 with *why set, 0 if not, -errno. */
-int patch_plants_repository(const git_ctx *g, const char *patch, char **why);
+ * side). Returns 1 with *reason set, 0 if not, -errno. */
+int patch_plants_repository(const git_ctx *g, const char *patch, char **reason);

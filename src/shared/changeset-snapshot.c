@@ -122,23 +122,23 @@ static _Noreturn void snapshot_child_main(void *userdata, int out_fd) {
         _exit(r >= 0 ? 0 : 1);
 }
 
-int snapshot_take(const char *directory, const char *pre_head, const char *base_dir, char **err) {
+int snapshot_take(const char *directory, const char *pre_head, const char *base_dir, char **reason) {
         if (isempty(directory) || directory[0] != '/' || isempty(base_dir)) {
-                *err = strdup("invalid arguments");
+                *reason = strdup("invalid arguments");
                 return -EINVAL;
         }
         if (pre_head && !cs_is_oid(pre_head)) {
-                *err = strdup("the pre-dispatch HEAD is not an object id");
+                *reason = strdup("the pre-dispatch HEAD is not an object id");
                 return -EINVAL;
         }
         _cleanup_free_ char *dir = realpath(directory, NULL);
         if (!dir) {
                 int r = -errno;
-                *err = strdup_printf("cannot resolve %s: %s", directory, strerror(errno));
+                *reason = strdup_printf("cannot resolve %s: %s", directory, strerror(errno));
                 return r;
         }
         if (access(base_dir, F_OK) == 0) {
-                *err = strdup_printf("%s already exists", base_dir);
+                *reason = strdup_printf("%s already exists", base_dir);
                 return -EEXIST;
         }
         _cleanup_free_ char *tmp = strdup_printf("%s.tmp.%d", base_dir, (int) getpid());
@@ -146,13 +146,13 @@ int snapshot_take(const char *directory, const char *pre_head, const char *base_
         (void) rm_rf(tmp);
         if (mkdir(tmp, 0700) < 0) {
                 int r = -errno;
-                *err = strdup_printf("cannot create %s: %s", tmp, strerror(errno));
+                *reason = strdup_printf("cannot create %s: %s", tmp, strerror(errno));
                 return r;
         }
         _cleanup_free_ char *real_tmp = realpath(tmp, NULL);
         if (!real_tmp || path_is_at_or_below(real_tmp, dir)) {
                 (void) rm_rf(tmp);
-                *err = strdup_printf("the snapshot directory %s lies inside the target directory", tmp);
+                *reason = strdup_printf("the snapshot directory %s lies inside the target directory", tmp);
                 return -EINVAL;
         }
 
@@ -165,7 +165,7 @@ int snapshot_take(const char *directory, const char *pre_head, const char *base_
         _cleanup_(repo_info_done) repo_info ri = {};
         int r = repo_info_gather(dir, &ri);
         if (r < 0) {
-                *err = strdup_printf("cannot run git: %s", strerror(-r));
+                *reason = strdup_printf("cannot run git: %s", strerror(-r));
                 goto fail;
         }
         if (pre_head && (r = base_treeish(pre_head, ri.prefix, &base)) < 0) goto fail;
@@ -181,7 +181,7 @@ int snapshot_take(const char *directory, const char *pre_head, const char *base_
         }
         scratch_repo o = {.work_tree = dir, .objects = objects, .excludes = strempty(ri.excludes),
                           .excludes_len = strlen(strempty(ri.excludes))};
-        if ((r = git_ctx_scratch(&g, tmp, &o, err)) < 0 || (r = hiders_create(tmp, &empty_dir, &empty_file, err)) < 0)
+        if ((r = git_ctx_scratch(&g, tmp, &o, reason)) < 0 || (r = hiders_create(tmp, &empty_dir, &empty_file, reason)) < 0)
                 goto fail;
         if (!(exclude_path = cs_path_join(g.git_dir, "info/exclude"))) {
                 r = -ENOMEM;
@@ -195,9 +195,9 @@ int snapshot_take(const char *directory, const char *pre_head, const char *base_
                 .index_copy = index_copy,
                 .exclude_text = strempty(ri.excludes),
         };
-        if ((r = view_child_run("changeset-snapshot", "the git process", snapshot_child_main, &s, &reply, NULL, err)) < 0) goto fail;
+        if ((r = view_child_run("changeset-snapshot", "the git process", snapshot_child_main, &s, &reply, NULL, reason)) < 0) goto fail;
         if (!cs_is_oid(reply + 1)) {
-                *err = strdup("the snapshot process returned no tree");
+                *reason = strdup("the snapshot process returned no tree");
                 r = -EIO;
                 goto fail;
         }
@@ -210,7 +210,7 @@ int snapshot_take(const char *directory, const char *pre_head, const char *base_
         if ((r = read_file(exclude_path, LIST_MAX, &ex, &ex_len)) < 0 ||
             (r = write_file_atomic(base_exclude, ex, ex_len, 0600)) < 0 ||
             (r = write_file_atomic(tree_path, line, strlen(line), 0600)) < 0) {
-                *err = strdup_printf("cannot write the snapshot: %s", strerror(-r));
+                *reason = strdup_printf("cannot write the snapshot: %s", strerror(-r));
                 goto fail;
         }
         (void) unlink(g.index_file);
@@ -218,7 +218,7 @@ int snapshot_take(const char *directory, const char *pre_head, const char *base_
         (void) unlink(empty_file);
         if (rename(tmp, base_dir) < 0) {
                 r = -errno;
-                *err = strdup_printf("cannot rename %s to %s: %s", tmp, base_dir, strerror(errno));
+                *reason = strdup_printf("cannot rename %s to %s: %s", tmp, base_dir, strerror(errno));
                 goto fail;
         }
         return 0;

@@ -20,5 +20,5 @@ char *base_tree_read(const char *base_dir);
 char *base_objects_dir(const char *base_dir);
 
 /* changeset_snapshot() once git is known to be recent enough: 0, or -errno
- * with *err set. */
-int snapshot_take(const char *directory, const char *pre_head, const char *base_dir, char **err);
+ * with *reason set. */
+int snapshot_take(const char *directory, const char *pre_head, const char *base_dir, char **reason);

@@ -53,12 +53,12 @@ static const refused_path *refused_find(const refused_list *l, const char *path)
         return NULL;
 }
 
-int hiders_create(const char *scratch, char **ret_dir, char **ret_file, char **err) {
+int hiders_create(const char *scratch, char **ret_dir, char **ret_file, char **reason) {
         _cleanup_free_ char *d = cs_path_join(scratch, "empty-dir"), *f = cs_path_join(scratch, "empty-file");
         if (!d || !f) return -ENOMEM;
         int r = mkdir(d, 0500) < 0 ? -errno : cs_write_small_file(f, "", 0);
         if (r < 0) {
-                *err = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
+                *reason = strdup_printf("cannot prepare %s: %s", scratch, strerror(-r));
                 return r;
         }
         *ret_dir = TAKE_PTR(d);
@@ -66,7 +66,7 @@ int hiders_create(const char *scratch, char **ret_dir, char **ret_file, char **e
         return 0;
 }
 
-int hide_nested_git(view_child *c, const char *rel, char **err) {
+int hide_nested_git(view_child *c, const char *rel, char **reason) {
         _cleanup_free_ char *relgit = strdup_printf("%s%s.git", rel, (*rel && rel[strlen(rel) - 1] != '/') ? "/" : "");
         if (!relgit) return -ENOMEM;
         if (strv_contains(c->hidden, relgit)) return 0;
@@ -75,7 +75,7 @@ int hide_nested_git(view_child *c, const char *rel, char **err) {
         _cleanup_close_ int fd = cs_open_beneath(dfd, relgit, O_PATH);
         if (fd < 0) {
                 if (fd == -ENOENT || fd == -ENOTDIR) return 0;
-                *err = strdup_printf("cannot open nested repository %s: %s", relgit, strerror(-fd));
+                *reason = strdup_printf("cannot open nested repository %s: %s", relgit, strerror(-fd));
                 return fd;
         }
         struct stat st;
@@ -84,7 +84,7 @@ int hide_nested_git(view_child *c, const char *rel, char **err) {
         snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
         if (mount(S_ISDIR(st.st_mode) ? c->empty_dir : c->empty_file, target, NULL, MS_BIND, NULL) < 0) {
                 int r = -errno;
-                *err = strdup_printf("cannot hide nested repository %s: %s", relgit, strerror(errno));
+                *reason = strdup_printf("cannot hide nested repository %s: %s", relgit, strerror(errno));
                 return r;
         }
         int r = strv_consume(&c->hidden, TAKE_PTR(relgit));
@@ -92,10 +92,10 @@ int hide_nested_git(view_child *c, const char *rel, char **err) {
 }
 
 /* Gitlink entries (mode 160000) of the index, as paths. */
-static int index_gitlinks(view_child *c, char ***ret, char **err) {
+static int index_gitlinks(view_child *c, char ***ret, char **reason) {
         char *args[] = {(char *) "ls-files", (char *) "-s", (char *) "-z", NULL};
         run_result rr;
-        int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files -s", args);
+        int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, reason, "ls-files -s", args);
         if (r < 0) return r;
         _cleanup_strv_free_ char **l = NULL;
         for (char *p = rr.out; p < rr.out + rr.out_len; p += strlen(p) + 1) {
@@ -108,7 +108,7 @@ static int index_gitlinks(view_child *c, char ***ret, char **err) {
         return 0;
 }
 
-static int index_force_remove(view_child *c, char **paths, char **err) {
+static int index_force_remove(view_child *c, char **paths, char **reason) {
         _cleanup_strv_free_ char **args = NULL;
         int r = strv_push(&args, "update-index");
         if (r >= 0) r = strv_push(&args, "--force-remove");
@@ -116,7 +116,7 @@ static int index_force_remove(view_child *c, char **paths, char **err) {
         for (size_t i = 0; r >= 0 && paths[i]; i++) r = strv_push(&args, paths[i]);
         if (r < 0) return r;
         run_result rr;
-        r = git_ok(c->g, c->a->directory, 0, &rr, err, "update-index --force-remove", args);
+        r = git_ok(c->g, c->a->directory, 0, &rr, reason, "update-index --force-remove", args);
         if (r >= 0) run_result_done(&rr);
         return r;
 }
@@ -159,7 +159,7 @@ static char *refused_reason(const char *add_err, const char *path) {
 /* After the last `add --ignore-errors` of a view: what git left out, i.e.
  * the untracked files that are still not ignored and the tracked ones whose
  * index entry could not be updated. */
-static int refused_collect(view_child *c, const char *add_err, refused_list *out, char **err) {
+static int refused_collect(view_child *c, const char *add_err, refused_list *out, char **reason) {
         static const char *const what[] = {"ls-files -o", "diff-files"};
         char *ls_args[] = {(char *) "ls-files", (char *) "-o", (char *) "-z", (char *) "--exclude-standard", NULL};
         char *df_args[] = {(char *) "diff-files", (char *) "-z", (char *) "--name-only", (char *) "--no-ext-diff", NULL};
@@ -171,7 +171,7 @@ static int refused_collect(view_child *c, const char *add_err, refused_list *out
         if (dfd < 0) return -errno;
         for (size_t k = 0; k < ELEMENTSOF(argvs); k++) {
                 run_result rr;
-                int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, what[k], argvs[k]);
+                int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, reason, what[k], argvs[k]);
                 if (r < 0) return r;
                 for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
                         if (!*p) continue;
@@ -237,10 +237,10 @@ int refused_warn(view_child *c, const refused_list *host, const refused_list *me
  * being hashed before the worker starts; a changeset never carries them
  * anyway. They are marked assume-unchanged in the private index, so
  * `add -A` does not read them. One lstat per tracked file, as `git status`. */
-static int keep_large_tracked(view_child *c, char **err) {
+static int keep_large_tracked(view_child *c, char **reason) {
         run_result rr;
         char *ls_args[] = {(char *) "ls-files", (char *) "-z", (char *) "--cached", NULL};
-        int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files --cached", ls_args);
+        int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, reason, "ls-files --cached", ls_args);
         if (r < 0) return r;
         _cleanup_strv_free_ char **large = NULL;
         _cleanup_close_ int dfd = open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -255,33 +255,33 @@ static int keep_large_tracked(view_child *c, char **err) {
         if (r < 0 || !large) return r;
         char *prefix[] = {(char *) "update-index", (char *) "--assume-unchanged", NULL};
         return git_batched(c->g, c->a->directory, 0, "update-index --assume-unchanged", prefix, large, false, 1, NULL,
-                           NULL, err);
+                           NULL, reason);
 }
 
-int flatten_gitlinks(view_child *c, char **links, char ***tried, char **err) {
+int flatten_gitlinks(view_child *c, char **links, char ***tried, char **reason) {
         int r;
         for (size_t i = 0; links[i]; i++) {
                 if (strv_contains(*tried, links[i])) {
-                        *err = strdup_printf("cannot record the contents of nested repository %s", links[i]);
+                        *reason = strdup_printf("cannot record the contents of nested repository %s", links[i]);
                         return -ENOTSUP;
                 }
                 if ((r = strv_push(tried, links[i])) < 0) return r;
-                if ((r = hide_nested_git(c, links[i], err)) < 0) return r;
+                if ((r = hide_nested_git(c, links[i], reason)) < 0) return r;
         }
-        return index_force_remove(c, links, err);
+        return index_force_remove(c, links, reason);
 }
 
-int add_all_flattened(view_child *c, const char *view, char **err) {
+int add_all_flattened(view_child *c, const char *view, char **reason) {
         _cleanup_strv_free_ char **tried_gitlinks = NULL;
         if (c->file_max) {
-                int r = keep_large_tracked(c, err);
+                int r = keep_large_tracked(c, reason);
                 if (r < 0) return r;
         }
         for (unsigned round = 0; round < FLATTEN_ROUNDS_MAX; round++) {
                 /* Untracked nested repositories are listed as "dir/". */
                 char *ls_args[] = {(char *) "ls-files", (char *) "-o", (char *) "-z", (char *) "--exclude-standard", NULL};
                 run_result rr;
-                int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files -o", ls_args);
+                int r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, reason, "ls-files -o", ls_args);
                 if (r < 0) return r;
                 int hidden = 0;
                 _cleanup_close_ int dfd = c->file_max ? open(c->a->directory, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -298,7 +298,7 @@ int add_all_flattened(view_child *c, const char *view, char **err) {
                                 continue;
                         }
                         if (n == 0 || p[n - 1] != '/') continue;
-                        r = hide_nested_git(c, p, err);
+                        r = hide_nested_git(c, p, reason);
                         if (r > 0) hidden++;
                 }
                 run_result_done(&rr);
@@ -309,18 +309,18 @@ int add_all_flattened(view_child *c, const char *view, char **err) {
                                     (char *) "--no-warn-embedded-repo", NULL};
                 _cleanup_free_ char *what = strdup_printf("add -A (%s)", view), *add_err = NULL;
                 if (!what) return -ENOMEM;
-                if ((r = git_add_tolerant(c->g, c->a->directory, add_args, what, &add_err, err)) < 0) return r;
+                if ((r = git_add_tolerant(c->g, c->a->directory, add_args, what, &add_err, reason)) < 0) return r;
 
                 _cleanup_strv_free_ char **links = NULL;
-                if ((r = index_gitlinks(c, &links, err)) < 0) return r;
-                if (!links) return c->refused ? refused_collect(c, add_err, c->refused, err) : 0;
-                if ((r = flatten_gitlinks(c, links, &tried_gitlinks, err)) < 0) return r;
+                if ((r = index_gitlinks(c, &links, reason)) < 0) return r;
+                if (!links) return c->refused ? refused_collect(c, add_err, c->refused, reason) : 0;
+                if ((r = flatten_gitlinks(c, links, &tried_gitlinks, reason)) < 0) return r;
         }
-        *err = strdup_printf("nested repositories deeper than %d levels", FLATTEN_ROUNDS_MAX);
+        *reason = strdup_printf("nested repositories deeper than %d levels", FLATTEN_ROUNDS_MAX);
         return -ELOOP;
 }
 
-int view_host_tree(view_child *c, char **ret_tree, char **err) {
+int view_host_tree(view_child *c, char **ret_tree, char **reason) {
         run_result rr;
         int r;
         if (c->base_treeish) {
@@ -329,7 +329,7 @@ int view_host_tree(view_child *c, char **ret_tree, char **err) {
                 char *rp_args[] = {(char *) "rev-parse", (char *) "--verify", (char *) "-q", spec, NULL};
                 r = run_git_argv(c->g, "/", SMALL_MAX, &rr, rp_args);
                 if (r < 0) {
-                        *err = git_failure("rev-parse", r, &rr);
+                        *reason = git_failure("rev-parse", r, &rr);
                         return r;
                 }
                 /* An unreachable base only costs us tracked-but-ignored files:
@@ -344,7 +344,7 @@ int view_host_tree(view_child *c, char **ret_tree, char **err) {
                          * start from an empty index then, too. */
                         char *args[] = {(char *) "read-tree", tree, NULL};
                         if ((r = run_git_argv(c->g, c->a->directory, 0, &rr, args)) < 0) {
-                                *err = git_failure("read-tree", r, &rr);
+                                *reason = git_failure("read-tree", r, &rr);
                                 return r;
                         }
                         ok = rr.exit_code == 0;
@@ -352,17 +352,17 @@ int view_host_tree(view_child *c, char **ret_tree, char **err) {
                 }
                 if (ok && tree && cs_is_oid(tree)) {
                         _cleanup_strv_free_ char **links = NULL;
-                        if ((r = index_gitlinks(c, &links, err)) < 0) return r;
-                        if (links && (r = index_force_remove(c, links, err)) < 0) return r;
+                        if ((r = index_gitlinks(c, &links, reason)) < 0) return r;
+                        if (links && (r = index_force_remove(c, links, reason)) < 0) return r;
                 }
         }
-        if ((r = add_all_flattened(c, "host view", err)) < 0) return r;
-        if ((r = git_write_tree(c->g, c->a->directory, false, ret_tree, err)) < 0) return r;
+        if ((r = add_all_flattened(c, "host view", reason)) < 0) return r;
+        if ((r = git_write_tree(c->g, c->a->directory, false, ret_tree, reason)) < 0) return r;
 
         /* Pin everything that is ignored in this view. */
         char *ign_args[] = {(char *) "ls-files", (char *) "-z", (char *) "-o", (char *) "-i", (char *) "--exclude-standard",
                             (char *) "--directory", NULL};
-        if ((r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, err, "ls-files --ignored", ign_args)) < 0) return r;
+        if ((r = git_ok(c->g, c->a->directory, LIST_MAX, &rr, reason, "ls-files --ignored", ign_args)) < 0) return r;
         _cleanup_free_ char *exclude_path = cs_path_join(c->g->git_dir, "info/exclude");
         if (!exclude_path) r = -ENOMEM;
         for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len; p += strlen(p) + 1) {
@@ -371,11 +371,11 @@ int view_host_tree(view_child *c, char **ret_tree, char **err) {
                 if (pat) r = cs_append_file(exclude_path, pat, strlen(pat));
         }
         run_result_done(&rr);
-        if (r < 0 && !*err) *err = strdup_printf("cannot write the private exclude file: %s", strerror(-r));
+        if (r < 0 && !*reason) *reason = strdup_printf("cannot write the private exclude file: %s", strerror(-r));
         return r;
 }
 
-int view_mount_overlay(const changeset_extract_args *a, char **err) {
+int view_mount_overlay(const changeset_extract_args *a, char **reason) {
         static const unsigned backoff_ms[] = {100, 300, 900};
         for (size_t attempt = 0;; attempt++) {
                 _cleanup_free_ char *merr = NULL;
@@ -384,11 +384,11 @@ int view_mount_overlay(const changeset_extract_args *a, char **err) {
                 if (r != -EBUSY || attempt >= ELEMENTSOF(backoff_ms)) {
                         const char *m = merr ? merr : strerror(-r);
                         if (r == -EBUSY && !strstr(m, "Device or resource busy"))
-                                *err = strdup_printf("%s: Device or resource busy", m);
+                                *reason = strdup_printf("%s: Device or resource busy", m);
                         else if (merr)
-                                *err = TAKE_PTR(merr);
+                                *reason = TAKE_PTR(merr);
                         else
-                                *err = strdup_printf("overlay mount on %s failed: %s", a->directory, strerror(-r));
+                                *reason = strdup_printf("overlay mount on %s failed: %s", a->directory, strerror(-r));
                         return r;
                 }
                 struct timespec ts = {.tv_sec = backoff_ms[attempt] / 1000,
@@ -434,7 +434,7 @@ static int dotgit_collect(int dirfd, const char *rel, int host_fd, unsigned dept
         return r;
 }
 
-int dotgit_warn(view_child *c, char **err) {
+int dotgit_warn(view_child *c, char **reason) {
         _cleanup_close_ int ufd = open(c->a->upper, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (ufd < 0) return -errno;
         _cleanup_strv_free_ char **planted = NULL, **ignored = NULL;
@@ -442,7 +442,7 @@ int dotgit_warn(view_child *c, char **err) {
         if (r < 0 || !planted) return r;
         char *ci_args[] = {(char *) "-c", (char *) "core.quotePath=false", (char *) "check-ignore", NULL};
         r = git_batched(c->g, c->a->directory, LIST_MAX, "check-ignore", ci_args, planted, true, 1, git_collect_lines,
-                        &ignored, err);
+                        &ignored, reason);
         for (size_t i = 0; r >= 0 && planted[i]; i++)
                 if (!strv_contains(ignored, planted[i]))
                         r = warn_path(&c->w, planted[i],
@@ -452,7 +452,7 @@ int dotgit_warn(view_child *c, char **err) {
 }
 
 int view_child_run(const char *name, const char *what, view_child_fn fn, void *userdata, char **ret_reply, size_t *ret_len,
-                   char **err) {
+                   char **reason) {
         int pfd[2];
         if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
         pid_t pid;
@@ -478,11 +478,11 @@ int view_child_run(const char *name, const char *what, view_child_fn fn, void *u
         siginfo_t si;
         if ((r = wait_for_terminate(pid, &si)) < 0) return r;
         if (si.si_code != CLD_EXITED || si.si_status != 0 || reply[0] != 'O') {
-                if (reply[0] == 'E') *err = strdup(reply + 1);
+                if (reply[0] == 'E') *reason = strdup(reply + 1);
                 else if (si.si_code != CLD_EXITED)
-                        *err = strdup_printf("%s was killed by %s", what, strnull(signal_to_name(si.si_status)));
+                        *reason = strdup_printf("%s was killed by %s", what, strnull(signal_to_name(si.si_status)));
                 else
-                        *err = strdup_printf("%s failed", what);
+                        *reason = strdup_printf("%s failed", what);
                 return -EIO;
         }
         *ret_reply = TAKE_PTR(reply);

@@ -4,7 +4,7 @@
  * child builds an index of what it sees in the private repository (git_ctx)
  * with every nested repository flattened into its files, notes what git
  * refused to record, and reports back over a pipe; the parent reads the
- * reply with view_child_run. -errno on failure, with *err set where a
+ * reply with view_child_run. -errno on failure, with *reason set where a
  * function takes it. */
 
 #include <stdbool.h>
@@ -53,14 +53,14 @@ typedef struct view_child {
 
 /* The bind sources that hide a nested .git (a directory or a file) in a
  * view: <scratch>/empty-dir (mode 0500) and <scratch>/empty-file, made
- * here. 0, or -errno (*err set). */
-int hiders_create(const char *scratch, char **ret_dir, char **ret_file, char **err);
+ * here. 0, or -errno (*reason set). */
+int hiders_create(const char *scratch, char **ret_dir, char **ret_file, char **reason);
 
 /* Hide <D>/<rel>.git (rel ends in '/', or is "" for the top) under an empty
  * bind mount. Resolution stays beneath D and follows no symlink (the entry
  * itself may be a symlink: the mount covers the link). Returns 1 if hidden,
  * 0 if there is nothing to hide, -errno on failure. */
-int hide_nested_git(view_child *c, const char *rel, char **err);
+int hide_nested_git(view_child *c, const char *rel, char **reason);
 
 /* Warn about a refused path of l, git's reason after prefix (the reason is
  * looked up only while warnings are still kept: the search is linear in
@@ -78,15 +78,15 @@ int refused_warn(view_child *c, const refused_list *host, const refused_list *me
  * flattened: each nested .git hidden in this view and the links dropped
  * from the index, so that the next add records the files themselves. A
  * link seen in an earlier round (tried, which this extends) could not be
- * flattened: -ENOTSUP. 0, or -errno (*err set). */
-int flatten_gitlinks(view_child *c, char **links, char ***tried, char **err);
+ * flattened: -ENOTSUP. 0, or -errno (*reason set). */
+int flatten_gitlinks(view_child *c, char **links, char ***tried, char **reason);
 
 /* `git add -A` of the current view into c->g's index, with every nested
  * repository flattened into plain files (view is named in errors: "host
  * view"). With c->file_max, files larger than that stay out (tracked ones
  * keep their index entry). What git refused goes to c->refused. 0, or
- * -errno (*err set). */
-int add_all_flattened(view_child *c, const char *view, char **err);
+ * -errno (*reason set). */
+int add_all_flattened(view_child *c, const char *view, char **reason);
 
 /* The host view (no overlay yet) as a tree: the index read from
  * c->base_treeish when it resolves (keeping tracked files that .gitignore
@@ -94,32 +94,32 @@ int add_all_flattened(view_child *c, const char *view, char **err);
  * repositories flattened; every path ignored in this view is then pinned
  * into T/info/exclude, so a worker that deletes .gitignore cannot make
  * pre-existing ignored files (node_modules, .env) appear as added. 0 with
- * the tree id in *ret_tree, -errno (*err set). */
-int view_host_tree(view_child *c, char **ret_tree, char **err);
+ * the tree id in *ret_tree, -errno (*reason set). */
+int view_host_tree(view_child *c, char **ret_tree, char **reason);
 
 /* Mount the task's overlay on D (lower D, a->upper and a->work) in this
  * mount namespace. The mount can fail with EBUSY for a moment while the
  * task's own overlay is still being torn down: it is retried after 100, 300
  * and 900 ms. A final EBUSY's message always says "Device or resource busy"
  * (libmount words it its own way), so that the failure reads as the busy
- * race it is. 0, or -errno with *err set. */
-int view_mount_overlay(const changeset_extract_args *a, char **err);
+ * race it is. 0, or -errno with *reason set. */
+int view_mount_overlay(const changeset_extract_args *a, char **reason);
 
 /* Warnings (into c->w) for the .git files and directories the worker
  * created (the overlay's upper dir holds everything it wrote), unless they
  * lie in what the merged view ignores: git never records one. Run in the
- * merged view. 0, or -errno (*err set). */
-int dotgit_warn(view_child *c, char **err);
+ * merged view. 0, or -errno (*reason set). */
+int dotgit_warn(view_child *c, char **reason);
 
 /* Fork fn(userdata, out_fd) in a child that dies with us (and run_command's
  * git with it), and read what it writes: "O<text>" or "E<error>". name is
  * the child's for safe_fork; what names it in our errors ("the git
  * process"). 0 with the reply (NUL-terminated, its length in *ret_len when
- * ret_len is not NULL) in *ret_reply, -EIO with *err set when the child
+ * ret_len is not NULL) in *ret_reply, -EIO with *reason set when the child
  * failed or said "E", -errno. */
 typedef void (*view_child_fn)(void *userdata, int out_fd);
 int view_child_run(const char *name, const char *what, view_child_fn fn, void *userdata, char **ret_reply, size_t *ret_len,
-                   char **err);
+                   char **reason);
 
 /* A view child's last words on out_fd, read by view_child_run and
  * warnings_add_reply: "O<trees> <warnings counted>\n" then w's kept

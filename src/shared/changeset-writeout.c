@@ -183,8 +183,8 @@ static int wo_open_parent(int top, const char *path, bool create, const char **r
 
 /* Every path before anything is written: what may be written, and no symlink
  * or non-directory of the live tree in a parent position (but for one the
- * same change deletes first). Returns 1 ok, 0 refused (*why), -errno. */
-static int wo_check(int top, const wo_list *l, char **why) {
+ * same change deletes first). Returns 1 ok, 0 refused (*reason), -errno. */
+static int wo_check(int top, const wo_list *l, char **reason) {
         for (size_t i = 0; i < l->n; i++) {
                 const wo_entry *e = &l->e[i];
                 const char *what = NULL;
@@ -210,8 +210,8 @@ static int wo_check(int top, const wo_list *l, char **why) {
                 }
                 if (what) {
                         _cleanup_free_ char *q = cs_quote_path(e->path);
-                        *why = strdup_printf("%s %s", q ? q : e->path, what);
-                        return *why ? 0 : -ENOMEM;
+                        *reason = strdup_printf("%s %s", q ? q : e->path, what);
+                        return *reason ? 0 : -ENOMEM;
                 }
         }
         return 1;
@@ -434,7 +434,7 @@ static void wo_sweep(int top, char *const *paths, const wo_list *l) {
         }
 }
 
-int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *const *cs_paths, char **why) {
+int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *const *cs_paths, char **reason) {
         _cleanup_free_ char *err = NULL;
         _cleanup_(wo_list_done) wo_list l = {};
         run_result rr;
@@ -442,29 +442,29 @@ int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *co
                            (char *) tree_m, NULL};
         int r = git_ok(g, "/", LIST_MAX, &rr, &err, "diff-tree --raw", dt_args);
         if (r < 0) {
-                *why = TAKE_PTR(err);
+                *reason = TAKE_PTR(err);
                 return r;
         }
         r = wo_parse(rr.out, rr.out + rr.out_len, &l);
         run_result_done(&rr);
         if (r < 0) {
-                *why = strdup_printf("cannot read git diff-tree's output: %s", strerror(-r));
+                *reason = strdup_printf("cannot read git diff-tree's output: %s", strerror(-r));
                 return r;
         }
         _cleanup_close_ int top = open(g->work_tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (top < 0) {
                 r = -errno;
-                *why = strdup_printf("cannot open %s: %s", g->work_tree, strerror(errno));
+                *reason = strdup_printf("cannot open %s: %s", g->work_tree, strerror(errno));
                 return r;
         }
-        if ((r = wo_check(top, &l, why)) <= 0) return r;
+        if ((r = wo_check(top, &l, reason)) <= 0) return r;
         wo_sweep(top, cs_paths, &l);
         /* deletions first (deepest first), so a file can replace a directory and back */
         for (size_t i = l.n; i-- > 0;) {
                 if (l.e[i].mode != 0) continue;
                 if ((r = wo_delete(top, l.e[i].path)) < 0) {
                         _cleanup_free_ char *q = cs_quote_path(l.e[i].path);
-                        *why = strdup_printf("cannot delete %s: %s", q ? q : l.e[i].path, strerror(-r));
+                        *reason = strdup_printf("cannot delete %s: %s", q ? q : l.e[i].path, strerror(-r));
                         return r;
                 }
         }
@@ -510,18 +510,18 @@ int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *co
                 if (r < 0) {
                         wo_batch_discard(batch, cur_fd);
                         _cleanup_free_ char *q = cs_quote_path(l.e[bad].path);
-                        *why = strdup_printf("cannot write %s: %s", q ? q : l.e[bad].path, strerror(-r));
+                        *reason = strdup_printf("cannot write %s: %s", q ? q : l.e[bad].path, strerror(-r));
                         return r;
                 }
         }
         if (cur_fd >= 0 && (r = wo_batch_flush(batch, cur_fd, &l, &bad)) < 0) {
                 _cleanup_free_ char *q = cs_quote_path(l.e[bad].path);
-                *why = strdup_printf("cannot write %s: %s", q ? q : l.e[bad].path, strerror(-r));
+                *reason = strdup_printf("cannot write %s: %s", q ? q : l.e[bad].path, strerror(-r));
                 return r;
         }
         if (cur_fd >= 0 && fsync(cur_fd) < 0) {
                 r = -errno;
-                *why = strdup_printf("cannot sync %s/%s: %s", g->work_tree, strempty(cur_dir), strerror(errno));
+                *reason = strdup_printf("cannot sync %s/%s: %s", g->work_tree, strempty(cur_dir), strerror(errno));
                 return r;
         }
         return 1;

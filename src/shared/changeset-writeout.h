@@ -10,9 +10,9 @@
  * ids), every path checked before anything is written (the rules at the top
  * of changeset-writeout.c). cs_paths: the changeset's paths, whose
  * directories are swept of dead temp files too.
- * Returns 1 written, 0 refused before anything was written (*why), -errno
- * (*why set; what was written so far is whole, and a re-run finishes it). */
-int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *const *cs_paths, char **why);
+ * Returns 1 written, 0 refused before anything was written (*reason), -errno
+ * (*reason set; what was written so far is whole, and a re-run finishes it). */
+int write_out(const git_ctx *g, const char *tree_o, const char *tree_m, char *const *cs_paths, char **reason);
 /* The empty directories above the changeset's paths the live tree does not
  * have, removed (what every write_out does before it writes), for an accept
  * that finds the live tree already merged: an earlier one killed after its

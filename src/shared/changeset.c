@@ -78,10 +78,10 @@ static int scratch_begin(const char *root, char **ret) {
         return 0;
 }
 
-static int extract_dispatch(const changeset_extract_args *a, char **err) {
+static int extract_dispatch(const changeset_extract_args *a, char **reason) {
         if (!a || isempty(a->directory) || isempty(a->upper) || isempty(a->work) || isempty(a->patch_path) ||
             a->directory[0] != '/' || (isempty(a->scratch_dir) && isempty(a->overlay_root))) {
-                *err = strdup("invalid arguments");
+                *reason = strdup("invalid arguments");
                 return -EINVAL;
         }
         _cleanup_free_ char *own = NULL;
@@ -89,24 +89,24 @@ static int extract_dispatch(const changeset_extract_args *a, char **err) {
         int r;
         if (isempty(a->scratch_dir)) {
                 if ((r = scratch_begin(a->overlay_root, &own)) < 0) {
-                        *err = strdup_printf("cannot create a scratch dir in %s: %s", a->overlay_root, strerror(-r));
+                        *reason = strdup_printf("cannot create a scratch dir in %s: %s", a->overlay_root, strerror(-r));
                         return r;
                 }
                 b.scratch_dir = own;
         }
         _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(a->base_dir) : NULL;
-        if (!base_tree) r = extract_full(&b, err);
+        if (!base_tree) r = extract_full(&b, reason);
         else {
                 _cleanup_free_ char *dir = NULL, *scratch = NULL;
-                if ((r = extract_resolve(&b, &dir, &scratch, err)) >= 0 &&
-                    (r = extract_touched(&b, dir, scratch, base_tree, err)) == -EXDEV) {
+                if ((r = extract_resolve(&b, &dir, &scratch, reason)) >= 0 &&
+                    (r = extract_touched(&b, dir, scratch, base_tree, reason)) == -EXDEV) {
                         /* the upper dir needs the lower to be read: compare whole trees, in a clean scratch */
                         _cleanup_free_ char *again = strdup_printf("%s/full", scratch);
                         if (!again) r = -ENOMEM;
                         else if (mkdir(again, 0700) < 0) r = -errno;
                         else {
                                 b.scratch_dir = again;
-                                r = extract_full(&b, err);
+                                r = extract_full(&b, reason);
                         }
                 }
         }
@@ -114,26 +114,26 @@ static int extract_dispatch(const changeset_extract_args *a, char **err) {
         return r;
 }
 
-int changeset_extract(const changeset_extract_args *a, char **ret_error) {
+int changeset_extract(const changeset_extract_args *a, char **reason) {
         _cleanup_free_ char *err = NULL;
         if (a && a->ret_warnings) *a->ret_warnings = NULL;
         int r = extract_dispatch(a, &err);
         if (r >= 0) return r;
-        if (ret_error)
-                *ret_error = strdup_printf("git diff extraction failed for %s: %s",
-                                           a && a->directory ? a->directory : "(null)", err ? err : strerror(-r));
+        if (reason)
+                *reason = strdup_printf("git diff extraction failed for %s: %s",
+                                        a && a->directory ? a->directory : "(null)", err ? err : strerror(-r));
         return r;
 }
 
-int changeset_snapshot(const char *directory, const char *pre_head, const char *base_dir, char **ret_error) {
+int changeset_snapshot(const char *directory, const char *pre_head, const char *base_dir, char **reason) {
         _cleanup_free_ char *err = NULL;
         int r = git_has_merge_tree() ? snapshot_take(directory, pre_head, base_dir, &err)
                                      : (err = strdup("git 2.38 or later is needed for a base (merge-tree --write-tree)"),
                                         -ENOTSUP);
         if (r >= 0) return 0;
-        if (ret_error)
-                *ret_error = strdup_printf("cannot take the base snapshot of %s: %s", strnull(directory),
-                                           err ? err : strerror(-r));
+        if (reason)
+                *reason = strdup_printf("cannot take the base snapshot of %s: %s", strnull(directory),
+                                        err ? err : strerror(-r));
         return r;
 }
 
@@ -142,22 +142,22 @@ int changeset_is_applied(const char *directory, const char *patch_path) {
         return apply_plain(directory, patch_path, true, &reason);
 }
 
-int changeset_apply(const char *directory, const char *patch_path, char **ret_reason) {
-        _cleanup_free_ char *reason = NULL;
-        int r = apply_plain(directory, patch_path, false, &reason);
-        if (r < 0 && !reason) reason = strdup(strerror(-r));
-        if (ret_reason) *ret_reason = r > 0 ? NULL : TAKE_PTR(reason);
+int changeset_apply(const char *directory, const char *patch_path, char **reason) {
+        _cleanup_free_ char *text = NULL;
+        int r = apply_plain(directory, patch_path, false, &text);
+        if (r < 0 && !text) text = strdup(strerror(-r));
+        if (reason) *reason = r > 0 ? NULL : TAKE_PTR(text);
         return r;
 }
 
-int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **ret_reason) {
+int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **reason) {
         _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(base_dir) : NULL;
-        if (!base_tree) return changeset_apply(directory, patch_path, ret_reason);
-        _cleanup_free_ char *reason = NULL;
+        if (!base_tree) return changeset_apply(directory, patch_path, reason);
+        _cleanup_free_ char *text = NULL;
         int r = isempty(directory) || isempty(patch_path) ? -EINVAL
-                                                           : merge_apply(directory, patch_path, base_tree, base_dir, false, &reason);
-        if (r < 0 && !reason) reason = strdup(strerror(-r));
-        if (ret_reason) *ret_reason = r > 0 ? NULL : TAKE_PTR(reason);
+                                                           : merge_apply(directory, patch_path, base_tree, base_dir, false, &text);
+        if (r < 0 && !text) text = strdup(strerror(-r));
+        if (reason) *reason = r > 0 ? NULL : TAKE_PTR(text);
         return r;
 }
 

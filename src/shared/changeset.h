@@ -57,8 +57,8 @@ char *changeset_base_dir(const char *overlay_root);
  * attributes reset, nested repositories flattened). Blocks: call it from the
  * shim or a job. Needs git >= 2.38 (merge-tree --write-tree, used by the
  * accept): -ENOTSUP before; without a base everything works as before.
- * Returns 0, or -errno with *ret_error set. */
-int changeset_snapshot(const char *directory, const char *pre_head, const char *base_dir, char **ret_error);
+ * Returns 0, or -errno with *reason set. */
+int changeset_snapshot(const char *directory, const char *pre_head, const char *base_dir, char **reason);
 
 /* Accept: merge the changeset into the live directory, 3-way, with the
  * task's base snapshot as the merge base (ours = the live directory now,
@@ -66,11 +66,11 @@ int changeset_snapshot(const char *directory, const char *pre_head, const char *
  * before anything is written; then one patch from the live contents to the
  * merged ones goes through check-then-apply (changeset_apply's protections).
  * Nothing is ever staged in the live index. A conflict touches nothing and
- * returns 0 with *ret_reason naming the conflicting paths. With no usable
+ * returns 0 with *reason naming the conflicting paths. With no usable
  * base (base_dir NULL or without a tree) this is changeset_apply().
  * Returns 1 applied (also when the live tree already holds every change),
- * 0 not applied (tree untouched, *ret_reason set), -errno. */
-int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **ret_reason);
+ * 0 not applied (tree untouched, *reason set), -errno. */
+int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **reason);
 /* Does the live directory already hold every change of the changeset (the
  * 3-way merge would change nothing)? Falls back to changeset_is_applied()
  * without a base. 1 yes, 0 no, -errno. */
@@ -115,9 +115,9 @@ int changeset_is_applied_3way(const char *directory, const char *patch_path, con
  *    pieces already on the host (ignored or untracked ones too) included.
  * Pre-existing paths the worker did not touch raise no warning.
  * Returns 1 if the patch is non-empty, 0 if there were no changes (an empty
- * patch file is still written), -errno on failure with *ret_error set to a
+ * patch file is still written), -errno on failure with *reason set to a
  * one-line-first message ("git diff extraction failed for <dir>: ..."). */
-int changeset_extract(const changeset_extract_args *a, char **ret_error);
+int changeset_extract(const changeset_extract_args *a, char **reason);
 
 /* Apply a patch to the live directory. The tree is never left half applied:
  * the patch is checked first (`git apply --check`) and only then applied;
@@ -130,9 +130,9 @@ int changeset_extract(const changeset_extract_args *a, char **ret_error);
  * check), and a patch that would leave a directory of the live tree looking
  * like a repository (as above, counting what the live tree already holds) is
  * not applied. Returns 1 if applied, 0 if it did not apply (tree untouched;
- * *ret_reason = git's explanation or ours), -errno on other failures
- * (*ret_reason set). */
-int changeset_apply(const char *directory, const char *patch_path, char **ret_reason);
+ * *reason = git's explanation or ours), -errno on other failures
+ * (*reason set). */
+int changeset_apply(const char *directory, const char *patch_path, char **reason);
 
 /* Does directory already hold the patch, i.e. does its reverse apply cleanly
  * (`git apply -R --check`, with the same private git dir as changeset_apply)?

@@ -118,23 +118,23 @@ static bool safe_integer(json_object *v, double *ret) {
         return true;
 }
 
-static int validate_provider_limits(const char *path, json_object *pl, char ***ret_warnings, char **ret_error) {
+static int validate_provider_limits(const char *path, json_object *pl, char ***ret_warnings, char **reason) {
         json_object_object_foreach(pl, provider, limits) {
                 if (!json_is_object(limits))
-                        return set_error(ret_error, -EINVAL,
+                        return set_error(reason, -EINVAL,
                                     "error: config key \"providerLimits.%s\" in %s must be a JSON object\n"
                                     "help: use {\"maxConcurrentTasks\": N, \"maxDispatchesPerWindow\": N}",
                                     provider, path);
                 json_object_object_foreach(limits, key, value) {
                         if (!streq(key, "maxConcurrentTasks") && !streq(key, "maxDispatchesPerWindow"))
-                                return set_error(ret_error, -EINVAL,
+                                return set_error(reason, -EINVAL,
                                             "error: unrecognized key \"providerLimits.%s.%s\" in %s\n"
                                             "help: recognized keys are: maxConcurrentTasks, maxDispatchesPerWindow",
                                             provider, key, path);
                         double d;
                         if (!safe_integer(value, &d) || d <= 0) {
                                 _cleanup_free_ char *vt = value_text(value);
-                                return set_error(ret_error, -EINVAL,
+                                return set_error(reason, -EINVAL,
                                             "error: config key \"providerLimits.%s.%s\" in %s must be a positive integer (got %s)\n"
                                             "help: fix the value's type in %s",
                                             provider, key, path, strempty(vt), path);
@@ -157,9 +157,9 @@ static char *trimmed(const char *s) {
         return strndup(s, n);
 }
 
-static int validate(const char *path, json_object *o, char ***ret_warnings, char **ret_error) {
+static int validate(const char *path, json_object *o, char ***ret_warnings, char **reason) {
         if (!json_is_object(o))
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: %s must be a JSON object\n"
                             "help: use a flat {\"key\": value, ...} object with the recognized config keys",
                             path);
@@ -173,20 +173,20 @@ static int validate(const char *path, json_object *o, char ***ret_warnings, char
                                 free(list);
                                 list = n;
                         }
-                        return set_error(ret_error, -EINVAL,
+                        return set_error(reason, -EINVAL,
                                     "error: unrecognized config key \"%s\" in %s\n"
                                     "help: recognized keys are: %s",
                                     key, path, list);
                 }
                 if (!has_type(value, k->type)) {
                         _cleanup_free_ char *vt = value_text(value);
-                        return set_error(ret_error, -EINVAL,
+                        return set_error(reason, -EINVAL,
                                     "error: config key \"%s\" in %s must be a %s (got %s)\n"
                                     "help: fix the value's type in %s",
                                     key, path, config_type_name(k->type), strempty(vt), path);
                 }
                 if (k->type == CONFIG_STRING && json_string_has_nul(value))
-                        return set_error(ret_error, -EINVAL,
+                        return set_error(reason, -EINVAL,
                                     "error: config key \"%s\" in %s must not contain a NUL character\n"
                                     "help: fix the value in %s",
                                     key, path, path);
@@ -196,7 +196,7 @@ static int validate(const char *path, json_object *o, char ***ret_warnings, char
                 json_object *v = NULL;
                 json_object_object_get_ex(o, "defaultExecutor", &v);
                 _cleanup_free_ char *vs = value_text(v);
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: config key \"defaultExecutor\" in %s must be one of %s (got %s)\n"
                             "help: fix the value in %s",
                             path, executor_names(), strempty(vs), path);
@@ -207,7 +207,7 @@ static int validate(const char *path, json_object *o, char ***ret_warnings, char
                 if (!t) return -ENOMEM;
                 if (!strv_contains((char **) variant_levels, t)) {
                         _cleanup_free_ char *vs = value_text(variant);
-                        return set_error(ret_error, -EINVAL,
+                        return set_error(reason, -EINVAL,
                                     "error: config key \"defaultVariant\" in %s must be one of highest, off, minimal, low, "
                                     "medium, high, xhigh, max (got %s)\n"
                                     "help: fix the value in %s",
@@ -216,30 +216,30 @@ static int validate(const char *path, json_object *o, char ***ret_warnings, char
         }
         json_object *pl = NULL;
         if (json_object_object_get_ex(o, "providerLimits", &pl)) {
-                int r = validate_provider_limits(path, pl, ret_warnings, ret_error);
+                int r = validate_provider_limits(path, pl, ret_warnings, reason);
                 if (r < 0) return r;
         }
         return 0;
 }
 
 int config_parse(const char *path, const char *text, size_t len, json_object **ret, char ***ret_warnings,
-                 char **ret_error) {
+                 char **reason) {
         *ret = NULL;
-        *ret_error = NULL;
+        *reason = NULL;
         if (len > CONFIG_FILE_MAX)
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: %s is larger than %d bytes\n"
                             "help: config.json is a small flat object; fix the file, or delete it to use built-in defaults",
                             path, CONFIG_FILE_MAX);
         if (memchr(text, 0, len))
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: could not parse %s: the file contains a NUL byte\n"
                             "help: fix the JSON syntax, or delete the file to use built-in defaults",
                             path);
         size_t ws = 0;
         while (ws < len && strchr(" \t\r\n", text[ws])) ws++;
         if (ws == len)
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: could not parse %s: unexpected end of JSON input\n"
                             "help: fix the JSON syntax, or delete the file to use built-in defaults",
                             path);
@@ -253,12 +253,12 @@ int config_parse(const char *path, const char *text, size_t len, json_object **r
                 const char *what = e == json_tokener_success       ? "unexpected data after the JSON value"
                                    : e == json_tokener_error_depth ? "nested too deeply"
                                                                    : json_tokener_error_desc(e);
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: could not parse %s: %s\n"
                             "help: fix the JSON syntax, or delete the file to use built-in defaults",
                             path, what);
         }
-        r = validate(path, o, ret_warnings, ret_error);
+        r = validate(path, o, ret_warnings, reason);
         if (r < 0) {
                 json_object_put(o);
                 return r;
@@ -267,9 +267,9 @@ int config_parse(const char *path, const char *text, size_t len, json_object **r
         return 0;
 }
 
-int config_load(const char *path, json_object **ret, char ***ret_warnings, char **ret_error) {
+int config_load(const char *path, json_object **ret, char ***ret_warnings, char **reason) {
         *ret = NULL;
-        *ret_error = NULL;
+        *reason = NULL;
         /* O_NONBLOCK: a fifo planted at the path must not hang the start;
          * symlinks are followed (dotfile managers link config files), but
          * the target must be a regular file (a link to /dev/zero is not) */
@@ -279,20 +279,20 @@ int config_load(const char *path, json_object **ret, char ***ret_warnings, char 
                         *ret = json_object_new_object();
                         return *ret ? 0 : -ENOMEM;
                 }
-                return set_error(ret_error, -EINVAL, "error: could not read %s: %s\nhelp: fix the file's permissions or type, or delete it to use built-in defaults",
+                return set_error(reason, -EINVAL, "error: could not read %s: %s\nhelp: fix the file's permissions or type, or delete it to use built-in defaults",
                             path, strerror(errno));
         }
         struct stat st;
         if (fstat(fd, &st) < 0)
-                return set_error(ret_error, -EINVAL, "error: could not read %s: %s\nhelp: fix the file, or delete it to use built-in defaults",
+                return set_error(reason, -EINVAL, "error: could not read %s: %s\nhelp: fix the file, or delete it to use built-in defaults",
                             path, strerror(errno));
         if (!S_ISREG(st.st_mode))
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: could not read %s: not a regular file\n"
                             "help: config.json must be a regular file (or a symlink to one); delete it to use built-in defaults",
                             path);
         if (st.st_size > CONFIG_FILE_MAX)
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: %s is larger than %d bytes\n"
                             "help: config.json is a small flat object; fix the file, or delete it to use built-in defaults",
                             path, CONFIG_FILE_MAX);
@@ -303,15 +303,15 @@ int config_load(const char *path, json_object **ret, char ***ret_warnings, char 
         size_t len = 0;
         int r = read_fd(fd, CONFIG_FILE_MAX, &text, &len);
         if (r == -EFBIG)
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: %s is larger than %d bytes\n"
                             "help: config.json is a small flat object; fix the file, or delete it to use built-in defaults",
                             path, CONFIG_FILE_MAX);
         if (r == -ENOMEM) return r;
         if (r < 0)
-                return set_error(ret_error, -EINVAL, "error: could not read %s: %s\nhelp: fix the file, or delete it to use built-in defaults",
+                return set_error(reason, -EINVAL, "error: could not read %s: %s\nhelp: fix the file, or delete it to use built-in defaults",
                             path, strerror(-r));
-        return config_parse(path, text, len, ret, ret_warnings, ret_error);
+        return config_parse(path, text, len, ret, ret_warnings, reason);
 }
 
 double config_js_number(const char *s) {

@@ -60,14 +60,16 @@ const char *config_type_name(ConfigType t);
  * of objects with only positive-integer maxConcurrentTasks and
  * maxDispatchesPerWindow.
  * Returns 0 with *ret the validated object (owned by the caller). On any
- * failure returns -EINVAL (or -ENOMEM) with *ret_error set to the text the
- * daemon's boot error and the CLI show: "error: <message>\nhelp: <help>".
+ * failure returns -EINVAL with *reason set to the text the daemon's boot
+ * error and the CLI show: "error: <message>\nhelp: <help>" (a sentence for
+ * the user, set exactly when the return is negative, NULL on success and
+ * with -ENOMEM; the caller frees it).
  * Warnings (an empty providerLimits entry) are appended to *ret_warnings
  * when ret_warnings is non-NULL, each without the "warning: " prefix. */
-int config_load(const char *path, json_object **ret, char ***ret_warnings, char **ret_error);
+int config_load(const char *path, json_object **ret, char ***ret_warnings, char **reason);
 /* The same validation over text already in memory (len bytes). */
 int config_parse(const char *path, const char *text, size_t len, json_object **ret, char ***ret_warnings,
-                 char **ret_error);
+                 char **reason);
 
 /* JavaScript Number(s), what an environment variable of a numeric setting
  * is read with: trimmed, "" → 0, decimal with optional fraction and exponent

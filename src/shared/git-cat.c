@@ -42,17 +42,17 @@ static char *stderr_text(git_cat *c) {
         return strdup_printf("git cat-file --batch failed%s%s", n > 0 ? ": " : "", b);
 }
 
-static int fail(git_cat *c, char **ret_error) {
+static int fail(git_cat *c, char **reason) {
         c->broken = true;
-        if (ret_error && !*ret_error) *ret_error = stderr_text(c);
+        if (reason && !*reason) *reason = stderr_text(c);
         return -EIO;
 }
 
-int git_cat_open(char *const envp[], git_cat **ret, char **ret_error) {
+int git_cat_open(char *const envp[], git_cat **ret, char **reason) {
         _cleanup_free_ char *exe = NULL;
         int r = find_executable("git", envp ? strv_env_get(envp, "PATH") : NULL, &exe);
         if (r < 0) {
-                if (ret_error) *ret_error = strdup_printf("cannot find git: %s", strerror(-r));
+                if (reason) *reason = strdup_printf("cannot find git: %s", strerror(-r));
                 return r;
         }
         git_cat *c = calloc(1, sizeof *c);
@@ -65,7 +65,7 @@ int git_cat_open(char *const envp[], git_cat **ret, char **ret_error) {
                 r = -errno;
                 safe_close(in[0]), safe_close(in[1]), safe_close(out[0]), safe_close(out[1]);
                 git_cat_close(c);
-                if (ret_error) *ret_error = strdup_printf("cannot start git cat-file --batch: %s", strerror(-r));
+                if (reason) *reason = strdup_printf("cannot start git cat-file --batch: %s", strerror(-r));
                 return r;
         }
         char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-c",
@@ -84,7 +84,7 @@ int git_cat_open(char *const envp[], git_cat **ret, char **ret_error) {
         c->out_fd = out[0];
         if (r < 0) {
                 git_cat_close(c);
-                if (ret_error) *ret_error = strdup_printf("cannot start git cat-file --batch: %s", strerror(-r));
+                if (reason) *reason = strdup_printf("cannot start git cat-file --batch: %s", strerror(-r));
                 return r;
         }
         c->pid = pid;
@@ -149,7 +149,7 @@ static bool oid_ok(const char *oid) {
 
 /* Send the request and read its header: 1 with *ret_size (a blob), or -errno
  * after the answer was consumed (the reader stays usable), or fail(). */
-static int request(git_cat *c, const char *oid, uint64_t max, uint64_t *ret_size, char **ret_error) {
+static int request(git_cat *c, const char *oid, uint64_t max, uint64_t *ret_size, char **reason) {
         if (c->broken) return -EIO;
         if (!oid_ok(oid)) return -EINVAL;
         char req[80];
@@ -157,43 +157,43 @@ static int request(git_cat *c, const char *oid, uint64_t max, uint64_t *ret_size
         for (int off = 0; off < len;) {
                 ssize_t n = send(c->in_fd, req + off, (size_t) (len - off), MSG_NOSIGNAL);
                 if (n < 0 && errno == EINTR) continue;
-                if (n < 0) return fail(c, ret_error);
+                if (n < 0) return fail(c, reason);
                 off += (int) n;
         }
         char line[HEADER_MAX], type[32];
-        if (read_header(c, line) < 0) return fail(c, ret_error);
+        if (read_header(c, line) < 0) return fail(c, reason);
         size_t olen = strlen(oid);
-        if (strncmp(line, oid, olen) != 0 || line[olen] != ' ') return fail(c, ret_error);
+        if (strncmp(line, oid, olen) != 0 || line[olen] != ' ') return fail(c, reason);
         const char *rest = line + olen + 1;
         if (streq(rest, "missing") || streq(rest, "ambiguous")) return -ENOENT;
         uint64_t size = 0;
         int used = 0;
-        if (sscanf(rest, "%31s %" SCNu64 "%n", type, &size, &used) != 2 || rest[used]) return fail(c, ret_error);
+        if (sscanf(rest, "%31s %" SCNu64 "%n", type, &size, &used) != 2 || rest[used]) return fail(c, reason);
         int r = !streq(type, "blob") ? -EINVAL : (max > 0 && size > max) ? -EFBIG : 1;
         if (r < 0) {
                 /* not wanted: read past it */
-                if (body(c, size, -1, NULL) < 0) return fail(c, ret_error);
+                if (body(c, size, -1, NULL) < 0) return fail(c, reason);
                 return r;
         }
         *ret_size = size;
         return 1;
 }
 
-int git_cat_blob_to_fd(git_cat *c, const char *oid, int fd, uint64_t max, char **ret_error) {
+int git_cat_blob_to_fd(git_cat *c, const char *oid, int fd, uint64_t max, char **reason) {
         uint64_t size = 0;
-        int r = request(c, oid, max, &size, ret_error);
+        int r = request(c, oid, max, &size, reason);
         if (r < 0) return r;
         r = body(c, size, fd, NULL);
-        if (r == -EIO) return fail(c, ret_error);
+        if (r == -EIO) return fail(c, reason);
         if (r < 0) c->broken = true;
         return r;
 }
 
-int git_cat_blob(git_cat *c, const char *oid, uint64_t max, char **ret, size_t *ret_len, char **ret_error) {
+int git_cat_blob(git_cat *c, const char *oid, uint64_t max, char **ret, size_t *ret_len, char **reason) {
         uint64_t size = 0;
-        int r = request(c, oid, max, &size, ret_error);
+        int r = request(c, oid, max, &size, reason);
         if (r < 0) return r;
-        if (size >= SIZE_MAX) return fail(c, ret_error);
+        if (size >= SIZE_MAX) return fail(c, reason);
         char *buf = malloc((size_t) size + 1);
         if (!buf) {
                 c->broken = true;
@@ -201,7 +201,7 @@ int git_cat_blob(git_cat *c, const char *oid, uint64_t max, char **ret, size_t *
         }
         if (body(c, size, -1, buf) < 0) {
                 free(buf);
-                return fail(c, ret_error);
+                return fail(c, reason);
         }
         buf[size] = 0;
         *ret = buf;

@@ -20,21 +20,24 @@
 
 typedef struct git_cat git_cat;
 
-/* Start the batch process. 0, or -errno (*ret_error may then say why; free it). */
-int git_cat_open(char *const envp[], git_cat **ret, char **ret_error);
+/* Start the batch process. 0, or -errno with *reason (may be NULL: not
+ * wanted) saying why: a sentence, set exactly when the return is negative
+ * but for -ENOMEM; the caller frees it. */
+int git_cat_open(char *const envp[], git_cat **ret, char **reason);
 
 /* Copy blob oid (hex, 40 or 64 digits) to fd. 0; -ENOENT the object is
  * missing, -EINVAL it is not a blob or oid is not an object id (the reader
  * stays usable after both); -EFBIG it is larger than max bytes (0: no bound;
  * nothing written, the reader stays usable); -EIO git failed or died
- * (*ret_error with git's stderr if given; the reader is unusable then);
+ * (then only: *reason, when reason is not NULL, is git's stderr; the caller
+ * frees it; the reader is unusable then);
  * another -errno from writing to fd (the reader is unusable then: the
  * rest of the blob was not read). */
-int git_cat_blob_to_fd(git_cat *c, const char *oid, int fd, uint64_t max, char **ret_error);
+int git_cat_blob_to_fd(git_cat *c, const char *oid, int fd, uint64_t max, char **reason);
 
 /* The same into memory: *ret (NUL-terminated, free()d by the caller) and
  * *ret_len. max as above (0: no bound). */
-int git_cat_blob(git_cat *c, const char *oid, uint64_t max, char **ret, size_t *ret_len, char **ret_error);
+int git_cat_blob(git_cat *c, const char *oid, uint64_t max, char **ret, size_t *ret_len, char **reason);
 
 /* Stop the process (close its stdin, wait for it) and free c. NULL is a no-op. */
 void git_cat_close(git_cat *c);

@@ -51,8 +51,10 @@ int userns_enter_as_root(uid_t outer_uid, gid_t outer_gid) {
         return 0;
 }
 
-int overlay_mount(const char *lower, const char *upper, const char *work, const char *target,
-                  bool userxattr, char **ret_error) {
+/* The mount of overlay_mount(), its -errno; *reason (may be NULL) set when
+ * the mount itself failed, with libmount's words. */
+static int mount_overlay_fds(const char *lower, const char *upper, const char *work, const char *target,
+                             bool userxattr, char **reason) {
         _cleanup_close_ int lfd = open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (lfd < 0) return -errno;
         _cleanup_close_ int ufd = open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -77,14 +79,24 @@ int overlay_mount(const char *lower, const char *upper, const char *work, const 
                 char buf[BUFSIZ] = "";
                 int rc = mnt_context_get_excode(cxt, r, buf, sizeof buf);
                 int syserr = mnt_context_get_syscall_errno(cxt);
-                if (ret_error) *ret_error = strdup_printf("overlay mount on %s failed: %s", target,
-                                                          *buf ? buf : strerror(syserr ? syserr : EIO));
+                if (reason) *reason = strdup_printf("overlay mount on %s failed: %s", target,
+                                                    *buf ? buf : strerror(syserr ? syserr : EIO));
                 (void) rc;
                 mnt_free_context(cxt);
                 return syserr > 0 ? -syserr : (r < 0 ? r : -EIO);
         }
         mnt_free_context(cxt);
         return 0;
+}
+
+int overlay_mount(const char *lower, const char *upper, const char *work, const char *target,
+                  bool userxattr, char **reason) {
+        _cleanup_free_ char *text = NULL;
+        int r = mount_overlay_fds(lower, upper, work, target, userxattr, &text);
+        if (r >= 0) return r;
+        if (!text && r != -ENOMEM) text = strdup_printf("overlay mount on %s failed: %s", target, strerror(-r));
+        if (reason) *reason = TAKE_PTR(text);
+        return r;
 }
 
 int overlay_dirs_create(const char *tmp_root, const char *root) {

@@ -37,10 +37,12 @@ int userns_enter_as_root(uid_t outer_uid, gid_t outer_gid);
 /* Mount overlayfs with lowerdir=lower, upperdir=upper, workdir=work (and
  * userxattr when in a user namespace) on target, through libmount.
  * Paths are passed as /proc/self/fd/N of O_PATH fds, so commas, colons and
- * backslashes in paths need no escaping. -errno; *ret_error gets libmount's
- * message when available (malloc'd). */
+ * backslashes in paths need no escaping. 0, or -errno with *reason (may be
+ * NULL: not wanted) the sentence for the user, "overlay mount on <target>
+ * failed: <libmount's message, or strerror>", set exactly when the return is
+ * negative (but for -ENOMEM); the caller frees it. */
 int overlay_mount(const char *lower, const char *upper, const char *work, const char *target,
-                  bool userxattr, char **ret_error);
+                  bool userxattr, char **reason);
 
 /* Create the overlay directories of one task:
  * mkdir -p <tmp_root> 0700; mkdir <root> 0700 non-recursively (EEXIST fails:

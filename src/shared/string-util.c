@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int set_error(char **ret_error, int r, const char *fmt, ...) {
+int set_error(char **reason, int r, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         char *s = NULL;
         int n = vasprintf(&s, fmt, ap);
         va_end(ap);
         if (n < 0) return -ENOMEM;
-        free(*ret_error);
-        *ret_error = s;
+        free(*reason);
+        *reason = s;
         return r;
 }
 

@@ -78,12 +78,12 @@ static bool valid_name(const char *s, size_t n) {
 
 #define LINE_HELP "help: each line is NAME=value (or export NAME=value); a # comment is a line of its own"
 
-int env_file_parse(const char *path, const char *raw, size_t raw_len, char ***ret, char **ret_error) {
+int env_file_parse(const char *path, const char *raw, size_t raw_len, char ***ret, char **reason) {
         *ret = NULL;
         if (memchr(raw, 0, raw_len)) {
                 size_t line = 1;
                 for (const char *p = raw; *p; p++) line += *p == '\n';
-                return set_error(ret_error, -EBADMSG, "error: env file %s:%zu: the line contains a NUL byte\n%s", path, line, LINE_HELP);
+                return set_error(reason, -EBADMSG, "error: env file %s:%zu: the line contains a NUL byte\n%s", path, line, LINE_HELP);
         }
         size_t len = 0;
         _cleanup_free_ char *s = utf8_sanitize_n(raw, raw_len, &len);
@@ -105,20 +105,20 @@ int env_file_parse(const char *path, const char *raw, size_t raw_len, char ***re
                 }
                 const char *eq = memchr(s + b, '=', e - b);
                 if (!eq)
-                        return set_error(ret_error, -EBADMSG, "error: env file %s:%zu: expected NAME=value (no '=')\n%s", path, lineno + 1,
+                        return set_error(reason, -EBADMSG, "error: env file %s:%zu: expected NAME=value (no '=')\n%s", path, lineno + 1,
                                     LINE_HELP);
                 size_t nb = b, ne = (size_t) (eq - s), vb = ne + 1, ve = e;
                 trim(s, &nb, &ne);
                 trim(s, &vb, &ve);
                 if (!valid_name(s + nb, ne - nb))
-                        return set_error(ret_error, -EBADMSG,
+                        return set_error(reason, -EBADMSG,
                                     "error: env file %s:%zu: invalid variable name (it must match "
                                     "[A-Za-z_][A-Za-z0-9_]*)\n%s",
                                     path, lineno + 1, LINE_HELP);
                 char q = vb < ve ? s[vb] : 0;
                 if (q == '"' || q == '\'') {
                         if (ve - vb < 2 || s[ve - 1] != q)
-                                return set_error(ret_error, -EBADMSG,
+                                return set_error(reason, -EBADMSG,
                                             "error: env file %s:%zu: unterminated %s-quoted value\n"
                                             "help: a quoted value ends with its quote; nothing may follow it (there are "
                                             "no inline comments)",
@@ -144,16 +144,16 @@ int env_file_parse(const char *path, const char *raw, size_t raw_len, char ***re
 
 #define PATH_HELP "help: fix TASKFERRY_ENV_FILE or config.json's envFile, or unset it (TASKFERRY_ENV_FILE= disables)"
 
-int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **ret_error) {
+int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **reason) {
         *ret = NULL;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
                 int r = negative_errno();
                 if (r == -ENOENT) {
-                        set_error(ret_error, -EBADMSG, "error: env file %s not found\n%s", path, PATH_HELP);
+                        set_error(reason, -EBADMSG, "error: env file %s not found\n%s", path, PATH_HELP);
                         return -ENOENT;
                 }
-                set_error(ret_error, -EBADMSG, "error: cannot open the env file %s: %s\n%s", path, strerror(-r), PATH_HELP);
+                set_error(reason, -EBADMSG, "error: cannot open the env file %s: %s\n%s", path, strerror(-r), PATH_HELP);
                 return r;
         }
         /* on the fd, not the path: what is checked is what is read (a rename
@@ -161,22 +161,22 @@ int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **ret
         struct stat st;
         if (fstat(fd, &st) < 0) {
                 int r = negative_errno();
-                set_error(ret_error, -EBADMSG, "error: cannot stat the env file %s: %s", path, strerror(-r));
+                set_error(reason, -EBADMSG, "error: cannot stat the env file %s: %s", path, strerror(-r));
                 return r;
         }
         if (!S_ISREG(st.st_mode)) {
-                set_error(ret_error, -EBADMSG, "error: env file %s is not a regular file\n%s", path, PATH_HELP);
+                set_error(reason, -EBADMSG, "error: env file %s is not a regular file\n%s", path, PATH_HELP);
                 return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
         }
         if (st.st_mode & 077) {
-                set_error(ret_error, -EBADMSG,
+                set_error(reason, -EBADMSG,
                      "error: env file %s is readable by group or other (mode %04o)\n"
                      "help: it may hold secrets: chmod 600 %s",
                      path, (unsigned) (st.st_mode & 07777), path);
                 return -EACCES;
         }
         if ((uint64_t) st.st_size > ENV_FILE_MAX) {
-                set_error(ret_error, -EBADMSG, "error: env file %s is larger than %zu bytes\n%s", path, ENV_FILE_MAX, PATH_HELP);
+                set_error(reason, -EBADMSG, "error: env file %s is larger than %zu bytes\n%s", path, ENV_FILE_MAX, PATH_HELP);
                 return -EFBIG;
         }
         int fl = fcntl(fd, F_GETFL);
@@ -185,15 +185,15 @@ int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **ret
         size_t len = 0;
         int r = read_fd(fd, ENV_FILE_MAX, &text, &len);
         if (r == -EFBIG) {
-                set_error(ret_error, -EBADMSG, "error: env file %s is larger than %zu bytes\n%s", path, ENV_FILE_MAX, PATH_HELP);
+                set_error(reason, -EBADMSG, "error: env file %s is larger than %zu bytes\n%s", path, ENV_FILE_MAX, PATH_HELP);
                 return r;
         }
         if (r == -ENOMEM) return r;
         if (r < 0) {
-                set_error(ret_error, -EBADMSG, "error: cannot read the env file %s: %s", path, strerror(-r));
+                set_error(reason, -EBADMSG, "error: cannot read the env file %s: %s", path, strerror(-r));
                 return r;
         }
-        r = env_file_parse(path, text, len, ret, ret_error);
+        r = env_file_parse(path, text, len, ret, reason);
         /* the text held secrets: do not leave them in freed memory */
         explicit_bzero(text, len);
         if (r < 0) return r;
@@ -302,7 +302,7 @@ static int split_path(struct EnvFile *ef) {
         return ef->dir && ef->name ? 0 : -ENOMEM;
 }
 
-int env_file_init(Manager *m, char **ret_error) {
+int env_file_init(Manager *m, char **reason) {
         const char *path = m->settings.env_file;
         if (isempty(path)) return 0;
         struct EnvFile *ef = calloc(1, sizeof *ef);
@@ -310,7 +310,7 @@ int env_file_init(Manager *m, char **ret_error) {
         m->env_file = ef;
         ef->path = strdup(path);
         if (!ef->path || split_path(ef) < 0) return -ENOMEM;
-        int r = env_file_load(ef->path, &ef->vars, NULL, ret_error);
+        int r = env_file_load(ef->path, &ef->vars, NULL, reason);
         if (r < 0) return r;
         if (!m->event) return 0;
         r = watch_start(m);

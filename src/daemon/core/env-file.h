@@ -32,9 +32,10 @@ typedef struct Manager Manager;
  * no inline comments; the last duplicate wins. Invalid UTF-8 reads as
  * U+FFFD (what the original's UTF-8 reader sees); a NUL byte is an error.
  * *ret: strv of "NAME=value", each name once, in first-seen order.
- * Errors: -EBADMSG with *ret_error "error: <path>:<line>: <rule>\nhelp: ...",
- * -ENOMEM. path is only used in the message. */
-int env_file_parse(const char *path, const char *text, size_t len, char ***ret, char **ret_error);
+ * Errors: -EBADMSG with *reason "error: <path>:<line>: <rule>\nhelp: ..."
+ * (a sentence for the user, set exactly when the return is negative but for
+ * -ENOMEM; the caller frees it). path is only used in the message. */
+int env_file_parse(const char *path, const char *text, size_t len, char ***ret, char **reason);
 
 /* Open path (symlinks followed; O_NONBLOCK so a fifo cannot hang the
  * daemon), check it on the open fd — a regular file, no group or other
@@ -42,14 +43,15 @@ int env_file_parse(const char *path, const char *text, size_t len, char ***ret, 
  * ENV_FILE_MAX bytes — read and parse it. *ret_st (may be NULL): the fstat
  * of what was read. Errors: -ENOENT, -EACCES (group/other bits), -EISDIR /
  * -EINVAL (not a regular file), -EFBIG, -EBADMSG (grammar), other -errno
- * of open/read, each with *ret_error ("error: ...\nhelp: ..."); -ENOMEM. */
-int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **ret_error);
+ * of open/read, each with *reason ("error: ...\nhelp: ...", the caller
+ * frees it); -ENOMEM (*reason untouched). */
+int env_file_load(const char *path, char ***ret, struct stat *ret_st, char **reason);
 
 /* At start (main.c, after settings_load): load Settings.env_file if set and
  * start watching its directory (a watch that cannot be set up is a warning:
  * live updates off). 0 (no file configured, or loaded); < 0 with
- * *ret_error: the start must fail. */
-int env_file_init(Manager *m, char **ret_error);
+ * *reason: the start must fail. */
+int env_file_init(Manager *m, char **reason);
 /* The current variables ("NAME=value" strv, never NULL; the last good
  * load), valid until the next turn of the event loop. */
 char *const *env_file_vars(Manager *m);

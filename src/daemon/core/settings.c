@@ -72,7 +72,7 @@ static bool parse_limit(const char *s, uint64_t *ret) {
 
 /* TASKFERRY_PROVIDER_LIMITS: provider:maxConcurrent[:maxDispatchesPerWindow], comma-separated;
  * a malformed entry fails the start. */
-static int provider_limits_from_env(Settings *s, const char *v, char **ret_error) {
+static int provider_limits_from_env(Settings *s, const char *v, char **reason) {
         static const char help[] = "help: use provider:maxConcurrentTasks[:maxDispatchesPerWindow], comma-separated";
         _cleanup_strv_free_ char **entries = NULL;
         if (config_list_append(&entries, v) < 0) return -ENOMEM;
@@ -81,26 +81,26 @@ static int provider_limits_from_env(Settings *s, const char *v, char **ret_error
                 if (!copy) return -ENOMEM;
                 char *provider = copy, *conc = strchr(copy, ':'), *win = NULL;
                 if (!conc)
-                        return set_error(ret_error, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": missing :maxConcurrentTasks\n%s",
+                        return set_error(reason, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": missing :maxConcurrentTasks\n%s",
                                     *e, help);
                 *conc++ = 0;
                 win = strchr(conc, ':');
                 if (win) *win++ = 0;
                 if (win && strchr(win, ':'))
-                        return set_error(ret_error, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": too many fields\n%s", *e, help);
+                        return set_error(reason, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": too many fields\n%s", *e, help);
                 _cleanup_free_ char *name = trim_dup(provider);
                 if (!name) return -ENOMEM;
                 if (!*name)
-                        return set_error(ret_error, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": empty provider\n%s", *e, help);
+                        return set_error(reason, -EINVAL, "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": empty provider\n%s", *e, help);
                 uint64_t c = 0, w = 0;
                 _cleanup_free_ char *cs = trim_dup(conc), *ws = win ? trim_dup(win) : NULL;
                 if (!cs || (win && !ws)) return -ENOMEM;
                 if (!parse_limit(cs, &c))
-                        return set_error(ret_error, -EINVAL,
+                        return set_error(reason, -EINVAL,
                                     "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": maxConcurrentTasks must be a positive integer\n%s",
                                     *e, help);
                 if (win && !parse_limit(ws, &w))
-                        return set_error(ret_error, -EINVAL,
+                        return set_error(reason, -EINVAL,
                                     "error: malformed TASKFERRY_PROVIDER_LIMITS entry \"%s\": maxDispatchesPerWindow must be a positive integer\n%s",
                                     *e, help);
                 int r = provider_limits_push(s, name, c, w);
@@ -126,11 +126,11 @@ static int list_env_replaces(char ***l, json_object *cfg, const char *key, const
         return config_list_append(l, env_value ? env_value : config_string(cfg, key));
 }
 
-int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***ret_warnings, char **ret_error) {
+int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***ret_warnings, char **reason) {
 #define ENV(name) strv_env_get(envp, name)
 #define INT(key, env, range, def) config_integer(cfg, key, ENV(env), range, def)
         int r;
-        *ret_error = NULL;
+        *reason = NULL;
 
         s->max_concurrent_tasks = INT("maxConcurrentTasks", "TASKFERRY_MAX_CONCURRENT_TASKS", CONFIG_POSITIVE, 4);
         s->max_dispatches_per_window =
@@ -194,14 +194,14 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         if (isempty(ex)) ex = config_string(cfg, "defaultExecutor");
         s->default_executor = strdup(ex ? ex : "pi");
         if (!s->default_executor) return -ENOMEM;
-        if (!executor_find(s->default_executor)) return set_error(ret_error, -EINVAL, "unknown executor: %s", s->default_executor);
+        if (!executor_find(s->default_executor)) return set_error(reason, -EINVAL, "unknown executor: %s", s->default_executor);
 
         const char *var = ENV("TASKFERRY_DEFAULT_VARIANT");
         if (!var) var = config_string(cfg, "defaultVariant");
         s->default_variant = trim_dup(var ? var : "highest");
         if (!s->default_variant) return -ENOMEM;
         if (!strv_contains((char **) variant_levels, s->default_variant))
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "defaultVariant must be one of highest, off, minimal, low, medium, high, xhigh, max (got \"%s\")",
                             s->default_variant);
 
@@ -222,7 +222,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
 
         const char *pl = ENV("TASKFERRY_PROVIDER_LIMITS");
         json_object *pl_cfg = cfg ? json_get_object(cfg, "providerLimits") : NULL;
-        if (pl) r = provider_limits_from_env(s, pl, ret_error);
+        if (pl) r = provider_limits_from_env(s, pl, reason);
         else r = pl_cfg ? provider_limits_from_config(s, pl_cfg) : 0;
         if (r < 0) return r;
 
@@ -230,7 +230,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         const char *mo_env = ENV("TASKFERRY_MAX_OUTPUT_FILE_BYTES");
         s->max_output_file_bytes = INT("maxOutputFileBytes", "TASKFERRY_MAX_OUTPUT_FILE_BYTES", CONFIG_POSITIVE, 524288);
         if (s->max_output_file_bytes > CONFIG_MAX_OUTPUT_FILE_BYTES_LIMIT)
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: maxOutputFileBytes must not exceed %" PRIu64 " (got %" PRIu64 " from %s)\n"
                             "help: the daemon's response limit is 1 MiB; use a value from 1 through %" PRIu64,
                             CONFIG_MAX_OUTPUT_FILE_BYTES_LIMIT, s->max_output_file_bytes,
@@ -244,7 +244,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         if (isempty(mm)) mm = config_string(cfg, "taskMemoryMax"), mm_from = "config taskMemoryMax";
         if (!isempty(mm)) {
                 if (disk_size_parse(mm, &s->task_memory_max) < 0)
-                        return set_error(ret_error, -EINVAL,
+                        return set_error(reason, -EINVAL,
                                     "error: %s must be a positive size in bytes, optionally with a K, M, G or T "
                                     "suffix (got \"%s\")\nhelp: e.g. 4G or 512M",
                                     mm_from, mm);
@@ -255,7 +255,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         s->task_tasks_max = INT("taskTasksMax", "TASKFERRY_TASK_TASKS_MAX", CONFIG_POSITIVE, 4096);
         s->task_cpu_weight = INT("taskCpuWeight", "TASKFERRY_TASK_CPU_WEIGHT", CONFIG_POSITIVE, 100);
         if (s->task_cpu_weight > 10000)
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "error: the task CPU weight must be from 1 through 10000 (got %" PRIu64 ")\n"
                             "help: set TASKFERRY_TASK_CPU_WEIGHT or taskCpuWeight as systemd's CPUWeight=; 100 is "
                             "the default weight",
@@ -267,7 +267,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         if (config_list_append(&s->home_allow, ENV("TASKFERRY_SANDBOX_HOME_ALLOW")) < 0) return -ENOMEM;
         const char *dm = ENV("TASKFERRY_TASK_DISK_MAX");
         if (!isempty(dm) && disk_size_parse(dm, &s->task_disk_max) < 0)
-                return set_error(ret_error, -EINVAL,
+                return set_error(reason, -EINVAL,
                             "TASKFERRY_TASK_DISK_MAX must be a positive size in bytes, optionally "
                             "with a K, M, G or T suffix (got \"%s\")",
                             dm);
@@ -276,7 +276,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
 #undef ENV
 }
 
-int settings_resolve_shim(Settings *s, char *const *envp, char **ret_error) {
+int settings_resolve_shim(Settings *s, char *const *envp, char **reason) {
         const char *env = strv_env_get(envp, "TASKFERRY_SHIM");
         if (!isempty(env)) {
                 s->shim_path = strdup(env);
@@ -295,19 +295,19 @@ int settings_resolve_shim(Settings *s, char *const *envp, char **ret_error) {
                 s->shim_path = TAKE_PTR(p);
                 return 0;
         }
-        *ret_error = strdup("cannot find taskferry-shim next to taskferryd or in " TASKFERRY_INSTALL_LIBEXECDIR);
+        *reason = strdup("cannot find taskferry-shim next to taskferryd or in " TASKFERRY_INSTALL_LIBEXECDIR);
         return -ENOENT;
 }
 
-int settings_load(Settings *s, const char *config_path, char **ret_error) {
+int settings_load(Settings *s, const char *config_path, char **reason) {
         _cleanup_json_ json_object *cfg = NULL;
         _cleanup_strv_free_ char **warnings = NULL;
         int r = 0;
-        if (config_path) r = config_load(config_path, &cfg, &warnings, ret_error);
-        if (r >= 0) r = settings_resolve(s, cfg, environ, &warnings, ret_error);
+        if (config_path) r = config_load(config_path, &cfg, &warnings, reason);
+        if (r >= 0) r = settings_resolve(s, cfg, environ, &warnings, reason);
         for (char **w = warnings; w && *w; w++) log_text("warning", "warning: %s", *w);
         if (r < 0) return r;
-        return settings_resolve_shim(s, environ, ret_error);
+        return settings_resolve_shim(s, environ, reason);
 }
 
 void settings_done(Settings *s) {

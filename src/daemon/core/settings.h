@@ -98,23 +98,25 @@ typedef struct Settings {
  * env > config > default. Deprecation and similar notices go to
  * *ret_warnings (without the "warning: " prefix; may be NULL). The shim
  * path is not resolved here (settings_resolve_shim).
- * Returns 0, -ENOMEM, or -EINVAL with *ret_error the start error
+ * Returns 0, -ENOMEM, or -EINVAL with *reason (the caller frees it; NULL on
+ * success and with -ENOMEM) the start error
  * ("error: ...\nhelp: ..." or a one-line message) for: an unknown
  * TASKFERRY_DEFAULT_EXECUTOR, a defaultVariant outside the levels, a
  * malformed TASKFERRY_PROVIDER_LIMITS entry, maxOutputFileBytes > 1048576,
  * a bad TASKFERRY_TASK_DISK_MAX, TASKFERRY_TASK_MEMORY_MAX or CPU weight. On failure *s holds what was resolved;
  * settings_done() frees it either way. */
-int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***ret_warnings, char **ret_error);
+int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***ret_warnings, char **reason);
 
 /* Find taskferry-shim into s->shim_path (TASKFERRY_SHIM, next to the
- * running binary, then the install libexec dir). -ENOENT with *ret_error. */
-int settings_resolve_shim(Settings *s, char *const *envp, char **ret_error);
+ * running binary, then the install libexec dir). 0, or -ENOENT with *reason
+ * the sentence for the user (the caller frees it). */
+int settings_resolve_shim(Settings *s, char *const *envp, char **reason);
 
 /* The daemon's start: load config.json at config_path (config_load), then
  * settings_resolve and settings_resolve_shim with the process environment;
  * warnings are printed to stderr as "warning: ...". Errors as above (a
  * config error's text is config_load's). */
-int settings_load(Settings *s, const char *config_path, char **ret_error);
+int settings_load(Settings *s, const char *config_path, char **reason);
 
 void settings_done(Settings *s);
 

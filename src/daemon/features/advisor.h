@@ -23,7 +23,6 @@
 typedef struct Manager Manager;
 typedef struct Request Request;
 typedef struct Task Task;
-typedef struct MethodError MethodError;
 
 #define ADVISOR_DEFAULT_TIMEOUT_MS 45000
 #define ADVISOR_DEFAULT_SESSION_TTL_MS 1800000

@@ -298,15 +298,22 @@ void summary_free(Manager *m) {
 
 /* ---- `opencode models`, in the job ---- */
 
-static int list_models(char *const *env, char **ret, char **ret_error) {
+/* The listing `opencode models` prints, into *ret: 0, or -errno with
+ * *reason (the modelsError the answer reports; the caller frees it) set but
+ * for -ENOMEM. */
+static int list_models(char *const *env, char **ret, char **reason) {
         _cleanup_free_ char *exe = NULL;
         int r = find_executable("opencode", strv_env_get(env, "PATH"), &exe);
         if (r < 0) {
-                *ret_error = strdup("spawn opencode ENOENT");
+                *reason = strdup("spawn opencode ENOENT");
                 return r;
         }
         int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0) return -errno;
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                r = -errno;
+                *reason = strdup(strerror(-r));
+                return r;
+        }
         pid_t pid;
         /* stdin and stderr /dev/null, stdout the pipe */
         const int stdio[3] = {-1, p[1], -1};
@@ -316,6 +323,7 @@ static int list_models(char *const *env, char **ret, char **ret_error) {
                            &pid);
         if (r < 0) {
                 close(p[0]), close(p[1]);
+                *reason = strdup(strerror(-r));
                 return r;
         }
         if (r == 0) {
@@ -362,7 +370,7 @@ static int list_models(char *const *env, char **ret, char **ret_error) {
         buf[len] = 0;
         int code = wait_status_to_exit_code(&si);
         if (timed_out || code != 0) {
-                *ret_error = timed_out ? strdup("opencode models timed out after 10000ms")
+                *reason = timed_out ? strdup("opencode models timed out after 10000ms")
                                        : strdup_printf("opencode models exited with status %d", code);
                 free(buf);
                 return -EIO;

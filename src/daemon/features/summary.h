@@ -34,7 +34,6 @@
 typedef struct Manager Manager;
 typedef struct Request Request;
 typedef struct Task Task;
-typedef struct MethodError MethodError;
 
 #define SUMMARY_INPUT_BYTES 98304            /* the excerpt: whole log up to 96 KiB, else 48 KiB head + tail */
 #define SUMMARY_DELTA_MAX_CHARS 4000         /* delta narration cap, code points */
