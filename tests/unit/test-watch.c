@@ -292,6 +292,24 @@ START_TEST(flush_interval_ndjson) {
 }
 END_TEST
 
+/* A window keeps the latest event of each task, the tasks in the order
+ * they were first seen in it (watch.c's Buffer; the original's Map). */
+START_TEST(flush_keeps_first_seen_order) {
+        cli_fake_rule rules[] = {
+                {"event.subscribe",
+                 FAKE_FRAMES(FAKE_SUBSCRIBED, FAKE_EVENT(STATE("oc_a", "null", "queued")),
+                             FAKE_EVENT(STATE("oc_b", "null", "queued")), FAKE_EVENT(STATE("oc_a", "\"queued\"", "running")),
+                             "WAITOUT:2", "SIGNAL")},
+                {}};
+        cli_fake_start(rules);
+        cli_cmd c;
+        cli_cmd_run(&c, "watch", "--all", "--summaries", "--flush-interval", "200", NULL);
+        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        ck_assert_str_eq(c.out, "13:35:06 oc_a queued -> running\n13:35:06 oc_b queued\n");
+        cli_cmd_done(&c);
+}
+END_TEST
+
 /* Ctrl-C flushes what the window holds. With --task-id the terminal event
  * flushes the window first and ends the stream. */
 START_TEST(flush_on_terminal_event) {
@@ -335,7 +353,7 @@ int main(void) {
         TF_LOOP(f, format_line, lines);
         TCase *st = tf_tcase(s, "stream", cli_fixture_setup, cli_fixture_teardown, 30,
                              TF_TESTS(task_id_ends_at_its_terminal_event, task_id_settled_already, all_until_interrupted,
-                                      directory_scope, subscribe_refused, flush_interval_ndjson, flush_on_terminal_event,
+                                      directory_scope, subscribe_refused, flush_interval_ndjson, flush_keeps_first_seen_order, flush_on_terminal_event,
                                       flush_on_interrupt));
         TF_LOOP(st, stream_failure, stream_failures);
         return tf_run_suite(s);
