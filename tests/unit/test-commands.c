@@ -142,20 +142,20 @@ END_TEST
 START_TEST(plain_commands_send_their_params) {
         cli_fake_start(NULL);
         const struct {
-                const char *const *argv;
+                const char *argv[8]; /* NULL-padded */
                 const char *method, *params;
         } rows[] = {
-                {FAKE_FRAMES("cancel", "oc_a"), "task.cancel", "{\"taskId\":\"oc_a\"}"},
-                {FAKE_FRAMES("cancel", "oc_a", "--grace-ms", "0"), "task.cancel", "{\"taskId\":\"oc_a\",\"graceMs\":0}"},
-                {FAKE_FRAMES("reject", "oc_b"), "task.reject", "{\"taskId\":\"oc_b\"}"},
-                {FAKE_FRAMES("tail", "oc_c"), "task.tail", "{\"taskId\":\"oc_c\"}"},
-                {FAKE_FRAMES("output", "oc_d"), "task.output", "{\"taskId\":\"oc_d\"}"},
-                {FAKE_FRAMES("output", "oc_d", "--max-output-file-bytes", "10", "--path", "a/b.txt"), "task.output",
+                {{"cancel", "oc_a"}, "task.cancel", "{\"taskId\":\"oc_a\"}"},
+                {{"cancel", "oc_a", "--grace-ms", "0"}, "task.cancel", "{\"taskId\":\"oc_a\",\"graceMs\":0}"},
+                {{"reject", "oc_b"}, "task.reject", "{\"taskId\":\"oc_b\"}"},
+                {{"tail", "oc_c"}, "task.tail", "{\"taskId\":\"oc_c\"}"},
+                {{"output", "oc_d"}, "task.output", "{\"taskId\":\"oc_d\"}"},
+                {{"output", "oc_d", "--max-output-file-bytes", "10", "--path", "a/b.txt"}, "task.output",
                  "{\"taskId\":\"oc_d\",\"path\":\"a/b.txt\",\"maxOutputFileBytes\":10}"},
-                {FAKE_FRAMES("summary", "oc_e", "--mode", "activity", "--max-words", "80"), "task.summary",
+                {{"summary", "oc_e", "--mode", "activity", "--max-words", "80"}, "task.summary",
                  "{\"taskId\":\"oc_e\",\"maxWords\":80,\"mode\":\"activity\"}"},
-                {FAKE_FRAMES("list", "--all"), "task.list", "{}"},
-                {FAKE_FRAMES("wait", "oc_f", "--timeout", "0"), "task.wait", "{\"taskId\":\"oc_f\",\"timeoutMs\":0}"},
+                {{"list", "--all"}, "task.list", "{}"},
+                {{"wait", "oc_f", "--timeout", "0"}, "task.wait", "{\"taskId\":\"oc_f\",\"timeoutMs\":0}"},
         };
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                 const char *const *v = rows[i].argv;
