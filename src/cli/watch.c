@@ -141,7 +141,8 @@ static int buffer_flush(Buffer *b, bool ndjson, bool color) {
 static int buffer_add(Buffer *b, json_object *event) {
         if (!b->by_task && !(b->by_task = json_object_new_object())) return -ENOMEM;
         const char *id = json_get_string(event, PK_taskId);
-        json_object_object_del(b->by_task, id ? id : "");
+        /* a task seen before keeps its place: json-c replaces an existing
+         * key's value where it stands */
         return json_object_object_add(b->by_task, id ? id : "", json_object_get(event)) < 0 ? -ENOMEM : 0;
 }
 
