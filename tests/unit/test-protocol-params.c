@@ -220,10 +220,15 @@ static const struct {
         {PROTO_TASK_DISPATCH, "{\"prompt\":\"p\",\"directory\":\"/d\",\"executor\":\"PI\"}"},
         {PROTO_TASK_DISPATCH, "{\"prompt\":\"p\",\"directory\":\"/d\",\"executor\":\"\"}"},
         {PROTO_TASK_ADVISOR, "{\"prompt\":\"p\",\"directory\":\"/d\",\"model\":\"m\",\"executor\":1}"},
+        /* the C string of "pi\u0000x" reads "pi": the id is more than that */
+        {PROTO_TASK_DISPATCH, "{\"prompt\":\"p\",\"directory\":\"/d\",\"executor\":\"pi\\u0000x\"}"},
+        {PROTO_TASK_ADVISOR, "{\"prompt\":\"p\",\"directory\":\"/d\",\"model\":\"m\",\"executor\":\"shell\\u0000\"}"},
         /* P_FIELDS */
         {PROTO_TASK_RESULT, "{\"taskId\":\"t\",\"fields\":[]}"},
         {PROTO_TASK_RESULT, "{\"taskId\":\"t\",\"fields\":[\"nope\"]}"},
+        {PROTO_TASK_RESULT, "{\"taskId\":\"t\",\"fields\":[\"message\",\"status\"]}"},
         {PROTO_TASK_RESULT, "{\"taskId\":\"t\",\"fields\":[null]}"},
+        {PROTO_TASK_RESULT, "{\"taskId\":\"t\",\"fields\":[\"message\\u0000x\"]}"},
         {PROTO_TASK_RESULT, "{\"taskId\":\"t\",\"fields\":\"status\"}"},
         /* P_MAX_WORDS 75..300 */
         {PROTO_TASK_SUMMARY, "{\"taskId\":\"t\",\"maxWords\":74}"},
