@@ -79,6 +79,49 @@ START_TEST(parse_refuses) {
 }
 END_TEST
 
+static void parses_lit(const char *text, size_t len, const char *line) {
+        ck_assert_uint_eq(len, strlen(text));
+        parses_to(text, len, line);
+}
+
+/* What JSON.parse refuses but json-c's strict mode lets through: its
+ * extensions (single-quoted keys, NaN, Infinity, "1."), raw control
+ * characters in strings, and sequences no well-formed UTF-8 has. */
+static const char *const not_json[] = {
+        "{'a':1}",
+        "NaN",
+        "[NaN]",
+        "Infinity",
+        "-Infinity",
+        "{\"a\":Infinity}",
+        "[1.]",
+        "1.e5",
+        "[\"\t\"]",
+        "\"a\nb\"",
+        "\"\x1f\"",
+        "\"\xc0\x80\"",             /* an overlong NUL */
+        "\"\xe0\x80\xaf\"",         /* an overlong '/' */
+        "\"\xed\xa0\x80\"",         /* a surrogate */
+        "\"\xf4\x90\x80\x80\"",     /* past U+10FFFF */
+        "{\"\xed\xbf\xbf\":1}",     /* in a key too */
+};
+
+START_TEST(parse_refuses_what_json_parse_refuses) {
+        json_object *o = NULL;
+        ck_assert_msg(parse_len(not_json[_i], strlen(not_json[_i]), &o) == -EBADMSG, "accepted: %s", not_json[_i]);
+        ck_assert_ptr_null(o);
+}
+END_TEST
+
+START_TEST(parse_keeps_what_json_parse_takes) {
+        /* the letters, digits and escapes around the refused ones */
+        parses_lit("[true,false,null,-1.5e+3,0.5E-2]", 32, "[true,false,null,-1.5e+3,0.5E-2]");
+        parses_lit("\"it's \\\"q\\\" \\t\\u00e9 \\ud83d\\ude00 \\/\"", 37,
+                  "\"it's \\\"q\\\" \\t\xc3\xa9 \xf0\x9f\x98\x80 /\"");
+        parses_lit("{\"NaN\":\"Infinity\",\"'\":\"\x7f\"}", 26, "{\"NaN\":\"Infinity\",\"'\":\"\x7f\"}");
+}
+END_TEST
+
 START_TEST(parse_refuses_raw_nul) {
         json_object *o;
         ck_assert_int_eq(PARSE("\"a\0b\"", &o), -EBADMSG);
@@ -149,6 +192,11 @@ START_TEST(parse_ex_says_why) {
         json_object *o = NULL;
         enum json_tokener_error err = json_tokener_continue;
         ck_assert_int_eq(json_parse_strict_ex(tok, "{} x", 4, &o, &err), -EBADMSG);
+        ck_assert_int_eq(err, json_tokener_success); /* a complete value, then more */
+        ck_assert_int_eq(json_parse_strict_ex(tok, "1 2", 3, &o, &err), -EBADMSG);
+        ck_assert_int_eq(err, json_tokener_success);
+        ck_assert_int_eq(json_parse_strict_ex(tok, "\"\xc0\x80\"", 4, &o, &err), -EBADMSG);
+        ck_assert_int_eq(err, json_tokener_error_parse_utf8_string);
         ck_assert_int_eq(json_parse_strict_ex(tok, "{", 1, &o, &err), -EBADMSG);
         ck_assert_int_ne(err, json_tokener_success);
         ck_assert_int_eq(json_parse_strict_ex(tok, "[]", (size_t) INT_MAX + 1, &o, &err), -EBADMSG);
@@ -447,6 +495,8 @@ int main(void) {
                                       get_int64, add_helpers, string_checks, copy_is_deep_and_keeps_numbers));
         TF_LOOP(tc, parse_accepts, accepted);
         TF_LOOP(tc, parse_refuses, refused);
+        TF_LOOP(tc, parse_refuses_what_json_parse_refuses, not_json);
+        tcase_add_test(tc, parse_keeps_what_json_parse_takes);
         TF_LOOP(tc, number_format_like_javascript, numbers);
         TF_LOOP(tc, safe_integer, integers);
         return tf_run_suite(s);
