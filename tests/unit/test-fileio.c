@@ -137,6 +137,21 @@ START_TEST(read_limits) {
 }
 END_TEST
 
+START_TEST(read_without_a_limit) {
+        /* SIZE_MAX, "no limit": max + 1 must not wrap to 0 */
+        char big[10000];
+        memset(big, 'q', sizeof big);
+        _cleanup_free_ char *p = tf_put(dir, "big", big, sizeof big);
+        char *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file(p, SIZE_MAX, &data, &len), 0);
+        ck_assert_uint_eq(len, sizeof big);
+        free(data);
+        ck_assert_int_eq(read_file(p, SIZE_MAX - 1, &data, &len), 0);
+        free(data);
+}
+END_TEST
+
 START_TEST(read_fd_from_offset_and_pipe) {
         _cleanup_free_ char *p = tf_put(dir, "off", "0123456789", 10);
         _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -183,5 +198,5 @@ START_TEST(errors_are_errno) {
 END_TEST
 
 TF_MAIN("fileio", "fileio", setup, teardown, 0, atomic_write_creates_and_replaces,
-        atomic_write_replaces_a_symlink_not_its_target, atomic_write_errors, atomic_write_bare_name, read_limits,
+        atomic_write_replaces_a_symlink_not_its_target, atomic_write_errors, atomic_write_bare_name, read_limits, read_without_a_limit,
         read_fd_from_offset_and_pipe, errors_are_errno)
