@@ -18,7 +18,9 @@ static const struct {
 } events[] = {
         {"low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\noom_group_kill 0\n", 0, 2},
         {"oom_kill 0", 0, 0},                       /* the last line without '\n' */
+        {"oom_kill 18446744073709551615\n", 0, UINT64_MAX},
         {"oom_kill 18446744073709551616\n", -EINVAL, 0}, /* past uint64 */
+        {"oom_kill 18446744073709551620\n", -EINVAL, 0},
         {"oom_group_kill 5\noom_kill 7\n", 0, 7},   /* a longer key is not it */
         {"oom_kill 1\noom_kill 9\n", 0, 1},         /* the first */
         {"oom_kill x\n", -EINVAL, 0},
