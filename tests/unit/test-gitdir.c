@@ -35,7 +35,7 @@ static void agrees_with_git(const char *at, const char *top) {
 }
 
 START_TEST(plain_repository_and_subdirs) {
-        tf_sh(dir, "git init -q repo && mkdir -p repo/a/b");
+        free(tf_sh(dir, "git init -q repo && mkdir -p repo/a/b"));
         _cleanup_free_ char *repo = tf_path(dir, "repo"), *sub = tf_path(dir, "repo/a/b");
         agrees_with_git(repo, repo);
         agrees_with_git(sub, repo);
@@ -48,8 +48,8 @@ START_TEST(plain_repository_and_subdirs) {
 END_TEST
 
 START_TEST(linked_worktree) {
-        tf_sh(dir, "git init -q main && cd main && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m i"
-                   " && git worktree add -q ../wt");
+        free(tf_sh(dir, "git init -q main && cd main && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m i"
+                        " && git worktree add -q ../wt"));
         _cleanup_free_ char *wt = tf_path(dir, "wt"), *main_ = tf_path(dir, "main");
         agrees_with_git(wt, wt);
         git_dirs d;
@@ -63,13 +63,13 @@ END_TEST
 
 START_TEST(gitdir_file_relative_and_absolute) {
         /* a .git file with a relative gitdir resolves against its own dir */
-        tf_sh(dir, "mkdir store && git init -q --separate-git-dir=store/g.git work && mkdir -p work/deep");
+        free(tf_sh(dir, "mkdir store && git init -q --separate-git-dir=store/g.git work && mkdir -p work/deep"));
         _cleanup_free_ char *work = tf_path(dir, "work"), *deep = tf_path(dir, "work/deep");
         agrees_with_git(deep, work);
-        tf_sh(dir, "printf 'gitdir: ../store/g.git\\n' > work/.git");
+        free(tf_sh(dir, "printf 'gitdir: ../store/g.git\\n' > work/.git"));
         agrees_with_git(deep, work);
         /* spaces after the colon and trailing blanks are trimmed */
-        tf_sh(dir, "printf 'gitdir:    ../store/g.git \\r\\n\\t' > work/.git");
+        free(tf_sh(dir, "printf 'gitdir:    ../store/g.git \\r\\n\\t' > work/.git"));
         git_dirs d;
         ck_assert_int_eq(git_dirs_find(deep, &d), 1);
         _cleanup_free_ char *g = tf_path(dir, "store/g.git");
@@ -81,10 +81,10 @@ END_TEST
 
 START_TEST(broken_entries_are_passed_over) {
         /* an outer repository; inner dirs whose .git entries lead nowhere */
-        tf_sh(dir, "git init -q outer && mkdir -p outer/a outer/b outer/c");
-        tf_sh(dir, "printf 'gitdir: /nonexistent/x\\n' > outer/a/.git");
-        tf_sh(dir, "printf 'not a gitdir line\\n' > outer/b/.git");
-        tf_sh(dir, "ln -s /nonexistent outer/c/.git");
+        free(tf_sh(dir, "git init -q outer && mkdir -p outer/a outer/b outer/c"));
+        free(tf_sh(dir, "printf 'gitdir: /nonexistent/x\\n' > outer/a/.git"));
+        free(tf_sh(dir, "printf 'not a gitdir line\\n' > outer/b/.git"));
+        free(tf_sh(dir, "ln -s /nonexistent outer/c/.git"));
         _cleanup_free_ char *outer = tf_path(dir, "outer");
         const char *subs[] = {"outer/a", "outer/b", "outer/c"};
         for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
@@ -109,7 +109,7 @@ START_TEST(no_work_tree) {
         ck_assert_int_eq(git_dirs_find(missing, &d), 0);
         ck_assert_int_eq(git_dirs_find("", &d), 0);
         /* a file is no dir to start from, but its directory is looked at */
-        tf_sh(dir, "git init -q r && touch r/f");
+        free(tf_sh(dir, "git init -q r && touch r/f"));
         _cleanup_free_ char *f = tf_path(dir, "r/f");
         int r = git_dirs_find(f, &d);
         ck_assert_int_ge(r, 0);
