@@ -17,8 +17,9 @@ int cgroup_memory_events_oom_kills(const char *text, uint64_t *ret) {
                         if (*p < '0' || *p > '9') return -EINVAL;
                         uint64_t v = 0;
                         for (; p < end && *p >= '0' && *p <= '9'; p++) {
-                                if (v > (UINT64_MAX - 9) / 10) return -EINVAL;
-                                v = v * 10 + (uint64_t) (*p - '0');
+                                uint64_t d = (uint64_t) (*p - '0');
+                                if (v > (UINT64_MAX - d) / 10) return -EINVAL;
+                                v = v * 10 + d;
                         }
                         if (p != end) return -EINVAL;
                         *ret = v;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -76,12 +77,16 @@ fail:
 
 int read_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         size_t cap = 4096, len = 0;
+        /* room for one byte past max, to tell a file of max bytes from a
+         * larger one; SIZE_MAX (no limit) must not wrap to 0 */
+        size_t want = max < SIZE_MAX - 1 ? max + 1 : SIZE_MAX - 1;
         _cleanup_free_ char *buf = malloc(cap + 1);
         if (!buf) return -ENOMEM;
         for (;;) {
                 if (len == cap) {
-                        if (cap >= max + 1) return -EFBIG;
-                        size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+                        if (cap >= want) return -EFBIG;
+                        if (cap > SIZE_MAX / 4) return -ENOMEM;
+                        size_t ncap = cap * 2 > want ? want : cap * 2;
                         char *nb = realloc(buf, ncap + 1);
                         if (!nb) return -ENOMEM;
                         buf = nb;

@@ -13,6 +13,7 @@
 #include "macro.h"
 
 int mkdir_p(const char *path, mode_t mode) {
+        if (!*path) return -ENOENT; /* as mkdir(""); the walk below starts past the first byte */
         _cleanup_free_ char *p = strdup(path);
         if (!p) return -ENOMEM;
         size_t n = strlen(p);

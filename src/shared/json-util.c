@@ -7,15 +7,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 json_tokener *json_strict_tokener_new_depth(int depth) {
         json_tokener *tok = json_tokener_new_ex(depth);
         if (!tok) return NULL;
-        /* frames are UTF-8 JSON: invalid UTF-8 is a parse error */
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        /* frames are UTF-8 JSON: invalid UTF-8 is a parse error. Trailing
+         * characters are json-c's to allow and ours to refuse, so that a
+         * complete value followed by more reads json_tokener_success. */
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8 | JSON_TOKENER_ALLOW_TRAILING_CHARS);
         return tok;
 }
 
 json_tokener *json_strict_tokener_new(void) { return json_strict_tokener_new_depth(64); }
+
+/* What json-c's strict mode accepts but JSON (RFC 8259, JSON.parse) does
+ * not, in buf[0..len) of a value json-c parsed: outside strings, a character
+ * that is no structural one, whitespace, a number's or a literal's (its
+ * single-quoted keys, NaN, Infinity) and a '.' without a digit after it
+ * ("1."); inside strings, a raw control character or a sequence that is not
+ * well-formed UTF-8 (json-c lets overlong forms, surrogates and values past
+ * U+10FFFF through). json_tokener_success when there is none. */
+static enum json_tokener_error json_extension_check(const char *buf, size_t len) {
+        bool in_string = false;
+        for (size_t i = 0; i < len;) {
+                unsigned char c = (unsigned char) buf[i];
+                if (!in_string) {
+                        if (c == '"') in_string = true;
+                        else if (c == '.' && !(i + 1 < len && buf[i + 1] >= '0' && buf[i + 1] <= '9'))
+                                return json_tokener_error_parse_number;
+                        else if (!strchr("{}[],: \t\r\n0123456789+-.eEtrufalsn", c))
+                                return json_tokener_error_parse_unexpected;
+                        i++;
+                        continue;
+                }
+                if (c == '"') {
+                        in_string = false;
+                        i++;
+                } else if (c == '\\')
+                        i += 2; /* json-c checked the escape */
+                else if (c < 0x20)
+                        return json_tokener_error_parse_string;
+                else {
+                        Utf8Char u = utf8_decode(buf + i, len - i);
+                        if (u.status != UTF8_VALID) return json_tokener_error_parse_utf8_string;
+                        i += u.len;
+                }
+        }
+        return json_tokener_success;
+}
 
 int json_parse_strict_ex(json_tokener *tok, const char *buf, size_t len, json_object **ret,
                          enum json_tokener_error *ret_error) {
@@ -43,6 +83,12 @@ int json_parse_strict_ex(json_tokener *tok, const char *buf, size_t len, json_ob
                         json_object_put(obj);
                         return -EBADMSG;
                 }
+        err = json_extension_check(buf, used);
+        if (ret_error) *ret_error = err;
+        if (err != json_tokener_success) {
+                json_object_put(obj);
+                return -EBADMSG;
+        }
         *ret = obj;
         return 0;
 }

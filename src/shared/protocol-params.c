@@ -104,14 +104,14 @@ static bool check_param(ParamType t, json_object *v) {
                 for (size_t k = 0; k < n; k++) {
                         json_object *e = json_object_array_get_idx(v, k);
                         if (t == P_STRS && !json_is_nonempty_string(e)) return false;
-                        if (t == P_FIELDS &&
-                            (!e || !json_object_is_type(e, json_type_string) || !is_result_field(json_object_get_string(e))))
+                        if (t == P_FIELDS && (!json_is_nonempty_string(e) || !is_result_field(json_object_get_string(e))))
                                 return false;
                 }
                 return true;
         }
         case P_EXECUTOR: {
-                if (!json_object_is_type(v, json_type_string)) return false;
+                /* "pi\u0000x" reads "pi" as a C string: the NUL check first */
+                if (!json_is_nonempty_string(v)) return false;
                 const char *s = json_object_get_string(v);
                 return streq(s, "opencode") || streq(s, "pi") || streq(s, "shell");
         }

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "macro.h"
+
 uint64_t now_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -37,7 +39,12 @@ int parse_iso(const char *s, uint64_t *ret_ms) {
         tm.tm_year -= 1900;
         tm.tm_mon -= 1;
         time_t t = timegm(&tm);
-        if (t == (time_t) -1) return -EINVAL;
-        *ret_ms = (uint64_t) t * 1000 + msec;
+        if (t < 0) return -EINVAL; /* -1 is timegm's error; before the epoch has no unsigned ms */
+        uint64_t ms = (uint64_t) t * 1000 + msec;
+        /* sscanf takes signs, blanks and short fields, timegm normalizes
+         * month 13 or February 30: only what formats back to s is that form */
+        char buf[32];
+        if (!streq(format_iso(ms, buf), s)) return -EINVAL;
+        *ret_ms = ms;
         return 0;
 }

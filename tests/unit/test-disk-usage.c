@@ -1,8 +1,10 @@
-/* The disk budget (disk-budget.h): the size parser, the default and floor
+/* The disk budget (disk-budget.h; the suite is test-disk-usage because
+ * integration/test-disk-budget holds the name): the size parser, the default and floor
  * rules, and the tree walker the shim's disk watch measures with, on real
  * files (sparse, dense, symlinks, deep nesting) under $TASKFERRY_TEST_TMPDIR. */
 
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,10 +284,55 @@ START_TEST(test_walk_unreadable) {
 }
 END_TEST
 
+START_TEST(test_fs_stat) {
+        char *t = tf_tmpdir_new("tf-disk-budget");
+        disk_fs_info fs = {0};
+        ck_assert_int_eq(disk_fs_stat(t, &fs), 0);
+        ck_assert_uint_gt(fs.size, 0);
+        ck_assert_uint_le(fs.avail, fs.size);
+        ck_assert_uint_le(fs.inodes_avail, fs.inodes ? fs.inodes : UINT64_MAX);
+        /* a file names its filesystem too */
+        _cleanup_free_ char *f = tf_put(t, "f", "x", 1);
+        disk_fs_info ff = {0};
+        ck_assert_int_eq(disk_fs_stat(f, &ff), 0);
+        ck_assert_uint_eq(ff.size, fs.size);
+        _cleanup_free_ char *missing = strdup_printf("%s/missing", t), *through = strdup_printf("%s/f/x", t);
+        disk_fs_info untouched = {1, 2, 3, 4};
+        ck_assert_int_eq(disk_fs_stat(missing, &untouched), -ENOENT);
+        ck_assert_int_eq(disk_fs_stat(through, &untouched), -ENOTDIR);
+        ck_assert_uint_eq(untouched.size, 1);
+        tf_tmpdir_free(t);
+}
+END_TEST
+
+/* The top of a walk: missing adds nothing, a file or a symlink is refused
+ * (the top is opened O_DIRECTORY|O_NOFOLLOW: -ENOTDIR both), and u is added to, never reset. */
+START_TEST(test_walk_top) {
+        char *t = tf_tmpdir_new("tf-disk-budget");
+        tf_mkdirs(t, "d");
+        _cleanup_free_ char *f = tf_put(t, "d/f", "12345", 5);
+        tf_symlink(t, "d", "link");
+        _cleanup_free_ char *missing = strdup_printf("%s/missing", t), *link = strdup_printf("%s/link", t),
+                            *d = strdup_printf("%s/d", t);
+        disk_usage u = {.bytes = 100, .entries = 3};
+        ck_assert_int_eq(disk_usage_walk(missing, 0, &u), 0);
+        ck_assert_uint_eq(u.bytes, 100);
+        ck_assert_uint_eq(u.entries, 3);
+        ck_assert_int_eq(disk_usage_walk(f, 0, &u), -ENOTDIR);
+        ck_assert_int_eq(disk_usage_walk(link, 0, &u), -ENOTDIR); /* O_DIRECTORY|O_NOFOLLOW on a link */
+        ck_assert_uint_eq(u.entries, 3);
+        ck_assert_int_eq(disk_usage_walk(d, 0, &u), 0);
+        ck_assert_uint_eq(u.entries, 5); /* d and f, added to the 3 */
+        ck_assert_uint_ge(u.bytes, 105);
+        tf_tmpdir_free(t);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("disk-usage");
         tf_tcase(s, "size", NULL, NULL, 0, TF_TESTS(test_size_parse, test_size_format, test_rules));
         tf_tcase(s, "walk", NULL, NULL, 120, TF_TESTS(test_walk_counts, test_walk_no_follow, test_walk_early_stop,
-                test_walk_deep, test_walk_unreadable));
+                test_walk_deep, test_walk_unreadable, test_walk_top));
+        tf_tcase(s, "fs", NULL, NULL, 0, TF_TESTS(test_fs_stat));
         return tf_run_suite(s);
 }
