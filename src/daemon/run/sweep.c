@@ -31,7 +31,6 @@ typedef struct Sweep {
         size_t *by_id;      /* indices into tasks, sorted by id */
         char **mounts;      /* mount points of our mount namespace */
         char **trash;       /* trash dirs to empty */
-        char *own_root;     /* the configured overlay root, resolved (NULL: missing) */
         int removed;
 } Sweep;
 
@@ -192,24 +191,15 @@ static int sweep_dir(Sweep *s, const char *root_in, entry_fn fn) {
         return remember_trash(s, root);
 }
 
-/* In the configured root every overlay no task holds goes. A root only a
- * record names (an older tmp root) may be another program's or another
- * daemon's: there only the overlay a record of ours names as its own goes,
- * once its task no longer holds it. */
 static int overlay_entry(Sweep *s, const char *root, int root_fd, const char *name) {
         if (!startswith(name, OVERLAY_PREFIX)) return 0;
         ssize_t i = find_task(s, name + strlen(OVERLAY_PREFIX));
-        bool configured = s->own_root && streq(root, s->own_root);
-        if (i < 0 && !configured) return 0;
-        if (i >= 0 && s->tasks[i].overlay_root) {
+        if (i >= 0 && task_holds_overlay(&s->tasks[i]) && s->tasks[i].overlay_root) {
                 _cleanup_free_ char *path = strdup_printf("%s/%s", root, name);
                 _cleanup_free_ char *owned = realpath(s->tasks[i].overlay_root, NULL);
                 if (!path) return -ENOMEM;
-                bool named = owned && streq(owned, path);
-                if (named && task_holds_overlay(&s->tasks[i])) return 0;
-                if (!named && !configured) return 0;
-        } else if (!configured)
-                return 0;
+                if (owned && streq(owned, path)) return 0;
+        }
         return take_away(s, root, root_fd, name, "overlay");
 }
 
@@ -367,7 +357,6 @@ int sweep_run(const tf_paths *p, const SweepTable *table) {
         }
 
         /* overlays: the configured root, then every root a record names */
-        s.own_root = realpath(p->overlay_tmp_root, NULL);
         if ((r = strv_push(&roots, p->overlay_tmp_root)) < 0) goto out;
         for (size_t i = 0; i < n; i++) {
                 const char *tr = s.tasks[i].overlay_tmp_root;
@@ -401,7 +390,6 @@ int sweep_run(const tf_paths *p, const SweepTable *table) {
 out:
         strv_free(s.mounts);
         strv_free(s.trash);
-        free(s.own_root);
         free(s.tasks);
         free(s.by_id);
         return r;
