@@ -118,12 +118,16 @@ TF_WORLD_TEST(unlaunch_kills_no_foreign_daemon) {
         free(tdir), free(id);
 }
 
-/* Hole found: the boot sweep sweeps every overlay root a record names
- * (tmpRoot), and there removes every taskferry-cow-* entry no task of its
- * table holds. One record whose tmpRoot names a dir of someone else's (a
- * damaged tasks.json; another daemon's overlay root) made the daemon delete
- * that daemon's pending changesets. In a root it was not configured with,
- * the sweep now removes only the overlays its own records name. */
+#if 0
+/* Hole found, NOT fixed (disabled): the boot sweep sweeps every overlay
+ * root a record names (tmpRoot), and there removes every taskferry-cow-*
+ * entry no task of its table holds. One record whose tmpRoot names a dir of
+ * someone else's (a damaged tasks.json; another daemon's overlay root) makes
+ * the daemon delete that daemon's pending changesets. Removing only the
+ * overlays our own records name in such a root fixes it, but contradicts
+ * sandbox-changeset-env.md 4.4 ("an unknown id ... is removed" in every
+ * scanned root) and test-sweep's overlays case (ghost2 in tmp2): a decision
+ * for the spec's owner. */
 TF_WORLD_TEST(sweep_keeps_foreign_overlays) {
         char *foreign = strdup(tf_path(w->root, "foreign-overlays"));
         char *id = mkid(2);
@@ -142,6 +146,7 @@ TF_WORLD_TEST(sweep_keeps_foreign_overlays) {
         ck_assert_msg(precious_intact(theirs), "the boot sweep removed %s, which no record of it names", theirs);
         free(theirs), free(mine), free(id), free(foreign);
 }
+#endif
 
 /* Hole found: the overlay a record names is removed (boot sweep, reject,
  * the coldplug of an unlaunched task) wherever the record says, as long as
@@ -291,8 +296,7 @@ TF_WORLD_TEST(task_socket_hostile_framing) {
 int main(void) {
         Suite *s = suite_create("attack-restructure");
         tf_add_tests(s, "state", 120,
-                     TF_TESTS(unlaunch_kills_no_foreign_daemon, sweep_keeps_foreign_overlays,
-                              record_names_no_foreign_overlay));
+                     TF_TESTS(unlaunch_kills_no_foreign_daemon, record_names_no_foreign_overlay));
         tf_add_tests(s, "writeout", 300, TF_TESTS(pruning_never_follows_a_symlinked_parent, pruning_keeps_user_empty_dirs));
         tf_add_tests(s, "worker", 300, TF_TESTS(setsid_daemon_dies_with_its_task, task_socket_hostile_framing));
         return tf_run_suite(s);
