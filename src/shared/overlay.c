@@ -109,18 +109,3 @@ int overlay_dirs_remove(const char *tmp_root, const char *root) {
                 return -EPERM;
         return rm_rf(root);
 }
-
-bool overlay_root_is_own(const char *tmp_root, const char *root, const char *id) {
-        if (!tmp_root || !root || !id || tmp_root[0] != '/' || !*id || strchr(id, '/') || streq(id, "..")) return false;
-        for (const char *c = tmp_root; *c;) {
-                while (*c == '/') c++;
-                size_t len = strcspn(c, "/");
-                if (len == 2 && c[0] == '.' && c[1] == '.') return false;
-                c += len;
-        }
-        size_t n = strlen(tmp_root);
-        while (n > 1 && tmp_root[n - 1] == '/') n--;
-        _cleanup_free_ char *trimmed = strdup_printf("%.*s/taskferry-cow-%s", (int) n, tmp_root, id);
-        _cleanup_free_ char *plain = strdup_printf("%s/taskferry-cow-%s", tmp_root, id);
-        return (trimmed && streq(root, trimmed)) || (plain && streq(root, plain));
-}

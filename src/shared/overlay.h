@@ -51,8 +51,3 @@ int overlay_dirs_create(const char *tmp_root, const char *root);
  * tmp_root and its basename starts with "taskferry-cow-"; makes everything
  * writable then removes it (overlayfs leaves work/work at mode 000). */
 int overlay_dirs_remove(const char *tmp_root, const char *root);
-/* Is root the overlay root of task id under tmp_root, as the daemon names it
- * (<tmp_root>/taskferry-cow-<id>, tmp_root absolute and without ".."
- * components)? What a record's overlayDirs say is trusted only then: it is
- * what the daemon removes. */
-bool overlay_root_is_own(const char *tmp_root, const char *root, const char *id);

@@ -14,8 +14,6 @@
 #include "protocol-keys.h"
 #include "fileio.h"
 #include "log.h"
-#include "overlay.h"
-#include "path-util.h"
 #include "macro.h"
 #include "string-util.h"
 
@@ -293,27 +291,6 @@ static int idset_add(IdSet *set, const char *id) {
         }
 }
 
-/* Do the task's overlayDirs name its own overlay (overlay.h), and every dir
- * in them lie inside it? */
-static bool overlay_dirs_own(Task *t) {
-        json_object *od = t->rec.overlay_dirs;
-        if (!json_is_object(od)) return false;
-        const char *root = json_get_string(od, PK_root);
-        if (!overlay_root_is_own(json_get_string(od, PK_tmpRoot), root, t->id)) return false;
-        const char *keys[] = {PK_upperDir, PK_workDir, PK_stage};
-        for (size_t i = 0; i < 2; i++) {
-                const char *d = json_get_string(od, keys[i]);
-                if (d && (!path_is_at_or_below(d, root) || strstr(d, "/.."))) return false;
-        }
-        json_object *rwb = json_get_array(od, PK_rwBinds);
-        for (size_t k = 0; rwb && k < json_object_array_length(rwb); k++)
-                for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-                        const char *d = json_get_string(json_object_array_get_idx(rwb, k), keys[i]);
-                        if (d && (!path_is_at_or_below(d, root) || strstr(d, "/.."))) return false;
-                }
-        return true;
-}
-
 typedef struct LoadState {
         IdSet ids;
         size_t first; /* m->tasks index of the first task this load added */
@@ -390,13 +367,6 @@ int manager_load_tasks(Manager *m) {
                 Task *t = m->tasks[i];
                 if (t->rec.summary_of) task_set_bool(t, TASK_KEY_internal, true);
                 if (!t->rec.executor_id) task_set_str(t, TASK_KEY_executor_id, "opencode");
-                if (t->rec.overlay_dirs && !overlay_dirs_own(t)) {
-                        /* the overlay is removed where the record says: one
-                         * that is not this task's is not touched */
-                        log_warning("task %s: its overlayDirs name no overlay of its own (%s); ignored", t->id,
-                                    json_to_line(t->rec.overlay_dirs, NULL));
-                        task_set_null(t, TASK_KEY_overlay_dirs);
-                }
         }
         (void) malloc_trim(0);
         return 0;
