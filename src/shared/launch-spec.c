@@ -444,7 +444,7 @@ int launch_spec_to_memfd(const launch_spec *s) {
         size_t len;
         const char *text = json_to_line(j, &len);
         if (!text) return -ENOMEM;
-        _cleanup_close_ int fd = memfd_create("taskferry-launch-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        _cleanup_close_ int fd = memfd_create(LAUNCH_SPEC_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0) return -errno;
         if ((r = loop_write(fd, text, len)) < 0) return r;
         if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) return -errno;

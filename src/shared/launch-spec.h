@@ -145,6 +145,10 @@ int launch_spec_to_json(const launch_spec *s, json_object **ret);
 int launch_spec_from_json(json_object *j, launch_spec **ret);
 void launch_spec_free(launch_spec *s);
 
+/* The name of the memfd launch_spec_to_memfd makes: the forked child a daemon
+ * holds before it execs the shim is told apart from another taskferryd by
+ * holding one. */
+#define LAUNCH_SPEC_MEMFD_NAME "taskferry-launch-spec"
 /* Write the serialized spec into a sealed memfd (F_SEAL_SEAL|SHRINK|GROW|WRITE,
  * memfd_create(2)) with its offset at 0; returns the fd (>= 0, close-on-exec:
  * dup2 it to 3 in the child that execs the shim) or -errno. */

@@ -2,7 +2,9 @@
  * pidfd; re-adoption of shims that outlived a daemon; signals to the worker
  * (monitor.h). */
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -154,11 +156,33 @@ static bool pid_runs_shim(pid_t pid) {
         return pid_exe_base(pid, exe, sizeof exe, &base) && startswith(base, "taskferry-shim");
 }
 
+/* Does pid hold a launch spec (launch-spec.h: the memfd the daemon hands a
+ * shim)? Another taskferryd (of another state dir, started by systemd or
+ * setsid) runs the same binary and leads a session too; it holds none. */
+static bool pid_holds_launch_spec(pid_t pid) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%d/fd", (int) pid);
+        DIR *d = opendir(dir);
+        if (!d) return false;
+        bool found = false;
+        for (struct dirent *de; !found && (de = readdir(d));) {
+                if (de->d_name[0] == '.') continue;
+                char link[PATH_MAX];
+                ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof link - 1);
+                if (n <= 0) continue;
+                link[n] = 0;
+                found = startswith(link, "/memfd:" LAUNCH_SPEC_MEMFD_NAME " ");
+        }
+        closedir(d);
+        return found;
+}
+
 /* Is pid a task's shim (pids are reused)? A taskferry-shim, or the child a
  * daemon forked for one and has not let go yet (launch.h launch_go): it
  * still runs the daemon's binary, leads a session of its own
- * (FORK_NEW_SESSION) and is no child of this daemon. Held by a daemon that
- * died, it exits on its own (its hold pipe ends) without running the shim. */
+ * (FORK_NEW_SESSION), is no child of this daemon and holds its launch spec.
+ * Held by a daemon that died, it exits on its own (its hold pipe ends)
+ * without running the shim. */
 static bool pid_is_shim(pid_t pid) {
         char path[64], exe[4096];
         const char *base;
@@ -173,7 +197,7 @@ static bool pid_is_shim(pid_t pid) {
         const char *p = strrchr(stat, ')');
         int ppid = 0, pgrp = 0, session = 0;
         if (!p || sscanf(p + 1, " %*c %d %d %d", &ppid, &pgrp, &session) != 3) return false;
-        return session == pid && ppid != getpid();
+        return session == pid && ppid != getpid() && pid_holds_launch_spec(pid);
 }
 
 int monitor_readopt(Task *t, const MonitorCallbacks *cb) {
