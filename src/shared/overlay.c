@@ -112,12 +112,13 @@ int overlay_dirs_create(const char *tmp_root, const char *root) {
         return 0;
 }
 
-int overlay_dirs_remove(const char *tmp_root, const char *root) {
+int overlay_dirs_remove(const char *tmp_root, const char *root, const char *id) {
         size_t n = strlen(tmp_root);
         while (n > 1 && tmp_root[n - 1] == '/') n--;
         if (strncmp(root, tmp_root, n) != 0 || root[n] != '/') return -EPERM;
         const char *base = root + n + 1;
         if (strchr(base, '/') || !startswith(base, "taskferry-cow-") || strstr(base, ".."))
                 return -EPERM;
+        if (id && !streq(base + strlen("taskferry-cow-"), id)) return -EPERM;
         return rm_rf(root);
 }

@@ -50,6 +50,8 @@ int overlay_mount(const char *lower, const char *upper, const char *work, const 
  * Returns -EEXIST if root already exists. */
 int overlay_dirs_create(const char *tmp_root, const char *root);
 /* Remove an overlay root: refused (-EPERM) unless root is directly under
- * tmp_root and its basename starts with "taskferry-cow-"; makes everything
- * writable then removes it (overlayfs leaves work/work at mode 000). */
-int overlay_dirs_remove(const char *tmp_root, const char *root);
+ * tmp_root and its basename is "taskferry-cow-<id>" (with id NULL: any
+ * "taskferry-cow-" name), so a damaged record cannot name another task's
+ * overlay; makes everything writable then removes it (overlayfs leaves
+ * work/work at mode 000). */
+int overlay_dirs_remove(const char *tmp_root, const char *root, const char *id);

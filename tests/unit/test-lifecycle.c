@@ -402,7 +402,7 @@ START_TEST(coldplug_gives_each_task_what_it_needs) {
         /* durably running, its shim never let go: its request and overlay are
          * still there, its recorded pid runs no shim */
         write_launch_request("oc_unl", "{\"launch\":{},\"env\":{\"K\":\"w\"}}");
-        char *tmp_root = strdup_printf("%s/cow", m.paths.home), *root = strdup_printf("%s/taskferry-cow-unl", tmp_root);
+        char *tmp_root = strdup_printf("%s/cow", m.paths.home), *root = strdup_printf("%s/taskferry-cow-oc_unl", tmp_root);
         ck_assert_int_eq(overlay_dirs_create(tmp_root, root), 0);
         /* its request is still there, but the shim ran (its launch.json) */
         write_launch_request("oc_ran", "{\"launch\":{},\"env\":null}");

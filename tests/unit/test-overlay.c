@@ -102,18 +102,23 @@ START_TEST(dirs_remove_guards) {
         };
         for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
                 _cleanup_free_ char *p = tf_path(dir, refused[i]);
-                ck_assert_msg(overlay_dirs_remove(tmp, p) == -EPERM, "%s", refused[i]);
+                ck_assert_msg(overlay_dirs_remove(tmp, p, NULL) == -EPERM, "%s", refused[i]);
         }
         ck_assert(is_dir(root));
-        ck_assert_int_eq(overlay_dirs_remove(tmp, "relative/taskferry-cow-1"), -EPERM);
+        ck_assert_int_eq(overlay_dirs_remove(tmp, "relative/taskferry-cow-1", NULL), -EPERM);
         /* a trailing slash on tmp_root is the same root; a mode-000 work dir goes too */
         _cleanup_free_ char *work = tf_path(root, "work/main"), *slashed = strdup_printf("%s//", tmp);
         ck_assert_int_eq(chmod(work, 0), 0);
-        ck_assert_int_eq(overlay_dirs_remove(slashed, root), 0);
+        /* another task's overlay is not this one's to remove */
+        ck_assert_int_eq(overlay_dirs_remove(tmp, root, "2"), -EPERM);
+        ck_assert_int_eq(overlay_dirs_remove(tmp, root, "1x"), -EPERM);
+        ck_assert_int_eq(overlay_dirs_remove(tmp, root, ""), -EPERM);
+        ck_assert(is_dir(root));
+        ck_assert_int_eq(overlay_dirs_remove(slashed, root, "1"), 0);
         ck_assert(!is_dir(root));
         ck_assert(is_dir(tmp));
         /* already gone: success */
-        ck_assert_int_eq(overlay_dirs_remove(tmp, root), 0);
+        ck_assert_int_eq(overlay_dirs_remove(tmp, root, NULL), 0);
 }
 END_TEST
 
@@ -124,13 +129,20 @@ START_TEST(mount_refuses_missing_dirs) {
         tf_mkdirs(dir, "t");
         _cleanup_free_ char *l = tf_path(dir, "l"), *u = tf_path(dir, "u"), *w = tf_path(dir, "w"),
                             *t = tf_path(dir, "t"), *m = tf_path(dir, "missing");
-        char *err = NULL;
-        ck_assert_int_eq(overlay_mount(m, u, w, t, false, &err), -ENOENT);
-        ck_assert_int_eq(overlay_mount(l, m, w, t, false, &err), -ENOENT);
-        ck_assert_int_eq(overlay_mount(l, u, m, t, false, &err), -ENOENT);
         _cleanup_free_ char *f = tf_put(dir, "f", "x", 1);
-        ck_assert_int_eq(overlay_mount(f, u, w, t, false, &err), -ENOTDIR);
-        ck_assert_ptr_null(err);
+        const struct {
+                const char *lower, *upper, *work;
+                int want;
+        } rows[] = {{m, u, w, -ENOENT}, {l, m, w, -ENOENT}, {l, u, m, -ENOENT}, {f, u, w, -ENOTDIR}};
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                char *err = NULL;
+                ck_assert_int_eq(overlay_mount(rows[i].lower, rows[i].upper, rows[i].work, t, false, &err), rows[i].want);
+                /* the sentence for the user, set with every failure */
+                _cleanup_free_ char *want = strdup_printf("overlay mount on %s failed: %s", t, strerror(-rows[i].want));
+                ck_assert_str_eq(strempty(err), want);
+                free(err);
+                ck_assert_int_eq(overlay_mount(rows[i].lower, rows[i].upper, rows[i].work, t, false, NULL), rows[i].want);
+        }
 }
 END_TEST
 
@@ -181,7 +193,7 @@ static void mount_and_write(bool userns) {
         ck_assert_str_eq(u, "upper");
         ck_assert_int_eq(access(in_lower, F_OK), -1);
         ck_assert_int_eq(access(in_target, F_OK), -1);
-        ck_assert_int_eq(overlay_dirs_remove(tmp, root), 0);
+        ck_assert_int_eq(overlay_dirs_remove(tmp, root, NULL), 0);
 }
 
 START_TEST(mount_as_root) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "run/change.h"
+#include "run/launch.h"
 #include "changeset.h"
 #include "run/executor-home.h"
 #include "core/jobs.h"
@@ -49,13 +50,9 @@ static json_object *change_job_run(void *userdata, int *error) {
         /* the executor homes go with the overlay, but for what a resume needs */
         _cleanup_free_ char *home = executor_home_root(t->m->paths.cache_dir, t->id);
         if (home) (void) executor_home_release(home);
-        json_object *od = t->rec.overlay_dirs;
-        if (od) {
-                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
-                json_add_bool(o, "removed", k >= 0);
-                if (k < 0) json_add_string(o, "removeError", strerror(-k));
-        } else
-                json_add_bool(o, "removed", true);
+        int k = launch_overlay_remove(t);
+        json_add_bool(o, "removed", k >= 0);
+        if (k < 0) json_add_string(o, "removeError", strerror(-k));
         return o;
 }
 

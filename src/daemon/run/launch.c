@@ -704,3 +704,11 @@ void launch_go(Task *t, int *hold_fd) {
         if (n != 1) log_warning_errno(n < 0 ? -errno : -EIO, "cannot let the shim of %s go", t->id);
         *hold_fd = safe_close(*hold_fd);
 }
+
+int launch_overlay_remove(const Task *t) {
+        json_object *od = t->rec.overlay_dirs;
+        if (!od) return 0;
+        int r = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)), t->id);
+        if (r == -EPERM) log_warning("task %s: its record names an overlay that is not its own; not removed", t->id);
+        return r;
+}

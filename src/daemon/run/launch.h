@@ -57,3 +57,9 @@ int launch_env_layers(Manager *m, json_object *caller_env, char ***ret);
  * (not a secret: the same for every summary; the transcript is the
  * attachment, its snapshot). */
 extern const char summary_worker_prompt[];
+
+/* Remove t's overlay (its record's overlayDirs; nothing without one):
+ * overlay_dirs_remove, only where the record names t's own
+ * <tmpRoot>/taskferry-cow-<id>. 0, -EPERM (the record names another), -errno
+ * of the removal. The record is left as it is. */
+int launch_overlay_remove(const Task *t);

@@ -15,7 +15,6 @@
 #include "core/task-table.h"
 #include "core/task.h"
 #include "json-util.h"
-#include "overlay.h"
 #include "paths.h"
 #include "protocol-keys.h"
 #include "run/launch.h"
@@ -447,13 +446,10 @@ static bool coldplug_unlaunched(Task *t) {
                 log_warning_errno(r, "task %s: cannot tell whether its launch went ahead", t->id);
                 return false;
         }
-        json_object *od = t->rec.overlay_dirs;
-        if (od) {
-                r = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
-                if (r < 0) {
-                        log_warning_errno(r, "task %s: cannot remove the overlay of its unfinished launch", t->id);
-                        return false;
-                }
+        r = launch_overlay_remove(t);
+        if (r < 0) {
+                log_warning_errno(r, "task %s: cannot remove the overlay of its unfinished launch", t->id);
+                return false;
         }
         (void) task_set_null(t, TASK_KEY_overlay_dirs);
         (void) task_set_null(t, TASK_KEY_shim_pid_recorded);

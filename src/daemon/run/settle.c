@@ -19,6 +19,7 @@
 #include "protocol-keys.h"
 #include "run/executor-home.h"
 #include "run/scope.h"
+#include "run/launch.h"
 #include "run/settle.h"
 #include "fs-util.h"
 #include "log.h"
@@ -60,9 +61,7 @@ ChangesetStatus settle_spawn_error_changeset(Task *t) {
         ChangesetStatus cs = t->rec.changeset_status;
         bool never_lands = task_kind_info(t->kind)->never_lands;
         if (cs == CHANGESET_PENDING && overlay_holds_nothing(t->rec.overlay_dirs)) {
-                json_object *od = t->rec.overlay_dirs;
-                if (overlay_dirs_remove(json_get_string(od, PK_tmpRoot), json_get_string(od, PK_root)) >= 0)
-                        task_set_null(t, TASK_KEY_overlay_dirs);
+                if (launch_overlay_remove(t) >= 0) task_set_null(t, TASK_KEY_overlay_dirs);
                 cs = never_lands ? CHANGESET_REJECTED : CHANGESET_ACCEPTED;
         }
         if (never_lands && cs == CHANGESET_PENDING) cs = CHANGESET_REJECTED;
@@ -197,7 +196,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                  * no changes, wrote the empty patch, then removed the overlay
                  * (perhaps only in part): its answer stands */
                 json_object *ex_res = json_object_new_object();
-                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
+                int k = launch_overlay_remove(t);
                 json_add_bool(ex_res, PK_ok, true);
                 json_add_bool(ex_res, "hasChanges", false);
                 json_add_string(ex_res, PK_diffPath, patch);
@@ -207,7 +206,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
         } else if (discard) {
                 json_object *ex_res = json_object_new_object();
                 if (over) json_add_bool(ex_res, "overBudget", true);
-                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
+                int k = launch_overlay_remove(t);
                 json_add_bool(ex_res, PK_ok, true);
                 json_add_string(ex_res, "discarded", discard);
                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
@@ -246,8 +245,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                                 json_add(ex_res, PK_warnings, arr);
                         }
                         if (r == 0) {
-                                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)),
-                                                            strempty(json_get_string(od, PK_root)));
+                                int k = launch_overlay_remove(t);
                                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
                         }
                         if (r == 0) release_home(t);
@@ -258,7 +256,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
          * its overlay goes now */
         json_object *adv = od && task_kind_info(t->kind)->never_lands ? json_get_object(res, "extract") : NULL;
         if (adv && !json_get_bool(adv, "overlayRemoved", false)) {
-                int k = overlay_dirs_remove(strempty(json_get_string(od, PK_tmpRoot)), strempty(json_get_string(od, PK_root)));
+                int k = launch_overlay_remove(t);
                 json_add_bool(adv, "overlayRemoved", k >= 0);
                 release_home(t);
         }
