@@ -39,10 +39,10 @@
 #define ENV_SECRET "tf-env-secret-value-77ad01"
 
 /* The unprivileged user for the runuser case: $TASKFERRY_TEST_USER (tools/test
- * creates it), else "tfuser". */
+ * creates it), else taskferry-test. */
 static const char *test_user(void) {
         const char *u = getenv("TASKFERRY_TEST_USER");
-        return u && *u ? u : "tfuser";
+        return u && *u ? u : "taskferry-test";
 }
 
 static inline void launch_spec_freep(launch_spec **s) { launch_spec_free(*s); }

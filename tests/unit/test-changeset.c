@@ -419,7 +419,7 @@ START_TEST(test_roundtrip_git) {
 END_TEST
 
 /* The same round trip as an unprivileged user: $TASKFERRY_TEST_USER (tools/test
- * creates it and runs every suite as that user too), else "tfuser". Run as a
+ * creates it and runs every suite as that user too), else taskferry-test. Run as a
  * non-root user, the plain round trip above already is the unprivileged case. */
 START_TEST(test_roundtrip_unprivileged) {
         if (getuid() != 0) {
@@ -427,9 +427,9 @@ START_TEST(test_roundtrip_unprivileged) {
                 return;
         }
         const char *user = getenv("TASKFERRY_TEST_USER");
-        struct passwd *pw = getpwnam(user && *user ? user : "tfuser");
+        struct passwd *pw = getpwnam(user && *user ? user : "taskferry-test");
         ck_assert_msg(pw != NULL, "as root this test needs an unprivileged user: set TASKFERRY_TEST_USER "
-                                  "(tools/test creates one) or create the user tfuser");
+                                  "(tools/test creates one) or create the user taskferry-test");
         _cleanup_free_ char *base = make_base();
         ck_assert_ptr_nonnull(base);
         ck_assert_int_eq(chown(base, pw->pw_uid, pw->pw_gid), 0);
@@ -1618,9 +1618,16 @@ int main(void) {
         /* The test's own git commands must not depend on the machine's config. */
         setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
         setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
+        /* the accepts' scratch dirs ($TMPDIR/taskferry-apply-*) in a dir of
+         * the suite's own: the accepts it kills on purpose leave theirs, and
+         * they go with it, not into the machine's /tmp */
+        char tmpdir[] = "/var/tmp/tf-changeset-tmp-XXXXXX";
+        if (!mkdtemp(tmpdir) || chmod(tmpdir, 01777) < 0) return EXIT_FAILURE;
+        setenv("TMPDIR", tmpdir, 1);
         SRunner *sr = srunner_create(changeset_suite());
         srunner_run_all(sr, CK_NORMAL);
         int failed = srunner_ntests_failed(sr);
         srunner_free(sr);
+        (void) rm_rf(tmpdir);
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
