@@ -249,7 +249,8 @@ START_TEST(go_drops_the_request_first) {
         close(stray);
         /* held: in a session of its own, holding 0-2 and the three fds of
          * the hold (spec, status, hold) and nothing else */
-        for (int i = 0; i < 100 && stat_field(ls.pid, 6) != ls.pid; i++) usleep(10000);
+        /* (the fork sets up the session, then closes the fds: wait for both) */
+        for (int i = 0; i < 500 && (stat_field(ls.pid, 6) != ls.pid || n_fds(ls.pid) != 6); i++) usleep(10000);
         ck_assert_int_eq(stat_field(ls.pid, 6), ls.pid);
         ck_assert_uint_eq(n_fds(ls.pid), 6);
         /* still held: the request is there and nothing ran */
