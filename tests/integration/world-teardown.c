@@ -28,7 +28,7 @@
 
 /* the target of /proc/<pid>/<name> at or below root */
 static bool link_below(const char *pid, const char *name, const char *root) {
-        char p[64], target[PATH_MAX];
+        char p[300], target[PATH_MAX];
         snprintf(p, sizeof p, "/proc/%s/%s", pid, name);
         ssize_t n = readlink(p, target, sizeof target - 1);
         if (n <= 0) return false;
@@ -39,7 +39,7 @@ static bool link_below(const char *pid, const char *name, const char *root) {
 /* Does process pid (a /proc entry's name) name root? */
 static bool names_root(const char *pid, const char *root) {
         if (link_below(pid, "cwd", root) || link_below(pid, "exe", root)) return true;
-        char p[64];
+        char p[300];
         snprintf(p, sizeof p, "/proc/%s/environ", pid);
         _cleanup_free_ char *env = NULL;
         size_t len = 0;
@@ -53,7 +53,7 @@ static bool names_root(const char *pid, const char *root) {
 
 static void append_name(char **names, const char *pid) {
         if (!*names) return;
-        char p[64], comm[64] = "?";
+        char p[300], comm[64] = "?";
         snprintf(p, sizeof p, "/proc/%s/comm", pid);
         _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
