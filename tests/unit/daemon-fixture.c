@@ -6,11 +6,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "api/methods.h"
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "unit.h"
 #include "fs-util.h"
 #include "macro.h"
+#include "process-util.h"
 #include "string-util.h"
 #include "time-util.h"
 
@@ -187,6 +189,23 @@ Request *tf_request(Manager *m, Connection *c, const char *line, bool wait) {
         return r;
 }
 
+json_object *tf_call_frame(Manager *m, const TfPeer *peer, const char *line, uint64_t ms) {
+        method_dispatch(m, tf_request(m, peer->conn, line, false));
+        uint64_t end = mono_ms() + ms;
+        for (;;) {
+                json_object *arr = tf_frames(peer->fd);
+                size_t n = json_object_array_length(arr);
+                if (n > 0 || mono_ms() >= end) {
+                        ck_assert_uint_eq(n, 1);
+                        json_object *f = json_object_get(json_object_array_get_idx(arr, 0));
+                        json_object_put(arr);
+                        return f;
+                }
+                json_object_put(arr);
+                ck_assert_int_ge(sd_event_run(m->event, 20 * 1000), 0);
+        }
+}
+
 void tf_run_loop_ms(Manager *m, uint64_t ms) {
         uint64_t end = mono_ms() + ms;
         for (uint64_t now = mono_ms(); now < end; now = mono_ms())
@@ -194,3 +213,37 @@ void tf_run_loop_ms(Manager *m, uint64_t ms) {
 }
 
 void tf_run_pending(Manager *m) { ck_assert_int_ge(sd_event_run(m->event, 0), 0); }
+
+pid_t tf_dbus_daemon_start(const char *dir) {
+        if (access("/usr/bin/dbus-daemon", X_OK) < 0) return 0;
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        char *listen = strdup_printf("--address=unix:path=%s/bus", dir);
+        char *print = strdup_printf("--print-address=%d", p[1]);
+        pid_t pid;
+        int r = safe_fork_full("tf-dbus", NULL, &p[1], 1, FORK_DEATHSIG_SIGKILL | FORK_CLOSE_ALL_FDS, &pid);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                execl("/usr/bin/dbus-daemon", "dbus-daemon", "--session", "--nofork", "--nopidfile", listen, print,
+                      (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        free(listen);
+        free(print);
+        char addr[512];
+        size_t n = 0;
+        while (n < sizeof addr - 1) {
+                ssize_t k = read(p[0], addr + n, sizeof addr - 1 - n);
+                if (k <= 0) break;
+                n += (size_t) k;
+                if (memchr(addr, '\n', n)) break;
+        }
+        close(p[0]);
+        addr[n] = 0;
+        char *nl = strchr(addr, '\n');
+        ck_assert_msg(nl, "dbus-daemon printed no address: %s", addr);
+        *nl = 0;
+        setenv("DBUS_SESSION_BUS_ADDRESS", addr, 1);
+        return pid;
+}

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "daemon.h"
 
@@ -62,7 +63,18 @@ json_object *tf_one_frame(int fd);
  * or active requests. */
 Request *tf_request(Manager *m, Connection *c, const char *line, bool wait);
 
+/* Dispatch line (a whole request frame) from peer as the server would
+ * (method_dispatch of a tf_request, not a wait) and run m's loop until the
+ * peer has received a frame, for at most ms; that one frame (fails the case
+ * unless exactly one came): a new ref. */
+json_object *tf_call_frame(Manager *m, const TfPeer *peer, const char *line, uint64_t ms);
+
 /* Run m's loop for ms (its events dispatched as they come). */
 void tf_run_loop_ms(Manager *m, uint64_t ms);
 /* Run one iteration that dispatches what is pending now (a deferred tick). */
 void tf_run_pending(Manager *m);
+
+/* A private dbus-daemon (a session bus, killed with the test) listening on
+ * <dir>/bus, its address exported as $DBUS_SESSION_BUS_ADDRESS; its pid, or
+ * 0 when /usr/bin/dbus-daemon is not installed. */
+pid_t tf_dbus_daemon_start(const char *dir);

@@ -23,42 +23,6 @@ static Manager m;
 static char *busdir;
 static pid_t bus_pid;
 
-/* A private dbus-daemon on <busdir>/bus, its address exported; 0 when
- * dbus-daemon is not installed. */
-static pid_t bus_daemon_start(void) {
-        if (access("/usr/bin/dbus-daemon", X_OK) < 0) return 0;
-        int p[2];
-        ck_assert_int_eq(pipe(p), 0);
-        char *listen = strdup_printf("--address=unix:path=%s/bus", busdir);
-        char *print = strdup_printf("--print-address=%d", p[1]);
-        pid_t pid;
-        int r = safe_fork_full("tf-dbus", NULL, &p[1], 1, FORK_DEATHSIG_SIGKILL | FORK_CLOSE_ALL_FDS, &pid);
-        ck_assert_int_ge(r, 0);
-        if (r == 0) {
-                execl("/usr/bin/dbus-daemon", "dbus-daemon", "--session", "--nofork", "--nopidfile", listen, print,
-                      (char *) NULL);
-                _exit(127);
-        }
-        close(p[1]);
-        free(listen);
-        free(print);
-        char addr[512];
-        size_t n = 0;
-        while (n < sizeof addr - 1) {
-                ssize_t k = read(p[0], addr + n, sizeof addr - 1 - n);
-                if (k <= 0) break;
-                n += (size_t) k;
-                if (memchr(addr, '\n', n)) break;
-        }
-        close(p[0]);
-        addr[n] = 0;
-        char *nl = strchr(addr, '\n');
-        ck_assert_msg(nl, "dbus-daemon printed no address: %s", addr);
-        *nl = 0;
-        setenv("DBUS_SESSION_BUS_ADDRESS", addr, 1);
-        return pid;
-}
-
 static void setup_none(void) {
         unsetenv("DBUS_SESSION_BUS_ADDRESS");
         unsetenv("XDG_RUNTIME_DIR");
@@ -68,7 +32,7 @@ static void setup_none(void) {
 static void setup_bus(void) {
         busdir = tf_tmpdir_new("test-bus-dbus");
         unsetenv("XDG_RUNTIME_DIR");
-        bus_pid = bus_daemon_start();
+        bus_pid = tf_dbus_daemon_start(busdir);
         if (!bus_pid) unsetenv("DBUS_SESSION_BUS_ADDRESS");
         tf_daemon_setup(&m, "test-bus");
 }

@@ -40,22 +40,10 @@ static void teardown(void) {
  * (driving the loop, for at most 10 s, when a job answers it). */
 static json_object *call(const char *method, const char *params) {
         char *line = strdup_printf("{\"version\":1,\"id\":\"q\",\"method\":\"%s\",\"params\":%s}", method, params);
-        method_dispatch(&m, tf_request(&m, peer.conn, line, false));
+        json_object *f = tf_call_frame(&m, &peer, line, 10000);
         free(line);
-        uint64_t end = mono_ms() + 10000;
-        for (;;) {
-                json_object *arr = tf_frames(peer.fd);
-                size_t n = json_object_array_length(arr);
-                if (n > 0 || mono_ms() >= end) {
-                        ck_assert_uint_eq(n, 1);
-                        json_object *f = json_object_get(json_object_array_get_idx(arr, 0));
-                        json_object_put(arr);
-                        ck_assert_str_eq(json_get_string(f, "id"), "q");
-                        return f;
-                }
-                json_object_put(arr);
-                ck_assert_int_ge(sd_event_run(m.event, 20 * 1000), 0);
-        }
+        ck_assert_str_eq(json_get_string(f, "id"), "q");
+        return f;
 }
 
 static json_object *result_of(json_object *f) {

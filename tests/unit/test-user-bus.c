@@ -66,43 +66,8 @@ START_TEST(an_address_that_answers_nothing) {
 }
 END_TEST
 
-/* A private dbus-daemon on <dir>/bus, its address exported; its pid. */
-static pid_t bus_daemon_start(void) {
-        if (access("/usr/bin/dbus-daemon", X_OK) < 0) return 0;
-        int p[2];
-        ck_assert_int_eq(pipe(p), 0);
-        char *listen = strdup_printf("--address=unix:path=%s/bus", dir);
-        char *print = strdup_printf("--print-address=%d", p[1]);
-        pid_t pid;
-        int r = safe_fork_full("tf-dbus", NULL, &p[1], 1, FORK_DEATHSIG_SIGKILL | FORK_CLOSE_ALL_FDS, &pid);
-        ck_assert_int_ge(r, 0);
-        if (r == 0) {
-                execl("/usr/bin/dbus-daemon", "dbus-daemon", "--session", "--nofork", "--nopidfile", listen, print,
-                      (char *) NULL);
-                _exit(127);
-        }
-        close(p[1]);
-        free(listen);
-        free(print);
-        char addr[512];
-        size_t n = 0;
-        while (n < sizeof addr - 1) {
-                ssize_t k = read(p[0], addr + n, sizeof addr - 1 - n);
-                if (k <= 0) break;
-                n += (size_t) k;
-                if (memchr(addr, '\n', n)) break;
-        }
-        close(p[0]);
-        addr[n] = 0;
-        char *nl = strchr(addr, '\n');
-        ck_assert_msg(nl, "dbus-daemon printed no address: %s", addr);
-        *nl = 0;
-        setenv("DBUS_SESSION_BUS_ADDRESS", addr, 1);
-        return pid;
-}
-
 START_TEST(a_bus_that_answers) {
-        pid_t pid = bus_daemon_start();
+        pid_t pid = tf_dbus_daemon_start(dir);
         if (pid == 0) {
                 fprintf(stderr, "%s: skipped: dbus-daemon is not installed\n", __func__);
                 return;
