@@ -334,16 +334,13 @@ static void restore(int target, int saved) {
         close(saved);
 }
 
-void cli_cmd_run(cli_cmd *c, ...) {
+static void cli_cmd_runv(cli_cmd *c, va_list ap) {
         char *argv[64];
         size_t n = 0;
-        va_list ap;
-        va_start(ap, c);
         for (char *s; (s = va_arg(ap, char *));) {
                 ck_assert_uint_lt(n, ELEMENTSOF(argv));
                 argv[n++] = s;
         }
-        va_end(ap);
         *c = (cli_cmd) {};
         cli_args a = {};
         cli_error perr = {};
@@ -376,6 +373,21 @@ void cli_cmd_run(cli_cmd *c, ...) {
         cli_args_done(&a);
         c->out = tf_read_file(out_path, false);
         c->errout = tf_read_file(err_path, false);
+}
+
+void cli_cmd_run(cli_cmd *c, ...) {
+        va_list ap;
+        va_start(ap, c);
+        cli_cmd_runv(c, ap);
+        va_end(ap);
+}
+
+void cli_cmd_ok(cli_cmd *c, ...) {
+        va_list ap;
+        va_start(ap, c);
+        cli_cmd_runv(c, ap);
+        va_end(ap);
+        ck_assert_msg(c->r == 0, "%s", strnull(c->err.text));
 }
 
 void cli_cmd_done(cli_cmd *c) {

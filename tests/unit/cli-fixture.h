@@ -87,6 +87,9 @@ extern int cli_cmd_stdin_fd;
 
 /* Run the command of the NULL-terminated arguments (which must parse). */
 void cli_cmd_run(cli_cmd *c, ...) __attribute__((sentinel));
+/* The same, and the command succeeded (returned 0; fails the case with its
+ * error's text otherwise). */
+void cli_cmd_ok(cli_cmd *c, ...) __attribute__((sentinel));
 void cli_cmd_done(cli_cmd *c);
 /* c failed with r, exit code exit_code and exactly this printed error
  * object ({error, help} as one JSON line). */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "api/methods.h"
+#include "core/env-file.h"
 #include "daemon-fixture.h"
 #include "json-util.h"
 #include "unit.h"
@@ -246,4 +247,13 @@ pid_t tf_dbus_daemon_start(const char *dir) {
         *nl = 0;
         setenv("DBUS_SESSION_BUS_ADDRESS", addr, 1);
         return pid;
+}
+
+void tf_use_env_file(Manager *m, const char *text) {
+        char *path = strdup_printf("%s/env", m->paths.home);
+        tf_write_file(path, text, strlen(text), 0600);
+        free(m->settings.env_file);
+        m->settings.env_file = path;
+        char *reason = NULL;
+        ck_assert_msg(env_file_init(m, &reason) == 0, "env file: %s", strnull(reason));
 }

@@ -78,3 +78,7 @@ void tf_run_pending(Manager *m);
  * <dir>/bus, its address exported as $DBUS_SESSION_BUS_ADDRESS; its pid, or
  * 0 when /usr/bin/dbus-daemon is not installed. */
 pid_t tf_dbus_daemon_start(const char *dir);
+
+/* The daemon's env file: <home>/env written (0600) with text and loaded
+ * as main.c loads it (env_file_init; fails the case when it refuses). */
+void tf_use_env_file(Manager *m, const char *text);

@@ -203,8 +203,7 @@ START_TEST(run_dispatches_the_job) {
                                                   cli_fixture_dir);
         _cleanup_free_ char *f = put_job("demo", text);
         cli_cmd c;
-        cli_cmd_run(&c, "job", "run", "demo", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "job", "run", "demo", NULL);
         cli_cmd_value_is(&c, "{\"id\":\"oc_j\",\"status\":\"queued\",\"next\":\"n\"}");
         ck_assert_str_eq(json_get_string(c.raw, "promptPreview"), "secret prompt");
         _cleanup_json_ json_object *p = cli_fake_params("task.dispatch", -1);
@@ -272,8 +271,7 @@ START_TEST(list_rows) {
         _cleanup_free_ char *other = tf_put(cli_fixture_dir, "config/taskferry/jobs/notes.txt", "x", 1);
         _cleanup_free_ char *hidden = tf_put(cli_fixture_dir, "config/taskferry/jobs/.h.toml", "x", 1);
         cli_cmd c;
-        cli_cmd_run(&c, "job", "list", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "job", "list", NULL);
         json_object *rows = json_get_array(c.value, "jobs");
         ck_assert_int_eq(json_object_array_length(rows), 3);
         ck_assert_str_eq(json_to_line(json_object_array_get_idx(rows, 0), NULL),

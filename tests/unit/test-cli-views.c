@@ -83,8 +83,7 @@ START_TEST(context_formats) {
         cli_fake_start(rules);
         _cleanup_free_ char *work = tf_path(cli_fixture_dir, "work");
         cli_cmd c;
-        cli_cmd_run(&c, "context", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "context", NULL);
         _cleanup_free_ char *params = strdup_printf("{\"directory\":\"%s\"}", work);
         cli_fake_params_are("task.context", params);
         _cleanup_free_ char *toon = toon_encode(c.value);
@@ -118,8 +117,7 @@ START_TEST(doctor_without_tools_or_configs) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "doctor", "--full", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "doctor", "--full", NULL);
         json_object *v = c.value;
         ck_assert(json_get_bool(v, "healthy", false));
         ck_assert_str_eq(json_to_line(json_get_object(v, "resourceLimits"), NULL),
@@ -147,8 +145,7 @@ END_TEST
 /* No daemon answering: doctor still reports the local checks. */
 START_TEST(doctor_without_daemon) {
         cli_cmd c;
-        cli_cmd_run(&c, "doctor", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "doctor", NULL);
         ck_assert_ptr_null(json_get(c.value, "healthy"));
         ck_assert_ptr_null(json_get(c.value, "cliVersion"));
         ck_assert_ptr_nonnull(json_get_object(c.value, "integrations"));
@@ -172,8 +169,7 @@ START_TEST(doctor_integrations) {
                 "{\"mcpServers\":{\"playwright\":{\"args\":[\"@playwright/mcp\",\"--config\",\"%s\"]}}}", pwcfg);
         _cleanup_free_ char *cj = tf_put(cli_fixture_dir, "home/.claude.json", claude_json, strlen(claude_json));
         cli_cmd c;
-        cli_cmd_run(&c, "doctor", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "doctor", NULL);
         json_object *integ = json_get_object(c.value, "integrations");
         ck_assert_str_eq(json_to_line(json_get_object(integ, "claude"), NULL), "{\"installed\":true}");
         json_object *pw = json_get_object(integ, "playwrightMcpIsolation");
@@ -219,8 +215,7 @@ START_TEST(doctor_stats) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "doctor", "--stats", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "doctor", "--stats", NULL);
         json_object *m = json_object_array_get_idx(json_get_array(c.value, "byModel"), 0);
         ck_assert_str_eq(json_get_string(m, "doneRate"), "50.0%");
         ck_assert_ptr_null(json_get_string(m, "crashRate"));
@@ -231,8 +226,7 @@ START_TEST(doctor_stats) {
         cli_cmd_done(&c);
 
         /* an older daemon: its task.list aggregated here */
-        cli_cmd_run(&c, "doctor", "--stats", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "doctor", "--stats", NULL);
         cli_fake_params_are("task.list", "{}");
         json_object *m2 = json_object_array_get_idx(json_get_array(c.value, "byModel"), 0);
         ck_assert_str_eq(json_get_string(m2, "model"), "p/m");
@@ -274,8 +268,7 @@ START_TEST(init_detects_without_a_tty) {
         _cleanup_free_ char *m = tf_put(work, ecosystems[_i].marker, ecosystems[_i].content, strlen(ecosystems[_i].content));
         umask(077);
         cli_cmd c;
-        cli_cmd_run(&c, "init", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "init", NULL);
         _cleanup_free_ char *path = tf_path(work, ".taskferry.toml");
         _cleanup_free_ char *text = tf_read_file(path, false);
         ck_assert_str_eq(json_get_string(c.value, "path"), path);

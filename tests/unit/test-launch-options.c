@@ -236,19 +236,8 @@ static json_object *json_of(const char *text) {
         return o;
 }
 
-/* The env file of the daemon: path written (0600) with text, loaded as
- * main.c loads it. */
-static void use_env_file(const char *text) {
-        char *path = strdup_printf("%s/env", m.paths.home);
-        tf_write_file(path, text, strlen(text), 0600);
-        free(m.settings.env_file);
-        m.settings.env_file = path;
-        char *reason = NULL;
-        ck_assert_msg(env_file_init(&m, &reason) == 0, "env file: %s", strnull(reason));
-}
-
 START_TEST(save_writes_launch_and_env) {
-        use_env_file("SECRET=s3cret\nOTHER=file\n");
+        tf_use_env_file(&m, "SECRET=s3cret\nOTHER=file\n");
         Task *t = dispatch_task("oc_save");
         char *rw[] = {"/a", NULL};
         t->launch = (LaunchOptions) {.no_overlay = true, .rw_bind = strv_copy(rw), .disk_max = 100};

@@ -51,15 +51,6 @@ static json_object *json_of(const char *text) {
         return o;
 }
 
-static void use_env_file(const char *text) {
-        char *path = strdup_printf("%s/env", m.paths.home);
-        tf_write_file(path, text, strlen(text), 0600);
-        free(m.settings.env_file);
-        m.settings.env_file = path;
-        char *reason = NULL;
-        ck_assert_msg(env_file_init(&m, &reason) == 0, "env file: %s", strnull(reason));
-}
-
 static void set_denylist(char **l) {
         strv_free(m.settings.env_denylist);
         m.settings.env_denylist = strv_copy(l);
@@ -69,7 +60,7 @@ static void set_denylist(char **l) {
 /* ---- the env's layers ---- */
 
 START_TEST(env_layers_order_and_filters) {
-        use_env_file("F_ONLY=file\nF_D=file\nF_C=file\nALL=file\nPATH=/evil/file\nHOME=/evil/file\n"
+        tf_use_env_file(&m, "F_ONLY=file\nF_D=file\nF_C=file\nALL=file\nPATH=/evil/file\nHOME=/evil/file\n"
                      "TASKFERRY_STATE_DIR=/evil/file\nTASKFERRY_OUTPUT_DIR=/o/file\nDENIED=file\n");
         /* the daemon's own environment (this process's) */
         ck_assert_int_eq(setenv("F_D", "daemon", 1), 0);

@@ -132,8 +132,7 @@ START_TEST(task_id_ends_at_its_terminal_event) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "watch", "--task-id", "oc_a", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "watch", "--task-id", "oc_a", NULL);
         ck_assert(c.output_done);
         ck_assert_ptr_null(c.value);
         ck_assert_str_eq(c.out, "13:35:06 oc_a queued -> running\n13:35:06 oc_a running -> done\n");
@@ -151,8 +150,7 @@ START_TEST(task_id_settled_already) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "watch", "--task-id", "oc_a", "--format", "ndjson", "--summaries", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "watch", "--task-id", "oc_a", "--format", "ndjson", "--summaries", NULL);
         cli_fake_params_are("event.subscribe", "{\"taskId\":\"oc_a\",\"summaries\":true}");
         _cleanup_json_ json_object *ev = NULL;
         ck_assert_msg(json_parse_strict(c.out, strlen(c.out) - 1, &ev) == 0, "%s", c.out);
@@ -179,8 +177,7 @@ START_TEST(all_until_interrupted) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "watch", "--all", "--summaries", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "watch", "--all", "--summaries", NULL);
         ck_assert(c.output_done);
         ck_assert_str_eq(c.out, "13:35:06 oc_a queued\n13:35:06 oc_b running: reading\n13:35:06 oc_a queued -> done\n");
         cli_fake_params_are("event.subscribe", "{\"all\":true,\"summaries\":true}");
@@ -194,8 +191,7 @@ START_TEST(directory_scope) {
         cli_fake_rule rules[] = {{"event.subscribe", FAKE_FRAMES(FAKE_SUBSCRIBED, "SIGNAL")}, {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "watch", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "watch", NULL);
         _cleanup_json_ json_object *p = cli_fake_params("event.subscribe", -1);
         _cleanup_free_ char *work = tf_path(cli_fixture_dir, "work");
         ck_assert_str_eq(json_get_string(p, "directory"), work);
@@ -278,8 +274,7 @@ START_TEST(flush_interval_ndjson) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "watch", "--all", "--summaries", "--flush-interval", "200", "--format", "ndjson", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "watch", "--all", "--summaries", "--flush-interval", "200", "--format", "ndjson", NULL);
         ck_assert(ends_with(c.out, "\n"));
         ck_assert_ptr_eq(strchr(c.out, '\n'), c.out + strlen(c.out) - 1); /* one line */
         _cleanup_json_ json_object *line = NULL;
@@ -303,8 +298,7 @@ START_TEST(flush_keeps_first_seen_order) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "watch", "--all", "--summaries", "--flush-interval", "200", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "watch", "--all", "--summaries", "--flush-interval", "200", NULL);
         ck_assert_str_eq(c.out, "13:35:06 oc_a queued -> running\n13:35:06 oc_b queued\n");
         cli_cmd_done(&c);
 }
@@ -322,8 +316,7 @@ START_TEST(flush_on_terminal_event) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "watch", "--task-id", "oc_a", "--summaries", "--flush-interval", "1h", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "watch", "--task-id", "oc_a", "--summaries", "--flush-interval", "1h", NULL);
         ck_assert_str_eq(c.out, "oc_a running: two\noc_a done\n");
         cli_cmd_done(&c);
 }
@@ -340,8 +333,7 @@ START_TEST(flush_on_interrupt) {
                 {}};
         cli_fake_start(rules);
         cli_cmd c;
-        cli_cmd_run(&c, "watch", "--task-id", "oc_a", "--summaries", "--flush-interval", "1h", NULL);
-        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        cli_cmd_ok(&c, "watch", "--task-id", "oc_a", "--summaries", "--flush-interval", "1h", NULL);
         ck_assert_str_eq(c.out, "oc_a running: one\n");
         cli_cmd_done(&c);
 }
