@@ -87,29 +87,27 @@ START_TEST(test_normalize_file_is_not_directory) {
 }
 END_TEST
 
+/* cli_workspace_root of <tmp_root>/rel succeeds with <tmp_root>/want_rel. */
+static void root_is(const char *rel, const char *want_rel) {
+        _cleanup_free_ char *dir = strdup_printf("%s/%s", tmp_root, rel);
+        _cleanup_free_ char *want = strdup_printf("%s/%s", tmp_root, want_rel);
+        _cleanup_free_ char *r = NULL;
+        ck_assert_int_eq(cli_workspace_root(dir, &r), 0);
+        ck_assert_str_eq(r, want);
+}
+
 START_TEST(test_workspace_root_repo_and_subdir) {
         sh("git init -q repo && mkdir -p repo/src/deep");
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", tmp_root);
-        _cleanup_free_ char *deep = strdup_printf("%s/repo/src/deep", tmp_root);
-        _cleanup_free_ char *r1 = NULL, *r2 = NULL;
-        ck_assert_int_eq(cli_workspace_root(repo, &r1), 0);
-        ck_assert_str_eq(r1, repo);
-        ck_assert_int_eq(cli_workspace_root(deep, &r2), 0);
-        ck_assert_str_eq(r2, repo);
+        root_is("repo", "repo");
+        root_is("repo/src/deep", "repo");
 }
 END_TEST
 
 START_TEST(test_workspace_root_linked_worktree) {
         sh("git init -q repo && git -C repo -c user.email=t@t -c user.name=t commit -q --allow-empty -m init && "
            "git -C repo worktree add -q ../wt && git -C repo worktree add -q .worktrees/nested");
-        _cleanup_free_ char *repo = strdup_printf("%s/repo", tmp_root);
-        _cleanup_free_ char *wt = strdup_printf("%s/wt", tmp_root);
-        _cleanup_free_ char *nested = strdup_printf("%s/repo/.worktrees/nested", tmp_root);
-        _cleanup_free_ char *r1 = NULL, *r2 = NULL;
-        ck_assert_int_eq(cli_workspace_root(wt, &r1), 0);
-        ck_assert_str_eq(r1, repo);
-        ck_assert_int_eq(cli_workspace_root(nested, &r2), 0);
-        ck_assert_str_eq(r2, repo);
+        root_is("wt", "repo");
+        root_is("repo/.worktrees/nested", "repo");
 }
 END_TEST
 
@@ -117,10 +115,7 @@ START_TEST(test_workspace_root_submodule) {
         sh("git init -q sub && git -C sub -c user.email=t@t -c user.name=t commit -q --allow-empty -m s && "
            "git init -q super && git -C super -c user.email=t@t -c user.name=t commit -q --allow-empty -m s && "
            "git -C super -c protocol.file.allow=always submodule add -q \"$PWD/sub\" mods/sub");
-        _cleanup_free_ char *inside = strdup_printf("%s/super/mods/sub", tmp_root);
-        _cleanup_free_ char *r = NULL;
-        ck_assert_int_eq(cli_workspace_root(inside, &r), 0);
-        ck_assert_str_eq(r, inside);
+        root_is("super/mods/sub", "super/mods/sub");
 }
 END_TEST
 
@@ -129,9 +124,7 @@ START_TEST(test_workspace_root_no_repo) {
         ck_assert_int_ge(mkdir_p(plain, 0755), 0);
         /* GIT_CEILING_DIRECTORIES keeps git from finding a repo above the temp dir */
         setenv("GIT_CEILING_DIRECTORIES", tmp_root, 1);
-        _cleanup_free_ char *r = NULL;
-        ck_assert_int_eq(cli_workspace_root(plain, &r), 0);
-        ck_assert_str_eq(r, plain);
+        root_is("plain", "plain");
 }
 END_TEST
 

@@ -109,22 +109,40 @@ static int check_dir(char *const *deny, const char *directory, char **reason) {
         return dispatch_check_directory(&paths, deny, directory, reason);
 }
 
+/* check_dir(deny, <base>/rel) accepts it. */
+static void check_accepted(char *const *deny, const char *rel, char **reason) {
+        _cleanup_free_ char *dir = at(rel);
+        ck_assert_int_eq(check_dir(deny, dir, reason), 0);
+}
+
+/* check_dir(deny, dir) refuses dir as inside mask, which every sandbox
+ * masks. */
+static void check_masked(char *const *deny, const char *dir, const char *mask, char **reason) {
+        _cleanup_free_ char *want = strdup_printf(
+                "error: directory %s is inside %s, which is masked in every sandbox\nhelp: dispatch into a project "
+                "directory",
+                dir, mask);
+        check_refused(check_dir(deny, dir, reason), reason, -EPERM, want);
+}
+
+/* check_dir(NULL, dir) refuses dir as overlapping own, taskferry's own dir
+ * called name. */
+static void check_overlaps(const char *dir, const char *name, const char *own, char **reason) {
+        _cleanup_free_ char *want = strdup_printf(
+                "error: directory %s overlaps %s (%s)\nhelp: dispatch into a project directory that "
+                "neither contains nor lies inside taskferry's own directories",
+                dir, name, own);
+        check_refused(check_dir(NULL, dir, reason), reason, -EPERM, want);
+}
+
 START_TEST(directory_masked_roots) {
         char *reason = NULL;
         const char *roots[] = {"/run/user", "/run/dbus"};
         for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
                 _cleanup_free_ char *inside = strdup_printf("%s/1000/proj", roots[i]);
-                _cleanup_free_ char *want = strdup_printf(
-                        "error: directory %s is inside %s, which is masked in every sandbox\nhelp: dispatch into a "
-                        "project directory",
-                        inside, roots[i]);
-                check_refused(check_dir(NULL, inside, &reason), &reason, -EPERM, want);
+                check_masked(NULL, inside, roots[i], &reason);
                 /* the root itself is inside it */
-                _cleanup_free_ char *want_root = strdup_printf(
-                        "error: directory %s is inside %s, which is masked in every sandbox\nhelp: dispatch into a "
-                        "project directory",
-                        roots[i], roots[i]);
-                check_refused(check_dir(NULL, roots[i], &reason), &reason, -EPERM, want_root);
+                check_masked(NULL, roots[i], roots[i], &reason);
         }
         /* a sibling sharing the name's prefix is not inside it, nor is /run */
         ck_assert_int_eq(check_dir(NULL, "/run/username/proj", &reason), 0);
@@ -151,21 +169,15 @@ START_TEST(directory_own_dirs) {
                 /* equal to it, inside it, containing it: each overlaps */
                 const char *cases[] = {d, inside, parent};
                 for (size_t k = 0; k < ELEMENTSOF(cases); k++) {
-                        _cleanup_free_ char *want = strdup_printf(
-                                "error: directory %s overlaps %s (%s)\nhelp: dispatch into a project directory that "
-                                "neither contains nor lies inside taskferry's own directories",
-                                cases[k], own[i].name, d);
-                        check_refused(check_dir(NULL, cases[k], &reason), &reason, -EPERM, want);
+                        check_overlaps(cases[k], own[i].name, d, &reason);
                 }
         }
         /* the project, beside them all, is fine */
-        _cleanup_free_ char *proj = at("proj");
-        ck_assert_int_eq(check_dir(NULL, proj, &reason), 0);
+        check_accepted(NULL, "proj", &reason);
         /* an own dir taskferry does not have (NULL) is no obstacle */
         free(paths.overlay_tmp_root);
         paths.overlay_tmp_root = NULL;
-        _cleanup_free_ char *o = at("o");
-        ck_assert_int_eq(check_dir(NULL, o, &reason), 0);
+        check_accepted(NULL, "o", &reason);
         ck_assert_ptr_null(reason);
 }
 END_TEST
@@ -177,12 +189,8 @@ START_TEST(directory_own_dir_through_a_symlink) {
         paths.cache_dir = at("cachelink");
         _cleanup_free_ char *real = at("c/cache");
         _cleanup_free_ char *inside = at("c/cache/pi-data");
-        _cleanup_free_ char *want = strdup_printf(
-                "error: directory %s overlaps the cache dir (%s)\nhelp: dispatch into a project directory that "
-                "neither contains nor lies inside taskferry's own directories",
-                inside, real);
         char *reason = NULL;
-        check_refused(check_dir(NULL, inside, &reason), &reason, -EPERM, want);
+        check_overlaps(inside, "the cache dir", real, &reason);
 }
 END_TEST
 
@@ -193,19 +201,11 @@ START_TEST(directory_deny_list) {
         char *reason = NULL;
         _cleanup_free_ char *inner = at("d/secret/inner");
         const char *refused[] = {secret, inner};
-        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
-                _cleanup_free_ char *want = strdup_printf(
-                        "error: directory %s is inside %s, which is masked in every sandbox\nhelp: dispatch into a "
-                        "project directory",
-                        refused[i], secret);
-                check_refused(check_dir(deny, refused[i], &reason), &reason, -EPERM, want);
-        }
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) check_masked(deny, refused[i], secret, &reason);
         /* containing one is fine: the mask is applied over the target inside the sandbox */
-        _cleanup_free_ char *d = at("d");
-        ck_assert_int_eq(check_dir(deny, d, &reason), 0);
+        check_accepted(deny, "d", &reason);
         /* a deny entry that is no directory masks no directory target */
-        _cleanup_free_ char *under_missing = at("d/missing/x");
-        ck_assert_int_eq(check_dir(deny, under_missing, &reason), 0);
+        check_accepted(deny, "d/missing/x", &reason);
         ck_assert_ptr_null(reason);
 }
 END_TEST
@@ -217,12 +217,8 @@ START_TEST(directory_deny_entry_through_a_symlink) {
         _cleanup_free_ char *secret = at("d/secret");
         _cleanup_free_ char *inner = at("d/secret/inner");
         char *deny[] = {link, NULL};
-        _cleanup_free_ char *want = strdup_printf(
-                "error: directory %s is inside %s, which is masked in every sandbox\nhelp: dispatch into a project "
-                "directory",
-                inner, secret);
         char *reason = NULL;
-        check_refused(check_dir(deny, inner, &reason), &reason, -EPERM, want);
+        check_masked(deny, inner, secret, &reason);
 }
 END_TEST
 

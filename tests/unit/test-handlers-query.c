@@ -69,14 +69,23 @@ START_TEST(health_is_three_keys) {
 }
 END_TEST
 
+/* method on task id answers UNKNOWN_TASK. */
+static void assert_unknown(const char *method, const char *id) {
+        char *params = strdup_printf("{\"taskId\":\"%s\"}", id);
+        char *message = strdup_printf("unknown task id: %s", id);
+        json_object *f = call(method, params);
+        assert_error(f, "UNKNOWN_TASK", message);
+        json_object_put(f);
+        free(message);
+        free(params);
+}
+
 START_TEST(status_of_what_a_caller_may_see) {
         json_object *f = call("task.status", "{\"taskId\":\"oc_user\"}");
         ck_assert_str_eq(json_get_string(result_of(f), "promptPreview"), "the user's secret prompt");
         ck_assert_ptr_nonnull(json_get(result_of(f), "logHasEvent"));
         json_object_put(f);
-        f = call("task.status", "{\"taskId\":\"oc_nope\"}");
-        assert_error(f, "UNKNOWN_TASK", "unknown task id: oc_nope");
-        json_object_put(f);
+        assert_unknown("task.status", "oc_nope");
         /* a worker on its socket: its own and its child, never the user's */
         peer.conn->origin = manager_find_task(&m, "oc_me");
         f = call("task.status", "{\"taskId\":\"oc_kid\"}");
@@ -87,17 +96,11 @@ START_TEST(status_of_what_a_caller_may_see) {
         ck_assert_ptr_null(strstr(json_object_to_json_string(f), "secret"));
         json_object_put(f);
         /* an id that is a prefix, or differs in case: no match either */
-        f = call("task.status", "{\"taskId\":\"oc_m\"}");
-        assert_error(f, "UNKNOWN_TASK", "unknown task id: oc_m");
-        json_object_put(f);
-        f = call("task.result", "{\"taskId\":\"oc_user\"}");
-        assert_error(f, "UNKNOWN_TASK", "unknown task id: oc_user");
-        json_object_put(f);
+        assert_unknown("task.status", "oc_m");
+        assert_unknown("task.result", "oc_user");
         /* the child's socket does not see its parent */
         peer.conn->origin = manager_find_task(&m, "oc_kid");
-        f = call("task.status", "{\"taskId\":\"oc_me\"}");
-        assert_error(f, "UNKNOWN_TASK", "unknown task id: oc_me");
-        json_object_put(f);
+        assert_unknown("task.status", "oc_me");
 }
 END_TEST
 

@@ -175,15 +175,31 @@ START_TEST(unlaunch_without_a_pid) {
 }
 END_TEST
 
-/* A recorded pid reused by some other process: left alone. */
-START_TEST(unlaunch_leaves_a_stranger) {
-        char *slp = sleep_as("sleep");
-        pid_t pid = spawn_child(slp, false);
-        Task *t = running_task("oc_stranger", pid);
+/* monitor_unlaunch of a running task recorded with pid (a child of this
+ * process) leaves that process running; it is killed after. */
+static void unlaunch_leaves(const char *id, pid_t pid) {
+        Task *t = running_task(id, pid);
         ck_assert_int_eq(monitor_unlaunch(t), 0);
         usleep(100000);
         ck_assert(child_alive(pid));
         child_kill(pid);
+}
+
+/* A held child of exe (spawn_held) recorded as the shim of the running
+ * task id, and monitor_unlaunch of that task; the child's pid (its pidfd in
+ * *ret_pidfd). */
+static pid_t unlaunch_held(const char *exe, bool with_memfd, const char *id, int *ret_pidfd) {
+        pid_t pid = spawn_held(exe, with_memfd, ret_pidfd);
+        Task *t = running_task(id, pid);
+        ck_assert_int_eq(monitor_unlaunch(t), 0);
+        return pid;
+}
+
+/* A recorded pid reused by some other process: left alone. */
+START_TEST(unlaunch_leaves_a_stranger) {
+        char *slp = sleep_as("sleep");
+        pid_t pid = spawn_child(slp, false);
+        unlaunch_leaves("oc_stranger", pid);
         free(slp);
 }
 END_TEST
@@ -194,9 +210,7 @@ END_TEST
 START_TEST(unlaunch_leaves_another_daemon) {
         char *exe = sleep_as("taskferryd");
         int pidfd;
-        pid_t other = spawn_held(exe, false, &pidfd);
-        Task *t = running_task("oc_otherd", other);
-        ck_assert_int_eq(monitor_unlaunch(t), 0);
+        unlaunch_held(exe, false, "oc_otherd", &pidfd);
         ck_assert(!ends_within(pidfd, 200));
         ck_assert_int_eq(pidfd_send_signal(pidfd, SIGKILL, NULL, 0), 0);
         ck_assert(ends_within(pidfd, 5000));
@@ -204,11 +218,7 @@ START_TEST(unlaunch_leaves_another_daemon) {
         /* ours: a child of this process, in a session of its own, holding a
          * launch spec (this daemon's own held child) */
         pid_t own = spawn_child_ex(exe, FORK_NEW_SESSION, true);
-        Task *o = running_task("oc_ownchild", own);
-        ck_assert_int_eq(monitor_unlaunch(o), 0);
-        usleep(100000);
-        ck_assert(child_alive(own));
-        child_kill(own);
+        unlaunch_leaves("oc_ownchild", own);
         free(exe);
 }
 END_TEST
@@ -217,9 +227,7 @@ END_TEST
 START_TEST(unlaunch_kills_a_held_child) {
         char *exe = sleep_as("taskferryd");
         int pidfd;
-        pid_t held = spawn_held(exe, true, &pidfd);
-        Task *t = running_task("oc_held", held);
-        ck_assert_int_eq(monitor_unlaunch(t), 0);
+        pid_t held = unlaunch_held(exe, true, "oc_held", &pidfd);
         ck_assert_msg(ends_within(pidfd, 5000), "the held child %d still runs", (int) held);
         close(pidfd);
         free(exe);

@@ -14,6 +14,7 @@
 #include "unit.h"
 #include "macro.h"
 #include "process-util.h"
+#include "string-util.h"
 
 static Manager m;
 
@@ -185,6 +186,20 @@ static void assert_decides(Caller who, const Task *t, const char *verb, const ch
         free(reason);
 }
 
+/* What a sandboxed task is told when it accepts oc_child. */
+#define NO_ACCEPT_OF_CHILD                                                                                     \
+        "error: a task running in a sandbox cannot accept changesets\nhelp: read the diff (taskferry result "   \
+        "oc_child --diff) and run taskferry accept oc_child from outside the sandbox"
+
+/* who (a sandboxed task) may not verb t, a task it did not dispatch. */
+static void assert_not_dispatched(Caller who, const Task *t, const char *verb) {
+        char *want = strdup_printf("error: a task running in a sandbox can only %s tasks it dispatched itself, and %s "
+                                   "was not dispatched by it\nhelp: run taskferry %s %s from outside the sandbox",
+                                   verb, t->id, verb, t->id);
+        assert_decides(who, t, verb, want);
+        free(want);
+}
+
 START_TEST(what_a_sandboxed_caller_may_decide) {
         Task *me = task("oc_me", "/w/repo", NULL);
         Task *child = task("oc_child", "/w/repo", "oc_me");
@@ -198,22 +213,12 @@ START_TEST(what_a_sandboxed_caller_may_decide) {
         assert_decides(inside, child, "cancel", NULL);
         assert_decides(inside, child, "reject", NULL);
         /* landing changes is the user's, even for its own child */
-        assert_decides(inside, child, "accept",
-                       "error: a task running in a sandbox cannot accept changesets\nhelp: read the diff (taskferry "
-                       "result oc_child --diff) and run taskferry accept oc_child from outside the sandbox");
-        assert_decides(inside, sibling, "cancel",
-                       "error: a task running in a sandbox can only cancel tasks it dispatched itself, and oc_sib was not "
-                       "dispatched by it\nhelp: run taskferry cancel oc_sib from outside the sandbox");
+        assert_decides(inside, child, "accept", NO_ACCEPT_OF_CHILD);
+        assert_not_dispatched(inside, sibling, "cancel");
         /* nor itself: it did not dispatch itself */
-        assert_decides(inside, me, "reject",
-                       "error: a task running in a sandbox can only reject tasks it dispatched itself, and oc_me was not "
-                       "dispatched by it\nhelp: run taskferry reject oc_me from outside the sandbox");
-        assert_decides(lost, child, "cancel",
-                       "error: a task running in a sandbox can only cancel tasks it dispatched itself, and oc_child was "
-                       "not dispatched by it\nhelp: run taskferry cancel oc_child from outside the sandbox");
-        assert_decides(lost, child, "accept",
-                       "error: a task running in a sandbox cannot accept changesets\nhelp: read the diff (taskferry "
-                       "result oc_child --diff) and run taskferry accept oc_child from outside the sandbox");
+        assert_not_dispatched(inside, me, "reject");
+        assert_not_dispatched(lost, child, "cancel");
+        assert_decides(lost, child, "accept", NO_ACCEPT_OF_CHILD);
 }
 END_TEST
 

@@ -273,15 +273,25 @@ START_TEST(several_lines_in_one_read) {
 }
 END_TEST
 
+/* A health request with id on c; the frame it is answered with. */
+static json_object *health_frame(Client *c, const char *id) {
+        char *h = health(id);
+        client_send_str(c, h);
+        free(h);
+        return client_frame(c);
+}
+
+/* The same, answered ok. */
+static void health_ok(Client *c, const char *id) {
+        json_object *f = health_frame(c, id);
+        assert_ok(f, id);
+        json_object_put(f);
+}
+
 START_TEST(over_long_request_is_refused_and_closed) {
         Client c = client_connect(m.paths.socket_path);
         /* a request answered before the flood still got its answer */
-        char *h = health("before");
-        client_send_str(&c, h);
-        free(h);
-        json_object *f = client_frame(&c);
-        assert_ok(f, "before");
-        json_object_put(f);
+        health_ok(&c, "before");
         /* more than 1 MiB without a newline: the start of a valid request */
         size_t len = PROTOCOL_MAX_BUFFER_BYTES + 4096;
         char *big = malloc(len);
@@ -291,7 +301,7 @@ START_TEST(over_long_request_is_refused_and_closed) {
         size_t sent = client_send(&c, big, len);
         ck_assert_uint_gt(sent, PROTOCOL_MAX_BUFFER_BYTES);
         free(big);
-        f = client_frame(&c);
+        json_object *f = client_frame(&c);
         assert_error(f, NULL, "REQUEST_TOO_LARGE", "request exceeds 1 MiB", "Send a smaller request");
         json_object_put(f);
         client_sees_eof(&c); /* the socket is then destroyed */
@@ -299,12 +309,7 @@ START_TEST(over_long_request_is_refused_and_closed) {
         client_close(&c);
         /* and the server goes on serving others */
         Client d = client_connect(m.paths.socket_path);
-        h = health("after");
-        client_send_str(&d, h);
-        free(h);
-        f = client_frame(&d);
-        assert_ok(f, "after");
-        json_object_put(f);
+        health_ok(&d, "after");
         client_close(&d);
 }
 END_TEST
@@ -326,12 +331,7 @@ START_TEST(invalid_json_is_an_error_and_the_connection_stays) {
         assert_error(f, NULL, "INVALID_REQUEST", NULL, NULL);
         json_object_put(f);
         /* still open: the next request is served */
-        char *h = health("ok");
-        client_send_str(&c, h);
-        free(h);
-        f = client_frame(&c);
-        assert_ok(f, "ok");
-        json_object_put(f);
+        health_ok(&c, "ok");
         ck_assert_uint_eq(m.server->in_flight, 0);
         client_close(&c);
 }
@@ -381,12 +381,7 @@ START_TEST(task_socket_budgets) {
         run_loop_ms(50);
         ck_assert_uint_eq(t->sock_connections, PROTOCOL_TASK_SOCKET_MAX_CONNECTIONS - 1);
         cs[0] = client_connect(task_socket_path(t));
-        char *h = health("again");
-        client_send_str(&cs[0], h);
-        free(h);
-        f = client_frame(&cs[0]);
-        assert_ok(f, "again");
-        json_object_put(f);
+        health_ok(&cs[0], "again");
 
         /* requests in flight, waits included: at most PROTOCOL_TASK_SOCKET_MAX_REQUESTS */
         Client *c = &cs[1];
@@ -401,33 +396,20 @@ START_TEST(task_socket_budgets) {
         ck_assert_uint_eq(m.server->waits, 0);
         ck_assert_uint_eq(m.server->in_flight, 0);
         /* one more, of any method, on any of the task's connections: busy */
-        h = health("busy");
-        client_send_str(&cs[2], h);
-        free(h);
-        f = client_frame(&cs[2]);
+        f = health_frame(&cs[2], "busy");
         assert_error(f, "busy", "SERVER_BUSY", "this task's socket has too many requests in flight",
                      "Wait for an outstanding request to finish, then retry");
         json_object_put(f);
         /* while the user's socket is served as ever */
         Client u = client_connect(m.paths.socket_path);
-        h = health("user");
-        client_send_str(&u, h);
-        free(h);
-        f = client_frame(&u);
-        assert_ok(f, "user");
-        json_object_put(f);
+        health_ok(&u, "user");
         /* the task ends: every wait is answered, the budget is free again */
         ck_assert_int_eq(task_transition(t, TASK_DONE, CHANGESET_NONE), 1);
         json_object *arr = client_frames(c, PROTOCOL_TASK_SOCKET_MAX_REQUESTS, 2000);
         ck_assert_uint_eq(json_object_array_length(arr), PROTOCOL_TASK_SOCKET_MAX_REQUESTS);
         json_object_put(arr);
         ck_assert_uint_eq(t->sock_requests, 0);
-        h = health("free");
-        client_send_str(&cs[2], h);
-        free(h);
-        f = client_frame(&cs[2]);
-        assert_ok(f, "free");
-        json_object_put(f);
+        health_ok(&cs[2], "free");
         /* closing the task's socket closes the connections it accepted, and only those */
         char *path = strdup(task_socket_path(t));
         task_socket_close(t);
@@ -438,12 +420,7 @@ START_TEST(task_socket_budgets) {
                 client_close(&cs[i]);
         }
         ck_assert_uint_eq(t->sock_connections, 0);
-        h = health("still");
-        client_send_str(&u, h);
-        free(h);
-        f = client_frame(&u);
-        assert_ok(f, "still");
-        json_object_put(f);
+        health_ok(&u, "still");
         client_close(&u);
 }
 END_TEST
