@@ -412,3 +412,14 @@ void cli_cmd_value_is(const cli_cmd *c, const char *want) {
         ck_assert_msg(c->r == 0, "returned %d: %s", c->r, strnull(c->err.text));
         ck_assert_msg(streq(json_to_line(c->value, NULL), want), "value %s, want %s", json_to_line(c->value, NULL), want);
 }
+
+int cli_open_pty(int *ret_slave) {
+        int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ck_assert_int_ge(m, 0);
+        ck_assert_int_eq(grantpt(m), 0);
+        ck_assert_int_eq(unlockpt(m), 0);
+        int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ck_assert_int_ge(s, 0);
+        *ret_slave = s;
+        return m;
+}

@@ -50,6 +50,16 @@ typedef struct cli_fake_rule {
         const char *const *frames; /* FAKE_FRAMES(...) */
 } cli_fake_rule;
 
+/* A row of a table of daemons failing a command: its name, the frames of
+ * its one rule, what the command returns and its error (the printed object
+ * or the text, as the suite checks it). */
+typedef struct cli_fake_failure {
+        const char *name;
+        const char *const *frames; /* FAKE_FRAMES(...) */
+        int r;
+        const char *error;
+} cli_fake_failure;
+
 /* The case's dir (canonical), set by cli_fixture_setup. */
 extern char *cli_fixture_dir;
 /* What the "SIGNAL" frame sets; the ctx->interrupted of cli_cmd_run. */
@@ -96,3 +106,7 @@ void cli_cmd_done(cli_cmd *c);
 void cli_cmd_failed(const cli_cmd *c, int r, int exit_code, const char *value_json);
 /* c succeeded; its value as one JSON line is want. */
 void cli_cmd_value_is(const cli_cmd *c, const char *want);
+
+/* A new pty (both ends O_CLOEXEC, neither our controlling terminal): its
+ * master, the slave end in *ret_slave. */
+int cli_open_pty(int *ret_slave);

@@ -310,12 +310,8 @@ START_TEST(init_asks_on_a_tty) {
         _cleanup_free_ char *m = tf_put(work, "go.mod", "module x\n", 9);
         _cleanup_free_ char *path = tf_path(work, ".taskferry.toml");
         for (size_t i = 0; i < ELEMENTSOF(answers); i++) {
-                int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-                ck_assert_int_ge(master, 0);
-                ck_assert_int_eq(grantpt(master), 0);
-                ck_assert_int_eq(unlockpt(master), 0);
-                int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
-                ck_assert_int_ge(slave, 0);
+                int slave;
+                int master = cli_open_pty(&slave);
                 ck_assert_int_eq(write(master, answers[i].answer, strlen(answers[i].answer)),
                                  (ssize_t) strlen(answers[i].answer));
                 cli_cmd_stdin_fd = slave;

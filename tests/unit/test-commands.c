@@ -65,12 +65,7 @@ END_TEST
 
 /* What a failing daemon makes of `status`: each row's frames for
  * task.status, the return and the printed error (exit 1 for all). */
-static const struct {
-        const char *name;
-        const char *const *frames;
-        int r;
-        const char *printed;
-} failures[] = {
+static const cli_fake_failure failures[] = {
         {"closes", FAKE_FRAMES("CLOSE"), -ECONNRESET,
          "{\"error\":\"taskferry daemon connection closed\",\"help\":\"" RETRY_HELP "\"}"},
         {"closes mid-line", FAKE_FRAMES("RAW:{\"version\":1,\"ok\":true,\"id\":\"@ID@\",\"res", "CLOSE"), -ECONNRESET,
@@ -104,7 +99,7 @@ START_TEST(daemon_failures) {
         cli_cmd c;
         cli_cmd_run(&c, "status", "oc_a", NULL);
         ck_assert_msg(c.r == failures[_i].r, "%s: %d (%s)", failures[_i].name, c.r, strnull(c.err.text));
-        cli_cmd_failed(&c, failures[_i].r, CLI_EXIT_FAILURE, failures[_i].printed);
+        cli_cmd_failed(&c, failures[_i].r, CLI_EXIT_FAILURE, failures[_i].error);
         /* nothing to print but the error, nothing on the streams */
         ck_assert_ptr_null(c.value);
         ck_assert_ptr_null(c.raw);
@@ -484,19 +479,6 @@ START_TEST(diff_path_limits_and_stat) {
 }
 END_TEST
 
-/* A pty for our stdout (its master kept, drained by nobody: the pager
- * writes to a file). */
-static int open_pty(int *ret_slave) {
-        int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-        ck_assert_int_ge(m, 0);
-        ck_assert_int_eq(grantpt(m), 0);
-        ck_assert_int_eq(unlockpt(m), 0);
-        int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
-        ck_assert_int_ge(s, 0);
-        *ret_slave = s;
-        return m;
-}
-
 /* cli_cmd_run with our stdout a terminal: run diff with its output there
  * (cli_cmd's capture replaced by the pty for this one run). */
 static int diff_on_terminal(const char *pager, const char *patch_path, cli_cmd *c) {
@@ -506,8 +488,10 @@ static int diff_on_terminal(const char *pager, const char *patch_path, cli_cmd *
         cli_fake_rule rules[] = {{"task.result", frames}, {}};
         cli_fake_stop();
         cli_fake_start(rules);
+        /* a pty for our stdout, its master kept, drained by nobody (the
+         * pager writes to a file) */
         int slave;
-        _cleanup_close_ int master = open_pty(&slave);
+        _cleanup_close_ int master = cli_open_pty(&slave);
         char *argv[] = {"diff", "oc_a"};
         cli_args a = {};
         ck_assert_int_eq(cli_args_parse(argv, 2, &a, &c->err), 0);

@@ -216,12 +216,7 @@ END_TEST
 
 /* A daemon that fails mid-stream: the lines so far stay printed, the
  * command fails (exit 1). */
-static const struct {
-        const char *name;
-        const char *const *frames;
-        int r;
-        const char *error;
-} stream_failures[] = {
+static const cli_fake_failure stream_failures[] = {
         {"closes", FAKE_FRAMES(FAKE_SUBSCRIBED, FAKE_EVENT(STATE("oc_a", "null", "running")), "WAITOUT:1", "CLOSE"),
          -ECONNRESET, "taskferry daemon connection closed"},
         {"closes mid-line",
