@@ -29,6 +29,14 @@ json_tokener *json_strict_tokener_new(void) { return json_strict_tokener_new_dep
  * well-formed UTF-8 (json-c lets overlong forms, surrogates and values past
  * U+10FFFF through). json_tokener_success when there is none. */
 static enum json_tokener_error json_extension_check(const char *buf, size_t len) {
+        /* the bytes allowed outside strings, as a table: this runs over every
+         * line of every log, so no strchr per byte */
+        static bool outside[256];
+        static bool outside_ready;
+        if (!outside_ready) {
+                for (const char *p = "{}[],: \t\r\n0123456789+-.eEtrufalsn"; *p; p++) outside[(unsigned char) *p] = true;
+                outside_ready = true;
+        }
         bool in_string = false;
         for (size_t i = 0; i < len;) {
                 unsigned char c = (unsigned char) buf[i];
@@ -36,7 +44,7 @@ static enum json_tokener_error json_extension_check(const char *buf, size_t len)
                         if (c == '"') in_string = true;
                         else if (c == '.' && !(i + 1 < len && buf[i + 1] >= '0' && buf[i + 1] <= '9'))
                                 return json_tokener_error_parse_number;
-                        else if (!strchr("{}[],: \t\r\n0123456789+-.eEtrufalsn", c))
+                        else if (!outside[c])
                                 return json_tokener_error_parse_unexpected;
                         i++;
                         continue;
@@ -48,6 +56,8 @@ static enum json_tokener_error json_extension_check(const char *buf, size_t len)
                         i += 2; /* json-c checked the escape */
                 else if (c < 0x20)
                         return json_tokener_error_parse_string;
+                else if (c < 0x80)
+                        i++; /* ASCII: nothing to decode */
                 else {
                         Utf8Char u = utf8_decode(buf + i, len - i);
                         if (u.status != UTF8_VALID) return json_tokener_error_parse_utf8_string;
