@@ -372,3 +372,23 @@ int run_command(char *const argv[], char *const envp[], const char *cwd, size_t 
         }
         return 0;
 }
+
+int proc_stat_ids(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp, pid_t *ret_session) {
+        char path[64], buf[1024];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        int r = n < 0 ? -errno : 0;
+        close(fd);
+        if (r < 0) return r;
+        if (n == 0) return -EBADMSG;
+        buf[n] = 0;
+        const char *p = strrchr(buf, ')');
+        int ppid = 0, pgrp = 0, session = 0;
+        if (!p || sscanf(p + 1, " %*c %d %d %d", &ppid, &pgrp, &session) != 3) return -EBADMSG;
+        if (ret_ppid) *ret_ppid = (pid_t) ppid;
+        if (ret_pgrp) *ret_pgrp = (pid_t) pgrp;
+        if (ret_session) *ret_session = (pid_t) session;
+        return 0;
+}

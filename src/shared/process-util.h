@@ -106,6 +106,11 @@ int wait_for_terminate_and_check(const char *name, pid_t pid, WaitFlags flags);
  * gives up on. */
 void sigkill_wait(pid_t pid);
 
+/* The parent, process group and session of pid, from /proc/<pid>/stat
+ * (the fields after the parenthesised comm, which may hold anything). Any
+ * ret may be NULL. 0, -errno (-ESRCH: gone), -EBADMSG. */
+int proc_stat_ids(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp, pid_t *ret_session);
+
 /* Close every fd >= 3 except those listed. Async-signal-safe. 0 or -errno. */
 int close_all_fds(const int except_fds[], size_t n_except_fds);
 

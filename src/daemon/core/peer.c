@@ -17,23 +17,13 @@
 #include "core/task.h"
 #include "macro.h"
 #include "path-util.h"
+#include "process-util.h"
 #include "string-util.h"
 
-/* Parent pid from /proc/<pid>/stat (field 4, after the parenthesised comm). */
+/* Parent pid (process-util.h proc_stat_ids), -1 if it cannot be read. */
 static pid_t parent_of(pid_t pid) {
-        char path[64], buf[1024];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return -1;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        if (n <= 0) return -1;
-        buf[n] = 0;
-        char *close_paren = strrchr(buf, ')');
-        if (!close_paren) return -1;
-        char state;
-        int ppid;
-        if (sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2) return -1;
-        return (pid_t) ppid;
+        pid_t ppid;
+        return proc_stat_ids(pid, &ppid, NULL, NULL) < 0 ? -1 : ppid;
 }
 
 static bool other_pid_namespace(pid_t pid) {

@@ -184,19 +184,13 @@ static bool pid_holds_launch_spec(pid_t pid) {
  * Held by a daemon that died, it exits on its own (its hold pipe ends)
  * without running the shim. */
 static bool pid_is_shim(pid_t pid) {
-        char path[64], exe[4096];
+        char exe[4096];
         const char *base;
         if (!pid_exe_base(pid, exe, sizeof exe, &base)) return false;
         if (startswith(base, "taskferry-shim")) return true;
         if (!startswith(base, "taskferryd")) return false;
-        /* /proc/<pid>/stat: "pid (comm) state ppid pgrp session ..."; comm
-         * may hold anything, the fields follow its last ')' */
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        _cleanup_free_ char *stat = NULL;
-        if (read_file(path, 4096, &stat, NULL) < 0) return false;
-        const char *p = strrchr(stat, ')');
-        int ppid = 0, pgrp = 0, session = 0;
-        if (!p || sscanf(p + 1, " %*c %d %d %d", &ppid, &pgrp, &session) != 3) return false;
+        pid_t ppid, session;
+        if (proc_stat_ids(pid, &ppid, NULL, &session) < 0) return false;
         return session == pid && ppid != getpid() && pid_holds_launch_spec(pid);
 }
 
