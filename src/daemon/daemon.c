@@ -52,6 +52,7 @@ void daemon_free(Manager *m) {
                 sd_event_source_disable_unref(t->status_source);
                 monitor_stop_kill_timer(t);
                 scope_forget(t);
+                gate_free(t);
                 watchdog_stop(t);
                 if (m->task_sockets) m->task_sockets->close(t);
                 safe_close(t->shim_pidfd);

@@ -36,6 +36,7 @@
 #include "run/launch.h"
 #include "run/lifecycle.h"
 #include "run/monitor.h"
+#include "run/gate.h"
 #include "run/scope.h"
 #include "run/settle.h"
 #include "run/sweep.h"

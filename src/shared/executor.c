@@ -10,6 +10,7 @@
 extern const executor executor_opencode;
 extern const executor executor_pi;
 extern const executor executor_shell;
+extern const executor executor_check;
 
 /* Alphabetical, the order executor_names() prints. */
 static const executor *const executor_table[] = {
@@ -23,6 +24,11 @@ const executor *executor_find(const char *id) {
         for (size_t i = 0; i < ELEMENTSOF(executor_table); i++)
                 if (streq(executor_table[i]->id, id)) return executor_table[i];
         return NULL;
+}
+
+const executor *executor_find_any(const char *id) {
+        if (streq_ptr(id, executor_check.id)) return &executor_check;
+        return executor_find(id);
 }
 
 const char *executor_names(void) {

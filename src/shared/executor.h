@@ -36,6 +36,8 @@ typedef struct executor {
                                        silent `make fmt` succeeded), else a task is complete
                                        only with a non-blank final message that matches its
                                        finalMarker, if any (pi, opencode) */
+        bool raw_output;            /* stdout goes to the log byte for byte like stderr, never split into
+                                       lines nor normalized (the check executor) */
         /* Worker argv (binary first), NULL-terminated, malloc'd. -ENOMEM/-EINVAL. */
         int (*build_argv)(const executor_launch *l, char ***ret_argv);
         /* Normalizer lifecycle. */
@@ -59,7 +61,11 @@ typedef struct executor {
  * anything else (or NULL) unchanged. Static storage or variant itself. */
 const char *executor_pi_thinking_level(const char *variant);
 
-/* Look an executor up by id; NULL if unknown. */
+/* Look an executor up by id; NULL if unknown. Only those a task may name:
+ * pi, opencode, shell. */
 const executor *executor_find(const char *id);
+/* The same, plus the daemon's own "check" (a check gate's run, launched by
+ * the daemon only): the shim's lookup. */
+const executor *executor_find_any(const char *id);
 /* Comma+space list of executor ids ("opencode, pi, shell") for error messages. */
 const char *executor_names(void);

@@ -133,6 +133,7 @@ static int sandbox_to_json(const launch_sandbox *sb, json_object **ret) {
                 if ((r = add_str(ov, "lower", sb->overlay->lower)) < 0) return r;
                 if ((r = add_str(ov, "upper", sb->overlay->upper)) < 0) return r;
                 if ((r = add_str(ov, "work", sb->overlay->work)) < 0) return r;
+                if (sb->overlay->lower_top && (r = add_str(ov, "lowerTop", sb->overlay->lower_top)) < 0) return r;
                 if ((r = json_add(o, "overlay", TAKE_PTR(ov))) < 0) return r;
         } else if ((r = json_add_null(o, "overlay")) < 0)
                 return r;
@@ -172,6 +173,10 @@ int launch_spec_to_json(const launch_spec *s, json_object **ret) {
         } else if ((r = json_add_null(o, "disk")) < 0)
                 return r;
         if (s->attachment && (r = add_str(o, "attachment", s->attachment)) < 0) return r;
+        if (s->check) {
+                if ((r = json_add(o, "check", json_object_new_boolean(true))) < 0) return r;
+                if ((r = add_obj(o, "logMaxBytes", json_object_new_int64((int64_t) s->log_max_bytes))) < 0) return r;
+        }
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -261,6 +266,7 @@ static void launch_overlay_free(launch_overlay *o) {
         free(o->lower);
         free(o->upper);
         free(o->work);
+        free(o->lower_top);
         free(o);
 }
 
@@ -385,13 +391,15 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
         json_object *ov = NULL;
         (void) json_object_object_get_ex(j, "overlay", &ov);
         if (ov) {
-                static const char *const okeys[] = {"lower", "upper", "work"};
-                if ((r = check_keys(ov, okeys, ELEMENTSOF(okeys))) < 0) return r;
+                /* "lowerTop" is optional: only a check's overlay has one */
+                static const char *const okeys[] = {"lower", "upper", "work", "lowerTop"};
+                if ((r = check_keys_opt(ov, okeys, ELEMENTSOF(okeys), 3)) < 0) return r;
                 _cleanup_(launch_overlay_freep) launch_overlay *o = calloc(1, sizeof *o);
                 if (!o) return -ENOMEM;
                 if ((r = get_str(ov, "lower", false, true, &o->lower)) < 0) return r;
                 if ((r = get_str(ov, "upper", false, true, &o->upper)) < 0) return r;
                 if ((r = get_str(ov, "work", false, true, &o->work)) < 0) return r;
+                if ((r = get_str(ov, "lowerTop", true, true, &o->lower_top)) < 0) return r;
                 sb->overlay = TAKE_PTR(o);
         }
         json_object *sn = NULL;
@@ -405,9 +413,10 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
 int launch_spec_from_json(json_object *j, launch_spec **ret) {
         static const char *const keys[] = {"taskId", "executor", "model",   "variant",    "sessionId", "prompt",
                                            "directory", "env",   "logPath", "taskDir", "promptFile", "sandbox",
-                                           "disk", "attachment"};
-        /* "disk" is optional: a spec from an older daemon has none; "attachment" only a summary has */
-        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 2);
+                                           "disk", "attachment", "check", "logMaxBytes"};
+        /* "disk" is optional: a spec from an older daemon has none; "attachment" only a summary has;
+         * "check" and "logMaxBytes" only a check gate's */
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 4);
         if (r < 0) return r;
         _cleanup_(launch_spec_freep) launch_spec *s = calloc(1, sizeof *s);
         if (!s) return -ENOMEM;
@@ -431,6 +440,19 @@ int launch_spec_from_json(json_object *j, launch_spec **ret) {
         (void) json_object_object_get_ex(j, "disk", &dk);
         if (dk && (r = disk_from_json(dk, &s->disk)) < 0) return r;
         if ((r = get_str(j, "attachment", true, true, &s->attachment)) < 0) return r;
+        json_object *ck = NULL, *lm = NULL;
+        (void) json_object_object_get_ex(j, "check", &ck);
+        (void) json_object_object_get_ex(j, "logMaxBytes", &lm);
+        if (!ck != !lm) return -EBADMSG;
+        if (ck) {
+                if (!json_object_is_type(ck, json_type_boolean) || !json_object_get_boolean(ck) ||
+                    !json_object_is_type(lm, json_type_int))
+                        return -EBADMSG;
+                int64_t v = json_object_get_int64(lm);
+                if (v < 4096 || v > ((int64_t) 1 << 30)) return -EBADMSG;
+                s->check = true;
+                s->log_max_bytes = (uint64_t) v;
+        }
         *ret = TAKE_PTR(s);
         return 0;
 }

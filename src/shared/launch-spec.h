@@ -36,6 +36,10 @@
  *   "attachment": "/abs"                     optional, a report summary's only: the
  *                                            snapshot file; the worker runs `opencode run --pure ... -f <it>`
  *                                            with the (fixed, non-secret) summary instruction as its prompt
+ *   "check": true, "logMaxBytes": N          optional, a check gate's only (both or neither): the run of
+ *                                            the project's check over a settled task's changeset; the shim
+ *                                            takes no base snapshot and keeps the log to its last N bytes
+ *                                            (4096..2^30), trimming its front as it grows
  *   "disk": null | {                         the task's disk budget (disk-budget.h); optional on read
  *       "maxBytes": N,                       budget in bytes, 1..2^53-1
  *       "graceMs": N,                        SIGTERM → SIGKILL delay when the worker is stopped for it
@@ -67,6 +71,8 @@
 
 typedef struct launch_overlay {
         char *lower, *upper, *work;
+        char *lower_top; /* NULL, or a second lower layer stacked on top of lower (a check gate's: the
+                          * worker's upper dir, so the check sees the worker's result and writes none of it) */
 } launch_overlay;
 
 /* One entry of the sandbox's mount list (sandbox-plan.h says what each
@@ -133,6 +139,9 @@ typedef struct launch_spec {
         launch_sandbox *sandbox; /* NULL: --no-sandbox */
         launch_disk *disk;       /* NULL: no disk watch (a spec from an older daemon) */
         char *attachment;        /* a summary's snapshot, else NULL (key absent) */
+        bool check;              /* a check gate's run (key "check": true, else absent): no base snapshot,
+                                  * the log kept to its last log_max_bytes bytes */
+        uint64_t log_max_bytes;  /* "logMaxBytes", with check only: 4096..2^30 */
 } launch_spec;
 
 /* Serialize / parse. Parsing is strict (-EBADMSG): every key of the shape

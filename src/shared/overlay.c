@@ -53,17 +53,22 @@ int userns_enter_as_root(uid_t outer_uid, gid_t outer_gid) {
 
 /* The mount of overlay_mount(), its -errno; *reason (may be NULL) set when
  * the mount itself failed, with libmount's words. */
-static int mount_overlay_fds(const char *lower, const char *upper, const char *work, const char *target,
-                             bool userxattr, char **reason) {
+static int mount_overlay_fds(const char *lower, const char *lower_top, const char *upper, const char *work,
+                             const char *target, bool userxattr, char **reason) {
         _cleanup_close_ int lfd = open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (lfd < 0) return -errno;
+        _cleanup_close_ int tfd = lower_top ? open(lower_top, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (lower_top && tfd < 0) return -errno;
+        /* lowerdir lists the layers top first */
+        char top[48] = "";
+        if (tfd >= 0) snprintf(top, sizeof top, "/proc/self/fd/%d:", tfd);
         _cleanup_close_ int ufd = open(upper, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (ufd < 0) return -errno;
         _cleanup_close_ int wfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (wfd < 0) return -errno;
         _cleanup_free_ char *opts = strdup_printf(
-                "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d%s", lfd, ufd,
-                wfd, userxattr ? ",userxattr" : "");
+                "lowerdir=%s/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d%s", top, lfd,
+                ufd, wfd, userxattr ? ",userxattr" : "");
         if (!opts) return -ENOMEM;
 
         struct libmnt_context *cxt = mnt_new_context();
@@ -91,8 +96,13 @@ static int mount_overlay_fds(const char *lower, const char *upper, const char *w
 
 int overlay_mount(const char *lower, const char *upper, const char *work, const char *target,
                   bool userxattr, char **reason) {
+        return overlay_mount_layers(lower, NULL, upper, work, target, userxattr, reason);
+}
+
+int overlay_mount_layers(const char *lower, const char *lower_top, const char *upper, const char *work,
+                         const char *target, bool userxattr, char **reason) {
         _cleanup_free_ char *text = NULL;
-        int r = mount_overlay_fds(lower, upper, work, target, userxattr, &text);
+        int r = mount_overlay_fds(lower, lower_top, upper, work, target, userxattr, &text);
         if (r >= 0) return r;
         if (!text && r != -ENOMEM) text = strdup_printf("overlay mount on %s failed: %s", target, strerror(-r));
         if (reason) *reason = TAKE_PTR(text);

@@ -43,6 +43,11 @@ int userns_enter_as_root(uid_t outer_uid, gid_t outer_gid);
  * negative (but for -ENOMEM); the caller frees it. */
 int overlay_mount(const char *lower, const char *upper, const char *work, const char *target,
                   bool userxattr, char **reason);
+/* The same with a second lower layer lower_top stacked over lower (NULL:
+ * none): what lower_top holds, whiteouts and opaque dirs included, hides
+ * lower beneath it; writes go to upper only. */
+int overlay_mount_layers(const char *lower, const char *lower_top, const char *upper, const char *work,
+                         const char *target, bool userxattr, char **reason);
 
 /* Create the overlay directories of one task:
  * mkdir -p <tmp_root> 0700; mkdir <root> 0700 non-recursively (EEXIST fails:

@@ -86,6 +86,7 @@ void tf_paths_done(tf_paths *p) {
 char *tf_path_log(const tf_paths *p, const char *id) { return strdup_printf("%s/logs/%s.ndjson", p->state_dir, id); }
 char *tf_path_output_dir(const tf_paths *p, const char *id) { return strdup_printf("%s/outputs/%s", p->state_dir, id); }
 char *tf_path_task_dir(const tf_paths *p, const char *id) { return strdup_printf("%s/tasks/%s", p->state_dir, id); }
+char *tf_path_check_dir(const tf_paths *p, const char *id) { return strdup_printf("%s/tasks/%s/check", p->state_dir, id); }
 char *tf_path_diff(const tf_paths *p, const char *id) { return strdup_printf("%s/diffs/%s.patch", p->state_dir, id); }
 
 char *tf_path_prompt(const tf_paths *p, const char *id) { return strdup_printf("%s/prompts/%s.prompt.txt", p->state_dir, id); }

@@ -24,6 +24,7 @@ void tf_paths_done(tf_paths *p);
 char *tf_path_log(const tf_paths *p, const char *task_id);        /* <state>/logs/<id>.ndjson */
 char *tf_path_output_dir(const tf_paths *p, const char *task_id); /* <state>/outputs/<id> */
 char *tf_path_task_dir(const tf_paths *p, const char *task_id);   /* <state>/tasks/<id> */
+char *tf_path_check_dir(const tf_paths *p, const char *task_id);  /* <state>/tasks/<id>/check: a check gate's run */
 char *tf_path_diff(const tf_paths *p, const char *task_id);       /* <state>/diffs/<id>.patch */
 char *tf_path_prompt(const tf_paths *p, const char *task_id);     /* <state>/prompts/<id>.prompt.txt */
 char *tf_path_summary_snapshot(const tf_paths *p, const char *task_id); /* <state>/summaries/<id>.json */

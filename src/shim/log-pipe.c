@@ -1,8 +1,11 @@
 #include "log-pipe.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -17,11 +20,29 @@
  * shim, which runs outside the sandbox, without bound. */
 #define LINE_MAX_BYTES ((size_t) 64 << 20)
 
+/* Keep the log to its tail (log_pipe.max_bytes): copy its last max_bytes
+ * to its start and cut it there. Appends (O_APPEND) go on at the new end.
+ * Through a second open of the file without O_APPEND (pwrite on an
+ * O_APPEND descriptor appends on Linux). */
+static void trim(log_pipe *p) {
+        struct stat st;
+        if (!p->max_bytes || fstat(p->log_fd, &st) < 0 || (uint64_t) st.st_size <= 2 * p->max_bytes) return;
+        size_t keep = (size_t) p->max_bytes;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", p->log_fd);
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+        _cleanup_free_ char *buf = fd >= 0 ? malloc(keep) : NULL;
+        if (!buf || pread(fd, buf, keep, st.st_size - (off_t) keep) != (ssize_t) keep ||
+            pwrite(fd, buf, keep, 0) != (ssize_t) keep || ftruncate(fd, (off_t) keep) < 0)
+                log_warning_errno(-EIO, "task %s: cannot trim the log", p->task_id);
+}
+
 void log_pipe_raw(log_pipe *p, const char *data, size_t len) {
         if (len == 0) return;
         int r = loop_write(p->log_fd, data, len);
         if (r < 0) log_warning_errno(r, "task %s: cannot write stderr to the log", p->task_id);
         p->at_line_start = data[len - 1] == '\n';
+        trim(p);
 }
 
 static void log_lines(log_pipe *p, char **lines) {
@@ -44,6 +65,7 @@ static void log_lines(log_pipe *p, char **lines) {
                 if (done < iov[0].iov_len) (void) loop_write(p->log_fd, lines[i] + done, iov[0].iov_len - done);
                 if (done < iov[0].iov_len + 1) (void) loop_write(p->log_fd, "\n", 1);
         }
+        trim(p);
 }
 
 static void emit_line(log_pipe *p, const char *line, size_t len, bool newline) {
@@ -80,6 +102,14 @@ static void process_lines(log_pipe *p) {
 }
 
 int log_pipe_read(log_pipe *p, int fd) {
+        if (p->exec->raw_output) {
+                char buf[READ_CHUNK];
+                ssize_t n = read(fd, buf, sizeof buf);
+                if (n < 0) return errno == EINTR || errno == EAGAIN ? 1 : -errno;
+                if (n == 0) return 0;
+                log_pipe_raw(p, buf, (size_t) n);
+                return 1;
+        }
         ssize_t k = line_buffer_read(&p->lines, fd, READ_CHUNK);
         if (k == -EINTR || k == -EAGAIN) return 1;
         if (k < 0) return (int) k;

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "executor.h"
 #include "line-buffer.h"
@@ -24,6 +25,9 @@ typedef struct log_pipe {
         const char *task_id; /* borrowed, for warnings only */
         LineBuffer lines;    /* stdout not yet logged: max LINE_MAX_BYTES, LINE_BUFFER_SPLIT */
         bool at_line_start;  /* the log's last byte is '\n' (or the log is empty) */
+        uint64_t max_bytes;  /* 0, or the log is kept to its last max_bytes..2*max_bytes bytes: once it
+                              * holds more than twice that, its last max_bytes move to its start (a
+                              * check's output, of which only the tail is read) */
 } log_pipe;
 
 /* Set up for one worker. Does not take log_fd. Returns 0 (a failed

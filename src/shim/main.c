@@ -370,7 +370,8 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                         child_fail(err_w, "cannot enter a user namespace to mount the overlay: %s", strerror(-r));
                 char *err = NULL;
                 if (sb->overlay) {
-                        r = overlay_mount(sb->overlay->lower, sb->overlay->upper, sb->overlay->work, dir, true, &err);
+                        r = overlay_mount_layers(sb->overlay->lower, sb->overlay->lower_top, sb->overlay->upper,
+                                                 sb->overlay->work, dir, true, &err);
                         if (r < 0) {
                                 if (err) child_fail(err_w, "%s", err);
                                 child_fail(err_w, "overlay mount on %s failed: %s", dir, strerror(-r));
@@ -495,6 +496,7 @@ static int disk_timeout(shim *s, int timeout) {
 static void monitor(shim *s, int out_r, int err_r) {
         log_pipe lp;
         (void) log_pipe_init(&lp, s->exec, s->log_fd, s->spec->task_id);
+        if (s->spec->check) lp.max_bytes = s->spec->log_max_bytes;
         bool out_open = true, err_open = true;
         uint64_t deadline = 0;
         if (s->spec->disk) disk_watch_init(&s->disk, s->spec->disk->max_bytes, s->spec->disk->paths, mono_ms());
@@ -566,7 +568,7 @@ static int start_and_monitor(shim *s) {
         if (fchmod(s->log_fd, 0600) < 0)
                 return fail_spawn(s, "cannot chmod log %s: %s", spec->log_path, strerror(errno));
 
-        s->exec = executor_find(spec->executor);
+        s->exec = executor_find_any(spec->executor);
         if (!s->exec) return fail_spawn(s, "unknown executor \"%s\"", spec->executor);
 
         const char *path_env = strv_env_get(spec->env, "PATH");
@@ -597,7 +599,8 @@ static int start_and_monitor(shim *s) {
 
         r = capture_head(spec->directory, &s->pre_dispatch_head);
         if (r < 0) return fail_spawn(s, "cannot read HEAD of %s: %s", spec->directory, strerror(-r));
-        if (sb && sb->overlay) take_base_snapshot(s, sb->overlay);
+        /* a check runs over a changeset already extracted: its base stays */
+        if (sb && sb->overlay && !spec->check) take_base_snapshot(s, sb->overlay);
 
         if (sb) {
                 s->prompt_fd = prompt_memfd(spec->prompt);

@@ -45,7 +45,11 @@ static int push_mount(char ***l, const char *directory, const launch_sandbox *sb
                         EMIT("--bind", m->stage, m->dest);
                 break;
         case SANDBOX_MOUNT_TARGET:
-                if (sb->overlay && method == OVERLAY_METHOD_BWRAP)
+                /* bwrap stacks its --overlay-src layers in the order given, the last on top */
+                if (sb->overlay && method == OVERLAY_METHOD_BWRAP && sb->overlay->lower_top)
+                        EMIT("--overlay-src", sb->overlay->lower, "--overlay-src", sb->overlay->lower_top, "--overlay",
+                             sb->overlay->upper, sb->overlay->work, directory);
+                else if (sb->overlay && method == OVERLAY_METHOD_BWRAP)
                         EMIT("--overlay-src", sb->overlay->lower, "--overlay", sb->overlay->upper, sb->overlay->work,
                              directory);
                 else

@@ -44,7 +44,8 @@ static void change_answer(void *userdata, int rc, json_object *result, const cha
 static int change(Manager *m, Request *r, Task *t, bool accept, MethodError *err) {
         _cleanup_free_ char *reason = NULL;
         int k = caller_may_decide(caller_of(m, r->conn), t, accept ? "accept" : "reject", &reason);
-        if (k >= 0) k = change_start(m, t, accept, change_answer, r, &reason);
+        ChangeRequest rq = {.accept = accept, .force = accept && r->req.p.accept.force};
+        if (k >= 0) k = change_start_full(m, t, &rq, change_answer, r, &reason);
         if (k < 0) return method_fail(err, reason ? reason : "error: out of memory");
         return METHOD_DEFERRED; /* change_answer answers it */
 }

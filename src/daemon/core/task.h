@@ -332,6 +332,7 @@ struct Task {
         sd_event_source *kill_timer; /* task_terminate (monitor.c, for cancel and the watchdog) arms it,
                                       * monitor.c drops it at exit */
         struct Watchdog *watchdog; /* watchdog.c: the running task's watcher or NULL */
+        struct Gate *gate;     /* gate.c: its running check gate or NULL */
         /* scheduler.c */
         bool counted_running;  /* holds a concurrency slot */
         Task *next_queued;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "run/change.h"
+#include "run/gate.h"
 #include "run/launch.h"
 #include "changeset.h"
 #include "run/executor-home.h"
@@ -77,7 +78,7 @@ static void change_job_unlink(Manager *m, ChangeJob *cj) {
 static void change_jobs_kick(Manager *m) {
         for (ChangeJob *cj = m->change_jobs, *next; cj; cj = next) {
                 next = cj->next;
-                if (cj->started || change_job_conflicts(m, cj)) continue;
+                if (cj->started || cj->waiting_gate || change_job_conflicts(m, cj)) continue;
                 cj->started = true;
                 int k = job_start(m, change_job_run, change_job_done, cj);
                 if (k < 0) {
@@ -98,6 +99,10 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
         bool accept = cj->accept;
         change_done_fn done = cj->done;
         void *done_userdata = cj->userdata;
+        /* accept --force over a gate that blocked it says so on the record */
+        int64_t applied = 1;
+        if (res) (void) json_get_int64(res, "apply", &applied);
+        if (accept && cj->override && res && applied > 0) (void) task_set_bool(t, TASK_KEY_check_override, true);
         change_job_unlink(m, cj);
         free(cj);
         t->busy = false;
@@ -154,7 +159,20 @@ static int refuse(char **reason, const char *text) {
         return -EIO;
 }
 
+/* The gate a decision waited for has exited (gate.h gate_stop). */
+static void change_gate_stopped(Task *t, void *userdata) {
+        ChangeJob *cj = userdata;
+        cj->waiting_gate = false;
+        change_jobs_kick(t->m);
+}
+
 int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, char **reason) {
+        return change_start_full(m, t, &(ChangeRequest) {.accept = accept}, done, userdata, reason);
+}
+
+int change_start_full(Manager *m, Task *t, const ChangeRequest *rq, change_done_fn done, void *userdata,
+                      char **reason) {
+        bool accept = rq->accept;
         const char *verb = accept ? "accepted" : "rejected";
         if (accept && task_kind_info(t->kind)->never_lands) {
                 _cleanup_free_ char *text = strdup_printf(
@@ -201,6 +219,12 @@ int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *us
                                 t->id, diff, t->id);
                         return refuse(reason, text);
                 }
+                /* the check gate's verdict: only --force lands a changeset it
+                 * has not passed (or is still judging) */
+                if (check_status_blocks(task_check_status(t)) && !rq->force) {
+                        _cleanup_free_ char *text = check_refusal_text(t);
+                        return refuse(reason, text);
+                }
         } else {
                 /* flip before any cleanup so a late gate result is ignored */
                 (void) task_decide_changeset(t, CHANGESET_REJECTED);
@@ -219,9 +243,19 @@ int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *us
         if (!cj) return refuse(reason, NULL);
         cj->t = t;
         cj->accept = accept;
+        cj->override = accept && rq->force && check_status_blocks(task_check_status(t));
         cj->done = done;
         cj->userdata = userdata;
         t->busy = true;
+        /* a running gate is stopped first (accept --force, reject): the
+         * decision starts once it exited */
+        int g = gate_stop(t, change_gate_stopped, cj);
+        if (g < 0) {
+                t->busy = false;
+                free(cj);
+                return refuse(reason, NULL);
+        }
+        cj->waiting_gate = g > 0;
         /* queued behind the accepts/rejects into the same workspace */
         ChangeJob **pp = &m->change_jobs;
         while (*pp) pp = &(*pp)->next;

@@ -35,6 +35,8 @@ struct ChangeJob {
         Task *t;
         bool accept;
         bool started;      /* its job runs; the job owns it until done */
+        bool waiting_gate; /* the task's check gate is being stopped first (gate.h gate_stop) */
+        bool override;     /* accept --force over a check gate that blocks it: checkOverride once applied */
         change_done_fn done;
         void *userdata;
         ChangeJob *next;
@@ -50,6 +52,20 @@ struct ChangeJob {
  * twice). 0 once queued: done() reports the outcome; out of memory is -EIO
  * with its text in *reason too. */
 int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, char **reason);
+
+/* What a decision asks. */
+typedef struct ChangeRequest {
+        bool accept;
+        bool force;        /* accept: land it whatever the check gate says (a running gate is stopped
+                            * first); checkOverride is recorded when the gate blocked it */
+} ChangeRequest;
+
+/* change_start with the request's options. An accept without force is
+ * refused while the check gate blocks it (gate.h check_status_blocks), with
+ * check_refusal_text's text; a reject stops a running gate before its
+ * cleanup. */
+int change_start_full(Manager *m, Task *t, const ChangeRequest *rq, change_done_fn done, void *userdata,
+                      char **reason);
 
 /* Drop the decisions still waiting for their workspace (shutdown): each
  * gets done(-ECANCELED). Running ones are left to their jobs (jobs_free). */

@@ -4,6 +4,7 @@
  * fork of taskferry-shim. It does the work; the lifecycle moves the task
  * (lifecycle.h task_start). */
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include <json-c/json.h>
 
@@ -25,6 +26,22 @@ void launch_plan_done(LaunchPlan *p);
  * diskMaxBytes) and the spec. 0; -errno with *reason (malloc'd): the
  * spawnError the task gets. */
 int launch_prepare(Task *t, LaunchPlan *plan, char **reason);
+
+/* A check gate's output: the log is kept to about this many bytes of its
+ * tail (the shim trims it), of which checkOutputTail takes the last lines. */
+#define CHECK_OUTPUT_MAX_BYTES (256 * 1024)
+/* SIGTERM → SIGKILL of a check that ran out of time or is stopped (ms). */
+#define CHECK_KILL_GRACE_MS 5000
+/* Prepare the run of the project's check command over t's settled
+ * changeset: `sh -c <check>` through taskferry-shim in the sandbox the
+ * worker had (its masks, binds, the project's read-only binds as the policy
+ * allows, its executor homes), but with no socket, no output dir, an
+ * environment of the daemon's own without TASKFERRY_* or the denylist, and
+ * an overlay whose lower layers are the target and the worker's upper dir
+ * (so the check writes nothing the changeset holds). Its state lives in
+ * tf_path_check_dir (emptied first): output.log, launch.json, exit.json.
+ * 0; -errno with *reason (malloc'd). */
+int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **reason);
 
 typedef struct LaunchedShim {
         pid_t pid;

@@ -16,7 +16,9 @@
 #include "core/task.h"
 #include "json-util.h"
 #include "paths.h"
+#include "project-config.h"
 #include "protocol-keys.h"
+#include "run/gate.h"
 #include "run/launch.h"
 #include "run/lifecycle.h"
 #include "run/monitor.h"
@@ -170,13 +172,26 @@ static int create_output_dir(const char *path) {
 
 /* The worker's prompt: the user's, with what it needs to know of its
  * sandbox. A shell script runs exactly as given; a summary's is fixed. */
-static char *worker_prompt(Manager *m, const TaskSpec *s, const char *id, const char *output_dir) {
+/* The worker's prompt: the user's, then the blocks a worker must know of:
+ * the check its changes will be judged by (a dispatch whose writes go to an
+ * overlay, in a project that declares one; check: NULL when none), and its
+ * output dir. A shell worker's prompt is a script: left as it is. */
+static char *worker_prompt(Manager *m, const TaskSpec *s, const char *id, const char *output_dir,
+                           const char *check) {
         if (s->kind == TASK_KIND_SUMMARY || streq_ptr(s->executor_id, "shell")) return strdup(s->prompt);
         bool sandboxed = m->settings.sandbox_enabled && !(s->launch && s->launch->no_sandbox);
-        return strdup_printf("%s\n\n## Persistent output dir\nWrite any files you want to keep beyond this task "
+        bool gated = check && sandboxed && m->settings.overlay_enabled && !(s->launch && s->launch->no_overlay) &&
+                     !task_kind_info(s->kind)->never_lands;
+        _cleanup_free_ char *verify = gated ? strdup_printf(
+                "\n\n## Verification (required)\nThis repository declares a check command in .taskferry.toml; your "
+                "changes are run through it before they can land:\n\n    %s\n\nRun it before you declare the task "
+                "done. If it fails, fix the failures and run it again until it passes, then state the result.",
+                check) : strdup("");
+        if (!verify) return NULL;
+        return strdup_printf("%s%s\n\n## Persistent output dir\nWrite any files you want to keep beyond this task "
                              "(reports, logs, artifacts) to %s (also available as $TASKFERRY_OUTPUT_DIR)%s. "
                              "They survive after the task ends; retrieve them with `taskferry output %s`.",
-                             s->prompt, output_dir, sandboxed ? " inside the sandbox" : "", id);
+                             s->prompt, verify, output_dir, sandboxed ? " inside the sandbox" : "", id);
 }
 
 /* Take a task that never became durable out again, and what it made. */
@@ -202,7 +217,11 @@ int task_new(Manager *m, const TaskSpec *spec, Task **ret, char **reason) {
                         return set_error(reason, k, "error: cannot create task output directory %s: %s", out_dir,
                                          k == -ELOOP ? "task output directory is a symlink" : strerror(-k));
         }
-        _cleanup_free_ char *prompt = worker_prompt(m, spec, id, out_dir);
+        /* the project file as it is now: its check for the prompt, its
+         * warning on the record (read again at launch and settlement) */
+        ProjectConfig cfg = {0};
+        if (!summary && project_config_load(spec->directory, &cfg) < 0) return set_error(reason, -ENOMEM, "error: out of memory");
+        _cleanup_free_ char *prompt = worker_prompt(m, spec, id, out_dir, cfg.check);
         const char *user = strempty(spec->prompt);
         size_t plen = strlen(user), units = utf8_utf16_length(user, plen);
         _cleanup_free_ char *preview = units > PREVIEW_UNITS
@@ -214,6 +233,9 @@ int task_new(Manager *m, const TaskSpec *spec, Task **ret, char **reason) {
                        .started_at = spec->started_at ? spec->started_at : format_iso(now_ms(), iso)};
         Task *t = NULL;
         int r = prompt && preview ? new_record(&n, &t) : -ENOMEM;
+        if (r >= 0 && cfg.warning && (r = task_set_str(t, TASK_KEY_project_config_warning, cfg.warning)) < 0)
+                task_free(t);
+        project_config_done(&cfg);
         if (r >= 0 && (r = task_table_add(m, t)) < 0) task_free(t);
         if (r < 0) {
                 if (out_dir) (void) rmdir(out_dir);
@@ -290,7 +312,12 @@ static void task_fail_launch(Task *t, const char *message) {
 
 /* ---- running ---- */
 
-static void on_settled(Task *t, TaskStatus s, ChangesetStatus cs) { task_enter_final(t, s, cs); }
+/* The verdict is final; a changeset kept for review then meets the
+ * project's check (gate.h). */
+static void on_settled(Task *t, TaskStatus s, ChangesetStatus cs) {
+        task_enter_final(t, s, cs);
+        if (t->rec.changeset_status == CHANGESET_PENDING) (void) gate_start(t);
+}
 
 /* The shim reported the worker's pid: the watchdog watches its log from now
  * on (the sandbox set-up before it is not the worker's silence). */
@@ -514,6 +541,8 @@ void task_coldplug(Manager *m) {
                 /* Only a task whose shim is truly gone, or one never launched,
                  * reads "unknown". */
                 if (task_is_active(t)) task_enter_final(t, TASK_UNKNOWN, t->rec.changeset_status);
+                /* a settled task whose check gate the daemon's stop interrupted */
+                if (task_is_settled(t)) gate_coldplug(t);
         }
 }
 

@@ -194,6 +194,8 @@ static bool pid_is_shim(pid_t pid) {
         return session == pid && ppid != getpid() && pid_holds_launch_spec(pid);
 }
 
+bool monitor_pid_is_shim(pid_t pid) { return pid_is_shim(pid); }
+
 int monitor_readopt(Task *t, const MonitorCallbacks *cb) {
         Manager *m = t->m;
         _cleanup_free_ char *task_dir = tf_path_task_dir(&m->paths, t->id);

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct Task Task;
 
@@ -40,6 +41,9 @@ int monitor_readopt(Task *t, const MonitorCallbacks *cb);
  * -ENOMEM. */
 int monitor_unlaunch(Task *t);
 
+/* Is pid a task's taskferry-shim (or the child a daemon forked for one),
+ * pids being reused? */
+bool monitor_pid_is_shim(pid_t pid);
 /* kill(-pid, sig) to the worker's process group (ESRCH → kill(pid)); before
  * the worker's pid is known, to the shim, which forwards it. -errno. */
 int task_signal(Task *t, int sig);
