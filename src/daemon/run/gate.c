@@ -388,8 +388,11 @@ int gate_start(Task *t) {
         t->gate = g;
         (void) sd_event_add_time_relative(m->event, &g->timeout, CLOCK_MONOTONIC, timeout_s * 1000 * 1000, 0,
                                           gate_timeout, t);
+        /* durable before the check may run: a daemon killed from here on
+         * leaves a record whose coldplug finds and ends this gate */
         (void) task_set_int(t, TASK_KEY_check_gate_pid, shim.pid);
-        task_persist(t);
+        int k = manager_flush_now(m);
+        if (k < 0) log_warning_errno(k, "cannot flush tasks.json after starting the check of %s", t->id);
         ScopeLimits limits;
         scope_limits_for(t, &limits);
         scope_start(t, shim.pid, shim.hold_fd, &limits);

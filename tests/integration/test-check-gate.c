@@ -1,0 +1,283 @@
+/* The check gate end to end, through the CLI and an isolated daemon with
+ * real bwrap, overlayfs and git: a repository's .taskferry.toml names a
+ * check; after a worker leaves changes, the check runs over them in the
+ * sandbox, and its verdict decides whether accept needs --force. The check
+ * is the worker's code too (package scripts live in the overlay): it gets
+ * out through nothing a worker could not. */
+
+#include <check.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "json-util.h"
+#include "macro.h"
+#include "string-util.h"
+
+/* A repository whose committed .taskferry.toml holds toml. */
+static char *gated_repo(tf_world *w, const char *toml) {
+        char *repo = tf_repo_new(w, NULL, "printf 'base\\n' > tracked.txt");
+        tf_write(tf_path(repo, ".taskferry.toml"), toml, strlen(toml), 0644);
+        free(tf_shf(w, repo, "git add .taskferry.toml && git commit -qm gate"));
+        return repo;
+}
+
+typedef struct {
+        const char *id, *want;
+} check_wait;
+
+static bool check_is(tf_world *w, void *arg) {
+        check_wait *c = arg;
+        json_object *st = tf_status_full(w, c->id);
+        bool ok = streq_ptr(tf_jstr(st, "checkStatus"), c->want);
+        json_object_put(st);
+        return ok;
+}
+
+/* Wait until the task's checkStatus is want (at most 60 s); its status --full. */
+static json_object *wait_check(tf_world *w, const char *id, const char *want) {
+        check_wait c = {id, want};
+        bool ok = tf_wait_until(check_is, w, &c, 60000);
+        json_object *st = tf_status_full(w, id);
+        ck_assert_msg(ok, "checkStatus never became %s: %s", want, json_to_line(st, NULL));
+        return st;
+}
+
+static tf_run cli(tf_world *w, const char *const argv[]) { return tf_cli(w, NULL, NULL, argv); }
+
+/* What a refused command said (errors go to stdout as TOON), unescaped. */
+static char *said(const tf_run *r) { return tf_unescape(r->out); }
+
+/* G1: a passing check; accept lands it without a word about verification. */
+TF_WORLD_TEST(gate_passes) {
+        char *repo = gated_repo(w, "# the gate\ncheck = \"test -f added.txt\"\n");
+        char *id = tf_shell_pending(w, repo, NULL, "printf 'new\\n' > added.txt", NULL);
+        json_object *st = wait_check(w, id, "passed");
+        int64_t code = -1;
+        ck_assert(json_get_int64(st, "checkExitCode", &code) && code == 0);
+        ck_assert_str_eq(strempty(tf_jstr(st, "checkCommand")), "test -f added.txt");
+        ck_assert_msg(tf_jstr(st, "checkStartedAt") && tf_jstr(st, "checkEndedAt"), "%s", json_to_line(st, NULL));
+        const char *argv[] = {"accept", id, NULL};
+        tf_run r = cli(w, argv);
+        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
+        ck_assert_msg(!strstr(r.err, "declares no check"), "%s", r.err);
+        ck_assert(tf_exists(tf_path(repo, "added.txt")));
+        tf_run_done(&r);
+        json_object_put(st);
+        free(id), free(repo);
+}
+
+/* No project file, or a worker that changed nothing: no gate, no field. */
+TF_WORLD_TEST(no_file_or_no_changes_no_gate) {
+        char *plain = tf_repo_new(w, NULL, NULL);
+        char *id = tf_shell_pending(w, plain, NULL, "echo x > added.txt", NULL);
+        json_object *st = tf_status_full(w, id);
+        ck_assert_msg(!json_get_string(st, "checkStatus"), "%s", json_to_line(st, NULL));
+        const char *argv[] = {"accept", id, NULL};
+        tf_run r = cli(w, argv);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_msg(strstr(r.err, "declares no check command"), "%s", r.err);
+        tf_run_done(&r);
+        json_object_put(st);
+
+        char *repo = gated_repo(w, "check = \"true\"\n");
+        json_object *st2 = NULL;
+        char *id2 = tf_shell_settled(w, repo, NULL, "true", &st2);
+        json_object_put(st2);
+        st2 = tf_status_full(w, id2);
+        ck_assert_msg(!json_get_string(st2, "checkStatus"), "%s", json_to_line(st2, NULL));
+        json_object_put(st2);
+        free(id), free(id2), free(plain), free(repo);
+}
+
+/* G2: a failing check blocks accept with the fix-forward text; the tail is
+ * the last 40 lines; --force lands it and says so. */
+TF_WORLD_TEST(gate_fails_blocks_accept) {
+        char *repo = gated_repo(w, "check = \"seq 1 50; exit 1\"\n");
+        char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
+        json_object *st = wait_check(w, id, "failed");
+        int64_t code = -1;
+        ck_assert(json_get_int64(st, "checkExitCode", &code) && code == 1);
+        json_object_put(st);
+        const char *rargv[] = {"result", id, "--fields", "checkOutputTail", "--json", NULL};
+        json_object *res = tf_cli_json(w, rargv, 0);
+        _cleanup_free_ char *want = tf_shf(w, NULL, "seq 11 50");
+        ck_assert_str_eq(strempty(tf_jstr(res, "checkOutputTail")), want);
+        json_object_put(res);
+
+        char *before = tf_tree_snapshot(repo, false);
+        const char *argv[] = {"accept", id, NULL};
+        tf_run r = cli(w, argv);
+        ck_assert_int_eq(r.exit_code, 1);
+        _cleanup_free_ char *text = said(&r);
+        ck_assert_msg(strstr(text, "command: seq 1 50; exit 1 (from .taskferry.toml)"), "%s", text);
+        ck_assert_msg(strstr(text, "exit: 1"), "%s", text);
+        ck_assert_msg(strstr(text, "    50\n") && !strstr(text, "    10\n"), "%s", text);
+        _cleanup_free_ char *resume = strdup_printf("--parent-task %s", id);
+        ck_assert_msg(strstr(text, "taskferry dispatch --directory ") && strstr(text, resume), "%s", text);
+        tf_run_done(&r);
+        char *after = tf_tree_snapshot(repo, false);
+        ck_assert_str_eq(after, before);
+        _cleanup_free_ char *cs = tf_changeset_status(w, id);
+        ck_assert_str_eq(cs, "pending");
+
+        const char *fargv[] = {"accept", id, "--force", NULL};
+        r = cli(w, fargv);
+        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
+        tf_run_done(&r);
+        ck_assert(tf_exists(tf_path(repo, "added.txt")));
+        st = tf_status_full(w, id);
+        ck_assert_msg(json_get_bool(st, "checkOverride", false), "%s", json_to_line(st, NULL));
+        json_object_put(st);
+        free(before), free(after), free(id), free(repo);
+}
+
+/* G4: a running gate blocks accept; reject stops it and keeps the record's
+ * gate fields; accept --force stops it and lands. */
+TF_WORLD_TEST(gate_running) {
+        char *repo = gated_repo(w, "check = \"sleep 300\"\n");
+        char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
+        json_object_put(wait_check(w, id, "running"));
+        const char *argv[] = {"accept", id, NULL};
+        tf_run r = cli(w, argv);
+        ck_assert_int_eq(r.exit_code, 1);
+        _cleanup_free_ char *text = said(&r);
+        ck_assert_msg(strstr(text, "check gate still running"), "%s", text);
+        tf_run_done(&r);
+        const char *jargv[] = {"reject", id, NULL};
+        r = cli(w, jargv);
+        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
+        tf_run_done(&r);
+        json_object *st = tf_status_full(w, id);
+        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "rejected");
+        ck_assert_str_eq(strempty(tf_jstr(st, "checkStatus")), "running");
+        ck_assert(!json_get_bool(st, "checkOverride", false));
+        json_object_put(st);
+        ck_assert(!tf_exists(tf_path(repo, "added.txt")));
+
+        char *id2 = tf_shell_pending(w, repo, NULL, "echo y > added.txt", NULL);
+        json_object_put(wait_check(w, id2, "running"));
+        const char *fargv[] = {"accept", id2, "--force", NULL};
+        r = cli(w, fargv);
+        ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);
+        tf_run_done(&r);
+        st = tf_status_full(w, id2);
+        ck_assert_msg(json_get_bool(st, "checkOverride", false), "%s", json_to_line(st, NULL));
+        json_object_put(st);
+        _cleanup_free_ char *added = tf_read(tf_path(repo, "added.txt"), NULL);
+        ck_assert_str_eq(added, "y\n");
+        free(id), free(id2), free(repo);
+}
+
+/* A check out of time: SIGTERM, then timeout. */
+TF_WORLD_TEST(gate_timeout) {
+        char *repo = gated_repo(w, "check = \"sleep 120\"\ncheck_timeout_seconds = 2\n");
+        char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
+        json_object *st = wait_check(w, id, "timeout");
+        json_object_put(st);
+        const char *argv[] = {"accept", id, NULL};
+        tf_run r = cli(w, argv);
+        ck_assert_int_eq(r.exit_code, 1);
+        _cleanup_free_ char *text = said(&r);
+        ck_assert_msg(strstr(text, "timed out"), "%s", text);
+        tf_run_done(&r);
+        free(id), free(repo);
+}
+
+/* A daemon killed during the gate: the next daemon records it interrupted
+ * and runs it again (here, with the file changed meanwhile, to a pass). */
+TF_WORLD_TEST(gate_interrupted_reruns) {
+        char *repo = gated_repo(w, "check = \"sleep 301\"\n");
+        char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
+        json_object_put(wait_check(w, id, "running"));
+        tf_daemon_stop(w, SIGKILL);
+        const char *again = "check = \"test -f added.txt\"\n";
+        tf_write(tf_path(repo, ".taskferry.toml"), again, strlen(again), 0644);
+        tf_daemon_start(w);
+        json_object *st = wait_check(w, id, "passed");
+        json_object_put(st);
+        /* no sleep of the first gate is left */
+        _cleanup_free_ char *left = tf_shf(w, NULL, "pgrep -f 'slee[p] 301' | wc -l");
+        ck_assert_str_eq(left, "0");
+        free(id), free(repo);
+}
+
+/* The check's environment has no TASKFERRY_* variable, whatever the
+ * daemon's has. */
+TF_WORLD_TEST_ENV(gate_env_has_no_taskferry_vars, "TASKFERRY_GATE_SECRET=leak-me") {
+        char *repo = gated_repo(w, "check = \"env | grep TASKFERRY_ ; env | grep -c . ; exit 1\"\n");
+        char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
+        json_object *st = wait_check(w, id, "failed");
+        json_object_put(st);
+        const char *rargv[] = {"result", id, "--fields", "checkOutputTail", "--json", NULL};
+        json_object *res = tf_cli_json(w, rargv, 0);
+        const char *tail = strempty(tf_jstr(res, "checkOutputTail"));
+        ck_assert_msg(*tail && !strstr(tail, "TASKFERRY_"), "%s", tail);
+        json_object_put(res);
+        free(id), free(repo);
+}
+
+/* The check runs in the sandbox: it writes nothing outside the overlay,
+ * reads no secret, leaves no process, and what it writes inside stays out
+ * of the changeset. */
+TF_WORLD_TEST(gate_is_sandboxed) {
+        char *ssh = strdup_printf("%s/.ssh", w->home);
+        ck_assert_int_eq(mkdir(ssh, 0700), 0);
+        tf_write(tf_path(ssh, "id_ed25519"), "SECRET-KEY\n", 11, 0600);
+        char *outside = strdup_printf("%s/outside-escape", w->root);
+        _cleanup_free_ char *toml = strdup_printf(
+                "check = \"echo junk > built.txt; echo x > %s; echo x > $HOME/escape; cat $HOME/.ssh/id_ed25519; "
+                "(setsid sh -c 'sleep 271' </dev/null >/dev/null 2>&1 &); echo done\"\n",
+                outside);
+        char *repo = gated_repo(w, toml);
+        char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
+        json_object *st = wait_check(w, id, "passed");
+        json_object_put(st);
+        const char *rargv[] = {"result", id, "--fields", "checkOutputTail", "--json", NULL};
+        json_object *res = tf_cli_json(w, rargv, 0);
+        const char *tail = strempty(tf_jstr(res, "checkOutputTail"));
+        ck_assert_msg(strstr(tail, "done") && !strstr(tail, "SECRET-KEY"), "%s", tail);
+        json_object_put(res);
+        ck_assert(!tf_exists(outside));
+        ck_assert(!tf_exists(tf_path(w->home, "escape")));
+        _cleanup_free_ char *left = tf_shf(w, NULL, "sleep 1; pgrep -f 'slee[p] 271' | wc -l");
+        ck_assert_str_eq(left, "0");
+        _cleanup_free_ char *diff = tf_task_diff(w, id);
+        ck_assert_msg(strstr(diff, "added.txt") && !strstr(diff, "built.txt"), "%s", diff);
+        tf_accept_ok(w, id);
+        ck_assert(!tf_exists(tf_path(repo, "built.txt")));
+        free(id), free(repo), free(ssh), free(outside);
+}
+
+/* The worker is told the command that will judge it. */
+TF_WORLD_TEST(prompt_names_the_check) {
+        char *repo = gated_repo(w, "check = \"make check\"\n");
+        const char *extra[] = {"--model", "x/y", NULL};
+        char *id = tf_dispatch_worker(w, "opencode", "x/y", repo, NULL, "do the thing");
+        (void) extra;
+        json_object *rec = tf_task_record(w, id);
+        const char *prompt = strempty(tf_jstr(rec, "prompt"));
+        ck_assert_msg(strstr(prompt, "## Verification (required)") && strstr(prompt, "    make check"), "%s", prompt);
+        json_object_put(rec);
+        const char *cargv[] = {"cancel", id, NULL};
+        tf_run r = cli(w, cargv);
+        tf_run_done(&r);
+        char *plain = tf_repo_new(w, "plain", NULL);
+        char *id2 = tf_dispatch_worker(w, "opencode", "x/y", plain, NULL, "do the thing");
+        rec = tf_task_record(w, id2);
+        ck_assert_msg(!strstr(strempty(tf_jstr(rec, "prompt")), "Verification"), "%s", tf_jstr(rec, "prompt"));
+        json_object_put(rec);
+        const char *c2[] = {"cancel", id2, NULL};
+        r = cli(w, c2);
+        tf_run_done(&r);
+        free(id), free(id2), free(repo), free(plain);
+}
+
+int main(void) {
+        Suite *s = suite_create("check-gate");
+        tf_add_tests(s, "verdicts", 300, TF_TESTS(gate_passes, no_file_or_no_changes_no_gate, gate_fails_blocks_accept));
+        tf_add_tests(s, "running", 300, TF_TESTS(gate_running, gate_timeout, gate_interrupted_reruns));
+        tf_add_tests(s, "sandbox", 300, TF_TESTS(gate_env_has_no_taskferry_vars, gate_is_sandboxed, prompt_names_the_check));
+        return tf_run_suite(s);
+}
