@@ -197,6 +197,9 @@ static json_object *list_row(json_object *row) {
             json_add_string(out, "changeset", cli_changeset_text(json_get_string(row, PK_status),
                                                                   json_get_string(row, PK_changesetStatus))) < 0)
                 return NULL;
+        /* the check gate's verdict, once there is one */
+        const char *check = json_get_string(row, PK_checkStatus);
+        if (check && !streq(check, "none") && json_add_string(out, "check", check) < 0) return NULL;
         if (cli_json_truthy(get(row, PK_failureReason)) && copy_key(out, row, PK_failureReason) < 0) return NULL;
         return TAKE_PTR(out);
 }

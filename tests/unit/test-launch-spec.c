@@ -272,6 +272,54 @@ START_TEST(test_strict_disk) {
 }
 END_TEST
 
+/* A check gate's spec: "check" with "logMaxBytes" (both or neither), and its
+ * overlay's "lowerTop"; each optional, each strict. */
+START_TEST(test_check_spec) {
+        char *no_env[] = {NULL};
+        launch_overlay cov = {.lower = "/repo", .upper = "/ov/upper/check", .work = "/ov/work/check",
+                             .lower_top = "/ov/upper/main"};
+        launch_sandbox csb = {.dirs = no_env, .overlay = &cov, .share_net = true};
+        launch_spec c = {.task_id = "oc_x_1", .executor = "check", .prompt = "make check", .directory = "/repo",
+                         .env = no_env, .log_path = "/t/check/output.log", .task_dir = "/t/check", .sandbox = &csb,
+                         .check = true, .log_max_bytes = 262144};
+        _cleanup_json_ json_object *j = NULL;
+        ck_assert_int_eq(launch_spec_to_json(&c, &j), 0);
+        const char *text = json_to_line(j, NULL);
+        ck_assert(strstr(text, "\"lowerTop\":\"/ov/upper/main\"") != NULL);
+        ck_assert(strstr(text, ",\"check\":true,\"logMaxBytes\":262144}") != NULL);
+        _cleanup_(launch_spec_freep) launch_spec *b = NULL;
+        ck_assert_int_eq(launch_spec_from_json(j, &b), 0);
+        ck_assert(b->check);
+        ck_assert_uint_eq(b->log_max_bytes, 262144);
+        ck_assert_str_eq(b->sandbox->overlay->lower_top, "/ov/upper/main");
+        /* a worker's spec has neither */
+        _cleanup_(launch_spec_freep) launch_spec *w = NULL;
+        ck_assert_int_eq(parse_text(FULL_JSON, &w), 0);
+        ck_assert(!w->check);
+        ck_assert_ptr_null(w->sandbox->overlay->lower_top);
+
+        static const char *const bad[][2] = {
+                {",\"check\":true,\"logMaxBytes\":262144}", ",\"check\":true}"},
+                {",\"check\":true,\"logMaxBytes\":262144}", ",\"logMaxBytes\":262144}"},
+                {",\"check\":true,", ",\"check\":false,"},
+                {",\"check\":true,", ",\"check\":1,"},
+                {"\"logMaxBytes\":262144", "\"logMaxBytes\":1"},
+                {"\"logMaxBytes\":262144", "\"logMaxBytes\":\"256K\""},
+                {"\"logMaxBytes\":262144", "\"logMaxBytes\":2147483648"},
+                {"\"lowerTop\":\"/ov/upper/main\"", "\"lowerTop\":\"ov/upper/main\""},
+                {"\"lowerTop\":\"/ov/upper/main\"", "\"lowerTop\":7"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                const char *at = strstr(text, bad[i][0]);
+                ck_assert_msg(at, "%s not in %s", bad[i][0], text);
+                _cleanup_free_ char *t2 = strdup_printf("%.*s%s%s", (int) (at - text), text, bad[i][1], at + strlen(bad[i][0]));
+                launch_spec *x = NULL;
+                ck_assert_msg(parse_text(t2, &x) == -EBADMSG, "accepted: %s", t2);
+                ck_assert_ptr_null(x);
+        }
+}
+END_TEST
+
 START_TEST(test_strict_shape) {
         /* unknown keys, at every level */
         assert_rejected("\"taskId\"", "\"extra\":1,\"taskId\"");
@@ -459,7 +507,7 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("launch-spec");
-        tf_tcase(s, "spec", NULL, NULL, 0, TF_TESTS(test_exact_json, test_round_trip, test_strict_types,
+        tf_tcase(s, "spec", NULL, NULL, 0, TF_TESTS(test_exact_json, test_round_trip, test_check_spec, test_strict_types,
                 test_strict_shape, test_strict_disk, test_memfd, test_read_pipe_and_garbage));
         tf_tcase(s, "status-files", NULL, NULL, 0, TF_TESTS(test_launch_info, test_exit_info));
         return tf_run_suite(s);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "executor.h"
 #include "fileio.h"
@@ -122,5 +123,57 @@ START_TEST(test_overlong_line_in_pieces) {
 }
 END_TEST
 
+/* The check executor: stdout byte for byte (no line split, no JSON), with
+ * stderr interleaved as it comes; with max_bytes, the log keeps only its
+ * tail, the newest bytes always there. */
+START_TEST(test_raw_and_trimmed) {
+        _cleanup_free_ char *path = strdup_printf("%s/check.log", tmpdir);
+        int log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        ck_assert_int_ge(log_fd, 0);
+        const executor *ex = executor_find_any("check");
+        ck_assert_ptr_nonnull(ex);
+        ck_assert_ptr_null(executor_find("check")); /* no dispatch can choose it */
+        log_pipe lp;
+        ck_assert_int_eq(log_pipe_init(&lp, ex, log_fd, "test"), 0);
+        lp.max_bytes = 4096;
+        _cleanup_free_ char *cp = strdup_printf("%s/chunk", tmpdir);
+        int fd = open(cp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        static const char out[] = "no newline \x1b[2J {\"type\":\"x\"}";
+        ck_assert_int_eq(loop_write(fd, out, strlen(out)), 0);
+        ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+        int r;
+        while ((r = log_pipe_read(&lp, fd)) > 0)
+                ;
+        ck_assert_int_eq(r, 0);
+        log_pipe_raw(&lp, "|err|", 5);
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file(path, 1 << 20, &data, &len), 0);
+        ck_assert_uint_eq(len, strlen(out) + 5);
+        ck_assert(memcmp(data, out, strlen(out)) == 0 && memcmp(data + strlen(out), "|err|", 5) == 0);
+        /* 1 MiB more: the file stays within twice the bound, ending with the last bytes written */
+        char chunk[1000];
+        for (int i = 0; i < 1100; i++) {
+                memset(chunk, 'a' + i % 26, sizeof chunk);
+                log_pipe_raw(&lp, chunk, sizeof chunk);
+                struct stat st;
+                ck_assert_int_eq(fstat(log_fd, &st), 0);
+                ck_assert_int_le(st.st_size, 2 * 4096 + (off_t) sizeof chunk);
+        }
+        log_pipe_raw(&lp, "THE-END", 7);
+        free(data);
+        data = NULL;
+        ck_assert_int_eq(read_file(path, 1 << 20, &data, &len), 0);
+        ck_assert_uint_ge(len, 4096);
+        ck_assert(memcmp(data + len - 7, "THE-END", 7) == 0);
+        ck_assert_int_eq(data[len - 8], 'a' + 1099 % 26);
+        log_pipe_finish(&lp);
+        log_pipe_done(&lp);
+        close(log_fd);
+        close(fd);
+}
+END_TEST
+
 TF_MAIN("log-pipe", "core", setup, teardown, 240, test_split_reads_and_eof_partial, test_stderr_never_glues,
-        test_overlong_line_in_pieces)
+        test_overlong_line_in_pieces, test_raw_and_trimmed)

@@ -97,6 +97,7 @@ static const char *root_of(Events *e, const char *dir) {
 
 static void state_observer(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata);
 static void added_observer(Task *t, void *userdata);
+static void checked_observer(Task *t, void *userdata);
 
 static bool sink_want_summaries(Manager *m) { return events_have_summary_subscriber(m); }
 static unsigned sink_subscribers(Manager *m) { return events_count(m); }
@@ -112,7 +113,8 @@ int events_init(Manager *m) {
         if (m->events) return 0;
         m->events = calloc(1, sizeof *m->events);
         if (!m->events) return -ENOMEM;
-        int r = manager_add_observer(m, &(TaskObserver) {.added = added_observer, .transitioned = state_observer});
+        int r = manager_add_observer(
+                m, &(TaskObserver) {.added = added_observer, .transitioned = state_observer, .checked = checked_observer});
         if (r >= 0) activity_set_sink(m, &activity_sink);
         if (r < 0) {
                 free(m->events);
@@ -282,6 +284,25 @@ static void state_observer(Task *t, TaskStatus old_status, ChangesetStatus old_c
         if (t->rec.status == old_status) return; /* a changeset-only change */
         emit_state(m, t, old_status);
         activity_task_transition(t, old_status);
+}
+
+/* The check gate moved: a task.check event {sequence, type, taskId,
+ * directory, originSessionId, checkStatus, checkExitCode, occurredAt}. */
+static void checked_observer(Task *t, void *userdata) {
+        Manager *m = t->m;
+        if (task_kind_info(t->kind)->internal) return;
+        char iso[32];
+        format_iso(now_ms(), iso);
+        _cleanup_json_ json_object *ev = json_object_new_object();
+        if (!ev || json_add_int(ev, PK_sequence, (int64_t) events_next_sequence(m)) < 0 ||
+            json_add_string(ev, PK_type, "task.check") < 0 || json_add_string(ev, PK_taskId, t->id) < 0 ||
+            json_add_string(ev, PK_directory, t->rec.directory) < 0 ||
+            json_add_string(ev, PK_originSessionId, t->rec.origin_session_id) < 0 ||
+            json_add_string(ev, PK_checkStatus, t->rec.check_status) < 0 ||
+            json_add(ev, PK_checkExitCode, task_record_get_json(&t->rec, TASK_KEY_check_exit_code)) < 0 ||
+            json_add_string(ev, PK_occurredAt, iso) < 0)
+                return;
+        events_broadcast(m, t, ev);
 }
 
 /* a new task's first status: its task.state with previousStatus null */

@@ -609,6 +609,13 @@ void task_announce_added(Task *t) {
                 if (m->observers.v[i].added) m->observers.v[i].added(t, m->observers.v[i].userdata);
 }
 
+void task_announce_checked(Task *t) {
+        Manager *m = t->m;
+        assert(m);
+        for (size_t i = 0; i < m->observers.n; i++)
+                if (m->observers.v[i].checked) m->observers.v[i].checked(t, m->observers.v[i].userdata);
+}
+
 bool task_is_active(const Task *t) { return IN_SET(t->rec.status, TASK_QUEUED, TASK_RUNNING); }
 
 bool task_is_settled(const Task *t) { return !task_is_active(t) && !t->settling; }

@@ -270,7 +270,9 @@ int task_transition_unlaunch(Task *t);
  *   transitioned   after task_transition changed t, with the old values;
  *   key_changing,  around every write of record key k of a task in a table
  *   key_changed    (task_set_*, task_init_*, task_transition): for an
- *                  observer that keeps something ordered or counted by a key.
+ *                  observer that keeps something ordered or counted by a key;
+ *   checked        its check gate started, ended or was interrupted (the
+ *                  check* fields say how: gate.h); task_announce_checked.
  * An observer must not free the task; a transitioned callback may call
  * task_transition again (its observers then run inside). */
 typedef void (*task_observer_fn)(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata);
@@ -279,6 +281,7 @@ typedef struct TaskObserver {
         task_observer_fn transitioned;
         void (*key_changing)(Task *t, TaskKey k, void *userdata);
         void (*key_changed)(Task *t, TaskKey k, void *userdata);
+        void (*checked)(Task *t, void *userdata);
         void *userdata;
 } TaskObserver;
 
@@ -294,6 +297,8 @@ int manager_add_task_observer(Manager *m, task_observer_fn fn, void *userdata);
 void manager_free_task_observers(Manager *m);
 /* Tell every observer that t was added (the lifecycle, once t is durable). */
 void task_announce_added(Task *t);
+/* Tell every observer that t's checkStatus moved (the check gate, gate.h). */
+void task_announce_checked(Task *t);
 
 /* queued or running. */
 bool task_is_active(const Task *t);

@@ -17,6 +17,7 @@
 #include "launch-spec.h"
 #include "log.h"
 #include "macro.h"
+#include "process-util.h"
 #include "project-config.h"
 #include "protocol-keys.h"
 #include "run/gate.h"
@@ -213,6 +214,7 @@ static void gate_record(Task *t, CheckStatus s, const int64_t *exit_code, const 
         gate_set_now(t, TASK_KEY_check_ended_at);
         (void) task_set_null(t, TASK_KEY_check_gate_pid);
         task_persist(t);
+        task_announce_checked(t);
 }
 
 static void gate_ended(Task *t) {
@@ -373,9 +375,8 @@ int gate_start(Task *t) {
         if (!g || pidfd < 0 ||
             sd_event_add_io(m->event, &g->exit_source, pidfd, EPOLLIN, gate_exit_io, t) < 0) {
                 /* never let a gate run that nothing watches */
-                safe_close(shim.hold_fd);
-                (void) kill(shim.pid, SIGKILL);
-                (void) waitpid(shim.pid, NULL, 0);
+                safe_close(shim.hold_fd); /* the held child exits on EOF, running nothing */
+                sigkill_wait(shim.pid);
                 safe_close(shim.status_fd);
                 safe_close(pidfd);
                 free(g);
@@ -393,6 +394,7 @@ int gate_start(Task *t) {
         (void) task_set_int(t, TASK_KEY_check_gate_pid, shim.pid);
         int k = manager_flush_now(m);
         if (k < 0) log_warning_errno(k, "cannot flush tasks.json after starting the check of %s", t->id);
+        task_announce_checked(t);
         ScopeLimits limits;
         scope_limits_for(t, &limits);
         scope_start(t, shim.pid, shim.hold_fd, &limits);
@@ -413,6 +415,7 @@ void gate_coldplug(Task *t) {
         (void) task_set_null(t, TASK_KEY_check_gate_pid);
         gate_set_now(t, TASK_KEY_check_ended_at);
         task_persist(t);
+        task_announce_checked(t);
         log_info("task %s: its check gate was interrupted by a daemon restart", t->id);
         json_object *od = t->rec.overlay_dirs;
         const char *upper = od ? json_get_string(od, PK_upperDir) : NULL;

@@ -368,6 +368,14 @@ static void task_observer(Task *t, TaskStatus old_status, ChangesetStatus old_cs
         if (t->rec.status != old_status) emit_state(m, t, strempty(task_status_to_string(old_status)));
 }
 
+/* the check* properties moved (no transition) */
+static void task_checked(Task *t, void *userdata) {
+        sd_bus *bus = bus_of(t->m);
+        if (!bus || !task_exported(t)) return;
+        _cleanup_free_ char *path = bus_task_path(t->id);
+        if (path) (void) sd_bus_emit_properties_changed_strv(bus, path, BUS_TASK_INTERFACE, NULL);
+}
+
 static void task_added(Task *t, void *userdata) {
         Manager *m = t->m;
         sd_bus *bus = bus_of(m);
@@ -406,7 +414,8 @@ int bus_init(Manager *m) {
         if (m->bus) return 0;
         m->bus = calloc(1, sizeof *m->bus);
         if (!m->bus) return -ENOMEM;
-        int r = manager_add_observer(m, &(TaskObserver) {.added = task_added, .transitioned = task_observer});
+        int r = manager_add_observer(
+                m, &(TaskObserver) {.added = task_added, .transitioned = task_observer, .checked = task_checked});
         if (r < 0) {
                 free(m->bus);
                 m->bus = NULL;

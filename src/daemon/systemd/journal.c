@@ -85,22 +85,53 @@ int journal_task_fields(const Task *t, int old_status, int old_changeset, char *
         return 0;
 }
 
+int journal_check_fields(const Task *t, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        const char *status = strempty(t->rec.check_status);
+        int64_t code = 0;
+        bool has_code = task_record_get_int(&t->rec, TASK_KEY_check_exit_code, &code);
+        char codebuf[32] = "";
+        if (has_code) snprintf(codebuf, sizeof codebuf, "%" PRId64, code);
+        _cleanup_free_ char *msg = has_code ? strdup_printf("task %s: check gate %s (exit %s)", t->id, status, codebuf)
+                                            : strdup_printf("task %s: check gate %s", t->id, status);
+        if (!msg) return -ENOMEM;
+        bool warn = streq(status, "failed") || streq(status, "timeout") || streq(status, "interrupted");
+        int r = add(&l, "MESSAGE_ID", JOURNAL_TASK_CHECK_MESSAGE_ID);
+        if (r >= 0) r = add(&l, "MESSAGE", msg);
+        if (r >= 0) r = add(&l, "PRIORITY", warn ? "4" : "6");
+        if (r >= 0) r = add(&l, "SYSLOG_IDENTIFIER", "taskferryd");
+        if (r >= 0) r = add(&l, "TASKFERRY_TASK_ID", t->id);
+        if (r >= 0) r = add(&l, "TASKFERRY_CHECK_STATUS", status);
+        if (r >= 0 && has_code) r = add(&l, "TASKFERRY_CHECK_EXIT_CODE", codebuf);
+        if (r < 0) return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 /* The journal's state (Manager.journal): where entries go. */
 typedef struct Journal {
         journal_sendv_fn send;
 } Journal;
 
-static void journal_send(const Task *t, int old_status, int old_changeset) {
+static void journal_send_fields(const Task *t, char **l) {
         Journal *jl = t->m ? t->m->journal : NULL;
-        if (!jl) return;
-        _cleanup_strv_free_ char **l = NULL;
-        if (journal_task_fields(t, old_status, old_changeset, &l) < 0) return;
+        if (!jl || !l) return;
         size_t n = strv_length(l);
         struct iovec iov[32];
         if (n > ELEMENTSOF(iov)) n = ELEMENTSOF(iov);
         for (size_t i = 0; i < n; i++) iov[i] = (struct iovec) {.iov_base = l[i], .iov_len = strlen(l[i])};
         /* no journal (containers, CI): -ENOENT and the like, ignored */
         (void) jl->send(iov, (int) n);
+}
+
+static void journal_send(const Task *t, int old_status, int old_changeset) {
+        _cleanup_strv_free_ char **l = NULL;
+        if (journal_task_fields(t, old_status, old_changeset, &l) >= 0) journal_send_fields(t, l);
+}
+
+static void journal_checked(Task *t, void *userdata) {
+        _cleanup_strv_free_ char **l = NULL;
+        if (journal_check_fields(t, &l) >= 0) journal_send_fields(t, l);
 }
 
 static void journal_observer(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata) {
@@ -115,7 +146,8 @@ int journal_init(Manager *m) {
         m->journal = calloc(1, sizeof(Journal));
         if (!m->journal) return -ENOMEM;
         m->journal->send = sd_journal_sendv;
-        int r = manager_add_observer(m, &(TaskObserver) {.added = journal_added, .transitioned = journal_observer});
+        int r = manager_add_observer(
+                m, &(TaskObserver) {.added = journal_added, .transitioned = journal_observer, .checked = journal_checked});
         if (r < 0) journal_free(m);
         return r;
 }

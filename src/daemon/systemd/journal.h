@@ -22,6 +22,14 @@
  * Never a prompt (nor its preview), a log line, a failure detail or an
  * environment value: the fields above are all there is.
  *
+ * A check gate's start and end (task.h's checked observer) is one entry too
+ * (journal_check_fields): MESSAGE_ID=JOURNAL_TASK_CHECK_MESSAGE_ID,
+ * MESSAGE="task <id>: check gate <checkStatus>" (with " (exit <n>)" once it
+ * has one), PRIORITY=6, or 4 for failed, timeout and interrupted,
+ * SYSLOG_IDENTIFIER, TASKFERRY_TASK_ID, TASKFERRY_CHECK_STATUS and, when
+ * set, TASKFERRY_CHECK_EXIT_CODE. Never the command's output (nor the
+ * command: the project file's, not ours to echo).
+ *
  * Without a journal (no /run/systemd/journal/socket: containers, CI) the
  * send fails and is ignored, quietly. */
 
@@ -32,6 +40,11 @@ typedef struct Task Task;
 
 /* Also in units/taskferry.catalog (`-- <id>`). */
 #define JOURNAL_TASK_STATE_MESSAGE_ID "4dce0313cbcf459bbccb6c78dc414922"
+
+#define JOURNAL_TASK_CHECK_MESSAGE_ID "8b10d456827840208bfa8b7e70c1c8e8"
+
+/* The entry of t's check gate as its record is now. 0, -ENOMEM. */
+int journal_check_fields(const Task *t, char ***ret);
 
 /* The entry of t's move from old_status / old_changeset (each < 0: none, a
  * new task) to its current values: a NULL-terminated list of "FIELD=value"
