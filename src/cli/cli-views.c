@@ -310,6 +310,43 @@ static const char *package_check(const char *dir) {
         return buf[0] ? buf : NULL;
 }
 
+/* Does the makefile at path have a rule for target (a line "a b: ..." at
+ * the start naming it before the colon; "x := ...", "x ::= ..." and
+ * "x = a:b" are assignments, not rules)? */
+static bool makefile_has_target(const char *path, const char *target) {
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        if (read_file(path, 1u << 20, &data, &len) < 0) return false;
+        for (char *line = data, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next) *next++ = 0;
+                if (line[0] == '\t' || line[0] == '#' || line[0] == ' ') continue;
+                char *colon = strchr(line, ':');
+                if (!colon || memchr(line, '=', (size_t) (colon - line))) continue;
+                const char *after = colon;
+                while (*after == ':') after++;
+                if (*after == '=') continue; /* :=, ::=, :::= */
+                *colon = 0;
+                char *save = NULL;
+                for (char *w = strtok_r(line, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+                        if (streq(w, target)) return true;
+        }
+        return false;
+}
+
+/* make's own names of a makefile, in the order it looks for them. */
+static const char *make_check(const char *dir) {
+        static const char *const names[] = {"GNUmakefile", "makefile", "Makefile"};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_free_ char *path = strdup_printf("%s/%s", dir, names[i]);
+                if (!path || access(path, F_OK) < 0) continue;
+                if (makefile_has_target(path, "check")) return "make check";
+                if (makefile_has_target(path, "test")) return "make test";
+                return NULL; /* make reads the first one only */
+        }
+        return NULL;
+}
+
 static const char *detect_check(const char *dir) {
         const char *p = package_check(dir);
         if (p) return p;
@@ -328,6 +365,10 @@ static const char *detect_check(const char *dir) {
                 _cleanup_free_ char *path = strdup_printf("%s/%s", dir, eco[i].marker);
                 if (path && access(path, F_OK) == 0) return eco[i].command;
         }
+        /* a makefile's own check or test target, before CMake's generic build */
+        if ((p = make_check(dir))) return p;
+        _cleanup_free_ char *cmake = strdup_printf("%s/CMakeLists.txt", dir);
+        if (cmake && access(cmake, F_OK) == 0) return "cmake -S . -B build && cmake --build build && ctest --test-dir build";
         return NULL;
 }
 
@@ -350,9 +391,15 @@ static char *render_config(const char *check, bool commented) {
                 "# Optional: the gate run is killed after this many seconds and recorded as a\n"
                 "# timeout. Default 900.\n"
                 "# check_timeout_seconds = 900\n\n"
-                "# Optional: host paths bound read-only into the sandbox of every dispatch\n"
-                "# from this project. Ignored when sandboxing is off.\n"
-                "# read_only_paths = [\"/path/to/reference-docs\"]\n",
+                "# Optional: paths bound read-only into the sandbox of every dispatch from\n"
+                "# this project; relative ones are under the repository root. One outside the\n"
+                "# repository is bound only if config.json's trustedProjects lists this\n"
+                "# repository (or a directory above it). Ignored when sandboxing is off.\n"
+                "# roBind = [\"/path/to/reference-docs\"]\n\n"
+                "# Optional: paths whose changes a reviewer must confirm before accept, beside\n"
+                "# the built-in ones: fnmatch patterns under the repository root, a trailing /\n"
+                "# meaning a whole directory. See taskferry-project(5).\n"
+                "# review_paths = [\"deploy/\", \"*.lock\"]\n",
                 line);
 }
 

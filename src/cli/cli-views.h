@@ -23,8 +23,11 @@ int cli_run_context(cli_context *ctx, json_object **ret_value, json_object **ret
  * it: its task.list aggregated here) with the rates as "xx.x%". */
 int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);
 /* init: write .taskferry.toml in the current directory with a check command
- * detected from the project (asked on a terminal, commented out otherwise);
- * never overwrites a file or follows a link there. Needs no daemon. */
+ * detected from the project (package.json, pyproject.toml, go.mod,
+ * Cargo.toml, deno.json(c), bunfig.toml, a makefile's check/test target,
+ * CMakeLists.txt; asked on a terminal, commented out otherwise), in the form
+ * project_config_load (project-config.h) reads; never overwrites a file or
+ * follows a link there. Needs no daemon. */
 int cli_run_init(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err);
 
 /* The context view: {directory, counts, tasks (at most 10 lean rows, or the

@@ -3,22 +3,11 @@
  * Timers): $XDG_CONFIG_HOME/taskferry/jobs/<name>.toml, read by
  * `taskferry job run <name>` and `taskferry job list`.
  *
- * Two layers, both pure (no I/O):
- * - job_toml_parse: a strict subset of TOML v1.0 (https://toml.io/en/v1.0.0):
- *   `#` comments, blank lines, `key = value` with a bare key, values
- *   "basic strings" (escapes \b \t \n \f \r \" \\ \uXXXX \UXXXXXXXX),
- *   'literal strings', """multi-line basic""" (a newline right after the
- *   opening quotes trimmed, line-ending backslash) and '''multi-line
- *   literal''' strings, arrays of strings (across lines, comments inside,
- *   trailing comma) and true/false. Everything else TOML has is refused
- *   with a message rather than misread: tables, quoted and dotted keys,
- *   numbers, dates, inline tables, nested arrays. A duplicate key is an
- *   error (TOML says so). The text must be UTF-8 without control
- *   characters but tab and newline (CRLF or LF) outside escapes; \u0000 is
- *   refused (a prompt travels as a C string).
- * - job_spec_from_toml: the job keys over that table (directory, executor,
- *   model, prompt | prompt_file, variant, rw_bind, ro_bind); an unknown key
- *   is an error.
+ * Both pure (no I/O): job_spec_from_toml reads the job keys (directory,
+ * executor, model, prompt | prompt_file, variant, rw_bind, ro_bind) over a
+ * table toml_parse (src/shared/toml.h, the strict TOML subset) made; an
+ * unknown key or a value of another type (an integer where a string is
+ * wanted) is an error.
  *
  * Error messages name a line and what is wrong, never the text of a value
  * (a prompt is a secret: CONTRIBUTING.md "Rules"). */
@@ -40,16 +29,6 @@
  * would read as a flag). */
 bool job_name_is_valid(const char *name);
 
-/* Parse text[0..len) (it need not be NUL-terminated). On success returns 0
- * and *ret_table: a new JSON object of key → value (string — with its exact
- * bytes —, boolean, or array of strings) in file order, and *ret_lines:
- * key → the 1-based line of its key (int). On a malformed text returns
- * -EINVAL with *ret_line (1-based) and *reason set (the sentence for the
- * user, set exactly when the return is -EINVAL; the caller frees it);
- * -ENOMEM. */
-int job_toml_parse(const char *text, size_t len, json_object **ret_table, json_object **ret_lines,
-                   unsigned *ret_line, char **reason);
-
 /* A parsed job. Strings are NUL-terminated; NULL: not set. */
 typedef struct job_spec {
         char *directory;         /* absolute; "~/" expanded (not realpath'd) */
@@ -64,17 +43,17 @@ typedef struct job_spec {
 
 void job_spec_done(job_spec *j);
 
-/* The job of a parsed table (job_toml_parse). home: $HOME for "~/";
+/* The job of a parsed table (toml_parse). home: $HOME for "~/";
  * base_dir: the job file's directory (absolute), for a relative
  * prompt_file. Rules: directory required, absolute or "~/..."; exactly one
  * of prompt and prompt_file; prompt non-empty; executor, model, variant
  * non-empty strings, executor a known executor; rw_bind and ro_bind arrays
  * of absolute (or "~/") paths, [] meaning none; any other key is an error.
  * Returns 0; -EINVAL with *ret_line (0: no line, e.g. a missing key) and
- * *reason set (as job_toml_parse); -ENOMEM. */
+ * *reason set (as toml_parse); -ENOMEM. */
 int job_spec_from_toml(json_object *table, json_object *lines, const char *home, const char *base_dir,
                        job_spec *ret, unsigned *ret_line, char **reason);
 
-/* job_toml_parse + job_spec_from_toml. */
+/* toml_parse + job_spec_from_toml. */
 int job_spec_parse(const char *text, size_t len, const char *home, const char *base_dir, job_spec *ret,
                    unsigned *ret_line, char **reason);

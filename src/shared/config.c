@@ -59,6 +59,9 @@ const ConfigKey config_keys[] = {
         /* taskferry's addition: exit when idle after socket activation
          * (src/daemon/notify.h) */
         { "idleExitSec", CONFIG_NUMBER, "TASKFERRY_IDLE_EXIT_SEC" },
+        /* taskferry's addition: the repositories whose .taskferry.toml may
+         * bind paths outside themselves (src/shared/project-config.h) */
+        { "trustedProjects", CONFIG_STRING_ARRAY, "TASKFERRY_TRUSTED_PROJECTS" },
         {}
 };
 
@@ -79,6 +82,7 @@ const char *config_type_name(ConfigType t) {
         case CONFIG_STRING: return "string";
         case CONFIG_BOOLEAN: return "boolean";
         case CONFIG_OBJECT: return "object";
+        case CONFIG_STRING_ARRAY: return "string array";
         }
         return "value";
 }
@@ -89,6 +93,13 @@ static bool has_type(json_object *v, ConfigType t) {
         case CONFIG_STRING: return json_object_is_type(v, json_type_string);
         case CONFIG_BOOLEAN: return json_object_is_type(v, json_type_boolean);
         case CONFIG_OBJECT: return json_is_object(v); /* typeof null is "object", but null is no limits table */
+        case CONFIG_STRING_ARRAY: {
+                if (!json_object_is_type(v, json_type_array)) return false;
+                size_t n = json_object_array_length(v);
+                for (size_t i = 0; i < n; i++)
+                        if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string)) return false;
+                return true;
+        }
         }
         return false;
 }
@@ -190,6 +201,18 @@ static int validate(const char *path, json_object *o, char ***ret_warnings, char
                                     "error: config key \"%s\" in %s must not contain a NUL character\n"
                                     "help: fix the value in %s",
                                     key, path, path);
+                if (k->type == CONFIG_STRING_ARRAY) {
+                        size_t n = json_object_array_length(value);
+                        for (size_t i = 0; i < n; i++) {
+                                json_object *e = json_object_array_get_idx(value, i);
+                                if (json_string_has_nul(e) || json_object_get_string(e)[0] != '/')
+                                        return set_error(reason, -EINVAL,
+                                                    "error: config key \"%s\" in %s must hold absolute paths (entry %zu "
+                                                    "does not)\n"
+                                                    "help: fix the value in %s",
+                                                    key, path, i + 1, path);
+                        }
+                }
         }
         const char *ex = json_get_string(o, "defaultExecutor");
         if (ex && !executor_find(ex)) {

@@ -28,6 +28,7 @@ typedef enum ConfigType {
         CONFIG_STRING,
         CONFIG_BOOLEAN,
         CONFIG_OBJECT,
+        CONFIG_STRING_ARRAY, /* a JSON array of strings */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -38,13 +39,14 @@ typedef struct ConfigKey {
 
 /* The original's 29 keys in its order (the order the unknown-key help
  * lists them in), then taskferry's additions (providerCooldownEnabled;
- * taskMemoryMax, taskTasksMax, taskCpuWeight; idleExitSec), terminated by
- * {NULL}. */
+ * taskMemoryMax, taskTasksMax, taskCpuWeight; idleExitSec; trustedProjects),
+ * terminated by {NULL}. */
 extern const ConfigKey config_keys[];
-#define CONFIG_N_KEYS 34
+#define CONFIG_N_KEYS 35
 /* The table entry of a key, NULL if the key is not one of the table's. */
 const ConfigKey *config_key_find(const char *name);
-/* "number", "string", "boolean", "object" (the typeof the errors name). */
+/* "number", "string", "boolean", "object" (the typeof the errors name),
+ * "string array". */
 const char *config_type_name(ConfigType t);
 
 /* Read and validate the config file at path: a missing file (ENOENT,
@@ -55,6 +57,7 @@ const char *config_type_name(ConfigType t);
  * original's checks: an object; only the keys of config_keys; each of its
  * type (numbers are only type-checked: 0, -1 and 1.5 pass, and fall back to
  * the default where they are used); no string holding an escaped NUL;
+ * trustedProjects an array of absolute paths;
  * defaultExecutor a known
  * executor; defaultVariant (trimmed) a known level; providerLimits an object
  * of objects with only positive-integer maxConcurrentTasks and

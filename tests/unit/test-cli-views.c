@@ -19,7 +19,9 @@
 #include "toon.h"
 #include "unit.h"
 #include "macro.h"
+#include "project-config.h"
 #include "string-util.h"
+#include "strv.h"
 
 static char *bin; /* the case's PATH */
 
@@ -258,6 +260,12 @@ static const struct {
         {"deno.json", "{}", "deno check . && deno test"},
         {"deno.jsonc", "{}", "deno check . && deno test"},
         {"bunfig.toml", "", "bun test"},
+        {"CMakeLists.txt", "project(x C)\n", "cmake -S . -B build && cmake --build build && ctest --test-dir build"},
+        {"Makefile", "all: x\n\tcc x.c\ncheck: all\n\t./t\n", "make check"},
+        {"Makefile", "all:\n\ttrue\ntest:\n\t./t\n", "make test"},
+        {"Makefile", "test:\n\t./t\ncheck :: all\n", "make check"},
+        {"GNUmakefile", ".PHONY: check\nlint check test: deps\n\t./t\n", "make check"},
+        {"makefile", "# check: no\n\tcheck: no\ncheck := x\ncheck ::= y\ncheck=a:b\nCHECK_FLAGS = -x\nall:\n", NULL},
         {"README.md", "", NULL},
 };
 
@@ -295,6 +303,83 @@ START_TEST(init_detects_without_a_tty) {
         struct stat st;
         ck_assert_int_eq(stat(path, &st), 0);
         ck_assert_int_eq(st.st_mode & 07777, 0644);
+        cli_cmd_done(&c);
+
+        /* what project_config_load reads of it: nothing, and no warning */
+        ProjectConfig pc = {};
+        ck_assert_int_eq(project_config_load(work, &pc), 0);
+        ck_assert_str_eq(pc.path, path);
+        ck_assert(pc.exists);
+        ck_assert_msg(!pc.warning, "%s", pc.warning);
+        ck_assert_ptr_null(pc.check);
+        ck_assert_ptr_null(pc.ro_bind);
+        ck_assert_ptr_null(pc.review_paths);
+        project_config_done(&pc);
+
+        /* every example uncommented (the fill-in line is prose) reads as it says */
+        _cleanup_free_ char *edited = strdup(text);
+        for (char *l = edited; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                static const char *const keys[] = {"check = ", "check_timeout_seconds = ", "roBind = ", "review_paths = "};
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                        if (startswith(l, "# ") && startswith(l + 2, keys[k]) && !strstr(l, "fill this in"))
+                                memcpy(l, "  ", 2);
+        }
+        ck_assert_int_eq(unlink(path), 0);
+        tf_write_file(path, edited, strlen(edited), 0644);
+        ck_assert_int_eq(project_config_load(work, &pc), 0);
+        ck_assert_msg(!pc.warning, "%s\n---\n%s", pc.warning, edited);
+        if (ecosystems[_i].want) ck_assert_str_eq(strnull(pc.check), ecosystems[_i].want);
+        else ck_assert_ptr_null(pc.check);
+        ck_assert_uint_eq(pc.check_timeout_s, 900);
+        ck_assert_uint_eq(strv_length(pc.ro_bind), 1);
+        ck_assert_uint_eq(strv_length(pc.review_paths), 2);
+        project_config_done(&pc);
+}
+END_TEST
+
+/* A terminal's yes: the detected command is the project's check. */
+START_TEST(init_yes_is_what_the_project_file_reads) {
+        _cleanup_free_ char *work = tf_path(cli_fixture_dir, "work");
+        _cleanup_free_ char *m = tf_put(work, ecosystems[_i].marker, ecosystems[_i].content, strlen(ecosystems[_i].content));
+        int slave;
+        int master = cli_open_pty(&slave);
+        ck_assert_int_eq(write(master, "y\n", 2), 2);
+        cli_cmd_stdin_fd = slave;
+        cli_cmd c;
+        cli_cmd_run(&c, "init", NULL);
+        cli_cmd_stdin_fd = -1;
+        close(slave);
+        close(master);
+        ck_assert_msg(c.r == 0, "%s", strnull(c.err.text));
+        ProjectConfig pc = {};
+        ck_assert_int_eq(project_config_load(work, &pc), 0);
+        ck_assert_msg(!pc.warning, "%s", pc.warning);
+        if (ecosystems[_i].want) {
+                ck_assert_str_eq(json_get_string(c.value, "checkCommand"), ecosystems[_i].want);
+                ck_assert_str_eq(strnull(pc.check), ecosystems[_i].want);
+        } else
+                ck_assert_ptr_null(pc.check);
+        project_config_done(&pc);
+        cli_cmd_done(&c);
+}
+END_TEST
+
+/* A CMake project with a makefile check target: the makefile's. */
+START_TEST(init_makefile_before_cmake) {
+        _cleanup_free_ char *work = tf_path(cli_fixture_dir, "work");
+        _cleanup_free_ char *a = tf_put(work, "CMakeLists.txt", "project(x)\n", 11);
+        _cleanup_free_ char *b = tf_put(work, "Makefile", "check:\n\tctest\n", 14);
+        cli_cmd c;
+        cli_cmd_ok(&c, "init", NULL);
+        ck_assert(startswith(c.out, "Detected check command: make check\n"));
+        cli_cmd_done(&c);
+        /* a makefile without either target: CMake's */
+        _cleanup_free_ char *p = tf_path(work, ".taskferry.toml");
+        ck_assert_int_eq(unlink(p), 0);
+        ck_assert_int_eq(unlink(b), 0);
+        free(tf_put(work, "Makefile", "all:\n\tcc x.c\n", 13));
+        cli_cmd_ok(&c, "init", NULL);
+        ck_assert(startswith(c.out, "Detected check command: cmake -S . -B build && cmake --build build && ctest --test-dir build\n"));
         cli_cmd_done(&c);
 }
 END_TEST
@@ -390,7 +475,9 @@ int main(void) {
                  TF_TESTS(context_formats, doctor_without_tools_or_configs, doctor_without_daemon, doctor_integrations,
                           doctor_stats));
         TCase *init = tf_tcase(s, "init", setup, teardown, 30,
-                               TF_TESTS(init_asks_on_a_tty, init_never_overwrites_or_follows, init_unwritable_directory));
+                               TF_TESTS(init_asks_on_a_tty, init_never_overwrites_or_follows, init_unwritable_directory,
+                                        init_makefile_before_cmake));
         TF_LOOP(init, init_detects_without_a_tty, ecosystems);
+        TF_LOOP(init, init_yes_is_what_the_project_file_reads, ecosystems);
         return tf_run_suite(s);
 }

@@ -65,7 +65,7 @@ START_TEST(table_has_the_29_keys_in_spec_order) {
                 "envDenylist", "sandboxDenylist", "waitDefaultTimeoutMs", "cancelGraceMs", "defaultExecutor",
                 "defaultVariant", "advisorContextChars", "envFile", "profilingEnabled", "providerLimits",
                 "maxOutputFileBytes", "providerCooldownEnabled", "taskMemoryMax", "taskTasksMax", "taskCpuWeight",
-                "idleExitSec",
+                "idleExitSec", "trustedProjects",
         };
         size_t n = 0;
         for (; config_keys[n].name; n++) {
@@ -80,6 +80,7 @@ START_TEST(table_has_the_29_keys_in_spec_order) {
         ck_assert_int_eq(config_key_find("sandboxEnabled")->type, CONFIG_BOOLEAN);
         ck_assert_str_eq(config_key_find("sandboxEnabled")->env, "TASKFERRY_DISABLE_SANDBOX");
         ck_assert_int_eq(config_key_find("rwBind")->type, CONFIG_STRING);
+        ck_assert_int_eq(config_key_find("trustedProjects")->type, CONFIG_STRING_ARRAY);
         ck_assert_ptr_null(config_key_find("__proto__"));
         ck_assert_ptr_null(config_key_find(NULL));
 }
@@ -150,6 +151,14 @@ START_TEST(validation_errors_say_what) {
         assert_error("{\"defaultExecutor\": \"claude\"}", "\"defaultExecutor\" in ");
         assert_error("{\"defaultExecutor\": \"claude\"}", "must be one of opencode, pi, shell (got \"claude\")");
         assert_error("{\"summaryModel\": \"a\\u0000b\"}", "must not contain a NUL");
+        assert_error("{\"trustedProjects\": \"/a\"}", "must be a string array (got \"/a\")");
+        assert_error("{\"trustedProjects\": [\"/a\", 1]}", "must be a string array");
+        assert_error("{\"trustedProjects\": null}", "must be a string array (got null)");
+        assert_error("{\"trustedProjects\": [\"/a\", \"rel/b\"]}",
+                     "config key \"trustedProjects\" in ");
+        assert_error("{\"trustedProjects\": [\"/a\", \"rel/b\"]}", "must hold absolute paths (entry 2 does not)");
+        assert_error("{\"trustedProjects\": [\"\"]}", "must hold absolute paths (entry 1 does not)");
+        assert_error("{\"trustedProjects\": [\"/a\\u0000b\"]}", "must hold absolute paths");
 }
 END_TEST
 
@@ -163,8 +172,8 @@ START_TEST(unknown_key_help_lists_all_29_keys) {
                 _cleanup_free_ char *needle = strdup_printf(" %s", k->name);
                 ck_assert_msg(strstr(help, needle), "help lacks %s: %s", k->name, help);
         }
-        size_t el = strlen(e), sl = strlen("providerCooldownEnabled, taskMemoryMax, taskTasksMax, taskCpuWeight, idleExitSec");
-        ck_assert(el > sl && streq(e + el - sl, "providerCooldownEnabled, taskMemoryMax, taskTasksMax, taskCpuWeight, idleExitSec"));
+        size_t el = strlen(e), sl = strlen("providerCooldownEnabled, taskMemoryMax, taskTasksMax, taskCpuWeight, idleExitSec, trustedProjects");
+        ck_assert(el > sl && streq(e + el - sl, "providerCooldownEnabled, taskMemoryMax, taskTasksMax, taskCpuWeight, idleExitSec, trustedProjects"));
 }
 END_TEST
 

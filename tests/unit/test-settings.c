@@ -142,6 +142,7 @@ START_TEST(defaults) {
         ck_assert_ptr_null(s.allowed_dirs);
         ck_assert_ptr_null(s.rw_bind);
         ck_assert_ptr_null(s.ro_bind);
+        ck_assert_ptr_null(s.trusted_projects);
         ck_assert_ptr_null(s.env_denylist);
         ck_assert_ptr_null(s.sandbox_denylist);
         ck_assert_uint_eq(s.wait_default_timeout_ms, 900000);
@@ -298,6 +299,27 @@ START_TEST(lists_union_and_replace) {
 }
 END_TEST
 
+START_TEST(trusted_projects_union) {
+        Settings s;
+        char *err = NULL;
+        _cleanup_strv_free_ char **warnings = NULL;
+        char *env[] = {"TASKFERRY_TRUSTED_PROJECTS=/e1, rel/x ,/shared,", NULL};
+        ck_assert_int_eq(resolve(&s, "{\"trustedProjects\": [\"/shared\", \"/c1\"]}", env, &warnings, &err), 0);
+        /* env first, then the file, each once; a relative env entry dropped, said */
+        assert_list(s.trusted_projects, (const char *const[]) {"/e1", "/shared", "/c1", NULL});
+        ck_assert_uint_eq(strv_length(warnings), 1);
+        ck_assert_str_eq(warnings[0], "TASKFERRY_TRUSTED_PROJECTS entry rel/x is not an absolute path; ignored");
+        settings_done(&s);
+        ck_assert_ptr_null(s.trusted_projects);
+        strv_free(warnings), warnings = NULL;
+        char *none[] = {NULL};
+        ck_assert_int_eq(resolve(&s, "{\"trustedProjects\": []}", none, &warnings, &err), 0);
+        ck_assert_ptr_null(s.trusted_projects);
+        ck_assert_ptr_null(warnings);
+        settings_done(&s);
+}
+END_TEST
+
 START_TEST(provider_limits) {
         Settings s;
         char *err = NULL;
@@ -386,7 +408,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("settings");
         TCase *tc = tf_tcase(s, "settings", NULL, NULL, 0, TF_TESTS(defaults, booleans, strings, start_errors,
-                lists_union_and_replace, provider_limits, scope_limits, cli_side_keys,
+                lists_union_and_replace, trusted_projects_union, provider_limits, scope_limits, cli_side_keys,
                 load_reads_the_file_once_and_fails_loudly));
         TF_LOOP(tc, every_number_env_over_config_over_default, number_keys);
         return tf_run_suite(s);

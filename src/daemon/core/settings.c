@@ -174,6 +174,24 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
             config_list_append(&s->ro_bind, ENV("TASKFERRY_RO_BIND")) < 0 ||
             config_list_append(&s->ro_bind, config_string(cfg, "roBind")) < 0)
                 return -ENOMEM;
+        /* trusted repositories: env (comma list) ∪ config (array); relative
+         * env entries are dropped (config.c refuses them in the file) */
+        _cleanup_strv_free_ char **trusted = NULL;
+        if (config_list_append(&trusted, ENV("TASKFERRY_TRUSTED_PROJECTS")) < 0) return -ENOMEM;
+        json_object *tp = NULL;
+        if (cfg && json_object_object_get_ex(cfg, "trustedProjects", &tp) && json_object_is_type(tp, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(tp); i++) {
+                        const char *e = json_object_get_string(json_object_array_get_idx(tp, i));
+                        if (e && !strv_contains(trusted, e) && strv_push(&trusted, e) < 0) return -ENOMEM;
+                }
+        for (char **t = trusted; t && *t; t++) {
+                if ((*t)[0] == '/') {
+                        if (strv_push(&s->trusted_projects, *t) < 0) return -ENOMEM;
+                } else if (ret_warnings &&
+                           strv_pushf(ret_warnings, "TASKFERRY_TRUSTED_PROJECTS entry %s is not an absolute path; ignored",
+                                      *t) < 0)
+                        return -ENOMEM;
+        }
         if ((ad_env || ad_cfg) && ret_warnings &&
             strv_push(ret_warnings,
                       "TASKFERRY_ALLOWED_DIRS / config allowedDirs is deprecated; use TASKFERRY_RW_BIND / rwBind "
@@ -315,6 +333,7 @@ void settings_done(Settings *s) {
         strv_free(s->allowed_dirs);
         strv_free(s->rw_bind);
         strv_free(s->ro_bind);
+        strv_free(s->trusted_projects);
         strv_free(s->env_denylist);
         strv_free(s->sandbox_denylist);
         free(s->default_executor);

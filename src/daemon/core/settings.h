@@ -47,7 +47,11 @@ typedef struct Settings {
         char **rw_bind;                            /* TASKFERRY_RW_BIND ∪ config rwBind ∪ allowed_dirs; unioned with
                                                       each dispatch's rwBind */
         char **ro_bind;                            /* TASKFERRY_RO_BIND ∪ config roBind */
-        char **trusted_projects;                   /* TASKFERRY_TRUSTED_PROJECTS ∪ config trustedProjects (placeholder) */
+        char **trusted_projects;                   /* TASKFERRY_TRUSTED_PROJECTS (comma list; relative entries
+                                                      dropped with a warning) ∪ config trustedProjects (absolute
+                                                      paths), as written, not realpath'd: the repositories whose
+                                                      .taskferry.toml roBind may reach outside them
+                                                      (project-config.h) */
         char **env_denylist;                       /* TASKFERRY_ENV_DENYLIST if set (replaces), else config */
         char **sandbox_denylist;                   /* TASKFERRY_SANDBOX_DENYLIST if set (replaces), else config
                                                       (extra deny dirs or files beside the fixed list) */

@@ -213,8 +213,14 @@ static int project_ro_binds(Task *t, char ***ret) {
         protected_ = strv_copy(deny);
         for (char **p = structural; p && *p; p++)
                 if ((r = strv_push(&protected_, *p)) < 0) goto out;
-        r = project_binds_resolve(cfg.ro_bind, repo, m->paths.home, m->settings.trusted_projects, protected_, ret,
-                                  &bind_warning);
+        _cleanup_strv_free_ char **trusted = calloc(1, sizeof(char *));
+        if (!trusted) r = -ENOMEM;
+        for (char **p = m->settings.trusted_projects; r >= 0 && p && *p; p++) {
+                _cleanup_free_ char *real = realpath(*p, NULL);
+                if (real) r = strv_push(&trusted, real);
+        }
+        if (r >= 0)
+                r = project_binds_resolve(cfg.ro_bind, repo, m->paths.home, trusted, protected_, ret, &bind_warning);
         if (r < 0) goto out;
         const char *parts[] = {cfg.warning, bind_warning};
         _cleanup_free_ char *warning = NULL;
