@@ -108,6 +108,11 @@ json_object *cli_lean_status(json_object *detail, bool full) {
                 return NULL;
         if (cli_json_truthy(get(detail, PK_changesetWarnings)) && copy_key(lean, detail, PK_changesetWarnings) < 0)
                 return NULL;
+        /* HEAD moved while the worker ran; headDriftRecovered null: not told */
+        if (cli_json_truthy(get(detail, PK_headDriftFrom)) &&
+            (copy_key(lean, detail, PK_headDriftFrom) < 0 || copy_key(lean, detail, PK_headDriftTo) < 0 ||
+             copy_key(lean, detail, PK_headDriftRecovered) < 0))
+                return NULL;
         json_object *check = get(detail, PK_checkStatus);
         if (check && !(json_object_is_type(check, json_type_string) && streq(json_object_get_string(check), "none"))) {
                 if (copy_key(lean, detail, PK_checkStatus) < 0 || copy_key(lean, detail, PK_checkCommand) < 0 ||
@@ -201,6 +206,15 @@ static json_object *list_row(json_object *row) {
         const char *check = json_get_string(row, PK_checkStatus);
         if (check && !streq(check, "none") && json_add_string(out, "check", check) < 0) return NULL;
         if (cli_json_truthy(get(row, PK_failureReason)) && copy_key(out, row, PK_failureReason) < 0) return NULL;
+        /* the drift marker: HEAD moved while the worker ran, and whether the
+         * changeset still merges into the live tree ("unknown": not told) */
+        if (cli_json_truthy(get(row, PK_headDriftFrom))) {
+                json_object *rec = get(row, PK_headDriftRecovered);
+                const char *mark = !rec || !json_object_is_type(rec, json_type_boolean) ? "unknown"
+                                   : json_object_get_boolean(rec)                     ? "merges"
+                                                                                      : "conflicts";
+                if (json_add_string(out, "headDrift", mark) < 0) return NULL;
+        }
         return TAKE_PTR(out);
 }
 

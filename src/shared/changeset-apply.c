@@ -143,16 +143,16 @@ int stage_patch_paths(const git_ctx *g0, const char *index_name, const char *sta
         return r;
 }
 
-/* `git apply --check`, then `git apply`. The check does not see every way
+/* `git apply --check`, then (unless check_only) `git apply`. The check does not see every way
  * a write can fail (a read-only directory, a full disk): if the apply
  * fails after it, what it wrote is put back (the live contents of the
  * touched paths were staged first), so the tree is never left half
  * applied. 1 applied, 0 not (tree as it was, *reason set), -errno (only
  * when restoring failed too: *reason says so). */
-static int apply_check_then_apply(const git_ctx *g, const char *patch, char **reason) {
+static int apply_check_then_apply(const git_ctx *g, const char *patch, bool check_only, char **reason) {
         run_result rr;
         int r = git_apply_check(g, g->work_tree, false, patch, reason);
-        if (r <= 0) return r;
+        if (r <= 0 || check_only) return r;
         _cleanup_free_ char *before = NULL, *serr = NULL;
         if ((r = stage_patch_paths(g, "before-apply-index", NULL, patch, &before, &serr)) < 0) {
                 *reason = strdup_printf("cannot record the live files before applying: %s", serr ? serr : strerror(-r));
@@ -236,7 +236,8 @@ int apply_scratch(char **ret, char **reason) {
         return 0;
 }
 
-int apply_plain(const char *directory, const char *patch_path, bool check_applied, char **reason) {
+int apply_plain(const char *directory, const char *patch_path, apply_mode mode, char **reason) {
+        bool check_applied = mode == APPLY_IS_APPLIED, check_only = mode == APPLY_CHECK;
         if (isempty(directory) || isempty(patch_path)) {
                 *reason = strdup("invalid arguments");
                 return -EINVAL;
@@ -253,7 +254,7 @@ int apply_plain(const char *directory, const char *patch_path, bool check_applie
         else if (r >= 0 && (r = patch_plants_repository(&g, patch, reason)) != 0)
                 r = r > 0 ? 0 : r;
         else if (r >= 0) {
-                r = apply_check_then_apply(&g, patch, reason);
+                r = apply_check_then_apply(&g, patch, check_only, reason);
                 if (r == 0) {
                         /* The plain patch does not fit the live tree: try a
                          * 3-way merge away from it. */
@@ -262,7 +263,7 @@ int apply_plain(const char *directory, const char *patch_path, bool check_applie
                         if (r3 == 2)
                                 r = 1;
                         else if (r3 == 1) {
-                                r = apply_check_then_apply(&g, rebased, reason);
+                                r = apply_check_then_apply(&g, rebased, check_only, reason);
                                 if (r == 0) {
                                         _cleanup_free_ char *second = TAKE_PTR(*reason);
                                         *reason = strdup_printf("%s\n3-way merged patch did not apply: %s",

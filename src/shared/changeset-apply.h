@@ -25,7 +25,17 @@ int apply_open(const char *directory, const char *patch_path, char **ret_dir, ch
  * that the caller removes: 0, or -errno with *reason set. */
 int apply_scratch(char **ret, char **reason);
 
-/* changeset_apply() (check_applied false: 1 applied, 0 not, *reason set) or
- * changeset_is_applied() (true: 1 the tree already holds the patch, 0 not),
- * -errno (*reason set where there is something to say). */
-int apply_plain(const char *directory, const char *patch_path, bool check_applied, char **reason);
+/* What an apply does: write the live tree (changeset_apply()), only judge
+ * whether it would apply, everything up to the write (changeset_check_3way()),
+ * or ask whether the tree already holds the patch (changeset_is_applied()). */
+typedef enum apply_mode {
+        APPLY_WRITE,
+        APPLY_CHECK,
+        APPLY_IS_APPLIED,
+} apply_mode;
+
+/* changeset_apply() (APPLY_WRITE: 1 applied, 0 not, *reason set), the same
+ * without writing (APPLY_CHECK: 1 would apply, 0 not, *reason set) or
+ * changeset_is_applied() (APPLY_IS_APPLIED: 1 the tree already holds the
+ * patch, 0 not), -errno (*reason set where there is something to say). */
+int apply_plain(const char *directory, const char *patch_path, apply_mode mode, char **reason);

@@ -301,7 +301,8 @@ static int write_out_rollback(const git_ctx *g, const char *tree_o, const char *
 }
 
 int merge_apply(const char *directory, const char *patch_path, const char *base_tree, const char *base_dir,
-                bool check_only, char **reason) {
+                apply_mode mode, char **reason) {
+        bool check_only = mode == APPLY_IS_APPLIED;
         _cleanup_free_ char *dir = NULL, *patch = NULL, *scratch = NULL;
         int r = apply_open(directory, patch_path, &dir, &patch, reason);
         if (r <= 0) return r < 0 ? r : check_only ? 0 : 1;
@@ -340,11 +341,11 @@ int merge_apply(const char *directory, const char *patch_path, const char *base_
                         /* no 3-way merge with this git: the patch's own check-then-apply */
                         (void) rm_rf(scratch);
                         if (check_only) return changeset_is_applied(directory, patch_path);
-                        return apply_plain(directory, patch_path, false, reason);
+                        return apply_plain(directory, patch_path, mode, reason);
                 }
                 if (check_only) r = m == 2;
                 else if (m == 2) {
-                        write_out_prune(&g, cs_paths);
+                        if (mode == APPLY_WRITE) write_out_prune(&g, cs_paths);
                         r = 1;
                 }
                 else if (m == 1) {
@@ -354,7 +355,7 @@ int merge_apply(const char *directory, const char *patch_path, const char *base_
                                 /* git judges the paths as before; then our crash-safe write-out */
                                 r = git_apply_check(&g, g.work_tree, false, merged, reason);
                                 bool rolled_back = false;
-                                if (r > 0) r = write_out(&g, tree_o, tree_m, cs_paths, reason);
+                                if (r > 0 && mode == APPLY_WRITE) r = write_out(&g, tree_o, tree_m, cs_paths, reason);
                                 if (r < 0) {
                                         r = write_out_rollback(&g, tree_o, merged, cs_paths, r, reason);
                                         rolled_back = true;

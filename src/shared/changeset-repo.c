@@ -106,6 +106,26 @@ int host_git_path(const char *dir, const char *what, const char *arg, char **ret
         return r;
 }
 
+int host_git_head(const char *dir, char **ret) {
+        _cleanup_strv_free_ char **env = NULL;
+        if (host_env(&env) < 0) return -ENOMEM;
+        char *argv[] = {(char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-C", (char *) dir,
+                        (char *) "rev-parse", (char *) "--verify", (char *) "-q", (char *) "HEAD", NULL};
+        run_result rr;
+        if (run_command(argv, env, "/", SMALL_MAX, -1, &rr) < 0) return 0;
+        int r = 0;
+        if (rr.exit_code == 0 && rr.out) {
+                cs_strip_trailing_space(rr.out);
+                if (cs_is_oid(rr.out)) r = (*ret = strdup(rr.out)) ? 1 : -ENOMEM;
+        }
+        run_result_done(&rr);
+        if (r != 0) return r;
+        /* an unborn HEAD: a repository all the same */
+        _cleanup_free_ char *common = NULL;
+        if (host_git_path(dir, "--git-common-dir", NULL, &common) <= 0) return 0;
+        return (*ret = strdup("4b825dc642cb6eb9a060e54bf8d69288fbee4904")) ? 1 : -ENOMEM;
+}
+
 /* `git -C dir config --path --get <key>` in the host view: 0 with the value
  * in *ret (NULL when it is unset or empty), -errno. */
 static int host_config_path(char **env, const char *dir, const char *key, char **ret) {

@@ -29,6 +29,12 @@ int repo_info_gather(const char *dir, repo_info *ri);
  * (git printed no absolute path), -errno. */
 int host_git_path(const char *dir, const char *what, const char *arg, char **ret);
 
+/* Ask git (host view, read-only) for the commit dir's HEAD is at:
+ * `rev-parse --verify -q HEAD`, or git's empty tree for a repository whose
+ * HEAD is unborn (what the shim records at launch). 1 with the id in *ret,
+ * 0 when it cannot be told (no repository, git missing or failing), -ENOMEM. */
+int host_git_head(const char *dir, char **ret);
+
 /* The index file of the work tree whose top is dir, or NULL (none, not a
  * regular file, out of memory). */
 char *host_index_path(const char *dir);

@@ -54,6 +54,7 @@
 #include "changeset-extract.h"
 #include "changeset-git.h"
 #include "changeset-merge.h"
+#include "changeset-repo.h"
 #include "changeset-snapshot.h"
 #include "macro.h"
 #include "fs-util.h"
@@ -139,26 +140,45 @@ int changeset_snapshot(const char *directory, const char *pre_head, const char *
 
 int changeset_is_applied(const char *directory, const char *patch_path) {
         _cleanup_free_ char *reason = NULL;
-        return apply_plain(directory, patch_path, true, &reason);
+        return apply_plain(directory, patch_path, APPLY_IS_APPLIED, &reason);
 }
 
 int changeset_apply(const char *directory, const char *patch_path, char **reason) {
         _cleanup_free_ char *text = NULL;
-        int r = apply_plain(directory, patch_path, false, &text);
+        int r = apply_plain(directory, patch_path, APPLY_WRITE, &text);
         if (r < 0 && !text) text = strdup(strerror(-r));
+        if (reason) *reason = r > 0 ? NULL : TAKE_PTR(text);
+        return r;
+}
+
+/* The accept and its dry run: one path up to the write (merge_apply). */
+static int apply_3way(const char *directory, const char *patch_path, const char *base_dir, apply_mode mode,
+                      char **reason) {
+        _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(base_dir) : NULL, *text = NULL;
+        int r = !base_tree ? apply_plain(directory, patch_path, mode, &text)
+                : isempty(directory) || isempty(patch_path) ? -EINVAL
+                : merge_apply(directory, patch_path, base_tree, base_dir, mode, &text);
+        if (r < 0 && !text) text = strdup(strerror(-r));
+        /* a dry run never applies anything: the accept's closing words say nothing then */
+        static const char tail[] = "; nothing was applied";
+        size_t n = text ? strlen(text) : 0;
+        if (mode == APPLY_CHECK && n >= sizeof tail - 1 && streq(text + n - (sizeof tail - 1), tail))
+                text[n - (sizeof tail - 1)] = 0;
         if (reason) *reason = r > 0 ? NULL : TAKE_PTR(text);
         return r;
 }
 
 int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **reason) {
-        _cleanup_free_ char *base_tree = git_has_merge_tree() ? base_tree_read(base_dir) : NULL;
-        if (!base_tree) return changeset_apply(directory, patch_path, reason);
-        _cleanup_free_ char *text = NULL;
-        int r = isempty(directory) || isempty(patch_path) ? -EINVAL
-                                                           : merge_apply(directory, patch_path, base_tree, base_dir, false, &text);
-        if (r < 0 && !text) text = strdup(strerror(-r));
-        if (reason) *reason = r > 0 ? NULL : TAKE_PTR(text);
-        return r;
+        return apply_3way(directory, patch_path, base_dir, APPLY_WRITE, reason);
+}
+
+int changeset_live_head(const char *directory, char **ret) {
+        *ret = NULL;
+        return isempty(directory) ? 0 : host_git_head(directory, ret);
+}
+
+int changeset_check_3way(const char *directory, const char *patch_path, const char *base_dir, char **reason) {
+        return apply_3way(directory, patch_path, base_dir, APPLY_CHECK, reason);
 }
 
 int changeset_is_applied_3way(const char *directory, const char *patch_path, const char *base_dir) {
@@ -166,5 +186,5 @@ int changeset_is_applied_3way(const char *directory, const char *patch_path, con
         if (!base_tree) return changeset_is_applied(directory, patch_path);
         _cleanup_free_ char *reason = NULL;
         if (isempty(directory) || isempty(patch_path)) return -EINVAL;
-        return merge_apply(directory, patch_path, base_tree, base_dir, true, &reason);
+        return merge_apply(directory, patch_path, base_tree, base_dir, APPLY_IS_APPLIED, &reason);
 }

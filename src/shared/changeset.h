@@ -71,6 +71,21 @@ int changeset_snapshot(const char *directory, const char *pre_head, const char *
  * Returns 1 applied (also when the live tree already holds every change),
  * 0 not applied (tree untouched, *reason set), -errno. */
 int changeset_apply_3way(const char *directory, const char *patch_path, const char *base_dir, char **reason);
+/* The commit the live directory's HEAD is at now, read by the host's git
+ * (read-only; no hook runs), or git's empty tree when HEAD is unborn: the
+ * same spelling as the task's preDispatchHead, so the two compare. 1 with
+ * *ret set, 0 when it cannot be told (not a repository, git failing),
+ * -ENOMEM. */
+int changeset_live_head(const char *directory, char **ret);
+
+/* The dry run of changeset_apply_3way(): every step of it (the merge, the
+ * checks of the merged result against the live tree) but the write; the
+ * live tree and its index are only read. For a settlement that finds HEAD
+ * moved while the worker ran. Returns 1 the accept would apply now (also
+ * when the live tree already holds every change), 0 it would not (*reason
+ * = what the accept would say, naming the conflicting paths), -errno
+ * (*reason set). */
+int changeset_check_3way(const char *directory, const char *patch_path, const char *base_dir, char **reason);
 /* Does the live directory already hold every change of the changeset (the
  * 3-way merge would change nothing)? Falls back to changeset_is_applied()
  * without a base. 1 yes, 0 no, -errno. */

@@ -92,6 +92,22 @@ int sandbox_mounts_push(sandbox_mount **m, size_t *n, sandbox_mount_op op, const
         return 0;
 }
 
+/* o[key] = [{"src", "dest"}, ...] of the n seeds. */
+static int seeds_to_json(json_object *o, const char *key, const sandbox_seed *seeds, size_t n) {
+        _cleanup_json_ json_object *a = json_object_new_array();
+        if (!a) return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_new_object();
+                if (!e || json_object_array_add(a, e) < 0) {
+                        json_object_put(e);
+                        return -ENOMEM;
+                }
+                int r;
+                if ((r = add_str(e, "src", seeds[i].src)) < 0 || (r = add_str(e, "dest", seeds[i].dest)) < 0) return r;
+        }
+        return json_add(o, key, TAKE_PTR(a));
+}
+
 static int sandbox_to_json(const launch_sandbox *sb, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         int r;
@@ -115,18 +131,10 @@ static int sandbox_to_json(const launch_sandbox *sb, json_object **ret) {
         }
         if ((r = json_add(o, "mounts", TAKE_PTR(mounts))) < 0) return r;
         if ((r = add_obj(o, "dirs", strv_to_json(sb->dirs))) < 0) return r;
-        _cleanup_json_ json_object *seeds = json_object_new_array();
-        if (!seeds) return -ENOMEM;
-        for (size_t i = 0; i < sb->n_seeds; i++) {
-                json_object *e = json_object_new_object();
-                if (!e || json_object_array_add(seeds, e) < 0) {
-                        json_object_put(e);
-                        return -ENOMEM;
-                }
-                if ((r = add_str(e, "src", sb->seeds[i].src)) < 0 || (r = add_str(e, "dest", sb->seeds[i].dest)) < 0)
-                        return r;
-        }
-        if ((r = json_add(o, "seeds", TAKE_PTR(seeds))) < 0) return r;
+        if ((r = seeds_to_json(o, "seeds", sb->seeds, sb->n_seeds)) < 0) return r;
+        /* optional: only a launch seeded from a parent task's result has them */
+        if (sb->n_upper_seeds > 0 && (r = seeds_to_json(o, "upperSeeds", sb->upper_seeds, sb->n_upper_seeds)) < 0)
+                return r;
         if (sb->overlay) {
                 _cleanup_json_ json_object *ov = json_object_new_object();
                 if (!ov) return -ENOMEM;
@@ -270,15 +278,20 @@ static void launch_overlay_free(launch_overlay *o) {
         free(o);
 }
 
+static void seeds_free(sandbox_seed *seeds, size_t n) {
+        for (size_t i = 0; seeds && i < n; i++) {
+                free(seeds[i].src);
+                free(seeds[i].dest);
+        }
+        free(seeds);
+}
+
 static void launch_sandbox_free(launch_sandbox *sb) {
         if (!sb) return;
         sandbox_mounts_free(sb->mounts, sb->n_mounts);
         strv_free(sb->dirs);
-        for (size_t i = 0; sb->seeds && i < sb->n_seeds; i++) {
-                free(sb->seeds[i].src);
-                free(sb->seeds[i].dest);
-        }
-        free(sb->seeds);
+        seeds_free(sb->seeds, sb->n_seeds);
+        seeds_free(sb->upper_seeds, sb->n_upper_seeds);
         launch_overlay_free(sb->overlay);
         free(sb);
 }
@@ -358,9 +371,28 @@ static int disk_from_json(json_object *j, launch_disk **ret) {
         return 0;
 }
 
+/* [{"src": "/abs", "dest": "/abs"}, ...] (a NULL a: not an array) into *seeds, *n. */
+static int seeds_from_json(json_object *a, sandbox_seed **seeds, size_t *n) {
+        if (!a) return -EBADMSG;
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *e = json_object_array_get_idx(a, i);
+                static const char *const skeys[] = {"src", "dest"};
+                int r = check_keys(e, skeys, ELEMENTSOF(skeys));
+                if (r < 0) return r;
+                sandbox_seed *ns = realloc(*seeds, (*n + 1) * sizeof *ns);
+                if (!ns) return -ENOMEM;
+                *seeds = ns;
+                ns[*n] = (sandbox_seed){0};
+                (*n)++;
+                if ((r = get_str(e, "src", false, true, &ns[*n - 1].src)) < 0) return r;
+                if ((r = get_str(e, "dest", false, true, &ns[*n - 1].dest)) < 0) return r;
+        }
+        return 0;
+}
+
 static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
-        static const char *const keys[] = {"uid", "gid", "mounts", "dirs", "seeds", "overlay", "shareNet"};
-        int r = check_keys(j, keys, ELEMENTSOF(keys));
+        static const char *const keys[] = {"uid", "gid", "mounts", "dirs", "seeds", "overlay", "shareNet", "upperSeeds"};
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 1); /* "upperSeeds" is optional */
         if (r < 0) return r;
         _cleanup_(launch_sandbox_freep) launch_sandbox *sb = calloc(1, sizeof *sb);
         if (!sb) return -ENOMEM;
@@ -374,20 +406,10 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
         for (size_t i = 0; i < json_object_array_length(a); i++)
                 if ((r = mount_from_json(json_object_array_get_idx(a, i), sb)) < 0) return r;
         if ((r = get_strv(j, "dirs", true, false, &sb->dirs)) < 0) return r;
-        a = json_get_array(j, "seeds");
-        if (!a) return -EBADMSG;
-        for (size_t i = 0; i < json_object_array_length(a); i++) {
-                json_object *e = json_object_array_get_idx(a, i);
-                static const char *const skeys[] = {"src", "dest"};
-                if ((r = check_keys(e, skeys, ELEMENTSOF(skeys))) < 0) return r;
-                sandbox_seed *ns = realloc(sb->seeds, (sb->n_seeds + 1) * sizeof *ns);
-                if (!ns) return -ENOMEM;
-                sb->seeds = ns;
-                ns[sb->n_seeds] = (sandbox_seed){0};
-                sb->n_seeds++;
-                if ((r = get_str(e, "src", false, true, &ns[sb->n_seeds - 1].src)) < 0) return r;
-                if ((r = get_str(e, "dest", false, true, &ns[sb->n_seeds - 1].dest)) < 0) return r;
-        }
+        if ((r = seeds_from_json(json_get_array(j, "seeds"), &sb->seeds, &sb->n_seeds)) < 0) return r;
+        if (json_object_object_get_ex(j, "upperSeeds", NULL) &&
+            (r = seeds_from_json(json_get_array(j, "upperSeeds"), &sb->upper_seeds, &sb->n_upper_seeds)) < 0)
+                return r;
         json_object *ov = NULL;
         (void) json_object_object_get_ex(j, "overlay", &ov);
         if (ov) {

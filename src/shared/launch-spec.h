@@ -29,6 +29,11 @@
  *                                            the task's executor homes (executor-home.h)
  *       "seeds": [{"src": "/abs", "dest": "/abs"}, ...]
  *                                            trees the shim copies before bwrap runs (a resumed session)
+ *       "upperSeeds": [{"src": "/abs", "dest": "/abs"}, ...]   optional (absent: none)
+ *                                            overlay upper dirs the shim copies into this task's upper dirs
+ *                                            before the overlay is mounted, whiteouts, opaque directories and
+ *                                            modes kept (a parent task's result: --parent-task); a failed
+ *                                            copy is a spawn error, with the uppers emptied again
  *       "overlay": null | {"lower": D, "upper": U, "work": W},   copy-on-write overlay of "directory"
  *                                            (mounted where the "target" mount stands)
  *       "shareNet": true
@@ -114,6 +119,8 @@ typedef struct launch_sandbox {
         char **dirs;             /* strv */
         sandbox_seed *seeds;
         size_t n_seeds;
+        sandbox_seed *upper_seeds; /* "upperSeeds" */
+        size_t n_upper_seeds;
         launch_overlay *overlay; /* NULL: plain --bind of directory */
         bool share_net;
         /* not serialized: set by the shim where /proc/sys is read-only (a

@@ -38,10 +38,10 @@
         X(headDriftTo) X(headDriftRecovered) X(acceptStartedAt) X(summaryOf)    \
         X(unit)                                                                 \
         /* overlayDirs {root, upperDir, workDir, tmpRoot, rwBinds[],            \
-         * rwFileBinds[]}, an rwBinds entry {path, upperDir, workDir, stage,    \
-         * worktree} */                                                         \
+         * rwFileBinds[], seededFrom}, an rwBinds entry {path, upperDir,        \
+         * workDir, stage, worktree} */                                         \
         X(root) X(upperDir) X(workDir) X(tmpRoot) X(rwBinds) X(rwFileBinds)     \
-        X(stage) X(worktree)                                                    \
+        X(stage) X(worktree) X(seededFrom)                                      \
         /* summaryOf, and task.summary's report */                              \
         X(sourceStatus) X(capturedAt) X(sourceTaskId) X(sourceLogBytes)         \
         X(summaryInputBytes) X(summaryTask) X(summary)                          \

@@ -43,6 +43,7 @@
 #include "process-util.h"
 #include "sandbox-plan.h"
 #include "sandbox.h"
+#include "upper-seed.h"
 #include "signal-util.h"
 #include "string-util.h"
 #include "strv.h"
@@ -595,6 +596,12 @@ static int start_and_monitor(shim *s) {
                 }
                 r = prepare_homes(sb);
                 if (r < 0) return fail_spawn(s, "cannot prepare the task's executor homes: %s", strerror(-r));
+                /* a parent task's result, into the still empty upper dirs (upper-seed.h) */
+                _cleanup_free_ char *seed_err = NULL;
+                r = upper_seeds_copy(sb->upper_seeds, sb->n_upper_seeds, &seed_err);
+                if (r < 0)
+                        return fail_spawn(s, "cannot start from the parent task's changes: %s",
+                                          seed_err ? seed_err : strerror(-r));
         }
 
         r = capture_head(spec->directory, &s->pre_dispatch_head);

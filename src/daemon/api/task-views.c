@@ -434,6 +434,11 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                         for (size_t k = 0; row && k < ELEMENTSOF(keys); k++) task_copy_key(row, t, keys[k]);
                         /* job: the timer job a task came from, only when set (additive, for `job list`) */
                         if (row && task_record_is_set(&t->rec, TASK_KEY_job)) task_copy_key(row, t, TASK_KEY_job);
+                        /* HEAD drift, only when set (additive, for `list`'s drift marker) */
+                        if (row && task_record_is_set(&t->rec, TASK_KEY_head_drift_from)) {
+                                task_copy_key(row, t, TASK_KEY_head_drift_from);
+                                task_copy_key(row, t, TASK_KEY_head_drift_recovered);
+                        }
                         if (row) row_prerender(row);
                         t->list_row = row;
                         t->list_row_generation = t->generation;

@@ -110,6 +110,32 @@ static void change_job_done(Manager *m, void *userdata, json_object *res, int er
         change_jobs_kick(m);
 }
 
+/* The parent's superseding reject has no one to answer. */
+static void superseded_done(void *userdata, int rc, json_object *result, const char *reason) {
+        char *id = userdata;
+        if (rc < 0 && rc != -ECANCELED) log_warning("cannot remove the overlay of superseded task %s: %s", id, strempty(reason));
+        json_object_put(result);
+        free(id);
+}
+
+/* t's accepted changeset started from its parent's pending one
+ * (overlay-seed.h, overlayDirs.seededFrom) and so included it: the
+ * parent's is superseded, rejected with its overlay released as a reject
+ * releases it. A parent no longer pending (accepted or rejected meanwhile)
+ * is left as it is. */
+static void supersede_parent(Manager *m, Task *t, const char *parent_id) {
+        Task *p = parent_id ? manager_find_task(m, parent_id) : NULL;
+        if (!p || p == t || p->rec.changeset_status != CHANGESET_PENDING || !task_is_settled(p) || p->busy) return;
+        _cleanup_free_ char *why = strdup_printf("superseded by %s, whose accepted changeset included this one", t->id);
+        if (why) task_set_str(p, TASK_KEY_changeset_error, why);
+        _cleanup_free_ char *reason = NULL, *id = strdup(p->id);
+        if (!id) return;
+        if (change_start(m, p, false, superseded_done, id, &reason) < 0)
+                log_warning("cannot reject superseded task %s: %s", p->id, strempty(reason));
+        else
+                TAKE_PTR(id); /* superseded_done frees it */
+}
+
 static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res, change_done_fn done, void *userdata) {
         if (!res) {
                 task_persist(t);
@@ -138,9 +164,14 @@ static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res
                 return done(userdata, 0, o, NULL);
         }
         bool removed = json_get_bool(res, "removed", false);
+        json_object *od = t->rec.overlay_dirs;
+        _cleanup_free_ char *seeded_from = accept && od && json_get_string(od, PK_seededFrom)
+                                                   ? strdup(json_get_string(od, PK_seededFrom))
+                                                   : NULL;
         if (removed) task_set_null(t, TASK_KEY_overlay_dirs);
         if (accept) (void) task_decide_changeset(t, CHANGESET_ACCEPTED);
         task_persist(t);
+        if (seeded_from) supersede_parent(m, t, seeded_from);
         /* the decision is durable before the caller hears of it */
         int k = manager_flush(m);
         if (k < 0) log_warning_errno(k, "cannot flush tasks.json after deciding %s", t->id);

@@ -18,6 +18,7 @@
 #include "protocol-keys.h"
 #include "sandbox-plan.h"
 #include "run/launch.h"
+#include "run/overlay-seed.h"
 #include "core/manager.h"
 #include "core/settings.h"
 #include "core/task.h"
@@ -286,6 +287,11 @@ static int overlay_prepare(Task *t) {
         git_dirs_done(&gd);
         json_add(od, PK_rwBinds, rwb);
         json_add(od, PK_rwFileBinds, json_object_new_array());
+        /* --parent-task: the shim starts these uppers from the parent's (overlay-seed.h) */
+        if (overlay_seed_choose(t, od) < 0) {
+                json_object_put(od);
+                return -ENOMEM;
+        }
         return task_set_json(t, TASK_KEY_overlay_dirs, od);
 }
 
@@ -678,12 +684,14 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                         ov.upper = (char *) json_get_string(od, PK_upperDir);
                         ov.work = (char *) json_get_string(od, PK_workDir);
                         sb.overlay = &ov;
+                        if (overlay_seed_spec(t, &sb.upper_seeds, &sb.n_upper_seeds) < 0) sb.n_upper_seeds = 0;
                 }
                 spec.sandbox = &sb;
         }
         launch_disk disk = {0};
         _cleanup_strv_free_ char **disk_paths = NULL;
         if (task_disk_budget(t, sandbox, &disk, &disk_paths) < 0) {
+                overlay_seeds_free(sb.upper_seeds, sb.n_upper_seeds);
                 executor_home_done(&home);
                 sandbox_mounts_free(sb.mounts, sb.n_mounts);
                 return set_error(reason, -ENOMEM, "out of memory");
@@ -694,6 +702,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
         /* the spec owns nothing of these: they were borrowed from home and sb */
         sb.dirs = NULL;
         sb.seeds = NULL;
+        overlay_seeds_free(sb.upper_seeds, sb.n_upper_seeds);
         executor_home_done(&home);
         sandbox_mounts_free(sb.mounts, sb.n_mounts);
         if (memfd < 0) return set_error(reason, memfd, "cannot pass the launch spec to taskferry-shim");

@@ -129,6 +129,40 @@ static int earlier_attempt(json_object *od, const char *patch, char **ret_discar
         return 0;
 }
 
+/* HEAD drift: the target's HEAD moved while the worker ran (a commit, a
+ * checkout). Adds to ex_res where it moved from and to, and whether the
+ * changeset would merge into the live tree now (changeset_check_3way:
+ * "headDriftRecovered", absent when that could not be told, with
+ * "driftDetail" saying why). An unreadable HEAD is no drift. Runs in the
+ * settlement job. */
+static void drift_probe(Task *t, const char *patch, const char *base, json_object *ex_res) {
+        const char *pre = t->rec.pre_dispatch_head;
+        _cleanup_free_ char *now = NULL, *why = NULL, *detail = NULL;
+        if (!pre || changeset_live_head(t->rec.directory, &now) <= 0 || streq(now, pre)) return;
+        json_add_string(ex_res, PK_headDriftFrom, pre);
+        json_add_string(ex_res, PK_headDriftTo, now);
+        int r = changeset_check_3way(t->rec.directory, patch, base, &why);
+        if (r > 0) {
+                json_add_bool(ex_res, PK_headDriftRecovered, true);
+                return;
+        }
+        if (r == 0) json_add_bool(ex_res, PK_headDriftRecovered, false);
+        detail = strdup_printf("%sHEAD moved from %.7s to %.7s while the worker ran; %s", r < 0 ? "could not evaluate: " : "",
+                               pre, now, why ? why : strerror(-r));
+        json_add_string(ex_res, "driftDetail", detail);
+}
+
+/* Stamp what drift_probe found on the task (the changeset stays pending). */
+static void drift_record(Task *t, json_object *ext) {
+        if (!json_get_string(ext, PK_headDriftFrom)) return;
+        task_set_str(t, TASK_KEY_head_drift_from, json_get_string(ext, PK_headDriftFrom));
+        task_set_str(t, TASK_KEY_head_drift_to, json_get_string(ext, PK_headDriftTo));
+        json_object *rec = json_get(ext, PK_headDriftRecovered);
+        if (rec) task_set_bool(t, TASK_KEY_head_drift_recovered, json_object_get_boolean(rec));
+        else task_set_null(t, TASK_KEY_head_drift_recovered);
+        if (json_get_string(ext, "driftDetail")) task_set_str(t, TASK_KEY_changeset_error, json_get_string(ext, "driftDetail"));
+}
+
 static json_object *settle_job_run(void *userdata, int *error) {
         Task *t = userdata;
         const executor *ex = executor_find(strempty(t->rec.executor_id));
@@ -244,6 +278,7 @@ static json_object *settle_job_run(void *userdata, int *error) {
                                         json_object_array_add(arr, json_object_new_string(warnings[i]));
                                 json_add(ex_res, PK_warnings, arr);
                         }
+                        if (r > 0) drift_probe(t, patch, base, ex_res);
                         if (r == 0) {
                                 int k = launch_overlay_remove(t);
                                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
@@ -350,8 +385,10 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                         json_object *warnings = json_get_array(ext, PK_warnings);
                         if (warnings && json_object_array_length(warnings) > 0)
                                 task_set_json(t, TASK_KEY_changeset_warnings, json_object_get(warnings));
-                        if (json_get_bool(ext, "hasChanges", false)) cs = CHANGESET_PENDING;
-                        else {
+                        if (json_get_bool(ext, "hasChanges", false)) {
+                                cs = CHANGESET_PENDING;
+                                drift_record(t, ext);
+                        } else {
                                 cs = CHANGESET_ACCEPTED;
                                 if (json_get_bool(ext, "overlayRemoved", false)) task_set_null(t, TASK_KEY_overlay_dirs);
                         }
