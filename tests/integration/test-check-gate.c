@@ -274,10 +274,122 @@ TF_WORLD_TEST(prompt_names_the_check) {
         free(id), free(id2), free(repo), free(plain);
 }
 
+/* The four kinds of malformed project file: each gives a warning naming the
+ * file, the line and the key (never the value), no gate, and the task runs. */
+TF_WORLD_TEST(malformed_project_files_warn) {
+        static const struct {
+                const char *toml, *line, *key;
+        } cases[] = {
+                {"check = \"true\"\ncheck = [unclosed\n", ":2:", NULL},
+                {"check = \"true\"\nchek = \"sekrit-value\"\n", ":2:", "chek"},
+                {"check = \"true\"\n\ncheck_timeout_seconds = -5\n", ":3:", "check_timeout_seconds"},
+                {"check = 42\n", ":1:", "check"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *dir = strdup_printf("bad%zu", i);
+                char *repo = tf_repo_new(w, dir, "printf 'base\\n' > tracked.txt");
+                tf_write(tf_path(repo, ".taskferry.toml"), cases[i].toml, strlen(cases[i].toml), 0644);
+                json_object *st = NULL;
+                char *id = tf_shell_settled(w, repo, NULL, "echo ran > added.txt; echo ran", &st);
+                ck_assert_msg(streq_ptr(tf_jstr(st, "status"), "done"), "%s", json_to_line(st, NULL));
+                json_object_put(st);
+                st = tf_status_full(w, id);
+                const char *warn = strempty(tf_jstr(st, "projectConfigWarning"));
+                _cleanup_free_ char *file = strdup_printf("%s/.taskferry.toml%s", repo, cases[i].line);
+                ck_assert_msg(strstr(warn, file), "case %zu: %s", i, warn);
+                ck_assert_msg(!cases[i].key || strstr(warn, cases[i].key), "case %zu: %s", i, warn);
+                ck_assert_msg(!strstr(warn, "sekrit-value") && !strstr(warn, "-5"), "case %zu echoes a value: %s", i, warn);
+                ck_assert_msg(!json_get_string(st, "checkStatus"), "case %zu: %s", i, json_to_line(st, NULL));
+                json_object_put(st);
+                free(id), free(repo);
+        }
+}
+
+static void write_user_config(tf_world *w, const char *text) {
+        _cleanup_free_ char *dir = strdup_printf("%s/taskferry", w->cfg), *path = strdup_printf("%s/config.json", dir);
+        (void) mkdir(dir, 0700);
+        tf_write(path, text, strlen(text), 0600);
+}
+
+/* A cloned repository cannot widen its own sandbox: its roBind inside the
+ * repository is mounted read-only; outside it, only with the user's trust;
+ * the deny-list stays on top; $HOME and / never. */
+TF_WORLD_TEST(project_ro_binds_policy) {
+        char *ref = strdup_printf("%s/reference", w->root);
+        ck_assert_int_eq(mkdir(ref, 0755), 0);
+        tf_write(tf_path(ref, "doc.txt"), "ref-doc\n", 8, 0644);
+        char *ssh = strdup_printf("%s/.ssh", w->home);
+        ck_assert_int_eq(mkdir(ssh, 0700), 0);
+        tf_write(tf_path(ssh, "id_ed25519"), "SECRET-KEY\n", 11, 0600);
+        _cleanup_free_ char *toml = strdup_printf("roBind = [\"vendor\", \"%s\", \"%s\", \"%s\", \"/\"]\n", ref, ssh, w->home);
+        char *repo = tf_repo_new(w, NULL, "mkdir vendor && printf 'v\\n' > vendor/lib.txt");
+        tf_write(tf_path(repo, ".taskferry.toml"), toml, strlen(toml), 0644);
+        free(tf_shf(w, repo, "git add -A && git commit -qm toml"));
+        const char *script_fmt = "cat %s/doc.txt 2>&1 | head -1; echo w > vendor/lib.txt 2>/dev/null && echo vendor-writable "
+                                 "|| echo vendor-ro; cat %s/id_ed25519 2>&1 | head -1; true";
+        _cleanup_free_ char *script = strdup_printf(script_fmt, ref, ssh);
+        json_object *st = NULL;
+        char *out = tf_shell_output(w, repo, NULL, script, &st);
+        ck_assert_msg(!strstr(out, "ref-doc"), "an untrusted repo bound %s: %s", ref, out);
+        ck_assert_msg(strstr(out, "vendor-ro"), "vendor/ was writable: %s", out);
+        ck_assert_msg(!strstr(out, "SECRET-KEY"), "%s", out);
+        json_object_put(st);
+
+        /* the user trusts the repository: the outside bind is mounted, the rest still refused */
+        _cleanup_free_ char *cfg = strdup_printf("{\"trustedProjects\": [\"%s\"]}", repo);
+        write_user_config(w, cfg);
+        tf_daemon_stop(w, SIGTERM);
+        json_object *st2 = NULL;
+        char *out2 = tf_shell_output(w, repo, NULL, script, &st2);
+        ck_assert_msg(strstr(out2, "ref-doc"), "a trusted repo's bind is not there: %s", out2);
+        ck_assert_msg(strstr(out2, "vendor-ro") && !strstr(out2, "SECRET-KEY"), "%s", out2);
+        json_object_put(st2);
+        free(out), free(out2), free(repo), free(ref), free(ssh);
+}
+
+/* The warning of the first run names what was refused and why. */
+TF_WORLD_TEST(project_ro_binds_warning) {
+        char *ref = strdup_printf("%s/reference", w->root);
+        ck_assert_int_eq(mkdir(ref, 0755), 0);
+        _cleanup_free_ char *toml = strdup_printf("roBind = [\"%s\", \"%s\", \"/\"]\n", ref, w->home);
+        char *repo = gated_repo(w, toml);
+        json_object *st = NULL;
+        char *id = tf_shell_settled(w, repo, NULL, "true", &st);
+        json_object_put(st);
+        st = tf_status_full(w, id);
+        const char *warn = strempty(tf_jstr(st, "projectConfigWarning"));
+        ck_assert_msg(strstr(warn, "overlaps a protected sandbox mount") && strstr(warn, "not trusted") && strstr(warn, ref),
+                      "%s", warn);
+        json_object_put(st);
+        free(id), free(repo), free(ref);
+}
+
+/* Fix forward: the gate fails; a task dispatched with --parent-task starts
+ * from the parent's changes, fixes them, passes; its accept lands both
+ * changes once and the parent ends rejected. */
+TF_WORLD_TEST(fix_forward_after_failed_gate) {
+        char *repo = gated_repo(w, "check = \"grep -q fixed feature.txt\"\n");
+        char *parent = tf_shell_pending(w, repo, NULL, "printf 'feature\\n' > feature.txt; echo p > part.txt", NULL);
+        json_object_put(wait_check(w, parent, "failed"));
+        const char *extra[] = {"--parent-task", parent, NULL};
+        char *child = tf_shell_pending(w, repo, extra, "test -f part.txt && printf 'fixed\\n' >> feature.txt", NULL);
+        json_object_put(wait_check(w, child, "passed"));
+        tf_accept_ok(w, child);
+        _cleanup_free_ char *feature = tf_read(tf_path(repo, "feature.txt"), NULL), *part = tf_read(tf_path(repo, "part.txt"), NULL);
+        ck_assert_str_eq(feature, "feature\nfixed\n");
+        ck_assert_str_eq(part, "p\n");
+        _cleanup_free_ char *cs = tf_changeset_status(w, parent);
+        ck_assert_str_eq(cs, "rejected");
+        free(parent), free(child), free(repo);
+}
+
 int main(void) {
         Suite *s = suite_create("check-gate");
         tf_add_tests(s, "verdicts", 300, TF_TESTS(gate_passes, no_file_or_no_changes_no_gate, gate_fails_blocks_accept));
         tf_add_tests(s, "running", 300, TF_TESTS(gate_running, gate_timeout, gate_interrupted_reruns));
         tf_add_tests(s, "sandbox", 300, TF_TESTS(gate_env_has_no_taskferry_vars, gate_is_sandboxed, prompt_names_the_check));
+        tf_add_tests(s, "project", 300,
+                     TF_TESTS(malformed_project_files_warn, project_ro_binds_policy, project_ro_binds_warning,
+                              fix_forward_after_failed_gate));
         return tf_run_suite(s);
 }
