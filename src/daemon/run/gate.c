@@ -174,10 +174,12 @@ char *check_refusal_text(const Task *t) {
                              "  command: %s (from .taskferry.toml)\n"
                              "  %s\n"
                              "  output (last %u lines at most):\n%s\n"
-                             "help: the changeset is still pending. Fix forward: resume the worker on top of it with\n"
-                             "  %s\n"
-                             "or, only after verifying the change yourself, land it anyway with taskferry accept %s --force",
-                             status, t->id, cmd, exit_line, CHECK_TAIL_LINES, tail, resume, t->id);
+                             "  fix forward (resume the worker on top of this changeset):\n"
+                             "    %s\n"
+                             "help: the changeset is still pending: fix forward with the dispatch above, or, only after "
+                             "verifying the change yourself, land it anyway with \"taskferry accept %s --force\" "
+                             "(\"taskferry reject %s\" drops it)",
+                             status, t->id, cmd, exit_line, CHECK_TAIL_LINES, tail, resume, t->id, t->id);
 }
 
 /* ---- the run ---- */
