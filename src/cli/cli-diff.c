@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "changeset-paths.h"
 #include "macro.h"
 #include "utf8.h"
 #include "strv.h"
@@ -219,50 +220,9 @@ static int line_abort(cli_diff_filter *f) {
 
 /* ---- names ---- */
 
-static char *unquote_c(const char *s, size_t len, size_t *ret_used) {
-        /* s[0] == '"'; git's quote_c_style */
-        _cleanup_free_ char *out = malloc(len + 1);
-        if (!out) return NULL;
-        size_t o = 0;
-        for (size_t i = 1; i < len; i++) {
-                char c = s[i];
-                if (c == '"') {
-                        out[o] = 0;
-                        if (ret_used) *ret_used = i + 1;
-                        return TAKE_PTR(out);
-                }
-                if (c != '\\') {
-                        out[o++] = c;
-                        continue;
-                }
-                if (++i >= len) return NULL;
-                c = s[i];
-                switch (c) {
-                case 'a': out[o++] = '\a'; break;
-                case 'b': out[o++] = '\b'; break;
-                case 't': out[o++] = '\t'; break;
-                case 'n': out[o++] = '\n'; break;
-                case 'v': out[o++] = '\v'; break;
-                case 'f': out[o++] = '\f'; break;
-                case 'r': out[o++] = '\r'; break;
-                case '"': case '\\': out[o++] = c; break;
-                default:
-                        if (c >= '0' && c <= '3' && i + 2 < len && s[i + 1] >= '0' && s[i + 1] <= '7' &&
-                            s[i + 2] >= '0' && s[i + 2] <= '7') {
-                                char v = (char) (((c - '0') << 6) | ((s[i + 1] - '0') << 3) | (s[i + 2] - '0'));
-                                if (v == 0) return NULL;
-                                out[o++] = v;
-                                i += 2;
-                        } else
-                                return NULL;
-                }
-        }
-        return NULL; /* unterminated */
-}
-
 /* A name as the rest of a "---"/"+++"/"rename from" line writes it. */
 static char *line_name(const char *s, size_t len) {
-        if (len > 0 && s[0] == '"') return unquote_c(s, len, NULL);
+        if (len > 0 && s[0] == '"') return cs_unquote_path(s, len, NULL);
         const char *tab = memchr(s, '\t', len);
         if (tab) len = (size_t) (tab - s);
         return strndup(s, len);
@@ -286,12 +246,12 @@ static int push_name(char ***names, char *name, const char *strip) {
 static int git_line_names(char ***names, const char *s, size_t len) {
         if (len > 0 && s[0] == '"') {
                 size_t used = 0;
-                char *a = unquote_c(s, len, &used);
+                char *a = cs_unquote_path(s, len, &used);
                 if (!a) return 0; /* malformed: the other lines name it */
                 int r = push_name(names, a, "a/");
                 if (r < 0) return r;
                 if (used + 1 < len && s[used] == ' ' && s[used + 1] == '"')
-                        return push_name(names, unquote_c(s + used + 1, len - used - 1, NULL), "b/");
+                        return push_name(names, cs_unquote_path(s + used + 1, len - used - 1, NULL), "b/");
                 return 0;
         }
         if (len < 5 || (len - 5) % 2 != 0) return 0;
