@@ -471,7 +471,7 @@ static bool section_is_link(const section *s) {
 static int patch_line(reader *rd, const char *l, size_t n, bool piece) {
         int r;
         if (has_prefix(l, n, "diff --git ")) {
-                if (piece) return -EBADMSG;
+                if (piece || n > LINE_MAX_BYTES) return -EBADMSG;
                 if ((r = section_end(rd)) < 0) return r;
                 section_reset(&rd->s);
                 rd->part = PART_HEADER;
@@ -491,7 +491,7 @@ static int patch_line(reader *rd, const char *l, size_t n, bool piece) {
                         rd->s.binary = true;
                         return 0;
                 }
-                if (piece) return -EBADMSG;
+                if (piece || n > LINE_MAX_BYTES) return -EBADMSG;
                 return header_line(rd, l, n);
         case PART_BODY:
                 if (rd->s.in_hunk && section_is_link(&rd->s) && n > 0 && l[0] == '+') {
