@@ -43,6 +43,9 @@
 #define E_OUTPUT_NOT_FOUND "OUTPUT_NOT_FOUND" /* task.output: path not found in the output dir */
 #define E_NO_OUTPUT_DIR "NO_OUTPUT_DIR"       /* task.output path on a task with no outputDir */
 #define E_REQUEST_FAILED "REQUEST_FAILED"
+/* task.accept without allowConfig of a changeset holding files that can run
+ * code on the host later (changeset-risk.h); the text lists them */
+#define E_CHANGESET_RISKS "CHANGESET_RISKS"
 
 /* The 28 fields task.result's "fields" may name, in the order the CLI's
  * help lists them; NULL-terminated. */

@@ -7,6 +7,7 @@
 #include "run/change.h"
 #include "run/launch.h"
 #include "changeset.h"
+#include "changeset-risk.h"
 #include "run/executor-home.h"
 #include "core/jobs.h"
 #include "json-util.h"
@@ -36,6 +37,21 @@ static json_object *change_job_run(void *userdata, int *error) {
         if (cj->accept) {
                 _cleanup_free_ char *reason = NULL;
                 int r;
+                /* what lands is what is read: the patch itself, classified again */
+                if (!cj->allow_config) {
+                        _cleanup_free_ char *text = NULL;
+                        r = changeset_risks_refusal(t->id, t->rec.diff_path, t->rec.directory, NULL, &text);
+                        if (r < 0)
+                                text = strdup_printf("error: the changeset of task %s cannot be read to check it for files "
+                                                     "that can run code on this machine: %s; nothing was applied\nhelp: "
+                                                     "read it (taskferry diff %s), then run \"taskferry accept %s "
+                                                     "--allow-config\" to land it, or \"taskferry reject %s\"",
+                                                     t->id, strerror(-r), t->id, t->id, t->id);
+                        if (r != 0) {
+                                json_add_string(o, PK_changesetRisks, text ? text : "error: out of memory");
+                                return o;
+                        }
+                }
                 json_object *cod = t->rec.overlay_dirs;
                 _cleanup_free_ char *base = cod ? changeset_base_dir(json_get_string(cod, PK_root)) : NULL;
                 /* an accept a crash interrupted may have landed already: never twice */
@@ -112,6 +128,8 @@ static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res
                                      accept ? "error: the accept job failed; the changeset is still pending"
                                             : "error: the overlay removal job failed; the changeset is rejected and its overlay remains on disk");
         }
+        if (accept && json_get_string(res, PK_changesetRisks))
+                return done(userdata, CHANGE_REFUSED_RISKS, NULL, json_get_string(res, PK_changesetRisks));
         int64_t applied = 1;
         json_get_int64(res, "apply", &applied);
         if (accept && applied < 0) {
@@ -154,7 +172,8 @@ static int refuse(char **reason, const char *text) {
         return -EIO;
 }
 
-int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, char **reason) {
+int change_start(Manager *m, Task *t, bool accept, bool allow_config, change_done_fn done, void *userdata,
+                 char **reason) {
         const char *verb = accept ? "accepted" : "rejected";
         if (accept && task_kind_info(t->kind)->never_lands) {
                 _cleanup_free_ char *text = strdup_printf(
@@ -219,6 +238,7 @@ int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *us
         if (!cj) return refuse(reason, NULL);
         cj->t = t;
         cj->accept = accept;
+        cj->allow_config = allow_config;
         cj->done = done;
         cj->userdata = userdata;
         t->busy = true;

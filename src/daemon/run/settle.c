@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "changeset.h"
+#include "changeset-risk.h"
 #include "core/cooldown.h"
 #include "core/jobs.h"
 #include "core/manager.h"
@@ -244,6 +245,10 @@ static json_object *settle_job_run(void *userdata, int *error) {
                                         json_object_array_add(arr, json_object_new_string(warnings[i]));
                                 json_add(ex_res, PK_warnings, arr);
                         }
+                        /* files that can run code on the host later (changeset-risk.h);
+                         * project review_paths: wired by the lead */
+                        if (r > 0 && changeset_risks_annotate(ex_res, patch, t->rec.directory, NULL) < 0)
+                                log_warning("cannot classify the changeset of %s", t->id);
                         if (r == 0) {
                                 int k = launch_overlay_remove(t);
                                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
@@ -350,6 +355,8 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                         json_object *warnings = json_get_array(ext, PK_warnings);
                         if (warnings && json_object_array_length(warnings) > 0)
                                 task_set_json(t, TASK_KEY_changeset_warnings, json_object_get(warnings));
+                        json_object *risks = json_get_array(ext, PK_changesetRisks);
+                        if (risks) task_set_json(t, TASK_KEY_changeset_risks, json_object_get(risks));
                         if (json_get_bool(ext, "hasChanges", false)) cs = CHANGESET_PENDING;
                         else {
                                 cs = CHANGESET_ACCEPTED;
