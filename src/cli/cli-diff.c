@@ -10,6 +10,7 @@
 #include "changeset-paths.h"
 #include "macro.h"
 #include "utf8.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* enough line start to tell every line kind apart: "GIT binary patch" */
@@ -32,6 +33,7 @@ typedef enum line_kind {
 struct cli_diff_filter {
         char **paths;
         bool color;
+        bool escape; /* control bytes shown visibly (always with colour) */
         FILE *out;
 
         section sec;
@@ -72,6 +74,7 @@ int cli_diff_filter_new(char *const *paths, bool color, FILE *out, cli_diff_filt
                 }
         }
         f->color = color;
+        f->escape = color;
         f->out = out;
         f->sec = SEC_PROLOGUE;
         f->keep = !f->paths;
@@ -86,6 +89,10 @@ cli_diff_filter *cli_diff_filter_free(cli_diff_filter *f) {
         free(f->hdr);
         free(f);
         return NULL;
+}
+
+void cli_diff_filter_set_escape(cli_diff_filter *f, bool escape) {
+        f->escape = escape || f->color;
 }
 
 /* ---- output ---- */
@@ -188,7 +195,7 @@ static int line_begin(cli_diff_filter *f, line_kind k) {
 /* One byte of the current (kept, written) line; '\n' ends it. */
 static int line_byte(cli_diff_filter *f, unsigned char c) {
         int r;
-        if (!f->color) return emit(f, &c, 1);
+        if (!f->escape) return emit(f, &c, 1);
         if (c == '\n') {
                 r = end_escaped_line(f);
                 if (r >= 0 && f->colored) r = emit_str(f, CLI_DIFF_COLOR_RESET);
@@ -211,7 +218,7 @@ static int line_byte(cli_diff_filter *f, unsigned char c) {
 
 /* End of input inside a line without '\n': close its colour. */
 static int line_abort(cli_diff_filter *f) {
-        if (!f->color) return 0;
+        if (!f->escape) return 0;
         int r = end_escaped_line(f);
         if (r >= 0 && f->colored) r = emit_str(f, CLI_DIFF_COLOR_RESET);
         f->colored = false;
@@ -338,7 +345,7 @@ static int header_end(cli_diff_filter *f) {
                 return 0;
         }
         int r = 0;
-        if (!f->color) r = emit(f, f->hdr, f->hdr_len);
+        if (!f->escape) r = emit(f, f->hdr, f->hdr_len);
         else
                 for (size_t pos = 0; r >= 0 && pos < f->hdr_len;) {
                         const char *line = f->hdr + pos;
@@ -414,7 +421,7 @@ int cli_diff_filter_feed(cli_diff_filter *f, const char *data, size_t len) {
                         }
                         continue;
                 }
-                if (f->to_header || !f->keep || f->color) {
+                if (f->to_header || !f->keep || f->escape) {
                         r = route_byte(f, c);
                 } else {
                         /* plain and kept: the rest of the line in one write */
@@ -439,6 +446,67 @@ int cli_diff_filter_finish(cli_diff_filter *f) {
         f->prefix_len = 0;
         if (r >= 0 && fflush(f->out) != 0) r = out_error(f);
         return r < 0 ? r : f->kept;
+}
+
+char *cli_escape_controls(const char *s, size_t n) {
+        /* at most "<U+009F>" (8 bytes) per 2 input bytes, "<E9>" (4) per byte */
+        char *out = malloc(n * 4 + 1), *o = out;
+        if (!out) return NULL;
+        for (size_t i = 0; i < n;) {
+                unsigned char c = (unsigned char) s[i];
+                if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) {
+                        *o++ = '^';
+                        *o++ = c == 0x7F ? '?' : (char) (c + 0x40);
+                        i++;
+                        continue;
+                }
+                if (c < 0x80) {
+                        *o++ = (char) c;
+                        i++;
+                        continue;
+                }
+                Utf8Char u = utf8_decode(s + i, n - i);
+                if (u.status != UTF8_VALID) {
+                        o += sprintf(o, "<%02X>", c);
+                        i++;
+                } else if (u.cp <= 0x9F) {
+                        o += sprintf(o, "<U+%04X>", (unsigned) u.cp);
+                        i += u.len;
+                } else {
+                        memcpy(o, s + i, u.len);
+                        o += u.len;
+                        i += u.len;
+                }
+        }
+        *o = 0;
+        return out;
+}
+
+char *cli_diff_stat_marks(const char *line, size_t len, char *const *paths, char *const *classes) {
+        /* " <name padded> | <counts>": the name as git wrote it, padding cut */
+        const char *bar = NULL;
+        for (const char *p = line; p + 3 <= line + len; p++)
+                if (p[0] == ' ' && p[1] == '|' && p[2] == ' ') bar = p;
+        if (!bar || len == 0 || line[0] != ' ') return NULL;
+        const char *name = line + 1, *end = bar;
+        while (end > name && end[-1] == ' ') end--;
+        size_t n = (size_t) (end - name);
+        if (n == 0) return NULL;
+        /* a long name is cut to "..." and its tail */
+        bool cut = n > 3 && memcmp(name, "...", 3) == 0;
+        char *marks = NULL;
+        for (size_t i = 0; paths && paths[i] && classes && classes[i]; i++) {
+                size_t pl = strlen(paths[i]);
+                bool match = (pl == n && memcmp(paths[i], name, n) == 0) ||
+                             (cut && pl >= n - 3 && memcmp(paths[i] + pl - (n - 3), name + 3, n - 3) == 0);
+                if (!match) continue;
+                if (marks && strstr(marks, classes[i])) continue; /* listed by both the patch and the record */
+                char *m = marks ? strdup_printf("%.*s, %s]", (int) (strlen(marks) - 1), marks, classes[i])
+                                : strdup_printf("[%s]", classes[i]);
+                free(marks);
+                if (!(marks = m)) return NULL;
+        }
+        return marks;
 }
 
 bool cli_diff_want_color(int fd) {

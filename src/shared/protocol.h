@@ -51,8 +51,8 @@
  * help lists them; NULL-terminated. */
 extern const char *const protocol_result_fields[];
 /* task.result fields beyond those 28 (additions; the CLI's --fields does
- * not offer them): "changesetStatus" and "diffPath" (the task record's
- * values), which `taskferry diff` reads. */
+ * not offer them): "changesetStatus", "diffPath", "changesetRisks" and
+ * "directory" (the task record's values), which `taskferry diff` reads. */
 extern const char *const protocol_result_extra_fields[];
 
 /* The 16 methods, in the order the UNKNOWN_METHOD help lists them
