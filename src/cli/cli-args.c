@@ -88,6 +88,7 @@ static const flag_spec flags[] = {
         FLAG("--no-sandbox", PK_noSandbox, FLAG_BOOL),
         FLAG("--no-overlay", PK_noOverlay, FLAG_BOOL),
         FLAG("--force", PK_force, FLAG_BOOL),
+        FLAG("--allow-config", PK_allowConfig, FLAG_BOOL),
         FLAG("--diff", PK_diff, FLAG_BOOL),
         FLAG("--stat", "stat", FLAG_BOOL),
         {}

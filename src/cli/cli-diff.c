@@ -7,8 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "changeset-paths.h"
 #include "macro.h"
 #include "utf8.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* enough line start to tell every line kind apart: "GIT binary patch" */
@@ -31,6 +33,7 @@ typedef enum line_kind {
 struct cli_diff_filter {
         char **paths;
         bool color;
+        bool escape; /* control bytes shown visibly (always with colour) */
         FILE *out;
 
         section sec;
@@ -71,6 +74,7 @@ int cli_diff_filter_new(char *const *paths, bool color, FILE *out, cli_diff_filt
                 }
         }
         f->color = color;
+        f->escape = color;
         f->out = out;
         f->sec = SEC_PROLOGUE;
         f->keep = !f->paths;
@@ -85,6 +89,10 @@ cli_diff_filter *cli_diff_filter_free(cli_diff_filter *f) {
         free(f->hdr);
         free(f);
         return NULL;
+}
+
+void cli_diff_filter_set_escape(cli_diff_filter *f, bool escape) {
+        f->escape = escape || f->color;
 }
 
 /* ---- output ---- */
@@ -187,7 +195,7 @@ static int line_begin(cli_diff_filter *f, line_kind k) {
 /* One byte of the current (kept, written) line; '\n' ends it. */
 static int line_byte(cli_diff_filter *f, unsigned char c) {
         int r;
-        if (!f->color) return emit(f, &c, 1);
+        if (!f->escape) return emit(f, &c, 1);
         if (c == '\n') {
                 r = end_escaped_line(f);
                 if (r >= 0 && f->colored) r = emit_str(f, CLI_DIFF_COLOR_RESET);
@@ -210,7 +218,7 @@ static int line_byte(cli_diff_filter *f, unsigned char c) {
 
 /* End of input inside a line without '\n': close its colour. */
 static int line_abort(cli_diff_filter *f) {
-        if (!f->color) return 0;
+        if (!f->escape) return 0;
         int r = end_escaped_line(f);
         if (r >= 0 && f->colored) r = emit_str(f, CLI_DIFF_COLOR_RESET);
         f->colored = false;
@@ -219,50 +227,9 @@ static int line_abort(cli_diff_filter *f) {
 
 /* ---- names ---- */
 
-static char *unquote_c(const char *s, size_t len, size_t *ret_used) {
-        /* s[0] == '"'; git's quote_c_style */
-        _cleanup_free_ char *out = malloc(len + 1);
-        if (!out) return NULL;
-        size_t o = 0;
-        for (size_t i = 1; i < len; i++) {
-                char c = s[i];
-                if (c == '"') {
-                        out[o] = 0;
-                        if (ret_used) *ret_used = i + 1;
-                        return TAKE_PTR(out);
-                }
-                if (c != '\\') {
-                        out[o++] = c;
-                        continue;
-                }
-                if (++i >= len) return NULL;
-                c = s[i];
-                switch (c) {
-                case 'a': out[o++] = '\a'; break;
-                case 'b': out[o++] = '\b'; break;
-                case 't': out[o++] = '\t'; break;
-                case 'n': out[o++] = '\n'; break;
-                case 'v': out[o++] = '\v'; break;
-                case 'f': out[o++] = '\f'; break;
-                case 'r': out[o++] = '\r'; break;
-                case '"': case '\\': out[o++] = c; break;
-                default:
-                        if (c >= '0' && c <= '3' && i + 2 < len && s[i + 1] >= '0' && s[i + 1] <= '7' &&
-                            s[i + 2] >= '0' && s[i + 2] <= '7') {
-                                char v = (char) (((c - '0') << 6) | ((s[i + 1] - '0') << 3) | (s[i + 2] - '0'));
-                                if (v == 0) return NULL;
-                                out[o++] = v;
-                                i += 2;
-                        } else
-                                return NULL;
-                }
-        }
-        return NULL; /* unterminated */
-}
-
 /* A name as the rest of a "---"/"+++"/"rename from" line writes it. */
 static char *line_name(const char *s, size_t len) {
-        if (len > 0 && s[0] == '"') return unquote_c(s, len, NULL);
+        if (len > 0 && s[0] == '"') return cs_unquote_path(s, len, NULL);
         const char *tab = memchr(s, '\t', len);
         if (tab) len = (size_t) (tab - s);
         return strndup(s, len);
@@ -286,12 +253,12 @@ static int push_name(char ***names, char *name, const char *strip) {
 static int git_line_names(char ***names, const char *s, size_t len) {
         if (len > 0 && s[0] == '"') {
                 size_t used = 0;
-                char *a = unquote_c(s, len, &used);
+                char *a = cs_unquote_path(s, len, &used);
                 if (!a) return 0; /* malformed: the other lines name it */
                 int r = push_name(names, a, "a/");
                 if (r < 0) return r;
                 if (used + 1 < len && s[used] == ' ' && s[used + 1] == '"')
-                        return push_name(names, unquote_c(s + used + 1, len - used - 1, NULL), "b/");
+                        return push_name(names, cs_unquote_path(s + used + 1, len - used - 1, NULL), "b/");
                 return 0;
         }
         if (len < 5 || (len - 5) % 2 != 0) return 0;
@@ -378,7 +345,7 @@ static int header_end(cli_diff_filter *f) {
                 return 0;
         }
         int r = 0;
-        if (!f->color) r = emit(f, f->hdr, f->hdr_len);
+        if (!f->escape) r = emit(f, f->hdr, f->hdr_len);
         else
                 for (size_t pos = 0; r >= 0 && pos < f->hdr_len;) {
                         const char *line = f->hdr + pos;
@@ -454,7 +421,7 @@ int cli_diff_filter_feed(cli_diff_filter *f, const char *data, size_t len) {
                         }
                         continue;
                 }
-                if (f->to_header || !f->keep || f->color) {
+                if (f->to_header || !f->keep || f->escape) {
                         r = route_byte(f, c);
                 } else {
                         /* plain and kept: the rest of the line in one write */
@@ -479,6 +446,67 @@ int cli_diff_filter_finish(cli_diff_filter *f) {
         f->prefix_len = 0;
         if (r >= 0 && fflush(f->out) != 0) r = out_error(f);
         return r < 0 ? r : f->kept;
+}
+
+char *cli_escape_controls(const char *s, size_t n) {
+        /* at most "<U+009F>" (8 bytes) per 2 input bytes, "<E9>" (4) per byte */
+        char *out = malloc(n * 4 + 1), *o = out;
+        if (!out) return NULL;
+        for (size_t i = 0; i < n;) {
+                unsigned char c = (unsigned char) s[i];
+                if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) {
+                        *o++ = '^';
+                        *o++ = c == 0x7F ? '?' : (char) (c + 0x40);
+                        i++;
+                        continue;
+                }
+                if (c < 0x80) {
+                        *o++ = (char) c;
+                        i++;
+                        continue;
+                }
+                Utf8Char u = utf8_decode(s + i, n - i);
+                if (u.status != UTF8_VALID) {
+                        o += sprintf(o, "<%02X>", c);
+                        i++;
+                } else if (u.cp <= 0x9F) {
+                        o += sprintf(o, "<U+%04X>", (unsigned) u.cp);
+                        i += u.len;
+                } else {
+                        memcpy(o, s + i, u.len);
+                        o += u.len;
+                        i += u.len;
+                }
+        }
+        *o = 0;
+        return out;
+}
+
+char *cli_diff_stat_marks(const char *line, size_t len, char *const *paths, char *const *classes) {
+        /* " <name padded> | <counts>": the name as git wrote it, padding cut */
+        const char *bar = NULL;
+        for (const char *p = line; p + 3 <= line + len; p++)
+                if (p[0] == ' ' && p[1] == '|' && p[2] == ' ') bar = p;
+        if (!bar || len == 0 || line[0] != ' ') return NULL;
+        const char *name = line + 1, *end = bar;
+        while (end > name && end[-1] == ' ') end--;
+        size_t n = (size_t) (end - name);
+        if (n == 0) return NULL;
+        /* a long name is cut to "..." and its tail */
+        bool cut = n > 3 && memcmp(name, "...", 3) == 0;
+        char *marks = NULL;
+        for (size_t i = 0; paths && paths[i] && classes && classes[i]; i++) {
+                size_t pl = strlen(paths[i]);
+                bool match = (pl == n && memcmp(paths[i], name, n) == 0) ||
+                             (cut && pl >= n - 3 && memcmp(paths[i] + pl - (n - 3), name + 3, n - 3) == 0);
+                if (!match) continue;
+                if (marks && strstr(marks, classes[i])) continue; /* listed by both the patch and the record */
+                char *m = marks ? strdup_printf("%.*s, %s]", (int) (strlen(marks) - 1), marks, classes[i])
+                                : strdup_printf("[%s]", classes[i]);
+                free(marks);
+                if (!(marks = m)) return NULL;
+        }
+        return marks;
 }
 
 bool cli_diff_want_color(int fd) {

@@ -41,6 +41,12 @@ typedef struct cli_diff_filter cli_diff_filter;
  * the first "diff --git" included, is kept. Output goes to `out` (not
  * owned). -ENOMEM. */
 int cli_diff_filter_new(char *const *paths, bool color, FILE *out, cli_diff_filter **ret);
+/* Escape mode without colour: control bytes, C1 controls and bytes that
+ * are not UTF-8 shown as colour mode shows them ("^[", "<U+009B>", "<E9>"),
+ * no SGR sequence added; `taskferry diff` sets it whenever stdout is a
+ * terminal, whatever NO_COLOR and TERM say (only a pipe gets the patch
+ * byte for byte). Colour mode always escapes. */
+void cli_diff_filter_set_escape(cli_diff_filter *f, bool escape);
 /* Feed the next chunk. -E2BIG if one file's extended header exceeds
  * CLI_DIFF_HEADER_MAX, -EPIPE/-errno if writing fails, -ENOMEM. */
 int cli_diff_filter_feed(cli_diff_filter *f, const char *data, size_t len);
@@ -60,6 +66,20 @@ char **cli_diff_header_names(const char *header, size_t len);
 /* Does `name` equal `path` or lie below it ("." / "" match all)? path is
  * normalized first: leading "./" and trailing "/" removed. */
 bool cli_diff_path_matches(const char *name, const char *path);
+
+/* The n bytes at s with the same escaping (TAB and newline kept), as a
+ * new NUL-terminated string (an embedded NUL shows as "^@"); NULL on
+ * ENOMEM. For worker text the CLI prints to a terminal outside a patch
+ * (watch's activity lines, accept's list of risky paths). */
+char *cli_escape_controls(const char *s, size_t n);
+
+/* The marker of one `git apply --stat` line (len bytes, its '\n' included
+ * or not): when the name it shows (quoted as git quotes it, or cut to
+ * "..." and its tail) is one of paths, "[<class>, ...]" with the class at
+ * the same index of classes for every such entry (each class once), a new
+ * string; NULL when no entry matches (or on ENOMEM). The summary line and
+ * lines without " | " match nothing. */
+char *cli_diff_stat_marks(const char *line, size_t len, char *const *paths, char *const *classes);
 
 /* Is `out` a place for colour: a terminal, NO_COLOR unset or empty, TERM
  * not "dumb" (git's color.ui=auto plus https://no-color.org). */

@@ -113,6 +113,8 @@ json_object *cli_lean_status(json_object *detail, bool full) {
             (copy_key(lean, detail, PK_headDriftFrom) < 0 || copy_key(lean, detail, PK_headDriftTo) < 0 ||
              copy_key(lean, detail, PK_headDriftRecovered) < 0))
                 return NULL;
+        if (cli_json_truthy(get(detail, PK_changesetRisks)) && copy_key(lean, detail, PK_changesetRisks) < 0)
+                return NULL;
         json_object *check = get(detail, PK_checkStatus);
         if (check && !(json_object_is_type(check, json_type_string) && streq(json_object_get_string(check), "none"))) {
                 if (copy_key(lean, detail, PK_checkStatus) < 0 || copy_key(lean, detail, PK_checkCommand) < 0 ||
@@ -215,6 +217,12 @@ static json_object *list_row(json_object *row) {
                                                                                       : "conflicts";
                 if (json_add_string(out, "headDrift", mark) < 0) return NULL;
         }
+        /* how many files of a pending changeset can run code on the host (changeset-risk.h) */
+        json_object *risks = json_get_array(row, PK_changesetRisks);
+        if (risks && json_object_array_length(risks) > 0 &&
+            streq_ptr(json_get_string(row, PK_changesetStatus), "pending") &&
+            json_add_int(out, "risks", (int64_t) json_object_array_length(risks)) < 0)
+                return NULL;
         return TAKE_PTR(out);
 }
 

@@ -177,11 +177,12 @@ const cli_verb cli_verbs[] = {
                 .run = cli_run_accept,
                 .flags = CLI_VERB_DAEMON,
                 .positional = CLI_POSITIONAL_TASK_ID,
-                .usage = "taskferry accept <id>",
+                .usage = "taskferry accept <id> [--force] [--allow-config]",
                 .description = "Apply a dispatch task's pending changeset to its target directory. Exits nonzero when the apply fails; the response's `applied` field (`applied: false`) is the authoritative signal to check when scripting.",
                 .options = OPTIONS(
-                        { "--force", "apply the changeset even though its check gate failed, timed out, is still running, or was interrupted by a daemon restart; records checkOverride: true" }),
-                .examples = EXAMPLES("taskferry accept <id>", "taskferry accept <id> --force"),
+                        { "--force", "apply the changeset even though its check gate failed, timed out, is still running, or was interrupted by a daemon restart; records checkOverride: true (it does not imply --allow-config)" },
+                        { "--allow-config", "land a changeset that adds or changes files that can run code on this machine later (agent or editor configuration, .envrc, .gitattributes, .gitmodules, hook managers, CI workflows, new executables, symlinks leaving the repository); without it such an accept is refused and, on a terminal, asks first" }),
+                .examples = EXAMPLES("taskferry accept <id>", "taskferry accept <id> --force", "taskferry accept <id> --allow-config"),
         },
         {
                 .name = "reject",

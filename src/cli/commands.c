@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "changeset-risk.h"
 #include "cli-diff.h"
 #include "cli-pager.h"
 #include "cli-advisor.h"
@@ -18,6 +20,7 @@
 #include "cli-resolve.h"
 #include "config.h"
 #include "json-util.h"
+#include "protocol.h"
 #include "protocol-keys.h"
 #include "taskferry-config.h"
 #include "macro.h"
@@ -221,12 +224,40 @@ int cli_run_cancel(cli_context *ctx, json_object **ret_value, json_object **ret_
         return print_as_is(call(ctx, "task.cancel", params, ret_raw, err), ret_value, ret_raw);
 }
 
+/* The daemon refused an accept for files that can run code on this machine
+ * (E_CHANGESET_RISKS): on a terminal (stdin and stderr), list them and ask.
+ * True when the answer is yes. */
+static bool accept_risks_confirmed(const cli_error *err) {
+        if (!streq_ptr(err->code, E_CHANGESET_RISKS) || !isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) return false;
+        /* the daemon's text: the error line and the risks, then its help */
+        const char *text = strempty(err->text);
+        const char *help = strstr(text, "\nhelp:");
+        size_t n = help ? (size_t) (help - text) : strlen(text);
+        _cleanup_free_ char *shown = cli_escape_controls(text, n);
+        fprintf(stderr, "%s\nLand these anyway? [y/N] ", shown ? shown : "");
+        fflush(stderr);
+        char line[64];
+        if (!fgets(line, sizeof line, stdin)) {
+                fputc('\n', stderr);
+                return false;
+        }
+        line[strcspn(line, "\r\n")] = 0;
+        return strcasecmp(line, "y") == 0 || strcasecmp(line, "yes") == 0;
+}
+
 int cli_run_accept(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
         _cleanup_json_ json_object *params = task_params(ctx);
         if (!params) return -ENOMEM;
         if (cli_args_bool(ctx->args, PK_force) && json_add_bool(params, PK_force, true) < 0) return -ENOMEM;
+        if (cli_args_bool(ctx->args, PK_allowConfig) && json_add_bool(params, PK_allowConfig, true) < 0) return -ENOMEM;
         json_object *res = NULL;
         int r = call(ctx, "task.accept", params, &res, err);
+        if (r < 0 && accept_risks_confirmed(err)) {
+                /* asked and answered yes: the same request, allowing them */
+                cli_error_done(err);
+                if (json_add_bool(params, PK_allowConfig, true) < 0) return -ENOMEM;
+                r = call(ctx, "task.accept", params, &res, err);
+        }
         if (r < 0) return r;
         *ret_raw = res;
         const char *task_id = json_get_string(res, PK_taskId);
@@ -544,11 +575,13 @@ static int start_git_stat(int out_fd, cli_pager *ret) {
         _exit(127);
 }
 
-/* Stream the patch from fd through the filter into out. */
-static int pump_patch(int fd, char *const *paths, bool color, FILE *out) {
+/* Stream the patch from fd through the filter into out (escape: show
+ * control bytes visibly, for a terminal). */
+static int pump_patch(int fd, char *const *paths, bool color, bool escape, FILE *out) {
         _cleanup_(cli_diff_filter_freep) cli_diff_filter *f = NULL;
         int r = cli_diff_filter_new(paths, color, out, &f);
         if (r < 0) return r;
+        cli_diff_filter_set_escape(f, escape);
         static char buf[1 << 16];
         for (;;) {
                 ssize_t n = read(fd, buf, sizeof buf);
@@ -559,6 +592,60 @@ static int pump_patch(int fd, char *const *paths, bool color, FILE *out) {
                 if (r < 0) return r;
         }
         return cli_diff_filter_finish(f);
+}
+
+/* `diff --stat`: git's lines from stat_fd (taken over) to out_fd, each file that can run
+ * code on the host (the patch classified here, and the record's
+ * changesetRisks, which hold the project's review_paths) with its classes
+ * after it. */
+static int diff_mark_stat(int patch_fd, json_object *res, int stat_fd, int out_fd, bool color) {
+        _cleanup_(changeset_risks_done) ChangesetRisks risks = {};
+        const char *dir = json_get_string(res, PK_directory);
+        if (lseek(patch_fd, 0, SEEK_SET) == 0) {
+                int r;
+                if (dir) r = changeset_risks_classify(json_get_string(res, PK_diffPath), dir, NULL, &risks);
+                else r = changeset_risks_read(patch_fd, NULL, NULL, -1, &risks);
+                if (r < 0) changeset_risks_done(&risks); /* marks only what the record says */
+        }
+        _cleanup_strv_free_ char **paths = NULL, **classes = NULL;
+        for (size_t i = 0; i < risks.n; i++)
+                if (strv_push(&paths, risks.entries[i].path) < 0 ||
+                    strv_push(&classes, risk_class_to_string(risks.entries[i].class)) < 0)
+                        return -ENOMEM;
+        json_object *rec = json_get_array(res, PK_changesetRisks);
+        for (size_t i = 0; rec && i < json_object_array_length(rec); i++) {
+                json_object *e = json_object_array_get_idx(rec, i);
+                const char *p = json_get_string(e, PK_path), *c = json_get_string(e, PK_class);
+                if (!p || risk_class_from_string(c) < 0) continue;
+                if (strv_push(&paths, p) < 0 || strv_push(&classes, c) < 0) return -ENOMEM;
+        }
+        int dup_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 3);
+        FILE *in = fdopen(stat_fd, "r"), *out = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL;
+        if (!in || !out) {
+                if (in) fclose(in);
+                else safe_close(stat_fd);
+                if (out) fclose(out);
+                else safe_close(dup_fd);
+                return -ENOMEM;
+        }
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        int r = 0;
+        while (r >= 0 && (n = getline(&line, &cap, in)) > 0) {
+                _cleanup_free_ char *marks = cli_diff_stat_marks(line, (size_t) n, paths, classes);
+                if (!marks) {
+                        if (fwrite(line, 1, (size_t) n, out) != (size_t) n) r = -errno;
+                        continue;
+                }
+                size_t l = (size_t) n - (line[n - 1] == '\n');
+                if (fprintf(out, "%.*s  %s%s%s\n", (int) l, line, color ? CLI_DIFF_COLOR_OLD : "", marks,
+                            color ? CLI_DIFF_COLOR_RESET : "") < 0)
+                        r = -errno;
+        }
+        fclose(in);
+        if (fclose(out) != 0 && r >= 0) r = -errno;
+        return r;
 }
 
 int cli_run_diff(cli_context *ctx, json_object **ret_value, json_object **ret_raw, cli_error *err) {
@@ -576,6 +663,11 @@ int cli_run_diff(cli_context *ctx, json_object **ret_value, json_object **ret_ra
         json_object_array_add(fields, json_object_new_string(PK_changesetStatus));
         json_object_array_add(fields, json_object_new_string(PK_diffPath));
         json_object_array_add(fields, json_object_new_string(PK_changesetError));
+        if (cli_args_bool(a, "stat")) {
+                /* the markers: the record's risks, and D to classify the patch as the daemon does */
+                json_object_array_add(fields, json_object_new_string(PK_changesetRisks));
+                json_object_array_add(fields, json_object_new_string(PK_directory));
+        }
         if (json_add(params, PK_fields, fields) < 0) return -ENOMEM;
         /* not handed back in *ret: on an error main would print it for --json */
         _cleanup_json_ json_object *res = NULL;
@@ -619,8 +711,18 @@ int cli_run_diff(cli_context *ctx, json_object **ret_value, json_object **ret_ra
         }
 
         cli_pager git = CLI_PAGER_INIT;
-        if (cli_args_bool(a, "stat")) {
-                r = start_git_stat(out_fd, &git);
+        bool stat = cli_args_bool(a, "stat");
+        _cleanup_close_ int stat_fd = -1; /* git's --stat output, marked by cli_diff_mark_stat */
+        int final_fd = out_fd;
+        if (stat) {
+                int p[2];
+                r = pipe2(p, O_CLOEXEC) < 0 ? -errno : 0;
+                if (r >= 0) {
+                        r = start_git_stat(p[1], &git);
+                        safe_close(p[1]);
+                        if (r < 0) safe_close(p[0]);
+                        else stat_fd = p[0];
+                }
                 if (r < 0) {
                         (void) cli_pager_finish(&pager);
                         return cli_error_fail(err, NULL, "error: cannot run git apply --stat: %s\nhelp: install git, or run taskferry diff %s without --stat",
@@ -634,8 +736,15 @@ int cli_run_diff(cli_context *ctx, json_object **ret_value, json_object **ret_ra
                 safe_close(dup_fd);
                 r = -errno;
         } else {
-                r = pump_patch(fd, paths, color, out);
+                /* a terminal never gets the worker's bytes raw; git's stat reads them raw */
+                r = pump_patch(fd, paths, color, tty && !stat, out);
                 if (fclose(out) != 0 && r >= 0) r = -errno;
+        }
+        if (stat) {
+                /* git read the whole patch before writing a line: now mark its lines */
+                git.fd = safe_close(git.fd);
+                int k = diff_mark_stat(fd, res, TAKE_FD(stat_fd), final_fd, tty && cli_diff_want_color(STDOUT_FILENO));
+                if (k < 0 && k != -EPIPE && r >= 0) r = k;
         }
         int git_status = cli_pager_finish(&git);
         (void) cli_pager_finish(&pager);

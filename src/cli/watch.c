@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli-diff.h"
 #include "cli-resolve.h"
 #include "commands.h"
 #include "json-util.h"
@@ -77,13 +78,21 @@ char *watch_format_line(json_object *event, bool ndjson, bool color) {
                 } else
                         body = strdup_printf("%s %s", strempty(task_id), st);
         } else if (streq_ptr(type, "task.activity")) {
+                /* the worker's text: a terminal (color) sees its control bytes escaped */
                 if (json_get_bool(event, PK_summaryFailed, false)) {
                         const char *e = json_get_string(event, PK_summaryError);
+                        _cleanup_free_ char *esc = color && e ? cli_escape_controls(e, strlen(e)) : NULL;
+                        if (color && e && !esc) return NULL;
                         body = strdup_printf("%s %s: summary unavailable (%s)", strempty(task_id), st,
-                                             e ? e : "unknown error");
+                                             esc ? esc : e ? e : "unknown error");
                 } else {
                         _cleanup_free_ char *a = one_line(strempty(json_get_string(event, PK_activity)));
                         if (!a) return NULL;
+                        if (color) {
+                                char *esc = cli_escape_controls(a, strlen(a));
+                                free(a);
+                                if (!(a = esc)) return NULL;
+                        }
                         body = strdup_printf("%s %s: %s", strempty(task_id), st, *a ? a : strempty(status));
                 }
         } else

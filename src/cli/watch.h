@@ -17,7 +17,9 @@
 #include "commands.h"
 
 /* The line printed for event (malloc'd, no "\n"; NULL on ENOMEM). color:
- * ANSI status colours (stdout is a TTY). */
+ * stdout is a TTY: ANSI status colours, and the worker's text (activity,
+ * a summary's error) with its control bytes shown visibly
+ * (cli_escape_controls). */
 char *watch_format_line(json_object *event, bool ndjson, bool color);
 /* "HH:MM:SS" in local time (hour 0 printed as 24), NULL if iso is unparseable. */
 char *watch_time_prefix(const char *iso);

@@ -48,6 +48,47 @@ char *cs_quote_path(const char *p) {
         return q;
 }
 
+char *cs_unquote_path(const char *s, size_t len, size_t *ret_used) {
+        if (len == 0 || s[0] != '"') return NULL;
+        _cleanup_free_ char *out = malloc(len + 1);
+        if (!out) return NULL;
+        size_t o = 0;
+        for (size_t i = 1; i < len; i++) {
+                char c = s[i];
+                if (c == '"') {
+                        out[o] = 0;
+                        if (ret_used) *ret_used = i + 1;
+                        return TAKE_PTR(out);
+                }
+                if (c != '\\') {
+                        out[o++] = c;
+                        continue;
+                }
+                if (++i >= len) return NULL;
+                c = s[i];
+                switch (c) {
+                case 'a': out[o++] = '\a'; break;
+                case 'b': out[o++] = '\b'; break;
+                case 't': out[o++] = '\t'; break;
+                case 'n': out[o++] = '\n'; break;
+                case 'v': out[o++] = '\v'; break;
+                case 'f': out[o++] = '\f'; break;
+                case 'r': out[o++] = '\r'; break;
+                case '"': case '\\': out[o++] = c; break;
+                default:
+                        if (c >= '0' && c <= '3' && i + 2 < len && s[i + 1] >= '0' && s[i + 1] <= '7' &&
+                            s[i + 2] >= '0' && s[i + 2] <= '7') {
+                                char v = (char) (((c - '0') << 6) | ((s[i + 1] - '0') << 3) | (s[i + 2] - '0'));
+                                if (v == 0) return NULL;
+                                out[o++] = v;
+                                i += 2;
+                        } else
+                                return NULL;
+                }
+        }
+        return NULL; /* unterminated */
+}
+
 void warnings_done(warnings *w) {
         strv_free(w->lines);
         memset(w, 0, sizeof *w);

@@ -15,6 +15,13 @@
  * memory. */
 char *cs_quote_path(const char *p);
 
+/* The inverse of cs_quote_path: s[0] == '"', a name git quoted (quote.c
+ * quote_c_style: C escapes, octal bytes). A new string, with the bytes
+ * consumed (both quotes included) in *ret_used when it is not NULL; NULL
+ * when s is not a well-formed quoted name (no opening or closing quote, a
+ * bad escape, an escaped NUL) or out of memory. */
+char *cs_unquote_path(const char *s, size_t len, size_t *ret_used);
+
 /* The warnings of one extraction: at most CHANGESET_WARNINGS_MAX lines kept,
  * all of them counted. */
 typedef struct warnings {

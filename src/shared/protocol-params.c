@@ -190,6 +190,7 @@ static const ParamField advisor_fields[] = {
 static const ParamField accept_fields[] = {
         FIELD(PK_taskId, P_STR, true, ProtoAcceptParams, task_id),
         FIELD(PK_force, P_BOOL, false, ProtoAcceptParams, force),
+        FIELD(PK_allowConfig, P_BOOL, false, ProtoAcceptParams, allow_config),
         {},
 };
 static const ParamField summary_fields[] = {

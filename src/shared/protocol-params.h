@@ -96,6 +96,7 @@ typedef struct ProtoAdvisorParams {
 typedef struct ProtoAcceptParams {
         const char *task_id;
         bool force;
+        bool allow_config; /* land files that can run code on the host later (changeset-risk.h) */
 } ProtoAcceptParams;
 
 typedef struct ProtoSummaryParams {

@@ -25,7 +25,7 @@ const char *const protocol_result_fields[] = {
         PK_checkOverride, PK_parentTaskId,  PK_projectConfigWarning, NULL,
 };
 
-const char *const protocol_result_extra_fields[] = {PK_changesetStatus, PK_diffPath, NULL};
+const char *const protocol_result_extra_fields[] = {PK_changesetStatus, PK_diffPath, PK_changesetRisks, PK_directory, NULL};
 
 void proto_request_done(proto_request *r) {
         if (r->frame) proto_params_done(r->method_id, &r->p);

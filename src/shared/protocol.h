@@ -43,13 +43,16 @@
 #define E_OUTPUT_NOT_FOUND "OUTPUT_NOT_FOUND" /* task.output: path not found in the output dir */
 #define E_NO_OUTPUT_DIR "NO_OUTPUT_DIR"       /* task.output path on a task with no outputDir */
 #define E_REQUEST_FAILED "REQUEST_FAILED"
+/* task.accept without allowConfig of a changeset holding files that can run
+ * code on the host later (changeset-risk.h); the text lists them */
+#define E_CHANGESET_RISKS "CHANGESET_RISKS"
 
 /* The 28 fields task.result's "fields" may name, in the order the CLI's
  * help lists them; NULL-terminated. */
 extern const char *const protocol_result_fields[];
 /* task.result fields beyond those 28 (additions; the CLI's --fields does
- * not offer them): "changesetStatus" and "diffPath" (the task record's
- * values), which `taskferry diff` reads. */
+ * not offer them): "changesetStatus", "diffPath", "changesetRisks" and
+ * "directory" (the task record's values), which `taskferry diff` reads. */
 extern const char *const protocol_result_extra_fields[];
 
 /* The 16 methods, in the order the UNKNOWN_METHOD help lists them

@@ -319,13 +319,19 @@ TF_WORLD_TEST(tty_coloured_through_pager) {
         ck_assert_ptr_nonnull(strstr(tty, "\033[32m+line 2\033[m"));
         free(tty);
 
-        /* NO_COLOR: still paged, but the plain patch byte for byte */
+        /* NO_COLOR: still paged, uncoloured, and still escaped (a terminal never
+         * gets the worker's bytes raw) */
         _cleanup_free_ char *p4 = pager_cmd(w, "rec4");
         _cleanup_free_ char *p4_env = strdup_printf("PAGER=%s", p4);
         const char *env4[] = {p4_env, "NO_COLOR=1", NULL};
         ck_assert_int_eq(run_pty(w, env4, args, &tty), 0);
         free(tty);
-        ck_assert(file_eq(tf_path(w->root, "rec4"), patch));
+        rec = tf_read(tf_path(w->root, "rec4"), &len);
+        ck_assert_msg(strstr(rec, "\n+evil ^[[2J^[]0;pwned^G text^Mfake\n"), "%s", rec);
+        ck_assert_ptr_nonnull(strstr(rec, "\ndiff --git a/tracked.txt b/tracked.txt\n"));
+        ck_assert_ptr_null(strchr(rec, '\033'));
+        assert_only_colour_escapes(rec, len);
+        free(rec);
 
         /* --stat through the pager, uncoloured */
         _cleanup_free_ char *p5 = pager_cmd(w, "rec5");

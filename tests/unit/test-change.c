@@ -147,9 +147,9 @@ START_TEST(one_workspace_one_at_a_time_in_order) {
         Task *c = pending_task("oc_c", ws2, "four");  /* another workspace */
         Outcome oa = {0}, ob = {0}, oc = {0};
         _cleanup_free_ char *err = NULL;
-        ck_assert_int_eq(change_start(&m, a, true, outcome_cb, &oa, &err), 0);
-        ck_assert_int_eq(change_start(&m, b, true, outcome_cb, &ob, &err), 0);
-        ck_assert_int_eq(change_start(&m, c, true, outcome_cb, &oc, &err), 0);
+        ck_assert_int_eq(change_start(&m, a, true, false, outcome_cb, &oa, &err), 0);
+        ck_assert_int_eq(change_start(&m, b, true, false, outcome_cb, &ob, &err), 0);
+        ck_assert_int_eq(change_start(&m, c, true, false, outcome_cb, &oc, &err), 0);
         ck_assert_ptr_null(err);
         /* a and c run; b waits for a's workspace */
         ck_assert(job_of(a)->started);
@@ -200,8 +200,8 @@ START_TEST(reject_flips_first_and_waits_its_turn) {
         Task *b = pending_task("oc_b", ws1, "three");
         Outcome oa = {0}, ob = {0};
         _cleanup_free_ char *err = NULL;
-        ck_assert_int_eq(change_start(&m, a, true, outcome_cb, &oa, &err), 0);
-        ck_assert_int_eq(change_start(&m, b, false, outcome_cb, &ob, &err), 0);
+        ck_assert_int_eq(change_start(&m, a, true, false, outcome_cb, &oa, &err), 0);
+        ck_assert_int_eq(change_start(&m, b, false, false, outcome_cb, &ob, &err), 0);
         /* a reject is rejected at once (a late check gate result is then
          * ignored), its cleanup job queued behind the accept */
         ck_assert_int_eq(b->rec.changeset_status, CHANGESET_REJECTED);
@@ -224,9 +224,9 @@ START_TEST(refusals_queue_nothing) {
         Outcome o = {0};
         _cleanup_free_ char *err = NULL;
         /* already being decided */
-        ck_assert_int_eq(change_start(&m, t, true, outcome_cb, &o, &err), 0);
+        ck_assert_int_eq(change_start(&m, t, true, false, outcome_cb, &o, &err), 0);
         Outcome o2 = {0};
-        ck_assert_int_eq(change_start(&m, t, false, outcome_cb, &o2, &err), -EIO);
+        ck_assert_int_eq(change_start(&m, t, false, false, outcome_cb, &o2, &err), -EIO);
         ck_assert_str_eq(err, "error: task oc_t is already being accepted or rejected\nhelp: retry once that request has finished");
         free(err), err = NULL;
         ck_assert_int_eq(t->rec.changeset_status, CHANGESET_PENDING); /* the refused reject flipped nothing */
@@ -234,26 +234,26 @@ START_TEST(refusals_queue_nothing) {
         run_until(all, 1);
         ck_assert_int_eq(o2.calls, 0);
         /* no pending changeset any more */
-        ck_assert_int_eq(change_start(&m, t, false, outcome_cb, &o2, &err), -EIO);
+        ck_assert_int_eq(change_start(&m, t, false, false, outcome_cb, &o2, &err), -EIO);
         ck_assert_ptr_nonnull(strstr(err, "has no pending changeset (changesetStatus: accepted)"));
         free(err), err = NULL;
         /* an advisor's changeset is never accepted */
         Task *adv = pending_task("oc_adv", ws1, "x");
         ck_assert_int_eq(task_set_str(adv, TASK_KEY_role, "advisor"), 0);
-        ck_assert_int_eq(change_start(&m, adv, true, outcome_cb, &o2, &err), -EIO);
+        ck_assert_int_eq(change_start(&m, adv, true, false, outcome_cb, &o2, &err), -EIO);
         ck_assert_ptr_nonnull(strstr(err, "has role \"advisor\" and cannot be accepted"));
         free(err), err = NULL;
         /* still settling */
         Task *s = pending_task("oc_s", ws1, "x");
         s->settling = true;
-        ck_assert_int_eq(change_start(&m, s, false, outcome_cb, &o2, &err), -EIO);
+        ck_assert_int_eq(change_start(&m, s, false, false, outcome_cb, &o2, &err), -EIO);
         ck_assert_ptr_nonnull(strstr(err, "its changeset is not extracted yet"));
         free(err), err = NULL;
         s->settling = false;
         /* the diff is gone */
         Task *g = pending_task("oc_g", ws1, "x");
         ck_assert_int_eq(unlink(g->rec.diff_path), 0);
-        ck_assert_int_eq(change_start(&m, g, true, outcome_cb, &o2, &err), -EIO);
+        ck_assert_int_eq(change_start(&m, g, true, false, outcome_cb, &o2, &err), -EIO);
         ck_assert_ptr_nonnull(strstr(err, "the diff of task oc_g is missing at"));
         free(err), err = NULL;
         ck_assert(!adv->busy && !s->busy && !g->busy);
@@ -268,8 +268,8 @@ START_TEST(shutdown_drops_the_waiting_ones) {
         Task *b = pending_task("oc_b", ws1, "three");
         Outcome oa = {0}, ob = {0};
         _cleanup_free_ char *err = NULL;
-        ck_assert_int_eq(change_start(&m, a, true, outcome_cb, &oa, &err), 0);
-        ck_assert_int_eq(change_start(&m, b, true, outcome_cb, &ob, &err), 0);
+        ck_assert_int_eq(change_start(&m, a, true, false, outcome_cb, &oa, &err), 0);
+        ck_assert_int_eq(change_start(&m, b, true, false, outcome_cb, &ob, &err), 0);
         change_jobs_free(&m);
         /* the waiting one hears -ECANCELED (its request is dropped unanswered);
          * the running one belongs to its job, which the daemon abandons */

@@ -209,7 +209,7 @@ START_TEST(test_unknown_flags_and_valid_flags_help) {
                      "Valid flags for cancel: --grace-ms <number>. Run `taskferry cancel --help` for details",
                      "cancel", "x", "--bogus=3");
         EXPECT_USAGE("unknown flag --full for `accept`",
-                     "Valid flags for accept: --force. Run `taskferry accept --help` for details",
+                     "Valid flags for accept: --force, --allow-config. Run `taskferry accept --help` for details",
                      "accept", "x", "--full");
 }
 END_TEST

@@ -329,5 +329,114 @@ START_TEST(test_header_bound) {
 }
 END_TEST
 
+/* Escape mode without colour (a terminal with NO_COLOR or TERM=dumb). */
+START_TEST(test_escape_without_colour) {
+        static const char evil[] =
+                "diff --git a/e.txt b/e.txt\n"
+                "new file mode 100644\n"
+                "--- /dev/null\n"
+                "+++ b/e.txt\n"
+                "@@ -0,0 +1,2 @@\n"
+                "+a\033]0;x\007\033[2J\033[1Ab\tc\r\n"
+                "+\xc2\x9b\xe9\x7f\xc3\xa9\n";
+        static const char want[] =
+                "diff --git a/e.txt b/e.txt\n"
+                "new file mode 100644\n"
+                "--- /dev/null\n"
+                "+++ b/e.txt\n"
+                "@@ -0,0 +1,2 @@\n"
+                "+a^[]0;x^G^[[2J^[[1Ab\tc^M\n"
+                "+<U+009B><E9>^?\xc3\xa9\n";
+        static const size_t chunks[] = {0, 1, 2, 5, 16};
+        for (size_t k = 0; k < ELEMENTSOF(chunks); k++) {
+                char *buf = NULL;
+                size_t len = 0;
+                FILE *f = open_memstream(&buf, &len);
+                cli_diff_filter *flt = NULL;
+                ck_assert_int_eq(cli_diff_filter_new(NULL, false, f, &flt), 0);
+                cli_diff_filter_set_escape(flt, true);
+                int r = 0;
+                size_t c = chunks[k] ? chunks[k] : sizeof evil - 1;
+                for (size_t i = 0; r >= 0 && i < sizeof evil - 1; i += c)
+                        r = cli_diff_filter_feed(flt, evil + i, (c < sizeof evil - 1 - i ? c : sizeof evil - 1 - i));
+                ck_assert_int_eq(cli_diff_filter_finish(flt), 1);
+                cli_diff_filter_free(flt);
+                fclose(f);
+                ck_assert_msg(len == sizeof want - 1 && memcmp(buf, want, len) == 0, "chunk %zu: %s", chunks[k], buf);
+                free(buf);
+        }
+        /* set_escape(false) never turns colour mode's escaping off */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        cli_diff_filter *flt = NULL;
+        ck_assert_int_eq(cli_diff_filter_new(NULL, true, f, &flt), 0);
+        cli_diff_filter_set_escape(flt, false);
+        ck_assert_int_eq(cli_diff_filter_feed(flt, evil, sizeof evil - 1), 0);
+        ck_assert_int_eq(cli_diff_filter_finish(flt), 1);
+        cli_diff_filter_free(flt);
+        fclose(f);
+        ck_assert_ptr_nonnull(strstr(buf, "^[]0;x^G"));
+        ck_assert_ptr_null(strstr(buf, "\033]"));
+        free(buf);
+}
+END_TEST
+
+START_TEST(test_escape_controls) {
+        char *e = cli_escape_controls("a\033[2Jb\tc\nd\x07\x7f", 12);
+        ck_assert_str_eq(e, "a^[[2Jb\tc\nd^G^?");
+        free(e);
+        static const char nul[] = "x\0y";
+        e = cli_escape_controls(nul, 3);
+        ck_assert_str_eq(e, "x^@y");
+        free(e);
+        /* C1 as UTF-8, raw C1 bytes, a truncated sequence, an overlong one; good UTF-8 kept */
+        e = cli_escape_controls("\xc2\x85\x9b\xe2\x82\xc0\xafok\xe2\x82\xac", 12);
+        ck_assert_str_eq(e, "<U+0085><9B><E2><82><C0><AF>ok\xe2\x82\xac");
+        free(e);
+        e = cli_escape_controls("", 0);
+        ck_assert_str_eq(e, "");
+        free(e);
+        /* the worst growth: four bytes out per byte in */
+        e = cli_escape_controls("\xff\xff\xff", 3);
+        ck_assert_str_eq(e, "<FF><FF><FF>");
+        free(e);
+}
+END_TEST
+
+START_TEST(test_stat_marks) {
+        char *paths[] = {(char *) ".claude/settings.json", (char *) ".claude/settings.json", (char *) "run.sh",
+                         (char *) "\"q\\tx/.envrc\"", (char *) "very/long/path/to/some/deep/dir/.gitattributes",
+                         (char *) "run.sh", NULL};
+        char *classes[] = {(char *) "agent-config", (char *) "project", (char *) "executable", (char *) "envrc",
+                           (char *) "git-attributes", (char *) "executable", NULL};
+        static const char l1[] = " .claude/settings.json |    1 +\n";
+        char *m = cli_diff_stat_marks(l1, sizeof l1 - 1, paths, classes);
+        ck_assert_str_eq(m, "[agent-config, project]");
+        free(m);
+        m = cli_diff_stat_marks(" run.sh                |  Bin\n", 31, paths, classes);
+        ck_assert_str_eq(m, "[executable]"); /* each class once */
+        free(m);
+        static const char q[] = " \"q\\tx/.envrc\" | 1 +";
+        m = cli_diff_stat_marks(q, sizeof q - 1, paths, classes);
+        ck_assert_str_eq(m, "[envrc]");
+        free(m);
+        static const char cut[] = " .../deep/dir/.gitattributes | 1 +\n";
+        m = cli_diff_stat_marks(cut, sizeof cut - 1, paths, classes);
+        ck_assert_str_eq(m, "[git-attributes]");
+        free(m);
+        /* lookalikes, the summary line, lines git did not write */
+        static const char *const none[] = {" docs/.claude/settings.json | 1 +\n", " settings.json | 1 +\n",
+                                           " xrun.sh | 1 +\n", " 3 files changed, 3 insertions(+)\n",
+                                           "run.sh | 1 +\n", ""};
+        for (size_t i = 0; i < ELEMENTSOF(none); i++) {
+                m = cli_diff_stat_marks(none[i], strlen(none[i]), paths, classes);
+                if (m) ck_abort_msg("%s: marked %s", none[i], m);
+        }
+        ck_assert_ptr_null(cli_diff_stat_marks(l1, sizeof l1 - 1, NULL, NULL));
+}
+END_TEST
+
 TF_MAIN("cli-diff", "filter", NULL, NULL, 120, test_plain_is_byte_exact_in_any_chunking, test_path_limits,
-        test_header_names, test_colors_as_git, test_hostile_escapes, test_header_bound)
+        test_header_names, test_colors_as_git, test_hostile_escapes, test_header_bound, test_escape_without_colour,
+        test_escape_controls, test_stat_marks)

@@ -35,7 +35,7 @@ static const struct {
                "--no-sandbox", "--no-overlay", "--rw-bind", "--ro-bind", "--allowed-dirs", "--executor", "--class",
                "--parent-task", "--disk-max", "--memory-max", "--tasks-max")},
         {"cancel", true, CLI_POSITIONAL_TASK_ID, FLAGS("--grace-ms")},
-        {"accept", true, CLI_POSITIONAL_TASK_ID, FLAGS("--force")},
+        {"accept", true, CLI_POSITIONAL_TASK_ID, FLAGS("--force", "--allow-config")},
         {"reject", true, CLI_POSITIONAL_TASK_ID, NO_FLAGS},
         {"output", true, CLI_POSITIONAL_TASK_ID, FLAGS("--path", "--max-output-file-bytes")},
         {"wait", true, CLI_POSITIONAL_TASK_ID, FLAGS("--timeout", "--tail-chars", "--full", "--summarize")},

@@ -67,6 +67,14 @@ static const struct {
         {"{\"type\":\"task.state\",\"taskId\":\"oc_a\",\"status\":\"unknown\"}", false, true, "oc_a unknown"},
         {"{\"type\":\"task.activity\",\"taskId\":\"oc_a\",\"status\":\"done\",\"activity\":\"x\"}", false, true,
          "oc_a \033[32mdone\033[0m: x"},
+        /* on a terminal the worker's text has its control bytes shown, ours stay */
+        {"{\"type\":\"task.activity\",\"taskId\":\"oc_a\",\"status\":\"done\",\"activity\":\"a\\u001b]0;x\\u0007\\u001b[2Jb\\u009b\"}",
+         false, true, "oc_a \033[32mdone\033[0m: a^[]0;x^G^[[2Jb<U+009B>"},
+        {"{\"type\":\"task.activity\",\"taskId\":\"oc_a\",\"status\":\"done\",\"summaryFailed\":true,\"summaryError\":\"e\\u001b[1A\"}",
+         false, true, "oc_a \033[32mdone\033[0m: summary unavailable (e^[[1A)"},
+        /* not a terminal: as it came */
+        {"{\"type\":\"task.activity\",\"taskId\":\"oc_a\",\"status\":\"done\",\"activity\":\"a\\u001b[2Jb\"}",
+         false, false, "oc_a done: a\033[2Jb"},
         /* colour is never on ndjson */
         {"{\"type\":\"task.state\",\"status\":\"done\"}", true, true, "{\"type\":\"task.state\",\"status\":\"done\"}"},
 };

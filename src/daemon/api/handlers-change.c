@@ -13,6 +13,7 @@
 #include "core/peer.h"
 #include "core/task.h"
 #include "json-util.h"
+#include "protocol.h"
 #include "protocol-keys.h"
 #include "run/change.h"
 #include "run/lifecycle.h"
@@ -37,14 +38,17 @@ static void change_answer(void *userdata, int rc, json_object *result, const cha
         Request *r = userdata;
         if (rc == -ECANCELED) return request_free(r);
         MethodError e = {0};
-        if (rc < 0) rc = method_fail(&e, reason ? reason : "error: out of memory");
+        if (rc == CHANGE_REFUSED_RISKS) rc = method_error_text(&e, E_CHANGESET_RISKS, reason);
+        else if (rc < 0) rc = method_fail(&e, reason ? reason : "error: out of memory");
         method_reply(r, rc, result, &e);
 }
 
 static int change(Manager *m, Request *r, Task *t, bool accept, MethodError *err) {
         _cleanup_free_ char *reason = NULL;
         int k = caller_may_decide(caller_of(m, r->conn), t, accept ? "accept" : "reject", &reason);
-        ChangeRequest rq = {.accept = accept, .force = accept && r->req.p.accept.force};
+        ChangeRequest rq = {.accept = accept,
+                            .force = accept && r->req.p.accept.force,
+                            .allow_config = accept && r->req.p.accept.allow_config};
         if (k >= 0) k = change_start_full(m, t, &rq, change_answer, r, &reason);
         if (k < 0) return method_fail(err, reason ? reason : "error: out of memory");
         return METHOD_DEFERRED; /* change_answer answers it */

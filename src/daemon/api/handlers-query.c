@@ -128,6 +128,7 @@ static json_object *result_job_run(void *userdata, int *error) {
         json_add(o, PK_diffStat, stat);
         task_copy_key(o, t, TASK_KEY_changeset_error);
         if (t->rec.changeset_warnings) task_copy_key(o, t, TASK_KEY_changeset_warnings);
+        if (t->rec.changeset_risks) task_copy_key(o, t, TASK_KEY_changeset_risks);
         if (t->rec.head_drift_from) {
                 task_copy_key(o, t, TASK_KEY_head_drift_from);
                 task_copy_key(o, t, TASK_KEY_head_drift_to);

@@ -43,13 +43,14 @@ json_object *task_summary(Task *t) {
         /* variant, changesetWarnings, unit, memoryMax, tasksMax and job:
          * additions to the original's TaskSummary: `status --full` shows the
          * resolved thinking level, the paths left out of the changeset, the
-         * task's scope unit and its limits, and the timer job the task came
-         * from */
+         * task's scope unit and its limits, the timer job the task came
+         * from, and the files of its changeset that can run code on the host
+         * (changesetRisks) */
         static const TaskKey opt2[] = {TASK_KEY_final_marker,    TASK_KEY_final_status,      TASK_KEY_class_name,
                                        TASK_KEY_executor_id,     TASK_KEY_variant,           TASK_KEY_overlay_dirs,
                                        TASK_KEY_changeset_error, TASK_KEY_changeset_warnings, TASK_KEY_parent_task_id,
                                        TASK_KEY_project_config_warning, TASK_KEY_unit, TASK_KEY_memory_max,
-                                       TASK_KEY_tasks_max, TASK_KEY_job};
+                                       TASK_KEY_tasks_max, TASK_KEY_job, TASK_KEY_changeset_risks};
         for (size_t i = 0; i < ELEMENTSOF(opt2); i++)
                 if (task_record_is_set(rec, opt2[i])) task_copy_key(o, t, opt2[i]);
         if (rec->check_status && !streq(rec->check_status, "none")) {

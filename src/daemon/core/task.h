@@ -160,6 +160,7 @@ ChangesetStatus changeset_status_from_string(const char *s);
         X(PK_summaryOf, summary_of, OBJ)                           \
         X(PK_unit, unit, STR)                                      \
         X(PK_memoryMax, memory_max, INT)                           \
+        X(PK_changesetRisks, changeset_risks, ARR)                 \
         X(PK_tasksMax, tasks_max, INT)
 
 #define _TASK_KEY_ENUM(json, field, kind) TASK_KEY_##field,

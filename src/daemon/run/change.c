@@ -8,12 +8,14 @@
 #include "run/gate.h"
 #include "run/launch.h"
 #include "changeset.h"
+#include "changeset-risk.h"
 #include "run/executor-home.h"
 #include "core/jobs.h"
 #include "json-util.h"
 #include "core/manager.h"
 #include "run/lifecycle.h"
 #include "overlay.h"
+#include "project-config.h"
 #include "protocol-keys.h"
 #include "core/store.h"
 #include "core/task.h"
@@ -37,6 +39,25 @@ static json_object *change_job_run(void *userdata, int *error) {
         if (cj->accept) {
                 _cleanup_free_ char *reason = NULL;
                 int r;
+                /* what lands is what is read: the patch itself, classified again */
+                if (!cj->allow_config) {
+                        _cleanup_free_ char *text = NULL;
+                        /* the review_paths of the user's project file (the live one, never the worker's) */
+                        ProjectConfig cfg = {0};
+                        (void) project_config_load(t->rec.directory, &cfg);
+                        r = changeset_risks_refusal(t->id, t->rec.diff_path, t->rec.directory, cfg.review_paths, &text);
+                        project_config_done(&cfg);
+                        if (r < 0)
+                                text = strdup_printf("error: the changeset of task %s cannot be read to check it for files "
+                                                     "that can run code on this machine: %s; nothing was applied\nhelp: "
+                                                     "read it (taskferry diff %s), then run \"taskferry accept %s "
+                                                     "--allow-config\" to land it, or \"taskferry reject %s\"",
+                                                     t->id, strerror(-r), t->id, t->id, t->id);
+                        if (r != 0) {
+                                json_add_string(o, PK_changesetRisks, text ? text : "error: out of memory");
+                                return o;
+                        }
+                }
                 json_object *cod = t->rec.overlay_dirs;
                 _cleanup_free_ char *base = cod ? changeset_base_dir(json_get_string(cod, PK_root)) : NULL;
                 /* an accept a crash interrupted may have landed already: never twice */
@@ -130,7 +151,7 @@ static void supersede_parent(Manager *m, Task *t, const char *parent_id) {
         if (why) task_set_str(p, TASK_KEY_changeset_error, why);
         _cleanup_free_ char *reason = NULL, *id = strdup(p->id);
         if (!id) return;
-        if (change_start(m, p, false, superseded_done, id, &reason) < 0)
+        if (change_start(m, p, false, false, superseded_done, id, &reason) < 0)
                 log_warning("cannot reject superseded task %s: %s", p->id, strempty(reason));
         else
                 TAKE_PTR(id); /* superseded_done frees it */
@@ -143,6 +164,8 @@ static void change_job_finish(Manager *m, Task *t, bool accept, json_object *res
                                      accept ? "error: the accept job failed; the changeset is still pending"
                                             : "error: the overlay removal job failed; the changeset is rejected and its overlay remains on disk");
         }
+        if (accept && json_get_string(res, PK_changesetRisks))
+                return done(userdata, CHANGE_REFUSED_RISKS, NULL, json_get_string(res, PK_changesetRisks));
         int64_t applied = 1;
         json_get_int64(res, "apply", &applied);
         if (accept && applied < 0) {
@@ -197,13 +220,15 @@ static void change_gate_stopped(Task *t, void *userdata) {
         change_jobs_kick(t->m);
 }
 
-int change_start(Manager *m, Task *t, bool accept, change_done_fn done, void *userdata, char **reason) {
-        return change_start_full(m, t, &(ChangeRequest) {.accept = accept}, done, userdata, reason);
+int change_start(Manager *m, Task *t, bool accept, bool allow_config, change_done_fn done, void *userdata,
+                 char **reason) {
+        ChangeRequest rq = {.accept = accept, .allow_config = allow_config};
+        return change_start_full(m, t, &rq, done, userdata, reason);
 }
 
 int change_start_full(Manager *m, Task *t, const ChangeRequest *rq, change_done_fn done, void *userdata,
                       char **reason) {
-        bool accept = rq->accept;
+        bool accept = rq->accept, allow_config = rq->allow_config;
         const char *verb = accept ? "accepted" : "rejected";
         if (accept && task_kind_info(t->kind)->never_lands) {
                 _cleanup_free_ char *text = strdup_printf(
@@ -275,6 +300,7 @@ int change_start_full(Manager *m, Task *t, const ChangeRequest *rq, change_done_
         cj->t = t;
         cj->accept = accept;
         cj->override = accept && rq->force && check_status_blocks(task_check_status(t));
+        cj->allow_config = allow_config;
         cj->done = done;
         cj->userdata = userdata;
         t->busy = true;

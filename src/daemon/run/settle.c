@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "changeset.h"
+#include "changeset-risk.h"
 #include "core/cooldown.h"
 #include "core/jobs.h"
 #include "core/manager.h"
@@ -16,6 +17,7 @@
 #include "launch-spec.h"
 #include "logparse.h"
 #include "overlay.h"
+#include "project-config.h"
 #include "protocol-keys.h"
 #include "run/executor-home.h"
 #include "run/scope.h"
@@ -279,6 +281,16 @@ static json_object *settle_job_run(void *userdata, int *error) {
                                 json_add(ex_res, PK_warnings, arr);
                         }
                         if (r > 0) drift_probe(t, patch, base, ex_res);
+                        /* files that can run code on the host later
+                         * (changeset-risk.h), the project's review_paths
+                         * added to the built-in list */
+                        if (r > 0) {
+                                ProjectConfig cfg = {0};
+                                (void) project_config_load(t->rec.directory, &cfg);
+                                if (changeset_risks_annotate(ex_res, patch, t->rec.directory, cfg.review_paths) < 0)
+                                        log_warning("cannot classify the changeset of %s", t->id);
+                                project_config_done(&cfg);
+                        }
                         if (r == 0) {
                                 int k = launch_overlay_remove(t);
                                 json_add_bool(ex_res, "overlayRemoved", k >= 0);
@@ -385,6 +397,8 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
                         json_object *warnings = json_get_array(ext, PK_warnings);
                         if (warnings && json_object_array_length(warnings) > 0)
                                 task_set_json(t, TASK_KEY_changeset_warnings, json_object_get(warnings));
+                        json_object *risks = json_get_array(ext, PK_changesetRisks);
+                        if (risks) task_set_json(t, TASK_KEY_changeset_risks, json_object_get(risks));
                         if (json_get_bool(ext, "hasChanges", false)) {
                                 cs = CHANGESET_PENDING;
                                 drift_record(t, ext);

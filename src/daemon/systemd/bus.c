@@ -25,6 +25,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path-util.h"
+#include "string-util.h"
 #include "strv.h"
 
 typedef struct Bus {
@@ -106,7 +107,8 @@ static bool task_exported(const Task *t) {
         X("Unit", PK_unit, "s")                                 \
         X("MemoryMax", PK_memoryMax, "x")                       \
         X("TasksMax", PK_tasksMax, "x")                         \
-        X("Job", PK_job, "s")
+        X("Job", PK_job, "s")                                   \
+        X("ChangesetRisks", PK_changesetRisks, "as")
 
 typedef struct TaskProperty {
         const char *name, *key, *type;
@@ -135,6 +137,20 @@ static int task_property_get(sd_bus *bus, const char *path, const char *interfac
         case 'b': {
                 int b = json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
                 return sd_bus_message_append_basic(reply, 'b', &b);
+        }
+        case 'a': {
+                /* an array of strings; an element {path, class} reads "class:path" */
+                int r = sd_bus_message_open_container(reply, 'a', "s");
+                size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+                for (size_t i = 0; r >= 0 && i < n; i++) {
+                        json_object *e = json_object_array_get_idx(v, i);
+                        _cleanup_free_ char *s = json_object_is_type(e, json_type_object)
+                                ? strdup_printf("%s:%s", strempty(json_get_string(e, PK_class)),
+                                                strempty(json_get_string(e, PK_path)))
+                                : strdup(json_object_is_type(e, json_type_string) ? json_object_get_string(e) : "");
+                        r = s ? sd_bus_message_append_basic(reply, 's', s) : -ENOMEM;
+                }
+                return r < 0 ? r : sd_bus_message_close_container(reply);
         }
         }
         return -EINVAL;
