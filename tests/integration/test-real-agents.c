@@ -369,6 +369,66 @@ RIG_TEST(resume) {
 }
 END_TEST
 
+/* ---- the check gate, fixed forward ---- */
+
+/* status --full of id once its checkStatus is want (at most 120 s). */
+static json_object *check_settled(rig *r, const char *id, const char *want) {
+        uint64_t deadline = mono_ms() + 120000;
+        for (;;) {
+                json_object *st = tf_status_full(r->w, id);
+                if (streq_ptr(tf_jstr(st, "checkStatus"), want)) return st;
+                ck_assert_msg(mono_ms() < deadline, "task %s: checkStatus never became %s: %s", id, want,
+                              json_to_line(st, NULL));
+                json_object_put(st);
+                usleep(100000);
+        }
+}
+
+/* A gated repository: the worker's first change fails the project's check,
+ * accept refuses it naming the session to resume; the resumed worker
+ * (--session-id, --parent-task) starts from that change, fixes it, passes,
+ * and its accept lands both once. */
+RIG_TEST(gate_fix_forward) {
+        static const char toml[] = "check = \"grep -q fixed feature.txt\"\n";
+        tf_write(tf_path(r->repo, ".taskferry.toml"), toml, strlen(toml), 0644);
+        free(tf_shf(r->w, r->repo, "git add .taskferry.toml && git commit -qm gate"));
+        _cleanup_free_ char *p1 = rig_bash_prompt("printf 'feature\\n' > feature.txt; echo wrote");
+        char *parent = rig_dispatch(r, ex, rig_model(false), p1, NULL);
+        json_object *st = settle(r, parent, "done");
+        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "pending");
+        json_object_put(st);
+        json_object_put(check_settled(r, parent, "failed"));
+        json_object *res = rig_result(r, parent, false);
+        char *sid = strdup(strempty(tf_jstr(res, "sessionId")));
+        json_object_put(res);
+        ck_assert_msg(*sid, "no session id");
+        const char *acc[] = {"accept", parent, NULL};
+        tf_run a = tf_cli(r->w, NULL, NULL, acc);
+        _cleanup_free_ char *said = tf_unescape(a.out), *want = strdup_printf("--session-id %s --parent-task %s", sid, parent);
+        ck_assert_msg(a.exit_code == 1 && strstr(said, want), "accept of a failed gate: %s", said);
+        tf_run_done(&a);
+        ck_assert(!tf_exists(tf_path(r->repo, "feature.txt")));
+
+        _cleanup_free_ char *p2 = rig_bash_prompt("grep -q feature feature.txt && printf 'fixed\\n' >> feature.txt; echo fixed");
+        const char *extra[] = {"--session-id", sid, "--parent-task", parent, NULL};
+        char *child = rig_dispatch(r, ex, NULL, p2, extra);
+        st = settle(r, child, "done");
+        json_object_put(st);
+        json_object_put(check_settled(r, child, "passed"));
+        const char *acc2[] = {"accept", child, NULL};
+        a = tf_cli(r->w, NULL, NULL, acc2);
+        ck_assert_msg(a.exit_code == 0, "accept: %s %s", a.out, a.err);
+        tf_run_done(&a);
+        _cleanup_free_ char *feature = tf_read(tf_path(r->repo, "feature.txt"), NULL);
+        ck_assert_str_eq(feature, "feature\nfixed\n");
+        st = tf_status_full(r->w, parent);
+        ck_assert_str_eq(strempty(tf_jstr(st, "changesetStatus")), "rejected");
+        json_object_put(st);
+        assert_user_dirs_unchanged(r);
+        free(sid), free(parent), free(child);
+}
+END_TEST
+
 /* ---- isolation of executor homes ---- */
 
 /* The worker's homes as the CLIs find them (their own defaults when the
@@ -479,6 +539,7 @@ static Suite *suite(void) {
                 {"hang_watchdog", hang_watchdog, 4}, /* pi, opencode × hang, stall */
                 {"resume", resume, 2},
                 {"isolation", isolation, 2},
+                {"gate_fix_forward", gate_fix_forward, 2},
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 TCase *tc = tcase_create(cases[i].name);
