@@ -58,6 +58,11 @@ TF_WORLD_TEST(gate_passes) {
         ck_assert(json_get_int64(st, "checkExitCode", &code) && code == 0);
         ck_assert_str_eq(strempty(tf_jstr(st, "checkCommand")), "test -f added.txt");
         ck_assert_msg(tf_jstr(st, "checkStartedAt") && tf_jstr(st, "checkEndedAt"), "%s", json_to_line(st, NULL));
+        /* list's check column */
+        const char *largv[] = {"list", "--all", NULL};
+        tf_run l = cli(w, largv);
+        ck_assert_msg(l.exit_code == 0 && strstr(l.out, "passed"), "%s", l.out);
+        tf_run_done(&l);
         const char *argv[] = {"accept", id, NULL};
         tf_run r = cli(w, argv);
         ck_assert_msg(r.exit_code == 0, "%s %s", r.out, r.err);

@@ -440,6 +440,12 @@ json_object *manager_list(Manager *m, const char *directory, const char *visible
                                 task_copy_key(row, t, TASK_KEY_head_drift_from);
                                 task_copy_key(row, t, TASK_KEY_head_drift_recovered);
                         }
+                        /* the check gate's verdict and the files that can run code on the
+                         * host, only when set (additive, for `list`'s check and risks columns) */
+                        if (row && t->rec.check_status && !streq(t->rec.check_status, "none"))
+                                task_copy_key(row, t, TASK_KEY_check_status);
+                        if (row && task_record_is_set(&t->rec, TASK_KEY_changeset_risks))
+                                task_copy_key(row, t, TASK_KEY_changeset_risks);
                         if (row) row_prerender(row);
                         t->list_row = row;
                         t->list_row_generation = t->generation;
