@@ -250,4 +250,24 @@ TF_WORLD_TEST(no_bus_carries_on) {
 }
 END_TEST
 
-int main(void) { return tf_run_tests("bus", "bus", 300, TF_TESTS(objects_follow_tasks, sandbox_and_the_bus, no_bus_carries_on)); }
+/* The check gate's verdict on the task object: CheckStatus moves to passed
+ * (PropertiesChanged, no transition), CheckExitCode 0. */
+TF_BUS_TEST(check_gate_on_the_bus) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        static const char toml[] = "check = \"test -f added.txt\"\n";
+        tf_write(tf_path(repo, ".taskferry.toml"), toml, strlen(toml), 0644);
+        free(tf_shf(w, repo, "git add .taskferry.toml && git commit -qm gate"));
+        tf_daemon_start(w);
+        char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
+        char *path = tf_bus_task_path(id);
+        wait_prop(w, path, "CheckStatus", "s \"passed\"");
+        _cleanup_free_ char *code = task_property(w, path, "CheckExitCode");
+        ck_assert_str_eq(code, "x 0");
+        free(path), free(id), free(repo);
+}
+END_TEST
+
+int main(void) {
+        return tf_run_tests("bus", "bus", 300,
+                            TF_TESTS(objects_follow_tasks, sandbox_and_the_bus, no_bus_carries_on, check_gate_on_the_bus));
+}

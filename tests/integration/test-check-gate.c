@@ -73,6 +73,27 @@ TF_WORLD_TEST(gate_passes) {
         free(id), free(repo);
 }
 
+/* event.subscribe hears the gate: task.check events, running then passed. */
+TF_WORLD_TEST(gate_events) {
+        char *repo = gated_repo(w, "check = \"test -f added.txt\"\n");
+        tf_daemon_start(w);
+        int fd = tf_connect(w);
+        tf_send(fd, "{\"version\":1,\"id\":\"s\",\"method\":\"event.subscribe\",\"params\":{\"all\":true}}");
+        char *id = tf_dispatch_shell(w, repo, NULL, "echo x > added.txt");
+        bool running = false, passed = false;
+        for (int i = 0; i < 200 && !passed; i++) {
+                _cleanup_free_ char *line = tf_recv_line(fd, 30000);
+                ck_assert_msg(line, "no task.check passed event (running seen: %d)", running);
+                if (!strstr(line, "\"task.check\"") || !strstr(line, id)) continue;
+                running = running || strstr(line, "\"checkStatus\":\"running\"");
+                passed = strstr(line, "\"checkStatus\":\"passed\"") && strstr(line, "\"checkExitCode\":0");
+                ck_assert_msg(!strstr(line, "added.txt"), "the event carries the check's command or output: %s", line);
+        }
+        ck_assert(running && passed);
+        close(fd);
+        free(id), free(repo);
+}
+
 /* No project file, or a worker that changed nothing: no gate, no field. */
 TF_WORLD_TEST(no_file_or_no_changes_no_gate) {
         char *plain = tf_repo_new(w, NULL, NULL);
@@ -390,7 +411,7 @@ TF_WORLD_TEST(fix_forward_after_failed_gate) {
 
 int main(void) {
         Suite *s = suite_create("check-gate");
-        tf_add_tests(s, "verdicts", 300, TF_TESTS(gate_passes, no_file_or_no_changes_no_gate, gate_fails_blocks_accept));
+        tf_add_tests(s, "verdicts", 300, TF_TESTS(gate_passes, gate_events, no_file_or_no_changes_no_gate, gate_fails_blocks_accept));
         tf_add_tests(s, "running", 300, TF_TESTS(gate_running, gate_timeout, gate_interrupted_reruns));
         tf_add_tests(s, "sandbox", 300, TF_TESTS(gate_env_has_no_taskferry_vars, gate_is_sandboxed, prompt_names_the_check));
         tf_add_tests(s, "project", 300,

@@ -189,6 +189,31 @@ static void count_observer(Task *t, TaskStatus old_status, ChangesetStatus old_c
 
 /* the observer sends (to a journal or, without one, nowhere) and the
  * transition carries on to the observers after it */
+/* A check gate's entry: its status and exit code, a warning for a verdict
+ * that blocks accept; never the command or its output. */
+START_TEST(check_gate_entry) {
+        Task *t = add_task("{\"id\":\"oc_j_9\",\"directory\":\"/r\",\"status\":\"done\",\"changesetStatus\":\"pending\","
+                           "\"checkStatus\":\"failed\",\"checkCommand\":\"make SECRET_CMD\",\"checkExitCode\":2,"
+                           "\"checkOutputTail\":\"token=SECRET_OUT\"}");
+        _cleanup_strv_free_ char **l = NULL;
+        ck_assert_int_eq(journal_check_fields(t, &l), 0);
+        ck_assert_str_eq(field(l, "MESSAGE_ID"), JOURNAL_TASK_CHECK_MESSAGE_ID);
+        ck_assert_str_eq(field(l, "MESSAGE"), "task oc_j_9: check gate failed (exit 2)");
+        ck_assert_str_eq(field(l, "PRIORITY"), "4");
+        ck_assert_str_eq(field(l, "TASKFERRY_TASK_ID"), "oc_j_9");
+        ck_assert_str_eq(field(l, "TASKFERRY_CHECK_STATUS"), "failed");
+        ck_assert_str_eq(field(l, "TASKFERRY_CHECK_EXIT_CODE"), "2");
+        for (char **i = l; *i; i++) ck_assert_msg(!strstr(*i, "SECRET"), "%s", *i);
+        Task *p = add_task("{\"id\":\"oc_j_8\",\"directory\":\"/r\",\"status\":\"done\",\"changesetStatus\":\"pending\","
+                           "\"checkStatus\":\"running\",\"checkCommand\":\"x\"}");
+        _cleanup_strv_free_ char **l2 = NULL;
+        ck_assert_int_eq(journal_check_fields(p, &l2), 0);
+        ck_assert_str_eq(field(l2, "MESSAGE"), "task oc_j_8: check gate running");
+        ck_assert_str_eq(field(l2, "PRIORITY"), "6");
+        ck_assert_ptr_null(field(l2, "TASKFERRY_CHECK_EXIT_CODE"));
+}
+END_TEST
+
 START_TEST(observer_is_quiet_without_a_journal) {
         ck_assert_int_eq(journal_init(&m), 0);
         ck_assert_int_eq(manager_add_task_observer(&m, count_observer, NULL), 0);
@@ -200,5 +225,5 @@ START_TEST(observer_is_quiet_without_a_journal) {
 }
 END_TEST
 
-TF_MAIN("journal", "fields", setup, teardown, 0, queued_to_running, done_with_every_field, crashed_is_a_warning,
+TF_MAIN("journal", "fields", setup, teardown, 0, check_gate_entry, queued_to_running, done_with_every_field, crashed_is_a_warning,
         new_task_has_no_old_values, changeset_move, never_a_secret, observer_is_quiet_without_a_journal)
