@@ -112,6 +112,48 @@ grep -qF "Defined-By: taskferry" <<<"$out" || die "journalctl -x: no Defined-By:
 grep -qF "(executor shell, model" <<<"$out" || die "journalctl -x: the body's @TASKFERRY_EXECUTOR@ is not filled in" "$out"
 ok "journalctl -x: Subject: taskferry task $jtask is now done (Defined-By: taskferry)"
 
+# the check gate: one entry per start and end, its own MESSAGE_ID, and never
+# the check's output; it runs in the task's scope under the user manager
+check_msgid=$(sed -n 's/^#define JOURNAL_TASK_CHECK_MESSAGE_ID "\(.*\)"$/\1/p' "$src/src/daemon/systemd/journal.h")
+[ -n "$check_msgid" ] || die "no JOURNAL_TASK_CHECK_MESSAGE_ID in journal.h"
+# the check prints a marker it holds in a file (no command line carries it)
+journal_check_out="tf-e2e-check-output-$RANDOM$RANDOM"
+printf 'check = "sh ./check.sh"\n' >"$jdir/gate.toml"
+printf 'echo %s; exit 3\n' "$journal_check_out" >"$jdir/check.sh"
+chmod 0644 "$jdir/gate.toml" "$jdir/check.sh"
+out=$(as_user bash -c "set -e; git init -q gated; cd gated; git config user.email e2e@example.invalid
+  git config user.name 'taskferry e2e'; cp '$jdir/gate.toml' .taskferry.toml; cp '$jdir/check.sh' check.sh
+  git add .taskferry.toml check.sh; git commit -qm gate" 2>&1) || die "cannot create the gated repository" "$out"
+out=$(as_user taskferry dispatch --executor shell --directory "$home/gated" --prompt 'echo x > added.txt' 2>&1) ||
+  die "taskferry dispatch (gated) failed" "$out"
+gtask=$(sed -n '/^id: /{s///p;q}' <<<"$out")
+[ -n "$gtask" ] || die "no task id in the dispatch output" "$out"
+check=""
+for _ in $(seq 1 150); do
+  check=$(as_user taskferry status "$gtask" --full --json | jq -r '.checkStatus // empty' || true)
+  [ "$check" = failed ] && break
+  sleep 0.2
+done
+[ "$check" = failed ] || die "the check gate of $gtask did not end failed (checkStatus: $check)" \
+  "$(as_user taskferry status "$gtask" --full 2>&1 || true)"
+got=""
+for _ in $(seq 1 50); do
+  in_ct journalctl --sync >/dev/null 2>&1 || true
+  got=$(in_ct journalctl --no-pager -q -o json _UID="$uid" MESSAGE_ID="$check_msgid" TASKFERRY_TASK_ID="$gtask" |
+    jq -r '[.TASKFERRY_CHECK_STATUS, (.TASKFERRY_CHECK_EXIT_CODE // "")] | join("|")' || true)
+  [ "$got" = "running|
+failed|3" ] && break
+  sleep 0.2
+done
+[ "$got" = "running|
+failed|3" ] || die "journal entries of $gtask's check gate (status|exit) are not running, then failed with 3" "got:" "$got"
+ok "journalctl MESSAGE_ID=$check_msgid: the check gate of $gtask running, then failed (exit 3)"
+out=$(as_user taskferry accept "$gtask" 2>&1) && die "accept of a changeset whose check failed succeeded" "$out"
+grep -qF "command: sh ./check.sh (from .taskferry.toml)" <<<"$out" && grep -qF "$journal_check_out" <<<"$out" ||
+  die "accept's refusal does not name the check and its output" "$out"
+out=$(as_user taskferry reject "$gtask" 2>&1) || die "taskferry reject $gtask failed" "$out"
+ok "accept refused the failed gate; rejected"
+
 # nothing secret anywhere in the journal (every field of every entry)
 in_ct journalctl --sync >/dev/null 2>&1 || true
 whole=$work/journal-export
@@ -120,10 +162,13 @@ grep -qF "$jtask" "$whole" || die "the exported journal does not even name $jtas
 if grep -aqF "$journal_secret_prompt" "$whole"; then
   die "the task's prompt is in the journal" "$(grep -aF "$journal_secret_prompt" "$whole" | head -n 5)"
 fi
+if grep -aqF "tf-e2e-check-output-" "$whole"; then
+  die "the check gate's output is in the journal" "$(grep -aF "tf-e2e-check-output-" "$whole" | head -n 5)"
+fi
 if grep -aqF "$journal_secret_env" "$whole"; then
   die "an environment value of the task is in the journal" "$(grep -aF "$journal_secret_env" "$whole" | head -n 5)"
 fi
-ok "the whole journal ($(wc -c <"$whole") bytes exported) holds neither the prompt nor the env value"
+ok "the whole journal ($(wc -c <"$whole") bytes exported) holds neither the prompt, the env value nor a check's output"
 rm -f "$whole"
 
 out=$(sysu stop taskferry.service 2>&1) || die "systemctl --user stop taskferry.service failed" "$out"
