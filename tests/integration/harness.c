@@ -952,6 +952,21 @@ void tf_accept_ok(tf_world *w, const char *id) {
         tf_run_done(&r);
 }
 
+void tf_accept_reviewed_ok(tf_world *w, const char *id, const char *dir) {
+        char *before = tf_tree_snapshot(dir, false);
+        tf_run r = tf_accept(w, id);
+        ck_assert_msg(r.exit_code == 1 && strstr(r.out, "--allow-config"), "accept %s of risky files was not refused: %s %s",
+                      id, r.out, r.err);
+        tf_run_done(&r);
+        char *after = tf_tree_snapshot(dir, false);
+        ck_assert_msg(streq(after, before), "a refused accept of %s changed %s", id, dir);
+        free(before), free(after);
+        const char *argv[] = {"accept", id, "--allow-config", "--json", NULL};
+        r = tf_cli(w, NULL, NULL, argv);
+        ck_assert_msg(r.exit_code == 0, "accept --allow-config %s failed: %s %s", id, r.out, r.err);
+        tf_run_done(&r);
+}
+
 /* ---- text (harness.h) ---- */
 
 char *tf_diff_files(const char *diff) {

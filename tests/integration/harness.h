@@ -217,6 +217,11 @@ bool tf_wait_status(tf_world *w, const char *id, const char *want, int timeout_m
  * tf_accept_ok() asserts it exits 0. */
 tf_run tf_accept(tf_world *w, const char *id);
 void tf_accept_ok(tf_world *w, const char *id);
+/* A changeset with files that can run code on the host later
+ * (changeset-risk.h): a plain accept is refused (exit 1, naming
+ * --allow-config) with the tree at dir untouched, then `accept
+ * --allow-config` lands it. */
+void tf_accept_reviewed_ok(tf_world *w, const char *id, const char *dir);
 
 /* ---- text ----
  * tf_diff_files(): the paths of a git diff's "diff --git" headers, each

@@ -167,7 +167,7 @@ TF_WORLD_TEST(planted_symlinks_are_never_followed) {
         char *id = pending(w, repo, s1);
         char *diff = tf_task_diff(w, id);
         ck_assert_msg(strstr(diff, "new file mode 120000") && strstr(diff, "+++ b/ssh"), "%s", diff);
-        tf_accept_ok(w, id);
+        tf_accept_reviewed_ok(w, id, repo); /* two symlinks out of the repository */
         char *home_before = tf_tree_snapshot(w->home, false), *out_before = tf_tree_snapshot(outside, false);
         const char *s2 = "echo pwn > dir/x 2>/dev/null; echo pwn >> ssh/authorized_keys 2>/dev/null; "
                          "rm dir ssh; mkdir dir ssh; echo mine > dir/x; echo mine > ssh/authorized_keys; true";
@@ -236,7 +236,7 @@ TF_WORLD_TEST(worker_git_metadata_never_lands) {
         char *git_before = tf_tree_snapshot(tf_path(repo, ".git"), false);
         char *id = pending(w, repo, script);
         char *diff = diff_names(w, id, ".gitattributes|a.txt|sub/file|");
-        tf_accept_ok(w, id);
+        tf_accept_reviewed_ok(w, id, repo); /* a .gitattributes */
         /* the index accept leaves is the user's (nothing staged); .git otherwise untouched */
         char *git_after = tf_tree_snapshot(tf_path(repo, ".git"), false);
         ck_assert_str_eq(git_after, git_before);
@@ -285,7 +285,9 @@ TF_WORLD_TEST(symlink_replacing_user_directory) {
         char *script = strdup_printf("set -e; rm -rf dir; ln -s %s/.ssh dir; " TF_PAUSE, w->home);
         char *id = pending_paused(w, repo, script, "printf 'mine\\n' > dir/user.txt");
         char *ssh_before = tf_tree_snapshot(tf_path(w->home, ".ssh"), false), *before = tf_tree_snapshot(repo, false);
-        tf_run r = tf_accept(w, id);
+        /* a symlink out of the repository: refused until reviewed */
+        const char *argv[] = {"accept", id, "--allow-config", "--json", NULL};
+        tf_run r = tf_cli(w, NULL, NULL, argv);
         if (r.exit_code != 0) {
                 char *after = tf_tree_snapshot(repo, false);
                 ck_assert_str_eq(after, before);
@@ -295,7 +297,7 @@ TF_WORLD_TEST(symlink_replacing_user_directory) {
         char *u = tf_read(tf_path(repo, "dir/user.txt"), NULL);
         ck_assert_str_eq(u, "mine\n");
         free(tf_shf(w, repo, "mv dir/user.txt user.txt"));
-        tf_accept_ok(w, id);
+        tf_accept_reviewed_ok(w, id, repo);
         char *ssh_after = tf_tree_snapshot(tf_path(w->home, ".ssh"), false);
         ck_assert_str_eq(ssh_after, ssh_before);
         char *got = tf_shf(w, repo, "readlink dir; cat user.txt");
@@ -542,7 +544,7 @@ TF_WORLD_TEST_ENV(file_max_and_special_files, "TASKFERRY_CHANGESET_FILE_MAX=4096
         ck_assert_msg(!strstr(s, "\"under: left out"), "%s", s);
         char *diff = diff_names(w, id, "a.txt|hard|shadow|under|");
         ck_assert_msg(!strstr(diff, "root:"), "the diff holds /etc/shadow's content");
-        tf_accept_ok(w, id);
+        tf_accept_reviewed_ok(w, id, repo); /* a symlink to /etc/shadow */
         char *got = tf_shf(w, repo, "wc -c < under; cat hard; readlink shadow; ls over sparse fifo sock 2>&1 | wc -l");
         ck_assert_str_eq(got, "4096\none\nw\n/etc/shadow\n4"); /* hard shares a.txt's inode */
         free(got), free(s), free(diff), free(id), free(repo);
