@@ -592,7 +592,7 @@ int changeset_risks_classify(const char *patch_path, const char *directory, char
 }
 
 char *changeset_risk_line(const ChangesetRisk *e) {
-        return strdup_printf("%s: %s: %s", risk_class_to_string(e->class), e->path, e->detail);
+        return strdup_printf("%s: %s: %s", strempty(risk_class_to_string(e->class)), e->path, e->detail);
 }
 
 int changeset_risks_annotate(json_object *o, const char *patch_path, const char *directory, char *const *patterns) {
@@ -636,7 +636,7 @@ int changeset_risks_refusal(const char *task_id, const char *patch_path, const c
                 "error: the changeset of task %s changes files that can run code on this machine later; nothing was applied\n",
                 task_id);
         for (size_t i = 0; text && i < risks.n; i++) {
-                char *t = strdup_printf("%s  %s: %s\n", text, risk_class_to_string(risks.entries[i].class),
+                char *t = strdup_printf("%s  %s: %s\n", text, strempty(risk_class_to_string(risks.entries[i].class)),
                                         risks.entries[i].path);
                 free(text);
                 text = t;

@@ -206,16 +206,16 @@ static int project_ro_binds(Task *t, char ***ret) {
         ProjectConfig cfg = {0};
         int r = project_config_load(t->rec.directory, &cfg);
         if (r < 0) return r;
-        _cleanup_free_ char *repo = strdup(cfg.path), *bind_warning = NULL;
+        _cleanup_free_ char *repo = strdup(cfg.path), *bind_warning = NULL, *warning = NULL;
         char *sl = repo ? strrchr(repo, '/') : NULL;
         if (sl) *sl = 0;
-        _cleanup_strv_free_ char **deny = NULL, **structural = NULL, **protected_ = NULL;
-        if (!repo || (r = build_masks(m, &deny, &structural)) < 0) goto out;
+        _cleanup_strv_free_ char **deny = NULL, **structural = NULL, **protected_ = NULL, **trusted = NULL;
+        if (!repo) r = -ENOMEM;
+        if (r < 0 || (r = build_masks(m, &deny, &structural)) < 0) goto out;
         protected_ = strv_copy(deny);
         for (char **p = structural; p && *p; p++)
                 if ((r = strv_push(&protected_, *p)) < 0) goto out;
-        _cleanup_strv_free_ char **trusted = calloc(1, sizeof(char *));
-        if (!trusted) r = -ENOMEM;
+        if (!(trusted = calloc(1, sizeof(char *)))) r = -ENOMEM;
         for (char **p = m->settings.trusted_projects; r >= 0 && p && *p; p++) {
                 _cleanup_free_ char *real = realpath(*p, NULL);
                 if (real) r = strv_push(&trusted, real);
@@ -224,7 +224,6 @@ static int project_ro_binds(Task *t, char ***ret) {
                 r = project_binds_resolve(cfg.ro_bind, repo, m->paths.home, trusted, protected_, ret, &bind_warning);
         if (r < 0) goto out;
         const char *parts[] = {cfg.warning, bind_warning};
-        _cleanup_free_ char *warning = NULL;
         for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
                 if (!parts[i]) continue;
                 char *w = warning ? strdup_printf("%s; %s", warning, parts[i]) : strdup(parts[i]);
