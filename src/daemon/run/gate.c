@@ -84,7 +84,15 @@ char *check_output_tail(const char *buf, size_t len, unsigned lines) {
                         start = i;
                         break;
                 }
-        return utf8_sanitize(buf + start, len - start);
+        /* a NUL would end the recorded string there: the bytes after it
+         * (the failure a check prints last) would never be shown */
+        size_t n = len - start, o = 0;
+        _cleanup_free_ char *copy = malloc(n * 3 + 1);
+        if (!copy) return NULL;
+        for (size_t i = start; i < len; i++)
+                if (buf[i]) copy[o++] = buf[i];
+                else o = stpcpy(copy + o, UTF8_REPLACEMENT_CHARACTER_STR) - copy;
+        return utf8_sanitize(copy, o);
 }
 
 /* s with every control character but \n (and \t) as \xNN, each line
