@@ -44,6 +44,9 @@ START_TEST(test_output_tail) {
         /* the front of a trimmed log may start inside a character */
         _cleanup_free_ char *g = check_output_tail("\x98\x83 ok\n", 6, 40);
         ck_assert_str_eq(g, "\xEF\xBF\xBD\xEF\xBF\xBD ok");
+        /* a NUL would end the recorded string there, hiding what follows */
+        _cleanup_free_ char *z = check_output_tail("a\0b\nc\0\n", 7, 40);
+        ck_assert_str_eq(z, "a\xEF\xBF\xBD" "b\nc\xEF\xBF\xBD");
         /* 50 lines: the last 40 */
         _cleanup_free_ char *big = NULL;
         for (int i = 1; i <= 50; i++) {

@@ -84,7 +84,15 @@ char *check_output_tail(const char *buf, size_t len, unsigned lines) {
                         start = i;
                         break;
                 }
-        return utf8_sanitize(buf + start, len - start);
+        /* a NUL would end the recorded string there: the bytes after it
+         * (the failure a check prints last) would never be shown */
+        size_t n = len - start, o = 0;
+        _cleanup_free_ char *copy = malloc(n * 3 + 1);
+        if (!copy) return NULL;
+        for (size_t i = start; i < len; i++)
+                if (buf[i]) copy[o++] = buf[i];
+                else o = stpcpy(copy + o, UTF8_REPLACEMENT_CHARACTER_STR) - copy;
+        return utf8_sanitize(copy, o);
 }
 
 /* s with every control character but \n (and \t) as \xNN, each line
@@ -219,6 +227,20 @@ static void gate_record(Task *t, CheckStatus s, const int64_t *exit_code, const 
         task_announce_checked(t);
 }
 
+/* The check's scratch upper and work dirs (launch_prepare_check): what it
+ * built is nobody's once its verdict is read. */
+static void gate_scratch_remove(Task *t) {
+        json_object *od = t->rec.overlay_dirs;
+        const char *root = od ? json_get_string(od, PK_root) : NULL;
+        if (!root) return;
+        static const char *const parts[] = {"upper/check", "work/check"};
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                _cleanup_free_ char *p = strdup_printf("%s/%s", root, parts[i]);
+                int r = p ? rm_rf(p) : -ENOMEM;
+                if (r < 0 && r != -ENOENT) log_warning_errno(r, "task %s: cannot remove the check's %s", t->id, parts[i]);
+        }
+}
+
 static void gate_ended(Task *t) {
         Manager *m = t->m;
         Gate *g = t->gate;
@@ -255,6 +277,7 @@ static void gate_ended(Task *t) {
                 tail = check_output_tail(out ? out : "", len, CHECK_TAIL_LINES);
         }
         exit_info_done(&ei);
+        gate_scratch_remove(t);
         /* a changeset decided meanwhile (a reject stopped the gate) keeps
          * the fields as they were */
         if (t->rec.changeset_status == CHANGESET_PENDING) {

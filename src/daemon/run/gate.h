@@ -74,7 +74,7 @@ void gate_free(Task *t);
 /* checkOutputTail of a check's output: its last `lines` lines (one trailing
  * "\n" does not count as a line and is not kept; fewer lines: the text
  * unchanged), invalid UTF-8 (the front of a trimmed log may start inside a
- * character) replaced by U+FFFD. malloc'd; NULL on ENOMEM. */
+ * character) and NUL bytes replaced by U+FFFD. malloc'd; NULL on ENOMEM. */
 char *check_output_tail(const char *buf, size_t len, unsigned lines);
 
 /* The text accept answers with for a gate that blocks it (running, or a
