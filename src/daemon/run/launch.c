@@ -387,9 +387,11 @@ static char *preflight_binary(Task *t, char *const *env, const sandbox_mount *mo
  * overlay overlay_prepare() recorded (the main checkout's HEAD, index and
  * config stay read-only on top of it for a linked worktree); without one,
  * the dir read-only, so git at least reads the repository. */
-static int git_mounts(Task *t, sandbox_mount **m, size_t *n) {
+static int git_mounts(Task *t, bool check, sandbox_mount **m, size_t *n) {
         json_object *od = t->rec.overlay_dirs;
-        json_object *rwb = od ? json_get_array(od, PK_rwBinds) : NULL;
+        /* a check reads the repository as it is on the host, read-only: it
+         * writes nothing into the worker's git dir layer either */
+        json_object *rwb = od && !check ? json_get_array(od, PK_rwBinds) : NULL;
         int r;
         if (!rwb) {
                 git_dirs gd = {0};
@@ -486,7 +488,7 @@ static int sandbox_prepare(Task *t, bool check, char *const *project_ro, char **
          * daemon's: every caller on it runs inside this sandbox, peer.c) */
         sandbox_mount *tail = NULL;
         size_t n_tail = 0;
-        if ((r = git_mounts(t, &tail, &n_tail)) < 0) goto out;
+        if ((r = git_mounts(t, check, &tail, &n_tail)) < 0) goto out;
         for (size_t i = 0; i < home->n_mounts; i++) {
                 const sandbox_mount *h = &home->mounts[i];
                 if ((r = sandbox_mounts_push(&tail, &n_tail, h->op, h->src, h->dest, h->upper, h->work, h->stage)) < 0)

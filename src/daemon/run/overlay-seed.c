@@ -21,6 +21,11 @@ static Task *seed_parent(Task *t) {
         const char *pid = t->rec.parent_task_id;
         Task *p = pid ? manager_find_task(t->m, pid) : NULL;
         if (!p || p == t) return NULL;
+        /* a task a worker dispatched may start only from what that worker
+         * may see: its own task's changes or those of the tasks it
+         * dispatched (a task id is no key to another task's unreviewed work) */
+        const char *by = t->rec.dispatched_by;
+        if (by && !streq(p->id, by) && !streq_ptr(p->rec.dispatched_by, by)) return NULL;
         if (!streq_ptr(task_kind_info(p->kind)->role, "dispatch") || task_kind_info(p->kind)->never_lands) return NULL;
         if (p->rec.changeset_status != CHANGESET_PENDING || !task_is_settled(p) || p->busy || p->settling) return NULL;
         json_object *od = p->rec.overlay_dirs;
