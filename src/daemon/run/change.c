@@ -325,7 +325,8 @@ void change_jobs_free(Manager *m) {
         while (m->change_jobs) {
                 ChangeJob *cj = m->change_jobs;
                 m->change_jobs = cj->next;
-                if (cj->started) continue; /* its job owns it */
+                /* a started one's job is freed after this without its callback
+                 * (jobs_free): its request is answered here, like a waiting one's */
                 cj->done(cj->userdata, -ECANCELED, NULL, NULL);
                 free(cj);
         }

@@ -79,6 +79,8 @@ typedef struct ChangeRequest {
 int change_start_full(Manager *m, Task *t, const ChangeRequest *rq, change_done_fn done, void *userdata,
                       char **reason);
 
-/* Drop the decisions still waiting for their workspace (shutdown): each
- * gets done(-ECANCELED). Running ones are left to their jobs (jobs_free). */
+/* Drop every decision, waiting or running (shutdown): each gets
+ * done(-ECANCELED) and is freed. A running one's job is freed afterwards by
+ * jobs_free, which calls no callback; the next daemon redoes an interrupted
+ * accept (acceptStartedAt) or removal. */
 void change_jobs_free(Manager *m);
