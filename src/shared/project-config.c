@@ -26,6 +26,8 @@
 #define IGNORED "the project file is ignored"
 /* the most bytes of an unknown key a warning shows */
 #define KEY_SHOWN_MAX 64
+/* the skipped roBind entries a warning names per reason */
+#define SKIPPED_SHOWN_MAX 16
 /* paths the cache remembers; the oldest goes first */
 #define CACHE_MAX 64
 
@@ -97,9 +99,10 @@ static int parsed_warn(parsed *p, const char *path, unsigned line, const char *f
 
 /* Append each string of an array to *l unless already there. 1: done, 0:
  * an entry is no string or is empty (or, with relative_only, starts with
- * "/"), -ENOMEM. */
+ * "/"), -E2BIG: more than PROJECT_CONFIG_MAX_ENTRIES entries, -ENOMEM. */
 static int add_strings(char ***l, json_object *arr, bool relative_only) {
         size_t n = json_object_array_length(arr);
+        if (n > PROJECT_CONFIG_MAX_ENTRIES) return -E2BIG;
         for (size_t i = 0; i < n; i++) {
                 json_object *e = json_object_array_get_idx(arr, i);
                 if (!json_object_is_type(e, json_type_string)) return 0;
@@ -140,6 +143,9 @@ static int parse_table(json_object *table, json_object *lines, const char *path,
                                         ? add_strings(review ? &p->review_paths : streq(key, "roBind") ? &rb : &ro, value,
                                                       review)
                                         : 0;
+                        if (r == -E2BIG)
+                                return parsed_warn(p, path, line, "%s has more than %d entries", key,
+                                                   PROJECT_CONFIG_MAX_ENTRIES);
                         if (r < 0) return r;
                         if (r == 0)
                                 return parsed_warn(p, path, line,
@@ -419,8 +425,15 @@ int project_binds_resolve(char *const *entries, const char *repo_root, const cha
         for (int k = 0; k < _SKIP_MAX; k++) {
                 if (!skipped[k]) continue;
                 _cleanup_free_ char *list = NULL;
-                for (char **s = skipped[k]; *s; s++) {
+                size_t shown = 0, total = strv_length(skipped[k]);
+                for (char **s = skipped[k]; *s && shown < SKIPPED_SHOWN_MAX; s++, shown++) {
                         char *n = strdup_printf("%s%s%s", strempty(list), list ? ", " : "", *s);
+                        if (!n) return -ENOMEM;
+                        free(list);
+                        list = n;
+                }
+                if (total > shown) {
+                        char *n = strdup_printf("%s and %zu more", list, total - shown);
                         if (!n) return -ENOMEM;
                         free(list);
                         list = n;

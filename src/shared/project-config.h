@@ -15,6 +15,9 @@
 #define PROJECT_CONFIG_MAX_BYTES (1024 * 1024)
 #define PROJECT_CONFIG_DEFAULT_CHECK_TIMEOUT_S UINT64_C(900)
 #define PROJECT_CONFIG_MAX_CHECK_TIMEOUT_S UINT64_C(604800)
+/* the most entries one array key (roBind, read_only_paths, review_paths) may
+ * hold; a longer one is an error like any other (the file is ignored) */
+#define PROJECT_CONFIG_MAX_ENTRIES 1024
 
 /* where the project file of a dispatch lives: the top of the git work tree
  * holding dir (a subdirectory dispatch reads the repository root's file),
@@ -79,7 +82,8 @@ void project_config_done(ProjectConfig *c);
  * ro-bind, deduplicated, in entry order (NULL: none); *ret_warning: NULL, or
  * one line ".taskferry.toml roBind: <reason>, skipped: a, b; <reason>,
  * skipped: c" grouping entries (as written) by reason, the reasons in the
- * order above (paths are names, not secrets: they may be shown). 0,
+ * order above, each naming its first 16 entries and then "and N more"
+ * (paths are names, not secrets: they may be shown). 0,
  * -ENOMEM. */
 int project_binds_resolve(char *const *entries, const char *repo_root, const char *home, char *const *trusted,
                           char *const *protected_, char ***ret_binds, char **ret_warning);

@@ -277,8 +277,8 @@ TF_WORLD_TEST(check_restarts_never_duplicate) {
         free(id), free(repo);
 }
 
-/* A check that fills its scratch upper past the task's disk budget is
- * stopped, and its files do not stay. */
+/* A check that fills its scratch upper past the task's disk budget fails,
+ * and its files do not stay. */
 TF_WORLD_TEST(check_disk_budget) {
         char *repo = gated_repo(w, "check = \"head -c 200000000 /dev/zero > big.bin; echo wrote-all\"\n");
         const char *extra[] = {"--disk-max", "16M", NULL};
@@ -286,7 +286,9 @@ TF_WORLD_TEST(check_disk_budget) {
         json_object *st = wait_verdict(w, id);
         const char *cs = tf_jstr(st, "checkStatus");
         _cleanup_free_ char *tail = check_tail(w, id);
-        ck_assert_msg(!streq_ptr(cs, "passed") && !strstr(tail, "wrote-all"), "a check past the budget: %s, %s", cs, tail);
+        /* stopped while it writes, or (when it outran the walks) judged by the
+         * shim's last one: failed either way, and the tail says why */
+        ck_assert_msg(streq_ptr(cs, "failed") && strstr(tail, "disk budget"), "a check past the budget: %s, %s", cs, tail);
         json_object_put(st);
         char *mu = upper_of(w, id, false);
         _cleanup_free_ char *root = strdup(mu);
@@ -397,22 +399,20 @@ TF_WORLD_TEST(hostile_project_files) {
                 {"mkfifo fifo && ln -s fifo .taskferry.toml", "FIFO"},
                 {"{ printf 'roBind = ['; for i in $(seq 1 20000); do printf '\"d%d\", ' $i; done; printf '\"vendor\"]\\n'; } "
                  "> .taskferry.toml",
-                 "not found on this host"},
+                 "has more than 1024 entries"},
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_free_ char *dir = strdup_printf("hostile%zu", i);
                 char *repo = tf_repo_new(w, dir, "mkdir vendor && echo v > vendor/v.txt");
                 free(tf_shf(w, repo, "%s", cases[i].make));
-                double t0 = tf_clock_ms();
                 json_object *st = NULL;
                 char *id = tf_shell_settled(w, repo, NULL, "echo ran > added.txt; echo ran", &st);
                 ck_assert_msg(streq_ptr(tf_jstr(st, "status"), "done"), "case %zu: %s", i, json_to_line(st, NULL));
                 json_object_put(st);
-                ck_assert_msg(tf_clock_ms() - t0 < 30000, "case %zu took %.0f ms", i, tf_clock_ms() - t0);
                 st = tf_status_full(w, id);
                 const char *warn = strempty(tf_jstr(st, "projectConfigWarning"));
                 ck_assert_msg(strstr(warn, cases[i].warn), "case %zu: %s", i, warn);
-                ck_assert_msg(strlen(warn) < 64 * 1024 || i == 5, "case %zu: a warning of %zu bytes", i, strlen(warn));
+                ck_assert_msg(strlen(warn) < 4096, "case %zu: a warning of %zu bytes", i, strlen(warn));
                 json_object_put(st);
                 ck_assert(tf_daemon_pid(w) > 0);
                 free(id), free(repo);

@@ -196,6 +196,36 @@ START_TEST(long_unknown_key_is_cut) {
 }
 END_TEST
 
+/* an array key of more than PROJECT_CONFIG_MAX_ENTRIES entries makes the
+ * file the empty config; exactly that many is read */
+START_TEST(too_many_entries) {
+        static const char *const keys[] = {"roBind", "read_only_paths", "review_paths"};
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                for (int n = PROJECT_CONFIG_MAX_ENTRIES; n <= PROJECT_CONFIG_MAX_ENTRIES + 1; n++) {
+                        _cleanup_free_ char *text = strdup_printf("check = \"make\"\n%s = [", keys[k]);
+                        for (int i = 0; i < n; i++) {
+                                char *t = strdup_printf("%s\"d%d\"%s", text, i, i + 1 < n ? ", " : "]\n");
+                                free(text);
+                                text = t;
+                        }
+                        free(put_config(text));
+                        ProjectConfig c = {};
+                        load_ok(dir, &c);
+                        if (n == PROJECT_CONFIG_MAX_ENTRIES) {
+                                ck_assert_msg(!c.warning, "%s", c.warning);
+                                ck_assert_str_eq(c.check, "make");
+                                ck_assert_uint_eq(strv_length(k == 2 ? c.review_paths : c.ro_bind), (size_t) n);
+                        } else {
+                                _cleanup_free_ char *want = strdup_printf("%s has more than %d entries", keys[k],
+                                                                          PROJECT_CONFIG_MAX_ENTRIES);
+                                ck_assert_msg(c.warning && strstr(c.warning, want), "%s", strempty(c.warning));
+                                assert_empty(&c);
+                        }
+                        project_config_done(&c);
+                }
+}
+END_TEST
+
 /* ---- the file and its cache ---- */
 
 static char *check_of(const char *d) {
@@ -482,6 +512,21 @@ START_TEST(binds_inside_and_outside) {
         /* missing: skipped */
         binds_are((char *[]) {"gone", "/nonexistent/taskferry", "docs", NULL}, false, (const char *const[]) {docs, NULL},
                   ".taskferry.toml roBind: not found on this host, skipped: gone, /nonexistent/taskferry");
+        /* many skipped: the first 16 named, then a count */
+        char *many[41];
+        for (int i = 0; i < 40; i++) many[i] = strdup_printf("gone%d", i);
+        many[40] = NULL;
+        _cleanup_free_ char *mw = strdup(".taskferry.toml roBind: not found on this host, skipped: gone0");
+        for (int i = 1; i < 16; i++) {
+                char *t = strdup_printf("%s, gone%d", mw, i);
+                free(mw);
+                mw = t;
+        }
+        char *t = strdup_printf("%s and 24 more", mw);
+        free(mw);
+        mw = t;
+        binds_are(many, false, (const char *const[]) {NULL}, mw);
+        for (int i = 0; i < 40; i++) free(many[i]);
         /* none */
         binds_are(NULL, false, (const char *const[]) {NULL}, NULL);
         binds_are((char *[]) {NULL}, true, (const char *const[]) {NULL}, NULL);
@@ -556,7 +601,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("project-config");
         TCase *tc = tf_tcase(s, "file", setup, teardown, 30,
-                             TF_TESTS(every_key, defaults_and_bounds, long_unknown_key_is_cut, cache_sees_every_change,
+                             TF_TESTS(every_key, defaults_and_bounds, long_unknown_key_is_cut, too_many_entries, cache_sees_every_change,
                                       not_a_regular_file, which_directory));
         TF_LOOP(tc, malformed_is_ignored_with_a_warning, malformed);
         tf_tcase(s, "binds", binds_setup, binds_teardown, 30,
