@@ -116,6 +116,13 @@ int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail) {
         return 0;
 }
 
+int disk_watch_final(disk_watch *w, char **ret_detail) {
+        uint64_t now = mono_ms();
+        w->next_walk_ms = now;
+        w->next_fs_ms = now;
+        return disk_watch_check(w, now, ret_detail);
+}
+
 int disk_reserve_create(const char *task_dir) {
         _cleanup_free_ char *p = strdup_printf("%s/%s", task_dir, DISK_RESERVE_NAME);
         if (!p) return -ENOMEM;

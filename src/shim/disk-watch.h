@@ -50,6 +50,10 @@ int disk_watch_timeout(const disk_watch *w, uint64_t now);
  * in *ret_detail; 0 otherwise; -ENOMEM. Trips only once. */
 int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail);
 
+/* One last walk now, whatever the clocks say (after the worker ended: what
+ * it wrote between two walks counts too). Same results as disk_watch_check. */
+int disk_watch_final(disk_watch *w, char **ret_detail);
+
 /* The interval until the next walk after one that took walk_ms and measured
  * usage bytes against max_bytes (exposed for tests). */
 uint64_t disk_watch_walk_interval(uint64_t walk_ms, uint64_t usage, uint64_t max_bytes);

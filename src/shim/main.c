@@ -544,6 +544,15 @@ static void monitor(shim *s, int out_r, int err_r) {
                 try_reap(s);
                 disk_check(s);
         }
+        /* a worker that outran the walks (wrote past its budget and ended
+         * between two of them) is judged by a last one */
+        if (s->spec->disk && !s->stop_detail) {
+                _cleanup_free_ char *detail = NULL;
+                if (disk_watch_final(&s->disk, &detail) > 0) {
+                        log_warning("task %s: the worker ended past its disk budget: %s", s->spec->task_id, detail);
+                        s->stop_detail = TAKE_PTR(detail);
+                }
+        }
         safe_close(out_r);
         safe_close(err_r);
         log_pipe_finish(&lp);

@@ -268,13 +268,21 @@ static void gate_ended(Task *t) {
                 tail = strdup_printf("spawn error: %s", ei.spawn_error);
         } else {
                 if (g->timed_out) s = CHECK_TIMEOUT;
-                else if (have_exit && ei.has_exit_code && ei.exit_code == 0 && !ei.signal) s = CHECK_PASSED;
+                else if (have_exit && ei.has_exit_code && ei.exit_code == 0 && !ei.signal && !ei.stop_reason)
+                        s = CHECK_PASSED;
                 else s = CHECK_FAILED;
                 if (have_exit && ei.has_exit_code && !ei.signal) {
                         code = ei.exit_code;
                         codep = &code;
                 }
                 tail = check_output_tail(out ? out : "", len, CHECK_TAIL_LINES);
+                /* stopped by the shim (its disk budget): the last line says so */
+                if (tail && have_exit && ei.stop_reason) {
+                        char *n = strdup_printf("%s%staskferry: the check was stopped: %s", tail,
+                                                *tail && tail[strlen(tail) - 1] != '\n' ? "\n" : "",
+                                                ei.stop_detail ? ei.stop_detail : ei.stop_reason);
+                        if (n) free(tail), tail = n;
+                }
         }
         exit_info_done(&ei);
         gate_scratch_remove(t);
