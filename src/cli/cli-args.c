@@ -40,6 +40,7 @@ typedef struct flag_spec {
         const char *hint;     /* FLAG_SIZE, FLAG_REGEX: the help of a bad value */
         bool choices_listed;  /* FLAG_CHOICE: hint "Use <f> with one of: a, b", not "Use <f> a or <f> b" */
         const char *warning;  /* printed on stderr when given (a deprecated name) */
+        bool repeatable;      /* FLAG_PATH_LIST: each use adds to the list (else a second use is an error) */
 } flag_spec;
 
 #define FLAG(n, k, kind_, ...) { .name = (n), .key = (k), .kind = (kind_), __VA_ARGS__ }
@@ -57,6 +58,9 @@ static const flag_spec flags[] = {
         FLAG("--allowed-dirs", PK_allowedDirs, FLAG_PATH_LIST,
              .warning = "--allowed-dirs is deprecated; use --rw-bind (same behavior). It will be removed in the next major release."),
         FLAG("--executor", PK_executor, FLAG_CHOICE),
+        FLAG("--network", PK_network, FLAG_CHOICE),
+        FLAG("--allow-host", PK_allowHosts, FLAG_PATH_LIST, .repeatable = true),
+        FLAG("--allow-socket", PK_allowSockets, FLAG_PATH_LIST, .repeatable = true),
         FLAG("--class", PK_class, FLAG_STRING),
         FLAG("--parent-task", PK_parentTaskId, FLAG_STRING),
         FLAG("--grace-ms", PK_graceMs, FLAG_INTEGER, .min = 0, .max = CLI_MAX_SAFE_INTEGER),
@@ -459,6 +463,16 @@ static int parse_flag(cli_args *a, const char *token, char *const *argv, size_t 
         json_object *o;
         int r = flag_parse_value(a, f, value, &o, err);
         if (r < 0) return r;
+        json_object *prior = NULL;
+        if (f->repeatable && json_object_object_get_ex(a->options, f->key, &prior)) {
+                for (size_t k = 0; k < json_object_array_length(o); k++)
+                        if (json_object_array_add(prior, json_object_get(json_object_array_get_idx(o, k))) < 0) {
+                                json_object_put(o);
+                                return -ENOMEM;
+                        }
+                json_object_put(o);
+                return 0;
+        }
         return set_option(a->options, f->key, o, v, err);
 }
 

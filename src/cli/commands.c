@@ -152,7 +152,7 @@ int cli_dispatch(cli_context *ctx, json_object *options, const char *directory, 
         static const char *const passthrough[] = {
                 PK_model,  PK_variant, PK_sessionId, PK_finalMarker, PK_noSandbox,    PK_noOverlay, PK_allowedDirs,
                 PK_rwBind, PK_roBind,  PK_executor,  PK_class,       PK_parentTaskId, PK_diskMax,   PK_memoryMax,
-                PK_tasksMax, NULL
+                PK_tasksMax, PK_network, PK_allowHosts, PK_allowSockets, NULL
         };
         for (size_t i = 0; passthrough[i]; i++) {
                 json_object *v = NULL;

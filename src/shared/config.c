@@ -62,6 +62,9 @@ const ConfigKey config_keys[] = {
         /* taskferry's addition: the repositories whose .taskferry.toml may
          * bind paths outside themselves (src/shared/project-config.h) */
         { "trustedProjects", CONFIG_STRING_ARRAY, "TASKFERRY_TRUSTED_PROJECTS" },
+        /* taskferry's addition: the workers' network, {"mode": "proxy" |
+         * "none" | "host", "allowHosts": [...]} (src/shared/net-policy.h) */
+        { "network", CONFIG_OBJECT, "TASKFERRY_ALLOW_HOSTS" },
         {}
 };
 

@@ -8,6 +8,7 @@
 #include "id-util.h"
 #include "json-util.h"
 #include "macro.h"
+#include "net-policy.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -145,7 +146,10 @@ static int sandbox_to_json(const launch_sandbox *sb, json_object **ret) {
                 if ((r = json_add(o, "overlay", TAKE_PTR(ov))) < 0) return r;
         } else if ((r = json_add_null(o, "overlay")) < 0)
                 return r;
-        if ((r = add_obj(o, "shareNet", json_object_new_boolean(sb->share_net))) < 0) return r;
+        if ((r = add_obj(o, "shareNet", json_object_new_boolean(sb->net.mode == NET_MODE_HOST))) < 0) return r;
+        json_object *net = NULL;
+        if ((r = net_policy_to_json(&sb->net, &net)) < 0) return r;
+        if ((r = json_add(o, "network", net)) < 0) return r;
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -293,6 +297,7 @@ static void launch_sandbox_free(launch_sandbox *sb) {
         seeds_free(sb->seeds, sb->n_seeds);
         seeds_free(sb->upper_seeds, sb->n_upper_seeds);
         launch_overlay_free(sb->overlay);
+        net_policy_done(&sb->net);
         free(sb);
 }
 
@@ -391,8 +396,9 @@ static int seeds_from_json(json_object *a, sandbox_seed **seeds, size_t *n) {
 }
 
 static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
-        static const char *const keys[] = {"uid", "gid", "mounts", "dirs", "seeds", "overlay", "shareNet", "upperSeeds"};
-        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 1); /* "upperSeeds" is optional */
+        static const char *const keys[] = {"uid",     "gid",      "mounts",     "dirs",
+                                           "seeds",   "overlay",  "shareNet",   "upperSeeds", "network"};
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 2); /* "upperSeeds", "network" are optional */
         if (r < 0) return r;
         _cleanup_(launch_sandbox_freep) launch_sandbox *sb = calloc(1, sizeof *sb);
         if (!sb) return -ENOMEM;
@@ -428,6 +434,12 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
         (void) json_object_object_get_ex(j, "shareNet", &sn);
         if (!sn || !json_object_is_type(sn, json_type_boolean)) return -EBADMSG;
         sb->share_net = json_object_get_boolean(sn);
+        json_object *net = NULL;
+        if (json_object_object_get_ex(j, "network", &net)) {
+                if ((r = net_policy_from_json(net, &sb->net)) < 0) return r;
+                if ((sb->net.mode == NET_MODE_HOST) != sb->share_net) return -EBADMSG;
+        } else
+                sb->net.mode = sb->share_net ? NET_MODE_HOST : NET_MODE_NONE;
         *ret = TAKE_PTR(sb);
         return 0;
 }

@@ -36,7 +36,12 @@
  *                                            copy is a spawn error, with the uppers emptied again
  *       "overlay": null | {"lower": D, "upper": U, "work": W},   copy-on-write overlay of "directory"
  *                                            (mounted where the "target" mount stands)
- *       "shareNet": true
+ *       "shareNet": bool,                    network.mode is "host"
+ *       "network": {"mode": "proxy"|"none"|"host", "allow": ["host:port", ...]}
+ *                                            optional (absent: "host" when shareNet, else "none"); the
+ *                                            sandbox's network (net-policy.h): the shim makes the network
+ *                                            namespace and, in mode "proxy", the egress proxy serving it,
+ *                                            which writes <taskDir>/network.json (egress-proxy.h)
  *   },
  *   "attachment": "/abs"                     optional, a report summary's only: the
  *                                            snapshot file; the worker runs `opencode run --pure ... -f <it>`
@@ -73,6 +78,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <json-c/json.h>
+
+#include "net-policy.h"
 
 typedef struct launch_overlay {
         char *lower, *upper, *work;
@@ -122,10 +129,15 @@ typedef struct launch_sandbox {
         sandbox_seed *upper_seeds; /* "upperSeeds" */
         size_t n_upper_seeds;
         launch_overlay *overlay; /* NULL: plain --bind of directory */
-        bool share_net;
+        bool share_net;          /* "shareNet": net.mode is NET_MODE_HOST (kept for older readers) */
+        NetPolicy net;           /* "network" */
         /* not serialized: set by the shim where /proc/sys is read-only (a
          * container), so bwrap cannot disable user namespaces (sandbox.h) */
         bool userns_allowed;
+        /* not serialized: set by the shim when it enters a user namespace of
+         * its own only to make the network namespace (unprivileged, no
+         * overlay to mount): bwrap then maps the ids back (sandbox.h) */
+        bool own_userns;
 } launch_sandbox;
 
 /* Free the contents of an array of mounts (and the array). */
@@ -177,6 +189,8 @@ int launch_spec_read_fd(int fd, launch_spec **ret);
 
 #define LAUNCH_JSON_NAME "launch.json"
 #define EXIT_JSON_NAME "exit.json"
+/* the egress proxy's counts, in the task dir (egress-proxy.h) */
+#define NETWORK_JSON_NAME "network.json"
 
 typedef struct launch_info {
         pid_t shim_pid, worker_pid;

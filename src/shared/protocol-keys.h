@@ -24,7 +24,8 @@
         X(parentTaskId) X(diskMax) X(memoryMax) X(tasksMax) X(job) X(taskId)    \
         X(graceMs) X(timeoutMs) X(tailChars) X(full) X(fields) X(force)         \
         X(maxWords) X(mode) X(all) X(summaries) X(chars) X(path)                \
-        X(maxOutputFileBytes) X(allowConfig)                                    \
+        X(maxOutputFileBytes) X(allowConfig) X(network) X(allowHosts)           \
+        X(allowSockets)                                                         \
         /* the tasks.json record and TaskSummary (core/task.h's TASK_FIELDS) */ \
         X(logPath) X(role) X(status) X(executorId) X(pid) X(startedAt)          \
         X(endedAt) X(exitCode) X(signal) X(promptPreview) X(promptTotalChars)   \
@@ -36,7 +37,7 @@
         X(projectConfigWarning) X(checkGatePid) X(outputDir) X(dispatchedBy)    \
         X(shimPid) X(diskMaxBytes) X(changesetWarnings) X(headDriftFrom)        \
         X(headDriftTo) X(headDriftRecovered) X(acceptStartedAt) X(summaryOf)    \
-        X(unit) X(changesetRisks)                                               \
+        X(unit) X(changesetRisks) X(networkWarning)                             \
         /* overlayDirs {root, upperDir, workDir, tmpRoot, rwBinds[],            \
          * rwFileBinds[], seededFrom}, an rwBinds entry {path, upperDir,        \
          * workDir, stage, worktree} */                                         \

@@ -153,6 +153,9 @@ static const ParamField dispatch_fields[] = {
         FIELD(PK_memoryMax, P_INT_POS, false, ProtoDispatchParams, memory_max),
         FIELD(PK_tasksMax, P_INT_POS, false, ProtoDispatchParams, tasks_max),
         FIELD(PK_job, P_STR, false, ProtoDispatchParams, job),
+        FIELD(PK_network, P_STR, false, ProtoDispatchParams, network),
+        FIELD(PK_allowHosts, P_STRS, false, ProtoDispatchParams, allow_hosts),
+        FIELD(PK_allowSockets, P_STRS, false, ProtoDispatchParams, allow_sockets),
         {},
 };
 static const ParamField task_fields[] = {FIELD(PK_taskId, P_STR, true, ProtoTaskParams, task_id), {}};

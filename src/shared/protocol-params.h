@@ -58,6 +58,9 @@ typedef struct ProtoDispatchParams {
         ProtoInt memory_max;             /* bytes, > 0 */
         ProtoInt tasks_max;              /* > 0 */
         const char *job;                 /* the timer job it comes from (`taskferry job run`): an addition */
+        const char *network;             /* "proxy" | "none" | "host" (checked by the daemon): an addition */
+        char **allow_hosts;              /* hosts the task's egress proxy allows (net-policy.h rules) */
+        char **allow_sockets;            /* host unix sockets bound into the sandbox (absolute paths) */
 } ProtoDispatchParams;
 
 /* task.status, task.reject: the task only */

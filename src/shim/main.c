@@ -38,6 +38,8 @@
 #include "log-pipe.h"
 #include "log.h"
 #include "macro.h"
+#include "egress-proxy.h"
+#include "netns.h"
 #include "overlay.h"
 #include "path-util.h"
 #include "process-util.h"
@@ -91,6 +93,9 @@ typedef struct shim {
         uint64_t kill_at;        /* mono_ms() of the SIGKILL after the stop's SIGTERM */
         uint64_t oom_base;       /* the cgroup's oom_kill count before the worker started */
         bool oom_base_known;
+
+        int net_sock[2];         /* network mode proxy: the worker child sends the proxy's listener over [1] */
+        pid_t proxy;             /* the egress proxy (egress-proxy.h), 0: none */
 } shim;
 
 static void shim_done(shim *s) {
@@ -104,6 +109,30 @@ static void shim_done(shim *s) {
         strv_free(s->argv);
         free(s->exe);
         free(s->stop_detail);
+        safe_close(s->net_sock[0]);
+        safe_close(s->net_sock[1]);
+        if (s->proxy > 0) egress_proxy_stop(s->proxy);
+}
+
+/* The proxy settings a worker sees: in mode proxy the task's proxy (and
+ * only the sandbox's own loopback goes direct), in mode none none at all
+ * (the daemon's own proxy variables would only fail slowly); mode host
+ * keeps the environment as it is. -ENOMEM. */
+static int net_env_apply(char ***env, NetMode mode) {
+        static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"};
+        static const char *const no[] = {"NO_PROXY", "no_proxy"};
+        if (mode == NET_MODE_HOST) return 0;
+        char url[64];
+        snprintf(url, sizeof url, "http://%s:%d", NET_PROXY_ADDRESS, NET_PROXY_PORT);
+        int r;
+        for (size_t i = 0; i < ELEMENTSOF(vars); i++)
+                if ((r = mode == NET_MODE_PROXY ? strv_env_set(env, vars[i], url) : strv_env_unset(env, vars[i])) < 0)
+                        return r;
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                if ((r = mode == NET_MODE_PROXY ? strv_env_set(env, no[i], "localhost,127.0.0.1,::1")
+                                                : strv_env_unset(env, no[i])) < 0)
+                        return r;
+        return 0;
 }
 
 /* ---- exit.json / launch.json ---- */
@@ -368,9 +397,11 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
         if (sb && sandbox_needs_userns(sb, s->method)) {
                 int r = userns_enter_as_root(getuid(), getgid());
                 if (r < 0)
-                        child_fail(err_w, "cannot enter a user namespace to mount the overlay: %s", strerror(-r));
+                        child_fail(err_w, "cannot enter a user namespace to %s: %s",
+                                   sb->own_userns ? "make the sandbox's network namespace" : "mount the overlay",
+                                   strerror(-r));
                 char *err = NULL;
-                if (sb->overlay) {
+                if (sb->overlay && s->method == OVERLAY_METHOD_USERNS) {
                         r = overlay_mount_layers(sb->overlay->lower, sb->overlay->lower_top, sb->overlay->upper,
                                                  sb->overlay->work, dir, true, &err);
                         if (r < 0) {
@@ -382,7 +413,7 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                 }
                 /* the extra overlays (an executor's config dir) at their stage dirs,
                  * which bwrap then binds where they belong (sandbox.h) */
-                for (size_t i = 0; i < sb->n_mounts; i++) {
+                for (size_t i = 0; i < sb->n_mounts && s->method == OVERLAY_METHOD_USERNS; i++) {
                         const sandbox_mount *m = &sb->mounts[i];
                         if (m->op != SANDBOX_MOUNT_OVERLAY) continue;
                         r = overlay_mount(m->src, m->upper, m->work, m->stage, true, &err);
@@ -393,6 +424,22 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                         free(err);
                         err = NULL;
                 }
+        }
+        if (sb && sb->net.mode != NET_MODE_HOST) {
+                /* a namespace with only lo (netns.h); in mode proxy the
+                 * proxy's listener is made in it and handed to the shim */
+                int r = netns_enter();
+                if (r < 0) child_fail(err_w, "cannot make the sandbox's network namespace: %s", strerror(-r));
+                if (sb->net.mode == NET_MODE_PROXY) {
+                        int lfd = netns_proxy_listen();
+                        if (lfd < 0)
+                                child_fail(err_w, "cannot listen for the egress proxy at %s:%d: %s", NET_PROXY_ADDRESS,
+                                           NET_PROXY_PORT, strerror(-lfd));
+                        r = fd_send(s->net_sock[1], lfd);
+                        if (r < 0) child_fail(err_w, "cannot hand the egress proxy its listener: %s", strerror(-r));
+                        close(lfd);
+                }
+                s->net_sock[1] = safe_close(s->net_sock[1]);
         }
         if (chdir(dir) < 0) child_fail(err_w, "cannot change to directory %s: %s", dir, strerror(errno));
         if (sb) {
@@ -656,6 +703,14 @@ static int start_and_monitor(shim *s) {
                         dprintf(s->log_fd, "taskferry-shim: warning: /etc and /opt hold more than %d entries; the "
                                            "sandbox masks only the Unix sockets among the first of them\n",
                                 SANDBOX_SOCKET_SCAN_MAX);
+                /* unprivileged and no overlay to mount: a user namespace of
+                 * our own only to make the network namespace in */
+                if (sb->net.mode != NET_MODE_HOST && geteuid() != 0 && !sandbox_needs_userns(sb, s->method))
+                        sb->own_userns = true;
+                r = net_env_apply(&spec->env, sb->net.mode);
+                if (r < 0) return fail_spawn(s, "cannot set the worker's proxy environment: %s", strerror(-r));
+                if (sb->net.mode == NET_MODE_PROXY && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->net_sock) < 0)
+                        return fail_spawn(s, "cannot create the egress proxy's socket pair: %s", strerror(errno));
                 r = sandbox_build_argv(bwrap, spec->directory, sb, s->method, s->prompt_fd, worker_argv, &s->argv);
                 if (r < 0) return fail_spawn(s, "cannot build the bwrap command line: %s", strerror(-r));
                 r = bwrap_args_through_memfd(s);
@@ -710,6 +765,32 @@ static int start_and_monitor(shim *s) {
         close(outp[1]);
         close(errp[1]);
         close(stderrp[1]);
+        if (s->net_sock[0] >= 0) {
+                /* the listener made in the sandbox's namespace (netns.h); none
+                 * means the child failed first, and its error pipe says why */
+                s->net_sock[1] = safe_close(s->net_sock[1]);
+                int lfd = -1;
+                r = fd_recv(s->net_sock[0], &lfd);
+                s->net_sock[0] = safe_close(s->net_sock[0]);
+                if (r >= 0) {
+                        _cleanup_free_ char *stats = strdup_printf("%s/%s", spec->task_dir, NETWORK_JSON_NAME);
+                        EgressConfig ec = {
+                                .listen_fd = lfd,
+                                .policy = &sb->net,
+                                .stats_path = stats,
+                                .task_id = spec->task_id,
+                        };
+                        r = stats ? egress_proxy_spawn(&ec, &s->proxy) : -ENOMEM;
+                        if (r < 0) {
+                                if (!stats) safe_close(lfd);
+                                (void) kill(pid, SIGKILL);
+                                (void) wait_for_terminate(pid, NULL);
+                                s->worker = 0;
+                                close(errp[0]);
+                                return fail_spawn(s, "cannot start the egress proxy: %s", strerror(-r));
+                        }
+                }
+        }
         _cleanup_free_ char *child_error = NULL;
         r = read_child_error(errp[0], &child_error);
         close(errp[0]);
@@ -756,6 +837,11 @@ static int start_and_monitor(shim *s) {
                 if (wait_for_terminate(pid, &s->wait_info) < 0) s->wait_info = (siginfo_t) {.si_code = CLD_EXITED};
                 s->reaped = true;
                 s->ended_at = now_ms();
+        }
+        /* the proxy's last stats are written before the daemon hears of the end */
+        if (s->proxy > 0) {
+                egress_proxy_stop(s->proxy);
+                s->proxy = 0;
         }
         r = write_exit_json(s, NULL);
         if (r < 0) {
@@ -878,7 +964,7 @@ int main(int argc, char *argv[]) {
         /* Nothing the daemon handed us may reach the worker. */
         (void) close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
 
-        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1};
+        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1, .net_sock = {-1, -1}};
         if ((r = setup_signals(&s)) < 0) {
                 log_error_errno(r, "cannot set up signal handling");
                 shim_done(&s);

@@ -70,7 +70,7 @@ bool sandbox_has_overlays(const launch_sandbox *sb) {
 }
 
 bool sandbox_needs_userns(const launch_sandbox *sb, overlay_method method) {
-        return method == OVERLAY_METHOD_USERNS && sandbox_has_overlays(sb);
+        return (method == OVERLAY_METHOD_USERNS && sandbox_has_overlays(sb)) || sb->own_userns;
 }
 
 int sandbox_build_argv(const char *bwrap_path, const char *directory, const launch_sandbox *sb,
@@ -89,7 +89,8 @@ int sandbox_build_argv(const char *bwrap_path, const char *directory, const laun
 
         PUSH("--unshare-all", "--unshare-user");
         if (!sb->userns_allowed) PUSH("--disable-userns");
-        if (sb->share_net) PUSH("--share-net");
+        /* the network namespace is the shim's (or the host's in mode host): bwrap keeps it */
+        PUSH("--share-net");
         PUSH("--die-with-parent", "--cap-drop", "ALL");
 
         if (sandbox_needs_userns(sb, method)) {

@@ -18,12 +18,16 @@
  *     target D        → --overlay-src L --overlay U W D                 method BWRAP with sb->overlay
  *                     | --bind D D                                      USERNS (D is our overlay) or no overlay
  *   [--ro-bind-data <fd> SANDBOX_PROMPT_PATH]      when the prompt is passed as a file
- *   --unshare-all --unshare-user [--disable-userns] [--share-net] --die-with-parent --cap-drop ALL
+ *   --unshare-all --unshare-user [--disable-userns] --share-net --die-with-parent --cap-drop ALL
  *                                                  --disable-userns unless sb->userns_allowed
  *   [--uid U --gid G]                              sandbox_needs_userns(): the shim mounted overlays in a
  *                                                  user namespace of its own, in which it is root
  *   --chdir D
  *   -- <worker argv...>
+ *
+ * --share-net: bwrap keeps the network namespace it is started in, which is
+ * the host's only in network mode "host"; in the other modes the shim made
+ * a new one before (net-policy.h, and the shim's netns.h).
  *
  * --cap-drop ALL: the worker holds no capability in any namespace, also when
  * the daemon runs as root (bwrap keeps them for a privileged caller by
@@ -42,8 +46,9 @@
 
 /* Does the sandbox mount any overlay (the target's or an extra one)? */
 bool sandbox_has_overlays(const launch_sandbox *sb);
-/* Must the shim enter a user namespace of its own and mount the overlays
- * itself (bwrap lacks --overlay and there is an overlay to mount)? */
+/* Must the shim enter a user namespace of its own: to mount the overlays
+ * itself (bwrap lacks --overlay and there is an overlay to mount), or to
+ * make the network namespace (sb->own_userns)? */
 bool sandbox_needs_userns(const launch_sandbox *sb, overlay_method method);
 
 /* Build the full argv (bwrap_path first, NULL-terminated strv, malloc'd) for

@@ -4,6 +4,7 @@
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "api/dispatch-policy.h"
 #include "executor.h"
@@ -49,6 +50,36 @@ int dispatch_check_directory(const tf_paths *paths, char *const *deny, const cha
                                          "dispatch into a project directory",
                                          directory, c);
         }
+        return 0;
+}
+
+int dispatch_check_sockets(const tf_paths *paths, char *const *sockets, char ***ret, char **reason) {
+        const char *own[] = {paths->state_dir, paths->runtime_dir, paths->cache_dir, paths->overlay_tmp_root};
+        _cleanup_strv_free_ char **l = NULL;
+        for (char *const *e = sockets; e && *e; e++) {
+                if ((*e)[0] != '/')
+                        return set_error(reason, -EINVAL,
+                                         "error: --allow-socket %s is not an absolute path\nhelp: give the socket's "
+                                         "absolute path (for example \"$SSH_AUTH_SOCK\")",
+                                         *e);
+                _cleanup_free_ char *real = realpath(*e, NULL);
+                struct stat st;
+                if (!real || stat(real, &st) < 0 || !S_ISSOCK(st.st_mode))
+                        return set_error(reason, -EINVAL,
+                                         "error: --allow-socket %s is not a unix socket on this host\nhelp: give the "
+                                         "path of a listening unix socket (ssh-agent, gpg-agent)",
+                                         *e);
+                for (size_t i = 0; i < ELEMENTSOF(own); i++) {
+                        _cleanup_free_ char *c = own[i] ? canonical(own[i]) : NULL;
+                        if (c && path_is_at_or_below(real, c))
+                                return set_error(reason, -EPERM,
+                                                 "error: --allow-socket %s lies in taskferry's own directories\nhelp: "
+                                                 "a worker reaches the daemon through its task socket only",
+                                                 *e);
+                }
+                if (!strv_contains(l, real) && strv_push(&l, real) < 0) return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
         return 0;
 }
 
@@ -228,7 +259,7 @@ int dispatch_check_sandboxed(const ProtoDispatchParams *p, char **reason) {
         } widening[] = {
                 {PK_noSandbox, p->has_no_sandbox && p->no_sandbox}, {PK_noOverlay, p->has_no_overlay && p->no_overlay},
                 {PK_rwBind, p->rw_bind != NULL},                    {PK_roBind, p->ro_bind != NULL},
-                {PK_allowedDirs, p->allowed_dirs != NULL},
+                {PK_allowedDirs, p->allowed_dirs != NULL},          {PK_allowSockets, p->allow_sockets != NULL},
         };
         for (size_t i = 0; i < ELEMENTSOF(widening); i++)
                 if (widening[i].asked)

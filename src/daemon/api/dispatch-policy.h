@@ -26,6 +26,12 @@ int dispatch_check_directory(const tf_paths *paths, char *const *deny, const cha
  * would no longer gate the worker's writes. */
 int dispatch_check_binds(const tf_paths *paths, const ProtoDispatchParams *p, const char *directory, char **reason);
 
+/* The host unix sockets a dispatch binds into its sandbox (allowSockets):
+ * each absolute, resolving to a socket, outside taskferry's own dirs (the
+ * daemon's socket stays the task socket's alone). *ret: the resolved paths,
+ * each once (NULL: none). 0, -EINVAL/-EPERM with *reason, -ENOMEM. */
+int dispatch_check_sockets(const tf_paths *paths, char *const *sockets, char ***ret, char **reason);
+
 /* Binding a deny-listed path (or something inside one) is the user's
  * explicit call: it is bound, and the dispatch says so. *ret_warnings: the
  * "warning: ..." texts for the reply (NULL: none); *ret_log: those the
@@ -70,7 +76,7 @@ int dispatch_check_limits(const ProtoDispatchParams *p, const DispatchParent *pa
 
 /* A sandboxed caller's dispatch runs sandboxed on an overlay with no extra
  * binds: it may not ask for noSandbox, noOverlay (false is fine), rwBind,
- * roBind or allowedDirs. Its binds are refused before
+ * roBind, allowedDirs or allowSockets. Its binds are refused before
  * they are looked at: resolving and warning about each entry of a 1 MiB list
  * would let a worker write thousands of lines into the daemon's log. */
 int dispatch_check_sandboxed(const ProtoDispatchParams *p, char **reason);

@@ -19,6 +19,7 @@
 #include "json-util.h"
 #include "protocol-keys.h"
 #include "run/lifecycle.h"
+#include "run/network.h"
 #include "sandbox-plan.h"
 #include "fs-util.h"
 #include "log.h"
@@ -147,6 +148,31 @@ int dispatch_ask(Manager *m, Caller who, const ProtoDispatchParams *p, bool advi
         for (char *const *b = p->allowed_dirs; b && *b; b++)
                 if (strv_push(&lo.rw_bind, *b) < 0) return method_fail(err, "error: out of memory");
         if (p->ro_bind && !(lo.ro_bind = strv_copy(p->ro_bind))) return method_fail(err, "error: out of memory");
+        if ((r = dispatch_check_sockets(&m->paths, p->allow_sockets, &lo.allow_sockets, &reason)) < 0)
+                return fail(err, r, reason);
+        for (char **s = lo.allow_sockets; s && *s; s++) {
+                _cleanup_free_ char *w = strdup_printf("warning: the host socket %s is bound into the sandbox "
+                                                       "(--allow-socket): the worker can use whatever it serves",
+                                                       *s);
+                if (!w || strv_consume(&warnings, TAKE_PTR(w)) < 0) return method_fail(err, "error: out of memory");
+        }
+
+        /* the network (run/network.h): decided once, recorded on the task */
+        NetworkRequest nrq = {
+                .mode = p->network,
+                .allow_hosts = p->allow_hosts,
+                .executor_id = ex->id,
+                .model = model,
+                .caller_env = p->env,
+        };
+        _cleanup_json_ json_object *network = NULL;
+        _cleanup_free_ char *network_warning = NULL;
+        if ((r = network_decide(m, &nrq, who.task, &network, &network_warning, &reason)) < 0) return fail(err, r, reason);
+        if (network_warning) {
+                _cleanup_free_ char *w = strdup_printf("warning: %s", network_warning);
+                if (!w || strv_consume(&warnings, TAKE_PTR(w)) < 0) return method_fail(err, "error: out of memory");
+                log_warning("dispatch into %s: %s", directory, network_warning);
+        }
 
         TaskSpec spec = {
                 .kind = advisor      ? TASK_KIND_ADVISOR
@@ -169,6 +195,8 @@ int dispatch_ask(Manager *m, Caller who, const ProtoDispatchParams *p, bool advi
                 .job = p->job,
                 .launch = &lo,
                 .caller_env = p->env,
+                .network = network,
+                .network_warning = network_warning,
         };
         r = task_new(m, &spec, ret_task, &reason);
         if (r < 0) return fail(err, r, reason);

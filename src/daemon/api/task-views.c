@@ -12,6 +12,7 @@
 #include "gitdir.h"
 #include "json-util.h"
 #include "protocol-keys.h"
+#include "run/network.h"
 #include "macro.h"
 #include "string-util.h"
 #include "time-util.h"
@@ -101,6 +102,11 @@ static bool log_has_event(const char *path) {
 json_object *task_status_detail(Task *t) {
         json_object *o = task_summary(t);
         if (!o) return NULL;
+        /* the network and what its proxy let through (run/network.h): an
+         * addition, read from the proxy's file, so status only */
+        json_object *net = network_view(t);
+        if (net) json_add(o, PK_network, net);
+        if (task_record_is_set(&t->rec, TASK_KEY_network_warning)) task_copy_key(o, t, TASK_KEY_network_warning);
         const char *log = t->rec.log_path;
         struct stat st;
         if (log && stat(log, &st) == 0) {

@@ -24,6 +24,7 @@ void launch_options_done(LaunchOptions *o) {
         strv_free(o->rw_bind);
         strv_free(o->ro_bind);
         free(o->summary_session_id);
+        strv_free(o->allow_sockets);
         *o = (LaunchOptions) {0};
 }
 
@@ -31,7 +32,9 @@ int launch_options_copy(const LaunchOptions *o, LaunchOptions *ret) {
         *ret = *o;
         ret->rw_bind = ret->ro_bind = NULL;
         ret->summary_session_id = NULL;
+        ret->allow_sockets = NULL;
         if ((o->rw_bind && !(ret->rw_bind = strv_copy(o->rw_bind))) ||
+            (o->allow_sockets && !(ret->allow_sockets = strv_copy(o->allow_sockets))) ||
             (o->ro_bind && !(ret->ro_bind = strv_copy(o->ro_bind))) ||
             (o->summary_session_id && !(ret->summary_session_id = strdup(o->summary_session_id)))) {
                 launch_options_done(ret);
@@ -67,6 +70,10 @@ json_object *launch_options_to_json(const LaunchOptions *o, bool summary) {
         } nums[] = {{PK_diskMax, o->disk_max}, {PK_memoryMax, o->memory_max}, {PK_tasksMax, o->tasks_max}};
         for (size_t i = 0; i < ELEMENTSOF(nums); i++)
                 if (nums[i].v != 0 && json_add_int(j, nums[i].key, nums[i].v) < 0) return NULL;
+        if (o->allow_sockets) {
+                json_object *as = strv_to_json(o->allow_sockets);
+                if (!as || json_add(j, PK_allowSockets, as) < 0) return NULL;
+        }
         return TAKE_PTR(j);
 }
 
@@ -96,7 +103,8 @@ int launch_options_from_json(json_object *o, LaunchOptions *ret) {
         (void) json_get_int64(o, PK_tasksMax, &lo.tasks_max);
         const char *sid = json_get_string(o, PK_summarySessionId);
         if ((sid && !(lo.summary_session_id = strdup(sid))) || strv_from_json(json_get_array(o, PK_rwBind), &lo.rw_bind) < 0 ||
-            strv_from_json(json_get_array(o, PK_roBind), &lo.ro_bind) < 0) {
+            strv_from_json(json_get_array(o, PK_roBind), &lo.ro_bind) < 0 ||
+            strv_from_json(json_get_array(o, PK_allowSockets), &lo.allow_sockets) < 0) {
                 launch_options_done(&lo);
                 return -ENOMEM;
         }

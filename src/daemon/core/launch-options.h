@@ -21,6 +21,7 @@ typedef struct LaunchOptions {
         int64_t memory_max;       /* --memory-max, bytes (0: not given) */
         int64_t tasks_max;        /* --tasks-max (0: not given) */
         char *summary_session_id; /* a report summary: the summary session it continues (NULL: a new one) */
+        char **allow_sockets;     /* --allow-socket, resolved (dispatch-policy.h; NULL: none) */
 } LaunchOptions;
 
 void launch_options_done(LaunchOptions *o);
@@ -29,7 +30,7 @@ int launch_options_copy(const LaunchOptions *o, LaunchOptions *ret);
 
 /* The request file's "launch" object: a summary's {summarySessionId?}, any
  * other task's {noSandbox, noOverlay, rwBind, roBind|null, diskMax?,
- * memoryMax?, tasksMax?} (a number only when given). NULL on ENOMEM. */
+ * memoryMax?, tasksMax?, allowSockets?} (a number or list only when given). NULL on ENOMEM. */
 json_object *launch_options_to_json(const LaunchOptions *o, bool summary);
 /* Its inverse; absent keys keep their defaults, a value of another type is
  * ignored (the file is the daemon's own). -EBADMSG if o is no object,

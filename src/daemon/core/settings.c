@@ -14,6 +14,7 @@
 #include "executor.h"
 #include "json-util.h"
 #include "macro.h"
+#include "net-policy.h"
 #include "taskferry-config.h"
 #include "log.h"
 #include "path-util.h"
@@ -192,6 +193,42 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
                                       *t) < 0)
                         return -ENOMEM;
         }
+        /* the network: mode env over config; hosts env ∪ config, each a rule */
+        json_object *net = NULL;
+        if (cfg) (void) json_object_object_get_ex(cfg, "network", &net);
+        const char *nm = ENV("TASKFERRY_NETWORK");
+        if (!nm && json_is_object(net)) nm = json_get_string(net, "mode");
+        s->net_mode = nm ? net_mode_from_string(nm) : NET_MODE_PROXY;
+        if (s->net_mode < 0) {
+                if (ret_warnings && strv_pushf(ret_warnings, "network mode \"%s\" is not one of proxy, none, host; "
+                                                             "using proxy", nm) < 0)
+                        return -ENOMEM;
+                s->net_mode = NET_MODE_PROXY;
+        }
+        _cleanup_strv_free_ char **hosts = NULL;
+        _cleanup_free_ char *he = ENV("TASKFERRY_ALLOW_HOSTS") ? strdup(ENV("TASKFERRY_ALLOW_HOSTS")) : NULL;
+        for (char *c = he; c && *c; c++)
+                if (*c == ' ' || *c == '\t' || *c == '\n') *c = ',';
+        if (config_list_append(&hosts, he) < 0) return -ENOMEM;
+        json_object *ah = json_is_object(net) ? json_get_array(net, "allowHosts") : NULL;
+        for (size_t i = 0; ah && i < json_object_array_length(ah); i++) {
+                const char *e = json_object_get_string(json_object_array_get_idx(ah, i));
+                if (e && strv_push(&hosts, e) < 0) return -ENOMEM;
+        }
+        for (char **h = hosts; h && *h; h++) {
+                if (isempty(*h) || strv_contains(s->allow_hosts, *h)) continue;
+                NetRule rule = {0};
+                const char *why = NULL;
+                int k = net_rule_parse(*h, &rule, &why);
+                net_rule_done(&rule);
+                if (k == -ENOMEM) return k;
+                if (k < 0) {
+                        if (ret_warnings && strv_pushf(ret_warnings, "allowed host %s: %s; ignored", *h, strempty(why)) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (strv_push(&s->allow_hosts, *h) < 0) return -ENOMEM;
+        }
         if ((ad_env || ad_cfg) && ret_warnings &&
             strv_push(ret_warnings,
                       "TASKFERRY_ALLOWED_DIRS / config allowedDirs is deprecated; use TASKFERRY_RW_BIND / rwBind "
@@ -334,6 +371,7 @@ void settings_done(Settings *s) {
         strv_free(s->rw_bind);
         strv_free(s->ro_bind);
         strv_free(s->trusted_projects);
+        strv_free(s->allow_hosts);
         strv_free(s->env_denylist);
         strv_free(s->sandbox_denylist);
         free(s->default_executor);

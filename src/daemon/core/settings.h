@@ -52,6 +52,11 @@ typedef struct Settings {
                                                       paths), as written, not realpath'd: the repositories whose
                                                       .taskferry.toml roBind may reach outside them
                                                       (project-config.h) */
+        int net_mode;                              /* NetMode (net-policy.h): TASKFERRY_NETWORK, else config
+                                                      network.mode, else proxy; a bad value is proxy, warned */
+        char **allow_hosts;                        /* TASKFERRY_ALLOW_HOSTS (comma or space list) ∪ config
+                                                      network.allowHosts: the hosts every task's proxy allows
+                                                      (net_rule_parse; bad entries dropped with a warning) */
         char **env_denylist;                       /* TASKFERRY_ENV_DENYLIST if set (replaces), else config */
         char **sandbox_denylist;                   /* TASKFERRY_SANDBOX_DENYLIST if set (replaces), else config
                                                       (extra deny dirs or files beside the fixed list) */

@@ -161,7 +161,9 @@ ChangesetStatus changeset_status_from_string(const char *s);
         X(PK_unit, unit, STR)                                      \
         X(PK_memoryMax, memory_max, INT)                           \
         X(PK_changesetRisks, changeset_risks, ARR)                 \
-        X(PK_tasksMax, tasks_max, INT)
+        X(PK_tasksMax, tasks_max, INT)                             \
+        X(PK_network, network, OBJ)                                \
+        X(PK_networkWarning, network_warning, STR)
 
 #define _TASK_KEY_ENUM(json, field, kind) TASK_KEY_##field,
 typedef enum TaskKey { TASK_FIELDS(_TASK_KEY_ENUM) _TASK_KEY_MAX, _TASK_KEY_INVALID = -EINVAL } TaskKey;

@@ -18,6 +18,7 @@
 #include "protocol-keys.h"
 #include "sandbox-plan.h"
 #include "run/launch.h"
+#include "run/network.h"
 #include "run/overlay-seed.h"
 #include "core/manager.h"
 #include "core/settings.h"
@@ -494,6 +495,10 @@ static int sandbox_prepare(Task *t, bool check, char *const *project_ro, char **
                 if ((r = sandbox_mounts_push(&tail, &n_tail, h->op, h->src, h->dest, h->upper, h->work, h->stage)) < 0)
                         goto out;
         }
+        /* the host sockets the user bound in (--allow-socket), the check's too */
+        for (char **so = t->launch.allow_sockets; so && *so; so++)
+                if ((r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, *so, *so, NULL, NULL, NULL)) < 0)
+                        goto out;
         /* a check writes nothing the task keeps: no output dir */
         const char *out = check ? NULL : t->rec.output_dir;
         if (out && (r = sandbox_mounts_push(&tail, &n_tail, SANDBOX_MOUNT_BIND, out, out, NULL, NULL, NULL)) < 0)
@@ -554,7 +559,9 @@ static int sandbox_prepare(Task *t, bool check, char *const *project_ro, char **
         sb->dirs = home->dirs;
         sb->seeds = home->seeds;
         sb->n_seeds = home->n_seeds;
-        sb->share_net = true;
+        /* the network the dispatch decided (network.h), the check's too */
+        if ((r = network_policy_of(t, &sb->net)) < 0) goto out;
+        sb->share_net = sb->net.mode == NET_MODE_HOST;
 out:
         sandbox_mounts_free(tail, n_tail);
         return r;

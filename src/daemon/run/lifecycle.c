@@ -148,6 +148,9 @@ static int new_record(const NewRecord *n, Task **ret) {
         }
         /* the record says what the spec asked for */
         assert(r < 0 || t->kind == n->spec->kind);
+        /* keys added later go at the end, after the original's */
+        if (r >= 0 && n->spec->network) r = task_set_json(t, TASK_KEY_network, json_object_get(n->spec->network));
+        if (r >= 0 && n->spec->network_warning) r = task_set_str(t, TASK_KEY_network_warning, n->spec->network_warning);
         if (r >= 0 && n->spec->launch) r = launch_options_copy(n->spec->launch, &t->launch);
         if (r >= 0 && n->spec->caller_env) t->caller_env = json_object_get(n->spec->caller_env);
         if (r < 0) {

@@ -55,6 +55,8 @@ typedef struct TaskSpec {
         json_object *summary_of;       /* a summary's summaryOf object */
         const LaunchOptions *launch;   /* NULL: none */
         json_object *caller_env;       /* the env param (secrets; never logged) */
+        json_object *network;          /* the record's network (network.h); NULL: none (a summary gets the default) */
+        const char *network_warning;   /* networkWarning; NULL: none */
 } TaskSpec;
 
 /* Give the scheduler task_start as its launch (the lifecycle registers no
