@@ -119,8 +119,8 @@ static NetAddrClass classify_v6(const struct in6_addr *a6) {
         if (v6_embedded_v4(a6, true, &v4)) return classify_v4(v4);
         if (memcmp(b, nat64_local, sizeof(nat64_local)) == 0) return NET_ADDR_PRIVATE;
         if (memcmp(b, ec2_metadata, 16) == 0) return NET_ADDR_LINK_LOCAL;
-        if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return NET_ADDR_LINK_LOCAL; /* fe80::/10 */
-        if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return NET_ADDR_ULA;        /* fec0::/10 */
+        if (b[0] == 0xfe && b[1] >= 0x80 && b[1] <= 0xbf) return NET_ADDR_LINK_LOCAL; /* fe80::/10 */
+        if (b[0] == 0xfe && b[1] >= 0xc0) return NET_ADDR_ULA;                       /* fec0::/10 */
         if ((b[0] & 0xfe) == 0xfc) return NET_ADDR_ULA;                        /* fc00::/7 */
         if (b[0] == 0xff) return NET_ADDR_MULTICAST;                           /* ff00::/8 */
         return NET_ADDR_PUBLIC;

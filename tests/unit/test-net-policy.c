@@ -569,6 +569,12 @@ START_TEST(rule_to_string) {
         net_rule_done(&r);
         ck_assert_int_eq(net_rule_parse(NULL, &r, &why), -EINVAL);
         ck_assert_int_eq(net_rule_parse("*.com", &r, NULL), -EINVAL);
+        ck_assert_int_eq(net_rule_parse("*.com", &r, &why), -EINVAL);
+        ck_assert(strstr(why, "two labels"));
+        ck_assert_int_eq(net_rule_parse("https://allowed.test@evil.test/", &r, &why), -EINVAL);
+        ck_assert(strstr(why, "user info"));
+        ck_assert_int_eq(net_rule_parse("example.com:0", &r, &why), -EINVAL);
+        ck_assert(strstr(why, "port"));
 }
 END_TEST
 
@@ -682,6 +688,9 @@ START_TEST(policy_match) {
         ck_assert(!net_policy_match(&p, "a.wild.test.evil", 443));
         ck_assert(!net_policy_match(&p, "a.wild.test", 80));
         ck_assert(!net_policy_match(&p, "*.wild.test", 443));
+        ck_assert(!net_policy_match(&p, "A.wild.test", 443));
+        ck_assert(!net_policy_match(&p, "a.WILD.test", 443));
+        ck_assert(!net_policy_match(&p, "a.wild.test.", 443));
 
         ck_assert(net_policy_match(&p, "api.example.com", 8080));
         ck_assert(!net_policy_match(&p, "api.example.com", 443));
