@@ -243,6 +243,9 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
         if (health && cli_call(ctx, "task.stats", params, &stats, &serr) >= 0) {
                 json_object *rl = json_get_object(stats, PK_resourceLimits);
                 if (rl) json_add(o, PK_resourceLimits, json_object_get(rl));
+                /* the workers' network policy (net-policy.h), an addition too */
+                json_object *net = json_get_object(stats, PK_network);
+                if (net) json_add(o, PK_network, json_object_get(net));
         }
         json_object_put(stats);
         cli_error_done(&serr);
@@ -280,6 +283,11 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
                         strempty(json_get_string(rl, PK_reason)));
                 if (w) json_object_array_add(warnings, json_object_new_string(w));
         }
+        json_object *net = json_get_object(o, PK_network);
+        if (net && streq_ptr(json_get_string(net, PK_mode), "host"))
+                json_object_array_add(warnings, json_object_new_string(
+                        "the workers' network mode is host (TASKFERRY_NETWORK or config network.mode): every worker "
+                        "reaches every address this machine reaches; the default, proxy, allows only listed hosts"));
         if (json_object_array_length(warnings) > 0) json_add(o, PK_warnings, warnings);
         else json_object_put(warnings);
         *ret_raw = o;

@@ -42,7 +42,7 @@ typedef struct ConfigKey {
  * taskMemoryMax, taskTasksMax, taskCpuWeight; idleExitSec; trustedProjects),
  * terminated by {NULL}. */
 extern const ConfigKey config_keys[];
-#define CONFIG_N_KEYS 35
+#define CONFIG_N_KEYS 36
 /* The table entry of a key, NULL if the key is not one of the table's. */
 const ConfigKey *config_key_find(const char *name);
 /* "number", "string", "boolean", "object" (the typeof the errors name),

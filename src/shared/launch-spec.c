@@ -436,7 +436,7 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
         sb->share_net = json_object_get_boolean(sn);
         json_object *net = NULL;
         if (json_object_object_get_ex(j, "network", &net)) {
-                if ((r = net_policy_from_json(net, &sb->net)) < 0) return r;
+                if ((r = net_policy_from_json(net, &sb->net)) < 0) return r == -ENOMEM ? r : -EBADMSG;
                 if ((sb->net.mode == NET_MODE_HOST) != sb->share_net) return -EBADMSG;
         } else
                 sb->net.mode = sb->share_net ? NET_MODE_HOST : NET_MODE_NONE;

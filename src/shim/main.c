@@ -438,6 +438,18 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                         r = fd_send(s->net_sock[1], lfd);
                         if (r < 0) child_fail(err_w, "cannot hand the egress proxy its listener: %s", strerror(-r));
                         close(lfd);
+                        /* the user's loopback services the policy names, in rule order */
+                        for (size_t i = 0; i < sb->net.n_rules; i++) {
+                                if (!netns_rule_is_forward(&sb->net.rules[i])) continue;
+                                int ffd = netns_forward_listen(&sb->net.rules[i]);
+                                if (ffd < 0)
+                                        dprintf(STDERR_FILENO, "taskferry-shim: warning: cannot forward %s:%u into the "
+                                                               "sandbox: %s\n",
+                                                sb->net.rules[i].host, sb->net.rules[i].port, strerror(-ffd));
+                                r = fd_send(s->net_sock[1], ffd);
+                                if (r < 0) child_fail(err_w, "cannot hand the egress proxy a forward: %s", strerror(-r));
+                                safe_close(ffd);
+                        }
                 }
                 s->net_sock[1] = safe_close(s->net_sock[1]);
         }
@@ -771,6 +783,17 @@ static int start_and_monitor(shim *s) {
                 s->net_sock[1] = safe_close(s->net_sock[1]);
                 int lfd = -1;
                 r = fd_recv(s->net_sock[0], &lfd);
+                /* then one message per forward (netns.h), a listener or none */
+                EgressForward fw[NET_POLICY_MAX_RULES];
+                size_t n_fw = 0;
+                for (size_t i = 0; r >= 0 && i < sb->net.n_rules; i++) {
+                        if (!netns_rule_is_forward(&sb->net.rules[i])) continue;
+                        int ffd = -1;
+                        int k = fd_recv(s->net_sock[0], &ffd);
+                        if (k == -ENOENT) continue;
+                        if (k < 0) break;
+                        fw[n_fw++] = (EgressForward) {.listen_fd = ffd, .rule = &sb->net.rules[i]};
+                }
                 s->net_sock[0] = safe_close(s->net_sock[0]);
                 if (r >= 0) {
                         _cleanup_free_ char *stats = strdup_printf("%s/%s", spec->task_dir, NETWORK_JSON_NAME);
@@ -779,6 +802,8 @@ static int start_and_monitor(shim *s) {
                                 .policy = &sb->net,
                                 .stats_path = stats,
                                 .task_id = spec->task_id,
+                                .forwards = fw,
+                                .n_forwards = n_fw,
                         };
                         r = stats ? egress_proxy_spawn(&ec, &s->proxy) : -ENOMEM;
                         if (r < 0) {

@@ -12,6 +12,8 @@
 
 #include <stdbool.h>
 
+#include "net-policy.h"
+
 /* unshare(CLONE_NEWNET) and bring lo up. Needs CAP_SYS_ADMIN and
  * CAP_NET_ADMIN in the current user namespace (root, or root of a user
  * namespace of our own). -errno. */
@@ -21,7 +23,19 @@ int netns_enter(void);
  * in the current namespace, backlog 512. The fd, or -errno. */
 int netns_proxy_listen(void);
 
-/* Pass one fd over a connected unix socket, and receive it (close-on-exec).
- * fd_recv: -EPIPE when the peer closed without sending one. -errno. */
+/* Does a rule of the policy name a loopback address (an IP literal of
+ * 127/8 or ::1, the user's own local service: a model server)? A worker
+ * reaches its own loopback directly (NO_PROXY), so such a rule is served
+ * as a forward: a listener at that very address and port inside the
+ * namespace, whose connections the proxy carries to the host's (not for
+ * the proxy's own port). */
+bool netns_rule_is_forward(const NetRule *r);
+/* A listening socket at the rule's address and port in the current
+ * namespace (for netns_rule_is_forward rules). The fd, or -errno. */
+int netns_forward_listen(const NetRule *r);
+
+/* Pass one fd over a connected unix socket (fd < 0: a message saying there
+ * is none), and receive it (close-on-exec). fd_recv: -ENOENT for such a
+ * message, -EPIPE when the peer closed without sending one. -errno. */
 int fd_send(int sock, int fd);
 int fd_recv(int sock, int *ret_fd);

@@ -674,6 +674,7 @@ START_TEST(test_help_objects) {
                                 if (streq(flag, "--format")) value = "toon";
                                 else if (streq(flag, "--mode")) value = "report";
                                 else if (streq(flag, "--executor")) value = "pi";
+                                else if (streq(flag, "--network")) value = "proxy";
                                 else if (streq(flag, "--fields")) value = "message";
                                 argv[n++] = (char *) value;
                         }

@@ -32,7 +32,7 @@ static const struct {
 } commands[] = {
         {"dispatch", true, CLI_POSITIONAL_NONE,
          FLAGS("--prompt", "--directory", "--model", "--variant", "--session-id", "--require-final-marker",
-               "--no-sandbox", "--no-overlay", "--rw-bind", "--ro-bind", "--allowed-dirs", "--executor", "--class",
+               "--no-sandbox", "--no-overlay", "--rw-bind", "--ro-bind", "--allowed-dirs", "--executor", "--network", "--allow-host", "--allow-socket", "--class",
                "--parent-task", "--disk-max", "--memory-max", "--tasks-max")},
         {"cancel", true, CLI_POSITIONAL_TASK_ID, FLAGS("--grace-ms")},
         {"accept", true, CLI_POSITIONAL_TASK_ID, FLAGS("--force", "--allow-config")},

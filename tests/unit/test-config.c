@@ -65,7 +65,7 @@ START_TEST(table_has_the_29_keys_in_spec_order) {
                 "envDenylist", "sandboxDenylist", "waitDefaultTimeoutMs", "cancelGraceMs", "defaultExecutor",
                 "defaultVariant", "advisorContextChars", "envFile", "profilingEnabled", "providerLimits",
                 "maxOutputFileBytes", "providerCooldownEnabled", "taskMemoryMax", "taskTasksMax", "taskCpuWeight",
-                "idleExitSec", "trustedProjects",
+                "idleExitSec", "trustedProjects", "network",
         };
         size_t n = 0;
         for (; config_keys[n].name; n++) {
@@ -172,8 +172,8 @@ START_TEST(unknown_key_help_lists_all_29_keys) {
                 _cleanup_free_ char *needle = strdup_printf(" %s", k->name);
                 ck_assert_msg(strstr(help, needle), "help lacks %s: %s", k->name, help);
         }
-        size_t el = strlen(e), sl = strlen("providerCooldownEnabled, taskMemoryMax, taskTasksMax, taskCpuWeight, idleExitSec, trustedProjects");
-        ck_assert(el > sl && streq(e + el - sl, "providerCooldownEnabled, taskMemoryMax, taskTasksMax, taskCpuWeight, idleExitSec, trustedProjects"));
+        size_t el = strlen(e), sl = strlen("providerCooldownEnabled, taskMemoryMax, taskTasksMax, taskCpuWeight, idleExitSec, trustedProjects, network");
+        ck_assert(el > sl && streq(e + el - sl, "providerCooldownEnabled, taskMemoryMax, taskTasksMax, taskCpuWeight, idleExitSec, trustedProjects, network"));
 }
 END_TEST
 

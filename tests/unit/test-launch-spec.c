@@ -42,6 +42,7 @@ static launch_sandbox sb = {
         .n_seeds = 1,
         .overlay = &ov,
         .share_net = true,
+        .net = {.mode = NET_MODE_HOST},
 };
 static char *disk_paths[] = {"/ov/upper/main", "/state/outputs/oc_1", NULL};
 static launch_disk disk = {.max_bytes = 52428800, .grace_ms = 5000, .paths = disk_paths};
@@ -78,7 +79,7 @@ static const char *FULL_JSON =
         "\"work\":null,\"stage\":null}],\"dirs\":[\"/cache/homes/oc_1\"],"
         "\"seeds\":[{\"src\":\"/cache/homes/oc_0/pi/sessions\",\"dest\":\"/cache/homes/oc_1/pi/sessions\"}],"
         "\"overlay\":{\"lower\":\"/repo\",\"upper\":\"/ov/upper/main\","
-        "\"work\":\"/ov/work/main\"},\"shareNet\":true},"
+        "\"work\":\"/ov/work/main\"},\"shareNet\":true,\"network\":{\"mode\":\"host\",\"allow\":[]}},"
         "\"disk\":{\"maxBytes\":52428800,\"graceMs\":5000,\"paths\":[\"/ov/upper/main\",\"/state/outputs/oc_1\"]}}";
 
 static void assert_strv_eq(char **a, char **b) {
@@ -131,6 +132,12 @@ static void assert_spec_eq(const launch_spec *a, const launch_spec *b) {
                 ck_assert_str_eq(a->sandbox->seeds[i].dest, b->sandbox->seeds[i].dest);
         }
         ck_assert_int_eq(a->sandbox->share_net, b->sandbox->share_net);
+        ck_assert_int_eq(a->sandbox->net.mode, b->sandbox->net.mode);
+        ck_assert_uint_eq(a->sandbox->net.n_rules, b->sandbox->net.n_rules);
+        for (size_t i = 0; i < a->sandbox->net.n_rules; i++) {
+                ck_assert_str_eq(a->sandbox->net.rules[i].host, b->sandbox->net.rules[i].host);
+                ck_assert_uint_eq(a->sandbox->net.rules[i].port, b->sandbox->net.rules[i].port);
+        }
         ck_assert_int_eq(!a->sandbox->overlay, !b->sandbox->overlay);
         if (a->sandbox->overlay) {
                 ck_assert_str_eq(a->sandbox->overlay->lower, b->sandbox->overlay->lower);
@@ -172,8 +179,10 @@ START_TEST(test_round_trip) {
         ck_assert_int_eq(launch_spec_from_json(j, &b2), 0);
         assert_spec_eq(&bare, b2);
 
-        /* Sandbox without overlay or socket, net unshared. */
-        launch_sandbox sb2 = {.uid = 0, .gid = 0, .dirs = no_env};
+        /* Sandbox without overlay or socket, its network through a proxy. */
+        NetRule rules[] = {{.host = "api.example.com", .port = 443}, {.host = "127.0.0.1", .port = 8080, .is_ip = true}};
+        launch_sandbox sb2 = {.uid = 0, .gid = 0, .dirs = no_env,
+                              .net = {.mode = NET_MODE_PROXY, .rules = rules, .n_rules = ELEMENTSOF(rules)}};
         bare.sandbox = &sb2;
         _cleanup_json_ json_object *j3 = NULL;
         ck_assert_int_eq(launch_spec_to_json(&bare, &j3), 0);
@@ -182,6 +191,8 @@ START_TEST(test_round_trip) {
         assert_spec_eq(&bare, b3);
         ck_assert_ptr_null(b3->sandbox->overlay);
         ck_assert_int_eq(b3->sandbox->share_net, false);
+        ck_assert(strstr(json_to_line(j3, NULL), "\"shareNet\":false,\"network\":{\"mode\":\"proxy\",\"allow\":"
+                                                  "[\"api.example.com:443\",\"127.0.0.1:8080\"]}"));
 
         /* A spec from an older daemon has no "disk" key: it still parses, unwatched. */
         _cleanup_(launch_spec_freep) launch_spec *b4 = NULL;
@@ -256,6 +267,11 @@ START_TEST(test_strict_types) {
         assert_rejected("\"work\":\"/ov/work/main\"", "\"work\":null");
         assert_rejected("\"shareNet\":true", "\"shareNet\":1");
         assert_rejected("\"shareNet\":true", "\"shareNet\":null");
+        /* the network: its mode agrees with shareNet, its rules are rules */
+        assert_rejected("\"shareNet\":true", "\"shareNet\":false");
+        assert_rejected("\"mode\":\"host\"", "\"mode\":\"open\"");
+        assert_rejected("\"allow\":[]", "\"allow\":[\"evil host\"]");
+        assert_rejected("\"allow\":[]", "\"allow\":[\"*\"]");
 }
 END_TEST
 
@@ -278,7 +294,7 @@ START_TEST(test_check_spec) {
         char *no_env[] = {NULL};
         launch_overlay cov = {.lower = "/repo", .upper = "/ov/upper/check", .work = "/ov/work/check",
                              .lower_top = "/ov/upper/main"};
-        launch_sandbox csb = {.dirs = no_env, .overlay = &cov, .share_net = true};
+        launch_sandbox csb = {.dirs = no_env, .overlay = &cov, .share_net = true, .net = {.mode = NET_MODE_HOST}};
         launch_spec c = {.task_id = "oc_x_1", .executor = "check", .prompt = "make check", .directory = "/repo",
                          .env = no_env, .log_path = "/t/check/output.log", .task_dir = "/t/check", .sandbox = &csb,
                          .check = true, .log_max_bytes = 262144};

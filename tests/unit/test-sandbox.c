@@ -88,14 +88,25 @@ START_TEST(test_no_overlay_minimal) {
 }
 END_TEST
 
+/* bwrap always keeps the network namespace it starts in: the shim made it
+ * (proxy, none) or it is the host's (host); a shim that entered a user
+ * namespace of its own only for the network maps the ids back */
 START_TEST(test_unshared_net) {
-        launch_sandbox sb = {.uid = 5, .gid = 6, .share_net = false};
+        launch_sandbox sb = {.uid = 5, .gid = 6, .net = {.mode = NET_MODE_NONE}};
         _cleanup_strv_free_ char **argv = NULL;
         char *w[] = {"true", NULL};
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
         tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
-                    "--unshare-user", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/d",
-                    "--", "true", NULL);
+                    "--unshare-user", "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop", "ALL",
+                    "--chdir", "/d", "--", "true", NULL);
+        strv_free(argv);
+        argv = NULL;
+        sb.own_userns = true;
+        ck_assert(sandbox_needs_userns(&sb, OVERLAY_METHOD_BWRAP));
+        ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
+        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
+                    "--unshare-user", "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop", "ALL",
+                    "--uid", "5", "--gid", "6", "--chdir", "/d", "--", "true", NULL);
 }
 END_TEST
 

@@ -8,6 +8,7 @@
 #include "core/manager.h"
 #include "core/peer.h"
 #include "protocol-keys.h"
+#include "net-policy.h"
 #include "run/scope.h"
 #include "api/server.h"
 #include "task-stats.h"
@@ -55,6 +56,16 @@ int method_stats(Manager *m, Request *r, Task *target, json_object **ret, Method
                  * it here: system.health's result stays exactly its three keys */
                 json_object *rl = scope_health(m);
                 if (!rl || json_add(o, PK_resourceLimits, rl) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
+                /* the workers' default network: its mode and the hosts every
+                 * proxy allows besides each executor's own (network.h) */
+                json_object *net = json_object_new_object(), *hosts = json_object_new_array();
+                for (char **h = m->settings.allow_hosts; hosts && h && *h; h++)
+                        json_object_array_add(hosts, json_object_new_string(*h));
+                if (!net || !hosts || json_add_string(net, PK_mode, net_mode_to_string(m->settings.net_mode)) < 0 ||
+                    json_add(net, PK_allowHosts, hosts) < 0 || json_add(o, PK_network, net) < 0) {
                         json_object_put(o);
                         return -ENOMEM;
                 }

@@ -438,7 +438,17 @@ static int sandbox_prepare(Task *t, bool check, char *const *project_ro, char **
         static const char *const host_service_vars[] = {"DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS",
                                                         "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO",
                                                         "XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST"};
-        for (size_t i = 0; i < ELEMENTSOF(host_service_vars); i++) strv_env_unset(env, host_service_vars[i]);
+        for (size_t i = 0; i < ELEMENTSOF(host_service_vars); i++) {
+                /* ... but for an agent socket the user bound in (--allow-socket) */
+                const char *v = strv_env_get(*env, host_service_vars[i]);
+                _cleanup_free_ char *real = v && v[0] == '/' ? realpath(v, NULL) : NULL;
+                if (real && strv_contains(t->launch.allow_sockets, real)) {
+                        /* where it is bound: its resolved path */
+                        if ((r = strv_env_set(env, host_service_vars[i], real)) < 0) return r;
+                        continue;
+                }
+                strv_env_unset(env, host_service_vars[i]);
+        }
 
         const char *directory = t->rec.directory;
         if ((r = push_env_file_dirs(m, strempty(directory), &structural)) < 0) return r;

@@ -76,7 +76,7 @@ static char *config_base_url(Manager *m, const NetworkRequest *rq, const char *p
                 for (size_t i = 0; dir && i < ELEMENTSOF(names); i++) {
                         _cleanup_free_ char *path = strdup_printf("%s/opencode/%s", dir, names[i]);
                         json_object *j = read_user_json(path);
-                        json_object *opts = json_get_object(json_get_object(json_get_object(j, "provider"), provider),
+                        json_object *opts = json_get_object(json_get_object(json_get_object(j, PK_provider), provider),
                                                             "options");
                         const char *u = json_get_string(opts, "baseURL");
                         char *ret = u ? strdup(u) : NULL;

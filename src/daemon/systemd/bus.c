@@ -19,6 +19,7 @@
 #include "core/store.h"
 #include "core/task-table.h"
 #include "core/task.h"
+#include "run/network.h"
 #include "run/lifecycle.h"
 #include "json-util.h"
 #include "taskferry-config.h"
@@ -108,7 +109,9 @@ static bool task_exported(const Task *t) {
         X("MemoryMax", PK_memoryMax, "x")                       \
         X("TasksMax", PK_tasksMax, "x")                         \
         X("Job", PK_job, "s")                                   \
-        X("ChangesetRisks", PK_changesetRisks, "as")
+        X("ChangesetRisks", PK_changesetRisks, "as")           \
+        X("Network", PK_network, "s")                           \
+        X("NetworkWarning", PK_networkWarning, "s")
 
 typedef struct TaskProperty {
         const char *name, *key, *type;
@@ -125,6 +128,11 @@ static int task_property_get(sd_bus *bus, const char *path, const char *interfac
         for (size_t i = 0; i < ELEMENTSOF(task_properties) && !p; i++)
                 if (streq(task_properties[i].name, property)) p = &task_properties[i];
         if (!p) return -ENOENT;
+        /* the network as status shows it, counts included (run/network.h), as JSON text */
+        if (streq(p->key, PK_network)) {
+                _cleanup_(json_object_putp) json_object *nv = network_view(t);
+                return sd_bus_message_append_basic(reply, 's', nv ? json_to_line(nv, NULL) : "");
+        }
         _cleanup_(json_object_putp) json_object *v = task_record_get_json_by_name(&t->rec, p->key);
         switch (p->type[0]) {
         case 's':
