@@ -81,6 +81,7 @@ typedef struct Conn {
         uint64_t head_deadline; /* mono_ms */
         ssize_t stat;    /* index in proxy->allowed, -1 before the connect */
         uint64_t pending_up, pending_down;
+        const EgressForward *forward; /* accepted on a forward's listener: raw TCP to its rule's address */
 } Conn;
 
 struct Proxy {
@@ -1040,8 +1041,26 @@ static void conn_free(Conn *c) {
         free(c);
 }
 
+/* A connection to a forward (netns.h): the same decision on the rule's own
+ * address (it names it, so its class does not matter), then the bytes as
+ * they come; a refusal just closes (there is no protocol to answer in). */
+static void serve_forward(Conn *c) {
+        const NetRule *rule = c->forward->rule;
+        Outcome o;
+        if (decide(c, rule->host, strlen(rule->host), true, rule->port, &o) != VERDICT_OK) {
+                note_refusal(c, &o);
+                return;
+        }
+        relay(c, UINT64_MAX, true);
+}
+
 static void *conn_main(void *arg) {
         Conn *c = arg;
+        if (c->forward) {
+                serve_forward(c);
+                conn_free(c);
+                return NULL;
+        }
         c->head_deadline = mono_ms() + EGRESS_HEAD_TIMEOUT_MS;
         ssize_t r = read_more(c);
         if (r > 0) {
@@ -1055,8 +1074,9 @@ static void *conn_main(void *arg) {
         return NULL;
 }
 
-/* Start a thread for the accepted fd (taken), or answer 503. */
-static void conn_start(Proxy *p, int fd, const pthread_attr_t *attr) {
+/* Start a thread for the accepted fd (taken), or answer 503 (close, for a
+ * forward's). */
+static void conn_start(Proxy *p, int fd, const EgressForward *forward, const pthread_attr_t *attr) {
         Conn *c = calloc(1, sizeof *c);
         char *buf = c ? malloc(EGRESS_HEAD_MAX) : NULL;
         if (!buf) {
@@ -1064,7 +1084,7 @@ static void conn_start(Proxy *p, int fd, const pthread_attr_t *attr) {
                 close(fd);
                 return;
         }
-        *c = (Conn) {.proxy = p, .client_fd = fd, .upstream_fd = -1, .buf = buf, .stat = -1};
+        *c = (Conn) {.proxy = p, .client_fd = fd, .upstream_fd = -1, .buf = buf, .stat = -1, .forward = forward};
 
         pthread_mutex_lock(&p->lock);
         bool full = p->n_conns >= EGRESS_MAX_CONNECTIONS;
@@ -1075,6 +1095,12 @@ static void conn_start(Proxy *p, int fd, const pthread_attr_t *attr) {
                 p->n_conns++;
         }
         pthread_mutex_unlock(&p->lock);
+        if (full && forward) {
+                close(fd);
+                free(buf);
+                free(c);
+                return;
+        }
         if (full) {
                 static const char busy[] = "taskferry: the egress proxy is serving as many connections as it "
                                            "takes; try again\n";
@@ -1166,6 +1192,11 @@ int egress_proxy_run(const EgressConfig *c) {
 
         int fl = fcntl(listen_fd, F_GETFL);
         if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+        if (c->n_forwards > NET_POLICY_MAX_RULES) return -E2BIG;
+        for (size_t i = 0; i < c->n_forwards; i++) {
+                int ff = fcntl(c->forwards[i].listen_fd, F_GETFL);
+                if (ff < 0 || fcntl(c->forwards[i].listen_fd, F_SETFL, ff | O_NONBLOCK) < 0) return -errno;
+        }
 
         Proxy *p = calloc(1, sizeof *p);
         if (!p) return -ENOMEM;
@@ -1191,8 +1222,12 @@ int egress_proxy_run(const EgressConfig *c) {
                         stats_write(p, false);
                         next_stats = now + EGRESS_STATS_INTERVAL_MS;
                 }
-                struct pollfd pfd[2] = {{.fd = listen_fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-                int n = poll(pfd, 2, (int) (next_stats - now));
+                /* the proxy's listener, the signal, then each forward's */
+                struct pollfd pfd[2 + NET_POLICY_MAX_RULES] = {{.fd = listen_fd, .events = POLLIN},
+                                                                {.fd = sfd, .events = POLLIN}};
+                for (size_t i = 0; i < c->n_forwards; i++)
+                        pfd[2 + i] = (struct pollfd) {.fd = c->forwards[i].listen_fd, .events = POLLIN};
+                int n = poll(pfd, 2 + c->n_forwards, (int) (next_stats - now));
                 if (n < 0 && errno != EINTR) {
                         r = -errno;
                         break;
@@ -1201,15 +1236,19 @@ int egress_proxy_run(const EgressConfig *c) {
                         r = 0;
                         break;
                 }
-                if (!(pfd[0].revents & POLLIN)) continue;
-                for (unsigned k = 0; k < 64; k++) {
-                        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                        if (fd < 0) break;
-                        int one = 1;
-                        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                        conn_start(p, fd, &attr);
+                for (size_t i = 0; i < 2 + c->n_forwards; i++) {
+                        if (i == 1 || !(pfd[i].revents & POLLIN)) continue;
+                        const EgressForward *fw = i == 0 ? NULL : &c->forwards[i - 2];
+                        for (unsigned k = 0; k < 64; k++) {
+                                int fd = accept4(pfd[i].fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                                if (fd < 0) break;
+                                int one = 1;
+                                (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                                conn_start(p, fd, fw, &attr);
+                        }
                 }
         }
+        for (size_t i = 0; i < c->n_forwards; i++) safe_close(c->forwards[i].listen_fd);
         pthread_attr_destroy(&attr);
         listen_fd = safe_close(listen_fd);
 
@@ -1227,18 +1266,33 @@ int egress_proxy_run(const EgressConfig *c) {
         return r;
 }
 
+/* The parent's copies of the listeners, closed once the child has them. */
+static void close_listeners(const EgressConfig *c) {
+        safe_close(c->listen_fd);
+        for (size_t i = 0; i < c->n_forwards; i++) safe_close(c->forwards[i].listen_fd);
+}
+
 int egress_proxy_spawn(const EgressConfig *c, pid_t *ret_pid) {
-        if (!c || c->listen_fd < 0 || !c->policy || !ret_pid) return -EINVAL;
+        if (!c || c->listen_fd < 0 || !c->policy || !ret_pid || c->n_forwards > NET_POLICY_MAX_RULES) {
+                if (c) close_listeners(c);
+                return -EINVAL;
+        }
+        int keep[1 + NET_POLICY_MAX_RULES];
+        keep[0] = c->listen_fd;
+        for (size_t i = 0; i < c->n_forwards; i++) keep[1 + i] = c->forwards[i].listen_fd;
         pid_t pid;
-        int r = safe_fork_full("egress-proxy", NULL, &c->listen_fd, 1,
+        int r = safe_fork_full("egress-proxy", NULL, keep, 1 + c->n_forwards,
                                FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_DEATHSIG_SIGTERM, &pid);
-        if (r < 0) return r;
+        if (r < 0) {
+                close_listeners(c);
+                return r;
+        }
         if (r == 0) {
                 r = egress_proxy_run(c);
                 if (r < 0) log_error_errno(r, "task %s: the egress proxy failed", strempty(c->task_id));
                 _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
         }
-        close(c->listen_fd);
+        close_listeners(c);
         *ret_pid = pid;
         return 0;
 }

@@ -54,8 +54,18 @@
 #define EGRESS_JOURNAL_PER_HOST 10
 #define NET_DENIED_MESSAGE_ID "6b1f4a2c9d8e4e0fa3c5b7d9e1f20a44"
 
+/* A forward: a listener made inside the sandbox at the very address and
+ * port of a rule naming a loopback address (netns.h), whose connections go
+ * to that address on the host as raw TCP, counted like a tunnel. */
+typedef struct EgressForward {
+        int listen_fd;          /* taken like listen_fd */
+        const NetRule *rule;    /* an IP literal rule of the policy */
+} EgressForward;
+
 typedef struct EgressConfig {
         int listen_fd;          /* listening TCP socket (taken: closed by the proxy) */
+        const EgressForward *forwards; /* n_forwards of them (may be 0) */
+        size_t n_forwards;
         const NetPolicy *policy; /* mode NET_MODE_PROXY */
         const char *stats_path; /* where the stats go; NULL: none */
         const char *task_id;    /* for the journal and the 403 text */
@@ -76,7 +86,8 @@ char *egress_denial_text(const char *task_id, const char *host, uint16_t port, c
 int egress_proxy_run(const EgressConfig *c);
 
 /* Fork a child (the caller's death kills it: PR_SET_PDEATHSIG) that runs
- * egress_proxy_run; the parent's copy of listen_fd is closed. *ret_pid: the
+ * egress_proxy_run; the parent's copies of listen_fd and the forwards'
+ * listeners are closed (also on failure). *ret_pid: the
  * child. Stop it with egress_proxy_stop. -errno. */
 int egress_proxy_spawn(const EgressConfig *c, pid_t *ret_pid);
 /* SIGTERM, wait up to 2 s for its last stats, then SIGKILL; reaps it. */

@@ -807,7 +807,10 @@ static int start_and_monitor(shim *s) {
                         };
                         r = stats ? egress_proxy_spawn(&ec, &s->proxy) : -ENOMEM;
                         if (r < 0) {
-                                if (!stats) safe_close(lfd);
+                                if (!stats) {
+                                        safe_close(lfd);
+                                        for (size_t i = 0; i < n_fw; i++) safe_close(fw[i].listen_fd);
+                                }
                                 (void) kill(pid, SIGKILL);
                                 (void) wait_for_terminate(pid, NULL);
                                 s->worker = 0;
