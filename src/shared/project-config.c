@@ -19,10 +19,11 @@
 #include "path-util.h"
 #include "string-util.h"
 #include "strv.h"
+#include "net-policy.h"
 #include "toml.h"
 
 #define PROJECT_FILE ".taskferry.toml"
-#define KNOWN_KEYS "check, check_timeout_seconds, roBind, read_only_paths, review_paths"
+#define KNOWN_KEYS "check, check_timeout_seconds, roBind, read_only_paths, review_paths, allowHosts"
 #define IGNORED "the project file is ignored"
 /* the most bytes of an unknown key a warning shows */
 #define KEY_SHOWN_MAX 64
@@ -46,6 +47,7 @@ void project_config_done(ProjectConfig *c) {
         free(c->check);
         strv_free(c->ro_bind);
         strv_free(c->review_paths);
+        strv_free(c->allow_hosts);
         free(c->warning);
         *c = (ProjectConfig) {};
 }
@@ -57,7 +59,7 @@ void project_config_done(ProjectConfig *c) {
 typedef struct parsed {
         char *check;
         uint64_t timeout_s;
-        char **ro_bind, **review_paths;
+        char **ro_bind, **review_paths, **allow_hosts;
         char *warning;
 } parsed;
 
@@ -65,6 +67,7 @@ static void parsed_done(parsed *p) {
         free(p->check);
         strv_free(p->ro_bind);
         strv_free(p->review_paths);
+        strv_free(p->allow_hosts);
         free(p->warning);
         *p = (parsed) {};
 }
@@ -73,6 +76,7 @@ static int parsed_copy(const parsed *p, parsed *ret) {
         *ret = (parsed) { .timeout_s = p->timeout_s };
         if ((p->check && !(ret->check = strdup(p->check))) || (p->ro_bind && !(ret->ro_bind = strv_copy(p->ro_bind))) ||
             (p->review_paths && !(ret->review_paths = strv_copy(p->review_paths))) ||
+            (p->allow_hosts && !(ret->allow_hosts = strv_copy(p->allow_hosts))) ||
             (p->warning && !(ret->warning = strdup(p->warning)))) {
                 parsed_done(ret);
                 return -ENOMEM;
@@ -153,6 +157,25 @@ static int parse_table(json_object *table, json_object *lines, const char *path,
                                                             "to the repository root"
                                                           : "%s must be an array of non-empty strings (paths)",
                                                    key);
+                } else if (streq(key, "allowHosts")) {
+                        int r = json_object_is_type(value, json_type_array) ? add_strings(&p->allow_hosts, value, false) : 0;
+                        if (r == -E2BIG)
+                                return parsed_warn(p, path, line, "allowHosts has more than %d entries",
+                                                   PROJECT_CONFIG_MAX_ENTRIES);
+                        if (r < 0) return r;
+                        if (r == 0) return parsed_warn(p, path, line, "allowHosts must be an array of non-empty strings");
+                        size_t i = 0;
+                        for (char **h = p->allow_hosts; h && *h; h++, i++) {
+                                NetRule rule = {0};
+                                const char *why = NULL;
+                                int k = net_rule_parse(*h, &rule, &why);
+                                net_rule_done(&rule);
+                                if (k == -ENOMEM) return k;
+                                /* the entry's index, not its text: a warning never echoes a value */
+                                if (k < 0)
+                                        return parsed_warn(p, path, line, "allowHosts entry %zu is no host rule: %s", i + 1,
+                                                           strempty(why));
+                        }
                 } else {
                         size_t n = strlen(key);
                         return parsed_warn(p, path, line, "unknown key \"%.*s%s\" (known: " KNOWN_KEYS ")",
@@ -351,6 +374,7 @@ int project_config_load(const char *dir, ProjectConfig *ret) {
                 .check_timeout_s = p.timeout_s,
                 .ro_bind = p.ro_bind,
                 .review_paths = p.review_paths,
+                .allow_hosts = p.allow_hosts,
                 .warning = p.warning,
         };
         return 0;

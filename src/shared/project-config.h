@@ -15,7 +15,8 @@
 #define PROJECT_CONFIG_MAX_BYTES (1024 * 1024)
 #define PROJECT_CONFIG_DEFAULT_CHECK_TIMEOUT_S UINT64_C(900)
 #define PROJECT_CONFIG_MAX_CHECK_TIMEOUT_S UINT64_C(604800)
-/* the most entries one array key (roBind, read_only_paths, review_paths) may
+/* the most entries one array key (roBind, read_only_paths, review_paths,
+ * allowHosts) may
  * hold; a longer one is an error like any other (the file is ignored) */
 #define PROJECT_CONFIG_MAX_ENTRIES 1024
 
@@ -31,6 +32,7 @@ typedef struct ProjectConfig {
         uint64_t check_timeout_s;/* check_timeout_seconds, 1..86400*7, default 900 */
         char **ro_bind;          /* strv: read_only_paths entries first, then roBind, deduplicated, as written; NULL: none */
         char **review_paths;     /* strv: review_paths patterns (see below); NULL: none */
+        char **allow_hosts;      /* strv: allowHosts rules as written (net-policy.h); NULL: none */
         char *warning;           /* NULL, or the projectConfigWarning text (see below) */
 } ProjectConfig;
 
@@ -57,10 +59,15 @@ typedef struct ProjectConfig {
  *                          it; extra paths whose changes a reviewer must
  *                          confirm before accept, added to the built-in list
  *                          (they can never remove one of it)
+ *   allowHosts             array of strings: hosts the repository asks its
+ *                          tasks' egress proxy to allow (net_rule_parse
+ *                          rules; one that does not parse is an error); they
+ *                          apply only for a repository the user trusts
+ *                          (trustedProjects, as for roBind outside it)
  * The warning: "<path>:<line>: <what is wrong>; the project file is ignored"
  * (or "<path>: ..." when no line is at fault), the first error in line order
  * only, e.g. `/r/.taskferry.toml:5: unknown key "chek" (known: check,
- * check_timeout_seconds, roBind, read_only_paths, review_paths); the project
+ * check_timeout_seconds, roBind, read_only_paths, review_paths, allowHosts); the project
  * file is ignored`. The cache is per process, bounded, and not thread-safe
  * (the daemon's event loop and the CLI are single-threaded). */
 int project_config_load(const char *dir, ProjectConfig *ret);

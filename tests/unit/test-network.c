@@ -215,4 +215,37 @@ START_TEST(policy_of_and_view) {
 }
 END_TEST
 
-TF_MAIN("network", "decide", setup, teardown, 30, defaults, modes, bad_input, nested_only_narrows, policy_of_and_view)
+/* A repository's .taskferry.toml may ask for hosts: they apply only when
+ * the user's config trusts it, and an untrusted one's are named */
+START_TEST(project_hosts_need_trust) {
+        _cleanup_free_ char *repo = strdup_printf("%s/src/repo", m.paths.home);
+        ck_assert_int_eq(mkdir_p(repo, 0700), 0);
+        _cleanup_free_ char *cfg = strdup_printf("%s/.taskferry.toml", repo);
+        const char *toml = "allowHosts = [\"registry.npmjs.org\", \"*.pythonhosted.org\"]\n";
+        tf_write_file(cfg, toml, strlen(toml), 0644);
+        NetworkRequest rq = {.executor_id = "shell", .directory = repo};
+        _cleanup_free_ char *a = decide(&rq, NULL, NULL);
+        ck_assert_str_eq(a, "{\"mode\":\"proxy\",\"allow\":[]}");
+        _cleanup_free_ char *w = network_project_warning(&m, (char *[]) {"registry.npmjs.org", "*.pythonhosted.org", NULL},
+                                                         cfg);
+        ck_assert_str_eq(w, ".taskferry.toml allowHosts: the repository is not trusted (trustedProjects), not allowed: "
+                            "registry.npmjs.org, *.pythonhosted.org");
+        /* trusted through a parent dir */
+        _cleanup_free_ char *src = strdup_printf("%s/src", m.paths.home);
+        ck_assert_int_eq(strv_push(&m.settings.trusted_projects, src), 0);
+        _cleanup_free_ char *b = decide(&rq, NULL, NULL);
+        ck_assert_str_eq(b, "{\"mode\":\"proxy\",\"allow\":[\"registry.npmjs.org:443\",\"*.pythonhosted.org:443\"]}");
+        ck_assert_ptr_null(network_project_warning(&m, (char *[]) {"registry.npmjs.org", NULL}, cfg));
+        /* a sibling of a trusted dir's name is not below it */
+        strv_free(m.settings.trusted_projects);
+        m.settings.trusted_projects = NULL;
+        _cleanup_free_ char *prefix = strdup_printf("%s/sr", m.paths.home);
+        ck_assert_int_eq(strv_push(&m.settings.trusted_projects, prefix), 0);
+        ck_assert(!network_repo_trusted(&m, cfg));
+        strv_free(m.settings.trusted_projects);
+        m.settings.trusted_projects = NULL;
+}
+END_TEST
+
+TF_MAIN("network", "decide", setup, teardown, 30, defaults, modes, bad_input, nested_only_narrows, policy_of_and_view,
+        project_hosts_need_trust)

@@ -131,7 +131,7 @@ static const struct {
         /* the four kinds */
         {"check = 'ok'\ncheck = \"SECRET\n", 2, "unterminated string"},
         {"check = 'SECRET'\n\n\n\nchek = \"SECRET\"\n", 5,
-         "unknown key \"chek\" (known: check, check_timeout_seconds, roBind, read_only_paths, review_paths)"},
+         "unknown key \"chek\" (known: check, check_timeout_seconds, roBind, read_only_paths, review_paths, allowHosts)"},
         {"check = 'SECRET'\ncheck_timeout_seconds = -424242\n", 2,
          "check_timeout_seconds must be a positive integer (at most 604800)"},
         {"# c\ncheck = [\"SECRET\"]\n", 2, "check must be a string"},
@@ -192,6 +192,28 @@ START_TEST(long_unknown_key_is_cut) {
         ck_assert_ptr_nonnull(strstr(c.warning, "unknown key \"kkkk"));
         ck_assert_ptr_null(strstr(c.warning, key));
         ck_assert_uint_lt(strlen(c.warning), strlen(dir) + 300);
+        project_config_done(&c);
+}
+END_TEST
+
+/* allowHosts: rules as written; one that is no rule makes the file the
+ * empty config, naming its index, never its text */
+START_TEST(allow_hosts) {
+        free(put_config("allowHosts = [\"pypi.org\", \"*.example.com:8443\", \"10.0.0.1:5432\"]\n"));
+        ProjectConfig c = {};
+        load_ok(dir, &c);
+        ck_assert_msg(!c.warning, "%s", c.warning);
+        assert_strv(c.allow_hosts, (const char *const[]) {"pypi.org", "*.example.com:8443", "10.0.0.1:5432", NULL});
+        project_config_done(&c);
+        free(put_config("allowHosts = [\"pypi.org\", \"SECRET host\"]\n"));
+        load_ok(dir, &c);
+        ck_assert_msg(c.warning && strstr(c.warning, ":1: allowHosts entry 2 is no host rule"), "%s", strempty(c.warning));
+        ck_assert(!strstr(c.warning, "SECRET"));
+        ck_assert_ptr_null(c.allow_hosts);
+        project_config_done(&c);
+        free(put_config("allowHosts = \"pypi.org\"\n"));
+        load_ok(dir, &c);
+        ck_assert_msg(c.warning && strstr(c.warning, "allowHosts must be an array"), "%s", strempty(c.warning));
         project_config_done(&c);
 }
 END_TEST
@@ -601,7 +623,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("project-config");
         TCase *tc = tf_tcase(s, "file", setup, teardown, 30,
-                             TF_TESTS(every_key, defaults_and_bounds, long_unknown_key_is_cut, too_many_entries, cache_sees_every_change,
+                             TF_TESTS(every_key, defaults_and_bounds, long_unknown_key_is_cut, too_many_entries, allow_hosts, cache_sees_every_change,
                                       not_a_regular_file, which_directory));
         TF_LOOP(tc, malformed_is_ignored_with_a_warning, malformed);
         tf_tcase(s, "binds", binds_setup, binds_teardown, 30,

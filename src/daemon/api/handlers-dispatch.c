@@ -160,6 +160,7 @@ int dispatch_ask(Manager *m, Caller who, const ProtoDispatchParams *p, bool advi
         /* the network (run/network.h): decided once, recorded on the task */
         NetworkRequest nrq = {
                 .mode = p->network,
+                .directory = directory,
                 .allow_hosts = p->allow_hosts,
                 .executor_id = ex->id,
                 .model = model,

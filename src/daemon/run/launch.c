@@ -224,7 +224,8 @@ static int project_ro_binds(Task *t, char ***ret) {
         if (r >= 0)
                 r = project_binds_resolve(cfg.ro_bind, repo, m->paths.home, trusted, protected_, ret, &bind_warning);
         if (r < 0) goto out;
-        const char *parts[] = {cfg.warning, bind_warning};
+        _cleanup_free_ char *host_warning = network_project_warning(m, cfg.allow_hosts, cfg.path);
+        const char *parts[] = {cfg.warning, bind_warning, host_warning};
         for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
                 if (!parts[i]) continue;
                 char *w = warning ? strdup_printf("%s; %s", warning, parts[i]) : strdup(parts[i]);

@@ -11,7 +11,9 @@
 #include "json-util.h"
 #include "launch-spec.h"
 #include "macro.h"
+#include "path-util.h"
 #include "paths.h"
+#include "project-config.h"
 #include "protocol-keys.h"
 #include "run/network.h"
 #include "string-util.h"
@@ -117,6 +119,39 @@ static int add_executor_defaults(Manager *m, const NetworkRequest *rq, NetPolicy
         return 0;
 }
 
+bool network_repo_trusted(Manager *m, const char *cfg_path) {
+        _cleanup_free_ char *repo = cfg_path ? strdup(cfg_path) : NULL;
+        char *sl = repo ? strrchr(repo, '/') : NULL;
+        if (!sl) return false;
+        *sl = 0;
+        _cleanup_free_ char *real = realpath(repo, NULL);
+        for (char **t = m->settings.trusted_projects; real && t && *t; t++) {
+                _cleanup_free_ char *tr = realpath(*t, NULL);
+                if (tr && path_is_at_or_below(real, tr)) return true;
+        }
+        return false;
+}
+
+char *network_project_warning(Manager *m, char *const *allow_hosts, const char *cfg_path) {
+        if (!allow_hosts || !*allow_hosts || network_repo_trusted(m, cfg_path)) return NULL;
+        _cleanup_free_ char *list = NULL;
+        size_t n = 0;
+        for (char *const *h = allow_hosts; *h; h++, n++) {
+                if (n == 16) {
+                        char *l = strdup_printf("%s and %zu more", list, strv_length((char **) allow_hosts) - n);
+                        free(list);
+                        list = l;
+                        break;
+                }
+                char *l = strdup_printf("%s%s%s", strempty(list), list ? ", " : "", *h);
+                free(list);
+                if (!(list = l)) return NULL;
+        }
+        return list ? strdup_printf(".taskferry.toml allowHosts: the repository is not trusted (trustedProjects), "
+                                    "not allowed: %s", list)
+                    : NULL;
+}
+
 static int refuse(char **reason, int r, const char *fmt, ...) _printf_(3, 4);
 static int refuse(char **reason, int r, const char *fmt, ...) {
         va_list ap;
@@ -174,6 +209,13 @@ int network_decide(Manager *m, const NetworkRequest *rq, const Task *parent, jso
                 if ((r = add_executor_defaults(m, rq, &p)) == -ENOMEM) return r;
                 const char *bad = NULL, *why = NULL;
                 if ((r = net_policy_add_strv(&p, m->settings.allow_hosts, &bad, &why)) == -ENOMEM) return r;
+                /* what a trusted repository asks for (an untrusted one's: its warning) */
+                ProjectConfig cfg = {0};
+                if (rq && rq->directory && project_config_load(rq->directory, &cfg) >= 0 && cfg.allow_hosts &&
+                    network_repo_trusted(m, cfg.path))
+                        r = net_policy_add_strv(&p, cfg.allow_hosts, &bad, &why);
+                project_config_done(&cfg);
+                if (r == -ENOMEM) return r;
         }
         if (rq && rq->allow_hosts) {
                 _cleanup_(net_policy_done) NetPolicy asked = {.mode = mode};

@@ -12,7 +12,10 @@
  *     models.json, OpenCode's opencode.json provider.<id>.options.baseURL;
  *     never a repository's config);
  *  2. the daemon's allowHosts (TASKFERRY_ALLOW_HOSTS, config network.allowHosts);
- *  3. the dispatch's allowHosts (--allow-host).
+ *  3. the project file's allowHosts (project-config.h), only for a
+ *     repository the user trusts (trustedProjects, as for its roBind; an
+ *     untrusted one's are named in projectConfigWarning, network_project_warning);
+ *  4. the dispatch's allowHosts (--allow-host).
  * A nested dispatch (parent: the dispatching task) may only narrow: its
  * mode is the parent's or "none" (host from proxy or none is refused, proxy
  * from none too), it starts from the parent's hosts and its own allowHosts
@@ -21,6 +24,7 @@
  * user's machine reaches). */
 
 #include <json-c/json.h>
+#include <stdbool.h>
 
 #include "net-policy.h"
 
@@ -29,6 +33,7 @@ typedef struct Task Task;
 
 typedef struct NetworkRequest {
         const char *mode;          /* the dispatch's network param; NULL: the default */
+        const char *directory;     /* the dispatch directory: its project file's allowHosts (NULL: none) */
         char *const *allow_hosts;  /* the dispatch's allowHosts (NULL: none) */
         const char *executor_id, *model;
         json_object *caller_env;   /* the dispatch's env (PI_CODING_AGENT_DIR, XDG_CONFIG_HOME); may be NULL */
@@ -39,6 +44,15 @@ typedef struct NetworkRequest {
  * -EINVAL / -EPERM with *reason ("error: ...\nhelp: ..."), -ENOMEM. */
 int network_decide(Manager *m, const NetworkRequest *rq, const Task *parent, json_object **ret_record,
                    char **ret_warning, char **reason);
+
+/* Is the repository holding the project file cfg_path trusted (one of
+ * settings trusted_projects, resolved, is it or above it)? */
+bool network_repo_trusted(Manager *m, const char *cfg_path);
+/* The projectConfigWarning part for hosts an untrusted repository's project
+ * file asks for: ".taskferry.toml allowHosts: the repository is not
+ * trusted, not allowed: a, b" (malloc'd), or NULL (none, or trusted; also
+ * on ENOMEM). */
+char *network_project_warning(Manager *m, char *const *allow_hosts, const char *cfg_path);
 
 /* The policy of t's record; a record from before networks were recorded
  * gets the default decision now (network_decide with no request). -errno. */
