@@ -886,7 +886,14 @@ static void serve_http(Conn *c, const Line *lines, size_t n_lines, const char *m
 
 static void serve_http_head(Conn *c) {
         const char *end;
+        size_t checked = 0;
         for (;;) {
+                /* a bare LF or a NUL is refused at once, not after the
+                 * head's timeout */
+                for (; checked < c->len; checked++)
+                        if (c->buf[checked] == '\0' ||
+                            (c->buf[checked] == '\n' && (checked == 0 || c->buf[checked - 1] != '\r')))
+                                return http_bad(c, "malformed request head", NULL, 0);
                 end = c->len >= 4 ? memmem(c->buf, c->len, "\r\n\r\n", 4) : NULL;
                 if (end) break;
                 ssize_t r = read_more(c);
