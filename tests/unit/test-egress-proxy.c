@@ -131,6 +131,9 @@ static char *http_seen_copy(void) {
 
 /* A proxy whose policy holds rules (NULL-terminated; "%E" is replaced by
  * the echo server's port, "%H" by the HTTP server's). */
+static bool with_forward;
+static uint16_t forward_port;
+
 static void start_proxy(const char *const *rules) {
         tmpdir = tf_tmpdir_new("test-egress-proxy");
         stats_path = tf_path(tmpdir, "egress.json");
@@ -159,10 +162,16 @@ static void start_proxy(const char *const *rules) {
         }
 
         int lfd = listen_on("127.0.0.1", &proxy_port);
-        EgressConfig c = {.listen_fd = lfd, .policy = &policy, .stats_path = stats_path, .task_id = "t-test"};
+        /* with_forward: the first rule (the echo server's) served as a
+         * forward too, on a listener of its own */
+        EgressForward fw = {.listen_fd = -1, .rule = &policy.rules[0]};
+        if (with_forward) fw.listen_fd = listen_on("127.0.0.1", &forward_port);
+        EgressConfig c = {.listen_fd = lfd, .policy = &policy, .stats_path = stats_path, .task_id = "t-test",
+                          .forwards = &fw, .n_forwards = with_forward ? 1 : 0};
         ck_assert_int_eq(egress_proxy_spawn(&c, &proxy_pid), 0);
-        /* the parent's copy is closed */
+        /* the parent's copies are closed */
         ck_assert_int_lt(fcntl(lfd, F_GETFD), 0);
+        if (with_forward) ck_assert_int_lt(fcntl(fw.listen_fd, F_GETFD), 0);
         /* the upstreams' threads start after the fork */
         start_detached(echo_server, (void *) (intptr_t) echo_listen);
         start_detached(http_server, (void *) (intptr_t) http_listen);
@@ -696,6 +705,44 @@ START_TEST(denial_text) {
 }
 END_TEST
 
+/* A forward (a loopback rule served at its own address inside the
+ * sandbox): raw bytes both ways to the rule's address, no request head,
+ * counted as the rule's host:port. */
+static void setup_forward(void) {
+        with_forward = true;
+        start_proxy(default_rules);
+}
+static void teardown_forward(void) {
+        teardown();
+        with_forward = false;
+}
+
+START_TEST(forward_relays_raw_tcp) {
+        for (int i = 0; i < 3; i++) {
+                int fd = dial(forward_port);
+                /* no head: what looks like one is just bytes to the echo server */
+                send_str(fd, "CONNECT x:1 HTTP/1.1\r\n\r\n");
+                char buf[25] = {0};
+                recv_exact(fd, buf, 24);
+                ck_assert_str_eq(buf, "CONNECT x:1 HTTP/1.1\r\n\r\n");
+                exchange(fd, 256 << 10, (unsigned) i);
+                ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+                size_t len;
+                _cleanup_free_ char *rest = recv_all(fd, &len);
+                ck_assert_uint_eq(len, 0);
+                close(fd);
+        }
+        egress_proxy_stop(proxy_pid);
+        proxy_pid = 0;
+        _cleanup_json_ json_object *st = read_stats();
+        json_object *e = find_entry(st, "allowed", "127.0.0.1", echo_port);
+        ck_assert_msg(e, "%s", json_to_line(st, NULL));
+        ck_assert_int_eq(get_int(e, "connections"), 3);
+        ck_assert_int_ge(get_int(e, "bytesUp"), 3 * ((256 << 10) + 24));
+        ck_assert_int_ge(get_int(e, "bytesDown"), 3 * ((256 << 10) + 24));
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("egress-proxy");
         TCase *tc = tf_tcase(s, "proxy", setup, teardown, 120,
@@ -704,5 +751,6 @@ int main(void) {
                                       denial_text));
         TF_LOOP(tc, hostile_requests, hostile);
         tf_tcase(s, "localhost", setup_localhost, teardown, 120, TF_TESTS(name_resolving_to_loopback));
+        tf_tcase(s, "forward", setup_forward, teardown_forward, 120, TF_TESTS(forward_relays_raw_tcp));
         return tf_run_suite(s);
 }
