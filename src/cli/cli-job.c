@@ -172,7 +172,9 @@ static int job_run(cli_context *ctx, const char *name, json_object **ret_value, 
             (j.variant && json_add_string(options, PK_variant, j.variant) < 0) ||
             (j.executor && json_add_string(options, PK_executor, j.executor) < 0) ||
             (j.rw_bind && json_add(options, PK_rwBind, string_list(j.rw_bind)) < 0) ||
-            (j.ro_bind && json_add(options, PK_roBind, string_list(j.ro_bind)) < 0))
+            (j.ro_bind && json_add(options, PK_roBind, string_list(j.ro_bind)) < 0) ||
+            (j.network && json_add_string(options, PK_network, j.network) < 0) ||
+            (j.allow_hosts && json_add(options, PK_allowHosts, string_list(j.allow_hosts)) < 0))
                 return -ENOMEM;
         r = cli_dispatch(ctx, options, real, prompt, prompt_len, name, ret_raw, err);
         /* the daemon decides that the executor needs a model (cli_dispatch

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "string-util.h"
 #include "strv.h"
+#include "net-policy.h"
 #include "toml.h"
 
 bool job_name_is_valid(const char *name) {
@@ -39,10 +40,12 @@ void job_spec_done(job_spec *j) {
         free(j->prompt_file);
         strv_free(j->rw_bind);
         strv_free(j->ro_bind);
+        free(j->network);
+        strv_free(j->allow_hosts);
         *j = (job_spec) {};
 }
 
-typedef enum job_key_kind { KEY_STRING, KEY_PATH_LIST } job_key_kind;
+typedef enum job_key_kind { KEY_STRING, KEY_PATH_LIST, KEY_STRING_LIST } job_key_kind;
 
 static const struct {
         const char *name;
@@ -51,8 +54,9 @@ static const struct {
         { "directory", KEY_STRING }, { "executor", KEY_STRING }, { "model", KEY_STRING },
         { "prompt", KEY_STRING },    { "prompt_file", KEY_STRING }, { "variant", KEY_STRING },
         { "rw_bind", KEY_PATH_LIST }, { "ro_bind", KEY_PATH_LIST },
+        { "network", KEY_STRING },    { "allow_hosts", KEY_STRING_LIST },
 };
-#define JOB_KEY_NAMES "directory, executor, model, prompt, prompt_file, variant, rw_bind, ro_bind"
+#define JOB_KEY_NAMES "directory, executor, model, prompt, prompt_file, variant, rw_bind, ro_bind, network, allow_hosts"
 
 typedef struct spec_error {
         unsigned line;
@@ -107,6 +111,21 @@ int job_spec_from_toml(json_object *table, json_object *lines, const char *home,
                 if (k == ELEMENTSOF(job_keys)) {
                         r = spec_fail(&e, line, "unknown key %s (a job has: " JOB_KEY_NAMES ")", key);
                         goto out;
+                }
+                if (job_keys[k].kind == KEY_STRING_LIST) {
+                        /* hosts, checked by the daemon as --allow-host's are */
+                        size_t n = json_object_is_type(value, json_type_array) ? json_object_array_length(value) : 0;
+                        for (size_t i = 0; i < n && r >= 0; i++) {
+                                json_object *entry = json_object_array_get_idx(value, i);
+                                if (!json_is_nonempty_string(entry)) break;
+                                r = strv_push(&j.allow_hosts, json_object_get_string(entry));
+                        }
+                        if (r < 0) goto out;
+                        if (!json_object_is_type(value, json_type_array) || strv_length(j.allow_hosts) != n) {
+                                r = spec_fail(&e, line, "%s must be an array of hosts, e.g. %s = [\"pypi.org\"]", key, key);
+                                goto out;
+                        }
+                        continue;
                 }
                 if (job_keys[k].kind == KEY_PATH_LIST) {
                         if (!json_object_is_type(value, json_type_array)) {
@@ -173,6 +192,12 @@ int job_spec_from_toml(json_object *table, json_object *lines, const char *home,
                                 goto out;
                         }
                         field = &j.executor;
+                } else if (streq(key, "network")) {
+                        if (net_mode_from_string(s) < 0) {
+                                r = spec_fail(&e, line, "network must be one of proxy, none, host");
+                                goto out;
+                        }
+                        field = &j.network;
                 } else if (streq(key, "model")) field = &j.model;
                 else if (streq(key, "variant")) field = &j.variant;
                 else {

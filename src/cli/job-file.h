@@ -39,6 +39,8 @@ typedef struct job_spec {
         char *prompt_file;       /* absolute: "~/" expanded, relative ones against the job file's dir */
         unsigned prompt_file_line;
         char **rw_bind, **ro_bind; /* absolute paths ("~/" expanded); NULL: none */
+        char *network;           /* "proxy" | "none" | "host" (dispatch --network); NULL: the default */
+        char **allow_hosts;      /* dispatch --allow-host entries, as written; NULL: none */
 } job_spec;
 
 void job_spec_done(job_spec *j);
@@ -48,7 +50,9 @@ void job_spec_done(job_spec *j);
  * prompt_file. Rules: directory required, absolute or "~/..."; exactly one
  * of prompt and prompt_file; prompt non-empty; executor, model, variant
  * non-empty strings, executor a known executor; rw_bind and ro_bind arrays
- * of absolute (or "~/") paths, [] meaning none; any other key is an error.
+ * of absolute (or "~/") paths, [] meaning none; network one of proxy, none,
+ * host; allow_hosts an array of non-empty strings (hosts, as --allow-host
+ * takes them; the daemon checks them); any other key is an error.
  * Returns 0; -EINVAL with *ret_line (0: no line, e.g. a missing key) and
  * *reason set (as toml_parse); -ENOMEM. */
 int job_spec_from_toml(json_object *table, json_object *lines, const char *home, const char *base_dir,

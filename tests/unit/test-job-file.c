@@ -75,8 +75,13 @@ START_TEST(job_all_keys) {
                 "variant = 'high'\n"
                 "prompt = \"\"\"\nReview the last day's commits.\n\"\"\"\n"
                 "rw_bind = [\"~/.cache/app\", \"/srv/data\"]\n"
-                "ro_bind = [\n  \"/usr/share/doc\",\n]\n",
+                "ro_bind = [\n  \"/usr/share/doc\",\n]\n"
+                "network = \"proxy\"\n"
+                "allow_hosts = [\"pypi.org\", \"*.github.com:443\"]\n",
                 &j);
+        ck_assert_str_eq(j.network, "proxy");
+        ck_assert_int_eq(strv_length(j.allow_hosts), 2);
+        ck_assert_str_eq(j.allow_hosts[1], "*.github.com:443");
         ck_assert_str_eq(j.directory, "/home/u/src/app");
         ck_assert_str_eq(j.executor, "pi");
         ck_assert_str_eq(j.model, "openai/gpt-5.6-sol");
@@ -161,6 +166,9 @@ static const struct {
         {"directory = '/r'\nprompt = 'SECRET'\nro_bind = ['rel/x']\n", 3, "ro_bind entries must be absolute paths"},
         {"directory = '/r'\nprompt = 'SECRET'\nro_bind = ['']\n", 3, "ro_bind entries must be absolute"},
         {"directory = '/r'\nprompt_file = '~nobody/p'\n", 2, "prompt_file must be a path"},
+        {"directory = '/r'\nprompt = 'SECRET'\nnetwork = 'open'\n", 3, "network must be one of proxy, none, host"},
+        {"directory = '/r'\nprompt = 'SECRET'\nallow_hosts = 'pypi.org'\n", 3, "allow_hosts must be an array of hosts"},
+        {"directory = '/r'\nprompt = 'SECRET'\nallow_hosts = ['a.b', 7]\n", 3, "allow_hosts must be an array of hosts"},
         /* a TOML error comes through with its line */
         {"directory = '/r'\nprompt = \"SECRET\n", 2, "unterminated string"},
 };
