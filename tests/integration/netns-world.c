@@ -299,7 +299,9 @@ static void serve_http(tf_listener *l, int c) {
         memcpy(l->head, head, n + 1);
         pthread_mutex_unlock(&l->lock);
         char resp[512];
-        int len = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+        int len = snprintf(resp, sizeof(resp),
+                           "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                           "Connection: close\r\n\r\n%s\n",
                            strlen(l->marker) + 1, l->marker);
         (void) !write(c, resp, (size_t) len);
 }

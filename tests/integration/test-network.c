@@ -245,12 +245,11 @@ TF_WORLD_TEST(default_reaches_nothing) {
         unsigned dns_before = tf_listener_hits(dns);
         ck_assert_uint_ge(dns_before, 1);
         if (!probes_only()) {
-
-        _cleanup_free_ char *dflt = tf_shell_done_output(w, repo, NULL, script, NULL);
-        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
-                if (!t[i].l) continue;
-                assert_unreachable(dflt, t[i].label);
-                ck_assert_msg(tf_listener_hits(t[i].l) == before[i], "%s: the target counted a connection", t[i].label);
+                _cleanup_free_ char *dflt = tf_shell_done_output(w, repo, NULL, script, NULL);
+                for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                        if (!t[i].l) continue;
+                        assert_unreachable(dflt, t[i].label);
+                        ck_assert_msg(tf_listener_hits(t[i].l) == before[i], "%s: the target counted a connection", t[i].label);
         }
         assert_unreachable(dflt, "dns");
         assert_unreachable(dflt, "dns-public");
@@ -274,38 +273,38 @@ TF_WORLD_TEST(proxy_reaches_allowed_host) {
         _cleanup_free_ char *host = tf_shell_done_output(w, repo, HOST_LEG, script, NULL);
         assert_reached(host, "up", "200 marker-upstream");
         if (!probes_only()) {
-        /* host mode sets no proxy */
-        _cleanup_free_ char *henv = said(host, "env");
-        ck_assert_str_eq(henv, "(none)");
-        unsigned before = tf_listener_hits(up);
+                /* host mode sets no proxy */
+                _cleanup_free_ char *henv = said(host, "env");
+                ck_assert_str_eq(henv, "(none)");
+                unsigned before = tf_listener_hits(up);
 
-        _cleanup_free_ char *rule = strdup_printf("allowed.test:%u", port);
-        const char *allow[] = {"--allow-host", rule, NULL};
-        json_object *st = NULL;
-        char *id = tf_shell_done(w, repo, allow, script, &st);
-        json_object_put(st);
-        _cleanup_free_ char *msg = tf_task_message(w, id);
-        assert_reached(msg, "up", "200 marker-upstream");
-        ck_assert_uint_gt(tf_listener_hits(up), before);
-        _cleanup_free_ char *env = said(msg, "env");
-        const char *p = "http://127.0.0.1:3128";
-        _cleanup_free_ char *want = strdup_printf("ALL_PROXY=%s HTTPS_PROXY=%s HTTP_PROXY=%s NO_PROXY=localhost,127.0.0.1,::1 "
-                                                  "all_proxy=%s http_proxy=%s https_proxy=%s no_proxy=localhost,127.0.0.1,::1",
-                                                  p, p, p, p, p, p);
-        ck_assert_str_eq(env, want);
+                _cleanup_free_ char *rule = strdup_printf("allowed.test:%u", port);
+                const char *allow[] = {"--allow-host", rule, NULL};
+                json_object *st = NULL;
+                char *id = tf_shell_done(w, repo, allow, script, &st);
+                json_object_put(st);
+                _cleanup_free_ char *msg = tf_task_message(w, id);
+                assert_reached(msg, "up", "200 marker-upstream");
+                ck_assert_uint_gt(tf_listener_hits(up), before);
+                _cleanup_free_ char *env = said(msg, "env");
+                const char *p = "http://127.0.0.1:3128";
+                _cleanup_free_ char *want = strdup_printf("ALL_PROXY=%s HTTPS_PROXY=%s HTTP_PROXY=%s NO_PROXY=localhost,127.0.0.1,::1 "
+                                                          "all_proxy=%s http_proxy=%s https_proxy=%s no_proxy=localhost,127.0.0.1,::1",
+                                                          p, p, p, p, p, p);
+                ck_assert_str_eq(env, want);
 
-        wait_entry(w, id, "allowed", "allowed.test", port);
-        json_object *net = network_of(w, id, &st);
-        ck_assert_str_eq(strempty(json_get_string(net, "mode")), "proxy");
-        ck_assert_msg(allow_lists(net, rule), "%s", json_to_line(net, NULL));
-        ck_assert_msg(!json_get_string(st, "networkWarning"), "%s", json_to_line(st, NULL));
-        json_object_put(st);
-        json_object *e = net_entry(w, id, "allowed", "allowed.test", port, &st);
-        int64_t conns = 0, down = 0;
-        ck_assert(json_get_int64(e, "connections", &conns) && conns >= 1);
-        ck_assert(json_get_int64(e, "bytesDown", &down) && down > 0);
-        json_object_put(st);
-        free(id);
+                wait_entry(w, id, "allowed", "allowed.test", port);
+                json_object *net = network_of(w, id, &st);
+                ck_assert_str_eq(strempty(json_get_string(net, "mode")), "proxy");
+                ck_assert_msg(allow_lists(net, rule), "%s", json_to_line(net, NULL));
+                ck_assert_msg(!json_get_string(st, "networkWarning"), "%s", json_to_line(st, NULL));
+                json_object_put(st);
+                json_object *e = net_entry(w, id, "allowed", "allowed.test", port, &st);
+                int64_t conns = 0, down = 0;
+                ck_assert(json_get_int64(e, "connections", &conns) && conns >= 1);
+                ck_assert(json_get_int64(e, "bytesDown", &down) && down > 0);
+                json_object_put(st);
+                free(id);
         }
         tf_listener_free(up);
         free(repo);
@@ -324,28 +323,27 @@ TF_WORLD_TEST(proxy_denies_unlisted_host) {
         _cleanup_free_ char *host = tf_shell_done_output(w, repo, HOST_LEG, hscript, NULL);
         assert_reached(host, "direct", "marker-upstream");
         if (!probes_only()) {
-
-        _cleanup_free_ char *connect = HEX("CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n");
-        _cleanup_free_ char *script = strdup_printf("python3 %s raw denied 127.0.0.1 3128 %s; python3 %s get up denied.test 443",
-                                                    probe(w), connect, probe(w));
-        json_object *st = NULL;
-        char *id = tf_shell_done(w, repo, NULL, script, &st);
-        json_object_put(st);
-        _cleanup_free_ char *msg = tf_task_message(w, id);
-        _cleanup_free_ char *v = said(msg, "denied");
-        _cleanup_free_ char *line1 = strdup_printf("taskferry: egress to denied.test:443 denied for task %s: ", id);
-        ck_assert_msg(startswith(v, "REACHED HTTP/1.1 403 Forbidden") && strstr(v, line1) &&
-                              strstr(v, "help: ") && strstr(v, "--allow-host denied.test:443"),
-                      "%s", v);
-        _cleanup_free_ char *g = said(msg, "up");
-        ck_assert_msg(!strstr(g, "200"), "%s", g);
-        wait_entry(w, id, "denied", "denied.test", 443);
-        json_object *e = net_entry(w, id, "denied", "denied.test", 443, &st);
-        int64_t count = 0;
-        ck_assert(json_get_int64(e, "count", &count) && count >= 2);
-        ck_assert_msg(!isempty(json_get_string(e, "reason")), "%s", json_to_line(e, NULL));
-        json_object_put(st);
-        free(id);
+                _cleanup_free_ char *connect = HEX("CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n");
+                _cleanup_free_ char *script = strdup_printf("python3 %s raw denied 127.0.0.1 3128 %s; python3 %s get up denied.test 443",
+                                                            probe(w), connect, probe(w));
+                json_object *st = NULL;
+                char *id = tf_shell_done(w, repo, NULL, script, &st);
+                json_object_put(st);
+                _cleanup_free_ char *msg = tf_task_message(w, id);
+                _cleanup_free_ char *v = said(msg, "denied");
+                _cleanup_free_ char *line1 = strdup_printf("taskferry: egress to denied.test:443 denied for task %s: ", id);
+                ck_assert_msg(startswith(v, "REACHED HTTP/1.1 403 Forbidden") && strstr(v, line1) &&
+                                      strstr(v, "help: ") && strstr(v, "--allow-host denied.test:443"),
+                              "%s", v);
+                _cleanup_free_ char *g = said(msg, "up");
+                ck_assert_msg(!strstr(g, "200"), "%s", g);
+                wait_entry(w, id, "denied", "denied.test", 443);
+                json_object *e = net_entry(w, id, "denied", "denied.test", 443, &st);
+                int64_t count = 0;
+                ck_assert(json_get_int64(e, "count", &count) && count >= 2);
+                ck_assert_msg(!isempty(json_get_string(e, "reason")), "%s", json_to_line(e, NULL));
+                json_object_put(st);
+                free(id);
         }
         tf_listener_free(up);
         free(repo);
@@ -377,47 +375,48 @@ TF_WORLD_TEST(proxy_matches_exactly) {
         assert_reached(host, "private", "marker-private");
         assert_reached(host, "own", "marker-own");
         if (!probes_only()) {
-        unsigned hits_lo = tf_listener_hits(lo), hits_priv = tf_listener_hits(priv), hits_own = tf_listener_hits(own);
+                unsigned hits_lo = tf_listener_hits(lo), hits_priv = tf_listener_hits(priv), hits_own = tf_listener_hits(own);
 
-        _cleanup_free_ char *r1 = strdup_printf("allowed.test:%u", port), *r2 = strdup_printf("*.allowed.test:%u", port2),
-                            *r3 = strdup_printf("loopy.test:%u", lport), *r4 = strdup_printf("private.test:%u", pport),
-                            *r5 = strdup_printf("own.test:%u", port);
-        const char *allow[] = {"--allow-host", r1, "--allow-host", r2, "--allow-host", r3,
-                               "--allow-host", r4, "--allow-host", r5, NULL};
-        _cleanup_free_ char *get = HEX("GET /in-tunnel HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        char longname[300];
-        memset(longname, 'a', sizeof(longname));
-        for (size_t i = 60; i < 290; i += 61) longname[i] = '.';
-        snprintf(longname + 290, 10, ".test");
-        typedef struct {
-                const char *label;
-                char *request;
-        } raw;
-        raw r[] = {
-                {"upper", strdup_printf("CONNECT ALLOWED.TEST.:%u HTTP/1.1\r\n\r\n", port)},
-                {"wild", strdup_printf("CONNECT up.allowed.test:%u HTTP/1.1\r\n\r\n", port2)},
-                {"wild-apex", strdup_printf("CONNECT allowed.test:%u HTTP/1.1\r\n\r\n", port2)},
-                {"nul", strdup_printf("CONNECT evil%c.allowed.test:%u HTTP/1.1\r\n\r\n", 1, port2)},
-                {"suffix", strdup_printf("CONNECT allowed.test.evil.test:%u HTTP/1.1\r\n\r\n", port)},
-                {"ip", strdup_printf("CONNECT %s:%u HTTP/1.1\r\n\r\n", TF_NET_PUBLIC, port)},
-                {"long", strdup_printf("CONNECT %s:%u HTTP/1.1\r\n\r\n", longname, port)},
-                {"path", strdup_printf("CONNECT allowed.test:%u/x HTTP/1.1\r\n\r\n", port)},
-                {"loopy", strdup_printf("CONNECT loopy.test:%u HTTP/1.1\r\n\r\n", lport)},
-                {"private", strdup_printf("CONNECT private.test:%u HTTP/1.1\r\n\r\n", pport)},
-                {"own", strdup_printf("CONNECT own.test:%u HTTP/1.1\r\n\r\n", port)},
-                {"plain", strdup_printf("GET http://allowed.test:%u/p HTTP/1.1\r\nHost: allowed.test:%u\r\n\r\n", port, port)},
-                {"two-hosts", strdup_printf("GET http://allowed.test:%u/p HTTP/1.1\r\nHost: allowed.test:%u\r\nHost: evil.test\r\n\r\n",
-                                            port, port)},
-                {"other-host", strdup_printf("GET http://allowed.test:%u/p HTTP/1.1\r\nHost: evil.test\r\n\r\n", port)},
-                {"origin-form", strdup_printf("GET /p HTTP/1.1\r\nHost: allowed.test:%u\r\n\r\n", port)},
-        };
-        /* the NUL: a byte 1 stood in for it above (a C string ends at a NUL) */
-        *strchr(r[3].request, 1) = 0;
-        size_t nul_len = strlen(r[3].request) + 1 + strlen(r[3].request + strlen(r[3].request) + 1);
-        _cleanup_free_ char *script = strdup_printf("P=%s; ", probe(w));
-        for (size_t i = 0; i < ELEMENTSOF(r); i++) {
-                _cleanup_free_ char *h = hex(r[i].request, i == 3 ? nul_len : strlen(r[i].request));
-                tf_appendf(&script, "python3 $P raw %s 127.0.0.1 3128 %s %s; ", r[i].label, h, get);
+                _cleanup_free_ char *r1 = strdup_printf("allowed.test:%u", port), *r2 = strdup_printf("*.allowed.test:%u", port2),
+                                    *r3 = strdup_printf("loopy.test:%u", lport), *r4 = strdup_printf("private.test:%u", pport),
+                                    *r5 = strdup_printf("own.test:%u", port);
+                const char *allow[] = {"--allow-host", r1, "--allow-host", r2, "--allow-host", r3,
+                                       "--allow-host", r4, "--allow-host", r5, NULL};
+                _cleanup_free_ char *get = HEX("GET /in-tunnel HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                char longname[300];
+                memset(longname, 'a', sizeof(longname));
+                for (size_t i = 60; i < 290; i += 61) longname[i] = '.';
+                snprintf(longname + 290, 10, ".test");
+                typedef struct {
+                        const char *label;
+                        char *request;
+                } raw;
+                raw r[] = {
+                        {"upper", strdup_printf("CONNECT ALLOWED.TEST.:%u HTTP/1.1\r\n\r\n", port)},
+                        {"wild", strdup_printf("CONNECT up.allowed.test:%u HTTP/1.1\r\n\r\n", port2)},
+                        {"wild-apex", strdup_printf("CONNECT allowed.test:%u HTTP/1.1\r\n\r\n", port2)},
+                        {"nul", strdup_printf("CONNECT evil%c.allowed.test:%u HTTP/1.1\r\n\r\n", 1, port2)},
+                        {"suffix", strdup_printf("CONNECT allowed.test.evil.test:%u HTTP/1.1\r\n\r\n", port)},
+                        {"ip", strdup_printf("CONNECT %s:%u HTTP/1.1\r\n\r\n", TF_NET_PUBLIC, port)},
+                        {"long", strdup_printf("CONNECT %s:%u HTTP/1.1\r\n\r\n", longname, port)},
+                        {"path", strdup_printf("CONNECT allowed.test:%u/x HTTP/1.1\r\n\r\n", port)},
+                        {"loopy", strdup_printf("CONNECT loopy.test:%u HTTP/1.1\r\n\r\n", lport)},
+                        {"private", strdup_printf("CONNECT private.test:%u HTTP/1.1\r\n\r\n", pport)},
+                        {"own", strdup_printf("CONNECT own.test:%u HTTP/1.1\r\n\r\n", port)},
+                        {"plain", strdup_printf("GET http://allowed.test:%u/p HTTP/1.1\r\nHost: allowed.test:%u\r\n\r\n", port, port)},
+                        {"two-hosts", strdup_printf("GET http://allowed.test:%u/p HTTP/1.1\r\nHost: allowed.test:%u\r\nHost: evil.test\r\n\r\n",
+                                                    port, port)},
+                        {"other-host",
+                         strdup_printf("GET http://allowed.test:%u/p HTTP/1.1\r\nHost: evil.test\r\n\r\n", port)},
+                        {"origin-form", strdup_printf("GET /p HTTP/1.1\r\nHost: allowed.test:%u\r\n\r\n", port)},
+                };
+                /* the NUL: a byte 1 stood in for it above (a C string ends at a NUL) */
+                *strchr(r[3].request, 1) = 0;
+                size_t nul_len = strlen(r[3].request) + 1 + strlen(r[3].request + strlen(r[3].request) + 1);
+                _cleanup_free_ char *script = strdup_printf("P=%s; ", probe(w));
+                for (size_t i = 0; i < ELEMENTSOF(r); i++) {
+                        _cleanup_free_ char *h = hex(r[i].request, i == 3 ? nul_len : strlen(r[i].request));
+                        tf_appendf(&script, "python3 $P raw %s 127.0.0.1 3128 %s %s; ", r[i].label, h, get);
         }
         _cleanup_free_ char *msg = tf_shell_done_output(w, repo, allow, script, NULL);
 
@@ -464,25 +463,24 @@ TF_WORLD_TEST(allow_hosts_from_env_and_config) {
         assert_reached(host, "env", "marker-upstream");
         assert_reached(host, "cfg", "marker-upstream");
         if (!probes_only()) {
-
-        /* a fresh daemon reads both */
-        tf_daemon_stop(w, SIGTERM);
-        _cleanup_free_ char *envrule = strdup_printf("allowed.test:%u", port), *cfgrule = strdup_printf("up.allowed.test:%u", port);
-        _cleanup_free_ char *envval = strdup_printf("nothing.test, %s", envrule);
-        tf_world_setenv(w, "TASKFERRY_ALLOW_HOSTS", envval);
-        _cleanup_free_ char *cfg = strdup_printf("{\"network\": {\"mode\": \"proxy\", \"allowHosts\": [\"%s\"]}}\n", cfgrule);
-        tf_put(tf_path(w->cfg, "taskferry/config.json"), cfg);
-        json_object *st = NULL;
-        char *id = tf_shell_done(w, repo, NULL, script, &st);
-        json_object_put(st);
-        _cleanup_free_ char *msg = tf_task_message(w, id);
-        assert_reached(msg, "env", "200 marker-upstream");
-        assert_reached(msg, "cfg", "200 marker-upstream");
-        json_object *net = network_of(w, id, &st);
-        ck_assert_msg(allow_lists(net, envrule) && allow_lists(net, cfgrule) && allow_lists(net, "nothing.test:443"), "%s",
-                      json_to_line(net, NULL));
-        json_object_put(st);
-        free(id);
+                /* a fresh daemon reads both */
+                tf_daemon_stop(w, SIGTERM);
+                _cleanup_free_ char *envrule = strdup_printf("allowed.test:%u", port), *cfgrule = strdup_printf("up.allowed.test:%u", port);
+                _cleanup_free_ char *envval = strdup_printf("nothing.test, %s", envrule);
+                tf_world_setenv(w, "TASKFERRY_ALLOW_HOSTS", envval);
+                _cleanup_free_ char *cfg = strdup_printf("{\"network\": {\"mode\": \"proxy\", \"allowHosts\": [\"%s\"]}}\n", cfgrule);
+                tf_put(tf_path(w->cfg, "taskferry/config.json"), cfg);
+                json_object *st = NULL;
+                char *id = tf_shell_done(w, repo, NULL, script, &st);
+                json_object_put(st);
+                _cleanup_free_ char *msg = tf_task_message(w, id);
+                assert_reached(msg, "env", "200 marker-upstream");
+                assert_reached(msg, "cfg", "200 marker-upstream");
+                json_object *net = network_of(w, id, &st);
+                ck_assert_msg(allow_lists(net, envrule) && allow_lists(net, cfgrule) && allow_lists(net, "nothing.test:443"), "%s",
+                              json_to_line(net, NULL));
+                json_object_put(st);
+                free(id);
         }
         tf_listener_free(up);
         free(repo);
@@ -503,20 +501,19 @@ TF_WORLD_TEST(network_none_has_nothing) {
         assert_reached(host, "proxy", "marker-3128");
         assert_reached(host, "public", "marker-public");
         if (!probes_only()) {
-
-        const char *none[] = {"--network", "none", NULL};
-        json_object *st = NULL;
-        char *id = tf_shell_done(w, repo, none, script, &st);
-        json_object_put(st);
-        _cleanup_free_ char *msg = tf_task_message(w, id);
-        assert_unreachable(msg, "proxy");
-        assert_unreachable(msg, "public");
-        _cleanup_free_ char *env = said(msg, "env");
-        ck_assert_str_eq(env, "(none)");
-        json_object *net = network_of(w, id, &st);
-        ck_assert_str_eq(strempty(json_get_string(net, "mode")), "none");
-        json_object_put(st);
-        free(id);
+                const char *none[] = {"--network", "none", NULL};
+                json_object *st = NULL;
+                char *id = tf_shell_done(w, repo, none, script, &st);
+                json_object_put(st);
+                _cleanup_free_ char *msg = tf_task_message(w, id);
+                assert_unreachable(msg, "proxy");
+                assert_unreachable(msg, "public");
+                _cleanup_free_ char *env = said(msg, "env");
+                ck_assert_str_eq(env, "(none)");
+                json_object *net = network_of(w, id, &st);
+                ck_assert_str_eq(strempty(json_get_string(net, "mode")), "none");
+                json_object_put(st);
+                free(id);
         }
         tf_listener_free(l), tf_listener_free(pub);
         free(repo);
@@ -534,10 +531,10 @@ TF_WORLD_TEST(network_host_is_recorded) {
         _cleanup_free_ char *msg = tf_task_message(w, id);
         assert_reached(msg, "lo4", "marker-loopback");
         if (!probes_only()) {
-                json_object *net = network_of(w, id, &st);
-                ck_assert_str_eq(strempty(json_get_string(net, "mode")), "host");
-                ck_assert_msg(!isempty(json_get_string(st, "networkWarning")), "%s", json_to_line(st, NULL));
-                json_object_put(st);
+                        json_object *net = network_of(w, id, &st);
+                        ck_assert_str_eq(strempty(json_get_string(net, "mode")), "host");
+                        ck_assert_msg(!isempty(json_get_string(st, "networkWarning")), "%s", json_to_line(st, NULL));
+                        json_object_put(st);
         }
         tf_listener_free(l);
         free(id), free(repo);
@@ -553,17 +550,18 @@ TF_WORLD_TEST(nested_dispatch_only_narrows) {
         const char *nested = probes_only() ? "" : "--network host";
         _cleanup_free_ char *script =
                 strdup_printf("out=$(taskferry dispatch --executor shell %s --prompt 'echo nested' 2>&1); echo \"rc=$? $out\" | tr '\\n' ' '; echo; "
-                              "out=$(taskferry dispatch --executor shell --network none --prompt 'echo nested' 2>&1); echo \"none-rc=$?\"",
+                              "out=$(taskferry dispatch --executor shell --network none --prompt 'echo nested' 2>&1); "
+                              "echo \"none-rc=$?\"",
                               nested);
         _cleanup_free_ char *host = tf_shell_done_output(w, repo, HOST_LEG, script, NULL);
         ck_assert_msg(strstr(host, "rc=0 "), "a host parent could not dispatch a host child: %s", host);
         if (!probes_only()) {
-        ck_assert_msg(strstr(host, "none-rc=0"), "%s", host);
+                ck_assert_msg(strstr(host, "none-rc=0"), "%s", host);
 
-        _cleanup_free_ char *msg = tf_shell_done_output(w, repo, NULL, script, NULL);
-        _cleanup_free_ char *text = tf_unescape(msg);
-        ck_assert_msg(!strstr(text, "rc=0 ") && strstr(text, "can only narrow"), "%s", text);
-        ck_assert_msg(strstr(text, "none-rc=0"), "a proxy parent could not dispatch a none child: %s", text);
+                _cleanup_free_ char *msg = tf_shell_done_output(w, repo, NULL, script, NULL);
+                _cleanup_free_ char *text = tf_unescape(msg);
+                ck_assert_msg(!strstr(text, "rc=0 ") && strstr(text, "can only narrow"), "%s", text);
+                ck_assert_msg(strstr(text, "none-rc=0"), "a proxy parent could not dispatch a none child: %s", text);
         }
         free(repo);
 }
@@ -604,16 +602,16 @@ TF_WORLD_TEST(check_gate_same_policy) {
         wait_check(w, hid, "passed");
         ck_assert_uint_ge(tf_listener_hits(l), 1);
         if (!probes_only()) {
-        unsigned before = tf_listener_hits(l);
+                unsigned before = tf_listener_hits(l);
 
-        char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
-        wait_check(w, id, "failed");
-        const char *rargv[] = {"result", id, "--fields", "checkOutputTail", "--json", NULL};
-        json_object *res = tf_cli_json(w, rargv, 0);
-        ck_assert_msg(strstr(strempty(tf_jstr(res, "checkOutputTail")), "@gate: UNREACHABLE"), "%s", json_to_line(res, NULL));
-        json_object_put(res);
-        ck_assert_uint_eq(tf_listener_hits(l), before);
-        free(id);
+                char *id = tf_shell_pending(w, repo, NULL, "echo x > added.txt", NULL);
+                wait_check(w, id, "failed");
+                const char *rargv[] = {"result", id, "--fields", "checkOutputTail", "--json", NULL};
+                json_object *res = tf_cli_json(w, rargv, 0);
+                ck_assert_msg(strstr(strempty(tf_jstr(res, "checkOutputTail")), "@gate: UNREACHABLE"), "%s", json_to_line(res, NULL));
+                json_object_put(res);
+                ck_assert_uint_eq(tf_listener_hits(l), before);
+                free(id);
         }
         tf_listener_free(l);
         free(hid), free(repo);
