@@ -14,6 +14,10 @@
  * the probes themselves against such a daemon. */
 
 #include <check.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -540,6 +544,66 @@ TF_WORLD_TEST(network_host_is_recorded) {
         free(id), free(repo);
 }
 
+/* ---- host unix sockets ---- */
+
+/* A unix socket that answers each connection with a marker (an agent). */
+static void *unix_banner(void *arg) {
+        int fd = (int) (intptr_t) arg;
+        for (;;) {
+                int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+                if (c < 0) return NULL;
+                (void) !write(c, "marker-agent\n", 13);
+                close(c);
+        }
+}
+
+/* --allow-socket binds exactly that socket in, with a warning; without it
+ * the socket is not there (the sandbox shows no host socket). */
+TF_WORLD_TEST(allow_socket_binds_one_socket) {
+        char *repo = tf_repo_new(w, NULL, NULL);
+        _cleanup_free_ char *dir = strdup_printf("%s/agent", w->root);
+        ck_assert_int_eq(mkdir(dir, 0700), 0);
+        _cleanup_free_ char *path = strdup_printf("%s/agent.sock", dir);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        ck_assert_int_eq(listen(fd, 16), 0);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, unix_banner, (void *) (intptr_t) fd), 0);
+        pthread_detach(t);
+        _cleanup_free_ char *script = strdup_printf(
+                "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('%s'); "
+                "print('@sock: REACHED', s.recv(64).decode().strip())\" 2>/dev/null || echo '@sock: UNREACHABLE'",
+                path);
+        char *msg = tf_shell_output(w, repo, NULL, script, NULL);
+        assert_unreachable(msg, "sock");
+        free(msg);
+        if (!probes_only()) {
+                const char *extra[] = {"--allow-socket", path, NULL};
+                json_object *st = NULL;
+                char *id = tf_shell_done(w, repo, extra, script, &st);
+                json_object_put(st);
+                msg = tf_task_message(w, id);
+                assert_reached(msg, "sock", "marker-agent");
+                free(msg), free(id);
+                /* a relative path, a file that is no socket: refused with a clear error */
+                const char *rel[] = {"dispatch", "--executor", "shell", "--prompt", "true", "--allow-socket", "agent.sock",
+                                     NULL};
+                tf_run r = tf_cli(w, repo, NULL, rel);
+                ck_assert_msg(r.exit_code != 0 && strstr(r.out, "not an absolute path"), "%s %s", r.out, r.err);
+                tf_run_done(&r);
+                _cleanup_free_ char *file = strdup_printf("%s/plain", dir);
+                tf_write(file, "x", 1, 0600);
+                const char *plain[] = {"dispatch", "--executor", "shell", "--prompt", "true", "--allow-socket", file, NULL};
+                r = tf_cli(w, repo, NULL, plain);
+                ck_assert_msg(r.exit_code != 0 && strstr(r.out, "not a unix socket"), "%s %s", r.out, r.err);
+                tf_run_done(&r);
+        }
+        free(repo);
+}
+END_TEST
+
 /* ---- nested dispatch ---- */
 
 /* From inside a worker, through its task socket: a proxy parent may not
@@ -624,7 +688,8 @@ int main(void) {
         tf_add_tests(s, "proxy", 300,
                      TF_TESTS(proxy_reaches_allowed_host, proxy_denies_unlisted_host, proxy_matches_exactly,
                               allow_hosts_from_env_and_config));
-        tf_add_tests(s, "modes", 300, TF_TESTS(network_none_has_nothing, network_host_is_recorded));
+        tf_add_tests(s, "modes", 300, TF_TESTS(network_none_has_nothing, network_host_is_recorded,
+                                               allow_socket_binds_one_socket));
         tf_add_tests(s, "nested", 300, TF_TESTS(nested_dispatch_only_narrows, check_gate_same_policy));
         return tf_run_suite(s);
 }
