@@ -207,7 +207,7 @@ static int project_ro_binds(Task *t, char ***ret) {
         ProjectConfig cfg = {0};
         int r = project_config_load(t->rec.directory, &cfg);
         if (r < 0) return r;
-        _cleanup_free_ char *repo = strdup(cfg.path), *bind_warning = NULL, *warning = NULL;
+        _cleanup_free_ char *repo = strdup(cfg.path), *bind_warning = NULL, *warning = NULL, *host_warning = NULL;
         char *sl = repo ? strrchr(repo, '/') : NULL;
         if (sl) *sl = 0;
         _cleanup_strv_free_ char **deny = NULL, **structural = NULL, **protected_ = NULL, **trusted = NULL;
@@ -224,7 +224,7 @@ static int project_ro_binds(Task *t, char ***ret) {
         if (r >= 0)
                 r = project_binds_resolve(cfg.ro_bind, repo, m->paths.home, trusted, protected_, ret, &bind_warning);
         if (r < 0) goto out;
-        _cleanup_free_ char *host_warning = network_project_warning(m, cfg.allow_hosts, cfg.path);
+        host_warning = network_project_warning(m, cfg.allow_hosts, cfg.path);
         const char *parts[] = {cfg.warning, bind_warning, host_warning};
         for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
                 if (!parts[i]) continue;
