@@ -255,6 +255,11 @@ TF_WORLD_TEST(check_output_bytes_are_tamed) {
         free(id), free(repo);
 }
 
+static bool one_check_left(tf_world *w, void *arg) {
+        (void) w, (void) arg;
+        return count_procs("sleep 2741") == 1;
+}
+
 /* A daemon killed twice during the gate: one check runs at the end, none
  * of the earlier ones. */
 TF_WORLD_TEST(check_restarts_never_duplicate) {
@@ -266,6 +271,10 @@ TF_WORLD_TEST(check_restarts_never_duplicate) {
                 tf_daemon_start(w);
         }
         json_object_put(wait_check(w, id, "running"));
+        /* the killed gates' checks die with their sandboxes (a pid and a
+         * network namespace to tear down each): one check is left, and it
+         * stays the only one */
+        ck_assert_msg(tf_wait_until(one_check_left, w, NULL, 15000), "%zu checks run", count_procs("sleep 2741"));
         usleep(500 * 1000);
         ck_assert_uint_eq(count_procs("sleep 2741"), 1);
         const char *argv[] = {"reject", id, NULL};

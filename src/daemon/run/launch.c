@@ -691,6 +691,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                 if (r < 0) {
                         executor_home_done(&home);
                         sandbox_mounts_free(sb.mounts, sb.n_mounts);
+                        net_policy_done(&sb.net);
                         if (err) {
                                 *reason = TAKE_PTR(err);
                                 return r;
@@ -713,6 +714,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                 overlay_seeds_free(sb.upper_seeds, sb.n_upper_seeds);
                 executor_home_done(&home);
                 sandbox_mounts_free(sb.mounts, sb.n_mounts);
+                net_policy_done(&sb.net);
                 return set_error(reason, -ENOMEM, "out of memory");
         }
         spec.disk = &disk;
@@ -724,6 +726,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
         overlay_seeds_free(sb.upper_seeds, sb.n_upper_seeds);
         executor_home_done(&home);
         sandbox_mounts_free(sb.mounts, sb.n_mounts);
+        net_policy_done(&sb.net);
         if (memfd < 0) return set_error(reason, memfd, "cannot pass the launch spec to taskferry-shim");
         plan->spec_fd = memfd;
         return 0;
@@ -783,6 +786,7 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
         if (r < 0) {
                 executor_home_done(&home);
                 sandbox_mounts_free(sb.mounts, sb.n_mounts);
+                net_policy_done(&sb.net);
                 if (err) {
                         *reason = TAKE_PTR(err);
                         return r;
@@ -820,6 +824,7 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
         sb.seeds = NULL;
         executor_home_done(&home);
         sandbox_mounts_free(sb.mounts, sb.n_mounts);
+        net_policy_done(&sb.net);
         if (memfd < 0) return set_error(reason, memfd, "cannot pass the check's launch spec to taskferry-shim");
         plan->spec_fd = memfd;
         return 0;
