@@ -215,6 +215,31 @@ START_TEST(policy_of_and_view) {
 }
 END_TEST
 
+/* An unsandboxed worker has the host's network: recorded so, warned, and
+ * a dispatch asking for proxy, none or hosts with it refused */
+START_TEST(unsandboxed_is_host) {
+        _cleanup_free_ char *w = NULL;
+        NetworkRequest plain = {.executor_id = "pi", .model = "anthropic/x", .unsandboxed = true};
+        _cleanup_free_ char *a = decide(&plain, NULL, &w);
+        ck_assert_str_eq(a, "{\"mode\":\"host\",\"allow\":[]}");
+        ck_assert_ptr_nonnull(w);
+        ck_assert_ptr_nonnull(strstr(w, "without the sandbox"));
+        NetworkRequest host = {.mode = "host", .unsandboxed = true};
+        _cleanup_free_ char *b = decide(&host, NULL, NULL);
+        ck_assert_str_eq(b, "{\"mode\":\"host\",\"allow\":[]}");
+        static const char *const narrow[] = {"none", "proxy"};
+        for (size_t i = 0; i < ELEMENTSOF(narrow); i++) {
+                NetworkRequest rq = {.mode = narrow[i], .unsandboxed = true};
+                _cleanup_free_ char *r = decide(&rq, NULL, NULL);
+                ck_assert_msg(startswith(r, "error: --network ") && strstr(r, "need the sandbox"), "%s", r);
+        }
+        char *one[] = {"pypi.org", NULL};
+        NetworkRequest hosts = {.allow_hosts = one, .unsandboxed = true};
+        _cleanup_free_ char *c = decide(&hosts, NULL, NULL);
+        ck_assert_msg(strstr(c, "need the sandbox"), "%s", c);
+}
+END_TEST
+
 /* A repository's .taskferry.toml may ask for hosts: they apply only when
  * the user's config trusts it, and an untrusted one's are named */
 START_TEST(project_hosts_need_trust) {
@@ -248,4 +273,4 @@ START_TEST(project_hosts_need_trust) {
 END_TEST
 
 TF_MAIN("network", "decide", setup, teardown, 30, defaults, modes, bad_input, nested_only_narrows, policy_of_and_view,
-        project_hosts_need_trust)
+        project_hosts_need_trust, unsandboxed_is_host)

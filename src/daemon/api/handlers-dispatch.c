@@ -165,6 +165,7 @@ int dispatch_ask(Manager *m, Caller who, const ProtoDispatchParams *p, bool advi
                 .executor_id = ex->id,
                 .model = model,
                 .caller_env = p->env,
+                .unsandboxed = p->no_sandbox || !m->settings.sandbox_enabled,
         };
         _cleanup_json_ json_object *network = NULL;
         _cleanup_free_ char *network_warning = NULL;

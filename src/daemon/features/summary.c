@@ -18,6 +18,7 @@
 #include "features/summary.h"
 #include "run/launch.h"
 #include "run/lifecycle.h"
+#include "run/network.h"
 #include "json-util.h"
 #include "logparse.h"
 #include "paths.h"
@@ -491,6 +492,16 @@ static int summary_task_new(SummaryJob *j, json_object *res, Task **ret, char **
         json_add(of, PK_sourceLogBytes, json_object_get(json_get(res, PK_sourceLogBytes)));
         json_add(of, PK_summaryInputBytes, json_object_get(json_get(res, PK_summaryInputBytes)));
         LaunchOptions lo = {.summary_session_id = j->session_id};
+        /* a summary a worker asked for reads text that worker controls (its
+         * log): it gets no more network than that worker (run/network.h) */
+        Task *req = j->dispatched_by ? manager_find_task(m, j->dispatched_by) : NULL;
+        _cleanup_json_ json_object *network = NULL;
+        _cleanup_free_ char *network_warning = NULL, *nreason = NULL;
+        if (req) {
+                NetworkRequest nrq = {.executor_id = "opencode", .model = m->settings.summary_model};
+                int k = network_decide(m, &nrq, req, &network, &network_warning, &nreason);
+                if (k < 0) return set_error(reason, k, "%s", nreason ? nreason : "error: out of memory");
+        }
         TaskSpec spec = {
                 .kind = TASK_KIND_SUMMARY,
                 .id = j->id,
@@ -503,6 +514,8 @@ static int summary_task_new(SummaryJob *j, json_object *res, Task **ret, char **
                 .dispatched_by = j->dispatched_by,
                 .launch = &lo,
                 .caller_env = j->caller_env,
+                .network = network,
+                .network_warning = network_warning,
         };
         return task_new(m, &spec, ret, reason);
 }

@@ -189,6 +189,27 @@ int network_decide(Manager *m, const NetworkRequest *rq, const Task *parent, jso
                                       "off; host shares this machine's network",
                                       rq->mode);
         }
+        if (rq && rq->unsandboxed) {
+                /* no sandbox, no namespace: the host's network, said as it is */
+                if ((rq->mode && !streq(rq->mode, "host")) || rq->allow_hosts)
+                        return refuse(reason, -EINVAL,
+                                      "error: --network %s and --allow-host need the sandbox, and this dispatch runs "
+                                      "without it (--no-sandbox, or sandboxEnabled false)\nhelp: drop --no-sandbox, "
+                                      "or drop --network and --allow-host (an unsandboxed worker has this machine's "
+                                      "network)",
+                                      rq->mode ? rq->mode : "proxy");
+                NetPolicy h = {.mode = NET_MODE_HOST};
+                int k = net_policy_to_json(&h, ret_record);
+                if (k < 0) return k;
+                if (!(*ret_warning = strdup("the worker runs without the sandbox and shares this machine's network: it "
+                                            "reaches every address it does (loopback services, the local network, the "
+                                            "internet)"))) {
+                        json_object_put(*ret_record);
+                        *ret_record = NULL;
+                        return -ENOMEM;
+                }
+                return 0;
+        }
         _cleanup_(net_policy_done) NetPolicy p = {.mode = mode};
         _cleanup_(net_policy_done) NetPolicy pp = {0};
         int r;

@@ -21,7 +21,9 @@
  * from none too), it starts from the parent's hosts and its own allowHosts
  * must each be allowed by the parent's (net_policy_covers).
  * Mode "host" carries networkWarning (the worker reaches every address the
- * user's machine reaches). */
+ * user's machine reaches). An unsandboxed worker has the host's network:
+ * it is recorded as mode "host" with its warning, and a dispatch that asks
+ * for proxy or none (or for hosts) with it is refused. */
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -37,6 +39,7 @@ typedef struct NetworkRequest {
         char *const *allow_hosts;  /* the dispatch's allowHosts (NULL: none) */
         const char *executor_id, *model;
         json_object *caller_env;   /* the dispatch's env (PI_CODING_AGENT_DIR, XDG_CONFIG_HOME); may be NULL */
+        bool unsandboxed;          /* the worker runs without the sandbox (--no-sandbox, sandboxEnabled false) */
 } NetworkRequest;
 
 /* The record's `network` object in *ret_record and the networkWarning text
