@@ -51,18 +51,11 @@ static char *status_mode(tf_world *w, const char *id, bool *ret_warning) {
 }
 
 /* --no-sandbox runs the worker without bwrap, and so without the network
- * namespace the shim makes only for a sandbox (src/shim/main.c run_worker:
- * `sb && sb->net.mode != NET_MODE_HOST`): the worker has the host's network.
- * The daemon still decides and records the dispatch's network as if the
- * namespace were there (src/daemon/api/handlers-dispatch.c calls
- * network_decide whatever lo.no_sandbox is): `--network none --no-sandbox`
- * is accepted, recorded {"mode":"none"}, and its worker connects to the
- * host's loopback; a plain --no-sandbox is recorded "proxy" with no
- * warning. The fix belongs in run/network.c network_decide (or its caller):
- * an unsandboxed dispatch either is refused with --network proxy|none given
- * explicitly, or is recorded as mode "host" with networkWarning, so that
- * status says what the worker has. (Or the shim makes the namespace and
- * the proxy for an unsandboxed worker too: it needs no bwrap.) */
+ * namespace the shim makes only for a sandbox: the worker has the host's
+ * network. Held (it was open): an unsandboxed dispatch that asks for
+ * --network proxy|none is refused, a plain one is recorded as mode "host"
+ * with networkWarning (run/network.c network_decide), so that status says
+ * what the worker has. */
 TF_WORLD_TEST(no_sandbox_network_is_what_the_record_says) {
         unsigned port;
         _cleanup_close_ int lfd = host_listener(&port);
