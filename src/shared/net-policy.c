@@ -231,8 +231,7 @@ void net_rule_done(NetRule *r) {
         *r = (NetRule) {};
 }
 
-/* "1".."65535" in [s, s+n), digits only. */
-static int parse_port(const char *s, size_t n, uint16_t *ret) {
+int net_port_parse(const char *s, size_t n, uint16_t *ret) {
         if (n == 0 || n > 5) return -EINVAL;
         unsigned v = 0;
         for (size_t i = 0; i < n; i++) {
@@ -290,7 +289,7 @@ int net_rule_parse(const char *text, NetRule *ret, const char **ret_reason) {
                         return fail(ret_reason, "an IPv6 address is written in brackets: [v6]:port");
                 host_len = colon ? (size_t) (colon - s) : n;
         }
-        if (colon && parse_port(colon + 1, n - (size_t) (colon + 1 - s), &port) < 0)
+        if (colon && net_port_parse(colon + 1, n - (size_t) (colon + 1 - s), &port) < 0)
                 return fail(ret_reason, "the port is not a number from 1 to 65535");
         if (host_len == 0) return fail(ret_reason, "empty host");
 

@@ -105,6 +105,10 @@ int net_host_normalize(const char *name, size_t len, char **ret, bool *ret_is_ip
  * a top-level domain); an IPv6 literal with a port needs its brackets;
  * a URL with user info ("https://u@host") is refused. -EINVAL, -ENOMEM. */
 int net_rule_parse(const char *text, NetRule *ret, const char **ret_reason);
+/* A port as a client or a user writes it: "1".."65535" in [s, s+n),
+ * decimal digits only (no sign, no spaces, at most 5 digits). 0, -EINVAL. */
+int net_port_parse(const char *s, size_t n, uint16_t *ret);
+
 /* "host:port" ("[v6]:port" for an IPv6 literal), malloc'd; NULL on ENOMEM. */
 char *net_rule_to_string(const NetRule *r);
 void net_rule_done(NetRule *r);

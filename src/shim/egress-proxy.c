@@ -664,18 +664,6 @@ static bool is_digit(char ch) {
         return ch >= '0' && ch <= '9';
 }
 
-/* "1".."65535", digits only. 0 or -EINVAL. */
-static int parse_port(const char *s, size_t n, uint16_t *ret) {
-        if (n == 0 || n > 5) return -EINVAL;
-        unsigned v = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (!is_digit(s[i])) return -EINVAL;
-                v = v * 10 + (unsigned) (s[i] - '0');
-        }
-        if (v == 0 || v > 65535) return -EINVAL;
-        *ret = (uint16_t) v;
-        return 0;
-}
 
 /* "host[:port]" or "[v6][:port]": the raw host (brackets off, *ret_ip set
  * for brackets) and the port (def_port when absent; 0 = required). */
@@ -706,7 +694,7 @@ static int parse_authority(const char *s, size_t n, uint16_t def_port, const cha
         }
         if (host_len == 0) return -EINVAL;
         if (port) {
-                if (parse_port(port, port_len, ret_port) < 0) return -EINVAL;
+                if (net_port_parse(port, port_len, ret_port) < 0) return -EINVAL;
         } else if (def_port == 0)
                 return -EINVAL;
         else

@@ -98,19 +98,16 @@ int fd_send(int sock, int fd) {
                 char buf[CMSG_SPACE(sizeof(int))];
         } c = {0};
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
-        if (fd < 0) {
+        if (fd >= 0) {
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        } else {
                 mh.msg_control = NULL;
                 mh.msg_controllen = 0;
-                for (;;) {
-                        if (sendmsg(sock, &mh, MSG_NOSIGNAL) == 1) return 0;
-                        if (errno != EINTR) return -errno;
-                }
         }
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
         for (;;) {
                 if (sendmsg(sock, &mh, MSG_NOSIGNAL) == 1) return 0;
                 if (errno != EINTR) return -errno;
