@@ -1277,7 +1277,7 @@ int egress_proxy_spawn(const EgressConfig *c, pid_t *ret_pid) {
         for (size_t i = 0; i < c->n_forwards; i++) keep[1 + i] = c->forwards[i].listen_fd;
         pid_t pid;
         int r = safe_fork_full("egress-proxy", NULL, keep, 1 + c->n_forwards,
-                               FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_DEATHSIG_SIGTERM, &pid);
+                               FORK_RESET_SIGNALS | FORK_CLOSE_ALL_FDS | FORK_DEATHSIG_SIGKILL, &pid);
         if (r < 0) {
                 close_listeners(c);
                 return r;

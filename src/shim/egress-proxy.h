@@ -85,7 +85,10 @@ char *egress_denial_text(const char *task_id, const char *host, uint16_t port, c
  * returns 0, or -errno when it could not start. Meant for the forked child. */
 int egress_proxy_run(const EgressConfig *c);
 
-/* Fork a child (the caller's death kills it: PR_SET_PDEATHSIG) that runs
+/* Fork a child (the caller's death kills it at once: PR_SET_PDEATHSIG with
+ * SIGKILL, so a shim killed with its daemon leaves no proxy writing into a
+ * task dir the next daemon reuses; a shim that ends normally stops it with
+ * egress_proxy_stop, which lets it write its last stats) that runs
  * egress_proxy_run; the parent's copies of listen_fd and the forwards'
  * listeners are closed (also on failure). *ret_pid: the
  * child. Stop it with egress_proxy_stop. -errno. */

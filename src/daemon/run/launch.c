@@ -766,8 +766,14 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
         _cleanup_free_ char *log = gate_dir ? strdup_printf("%s/output.log", gate_dir) : NULL;
         _cleanup_free_ char *gu = strdup_printf("%s/upper/check", root), *gw = strdup_printf("%s/work/check", root);
         if (!gate_dir || !log || !gu || !gw) return set_error(reason, -ENOMEM, "out of memory");
-        /* each run starts clean: what an earlier run wrote or reported is gone */
+        /* each run starts clean: what an earlier run wrote or reported is gone
+         * (a killed earlier run's proxy may still be dying with a file open
+         * there: a few tries) */
         int r = rm_rf(gate_dir);
+        for (int i = 0; i < 5 && r == -ENOTEMPTY; i++) {
+                (void) usleep(10 * 1000);
+                r = rm_rf(gate_dir);
+        }
         if (r >= 0 || r == -ENOENT) r = mkdir_p_chmod(gate_dir, 0700);
         if (r < 0) return set_error(reason, r, "cannot create %s: %s", gate_dir, strerror(-r));
         if ((r = rm_rf(gu)) < 0 && r != -ENOENT) return set_error(reason, r, "cannot clear %s: %s", gu, strerror(-r));
