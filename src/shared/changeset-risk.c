@@ -251,10 +251,22 @@ static void section_reset(section *s) {
         s->target_lines = 0;
 }
 
+/* A symlink the live tree already has at a risky name, onto a path inside
+ * the repository: a changed path at or below its target is that risky
+ * file, written through the link. */
+typedef struct link_alias {
+        char link[64];          /* the risky name, relative to the dispatch directory */
+        char target[PATH_MAX];  /* where it leads, relative to the dispatch directory, normalized */
+} link_alias;
+
+#define LINK_ALIASES_MAX 32
+
 typedef struct reader {
         const char *prefix; /* "" or "a/b/" */
         char *const *patterns;
         int live_fd;
+        link_alias aliases[LINK_ALIASES_MAX];
+        size_t n_aliases;
         section_part part;
         section s;
         bool continuing; /* the line being read is the rest of a LINE_BUFFER_PIECE */
@@ -343,6 +355,76 @@ static int live_link_target(int live_fd, const char *from, char *buf, size_t siz
         return 1;
 }
 
+/* The risky names a committed symlink could stand at, relative to the
+ * dispatch directory (the usual top-level ones). */
+static const char *const alias_candidates[] = {
+        ".claude", ".codex", ".opencode", ".pi", ".cursor", ".idea", ".vscode", ".vscode/tasks.json",
+        ".vscode/settings.json", ".vscode/launch.json", ".vscode/extensions.json", "opencode.json",
+        "opencode.jsonc", ".mcp.json", ".envrc", ".gitattributes", ".gitmodules", ".husky",
+        ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".gitlab-ci.yml", ".taskferry.toml",
+        ".github", ".github/workflows", NULL,
+};
+
+/* Normalize "dir/target" lexically (no "." or ".." left) into buf; false
+ * when it climbs out of the directory (or is absolute). */
+static bool alias_normalize(const char *link, const char *target, char *buf, size_t size) {
+        if (target[0] == '/') return false;
+        char joined[PATH_MAX * 2];
+        const char *slash = strrchr(link, '/');
+        int n = snprintf(joined, sizeof joined, "%.*s%s%s", slash ? (int) (slash - link) : 0, link, slash ? "/" : "",
+                         target);
+        if (n < 0 || (size_t) n >= sizeof joined) return false;
+        size_t len = 0;
+        buf[0] = 0;
+        for (char *save = NULL, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (streq(c, ".")) continue;
+                if (streq(c, "..")) {
+                        if (len == 0) return false;
+                        char *up = strrchr(buf, '/');
+                        len = up ? (size_t) (up - buf) : 0;
+                        buf[len] = 0;
+                        continue;
+                }
+                size_t cl = strlen(c);
+                if (len + (len ? 1 : 0) + cl + 1 > size) return false;
+                if (len) buf[len++] = '/';
+                memcpy(buf + len, c, cl + 1);
+                len += cl;
+        }
+        return len > 0;
+}
+
+/* The live tree's symlinks at risky names that lead inside it. */
+static void aliases_scan(reader *rd) {
+        if (rd->live_fd < 0) return;
+        for (const char *const *c = alias_candidates; *c && rd->n_aliases < LINK_ALIASES_MAX; c++) {
+                char target[PATH_MAX + 1];
+                if (live_link_target(rd->live_fd, *c, target, sizeof target) <= 0) continue;
+                link_alias *a = &rd->aliases[rd->n_aliases];
+                if (!alias_normalize(*c, target, a->target, sizeof a->target)) continue;
+                snprintf(a->link, sizeof a->link, "%s", *c);
+                rd->n_aliases++;
+        }
+}
+
+/* name written through a committed symlink at a risky name: its class as
+ * that name (risk_class_of_path of the aliased path), with the alias in
+ * *ret_link; -1 when none. */
+static RiskClass alias_class(const reader *rd, const char *name, const char **ret_link) {
+        for (size_t i = 0; i < rd->n_aliases; i++) {
+                const link_alias *a = &rd->aliases[i];
+                size_t tl = strlen(a->target);
+                if (strncmp(name, a->target, tl) != 0 || (name[tl] != 0 && name[tl] != '/')) continue;
+                _cleanup_free_ char *aliased = strdup_printf("%s%s%s", rd->prefix, a->link, name + tl);
+                RiskClass c = aliased ? risk_class_of_path(aliased) : _RISK_CLASS_INVALID;
+                if (c >= 0) {
+                        *ret_link = a->link;
+                        return c;
+                }
+        }
+        return _RISK_CLASS_INVALID;
+}
+
 /* The section is complete: what does it add? */
 static int section_end(reader *rd) {
         section *s = &rd->s;
@@ -356,6 +438,17 @@ static int section_end(reader *rd) {
         int r;
         RiskClass c = risk_class_of_path(repo);
         if (c >= 0 && (r = risks_add(rd->out, c, name, NULL)) < 0) return r;
+        /* the same file under another name: a risky one the user committed as a symlink onto it */
+        const char *via = NULL;
+        RiskClass ac = c < 0 ? alias_class(rd, name, &via) : _RISK_CLASS_INVALID;
+        if (ac >= 0) {
+                _cleanup_free_ char *q = cs_quote_path(via);
+                char *detail = q ? strdup_printf("%s (reached through the committed symlink %s)",
+                                                 risk_class_description(ac), q)
+                                 : NULL;
+                if (!detail) return -ENOMEM;
+                if ((r = risks_add(rd->out, ac, name, detail)) < 0) return r;
+        }
 
         unsigned mode = s->new_mode ? s->new_mode : s->index_mode;
         if (mode == 0100755 && (s->added || (s->old_mode && s->old_mode != 0100755)) &&
@@ -516,6 +609,7 @@ int changeset_risks_read(int fd, const char *prefix, char *const *patterns, int 
         }
         ChangesetRisks out = {};
         reader rd = {.prefix = pfx ? pfx : "", .patterns = patterns, .live_fd = live_fd, .out = &out};
+        aliases_scan(&rd);
         LineBuffer b = LINE_BUFFER_INIT(LINE_MAX_BYTES, LINE_BUFFER_SPLIT);
         int r = 0;
         bool eof = false;

@@ -474,10 +474,8 @@ TF_WORLD_TEST(risk_spellings_are_flagged) {
 
 /* A symlink the repository already has (the user's, committed) makes a
  * harmless-looking path an agent's or editor's config: what the worker
- * writes through it lands there. The change must be flagged. OPEN HOLE:
- * the classifier looks at the changed paths only, not at the live tree's
- * symlinks onto them; not in the suite's list until it is closed. */
-#if 0
+ * writes through it lands there. The change is flagged as that config
+ * (the classifier follows the live tree's symlinks at risky names). */
 TF_WORLD_TEST(risk_through_committed_symlink) {
         static const struct {
                 const char *base, *script, *class;
@@ -499,7 +497,6 @@ TF_WORLD_TEST(risk_through_committed_symlink) {
                 free(id), free(repo);
         }
 }
-#endif
 
 /* Control bytes in file names and risk lines never reach a terminal raw:
  * diff, diff --stat, the refusal of accept, status. */
@@ -603,7 +600,8 @@ int main(void) {
                               check_disk_budget));
         tf_add_tests(s, "project-file", 300, TF_TESTS(overlay_project_file_is_not_read, ro_bind_tricks, hostile_project_files));
         tf_add_tests(s, "risks", 300,
-                     TF_TESTS(risk_spellings_are_flagged, names_with_escapes_on_a_terminal));
+                     TF_TESTS(risk_spellings_are_flagged, names_with_escapes_on_a_terminal,
+                              risk_through_committed_symlink));
         tf_add_tests(s, "fix-forward", 300, TF_TESTS(seed_from_foreign_parents, seed_symlink_out_lands_nothing_outside));
         return tf_run_suite(s);
 }

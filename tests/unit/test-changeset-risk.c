@@ -330,6 +330,32 @@ START_TEST(rename_of_symlink) {
 }
 END_TEST
 
+/* A symlink the live tree has at a risky name makes a change below its
+ * target that risky file; one that leaves the directory, or a plain path
+ * beside the target, does not */
+START_TEST(committed_symlink_aliases) {
+        _cleanup_free_ char *patch = git_patch(
+                "mkdir -p tools/agent ide .vscode other && echo '{}' > tools/agent/README && ln -s tools/agent .claude && "
+                "echo '{}' > ide/tasks.json && ln -s ../ide/tasks.json .vscode/tasks.json && ln -s ../../etc .husky",
+                "echo x > tools/agent/settings.json && echo y > ide/tasks.json && echo z > tools/agentx && "
+                "echo w > other/f");
+        _cleanup_free_ char *repo = tf_path(tmp, "repo");
+        int live = open(repo, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(live, 0);
+        ChangesetRisks r = {};
+        ck_assert_int_eq(classify_file(patch, "", NULL, live, &r), 2);
+        ck_assert(has_risk(&r, RISK_AGENT_CONFIG, "tools/agent/settings.json"));
+        ck_assert(has_risk(&r, RISK_EDITOR_CONFIG, "ide/tasks.json"));
+        bool named = false;
+        for (size_t i = 0; i < r.n; i++) named |= strstr(r.entries[i].detail, "committed symlink .claude") != NULL;
+        ck_assert(named);
+        changeset_risks_done(&r);
+        /* no live tree: nothing to follow */
+        ck_assert_int_eq(classify_file(patch, "", NULL, -1, &r), 0);
+        close(live);
+}
+END_TEST
+
 START_TEST(symlink_hunks) {
         /* a changed target: only the new side counts */
         static const char changed[] =
@@ -536,7 +562,7 @@ int main(void) {
         TF_LOOP(tc, path_class, path_rows);
         tf_tcase(s, "patches", setup, teardown, 0,
                  TF_TESTS(real_patch_every_class, real_patch_quoted_names, real_patch_prefix_and_patterns,
-                          rename_of_symlink, symlink_hunks, malformed, huge_patch_streams, the_long_link_leaves,
+                          rename_of_symlink, committed_symlink_aliases, symlink_hunks, malformed, huge_patch_streams, the_long_link_leaves,
                           annotate_and_refusal));
         return tf_run_suite(s);
 }
