@@ -941,6 +941,33 @@ bool tf_wait_status(tf_world *w, const char *id, const char *want, int timeout_m
         return tf_wait_until(status_reached, w, &sw, timeout_ms);
 }
 
+typedef struct check_wait {
+        const char *id;
+        const char *const *any;
+} check_wait;
+
+static bool check_reached(tf_world *w, void *arg) {
+        check_wait *c = arg;
+        json_object *st = tf_status_full(w, c->id);
+        bool ok = false;
+        for (const char *const *s = c->any; *s && !ok; s++) ok = streq_ptr(tf_jstr(st, "checkStatus"), *s);
+        json_object_put(st);
+        return ok;
+}
+
+json_object *tf_wait_check(tf_world *w, const char *id, const char *const *any, int timeout_ms) {
+        check_wait c = {id, any};
+        bool ok = tf_wait_until(check_reached, w, &c, timeout_ms);
+        json_object *st = tf_status_full(w, id);
+        if (!ok) {
+                const char *rargv[] = {"result", id, "--fields", "checkOutputTail", "--json", NULL};
+                json_object *res = tf_cli_json(w, rargv, 0);
+                ck_abort_msg("checkStatus never became %s%s: %s; checkOutputTail: %s", any[0], any[1] ? " (or another end)" : "",
+                             json_to_line(st, NULL), strempty(tf_jstr(res, "checkOutputTail")));
+        }
+        return st;
+}
+
 tf_run tf_accept(tf_world *w, const char *id) {
         const char *argv[] = {"accept", id, "--json", NULL};
         return tf_cli(w, NULL, NULL, argv);

@@ -213,6 +213,11 @@ json_object *tf_task_record(tf_world *w, const char *id);
 json_object *tf_status_rpc(tf_world *w, const char *id);
 bool tf_status_is(tf_world *w, const char *id, const char *want);
 bool tf_wait_status(tf_world *w, const char *id, const char *want, int timeout_ms);
+/* Poll the task's checkStatus (the check gate) until it is one of any[]
+ * (NULL-terminated), at most timeout_ms; its status --full (new reference).
+ * The case fails when it never is, showing the status and the gate's
+ * checkOutputTail (no status field). */
+json_object *tf_wait_check(tf_world *w, const char *id, const char *const *any, int timeout_ms);
 /* `accept <id> --json`: the run (the caller checks and frees it);
  * tf_accept_ok() asserts it exits 0. */
 tf_run tf_accept(tf_world *w, const char *id);

@@ -25,38 +25,14 @@ static char *gated_repo_at(tf_world *w, const char *dir, const char *toml) {
 
 static char *gated_repo(tf_world *w, const char *toml) { return gated_repo_at(w, NULL, toml); }
 
-typedef struct {
-        const char *id;
-        const char *const *want; /* NULL-terminated: any of them */
-} check_wait;
-
-static bool check_is(tf_world *w, void *arg) {
-        check_wait *c = arg;
-        json_object *st = tf_status_full(w, c->id);
-        bool ok = false;
-        for (const char *const *s = c->want; *s && !ok; s++) ok = streq_ptr(tf_jstr(st, "checkStatus"), *s);
-        json_object_put(st);
-        return ok;
-}
-
 /* Wait until the task's checkStatus is want (at most 90 s); its status --full. */
 static json_object *wait_check(tf_world *w, const char *id, const char *want) {
-        const char *const one[] = {want, NULL};
-        check_wait c = {id, one};
-        bool ok = tf_wait_until(check_is, w, &c, 90000);
-        json_object *st = tf_status_full(w, id);
-        ck_assert_msg(ok, "checkStatus never became %s: %s", want, json_to_line(st, NULL));
-        return st;
+        return tf_wait_check(w, id, (const char *const[]) {want, NULL}, 90000);
 }
 
 /* Wait until the gate ended (any verdict but running). */
 static json_object *wait_verdict(tf_world *w, const char *id) {
-        const char *const any[] = {"passed", "failed", "timeout", NULL};
-        check_wait c = {id, any};
-        bool ok = tf_wait_until(check_is, w, &c, 90000);
-        json_object *st = tf_status_full(w, id);
-        ck_assert_msg(ok, "the gate never ended: %s", json_to_line(st, NULL));
-        return st;
+        return tf_wait_check(w, id, (const char *const[]) {"passed", "failed", "timeout", NULL}, 90000);
 }
 
 /* The task's checkOutputTail (malloc'd, "" when none). */

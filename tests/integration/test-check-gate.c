@@ -23,31 +23,9 @@ static char *gated_repo(tf_world *w, const char *toml) {
         return repo;
 }
 
-typedef struct {
-        const char *id, *want;
-} check_wait;
-
-static bool check_is(tf_world *w, void *arg) {
-        check_wait *c = arg;
-        json_object *st = tf_status_full(w, c->id);
-        bool ok = streq_ptr(tf_jstr(st, "checkStatus"), c->want);
-        json_object_put(st);
-        return ok;
-}
-
 /* Wait until the task's checkStatus is want (at most 60 s); its status --full. */
 static json_object *wait_check(tf_world *w, const char *id, const char *want) {
-        check_wait c = {id, want};
-        bool ok = tf_wait_until(check_is, w, &c, 60000);
-        json_object *st = tf_status_full(w, id);
-        if (!ok) {
-                /* what the gate said (its tail is no status field) */
-                const char *rargv[] = {"result", id, "--fields", "checkOutputTail", "--json", NULL};
-                json_object *res = tf_cli_json(w, rargv, 0);
-                ck_assert_msg(ok, "checkStatus never became %s: %s; checkOutputTail: %s", want, json_to_line(st, NULL),
-                              strempty(tf_jstr(res, "checkOutputTail")));
-        }
-        return st;
+        return tf_wait_check(w, id, (const char *const[]) {want, NULL}, 60000);
 }
 
 static tf_run cli(tf_world *w, const char *const argv[]) { return tf_cli(w, NULL, NULL, argv); }

@@ -632,23 +632,8 @@ TF_WORLD_TEST(nested_dispatch_only_narrows) {
 
 /* ---- the check gate ---- */
 
-typedef struct {
-        const char *id, *want;
-} check_wait;
-
-static bool check_is(tf_world *w, void *arg) {
-        check_wait *c = arg;
-        json_object *st = tf_status_full(w, c->id);
-        bool ok = streq_ptr(tf_jstr(st, "checkStatus"), c->want);
-        json_object_put(st);
-        return ok;
-}
-
 static void wait_check(tf_world *w, const char *id, const char *want) {
-        check_wait c = {id, want};
-        if (tf_wait_until(check_is, w, &c, 60000)) return;
-        json_object *st = tf_status_full(w, id);
-        ck_abort_msg("checkStatus never became %s: %s", want, json_to_line(st, NULL));
+        json_object_put(tf_wait_check(w, id, (const char *const[]) {want, NULL}, 60000));
 }
 
 /* The check gate runs under the task's policy: its probe of a loopback
