@@ -18,6 +18,7 @@
 
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 #include "cgroup-util.h"
 #include "changeset.h"
@@ -96,7 +98,36 @@ typedef struct shim {
 
         int net_sock[2];         /* network mode proxy: the worker child sends the proxy's listener over [1] */
         pid_t proxy;             /* the egress proxy (egress-proxy.h), 0: none */
+
+        int times_fd;            /* SHIM_TIMES_ENV set: <taskDir>/SHIM_TIMES_NAME, else -1 */
+        uint64_t started_us;     /* CLOCK_MONOTONIC at main(), microseconds */
 } shim;
+
+/* Timing points of a launch, for tests/bench/bench-launch: with
+ * TASKFERRY_SHIM_TIMES=1 in the shim's environment (the daemon's), the shim
+ * writes one line "<step> <CLOCK_MONOTONIC in microseconds>" per step into
+ * <taskDir>/launch-times, the worker child too (before it execs bwrap).
+ * Unset, the only cost is one getenv. */
+#define SHIM_TIMES_ENV "TASKFERRY_SHIM_TIMES"
+#define SHIM_TIMES_NAME "launch-times"
+
+static uint64_t mono_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static void shim_mark(shim *s, const char *step) {
+        if (s->times_fd >= 0) dprintf(s->times_fd, "%s %" PRIu64 "\n", step, mono_us());
+}
+
+static void shim_times_open(shim *s) {
+        if (!getenv(SHIM_TIMES_ENV)) return;
+        _cleanup_free_ char *path = strdup_printf("%s/%s", s->spec->task_dir, SHIM_TIMES_NAME);
+        if (!path) return;
+        s->times_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (s->times_fd >= 0) dprintf(s->times_fd, "shim-start %" PRIu64 "\n", s->started_us);
+}
 
 static void shim_done(shim *s) {
         launch_spec_free(s->spec);
@@ -112,6 +143,7 @@ static void shim_done(shim *s) {
         safe_close(s->net_sock[0]);
         safe_close(s->net_sock[1]);
         if (s->proxy > 0) egress_proxy_stop(s->proxy);
+        safe_close(s->times_fd);
 }
 
 /* The proxy settings a worker sees: in mode proxy the task's proxy (and
@@ -400,6 +432,7 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                         child_fail(err_w, "cannot enter a user namespace to %s: %s",
                                    sb->own_userns ? "make the sandbox's network namespace" : "mount the overlay",
                                    strerror(-r));
+                shim_mark(s, "userns");
                 char *err = NULL;
                 if (sb->overlay && s->method == OVERLAY_METHOD_USERNS) {
                         r = overlay_mount_layers(sb->overlay->lower, sb->overlay->lower_top, sb->overlay->upper,
@@ -410,6 +443,7 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                         }
                         free(err);
                         err = NULL;
+                        shim_mark(s, "overlay-mount");
                 }
                 /* the extra overlays (an executor's config dir) at their stage dirs,
                  * which bwrap then binds where they belong (sandbox.h) */
@@ -473,6 +507,7 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
 
         /* bwrap gets an empty environment: the worker's travels in its options */
         char *no_env[] = {NULL};
+        shim_mark(s, "exec");
         execve(s->exe, s->argv, s->args_fd >= 0 ? no_env : s->spec->env);
         int e = errno;
         const char *name = strerrorname_np(e);
@@ -670,12 +705,17 @@ static int start_and_monitor(shim *s) {
                 if (r < 0)
                         return fail_spawn(s, "cannot start from the parent task's changes: %s",
                                           seed_err ? seed_err : strerror(-r));
+                shim_mark(s, "homes");
         }
 
         r = capture_head(spec->directory, &s->pre_dispatch_head);
         if (r < 0) return fail_spawn(s, "cannot read HEAD of %s: %s", spec->directory, strerror(-r));
+        shim_mark(s, "head");
         /* a check runs over a changeset already extracted: its base stays */
-        if (sb && sb->overlay && !spec->check) take_base_snapshot(s, sb->overlay);
+        if (sb && sb->overlay && !spec->check) {
+                take_base_snapshot(s, sb->overlay);
+                shim_mark(s, "base-snapshot");
+        }
 
         if (sb) {
                 s->prompt_fd = prompt_memfd(spec->prompt);
@@ -715,6 +755,7 @@ static int start_and_monitor(shim *s) {
                         dprintf(s->log_fd, "taskferry-shim: warning: /etc and /opt hold more than %d entries; the "
                                            "sandbox masks only the Unix sockets among the first of them\n",
                                 SANDBOX_SOCKET_SCAN_MAX);
+                shim_mark(s, "masks");
                 /* unprivileged and no overlay to mount: a user namespace of
                  * our own only to make the network namespace in */
                 if (sb->net.mode != NET_MODE_HOST && geteuid() != 0 && !sandbox_needs_userns(sb, s->method))
@@ -728,6 +769,7 @@ static int start_and_monitor(shim *s) {
                 r = bwrap_args_through_memfd(s);
                 if (r < 0) return fail_spawn(s, "cannot pass the arguments to bwrap: %s", strerror(-r));
                 s->exe = TAKE_PTR(bwrap);
+                shim_mark(s, "argv");
         } else {
                 r = find_executable(worker_argv[0], path_env, &s->exe);
                 if (r < 0) {
@@ -992,7 +1034,8 @@ int main(int argc, char *argv[]) {
         /* Nothing the daemon handed us may reach the worker. */
         (void) close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
 
-        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1, .net_sock = {-1, -1}};
+        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1, .net_sock = {-1, -1},
+                  .times_fd = -1, .started_us = mono_us()};
         if ((r = setup_signals(&s)) < 0) {
                 log_error_errno(r, "cannot set up signal handling");
                 shim_done(&s);
@@ -1014,6 +1057,8 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
 
+        shim_times_open(&s);
+        shim_mark(&s, "spec-read");
         r = start_and_monitor(&s);
         shim_done(&s);
         safe_close(signal_pipe_w);

@@ -98,10 +98,11 @@ tf_world *tf_world_new(char *const extra_env[]) {
                 char *q3 = shell_quote(tf_bin("taskferry"));
                 /* and the hostile-worker helpers (tests/fixtures/src) */
                 char *q4 = shell_quote(tf_bin("taskferry-test-peer")), *q5 = shell_quote(tf_bin("tf-connect"));
+                char *q6 = shell_quote(tf_bin("tf-stamp"));
                 char *cp = xstrdup_printf("cp -a %s %s && cp %s %s/bin/taskferry && cp %s %s/bin/taskferry-test-peer && "
-                                          "cp %s %s/bin/tf-connect",
-                                          q1, q2, q3, q2, q4, q2, q5, q2);
-                free(q5);
+                                          "cp %s %s/bin/tf-connect && cp %s %s/bin/tf-stamp",
+                                          q1, q2, q3, q2, q4, q2, q5, q2, q6, q2);
+                free(q5), free(q6);
                 free(q3), free(q4);
                 char *argv[] = {(char *) "sh", (char *) "-c", cp, NULL};
                 run_result rr;
