@@ -23,7 +23,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -39,6 +41,7 @@
 #include "launch-spec.h"
 #include "log-pipe.h"
 #include "log.h"
+#include "mask-mount.h"
 #include "macro.h"
 #include "egress-proxy.h"
 #include "netns.h"
@@ -47,6 +50,7 @@
 #include "process-util.h"
 #include "sandbox-plan.h"
 #include "sandbox.h"
+#include "target-access.h"
 #include "upper-seed.h"
 #include "signal-util.h"
 #include "string-util.h"
@@ -98,6 +102,7 @@ typedef struct shim {
 
         int net_sock[2];         /* network mode proxy: the worker child sends the proxy's listener over [1] */
         pid_t proxy;             /* the egress proxy (egress-proxy.h), 0: none */
+        MaskSet masks;           /* the host masks the worker child mounts (mask-mount.h) */
 
         int times_fd;            /* SHIM_TIMES_ENV set: <taskDir>/SHIM_TIMES_NAME, else -1 */
         uint64_t started_us;     /* CLOCK_MONOTONIC at main(), microseconds */
@@ -144,6 +149,7 @@ static void shim_done(shim *s) {
         safe_close(s->net_sock[1]);
         if (s->proxy > 0) egress_proxy_stop(s->proxy);
         safe_close(s->times_fd);
+        mask_set_done(&s->masks);
 }
 
 /* The proxy settings a worker sees: in mode proxy the task's proxy (and
@@ -430,7 +436,7 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                 int r = userns_enter_as_root(getuid(), getgid());
                 if (r < 0)
                         child_fail(err_w, "cannot enter a user namespace to %s: %s",
-                                   sb->own_userns ? "make the sandbox's network namespace" : "mount the overlay",
+                                   sb->own_userns ? "set up the sandbox's network and masks" : "mount the overlay",
                                    strerror(-r));
                 shim_mark(s, "userns");
                 char *err = NULL;
@@ -458,6 +464,17 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                         free(err);
                         err = NULL;
                 }
+        }
+        if (sb && s->masks.n > 0) {
+                /* the host masks, where they are now (mask-mount.h); root
+                 * without a user namespace makes a mount namespace of its own */
+                if (!sandbox_needs_userns(sb, s->method) &&
+                    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0))
+                        child_fail(err_w, "cannot make a mount namespace for the sandbox's masks: %s", strerror(errno));
+                char *err = NULL;
+                int r = mask_set_mount(&s->masks, &err);
+                if (r < 0) child_fail(err_w, "%s", err ? err : strerror(-r));
+                shim_mark(s, "masks-mount");
         }
         if (sb && sb->net.mode != NET_MODE_HOST) {
                 /* a namespace with only lo (netns.h); in mode proxy the
@@ -747,18 +764,40 @@ static int start_and_monitor(shim *s) {
                                   strerror(r < 0 ? -r : EINVAL));
 
         if (sb) {
-                /* no host socket under the read-only system roots (sandbox-plan.h) */
-                bool partial = false;
-                r = sandbox_plan_scan_roots(&sb->mounts, &sb->n_mounts, SANDBOX_SOCKET_SCAN_MAX, geteuid() == 0, &partial);
-                if (r < 0) return fail_spawn(s, "cannot scan the system dirs for sockets: %s", strerror(-r));
-                if (partial)
+                /* no host socket under the read-only system roots, no file a root
+                 * worker should not read there (mask-mount.h): what the daemon
+                 * knows of them, else a walk of our own */
+                HostMaskList scanned = {0};
+                const HostMaskList *hm = &sb->host_masks;
+                if (!sb->have_host_masks) {
+                        r = host_masks_scan(HOST_MASKS_SCAN_MAX, geteuid() == 0, &scanned);
+                        if (r < 0) return fail_spawn(s, "cannot scan the system dirs for sockets: %s", strerror(-r));
+                        hm = &scanned;
+                }
+                if (hm->partial)
                         dprintf(s->log_fd, "taskferry-shim: warning: /etc and /opt hold more than %d entries; the "
                                            "sandbox masks only the Unix sockets among the first of them\n",
-                                SANDBOX_SOCKET_SCAN_MAX);
+                                HOST_MASKS_SCAN_MAX);
+                sandbox_mount *argv_masks = NULL;
+                size_t n_argv_masks = 0;
+                r = mask_set_build(hm, sb->mounts, sb->n_mounts, spec->directory,
+                                   sb->overlay && s->method == OVERLAY_METHOD_BWRAP, &s->masks, &argv_masks,
+                                   &n_argv_masks);
+                host_mask_list_done(&scanned);
+                for (size_t i = 0; r >= 0 && i < n_argv_masks; i++)
+                        r = sandbox_mounts_push(&sb->mounts, &sb->n_mounts, argv_masks[i].op, NULL, argv_masks[i].dest,
+                                                NULL, NULL, NULL);
+                sandbox_mounts_free(argv_masks, n_argv_masks);
+                if (r < 0) return fail_spawn(s, "cannot plan the sandbox's masks: %s", strerror(-r));
+                _cleanup_free_ char *access_err = NULL;
+                r = target_access_check(spec->directory, sb->mounts, sb->n_mounts, &access_err);
+                if (r < 0) return fail_spawn(s, "%s", access_err ? access_err : strerror(-r));
                 shim_mark(s, "masks");
                 /* unprivileged and no overlay to mount: a user namespace of
-                 * our own only to make the network namespace in */
-                if (sb->net.mode != NET_MODE_HOST && geteuid() != 0 && !sandbox_needs_userns(sb, s->method))
+                 * our own only to make the network namespace or mount the
+                 * masks in */
+                if ((sb->net.mode != NET_MODE_HOST || s->masks.n > 0) && geteuid() != 0 &&
+                    !sandbox_needs_userns(sb, s->method))
                         sb->own_userns = true;
                 r = net_env_apply(&spec->env, sb->net.mode);
                 if (r < 0) return fail_spawn(s, "cannot set the worker's proxy environment: %s", strerror(-r));
