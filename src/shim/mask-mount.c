@@ -178,6 +178,44 @@ int mask_set_build(const HostMaskList *hm, const sandbox_mount *m, size_t n, con
         return 0;
 }
 
+/* Each mask is read-only, nosuid and nodev from the moment it is there:
+ * bwrap remounts a recursive bind's submounts only to add what they lack,
+ * and a mask whose file the host removed meanwhile is gone from the mount
+ * table by then (the kernel detaches a mount whose mount point is unlinked
+ * in another namespace), which bwrap could not remount. */
+#define MASK_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+static int mount_tmpfs(int fd) {
+        char at[64];
+        snprintf(at, sizeof at, "/proc/self/fd/%d", fd);
+        return mount("tmpfs", at, "tmpfs", MASK_FLAGS, "mode=0755") < 0 ? -errno : 0;
+}
+
+/* /dev/null over the file fd holds (O_PATH): a detached bind made read-only
+ * before it is attached (open_tree, mount_setattr, move_mount); without
+ * that API (Linux < 5.12), a bind and its remount */
+static int mount_dev_null(int fd, const char *path) {
+        _cleanup_close_ int tree = open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (tree >= 0) {
+                struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+                if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+                        if (errno != ENOSYS) return -errno;
+                } else
+                        return move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+                                       ? -errno
+                                       : 0;
+        } else if (errno != ENOSYS)
+                return -errno;
+        char at[64];
+        snprintf(at, sizeof at, "/proc/self/fd/%d", fd);
+        if (mount("/dev/null", at, NULL, MS_BIND, NULL) < 0) return -errno;
+        /* the new mount, by its path */
+        _cleanup_close_ int top = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (top < 0) return -errno;
+        snprintf(at, sizeof at, "/proc/self/fd/%d", top);
+        return mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | MASK_FLAGS, NULL) < 0 ? -errno : 0;
+}
+
 int mask_set_mount(const MaskSet *s, char **reason) {
         int mounted = 0;
         for (size_t i = 0; i < s->n; i++) {
@@ -191,14 +229,9 @@ int mask_set_mount(const MaskSet *s, char **reason) {
                 if (fstat(fd, &st) < 0) return set_error(reason, -errno, "cannot stat %s: %s", mm->path, strerror(errno));
                 /* no longer what was found: nothing to mask there now */
                 if (S_ISLNK(st.st_mode) || (mm->dir != !!S_ISDIR(st.st_mode))) continue;
-                char at[64];
-                snprintf(at, sizeof at, "/proc/self/fd/%d", fd);
-                int k = mm->dir ? mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-                                : mount("/dev/null", at, NULL, MS_BIND, NULL);
-                if (k < 0) {
-                        if (errno == ENOENT) continue; /* removed since it was opened */
-                        return set_error(reason, -errno, "cannot mask %s: %s", mm->path, strerror(errno));
-                }
+                int k = mm->dir ? mount_tmpfs(fd) : mount_dev_null(fd, mm->path);
+                if (k == -ENOENT) continue; /* removed since it was opened */
+                if (k < 0) return set_error(reason, k, "cannot mask %s: %s", mm->path, strerror(-k));
                 mounted++;
         }
         return mounted;

@@ -36,7 +36,7 @@ struct HostWatch {
         char *mounts_under;      /* the mount points under the roots, last seen */
         char **dirs;             /* by watch descriptor: the watched dir's path */
         size_t n_dirs;
-        char **pending;          /* dirs to watch and read, in order */
+        char **pending;          /* dirs to watch and read, in order, those before pending_head done */
         size_t pending_head;
         bool *root_present;      /* by root: it was a dir when the walk started */
         HostMaskList masks;
@@ -150,8 +150,8 @@ static int walk_dir(HostWatch *hw, const char *dir) {
 /* walk up to max pending dirs; whether none is left */
 static int walk_some(HostWatch *hw, size_t max) {
         for (size_t i = 0; i < max && !hw->broken && !pending_empty(hw); i++) {
-                _cleanup_free_ char *dir = hw->pending[hw->pending_head];
-                hw->pending[hw->pending_head++] = NULL;
+                /* the walked ones stay in the strv (freed with it) */
+                const char *dir = hw->pending[hw->pending_head++];
                 int r = walk_dir(hw, dir);
                 if (r < 0) return r;
         }
