@@ -24,12 +24,7 @@ static char *at(const char *rel) { return strdup_printf("%s/%s", root, rel); }
 
 static int sock_at(const char *rel) {
         _cleanup_free_ char *p = at(rel);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(fd, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", p);
-        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
-        return fd;
+        return tf_bind_unix(p);
 }
 
 static void mkdir_at(const char *rel) {

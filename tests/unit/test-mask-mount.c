@@ -94,15 +94,6 @@ START_TEST(selection) {
 }
 END_TEST
 
-static int sock_at(const char *p) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(fd, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", p);
-        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
-        return fd;
-}
-
 /* in a child with a mount namespace of its own: the masks of what is there,
  * none of what is gone or changed kind, each read-only */
 START_TEST(mount_what_is_there) {
@@ -110,7 +101,7 @@ START_TEST(mount_what_is_there) {
         _cleanup_free_ char *sock = strdup_printf("%s/s.sock", dir), *gone = strdup_printf("%s/gone.sock", dir),
                             *priv = strdup_printf("%s/priv", dir), *now_dir = strdup_printf("%s/now-a-dir", dir),
                             *inside = strdup_printf("%s/priv/f", dir);
-        int fd = sock_at(sock);
+        int fd = tf_bind_unix(sock);
         ck_assert_int_eq(mkdir_p(priv, 0700), 0);
         ck_assert_int_eq(write_file_atomic(inside, "x", 1, 0600), 0);
         ck_assert_int_eq(mkdir_p(now_dir, 0700), 0);
