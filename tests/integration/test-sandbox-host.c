@@ -130,7 +130,10 @@ static void churn_part(void *arg) {
         /* the test can fail: from the host, this user reaches both */
         _cleanup_free_ char *host = tf_shf(w, NULL, "%s/bin/tf-connect %s %s || true", w->fixtures, c->keep[0], c->keep[1]);
         ck_assert_msg(tf_count(host, " connected") == 2, "the host cannot reach the kept sockets: %s", host);
-        _cleanup_free_ char *script = strdup_printf("tf-connect %s %s; echo end", c->keep[0], c->keep[1]);
+        /* a hostile worker tries to take the masks off first */
+        _cleanup_free_ char *script = strdup_printf("umount %s %s 2>/dev/null; umount -l %s 2>/dev/null; tf-connect %s %s; "
+                                                    "echo end",
+                                                    c->keep[0], c->keep[1], c->keep[0], c->keep[0], c->keep[1]);
         char *ids[N_TASKS];
         for (int i = 0; i < N_TASKS; i++) ids[i] = tf_dispatch_shell(w, repo, NULL, script);
         for (int i = 0; i < N_TASKS; i++) {
