@@ -92,7 +92,11 @@ static int bind_socket(const char *path) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0) return -1;
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        if (strlen(path) >= sizeof sa.sun_path) {
+                close(fd);
+                return -1;
+        }
+        memcpy(sa.sun_path, path, strlen(path) + 1);
         if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || chmod(path, 0777) < 0 || listen(fd, 4) < 0) {
                 close(fd);
                 return -1;
