@@ -6,6 +6,8 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -156,6 +158,34 @@ START_TEST(root_appears) {
 }
 END_TEST
 
+/* a mount under a root: inotify does not see into it, the mount table does */
+START_TEST(mount_under_root) {
+        TF_ROOT_OR_SKIP("mounting a tmpfs needs root");
+        ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+        ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        mkdir_at("mnt");
+        const char *roots[] = {root, NULL};
+        HostWatch *hw = NULL;
+        ck_assert_int_eq(host_watch_new(NULL, roots, false, &hw), 0);
+        HostMaskList l = {0};
+        snap(hw, &l);
+        ck_assert_uint_eq(l.n, 0);
+        _cleanup_free_ char *mnt = at("mnt");
+        ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, NULL), 0);
+        int s = sock_at("mnt/inside.sock");
+        snap(hw, &l);
+        ck_assert_int_eq(kind_of(&l, "mnt/inside.sock"), HOST_MASK_SOCKET);
+        /* and watched in the new mount from then on */
+        int s2 = sock_at("mnt/later.sock");
+        snap(hw, &l);
+        ck_assert_int_eq(kind_of(&l, "mnt/later.sock"), HOST_MASK_SOCKET);
+        host_mask_list_done(&l);
+        host_watch_free(hw);
+        close(s), close(s2);
+        ck_assert_int_eq(umount2(mnt, MNT_DETACH), 0);
+}
+END_TEST
+
 static int quit_when_ready(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) usec;
         HostWatch *hw = userdata;
@@ -199,6 +229,6 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("host-watch");
         tf_tcase(s, "watch", setup, teardown, 0,
-                 TF_TESTS(sockets_come_and_go, private_files_by_mode, root_appears, walks_on_the_loop));
+                 TF_TESTS(sockets_come_and_go, private_files_by_mode, root_appears, mount_under_root, walks_on_the_loop));
         return tf_run_suite(s);
 }

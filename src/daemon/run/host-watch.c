@@ -270,11 +270,16 @@ static int mounts_under_roots(const HostWatch *hw, char **ret) {
         return 0;
 }
 
-/* a mount under a root came or went: inotify cannot see into it */
-static int check_mounts(HostWatch *hw) {
+/* a mount under a root came or went: inotify cannot see into it. A change
+ * shows once, to the first poll of the fd: the loop's epoll may have taken
+ * it already (the source is then pending), or our own poll takes it now;
+ * known says the caller knows of one. */
+static int check_mounts(HostWatch *hw, bool known) {
         if (hw->mnt_fd < 0) return 0;
-        struct pollfd p = {.fd = hw->mnt_fd, .events = POLLPRI};
-        if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR))) return 0;
+        if (!known && !(hw->mnt_io && sd_event_source_get_pending(hw->mnt_io) > 0)) {
+                struct pollfd p = {.fd = hw->mnt_fd, .events = POLLPRI};
+                if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR))) return 0;
+        }
         _cleanup_free_ char *now = NULL;
         int r = mounts_under_roots(hw, &now);
         if (r < 0) return r == -ENOMEM ? r : 0;
@@ -296,7 +301,7 @@ static bool roots_changed(const HostWatch *hw) {
 
 static int update(HostWatch *hw) {
         int r = drain(hw);
-        if (r >= 0) r = check_mounts(hw);
+        if (r >= 0) r = check_mounts(hw, false);
         if (r >= 0 && (hw->restart || roots_changed(hw))) r = restart(hw);
         return r;
 }
@@ -311,7 +316,7 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
 static int on_mounts(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         (void) s, (void) fd, (void) revents;
         HostWatch *hw = userdata;
-        if (check_mounts(hw) < 0 || (hw->restart && restart(hw) < 0)) set_broken(hw, "out of memory");
+        if (check_mounts(hw, true) < 0 || (hw->restart && restart(hw) < 0)) set_broken(hw, "out of memory");
         return 0;
 }
 
