@@ -74,6 +74,22 @@ static int run_part(bool as_user, void (*part)(void *), void *arg) {
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+static void assert_part(int status, bool as_user) {
+        ck_assert_msg(status == 0, "the case's world %s failed (exit %d)", as_user ? "as the test user" : "as root",
+                      status);
+}
+
+/* name_root and name_user: fn(false) and fn(true), each when we are root */
+#define CASE_AS_ROOT_AND_USER(name, fn)                              \
+        START_TEST(name##_root) {                                    \
+                if (need_root(#name "_root")) fn(false);             \
+        }                                                            \
+        END_TEST                                                     \
+        START_TEST(name##_user) {                                    \
+                if (need_root(#name "_user")) fn(true);              \
+        }                                                            \
+        END_TEST
+
 static void chown_to_user(const char *path) {
         struct passwd *pw = getpwnam(test_user());
         ck_assert_ptr_nonnull(pw);
@@ -177,19 +193,10 @@ static void socket_churn_as(bool as_user) {
                 (void) rm_rf(c.dirs[d]);
                 free(c.dirs[d]), free(c.keep[d]);
         }
-        ck_assert_msg(status == 0, "the case's world %s failed (exit %d)", as_user ? "as the test user" : "as root",
-                      status);
+        assert_part(status, as_user);
 }
 
-START_TEST(socket_churn_root) {
-        if (need_root("socket_churn_root")) socket_churn_as(false);
-}
-END_TEST
-
-START_TEST(socket_churn_user) {
-        if (need_root("socket_churn_user")) socket_churn_as(true);
-}
-END_TEST
+CASE_AS_ROOT_AND_USER(socket_churn, socket_churn_as)
 
 /* ---- a home under /opt ---- */
 
@@ -232,19 +239,10 @@ static void home_under_opt_as(bool as_user) {
         int status = run_part(as_user, home_part, &c);
         (void) rm_rf(top);
         free(c.home);
-        ck_assert_msg(status == 0, "the case's world %s failed (exit %d)", as_user ? "as the test user" : "as root",
-                      status);
+        assert_part(status, as_user);
 }
 
-START_TEST(home_under_opt_root) {
-        if (need_root("home_under_opt_root")) home_under_opt_as(false);
-}
-END_TEST
-
-START_TEST(home_under_opt_user) {
-        if (need_root("home_under_opt_user")) home_under_opt_as(true);
-}
-END_TEST
+CASE_AS_ROOT_AND_USER(home_under_opt, home_under_opt_as)
 
 /* ---- a repository under a dir others may not enter ---- */
 
@@ -308,19 +306,11 @@ static void private_parent_as(bool as_user, bool foreign) {
         int status = run_part(as_user, private_part, &c);
         (void) rm_rf(c.parent);
         free(c.parent), free(c.repo);
-        ck_assert_msg(status == 0, "the case's world %s failed (exit %d)", as_user ? "as the test user" : "as root",
-                      status);
+        assert_part(status, as_user);
 }
 
-START_TEST(repo_under_private_parent_root) {
-        if (need_root("repo_under_private_parent_root")) private_parent_as(false, false);
-}
-END_TEST
-
-START_TEST(repo_under_private_parent_user) {
-        if (need_root("repo_under_private_parent_user")) private_parent_as(true, false);
-}
-END_TEST
+static void private_parent_own(bool as_user) { private_parent_as(as_user, false); }
+CASE_AS_ROOT_AND_USER(repo_under_private_parent, private_parent_own)
 
 START_TEST(repo_under_foreign_private_parent) {
         if (need_root("repo_under_foreign_private_parent")) private_parent_as(false, true);
