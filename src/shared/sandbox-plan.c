@@ -103,9 +103,20 @@ static int add_allowed(plan *p, const char *home, const char *entry) {
 /* 3. the home dir: an empty dir on the root tmpfs, or, where a system root
  * shows it (a home under /opt), an empty tmpfs over it, so that its
  * entries are hidden there too */
+static bool is_system_root(const char *path) {
+        static const char *const roots[] = {SANDBOX_SYSTEM_ROOTS};
+        for (size_t i = 0; i < ELEMENTSOF(roots); i++)
+                if (streq(path, roots[i])) return true;
+        return false;
+}
+
 static int add_home(plan *p, const sandbox_plan_args *a) {
         if (!a->home || a->home[0] != '/' || streq(a->home, "/")) return 0;
         bool shown = sandbox_plan_path_visible(p->m, p->n, a->home);
+        /* a home that is a system root itself (HOME=/opt) stays as the root
+         * shows it, its deny-list masked on top (step 6): hiding it would
+         * hide the system's tools */
+        if (shown && is_system_root(a->home)) return 0;
         int r = add(p, shown ? SANDBOX_MOUNT_TMPFS : SANDBOX_MOUNT_DIR, NULL, a->home);
         if (r < 0) return r;
         static const char *const allow[] = {SANDBOX_HOME_ALLOW};

@@ -252,6 +252,16 @@ START_TEST(test_home_under_system_root) {
         ck_assert(sandbox_plan_path_visible(m, n, "/usr/share/misc/x"));
         ck_assert(sandbox_plan_path_visible(m, n, "/usr/bin/env"));
         sandbox_mounts_free(m, n);
+        /* HOME=/usr: the system's tools stay, the deny-list is masked */
+        _cleanup_strv_free_ char **deny2 = NULL;
+        char *extra[] = {(char *) "bin/env", NULL};
+        ck_assert_int_eq(sandbox_deny_list("/usr", NULL, extra, &deny2), 0);
+        sandbox_plan_args a2 = {.home = "/usr", .directory = "/usr/share/misc", .deny = deny2};
+        ck_assert_int_eq(sandbox_plan_build(&a2, &m, &n, NULL), 0);
+        ck_assert_int_lt(find(m, n, SANDBOX_MOUNT_TMPFS, "/usr"), 0);
+        ck_assert(sandbox_plan_path_visible(m, n, "/usr/bin/sh"));
+        ck_assert(!sandbox_plan_path_visible(m, n, "/usr/bin/env"));
+        sandbox_mounts_free(m, n);
 }
 END_TEST
 
