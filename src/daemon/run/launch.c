@@ -14,6 +14,7 @@
 #include "core/env-file.h"
 #include "core/launch-options.h"
 #include "run/executor-home.h"
+#include "run/host-watch.h"
 #include "gitdir.h"
 #include "protocol-keys.h"
 #include "sandbox-plan.h"
@@ -565,6 +566,10 @@ static int sandbox_prepare(Task *t, bool check, char *const *project_ro, char **
                 r = -ENOENT;
                 goto out;
         }
+        /* what the sandbox masks of /etc and /opt, as it is now (host-watch.h);
+         * without it the shim walks them */
+        if ((r = host_watch_snapshot(m->host_watch, &sb->host_masks)) < 0) goto out;
+        sb->have_host_masks = r > 0;
         sb->uid = getuid();
         sb->gid = getgid();
         sb->dirs = home->dirs;
@@ -692,6 +697,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                         executor_home_done(&home);
                         sandbox_mounts_free(sb.mounts, sb.n_mounts);
                         net_policy_done(&sb.net);
+                        host_mask_list_done(&sb.host_masks);
                         if (err) {
                                 *reason = TAKE_PTR(err);
                                 return r;
@@ -715,6 +721,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                 executor_home_done(&home);
                 sandbox_mounts_free(sb.mounts, sb.n_mounts);
                 net_policy_done(&sb.net);
+                host_mask_list_done(&sb.host_masks);
                 return set_error(reason, -ENOMEM, "out of memory");
         }
         spec.disk = &disk;
@@ -727,6 +734,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
         executor_home_done(&home);
         sandbox_mounts_free(sb.mounts, sb.n_mounts);
         net_policy_done(&sb.net);
+        host_mask_list_done(&sb.host_masks);
         if (memfd < 0) return set_error(reason, memfd, "cannot pass the launch spec to taskferry-shim");
         plan->spec_fd = memfd;
         return 0;
@@ -793,6 +801,7 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
                 executor_home_done(&home);
                 sandbox_mounts_free(sb.mounts, sb.n_mounts);
                 net_policy_done(&sb.net);
+                host_mask_list_done(&sb.host_masks);
                 if (err) {
                         *reason = TAKE_PTR(err);
                         return r;
@@ -831,6 +840,7 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
         executor_home_done(&home);
         sandbox_mounts_free(sb.mounts, sb.n_mounts);
         net_policy_done(&sb.net);
+        host_mask_list_done(&sb.host_masks);
         if (memfd < 0) return set_error(reason, memfd, "cannot pass the check's launch spec to taskferry-shim");
         plan->spec_fd = memfd;
         return 0;
