@@ -10,8 +10,11 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "json-util.h"
 #include "macro.h"
+#include "protocol-keys.h"
 #include "state-journal.h"
+#include "string-util.h"
 
 int (*state_journal_fault_hook)(JournalStep step) = NULL;
 
@@ -571,5 +574,74 @@ int state_journal_compact_finish(StateJournal *j, JournalCompaction *c) {
         j->base_seq = c->base_seq;
         j->committed = next_len;
         j->n_records = records;
+        return 0;
+}
+
+/* ---- the durable state as JSON, for tools and tests ---- */
+
+typedef struct JsonReplay {
+        json_object *arr;
+        json_tokener *tok;
+} JsonReplay;
+
+/* the index of the record with that id in arr, or -1 */
+static ssize_t json_index_of(json_object *arr, const char *id) {
+        size_t n = json_object_array_length(arr);
+        for (size_t i = 0; i < n; i++)
+                if (streq_ptr(json_get_string(json_object_array_get_idx(arr, i), PK_id), id)) return (ssize_t) i;
+        return -1;
+}
+
+static int json_replay_one(JournalKind kind, uint64_t seq, const char *payload, size_t len, void *userdata) {
+        JsonReplay *jr = userdata;
+        json_object *o = NULL;
+        if (json_parse_strict_with(jr->tok, payload, len, &o) < 0) return -EBADMSG;
+        if (kind == JOURNAL_TOMBSTONE) {
+                ssize_t i = json_object_is_type(o, json_type_string) ? json_index_of(jr->arr, json_object_get_string(o)) : -1;
+                bool ok = json_object_is_type(o, json_type_string);
+                json_object_put(o);
+                if (!ok) return -EBADMSG;
+                if (i >= 0) json_object_array_del_idx(jr->arr, (size_t) i, 1);
+                return 0;
+        }
+        const char *id = json_is_object(o) ? json_get_string(o, PK_id) : NULL;
+        if (!id) {
+                json_object_put(o);
+                return -EBADMSG;
+        }
+        ssize_t i = json_index_of(jr->arr, id);
+        int r = i >= 0 ? json_object_array_put_idx(jr->arr, (size_t) i, o) : json_object_array_add(jr->arr, o);
+        if (r < 0) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int state_journal_read_json(int dir_fd, json_object **ret) {
+        _cleanup_close_ int fd = openat(dir_fd, STATE_SNAPSHOT_FILE, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 && errno != ENOENT) return -errno;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (fd >= 0) {
+                int r = read_fd(fd, SIZE_MAX, &text, &len);
+                if (r < 0) return r;
+        }
+        _cleanup_json_ json_object *arr = NULL;
+        if (fd >= 0 && json_parse_strict(text, len, &arr) < 0) return -EBADMSG;
+        if (fd >= 0 && !json_object_is_type(arr, json_type_array)) return -EBADMSG;
+        if (!arr && !(arr = json_object_new_array())) return -ENOMEM;
+        /* the first record of an id wins, as at load */
+        for (size_t i = json_object_array_length(arr); i > 0; i--) {
+                const char *id = json_get_string(json_object_array_get_idx(arr, i - 1), PK_id);
+                if (!id || json_index_of(arr, id) != (ssize_t) (i - 1)) json_object_array_del_idx(arr, i - 1, 1);
+        }
+        JsonReplay jr = {.arr = arr, .tok = json_strict_tokener_new_depth(63)};
+        if (!jr.tok) return -ENOMEM;
+        JournalLoad ld;
+        int r = state_journal_load(dir_fd, len, crc32c(0, text ? text : "", len), json_replay_one, &jr, &ld);
+        json_tokener_free(jr.tok);
+        if (r < 0) return r;
+        *ret = TAKE_PTR(arr);
         return 0;
 }

@@ -45,13 +45,16 @@
  * the journal naming it is .tasks-journal.next, which load then takes; after
  * 4 the new pair. Every journal record is kept in one of them.
  *
- * Sizes are bytes; errors -errno. Nothing here knows what a task is. */
+ * Sizes are bytes; errors -errno. Nothing here knows what a record holds,
+ * but state_journal_read_json that a record is a JSON object keyed by "id". */
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+struct json_object;
 
 #define STATE_JOURNAL_FILE "tasks.journal"
 #define STATE_JOURNAL_NEXT_FILE ".tasks-journal.next"
@@ -221,3 +224,11 @@ int state_journal_compact_write(JournalCompaction *c, const void *data, size_t l
 int state_journal_compact_finish(StateJournal *j, JournalCompaction *c);
 /* Give up a compaction: its temp file goes. */
 void state_journal_compact_abort(JournalCompaction *c);
+
+/* The durable task state in dir_fd as one JSON array of records, what a
+ * compaction would write now: tasks.json's records (the first of an id; a
+ * missing file is none), each journal record replacing the record of its
+ * "id" in place or appended, each tombstone removing it. For tools and tests:
+ * it holds the whole state in memory (the daemon loads record by record).
+ * 0, -EBADMSG (tasks.json is no JSON array), -errno. */
+int state_journal_read_json(int dir_fd, struct json_object **ret);

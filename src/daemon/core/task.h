@@ -285,6 +285,8 @@ typedef struct TaskObserver {
         void (*key_changing)(Task *t, TaskKey k, void *userdata);
         void (*key_changed)(Task *t, TaskKey k, void *userdata);
         void (*checked)(Task *t, void *userdata);
+        void (*inserted)(Task *t, void *userdata); /* t was appended to the table (task-table.c) */
+        void (*removed)(Task *t, void *userdata);  /* t is being taken out of the table, still whole */
         void *userdata;
 } TaskObserver;
 
@@ -357,6 +359,10 @@ struct Task {
         bool log_has_event;    /* cache: once true stays true */
         json_object *list_row; /* cache: its task.list row, made at list_row_generation */
         uint64_t list_row_generation;
+        /* store.c: in the journal's next commit; its record is durable (in
+         * tasks.json or the journal: a removal then needs a tombstone) */
+        bool store_pending;
+        bool store_durable;
         /* store.c: where the record's text is in the last tasks.json written,
          * made at text_generation (text_len 0: unknown) */
         uint64_t text_off;
