@@ -352,6 +352,20 @@ static void restart(void) {
 
 static char *journal_path(void) { return strdup_printf("%s/tasks.journal", dir); }
 
+/* tasks.json with a record large enough that the state is past the size
+ * written whole at every commit (store.c), then records (JSON text, "" for
+ * none) after it */
+static void write_large_tasks(const char *records) {
+        char *pad = malloc(96 << 10);
+        memset(pad, 'p', (96 << 10) - 1);
+        pad[(96 << 10) - 1] = 0;
+        char *raw = strdup_printf("[{\"id\":\"oc_ballast\",\"status\":\"done\",\"executorId\":\"pi\",\"notes\":\"%s\"}%s%s]", pad,
+                                  *records ? "," : "", records);
+        char *in = pretty(raw);
+        write_tasks(in);
+        free(in), free(raw), free(pad);
+}
+
 static off_t size_of(const char *p) {
         struct stat st;
         return stat(p, &st) == 0 ? st.st_size : -1;
@@ -361,26 +375,24 @@ static off_t size_of(const char *p) {
  * restart gets them back, in table order, a removed task's tombstone
  * included. */
 START_TEST(changes_go_to_the_journal) {
-        char *in = pretty("[{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\"},"
+        write_large_tasks("{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\"},"
                           "{\"id\":\"oc_2\",\"status\":\"done\",\"executorId\":\"pi\"},"
-                          "{\"id\":\"oc_3\",\"status\":\"done\",\"executorId\":\"pi\"}]");
-        write_tasks(in);
-        free(in);
+                          "{\"id\":\"oc_3\",\"status\":\"done\",\"executorId\":\"pi\"}");
         ck_assert_int_eq(manager_load_tasks(&m), 0);
         ck_assert(m.store.dirty); /* no journal follows it yet: a fresh pair is owed */
         ck_assert_int_eq(manager_flush(&m), 0);
         char *snap = read_tasks(), *jp = journal_path();
         off_t j0 = size_of(jp);
         ck_assert_int_gt(j0, 0);
-        ck_assert_int_eq(task_set_str(m.tasks[1], TASK_KEY_model, "changed"), 0);
-        ck_assert(m.tasks[1]->store_pending && m.store.dirty);
+        ck_assert_int_eq(task_set_str(m.tasks[2], TASK_KEY_model, "changed"), 0);
+        ck_assert(m.tasks[2]->store_pending && m.store.dirty);
         Task *t = task_with_id("oc_4");
         ck_assert_ptr_nonnull(t);
         ck_assert_int_eq(manager_flush(&m), 0);
         ck_assert(!m.store.dirty && !t->store_pending && t->store_durable);
         off_t j1 = size_of(jp);
         ck_assert_int_gt(j1, j0);
-        manager_remove_task(&m, m.tasks[0]);
+        manager_remove_task(&m, m.tasks[1]);
         ck_assert_uint_eq(m.store.n_tombstones, 1);
         ck_assert_int_eq(manager_flush(&m), 0);
         /* tasks.json as it was */
@@ -389,17 +401,18 @@ START_TEST(changes_go_to_the_journal) {
         /* a record per change: each a line, about one record's size */
         ck_assert_int_lt(size_of(jp) - j0, 1024);
         restart();
-        ck_assert_uint_eq(m.n_tasks, 3);
-        ck_assert_str_eq(m.tasks[0]->id, "oc_2");
-        ck_assert_str_eq(m.tasks[0]->rec.model, "changed");
-        ck_assert_str_eq(m.tasks[1]->id, "oc_3");
-        ck_assert_str_eq(m.tasks[2]->id, "oc_4");
+        ck_assert_uint_eq(m.n_tasks, 4);
+        ck_assert_str_eq(m.tasks[0]->id, "oc_ballast");
+        ck_assert_str_eq(m.tasks[1]->id, "oc_2");
+        ck_assert_str_eq(m.tasks[1]->rec.model, "changed");
+        ck_assert_str_eq(m.tasks[2]->id, "oc_3");
+        ck_assert_str_eq(m.tasks[3]->id, "oc_4");
         ck_assert_ptr_null(store_journal_note(&m));
         ck_assert(!m.store.dirty); /* the journal followed: nothing owed */
         /* the durable view a reader of the state dir gets is the same */
         json_object *arr = tf_durable_tasks(dir);
-        ck_assert_uint_eq(json_object_array_length(arr), 3);
-        ck_assert_str_eq(json_get_string(json_object_array_get_idx(arr, 0), "model"), "changed");
+        ck_assert_uint_eq(json_object_array_length(arr), 4);
+        ck_assert_str_eq(json_get_string(json_object_array_get_idx(arr, 1), "model"), "changed");
         json_object_put(arr);
         /* a compaction: tasks.json whole again, the journal empty again */
         ck_assert_int_eq(manager_compact(&m), 0);
@@ -408,7 +421,7 @@ START_TEST(changes_go_to_the_journal) {
         ck_assert_ptr_null(strstr(after, "oc_1"));
         ck_assert_int_lt(size_of(jp), 128); /* its header alone */
         restart();
-        ck_assert_uint_eq(m.n_tasks, 3);
+        ck_assert_uint_eq(m.n_tasks, 4);
         free(snap), free(now), free(after), free(jp);
 }
 END_TEST
@@ -417,7 +430,7 @@ END_TEST
  * first flush writes a fresh pair; a damaged record stops the replay there
  * and the damaged journal is kept beside it. Neither is fatal. */
 START_TEST(torn_and_damaged_journals_are_reported) {
-        write_tasks("[]");
+        write_large_tasks("");
         ck_assert_int_eq(manager_load_tasks(&m), 0);
         ck_assert_int_eq(manager_flush(&m), 0);
         task_with_id("oc_a");
@@ -429,8 +442,8 @@ START_TEST(torn_and_damaged_journals_are_reported) {
         /* torn: the last record half there */
         ck_assert_int_eq(truncate(jp, full - 7), 0);
         restart();
-        ck_assert_uint_eq(m.n_tasks, 1);
-        ck_assert_str_eq(m.tasks[0]->id, "oc_a");
+        ck_assert_uint_eq(m.n_tasks, 2);
+        ck_assert_str_eq(m.tasks[1]->id, "oc_a");
         ck_assert_ptr_nonnull(strstr(strempty(store_journal_note(&m)), "torn tail"));
         ck_assert(m.store.dirty);
         ck_assert_int_eq(manager_flush(&m), 0); /* a fresh pair */
@@ -451,7 +464,7 @@ START_TEST(torn_and_damaged_journals_are_reported) {
         rec[1] = 'X';
         ck_assert_int_eq(write_file_atomic(jp, text, len, 0600), 0);
         restart();
-        ck_assert_uint_eq(m.n_tasks, 1); /* oc_c damaged, oc_d after it */
+        ck_assert_uint_eq(m.n_tasks, 2); /* oc_c damaged, oc_d after it */
         ck_assert_ptr_nonnull(strstr(strempty(store_journal_note(&m)), "damaged record"));
         ck_assert_int_eq(manager_flush(&m), 0);
         char *dp = strdup_printf("%s/tasks.journal.damaged", dir), *kept = NULL;
@@ -464,14 +477,16 @@ END_TEST
 /* Past its threshold the journal is compacted at idle priority, in the
  * loop, not by the flush that crossed it. */
 START_TEST(threshold_compaction_runs_when_idle) {
-        write_tasks("[]");
+        write_large_tasks("");
         ck_assert_int_eq(manager_load_tasks(&m), 0);
         ck_assert_int_eq(manager_flush(&m), 0);
         Task *t = task_with_id("oc_big");
         char *big = malloc(64 << 10);
         memset(big, 'x', (64 << 10) - 1);
         big[(64 << 10) - 1] = 0;
-        uint64_t before = m.store.compactions;
+        uint64_t before;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        before = m.store.compactions; /* (the first flush wrote the new task whole: the state was small) */
         for (int i = 0; i < 20 && !m.store.compact_source; i++) {
                 big[i] = 'y';
                 ck_assert_int_eq(task_set_str(t, TASK_KEY_model, big), 0);
@@ -489,7 +504,64 @@ START_TEST(threshold_compaction_runs_when_idle) {
 }
 END_TEST
 
+/* A small state is written whole at every commit: tasks.json is current
+ * for whoever reads it alone. */
+START_TEST(small_state_is_written_whole) {
+        write_tasks("[]");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        Task *t = task_with_id("oc_small");
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *s = read_tasks();
+        ck_assert_ptr_nonnull(strstr(s, "oc_small"));
+        free(s);
+        ck_assert_int_eq(task_set_str(t, TASK_KEY_model, "now"), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        s = read_tasks();
+        ck_assert_ptr_nonnull(strstr(s, "\"model\": \"now\""));
+        free(s);
+        char *jp = journal_path();
+        ck_assert_int_lt(size_of(jp), 128);
+        free(jp);
+}
+END_TEST
+
+/* tasks.json replaced behind a running daemon (a restore, another program):
+ * appending to a journal that no longer follows it would be lost at the next
+ * start, so the next commit writes both anew from memory; and one that
+ * cannot be written (a directory there) is an error, the changes kept. */
+START_TEST(replaced_snapshot_is_written_anew) {
+        write_large_tasks("{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\"}");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        write_large_tasks("{\"id\":\"oc_other\",\"status\":\"done\",\"executorId\":\"pi\"}");
+        ck_assert_int_eq(task_set_str(m.tasks[1], TASK_KEY_model, "kept"), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *s = read_tasks();
+        ck_assert_ptr_nonnull(strstr(s, "\"model\": \"kept\""));
+        ck_assert_ptr_null(strstr(s, "oc_other"));
+        free(s);
+        restart();
+        ck_assert_str_eq(m.tasks[1]->rec.model, "kept");
+        /* a directory where tasks.json was: the commit fails, nothing lost */
+        char *p = tasks_path(), *q = strdup_printf("%s/keep", p);
+        ck_assert_int_eq(unlink(p), 0);
+        ck_assert_int_eq(mkdir(p, 0700), 0);
+        ck_assert_int_eq(mkdir(q, 0700), 0);
+        ck_assert_int_eq(task_set_str(m.tasks[1], TASK_KEY_model, "later"), 0);
+        ck_assert_int_lt(manager_flush(&m), 0);
+        ck_assert(m.store.dirty);
+        ck_assert_int_eq(rmdir(q), 0);
+        ck_assert_int_eq(rmdir(p), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        restart();
+        ck_assert_str_eq(m.tasks[1]->rec.model, "later");
+        free(p), free(q);
+}
+END_TEST
+
 TF_MAIN("store", "store", setup, teardown, 0, missing_file_is_an_empty_store, load_store_round_trip,
         malformed_file_is_kept_and_never_overwritten, failed_write_is_an_error, queued_tasks_are_queued_again_in_order,
         streamed_text_is_json_c_text, streamed_load_is_all_or_nothing, flush_copies_unchanged_records,
-        changes_go_to_the_journal, torn_and_damaged_journals_are_reported, threshold_compaction_runs_when_idle)
+        changes_go_to_the_journal, torn_and_damaged_journals_are_reported, threshold_compaction_runs_when_idle,
+        small_state_is_written_whole, replaced_snapshot_is_written_anew)

@@ -21,10 +21,15 @@
 
 /* a failed commit is tried again after this */
 #define RETRY_MS 1000
-/* the journal is compacted into tasks.json once it is this large, or a
- * quarter of tasks.json if that is more: a snapshot's cost spread over the
- * records that made it due stays a few times a record's size */
-#define COMPACT_MIN_BYTES (1U << 20)
+/* A state this small (tasks.json and journal) is written whole at every
+ * commit, as a snapshot: that costs about what a record does, and keeps
+ * tasks.json current for whoever reads it alone. Past it, changes are
+ * journal records and the journal is compacted into tasks.json once it is a
+ * quarter of tasks.json's size (and at least COMPACT_MIN_BYTES), at idle
+ * priority: the snapshot's cost spread over the records that made it due is
+ * then a few times their size, whatever the history's. */
+#define SMALL_STATE_BYTES (64U << 10)
+#define COMPACT_MIN_BYTES (256U << 10)
 #define COMPACT_SNAPSHOT_SHARE 4
 /* the load gives the mapped text back as it goes, this much at a time */
 #define LOAD_RELEASE_STEP (1U << 20)
@@ -247,6 +252,25 @@ static int append_tombstone(Manager *m, const char *id) {
         return state_journal_append(&m->store.journal, JOURNAL_TOMBSTONE, s, len, NULL);
 }
 
+static bool same_file(const struct stat *sb, dev_t dev, ino_t ino, off_t size, const struct timespec *mtim) {
+        return sb->st_dev == dev && sb->st_ino == ino && sb->st_size == size && sb->st_mtim.tv_sec == mtim->tv_sec &&
+               sb->st_mtim.tv_nsec == mtim->tv_nsec;
+}
+
+/* tasks.json is still the snapshot the journal follows (no one replaced,
+ * removed or edited it since the load or the last compaction), and
+ * tasks.journal still the file appended to: else appends would land where
+ * the next start ignores them */
+static bool pair_in_place(Manager *m) {
+        Store *st = &m->store;
+        struct stat sb, jb;
+        if (!st->snap_known || fstatat(st->dir_fd, STATE_SNAPSHOT_FILE, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !same_file(&sb, st->snap_dev, st->snap_ino, st->snap_size, &st->snap_mtim))
+                return false;
+        return fstat(st->journal.fd, &jb) == 0 && fstatat(st->dir_fd, STATE_JOURNAL_FILE, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+               sb.st_dev == jb.st_dev && sb.st_ino == jb.st_ino;
+}
+
 int manager_flush(Manager *m) {
         Store *st = &m->store;
         if (!st->dirty) return 0;
@@ -254,6 +278,12 @@ int manager_flush(Manager *m) {
         int r = store_ready(m);
         if (r < 0) return r;
         if (st->compact_needed || !state_journal_usable(&st->journal)) return manager_compact(m);
+        if (st->snapshot_bytes + st->journal.committed <= SMALL_STATE_BYTES) return manager_compact(m);
+        if (!pair_in_place(m)) {
+                log_warning("%s/tasks.json or tasks.journal was replaced behind the daemon; writing both anew",
+                            m->paths.state_dir);
+                return manager_compact(m);
+        }
         for (size_t i = 0; r >= 0 && i < st->n_pending; i++) r = append_task(m, st->pending[i]);
         for (size_t i = 0; r >= 0 && i < st->n_tombstones; i++) r = append_tombstone(m, st->tombstones[i]);
         if (r >= 0) r = state_journal_commit(&st->journal);
@@ -446,12 +476,13 @@ int manager_compact(Manager *m) {
                 return r;
         }
         struct stat sb;
-        if (fstatat(st->dir_fd, STATE_SNAPSHOT_FILE, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+        st->snap_known = fstatat(st->dir_fd, STATE_SNAPSHOT_FILE, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        if (st->snap_known) {
                 st->written = true;
-                st->dev = sb.st_dev;
-                st->ino = sb.st_ino;
-                st->size = sb.st_size;
-                st->mtim = sb.st_mtim;
+                st->dev = st->snap_dev = sb.st_dev;
+                st->ino = st->snap_ino = sb.st_ino;
+                st->size = st->snap_size = sb.st_size;
+                st->mtim = st->snap_mtim = sb.st_mtim;
         }
         st->snapshot_bytes = bytes;
         st->compactions++;
@@ -580,14 +611,87 @@ static int idset_add(IdSet *set, Task *t) {
                 }
 }
 
+/* Identical small JSON values of the records (every task's network policy,
+ * an empty list of warnings) become one shared object at load: a record's
+ * value is never changed in place (a write replaces it), and one json-c
+ * object with its hash table is ~1 KB, per task most of a large table's
+ * memory otherwise. The values by their text, for the load's duration. */
+typedef struct Intern {
+        char *text;
+        json_object *v;
+} Intern;
+
+typedef struct InternSet {
+        Intern *slot;
+        size_t mask, n;
+} InternSet;
+
+/* only values this small are shared (their text is made to compare them) */
+#define INTERN_MAX_TEXT 512
+
 typedef struct LoadState {
         IdSet ids;
+        InternSet values;
         size_t first; /* m->tasks index of the first task this load added */
         json_tokener *tok;
         size_t replayed, removed;
 } LoadState;
 
 static LoadState *load_state;
+
+static void intern_set_done(InternSet *set) {
+        for (size_t i = 0; set->slot && i <= set->mask; i++) {
+                free(set->slot[i].text);
+                json_object_put(set->slot[i].v);
+        }
+        free(set->slot);
+        *set = (InternSet) {0};
+}
+
+/* the shared value with that text, or v entered as it (a new reference
+ * either way); v itself when the table cannot grow */
+static json_object *intern_value(InternSet *set, json_object *v, const char *text) {
+        if ((set->n + 1) * 2 > set->mask + 1 || !set->slot) {
+                size_t cap = set->slot ? (set->mask + 1) * 2 : 64;
+                Intern *ns = calloc(cap, sizeof *ns);
+                if (!ns) return json_object_get(v);
+                for (size_t i = 0; set->slot && i <= set->mask; i++)
+                        if (set->slot[i].text)
+                                for (size_t j = id_hash(set->slot[i].text) & (cap - 1);; j = (j + 1) & (cap - 1))
+                                        if (!ns[j].text) {
+                                                ns[j] = set->slot[i];
+                                                break;
+                                        }
+                free(set->slot);
+                set->slot = ns;
+                set->mask = cap - 1;
+        }
+        for (size_t j = id_hash(text) & set->mask;; j = (j + 1) & set->mask) {
+                if (!set->slot[j].text) {
+                        char *copy = strdup(text);
+                        if (!copy) return json_object_get(v);
+                        set->slot[j] = (Intern) {.text = copy, .v = json_object_get(v)};
+                        set->n++;
+                        return json_object_get(v);
+                }
+                if (streq(set->slot[j].text, text)) return json_object_get(set->slot[j].v);
+        }
+}
+
+/* t's values of the keys that repeat across tasks, shared */
+static void intern_record(LoadState *ls, Task *t) {
+        static const TaskKey keys[] = {TASK_KEY_network, TASK_KEY_changeset_warnings, TASK_KEY_changeset_risks};
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                _cleanup_json_ json_object *v = task_record_get_json(&t->rec, keys[i]);
+                if (!v) continue;
+                size_t len = 0;
+                const char *text = json_to_line(v, &len);
+                if (!text || len > INTERN_MAX_TEXT) continue;
+                json_object *shared = intern_value(&ls->values, v, text);
+                if (shared == v) json_object_put(shared);
+                else (void) task_set_json(t, keys[i], shared);
+        }
+}
 
 /* parse_array_stream's fn: one record into the table (no side effects yet). */
 static int load_one(Manager *m, json_object *rec) {
@@ -603,7 +707,9 @@ static int load_one(Manager *m, json_object *rec) {
         if (r == 0) {
                 /* a duplicate id: the first record wins */
                 manager_remove_task(m, t);
+                return 0;
         }
+        intern_record(load_state, t);
         return 0;
 }
 
@@ -637,6 +743,7 @@ static int replay_one(JournalKind kind, uint64_t seq, const char *payload, size_
                 int r = task_table_replace_json(m, *slot, o, &t);
                 if (r < 0) return r == -EINVAL ? -EBADMSG : r;
                 *slot = t;
+                intern_record(ls, t);
                 return 0;
         }
         for (size_t i = 0; i < ls->first; i++)
@@ -646,6 +753,7 @@ static int replay_one(JournalKind kind, uint64_t seq, const char *payload, size_
                 }
         Task *t = task_table_add_json(m, o);
         if (!t) return -ENOMEM;
+        intern_record(ls, t);
         return idset_add(&ls->ids, t) < 0 ? -ENOMEM : 0;
 }
 
@@ -765,6 +873,7 @@ int manager_load_tasks(Manager *m) {
         load_state = NULL;
         st->loading = false;
         free(ls.ids.slot);
+        intern_set_done(&ls.values);
         if (r < 0) {
                 /* a partly read file loads nothing */
                 st->loading = true;
@@ -779,6 +888,11 @@ int manager_load_tasks(Manager *m) {
         }
         if (!missing) (void) chmod(path, 0600);
         st->snapshot_bytes = len;
+        st->snap_known = !missing;
+        st->snap_dev = sb.st_dev;
+        st->snap_ino = sb.st_ino;
+        st->snap_size = sb.st_size;
+        st->snap_mtim = sb.st_mtim;
         st->loading = true;
         /* what the original wrote differently, as it read it back */
         for (size_t i = ls.first; i < m->n_tasks; i++) {

@@ -6,12 +6,14 @@
  * (deserialization only: what a loaded task still needs — re-adopting its
  * shim, queueing it again — is the lifecycle's coldplug). Every change to a
  * task's record (its observers see each one), a task added to the table or
- * taken out of it becomes one journal record; the records of one loop
- * iteration are committed together at its end (one fdatasync), or at once
- * where a caller needs them durable. tasks.json is rewritten from memory
- * (a compaction) only once the journal has grown past a threshold (at idle
- * priority, never inside a request), when load found the journal missing,
- * stale or damaged, and at shutdown. Owns Manager.store and Task.store_* /
+ * taken out of it becomes one journal record; what changed while the loop
+ * worked is committed together once it is idle (one fdatasync), or at once
+ * where a caller needs it durable. tasks.json is rewritten from memory (a
+ * compaction) at every commit while the state is small (64 KiB: it costs
+ * what a record does), else only once the journal has grown past a quarter
+ * of it (at idle priority, never inside a request); also when load found the
+ * journal missing, stale or damaged, when either file was replaced behind
+ * the daemon, and at shutdown. Owns Manager.store and Task.store_* /
  * Task.text_*. Records go to and from JSON only through task.h. */
 
 #include <stdbool.h>
@@ -45,6 +47,13 @@ typedef struct Store {
         sd_event_source *flush_source;   /* post source: the group commit at the end of a loop iteration */
         sd_event_source *retry_timer;    /* a failed commit tried again */
         sd_event_source *compact_source; /* defer source at idle priority: the threshold compaction */
+        /* identity of the tasks.json the journal follows (loaded or written
+         * last): a commit checks it is still the file there */
+        bool snap_known;
+        dev_t snap_dev;
+        ino_t snap_ino;
+        off_t snap_size;
+        struct timespec snap_mtim;
         /* identity of the tasks.json it wrote last (a compaction copies
          * unchanged records' text from it, Task.text_off/text_len) */
         bool written;
