@@ -446,8 +446,8 @@ START_TEST(torn_and_damaged_journals_are_reported) {
         ck_assert_str_eq(m.tasks[1]->id, "oc_a");
         ck_assert_ptr_nonnull(strstr(strempty(store_journal_note(&m)), "torn tail"));
         ck_assert(m.store.dirty);
-        ck_assert_int_eq(manager_flush(&m), 0); /* a fresh pair */
-        ck_assert_ptr_null(store_journal_note(&m));
+        ck_assert_int_eq(manager_flush(&m), 0); /* a fresh pair; what the start found is still said */
+        ck_assert_ptr_nonnull(store_journal_note(&m));
         char *s = read_tasks();
         ck_assert_ptr_nonnull(strstr(s, "oc_a"));
         free(s);

@@ -487,8 +487,6 @@ int manager_compact(Manager *m) {
         st->snapshot_bytes = bytes;
         st->compactions++;
         st->compact_needed = false;
-        free(st->journal_note);
-        st->journal_note = NULL;
         for (size_t i = 0; i < m->n_tasks; i++) m->tasks[i]->store_durable = true;
         pending_committed(m);
         return 0;

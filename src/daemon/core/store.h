@@ -98,7 +98,8 @@ int manager_flush_now(Manager *m);
  * directory fsync, then a journal holding nothing more; state-journal.h) and
  * make every change durable with it. 0, -EIO after a failed load, -errno. */
 int manager_compact(Manager *m);
-/* What load found wrong with the journal, one line, or NULL. */
+/* What the start's load found wrong with the journal (kept while the daemon
+ * runs, after the fresh pair replaced it), one line, or NULL. */
 const char *store_journal_note(Manager *m);
 /* tasks.json's text for the table (json-c's pretty, spaced array of every
  * record, built one record at a time, none copied from an earlier write):
