@@ -223,7 +223,7 @@ int journal_scan(const char *text, size_t len, journal_record_fn fn, void *userd
                         have_header = true;
                         prev = ret->last_seq = ret->header.base_seq;
                         off = (size_t) (nl - text) + 1;
-                        ret->valid_bytes = off;
+                        ret->valid_bytes = ret->header_bytes = off;
                         ret->end = JOURNAL_END_CLEAN;
                         continue;
                 }
@@ -529,6 +529,45 @@ static int write_next(StateJournal *j, JournalCompaction *c, size_t *ret_len, si
         *ret_len = len;
         *ret_records = records;
         return TAKE_FD(fd);
+}
+
+int state_journal_reset(StateJournal *j, const JournalHeader *h, const char *src, uint64_t from, uint64_t to,
+                        size_t n_records, uint64_t last_seq) {
+        if (j->len) return -EBUSY;
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        int r = format_header(&buf, &len, &cap, h);
+        if (r >= 0 && to > from) {
+                _cleanup_close_ int sfd = openat(j->dir_fd, src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+                r = sfd < 0 ? -errno : buf_reserve(&buf, &len, &cap, (size_t) (to - from));
+                for (uint64_t off = from; r >= 0 && off < to;) {
+                        ssize_t n = pread(sfd, buf + len, (size_t) (to - off), (off_t) off);
+                        if (n < 0 && errno == EINTR) continue;
+                        if (n <= 0) r = n < 0 ? -errno : -EIO;
+                        else len += (size_t) n, off += (uint64_t) n;
+                }
+        }
+        _cleanup_close_ int fd = r >= 0 ? openat(j->dir_fd, STATE_JOURNAL_TMP_FILE,
+                                                 O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600)
+                                        : -1;
+        if (r >= 0 && (fd < 0 || fchmod(fd, 0600) < 0)) r = -errno;
+        if (r >= 0) r = loop_write(fd, buf, len);
+        free(buf);
+        if (r >= 0 && fsync(fd) < 0) r = -errno;
+        if (r >= 0 && renameat(j->dir_fd, STATE_JOURNAL_TMP_FILE, j->dir_fd, STATE_JOURNAL_FILE) < 0) r = -errno;
+        if (r >= 0 && fsync(j->dir_fd) < 0) r = -errno;
+        if (r < 0) {
+                (void) unlinkat(j->dir_fd, STATE_JOURNAL_TMP_FILE, 0);
+                return r;
+        }
+        safe_close(j->fd);
+        j->fd = TAKE_FD(fd);
+        j->broken = false;
+        j->base_seq = h->base_seq;
+        j->next_seq = last_seq + 1;
+        j->committed = len;
+        j->n_records = n_records;
+        return 0;
 }
 
 /* a step of its own: the fault hook first, then fn; -ECANCELED for a crash */

@@ -61,6 +61,7 @@ struct json_object;
 #define STATE_JOURNAL_DAMAGED_FILE "tasks.journal.damaged"
 #define STATE_SNAPSHOT_FILE "tasks.json"
 #define STATE_SNAPSHOT_TMP_FILE ".tasks-compact.json"
+#define STATE_JOURNAL_TMP_FILE ".tasks-journal.tmp"
 /* the longest line load accepts (a record larger than this is damaged) */
 #define STATE_JOURNAL_LINE_MAX (64U << 20)
 
@@ -122,6 +123,7 @@ typedef struct JournalHeader {
 typedef struct JournalScan {
         JournalHeader header;
         JournalEnd end;
+        size_t header_bytes; /* the header line's */
         size_t valid_bytes; /* the valid prefix: header and records (where a replay stopped) */
         size_t total_bytes;
         size_t n_records;   /* valid records after the header */
@@ -222,6 +224,17 @@ int state_journal_compact_write(JournalCompaction *c, const void *data, size_t l
  * since begin are carried over. Where a step fails, c is aborted; after step
  * 3, j is broken (the next commit must be a compaction again). 0, -errno. */
 int state_journal_compact_finish(StateJournal *j, JournalCompaction *c);
+/* A journal that follows the snapshot h names and holds the bytes [from,
+ * to) of the file src in dir (valid records of a journal that a load
+ * replayed: after its header, before where it stopped; from == to: none),
+ * n_records of them, the last numbered last_seq, put in place of
+ * tasks.journal (temp file .tasks-journal.tmp, fsync, rename, directory
+ * fsync); j then appends to it. What a start does where tasks.json is sound
+ * but the journal was missing, stale, cut or damaged, or left as .next: no
+ * snapshot is written. A stop at any step leaves what the load read. 0,
+ * -errno. */
+int state_journal_reset(StateJournal *j, const JournalHeader *h, const char *src, uint64_t from, uint64_t to,
+                        size_t n_records, uint64_t last_seq);
 /* Give up a compaction: its temp file goes. */
 void state_journal_compact_abort(JournalCompaction *c);
 

@@ -625,6 +625,60 @@ START_TEST(going_on_after_a_failed_compaction) {
 }
 END_TEST
 
+/* A start that found the journal cut (or stale) writes a fresh one for the
+ * same tasks.json, carrying the valid records, without a snapshot; a crash
+ * before its rename leaves what the load read. */
+START_TEST(reset_carries_the_valid_records) {
+        StateJournal j;
+        fresh(&j);
+        Table model = {0}, got = {0}, at2 = {0};
+        change(&j, &model, 1, "a");
+        change(&j, &model, 2, "b");
+        ck_assert_int_eq(state_journal_commit(&j), 0);
+        table_copy(&at2, &model);
+        change(&j, &model, 3, "c");
+        ck_assert_int_eq(state_journal_commit(&j), 0);
+        state_journal_done(&j);
+        size_t len;
+        _cleanup_free_ char *text = journal_text(&len);
+        journal_put(text, len - 3);
+        size_t sl;
+        _cleanup_free_ char *snap = read_snapshot(&sl);
+        JournalLoad ld;
+        StateJournal j2 = STATE_JOURNAL_INIT;
+        load(&got, &ld, &j2);
+        ck_assert_int_eq(ld.scan.end, JOURNAL_END_TORN);
+        JournalHeader h = {.base_seq = ld.scan.header.base_seq, .snapshot_bytes = sl, .snapshot_crc = crc32c(0, snap, sl)};
+        ck_assert_int_eq(state_journal_reset(&j2, &h, STATE_JOURNAL_FILE, ld.scan.header_bytes, ld.scan.valid_bytes,
+                                             ld.scan.n_records, ld.scan.last_seq),
+                         0);
+        ck_assert(state_journal_usable(&j2));
+        ck_assert_uint_eq(j2.next_seq, 3);
+        change(&j2, &at2, 4, "d");
+        ck_assert_int_eq(state_journal_commit(&j2), 0);
+        load(&got, &ld, NULL);
+        ck_assert_int_eq(ld.scan.end, JOURNAL_END_CLEAN);
+        ck_assert_uint_eq(ld.scan.n_records, 3);
+        assert_same(&got, &at2);
+        /* the snapshot was not touched */
+        size_t sl2;
+        _cleanup_free_ char *snap2 = read_snapshot(&sl2);
+        ck_assert_str_eq(snap2, snap);
+        /* a stale journal: a fresh one with nothing carried */
+        free(tf_put(dir, STATE_SNAPSHOT_FILE, "07 x\n", 5));
+        load(&got, &ld, NULL);
+        ck_assert(ld.stale);
+        JournalHeader h2 = {.base_seq = 0, .snapshot_bytes = 5, .snapshot_crc = crc32c(0, "07 x\n", 5)};
+        ck_assert_int_eq(state_journal_reset(&j2, &h2, STATE_JOURNAL_FILE, 0, 0, 0, 0), 0);
+        load(&got, &ld, NULL);
+        ck_assert(ld.found && !ld.stale);
+        ck_assert_uint_eq(ld.scan.n_records, 0);
+        ck_assert_str_eq(got.v[7], "x");
+        state_journal_done(&j2);
+        table_done(&model), table_done(&got), table_done(&at2);
+}
+END_TEST
+
 /* Any mix of commits, compactions and starts: snapshot + journal is the
  * table as it was. */
 START_TEST(snapshot_plus_journal_is_the_same_table) {
@@ -665,4 +719,4 @@ END_TEST
 TF_MAIN("state-journal", "state-journal", setup, teardown, 0, crc32c_vectors, line_format_and_checks,
         append_and_group_commit, failed_commit_leaves_nothing, torn_tail_is_cut, damaged_record_in_the_middle_stops_there,
         stale_journal_is_ignored, compaction_racing_appends, crash_at_every_compaction_step,
-        going_on_after_a_failed_compaction, snapshot_plus_journal_is_the_same_table)
+        going_on_after_a_failed_compaction, reset_carries_the_valid_records, snapshot_plus_journal_is_the_same_table)

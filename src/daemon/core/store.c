@@ -258,17 +258,42 @@ static bool same_file(const struct stat *sb, dev_t dev, ino_t ino, off_t size, c
 }
 
 /* tasks.json is still the snapshot the journal follows (no one replaced,
- * removed or edited it since the load or the last compaction), and
- * tasks.journal still the file appended to: else appends would land where
- * the next start ignores them */
+ * removed or edited it since the load or the last compaction) */
+static bool snapshot_in_place(Manager *m) {
+        Store *st = &m->store;
+        struct stat sb;
+        return st->snap_known && fstatat(st->dir_fd, STATE_SNAPSHOT_FILE, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+               same_file(&sb, st->snap_dev, st->snap_ino, st->snap_size, &st->snap_mtim);
+}
+
+/* that, and tasks.journal still the file appended to: else appends would
+ * land where the next start ignores them */
 static bool pair_in_place(Manager *m) {
         Store *st = &m->store;
         struct stat sb, jb;
-        if (!st->snap_known || fstatat(st->dir_fd, STATE_SNAPSHOT_FILE, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
-            !same_file(&sb, st->snap_dev, st->snap_ino, st->snap_size, &st->snap_mtim))
-                return false;
+        if (!snapshot_in_place(m)) return false;
         return fstat(st->journal.fd, &jb) == 0 && fstatat(st->dir_fd, STATE_JOURNAL_FILE, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
                sb.st_dev == jb.st_dev && sb.st_ino == jb.st_ino;
+}
+
+static void keep_damaged_journal(Manager *m);
+
+/* A journal for tasks.json as loaded, carrying what the load replayed (no
+ * snapshot written); a compaction where tasks.json changed since or the
+ * journal cannot be written. */
+static int reset_journal(Manager *m) {
+        Store *st = &m->store;
+        if (!snapshot_in_place(m)) return manager_compact(m);
+        keep_damaged_journal(m);
+        int r = state_journal_reset(&st->journal, &st->reset_header, st->reset_src ? st->reset_src : STATE_JOURNAL_FILE,
+                                    st->reset_from, st->reset_to, st->reset_records, st->reset_last_seq);
+        if (r < 0) {
+                log_warning_errno(r, "cannot write a fresh %s/" STATE_JOURNAL_FILE "; writing tasks.json whole",
+                                  m->paths.state_dir);
+                return manager_compact(m);
+        }
+        st->reset_needed = false;
+        return 0;
 }
 
 int manager_flush(Manager *m) {
@@ -277,6 +302,10 @@ int manager_flush(Manager *m) {
         if (st->load_error) return -EIO; /* never overwrite state we could not read */
         int r = store_ready(m);
         if (r < 0) return r;
+        if (st->reset_needed && !st->compact_needed) {
+                r = reset_journal(m);
+                if (r < 0 || !st->dirty) return r;
+        }
         if (st->compact_needed || !state_journal_usable(&st->journal)) return manager_compact(m);
         if (st->snapshot_bytes + st->journal.committed <= SMALL_STATE_BYTES) return manager_compact(m);
         if (!pair_in_place(m)) {
@@ -486,7 +515,7 @@ int manager_compact(Manager *m) {
         }
         st->snapshot_bytes = bytes;
         st->compactions++;
-        st->compact_needed = false;
+        st->compact_needed = st->reset_needed = false;
         for (size_t i = 0; i < m->n_tasks; i++) m->tasks[i]->store_durable = true;
         pending_committed(m);
         return 0;
@@ -821,8 +850,16 @@ static int load_journal(Manager *m, LoadState *ls, uint64_t bytes, uint32_t crc)
                         st->compact_needed = true;
                 }
         } else {
-                st->journal.next_seq = ld.found ? sc->last_seq + 1 : 1;
-                st->compact_needed = true;
+                /* a fresh journal for this tasks.json at the first flush */
+                st->reset_needed = true;
+                st->reset_header = (JournalHeader) {.base_seq = ld.found ? sc->header.base_seq : 0,
+                                                    .snapshot_bytes = bytes, .snapshot_crc = crc};
+                st->reset_src = !ld.found ? NULL : ld.from_next ? STATE_JOURNAL_NEXT_FILE : STATE_JOURNAL_FILE;
+                st->reset_from = ld.found ? sc->header_bytes : 0;
+                st->reset_to = ld.found ? sc->valid_bytes : 0;
+                st->reset_records = ld.found ? sc->n_records : 0;
+                st->reset_last_seq = ld.found ? sc->last_seq : 0;
+                st->journal.next_seq = st->reset_last_seq + 1;
         }
         return 0;
 }
@@ -866,8 +903,10 @@ int manager_load_tasks(Manager *m) {
         if (r >= 0 && !missing) r = parse_array_stream(map ? map : (char *) "", len, load_one, m);
         if (map) (void) munmap(map, len);
         /* the journal only over a snapshot that loaded (never over a file we cannot read) */
+        st->reset_needed = false;
         if (r >= 0 && st->dir_fd >= 0) r = load_journal(m, &ls, missing ? 0 : len, crc);
-        else if (r >= 0) st->compact_needed = true;
+        /* no tasks.json: a journal alone follows nothing; a snapshot is owed */
+        if (r >= 0 && (missing || st->dir_fd < 0)) st->compact_needed = true;
         load_state = NULL;
         st->loading = false;
         free(ls.ids.slot);
@@ -900,8 +939,8 @@ int manager_load_tasks(Manager *m) {
                 t->store_durable = true;
         }
         st->loading = false;
-        /* a fresh pair is owed (no journal follows tasks.json, or it was cut) */
-        st->dirty = st->dirty || st->compact_needed;
+        /* a fresh journal or pair is owed (none follows tasks.json, or it was cut) */
+        st->dirty = st->dirty || st->compact_needed || st->reset_needed;
         (void) malloc_trim(0);
         return 0;
 }

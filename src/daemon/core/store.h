@@ -36,6 +36,16 @@ typedef struct Store {
         bool compact_needed;          /* the next flush must write a snapshot: load found no journal that
                                        * follows tasks.json, or a torn/damaged one */
         bool keep_damaged;            /* that journal had a damaged record: kept as tasks.journal.damaged */
+        /* the next flush writes a journal for tasks.json as loaded (no
+         * snapshot): load found tasks.json sound but its journal missing,
+         * stale, cut, damaged or left as .next; the valid records the load
+         * replayed, [reset_from, reset_to) of reset_src, are carried */
+        bool reset_needed;
+        JournalHeader reset_header;
+        const char *reset_src;
+        uint64_t reset_from, reset_to;
+        size_t reset_records;
+        uint64_t reset_last_seq;
         char *journal_note;           /* what load found wrong with the journal (NULL: nothing), for doctor */
         uint64_t snapshot_bytes;      /* tasks.json's size, for the compaction threshold */
         uint64_t compactions;         /* snapshots this daemon wrote */
