@@ -487,6 +487,18 @@ void state_journal_compact_abort(JournalCompaction *c) {
         if (had) unlink_temps(c->dir_fd, true, false);
 }
 
+/* bytes [from, to) of fd appended to *buf */
+static int pread_append(int fd, uint64_t from, uint64_t to, char **buf, size_t *len, size_t *cap) {
+        int r = buf_reserve(buf, len, cap, (size_t) (to - from));
+        for (uint64_t off = from; r >= 0 && off < to;) {
+                ssize_t n = pread(fd, *buf + *len, (size_t) (to - off), (off_t) off);
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) r = n < 0 ? -errno : -EIO;
+                else *len += (size_t) n, off += (uint64_t) n;
+        }
+        return r;
+}
+
 /* The next journal: header, then the records committed to j since the
  * compaction began (copied as they are). fd of it, or -errno. */
 static int write_next(StateJournal *j, JournalCompaction *c, size_t *ret_len, size_t *ret_records) {
@@ -503,13 +515,7 @@ static int write_next(StateJournal *j, JournalCompaction *c, size_t *ret_len, si
          * committed since begin, so valid lines) */
         uint64_t from = c->from, to = j->fd >= 0 ? j->committed : c->from;
         if (r >= 0 && to > from) {
-                r = buf_reserve(&buf, &len, &cap, (size_t) (to - from));
-                for (uint64_t off = from; r >= 0 && off < to;) {
-                        ssize_t n = pread(j->fd, buf + len, (size_t) (to - off), (off_t) off);
-                        if (n < 0 && errno == EINTR) continue;
-                        if (n <= 0) r = n < 0 ? -errno : -EIO;
-                        else len += (size_t) n, off += (uint64_t) n;
-                }
+                r = pread_append(j->fd, from, to, &buf, &len, &cap);
                 for (size_t i = len - (size_t) (to - from); r >= 0 && i < len; i++) records += buf[i] == '\n';
         }
         if (r >= 0) {
@@ -539,13 +545,7 @@ int state_journal_reset(StateJournal *j, const JournalHeader *h, const char *src
         int r = format_header(&buf, &len, &cap, h);
         if (r >= 0 && to > from) {
                 _cleanup_close_ int sfd = openat(j->dir_fd, src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-                r = sfd < 0 ? -errno : buf_reserve(&buf, &len, &cap, (size_t) (to - from));
-                for (uint64_t off = from; r >= 0 && off < to;) {
-                        ssize_t n = pread(sfd, buf + len, (size_t) (to - off), (off_t) off);
-                        if (n < 0 && errno == EINTR) continue;
-                        if (n <= 0) r = n < 0 ? -errno : -EIO;
-                        else len += (size_t) n, off += (uint64_t) n;
-                }
+                r = sfd < 0 ? -errno : pread_append(sfd, from, to, &buf, &len, &cap);
         }
         _cleanup_close_ int fd = r >= 0 ? openat(j->dir_fd, STATE_JOURNAL_TMP_FILE,
                                                  O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600)

@@ -53,19 +53,6 @@ static double median(double *v, int n) {
         return tf_median(v, (size_t) n);
 }
 
-/* VmRSS of pid in kB (-1 if unknown) */
-static long rss_kb(pid_t pid) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
-        FILE *f = fopen(path, "re");
-        if (!f) return -1;
-        char line[256];
-        long kb = -1;
-        while (fgets(line, sizeof line, f))
-                if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
-        fclose(f);
-        return kb;
-}
 
 /* One request on an open connection; returns the reply frame. *ms: the
  * round trip (send, whole reply read and parsed); *daemon_ms: from the
@@ -175,7 +162,7 @@ static void print_row(const char *what, double value, const char *unit, const ch
 static long settle_rss(tf_world *w) {
         /* let start-up work (loads, sweeps, jobs) finish */
         usleep(1500 * 1000);
-        return rss_kb(tf_daemon_pid(w));
+        return status_kb(tf_daemon_pid(w), "VmRSS");
 }
 
 START_TEST(bench) {

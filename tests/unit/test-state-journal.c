@@ -199,6 +199,37 @@ static void journal_put(const char *text, size_t len) {
         close(fd);
 }
 
+/* {1: a, 2: b} committed (at2 then), then {3: c} committed */
+static void two_commits(StateJournal *j, Table *model, Table *at2) {
+        change(j, model, 1, "a");
+        change(j, model, 2, "b");
+        ck_assert_int_eq(state_journal_commit(j), 0);
+        table_copy(at2, model);
+        change(j, model, 3, "c");
+        ck_assert_int_eq(state_journal_commit(j), 0);
+}
+
+/* a state dir of its own below the case's (sub_leave goes back) */
+static int saved_fd = -1;
+static char *saved_dir;
+static char *sub_enter(const char *fmt, const char *name, size_t i) {
+        char *sub = strdup_printf(fmt, dir, name, i);
+        ck_assert_int_eq(mkdir(sub, 0700), 0);
+        saved_fd = dir_fd;
+        saved_dir = dir;
+        dir_fd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dir_fd, 0);
+        dir = sub;
+        return sub;
+}
+
+static void sub_leave(void) {
+        close(dir_fd);
+        free(dir);
+        dir_fd = saved_fd;
+        dir = saved_dir;
+}
+
 /* ---- the format ---- */
 
 START_TEST(crc32c_vectors) {
@@ -353,12 +384,7 @@ START_TEST(torn_tail_is_cut) {
         StateJournal j;
         fresh(&j);
         Table model = {0}, got = {0}, at2 = {0};
-        change(&j, &model, 1, "a");
-        change(&j, &model, 2, "b");
-        ck_assert_int_eq(state_journal_commit(&j), 0);
-        table_copy(&at2, &model);
-        change(&j, &model, 3, "c");
-        ck_assert_int_eq(state_journal_commit(&j), 0);
+        two_commits(&j, &model, &at2);
         size_t len;
         _cleanup_free_ char *text = journal_text(&len);
         size_t last = len - 1;
@@ -525,13 +551,7 @@ START_TEST(crash_at_every_compaction_step) {
         static const int modes[] = {JOURNAL_FAULT_CRASH, -EIO};
         for (JournalStep step = JOURNAL_STEP_SNAPSHOT_WRITE; step < _JOURNAL_STEP_MAX; step++)
                 for (size_t mi = 0; mi < ELEMENTSOF(modes); mi++) {
-                        /* a state dir of its own */
-                        _cleanup_free_ char *sub = strdup_printf("%s/%s-%zu", dir, journal_step_to_string(step), mi);
-                        ck_assert_int_eq(mkdir(sub, 0700), 0);
-                        int saved = dir_fd;
-                        dir_fd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        char *saved_dir = dir;
-                        dir = sub;
+                        sub_enter("%s/%s-%zu", journal_step_to_string(step), mi);
 
                         StateJournal j;
                         fresh(&j);
@@ -578,9 +598,7 @@ START_TEST(crash_at_every_compaction_step) {
                         state_journal_done(&j2);
                         state_journal_done(&j);
                         table_done(&model), table_done(&got), table_done(&at_begin);
-                        close(dir_fd);
-                        dir_fd = saved;
-                        dir = saved_dir;
+                        sub_leave();
                 }
 }
 END_TEST
@@ -589,12 +607,7 @@ END_TEST
  * (a compaction first where the old journal no longer follows tasks.json). */
 START_TEST(going_on_after_a_failed_compaction) {
         for (JournalStep step = JOURNAL_STEP_SNAPSHOT_WRITE; step < _JOURNAL_STEP_MAX; step++) {
-                _cleanup_free_ char *sub = strdup_printf("%s/go-%s", dir, journal_step_to_string(step));
-                ck_assert_int_eq(mkdir(sub, 0700), 0);
-                int saved = dir_fd;
-                dir_fd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                char *saved_dir = dir;
-                dir = sub;
+                sub_enter("%s/go-%s-%zu", journal_step_to_string(step), 0);
                 StateJournal j;
                 fresh(&j);
                 Table model = {0}, got = {0};
@@ -618,26 +631,18 @@ START_TEST(going_on_after_a_failed_compaction) {
                 assert_same(&got, &model);
                 state_journal_done(&j);
                 table_done(&model), table_done(&got);
-                close(dir_fd);
-                dir_fd = saved;
-                dir = saved_dir;
+                sub_leave();
         }
 }
 END_TEST
 
 /* A start that found the journal cut (or stale) writes a fresh one for the
- * same tasks.json, carrying the valid records, without a snapshot; a crash
- * before its rename leaves what the load read. */
+ * same tasks.json, carrying the valid records, without a snapshot. */
 START_TEST(reset_carries_the_valid_records) {
         StateJournal j;
         fresh(&j);
         Table model = {0}, got = {0}, at2 = {0};
-        change(&j, &model, 1, "a");
-        change(&j, &model, 2, "b");
-        ck_assert_int_eq(state_journal_commit(&j), 0);
-        table_copy(&at2, &model);
-        change(&j, &model, 3, "c");
-        ck_assert_int_eq(state_journal_commit(&j), 0);
+        two_commits(&j, &model, &at2);
         state_journal_done(&j);
         size_t len;
         _cleanup_free_ char *text = journal_text(&len);
