@@ -173,14 +173,9 @@ int main(int argc, char *argv[]) {
         r = sd_event_loop(m->event);
         notify_stopping(m);
         m->shutting_down = true;
-        /* every change durable, then tasks.json whole again (what the
-         * original and any reader of tasks.json alone see next) */
-        int k = manager_flush(m);
+        /* every change durable, then tasks.json whole again (store.h) */
+        int k = manager_flush_final(m);
         if (k < 0) log_error_errno(k, "daemon shutdown failed: cannot flush tasks.json");
-        else if (!m->store.load_error && (k = manager_compact(m)) < 0) {
-                log_warning_errno(k, "cannot write tasks.json at shutdown; tasks.journal holds the changes since");
-                k = 0;
-        }
         daemon_free(m);
         return r < 0 || k < 0 ? 1 : 0;
 }

@@ -513,8 +513,9 @@ START_TEST(threshold_compaction_runs_when_idle) {
 }
 END_TEST
 
-/* A small state is written whole at every commit: tasks.json is current
- * for whoever reads it alone. */
+/* A small state is written whole by every flush a caller asks for:
+ * tasks.json is current for whoever reads it alone at those points; the
+ * loop's own commit appends. */
 START_TEST(small_state_is_written_whole) {
         write_tasks("[]");
         ck_assert_int_eq(manager_load_tasks(&m), 0);
@@ -530,7 +531,17 @@ START_TEST(small_state_is_written_whole) {
         ck_assert_ptr_nonnull(strstr(s, "\"model\": \"now\""));
         free(s);
         char *jp = journal_path();
-        ck_assert_int_lt(size_of(jp), 128);
+        off_t header = size_of(jp);
+        ck_assert_int_lt(header, 128); /* its header alone */
+        /* the loop's commit, once nothing else is due: the journal */
+        ck_assert_int_eq(task_set_str(t, TASK_KEY_model, "later"), 0);
+        while (m.store.dirty) ck_assert_int_ge(sd_event_run(m.event, UINT64_MAX), 0);
+        ck_assert_int_gt(size_of(jp), header);
+        s = read_tasks();
+        ck_assert_ptr_null(strstr(s, "later"));
+        free(s);
+        restart();
+        ck_assert_str_eq(m.tasks[0]->rec.model, "later");
         free(jp);
 }
 END_TEST
@@ -569,8 +580,33 @@ START_TEST(replaced_snapshot_is_written_anew) {
 }
 END_TEST
 
+/* At shutdown tasks.json is made whole again, but only where the journal
+ * holds records after it: a daemon that changed nothing writes nothing.
+ * A change waits at most 250 ms for its commit. */
+START_TEST(shutdown_compacts_only_a_journal_with_records) {
+        write_large_tasks("{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\"}");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(manager_flush(&m), 0); /* the journal that follows it */
+        restart();
+        uint64_t c = m.store.compactions;
+        ck_assert_int_eq(manager_flush_final(&m), 0);
+        ck_assert_uint_eq(m.store.compactions, c);
+        ck_assert_int_eq(task_set_str(m.tasks[1], TASK_KEY_model, "x"), 0);
+        ck_assert_ptr_nonnull(m.store.deadline_timer);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert_ptr_null(m.store.deadline_timer);
+        ck_assert_uint_eq(m.store.journal.n_records, 1);
+        ck_assert_int_eq(manager_flush_final(&m), 0);
+        ck_assert_uint_eq(m.store.compactions, c + 1);
+        char *s = read_tasks(), *jp = journal_path();
+        ck_assert_ptr_nonnull(strstr(s, "\"model\": \"x\""));
+        ck_assert_int_lt(size_of(jp), 128);
+        free(s), free(jp);
+}
+END_TEST
+
 TF_MAIN("store", "store", setup, teardown, 0, missing_file_is_an_empty_store, load_store_round_trip,
         malformed_file_is_kept_and_never_overwritten, failed_write_is_an_error, queued_tasks_are_queued_again_in_order,
         streamed_text_is_json_c_text, streamed_load_is_all_or_nothing, flush_copies_unchanged_records,
         changes_go_to_the_journal, torn_and_damaged_journals_are_reported, threshold_compaction_runs_when_idle,
-        small_state_is_written_whole, replaced_snapshot_is_written_anew)
+        small_state_is_written_whole, replaced_snapshot_is_written_anew, shutdown_compacts_only_a_journal_with_records)

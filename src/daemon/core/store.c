@@ -21,9 +21,15 @@
 
 /* a failed commit is tried again after this */
 #define RETRY_MS 1000
-/* A state this small (tasks.json and journal) is written whole at every
- * commit, as a snapshot: that costs about what a record does, and keeps
- * tasks.json current for whoever reads it alone. Past it, changes are
+/* a change waits at most this long for its commit, however busy the loop
+ * (the commit at idle priority comes first when the loop is not) */
+#define COMMIT_DEADLINE_MS 250
+/* A state this small (tasks.json and journal) is written whole, as a
+ * snapshot, by every flush a caller asks for (the changes it needs durable
+ * before going on: a dispatch, a launch, a decision): that costs about what
+ * a record does, and keeps tasks.json current for whoever reads it alone at
+ * those points; the commits of the loop's own (idle, deadline) append. Past
+ * it, changes are
  * journal records and the journal is compacted into tasks.json once it is a
  * quarter of tasks.json's size (and at least COMPACT_MIN_BYTES), at idle
  * priority: the snapshot's cost spread over the records that made it due is
@@ -36,6 +42,7 @@
 
 static int store_ready(Manager *m);
 static void arm_flush(Manager *m);
+static void arm_deadline(Manager *m);
 
 /* ---- what changed ---- */
 
@@ -65,6 +72,7 @@ static void mark(Task *t) {
                 m->store.dirty = true;
         }
         arm_flush(m);
+        arm_deadline(m);
 }
 
 static void on_transition(Task *t, TaskStatus old_status, ChangesetStatus old_cs, void *userdata) { mark(t); }
@@ -95,6 +103,7 @@ static void on_removed(Task *t, void *userdata) {
         }
         st->dirty = true;
         arm_flush(m);
+        arm_deadline(m);
 }
 
 int store_init(Manager *m) {
@@ -121,11 +130,13 @@ static void pending_committed(Manager *m) {
         st->n_pending = 0;
         tombstones_clear(st);
         st->dirty = st->compact_needed;
+        st->deadline_timer = sd_event_source_disable_unref(st->deadline_timer);
 }
 
 void store_done(Manager *m) {
         Store *st = &m->store;
         st->flush_source = sd_event_source_disable_unref(st->flush_source);
+        st->deadline_timer = sd_event_source_disable_unref(st->deadline_timer);
         st->retry_timer = sd_event_source_disable_unref(st->retry_timer);
         st->compact_source = sd_event_source_disable_unref(st->compact_source);
         free(st->load_error);
@@ -173,9 +184,11 @@ void task_persist(Task *t) { mark(t); }
 
 /* ---- the group commit ---- */
 
+static int store_commit(Manager *m, bool asked);
+
 static int flush_cb(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
-        int r = manager_flush(m);
+        int r = store_commit(m, false);
         if (r < 0) log_error_errno(r, "failed to persist task state");
         return 0;
 }
@@ -204,6 +217,19 @@ static void arm_flush(Manager *m) {
                 log_warning_errno(r, "cannot arm the state commit; committing now");
                 (void) manager_flush(m);
         }
+}
+
+static int deadline_cb(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        m->store.deadline_timer = sd_event_source_disable_unref(m->store.deadline_timer);
+        return flush_cb(NULL, m);
+}
+
+static void arm_deadline(Manager *m) {
+        Store *st = &m->store;
+        if (!m->event || st->deadline_timer || st->loading) return;
+        (void) sd_event_add_time_relative(m->event, &st->deadline_timer, CLOCK_MONOTONIC, COMMIT_DEADLINE_MS * 1000ULL,
+                                          0, deadline_cb, m);
 }
 
 static void arm_retry(Manager *m) {
@@ -296,7 +322,8 @@ static int reset_journal(Manager *m) {
         return 0;
 }
 
-int manager_flush(Manager *m) {
+/* asked: a caller's flush (a small state is then written whole) */
+static int store_commit(Manager *m, bool asked) {
         Store *st = &m->store;
         if (!st->dirty) return 0;
         if (st->load_error) return -EIO; /* never overwrite state we could not read */
@@ -307,7 +334,7 @@ int manager_flush(Manager *m) {
                 if (r < 0 || !st->dirty) return r;
         }
         if (st->compact_needed || !state_journal_usable(&st->journal)) return manager_compact(m);
-        if (st->snapshot_bytes + st->journal.committed <= SMALL_STATE_BYTES) return manager_compact(m);
+        if (asked && st->snapshot_bytes + st->journal.committed <= SMALL_STATE_BYTES) return manager_compact(m);
         if (!pair_in_place(m)) {
                 log_warning("%s/tasks.json or tasks.journal was replaced behind the daemon; writing both anew",
                             m->paths.state_dir);
@@ -330,7 +357,19 @@ int manager_flush(Manager *m) {
         return 0;
 }
 
+int manager_flush(Manager *m) { return store_commit(m, true); }
+
 int manager_flush_now(Manager *m) { return manager_flush(m); }
+
+int manager_flush_final(Manager *m) {
+        int r = manager_flush(m);
+        if (r < 0 || m->store.load_error) return r;
+        /* tasks.json is whole already when the journal holds nothing after it */
+        if (state_journal_usable(&m->store.journal) && m->store.journal.n_records == 0) return 0;
+        int k = manager_compact(m);
+        if (k < 0) log_warning_errno(k, "cannot write tasks.json at shutdown; tasks.journal holds the changes since");
+        return 0;
+}
 
 /* ---- the snapshot text ---- */
 

@@ -7,11 +7,12 @@
  * shim, queueing it again — is the lifecycle's coldplug). Every change to a
  * task's record (its observers see each one), a task added to the table or
  * taken out of it becomes one journal record; what changed while the loop
- * worked is committed together once it is idle (one fdatasync), or at once
- * where a caller needs it durable. tasks.json is rewritten from memory (a
- * compaction) at every commit while the state is small (64 KiB: it costs
- * what a record does), else only once the journal has grown past a quarter
- * of it (at idle priority, never inside a request); also when load found the
+ * worked is committed together once it is idle (one fdatasync; within 250
+ * ms however busy it stays), or at once where a caller needs it durable. tasks.json is rewritten from memory (a
+ * compaction) by every flush a caller asks for while the state is small
+ * (64 KiB: it costs what a record does), else only once the journal has
+ * grown past a quarter of it (at idle priority, never inside a request);
+ * also when load found the
  * journal missing, stale or damaged, when either file was replaced behind
  * the daemon, and at shutdown. Owns Manager.store and Task.store_* /
  * Task.text_*. Records go to and from JSON only through task.h. */
@@ -55,6 +56,7 @@ typedef struct Store {
         size_t n_tombstones;
         bool loading;                 /* manager_load_tasks is filling the table */
         sd_event_source *flush_source;   /* post source: the group commit at the end of a loop iteration */
+        sd_event_source *deadline_timer; /* the commit of a change at the latest (the loop stays busy) */
         sd_event_source *retry_timer;    /* a failed commit tried again */
         sd_event_source *compact_source; /* defer source at idle priority: the threshold compaction */
         /* identity of the tasks.json the journal follows (loaded or written
@@ -104,6 +106,11 @@ int manager_flush(Manager *m);
 /* The same (every change is pending already; kept for the callers that say
  * "durable before going on"). */
 int manager_flush_now(Manager *m);
+/* At shutdown: every change durable (manager_flush's answer), then
+ * tasks.json whole again where the journal holds records after it (what the
+ * original, or any reader of tasks.json alone, sees next); a failure of that
+ * is logged (the journal holds the changes). */
+int manager_flush_final(Manager *m);
 /* Write tasks.json from memory now (a compaction: temp file, fsync, rename,
  * directory fsync, then a journal holding nothing more; state-journal.h) and
  * make every change durable with it. 0, -EIO after a failed load, -errno. */
