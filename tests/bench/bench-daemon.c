@@ -8,8 +8,10 @@
  *   - dispatch + wait of a trivial `shell` worker (the CLI, end to end),
  *     median, with an empty state and with N tasks         goal <= 1.3 x growth
  *   - what the daemon writes per dispatch + wait: its write(2) bytes
- *     (/proc/<pid>/io wchar) and what reached the block layer (write_bytes),
- *     median; and how often tasks.json was replaced         goal: about one record's size
+ *     (/proc/<pid>/io wchar: the state files, the launch request, its
+ *     socket replies), what reached the block layer (write_bytes) and what
+ *     tasks.journal grew by, medians; and how often tasks.json was
+ *     replaced                                              goal: about one record's size
  *   - task.list {} over them, median round trip             goal <= 1 ms
  *   - task.list {directory} over them, median round trip
  *   - task.status while 256 task.wait requests are parked:
@@ -112,6 +114,7 @@ typedef struct DispatchCost {
         double ms;          /* median dispatch + wait */
         double wchar;       /* median bytes the daemon passed to write(2) */
         double write_bytes; /* median bytes it sent to the block layer */
+        double journal;     /* median growth of tasks.journal */
         int replaced;       /* rounds in which tasks.json was replaced */
         int rounds;
 } DispatchCost;
@@ -120,14 +123,16 @@ enum { DROUNDS = 15 };
 
 /* DROUNDS dispatches of a trivial shell worker in dir, each waited for. */
 static void dispatch_rounds(tf_world *w, const char *dir, DispatchCost *ret) {
-        double ms[DROUNDS], wc[DROUNDS], wb[DROUNDS];
+        double ms[DROUNDS], wc[DROUNDS], wb[DROUNDS], jg[DROUNDS];
         const char *argv[] = {"--directory", dir, "--executor", "shell", "--no-overlay", "--prompt", "true", NULL};
         _cleanup_free_ char *path = strdup_printf("%s/tasks.json", w->state);
+        _cleanup_free_ char *jpath = strdup_printf("%s/tasks.journal", w->state);
         int replaced = 0;
         for (int i = 0; i < DROUNDS; i++) {
                 pid_t pid = tf_daemon_pid(w);
-                struct stat st0 = {0}, st1 = {0};
+                struct stat st0 = {0}, st1 = {0}, j0 = {0}, j1 = {0};
                 (void) stat(path, &st0);
+                (void) stat(jpath, &j0);
                 long long c0 = io_bytes(pid, "wchar"), b0 = io_bytes(pid, "write_bytes");
                 double t0 = tf_clock_ms();
                 char *id = tf_dispatch(w, argv);
@@ -136,10 +141,13 @@ static void dispatch_rounds(tf_world *w, const char *dir, DispatchCost *ret) {
                 wc[i] = (double) (io_bytes(pid, "wchar") - c0);
                 wb[i] = (double) (io_bytes(pid, "write_bytes") - b0);
                 (void) stat(path, &st1);
+                (void) stat(jpath, &j1);
+                jg[i] = (double) (j1.st_size - j0.st_size);
                 if (st1.st_ino != st0.st_ino || st1.st_mtim.tv_nsec != st0.st_mtim.tv_nsec) replaced++;
                 free(id);
         }
         *ret = (DispatchCost) {.ms = median(ms, DROUNDS), .wchar = median(wc, DROUNDS), .write_bytes = median(wb, DROUNDS),
+                               .journal = median(jg, DROUNDS),
                                .replaced = replaced, .rounds = DROUNDS};
 }
 
@@ -313,6 +321,8 @@ START_TEST(bench) {
         print_row("bytes the daemon wrote per dispatch + wait, N tasks, median", full_cost.wchar / 1024.0, "KiB",
                   "one record");
         print_row("  ... of it reaching the block layer (write_bytes)", full_cost.write_bytes / 1024.0, "KiB", "-");
+        print_row("  ... of it appended to tasks.journal", full_cost.journal / 1024.0, "KiB", "-");
+        print_row("  ... one record of tasks.json, for scale", (double) file_bytes / n_tasks / 1024.0, "KiB", "-");
         printf("%-58s %10d      (of %d dispatches; goal: rare)\n", "tasks.json replaced while dispatching, N tasks",
                full_cost.replaced, full_cost.rounds);
         print_row("task.list {} median, in the daemon (to first reply byte)", list_daemon_ms, "ms", "<= 1 ms");
