@@ -365,6 +365,8 @@ bool state_journal_usable(const StateJournal *j) { return j->fd >= 0 && !j->brok
 
 int state_journal_append(StateJournal *j, JournalKind kind, const char *payload, size_t len, uint64_t *ret_seq) {
         if (kind != JOURNAL_TASK && kind != JOURNAL_TOMBSTONE) return -EINVAL;
+        /* a line load would refuse is never written */
+        if (len > STATE_JOURNAL_LINE_MAX - 64) return -E2BIG;
         int r = journal_format_line(&j->buf, &j->len, &j->cap, kind, j->next_seq, payload, len);
         if (r < 0) return r;
         if (ret_seq) *ret_seq = j->next_seq;

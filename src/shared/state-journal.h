@@ -187,7 +187,8 @@ void state_journal_done(StateJournal *j);
  * compaction). */
 bool state_journal_usable(const StateJournal *j);
 /* Buffer one record (the next sequence number, in *ret_seq if not NULL);
- * nothing reaches the file before state_journal_commit. 0, -ENOMEM. */
+ * nothing reaches the file before state_journal_commit. 0, -ENOMEM, -E2BIG
+ * (longer than a line load accepts: the state needs a snapshot instead). */
 int state_journal_append(StateJournal *j, JournalKind kind, const char *payload, size_t len, uint64_t *ret_seq);
 /* Write every buffered record and fdatasync once: 0 once they are durable.
  * On failure nothing of them stays in the file (it is cut back to what was

@@ -259,6 +259,15 @@ START_TEST(line_format_and_checks) {
         /* a payload with a newline cannot be a line */
         ck_assert_int_eq(journal_format_line(&b, &len, &cap, JOURNAL_TASK, 43, "a\nb", 3), -EINVAL);
         free(b);
+        /* nor one longer than load accepts (nothing buffered) */
+        StateJournal big = STATE_JOURNAL_INIT;
+        char *huge = malloc(STATE_JOURNAL_LINE_MAX);
+        memset(huge, 'x', STATE_JOURNAL_LINE_MAX);
+        ck_assert_int_eq(state_journal_append(&big, JOURNAL_TASK, huge, STATE_JOURNAL_LINE_MAX, NULL), -E2BIG);
+        ck_assert_uint_eq(big.len, 0);
+        ck_assert_uint_eq(big.next_seq, 1);
+        free(huge);
+        state_journal_done(&big);
 
         /* every single-byte change of a valid journal's record is caught */
         StateJournal j;

@@ -344,7 +344,7 @@ static int store_commit(Manager *m, bool asked) {
         for (size_t i = 0; r >= 0 && i < st->n_tombstones; i++) r = append_tombstone(m, st->tombstones[i]);
         if (r >= 0) r = state_journal_commit(&st->journal);
         else state_journal_discard(&st->journal);
-        if (r == -EBADF || (r < 0 && !state_journal_usable(&st->journal)))
+        if (r == -EBADF || r == -E2BIG || (r < 0 && !state_journal_usable(&st->journal)))
                 /* the journal cannot take it (a write that could not be
                  * undone): the whole table goes to a snapshot instead */
                 return manager_compact(m);
