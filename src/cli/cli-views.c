@@ -246,6 +246,9 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
                 /* the workers' network policy (net-policy.h), an addition too */
                 json_object *net = json_get_object(stats, PK_network);
                 if (net) json_add(o, PK_network, json_object_get(net));
+                /* what the daemon's start found wrong with tasks.journal, an addition too */
+                const char *sj = json_get_string(stats, PK_stateJournal);
+                if (sj) json_add_string(o, PK_stateJournal, sj);
         }
         json_object_put(stats);
         cli_error_done(&serr);
@@ -281,6 +284,11 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
                         "resource limits are not enforced: %s; workers run in process groups without their "
                         "MemoryMax/TasksMax/CPUWeight; run the daemon under a systemd user manager",
                         strempty(json_get_string(rl, PK_reason)));
+                if (w) json_object_array_add(warnings, json_object_new_string(w));
+        }
+        const char *sj = json_get_string(o, PK_stateJournal);
+        if (sj) {
+                _cleanup_free_ char *w = strdup_printf("the task state: %s", sj);
                 if (w) json_object_array_add(warnings, json_object_new_string(w));
         }
         json_object *net = json_get_object(o, PK_network);

@@ -173,7 +173,8 @@ int main(int argc, char *argv[]) {
         r = sd_event_loop(m->event);
         notify_stopping(m);
         m->shutting_down = true;
-        int k = manager_flush(m);
+        /* every change durable, then tasks.json whole again (store.h) */
+        int k = manager_flush_final(m);
         if (k < 0) log_error_errno(k, "daemon shutdown failed: cannot flush tasks.json");
         daemon_free(m);
         return r < 0 || k < 0 ? 1 : 0;

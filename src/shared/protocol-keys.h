@@ -67,6 +67,7 @@
         X(computedAt) X(statusMix) X(overall) X(last24h) X(last7d) X(other)     \
         X(trend) X(window) X(current) X(previous) X(settled) X(direction)       \
         X(cooldowns) X(provider) X(until) X(remainingMs) X(resourceLimits)      \
+        X(stateJournal)                                                         \
         X(enforced) X(slice) X(memoryHigh) X(cpuWeight)                         \
         /* the events: task.state, task.activity */                             \
         X(sequence) X(previousStatus) X(occurredAt) X(activity)                 \

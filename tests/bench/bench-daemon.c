@@ -4,6 +4,14 @@
  *
  *   - RSS of an idle daemon with an empty state            goal <= 4 MB
  *   - RSS of an idle daemon with N settled tasks            goal <= 15 MB (N = 10,000)
+ *   - its peak while loading them (VmHWM)                   goal <= 1.5 x the idle RSS
+ *   - dispatch + wait of a trivial `shell` worker (the CLI, end to end),
+ *     median, with an empty state and with N tasks         goal <= 1.3 x growth
+ *   - what the daemon writes per dispatch + wait: its write(2) bytes
+ *     (/proc/<pid>/io wchar: the state files, the launch request, its
+ *     socket replies), what reached the block layer (write_bytes) and what
+ *     tasks.journal grew by, medians; and how often tasks.json was
+ *     replaced                                              goal: about one record's size
  *   - task.list {} over them, median round trip             goal <= 1 ms
  *   - task.list {directory} over them, median round trip
  *   - task.status while 256 task.wait requests are parked:
@@ -27,6 +35,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,19 +55,6 @@ static double median(double *v, int n) {
         return tf_median(v, (size_t) n);
 }
 
-/* VmRSS of pid in kB (-1 if unknown) */
-static long rss_kb(pid_t pid) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
-        FILE *f = fopen(path, "re");
-        if (!f) return -1;
-        char line[256];
-        long kb = -1;
-        while (fgets(line, sizeof line, f))
-                if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
-        fclose(f);
-        return kb;
-}
 
 /* One request on an open connection; returns the reply frame. *ms: the
  * round trip (send, whole reply read and parsed); *daemon_ms: from the
@@ -84,6 +80,77 @@ static json_object *rpc_timed(int fd, const char *line, double *ms, double *daem
         return o;
 }
 
+/* A /proc/<pid>/status field in kB (-1 if unknown). */
+static long status_kb(pid_t pid, const char *field) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (!f) return -1;
+        char line[256];
+        long kb = -1;
+        size_t n = strlen(field);
+        while (fgets(line, sizeof line, f))
+                if (!strncmp(line, field, n) && line[n] == ':' && sscanf(line + n + 1, "%ld", &kb) == 1) break;
+        fclose(f);
+        return kb;
+}
+
+/* A /proc/<pid>/io counter in bytes (-1 if unknown). */
+static long long io_bytes(pid_t pid, const char *field) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/io", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (!f) return -1;
+        char line[256];
+        long long v = -1;
+        size_t n = strlen(field);
+        while (fgets(line, sizeof line, f))
+                if (!strncmp(line, field, n) && line[n] == ':' && sscanf(line + n + 1, "%lld", &v) == 1) break;
+        fclose(f);
+        return v;
+}
+
+typedef struct DispatchCost {
+        double ms;          /* median dispatch + wait */
+        double wchar;       /* median bytes the daemon passed to write(2) */
+        double write_bytes; /* median bytes it sent to the block layer */
+        double journal;     /* median growth of tasks.journal */
+        int replaced;       /* rounds in which tasks.json was replaced */
+        int rounds;
+} DispatchCost;
+
+enum { DROUNDS = 15 };
+
+/* DROUNDS dispatches of a trivial shell worker in dir, each waited for. */
+static void dispatch_rounds(tf_world *w, const char *dir, DispatchCost *ret) {
+        double ms[DROUNDS], wc[DROUNDS], wb[DROUNDS], jg[DROUNDS];
+        const char *argv[] = {"--directory", dir, "--executor", "shell", "--no-overlay", "--prompt", "true", NULL};
+        _cleanup_free_ char *path = strdup_printf("%s/tasks.json", w->state);
+        _cleanup_free_ char *jpath = strdup_printf("%s/tasks.journal", w->state);
+        int replaced = 0;
+        for (int i = 0; i < DROUNDS; i++) {
+                pid_t pid = tf_daemon_pid(w);
+                struct stat st0 = {0}, st1 = {0}, j0 = {0}, j1 = {0};
+                (void) stat(path, &st0);
+                (void) stat(jpath, &j0);
+                long long c0 = io_bytes(pid, "wchar"), b0 = io_bytes(pid, "write_bytes");
+                double t0 = tf_clock_ms();
+                char *id = tf_dispatch(w, argv);
+                json_object_put(tf_wait_settled(w, id));
+                ms[i] = tf_clock_ms() - t0;
+                wc[i] = (double) (io_bytes(pid, "wchar") - c0);
+                wb[i] = (double) (io_bytes(pid, "write_bytes") - b0);
+                (void) stat(path, &st1);
+                (void) stat(jpath, &j1);
+                jg[i] = (double) (j1.st_size - j0.st_size);
+                if (st1.st_ino != st0.st_ino || st1.st_mtim.tv_nsec != st0.st_mtim.tv_nsec) replaced++;
+                free(id);
+        }
+        *ret = (DispatchCost) {.ms = median(ms, DROUNDS), .wchar = median(wc, DROUNDS), .write_bytes = median(wb, DROUNDS),
+                               .journal = median(jg, DROUNDS),
+                               .replaced = replaced, .rounds = DROUNDS};
+}
+
 static json_object *rpc_on(int fd, const char *line, double *ms) { return rpc_timed(fd, line, ms, NULL); }
 
 /* The reply line on a waiter's connection (the harness keeps line buffers
@@ -103,7 +170,7 @@ static void print_row(const char *what, double value, const char *unit, const ch
 static long settle_rss(tf_world *w) {
         /* let start-up work (loads, sweeps, jobs) finish */
         usleep(1500 * 1000);
-        return rss_kb(tf_daemon_pid(w));
+        return status_kb(tf_daemon_pid(w), "VmRSS");
 }
 
 START_TEST(bench) {
@@ -121,12 +188,14 @@ START_TEST(bench) {
                               NULL};
         char *id = tf_dispatch(w, argv);
         json_object_put(tf_wait_settled(w, id));
+        DispatchCost empty_cost;
+        dispatch_rounds(w, dirs[2], &empty_cost);
         tf_daemon_stop(w, SIGTERM);
         char *path = strdup_printf("%s/tasks.json", w->state);
         char *text = tf_read(path, NULL);
         json_object *arr = tf_json(text);
         free(text);
-        ck_assert_int_eq(json_object_array_length(arr), 1);
+        ck_assert_int_eq(json_object_array_length(arr), 1 + DROUNDS);
         json_object *proto = json_object_array_get_idx(arr, 0);
 
         /* N copies */
@@ -161,6 +230,9 @@ START_TEST(bench) {
         tf_daemon_start(w);
         double start_ms = tf_clock_ms() - t0;
         long full_kb = settle_rss(w);
+        long full_hwm_kb = status_kb(tf_daemon_pid(w), "VmHWM");
+        DispatchCost full_cost;
+        dispatch_rounds(w, dirs[2], &full_cost);
 
         int fd = tf_connect(w);
         enum { ROUNDS = 50 };
@@ -238,7 +310,21 @@ START_TEST(bench) {
         printf("\n== bench-daemon: %d settled tasks, tasks.json %.1f MB ==\n", n_tasks, (double) file_bytes / 1e6);
         print_row("idle RSS, empty state", (double) empty_kb / 1024.0, "MB", "<= 4 MB");
         print_row("idle RSS, N settled tasks", (double) full_kb / 1024.0, "MB", "<= 15 MB for N=10000");
+        print_row("peak RSS while loading N settled tasks (VmHWM)", (double) full_hwm_kb / 1024.0, "MB",
+                  "<= 1.5 x the idle RSS");
+        print_row("  ... peak / idle", (double) full_hwm_kb / (double) full_kb, "x", "<= 1.5");
         print_row("start with N tasks (until the socket answers)", start_ms, "ms", "-");
+        print_row("dispatch + wait of a shell worker, empty state, median", empty_cost.ms, "ms", "-");
+        print_row("dispatch + wait of a shell worker, N tasks, median", full_cost.ms, "ms", "-");
+        print_row("  ... growth", full_cost.ms / empty_cost.ms, "x", "<= 1.3");
+        print_row("bytes the daemon wrote per dispatch + wait, empty, median", empty_cost.wchar / 1024.0, "KiB", "one record");
+        print_row("bytes the daemon wrote per dispatch + wait, N tasks, median", full_cost.wchar / 1024.0, "KiB",
+                  "one record");
+        print_row("  ... of it reaching the block layer (write_bytes)", full_cost.write_bytes / 1024.0, "KiB", "-");
+        print_row("  ... of it appended to tasks.journal", full_cost.journal / 1024.0, "KiB", "-");
+        print_row("  ... one record of tasks.json, for scale", (double) file_bytes / n_tasks / 1024.0, "KiB", "-");
+        printf("%-58s %10d      (of %d dispatches; goal: rare)\n", "tasks.json replaced while dispatching, N tasks",
+               full_cost.replaced, full_cost.rounds);
         print_row("task.list {} median, in the daemon (to first reply byte)", list_daemon_ms, "ms", "<= 1 ms");
         print_row("task.list {} median round trip (reply read and parsed)", list_ms, "ms", "-");
         print_row("task.list {directory} median, in the daemon", list_dir_daemon_ms, "ms", "-");

@@ -20,6 +20,7 @@
 #include "process-util.h"
 #include "fileio.h"
 #include "fs-util.h"
+#include "state-journal.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -898,12 +899,18 @@ char *tf_changeset_status(tf_world *w, const char *id) {
         return cli_json_string(w, argv, "changesetStatus");
 }
 
+json_object *tf_durable_tasks(tf_world *w) {
+        int fd = open(w->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return NULL;
+        json_object *arr = NULL;
+        int r = state_journal_read_json(fd, &arr);
+        close(fd);
+        ck_assert_msg(r >= 0, "cannot read the task state in %s: %s", w->state, strerror(-r));
+        return arr;
+}
+
 json_object *tf_task_record(tf_world *w, const char *id) {
-        const char *path = tf_path(w->state, "tasks.json");
-        if (!tf_exists(path)) return NULL;
-        char *data = tf_read(path, NULL);
-        json_object *arr = tf_json(data);
-        free(data);
+        json_object *arr = tf_durable_tasks(w);
         json_object *found = NULL;
         for (size_t i = 0; json_object_is_type(arr, json_type_array) && i < json_object_array_length(arr); i++) {
                 json_object *rec = json_object_array_get_idx(arr, i);

@@ -199,8 +199,11 @@ char *tf_shell_pending(tf_world *w, const char *dir, const char *const extra[], 
  * --json` (exit 0). tf_task_diff(): the "diff" of `result <id> --diff
  * --json` ("" when there is none; malloc'd). tf_changeset_status(): the
  * changesetStatus of `status <id> --json` ("" when absent; malloc'd).
- * tf_task_record(): the record of id in tasks.json as it is on disk now
- * (new reference; NULL when the file or the record is missing).
+ * tf_durable_tasks(): the durable task state on disk now, tasks.json with
+ * tasks.journal replayed over it (state_journal_read_json: what the next
+ * daemon loads), as one array (new reference; NULL without a state dir).
+ * tf_task_record(): the record of id in it (new reference; NULL when
+ * missing).
  * tf_status_rpc(): the result of task.status over the socket (new
  * reference; asserts ok). tf_status_is(): whether that result's status is
  * want; tf_wait_status(): polls it until it is, at most timeout_ms, and
@@ -209,6 +212,7 @@ json_object *tf_cli_json(tf_world *w, const char *const argv[], int want_exit);
 json_object *tf_status_full(tf_world *w, const char *id);
 char *tf_task_diff(tf_world *w, const char *id);
 char *tf_changeset_status(tf_world *w, const char *id);
+json_object *tf_durable_tasks(tf_world *w);
 json_object *tf_task_record(tf_world *w, const char *id);
 json_object *tf_status_rpc(tf_world *w, const char *id);
 bool tf_status_is(tf_world *w, const char *id, const char *want);

@@ -347,6 +347,11 @@ TF_WORLD_TEST(env_file_errors_leak_no_value) {
         char *tj = strdup_printf("%s/tasks.json", w->state);
         char *tasks = tf_read(tj, NULL);
         ck_assert_msg(!strstr(tasks, LEAK), "a value reached tasks.json");
+        _cleanup_free_ char *jp = strdup_printf("%s/tasks.journal", w->state);
+        if (tf_exists(jp)) {
+                _cleanup_free_ char *journal = tf_read(jp, NULL);
+                ck_assert_msg(!strstr(journal, LEAK), "a value reached tasks.journal");
+        }
         char *be = strdup_printf("%s/daemon-boot.err", w->run);
         if (tf_exists(be)) {
                 char *e = tf_read(be, NULL);

@@ -22,6 +22,7 @@
 #include "macro.h"
 #include "path-util.h"
 #include "process-util.h"
+#include "state-journal.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"
@@ -160,15 +161,14 @@ static json_object *live_status(const char *root, const char *id) {
 }
 
 /* The world's tasks that ended other than done (as its daemon, or else its
- * tasks.json, says), one line each (tf_status_why), and how many still ran
+ * durable state, tasks.json with its journal, says), one line each (tf_status_why), and how many still ran
  * or waited: why a case failed is often there, whatever its assertion
  * printed. Before the kill: the daemon answers. */
 static void report_tasks(FILE *out, const char *root) {
-        _cleanup_free_ char *path = strdup_printf("%s/state/tasks.json", root), *data = NULL;
-        size_t len = 0;
-        if (!path || read_file(path, (size_t) 64 << 20, &data, &len) < 0) return;
+        _cleanup_free_ char *path = strdup_printf("%s/state", root);
+        _cleanup_close_ int dfd = path ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
         json_object *arr = NULL;
-        if (json_parse_strict(data, len, &arr) < 0) return;
+        if (dfd < 0 || state_journal_read_json(dfd, &arr) < 0) return;
         size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
         size_t shown = 0, more = 0, active = 0;
         for (size_t i = 0; i < n; i++) {

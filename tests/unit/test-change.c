@@ -186,8 +186,8 @@ START_TEST(one_workspace_one_at_a_time_in_order) {
         free(s);
         ck_assert(!a->busy && !b->busy && !c->busy);
         ck_assert_ptr_null(m.change_jobs);
-        /* the accepted state is durable: tasks.json says so */
-        char *tj = get(dir, "tasks.json");
+        /* the accepted state is durable: tasks.json and its journal say so */
+        char *tj = tf_durable_tasks_text(m.paths.state_dir);
         ck_assert_ptr_nonnull(strstr(tj, "\"changesetStatus\": \"accepted\""));
         free(tj);
         outcome_done(&oa);

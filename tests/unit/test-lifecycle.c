@@ -149,11 +149,11 @@ static bool in_queue(Task *t) {
 
 /* tasks.json holds t (it was flushed before task_new returned) */
 static bool durable(Task *t) {
-        char *p = strdup_printf("%s/tasks.json", m.paths.state_dir), *data = NULL;
-        ck_assert_int_ge(read_file(p, 1 << 20, &data, NULL), 0);
-        char *needle = strdup_printf("\"id\": \"%s\"", t->id);
-        bool ok = strstr(data, needle) != NULL;
-        free(p), free(data), free(needle);
+        json_object *arr = tf_durable_tasks(m.paths.state_dir);
+        bool ok = false;
+        for (size_t i = 0; i < json_object_array_length(arr); i++)
+                ok = ok || streq_ptr(json_get_string(json_object_array_get_idx(arr, i), "id"), t->id);
+        json_object_put(arr);
         return ok;
 }
 

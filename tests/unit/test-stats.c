@@ -96,6 +96,18 @@ START_TEST(the_user_sees_everything) {
         ck_assert_ptr_nonnull(json_get(o, "cooldowns"));
         ck_assert_ptr_nonnull(json_get(o, "resourceLimits"));
         ck_assert_ptr_nonnull(strstr(json_object_to_json_string(o), "oom"));
+        /* a state journal the start found intact: nothing said */
+        ck_assert_ptr_null(json_get(o, "stateJournal"));
+        json_object_put(o);
+        /* one it found torn: said, for doctor */
+        m.store.journal_note = strdup("tasks.journal had a torn tail");
+        o = stats();
+        ck_assert_str_eq(json_get_string(o, "stateJournal"), "tasks.journal had a torn tail");
+        json_object_put(o);
+        /* never to a sandboxed caller */
+        peer.conn->origin = manager_find_task(&m, "oc_me");
+        o = stats();
+        ck_assert_ptr_null(json_get(o, "stateJournal"));
         json_object_put(o);
 }
 END_TEST

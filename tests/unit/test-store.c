@@ -1,7 +1,11 @@
-/* store.c: tasks.json loaded and written (store.h): a missing file is an
- * empty store, a malformed one is kept and never overwritten, a failed
- * write is an error, the streamed text is json-c's; and, with the
- * lifecycle's coldplug after the load, queued tasks are queued again. */
+/* store.c: tasks.json and tasks.journal loaded and written (store.h): a
+ * missing file is an empty store, a malformed one is kept and never
+ * overwritten, a failed write is an error, the streamed text is json-c's;
+ * changes go to the journal (tasks.json untouched), a removal leaves a
+ * tombstone, a restart gets every committed change back, a torn or damaged
+ * journal is reported and replaced by a fresh pair, the journal past its
+ * threshold is compacted; and, with the lifecycle's coldplug after the load,
+ * queued tasks are queued again. */
 
 #include <check.h>
 #include <stdlib.h>
@@ -284,8 +288,8 @@ static void assert_file_is_full_text(void) {
         free(got);
 }
 
-/* A flush copies the text of records unchanged since the last write from
- * the file it wrote; every changed record is printed again, and a file
+/* A compaction copies the text of records unchanged since the last one
+ * from the file it wrote; every changed record is printed again, and a file
  * someone else replaced is never copied from. */
 START_TEST(flush_copies_unchanged_records) {
         char *in = pretty("[{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\",\"x\":[1]},"
@@ -294,7 +298,7 @@ START_TEST(flush_copies_unchanged_records) {
         write_tasks(in);
         free(in);
         ck_assert_int_eq(load_and_coldplug(), 0); /* oc_2 becomes unknown: dirty */
-        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert_int_eq(manager_compact(&m), 0);
         char *first = read_tasks();
         ck_assert_ptr_nonnull(strstr(first, "\"unknown\""));
         /* copy path: one record changed, one appended, one removed */
@@ -304,7 +308,7 @@ START_TEST(flush_copies_unchanged_records) {
         ck_assert_ptr_nonnull(t);
         manager_remove_task(&m, m.tasks[1]);
         m.store.dirty = true;
-        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert_int_eq(manager_compact(&m), 0);
         char *second = read_tasks();
         ck_assert_ptr_nonnull(strstr(second, "a much longer model name"));
         ck_assert_ptr_nonnull(strstr(second, "\"pid\": 42"));
@@ -312,7 +316,7 @@ START_TEST(flush_copies_unchanged_records) {
         assert_file_is_full_text();
         /* nothing changed: a flush of copies only */
         m.store.dirty = true;
-        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert_int_eq(manager_compact(&m), 0);
         char *third = read_tasks();
         ck_assert_str_eq(third, second);
         /* replaced behind the daemon's back with text of the same length */
@@ -322,7 +326,7 @@ START_TEST(flush_copies_unchanged_records) {
         write_tasks(other);
         ck_assert_int_eq(task_set_bool(m.tasks[1], TASK_KEY_internal, true), 0);
         m.store.dirty = true;
-        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert_int_eq(manager_compact(&m), 0);
         char *fourth = read_tasks();
         ck_assert_ptr_null(strstr(fourth, "xc_"));
         assert_file_is_full_text();
@@ -330,6 +334,279 @@ START_TEST(flush_copies_unchanged_records) {
 }
 END_TEST
 
+
+/* A daemon's restart on the same state dir: the table freed, the store
+ * loaded again. */
+static void restart(void) {
+        for (size_t i = 0; i < m.n_tasks; i++) task_free(m.tasks[i]);
+        m.n_tasks = 0;
+        memset(m.status_counts, 0, sizeof m.status_counts);
+        m.started_inversions = 0;
+        store_done(&m);
+        manager_free_task_observers(&m);
+        ck_assert_int_eq(task_table_init(&m), 0);
+        ck_assert_int_eq(store_init(&m), 0);
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_ptr_null(m.store.load_error);
+}
+
+static char *journal_path(void) { return strdup_printf("%s/tasks.journal", dir); }
+
+/* tasks.json with a record large enough that the state is past the size
+ * written whole at every commit (store.c), then records (JSON text, "" for
+ * none) after it */
+static void write_large_tasks(const char *records) {
+        char *pad = malloc(96 << 10);
+        memset(pad, 'p', (96 << 10) - 1);
+        pad[(96 << 10) - 1] = 0;
+        char *raw = strdup_printf("[{\"id\":\"oc_ballast\",\"status\":\"done\",\"executorId\":\"pi\",\"notes\":\"%s\"}%s%s]", pad,
+                                  *records ? "," : "", records);
+        char *in = pretty(raw);
+        write_tasks(in);
+        free(in), free(raw), free(pad);
+}
+
+static off_t size_of(const char *p) {
+        struct stat st;
+        return stat(p, &st) == 0 ? st.st_size : -1;
+}
+
+/* Changes are journal records: tasks.json is not rewritten for them, and a
+ * restart gets them back, in table order, a removed task's tombstone
+ * included. */
+START_TEST(changes_go_to_the_journal) {
+        write_large_tasks("{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\"},"
+                          "{\"id\":\"oc_2\",\"status\":\"done\",\"executorId\":\"pi\"},"
+                          "{\"id\":\"oc_3\",\"status\":\"done\",\"executorId\":\"pi\"}");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert(m.store.dirty); /* no journal follows it yet: a fresh pair is owed */
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *snap = read_tasks(), *jp = journal_path();
+        off_t j0 = size_of(jp);
+        ck_assert_int_gt(j0, 0);
+        ck_assert_int_eq(task_set_str(m.tasks[2], TASK_KEY_model, "changed"), 0);
+        ck_assert(m.tasks[2]->store_pending && m.store.dirty);
+        Task *t = task_with_id("oc_4");
+        ck_assert_ptr_nonnull(t);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert(!m.store.dirty && !t->store_pending && t->store_durable);
+        off_t j1 = size_of(jp);
+        ck_assert_int_gt(j1, j0);
+        manager_remove_task(&m, m.tasks[1]);
+        ck_assert_uint_eq(m.store.n_tombstones, 1);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        /* tasks.json as it was */
+        char *now = read_tasks();
+        ck_assert_str_eq(now, snap);
+        /* a record per change: each a line, about one record's size */
+        ck_assert_int_lt(size_of(jp) - j0, 1024);
+        restart();
+        ck_assert_uint_eq(m.n_tasks, 4);
+        ck_assert_str_eq(m.tasks[0]->id, "oc_ballast");
+        ck_assert_str_eq(m.tasks[1]->id, "oc_2");
+        ck_assert_str_eq(m.tasks[1]->rec.model, "changed");
+        ck_assert_str_eq(m.tasks[2]->id, "oc_3");
+        ck_assert_str_eq(m.tasks[3]->id, "oc_4");
+        ck_assert_ptr_null(store_journal_note(&m));
+        ck_assert(!m.store.dirty); /* the journal followed: nothing owed */
+        /* the durable view a reader of the state dir gets is the same */
+        json_object *arr = tf_durable_tasks(dir);
+        ck_assert_uint_eq(json_object_array_length(arr), 4);
+        ck_assert_str_eq(json_get_string(json_object_array_get_idx(arr, 1), "model"), "changed");
+        json_object_put(arr);
+        /* a compaction: tasks.json whole again, the journal empty again */
+        ck_assert_int_eq(manager_compact(&m), 0);
+        char *after = read_tasks();
+        ck_assert_ptr_nonnull(strstr(after, "\"model\": \"changed\""));
+        ck_assert_ptr_null(strstr(after, "oc_1"));
+        ck_assert_int_lt(size_of(jp), 128); /* its header alone */
+        restart();
+        ck_assert_uint_eq(m.n_tasks, 4);
+        free(snap), free(now), free(after), free(jp);
+}
+END_TEST
+
+/* A journal cut short by a crash loads what is valid, says so, and the
+ * first flush writes a fresh journal carrying it (tasks.json is not
+ * rewritten); a damaged record stops the replay there and the damaged
+ * journal is kept beside it. Neither is fatal. */
+START_TEST(torn_and_damaged_journals_are_reported) {
+        write_large_tasks("");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        task_with_id("oc_a");
+        ck_assert_int_eq(manager_flush(&m), 0);
+        task_with_id("oc_b");
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *jp = journal_path();
+        off_t full = size_of(jp);
+        /* torn: the last record half there */
+        ck_assert_int_eq(truncate(jp, full - 7), 0);
+        restart();
+        ck_assert_uint_eq(m.n_tasks, 2);
+        ck_assert_str_eq(m.tasks[1]->id, "oc_a");
+        ck_assert_ptr_nonnull(strstr(strempty(store_journal_note(&m)), "torn tail"));
+        ck_assert(m.store.dirty);
+        char *snap = read_tasks();
+        uint64_t compactions = m.store.compactions;
+        ck_assert_int_eq(manager_flush(&m), 0); /* a fresh journal; what the start found is still said */
+        ck_assert_ptr_nonnull(store_journal_note(&m));
+        ck_assert_uint_eq(m.store.compactions, compactions);
+        char *s = read_tasks();
+        ck_assert_str_eq(s, snap);
+        free(s), free(snap);
+        ck_assert_int_lt(size_of(jp), full - 7);
+        restart();
+        ck_assert_uint_eq(m.n_tasks, 2);
+        ck_assert_str_eq(m.tasks[1]->id, "oc_a");
+        ck_assert_ptr_null(store_journal_note(&m)); /* clean now */
+        /* damaged in the middle */
+        task_with_id("oc_c");
+        ck_assert_int_eq(manager_flush(&m), 0);
+        task_with_id("oc_d");
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *text = NULL;
+        size_t len = 0;
+        ck_assert_int_ge(read_file(jp, 1 << 20, &text, &len), 0);
+        char *rec = strstr(text, "oc_c");
+        ck_assert_ptr_nonnull(rec);
+        rec[1] = 'X';
+        ck_assert_int_eq(write_file_atomic(jp, text, len, 0600), 0);
+        restart();
+        ck_assert_uint_eq(m.n_tasks, 2); /* oc_c damaged, oc_d after it */
+        ck_assert_ptr_nonnull(strstr(strempty(store_journal_note(&m)), "damaged record"));
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *dp = strdup_printf("%s/tasks.journal.damaged", dir), *kept = NULL;
+        ck_assert_int_ge(read_file(dp, 1 << 20, &kept, NULL), 0);
+        ck_assert_str_eq(kept, text);
+        free(text), free(kept), free(dp), free(jp);
+}
+END_TEST
+
+/* Past its threshold the journal is compacted at idle priority, in the
+ * loop, not by the flush that crossed it. */
+START_TEST(threshold_compaction_runs_when_idle) {
+        write_large_tasks("");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        Task *t = task_with_id("oc_big");
+        char *big = malloc(64 << 10);
+        memset(big, 'x', (64 << 10) - 1);
+        big[(64 << 10) - 1] = 0;
+        uint64_t before;
+        ck_assert_int_eq(manager_flush(&m), 0);
+        before = m.store.compactions; /* (the first flush wrote the new task whole: the state was small) */
+        for (int i = 0; i < 20 && !m.store.compact_source; i++) {
+                big[i] = 'y';
+                ck_assert_int_eq(task_set_str(t, TASK_KEY_model, big), 0);
+                ck_assert_int_eq(manager_flush(&m), 0);
+        }
+        ck_assert_ptr_nonnull(m.store.compact_source);
+        ck_assert_uint_eq(m.store.compactions, before);
+        while (m.store.compact_source) ck_assert_int_ge(sd_event_run(m.event, 0), 0);
+        ck_assert_uint_eq(m.store.compactions, before + 1);
+        char *jp = journal_path();
+        ck_assert_int_lt(size_of(jp), 4096);
+        char *s = read_tasks();
+        ck_assert_ptr_nonnull(strstr(s, big));
+        free(s), free(jp), free(big);
+}
+END_TEST
+
+/* A small state is written whole by every flush a caller asks for:
+ * tasks.json is current for whoever reads it alone at those points; the
+ * loop's own commit appends. */
+START_TEST(small_state_is_written_whole) {
+        write_tasks("[]");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        Task *t = task_with_id("oc_small");
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *s = read_tasks();
+        ck_assert_ptr_nonnull(strstr(s, "oc_small"));
+        free(s);
+        ck_assert_int_eq(task_set_str(t, TASK_KEY_model, "now"), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        s = read_tasks();
+        ck_assert_ptr_nonnull(strstr(s, "\"model\": \"now\""));
+        free(s);
+        char *jp = journal_path();
+        off_t header = size_of(jp);
+        ck_assert_int_lt(header, 128); /* its header alone */
+        /* the loop's commit, once nothing else is due: the journal */
+        ck_assert_int_eq(task_set_str(t, TASK_KEY_model, "later"), 0);
+        while (m.store.dirty) ck_assert_int_ge(sd_event_run(m.event, UINT64_MAX), 0);
+        ck_assert_int_gt(size_of(jp), header);
+        s = read_tasks();
+        ck_assert_ptr_null(strstr(s, "later"));
+        free(s);
+        restart();
+        ck_assert_str_eq(m.tasks[0]->rec.model, "later");
+        free(jp);
+}
+END_TEST
+
+/* tasks.json replaced behind a running daemon (a restore, another program):
+ * appending to a journal that no longer follows it would be lost at the next
+ * start, so the next commit writes both anew from memory; and one that
+ * cannot be written (a directory there) is an error, the changes kept. */
+START_TEST(replaced_snapshot_is_written_anew) {
+        write_large_tasks("{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\"}");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        write_large_tasks("{\"id\":\"oc_other\",\"status\":\"done\",\"executorId\":\"pi\"}");
+        ck_assert_int_eq(task_set_str(m.tasks[1], TASK_KEY_model, "kept"), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        char *s = read_tasks();
+        ck_assert_ptr_nonnull(strstr(s, "\"model\": \"kept\""));
+        ck_assert_ptr_null(strstr(s, "oc_other"));
+        free(s);
+        restart();
+        ck_assert_str_eq(m.tasks[1]->rec.model, "kept");
+        /* a directory where tasks.json was: the commit fails, nothing lost */
+        char *p = tasks_path(), *q = strdup_printf("%s/keep", p);
+        ck_assert_int_eq(unlink(p), 0);
+        ck_assert_int_eq(mkdir(p, 0700), 0);
+        ck_assert_int_eq(mkdir(q, 0700), 0);
+        ck_assert_int_eq(task_set_str(m.tasks[1], TASK_KEY_model, "later"), 0);
+        ck_assert_int_lt(manager_flush(&m), 0);
+        ck_assert(m.store.dirty);
+        ck_assert_int_eq(rmdir(q), 0);
+        ck_assert_int_eq(rmdir(p), 0);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        restart();
+        ck_assert_str_eq(m.tasks[1]->rec.model, "later");
+        free(p), free(q);
+}
+END_TEST
+
+/* At shutdown tasks.json is made whole again, but only where the journal
+ * holds records after it: a daemon that changed nothing writes nothing.
+ * A change waits at most 250 ms for its commit. */
+START_TEST(shutdown_compacts_only_a_journal_with_records) {
+        write_large_tasks("{\"id\":\"oc_1\",\"status\":\"done\",\"executorId\":\"pi\"}");
+        ck_assert_int_eq(manager_load_tasks(&m), 0);
+        ck_assert_int_eq(manager_flush(&m), 0); /* the journal that follows it */
+        restart();
+        uint64_t c = m.store.compactions;
+        ck_assert_int_eq(manager_flush_final(&m), 0);
+        ck_assert_uint_eq(m.store.compactions, c);
+        ck_assert_int_eq(task_set_str(m.tasks[1], TASK_KEY_model, "x"), 0);
+        ck_assert_ptr_nonnull(m.store.deadline_timer);
+        ck_assert_int_eq(manager_flush(&m), 0);
+        ck_assert_ptr_null(m.store.deadline_timer);
+        ck_assert_uint_eq(m.store.journal.n_records, 1);
+        ck_assert_int_eq(manager_flush_final(&m), 0);
+        ck_assert_uint_eq(m.store.compactions, c + 1);
+        char *s = read_tasks(), *jp = journal_path();
+        ck_assert_ptr_nonnull(strstr(s, "\"model\": \"x\""));
+        ck_assert_int_lt(size_of(jp), 128);
+        free(s), free(jp);
+}
+END_TEST
+
 TF_MAIN("store", "store", setup, teardown, 0, missing_file_is_an_empty_store, load_store_round_trip,
         malformed_file_is_kept_and_never_overwritten, failed_write_is_an_error, queued_tasks_are_queued_again_in_order,
-        streamed_text_is_json_c_text, streamed_load_is_all_or_nothing, flush_copies_unchanged_records)
+        streamed_text_is_json_c_text, streamed_load_is_all_or_nothing, flush_copies_unchanged_records,
+        changes_go_to_the_journal, torn_and_damaged_journals_are_reported, threshold_compaction_runs_when_idle,
+        small_state_is_written_whole, replaced_snapshot_is_written_anew, shutdown_compacts_only_a_journal_with_records)

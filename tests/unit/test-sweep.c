@@ -713,9 +713,7 @@ START_TEST(manager_sweep_over_the_table) {
         ck_assert(!task_record_is_set(&k->rec, TASK_KEY_overlay_dirs));
         ck_assert(m.store.dirty);
         ck_assert_int_eq(manager_flush(&m), 0);
-        _cleanup_free_ char *p = strdup_printf("%s/tasks.json", m.paths.state_dir), *data = NULL;
-        size_t len = 0;
-        ck_assert_int_ge(read_file(p, 1 << 20, &data, &len), 0);
+        _cleanup_free_ char *data = tf_durable_tasks_text(m.paths.state_dir);
         ck_assert_ptr_nonnull(strstr(data, "\"overlayDirs\": null"));
         manager_down();
 }

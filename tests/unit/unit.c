@@ -3,6 +3,7 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "fs-util.h"
 #include "macro.h"
 #include "process-util.h"
+#include "state-journal.h"
 #include "string-util.h"
 
 static char *suite_dir;
@@ -195,4 +197,22 @@ int tf_bind_unix(const char *path) {
         strcpy(sa.sun_path, path);
         ck_assert_msg(bind(fd, (struct sockaddr *) &sa, sizeof sa) == 0, "bind %s: %s", path, strerror(errno));
         return fd;
+}
+
+json_object *tf_durable_tasks(const char *state_dir) {
+        int fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_msg(fd >= 0, "cannot open %s: %m", state_dir);
+        json_object *arr = NULL;
+        int r = state_journal_read_json(fd, &arr);
+        close(fd);
+        ck_assert_msg(r >= 0, "cannot read the task state in %s: %s", state_dir, strerror(-r));
+        return arr;
+}
+
+char *tf_durable_tasks_text(const char *state_dir) {
+        json_object *arr = tf_durable_tasks(state_dir);
+        char *s = strdup(json_object_to_json_string_ext(
+                arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(arr);
+        return s;
 }

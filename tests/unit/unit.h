@@ -89,6 +89,13 @@ char *tf_put(const char *dir, const char *rel, const void *data, size_t len);
  * when it does not exist and missing_ok. */
 char *tf_read_file(const char *path, bool missing_ok);
 
+/* The durable task state of a state dir: tasks.json with tasks.journal
+ * replayed over it (state_journal_read_json), what a compaction would write
+ * now: the array (owned), or its text as tasks.json holds it. Fails the case
+ * when it cannot be read. */
+struct json_object *tf_durable_tasks(const char *state_dir);
+char *tf_durable_tasks_text(const char *state_dir);
+
 /* The shell command made from fmt run as sh -ec in cwd (NULL: ours),
  * stdin /dev/null; fails the case (naming the command and its stderr)
  * unless it exits 0. Its stdout (at most 1 MiB) without trailing newlines,

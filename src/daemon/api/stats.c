@@ -59,6 +59,12 @@ int method_stats(Manager *m, Request *r, Task *target, json_object **ret, Method
                         json_object_put(o);
                         return -ENOMEM;
                 }
+                /* what the start found wrong with the state journal (store.h), if anything */
+                const char *note = store_journal_note(m);
+                if (note && json_add_string(o, PK_stateJournal, note) < 0) {
+                        json_object_put(o);
+                        return -ENOMEM;
+                }
                 /* the workers' default network: its mode and the hosts every
                  * proxy allows besides each executor's own (network.h) */
                 json_object *net = json_object_new_object(), *hosts = json_object_new_array();

@@ -74,6 +74,8 @@ int task_table_add(Manager *m, Task *t) {
         m->tasks[m->n_tasks++] = t;
         count_pairs_at(m, m->n_tasks - 1, +1);
         count_status(m, t->rec.status, +1);
+        for (size_t i = 0; i < m->observers.n; i++)
+                if (m->observers.v[i].inserted) m->observers.v[i].inserted(t, m->observers.v[i].userdata);
         return 0;
 }
 
@@ -88,8 +90,29 @@ Task *task_table_add_json(Manager *m, json_object *json) {
         return t;
 }
 
+int task_table_replace_json(Manager *m, Task *old, json_object *json, Task **ret) {
+        _cleanup_json_ json_object *owned = json;
+        size_t i;
+        if (!table_index(m, old, &i)) return -ENOENT;
+        Task *t = NULL;
+        int r = task_from_json(json, &t);
+        if (r < 0) return r;
+        count_pairs_at(m, i, -1);
+        count_status(m, old->rec.status, -1);
+        t->m = m;
+        m->tasks[i] = t;
+        count_pairs_at(m, i, +1);
+        count_status(m, t->rec.status, +1);
+        old->m = NULL;
+        task_free(old);
+        *ret = t;
+        return 0;
+}
+
 void manager_remove_task(Manager *m, Task *t) {
         size_t i;
+        for (size_t k = 0; t->m == m && k < m->observers.n; k++)
+                if (m->observers.v[k].removed) m->observers.v[k].removed(t, m->observers.v[k].userdata);
         if (table_index(m, t, &i)) {
                 count_pairs_at(m, i, -1);
                 count_status(m, t->rec.status, -1);

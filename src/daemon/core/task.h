@@ -169,18 +169,39 @@ ChangesetStatus changeset_status_from_string(const char *s);
 typedef enum TaskKey { TASK_FIELDS(_TASK_KEY_ENUM) _TASK_KEY_MAX, _TASK_KEY_INVALID = -EINVAL } TaskKey;
 #undef _TASK_KEY_ENUM
 
-#define _TASK_CTYPE_STR char *
-#define _TASK_CTYPE_INT int64_t
-#define _TASK_CTYPE_BOOL bool
-#define _TASK_CTYPE_OBJ json_object *
-#define _TASK_CTYPE_ARR json_object *
-#define _TASK_CTYPE_STATUS TaskStatus
-#define _TASK_CTYPE_CHANGESET ChangesetStatus
-#define _TASK_FIELD_DECL(json, field, kind) _TASK_CTYPE_##kind field;
+/* The fields are declared by size, the 8-byte ones first, then the enums,
+ * then the bools: in key order, each bool between two pointers would take 8
+ * bytes (the record is kept for every task in the table). */
+#define _TASK_WIDE_STR(field) char *field;
+#define _TASK_WIDE_INT(field) int64_t field;
+#define _TASK_WIDE_OBJ(field) json_object *field;
+#define _TASK_WIDE_ARR(field) json_object *field;
+#define _TASK_WIDE_BOOL(field)
+#define _TASK_WIDE_STATUS(field)
+#define _TASK_WIDE_CHANGESET(field)
+#define _TASK_ENUM_STR(field)
+#define _TASK_ENUM_INT(field)
+#define _TASK_ENUM_OBJ(field)
+#define _TASK_ENUM_ARR(field)
+#define _TASK_ENUM_BOOL(field)
+#define _TASK_ENUM_STATUS(field) TaskStatus field;
+#define _TASK_ENUM_CHANGESET(field) ChangesetStatus field;
+#define _TASK_BOOL_STR(field)
+#define _TASK_BOOL_INT(field)
+#define _TASK_BOOL_OBJ(field)
+#define _TASK_BOOL_ARR(field)
+#define _TASK_BOOL_BOOL(field) bool field;
+#define _TASK_BOOL_STATUS(field)
+#define _TASK_BOOL_CHANGESET(field)
+#define _TASK_FIELD_WIDE(json, field, kind) _TASK_WIDE_##kind(field)
+#define _TASK_FIELD_ENUM(json, field, kind) _TASK_ENUM_##kind(field)
+#define _TASK_FIELD_BOOL(json, field, kind) _TASK_BOOL_##kind(field)
 
 /* The persisted record. Read freely; write only through task.c. */
 typedef struct TaskRecord {
-        TASK_FIELDS(_TASK_FIELD_DECL)
+        TASK_FIELDS(_TASK_FIELD_WIDE)
+        TASK_FIELDS(_TASK_FIELD_ENUM)
+        TASK_FIELDS(_TASK_FIELD_BOOL)
         uint64_t present;   /* bit per TaskKey: the key is in the record */
         uint64_t nonnull;   /* bit per TaskKey: its value is not JSON null */
         json_object *extras; /* unknown / untypable keys, verbatim (NULL: none) */
@@ -193,7 +214,6 @@ typedef struct TaskRecord {
         char *pool;
         size_t pool_size;
 } TaskRecord;
-#undef _TASK_FIELD_DECL
 
 #define TASK_ORDER_EXTRA 0xFF
 
@@ -285,6 +305,8 @@ typedef struct TaskObserver {
         void (*key_changing)(Task *t, TaskKey k, void *userdata);
         void (*key_changed)(Task *t, TaskKey k, void *userdata);
         void (*checked)(Task *t, void *userdata);
+        void (*inserted)(Task *t, void *userdata); /* t was appended to the table (task-table.c) */
+        void (*removed)(Task *t, void *userdata);  /* t is being taken out of the table, still whole */
         void *userdata;
 } TaskObserver;
 
@@ -357,6 +379,10 @@ struct Task {
         bool log_has_event;    /* cache: once true stays true */
         json_object *list_row; /* cache: its task.list row, made at list_row_generation */
         uint64_t list_row_generation;
+        /* store.c: in the journal's next commit; its record is durable (in
+         * tasks.json or the journal: a removal then needs a tombstone) */
+        bool store_pending;
+        bool store_durable;
         /* store.c: where the record's text is in the last tasks.json written,
          * made at text_generation (text_len 0: unknown) */
         uint64_t text_off;
