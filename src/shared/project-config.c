@@ -380,6 +380,29 @@ int project_config_load(const char *dir, ProjectConfig *ret) {
         return 0;
 }
 
+int project_config_parse(const char *path, const char *text, size_t len, ProjectConfig *ret) {
+        *ret = (ProjectConfig) {};
+        parsed p = {};
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy) return -ENOMEM;
+        int r = parse_text(text, len, path, &p);
+        if (r < 0) {
+                parsed_done(&p);
+                return r;
+        }
+        *ret = (ProjectConfig) {
+                .path = TAKE_PTR(copy),
+                .exists = true,
+                .check = p.check,
+                .check_timeout_s = p.timeout_s,
+                .ro_bind = p.ro_bind,
+                .review_paths = p.review_paths,
+                .allow_hosts = p.allow_hosts,
+                .warning = p.warning,
+        };
+        return 0;
+}
+
 /* ---- the bind policy ---- */
 
 enum {

@@ -4,12 +4,14 @@
  * lifecycle's coldplug after the load, queued tasks are queued again. */
 
 #include <check.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon-fixture.h"
 #include "daemon.h"
+#include "core/store.h"
 #include "json-util.h"
 #include "unit.h"
 #include "fileio.h"
@@ -273,6 +275,40 @@ START_TEST(streamed_load_is_all_or_nothing) {
 }
 END_TEST
 
+static int count_record(void *userdata, json_object *e) {
+        size_t *n = userdata;
+        (*n)++;
+        json_object_put(e);
+        return 0;
+}
+
+/* The reader alone, without a Manager: the verdict of json_parse_strict on
+ * the whole text, the elements in order */
+START_TEST(parse_records_is_strict_json) {
+        static const char *const texts[] = {
+                "[]", " [ ] ", "[1,\"x\",{\"id\":\"oc_a\"},[2]]", "[{\"id\":\"oc_a\"},]", "[1", "[1] [2]", "{}", "",
+                "[\"\\u0000\"]", "[\"\xff\"]",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+                json_object *whole = NULL;
+                bool ok = json_parse_strict(texts[i], strlen(texts[i]), &whole) == 0 && json_object_is_type(whole, json_type_array);
+                size_t n = 0;
+                int r = store_parse_records(texts[i], strlen(texts[i]), count_record, &n);
+                ck_assert_msg((r == 0) == ok, "%s: %d", texts[i], r);
+                if (ok) ck_assert_uint_eq(n, json_object_array_length(whole));
+                else ck_assert_int_eq(r, -EBADMSG);
+                json_object_put(whole);
+        }
+        /* nesting: 64 levels counting the array, like json_parse_strict */
+        char deep[200] = "", *p = deep;
+        for (int d = 0; d < 65; d++) *p++ = '[';
+        for (int d = 0; d < 65; d++) *p++ = ']';
+        size_t n = 0;
+        ck_assert_int_eq(store_parse_records(deep, strlen(deep), count_record, &n), -EBADMSG);
+        ck_assert_int_eq(store_parse_records(deep + 1, strlen(deep) - 2, count_record, &n), 0);
+}
+END_TEST
+
 static void assert_file_is_full_text(void) {
         char *want = NULL;
         size_t len = 0;
@@ -332,4 +368,4 @@ END_TEST
 
 TF_MAIN("store", "store", setup, teardown, 0, missing_file_is_an_empty_store, load_store_round_trip,
         malformed_file_is_kept_and_never_overwritten, failed_write_is_an_error, queued_tasks_are_queued_again_in_order,
-        streamed_text_is_json_c_text, streamed_load_is_all_or_nothing, flush_copies_unchanged_records)
+        streamed_text_is_json_c_text, streamed_load_is_all_or_nothing, parse_records_is_strict_json, flush_copies_unchanged_records)

@@ -206,12 +206,7 @@ static size_t skip_ws(const char *s, size_t i, size_t len) {
         return i;
 }
 
-/* Parse tasks.json's top-level array one element at a time, calling fn for
- * each with the element (a new reference fn takes): the same grammar and
- * limits as json_parse_strict of the whole text (strict, valid UTF-8, no NUL,
- * nesting depth 64 counting the array), without ever holding more than one
- * element's tree. -EBADMSG if the text is not a JSON array, or fn's error. */
-static int parse_array_stream(const char *s, size_t len, int (*fn)(Manager *m, json_object *e), Manager *m) {
+int store_parse_records(const char *s, size_t len, int (*fn)(void *userdata, json_object *e), void *userdata) {
         if (memchr(s, 0, len) || len > INT_MAX) return -EBADMSG;
         json_tokener *tok = json_tokener_new_ex(63);
         if (!tok) return -ENOMEM;
@@ -234,7 +229,7 @@ static int parse_array_stream(const char *s, size_t len, int (*fn)(Manager *m, j
                         break;
                 }
                 i += json_tokener_get_parse_end(tok);
-                r = fn(m, e);
+                r = fn(userdata, e);
                 if (r < 0) break;
                 r = -EBADMSG;
                 i = skip_ws(s, i, len);
@@ -298,8 +293,9 @@ typedef struct LoadState {
 
 static LoadState *load_state;
 
-/* parse_array_stream's fn: one record into the table (no side effects yet). */
-static int load_one(Manager *m, json_object *rec) {
+/* store_parse_records' fn: one record into the table (no side effects yet). */
+static int load_one(void *userdata, json_object *rec) {
+        Manager *m = userdata;
         _cleanup_json_ json_object *owned = rec;
         if (!json_is_object(rec) || !json_get_string(rec, PK_id)) return 0;
         const char *id = json_get_string(rec, PK_id);
@@ -346,7 +342,7 @@ int manager_load_tasks(Manager *m) {
         LoadState ls = {.first = m->n_tasks};
         if (r >= 0) {
                 load_state = &ls;
-                r = parse_array_stream(map ? map : "", len, load_one, m);
+                r = store_parse_records(map ? map : "", len, load_one, m);
                 load_state = NULL;
         }
         if (map) (void) munmap(map, len);
