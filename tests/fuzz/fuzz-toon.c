@@ -124,6 +124,8 @@ static json_object *read_primitive(toon_reader *rd, const char *s, size_t len) {
                 errno = 0;
                 long long v = integral ? strtoll(t, &end, 10) : 0;
                 if (integral && errno == 0 && !*end) j = json_object_new_int64(v);
+                else if (integral && t[0] != '-' && (errno = 0, strtoull(t, &end, 10), errno == 0 && !*end))
+                        j = json_object_new_uint64(strtoull(t, NULL, 10));
                 else j = json_object_new_double(strtod(t, NULL));
         } else
                 j = json_object_new_string_len(t, (int) len);
@@ -346,9 +348,14 @@ static json_object *toon_read(const char *text) {
 
 static bool same(json_object *a, json_object *b) {
         json_type ta = a ? json_object_get_type(a) : json_type_null, tb = b ? json_object_get_type(b) : json_type_null;
+        /* JSON.stringify and TOON write a number that is not finite (1e400) as null */
+        if (ta == json_type_double && !isfinite(json_object_get_double(a))) return tb == json_type_null;
         bool na = ta == json_type_int || ta == json_type_double, nb = tb == json_type_int || tb == json_type_double;
         if (na && nb) {
-                if (ta == json_type_int && tb == json_type_int) return json_object_get_int64(a) == json_object_get_int64(b);
+                /* an integer json-c holds as uint64 (2^63 and above) by its unsigned value */
+                if (ta == json_type_int && tb == json_type_int)
+                        return json_object_get_int64(a) == json_object_get_int64(b) &&
+                               json_object_get_uint64(a) == json_object_get_uint64(b);
                 return json_object_get_double(a) == json_object_get_double(b);
         }
         if (ta != tb) return false;
