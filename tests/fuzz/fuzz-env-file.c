@@ -10,13 +10,14 @@
 #include "fuzz.h"
 #include "strv.h"
 
+/* ^[A-Za-z_][A-Za-z0-9_]*$, spelled apart from env-file.c's own check */
 static bool name_ok(const char *s, size_t n) {
-        if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z'))) return false;
-        for (size_t i = 1; i < n; i++)
-                if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-                      (s[i] >= '0' && s[i] <= '9')))
-                        return false;
-        return true;
+        static const char word[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789";
+        char *name = strndup(s, n);
+        fuzz_check(name);
+        bool ok = n > 0 && strspn(name, word) == n && !strchr("0123456789", name[0]);
+        free(name);
+        return ok;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -35,6 +35,23 @@ static void spec_round_trip(launch_spec *s) {
         launch_spec_free(s2);
 }
 
+/* When from() accepts j into *a: *a serializes (to), the text reads back
+ * into *b, which serializes to the same text. */
+#define ROUND_TRIP(j, a, b, from, to)                                           \
+        do {                                                                    \
+                if (from(j, a) < 0) break;                                      \
+                json_object *o = NULL, *o2 = NULL;                              \
+                fuzz_check(to(a, &o) == 0);                                     \
+                fuzz_check(from(o, b) == 0);                                    \
+                fuzz_check(to(b, &o2) == 0);                                    \
+                char *x = line_of(o), *y = line_of(o2);                         \
+                fuzz_check(x && y && strcmp(x, y) == 0);                        \
+                free(x);                                                        \
+                free(y);                                                        \
+                json_object_put(o);                                             \
+                json_object_put(o2);                                            \
+        } while (0)
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t which = fuzz_take_byte(&data, &size) % 3;
         if (which == 0) {
@@ -53,41 +70,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_object *j = NULL;
         if (json_parse_strict((const char *) data, size, &j) < 0) return 0;
         if (which == 1) {
-                launch_info i = {};
-                if (launch_info_from_json(j, &i) == 0) {
-                        json_object *o = NULL;
-                        fuzz_check(launch_info_to_json(&i, &o) == 0);
-                        launch_info i2 = {};
-                        fuzz_check(launch_info_from_json(o, &i2) == 0);
-                        json_object *o2 = NULL;
-                        fuzz_check(launch_info_to_json(&i2, &o2) == 0);
-                        char *a = line_of(o), *b = line_of(o2);
-                        fuzz_check(a && b && strcmp(a, b) == 0);
-                        free(a);
-                        free(b);
-                        json_object_put(o);
-                        json_object_put(o2);
-                        launch_info_done(&i2);
-                }
+                launch_info i = {}, i2 = {};
+                ROUND_TRIP(j, &i, &i2, launch_info_from_json, launch_info_to_json);
                 launch_info_done(&i);
+                launch_info_done(&i2);
         } else {
-                exit_info e = {};
-                if (exit_info_from_json(j, &e) == 0) {
-                        json_object *o = NULL;
-                        fuzz_check(exit_info_to_json(&e, &o) == 0);
-                        exit_info e2 = {};
-                        fuzz_check(exit_info_from_json(o, &e2) == 0);
-                        json_object *o2 = NULL;
-                        fuzz_check(exit_info_to_json(&e2, &o2) == 0);
-                        char *a = line_of(o), *b = line_of(o2);
-                        fuzz_check(a && b && strcmp(a, b) == 0);
-                        free(a);
-                        free(b);
-                        json_object_put(o);
-                        json_object_put(o2);
-                        exit_info_done(&e2);
-                }
+                exit_info e = {}, e2 = {};
+                ROUND_TRIP(j, &e, &e2, exit_info_from_json, exit_info_to_json);
                 exit_info_done(&e);
+                exit_info_done(&e2);
         }
         json_object_put(j);
         return 0;

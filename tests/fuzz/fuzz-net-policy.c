@@ -85,6 +85,21 @@ static char *policy_line(const NetPolicy *p) {
         return s;
 }
 
+/* p's JSON form reads back (net_policy_from_json) to the same form */
+static void policy_round_trip(const NetPolicy *p) {
+        char *a = policy_line(p);
+        json_object *j = NULL;
+        fuzz_check(json_parse_strict(a, strlen(a), &j) == 0);
+        NetPolicy back = {};
+        fuzz_check(net_policy_from_json(j, &back) == 0);
+        char *b = policy_line(&back);
+        fuzz_check(strcmp(a, b) == 0);
+        json_object_put(j);
+        net_policy_done(&back);
+        free(a);
+        free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         NetPolicy p = {.mode = NET_MODE_PROXY};
         fuzz_lines(data, size, one_line, &p);
@@ -94,39 +109,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_check(net_policy_copy(&p, &copy) == 0);
         char *a = policy_line(&p), *b = policy_line(&copy);
         fuzz_check(strcmp(a, b) == 0);
-        json_object *j = NULL;
-        fuzz_check(json_parse_strict(a, strlen(a), &j) == 0);
-        NetPolicy back = {};
-        fuzz_check(net_policy_from_json(j, &back) == 0);
-        char *c = policy_line(&back);
-        fuzz_check(strcmp(a, c) == 0);
-        json_object_put(j);
         free(a);
         free(b);
-        free(c);
-        net_policy_done(&back);
+        policy_round_trip(&p);
         net_policy_done(&copy);
         net_policy_done(&p);
 
         /* the input as a policy object (a launch spec's "network", a task record's) */
-        j = NULL;
+        json_object *j = NULL;
         if (json_parse_strict((const char *) data, size, &j) == 0) {
                 NetPolicy q = {};
                 int r = net_policy_from_json(j, &q);
                 fuzz_check(r == 0 || r == -EINVAL || r == -E2BIG || r == -ENOMEM);
-                if (r == 0) {
-                        char *x = policy_line(&q);
-                        json_object *jx = NULL;
-                        fuzz_check(json_parse_strict(x, strlen(x), &jx) == 0);
-                        NetPolicy q2 = {};
-                        fuzz_check(net_policy_from_json(jx, &q2) == 0);
-                        char *y = policy_line(&q2);
-                        fuzz_check(strcmp(x, y) == 0);
-                        free(x);
-                        free(y);
-                        json_object_put(jx);
-                        net_policy_done(&q2);
-                }
+                if (r == 0) policy_round_trip(&q);
                 net_policy_done(&q);
                 json_object_put(j);
         }
