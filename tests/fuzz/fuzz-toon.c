@@ -325,9 +325,13 @@ static json_object *toon_read(const char *text) {
         }
         json_object *v;
         toon_line *first = &r.l[0];
-        if (r.n == 1 && first->len == 0) v = json_object_new_object(); /* root {} */
-        else if (r.n == 1 && first->len == 2 && !memcmp(first->s, "[]", 2)) v = json_object_new_array();
-        else if (first->len > 0 && first->s[0] == '[') {
+        if (r.n == 1 && first->len == 0) { /* root {} */
+                v = json_object_new_object();
+                r.i++;
+        } else if (r.n == 1 && first->len == 2 && !memcmp(first->s, "[]", 2)) {
+                v = json_object_new_array();
+                r.i++;
+        } else if (first->len > 0 && first->s[0] == '[') {
                 v = read_after_key(rd, first->s, first->len, 0, 1);
                 r.i++;
         } else {
