@@ -228,7 +228,14 @@ int store_parse_records(const char *s, size_t len, int (*fn)(void *userdata, jso
                         r = -EBADMSG; /* incomplete at the end of the text is malformed too */
                         break;
                 }
-                i += json_tokener_get_parse_end(tok);
+                size_t used = json_tokener_get_parse_end(tok);
+                if (json_extension_check(s + i, used) != json_tokener_success) {
+                        /* NaN, 'quotes', a raw control character: no JSON the Node CLI reads */
+                        json_object_put(e);
+                        r = -EBADMSG;
+                        break;
+                }
+                i += used;
                 r = fn(userdata, e);
                 if (r < 0) break;
                 r = -EBADMSG;
