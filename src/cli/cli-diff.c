@@ -490,7 +490,8 @@ char *cli_diff_stat_marks(const char *line, size_t len, char *const *paths, char
         const char *bar = NULL;
         for (const char *p = line; p + 3 <= line + len; p++)
                 if (p[0] == ' ' && p[1] == '|' && p[2] == ' ') bar = p;
-        if (!bar || len == 0 || line[0] != ' ') return NULL;
+        /* the bar after the name's first byte: " | ..." names nothing */
+        if (!bar || bar <= line || line[0] != ' ') return NULL;
         const char *name = line + 1, *end = bar;
         while (end > name && end[-1] == ' ') end--;
         size_t n = (size_t) (end - name);

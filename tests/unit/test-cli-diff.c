@@ -446,6 +446,20 @@ START_TEST(test_stat_marks) {
                 if (m) ck_abort_msg("%s: marked %s", none[i], m);
         }
         ck_assert_ptr_null(cli_diff_stat_marks(l1, sizeof l1 - 1, NULL, NULL));
+        /* a bar at the very start: no name, and nothing read before the
+         * line or past its end (the name's length was -1 and its first
+         * bytes were read past the line: ASan's finding in the cli-diff fuzz
+         * target; the line is exactly its bytes, in a buffer of its own) */
+        static const char *const bare[] = {" | ", " |  |", "  | 1 +"};
+        for (size_t i = 0; i < ELEMENTSOF(bare); i++) {
+                size_t n = strlen(bare[i]);
+                char *exact = malloc(n);
+                ck_assert_ptr_nonnull(exact);
+                memcpy(exact, bare[i], n);
+                m = cli_diff_stat_marks(exact, n, paths, classes);
+                if (m) ck_abort_msg("[%s]: marked %s", bare[i], m);
+                free(exact);
+        }
 }
 END_TEST
 
