@@ -11,6 +11,7 @@
  * next one. */
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -51,13 +52,38 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         return 0;
 }
 
+/* The proxy stopped taking or answering connections: say what the process
+ * holds (open fds, threads and what they wait in), then abort. */
+static _Noreturn void proxy_stuck(const char *what, int e) {
+        size_t fds = 0;
+        DIR *d = opendir("/proc/self/fd");
+        for (struct dirent *de; d && (de = readdir(d));) fds++;
+        if (d) closedir(d);
+        fprintf(stderr, "%s: %s; %zu fds open\n", what, e ? strerror(e) : "no answer", fds);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "grep Threads /proc/%d/status; cat /proc/%d/task/*/wchan | sort | uniq -c", getpid(), getpid());
+        (void) system(cmd);
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 20000) return 0; /* past the head limit: one more 400 */
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         fuzz_check(fd >= 0);
-        fuzz_check(connect(fd, (struct sockaddr *) &proxy_addr, sizeof proxy_addr) == 0);
+        /* libFuzzer's SIGALRM (its -timeout clock) interrupts calls here: a
+         * connect it interrupts goes on, and is waited for */
+        if (connect(fd, (struct sockaddr *) &proxy_addr, sizeof proxy_addr) < 0) {
+                int e = errno;
+                if (e != EINTR) proxy_stuck("connect to the proxy", e);
+                struct pollfd w = {.fd = fd, .events = POLLOUT};
+                while (poll(&w, 1, -1) < 0)
+                        if (errno != EINTR) proxy_stuck("connect to the proxy", errno);
+                socklen_t el = sizeof e;
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e != 0) proxy_stuck("connect to the proxy", e);
+        }
         for (size_t off = 0; off < size;) {
                 ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR) continue;
                 if (n <= 0) break; /* the proxy answered and closed already */
                 off += (size_t) n;
         }
@@ -67,9 +93,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (;;) {
                 struct pollfd p = {.fd = fd, .events = POLLIN};
                 int k = poll(&p, 1, 20000);
-                fuzz_check(k > 0); /* an answer (or a close) within 20 s */
+                if (k < 0 && errno == EINTR) continue;
+                if (k <= 0) proxy_stuck("an answer (or a close) within 20 s", k < 0 ? errno : 0);
                 char buf[4096];
                 ssize_t n = recv(fd, buf, sizeof buf, 0);
+                if (n < 0 && errno == EINTR) continue;
                 if (n <= 0) break;
                 size_t take = got + (size_t) n > sizeof reply ? sizeof reply - got : (size_t) n;
                 memcpy(reply + got, buf, take);
