@@ -9,6 +9,7 @@ TF_PACKAGES=(
   systemd systemd-container dbus-user-session
   util-linux passwd procps
   python3
+  clang libclang-rt-dev
   go-md2man man-db
   dbus-daemon libglib2.0-bin
 )

@@ -257,8 +257,11 @@ static int git_line_names(char ***names, const char *s, size_t len) {
                 if (!a) return 0; /* malformed: the other lines name it */
                 int r = push_name(names, a, "a/");
                 if (r < 0) return r;
-                if (used + 1 < len && s[used] == ' ' && s[used + 1] == '"')
-                        return push_name(names, cs_unquote_path(s + used + 1, len - used - 1, NULL), "b/");
+                if (used + 1 < len && s[used] == ' ' && s[used + 1] == '"') {
+                        char *b = cs_unquote_path(s + used + 1, len - used - 1, NULL);
+                        if (!b) return 0; /* malformed too: the other lines name it */
+                        return push_name(names, b, "b/");
+                }
                 return 0;
         }
         if (len < 5 || (len - 5) % 2 != 0) return 0;
@@ -487,7 +490,8 @@ char *cli_diff_stat_marks(const char *line, size_t len, char *const *paths, char
         const char *bar = NULL;
         for (const char *p = line; p + 3 <= line + len; p++)
                 if (p[0] == ' ' && p[1] == '|' && p[2] == ' ') bar = p;
-        if (!bar || len == 0 || line[0] != ' ') return NULL;
+        /* the bar after the name's first byte: " | ..." names nothing */
+        if (!bar || bar <= line || line[0] != ' ') return NULL;
         const char *name = line + 1, *end = bar;
         while (end > name && end[-1] == ' ') end--;
         size_t n = (size_t) (end - name);

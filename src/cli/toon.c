@@ -159,9 +159,15 @@ static void write_primitive(FILE *f, json_object *v) {
         case json_type_boolean:
                 fputs(json_object_get_boolean(v) ? "true" : "false", f);
                 break;
-        case json_type_int:
-                fprintf(f, "%" PRId64, json_object_get_int64(v));
+        case json_type_int: {
+                /* json-c holds an integer of 2^63 and above (up to 2^64-1) as
+                 * uint64, whose int64 reading is capped at 2^63-1 */
+                int64_t i = json_object_get_int64(v);
+                uint64_t u = json_object_get_uint64(v);
+                if (i == INT64_MAX && u > (uint64_t) INT64_MAX) fprintf(f, "%" PRIu64, u);
+                else fprintf(f, "%" PRId64, i);
                 break;
+        }
         case json_type_double: {
                 char buf[32];
                 fputs(js_number_format(json_object_get_double(v), buf), f);

@@ -22,6 +22,7 @@
 #include "changeset-paths.h"
 #include "changeset-repo.h"
 #include "changeset-shape.h"
+#include "git-output.h"
 #include "changeset-snapshot.h"
 #include "changeset-writeout.h"
 #include "changeset.h"
@@ -173,16 +174,15 @@ static int merge_3way(git_ctx *g, const char *scratch, const char *base_tree, co
                 if ((r = git_ok(g, "/", LIST_MAX, &rr, &err, "diff-tree --raw", dt_args)) < 0) goto fail;
                 _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (dfd < 0) r = -errno;
-                for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len;) {
-                        char *path = p + strlen(p) + 1;
-                        if (*p != ':' || path >= rr.out + rr.out_len) break;
-                        bool in_base = p[1] != '0' || strspn(p + 1, "0") < 6;
+                GitRawRecord rec;
+                for (const char *p = rr.out; r >= 0 && (r = git_raw_next(&p, rr.out + rr.out_len, &rec)) > 0;) {
+                        const char *path = rec.path;
+                        bool in_base = rec.old_mode != 0;
                         int fd = in_base ? -1 : cs_open_beneath(dfd, path, O_PATH);
                         /* a path only the worker added counts if the live tree has it too */
                         if (in_base || fd >= 0) r = strv_pushf(&specs, ":(literal)%s", path);
                         if (fd >= 0) safe_close(fd);
                         if (r >= 0 && ret_touched) r = strv_push(ret_touched, path);
-                        p = path + strlen(path) + 1;
                 }
                 run_result_done(&rr);
                 if (r < 0) goto fail;

@@ -8,37 +8,17 @@
 #include <string.h>
 
 #include "changeset.h"
+#include "git-output.h"
 #include "macro.h"
 #include "process-util.h"
 #include "strv.h"
 
-/* Parse `git apply --numstat -z` output: entries "A\tD\tpath\0" or, for a
- * rename/copy, "A\tD\t\0old\0new\0". Calls cb for each entry. */
-typedef void (*numstat_cb)(void *userdata, const char *adds, const char *dels, const char *old_path,
-                           const char *new_path);
-static void numstat_parse(char *out, size_t len, numstat_cb cb, void *userdata) {
-        char *p = out, *end = out + len;
-        while (p < end) {
-                char *t1 = memchr(p, '\t', (size_t) (end - p));
-                if (!t1) break;
-                char *t2 = memchr(t1 + 1, '\t', (size_t) (end - t1 - 1));
-                if (!t2) break;
-                *t1 = *t2 = 0;
-                const char *adds = p, *dels = t1 + 1;
-                char *name = t2 + 1;
-                if (name >= end) break;
-                if (*name) {
-                        cb(userdata, adds, dels, NULL, name);
-                        p = name + strlen(name) + 1;
-                } else {
-                        char *old = name + 1;
-                        if (old >= end) break;
-                        char *nw = old + strlen(old) + 1;
-                        if (nw >= end) break;
-                        cb(userdata, adds, dels, old, nw);
-                        p = nw + strlen(nw) + 1;
-                }
-        }
+/* Each entry of `git apply --numstat -z` output to cb (git-output.h reads
+ * them); a malformed entry ends the list. */
+typedef void (*numstat_cb)(void *userdata, const GitNumstat *e);
+static void numstat_parse(const char *out, size_t len, numstat_cb cb, void *userdata) {
+        GitNumstat e;
+        for (const char *p = out; git_numstat_next(&p, out + len, &e) > 0;) cb(userdata, &e);
 }
 
 /* The paths of a patch, each once, sorted (strcmp): collected in O(1) per
@@ -69,11 +49,10 @@ static void path_list_add(path_list *pl, const char *path) {
         pl->paths[++pl->n] = NULL;
 }
 
-static void collect_paths(void *userdata, const char *adds, const char *dels, const char *old_path,
-                          const char *new_path) {
+static void collect_paths(void *userdata, const GitNumstat *e) {
         path_list *pl = userdata;
-        if (old_path) path_list_add(pl, old_path);
-        path_list_add(pl, new_path);
+        if (e->old_path) path_list_add(pl, e->old_path);
+        path_list_add(pl, e->path);
 }
 
 static void path_list_finish(path_list *pl) {
@@ -109,32 +88,15 @@ typedef struct numstat_sum {
         unsigned files, additions, deletions;
 } numstat_sum;
 
-static bool parse_count(const char *s, unsigned *ret) {
-        if (!*s) return false;
-        unsigned long long v = 0;
-        for (; *s; s++) {
-                if (*s < '0' || *s > '9') return false;
-                v = v * 10 + (unsigned) (*s - '0');
-                if (v > UINT_MAX) v = UINT_MAX;
-        }
-        *ret = (unsigned) v;
-        return true;
-}
-
 static unsigned sat_add(unsigned a, unsigned b) {
         return a > UINT_MAX - b ? UINT_MAX : a + b;
 }
 
-static void sum_numstat(void *userdata, const char *adds, const char *dels, const char *old_path,
-                        const char *new_path) {
+static void sum_numstat(void *userdata, const GitNumstat *e) {
         numstat_sum *s = userdata;
-        unsigned a, d;
-        if (parse_count(adds, &a) && parse_count(dels, &d)) {
-                s->files = sat_add(s->files, 1);
-                s->additions = sat_add(s->additions, a);
-                s->deletions = sat_add(s->deletions, d);
-        } else if (streq(adds, "-") && streq(dels, "-"))
-                s->files = sat_add(s->files, 1); /* binary */
+        s->files = sat_add(s->files, 1);
+        s->additions = sat_add(s->additions, e->adds);
+        s->deletions = sat_add(s->deletions, e->dels);
 }
 
 int changeset_numstat(const char *patch_path, unsigned *files, unsigned *additions, unsigned *deletions) {

@@ -40,8 +40,8 @@ static const char *const risk_description_table[_RISK_CLASS_MAX] = {
         [RISK_EXECUTABLE] = "made executable: runs as a program when started by path",
         [RISK_SYMLINK_OUT] = "symlink that leaves the repository: reads and writes through it reach a file outside",
         [RISK_PROJECT] = "listed in the project's review_paths",
-        [RISK_TASKFERRY_CONFIG] = "taskferry project file: changes the check that judges later changesets, the "
-                                  "sandbox's read-only binds and the paths that need review",
+        [RISK_TASKFERRY_CONFIG] = ("taskferry project file: changes the check that judges later changesets, the "
+                                   "sandbox's read-only binds and the paths that need review"),
 };
 
 const char *risk_class_to_string(RiskClass c) {

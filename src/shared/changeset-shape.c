@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "changeset-numstat.h"
+#include "git-output.h"
 #include "changeset-paths.h"
 #include "macro.h"
 #include "path-util.h"
@@ -175,10 +176,12 @@ int drop_repository_shapes(const git_ctx *g, const char *dir, const char *hooks_
         changed_entry *ch = NULL;
         size_t n_ch = 0;
         _cleanup_(dir_masks_done) dir_masks cand = {}, after_pieces = {};
-        /* ":<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0" */
-        for (char *p = rr.out; r >= 0 && p < rr.out + rr.out_len;) {
-                char *path = p + strlen(p) + 1;
-                if (*p != ':' || path >= rr.out + rr.out_len) break;
+        GitRawRecord rec;
+        for (const char *p = rr.out; r >= 0 && (r = git_raw_next(&p, rr.out + rr.out_len, &rec)) != 0;) {
+                if (r < 0) {
+                        r = -EIO;
+                        break;
+                }
                 changed_entry *n = realloc(ch, (n_ch + 1) * sizeof *ch);
                 if (!n) {
                         r = -ENOMEM;
@@ -187,14 +190,15 @@ int drop_repository_shapes(const git_ctx *g, const char *dir, const char *hooks_
                 ch = n;
                 changed_entry *e = &ch[n_ch];
                 memset(e, 0, sizeof *e);
-                if (sscanf(p + 1, "%7s %*s %71s", e->old_mode, e->old_oid) != 2 || !(e->path = strdup(path))) {
-                        r = e->old_mode[0] ? -ENOMEM : -EIO;
+                if (!(e->path = strdup(rec.path))) {
+                        r = -ENOMEM;
                         break;
                 }
-                e->added = strspn(e->old_mode, "0") == strlen(e->old_mode);
+                snprintf(e->old_mode, sizeof e->old_mode, "%06o", rec.old_mode);
+                snprintf(e->old_oid, sizeof e->old_oid, "%s", rec.old_oid);
+                e->added = rec.old_mode == 0;
                 n_ch++;
-                r = add_ancestors(&cand, path);
-                p = path + strlen(path) + 1;
+                r = add_ancestors(&cand, rec.path);
         }
         run_result_done(&rr);
         _cleanup_strv_free_ char **removals = NULL, **restores = NULL;

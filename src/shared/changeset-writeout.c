@@ -40,6 +40,7 @@
 #include "changeset-git.h"
 #include "changeset-paths.h"
 #include "git-cat.h"
+#include "git-output.h"
 #include "macro.h"
 #include "process-util.h"
 #include "string-util.h"
@@ -64,26 +65,22 @@ static void wo_list_done(wo_list *l) {
         memset(l, 0, sizeof *l);
 }
 
-/* `diff-tree -r -z --no-renames` raw records: ":om nm ooid noid S\0path\0". */
-static int wo_parse(char *p, char *end, wo_list *l) {
-        while (p < end) {
-                char *path = p + strlen(p) + 1;
-                if (*p != ':' || path >= end) return -EBADMSG;
-                unsigned om = 0, nm = 0;
-                char ooid[72], noid[72], status = 0;
-                if (sscanf(p, ":%o %o %71s %71s %c", &om, &nm, ooid, noid, &status) != 5) return -EBADMSG;
+/* `diff-tree -r -z --no-renames` raw records (git-output.h). */
+static int wo_parse(const char *p, const char *end, wo_list *l) {
+        GitRawRecord rec;
+        int r;
+        while ((r = git_raw_next(&p, end, &rec)) > 0) {
                 wo_entry *ne = realloc(l->e, (l->n + 1) * sizeof *ne);
                 if (!ne) return -ENOMEM;
                 l->e = ne;
                 wo_entry *e = &l->e[l->n];
                 memset(e, 0, sizeof *e);
-                if (!(e->path = strdup(path))) return -ENOMEM;
+                if (!(e->path = strdup(rec.path))) return -ENOMEM;
                 l->n++;
-                e->mode = status == 'D' ? 0 : nm;
-                snprintf(e->oid, sizeof e->oid, "%s", noid);
-                p = path + strlen(path) + 1;
+                e->mode = rec.status == 'D' ? 0 : rec.new_mode;
+                snprintf(e->oid, sizeof e->oid, "%s", rec.new_oid);
         }
-        return 0;
+        return r;
 }
 
 /* A path we are willing to write: relative, no empty, ".", ".." or .git

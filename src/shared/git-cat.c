@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "git-output.h"
 #include "macro.h"
 #include "path-util.h"
 #include "process-util.h"
@@ -162,13 +163,10 @@ static int request(git_cat *c, const char *oid, uint64_t max, uint64_t *ret_size
         }
         char line[HEADER_MAX], type[32];
         if (read_header(c, line) < 0) return fail(c, reason);
-        size_t olen = strlen(oid);
-        if (strncmp(line, oid, olen) != 0 || line[olen] != ' ') return fail(c, reason);
-        const char *rest = line + olen + 1;
-        if (streq(rest, "missing") || streq(rest, "ambiguous")) return -ENOENT;
         uint64_t size = 0;
-        int used = 0;
-        if (sscanf(rest, "%31s %" SCNu64 "%n", type, &size, &used) != 2 || rest[used]) return fail(c, reason);
+        int h = git_cat_header_parse(line, oid, type, &size);
+        if (h < 0) return fail(c, reason);
+        if (h == 0) return -ENOENT;
         int r = !streq(type, "blob") ? -EINVAL : (max > 0 && size > max) ? -EFBIG : 1;
         if (r < 0) {
                 /* not wanted: read past it */

@@ -31,15 +31,7 @@ static bool number_starts_at(const char *buf, size_t i) {
         return !((p >= '0' && p <= '9') || p == '.' || p == 'e' || p == 'E' || p == '+' || p == '-');
 }
 
-/* What json-c's strict mode accepts but JSON (RFC 8259, JSON.parse) does
- * not, in buf[0..len) of a value json-c parsed: outside strings, a character
- * that is no structural one, whitespace, a number's or a literal's (its
- * single-quoted keys, NaN, Infinity), a '.' without a digit before and
- * after it ("1.", "-.5") and a leading zero ("01"); inside strings, a raw
- * control character or a sequence that is not well-formed UTF-8 (json-c
- * lets overlong forms, surrogates and values past U+10FFFF through).
- * json_tokener_success when there is none. */
-static enum json_tokener_error json_extension_check(const char *buf, size_t len) {
+enum json_tokener_error json_extension_check(const char *buf, size_t len) {
         /* the bytes allowed outside strings, as a table: this runs over every
          * line of every log, so no strchr per byte */
         static bool outside[256];

@@ -29,6 +29,17 @@ json_tokener *json_strict_tokener_new_depth(int depth);
  * exceeds INT_MAX. */
 int json_parse_strict_ex(json_tokener *tok, const char *buf, size_t len, json_object **ret,
                          enum json_tokener_error *ret_error);
+/* What json-c's strict mode accepts but JSON (RFC 8259, JSON.parse) does
+ * not, in buf[0..len) of a value json-c parsed: outside strings, a character
+ * that is no structural one, whitespace, a number's or a literal's (its
+ * single-quoted keys, NaN, Infinity), a '.' without a digit before and
+ * after it ("1.", "-.5") and a leading zero ("01"); inside strings, a raw
+ * control character or a sequence that is not well-formed UTF-8 (json-c
+ * lets overlong forms, surrogates and values past U+10FFFF through).
+ * json_tokener_success when there is none, else the
+ * error json_parse_strict_ex reports for it. A reader that runs json-c
+ * itself (one value of a longer text) checks the value's bytes with it. */
+enum json_tokener_error json_extension_check(const char *buf, size_t len);
 /* Serialize compactly without escaping '/', as JSON.stringify would.
  * Returns a string owned by obj (valid until obj changes or is freed). */
 const char *json_to_line(json_object *obj, size_t *ret_len);

@@ -356,28 +356,44 @@ static int load(const char *path, bool *ret_exists, parsed *p) {
         return 0;
 }
 
+/* The config of path (taken) from what was read of it (taken), or the
+ * error r (then both are freed). */
+static int config_of(char *path, bool exists, parsed *p, int r, ProjectConfig *ret) {
+        if (r < 0) {
+                free(path);
+                parsed_done(p);
+                return r;
+        }
+        *ret = (ProjectConfig) {
+                .path = path,
+                .exists = exists,
+                .check = p->check,
+                .check_timeout_s = p->timeout_s,
+                .ro_bind = p->ro_bind,
+                .review_paths = p->review_paths,
+                .allow_hosts = p->allow_hosts,
+                .warning = p->warning,
+        };
+        return 0;
+}
+
 int project_config_load(const char *dir, ProjectConfig *ret) {
         *ret = (ProjectConfig) {};
-        _cleanup_free_ char *path = project_config_path(dir);
+        char *path = project_config_path(dir);
         if (!path) return -ENOMEM;
         bool exists = false;
         parsed p = {};
         int r = load(path, &exists, &p);
-        if (r < 0) {
-                parsed_done(&p);
-                return r;
-        }
-        *ret = (ProjectConfig) {
-                .path = TAKE_PTR(path),
-                .exists = exists,
-                .check = p.check,
-                .check_timeout_s = p.timeout_s,
-                .ro_bind = p.ro_bind,
-                .review_paths = p.review_paths,
-                .allow_hosts = p.allow_hosts,
-                .warning = p.warning,
-        };
-        return 0;
+        return config_of(path, exists, &p, r, ret);
+}
+
+int project_config_parse(const char *path, const char *text, size_t len, ProjectConfig *ret) {
+        *ret = (ProjectConfig) {};
+        char *copy = strdup(path);
+        if (!copy) return -ENOMEM;
+        parsed p = {};
+        int r = parse_text(text, len, path, &p);
+        return config_of(copy, true, &p, r, ret);
 }
 
 /* ---- the bind policy ---- */

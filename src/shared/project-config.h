@@ -9,6 +9,7 @@
  * Read with toml_parse (toml.h). */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The largest project file read (bytes); a bigger one is ignored. */
@@ -72,6 +73,11 @@ typedef struct ProjectConfig {
  * (the daemon's event loop and the CLI are single-threaded). */
 int project_config_load(const char *dir, ProjectConfig *ret);
 void project_config_done(ProjectConfig *c);
+/* The same rules over a file's text already in memory (len bytes; path names
+ * it in the warning), without the cache: *ret as project_config_load fills
+ * it for an existing file (exists true, path a copy of path); the size
+ * limit (PROJECT_CONFIG_MAX_BYTES) is the caller's. 0, -ENOMEM. */
+int project_config_parse(const char *path, const char *text, size_t len, ProjectConfig *ret);
 
 /* Which of the project's ro binds the sandbox mounts. Each entry: a relative
  * one ("~" included: it is not expanded) is taken against repo_root, then

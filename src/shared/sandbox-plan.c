@@ -145,7 +145,7 @@ static int add_mask(plan *p, const char *path, char ***masked) {
 
 int sandbox_plan_build(const sandbox_plan_args *a, sandbox_mount **ret, size_t *ret_n, char ***ret_warnings) {
         plan p = {0};
-        _cleanup_strv_free_ char **masked = NULL, **warnings = NULL;
+        _cleanup_strv_free_ char **masked = NULL, **warnings = NULL, **structural = NULL;
         int r;
         if ((r = add_system_roots(&p)) < 0 || (r = add_var_run(&p)) < 0 || (r = add_home(&p, a)) < 0) goto fail;
         /* not a home dir kept in git (dotfiles): that would show the whole home */
@@ -160,7 +160,6 @@ int sandbox_plan_build(const sandbox_plan_args *a, sandbox_mount **ret, size_t *
                 if ((r = add(&p, SANDBOX_MOUNT_RO_BIND, *b, *b)) < 0) goto fail;
         for (char *const *d = a->deny; d && *d; d++)
                 if ((r = add_mask(&p, *d, &masked)) < 0) goto fail;
-        _cleanup_strv_free_ char **structural = NULL;
         for (char *const *d = a->structural; d && *d; d++)
                 if ((r = add_mask(&p, *d, &structural)) < 0) goto fail;
         /* a user bind of a deny-listed path itself: the user's explicit call */

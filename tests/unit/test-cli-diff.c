@@ -188,6 +188,18 @@ START_TEST(test_header_names) {
         header_names_are("diff --git a/a b c b/a b c\nold mode 100644\nnew mode 100755\n", "a b c", NULL);
         /* malformed quoting names nothing */
         header_names_are("diff --git \"a/unterminated\n--- \"a/x\\q\"\n", NULL);
+        /* ... and a malformed second name of the "diff --git" line leaves the
+         * other names (it made the list fail as if out of memory, so a
+         * path-limited diff dropped the section: the fuzz target's finding) */
+        header_names_are("diff --git \"a/x\" \"b/x\\q\"\n--- \"a/x\"\n+++ \"b/y\"\n", "x", "y", NULL);
+        {
+                char *const only_y[] = {(char *) "y", NULL};
+                static const char patch[] = "diff --git \"a/x\" \"b/x\\q\"\n--- \"a/x\"\n+++ \"b/y\"\n@@ -1 +1 @@\n-a\n+b\n";
+                out o = run(patch, strlen(patch), only_y, false, 0);
+                ck_assert_int_eq(o.r, 1);
+                ck_assert_str_eq(o.buf, patch);
+                free(o.buf);
+        }
 
         /* a path and a filter: whether the filter takes it */
         static const struct {
@@ -434,6 +446,20 @@ START_TEST(test_stat_marks) {
                 if (m) ck_abort_msg("%s: marked %s", none[i], m);
         }
         ck_assert_ptr_null(cli_diff_stat_marks(l1, sizeof l1 - 1, NULL, NULL));
+        /* a bar at the very start: no name, and nothing read before the
+         * line or past its end (the name's length was -1 and its first
+         * bytes were read past the line: ASan's finding in the cli-diff fuzz
+         * target; the line is exactly its bytes, in a buffer of its own) */
+        static const char *const bare[] = {" | ", " |  |", "  | 1 +"};
+        for (size_t i = 0; i < ELEMENTSOF(bare); i++) {
+                size_t n = strlen(bare[i]);
+                char *exact = malloc(n);
+                ck_assert_ptr_nonnull(exact);
+                memcpy(exact, bare[i], n);
+                m = cli_diff_stat_marks(exact, n, paths, classes);
+                if (m) ck_abort_msg("[%s]: marked %s", bare[i], m);
+                free(exact);
+        }
 }
 END_TEST
 

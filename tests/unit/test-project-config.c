@@ -83,6 +83,33 @@ START_TEST(every_key) {
 }
 END_TEST
 
+/* the text in memory reads as the same file read from disk */
+START_TEST(parse_text_as_load) {
+        static const char *const texts[] = {
+                "check = \"make\"\ncheck_timeout_seconds = 60\nroBind = [\"/opt/a\"]\nreview_paths = [\"x/\"]\n",
+                "chek = \"make\"\n",
+                "check = \"a\"\ncheck = \"b\"\n",
+                "[table]\n",
+                "",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+                _cleanup_free_ char *path = put_config(texts[i]);
+                ProjectConfig a = {}, b = {};
+                load_ok(dir, &a);
+                ck_assert_int_eq(project_config_parse(path, texts[i], strlen(texts[i]), &b), 0);
+                ck_assert_str_eq(b.path, a.path);
+                ck_assert(b.exists && a.exists);
+                ck_assert_str_eq(strnull(b.check), strnull(a.check));
+                ck_assert_uint_eq(b.check_timeout_s, a.check_timeout_s);
+                ck_assert_str_eq(strnull(b.warning), strnull(a.warning));
+                ck_assert_uint_eq(strv_length(b.ro_bind), strv_length(a.ro_bind));
+                ck_assert_uint_eq(strv_length(b.review_paths), strv_length(a.review_paths));
+                project_config_done(&a);
+                project_config_done(&b);
+        }
+}
+END_TEST
+
 START_TEST(defaults_and_bounds) {
         /* no file */
         ProjectConfig c = {};
@@ -623,7 +650,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("project-config");
         TCase *tc = tf_tcase(s, "file", setup, teardown, 30,
-                             TF_TESTS(every_key, defaults_and_bounds, long_unknown_key_is_cut, too_many_entries, allow_hosts, cache_sees_every_change,
+                             TF_TESTS(every_key, parse_text_as_load, defaults_and_bounds, long_unknown_key_is_cut, too_many_entries, allow_hosts, cache_sees_every_change,
                                       not_a_regular_file, which_directory));
         TF_LOOP(tc, malformed_is_ignored_with_a_warning, malformed);
         tf_tcase(s, "binds", binds_setup, binds_teardown, 30,

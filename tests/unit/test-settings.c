@@ -376,6 +376,17 @@ START_TEST(cli_side_keys) {
         ck_assert_uint_eq(s.wait_default_timeout_ms, 0); /* env "0": no timeout */
         ck_assert_uint_eq(s.advisor_context_chars, 50);
         settings_done(&s);
+        /* past 2^64: saturated, never a conversion out of range (UBSan's
+         * finding in the config fuzz target) */
+        char *huge[] = {"TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS=1e30", "TASKFERRY_ADVISOR_CONTEXT_CHARS=0x1ECF033333333333333333", NULL};
+        resolved(&s, NULL, huge);
+        ck_assert_uint_eq(s.wait_default_timeout_ms, UINT64_MAX);
+        ck_assert_uint_eq(s.advisor_context_chars, UINT64_MAX);
+        settings_done(&s);
+        resolved(&s, "{\"waitDefaultTimeoutMs\": 1e300, \"advisorContextChars\": 1e300}", NULL);
+        ck_assert_uint_eq(s.wait_default_timeout_ms, UINT64_MAX);
+        ck_assert_uint_eq(s.advisor_context_chars, UINT64_MAX);
+        settings_done(&s);
 }
 END_TEST
 

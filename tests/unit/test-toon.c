@@ -255,6 +255,10 @@ END_TEST
 START_TEST(test_numbers) {
         ASSERT_TOON("{\"a\":1e21,\"b\":1e-7,\"c\":1.5,\"d\":1.0,\"e\":-2,\"f\":100,\"g\":123456789012}",
                     "a: 1e+21\nb: 1e-7\nc: 1.5\nd: 1\ne: -2\nf: 100\ng: 123456789012");
+        /* integers from 2^63 to 2^64-1 (json-c holds them unsigned) print as
+         * they are, not capped at 2^63-1 (found by the fuzz target's TOON reader) */
+        ASSERT_TOON("{\"u\":9223372036854775808,\"m\":18446744073709551615,\"i\":9223372036854775807}",
+                    "u: 9223372036854775808\nm: 18446744073709551615\ni: 9223372036854775807");
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object_object_add(o, "sum", json_object_new_double(0.1 + 0.2));
         json_object_object_add(o, "negzero", json_object_new_double(-0.0));

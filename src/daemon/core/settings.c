@@ -127,6 +127,13 @@ static int list_env_replaces(char ***l, json_object *cfg, const char *key, const
         return config_list_append(l, env_value ? env_value : config_string(cfg, key));
 }
 
+/* A positive number of the config or the environment as uint64, saturated:
+ * "1e30" is more than any count, never a cast out of range. */
+static uint64_t u64_saturated(double v) {
+        if (!(v > 0)) return 0;
+        return v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t) v;
+}
+
 int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***ret_warnings, char **reason) {
 #define ENV(name) strv_env_get(envp, name)
 #define INT(key, env, range, def) config_integer(cfg, key, ENV(env), range, def)
@@ -240,7 +247,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
 
         double wait_ms = 0;
         s->wait_default_timeout_ms = config_wait_default_timeout(cfg, ENV("TASKFERRY_WAIT_DEFAULT_TIMEOUT_MS"), &wait_ms) > 0
-                                             ? (uint64_t) wait_ms
+                                             ? u64_saturated(wait_ms)
                                              : 0;
         s->cancel_grace_ms = INT("cancelGraceMs", "TASKFERRY_CANCEL_GRACE_MS", CONFIG_POSITIVE, 5000);
 
@@ -261,7 +268,7 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
                             s->default_variant);
 
         s->advisor_context_chars =
-                (uint64_t) config_advisor_context_chars(cfg, ENV("TASKFERRY_ADVISOR_CONTEXT_CHARS"));
+                u64_saturated(config_advisor_context_chars(cfg, ENV("TASKFERRY_ADVISOR_CONTEXT_CHARS")));
 
         const char *ef = ENV("TASKFERRY_ENV_FILE");
         if (!ef) ef = config_string(cfg, "envFile");

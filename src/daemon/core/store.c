@@ -572,10 +572,11 @@ static size_t skip_ws(const char *s, size_t i, size_t len) {
  * each with the element (a new reference fn takes): the same grammar and
  * limits as json_parse_strict of the whole text (strict, valid UTF-8, no NUL,
  * nesting depth 64 counting the array), without ever holding more than one
- * element's tree. The pages of s parsed are given back as it goes (s is a
- * private mapping of the file). -EBADMSG if the text is not a JSON array, or
- * fn's error. */
-static int parse_array_stream(char *s, size_t len, int (*fn)(Manager *m, json_object *e), Manager *m) {
+ * element's tree. With release, the pages of s parsed are given back as it
+ * goes (s is then a private mapping of the file). -EBADMSG if the text is
+ * not a JSON array, or fn's error. */
+static int parse_records(const char *s, size_t len, bool release, int (*fn)(void *userdata, json_object *e),
+                         void *userdata) {
         if (memchr(s, 0, len) || len > INT_MAX) return -EBADMSG;
         json_tokener *tok = json_tokener_new_ex(63);
         if (!tok) return -ENOMEM;
@@ -598,13 +599,20 @@ static int parse_array_stream(char *s, size_t len, int (*fn)(Manager *m, json_ob
                         r = -EBADMSG; /* incomplete at the end of the text is malformed too */
                         break;
                 }
-                i += json_tokener_get_parse_end(tok);
+                size_t used = json_tokener_get_parse_end(tok);
+                if (json_extension_check(s + i, used) != json_tokener_success) {
+                        /* NaN, 'quotes', a raw control character: no JSON the Node CLI reads */
+                        json_object_put(e);
+                        r = -EBADMSG;
+                        break;
+                }
+                i += used;
                 size_t done = i & ~((size_t) LOAD_RELEASE_STEP - 1);
-                if (done >= released + LOAD_RELEASE_STEP) {
-                        (void) madvise(s + released, done - released, MADV_DONTNEED);
+                if (release && done >= released + LOAD_RELEASE_STEP) {
+                        (void) madvise((char *) s + released, done - released, MADV_DONTNEED);
                         released = done;
                 }
-                r = fn(m, e);
+                r = fn(userdata, e);
                 if (r < 0) break;
                 r = -EBADMSG;
                 i = skip_ws(s, i, len);
@@ -619,6 +627,10 @@ static int parse_array_stream(char *s, size_t len, int (*fn)(Manager *m, json_ob
 out:
         json_tokener_free(tok);
         return r;
+}
+
+int store_parse_records(const char *s, size_t len, int (*fn)(void *userdata, json_object *e), void *userdata) {
+        return parse_records(s, len, false, fn, userdata);
 }
 
 /* The tasks loaded so far by id (the first record with an id wins, as
@@ -759,8 +771,9 @@ static void intern_record(LoadState *ls, Task *t) {
         }
 }
 
-/* parse_array_stream's fn: one record into the table (no side effects yet). */
-static int load_one(Manager *m, json_object *rec) {
+/* store_parse_records' fn: one record into the table (no side effects yet). */
+static int load_one(void *userdata, json_object *rec) {
+        Manager *m = userdata;
         _cleanup_json_ json_object *owned = rec;
         if (!json_is_object(rec) || !json_get_string(rec, PK_id)) return 0;
         const char *id = json_get_string(rec, PK_id);
@@ -939,7 +952,7 @@ int manager_load_tasks(Manager *m) {
         LoadState ls = {.first = m->n_tasks};
         st->loading = true;
         load_state = &ls;
-        if (r >= 0 && !missing) r = parse_array_stream(map ? map : (char *) "", len, load_one, m);
+        if (r >= 0 && !missing) r = parse_records(map ? map : "", len, true, load_one, m);
         if (map) (void) munmap(map, len);
         /* the journal only over a snapshot that loaded (never over a file we cannot read) */
         st->reset_needed = false;

@@ -18,6 +18,8 @@
  * Task.text_*. Records go to and from JSON only through task.h. */
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <json-c/json.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -81,6 +83,15 @@ typedef struct Store {
  * a tombstone. 0, -ENOMEM. */
 int store_init(Manager *m);
 void store_done(Manager *m);
+/* Parse tasks.json's text, s[0..len), its top-level array one element at a
+ * time, calling fn for each with the element (a new reference fn takes;
+ * not necessarily an object): the same grammar and limits as
+ * json_parse_strict of the whole text (strict, valid UTF-8, no NUL,
+ * nesting depth 64 counting the array), without ever holding more than one
+ * element's tree. Pure: the load's reader (manager_load_tasks), callable
+ * without a Manager. 0; -EBADMSG if the text is not a JSON array (fn may
+ * have seen the elements before the fault), or fn's error (< 0). */
+int store_parse_records(const char *s, size_t len, int (*fn)(void *userdata, json_object *e), void *userdata);
 /* Load <state>/tasks.json into the table, in file order (the first record of
  * an id wins; records without a string id are skipped), then replay
  * tasks.journal's valid records over it (a task's record replaces it in

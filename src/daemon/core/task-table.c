@@ -82,7 +82,7 @@ int task_table_add(Manager *m, Task *t) {
 Task *task_table_add_json(Manager *m, json_object *json) {
         _cleanup_json_ json_object *owned = json;
         Task *t = NULL;
-        if (task_from_json(json, &t) < 0) return NULL;
+        if (task_from_json(owned, &t) < 0) return NULL;
         if (task_table_add(m, t) < 0) {
                 task_free(t);
                 return NULL;
