@@ -67,7 +67,7 @@
         X(computedAt) X(statusMix) X(overall) X(last24h) X(last7d) X(other)     \
         X(trend) X(window) X(current) X(previous) X(settled) X(direction)       \
         X(cooldowns) X(provider) X(until) X(remainingMs) X(resourceLimits)      \
-        X(enforced) X(slice) X(memoryHigh) X(cpuWeight)                         \
+        X(enforced) X(slice) X(memoryHigh) X(cpuWeight) X(limits)               \
         /* the events: task.state, task.activity */                             \
         X(sequence) X(previousStatus) X(occurredAt) X(activity)                 \
         X(outputWatermark) X(includeSummary) X(summaryFailed) X(summaryError)   \

@@ -34,6 +34,7 @@
 #include "fs-util.h"
 #include "json-util.h"
 #include "landlock.h"
+#include "limit-watch.h"
 #include "launch-spec.h"
 #include "log-pipe.h"
 #include "log.h"
@@ -89,7 +90,10 @@ typedef struct shim {
         uint64_t ended_at;
 
         disk_watch disk;         /* armed when the spec has a disk budget */
-        char *stop_detail;       /* set once the disk watch stopped the worker */
+        limit_watch limits;      /* the task's memory and tasks limits where no scope holds them */
+        bool tmpfs_watched;      /* the sandbox's tmpfs mounts joined the disk watch */
+        const char *stop_reason; /* set once the disk or limit watch stopped the worker */
+        char *stop_detail;       /* with stop_reason: why */
         uint64_t kill_at;        /* mono_ms() of the SIGKILL after the stop's SIGTERM */
         uint64_t oom_base;       /* the cgroup's oom_kill count before the worker started */
         bool oom_base_known;
@@ -109,6 +113,8 @@ static void shim_done(shim *s) {
         strv_free(s->argv);
         free(s->exe);
         free(s->stop_detail);
+        limit_watch_done(&s->limits);
+        disk_watch_done(&s->disk);
         safe_close(s->net_sock[0]);
         safe_close(s->net_sock[1]);
         if (s->proxy > 0) egress_proxy_stop(s->proxy);
@@ -168,8 +174,8 @@ static int write_exit_json(shim *s, const char *spawn_error) {
                 }
         }
         ei.spawn_error = (char *) spawn_error;
-        if (s->stop_detail) {
-                ei.stop_reason = (char *) "disk_quota_exceeded";
+        if (s->stop_reason) {
+                ei.stop_reason = (char *) s->stop_reason;
                 ei.stop_detail = s->stop_detail;
         }
         /* the kernel's OOM kills in our cgroup (the task's scope unit) while
@@ -394,6 +400,8 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
 
         launch_sandbox *sb = s->spec->sandbox;
         const char *dir = s->spec->directory;
+        int lr = limit_watch_enter_cgroup(&s->limits);
+        if (lr < 0) child_fail(err_w, "cannot enter the task's cgroup %s: %s", s->limits.cgroup, strerror(-lr));
         if (sb && sandbox_needs_userns(sb, s->method)) {
                 int r = userns_enter_as_root(getuid(), getgid());
                 if (r < 0)
@@ -471,6 +479,11 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
         if (s->args_fd >= 0 && fcntl(s->args_fd, F_SETFD, 0) < 0)
                 child_fail(err_w, "cannot pass the arguments to bwrap: %s", strerror(errno));
 
+        /* last: in the worker's own user namespace, whose count of processes
+         * holds only the sandbox's (task-limits.h) */
+        lr = limit_watch_set_rlimits(&s->limits);
+        if (lr < 0) child_fail(err_w, "cannot set the worker's resource limits: %s", strerror(-lr));
+
         /* bwrap gets an empty environment: the worker's travels in its options */
         char *no_env[] = {NULL};
         execve(s->exe, s->argv, s->args_fd >= 0 ? no_env : s->spec->env);
@@ -522,22 +535,54 @@ static void drain_signals(shim *s) {
         try_reap(s);
 }
 
+/* The sandbox's tmpfs mounts join the disk watch once bwrap made them: the
+ * sandbox's first process (proc_sandbox_pid) has the sandbox's root, which
+ * shows them from here. */
+static void tmpfs_watch(shim *s) {
+        launch_sandbox *sb = s->spec->sandbox;
+        if (s->tmpfs_watched || !sb || !s->spec->disk || s->reaped) return;
+        pid_t inner = proc_sandbox_pid(s->worker);
+        if (inner <= 0) return;
+        char root[64];
+        snprintf(root, sizeof root, "/proc/%d/root", (int) inner);
+        _cleanup_strv_free_ char **dests = NULL;
+        if (strv_push(&dests, "/tmp") < 0) return;
+        for (size_t i = 0; i < sb->n_mounts; i++)
+                if (sb->mounts[i].op == SANDBOX_MOUNT_TMPFS && strv_push(&dests, sb->mounts[i].dest) < 0) return;
+        if (disk_watch_set_tmpfs(&s->disk, root, dests) >= 0) s->tmpfs_watched = true;
+}
+
 /* The disk watch (disk-watch.h): stop the worker like a cancel does, SIGTERM
  * to its process group now and SIGKILL after the grace. */
 static void disk_check(shim *s) {
         uint64_t now = mono_ms();
+        tmpfs_watch(s);
         if (s->kill_at && now >= s->kill_at) {
                 s->kill_at = 0;
                 forward_signal(s, SIGKILL);
         }
-        if (s->stop_detail || s->reaped || !s->spec->disk) return;
+        if (s->stop_reason || s->reaped || !s->spec->disk) return;
         _cleanup_free_ char *detail = NULL;
         if (disk_watch_check(&s->disk, now, &detail) <= 0) return;
         log_warning("task %s: stopping the worker: %s", s->spec->task_id, detail);
+        s->stop_reason = "disk_quota_exceeded";
         s->stop_detail = TAKE_PTR(detail);
         forward_signal(s, SIGTERM);
         s->kill_at = now + s->spec->disk->grace_ms;
         if (!s->kill_at) s->kill_at = 1;
+}
+
+/* The limit watch (limit-watch.h): a worker at a limit is killed at once,
+ * no grace: a fork bomb or a runaway allocation uses it to grow. */
+static void limits_check(shim *s) {
+        if (s->stop_reason || s->reaped) return;
+        const char *reason = NULL;
+        _cleanup_free_ char *detail = NULL;
+        if (limit_watch_check(&s->limits, mono_ms(), &reason, &detail) <= 0) return;
+        log_warning("task %s: stopping the worker: %s", s->spec->task_id, detail);
+        s->stop_reason = reason;
+        s->stop_detail = TAKE_PTR(detail);
+        forward_signal(s, SIGKILL);
 }
 
 static int disk_timeout(shim *s, int timeout) {
@@ -548,6 +593,12 @@ static int disk_timeout(shim *s, int timeout) {
                 if (t < 0 || k < t) t = k;
         }
         if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+        int l = s->reaped ? -1 : limit_watch_timeout(&s->limits, now);
+        if (l >= 0 && (timeout < 0 || l < timeout)) timeout = l;
+        /* the sandbox's tmpfs mounts are looked for at once: a worker fills
+         * one in a fraction of the filesystem clock */
+        if (s->spec->sandbox && s->spec->disk && !s->tmpfs_watched && !s->reaped && (timeout < 0 || timeout > 5))
+                timeout = 5;
         return timeout;
 }
 
@@ -557,6 +608,7 @@ static void monitor(shim *s, int out_r, int err_r) {
         log_pipe lp;
         (void) log_pipe_init(&lp, s->exec, s->log_fd, s->spec->task_id);
         if (s->spec->check) lp.max_bytes = s->spec->log_max_bytes;
+        else lp.budget = s->spec->log_budget;
         bool out_open = true, err_open = true;
         uint64_t deadline = 0;
         if (s->spec->disk) disk_watch_init(&s->disk, s->spec->disk->max_bytes, s->spec->disk->paths, mono_ms());
@@ -602,16 +654,19 @@ static void monitor(shim *s, int out_r, int err_r) {
                 }
                 try_reap(s);
                 disk_check(s);
+                limits_check(s);
         }
         /* a worker that outran the walks (wrote past its budget and ended
          * between two of them) is judged by a last one */
-        if (s->spec->disk && !s->stop_detail) {
+        if (s->spec->disk && !s->stop_reason) {
                 _cleanup_free_ char *detail = NULL;
                 if (disk_watch_final(&s->disk, &detail) > 0) {
                         log_warning("task %s: the worker ended past its disk budget: %s", s->spec->task_id, detail);
+                        s->stop_reason = "disk_quota_exceeded";
                         s->stop_detail = TAKE_PTR(detail);
                 }
         }
+        disk_watch_done(&s->disk);
         safe_close(out_r);
         safe_close(err_r);
         log_pipe_finish(&lp);
@@ -706,6 +761,16 @@ static int start_and_monitor(shim *s) {
                 return fail_spawn(s, "cannot build the %s command line: %s", spec->executor,
                                   strerror(r < 0 ? -r : EINVAL));
 
+        _cleanup_free_ char *limits_note = NULL;
+        r = limit_watch_prepare(&s->limits, spec->limits, spec->task_id, NULL,
+                                &limits_note);
+        if (r < 0) return fail_spawn(s, "cannot set up the worker's resource limits: %s", strerror(-r));
+        if (limits_note)
+                dprintf(s->log_fd, "taskferry-shim: warning: %s; the limits hold as rlimits instead\n", limits_note);
+        /* without a sandbox there is no user namespace of the worker's own */
+        if (!sb) s->limits.no_nproc = true;
+        s->limits.sandboxed = sb != NULL;
+
         if (sb) {
                 /* no host socket under the read-only system roots (sandbox-plan.h) */
                 bool partial = false;
@@ -719,6 +784,8 @@ static int start_and_monitor(shim *s) {
                  * our own only to make the network namespace in */
                 if (sb->net.mode != NET_MODE_HOST && geteuid() != 0 && !sandbox_needs_userns(sb, s->method))
                         sb->own_userns = true;
+                /* and one for RLIMIT_NPROC to count only the sandbox's processes (task-limits.h) */
+                if (limit_watch_needs_userns(&s->limits) && !sandbox_needs_userns(sb, s->method)) sb->own_userns = true;
                 r = net_env_apply(&spec->env, sb->net.mode);
                 if (r < 0) return fail_spawn(s, "cannot set the worker's proxy environment: %s", strerror(-r));
                 if (sb->net.mode == NET_MODE_PROXY && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->net_sock) < 0)
@@ -774,6 +841,7 @@ static int start_and_monitor(shim *s) {
         }
         s->worker = pid;
         (void) setpgid(pid, pid); /* also done by the child; whichever runs first wins the race */
+        limit_watch_start(&s->limits, pid, mono_ms());
         close(outp[1]);
         close(errp[1]);
         close(stderrp[1]);
@@ -866,6 +934,17 @@ static int start_and_monitor(shim *s) {
                 s->reaped = true;
                 s->ended_at = now_ms();
         }
+        /* a worker that failed at a limit says so, whatever it logged */
+        bool failed = s->wait_info.si_code != CLD_EXITED || s->wait_info.si_status != 0;
+        if (!s->stop_reason && failed) {
+                const char *reason = NULL;
+                _cleanup_free_ char *detail = NULL;
+                if (limit_watch_final(&s->limits, spec->log_path, &reason, &detail) > 0) {
+                        s->stop_reason = reason;
+                        s->stop_detail = TAKE_PTR(detail);
+                }
+        }
+        limit_watch_done(&s->limits);
         /* the proxy's last stats are written before the daemon hears of the end */
         if (s->proxy > 0) {
                 egress_proxy_stop(s->proxy);
@@ -992,7 +1071,8 @@ int main(int argc, char *argv[]) {
         /* Nothing the daemon handed us may reach the worker. */
         (void) close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
 
-        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1, .net_sock = {-1, -1}};
+        shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1, .net_sock = {-1, -1},
+                  .limits = {.sandbox_proc_fd = -1}};
         if ((r = setup_signals(&s)) < 0) {
                 log_error_errno(r, "cannot set up signal handling");
                 shim_done(&s);
