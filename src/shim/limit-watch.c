@@ -383,6 +383,9 @@ static int check_tree(limit_watch *w, const char **ret_reason, char **ret_detail
         int r = w->sandbox_proc_fd >= 0 ? sandbox_measure(w->sandbox_proc_fd, w->tasks_max, &tasks, &rss)
                                         : proc_tree_measure(w->worker, max, &tasks, &rss);
         if (r < 0) return 0;
+        /* bwrap itself, outside its sandbox's pid namespace, counts too (in
+         * the user namespace RLIMIT_NPROC counts in) */
+        if (w->sandbox_proc_fd >= 0) tasks++;
         if (tasks > w->peak_tasks) w->peak_tasks = tasks;
         if (rss > w->peak_rss) w->peak_rss = rss;
         if (w->tasks_max && tasks >= w->tasks_max)
@@ -428,7 +431,7 @@ int limit_watch_final(limit_watch *w, const char *log_path, const char **ret_rea
                 /* the kernel's count is exact: look once more */
                 return w->tripped || w->mode != TASK_LIMITS_CGROUP ? 0 : check_cgroup(w, ret_reason, ret_detail);
         }
-        if (w->mode != TASK_LIMITS_RLIMIT || !w->memory_max) return 0;
+        if (w->mode != TASK_LIMITS_RLIMIT) return 0;
         _cleanup_close_ int log_fd = open(log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         struct stat st;
         if (log_fd < 0 || fstat(log_fd, &st) < 0) return 0;
@@ -437,9 +440,20 @@ int limit_watch_final(limit_watch *w, const char *log_path, const char **ret_rea
         if (!buf) return -ENOMEM;
         ssize_t n = pread(log_fd, buf, FINAL_TAIL_BYTES, from);
         if (n <= 0) return 0;
+        static const char *const forks[] = {"Cannot fork", "fork: Resource temporarily unavailable", "fork failed",
+                                            "Resource temporarily unavailable"};
+        bool nproc = w->tasks_max && !w->root && !w->no_nproc;
+        for (size_t i = 0; nproc && i < ELEMENTSOF(forks); i++)
+                if (mem_case_find(buf, (size_t) n, forks[i]))
+                        return trip(w, TASK_LIMITS_TASKS_REASON,
+                                    strdup_printf("a fork of the worker failed at its limit of %llu processes and "
+                                                  "threads (RLIMIT_NPROC; the log says \"%s\"; %llu counted at most)",
+                                                  (unsigned long long) w->tasks_max, forks[i],
+                                                  (unsigned long long) w->peak_tasks),
+                                    ret_reason, ret_detail);
         static const char *const says[] = {"Cannot allocate memory", "Out of memory", "MemoryError", "bad_alloc",
                                            "heap out of memory"};
-        for (size_t i = 0; i < ELEMENTSOF(says); i++)
+        for (size_t i = 0; w->memory_max && i < ELEMENTSOF(says); i++)
                 if (mem_case_find(buf, (size_t) n, says[i])) {
                         char a[32];
                         return trip(w, TASK_LIMITS_MEMORY_REASON,
