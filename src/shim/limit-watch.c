@@ -388,7 +388,10 @@ static int check_tree(limit_watch *w, const char **ret_reason, char **ret_detail
         if (w->sandbox_proc_fd >= 0) tasks++;
         if (tasks > w->peak_tasks) w->peak_tasks = tasks;
         if (rss > w->peak_rss) w->peak_rss = rss;
-        if (w->tasks_max && tasks >= w->tasks_max)
+        /* where RLIMIT_NPROC binds, the kernel refuses the fork that would
+         * pass it, and the one forking is not counted yet: one short is at it */
+        uint64_t at = w->tasks_max && !w->root && !w->no_nproc && w->tasks_max > 1 ? w->tasks_max - 1 : w->tasks_max;
+        if (w->tasks_max && tasks >= at)
                 return trip(w, TASK_LIMITS_TASKS_REASON,
                             strdup_printf("the worker reached its limit of %llu processes and threads (%llu counted%s)",
                                           (unsigned long long) w->tasks_max, (unsigned long long) tasks,
@@ -424,9 +427,12 @@ static bool mem_case_find(const char *hay, size_t n, const char *needle) {
         return false;
 }
 
-int limit_watch_final(limit_watch *w, const char *log_path, const char **ret_reason, char **ret_detail) {
+int limit_watch_final(limit_watch *w, const char *log_path, bool failed, const char **ret_reason, char **ret_detail) {
         *ret_reason = NULL;
         *ret_detail = NULL;
+        bool nproc = w->tasks_max && !w->root && !w->no_nproc;
+        /* a worker that ended well is judged only when it was seen at its limit */
+        if (!failed && !(nproc && w->peak_tasks + 1 >= w->tasks_max)) return 0;
         if (w->tripped || w->mode == TASK_LIMITS_CGROUP) {
                 /* the kernel's count is exact: look once more */
                 return w->tripped || w->mode != TASK_LIMITS_CGROUP ? 0 : check_cgroup(w, ret_reason, ret_detail);
@@ -442,7 +448,6 @@ int limit_watch_final(limit_watch *w, const char *log_path, const char **ret_rea
         if (n <= 0) return 0;
         static const char *const forks[] = {"Cannot fork", "fork: Resource temporarily unavailable", "fork failed",
                                             "Resource temporarily unavailable"};
-        bool nproc = w->tasks_max && !w->root && !w->no_nproc;
         for (size_t i = 0; nproc && i < ELEMENTSOF(forks); i++)
                 if (mem_case_find(buf, (size_t) n, forks[i]))
                         return trip(w, TASK_LIMITS_TASKS_REASON,

@@ -148,6 +148,7 @@ START_TEST(check_trips) {
         ck_assert_int_eq(check_now(&w, &reason, &detail), 1);
         ck_assert_str_eq(reason, TASK_LIMITS_TASKS_REASON);
         ck_assert_msg(strstr(detail, "limit of 8 processes and threads (10 counted"), "%s", detail);
+        ck_assert_uint_eq(w.peak_tasks, 10);
         free(detail);
         /* once */
         ck_assert_int_eq(check_now(&w, &reason, &detail), 0);
@@ -197,7 +198,11 @@ START_TEST(final_words) {
                 limit_watch w = rlimit_watch(256 << 20, 64);
                 const char *reason = NULL;
                 char *detail = NULL;
-                int r = limit_watch_final(&w, log, &reason, &detail);
+                int r = limit_watch_final(&w, log, true, &reason, &detail);
+                /* a worker that ended well and was never seen at its limit is not judged */
+                const char *r0 = NULL;
+                char *d0 = NULL;
+                ck_assert_int_eq(limit_watch_final(&w, log, false, &r0, &d0), 0);
                 bool nproc = geteuid() != 0; /* root: RLIMIT_NPROC refuses nothing, so no fork failure is it */
                 const char *want = cases[i].reason && (nproc || !streq(cases[i].reason, TASK_LIMITS_TASKS_REASON))
                                            ? cases[i].reason
