@@ -431,8 +431,6 @@ int limit_watch_final(limit_watch *w, const char *log_path, bool failed, const c
         *ret_reason = NULL;
         *ret_detail = NULL;
         bool nproc = w->tasks_max && !w->root && !w->no_nproc;
-        /* a worker that ended well is judged only when it was seen at its limit */
-        if (!failed && !(nproc && w->peak_tasks + 1 >= w->tasks_max)) return 0;
         if (w->tripped || w->mode == TASK_LIMITS_CGROUP) {
                 /* the kernel's count is exact: look once more */
                 return w->tripped || w->mode != TASK_LIMITS_CGROUP ? 0 : check_cgroup(w, ret_reason, ret_detail);
@@ -458,7 +456,8 @@ int limit_watch_final(limit_watch *w, const char *log_path, bool failed, const c
                                     ret_reason, ret_detail);
         static const char *const says[] = {"Cannot allocate memory", "Out of memory", "MemoryError", "bad_alloc",
                                            "heap out of memory"};
-        for (size_t i = 0; w->memory_max && i < ELEMENTSOF(says); i++)
+        /* a refused allocation the worker got over is its own business */
+        for (size_t i = 0; failed && w->memory_max && i < ELEMENTSOF(says); i++)
                 if (mem_case_find(buf, (size_t) n, says[i])) {
                         char a[32];
                         return trip(w, TASK_LIMITS_MEMORY_REASON,

@@ -63,14 +63,15 @@ int limit_watch_timeout(const limit_watch *w, uint64_t now);
 /* 1 with *ret_reason (TASK_LIMITS_*_REASON, static) and *ret_detail
  * (malloc'd) when the worker must be stopped; 0; -ENOMEM. Trips once. */
 int limit_watch_check(limit_watch *w, uint64_t now, const char **ret_reason, char **ret_detail);
-/* After a worker that failed (or, where RLIMIT_NPROC binds, ended well
- * but was seen at its tasks limit): in mode rlimit, the log's last 64 KiB
- * naming a fork that failed ("Cannot fork", "Resource temporarily
- * unavailable", ...) are RLIMIT_NPROC refusing it (where it binds), naming
- * an allocation that failed ("Cannot allocate memory", "Out of memory",
- * "MemoryError", "bad_alloc", "heap out of memory") RLIMIT_DATA: 1 with
- * reason and detail as above; in mode cgroup the cgroup's events once
- * more; else 0. -ENOMEM. */
+/* After the worker ended: in mode rlimit, the log's last 64 KiB naming a
+ * fork that failed ("Cannot fork", "Resource temporarily unavailable", ...)
+ * are RLIMIT_NPROC refusing it, where it binds: the worker ran into its
+ * tasks limit, however it ended (a shell gives up at the first refused
+ * fork, too soon for a count to see it); those of a worker that failed
+ * naming an allocation that failed ("Cannot allocate memory", "Out of
+ * memory", "MemoryError", "bad_alloc", "heap out of memory") are
+ * RLIMIT_DATA refusing it. 1 with reason and detail as above; in mode
+ * cgroup the cgroup's events once more; else 0. -ENOMEM. */
 int limit_watch_final(limit_watch *w, const char *log_path, bool failed, const char **ret_reason, char **ret_detail);
 void limit_watch_done(limit_watch *w);
 

@@ -290,6 +290,18 @@ END_TEST
 
 /* A check gate's spec: "check" with "logMaxBytes" (both or neither), and its
  * overlay's "lowerTop"; each optional, each strict. */
+/* Each bad[i][0] in text replaced by bad[i][1]: the spec is refused. */
+static void refuse_each(const char *text, const char *const bad[][2], size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const char *at = strstr(text, bad[i][0]);
+                ck_assert_msg(at, "%s not in %s", bad[i][0], text);
+                _cleanup_free_ char *t2 = strdup_printf("%.*s%s%s", (int) (at - text), text, bad[i][1], at + strlen(bad[i][0]));
+                launch_spec *x = NULL;
+                ck_assert_msg(parse_text(t2, &x) == -EBADMSG, "accepted: %s", t2);
+                ck_assert_ptr_null(x);
+        }
+}
+
 START_TEST(test_check_spec) {
         char *no_env[] = {NULL};
         launch_overlay cov = {.lower = "/repo", .upper = "/ov/upper/check", .work = "/ov/work/check",
@@ -325,14 +337,7 @@ START_TEST(test_check_spec) {
                 {"\"lowerTop\":\"/ov/upper/main\"", "\"lowerTop\":\"ov/upper/main\""},
                 {"\"lowerTop\":\"/ov/upper/main\"", "\"lowerTop\":7"},
         };
-        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                const char *at = strstr(text, bad[i][0]);
-                ck_assert_msg(at, "%s not in %s", bad[i][0], text);
-                _cleanup_free_ char *t2 = strdup_printf("%.*s%s%s", (int) (at - text), text, bad[i][1], at + strlen(bad[i][0]));
-                launch_spec *x = NULL;
-                ck_assert_msg(parse_text(t2, &x) == -EBADMSG, "accepted: %s", t2);
-                ck_assert_ptr_null(x);
-        }
+        refuse_each(text, bad, ELEMENTSOF(bad));
 }
 END_TEST
 
@@ -375,14 +380,7 @@ START_TEST(test_limits_and_budgets) {
                 {",\"tasksMax\":64}", "}"},
                 {"\"limits\":{", "\"limits\":7,\"x\":{"},
         };
-        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                const char *at = strstr(text, bad[i][0]);
-                ck_assert_msg(at, "%s not in %s", bad[i][0], text);
-                _cleanup_free_ char *t2 = strdup_printf("%.*s%s%s", (int) (at - text), text, bad[i][1], at + strlen(bad[i][0]));
-                launch_spec *x = NULL;
-                ck_assert_msg(parse_text(t2, &x) == -EBADMSG, "accepted: %s", t2);
-                ck_assert_ptr_null(x);
-        }
+        refuse_each(text, bad, ELEMENTSOF(bad));
 }
 END_TEST
 

@@ -129,15 +129,22 @@ START_TEST(test_overlong_line_is_cut) {
 }
 END_TEST
 
+/* A log_pipe of the shell executor with a budget, on a fresh log <name>.ndjson (*ret_path); its fd. */
+static int budget_pipe(const char *name, uint64_t budget, log_pipe *lp, char **ret_path) {
+        *ret_path = strdup_printf("%s/%s.ndjson", tmpdir, name);
+        int log_fd = open(*ret_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        ck_assert_int_ge(log_fd, 0);
+        ck_assert_int_eq(log_pipe_init(lp, executor_find("shell"), log_fd, "test"), 0);
+        lp->budget = budget;
+        return log_fd;
+}
+
 /* The same for stderr, raw: 3 lines of which the middle one has 2 MiB too
  * many, in writes of 64 KiB; and one left unterminated at the end. */
 START_TEST(test_raw_line_is_cut) {
-        _cleanup_free_ char *path = strdup_printf("%s/raw-cut.ndjson", tmpdir);
-        int log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        ck_assert_int_ge(log_fd, 0);
+        _cleanup_free_ char *path = NULL;
         log_pipe lp;
-        ck_assert_int_eq(log_pipe_init(&lp, executor_find("shell"), log_fd, "test"), 0);
-        lp.budget = (uint64_t) 1 << 30;
+        int log_fd = budget_pipe("raw-cut", (uint64_t) 1 << 30, &lp, &path);
         log_pipe_raw(&lp, "first\n", 6);
         char chunk[65536];
         memset(chunk, 'z', sizeof chunk);
@@ -173,13 +180,10 @@ END_TEST
  * more than its budget; the final message is there, intact, and the
  * result reads it. */
 START_TEST(test_budget_keeps_head_and_tail) {
-        _cleanup_free_ char *path = strdup_printf("%s/budget.ndjson", tmpdir);
-        int log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        ck_assert_int_ge(log_fd, 0);
+        _cleanup_free_ char *path = NULL;
         log_pipe lp;
-        ck_assert_int_eq(log_pipe_init(&lp, executor_find("shell"), log_fd, "test"), 0);
         uint64_t budget = (uint64_t) 1 << 20;
-        lp.budget = budget;
+        int log_fd = budget_pipe("budget", budget, &lp, &path);
         uint64_t written = 0;
         char line[128];
         for (int i = 0; i < 100000; i++) {
