@@ -54,6 +54,10 @@
 
 #define EMPTY_TREE_SHA "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 #define DRAIN_AFTER_EXIT_MS 2000
+/* how long the sandbox's tmpfs mounts are looked for after the worker's start */
+#define TMPFS_LOOK_MS 10000
+/* ... every 5 ms at first, then on the disk watch's clock */
+#define TMPFS_EAGER_MS 1000
 
 /* Write end of the self-pipe the signal handler reports into. The only
  * global: a signal handler cannot be handed a context. */
@@ -91,7 +95,8 @@ typedef struct shim {
 
         disk_watch disk;         /* armed when the spec has a disk budget */
         limit_watch limits;      /* the task's memory and tasks limits where no scope holds them */
-        bool tmpfs_watched;      /* the sandbox's tmpfs mounts joined the disk watch */
+        bool tmpfs_watched;      /* the sandbox's tmpfs mounts joined the disk watch (or were given up on) */
+        uint64_t tmpfs_deadline; /* mono_ms() until which they are looked for */
         const char *stop_reason; /* set once the disk or limit watch stopped the worker */
         char *stop_detail;       /* with stop_reason: why */
         uint64_t kill_at;        /* mono_ms() of the SIGKILL after the stop's SIGTERM */
@@ -542,7 +547,15 @@ static void tmpfs_watch(shim *s) {
         launch_sandbox *sb = s->spec->sandbox;
         if (s->tmpfs_watched || !sb || !s->spec->disk || s->reaped) return;
         pid_t inner = proc_sandbox_pid(s->worker);
-        if (inner <= 0) return;
+        if (inner <= 0) {
+                if (mono_ms() < s->tmpfs_deadline) return;
+                /* never made (bwrap failed), or not ours to see: stop looking, and say so */
+                dprintf(s->log_fd, "taskferry-shim: warning: cannot see the sandbox's tmpfs mounts; their use does "
+                                   "not count in the disk budget (each holds at most %llu bytes)\n",
+                        (unsigned long long) sb->tmp_size);
+                s->tmpfs_watched = true;
+                return;
+        }
         char root[64];
         snprintf(root, sizeof root, "/proc/%d/root", (int) inner);
         _cleanup_strv_free_ char **dests = NULL;
@@ -597,7 +610,8 @@ static int disk_timeout(shim *s, int timeout) {
         if (l >= 0 && (timeout < 0 || l < timeout)) timeout = l;
         /* the sandbox's tmpfs mounts are looked for at once: a worker fills
          * one in a fraction of the filesystem clock */
-        if (s->spec->sandbox && s->spec->disk && !s->tmpfs_watched && !s->reaped && (timeout < 0 || timeout > 5))
+        if (s->spec->sandbox && s->spec->disk && !s->tmpfs_watched && !s->reaped &&
+            now + TMPFS_LOOK_MS < s->tmpfs_deadline + TMPFS_EAGER_MS && (timeout < 0 || timeout > 5))
                 timeout = 5;
         return timeout;
 }
@@ -842,6 +856,7 @@ static int start_and_monitor(shim *s) {
         s->worker = pid;
         (void) setpgid(pid, pid); /* also done by the child; whichever runs first wins the race */
         limit_watch_start(&s->limits, pid, mono_ms());
+        s->tmpfs_deadline = mono_ms() + TMPFS_LOOK_MS;
         close(outp[1]);
         close(errp[1]);
         close(stderrp[1]);
