@@ -13,6 +13,8 @@ int daemon_setup(Manager *m) {
          * is no error (workers then run in process groups) */
         (void) user_bus_open(m);
         r = scope_setup(m);
+        /* the sandbox's masks of /etc and /opt, kept current for every launch */
+        host_watch_setup(m);
         if (r >= 0) r = server_init(m);
         if (r >= 0) r = advisor_init(m);
         if (r >= 0) r = lifecycle_init(m);
@@ -65,6 +67,7 @@ void daemon_free(Manager *m) {
         env_file_free(m);
         events_free(m);
         scope_free(m);
+        host_watch_teardown(m);
         user_bus_close(m);
         notify_free(m);
         journal_free(m);

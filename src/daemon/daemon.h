@@ -37,6 +37,7 @@
 #include "run/lifecycle.h"
 #include "run/monitor.h"
 #include "run/gate.h"
+#include "run/host-watch.h"
 #include "run/scope.h"
 #include "run/settle.h"
 #include "run/sweep.h"

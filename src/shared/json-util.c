@@ -21,13 +21,24 @@ json_tokener *json_strict_tokener_new_depth(int depth) {
 
 json_tokener *json_strict_tokener_new(void) { return json_strict_tokener_new_depth(64); }
 
+/* Whether buf[i], a digit outside strings, starts a number's integer part
+ * (after an optional '-'): not a later digit, nor one of a fraction or an
+ * exponent ("1e-05" may have leading zeros there). */
+static bool number_starts_at(const char *buf, size_t i) {
+        if (i > 0 && buf[i - 1] == '-') i--;
+        if (i == 0) return true;
+        char p = buf[i - 1];
+        return !((p >= '0' && p <= '9') || p == '.' || p == 'e' || p == 'E' || p == '+' || p == '-');
+}
+
 /* What json-c's strict mode accepts but JSON (RFC 8259, JSON.parse) does
  * not, in buf[0..len) of a value json-c parsed: outside strings, a character
  * that is no structural one, whitespace, a number's or a literal's (its
- * single-quoted keys, NaN, Infinity) and a '.' without a digit after it
- * ("1."); inside strings, a raw control character or a sequence that is not
- * well-formed UTF-8 (json-c lets overlong forms, surrogates and values past
- * U+10FFFF through). json_tokener_success when there is none. */
+ * single-quoted keys, NaN, Infinity), a '.' without a digit before and
+ * after it ("1.", "-.5") and a leading zero ("01"); inside strings, a raw
+ * control character or a sequence that is not well-formed UTF-8 (json-c
+ * lets overlong forms, surrogates and values past U+10FFFF through).
+ * json_tokener_success when there is none. */
 static enum json_tokener_error json_extension_check(const char *buf, size_t len) {
         /* the bytes allowed outside strings, as a table: this runs over every
          * line of every log, so no strchr per byte */
@@ -42,8 +53,12 @@ static enum json_tokener_error json_extension_check(const char *buf, size_t len)
                 unsigned char c = (unsigned char) buf[i];
                 if (!in_string) {
                         if (c == '"') in_string = true;
-                        else if (c == '.' && !(i + 1 < len && buf[i + 1] >= '0' && buf[i + 1] <= '9'))
+                        else if (c == '.' && !(i + 1 < len && buf[i + 1] >= '0' && buf[i + 1] <= '9' && i > 0 &&
+                                               buf[i - 1] >= '0' && buf[i - 1] <= '9'))
                                 return json_tokener_error_parse_number;
+                        else if (c == '0' && i + 1 < len && buf[i + 1] >= '0' && buf[i + 1] <= '9' &&
+                                 number_starts_at(buf, i))
+                                return json_tokener_error_parse_number; /* a leading zero: "01", "-00" */
                         else if (!outside[c])
                                 return json_tokener_error_parse_unexpected;
                         i++;

@@ -153,6 +153,21 @@ static int sandbox_to_json(const launch_sandbox *sb, json_object **ret) {
         if ((r = net_policy_to_json(&sb->net, &net)) < 0) return r;
         if ((r = json_add(o, "network", net)) < 0) return r;
         if (sb->tmp_size && (r = add_obj(o, "tmpSize", json_object_new_int64((int64_t) sb->tmp_size))) < 0) return r;
+        if (sb->have_host_masks) {
+                _cleanup_json_ json_object *hm = json_object_new_array();
+                if (!hm) return -ENOMEM;
+                for (size_t i = 0; i < sb->host_masks.n; i++) {
+                        json_object *e = json_object_new_object();
+                        if (!e || json_object_array_add(hm, e) < 0) {
+                                json_object_put(e);
+                                return -ENOMEM;
+                        }
+                        if ((r = add_str(e, "path", sb->host_masks.items[i].path)) < 0 ||
+                            (r = add_str(e, "kind", host_mask_kind_to_string(sb->host_masks.items[i].kind))) < 0)
+                                return r;
+                }
+                if ((r = json_add(o, "hostMasks", TAKE_PTR(hm))) < 0) return r;
+        }
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -309,6 +324,7 @@ static void launch_sandbox_free(launch_sandbox *sb) {
         seeds_free(sb->upper_seeds, sb->n_upper_seeds);
         launch_overlay_free(sb->overlay);
         net_policy_done(&sb->net);
+        host_mask_list_done(&sb->host_masks);
         free(sb);
 }
 
@@ -419,11 +435,33 @@ static int get_size_opt(json_object *o, const char *key, uint64_t min, uint64_t 
         return 0;
 }
 
+/* "hostMasks": absolute paths, each once, each of a known kind */
+static int host_masks_from_json(json_object *j, launch_sandbox *sb) {
+        json_object *a = json_get_array(j, "hostMasks");
+        if (!a) return -EBADMSG;
+        sb->have_host_masks = true;
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *e = json_object_array_get_idx(a, i);
+                static const char *const keys[] = {"path", "kind"};
+                int r = check_keys(e, keys, ELEMENTSOF(keys));
+                if (r < 0) return r;
+                _cleanup_free_ char *path = NULL, *kind = NULL;
+                if ((r = get_str(e, "path", false, true, &path)) < 0 || (r = get_str(e, "kind", false, false, &kind)) < 0)
+                        return r;
+                HostMaskKind k = host_mask_kind_from_string(kind);
+                if (k < 0) return -EBADMSG;
+                size_t n0 = sb->host_masks.n;
+                if ((r = host_mask_list_set(&sb->host_masks, path, k)) < 0) return r;
+                if (sb->host_masks.n == n0) return -EBADMSG; /* twice */
+        }
+        return 0;
+}
+
 static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
-        static const char *const keys[] = {"uid",     "gid",      "mounts",     "dirs",
-                                           "seeds",   "overlay",  "shareNet",   "upperSeeds", "network", "tmpSize"};
-        /* "upperSeeds", "network" and "tmpSize" are optional */
-        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 3);
+        static const char *const keys[] = {"uid",      "gid",        "mounts",  "dirs",     "seeds",
+                                           "overlay",  "shareNet",   "upperSeeds", "network", "hostMasks", "tmpSize"};
+        /* "upperSeeds", "network", "hostMasks" and "tmpSize" are optional */
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 4);
         if (r < 0) return r;
         _cleanup_(launch_sandbox_freep) launch_sandbox *sb = calloc(1, sizeof *sb);
         if (!sb) return -ENOMEM;
@@ -466,6 +504,7 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
         } else
                 sb->net.mode = sb->share_net ? NET_MODE_HOST : NET_MODE_NONE;
         if ((r = get_size_opt(j, "tmpSize", 1, DISK_SIZE_MAX, &sb->tmp_size)) < 0) return r;
+        if (json_object_object_get_ex(j, "hostMasks", NULL) && (r = host_masks_from_json(j, sb)) < 0) return r;
         *ret = TAKE_PTR(sb);
         return 0;
 }

@@ -45,6 +45,10 @@
  *                                            sandbox's network (net-policy.h): the shim makes the network
  *                                            namespace and, in mode "proxy", the egress proxy serving it,
  *                                            which writes <taskDir>/network.json (egress-proxy.h)
+ *       "hostMasks": [{"path": "/abs", "kind": "socket"|"private-file"|"private-dir"}, ...]
+ *                                            optional (absent: the shim walks /etc and /opt itself): what
+ *                                            the daemon knows the sandbox must hide of the host's scanned
+ *                                            roots, current at the launch (host-masks.h, run/host-watch.h)
  *   },
  *   "attachment": "/abs"                     optional, a report summary's only: the
  *                                            snapshot file; the worker runs `opencode run --pure ... -f <it>`
@@ -89,6 +93,7 @@
 #include <sys/types.h>
 #include <json-c/json.h>
 
+#include "host-masks.h"
 #include "net-policy.h"
 
 typedef struct launch_overlay {
@@ -141,6 +146,8 @@ typedef struct launch_sandbox {
         launch_overlay *overlay; /* NULL: plain --bind of directory */
         bool share_net;          /* "shareNet": net.mode is NET_MODE_HOST (kept for older readers) */
         NetPolicy net;           /* "network" */
+        bool have_host_masks;    /* "hostMasks" present */
+        HostMaskList host_masks; /* "hostMasks" */
         /* not serialized: set by the shim where /proc/sys is read-only (a
          * container), so bwrap cannot disable user namespaces (sandbox.h) */
         bool userns_allowed;

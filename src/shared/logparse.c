@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json-scan.h"
 #include "json-util.h"
 #include "line-buffer.h"
 #include "log.h"
@@ -955,17 +956,181 @@ static int summarize_fast(summarizer *s, const char *line, size_t len) {
         return r < 0 ? r : 1;
 }
 
+/* A JSON number's text as json-c reads it (int64 or double) into *ret;
+ * false for a text it might read otherwise (a long integer). */
+static bool scan_number_value(const char *text, size_t len, double *ret) {
+        char buf[64];
+        if (len >= sizeof buf) return false;
+        memcpy(buf, text, len);
+        buf[len] = 0;
+        if (!memchr(text, '.', len) && !memchr(text, 'e', len) && !memchr(text, 'E', len)) {
+                if (len > 15) return false;
+                *ret = (double) strtoll(buf, NULL, 10);
+                return true;
+        }
+        *ret = strtod(buf, NULL);
+        return true;
+}
+
+static bool scan_is(const char *line, const JsonScanValue *v, const char *word) {
+        return v->type == JSON_SCAN_STRING && !v->escaped && v->len == strlen(word) &&
+               memcmp(line + v->offset, word, v->len) == 0;
+}
+
+/* A step_finish event whose part (at line + part->offset) json_scan can
+ * read: its tokens (parsed alone), cost, reason and messageID, as
+ * summarize_event takes them. 1 if summarized, 0 if json-c must look at
+ * the line (nothing was changed then), -errno. */
+static int summarize_step_scan(summarizer *s, json_tokener *tok, log_summary *ret, const char *line,
+                               const JsonScanValue *part) {
+        enum { TOKENS, COST, REASON, MID };
+        static const char *const keys[] = {"tokens", "cost", "reason", "messageID", NULL};
+        JsonScanValue v[4];
+        const char *p = line + part->offset;
+        if (json_scan(p, part->len, keys, NULL, v) != JSON_SCAN_VALID) return 0;
+        double cost = 0;
+        if (v[COST].type == JSON_SCAN_NUMBER && !scan_number_value(p + v[COST].offset, v[COST].len, &cost)) return 0;
+        if (v[REASON].type == JSON_SCAN_STRING && v[REASON].escaped) return 0;
+        bool stop = scan_is(p, &v[REASON], "stop");
+        if (stop && v[MID].type != JSON_SCAN_NONE && (v[MID].type != JSON_SCAN_STRING || v[MID].escaped)) return 0;
+        _cleanup_json_ json_object *tokens = NULL;
+        if (v[TOKENS].type != JSON_SCAN_NONE && v[TOKENS].type != JSON_SCAN_NULL &&
+            parse_line(tok, p + v[TOKENS].offset - (v[TOKENS].type == JSON_SCAN_STRING),
+                              v[TOKENS].len + 2 * (v[TOKENS].type == JSON_SCAN_STRING), &tokens) < 0)
+                return 0;
+
+        if (tokens) {
+                int r = tokens_add(&ret->tokens, tokens);
+                if (r < 0) return r;
+        }
+        if (v[COST].type == JSON_SCAN_NUMBER) {
+                ret->cost = (ret->has_cost ? ret->cost : 0) + cost;
+                ret->has_cost = true;
+        }
+        if (stop) {
+                ret->has_stop = true;
+                char *copy = NULL;
+                size_t key_len = 0;
+                if (v[MID].type == JSON_SCAN_STRING) {
+                        key_len = v[MID].len + 2;
+                        copy = strdup_printf("s:%.*s", (int) v[MID].len, p + v[MID].offset);
+                        if (!copy) return -ENOMEM;
+                }
+                free(s->final_key);
+                s->final_set = copy != NULL;
+                s->final_key = copy;
+                s->final_key_len = key_len;
+        }
+        return 1;
+}
+
+/* Room for n bytes in *buf (of *cap bytes). */
+static int scratch_reserve(char **buf, size_t *cap, size_t n) {
+        if (*cap >= n) return 0;
+        char *nb = realloc(*buf, n);
+        if (!nb) return -ENOMEM;
+        *buf = nb;
+        *cap = n;
+        return 0;
+}
+
+/* A text event whose part json_scan can read, as summarize_event takes it.
+ * 1 if summarized, 0 if json-c must look at the line (nothing was changed
+ * then), -ENOMEM. */
+static int summarize_text_scan(summarizer *s, const char *line, const JsonScanValue *part) {
+        enum { TEXT, MID };
+        static const char *const keys[] = {"text", "messageID", NULL};
+        JsonScanValue v[2];
+        const char *p = line + part->offset;
+        if (json_scan(p, part->len, keys, NULL, v) != JSON_SCAN_VALID) return 0;
+        if (v[TEXT].type != JSON_SCAN_STRING) return 1; /* no text: nothing to take */
+        if (v[MID].type != JSON_SCAN_NONE && (v[MID].type != JSON_SCAN_STRING || v[MID].escaped)) return 0;
+        const char *text = p + v[TEXT].offset;
+        size_t text_len = v[TEXT].len;
+        if (v[TEXT].escaped) {
+                if (scratch_reserve(&s->fast_text, &s->fast_text_cap, text_len + 1) < 0) return -ENOMEM;
+                const char *q = text;
+                size_t n = 0;
+                if (!fast_string(&q, text + text_len + 1, s->fast_text, &n)) return 0;
+                text = s->fast_text;
+                text_len = n;
+        }
+        const char *key = NULL;
+        size_t key_len = 0;
+        if (v[MID].type == JSON_SCAN_STRING) {
+                if (scratch_reserve(&s->keybuf, &s->keybuf_cap, v[MID].len + 3) < 0) return -ENOMEM;
+                memcpy(s->keybuf, "s:", 2);
+                memcpy(s->keybuf + 2, p + v[MID].offset, v[MID].len);
+                key_len = v[MID].len + 2;
+                s->keybuf[key_len] = 0;
+                key = s->keybuf;
+        }
+        int r = summarizer_add_text(s, key, key_len, text, text_len);
+        return r < 0 ? r : 1;
+}
+
+/* Most lines of a long log are events summarize_event takes nothing from
+ * but their sessionID (tool calls, step starts, errors), or step ends:
+ * json_scan validates such a line and finds its top-level keys without
+ * building it. 1 if the line is settled (not JSON, or summarized), 0 if
+ * json-c must look at it (nothing was changed then), -errno. */
+static int summarize_scan(summarizer *s, json_tokener *tok, const char *line, size_t len, log_summary *out) {
+        enum { SID, TYPE, PART };
+        static const char *const keys[] = {"sessionID", "type", "part", NULL};
+        JsonScanValue v[3];
+        JsonScanType top;
+        JsonScanResult k = json_scan(line, len, keys, &top, v);
+        if (k == JSON_SCAN_INVALID) return 1; /* not JSON: skipped, as by summarize_stream */
+        if (k != JSON_SCAN_VALID) return 0;
+        bool step = false, text = false;
+        if (top == JSON_SCAN_OBJECT) {
+                if (v[SID].type == JSON_SCAN_STRING && v[SID].escaped) return 0;
+                if (v[TYPE].type == JSON_SCAN_STRING && v[PART].type == JSON_SCAN_OBJECT) {
+                        if (v[TYPE].escaped) return 0;
+                        step = scan_is(line, &v[TYPE], "step_finish");
+                        text = scan_is(line, &v[TYPE], "text");
+                }
+        }
+        char *sid = NULL;
+        if (top == JSON_SCAN_OBJECT && v[SID].type == JSON_SCAN_STRING && v[SID].len > 0 &&
+            !(sid = strndup(line + v[SID].offset, v[SID].len)))
+                return -ENOMEM;
+        if (step || text) {
+                int r = step ? summarize_step_scan(s, tok, out, line, &v[PART])
+                             : summarize_text_scan(s, line, &v[PART]);
+                if (r <= 0) {
+                        free(sid);
+                        return r;
+                }
+        }
+        if (sid) {
+                free(out->session_id);
+                out->session_id = sid;
+        }
+        out->has_json_line = true;
+        return 1;
+}
+
+static bool summarize_fast_paths = true;
+
+void log_summarize_use_fast_paths(bool on) { summarize_fast_paths = on; }
+
 static int summarize_stream(log_reader *lr, summarizer *s, log_summary *out) {
         for (;;) {
                 const char *line;
                 size_t n;
                 int r = log_reader_next(lr, &line, &n);
                 if (r <= 0) return r;
-                r = summarize_fast(s, line, n);
-                if (r < 0) return r;
-                if (r > 0) {
-                        out->has_json_line = true;
-                        continue;
+                if (summarize_fast_paths) {
+                        r = summarize_fast(s, line, n);
+                        if (r < 0) return r;
+                        if (r > 0) {
+                                out->has_json_line = true;
+                                continue;
+                        }
+                        r = summarize_scan(s, lr->tok, line, n, out);
+                        if (r < 0) return r;
+                        if (r > 0) continue;
                 }
                 json_object *evt = NULL;
                 if (json_parse_strict_with(lr->tok, line, n, &evt) < 0) continue; /* not JSON: skipped */

@@ -26,6 +26,9 @@ typedef struct log_summary {
  * -ENOMEM, -EIO and other read errors (not -ENOENT). */
 int log_summarize_file(const char *path, const char *initial_session_id, log_summary *ret);
 void log_summary_done(log_summary *s);
+/* Whether log_summarize_file may read a line without json-c (the default:
+ * yes). Tests turn it off to compare the fast paths with json-c. */
+void log_summarize_use_fast_paths(bool on);
 
 /* Classify one log line (the buckets payment_required, then
  * authentication_failed, then rate_limited; beyond the original's patterns,

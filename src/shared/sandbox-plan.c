@@ -1,8 +1,6 @@
 #include "sandbox-plan.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,10 +100,24 @@ static int add_allowed(plan *p, const char *home, const char *entry) {
         return add(p, SANDBOX_MOUNT_RO_BIND, path, path);
 }
 
-/* 3. the home dir */
+/* 3. the home dir: an empty dir on the root tmpfs, or, where a system root
+ * shows it (a home under /opt), an empty tmpfs over it, so that its
+ * entries are hidden there too */
+static bool is_system_root(const char *path) {
+        static const char *const roots[] = {SANDBOX_SYSTEM_ROOTS};
+        for (size_t i = 0; i < ELEMENTSOF(roots); i++)
+                if (streq(path, roots[i])) return true;
+        return false;
+}
+
 static int add_home(plan *p, const sandbox_plan_args *a) {
         if (!a->home || a->home[0] != '/' || streq(a->home, "/")) return 0;
-        int r = add(p, SANDBOX_MOUNT_DIR, NULL, a->home);
+        bool shown = sandbox_plan_path_visible(p->m, p->n, a->home);
+        /* a home that is a system root itself (HOME=/opt) stays as the root
+         * shows it, its deny-list masked on top (step 6): hiding it would
+         * hide the system's tools */
+        if (shown && is_system_root(a->home)) return 0;
+        int r = add(p, shown ? SANDBOX_MOUNT_TMPFS : SANDBOX_MOUNT_DIR, NULL, a->home);
         if (r < 0) return r;
         static const char *const allow[] = {SANDBOX_HOME_ALLOW};
         for (size_t i = 0; i < ELEMENTSOF(allow); i++)
@@ -198,85 +210,4 @@ int sandbox_deny_list(const char *home, const char *state_dir, char *const *extr
         if (!l && !(l = calloc(1, sizeof(char *)))) return -ENOMEM;
         *ret = TAKE_PTR(l);
         return 0;
-}
-
-typedef struct socket_scan {
-        bool private_files;         /* also mask what others may not read (a root daemon's worker is host uid 0) */
-        sandbox_mount **m;
-        size_t *n;
-        size_t left;
-        bool partial;
-        int found;
-        const sandbox_mount *shown; /* the mounts as they were before the scan */
-        size_t n_shown;
-} socket_scan;
-
-static int scan_dir(socket_scan *sc, int dfd, const char *path, int depth) {
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                close(dfd);
-                return 0;
-        }
-        int r = 0;
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, "..")) continue;
-                if (sc->left == 0) {
-                        sc->partial = true;
-                        break;
-                }
-                sc->left--;
-                unsigned char type = de->d_type;
-                struct stat st;
-                bool have_st = false;
-                if (type == DT_UNKNOWN || (sc->private_files && (type == DT_REG || type == DT_DIR))) {
-                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
-                        have_st = true;
-                        type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR
-                                                      : S_ISREG(st.st_mode)  ? DT_REG
-                                                                              : DT_UNKNOWN;
-                }
-                /* what others may not read, for a worker that is host uid 0 */
-                bool private_ = have_st && sc->private_files &&
-                                ((type == DT_REG && !(st.st_mode & S_IROTH)) ||
-                                 (type == DT_DIR && (st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH)));
-                if (type != DT_SOCK && type != DT_DIR && !private_) continue;
-                _cleanup_free_ char *child = strdup_printf("%s/%s", path, de->d_name);
-                if (!child) {
-                        r = -ENOMEM;
-                        break;
-                }
-                if (type == DT_SOCK || private_) {
-                        if (!sandbox_plan_path_visible(sc->shown, sc->n_shown, child)) continue;
-                        r = sandbox_mounts_push(sc->m, sc->n, type == DT_DIR ? SANDBOX_MOUNT_TMPFS : SANDBOX_MOUNT_MASK_FILE,
-                                                NULL, child, NULL, NULL, NULL);
-                        if (r >= 0) sc->found++;
-                        continue;
-                }
-                if (depth >= 32) continue;
-                int cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (cfd >= 0) r = scan_dir(sc, cfd, child, depth + 1);
-        }
-        closedir(d);
-        return r;
-}
-
-int sandbox_plan_scan_roots(sandbox_mount **m, size_t *n, size_t max_entries, bool private_files,
-                              bool *ret_partial) {
-        static const char *const roots[] = {SANDBOX_SOCKET_SCAN_ROOTS};
-        /* the visibility test looks at the mounts before the scan adds any */
-        size_t n0 = *n;
-        _cleanup_free_ sandbox_mount *shown = n0 ? malloc(n0 * sizeof *shown) : NULL;
-        if (n0 && !shown) return -ENOMEM;
-        if (n0) memcpy(shown, *m, n0 * sizeof *shown);
-        socket_scan sc = {.private_files = private_files, .m = m, .n = n, .left = max_entries, .shown = shown,
-                          .n_shown = n0};
-        int r = 0;
-        for (size_t i = 0; i < ELEMENTSOF(roots) && r >= 0; i++) {
-                int fd = open(roots[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd < 0) continue;
-                r = scan_dir(&sc, fd, roots[i], 0);
-        }
-        if (ret_partial) *ret_partial = sc.partial;
-        return r < 0 ? r : sc.found;
 }

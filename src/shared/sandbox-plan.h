@@ -15,7 +15,10 @@
  *     hosts, localtime) bound read-only where they lie, if they are regular
  *     files (DNS and TLS setup keep working);
  *  3. the home dir as an empty directory on the sandbox's private root tmpfs
- *     (writable, gone with the sandbox), with the entries of
+ *     (writable, gone with the sandbox) — or, where a system root already
+ *     shows it (a home under /opt), an empty tmpfs over it, so that no
+ *     entry of the host's home shows through (a home that is a system root,
+ *     HOME=/opt, stays as shown, its deny-list masked) — with the entries of
  *     SANDBOX_HOME_ALLOW (toolchains, git's config) and a->home_allow bound
  *     read-only where they exist and are directories or regular files;
  *  4. the git work tree the target lies in, read-only, when the target is a
@@ -89,27 +92,9 @@ typedef struct sandbox_plan_args {
  * bound anyway (your --ro-bind/--rw-bind)"). -ENOMEM. */
 int sandbox_plan_build(const sandbox_plan_args *a, sandbox_mount **ret, size_t *ret_n, char ***ret_warnings);
 
-/* System roots that may hold a Unix socket (a daemon's, an appliance's):
- * scanned by sandbox_plan_scan_roots(). /usr, /sys and /nix/store hold
- * none by convention and are too large to walk per launch. */
-#define SANDBOX_SOCKET_SCAN_ROOTS "/etc", "/opt"
-/* Entries the scan visits at most (a larger tree is scanned that far and
- * reported as partial). */
-#define SANDBOX_SOCKET_SCAN_MAX 200000
-
-/* A read-only mount does not stop connect(2), and Landlock (ABI <= 6) cannot
- * forbid it on a path: append a "mask-file" mount (/dev/null over it) for
- * every Unix socket found under the scan roots that the mounts show (no
- * symlink followed, at most max_entries entries, depth <= 32). A socket
- * created after the scan stays reachable. Blocking (walks the roots): call
- * from the shim, never from the daemon's loop. Returns the number of sockets
- * masked, or -ENOMEM; *ret_partial says the entry cap was hit.
- * private_files (a daemon running as root, whose worker is host uid 0 and so
- * owns root's files): also mask every file others may not read and every
- * dir others may not list (/etc/shadow, ssh host keys, /etc/ssl/private),
- * so the worker reads in those roots what an unprivileged user could. */
-int sandbox_plan_scan_roots(sandbox_mount **m, size_t *n, size_t max_entries, bool private_files,
-                              bool *ret_partial);
+/* The Unix sockets under /etc and /opt, and a root daemon's files others may
+ * not read there, are not in this plan: they come and go while tasks run,
+ * so the shim masks them at mount time (host-masks.h, shim/mask-mount.h). */
 
 /* Is host path p visible inside a sandbox with these mounts — at or below
  * the dest of a bind/ro-bind/overlay/target mount and not at or below a

@@ -34,7 +34,9 @@
  * NSS modules of the host (nss-resolve, nss-myhostname), which want more
  * than the 64 KiB a relay alone needs; the pages are only touched as used. */
 #define EGRESS_THREAD_STACK (256u * 1024u)
-/* bytes moved per splice(2) call */
+/* the stack of a relay's second thread (bytes): it only splices */
+#define PUMP_THREAD_STACK (64u * 1024u)
+/* bytes moved per splice(2) call, and the size asked of a relay's pipes */
 #define SPLICE_CHUNK (1u << 20)
 /* a tunnel adds its bytes to the stats once this many are pending, and at
  * its end */
@@ -152,18 +154,22 @@ static ssize_t stats_connected(Proxy *p, const char *host, uint16_t port) {
         return (ssize_t) i;
 }
 
-static void stats_flush_bytes(Conn *c) {
-        if (c->stat < 0 || (c->pending_up == 0 && c->pending_down == 0)) return;
+static void stats_add_bytes(Conn *c, uint64_t up, uint64_t down) {
+        if (c->stat < 0 || (up == 0 && down == 0)) return;
         Proxy *p = c->proxy;
         pthread_mutex_lock(&p->lock);
-        p->allowed[c->stat].bytes_up += c->pending_up;
-        p->allowed[c->stat].bytes_down += c->pending_down;
+        p->allowed[c->stat].bytes_up += up;
+        p->allowed[c->stat].bytes_down += down;
         p->dirty = true;
         pthread_mutex_unlock(&p->lock);
+}
+
+/* what the request head and an early body counted goes to the stats */
+static void stats_flush_bytes(Conn *c) {
+        stats_add_bytes(c, c->pending_up, c->pending_down);
         c->pending_up = c->pending_down = 0;
 }
 
-/* Count a refusal; returns whether it may still go to the journal. */
 static bool stats_denied(Proxy *p, const char *host, uint16_t port, const char *reason) {
         bool journal = false;
         pthread_mutex_lock(&p->lock);
@@ -497,100 +503,99 @@ static void note_refusal(Conn *c, const Outcome *o) {
 
 /* ---- the relay ---- */
 
-typedef struct Direction {
+/* One direction of a relay: blocking splices from `from` through a pipe
+ * of its own into `to`, on a thread of its own, so that each direction
+ * moves as soon as its bytes arrive and costs no poll round per chunk. */
+typedef struct Pump {
+        Conn *conn;
         int from, to;
-        int pipe[2];
-        size_t in_pipe;
         uint64_t read_left; /* bytes still to take from `from` (UINT64_MAX: all) */
-        bool eof;           /* nothing more to read */
         bool shut_on_eof;   /* shutdown(to, SHUT_WR) once drained */
-        bool done;
-        uint64_t *count;    /* bytes written to `to` go here */
-} Direction;
+        bool up;            /* counted as bytes up (else down) */
+        int error;          /* -errno of a failed splice, 0 at EOF */
+} Pump;
 
-/* Move what can move without blocking. 1 progress, 0 none, -errno. */
-static int direction_step(Direction *d) {
-        int progress = 0;
-        if (d->done) return 0;
-        if (!d->eof && d->read_left == 0) d->eof = true;
-        if (!d->eof && d->in_pipe < SPLICE_CHUNK) {
-                size_t want = SPLICE_CHUNK - d->in_pipe;
-                if (d->read_left < want) want = (size_t) d->read_left;
-                ssize_t n = splice(d->from, NULL, d->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                if (n > 0) {
-                        d->in_pipe += (size_t) n;
-                        if (d->read_left != UINT64_MAX) d->read_left -= (uint64_t) n;
-                        progress = 1;
-                } else if (n == 0) {
-                        d->eof = true;
-                        progress = 1;
-                } else if (errno != EAGAIN && errno != EINTR)
-                        return -errno;
-        }
-        if (d->in_pipe > 0) {
-                ssize_t n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                if (n > 0) {
-                        d->in_pipe -= (size_t) n;
-                        *d->count += (uint64_t) n;
-                        progress = 1;
-                } else if (n < 0 && errno != EAGAIN && errno != EINTR)
-                        return -errno;
-        }
-        if (d->eof && d->in_pipe == 0) {
-                if (d->shut_on_eof) (void) shutdown(d->to, SHUT_WR);
-                d->done = true;
-                progress = 1;
-        }
-        return progress;
+static int fd_set_blocking(int fd) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) return -errno;
+        return 0;
 }
 
-static void direction_done(Direction *d) {
-        d->pipe[0] = safe_close(d->pipe[0]);
-        d->pipe[1] = safe_close(d->pipe[1]);
+/* Runs one direction to its EOF (or its byte limit), passing the EOF on as
+ * a half-close when asked. A failure shuts both ends down, which wakes the
+ * other direction's splice. Sets p->error. */
+static void pump_run(Pump *p) {
+        int pipefd[2] = {-1, -1};
+        uint64_t pending = 0;
+        int r = 0;
+        if (pipe2(pipefd, O_CLOEXEC) < 0) {
+                r = -errno;
+                goto out;
+        }
+        (void) fcntl(pipefd[1], F_SETPIPE_SZ, SPLICE_CHUNK);
+        while (p->read_left > 0) {
+                size_t want = p->read_left < SPLICE_CHUNK ? (size_t) p->read_left : SPLICE_CHUNK;
+                ssize_t n = splice(p->from, NULL, pipefd[1], NULL, want, SPLICE_F_MOVE);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) {
+                        r = -errno;
+                        goto out;
+                }
+                if (n == 0) break;
+                if (p->read_left != UINT64_MAX) p->read_left -= (uint64_t) n;
+                while (n > 0) {
+                        ssize_t m = splice(pipefd[0], NULL, p->to, NULL, (size_t) n, SPLICE_F_MOVE);
+                        if (m < 0 && errno == EINTR) continue;
+                        if (m <= 0) {
+                                r = m < 0 ? -errno : -EPIPE;
+                                goto out;
+                        }
+                        n -= m;
+                        pending += (uint64_t) m;
+                }
+                if (pending >= BYTES_FLUSH) {
+                        stats_add_bytes(p->conn, p->up ? pending : 0, p->up ? 0 : pending);
+                        pending = 0;
+                }
+        }
+        if (p->shut_on_eof) (void) shutdown(p->to, SHUT_WR);
+out:
+        stats_add_bytes(p->conn, p->up ? pending : 0, p->up ? 0 : pending);
+        safe_close(pipefd[0]);
+        safe_close(pipefd[1]);
+        if (r < 0) {
+                (void) shutdown(p->from, SHUT_RDWR);
+                (void) shutdown(p->to, SHUT_RDWR);
+        }
+        p->error = r;
+}
+
+static void *pump_main(void *arg) {
+        pump_run(arg);
+        return NULL;
 }
 
 /* Bytes both ways between the client and c->upstream_fd until both ends
  * are done (each EOF passed on as a half-close) or one fails. up_limit:
- * the bytes the client may still send up (UINT64_MAX: no limit). */
+ * the bytes the client may still send up (UINT64_MAX: no limit). The
+ * downstream direction runs on a thread of its own, the upstream one on
+ * the caller's. */
 static void relay(Conn *c, uint64_t up_limit, bool up_shut) {
-        Direction up = {.from = c->client_fd, .to = c->upstream_fd, .pipe = {-1, -1}, .read_left = up_limit,
-                        .shut_on_eof = up_shut, .count = &c->pending_up};
-        Direction down = {.from = c->upstream_fd, .to = c->client_fd, .pipe = {-1, -1}, .read_left = UINT64_MAX,
-                          .shut_on_eof = true, .count = &c->pending_down};
-        if (pipe2(up.pipe, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(down.pipe, O_CLOEXEC | O_NONBLOCK) < 0) goto out;
-        (void) fcntl(up.pipe[1], F_SETPIPE_SZ, SPLICE_CHUNK);
-        (void) fcntl(down.pipe[1], F_SETPIPE_SZ, SPLICE_CHUNK);
-
-        while (!up.done || !down.done) {
-                int a, b;
-                do {
-                        a = direction_step(&up);
-                        b = direction_step(&down);
-                        if (a < 0 || b < 0) goto out;
-                        if (c->pending_up + c->pending_down >= BYTES_FLUSH) stats_flush_bytes(c);
-                } while (a > 0 || b > 0);
-                if (up.done && down.done) break;
-
-                short ce = 0, ue = 0;
-                if (!up.done && !up.eof && up.in_pipe < SPLICE_CHUNK) ce |= POLLIN;
-                if (!up.done && up.in_pipe > 0) ue |= POLLOUT;
-                if (!down.done && !down.eof && down.in_pipe < SPLICE_CHUNK) ue |= POLLIN;
-                if (!down.done && down.in_pipe > 0) ce |= POLLOUT;
-                struct pollfd pfd[2] = {
-                        {.fd = ce ? c->client_fd : -1, .events = ce},
-                        {.fd = ue ? c->upstream_fd : -1, .events = ue},
-                };
-                if (poll(pfd, 2, -1) < 0 && errno != EINTR) goto out;
-                /* an end that failed or hung up with nothing wanted of it
-                 * ends the relay; otherwise the splices see it */
-                for (size_t i = 0; i < 2; i++)
-                        if ((pfd[i].revents & (POLLERR | POLLNVAL)) && !(pfd[i].revents & (POLLIN | POLLOUT)))
-                                goto out;
-        }
-out:
-        direction_done(&up);
-        direction_done(&down);
         stats_flush_bytes(c);
+        if (fd_set_blocking(c->client_fd) < 0 || fd_set_blocking(c->upstream_fd) < 0) return;
+        Pump up = {.conn = c, .from = c->client_fd, .to = c->upstream_fd, .read_left = up_limit,
+                   .shut_on_eof = up_shut, .up = true};
+        Pump down = {.conn = c, .from = c->upstream_fd, .to = c->client_fd, .read_left = UINT64_MAX,
+                     .shut_on_eof = true};
+        pthread_attr_t attr;
+        pthread_t t;
+        if (pthread_attr_init(&attr) != 0) return;
+        (void) pthread_attr_setstacksize(&attr, PUMP_THREAD_STACK);
+        int k = pthread_create(&t, &attr, pump_main, &down);
+        pthread_attr_destroy(&attr);
+        if (k != 0) return;
+        pump_run(&up);
+        (void) pthread_join(t, NULL);
 }
 
 /* ---- answers ---- */

@@ -18,13 +18,17 @@
 
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 #include "cgroup-util.h"
 #include "changeset.h"
@@ -38,6 +42,7 @@
 #include "launch-spec.h"
 #include "log-pipe.h"
 #include "log.h"
+#include "mask-mount.h"
 #include "macro.h"
 #include "egress-proxy.h"
 #include "netns.h"
@@ -46,6 +51,7 @@
 #include "process-util.h"
 #include "sandbox-plan.h"
 #include "sandbox.h"
+#include "target-access.h"
 #include "upper-seed.h"
 #include "signal-util.h"
 #include "string-util.h"
@@ -105,7 +111,37 @@ typedef struct shim {
 
         int net_sock[2];         /* network mode proxy: the worker child sends the proxy's listener over [1] */
         pid_t proxy;             /* the egress proxy (egress-proxy.h), 0: none */
+        MaskSet masks;           /* the host masks the worker child mounts (mask-mount.h) */
+
+        int times_fd;            /* SHIM_TIMES_ENV set: <taskDir>/SHIM_TIMES_NAME, else -1 */
+        uint64_t started_us;     /* CLOCK_MONOTONIC at main(), microseconds */
 } shim;
+
+/* Timing points of a launch, for tests/bench/bench-launch: with
+ * TASKFERRY_SHIM_TIMES=1 in the shim's environment (the daemon's), the shim
+ * writes one line "<step> <CLOCK_MONOTONIC in microseconds>" per step into
+ * <taskDir>/launch-times, the worker child too (before it execs bwrap).
+ * Unset, the only cost is one getenv. */
+#define SHIM_TIMES_ENV "TASKFERRY_SHIM_TIMES"
+#define SHIM_TIMES_NAME "launch-times"
+
+static uint64_t mono_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static void shim_mark(shim *s, const char *step) {
+        if (s->times_fd >= 0) dprintf(s->times_fd, "%s %" PRIu64 "\n", step, mono_us());
+}
+
+static void shim_times_open(shim *s) {
+        if (!getenv(SHIM_TIMES_ENV)) return;
+        _cleanup_free_ char *path = strdup_printf("%s/%s", s->spec->task_dir, SHIM_TIMES_NAME);
+        if (!path) return;
+        s->times_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (s->times_fd >= 0) dprintf(s->times_fd, "shim-start %" PRIu64 "\n", s->started_us);
+}
 
 static void shim_done(shim *s) {
         launch_spec_free(s->spec);
@@ -123,6 +159,8 @@ static void shim_done(shim *s) {
         safe_close(s->net_sock[0]);
         safe_close(s->net_sock[1]);
         if (s->proxy > 0) egress_proxy_stop(s->proxy);
+        safe_close(s->times_fd);
+        mask_set_done(&s->masks);
 }
 
 /* The proxy settings a worker sees: in mode proxy the task's proxy (and
@@ -411,8 +449,9 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                 int r = userns_enter_as_root(getuid(), getgid());
                 if (r < 0)
                         child_fail(err_w, "cannot enter a user namespace to %s: %s",
-                                   sb->own_userns ? "make the sandbox's network namespace" : "mount the overlay",
+                                   sb->own_userns ? "set up the sandbox's network and masks" : "mount the overlay",
                                    strerror(-r));
+                shim_mark(s, "userns");
                 char *err = NULL;
                 if (sb->overlay && s->method == OVERLAY_METHOD_USERNS) {
                         r = overlay_mount_layers(sb->overlay->lower, sb->overlay->lower_top, sb->overlay->upper,
@@ -423,6 +462,7 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                         }
                         free(err);
                         err = NULL;
+                        shim_mark(s, "overlay-mount");
                 }
                 /* the extra overlays (an executor's config dir) at their stage dirs,
                  * which bwrap then binds where they belong (sandbox.h) */
@@ -437,6 +477,17 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
                         free(err);
                         err = NULL;
                 }
+        }
+        if (sb && s->masks.n > 0) {
+                /* the host masks, where they are now (mask-mount.h); root
+                 * without a user namespace makes a mount namespace of its own */
+                if (!sandbox_needs_userns(sb, s->method) &&
+                    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0))
+                        child_fail(err_w, "cannot make a mount namespace for the sandbox's masks: %s", strerror(errno));
+                char *err = NULL;
+                int r = mask_set_mount(&s->masks, &err);
+                if (r < 0) child_fail(err_w, "%s", err ? err : strerror(-r));
+                shim_mark(s, "masks-mount");
         }
         if (sb && sb->net.mode != NET_MODE_HOST) {
                 /* a namespace with only lo (netns.h); in mode proxy the
@@ -491,6 +542,7 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
 
         /* bwrap gets an empty environment: the worker's travels in its options */
         char *no_env[] = {NULL};
+        shim_mark(s, "exec");
         execve(s->exe, s->argv, s->args_fd >= 0 ? no_env : s->spec->env);
         int e = errno;
         const char *name = strerrorname_np(e);
@@ -739,12 +791,17 @@ static int start_and_monitor(shim *s) {
                 if (r < 0)
                         return fail_spawn(s, "cannot start from the parent task's changes: %s",
                                           seed_err ? seed_err : strerror(-r));
+                shim_mark(s, "homes");
         }
 
         r = capture_head(spec->directory, &s->pre_dispatch_head);
         if (r < 0) return fail_spawn(s, "cannot read HEAD of %s: %s", spec->directory, strerror(-r));
+        shim_mark(s, "head");
         /* a check runs over a changeset already extracted: its base stays */
-        if (sb && sb->overlay && !spec->check) take_base_snapshot(s, sb->overlay);
+        if (sb && sb->overlay && !spec->check) {
+                take_base_snapshot(s, sb->overlay);
+                shim_mark(s, "base-snapshot");
+        }
 
         if (sb) {
                 s->prompt_fd = prompt_memfd(spec->prompt);
@@ -786,17 +843,40 @@ static int start_and_monitor(shim *s) {
         s->limits.sandboxed = sb != NULL;
 
         if (sb) {
-                /* no host socket under the read-only system roots (sandbox-plan.h) */
-                bool partial = false;
-                r = sandbox_plan_scan_roots(&sb->mounts, &sb->n_mounts, SANDBOX_SOCKET_SCAN_MAX, geteuid() == 0, &partial);
-                if (r < 0) return fail_spawn(s, "cannot scan the system dirs for sockets: %s", strerror(-r));
-                if (partial)
+                /* no host socket under the read-only system roots, no file a root
+                 * worker should not read there (mask-mount.h): what the daemon
+                 * knows of them, else a walk of our own */
+                HostMaskList scanned = {0};
+                const HostMaskList *hm = &sb->host_masks;
+                if (!sb->have_host_masks) {
+                        r = host_masks_scan(HOST_MASKS_SCAN_MAX, geteuid() == 0, &scanned);
+                        if (r < 0) return fail_spawn(s, "cannot scan the system dirs for sockets: %s", strerror(-r));
+                        hm = &scanned;
+                }
+                if (hm->partial)
                         dprintf(s->log_fd, "taskferry-shim: warning: /etc and /opt hold more than %d entries; the "
                                            "sandbox masks only the Unix sockets among the first of them\n",
-                                SANDBOX_SOCKET_SCAN_MAX);
+                                HOST_MASKS_SCAN_MAX);
+                sandbox_mount *argv_masks = NULL;
+                size_t n_argv_masks = 0;
+                r = mask_set_build(hm, sb->mounts, sb->n_mounts, spec->directory,
+                                   sb->overlay && s->method == OVERLAY_METHOD_BWRAP, &s->masks, &argv_masks,
+                                   &n_argv_masks);
+                host_mask_list_done(&scanned);
+                for (size_t i = 0; r >= 0 && i < n_argv_masks; i++)
+                        r = sandbox_mounts_push(&sb->mounts, &sb->n_mounts, argv_masks[i].op, NULL, argv_masks[i].dest,
+                                                NULL, NULL, NULL);
+                sandbox_mounts_free(argv_masks, n_argv_masks);
+                if (r < 0) return fail_spawn(s, "cannot plan the sandbox's masks: %s", strerror(-r));
+                _cleanup_free_ char *access_err = NULL;
+                r = target_access_check(spec->directory, sb->mounts, sb->n_mounts, &access_err);
+                if (r < 0) return fail_spawn(s, "%s", access_err ? access_err : strerror(-r));
+                shim_mark(s, "masks");
                 /* unprivileged and no overlay to mount: a user namespace of
-                 * our own only to make the network namespace in */
-                if (sb->net.mode != NET_MODE_HOST && geteuid() != 0 && !sandbox_needs_userns(sb, s->method))
+                 * our own only to make the network namespace or mount the
+                 * masks in */
+                if ((sb->net.mode != NET_MODE_HOST || s->masks.n > 0) && geteuid() != 0 &&
+                    !sandbox_needs_userns(sb, s->method))
                         sb->own_userns = true;
                 /* and one for RLIMIT_NPROC to count only the sandbox's processes (task-limits.h) */
                 if (limit_watch_needs_userns(&s->limits) && !sandbox_needs_userns(sb, s->method)) sb->own_userns = true;
@@ -809,6 +889,7 @@ static int start_and_monitor(shim *s) {
                 r = bwrap_args_through_memfd(s);
                 if (r < 0) return fail_spawn(s, "cannot pass the arguments to bwrap: %s", strerror(-r));
                 s->exe = TAKE_PTR(bwrap);
+                shim_mark(s, "argv");
         } else {
                 r = find_executable(worker_argv[0], path_env, &s->exe);
                 if (r < 0) {
@@ -1087,7 +1168,7 @@ int main(int argc, char *argv[]) {
         (void) close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
 
         shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1, .net_sock = {-1, -1},
-                  .limits = {.sandbox_proc_fd = -1}};
+                  .times_fd = -1, .started_us = mono_us(), .limits = {.sandbox_proc_fd = -1}};
         if ((r = setup_signals(&s)) < 0) {
                 log_error_errno(r, "cannot set up signal handling");
                 shim_done(&s);
@@ -1109,6 +1190,8 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
 
+        shim_times_open(&s);
+        shim_mark(&s, "spec-read");
         r = start_and_monitor(&s);
         shim_done(&s);
         safe_close(signal_pipe_w);

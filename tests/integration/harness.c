@@ -98,10 +98,11 @@ tf_world *tf_world_new(char *const extra_env[]) {
                 char *q3 = shell_quote(tf_bin("taskferry"));
                 /* and the hostile-worker helpers (tests/fixtures/src) */
                 char *q4 = shell_quote(tf_bin("taskferry-test-peer")), *q5 = shell_quote(tf_bin("tf-connect"));
+                char *q6 = shell_quote(tf_bin("tf-stamp"));
                 char *cp = xstrdup_printf("cp -a %s %s && cp %s %s/bin/taskferry && cp %s %s/bin/taskferry-test-peer && "
-                                          "cp %s %s/bin/tf-connect",
-                                          q1, q2, q3, q2, q4, q2, q5, q2);
-                free(q5);
+                                          "cp %s %s/bin/tf-connect && cp %s %s/bin/tf-stamp",
+                                          q1, q2, q3, q2, q4, q2, q5, q2, q6, q2);
+                free(q5), free(q6);
                 free(q3), free(q4);
                 char *argv[] = {(char *) "sh", (char *) "-c", cp, NULL};
                 run_result rr;
@@ -555,11 +556,11 @@ json_object *tf_wait_settled_at(const char *file, int line, tf_world *w, const c
         return o;
 }
 
-/* A file the sandbox masks under /etc or /opt (SANDBOX_SOCKET_SCAN_ROOTS:
- * a Unix socket, or a file others may not read when the worker is root)
- * was there when the shim listed them and gone when bwrap mounted over it:
- * bwrap then fails to create the mount point ("Can't create file at
- * /opt/x.sock: Read-only file system") and the worker never starts. */
+/* bwrap failed on a path under /etc or /opt: the sandbox's masks there
+ * (host-masks.h: a Unix socket, or a file others may not read when the
+ * worker is root) are mounted by the shim and skipped when their path is
+ * gone (mask-mount.h), so such a failure is a regression of that, not a
+ * race to wait out. */
 static bool masked_file_vanished(const char *text) {
         if (!text || !strstr(text, "bwrap: ")) return false;
         return strstr(text, " /etc/") || strstr(text, " /opt/");
@@ -587,9 +588,9 @@ char *tf_status_why(json_object *status) {
         }
         if (why && vanished) {
                 char *more = strdup_printf(
-                        "%s — the sandbox could not mask a file under /etc or /opt: another process removed it "
-                        "between the shim's scan and bwrap's mount (a race of the sandbox's socket masking, "
-                        "caused outside this test)",
+                        "%s — bwrap failed on a file under /etc or /opt: the shim mounts the masks there and "
+                        "skips one whose file another process removed meanwhile (shim/mask-mount.c), so this is "
+                        "a defect of that, not a race from outside this test",
                         why);
                 free(why);
                 why = more;

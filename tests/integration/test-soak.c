@@ -11,11 +11,25 @@
  * costs about 5x and 200 would take over 4 minutes on 2 cores) sets N, TASKFERRY_SOAK_SEED the seed of the
  * kill schedule (printed, so a failing run can be replayed);
  * TASKFERRY_SOAK_KILLS=0 runs the same load without kills (a baseline that
- * tells a crash bug from a plain one). */
+ * tells a crash bug from a plain one).
+ *
+ * The long soak (tools/soak) adds two loads: TASKFERRY_SOAK_FLOOD=K makes
+ * every K-th worker print TASKFERRY_SOAK_FLOOD_MIB (default 32) MiB to its
+ * stderr before its edit, and TASKFERRY_SOAK_FULL_DISK=1 fills the
+ * filesystem of the world (only a small one, under 8 GiB: tools/soak gives
+ * it a tmpfs) for 20 dispatches from a third of the way on. A dispatch
+ * refused while the disk is full is not acknowledged; every acknowledged
+ * one must still settle with exactly its changeset. Every 100 dispatches the
+ * daemon's RSS and open fds are sampled and printed: after the first
+ * hundred they must stay flat (the fds within 16 of the first sample, the
+ * RSS within 8 MiB plus 4 KiB per task of it). */
 
 #include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -118,6 +132,61 @@ static bool no_world_processes(tf_world *w, void *arg) {
 #define SOAK_DEFAULT_N 200
 #endif
 
+static int env_int(const char *name, int def) {
+        const char *v = getenv(name);
+        return v && atoi(v) > 0 ? atoi(v) : def;
+}
+
+/* the daemon's resident set (KiB) and open fds, or false when none runs */
+static bool daemon_sample(tf_world *w, long *ret_rss_kib, int *ret_fds) {
+        pid_t pid = tf_daemon_pid(w);
+        if (pid <= 0) return false;
+        _cleanup_free_ char *status = tf_proc_read(pid, "status", '\n', NULL);
+        const char *rss = status ? strstr(status, "VmRSS:") : NULL;
+        if (!rss) return false;
+        *ret_rss_kib = strtol(rss + 6, NULL, 10);
+        _cleanup_free_ char *dir = strdup_printf("/proc/%d/fd", (int) pid);
+        DIR *d = opendir(dir);
+        if (!d) return false;
+        int n = 0;
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] != '.') n++;
+        closedir(d);
+        *ret_fds = n;
+        return true;
+}
+
+/* Fill the filesystem holding path (a file there taking all its free
+ * space): the file's fd, or -1 when that filesystem is 8 GiB or more,
+ * which no test fills. */
+static int disk_fill(const char *dir) {
+        struct statvfs sv;
+        ck_assert_int_eq(statvfs(dir, &sv), 0);
+        if ((uint64_t) sv.f_blocks * sv.f_frsize >= (8ULL << 30)) {
+                fprintf(stderr, "soak: %s is on a filesystem of 8 GiB or more: not filling it\n", dir);
+                return -1;
+        }
+        _cleanup_free_ char *path = strdup_printf("%s/soak-disk-fill", dir);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        static char block[1 << 20];
+        while (write(fd, block, sizeof block) > 0)
+                ;
+        /* the last partial blocks */
+        while (write(fd, block, 4096) > 0)
+                ;
+        fprintf(stderr, "soak: %s is full\n", dir);
+        return fd;
+}
+
+static void disk_free(const char *dir, int fd) {
+        if (fd < 0) return;
+        _cleanup_free_ char *path = strdup_printf("%s/soak-disk-fill", dir);
+        ck_assert_int_eq(unlink(path), 0);
+        close(fd);
+        fprintf(stderr, "soak: %s has room again\n", dir);
+}
+
 START_TEST(kill9_soak) {
         const char *ns = getenv("TASKFERRY_SOAK_N");
         int n = ns && atoi(ns) > 0 ? atoi(ns) : SOAK_DEFAULT_N;
@@ -126,7 +195,11 @@ START_TEST(kill9_soak) {
         if (!rng_state) rng_state = 1;
         const char *ks = getenv("TASKFERRY_SOAK_KILLS");
         kills_enabled = !(ks && streq(ks, "0"));
-        fprintf(stderr, "soak: N=%d TASKFERRY_SOAK_SEED=%u%s\n", n, rng_state, kills_enabled ? "" : " (no kills)");
+        int flood = env_int("TASKFERRY_SOAK_FLOOD", 0), flood_mib = env_int("TASKFERRY_SOAK_FLOOD_MIB", 32);
+        const char *fd_env = getenv("TASKFERRY_SOAK_FULL_DISK");
+        bool full_disk = fd_env && streq(fd_env, "1");
+        fprintf(stderr, "soak: N=%d TASKFERRY_SOAK_SEED=%u%s%s%s\n", n, rng_state, kills_enabled ? "" : " (no kills)",
+                flood ? ", log floods" : "", full_disk ? ", a full disk for a while" : "");
         uint64_t t0 = mono_ms();
         tf_world *w = tf_world_new(NULL);
         _cleanup_free_ char *files = strdup_printf("for i in $(seq -f %%03g 0 %d); do echo base-$i > f-$i.txt; done", n - 1);
@@ -135,9 +208,20 @@ START_TEST(kill9_soak) {
         /* 1. dispatch, killing the daemon now and then: right after the
          * dispatch (the spawn), or a little later (run, extraction) */
         char **ids = calloc((size_t) n, sizeof *ids);
-        int acked = 0;
+        int acked = 0, fill_fd = -1, n_samples = 0, failed_on_full_disk = 0;
+        long first_rss = 0;
+        int first_fds = 0;
         for (int i = 0; i < n; i++) {
-                char *prompt = strdup_printf("sleep 0.%u; echo edit-%03d >> f-%03d.txt; echo done-%03d", rnd(5), i, i, i);
+                if (full_disk && i == n / 3) fill_fd = disk_fill(w->root);
+                if (full_disk && i == n / 3 + 20) {
+                        disk_free(w->root, fill_fd);
+                        fill_fd = -1;
+                }
+                _cleanup_free_ char *noise = flood && i % flood == flood - 1
+                                                     ? strdup_printf("yes 'a line of log flood' | head -c %dM >&2; ", flood_mib)
+                                                     : strdup("");
+                char *prompt = strdup_printf("set -e; %ssleep 0.%u; echo edit-%03d >> f-%03d.txt; echo done-%03d", noise,
+                                             rnd(5), i, i, i);
                 const char *d[] = {"dispatch", "--json", "--executor", "shell", "--directory", repo, "--prompt", prompt, NULL};
                 int code;
                 json_object *o = cli_json(w, d, &code);
@@ -151,7 +235,21 @@ START_TEST(kill9_soak) {
                 if (k == 0) kill_daemon(w, 0, "spawn");
                 else if (k == 1) kill_daemon(w, 100 + rnd(400), "run");
                 else if (k == 2) kill_daemon(w, 400 + rnd(600), "settle");
+                long rss;
+                int fds;
+                if (i % 100 == 99 && daemon_sample(w, &rss, &fds)) {
+                        fprintf(stderr, "soak: after %d dispatches: daemon RSS %ld KiB, %d fds\n", i + 1, rss, fds);
+                        if (n_samples++ == 0) {
+                                first_rss = rss;
+                                first_fds = fds;
+                        } else {
+                                ck_assert_msg(fds <= first_fds + 16, "fds grew: %d, first %d", fds, first_fds);
+                                ck_assert_msg(rss <= first_rss + 8192 + 4 * (i + 1), "RSS grew: %ld KiB, first %ld KiB",
+                                              rss, first_rss);
+                        }
+                }
         }
+        disk_free(w->root, fill_fd);
         fprintf(stderr, "soak: %d of %d dispatches acknowledged, %u kills, %.1fs\n", acked, n, kills,
                 (double) (mono_ms() - t0) / 1000);
 
@@ -164,7 +262,28 @@ START_TEST(kill9_soak) {
                 int code;
                 json_object *o = cli_json(w, wt, &code);
                 ck_assert_msg(o, "task %d (%s): wait failed", i, ids[i]);
-                ck_assert_msg(streq(strempty(json_get_string(o, "status")), "done") &&
+                const char *status = strempty(json_get_string(o, "status"));
+                const char *why = strempty(json_get_string(o, "failureDetail"));
+                const char *spawn = strempty(json_get_string(o, "spawnError"));
+                if (full_disk && (streq(status, "failed") || streq(status, "crashed")) &&
+                    (strstr(why, "No space left") || strstr(spawn, "No space left") ||
+                     streq_ptr(json_get_string(o, "failureReason"), "disk_quota_exceeded"))) {
+                        /* it ran while the disk was full: it may fail, but loudly */
+                        fprintf(stderr, "soak: task %d ended %s while the disk was full: %s\n", i, status,
+                                json_to_line(o, NULL));
+                        if (streq_ptr(json_get_string(o, "changesetStatus"), "pending")) {
+                                const char *rj[] = {"reject", ids[i], "--json", NULL};
+                                int rc;
+                                json_object_put(cli_json(w, rj, &rc));
+                                ck_assert_msg(rc == 0, "task %d: its changeset could not be rejected", i);
+                        }
+                        free(ids[i]);
+                        ids[i] = NULL;
+                        failed_on_full_disk++;
+                        json_object_put(o);
+                        continue;
+                }
+                ck_assert_msg(streq(status, "done") &&
                                       streq(strempty(json_get_string(o, "changesetStatus")), "pending"),
                               "task %d (%s) did not settle with a pending changeset: %s", i, ids[i], json_to_line(o, NULL));
                 json_object_put(o);
@@ -189,7 +308,8 @@ START_TEST(kill9_soak) {
                               json_to_line(o, NULL));
                 json_object_put(o);
         }
-        fprintf(stderr, "soak: all settled and checked, %u kills, %.1fs\n", kills, (double) (mono_ms() - t0) / 1000);
+        fprintf(stderr, "soak: all settled and checked, %u kills, %d failed on the full disk, %.1fs\n", kills,
+                failed_on_full_disk, (double) (mono_ms() - t0) / 1000);
 
         /* 3. accept them all, in a random order, killing the daemon during
          * some accepts; an accept that died is retried until decided */

@@ -37,6 +37,7 @@ static const struct {
         {"42", "42"},            /* a bare number at the end of input */
         {"-0", "0"},
         {"1.5", "1.5"},
+        {"[0,10,0.05,1e05,1E-007,-0.0]", "[0,10,0.05,1e05,1E-007,-0.0]"}, /* zeros that are no leading ones */
         {"true", "true"},
         {"false", "false"},
         {"null", "null"},
@@ -89,6 +90,13 @@ static void parses_lit(const char *text, size_t len, const char *line) {
  * characters in strings, and sequences no well-formed UTF-8 has. */
 static const char *const not_json[] = {
         "{'a':1}",
+        "00",
+        "01",
+        "-01",
+        "[1,007]",
+        "{\"a\":-00.5}",
+        "-.5",
+        "[.5]",
         "NaN",
         "[NaN]",
         "Infinity",

@@ -223,6 +223,44 @@ START_TEST(test_round_trip) {
 END_TEST
 
 
+/* "hostMasks": absent unless the daemon knows them (the shim then walks);
+ * present, each entry an absolute path of a known kind, each path once */
+START_TEST(test_host_masks) {
+        char *no_env[] = {NULL};
+        launch_sandbox sb3 = {.dirs = no_env, .net = {.mode = NET_MODE_NONE}, .have_host_masks = true};
+        ck_assert_int_eq(host_mask_list_set(&sb3.host_masks, "/opt/x/s.sock", HOST_MASK_SOCKET), 0);
+        ck_assert_int_eq(host_mask_list_set(&sb3.host_masks, "/etc/shadow", HOST_MASK_PRIVATE_FILE), 0);
+        launch_spec spec = {.task_id = "oc_x_1", .executor = "shell", .prompt = "", .directory = "/d",
+                            .env = no_env, .log_path = "/l", .task_dir = "/t", .sandbox = &sb3};
+        _cleanup_json_ json_object *j = NULL;
+        ck_assert_int_eq(launch_spec_to_json(&spec, &j), 0);
+        const char *text = json_to_line(j, NULL);
+        ck_assert(strstr(text, "\"hostMasks\":[{\"path\":\"/etc/shadow\",\"kind\":\"private-file\"},"
+                               "{\"path\":\"/opt/x/s.sock\",\"kind\":\"socket\"}]"));
+        _cleanup_(launch_spec_freep) launch_spec *back = NULL;
+        ck_assert_int_eq(launch_spec_from_json(j, &back), 0);
+        ck_assert(back->sandbox->have_host_masks);
+        ck_assert_uint_eq(back->sandbox->host_masks.n, 2);
+        ck_assert_str_eq(back->sandbox->host_masks.items[1].path, "/opt/x/s.sock");
+        ck_assert_int_eq(back->sandbox->host_masks.items[1].kind, HOST_MASK_SOCKET);
+        const char *bad[][2] = {
+                {"\"kind\":\"socket\"", "\"kind\":\"fifo\""},
+                {"\"path\":\"/opt/x/s.sock\"", "\"path\":\"rel.sock\""},
+                {"\"path\":\"/opt/x/s.sock\"", "\"path\":\"/etc/shadow\""},
+                {"\"kind\":\"socket\"}", "\"kind\":\"socket\",\"x\":1}"},
+                {"\"hostMasks\":[", "\"hostMasks\":{\"a\":["},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                const char *at = strstr(text, bad[i][0]);
+                ck_assert_ptr_nonnull(at);
+                _cleanup_free_ char *t = strdup_printf("%.*s%s%s", (int) (at - text), text, bad[i][1], at + strlen(bad[i][0]));
+                launch_spec *s = NULL;
+                ck_assert_msg(parse_text(t, &s) == -EBADMSG, "accepted %s", t);
+        }
+        host_mask_list_done(&sb3.host_masks);
+}
+END_TEST
+
 /* Replace the first occurrence of `from` in FULL_JSON with `to` and expect
  * the parse to fail. */
 static void assert_rejected(const char *from, const char *to) {
@@ -584,7 +622,7 @@ END_TEST
 
 int main(void) {
         Suite *s = suite_create("launch-spec");
-        tf_tcase(s, "spec", NULL, NULL, 0, TF_TESTS(test_exact_json, test_round_trip, test_check_spec, test_strict_types,
+        tf_tcase(s, "spec", NULL, NULL, 0, TF_TESTS(test_exact_json, test_round_trip, test_host_masks, test_check_spec, test_strict_types,
                 test_strict_shape, test_strict_disk, test_limits_and_budgets, test_memfd, test_read_pipe_and_garbage));
         tf_tcase(s, "status-files", NULL, NULL, 0, TF_TESTS(test_launch_info, test_exit_info));
         return tf_run_suite(s);

@@ -959,13 +959,32 @@ START_TEST(test_golden_delta_log) {
 }
 END_TEST
 
-/* summarize's fast path for text events (logparse.c "the fast path") against
- * json-c: every line is summarized as written and with one leading space,
- * which json-c skips but the fast path never takes, and both must agree —
- * the same texts, message ids and JSON-ness — on each boundary of the subset
- * the fast path accepts. */
+/* The log at path summarized with the fast paths and with json-c alone. */
+static void assert_fast_matches_json_c(const char *path, const char *what) {
+        _cleanup_free_ char *fast = summary_digest(path);
+        log_summarize_use_fast_paths(false);
+        _cleanup_free_ char *slow = summary_digest(path);
+        log_summarize_use_fast_paths(true);
+        ck_assert_msg(streq(fast, slow), "%s: fast %s, json-c %s", what, fast, slow);
+}
+
+static void write_lines(const char *path, const char *const *lines, size_t n) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        for (size_t i = 0; i < n; i++) {
+                append_bytes(fd, lines[i], strlen(lines[i]));
+                append_bytes(fd, "\n", 1);
+        }
+}
+
+/* summarize's fast paths (the pi text layout, and json_scan for every
+ * other line) against json-c: a first text event, so that "which message
+ * is last" is tested too, then each line, as written and with one leading
+ * space; both must agree — the same texts, message ids, session, tokens,
+ * cost and JSON-ness — on each boundary of the subset the fast paths
+ * accept. */
 START_TEST(test_fast_path_matches_json_c) {
-#define T(text, id) "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"" text "\",\"messageID\":\"" id "\"}}"
+        #define T(text, id) "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"" text "\",\"messageID\":\"" id "\"}}"
         static const char *const lines[] = {
                 T("plain", "m1"),
                 T("", "m1"),
@@ -999,34 +1018,121 @@ START_TEST(test_fast_path_matches_json_c) {
                 "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"close\",\"messageID\":\"m3\"}}}",
         };
 #undef T
-        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
-                _cleanup_free_ char *fast = new_log_path(), *slow = new_log_path();
-                _cleanup_close_ int ff = open(fast, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-                _cleanup_close_ int sf = open(slow, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-                ck_assert_int_ge(ff, 0);
-                ck_assert_int_ge(sf, 0);
-                /* a first text event, so that "which message is last" is tested too */
-                const char *first = "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"first\",\"messageID\":\"m0\"}}\n";
-                append_bytes(ff, first, strlen(first));
-                append_bytes(sf, first, strlen(first));
-                append_bytes(ff, lines[i], strlen(lines[i]));
-                append_bytes(sf, " ", 1);
-                append_bytes(sf, lines[i], strlen(lines[i]));
-                append_bytes(ff, "\n", 1);
-                append_bytes(sf, "\n", 1);
-                _cleanup_free_ char *df = summary_digest(fast), *ds = summary_digest(slow);
-                ck_assert_msg(streq(df, ds), "line %zu: fast %s, json-c %s", i, df, ds);
+        static const char *const others[] = {
+                "{\"type\":\"step_finish\",\"sessionID\":\"s1\",\"part\":{\"type\":\"step-finish\",\"reason\":\"stop\","
+                "\"messageID\":\"m1\",\"cost\":0.25,\"tokens\":{\"total\":10,\"input\":7,\"output\":3,\"cache\":{\"read\":1,\"write\":2}}}}",
+                "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\",\"messageID\":\"m0\",\"cost\":1e-3,\"tokens\":{\"total\":\"x\"}}}",
+                "{\"type\":\"step_finish\",\"part\":{\"reason\":\"st\\u006fp\",\"messageID\":\"m0\"}}",
+                "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\",\"messageID\":7}}",
+                "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\",\"messageID\":null}}",
+                "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\"}}",
+                "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\",\"messageID\":\"a\\\"b\"}}",
+                "{\"type\":\"step_finish\",\"part\":{\"cost\":123456789012345678901234,\"tokens\":null}}",
+                "{\"type\":\"step_finish\",\"part\":{\"cost\":-0,\"tokens\":[1,2]}}",
+                "{\"type\":\"step_finish\",\"part\":{\"cost\":\"1\",\"tokens\":7}}",
+                "{\"type\":\"step_finish\",\"part\":{\"co\\u0073t\":2}}",
+                "{\"type\":\"step_finish\",\"part\":{\"cost\":1.5E+2,\"cost\":2}}",
+                "{\"type\":\"step_finish\",\"part\":\"no object\"}",
+                "{\"type\":\"step_\\u0066inish\",\"part\":{\"cost\":2}}",
+                "{\"type\":\"tool_use\",\"sessionID\":\"ses_tool\",\"part\":{\"tool\":\"bash\",\"state\":{\"output\":\"\\u001b[31mred\"}}}",
+                "{\"type\":\"tool_use\",\"sessionID\":\"\",\"part\":{}}",
+                "{\"type\":\"tool_use\",\"sessionID\":\"s\\u0031\",\"part\":{}}",
+                "{\"type\":\"tool_use\",\"session\\u0049D\":\"sneaky\",\"part\":{}}",
+                "{\"type\":\"tool_use\",\"sessionID\":7}",
+                "{\"sessionID\":\"a\",\"sessionID\":\"b\"}",
+                "{\"sessionID\":\"a\",\"sessionID\":\"\"}",
+                "[{\"sessionID\":\"in array\"}]",
+                "\"a string\"", "42", "-0.5e10", "true", "null", "01", "1.", ".5", "+1", "-", "1e", "NaN", "{} {}",
+                "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],\"sessionID\":\"deep\"}",
+                "{\"sessionID\":\"ctl \x01\"}", "{\"sessionID\":\"bad \xc0\xaf\"}", "{\"sessionID\":\"\xe2\x82\xac\"}",
+                "{\"type\":\"text\",\"sessionID\":\"s\",\"part\":{\"id\":\"p\",\"messageID\":\"m5\",\"type\":\"text\","
+                "\"text\":\"opencode layout \\n with \\\"escapes\\\"\",\"time\":{\"start\":1}}}",
+                "{\"type\":\"text\",\"part\":{\"messageID\":\"m6\",\"text\":\"u escape \\u00e9\"}}",
+                "{\"type\":\"text\",\"part\":{\"messageID\":\"m6\",\"text\":7}}",
+                "{\"type\":\"text\",\"part\":{\"messageID\":\"m6\"}}",
+                "{\"type\":\"text\",\"part\":{\"text\":\"no id but layout\",\"id\":1}}",
+                "{\"type\":\"text\",\"part\":{\"te\\u0078t\":\"escaped key\",\"messageID\":\"m7\"}}",
+                "{\"type\":\"error\",\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"boom\"}}}",
+                "{\"type\":\"error\",\"sessionID\":\"s\",\"error\":{\"name\":\"APIError\",,}}",
+        };
+        _cleanup_free_ char *path = new_log_path();
+        const char *first = "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"first\",\"messageID\":\"m0\"}}";
+        for (size_t k = 0; k < ELEMENTSOF(lines) + ELEMENTSOF(others); k++) {
+                const char *line = k < ELEMENTSOF(lines) ? lines[k] : others[k - ELEMENTSOF(lines)];
+                _cleanup_free_ char *spaced = strdup_printf(" %s", line);
+                ck_assert_ptr_nonnull(spaced);
+                const char *as_is[] = {first, line}, *with_space[] = {first, spaced};
+                _cleanup_free_ char *what = strdup_printf("line %zu (%s)", k, line);
+                write_lines(path, as_is, 2);
+                assert_fast_matches_json_c(path, what);
+                write_lines(path, with_space, 2);
+                assert_fast_matches_json_c(path, what);
         }
-        /* the leading space really is JSON to json-c (else the test proves nothing) */
-        _cleanup_free_ char *one = new_log_path();
-        _cleanup_close_ int fd = open(one, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        const char *spaced = " {\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"x\",\"messageID\":\"m\"}}\n";
-        append_bytes(fd, spaced, strlen(spaced));
-        log_summary s = {0};
-        ck_assert_int_eq(log_summarize_file(one, NULL, &s), 0);
-        ck_assert(s.has_json_line);
-        ck_assert_str_eq(s.message, "x");
-        log_summary_done(&s);
+}
+END_TEST
+
+/* The fast paths against json-c over every recorded log (real and
+ * synthetic) and the realistic mix of the benchmark, as written and with
+ * each line changed at random many times over (a byte flipped, dropped,
+ * doubled, or one of JSON's special bytes put in), with a fixed seed. */
+START_TEST(test_fast_path_matches_json_c_mutated) {
+        glob_t g = {0};
+        ck_assert_int_eq(glob(REAL "*.stdout.ndjson", 0, NULL, &g), 0);
+        ck_assert_int_eq(glob(SYN "*.stdout.ndjson", GLOB_APPEND, NULL, &g), 0);
+        _cleanup_free_ char *mix = new_log_path();
+        {
+                _cleanup_close_ int fd = open(mix, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                ck_assert_int_ge(fd, 0);
+                size_t written, rounds, fixtures;
+                ck_assert_int_eq(realistic_log_write(fd, (size_t) 1 << 20, &written, &rounds, &fixtures), 0);
+        }
+        _cleanup_free_ char *path = new_log_path();
+        static const char specials[] = "\"\\{}[],:0-.eE \x01\x80\xc3u";
+        uint64_t seed = 0x9e3779b97f4a7c15ULL;
+        size_t compared = 0;
+        for (size_t f = 0; f <= g.gl_pathc; f++) {
+                const char *src = f < g.gl_pathc ? g.gl_pathv[f] : mix;
+                _cleanup_free_ char *text = NULL;
+                size_t len = 0;
+                ck_assert_int_eq(read_file(src, (size_t) 64 << 20, &text, &len), 0);
+                assert_fast_matches_json_c(src, src);
+                _cleanup_strv_free_ char **lines = NULL;
+                for (char *p = text, *nl; *p; p = nl + 1) {
+                        nl = strchrnul(p, '\n');
+                        ck_assert_int_eq(strv_consume(&lines, strndup(p, (size_t) (nl - p))), 0);
+                        if (!*nl) break;
+                }
+                size_t n = strv_length(lines);
+                /* each log mutated 64 times: a few lines of it changed each time */
+                for (int round = 0; round < 64; round++) {
+                        _cleanup_strv_free_ char **copy = strv_copy(lines);
+                        ck_assert_ptr_nonnull(copy);
+                        for (size_t i = 0; i < n; i++) {
+                                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                                size_t l = strlen(copy[i]);
+                                if (l == 0 || (seed >> 33) % 8 != 0) continue;
+                                size_t at = (size_t) (seed >> 20) % l;
+                                char c = specials[(seed >> 8) % (sizeof specials - 1)];
+                                switch ((seed >> 4) % 4) {
+                                case 0: copy[i][at] = c; break;
+                                case 1: memmove(copy[i] + at, copy[i] + at + 1, l - at); break;
+                                case 2: copy[i][at] ^= (char) (1u << ((seed >> 40) % 8)); break;
+                                default: {
+                                        char *grown = strdup_printf("%.*s%c%s", (int) at, copy[i], c, copy[i] + at);
+                                        ck_assert_ptr_nonnull(grown);
+                                        free(copy[i]);
+                                        copy[i] = grown;
+                                }
+                                }
+                        }
+                        write_lines(path, (const char *const *) copy, n);
+                        _cleanup_free_ char *what = strdup_printf("%s, mutation round %d", src, round);
+                        assert_fast_matches_json_c(path, what);
+                        compared++;
+                }
+        }
+        ck_assert_uint_ge(compared, 64 * 19);
+        globfree(&g);
 }
 END_TEST
 
@@ -1057,6 +1163,7 @@ int main(void) {
                 test_classifier_json, test_detail_cap, test_classify_file, test_w7_no_false_positive,
                 test_boot_failure_large, test_summary_basics, test_summary_tokens, test_summary_large_log, test_blank,
                 test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c,
+                test_fast_path_matches_json_c_mutated,
                 test_narration_styles));
         TF_LOOP(tc, test_real_fixtures, real_cases);
         TF_LOOP(tc, test_synthetic_fixtures, synthetic_cases);

@@ -231,5 +231,40 @@ START_TEST(test_extra_deny_and_symlinks) {
 }
 END_TEST
 
+/* A home that a system root shows (HOME=/opt/x; here /usr/share, which
+ * exists everywhere): an empty tmpfs over it, not a dir that leaves the
+ * host's entries showing — while its allow-listed entries and a target in
+ * it show. */
+START_TEST(test_home_under_system_root) {
+        const char *h = "/usr/share";
+        _cleanup_strv_free_ char **deny = NULL;
+        ck_assert_int_eq(sandbox_deny_list(h, NULL, NULL, &deny), 0);
+        char *allow[] = {(char *) "doc", NULL};
+        sandbox_plan_args a = {.home = h, .directory = "/usr/share/misc", .home_allow = allow, .deny = deny};
+        sandbox_mount *m = NULL;
+        size_t n = 0;
+        ck_assert_int_eq(sandbox_plan_build(&a, &m, &n, NULL), 0);
+        ck_assert_int_ge(find(m, n, SANDBOX_MOUNT_TMPFS, h), 0);
+        ck_assert_int_lt(find(m, n, SANDBOX_MOUNT_DIR, h), 0);
+        ck_assert(!sandbox_plan_path_visible(m, n, "/usr/share/.ssh/id_ed25519"));
+        ck_assert(!sandbox_plan_path_visible(m, n, "/usr/share/zoneinfo"));
+        ck_assert(sandbox_plan_path_visible(m, n, "/usr/share/doc"));
+        ck_assert(sandbox_plan_path_visible(m, n, "/usr/share/misc/x"));
+        ck_assert(sandbox_plan_path_visible(m, n, "/usr/bin/env"));
+        sandbox_mounts_free(m, n);
+        /* HOME=/usr: the system's tools stay, the deny-list is masked */
+        _cleanup_strv_free_ char **deny2 = NULL;
+        char *extra[] = {(char *) "bin/env", NULL};
+        ck_assert_int_eq(sandbox_deny_list("/usr", NULL, extra, &deny2), 0);
+        sandbox_plan_args a2 = {.home = "/usr", .directory = "/usr/share/misc", .deny = deny2};
+        ck_assert_int_eq(sandbox_plan_build(&a2, &m, &n, NULL), 0);
+        ck_assert_int_lt(find(m, n, SANDBOX_MOUNT_TMPFS, "/usr"), 0);
+        ck_assert(sandbox_plan_path_visible(m, n, "/usr/bin/sh"));
+        ck_assert(!sandbox_plan_path_visible(m, n, "/usr/bin/env"));
+        sandbox_mounts_free(m, n);
+}
+END_TEST
+
 TF_MAIN("sandbox-plan", "plan", setup, teardown, 0, test_root_from_allow_list, test_allow_list_skips_sockets,
-        test_binds_never_unmask, test_explicit_deny_bind_warns, test_extra_deny_and_symlinks)
+        test_binds_never_unmask, test_explicit_deny_bind_warns, test_extra_deny_and_symlinks,
+        test_home_under_system_root)

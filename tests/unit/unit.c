@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "executor.h"
@@ -183,4 +185,14 @@ void tf_assert_argv(char **argv, ...) {
         }
         va_end(ap);
         ck_assert_msg(!argv[i], "argv too long: extra [%zu] %s", i, argv[i]);
+}
+
+int tf_bind_unix(const char *path) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
+        strcpy(sa.sun_path, path);
+        ck_assert_msg(bind(fd, (struct sockaddr *) &sa, sizeof sa) == 0, "bind %s: %s", path, strerror(errno));
+        return fd;
 }

@@ -80,6 +80,8 @@ void tf_symlink(const char *dir, const char *target_rel, const char *link_rel);
 /* A file of len bytes at path, mode (past the umask), written whole; the
  * dirs above it must exist. */
 void tf_write_file(const char *path, const void *data, size_t len, mode_t mode);
+/* A Unix stream socket bound at path (not listening); its fd. */
+int tf_bind_unix(const char *path);
 /* A file of len bytes at dir/rel, mode 0600, the dirs between made (0700).
  * Its path, malloc'd. */
 char *tf_put(const char *dir, const char *rel, const void *data, size_t len);

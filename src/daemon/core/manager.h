@@ -63,6 +63,7 @@ struct Manager {
         /* ---- run/ ---- */
         ChangeJob *change_jobs;        /* change.c: accepts/rejects, running and waiting */
         struct Scope *scope;           /* scope.c: transient scopes on the user bus */
+        struct HostWatch *host_watch;  /* host-watch.c: what the sandbox masks of /etc and /opt (NULL: none) */
 
         /* ---- features/ ---- */
         struct AdvisorSessions *advisor; /* advisor.c: the advisor sessions */

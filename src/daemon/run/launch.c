@@ -14,6 +14,7 @@
 #include "core/env-file.h"
 #include "core/launch-options.h"
 #include "run/executor-home.h"
+#include "run/host-watch.h"
 #include "gitdir.h"
 #include "protocol-keys.h"
 #include "sandbox-plan.h"
@@ -567,6 +568,10 @@ static int sandbox_prepare(Task *t, bool check, char *const *project_ro, char **
                 r = -ENOENT;
                 goto out;
         }
+        /* what the sandbox masks of /etc and /opt, as it is now (host-watch.h);
+         * without it the shim walks them */
+        if ((r = host_watch_snapshot(m->host_watch, &sb->host_masks)) < 0) goto out;
+        sb->have_host_masks = r > 0;
         sb->uid = getuid();
         sb->gid = getgid();
         sb->dirs = home->dirs;
@@ -697,6 +702,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                         executor_home_done(&home);
                         sandbox_mounts_free(sb.mounts, sb.n_mounts);
                         net_policy_done(&sb.net);
+                        host_mask_list_done(&sb.host_masks);
                         if (err) {
                                 *reason = TAKE_PTR(err);
                                 return r;
@@ -720,6 +726,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                 executor_home_done(&home);
                 sandbox_mounts_free(sb.mounts, sb.n_mounts);
                 net_policy_done(&sb.net);
+                host_mask_list_done(&sb.host_masks);
                 return set_error(reason, -ENOMEM, "out of memory");
         }
         spec.disk = &disk;
@@ -740,6 +747,7 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
         executor_home_done(&home);
         sandbox_mounts_free(sb.mounts, sb.n_mounts);
         net_policy_done(&sb.net);
+        host_mask_list_done(&sb.host_masks);
         if (memfd < 0) return set_error(reason, memfd, "cannot pass the launch spec to taskferry-shim");
         plan->spec_fd = memfd;
         return 0;
@@ -806,6 +814,7 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
                 executor_home_done(&home);
                 sandbox_mounts_free(sb.mounts, sb.n_mounts);
                 net_policy_done(&sb.net);
+                host_mask_list_done(&sb.host_masks);
                 if (err) {
                         *reason = TAKE_PTR(err);
                         return r;
@@ -849,6 +858,7 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
         executor_home_done(&home);
         sandbox_mounts_free(sb.mounts, sb.n_mounts);
         net_policy_done(&sb.net);
+        host_mask_list_done(&sb.host_masks);
         if (memfd < 0) return set_error(reason, memfd, "cannot pass the check's launch spec to taskferry-shim");
         plan->spec_fd = memfd;
         return 0;

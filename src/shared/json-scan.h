@@ -1,0 +1,55 @@
+#pragma once
+/* A validating scan of one JSON text that builds nothing: it says whether
+ * buf is one JSON value as RFC 8259 (and JavaScript's JSON.parse) defines
+ * it, surrounded by optional JSON whitespace, and for a top-level object
+ * where the values of a few named keys are. It is the fast path of readers
+ * that look at most lines of a long log only to learn that they are JSON
+ * and what two or three top-level keys hold; everything else goes to
+ * json-c.
+ *
+ * Units: offsets and lengths in bytes. Keys are compared byte for byte
+ * with their raw (undecoded) text; a top-level key written with an escape
+ * makes the scan say JSON_SCAN_UNSURE, because it might decode to one of
+ * the named keys. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* the deepest nesting the scan follows (the top-level value is depth 1);
+ * deeper values make it JSON_SCAN_UNSURE */
+#define JSON_SCAN_DEPTH_MAX 32
+/* the most keys one scan looks for */
+#define JSON_SCAN_KEYS_MAX 4
+
+typedef enum JsonScanResult {
+        JSON_SCAN_INVALID = 0, /* not one JSON value */
+        JSON_SCAN_VALID = 1,   /* one JSON value; the keys' spans are set */
+        JSON_SCAN_UNSURE = 2,  /* too deep, or an escaped top-level key: ask a full parser */
+} JsonScanResult;
+
+typedef enum JsonScanType {
+        JSON_SCAN_NONE,   /* the key is absent (or the value is no object) */
+        JSON_SCAN_STRING,
+        JSON_SCAN_NUMBER,
+        JSON_SCAN_OBJECT,
+        JSON_SCAN_ARRAY,
+        JSON_SCAN_TRUE,
+        JSON_SCAN_FALSE,
+        JSON_SCAN_NULL,
+} JsonScanType;
+
+typedef struct JsonScanValue {
+        JsonScanType type;
+        /* STRING: the bytes between the quotes, as written (escapes not
+         * decoded) and whether any escape is among them; other types: the
+         * value's whole text */
+        size_t offset, len;
+        bool escaped;
+} JsonScanValue;
+
+/* Scan buf[0..len). keys: NULL-terminated, at most JSON_SCAN_KEYS_MAX,
+ * written without escapes. ret_top: the top-level value's type; values[i]:
+ * the last occurrence of keys[i] in a top-level object (JSON.parse keeps
+ * the last of duplicates), JSON_SCAN_NONE when absent. */
+JsonScanResult json_scan(const char *buf, size_t len, const char *const *keys, JsonScanType *ret_top,
+                         JsonScanValue values[]);
