@@ -63,15 +63,12 @@ char *task_limits_describe(TaskLimitsMode mode, bool root, uint64_t memory_max, 
                                      mem, tasks, where ? where : "a delegated cgroup v2");
         case TASK_LIMITS_RLIMIT:
                 if (root)
-                        return strdup_printf("%s per process (RLIMIT_DATA); in all %s and %s, counted by taskferry every "
-                                             "%d ms, so a burst can pass them briefly (root is exempt from "
-                                             "RLIMIT_NPROC; %s)",
-                                             mem, mem + (memory_max ? 7 : 0), tasks, TASK_LIMITS_WATCH_MS,
-                                             why ? why : "no writable cgroup v2");
-                return strdup_printf("%s per process (RLIMIT_DATA) and %s in the sandbox (RLIMIT_NPROC in its own user "
-                                     "namespace); in all %s, counted by taskferry every %d ms (%s)",
-                                     mem, tasks, mem + (memory_max ? 7 : 0), TASK_LIMITS_WATCH_MS,
-                                     why ? why : "no writable cgroup v2");
+                        return strdup_printf("%s and %s in all, counted by taskferry every %d ms, so a burst can pass "
+                                             "them briefly (root is exempt from RLIMIT_NPROC; %s)",
+                                             mem, tasks, TASK_LIMITS_WATCH_MS, why ? why : "no writable cgroup v2");
+                return strdup_printf("%s in the sandbox, held by the kernel (RLIMIT_NPROC in its own user namespace); "
+                                     "%s in all, counted by taskferry every %d ms, so a burst can pass it briefly (%s)",
+                                     tasks, mem, TASK_LIMITS_WATCH_MS, why ? why : "no writable cgroup v2");
         default: return NULL;
         }
 }

@@ -10,18 +10,18 @@
  *    memory.swap.max 0 and pids.max, and moves the worker into it before it
  *    execs bwrap; a worker the kernel OOM-killed there, or whose fork the
  *    kernel refused at pids.max, is stopped whole.
- *  - rlimit: neither. Every process of the worker gets RLIMIT_DATA at the
- *    memory limit (a larger allocation fails in the worker) and, for a
- *    daemon that is not root, RLIMIT_NPROC at the tasks limit, set inside a
- *    user namespace of the worker's own, so that the kernel counts only the
- *    sandbox's processes and threads against it, never the user's others
- *    (the kernel keeps a count per user per user namespace; set before the
- *    namespace existed, the limit would also bind the user's count outside).
- *    Root is exempt from RLIMIT_NPROC whatever its namespace; there the
- *    shim's count is the only bound on processes. The shim counts the
- *    worker's processes, threads and resident memory every
- *    TASK_LIMITS_WATCH_MS and stops the worker at its tasks limit or past
- *    its memory limit.
+ *  - rlimit: neither. For a daemon that is not root the worker gets
+ *    RLIMIT_NPROC at the tasks limit, set inside a user namespace of the
+ *    worker's own, so that the kernel counts only the sandbox's processes
+ *    and threads against it, never the user's others (the kernel keeps a
+ *    count per user per user namespace; set before the namespace existed,
+ *    the limit would also bind the user's count outside). Root is exempt
+ *    from RLIMIT_NPROC whatever its namespace. The shim counts the worker's
+ *    processes, threads and resident memory every TASK_LIMITS_WATCH_MS and
+ *    stops the worker at its tasks limit or past its memory limit: the only
+ *    bound on memory here, and on processes for root. (No RLIMIT_DATA or
+ *    RLIMIT_AS: they count address space a runtime reserves, not memory it
+ *    uses; a sanitizer's shadow, a JIT's reservations would fail at once.)
  *
  * A worker stopped for a limit ends crashed with failureReason
  * TASK_LIMITS_MEMORY_REASON or TASK_LIMITS_TASKS_REASON and a detail naming

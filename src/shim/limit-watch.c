@@ -117,10 +117,6 @@ int limit_watch_enter_cgroup(const limit_watch *w) {
 
 int limit_watch_set_rlimits(const limit_watch *w) {
         if (w->mode != TASK_LIMITS_RLIMIT) return 0;
-        if (w->memory_max) {
-                struct rlimit rl = {.rlim_cur = w->memory_max, .rlim_max = w->memory_max};
-                if (setrlimit(RLIMIT_DATA, &rl) < 0) return -errno;
-        }
         if (w->tasks_max && !w->root && !w->no_nproc) {
                 struct rlimit rl = {.rlim_cur = w->tasks_max, .rlim_max = w->tasks_max};
                 if (setrlimit(RLIMIT_NPROC, &rl) < 0) return -errno;
@@ -427,7 +423,7 @@ static bool mem_case_find(const char *hay, size_t n, const char *needle) {
         return false;
 }
 
-int limit_watch_final(limit_watch *w, const char *log_path, bool failed, const char **ret_reason, char **ret_detail) {
+int limit_watch_final(limit_watch *w, const char *log_path, const char **ret_reason, char **ret_detail) {
         *ret_reason = NULL;
         *ret_detail = NULL;
         bool nproc = w->tasks_max && !w->root && !w->no_nproc;
@@ -435,7 +431,7 @@ int limit_watch_final(limit_watch *w, const char *log_path, bool failed, const c
                 /* the kernel's count is exact: look once more */
                 return w->tripped || w->mode != TASK_LIMITS_CGROUP ? 0 : check_cgroup(w, ret_reason, ret_detail);
         }
-        if (w->mode != TASK_LIMITS_RLIMIT) return 0;
+        if (w->mode != TASK_LIMITS_RLIMIT || !nproc) return 0;
         _cleanup_close_ int log_fd = open(log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         struct stat st;
         if (log_fd < 0 || fstat(log_fd, &st) < 0) return 0;
@@ -454,18 +450,6 @@ int limit_watch_final(limit_watch *w, const char *log_path, bool failed, const c
                                                   (unsigned long long) w->tasks_max, forks[i],
                                                   (unsigned long long) w->peak_tasks),
                                     ret_reason, ret_detail);
-        static const char *const says[] = {"Cannot allocate memory", "Out of memory", "MemoryError", "bad_alloc",
-                                           "heap out of memory"};
-        /* a refused allocation the worker got over is its own business */
-        for (size_t i = 0; failed && w->memory_max && i < ELEMENTSOF(says); i++)
-                if (mem_case_find(buf, (size_t) n, says[i])) {
-                        char a[32];
-                        return trip(w, TASK_LIMITS_MEMORY_REASON,
-                                    strdup_printf("an allocation of the worker failed at its memory limit of %s per "
-                                                  "process (RLIMIT_DATA; the log says \"%s\")",
-                                                  disk_size_format(w->memory_max, a), says[i]),
-                                    ret_reason, ret_detail);
-                }
         return 0;
 }
 

@@ -7,8 +7,8 @@
  *   limit_watch_set_rlimits()  in the worker child, right before it execs;
  *   limit_watch_check()    from the monitor loop, every TASK_LIMITS_WATCH_MS:
  *                          says when the worker must be stopped, and why;
- *   limit_watch_final()    after the worker ended: an allocation refused at
- *                          RLIMIT_DATA, seen in the log's tail;
+ *   limit_watch_final()    after the worker ended: a fork refused at
+ *                          RLIMIT_NPROC, seen in the log's tail;
  *   limit_watch_done()     what is left in the cgroup is killed, the cgroup
  *                          removed. */
 
@@ -47,10 +47,10 @@ int limit_watch_prepare(limit_watch *w, const launch_limits *l, const char *task
 /* In the worker child: mode cgroup moves the calling process into the
  * task's cgroup (first, before any namespace). -errno. */
 int limit_watch_enter_cgroup(const limit_watch *w);
-/* In the worker child before it execs: mode rlimit sets RLIMIT_DATA and,
- * unless root or no_nproc, RLIMIT_NPROC (soft and hard: the worker cannot
- * raise them). The caller must already be in the user namespace of the
- * worker's own (limit_watch_needs_userns). -errno. */
+/* In the worker child before it execs: mode rlimit sets RLIMIT_NPROC,
+ * unless root or no_nproc (soft and hard: the worker cannot raise it). The
+ * caller must already be in the user namespace of the worker's own
+ * (limit_watch_needs_userns). -errno. */
 int limit_watch_set_rlimits(const limit_watch *w);
 
 /* Does the worker need a user namespace of its own before limit_watch_set_rlimits
@@ -67,12 +67,9 @@ int limit_watch_check(limit_watch *w, uint64_t now, const char **ret_reason, cha
  * fork that failed ("Cannot fork", "Resource temporarily unavailable", ...)
  * are RLIMIT_NPROC refusing it, where it binds: the worker ran into its
  * tasks limit, however it ended (a shell gives up at the first refused
- * fork, too soon for a count to see it); those of a worker that failed
- * naming an allocation that failed ("Cannot allocate memory", "Out of
- * memory", "MemoryError", "bad_alloc", "heap out of memory") are
- * RLIMIT_DATA refusing it. 1 with reason and detail as above; in mode
- * cgroup the cgroup's events once more; else 0. -ENOMEM. */
-int limit_watch_final(limit_watch *w, const char *log_path, bool failed, const char **ret_reason, char **ret_detail);
+ * fork, too soon for a count to see it). 1 with reason and detail as
+ * above; in mode cgroup the cgroup's events once more; else 0. -ENOMEM. */
+int limit_watch_final(limit_watch *w, const char *log_path, const char **ret_reason, char **ret_detail);
 void limit_watch_done(limit_watch *w);
 
 /* Count the processes' threads and their resident memory (bytes) in the

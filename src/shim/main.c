@@ -1031,11 +1031,10 @@ static int start_and_monitor(shim *s) {
                 s->ended_at = now_ms();
         }
         /* a worker that failed at a limit says so, whatever it logged */
-        bool failed = s->wait_info.si_code != CLD_EXITED || s->wait_info.si_status != 0;
         if (!s->stop_reason) {
                 const char *reason = NULL;
                 _cleanup_free_ char *detail = NULL;
-                if (limit_watch_final(&s->limits, spec->log_path, failed, &reason, &detail) > 0) {
+                if (limit_watch_final(&s->limits, spec->log_path, &reason, &detail) > 0) {
                         s->stop_reason = reason;
                         s->stop_detail = TAKE_PTR(detail);
                 }

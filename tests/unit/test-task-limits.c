@@ -35,15 +35,15 @@ START_TEST(words) {
              (const char *const[]) {"memory 1.0 GiB", "4096 processes", "cgroup of its own under /sys/fs/cgroup",
                                     "memory.max, pids.max", NULL});
         says(TASK_LIMITS_RLIMIT, false, 256 << 20, 64, NULL, "no delegated cgroup v2",
-             (const char *const[]) {"256.0 MiB per process (RLIMIT_DATA)",
-                                    "64 processes and threads in the sandbox (RLIMIT_NPROC in its own user namespace)",
-                                    "in all 256.0 MiB", "no delegated cgroup v2", NULL});
+             (const char *const[]) {"64 processes and threads in the sandbox, held by the kernel (RLIMIT_NPROC in its own "
+                                    "user namespace)",
+                                    "memory 256.0 MiB in all, counted by taskferry every 100 ms", "no delegated cgroup v2",
+                                    NULL});
         /* root: no RLIMIT_NPROC, and it says so */
         says(TASK_LIMITS_RLIMIT, true, 256 << 20, 64, NULL, NULL,
-             (const char *const[]) {"RLIMIT_DATA", "in all 256.0 MiB and 64 processes and threads, counted by taskferry",
+             (const char *const[]) {"memory 256.0 MiB and 64 processes and threads in all, counted by taskferry",
                                     "root is exempt from RLIMIT_NPROC", "no writable cgroup v2", NULL});
-        says(TASK_LIMITS_RLIMIT, false, 0, 0, NULL, NULL,
-             (const char *const[]) {"no memory limit per process", "no process limit", NULL});
+        says(TASK_LIMITS_RLIMIT, false, 0, 0, NULL, NULL, (const char *const[]) {"no memory limit", "no process limit", NULL});
         ck_assert_ptr_null(task_limits_describe(_TASK_LIMITS_MODE_INVALID, false, 1, 1, NULL, NULL));
 }
 END_TEST
