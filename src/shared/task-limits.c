@@ -63,9 +63,11 @@ char *task_limits_describe(TaskLimitsMode mode, bool root, uint64_t memory_max, 
                                      mem, tasks, where ? where : "a delegated cgroup v2");
         case TASK_LIMITS_RLIMIT:
                 if (root)
-                        return strdup_printf("%s and %s in all, counted by taskferry every %d ms, so a burst can pass "
-                                             "them briefly (root is exempt from RLIMIT_NPROC; %s)",
-                                             mem, tasks, TASK_LIMITS_WATCH_MS, why ? why : "no writable cgroup v2");
+                        return strdup_printf("%s and %s in all, counted by taskferry every %d ms (processes every %d "
+                                             "ms), so a burst can pass them briefly (root is exempt from RLIMIT_NPROC; "
+                                             "%s)",
+                                             mem, tasks, TASK_LIMITS_WATCH_MS, TASK_LIMITS_WATCH_ROOT_MS,
+                                             why ? why : "no writable cgroup v2");
                 return strdup_printf("%s in the sandbox, held by the kernel (RLIMIT_NPROC in its own user namespace); "
                                      "%s in all, counted by taskferry every %d ms, so a burst can pass it briefly (%s)",
                                      tasks, mem, TASK_LIMITS_WATCH_MS, why ? why : "no writable cgroup v2");

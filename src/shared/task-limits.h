@@ -33,6 +33,8 @@
 #define TASK_LIMITS_WATCH_MS 100
 /* a count that takes long (many processes) is repeated at 10 x its time, at most this (ms) */
 #define TASK_LIMITS_WATCH_MAX_MS 1000
+/* ... but every this many ms where it is the only bound on processes (root without a cgroup) */
+#define TASK_LIMITS_WATCH_ROOT_MS 20
 #define TASK_LIMITS_MEMORY_REASON "memory_limit_exceeded"
 #define TASK_LIMITS_TASKS_REASON "tasks_limit_exceeded"
 

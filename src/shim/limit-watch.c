@@ -412,6 +412,10 @@ int limit_watch_check(limit_watch *w, uint64_t now, const char **ret_reason, cha
         uint64_t took = mono_ms() - t0, iv = took * 10;
         if (iv < TASK_LIMITS_WATCH_MS) iv = TASK_LIMITS_WATCH_MS;
         if (iv > TASK_LIMITS_WATCH_MAX_MS) iv = TASK_LIMITS_WATCH_MAX_MS;
+        /* where the count is the only bound on processes (root, no cgroup),
+         * it keeps its pace whatever it costs: a fork bomb doubles between
+         * two counts; the sandbox's own procfs keeps each count cheap */
+        if (w->mode == TASK_LIMITS_RLIMIT && w->root && w->tasks_max) iv = TASK_LIMITS_WATCH_ROOT_MS;
         w->next_ms = now + iv;
         return r;
 }
