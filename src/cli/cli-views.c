@@ -280,10 +280,12 @@ int cli_run_doctor(cli_context *ctx, json_object **ret_value, json_object **ret_
         /* the daemon's scope units (taskferryd(8) "Resource limits") */
         json_object *rl = json_get_object(o, PK_resourceLimits);
         if (rl && !json_get_bool(rl, PK_enforced, true)) {
+                const char *how = json_get_string(rl, PK_limits);
                 _cleanup_free_ char *w = strdup_printf(
-                        "resource limits are not enforced: %s; workers run in process groups without their "
-                        "MemoryMax/TasksMax/CPUWeight; run the daemon under a systemd user manager",
-                        strempty(json_get_string(rl, PK_reason)));
+                        "resource limits are not held by a systemd scope: %s; %s%s; run the daemon under a systemd "
+                        "user manager for MemoryMax/TasksMax/CPUWeight",
+                        strempty(json_get_string(rl, PK_reason)), how ? "they hold as: " : "they are not enforced",
+                        strempty(how));
                 if (w) json_object_array_add(warnings, json_object_new_string(w));
         }
         const char *sj = json_get_string(o, PK_stateJournal);

@@ -98,9 +98,19 @@ static uint64_t charge(const struct stat *st) {
 }
 
 int disk_usage_walk(const char *path, uint64_t stop_above, disk_usage *u) {
-        _cleanup_close_ int top = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (top < 0) return errno == ENOENT ? 0 : -errno;
+        _cleanup_close_ int at = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (at < 0) return errno == ENOENT ? 0 : -errno;
         struct stat st;
+        if (fstat(at, &st) < 0) return -errno;
+        if (S_ISLNK(st.st_mode)) return -ENOTDIR; /* never followed */
+        if (!S_ISDIR(st.st_mode)) {
+                /* a file (the task's log) counts alone */
+                u->bytes += charge(&st);
+                u->entries++;
+                return stop_above && u->bytes > stop_above ? 1 : 0;
+        }
+        _cleanup_close_ int top = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0) return -errno;
         if (fstat(top, &st) < 0) return -errno;
         dev_t dev = st.st_dev;
         u->bytes += charge(&st);

@@ -6,7 +6,7 @@
  * taskferry(1) --disk-max, taskferryd(8) TASKFERRY_TASK_DISK_MAX).
  *
  * What counts against the budget: every inode under the watched trees (the
- * overlay upper dir and the task's output dir), each charged
+ * overlay upper dir, the task's output dir and its log), each charged
  * max(apparent size, allocated blocks): a sparse giant (`truncate -s 8G`)
  * counts its apparent size, a file that fills its blocks counts them.
  * Independently of the budget, a worker is stopped when a filesystem it
@@ -60,7 +60,8 @@ typedef struct disk_usage {
 
 #define DISK_WALK_MAX_DEPTH 512
 
-/* Add the usage of the tree at path to *u (not following symlinks, not
+/* Add the usage of the tree at path to *u (a file at path, the task's log,
+ * counts alone; a symlink at path is -ENOTDIR; not following symlinks, not
  * crossing into other filesystems; a missing path adds nothing). Stops early
  * once u->bytes exceeds stop_above (0: never) and returns 1; else 0.
  * -ELOOP when directories nest deeper than DISK_WALK_MAX_DEPTH (a tree the

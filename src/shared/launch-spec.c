@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "disk-budget.h"
 #include "fileio.h"
 #include "id-util.h"
 #include "json-util.h"
@@ -11,6 +12,7 @@
 #include "net-policy.h"
 #include "string-util.h"
 #include "strv.h"
+#include "task-limits.h"
 #include "time-util.h"
 
 #define LAUNCH_SPEC_MAX_BYTES ((size_t) 256 << 20)
@@ -150,6 +152,7 @@ static int sandbox_to_json(const launch_sandbox *sb, json_object **ret) {
         json_object *net = NULL;
         if ((r = net_policy_to_json(&sb->net, &net)) < 0) return r;
         if ((r = json_add(o, "network", net)) < 0) return r;
+        if (sb->tmp_size && (r = add_obj(o, "tmpSize", json_object_new_int64((int64_t) sb->tmp_size))) < 0) return r;
         if (sb->have_host_masks) {
                 _cleanup_json_ json_object *hm = json_object_new_array();
                 if (!hm) return -ENOMEM;
@@ -203,6 +206,14 @@ int launch_spec_to_json(const launch_spec *s, json_object **ret) {
         if (s->check) {
                 if ((r = json_add(o, "check", json_object_new_boolean(true))) < 0) return r;
                 if ((r = add_obj(o, "logMaxBytes", json_object_new_int64((int64_t) s->log_max_bytes))) < 0) return r;
+        }
+        if (s->log_budget && (r = add_obj(o, "logBudget", json_object_new_int64((int64_t) s->log_budget))) < 0) return r;
+        if (s->limits) {
+                _cleanup_json_ json_object *l = json_object_new_object();
+                if (!l) return -ENOMEM;
+                if ((r = add_obj(l, "memoryMax", json_object_new_int64((int64_t) s->limits->memory_max))) < 0) return r;
+                if ((r = add_obj(l, "tasksMax", json_object_new_int64((int64_t) s->limits->tasks_max))) < 0) return r;
+                if ((r = json_add(o, "limits", TAKE_PTR(l))) < 0) return r;
         }
         *ret = TAKE_PTR(o);
         return 0;
@@ -332,6 +343,7 @@ void launch_spec_free(launch_spec *s) {
         free(s->prompt_file);
         free(s->attachment);
         launch_sandbox_free(s->sandbox);
+        free(s->limits);
         if (s->disk) {
                 strv_free(s->disk->paths);
                 free(s->disk);
@@ -411,6 +423,18 @@ static int seeds_from_json(json_object *a, sandbox_seed **seeds, size_t *n) {
         return 0;
 }
 
+/* An optional integer key in [min, max]: absent leaves *ret 0. */
+static int get_size_opt(json_object *o, const char *key, uint64_t min, uint64_t max, uint64_t *ret) {
+        json_object *v = NULL;
+        *ret = 0;
+        if (!json_object_object_get_ex(o, key, &v)) return 0;
+        if (!json_object_is_type(v, json_type_int)) return -EBADMSG;
+        int64_t x = json_object_get_int64(v);
+        if (x < 0 || (uint64_t) x < min || (uint64_t) x > max) return -EBADMSG;
+        *ret = (uint64_t) x;
+        return 0;
+}
+
 /* "hostMasks": absolute paths, each once, each of a known kind */
 static int host_masks_from_json(json_object *j, launch_sandbox *sb) {
         json_object *a = json_get_array(j, "hostMasks");
@@ -435,9 +459,9 @@ static int host_masks_from_json(json_object *j, launch_sandbox *sb) {
 
 static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
         static const char *const keys[] = {"uid",      "gid",        "mounts",  "dirs",     "seeds",
-                                           "overlay",  "shareNet",   "upperSeeds", "network", "hostMasks"};
-        /* "upperSeeds", "network" and "hostMasks" are optional */
-        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 3);
+                                           "overlay",  "shareNet",   "upperSeeds", "network", "hostMasks", "tmpSize"};
+        /* "upperSeeds", "network", "hostMasks" and "tmpSize" are optional */
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 4);
         if (r < 0) return r;
         _cleanup_(launch_sandbox_freep) launch_sandbox *sb = calloc(1, sizeof *sb);
         if (!sb) return -ENOMEM;
@@ -479,6 +503,7 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
                 if ((sb->net.mode == NET_MODE_HOST) != sb->share_net) return -EBADMSG;
         } else
                 sb->net.mode = sb->share_net ? NET_MODE_HOST : NET_MODE_NONE;
+        if ((r = get_size_opt(j, "tmpSize", 1, DISK_SIZE_MAX, &sb->tmp_size)) < 0) return r;
         if (json_object_object_get_ex(j, "hostMasks", NULL) && (r = host_masks_from_json(j, sb)) < 0) return r;
         *ret = TAKE_PTR(sb);
         return 0;
@@ -487,10 +512,11 @@ static int sandbox_from_json(json_object *j, launch_sandbox **ret) {
 int launch_spec_from_json(json_object *j, launch_spec **ret) {
         static const char *const keys[] = {"taskId", "executor", "model",   "variant",    "sessionId", "prompt",
                                            "directory", "env",   "logPath", "taskDir", "promptFile", "sandbox",
-                                           "disk", "attachment", "check", "logMaxBytes"};
+                                           "disk", "attachment", "check", "logMaxBytes", "logBudget", "limits"};
         /* "disk" is optional: a spec from an older daemon has none; "attachment" only a summary has;
-         * "check" and "logMaxBytes" only a check gate's */
-        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 4);
+         * "check" and "logMaxBytes" only a check gate's; "logBudget" and "limits" an older daemon's
+         * spec has not */
+        int r = check_keys_opt(j, keys, ELEMENTSOF(keys), ELEMENTSOF(keys) - 6);
         if (r < 0) return r;
         _cleanup_(launch_spec_freep) launch_spec *s = calloc(1, sizeof *s);
         if (!s) return -ENOMEM;
@@ -526,6 +552,15 @@ int launch_spec_from_json(json_object *j, launch_spec **ret) {
                 if (v < 4096 || v > ((int64_t) 1 << 30)) return -EBADMSG;
                 s->check = true;
                 s->log_max_bytes = (uint64_t) v;
+        }
+        if ((r = get_size_opt(j, "logBudget", LAUNCH_LOG_BUDGET_MIN, DISK_SIZE_MAX, &s->log_budget)) < 0) return r;
+        json_object *lim = NULL;
+        if (json_object_object_get_ex(j, "limits", &lim)) {
+                static const char *const lkeys[] = {"memoryMax", "tasksMax"};
+                if ((r = check_keys(lim, lkeys, ELEMENTSOF(lkeys))) < 0) return r;
+                if (!(s->limits = calloc(1, sizeof *s->limits))) return -ENOMEM;
+                if ((r = get_size_opt(lim, "memoryMax", 0, DISK_SIZE_MAX, &s->limits->memory_max)) < 0) return r;
+                if ((r = get_size_opt(lim, "tasksMax", 0, DISK_SIZE_MAX, &s->limits->tasks_max)) < 0) return r;
         }
         *ret = TAKE_PTR(s);
         return 0;
@@ -673,7 +708,9 @@ int exit_info_from_json(json_object *j, exit_info *ret) {
         if (r >= 0) r = get_iso(j, "endedAt", &i.ended_at_ms);
         if (r >= 0) r = get_str(j, "stopReason", true, false, &i.stop_reason);
         if (r >= 0) r = get_str(j, "stopDetail", true, false, &i.stop_detail);
-        if (r >= 0 && i.stop_reason && !streq(i.stop_reason, "disk_quota_exceeded")) r = -EBADMSG;
+        if (r >= 0 && i.stop_reason && !streq(i.stop_reason, "disk_quota_exceeded") &&
+            !streq(i.stop_reason, TASK_LIMITS_MEMORY_REASON) && !streq(i.stop_reason, TASK_LIMITS_TASKS_REASON))
+                r = -EBADMSG;
         json_object *ok = NULL;
         if (r >= 0 && json_object_object_get_ex(j, "oomKills", &ok)) {
                 if (!json_object_is_type(ok, json_type_int) || json_object_get_int64(ok) < 0) r = -EBADMSG;

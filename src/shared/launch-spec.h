@@ -37,6 +37,9 @@
  *       "overlay": null | {"lower": D, "upper": U, "work": W},   copy-on-write overlay of "directory"
  *                                            (mounted where the "target" mount stands)
  *       "shareNet": bool,                    network.mode is "host"
+ *       "tmpSize": N                         optional (absent: the kernel's default, half the RAM): the size in
+ *                                            bytes of every tmpfs the sandbox gets (/tmp, /var/tmp, masked
+ *                                            dirs); their use counts in the disk budget (disk-watch.h)
  *       "network": {"mode": "proxy"|"none"|"host", "allow": ["host:port", ...]}
  *                                            optional (absent: "host" when shareNet, else "none"); the
  *                                            sandbox's network (net-policy.h): the shim makes the network
@@ -54,6 +57,11 @@
  *                                            the project's check over a settled task's changeset; the shim
  *                                            takes no base snapshot and keeps the log to its last N bytes
  *                                            (4096..2^30), trimming its front as it grows
+ *   "logBudget": N                           optional: the log is kept to N bytes (>= LAUNCH_LOG_BUDGET_MIN),
+ *                                            its head and its tail with a marker between them (log-pipe.h)
+ *   "limits": {"memoryMax": N, "tasksMax": N} optional: the task's limits in bytes and in processes and
+ *                                            threads (0: none), which the shim makes hold where no systemd
+ *                                            scope does (task-limits.h)
  *   "disk": null | {                         the task's disk budget (disk-budget.h); optional on read
  *       "maxBytes": N,                       budget in bytes, 1..2^53-1
  *       "graceMs": N,                        SIGTERM → SIGKILL delay when the worker is stopped for it
@@ -71,9 +79,11 @@
  * exit.json (written by the shim atomically, 0600, after the worker exited and
  * its stdout was drained into the log):
  *   {"exitCode": N|null, "signal": "SIGTERM"|null, "spawnError": str|null, "endedAt": ISO
- *    [, "stopReason": "disk_quota_exceeded", "stopDetail": str|null]}
+ *    [, "stopReason": "disk_quota_exceeded"|"memory_limit_exceeded"|"tasks_limit_exceeded",
+ *       "stopDetail": str|null]}
  * stopReason/stopDetail are present only when the shim stopped the worker
- * itself (over its disk budget, or a filesystem below its free-space floor);
+ * itself (over its disk budget, or a filesystem below its free-space floor;
+ * at its memory or tasks limit, task-limits.h);
  * optional on read.
  * spawnError is set when the worker could not be started (bwrap missing,
  * overlay mount failed, exec failed); exitCode and signal are then null. */
@@ -145,6 +155,7 @@ typedef struct launch_sandbox {
          * its own only to make the network namespace (unprivileged, no
          * overlay to mount): bwrap then maps the ids back (sandbox.h) */
         bool own_userns;
+        uint64_t tmp_size;       /* "tmpSize": bytes of each tmpfs, 0: not set */
 } launch_sandbox;
 
 /* Free the contents of an array of mounts (and the array). */
@@ -158,6 +169,13 @@ typedef struct launch_disk {
         char **paths;     /* strv */
 } launch_disk;
 
+typedef struct launch_limits {
+        uint64_t memory_max;     /* bytes, 0: none */
+        uint64_t tasks_max;      /* processes and threads, 0: none */
+} launch_limits;
+
+#define LAUNCH_LOG_BUDGET_MIN ((uint64_t) 1 << 20)
+
 typedef struct launch_spec {
         char *task_id, *executor, *model, *variant, *session_id, *prompt, *directory;
         char **env;       /* strv */
@@ -168,6 +186,8 @@ typedef struct launch_spec {
         bool check;              /* a check gate's run (key "check": true, else absent): no base snapshot,
                                   * the log kept to its last log_max_bytes bytes */
         uint64_t log_max_bytes;  /* "logMaxBytes", with check only: 4096..2^30 */
+        uint64_t log_budget;     /* "logBudget": bytes, 0: unbounded (an older daemon's spec) */
+        launch_limits *limits;   /* "limits", NULL: none given */
 } launch_spec;
 
 /* Serialize / parse. Parsing is strict (-EBADMSG): every key of the shape

@@ -68,7 +68,7 @@
         X(trend) X(window) X(current) X(previous) X(settled) X(direction)       \
         X(cooldowns) X(provider) X(until) X(remainingMs) X(resourceLimits)      \
         X(stateJournal)                                                         \
-        X(enforced) X(slice) X(memoryHigh) X(cpuWeight)                         \
+        X(enforced) X(slice) X(memoryHigh) X(cpuWeight) X(limits)               \
         /* the events: task.state, task.activity */                             \
         X(sequence) X(previousStatus) X(occurredAt) X(activity)                 \
         X(outputWatermark) X(includeSummary) X(summaryFailed) X(summaryError)   \

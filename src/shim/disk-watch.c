@@ -3,17 +3,71 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fileio.h"
 #include "macro.h"
 #include "string-util.h"
+#include "strv.h"
 #include "time-util.h"
 
 void disk_watch_init(disk_watch *w, uint64_t max_bytes, char **paths, uint64_t now) {
         *w = (disk_watch) {.max_bytes = max_bytes, .paths = paths, .next_fs_ms = now, .next_walk_ms = now};
 }
+
+int disk_watch_set_tmpfs(disk_watch *w, const char *root, char *const *dests) {
+        disk_watch_done(w);
+        size_t n = strv_length((char **) dests);
+        w->tmpfs_fds = calloc(n + 1, sizeof(int));
+        if (!w->tmpfs_fds) return -ENOMEM;
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *p = strdup_printf("%s%s", root, dests[i]);
+                if (!p) return -ENOMEM;
+                /* the worker cannot move its mounts, but only a tmpfs is what we mean */
+                _cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
+                struct statfs sf;
+                if (fd < 0 || fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC) continue;
+                if (strv_push(&w->tmpfs, dests[i]) < 0) return -ENOMEM;
+                w->tmpfs_fds[k++] = TAKE_FD(fd);
+        }
+        w->tmpfs_fds[k] = -1;
+        if (!w->tmpfs && !(w->tmpfs = calloc(1, sizeof(char *)))) return -ENOMEM;
+        return 0;
+}
+
+void disk_watch_done(disk_watch *w) {
+        for (size_t i = 0; w->tmpfs_fds && w->tmpfs_fds[i] >= 0; i++) safe_close(w->tmpfs_fds[i]);
+        free(w->tmpfs_fds);
+        w->tmpfs_fds = NULL;
+        strv_free(w->tmpfs);
+        w->tmpfs = NULL;
+}
+
+/* The used bytes of the sandbox's tmpfs mounts into w->tmpfs_usage; 1 with
+ * *ret_full naming one that is full. */
+static int measure_tmpfs(disk_watch *w, const char **ret_full) {
+        uint64_t used = 0;
+        int full = 0;
+        for (size_t i = 0; w->tmpfs_fds && w->tmpfs_fds[i] >= 0; i++) {
+                struct statvfs sv;
+                if (fstatvfs(w->tmpfs_fds[i], &sv) < 0) continue;
+                used += (uint64_t) (sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+                if (sv.f_blocks > 0 && sv.f_bavail == 0 && !full) {
+                        full = 1;
+                        *ret_full = w->tmpfs[i];
+                }
+        }
+        w->tmpfs_usage = used;
+        return full;
+}
+
+static int check_tmpfs(disk_watch *w, char **ret_detail);
 
 int disk_watch_timeout(const disk_watch *w, uint64_t now) {
         if (w->tripped || !w->paths || !w->paths[0]) return -1;
@@ -75,6 +129,8 @@ int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail) {
         if (now >= w->next_fs_ms) {
                 w->next_fs_ms = now + DISK_WATCH_FS_INTERVAL_MS;
                 check_floors(w);
+                int k = check_tmpfs(w, ret_detail);
+                if (k != 0) return k;
         }
         if (now >= w->next_walk_ms || (w->below && !w->walked_below)) {
                 uint64_t t0 = mono_ms();
@@ -95,13 +151,14 @@ int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail) {
                                                   r == -ELOOP ? "directories nested deeper than 512 levels"
                                                               : strerror(-r)),
                                     ret_detail);
-                if (u.bytes > w->max_bytes)
+                if (u.bytes + w->tmpfs_usage > w->max_bytes)
                         return trip(w,
                                     strdup_printf("the task used more than its disk budget of %s: %s%s in %llu "
-                                                  "entries under %s",
+                                                  "entries under %s%s",
                                                   disk_size_format(w->max_bytes, a), r == 1 ? "at least " : "",
-                                                  disk_size_format(u.bytes, b), (unsigned long long) u.entries,
-                                                  w->paths[0]),
+                                                  disk_size_format(u.bytes + w->tmpfs_usage, b),
+                                                  (unsigned long long) u.entries, w->paths[0],
+                                                  w->tmpfs_usage ? " and the sandbox's tmpfs mounts" : ""),
                                     ret_detail);
                 /* the usage counts as "while above the floor" only if the floors
                  * still hold after the walk: writes during the walk may have
@@ -113,6 +170,28 @@ int disk_watch_check(disk_watch *w, uint64_t now, char **ret_detail) {
                 } else
                         w->ok_usage = u.bytes;
         }
+        return 0;
+}
+
+static int check_tmpfs(disk_watch *w, char **ret_detail) {
+        char a[32], b[32], c[32];
+        if (!w->tmpfs) return 0;
+        const char *full = NULL;
+        if (measure_tmpfs(w, &full))
+                return trip(w,
+                            strdup_printf("the sandbox's %s is full (each tmpfs of the sandbox holds at most the "
+                                          "smaller of the task's disk budget of %s and its memory limit); the task's "
+                                          "tmpfs mounts hold %s",
+                                          full, disk_size_format(w->max_bytes, a),
+                                          disk_size_format(w->tmpfs_usage, b)),
+                            ret_detail);
+        if (w->last_usage + w->tmpfs_usage > w->max_bytes)
+                return trip(w,
+                            strdup_printf("the task used more than its disk budget of %s: %s in the sandbox's tmpfs "
+                                          "mounts (/tmp, /var/tmp) and %s in its files",
+                                          disk_size_format(w->max_bytes, a), disk_size_format(w->tmpfs_usage, b),
+                                          disk_size_format(w->last_usage, c)),
+                            ret_detail);
         return 0;
 }
 

@@ -13,6 +13,8 @@
  *    grew past what they measured at the last walk after which the filesystem
  *    was still above its floor (0 if there was none). A task that sits idle while
  *    another one fills the disk keeps running;
+ *  - the sandbox's tmpfs mounts against the budget, with the trees' usage
+ *    at their last walk (statvfs, on the filesystem clock: cheap);
  *  - the trees themselves against the budget (a full walk). The interval
  *    adapts to the walk's cost: 20 x the last walk's duration, within
  *    [DISK_WATCH_WALK_MIN_MS, DISK_WATCH_WALK_MAX_MS], and at most 4 x the
@@ -39,10 +41,23 @@ typedef struct disk_watch {
         const char *below_path;  /* which tree's filesystem, and what it looked like */
         disk_fs_info below_fs;
         bool tripped;
+        int *tmpfs_fds;          /* owned: the sandbox's tmpfs mounts, open (they outlive the sandbox
+                                  * while open: the last check still sees what a worker left there) */
+        char **tmpfs;            /* strv, owned: their paths in the sandbox, NULL until disk_watch_set_tmpfs */
+        uint64_t tmpfs_usage;    /* their used bytes at the last check */
 } disk_watch;
 
 /* Arm the watch (paths borrowed, must outlive it); starts checking now. */
 void disk_watch_init(disk_watch *w, uint64_t max_bytes, char **paths, uint64_t now);
+/* The sandbox's tmpfs mounts count too (a tmpfs is memory, outside every
+ * tree): their used blocks join the trees' usage at every filesystem check,
+ * and a tmpfs that is full (its size is the smaller of the budget and the
+ * memory limit, task-limits.h) is over the budget. root: the sandbox's root
+ * seen from the host (/proc/<pid>/root), dests: the tmpfs mount points in
+ * it (borrowed); each is opened now, and only a tmpfs counts. 0, -ENOMEM. */
+int disk_watch_set_tmpfs(disk_watch *w, const char *root, char *const *dests);
+/* Close the tmpfs mounts (their memory goes with the last reference). */
+void disk_watch_done(disk_watch *w);
 /* Milliseconds until the next check is due (0: due now), -1 when disarmed or tripped. */
 int disk_watch_timeout(const disk_watch *w, uint64_t now);
 /* Run the checks that are due at now. Returns 1 when the worker must be

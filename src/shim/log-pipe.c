@@ -9,16 +9,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "disk-budget.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
 #include "strv.h"
 
 #define READ_CHUNK 65536
-/* A stdout "line" longer than this without a newline is logged in pieces of
- * this size (newline=false; LINE_BUFFER_SPLIT), so a worker cannot grow the
- * shim, which runs outside the sandbox, without bound. */
-#define LINE_MAX_BYTES ((size_t) 64 << 20)
+/* the copies of a trim move this much at a time */
+#define TRIM_CHUNK ((size_t) 1 << 20)
 
 /* Keep the log to its tail (log_pipe.max_bytes): copy its last max_bytes
  * to its start and cut it there. Appends (O_APPEND) go on at the new end.
@@ -37,12 +36,154 @@ static void trim(log_pipe *p) {
                 log_warning_errno(-EIO, "task %s: cannot trim the log", p->task_id);
 }
 
-void log_pipe_raw(log_pipe *p, const char *data, size_t len) {
+/* The marker between the head and the tail: fixed width, so that each trim
+ * rewrites its count in place. */
+static int format_budget_marker(const log_pipe *p, char buf[static LOG_PIPE_MARKER_BYTES + 1]) {
+        char sz[32];
+        int n = snprintf(buf, LOG_PIPE_MARKER_BYTES + 1,
+                         "[taskferry-shim: the log is over its budget of %s: %20llu bytes cut here, between its head "
+                         "and its tail]",
+                         disk_size_format(p->budget, sz), (unsigned long long) p->cut_bytes);
+        if (n < 0 || n >= LOG_PIPE_MARKER_BYTES) return -EINVAL;
+        memset(buf + n, ' ', LOG_PIPE_MARKER_BYTES - 1 - (size_t) n);
+        buf[LOG_PIPE_MARKER_BYTES - 1] = '\n';
+        buf[LOG_PIPE_MARKER_BYTES] = 0;
+        return 0;
+}
+
+/* Copy len bytes from src to dst (dst < src) within fd, a chunk at a time. */
+static int copy_down(int fd, off_t src, off_t dst, uint64_t len) {
+        _cleanup_free_ char *buf = malloc(TRIM_CHUNK);
+        if (!buf) return -ENOMEM;
+        for (uint64_t done = 0; done < len;) {
+                size_t want = len - done > TRIM_CHUNK ? TRIM_CHUNK : (size_t) (len - done);
+                ssize_t n = pread(fd, buf, want, src + (off_t) done);
+                if (n <= 0) return n < 0 ? -errno : -EIO;
+                int r = 0;
+                if (pwrite(fd, buf, (size_t) n, dst + (off_t) done) != n) r = -EIO;
+                if (r < 0) return r;
+                done += (uint64_t) n;
+        }
+        return 0;
+}
+
+/* Offset just after the first '\n' at or after from (within one chunk),
+ * else from itself. */
+static off_t next_line_start(int fd, off_t from, off_t end) {
+        _cleanup_free_ char *buf = malloc(TRIM_CHUNK);
+        if (!buf) return from;
+        size_t want = end - from > (off_t) TRIM_CHUNK ? TRIM_CHUNK : (size_t) (end - from);
+        ssize_t n = pread(fd, buf, want, from);
+        char *nl = n > 0 ? memchr(buf, '\n', (size_t) n) : NULL;
+        return nl ? from + (nl - buf) + 1 : from;
+}
+
+/* Offset just after the last '\n' before at (within one chunk), else at. */
+static off_t prev_line_end(int fd, off_t at) {
+        _cleanup_free_ char *buf = malloc(TRIM_CHUNK);
+        if (!buf) return at;
+        off_t from = at > (off_t) TRIM_CHUNK ? at - (off_t) TRIM_CHUNK : 0;
+        ssize_t n = pread(fd, buf, (size_t) (at - from), from);
+        char *nl = n > 0 ? memrchr(buf, '\n', (size_t) n) : NULL;
+        return nl ? from + (nl - buf) + 1 : at;
+}
+
+/* Keep the log to its budget (log_pipe.budget): once it holds more, the
+ * first quarter stays (the head: how the worker started), a marker line
+ * follows, and then the newest quarter (the tail: how it ended), each cut
+ * at line boundaries; the middle goes. The file then holds about half its
+ * budget and grows again. */
+static void trim_budget(log_pipe *p) {
+        struct stat st;
+        if (!p->budget || fstat(p->log_fd, &st) < 0 || (uint64_t) st.st_size <= p->budget) return;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", p->log_fd);
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+        char marker[LOG_PIPE_MARKER_BYTES + 1];
+        if (fd < 0) {
+                log_warning_errno(-errno, "task %s: cannot keep the log to its budget", p->task_id);
+                return;
+        }
+        int r = 0;
+        off_t size = st.st_size;
+        bool first = !p->head_end;
+        if (first) {
+                off_t head = prev_line_end(fd, (off_t) (p->budget / 4));
+                /* a head without a newline in its last chunk ends mid-line: the marker starts a line */
+                if (head == (off_t) (p->budget / 4) && pwrite(fd, "\n", 1, head) == 1) head++;
+                p->head_end = (uint64_t) head;
+        }
+        off_t keep_from = next_line_start(fd, size - (off_t) (p->budget / 4), size);
+        off_t dst = (off_t) p->head_end + LOG_PIPE_MARKER_BYTES;
+        if (keep_from <= dst) return; /* nothing to cut yet */
+        /* the first cut writes the marker over the middle's start too */
+        p->cut_bytes += (uint64_t) (keep_from - dst) + (first ? LOG_PIPE_MARKER_BYTES : 0);
+        r = copy_down(fd, keep_from, dst, (uint64_t) (size - keep_from));
+        if (r >= 0) r = format_budget_marker(p, marker);
+        if (r >= 0 && pwrite(fd, marker, LOG_PIPE_MARKER_BYTES, (off_t) p->head_end) != LOG_PIPE_MARKER_BYTES) r = -EIO;
+        if (r >= 0 && ftruncate(fd, dst + (size - keep_from)) < 0) r = -errno;
+        if (r < 0) log_warning_errno(r, "task %s: cannot keep the log to its budget", p->task_id);
+}
+
+static void keep_bounded(log_pipe *p) {
+        trim(p);
+        trim_budget(p);
+}
+
+static void write_cut_marker(log_pipe *p, uint64_t dropped) {
+        char line[160];
+        int n = snprintf(line, sizeof line,
+                         "%s[taskferry-shim: a line over %zu bytes without a newline was cut there: %llu bytes "
+                         "dropped]\n",
+                         p->at_line_start ? "" : "\n", (size_t) LOG_PIPE_LINE_MAX, (unsigned long long) dropped);
+        if (n > 0) (void) loop_write(p->log_fd, line, (size_t) n);
+        p->at_line_start = true;
+}
+
+static void raw_write(log_pipe *p, const char *data, size_t len) {
         if (len == 0) return;
         int r = loop_write(p->log_fd, data, len);
         if (r < 0) log_warning_errno(r, "task %s: cannot write stderr to the log", p->task_id);
         p->at_line_start = data[len - 1] == '\n';
-        trim(p);
+}
+
+void log_pipe_raw(log_pipe *p, const char *data, size_t len) {
+        if (len == 0) return;
+        if (!p->budget) {
+                /* a check's output: byte for byte, its tail kept */
+                raw_write(p, data, len);
+                return keep_bounded(p);
+        }
+        /* the raw line in progress is cut at LOG_PIPE_LINE_MAX; what is kept
+         * goes out in one write per call, not one per line */
+        const char *out = data;
+        while (len > 0) {
+                const char *nl = memchr(data, '\n', len);
+                size_t seg = nl ? (size_t) (nl - data) + 1 : len;
+                size_t body = nl ? seg - 1 : seg;
+                if (!p->raw_cutting && p->raw_line + body > LOG_PIPE_LINE_MAX) {
+                        size_t room = LOG_PIPE_LINE_MAX - p->raw_line;
+                        raw_write(p, out, (size_t) (data - out) + room);
+                        p->raw_cutting = true;
+                        p->raw_dropped = body - room;
+                } else if (p->raw_cutting)
+                        p->raw_dropped += body;
+                if (nl) {
+                        if (p->raw_cutting) {
+                                write_cut_marker(p, p->raw_dropped);
+                                out = nl + 1;
+                        }
+                        p->raw_cutting = false;
+                        p->raw_dropped = 0;
+                        p->raw_line = 0;
+                } else if (!p->raw_cutting)
+                        p->raw_line += seg;
+                data += seg;
+                len -= seg;
+                if (p->raw_cutting) out = data;
+        }
+        raw_write(p, out, (size_t) (data - out));
+        keep_bounded(p);
 }
 
 static void log_lines(log_pipe *p, char **lines) {
@@ -65,7 +206,7 @@ static void log_lines(log_pipe *p, char **lines) {
                 if (done < iov[0].iov_len) (void) loop_write(p->log_fd, lines[i] + done, iov[0].iov_len - done);
                 if (done < iov[0].iov_len + 1) (void) loop_write(p->log_fd, "\n", 1);
         }
-        trim(p);
+        keep_bounded(p);
 }
 
 static void emit_line(log_pipe *p, const char *line, size_t len, bool newline) {
@@ -83,7 +224,7 @@ static void emit_line(log_pipe *p, const char *line, size_t len, bool newline) {
 
 int log_pipe_init(log_pipe *p, const executor *exec, int log_fd, const char *task_id) {
         *p = (log_pipe){.exec = exec, .log_fd = log_fd, .task_id = task_id, .at_line_start = true,
-                        .lines = LINE_BUFFER_INIT(LINE_MAX_BYTES, LINE_BUFFER_SPLIT)};
+                        .lines = LINE_BUFFER_INIT(LOG_PIPE_LINE_MAX, LINE_BUFFER_SPLIT)};
         if (exec->normalizer_new && exec->normalize_line) {
                 p->norm = exec->normalizer_new();
                 if (!p->norm) log_warning("task %s: no memory for the %s normalizer; logging stdout verbatim",
@@ -92,13 +233,27 @@ int log_pipe_init(log_pipe *p, const executor *exec, int log_fd, const char *tas
         return 0;
 }
 
-/* Log every complete line held, and every LINE_MAX_BYTES piece of a longer
- * one; keep the partial rest. */
+/* Log every complete line held; of a longer one its first
+ * LOG_PIPE_LINE_MAX bytes, then a marker once it ends; keep the partial
+ * rest. */
 static void process_lines(log_pipe *p) {
         const char *line;
         size_t len;
         int k;
-        while ((k = line_buffer_pop(&p->lines, &line, &len)) > 0) emit_line(p, line, len, k == LINE_BUFFER_LINE);
+        while ((k = line_buffer_pop(&p->lines, &line, &len)) > 0) {
+                if (p->line_cutting) {
+                        /* the rest of a line already cut */
+                        p->line_dropped += len;
+                        if (k == LINE_BUFFER_LINE) {
+                                write_cut_marker(p, p->line_dropped);
+                                p->line_cutting = false;
+                                p->line_dropped = 0;
+                        }
+                        continue;
+                }
+                emit_line(p, line, len, k == LINE_BUFFER_LINE);
+                if (k == LINE_BUFFER_PIECE) p->line_cutting = true;
+        }
 }
 
 int log_pipe_read(log_pipe *p, int fd) {
@@ -121,7 +276,14 @@ int log_pipe_read(log_pipe *p, int fd) {
 void log_pipe_finish(log_pipe *p) {
         const char *line;
         size_t len;
-        if (line_buffer_pop_rest(&p->lines, &line, &len) > 0) emit_line(p, line, len, false);
+        if (line_buffer_pop_rest(&p->lines, &line, &len) > 0) {
+                if (p->line_cutting) p->line_dropped += len;
+                else emit_line(p, line, len, false);
+        }
+        if (p->line_cutting) write_cut_marker(p, p->line_dropped);
+        if (p->raw_cutting) write_cut_marker(p, p->raw_dropped);
+        p->line_cutting = p->raw_cutting = false;
+        p->line_dropped = p->raw_dropped = 0;
         if (p->norm && p->exec->normalize_finish) {
                 _cleanup_strv_free_ char **out = NULL;
                 if (p->exec->normalize_finish(p->norm, &out) < 0)

@@ -38,6 +38,7 @@
 #include "fs-util.h"
 #include "json-util.h"
 #include "landlock.h"
+#include "limit-watch.h"
 #include "launch-spec.h"
 #include "log-pipe.h"
 #include "log.h"
@@ -59,6 +60,10 @@
 
 #define EMPTY_TREE_SHA "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 #define DRAIN_AFTER_EXIT_MS 2000
+/* how long the sandbox's tmpfs mounts are looked for after the worker's start */
+#define TMPFS_LOOK_MS 10000
+/* ... every 5 ms at first, then on the disk watch's clock */
+#define TMPFS_EAGER_MS 1000
 
 /* Write end of the self-pipe the signal handler reports into. The only
  * global: a signal handler cannot be handed a context. */
@@ -95,7 +100,11 @@ typedef struct shim {
         uint64_t ended_at;
 
         disk_watch disk;         /* armed when the spec has a disk budget */
-        char *stop_detail;       /* set once the disk watch stopped the worker */
+        limit_watch limits;      /* the task's memory and tasks limits where no scope holds them */
+        bool tmpfs_watched;      /* the sandbox's tmpfs mounts joined the disk watch (or were given up on) */
+        uint64_t tmpfs_deadline; /* mono_ms() until which they are looked for */
+        const char *stop_reason; /* set once the disk or limit watch stopped the worker */
+        char *stop_detail;       /* with stop_reason: why */
         uint64_t kill_at;        /* mono_ms() of the SIGKILL after the stop's SIGTERM */
         uint64_t oom_base;       /* the cgroup's oom_kill count before the worker started */
         bool oom_base_known;
@@ -145,6 +154,8 @@ static void shim_done(shim *s) {
         strv_free(s->argv);
         free(s->exe);
         free(s->stop_detail);
+        limit_watch_done(&s->limits);
+        disk_watch_done(&s->disk);
         safe_close(s->net_sock[0]);
         safe_close(s->net_sock[1]);
         if (s->proxy > 0) egress_proxy_stop(s->proxy);
@@ -206,8 +217,8 @@ static int write_exit_json(shim *s, const char *spawn_error) {
                 }
         }
         ei.spawn_error = (char *) spawn_error;
-        if (s->stop_detail) {
-                ei.stop_reason = (char *) "disk_quota_exceeded";
+        if (s->stop_reason) {
+                ei.stop_reason = (char *) s->stop_reason;
                 ei.stop_detail = s->stop_detail;
         }
         /* the kernel's OOM kills in our cgroup (the task's scope unit) while
@@ -432,6 +443,8 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
 
         launch_sandbox *sb = s->spec->sandbox;
         const char *dir = s->spec->directory;
+        int lr = limit_watch_enter_cgroup(&s->limits);
+        if (lr < 0) child_fail(err_w, "cannot enter the task's cgroup %s: %s", s->limits.cgroup, strerror(-lr));
         if (sb && sandbox_needs_userns(sb, s->method)) {
                 int r = userns_enter_as_root(getuid(), getgid());
                 if (r < 0)
@@ -522,6 +535,11 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
         if (s->args_fd >= 0 && fcntl(s->args_fd, F_SETFD, 0) < 0)
                 child_fail(err_w, "cannot pass the arguments to bwrap: %s", strerror(errno));
 
+        /* last: in the worker's own user namespace, whose count of processes
+         * holds only the sandbox's (task-limits.h) */
+        lr = limit_watch_set_rlimits(&s->limits);
+        if (lr < 0) child_fail(err_w, "cannot set the worker's resource limits: %s", strerror(-lr));
+
         /* bwrap gets an empty environment: the worker's travels in its options */
         char *no_env[] = {NULL};
         shim_mark(s, "exec");
@@ -574,22 +592,62 @@ static void drain_signals(shim *s) {
         try_reap(s);
 }
 
+/* The sandbox's tmpfs mounts join the disk watch once bwrap made them: the
+ * sandbox's first process (proc_sandbox_pid) has the sandbox's root, which
+ * shows them from here. */
+static void tmpfs_watch(shim *s) {
+        launch_sandbox *sb = s->spec->sandbox;
+        if (s->tmpfs_watched || !sb || !s->spec->disk || s->reaped) return;
+        pid_t inner = proc_sandbox_pid(s->worker);
+        if (inner <= 0) {
+                if (mono_ms() < s->tmpfs_deadline) return;
+                /* never made (bwrap failed), or not ours to see: stop looking, and say so */
+                dprintf(s->log_fd, "taskferry-shim: warning: cannot see the sandbox's tmpfs mounts; their use does "
+                                   "not count in the disk budget (each holds at most %llu bytes)\n",
+                        (unsigned long long) sb->tmp_size);
+                s->tmpfs_watched = true;
+                return;
+        }
+        char root[64];
+        snprintf(root, sizeof root, "/proc/%d/root", (int) inner);
+        _cleanup_strv_free_ char **dests = NULL;
+        if (strv_push(&dests, "/tmp") < 0) return;
+        for (size_t i = 0; i < sb->n_mounts; i++)
+                if (sb->mounts[i].op == SANDBOX_MOUNT_TMPFS && strv_push(&dests, sb->mounts[i].dest) < 0) return;
+        if (disk_watch_set_tmpfs(&s->disk, root, dests) >= 0) s->tmpfs_watched = true;
+}
+
 /* The disk watch (disk-watch.h): stop the worker like a cancel does, SIGTERM
  * to its process group now and SIGKILL after the grace. */
 static void disk_check(shim *s) {
         uint64_t now = mono_ms();
+        tmpfs_watch(s);
         if (s->kill_at && now >= s->kill_at) {
                 s->kill_at = 0;
                 forward_signal(s, SIGKILL);
         }
-        if (s->stop_detail || s->reaped || !s->spec->disk) return;
+        if (s->stop_reason || s->reaped || !s->spec->disk) return;
         _cleanup_free_ char *detail = NULL;
         if (disk_watch_check(&s->disk, now, &detail) <= 0) return;
         log_warning("task %s: stopping the worker: %s", s->spec->task_id, detail);
+        s->stop_reason = "disk_quota_exceeded";
         s->stop_detail = TAKE_PTR(detail);
         forward_signal(s, SIGTERM);
         s->kill_at = now + s->spec->disk->grace_ms;
         if (!s->kill_at) s->kill_at = 1;
+}
+
+/* The limit watch (limit-watch.h): a worker at a limit is killed at once,
+ * no grace: a fork bomb or a runaway allocation uses it to grow. */
+static void limits_check(shim *s) {
+        if (s->stop_reason || s->reaped) return;
+        const char *reason = NULL;
+        _cleanup_free_ char *detail = NULL;
+        if (limit_watch_check(&s->limits, mono_ms(), &reason, &detail) <= 0) return;
+        log_warning("task %s: stopping the worker: %s", s->spec->task_id, detail);
+        s->stop_reason = reason;
+        s->stop_detail = TAKE_PTR(detail);
+        forward_signal(s, SIGKILL);
 }
 
 static int disk_timeout(shim *s, int timeout) {
@@ -600,6 +658,13 @@ static int disk_timeout(shim *s, int timeout) {
                 if (t < 0 || k < t) t = k;
         }
         if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+        int l = s->reaped ? -1 : limit_watch_timeout(&s->limits, now);
+        if (l >= 0 && (timeout < 0 || l < timeout)) timeout = l;
+        /* the sandbox's tmpfs mounts are looked for at once: a worker fills
+         * one in a fraction of the filesystem clock */
+        if (s->spec->sandbox && s->spec->disk && !s->tmpfs_watched && !s->reaped &&
+            now + TMPFS_LOOK_MS < s->tmpfs_deadline + TMPFS_EAGER_MS && (timeout < 0 || timeout > 5))
+                timeout = 5;
         return timeout;
 }
 
@@ -609,6 +674,7 @@ static void monitor(shim *s, int out_r, int err_r) {
         log_pipe lp;
         (void) log_pipe_init(&lp, s->exec, s->log_fd, s->spec->task_id);
         if (s->spec->check) lp.max_bytes = s->spec->log_max_bytes;
+        else lp.budget = s->spec->log_budget;
         bool out_open = true, err_open = true;
         uint64_t deadline = 0;
         if (s->spec->disk) disk_watch_init(&s->disk, s->spec->disk->max_bytes, s->spec->disk->paths, mono_ms());
@@ -654,16 +720,19 @@ static void monitor(shim *s, int out_r, int err_r) {
                 }
                 try_reap(s);
                 disk_check(s);
+                limits_check(s);
         }
         /* a worker that outran the walks (wrote past its budget and ended
          * between two of them) is judged by a last one */
-        if (s->spec->disk && !s->stop_detail) {
+        if (s->spec->disk && !s->stop_reason) {
                 _cleanup_free_ char *detail = NULL;
                 if (disk_watch_final(&s->disk, &detail) > 0) {
                         log_warning("task %s: the worker ended past its disk budget: %s", s->spec->task_id, detail);
+                        s->stop_reason = "disk_quota_exceeded";
                         s->stop_detail = TAKE_PTR(detail);
                 }
         }
+        disk_watch_done(&s->disk);
         safe_close(out_r);
         safe_close(err_r);
         log_pipe_finish(&lp);
@@ -763,6 +832,16 @@ static int start_and_monitor(shim *s) {
                 return fail_spawn(s, "cannot build the %s command line: %s", spec->executor,
                                   strerror(r < 0 ? -r : EINVAL));
 
+        _cleanup_free_ char *limits_note = NULL;
+        r = limit_watch_prepare(&s->limits, spec->limits, spec->task_id, NULL,
+                                &limits_note);
+        if (r < 0) return fail_spawn(s, "cannot set up the worker's resource limits: %s", strerror(-r));
+        if (limits_note)
+                dprintf(s->log_fd, "taskferry-shim: warning: %s; the limits hold as rlimits instead\n", limits_note);
+        /* without a sandbox there is no user namespace of the worker's own */
+        if (!sb) s->limits.no_nproc = true;
+        s->limits.sandboxed = sb != NULL;
+
         if (sb) {
                 /* no host socket under the read-only system roots, no file a root
                  * worker should not read there (mask-mount.h): what the daemon
@@ -799,6 +878,8 @@ static int start_and_monitor(shim *s) {
                 if ((sb->net.mode != NET_MODE_HOST || s->masks.n > 0) && geteuid() != 0 &&
                     !sandbox_needs_userns(sb, s->method))
                         sb->own_userns = true;
+                /* and one for RLIMIT_NPROC to count only the sandbox's processes (task-limits.h) */
+                if (limit_watch_needs_userns(&s->limits) && !sandbox_needs_userns(sb, s->method)) sb->own_userns = true;
                 r = net_env_apply(&spec->env, sb->net.mode);
                 if (r < 0) return fail_spawn(s, "cannot set the worker's proxy environment: %s", strerror(-r));
                 if (sb->net.mode == NET_MODE_PROXY && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->net_sock) < 0)
@@ -855,6 +936,8 @@ static int start_and_monitor(shim *s) {
         }
         s->worker = pid;
         (void) setpgid(pid, pid); /* also done by the child; whichever runs first wins the race */
+        limit_watch_start(&s->limits, pid, mono_ms());
+        s->tmpfs_deadline = mono_ms() + TMPFS_LOOK_MS;
         close(outp[1]);
         close(errp[1]);
         close(stderrp[1]);
@@ -947,6 +1030,16 @@ static int start_and_monitor(shim *s) {
                 s->reaped = true;
                 s->ended_at = now_ms();
         }
+        /* a worker that failed at a limit says so, whatever it logged */
+        if (!s->stop_reason) {
+                const char *reason = NULL;
+                _cleanup_free_ char *detail = NULL;
+                if (limit_watch_final(&s->limits, spec->log_path, &reason, &detail) > 0) {
+                        s->stop_reason = reason;
+                        s->stop_detail = TAKE_PTR(detail);
+                }
+        }
+        limit_watch_done(&s->limits);
         /* the proxy's last stats are written before the daemon hears of the end */
         if (s->proxy > 0) {
                 egress_proxy_stop(s->proxy);
@@ -1074,7 +1167,7 @@ int main(int argc, char *argv[]) {
         (void) close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
 
         shim s = {.status_fd = status_fd, .log_fd = -1, .signal_fd = -1, .prompt_fd = -1, .args_fd = -1, .net_sock = {-1, -1},
-                  .times_fd = -1, .started_us = mono_us()};
+                  .times_fd = -1, .started_us = mono_us(), .limits = {.sandbox_proc_fd = -1}};
         if ((r = setup_signals(&s)) < 0) {
                 log_error_errno(r, "cannot set up signal handling");
                 shim_done(&s);

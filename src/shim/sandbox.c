@@ -18,6 +18,18 @@ static int push_many(char ***l, const char *const *items, size_t n) {
                 if (_r_ < 0) return _r_;                                             \
         } while (0)
 
+/* --tmpfs dest, after --size when the spec sizes the sandbox's tmpfs
+ * mounts (bwrap applies --size to the next --tmpfs). */
+static int push_tmpfs(char ***l, const launch_sandbox *sb, const char *dest) {
+        int r;
+        if (sb->tmp_size) {
+                if ((r = strv_push(l, "--size")) < 0 || (r = strv_pushf(l, "%llu", (unsigned long long) sb->tmp_size)) < 0)
+                        return r;
+        }
+        if ((r = strv_push(l, "--tmpfs")) < 0) return r;
+        return strv_push(l, dest);
+}
+
 static int push_mount(char ***l, const char *directory, const launch_sandbox *sb, const sandbox_mount *m,
                       overlay_method method) {
         char **argv = *l;
@@ -33,7 +45,7 @@ static int push_mount(char ***l, const char *directory, const launch_sandbox *sb
         switch (m->op) {
         case SANDBOX_MOUNT_RO_BIND: EMIT("--ro-bind", m->src, m->dest); break;
         case SANDBOX_MOUNT_BIND: EMIT("--bind", m->src, m->dest); break;
-        case SANDBOX_MOUNT_TMPFS: EMIT("--tmpfs", m->dest); break;
+        case SANDBOX_MOUNT_TMPFS: r = push_tmpfs(&argv, sb, m->dest); break;
         case SANDBOX_MOUNT_DIR: EMIT("--dir", m->dest); break;
         case SANDBOX_MOUNT_SYMLINK: EMIT("--symlink", m->src, m->dest); break;
         case SANDBOX_MOUNT_MASK_FILE: EMIT("--ro-bind", "/dev/null", m->dest); break;
@@ -78,7 +90,8 @@ int sandbox_build_argv(const char *bwrap_path, const char *directory, const laun
         _cleanup_strv_free_ char **argv = NULL;
         int r;
 
-        PUSH(bwrap_path, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+        PUSH(bwrap_path, "--proc", "/proc", "--dev", "/dev");
+        if ((r = push_tmpfs(&argv, sb, "/tmp")) < 0) return r;
         for (size_t i = 0; i < sb->n_mounts; i++)
                 if ((r = push_mount(&argv, directory, sb, &sb->mounts[i], method)) < 0) return r;
         if (prompt_fd >= 0) {

@@ -5,11 +5,14 @@
  * `--ro-bind / /`, masks on top of user binds, no capabilities and no nested
  * user namespaces.)
  *
- *   --proc /proc --dev /dev --tmpfs /tmp
+ *   --proc /proc --dev /dev [--size N] --tmpfs /tmp
  *   then, per mount, in order:
  *     ro-bind S D     → --ro-bind S D
  *     bind S D        → --bind S D
- *     tmpfs D         → --tmpfs D
+ *     tmpfs D         → [--size N] --tmpfs D
+ *   (--size N before every --tmpfs when the spec has a tmpSize: no tmpfs of
+ *   the sandbox, each of them memory, outgrows it; the disk watch counts
+ *   their use against the disk budget)
  *     dir D           → --dir D
  *     symlink S D     → --symlink S D
  *     mask-file D     → --ro-bind /dev/null D

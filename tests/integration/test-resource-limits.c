@@ -2,17 +2,24 @@
  * LIMITS") where no systemd user manager runs — the integration tests' and
  * CI's host: the limits are validated, recorded on the task and capped for
  * a nested dispatch, the worker runs in its process group (no `unit`), and
- * system.health / `taskferry doctor` say the limits are not enforced. The
- * scope itself is the e2e case tests/e2e/cases/20-scope.sh. */
+ * system.health / `taskferry doctor` say which limits hold instead (a
+ * cgroup of the task's own, or rlimits and taskferry's count,
+ * task-limits.h); hostile workers meet them. The scope itself is the e2e
+ * case tests/e2e/cases/20-scope.sh. */
 
 #include <check.h>
+#include <dirent.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "json-util.h"
 #include "macro.h"
 #include "process-util.h"
 #include "string-util.h"
+#include "time-util.h"
+#include "fileio.h"
 
 /* a world whose user bus cannot exist: no manager, whatever the host has */
 static tf_world *world_without_manager(void) {
@@ -56,7 +63,7 @@ START_TEST(no_manager_runs_in_a_process_group_and_says_so) {
         const char *doc[] = {"doctor", NULL};
         tf_run dr = tf_cli(w, NULL, NULL, doc);
         ck_assert_int_eq(dr.exit_code, 0);
-        ck_assert_msg(strstr(dr.out, "resource limits are not enforced"), "doctor: %s", dr.out);
+        ck_assert_msg(strstr(dr.out, "resource limits are not held by a systemd scope"), "doctor: %s", dr.out);
         tf_run_done(&dr);
         free(id);
         free(repo);
@@ -180,9 +187,228 @@ START_TEST(nested_dispatch_cannot_raise_a_limit) {
 }
 END_TEST
 
+/* ---- hostile workers: every resource bounded without a user manager ----
+ * Sized so that a limit that fails cannot take this shared machine: the
+ * task gets 256 MiB and 64 processes; the fork flood stops at 1,500; the
+ * allocation is 4 GiB. Each case prints what it measured. */
+
+#define HOSTILE_MEM "256M"
+#define HOSTILE_TASKS "64"
+
+static uint64_t host_processes(void) {
+        DIR *d = opendir("/proc");
+        ck_assert_ptr_nonnull(d);
+        uint64_t n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] >= '0' && de->d_name[0] <= '9') n++;
+        closedir(d);
+        return n;
+}
+
+static uint64_t host_mem_available(void) {
+        char *m = tf_read("/proc/meminfo", NULL);
+        const char *p = strstr(m, "MemAvailable:");
+        ck_assert_ptr_nonnull(p);
+        uint64_t kib = strtoull(p + 13, NULL, 10);
+        free(m);
+        return kib << 10;
+}
+
+/* The processes that still carry the task's id in their environment (the
+ * worker's, the user's own: /proc/<pid>/environ of others cannot be read). */
+static unsigned task_leftovers(const char *id) {
+        DIR *d = opendir("/proc");
+        ck_assert_ptr_nonnull(d);
+        _cleanup_free_ char *needle = strdup_printf("TASKFERRY_TASK_ID=%s", id);
+        unsigned n = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+                _cleanup_free_ char *path = strdup_printf("/proc/%s/environ", de->d_name);
+                _cleanup_free_ char *env = NULL;
+                size_t len = 0;
+                if (read_file(path, 1 << 20, &env, &len) < 0) continue;
+                for (size_t i = 0; i + strlen(needle) <= len; i += strlen(env + i) + 1)
+                        if (strcmp(env + i, needle) == 0) n++;
+        }
+        closedir(d);
+        return n;
+}
+
+/* Run script as a hostile shell worker with the small limits; it must end
+ * crashed with reason, its detail naming what: returns its status. The
+ * host's process count and available memory are where they were. */
+static json_object *hostile(tf_world *w, const char *repo, const char *const extra[], const char *script,
+                            const char *reason, const char *names, const char *what) {
+        uint64_t procs0 = host_processes(), mem0 = host_mem_available();
+        uint64_t t0 = now_ms();
+        json_object *st = NULL;
+        char *id = tf_shell_settled(w, repo, extra, script, &st);
+        uint64_t took = now_ms() - t0;
+        tf_assert_status(st, id, "crashed");
+        const char *r = tf_jstr(st, "failureReason"), *detail = tf_jstr(st, "failureDetail");
+        _cleanup_free_ char *why = tf_status_why(st);
+        ck_assert_msg(streq_ptr(r, reason), "%s: %s", what, why);
+        ck_assert_msg(detail && strstr(detail, names), "%s: the detail does not name %s: %s", what, names, why);
+        unsigned left = task_leftovers(id);
+        /* a shared machine: other work comes and goes (the worker's 1,500
+         * or 4 GiB would stay); what is not back within 15 s is a leak */
+        uint64_t procs1 = host_processes(), mem1 = host_mem_available();
+        for (int i = 0; i < 150 && (procs1 >= procs0 + 200 || mem1 + (UINT64_C(1) << 30) <= mem0); i++) {
+                usleep(100 * 1000);
+                procs1 = host_processes();
+                mem1 = host_mem_available();
+        }
+        fprintf(stderr,
+                "%s: crashed %s in %llu ms (%s); host processes %llu -> %llu, MemAvailable %llu MiB -> %llu MiB, %u "
+                "left of the task\n",
+                what, r, (unsigned long long) took, detail, (unsigned long long) procs0, (unsigned long long) procs1,
+                (unsigned long long) (mem0 >> 20), (unsigned long long) (mem1 >> 20), left);
+        ck_assert_msg(left == 0, "%s: %u processes of the task are left", what, left);
+        ck_assert_msg(procs1 < procs0 + 200, "%s: %llu processes on the host, %llu before", what,
+                      (unsigned long long) procs1, (unsigned long long) procs0);
+        ck_assert_msg(mem1 + (UINT64_C(1) << 30) > mem0, "%s: %llu MiB available, %llu MiB before", what,
+                      (unsigned long long) (mem1 >> 20), (unsigned long long) (mem0 >> 20));
+        free(id);
+        return st;
+}
+
+/* What dispatch says of a task's limits here (the words of task-limits.h). */
+static char *task_limits_said(tf_world *w, const char *repo) {
+        const char *argv[] = {"dispatch", "--executor", "shell", "--directory", repo, "--prompt", "true",
+                              "--memory-max", HOSTILE_MEM, "--tasks-max", HOSTILE_TASKS, "--json", NULL};
+        json_object *d = tf_cli_json(w, argv, 0);
+        char *said = strdup(strempty(tf_jstr(d, "limits")));
+        json_object_put(tf_wait_settled(w, tf_jstr(d, "id")));
+        json_object_put(d);
+        return said;
+}
+
+/* A fork flood of 1,500 processes and an allocation of 4 GiB, at once and
+ * little by little: each ends the task at its limit. */
+START_TEST(hostile_forks_and_memory_end_the_task) {
+        tf_world *w = world_without_manager();
+        char *repo = tf_repo_new(w, NULL, NULL);
+        const char *limits[] = {"--memory-max", HOSTILE_MEM, "--tasks-max", HOSTILE_TASKS, NULL};
+        json_object_put(hostile(w, repo, limits,
+                                "i=0; while [ $i -lt 1500 ]; do sleep 600 & i=$((i+1)); done; wait",
+                                "tasks_limit_exceeded", "64 processes", "fork flood"));
+        /* an exponential bomb only where the kernel holds the count (as root
+         * without a cgroup only taskferry's count does, and a bomb on a
+         * loaded machine can outrun it: not on this shared one) */
+        _cleanup_free_ char *said = task_limits_said(w, repo);
+        if (!strstr(said, "counted by taskferry every 100 ms (processes every"))
+                json_object_put(hostile(w, repo, limits, "f() { f & f & wait; }; f", "tasks_limit_exceeded",
+                                        "64 processes", "fork bomb"));
+        else
+                fprintf(stderr, "fork bomb: not run: only taskferry's count bounds root's processes here\n");
+        json_object_put(hostile(w, repo, limits, "perl -e '$x = \"x\" x (4 * 1024**3); print length $x'",
+                                "memory_limit_exceeded", "256.0 MiB", "4 GiB at once"));
+        json_object_put(hostile(w, repo, limits,
+                                "perl -e 'my @a; for (1..256) { push @a, \"y\" x (16 << 20) }; print scalar @a'",
+                                "memory_limit_exceeded", "256.0 MiB", "4 GiB by 16 MiB"));
+        free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* 4 GB into /tmp (and /var/tmp): a tmpfs is memory; it holds at most the
+ * smaller of the disk budget and the memory limit, and its use counts in
+ * the disk budget: the task ends disk_quota_exceeded. */
+START_TEST(hostile_tmp_fill_is_over_the_disk_budget) {
+        tf_world *w = world_without_manager();
+        char *repo = tf_repo_new(w, NULL, NULL);
+        const char *limits[] = {"--memory-max", HOSTILE_MEM, "--tasks-max", HOSTILE_TASKS, "--disk-max", "128M", NULL};
+        static const char *const dirs[] = {"/tmp", "/var/tmp"};
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                _cleanup_free_ char *script = strdup_printf("head -c 4000000000 /dev/zero > %s/fill", dirs[i]);
+                _cleanup_free_ char *what = strdup_printf("4 GB into %s", dirs[i]);
+                json_object *st = hostile(w, repo, limits, script, "disk_quota_exceeded", dirs[i], what);
+                json_object_put(st);
+        }
+        free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* A 5 GiB log flood (3 GiB without a newline, then 2 GiB of lines) is
+ * kept to its budget (TASKFERRY_TASK_LOG_MAX, 256 MiB by default), counted
+ * in the disk budget; `result` answers with the final message intact. */
+START_TEST(hostile_log_flood_is_capped) {
+        tf_world *w = world_without_manager();
+        char *repo = tf_repo_new(w, NULL, NULL);
+        const char *script = "head -c 3221225472 /dev/zero | tr '\\0' x >&2; "
+                             "yes 'a line of the flood, and more words to fill it up' | head -c 2147483648 >&2; "
+                             "echo THE-FINAL-MESSAGE";
+        uint64_t t0 = now_ms();
+        json_object *st = NULL;
+        char *id = tf_shell_settled(w, repo, NULL, script, &st);
+        uint64_t ran = now_ms() - t0;
+        tf_assert_status(st, id, "done");
+        const char *log = tf_jstr(st, "logPath");
+        ck_assert_ptr_nonnull(log);
+        struct stat sb;
+        ck_assert_int_eq(stat(log, &sb), 0);
+        ck_assert_msg((uint64_t) sb.st_size <= (UINT64_C(256) << 20) + (UINT64_C(8) << 20), "the log holds %lld bytes",
+                      (long long) sb.st_size);
+        uint64_t t1 = now_ms();
+        char *msg = tf_task_message(w, id);
+        uint64_t took = now_ms() - t1;
+        ck_assert_str_eq(msg, "THE-FINAL-MESSAGE\n");
+        _cleanup_free_ char *text = tf_shf(w, NULL, "grep -c 'taskferry-shim: the log is over its budget' '%s'; "
+                                                    "grep -c 'taskferry-shim: a line over' '%s'", log, log);
+        fprintf(stderr, "log flood: 5 GiB written in %llu ms; the log holds %.1f MiB; result answered in %llu ms; "
+                        "markers (budget, line cut): %s\n",
+                (unsigned long long) ran, (double) sb.st_size / 1048576.0, (unsigned long long) took, text);
+        ck_assert_msg(startswith(text, "1\n1"), "markers: %s", text);
+        free(msg);
+        json_object_put(st);
+        free(id);
+        free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
+/* dispatch's reply, status and doctor say which limits hold, in words. */
+START_TEST(limits_are_said_in_words) {
+        tf_world *w = world_without_manager();
+        char *repo = tf_repo_new(w, NULL, NULL);
+        const char *argv[] = {"dispatch", "--executor", "shell", "--directory", repo, "--prompt", "true",
+                              "--memory-max", HOSTILE_MEM, "--tasks-max", HOSTILE_TASKS, "--json", NULL};
+        json_object *d = tf_cli_json(w, argv, 0);
+        _cleanup_free_ char *said = strdup(strempty(tf_jstr(d, "limits")));
+        ck_assert_msg(strstr(said, "memory 256.0 MiB") && strstr(said, "64 processes and threads"), "%s",
+                      json_to_line(d, NULL));
+        bool root = geteuid() == 0;
+        ck_assert_msg(strstr(said, "counted by taskferry") || strstr(said, "memory.max"), "%s", said);
+        if (strstr(said, "counted by taskferry"))
+                ck_assert_msg(root ? strstr(said, "root is exempt from RLIMIT_NPROC") != NULL
+                                   : strstr(said, "held by the kernel (RLIMIT_NPROC in its own user namespace)") != NULL,
+                              "%s", said);
+        fprintf(stderr, "limits (%s): %s\n", root ? "root" : "unprivileged", said);
+        char *id = strdup(tf_jstr(d, "id"));
+        json_object_put(d);
+        json_object_put(tf_wait_settled(w, id));
+        json_object *o = tf_status_full(w, id);
+        ck_assert_str_eq(strempty(tf_jstr(o, "limits")), said);
+        json_object_put(o);
+        const char *doc[] = {"doctor", NULL};
+        tf_run dr = tf_cli(w, NULL, NULL, doc);
+        ck_assert_int_eq(dr.exit_code, 0);
+        ck_assert_msg(strstr(dr.out, "they hold as: ") && strstr(dr.out, "processes and threads"), "doctor: %s", dr.out);
+        tf_run_done(&dr);
+        free(id);
+        free(repo);
+        tf_world_free(w);
+}
+END_TEST
+
 int main(void) {
         return tf_run_tests("resource-limits", "no-manager", 240,
                             TF_TESTS(no_manager_runs_in_a_process_group_and_says_so, settings_from_env_and_config,
                                      malformed_memory_setting_fails_the_start, limits_are_validated,
-                                     nested_dispatch_cannot_raise_a_limit));
+                                     nested_dispatch_cannot_raise_a_limit, limits_are_said_in_words,
+                                     hostile_forks_and_memory_end_the_task, hostile_tmp_fill_is_over_the_disk_budget,
+                                     hostile_log_flood_is_capped));
 }

@@ -131,9 +131,9 @@ START_TEST(doctor_without_tools_or_configs) {
                          "playwright MCP entry found\"},\"claudeCode\":{\"checked\":false,\"reason\":\"~/.claude.json not "
                          "found\"}}}");
         ck_assert_str_eq(json_to_line(json_get_array(v, "warnings"), NULL),
-                         "[\"" BWRAP_WARNING "\",\"resource limits are not enforced: no systemd user manager; workers run "
-                         "in process groups without their MemoryMax/TasksMax/CPUWeight; run the daemon under a systemd "
-                         "user manager\"]");
+                         "[\"" BWRAP_WARNING "\",\"resource limits are not held by a systemd scope: no systemd user manager; "
+                         "they are not enforced; run the daemon under a systemd user manager for "
+                         "MemoryMax/TasksMax/CPUWeight\"]");
         /* key order: health first, then the rest */
         json_object_object_foreach(v, first, val) {
                 (void) val;

@@ -305,8 +305,9 @@ START_TEST(test_fs_stat) {
 }
 END_TEST
 
-/* The top of a walk: missing adds nothing, a file or a symlink is refused
- * (the top is opened O_DIRECTORY|O_NOFOLLOW: -ENOTDIR both), and u is added to, never reset. */
+/* The top of a walk: missing adds nothing, a file counts alone (the task's
+ * log), a symlink is refused (-ENOTDIR: never followed), and u is added to,
+ * never reset. */
 START_TEST(test_walk_top) {
         char *t = tf_tmpdir_new("tf-disk-budget");
         tf_mkdirs(t, "d");
@@ -318,12 +319,15 @@ START_TEST(test_walk_top) {
         ck_assert_int_eq(disk_usage_walk(missing, 0, &u), 0);
         ck_assert_uint_eq(u.bytes, 100);
         ck_assert_uint_eq(u.entries, 3);
-        ck_assert_int_eq(disk_usage_walk(f, 0, &u), -ENOTDIR);
-        ck_assert_int_eq(disk_usage_walk(link, 0, &u), -ENOTDIR); /* O_DIRECTORY|O_NOFOLLOW on a link */
+        ck_assert_int_eq(disk_usage_walk(link, 0, &u), -ENOTDIR);
         ck_assert_uint_eq(u.entries, 3);
-        ck_assert_int_eq(disk_usage_walk(d, 0, &u), 0);
-        ck_assert_uint_eq(u.entries, 5); /* d and f, added to the 3 */
+        ck_assert_int_eq(disk_usage_walk(f, 0, &u), 0);
+        ck_assert_uint_eq(u.entries, 4);
         ck_assert_uint_ge(u.bytes, 105);
+        ck_assert_int_eq(disk_usage_walk(f, 100, &u), 1); /* over stop_above */
+        ck_assert_int_eq(disk_usage_walk(d, 0, &u), 0);
+        ck_assert_uint_eq(u.entries, 7); /* f alone, then d and f, added to the 3 */
+        ck_assert_uint_ge(u.bytes, 115);
         tf_tmpdir_free(t);
 }
 END_TEST

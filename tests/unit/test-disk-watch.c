@@ -1,7 +1,7 @@
 /* The shim's disk watch (src/shim/disk-watch.h) on real trees: when checks
  * are due, the adaptive walk interval, tripping on the budget (with a detail
- * naming budget and usage), staying quiet under it, tripping once, and the
- * exit.json reserve file. */
+ * naming budget and usage), staying quiet under it, tripping once, the
+ * exit.json reserve file, and a tmpfs of the sandbox counted. */
 
 #include <check.h>
 #include <fcntl.h>
@@ -11,11 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "disk-watch.h"
 #include "fs-util.h"
 #include "macro.h"
+#include "overlay.h"
+#include "strv.h"
 #include "string-util.h"
 #include "unit.h"
 
@@ -183,5 +186,65 @@ START_TEST(test_reserve) {
 }
 END_TEST
 
+/* In a mount namespace of its own (a user namespace too when not root), a
+ * 1 MiB tmpfs: its use joins the trees' against the budget; full, it is
+ * over the budget; a path that is no tmpfs does not count; its fd keeps it
+ * measurable. Returns the child's exit status (0: every check held). */
+static int tmpfs_child(const char *tree, const char *mnt) {
+        if (geteuid() == 0 ? unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0
+                           : userns_enter_as_root(getuid(), getgid()) < 0)
+                return 10;
+        if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m") < 0) return 11;
+        disk_watch w;
+        char *paths[] = {(char *) tree, NULL};
+        char *dests[] = {(char *) mnt, (char *) "/proc", NULL};
+        disk_watch_init(&w, 1 << 20, paths, 0);
+        if (disk_watch_set_tmpfs(&w, "", dests) < 0 || strv_length(w.tmpfs) != 1) return 12;
+        char *detail = NULL;
+        sparse(tree, "a", 600 << 10);
+        if (disk_watch_check(&w, 0, &detail) != 0) return 13;
+        /* 512 KiB in the tmpfs: 1.1 MiB in all */
+        _cleanup_free_ char *f = strdup_printf("%s/f", mnt);
+        int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        char buf[65536];
+        memset(buf, 1, sizeof buf);
+        for (int i = 0; i < 8; i++)
+                if (write(fd, buf, sizeof buf) != (ssize_t) sizeof buf) return 14;
+        if (disk_watch_check(&w, DISK_WATCH_FS_INTERVAL_MS, &detail) != 1) return 15;
+        if (!strstr(detail, "in the sandbox's tmpfs mounts")) return 16;
+        free(detail);
+        detail = NULL;
+        /* full: over the budget whatever else */
+        disk_watch w2;
+        char *none[] = {NULL};
+        disk_watch_init(&w2, 100 << 20, none, 0);
+        if (disk_watch_set_tmpfs(&w2, "", dests) < 0) return 17;
+        while (write(fd, buf, sizeof buf) > 0)
+                ;
+        close(fd);
+        /* the paths' list is empty: only the tmpfs is checked, on the filesystem clock */
+        char *one[] = {(char *) tree, NULL};
+        w2.paths = one;
+        if (disk_watch_check(&w2, 0, &detail) != 1 || !strstr(detail, "is full")) return 18;
+        free(detail);
+        disk_watch_done(&w);
+        disk_watch_done(&w2);
+        return 0;
+}
+
+START_TEST(test_tmpfs_counts) {
+        char *tree = tf_tmpdir_new("tf-disk-watch");
+        char *mnt = tf_tmpdir_new("tf-disk-watch");
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) _exit(tmpfs_child(tree, mnt));
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the tmpfs checks: step %d", WEXITSTATUS(st));
+        tf_tmpdir_free(tree);
+        tf_tmpdir_free(mnt);
+}
+END_TEST
+
 TF_MAIN("disk-watch", "watch", NULL, NULL, 120, test_interval, test_budget_trip, test_unmeasurable_trips, test_no_paths,
-        test_floor_only_the_grower, test_reserve)
+        test_floor_only_the_grower, test_reserve, test_tmpfs_counts)

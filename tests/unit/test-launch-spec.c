@@ -328,6 +328,18 @@ END_TEST
 
 /* A check gate's spec: "check" with "logMaxBytes" (both or neither), and its
  * overlay's "lowerTop"; each optional, each strict. */
+/* Each bad[i][0] in text replaced by bad[i][1]: the spec is refused. */
+static void refuse_each(const char *text, const char *const bad[][2], size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const char *at = strstr(text, bad[i][0]);
+                ck_assert_msg(at, "%s not in %s", bad[i][0], text);
+                _cleanup_free_ char *t2 = strdup_printf("%.*s%s%s", (int) (at - text), text, bad[i][1], at + strlen(bad[i][0]));
+                launch_spec *x = NULL;
+                ck_assert_msg(parse_text(t2, &x) == -EBADMSG, "accepted: %s", t2);
+                ck_assert_ptr_null(x);
+        }
+}
+
 START_TEST(test_check_spec) {
         char *no_env[] = {NULL};
         launch_overlay cov = {.lower = "/repo", .upper = "/ov/upper/check", .work = "/ov/work/check",
@@ -363,14 +375,50 @@ START_TEST(test_check_spec) {
                 {"\"lowerTop\":\"/ov/upper/main\"", "\"lowerTop\":\"ov/upper/main\""},
                 {"\"lowerTop\":\"/ov/upper/main\"", "\"lowerTop\":7"},
         };
-        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                const char *at = strstr(text, bad[i][0]);
-                ck_assert_msg(at, "%s not in %s", bad[i][0], text);
-                _cleanup_free_ char *t2 = strdup_printf("%.*s%s%s", (int) (at - text), text, bad[i][1], at + strlen(bad[i][0]));
-                launch_spec *x = NULL;
-                ck_assert_msg(parse_text(t2, &x) == -EBADMSG, "accepted: %s", t2);
-                ck_assert_ptr_null(x);
-        }
+        refuse_each(text, bad, ELEMENTSOF(bad));
+}
+END_TEST
+
+/* A worker's log budget, its limits and the size of its tmpfs mounts:
+ * written when set, read back, refused when malformed; absent in an older
+ * daemon's spec. */
+START_TEST(test_limits_and_budgets) {
+        char *no_env[] = {NULL};
+        launch_sandbox lsb = {.dirs = no_env, .share_net = true, .net = {.mode = NET_MODE_HOST}, .tmp_size = 134217728};
+        launch_limits lim = {.memory_max = 268435456, .tasks_max = 64};
+        launch_spec c = {.task_id = "oc_x_1", .executor = "shell", .prompt = "true", .directory = "/repo",
+                         .env = no_env, .log_path = "/t/log", .task_dir = "/t", .sandbox = &lsb,
+                         .log_budget = 268435456, .limits = &lim};
+        _cleanup_json_ json_object *j = NULL;
+        ck_assert_int_eq(launch_spec_to_json(&c, &j), 0);
+        const char *text = json_to_line(j, NULL);
+        ck_assert_msg(strstr(text, ",\"tmpSize\":134217728}") != NULL, "%s", text);
+        ck_assert_msg(strstr(text, ",\"logBudget\":268435456,\"limits\":{\"memoryMax\":268435456,\"tasksMax\":64}}") != NULL,
+                      "%s", text);
+        _cleanup_(launch_spec_freep) launch_spec *b = NULL;
+        ck_assert_int_eq(launch_spec_from_json(j, &b), 0);
+        ck_assert_uint_eq(b->log_budget, 268435456);
+        ck_assert_ptr_nonnull(b->limits);
+        ck_assert_uint_eq(b->limits->memory_max, 268435456);
+        ck_assert_uint_eq(b->limits->tasks_max, 64);
+        ck_assert_uint_eq(b->sandbox->tmp_size, 134217728);
+        _cleanup_(launch_spec_freep) launch_spec *w = NULL;
+        ck_assert_int_eq(parse_text(FULL_JSON, &w), 0);
+        ck_assert_uint_eq(w->log_budget, 0);
+        ck_assert_ptr_null(w->limits);
+        ck_assert_uint_eq(w->sandbox->tmp_size, 0);
+        static const char *const bad[][2] = {
+                {"\"logBudget\":268435456", "\"logBudget\":4096"},
+                {"\"logBudget\":268435456", "\"logBudget\":-1"},
+                {"\"logBudget\":268435456", "\"logBudget\":\"256M\""},
+                {"\"tmpSize\":134217728", "\"tmpSize\":0"},
+                {"\"tmpSize\":134217728", "\"tmpSize\":true"},
+                {"\"tasksMax\":64}", "\"tasksMax\":64,\"cpu\":1}"},
+                {"\"tasksMax\":64}", "\"tasksMax\":-64}"},
+                {",\"tasksMax\":64}", "}"},
+                {"\"limits\":{", "\"limits\":7,\"x\":{"},
+        };
+        refuse_each(text, bad, ELEMENTSOF(bad));
 }
 END_TEST
 
@@ -555,6 +603,19 @@ START_TEST(test_exit_info) {
         exit_file_refused(dir, path,
                           "{\"exitCode\":null,\"signal\":null,\"spawnError\":null,\"endedAt\":\"2025-11-30T13:35:06.026Z\","
                           "\"stopReason\":3}");
+        /* the shim stopped the worker at a limit (task-limits.h) */
+        static const char *const limit_reasons[] = {"memory_limit_exceeded", "tasks_limit_exceeded"};
+        for (size_t i = 0; i < ELEMENTSOF(limit_reasons); i++) {
+                _cleanup_free_ char *t = strdup_printf("{\"exitCode\":null,\"signal\":\"SIGKILL\",\"spawnError\":null,"
+                                                       "\"endedAt\":\"2025-11-30T13:35:06.026Z\",\"stopReason\":\"%s\","
+                                                       "\"stopDetail\":\"at its limit\"}",
+                                                       limit_reasons[i]);
+                _cleanup_json_ json_object *lj = json_tokener_parse(t);
+                exit_info li;
+                ck_assert_int_eq(exit_info_from_json(lj, &li), 0);
+                ck_assert_str_eq(li.stop_reason, limit_reasons[i]);
+                exit_info_done(&li);
+        }
         tf_tmpdir_free(dir);
 }
 END_TEST
@@ -562,7 +623,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("launch-spec");
         tf_tcase(s, "spec", NULL, NULL, 0, TF_TESTS(test_exact_json, test_round_trip, test_host_masks, test_check_spec, test_strict_types,
-                test_strict_shape, test_strict_disk, test_memfd, test_read_pipe_and_garbage));
+                test_strict_shape, test_strict_disk, test_limits_and_budgets, test_memfd, test_read_pipe_and_garbage));
         tf_tcase(s, "status-files", NULL, NULL, 0, TF_TESTS(test_launch_info, test_exit_info));
         return tf_run_suite(s);
 }

@@ -1,7 +1,8 @@
 /* The shim's stdout → normalizer → log pipeline (src/shim/log-pipe.c) over a
  * real pipe: lines split across reads, CRLF and bytes kept, the partial last
- * line at EOF, stderr never gluing onto an event, and a stdout "line" over
- * 64 MiB logged in pieces that lose nothing. Read back with logparse, as
+ * line at EOF, stderr never gluing onto an event, a line over
+ * LOG_PIPE_LINE_MAX cut with a marker, and a log kept to its budget, head
+ * and tail. Read back with logparse, as
  * task.result does: the shell executor's message is exactly its stdout. */
 
 #include <check.h>
@@ -57,6 +58,11 @@ static char *pipe_through(const char *const *chunks, const size_t *lens, size_t 
         return path;
 }
 
+static bool endswith_str(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+        return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
 static char *message_of(const char *path) {
         log_summary s = {0};
         ck_assert_int_eq(log_summarize_file(path, NULL, &s), 0);
@@ -96,12 +102,11 @@ START_TEST(test_stderr_never_glues) {
 }
 END_TEST
 
-/* A stdout line of 64 MiB + 100 bytes, its newline in a later write: one
- * 64 MiB piece, then the rest with its newline; the message is the line,
- * byte for byte. (A long line whose newline comes in the same read is
- * logged whole, as before.) */
-START_TEST(test_overlong_line_in_pieces) {
-        size_t big = ((size_t) 64 << 20) + 100;
+/* A stdout line of LOG_PIPE_LINE_MAX + 100 bytes, its newline in a later
+ * write: its first LOG_PIPE_LINE_MAX bytes are logged, the 100 others
+ * dropped and a marker line says so; the next line is logged as it is. */
+START_TEST(test_overlong_line_is_cut) {
+        size_t big = LOG_PIPE_LINE_MAX + 100;
         _cleanup_free_ char *line = malloc(big + 1);
         ck_assert_ptr_nonnull(line);
         for (size_t i = 0; i < big; i++) line[i] = (char) ('a' + i % 26);
@@ -110,16 +115,113 @@ START_TEST(test_overlong_line_in_pieces) {
         size_t lens[] = { big, 7 };
         _cleanup_free_ char *path = pipe_through(chunks, lens, ELEMENTSOF(chunks), NULL);
         _cleanup_free_ char *m = message_of(path);
-        ck_assert_uint_eq(strlen(m), big + 1 + 6);
-        ck_assert(memcmp(m, line, big + 1) == 0);
-        ck_assert_str_eq(m + big + 1, "after\n");
-        /* logged as 3 events: the 64 MiB piece, the rest of the line, "after" */
+        ck_assert(memcmp(m, line, LOG_PIPE_LINE_MAX) == 0);
+        ck_assert(endswith_str(m, "after\n"));
+        ck_assert_uint_lt(strlen(m), LOG_PIPE_LINE_MAX + 16);
+        /* 3 lines: the piece, the marker, "after" */
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
-        ck_assert_int_eq(read_file(path, (size_t) 256 << 20, &data, &len), 0);
+        ck_assert_int_eq(read_file(path, (size_t) 64 << 20, &data, &len), 0);
         size_t lines = 0;
         for (size_t i = 0; i < len; i++) lines += data[i] == '\n';
         ck_assert_uint_eq(lines, 3);
+        ck_assert_ptr_nonnull(strstr(data, "cut there: 100 bytes dropped]\n"));
+}
+END_TEST
+
+/* A log_pipe of the shell executor with a budget, on a fresh log <name>.ndjson (*ret_path); its fd. */
+static int budget_pipe(const char *name, uint64_t budget, log_pipe *lp, char **ret_path) {
+        *ret_path = strdup_printf("%s/%s.ndjson", tmpdir, name);
+        int log_fd = open(*ret_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        ck_assert_int_ge(log_fd, 0);
+        ck_assert_int_eq(log_pipe_init(lp, executor_find("shell"), log_fd, "test"), 0);
+        lp->budget = budget;
+        return log_fd;
+}
+
+/* The same for stderr, raw: 3 lines of which the middle one has 2 MiB too
+ * many, in writes of 64 KiB; and one left unterminated at the end. */
+START_TEST(test_raw_line_is_cut) {
+        _cleanup_free_ char *path = NULL;
+        log_pipe lp;
+        int log_fd = budget_pipe("raw-cut", (uint64_t) 1 << 30, &lp, &path);
+        log_pipe_raw(&lp, "first\n", 6);
+        char chunk[65536];
+        memset(chunk, 'z', sizeof chunk);
+        size_t total = LOG_PIPE_LINE_MAX + ((size_t) 2 << 20);
+        for (size_t done = 0; done < total; done += sizeof chunk) log_pipe_raw(&lp, chunk, sizeof chunk);
+        log_pipe_raw(&lp, "\nlast\nunterminated", 18);
+        ck_assert_int_eq(lp.raw_line, 12);
+        memset(chunk, 'y', sizeof chunk);
+        for (size_t done = 0; done < total; done += sizeof chunk) log_pipe_raw(&lp, chunk, sizeof chunk);
+        log_pipe_finish(&lp);
+        log_pipe_done(&lp);
+        close(log_fd);
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file(path, (size_t) 64 << 20, &data, &len), 0);
+        ck_assert(startswith(data, "first\n"));
+        const char *z = data + 6;
+        for (size_t i = 0; i < LOG_PIPE_LINE_MAX; i++) ck_assert_int_eq(z[i], 'z');
+        _cleanup_free_ char *want = strdup_printf("\n[taskferry-shim: a line over %zu bytes without a newline was cut "
+                                                  "there: %zu bytes dropped]\nlast\nunterminated",
+                                                  (size_t) LOG_PIPE_LINE_MAX, total - LOG_PIPE_LINE_MAX);
+        ck_assert(strncmp(z + LOG_PIPE_LINE_MAX, want, strlen(want)) == 0);
+        const char *y = z + LOG_PIPE_LINE_MAX + strlen(want);
+        for (size_t i = 0; i < LOG_PIPE_LINE_MAX - 12; i++) ck_assert_int_eq(y[i], 'y');
+        /* cut at EOF too: the line held its bound, the rest is counted */
+        _cleanup_free_ char *end = strdup_printf("cut there: %zu bytes dropped]\n", total - (LOG_PIPE_LINE_MAX - 12));
+        ck_assert(endswith_str(data, end));
+}
+END_TEST
+
+/* A log over its budget keeps its head and its tail, each of whole lines,
+ * with one marker between them counting what was cut; it never holds much
+ * more than its budget; the final message is there, intact, and the
+ * result reads it. */
+START_TEST(test_budget_keeps_head_and_tail) {
+        _cleanup_free_ char *path = NULL;
+        log_pipe lp;
+        uint64_t budget = (uint64_t) 1 << 20;
+        int log_fd = budget_pipe("budget", budget, &lp, &path);
+        uint64_t written = 0;
+        char line[128];
+        for (int i = 0; i < 100000; i++) {
+                int n = snprintf(line, sizeof line, "line %d of the flood, with some words to fill it\n", i);
+                log_pipe_raw(&lp, line, (size_t) n);
+                written += (uint64_t) n;
+                struct stat st;
+                ck_assert_int_eq(fstat(log_fd, &st), 0);
+                ck_assert_uint_le((uint64_t) st.st_size, budget + (uint64_t) n);
+        }
+        static const char fin[] = "{\"type\":\"text\",\"part\":{\"text\":\"THE FINAL MESSAGE\"}}\n";
+        log_pipe_raw(&lp, fin, strlen(fin));
+        log_pipe_finish(&lp);
+        log_pipe_done(&lp);
+        close(log_fd);
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file(path, (size_t) 8 << 20, &data, &len), 0);
+        ck_assert(startswith(data, "line 0 of the flood"));
+        ck_assert(endswith_str(data, fin));
+        /* every line whole: a flood line, the one marker, or the final event */
+        size_t markers = 0;
+        unsigned long long cut = 0;
+        for (char *l = data, *nl; (nl = memchr(l, '\n', len - (size_t) (l - data))); l = nl + 1) {
+                *nl = 0;
+                if (startswith(l, "[taskferry-shim: the log is over its budget of 1.0 MiB:")) {
+                        markers++;
+                        ck_assert_int_eq(strlen(l), LOG_PIPE_MARKER_BYTES - 1);
+                        ck_assert_int_eq(sscanf(strchr(l, ':') + 1, " the log is over its budget of 1.0 MiB: %llu", &cut), 1);
+                } else if (!startswith(l, "{\"type\"")) {
+                        int k = -1;
+                        ck_assert_msg(sscanf(l, "line %d of the flood", &k) == 1 && k >= 0, "a broken line: %s", l);
+                        ck_assert(endswith_str(l, "to fill it"));
+                }
+        }
+        ck_assert_uint_eq(markers, 1);
+        /* what is there and what was cut is all that was written */
+        ck_assert_uint_eq(len - LOG_PIPE_MARKER_BYTES + cut, written + strlen(fin));
 }
 END_TEST
 
@@ -176,4 +278,4 @@ START_TEST(test_raw_and_trimmed) {
 END_TEST
 
 TF_MAIN("log-pipe", "core", setup, teardown, 240, test_split_reads_and_eof_partial, test_stderr_never_glues,
-        test_overlong_line_in_pieces, test_raw_and_trimmed)
+        test_overlong_line_is_cut, test_raw_line_is_cut, test_budget_keeps_head_and_tail, test_raw_and_trimmed)

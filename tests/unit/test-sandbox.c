@@ -110,6 +110,22 @@ START_TEST(test_unshared_net) {
 }
 END_TEST
 
+/* With a tmpSize every tmpfs of the sandbox is sized: bwrap's --size comes
+ * right before each --tmpfs, /tmp's and a masked dir's alike. */
+START_TEST(test_sized_tmpfs) {
+        sandbox_mount m[] = {{.op = SANDBOX_MOUNT_TMPFS, .dest = "/var/tmp"}, {.op = SANDBOX_MOUNT_TARGET, .dest = "/d"}};
+        launch_sandbox sb = {.uid = 5, .gid = 6, .mounts = m, .n_mounts = 2, .share_net = true,
+                             .net = {.mode = NET_MODE_HOST}, .tmp_size = 268435456};
+        _cleanup_strv_free_ char **argv = NULL;
+        char *w[] = {"true", NULL};
+        ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
+        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--size", "268435456", "--tmpfs", "/tmp",
+                    "--size", "268435456", "--tmpfs", "/var/tmp", "--bind", "/d", "/d", "--unshare-all",
+                    "--unshare-user", "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop", "ALL",
+                    "--chdir", "/d", "--", "true", NULL);
+}
+END_TEST
+
 /* A mount missing the path its op needs is refused, not emitted half. */
 START_TEST(test_every_op) {
         sandbox_mount bad[] = {{.op = SANDBOX_MOUNT_BIND, .dest = "/x"}};
@@ -130,4 +146,4 @@ START_TEST(test_every_op) {
 END_TEST
 
 TF_MAIN("sandbox", "argv", NULL, NULL, 0, test_bwrap_overlay_method, test_userns_overlay_method,
-        test_no_overlay_minimal, test_unshared_net, test_every_op)
+        test_no_overlay_minimal, test_unshared_net, test_sized_tmpfs, test_every_op)

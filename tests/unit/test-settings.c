@@ -123,6 +123,18 @@ START_TEST(scope_limits) {
         refused("{\"taskMemoryMax\": \"0\"}", none, "config taskMemoryMax");
         char *bad_w[] = {"TASKFERRY_TASK_CPU_WEIGHT=10001", NULL};
         refused(NULL, bad_w, "CPU weight must be from 1 through 10000");
+        /* the log's budget: 256M, a size of at least 1M from the environment */
+        resolved(&s, NULL, NULL);
+        ck_assert_uint_eq(s.task_log_max, UINT64_C(256) << 20);
+        settings_done(&s);
+        char *log_env[] = {"TASKFERRY_TASK_LOG_MAX=64M", NULL};
+        resolved(&s, NULL, log_env);
+        ck_assert_uint_eq(s.task_log_max, UINT64_C(64) << 20);
+        settings_done(&s);
+        char *bad_log[] = {"TASKFERRY_TASK_LOG_MAX=512K", NULL};
+        refused(NULL, bad_log, "TASKFERRY_TASK_LOG_MAX must be a size of at least 1M");
+        char *bad_log2[] = {"TASKFERRY_TASK_LOG_MAX=lots", NULL};
+        refused(NULL, bad_log2, "TASKFERRY_TASK_LOG_MAX must be a size of at least 1M");
 }
 END_TEST
 

@@ -13,6 +13,7 @@
 #include "json-util.h"
 #include "protocol-keys.h"
 #include "run/network.h"
+#include "run/scope.h"
 #include "macro.h"
 #include "string-util.h"
 #include "time-util.h"
@@ -54,6 +55,9 @@ json_object *task_summary(Task *t) {
                                        TASK_KEY_tasks_max, TASK_KEY_job, TASK_KEY_changeset_risks};
         for (size_t i = 0; i < ELEMENTSOF(opt2); i++)
                 if (task_record_is_set(rec, opt2[i])) task_copy_key(o, t, opt2[i]);
+        /* limits: which of memoryMax and tasksMax hold, and how (scope.h) */
+        _cleanup_free_ char *limits = scope_task_limits_words(t);
+        if (limits) json_add_string(o, PK_limits, limits);
         if (rec->check_status && !streq(rec->check_status, "none")) {
                 static const TaskKey ck[] = {TASK_KEY_check_status, TASK_KEY_check_command, TASK_KEY_check_exit_code,
                                              TASK_KEY_check_started_at, TASK_KEY_check_ended_at};

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "disk-budget.h"
+#include "launch-spec.h"
 #include "executor.h"
 #include "json-util.h"
 #include "macro.h"
@@ -327,6 +328,14 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
 
         /* env-only settings of this port */
         if (config_list_append(&s->home_allow, ENV("TASKFERRY_SANDBOX_HOME_ALLOW")) < 0) return -ENOMEM;
+        /* the log's budget (log-pipe.h in the shim) */
+        const char *lm = ENV("TASKFERRY_TASK_LOG_MAX");
+        s->task_log_max = SETTINGS_DEFAULT_TASK_LOG_MAX;
+        if (!isempty(lm) && (disk_size_parse(lm, &s->task_log_max) < 0 || s->task_log_max < LAUNCH_LOG_BUDGET_MIN))
+                return set_error(reason, -EINVAL,
+                            "error: TASKFERRY_TASK_LOG_MAX must be a size of at least 1M, optionally with a K, M, G "
+                            "or T suffix (got \"%s\")\nhelp: e.g. 256M (the default)",
+                            lm);
         const char *dm = ENV("TASKFERRY_TASK_DISK_MAX");
         if (!isempty(dm) && disk_size_parse(dm, &s->task_disk_max) < 0)
                 return set_error(reason, -EINVAL,

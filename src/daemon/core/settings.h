@@ -21,6 +21,7 @@ typedef struct ProviderLimit {
 } ProviderLimit;
 
 #define SETTINGS_DEFAULT_IDLE_EXIT_SEC 300
+#define SETTINGS_DEFAULT_TASK_LOG_MAX ((uint64_t) 256 << 20)
 
 typedef struct Settings {
         /* ---- the config.json keys (env var; default; rule) ---- */
@@ -100,6 +101,10 @@ typedef struct Settings {
                                                       or the libexec dir) */
         uint64_t task_disk_max;                    /* TASKFERRY_TASK_DISK_MAX (disk_size_parse), 0: the default
                                                       rule of disk-budget.h */
+        uint64_t task_log_max;                     /* TASKFERRY_TASK_LOG_MAX (a size, disk_size_parse);
+                                                      SETTINGS_DEFAULT_TASK_LOG_MAX; at least LAUNCH_LOG_BUDGET_MIN,
+                                                      else a start error: each log's budget, its head and tail
+                                                      kept (log-pipe.h in the shim) */
         uint64_t watchdog_poll_ms;                 /* TASKFERRY_WATCHDOG_POLL_MS (env only); 2000; int>0 */
 } Settings;
 
@@ -113,7 +118,7 @@ typedef struct Settings {
  * ("error: ...\nhelp: ..." or a one-line message) for: an unknown
  * TASKFERRY_DEFAULT_EXECUTOR, a defaultVariant outside the levels, a
  * malformed TASKFERRY_PROVIDER_LIMITS entry, maxOutputFileBytes > 1048576,
- * a bad TASKFERRY_TASK_DISK_MAX, TASKFERRY_TASK_MEMORY_MAX or CPU weight. On failure *s holds what was resolved;
+ * a bad TASKFERRY_TASK_DISK_MAX, TASKFERRY_TASK_MEMORY_MAX, task log budget or CPU weight. On failure *s holds what was resolved;
  * settings_done() frees it either way. */
 int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***ret_warnings, char **reason);
 

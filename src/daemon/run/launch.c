@@ -21,6 +21,7 @@
 #include "run/launch.h"
 #include "run/network.h"
 #include "run/overlay-seed.h"
+#include "run/scope.h"
 #include "core/manager.h"
 #include "core/settings.h"
 #include "core/task.h"
@@ -38,6 +39,7 @@
 #include "path-util.h"
 #include "string-util.h"
 #include "strv.h"
+#include "task-limits.h"
 
 extern char **environ;
 
@@ -587,7 +589,8 @@ out:
  * TASKFERRY_TASK_DISK_MAX, else min(10 GiB, 1/4 of the filesystem holding the
  * overlay root); a nested dispatch gets no more than that default. What
  * counts: the overlay upper dirs (the target's and a git common dir's), the
- * output dir and the executor homes (a worker writes those too). Recorded on
+ * output dir, the log and the executor homes (a worker writes those too),
+ * and the sandbox's tmpfs mounts (the shim's disk watch). Recorded on
  * the task as diskMaxBytes. */
 static int task_disk_budget(Task *t, bool sandboxed, launch_disk *d, char ***paths) {
         Manager *m = t->m;
@@ -603,6 +606,8 @@ static int task_disk_budget(Task *t, bool sandboxed, launch_disk *d, char ***pat
         const char *upper = od ? json_get_string(od, PK_upperDir) : NULL;
         const char *out = t->rec.output_dir;
         if ((upper && strv_push(paths, upper) < 0) || (out && strv_push(paths, out) < 0)) return -ENOMEM;
+        /* the log, kept to its own budget (log-pipe.h), counts too */
+        if (t->rec.log_path && strv_push(paths, t->rec.log_path) < 0) return -ENOMEM;
         json_object *rwb = od ? json_get_array(od, PK_rwBinds) : NULL;
         for (size_t i = 0; rwb && i < json_object_array_length(rwb); i++) {
                 const char *u = json_get_string(json_object_array_get_idx(rwb, i), PK_upperDir);
@@ -725,6 +730,14 @@ int launch_prepare(Task *t, LaunchPlan *plan, char **reason) {
                 return set_error(reason, -ENOMEM, "out of memory");
         }
         spec.disk = &disk;
+        ScopeLimits lim;
+        scope_limits_for(t, &lim);
+        launch_limits limits = {.memory_max = lim.memory_max, .tasks_max = lim.tasks_max};
+        spec.limits = &limits;
+        spec.log_budget = m->settings.task_log_max;
+        /* every tmpfs of the sandbox holds at most what the disk budget and
+         * the memory limit both allow: it is memory (task-limits.h) */
+        if (sandbox) sb.tmp_size = task_limits_tmp_size(disk.max_bytes, lim.memory_max);
         spec.env = env; /* after the sandbox block, which may add to env */
         int memfd = launch_spec_to_memfd(&spec);
         /* the spec owns nothing of these: they were borrowed from home and sb */
@@ -820,6 +833,10 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
         launch_disk disk = {.max_bytes = budget > 0 ? (uint64_t) budget : m->settings.task_disk_max,
                             .grace_ms = CHECK_KILL_GRACE_MS, .paths = disk_paths};
         _cleanup_free_ char *prompt_file = strdup_printf("%s/prompt", gate_dir);
+        ScopeLimits lim;
+        scope_limits_for(t, &lim);
+        launch_limits limits = {.memory_max = lim.memory_max, .tasks_max = lim.tasks_max};
+        sb.tmp_size = task_limits_tmp_size(disk.max_bytes, lim.memory_max);
         launch_spec spec = {
                 .task_id = (char *) t->id,
                 .executor = (char *) "check",
@@ -833,6 +850,7 @@ int launch_prepare_check(Task *t, const char *check, LaunchPlan *plan, char **re
                 .disk = disk.max_bytes ? &disk : NULL,
                 .check = true,
                 .log_max_bytes = CHECK_OUTPUT_MAX_BYTES,
+                .limits = &limits,
         };
         int memfd = prompt_file ? launch_spec_to_memfd(&spec) : -ENOMEM;
         sb.dirs = NULL;

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "string-util.h"
 #include "strv.h"
+#include "task-limits.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"
@@ -43,6 +44,7 @@ struct Scope {
         ScopeState state;
         char *reason;
         bool fallback_logged;
+        TaskLimitsProbe probe_limits; /* what holds a worker's limits without a scope (task-limits.h) */
 };
 
 static void scope_unavailable(Manager *m, const char *fmt, ...) _printf_(2, 3);
@@ -54,8 +56,9 @@ static void scope_unavailable(Manager *m, const char *fmt, ...) {
         if (vasprintf(&text, fmt, ap) < 0) text = NULL;
         va_end(ap);
         if (s->state != SCOPE_UNAVAILABLE)
-                log_info("resource limits are not enforced (%s): workers run in their own process groups",
-                         text ? text : "out of memory");
+                log_info("no systemd scope for the workers (%s): their limits hold as %s",
+                         text ? text : "out of memory",
+                         s->probe_limits.mode == TASK_LIMITS_CGROUP ? "a cgroup of their own" : "rlimits");
         s->fallback_logged = true;
         s->state = SCOPE_UNAVAILABLE;
         free(s->reason);
@@ -123,9 +126,8 @@ static void release(Task *t) {
 static void fallback(Task *t, const char *why) {
         Scope *s = t->m->scope;
         if (s && !s->fallback_logged) {
-                log_warning("task %s: no scope unit (%s); the worker runs in its own process group, resource limits "
-                            "are not enforced (logged once)",
-                            t->id, why);
+                log_warning("task %s: no scope unit (%s); the worker's limits hold as %s (logged once)", t->id, why,
+                            s->probe_limits.mode == TASK_LIMITS_CGROUP ? "a cgroup of its own" : "rlimits");
                 s->fallback_logged = true;
         }
         release(t);
@@ -300,6 +302,9 @@ int scope_setup(Manager *m) {
         if (!s) return -ENOMEM;
         m->scope = s;
         s->state = SCOPE_PROBING;
+        /* the shim probes the same way: it is our child, in our cgroup, with our ids */
+        int k = task_limits_probe(NULL, &s->probe_limits);
+        if (k < 0) return k;
         s->bus = user_bus(m);
         if (!s->bus) {
                 _cleanup_free_ char *why = user_bus_missing(m);
@@ -326,6 +331,7 @@ void scope_free(Manager *m) {
         s->job_removed = sd_bus_slot_unref(s->job_removed);
         s->probe = sd_bus_slot_unref(s->probe);
         s->bus = NULL; /* the connection is user-bus.c's */
+        task_limits_probe_done(&s->probe_limits);
         free(s->reason);
         free(s);
         m->scope = NULL;
@@ -347,7 +353,30 @@ json_object *scope_health(Manager *m) {
         json_add_int(o, PK_memoryHigh, (int64_t) (st->task_memory_max / 10 * 9));
         json_add_int(o, PK_tasksMax, (int64_t) st->task_tasks_max);
         json_add_int(o, PK_cpuWeight, (int64_t) st->task_cpu_weight);
+        _cleanup_free_ char *words = scope_limits_words(m, NULL, st->task_memory_max, st->task_tasks_max);
+        json_add_string(o, PK_mode, task_limits_mode_to_string(enforced ? TASK_LIMITS_SCOPE : s ? s->probe_limits.mode
+                                                                                                 : TASK_LIMITS_RLIMIT));
+        json_add_string(o, PK_limits, words);
         return o;
+}
+
+char *scope_limits_words(Manager *m, const char *unit, uint64_t memory_max, uint64_t tasks_max) {
+        Scope *s = m->scope;
+        bool scoped = unit || (s && s->bus && s->state != SCOPE_UNAVAILABLE);
+        if (scoped) return task_limits_describe(TASK_LIMITS_SCOPE, false, memory_max, tasks_max, unit, NULL);
+        if (!s) return task_limits_describe(TASK_LIMITS_RLIMIT, geteuid() == 0, memory_max, tasks_max, NULL, NULL);
+        const TaskLimitsProbe *p = &s->probe_limits;
+        _cleanup_free_ char *why = strdup_printf("no systemd user manager: %s; %s", s->reason ? s->reason : "none",
+                                                 p->why ? p->why : "no writable cgroup v2");
+        return task_limits_describe(p->mode, p->root, memory_max, tasks_max, p->parent, why);
+}
+
+char *scope_task_limits_words(const Task *t) {
+        int64_t mem = 0, tasks = 0;
+        (void) task_record_get_int(&t->rec, TASK_KEY_memory_max, &mem);
+        (void) task_record_get_int(&t->rec, TASK_KEY_tasks_max, &tasks);
+        if (mem <= 0 && tasks <= 0) return NULL;
+        return scope_limits_words(t->m, scope_unit_of(t), mem > 0 ? (uint64_t) mem : 0, tasks > 0 ? (uint64_t) tasks : 0);
 }
 
 /* ---- pure helpers ---- */

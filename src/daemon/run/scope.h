@@ -9,8 +9,10 @@
  *
  * Without a user manager (no user bus, no org.freedesktop.systemd1 on it: a
  * container, CI) the scope is skipped and the worker runs in its own process
- * group as before; that is logged once and `taskferry doctor` says resource
- * limits are not enforced (scope_health).
+ * group, its limits held by the shim instead: a cgroup of its own where a
+ * delegated cgroup v2 takes one, else rlimits and the shim's count
+ * (task-limits.h); that is logged once, and `dispatch`, `status` and
+ * `taskferry doctor` say in words which limits hold (scope_limits_words).
  *
  * Owns Manager.scope (its calls on the daemon's user-bus connection) and
  * Task.scope_* (the pending start of a task's scope). */
@@ -82,10 +84,22 @@ void scope_forget(Task *t);
 void scope_readopt(Task *t, pid_t shim_pid);
 
 /* task.stats' resourceLimits object (system.health's result stays exactly
- * {healthy, pid, version}): {"enforced": bool, "reason": str (when not),
- * "slice", "memoryMax", "memoryHigh", "tasksMax", "cpuWeight"} (the
- * defaults a dispatch gets). NULL on ENOMEM. */
+ * {healthy, pid, version}): {"enforced": bool (by a systemd scope),
+ * "reason": str (when not), "slice", "memoryMax", "memoryHigh", "tasksMax",
+ * "cpuWeight", "mode": "scope"|"cgroup"|"rlimit", "limits": str} (the
+ * defaults a dispatch gets; "limits" says in words what holds them). NULL
+ * on ENOMEM. */
 json_object *scope_health(Manager *m);
+
+/* The words saying which limits hold for a worker with memory_max bytes
+ * and tasks_max processes and threads (task_limits_describe): in the scope
+ * unit when one is given or the user manager answers, else what the
+ * shim's probe finds (the same as the daemon's: its child, in its
+ * cgroup). malloc'd, NULL on ENOMEM. */
+char *scope_limits_words(Manager *m, const char *unit, uint64_t memory_max, uint64_t tasks_max);
+/* The same for t from its record (unit, memoryMax, tasksMax); NULL before
+ * its limits were recorded (a queued task) or on ENOMEM. */
+char *scope_task_limits_words(const Task *t);
 
 /* ---- pure helpers (unit-tested, tests/unit/test-scope.c) ---- */
 

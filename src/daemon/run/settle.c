@@ -28,6 +28,7 @@
 #include "macro.h"
 #include "string-util.h"
 #include "strv.h"
+#include "task-limits.h"
 
 /* Does the task's overlay (overlayDirs) hold no change: every upper dir
  * (the target's, each rwBind's) missing or empty? False when unsure. */
@@ -362,7 +363,9 @@ static void settle_job_done(Manager *m, void *userdata, json_object *res, int er
         /* crash recovery: the worker reached a final answer before failing */
         if (status == TASK_CRASHED && !spawn_error && res && json_get_bool(res, "hasStop", false) &&
             json_get_bool(res, "messageNonEmpty", false) && !streq_ptr(t->rec.failure_reason, DISK_STOP_REASON) &&
-            !streq_ptr(t->rec.failure_reason, SCOPE_OOM_REASON))
+            !streq_ptr(t->rec.failure_reason, SCOPE_OOM_REASON) &&
+            !streq_ptr(t->rec.failure_reason, TASK_LIMITS_MEMORY_REASON) &&
+            !streq_ptr(t->rec.failure_reason, TASK_LIMITS_TASKS_REASON))
                 status = TASK_DONE;
         if (res && json_get_string(res, PK_sessionId)) task_set_str(t, TASK_KEY_session_id, json_get_string(res, PK_sessionId));
         /* completeness: a done task whose final message is blank, or does

@@ -97,7 +97,19 @@ static int watch_read(WatchState *w, const char *path, const char *prefix, const
                 return *ret_reason && *ret_detail ? 1 : -ENOMEM;
         }
         uint64_t size = (uint64_t) st.st_size;
-        if (size < w->bytes_read) watch_reset_read(w); /* truncated or replaced */
+        if (size < w->bytes_read) {
+                /* the shim cut the log's middle to keep it to its budget
+                 * (log-pipe.h): what is left was read before it moved, so the
+                 * read goes on at the new end, a line cut there skipped; the
+                 * cut itself means the worker wrote */
+                watch_reset_read(w);
+                w->bytes_read = size;
+                char last = '\n';
+                if (size > 0 && pread(fd, &last, 1, (off_t) size - 1) != 1) last = '\n';
+                w->skipping = last != '\n';
+                w->last_activity = now_ms;
+                return 0;
+        }
         if (size == w->bytes_read) return 0;
         size_t want = size - w->bytes_read > WATCHDOG_READ_MAX ? WATCHDOG_READ_MAX : (size_t) (size - w->bytes_read);
         _cleanup_free_ char *buf = malloc(want);

@@ -76,7 +76,7 @@ out=$(as_user bash -c 'mkdir -p ~/.config/taskferry &&
   printf "{\"taskMemoryMax\": \"1G\", \"taskTasksMax\": 512, \"taskCpuWeight\": 50}\n" > ~/.config/taskferry/config.json' 2>&1) ||
   die "cannot write config.json" "$out"
 out=$(as_user taskferry doctor 2>&1) || die "taskferry doctor failed" "$out"
-grep -q "resource limits are not enforced" <<<"$out" && die "doctor says limits are not enforced under a user manager" "$out"
+grep -q "resource limits are not held by a systemd scope" <<<"$out" && die "doctor says limits are not held by a scope under a user manager" "$out"
 ok "doctor does not warn about resource limits"
 out=$(as_user taskferry doctor --json 2>&1) || die "taskferry doctor --json failed" "$out"
 grep -q '"resourceLimits":{"enforced":true' <<<"$(tr -d ' \n' <<<"$out")" ||
