@@ -5,9 +5,7 @@
  * hands out its elements in order; every record it reads serializes
  * (task_record_to_json), reads back and serializes to the same text (what
  * a load then a flush writes is stable: nothing lost, nothing invented).
- *
- * The append-only journal (tasks.journal) gets its own target beside this
- * one once it lands: its record reader over torn and corrupt tails. */
+ * The journal beside it (tasks.journal) has its own target, fuzz-journal.c. */
 
 #include <string.h>
 #include <json-c/json.h>

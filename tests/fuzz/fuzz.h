@@ -3,7 +3,9 @@
  * as a file, a line splitter, and an invariant check that aborts (libFuzzer
  * then saves the input as a crash). Every target defines
  * LLVMFuzzerTestOneInput; a target must not leak, keep state between inputs
- * other than caches the code itself keeps, or write outside its own memfds. */
+ * other than caches the code itself keeps, or write outside its own memfds
+ * (a reader of a directory: one scratch directory of its own, made once,
+ * rewritten per input and removed at exit). */
 
 #include <errno.h>
 #include <stdbool.h>
