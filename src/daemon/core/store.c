@@ -801,8 +801,8 @@ static int replay_one(JournalKind kind, uint64_t seq, const char *payload, size_
         if (json_parse_strict_with(ls->tok, payload, len, &o) < 0) return -EBADMSG;
         if (kind == JOURNAL_TOMBSTONE) {
                 _cleanup_json_ json_object *owned = o;
-                if (!json_object_is_type(o, json_type_string)) return -EBADMSG;
-                Task **slot = idset_find(&ls->ids, json_object_get_string(o));
+                if (!json_object_is_type(owned, json_type_string)) return -EBADMSG;
+                Task **slot = idset_find(&ls->ids, json_object_get_string(owned));
                 if (slot) {
                         Task *t = *slot;
                         *slot = REMOVED;

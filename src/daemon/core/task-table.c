@@ -95,7 +95,7 @@ int task_table_replace_json(Manager *m, Task *old, json_object *json, Task **ret
         size_t i;
         if (!table_index(m, old, &i)) return -ENOENT;
         Task *t = NULL;
-        int r = task_from_json(json, &t);
+        int r = task_from_json(owned, &t);
         if (r < 0) return r;
         count_pairs_at(m, i, -1);
         count_status(m, old->rec.status, -1);
