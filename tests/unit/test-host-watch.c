@@ -4,6 +4,8 @@
  * (the slices, then a launch's snapshot). */
 
 #include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
@@ -226,9 +228,133 @@ START_TEST(walks_on_the_loop) {
 }
 END_TEST
 
+
+/* RED TEAM (shows a hole): two dirs swapped with renameat2(RENAME_EXCHANGE).
+ * The kernel queues MOVED_FROM a, MOVED_TO b, MOVED_FROM b, MOVED_TO a; the
+ * handler pushes b for a walk on MOVED_TO b and then drops that very walk
+ * on MOVED_FROM b, so the socket that now lies under b (it was a's) is
+ * forgotten, and its old watch removed: never masked again until a
+ * restart. */
+START_TEST(dirs_exchanged) {
+        mkdir_at("a");
+        mkdir_at("b");
+        int s1 = sock_at("a/one.sock");
+        const char *roots[] = {root, NULL};
+        HostWatch *hw = NULL;
+        ck_assert_int_eq(host_watch_new(NULL, roots, false, &hw), 0);
+        HostMaskList l = {0};
+        snap(hw, &l);
+        ck_assert_int_eq(kind_of(&l, "a/one.sock"), HOST_MASK_SOCKET);
+        _cleanup_free_ char *a = at("a"), *b = at("b");
+        ck_assert_int_eq(renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE), 0);
+        snap(hw, &l);
+        ck_assert_int_eq(kind_of(&l, "a/one.sock"), -1);
+        ck_assert_msg(kind_of(&l, "b/one.sock") == HOST_MASK_SOCKET, "the socket swapped to b/one.sock is not masked");
+        /* and the dir is still watched there */
+        int s2 = sock_at("b/two.sock");
+        snap(hw, &l);
+        ck_assert_msg(kind_of(&l, "b/two.sock") == HOST_MASK_SOCKET, "a socket made in the swapped dir is not masked");
+        /* a socket swapped with a plain file the same way */
+        _cleanup_free_ char *plain = at("plain"), *sockp = at("b/two.sock"), *moved = at("plain");
+        ck_assert_int_eq(write_file_atomic(plain, "x", 1, 0644), 0);
+        ck_assert_int_eq(renameat2(AT_FDCWD, sockp, AT_FDCWD, plain, RENAME_EXCHANGE), 0);
+        snap(hw, &l);
+        ck_assert_int_eq(kind_of(&l, "b/two.sock"), -1);
+        ck_assert_msg(kind_of(&l, "plain") == HOST_MASK_SOCKET, "the socket swapped with a file is not masked");
+        host_mask_list_done(&l);
+        host_watch_free(hw);
+        close(s1), close(s2);
+}
+END_TEST
+
+/* RED TEAM: a dir renamed over an existing (empty) watched dir, whose old
+ * inode may stay alive for a while (held open here). */
+START_TEST(dir_renamed_over_watched_one) {
+        mkdir_at("old");
+        mkdir_at("new/sub");
+        int s1 = sock_at("new/sub/one.sock");
+        _cleanup_free_ char *oldp = at("old"), *newp = at("new");
+        _cleanup_close_ int hold = open(oldp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(hold, 0);
+        const char *roots[] = {root, NULL};
+        HostWatch *hw = NULL;
+        ck_assert_int_eq(host_watch_new(NULL, roots, false, &hw), 0);
+        HostMaskList l = {0};
+        snap(hw, &l);
+        ck_assert_int_eq(kind_of(&l, "new/sub/one.sock"), HOST_MASK_SOCKET);
+        ck_assert_int_eq(rename(newp, oldp), 0);
+        snap(hw, &l);
+        ck_assert_int_eq(kind_of(&l, "new/sub/one.sock"), -1);
+        ck_assert_int_eq(kind_of(&l, "old/sub/one.sock"), HOST_MASK_SOCKET);
+        int s2 = sock_at("old/sub/two.sock");
+        int s3 = sock_at("old/three.sock");
+        snap(hw, &l);
+        ck_assert_int_eq(kind_of(&l, "old/sub/two.sock"), HOST_MASK_SOCKET);
+        ck_assert_int_eq(kind_of(&l, "old/three.sock"), HOST_MASK_SOCKET);
+        host_mask_list_done(&l);
+        host_watch_free(hw);
+        close(s1), close(s2), close(s3);
+}
+END_TEST
+
+/* RED TEAM (shows a hole): a socket whose path is longer than PATH_MAX.
+ * inotify_add_watch and open by path fail with ENAMETOOLONG, which the
+ * walk takes for "gone": the socket is not listed, yet bwrap's recursive
+ * bind shows it and a worker reaches it by chdir(2) and a relative
+ * connect(2). The shim's own walk (openat) lists it. */
+START_TEST(socket_past_path_max) {
+        char name[201];
+        memset(name, 'd', 200);
+        name[200] = 0;
+        _cleanup_free_ char *deep = strdup(root);
+        ck_assert_ptr_nonnull(deep);
+        _cleanup_close_ int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dfd, 0);
+        for (int i = 0; i < 24; i++) {
+                ck_assert_int_eq(mkdirat(dfd, name, 0755), 0);
+                int nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                ck_assert_int_ge(nfd, 0);
+                close(dfd);
+                dfd = nfd;
+                char *d = strdup_printf("%s/%s", deep, name);
+                free(deep);
+                deep = d;
+        }
+        ck_assert_uint_gt(strlen(deep), 4096);
+        /* bind the socket there by a relative name */
+        _cleanup_close_ int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_eq(fchdir(dfd), 0);
+        int s = tf_bind_unix("deep.sock");
+        ck_assert_int_ge(s, 0);
+        ck_assert_int_eq(fchdir(cwd), 0);
+        const char *roots[] = {root, NULL};
+        HostWatch *hw = NULL;
+        ck_assert_int_eq(host_watch_new(NULL, roots, false, &hw), 0);
+        HostMaskList l = {0};
+        /* listed, or the watch says it cannot tell (the shim then walks) */
+        int r = host_watch_snapshot(hw, &l);
+        ck_assert_int_ge(r, 0);
+        bool listed = r == 0;
+        for (size_t i = 0; r > 0 && i < l.n; i++) listed |= strstr(l.items[i].path, "deep.sock") != NULL;
+        host_mask_list_done(&l);
+        host_watch_free(hw);
+        close(s);
+        /* rm_rf by path cannot reach it either: take it down level by level */
+        for (int i = 0; i < 24; i++) {
+                int up = openat(dfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                (void) unlinkat(dfd, "deep.sock", 0);
+                close(dfd);
+                dfd = up;
+                ck_assert_int_eq(unlinkat(dfd, name, AT_REMOVEDIR), 0);
+        }
+        ck_assert_msg(listed, "a socket past PATH_MAX under a root is neither listed nor the launch failed");
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("host-watch");
         tf_tcase(s, "watch", setup, teardown, 0,
-                 TF_TESTS(sockets_come_and_go, private_files_by_mode, root_appears, mount_under_root, walks_on_the_loop));
+                 TF_TESTS(sockets_come_and_go, private_files_by_mode, root_appears, mount_under_root, walks_on_the_loop, dirs_exchanged,
+                          dir_renamed_over_watched_one, socket_past_path_max));
         return tf_run_suite(s);
 }
