@@ -112,6 +112,12 @@ static int walk_dir(HostWatch *hw, const char *dir) {
                         set_broken(hw, "fs.inotify.max_user_watches reached");
                         return 0;
                 }
+                /* not gone: out of reach by path, yet a worker reaches it by
+                 * chdir and a relative name; the shim's walk lists it */
+                if (errno == ENAMETOOLONG) {
+                        set_broken(hw, "a dir's path is longer than PATH_MAX");
+                        return 0;
+                }
                 return 0; /* gone, or not ours to read: the shim's walk would not read it either */
         }
         int r = dirs_set(hw, wd, dir);
@@ -200,19 +206,22 @@ static int handle_event(HostWatch *hw, const struct inotify_event *ev) {
         }
         _cleanup_free_ char *child = strdup_printf("%s/%s", dir, ev->name);
         if (!child) return -ENOMEM;
-        if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
+        bool gone = ev->mask & (IN_DELETE | IN_MOVED_FROM);
+        if (gone) {
                 if (ev->mask & IN_ISDIR) forget_tree(hw, child);
                 else host_mask_list_remove(&hw->masks, child, false);
-                return 0;
         }
-        if (!(ev->mask & (IN_CREATE | IN_MOVED_TO | IN_ATTRIB))) return 0;
+        if (!(ev->mask & (IN_CREATE | IN_MOVED_TO | IN_ATTRIB)) && !gone) return 0;
         struct stat st;
         if (lstat(child, &st) < 0) {
                 host_mask_list_remove(&hw->masks, child, false);
                 return 0;
         }
+        /* still there after it went: another entry took the name (an
+         * exchange of two, or one moved over it later in the queue), which
+         * is read as if it had just arrived */
         int r = note(hw, child, &st);
-        if (r >= 0 && S_ISDIR(st.st_mode) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+        if (r >= 0 && S_ISDIR(st.st_mode) && (gone || (ev->mask & (IN_CREATE | IN_MOVED_TO)))) {
                 /* a dir moved in keeps any watch it had under its old path */
                 if (ev->mask & IN_MOVED_TO) forget_tree(hw, child);
                 if ((r = note(hw, child, &st)) >= 0) r = pending_push(hw, child);
