@@ -4,6 +4,7 @@
  * (the slices, then a launch's snapshot). */
 
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +14,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include "fileio.h"
 #include "fs-util.h"
 #include "macro.h"
+#include "path-util.h"
 #include "run/host-watch.h"
 #include "string-util.h"
 #include "unit.h"
@@ -351,10 +355,61 @@ START_TEST(socket_past_path_max) {
 }
 END_TEST
 
+/* RED TEAM (shows a hole): a daemon that is not root, and a dir under a
+ * root that it may enter but not list (0711, like a service's runtime dir).
+ * Neither the watch nor the shim's walk can read it, so nothing in it is
+ * masked, yet a worker of the same uid connects to a socket in it whose
+ * name it knows (connect needs only search permission on the dirs). The
+ * dir, or the socket, must be in the list. */
+START_TEST(socket_in_dir_others_may_only_enter) {
+        TF_ROOT_OR_SKIP("a dir of another owner needs root");
+        char tmpl[] = "/tmp/tf-rt-xonly-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        ck_assert_int_eq(chmod(tmpl, 0755), 0);
+        _cleanup_free_ char *svc = strdup_printf("%s/svc", tmpl), *sp = strdup_printf("%s/svc/svc.sock", tmpl);
+        ck_assert_int_eq(mkdir(svc, 0755), 0);
+        int s = tf_bind_unix(sp);
+        ck_assert_int_eq(chmod(sp, 0666), 0);
+        ck_assert_int_eq(chmod(svc, 0711), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(3);
+                /* the worker's view: it can reach the socket */
+                int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un sa = {.sun_family = AF_UNIX};
+                snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sp);
+                /* bound, not listening: refused, not denied */
+                if (connect(c, (struct sockaddr *) &sa, sizeof sa) < 0 && errno != ECONNREFUSED) _exit(4);
+                const char *roots[] = {tmpl, NULL};
+                HostWatch *hw = NULL;
+                if (host_watch_new(NULL, roots, false, &hw) < 0) _exit(5);
+                HostMaskList l = {0};
+                if (host_watch_snapshot(hw, &l) != 1) _exit(6);
+                bool covered = false;
+                for (size_t i = 0; i < l.n; i++) covered |= path_is_at_or_below(sp, l.items[i].path);
+                _exit(covered ? 0 : 1);
+        }
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        close(s);
+        ck_assert_int_eq(unlink(sp), 0);
+        ck_assert_int_eq(rmdir(svc), 0);
+        ck_assert_int_eq(rmdir(tmpl), 0);
+        ck_assert(WIFEXITED(status));
+        ck_assert_msg(WEXITSTATUS(status) != 4, "the unprivileged user cannot reach the socket: no hole to show");
+        ck_assert_msg(WEXITSTATUS(status) == 0,
+                      "a socket in a dir the daemon may enter but not list is not masked (child exit %d)",
+                      WEXITSTATUS(status));
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("host-watch");
         tf_tcase(s, "watch", setup, teardown, 0,
                  TF_TESTS(sockets_come_and_go, private_files_by_mode, root_appears, mount_under_root, walks_on_the_loop, dirs_exchanged,
-                          dir_renamed_over_watched_one, socket_past_path_max));
+                          dir_renamed_over_watched_one, socket_past_path_max,
+                          socket_in_dir_others_may_only_enter));
         return tf_run_suite(s);
 }
