@@ -154,6 +154,11 @@ static int walk_dir(walk *w, int dfd, const char *path, int depth) {
                 if (!is_dir || depth >= HOST_MASKS_DEPTH_MAX) continue;
                 int cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd >= 0) r = walk_dir(w, cfd, child, depth + 1);
+                /* ours to enter but not to list (0711): a worker of our uid
+                 * reaches a socket in it by its name, so the whole dir is
+                 * masked */
+                else if (errno == EACCES && !w->private_files && faccessat(dirfd(d), de->d_name, X_OK, 0) == 0)
+                        r = host_mask_list_set(w->l, child, HOST_MASK_PRIVATE_DIR);
         }
         closedir(d);
         return r;

@@ -31,7 +31,9 @@
 typedef enum HostMaskKind {
         HOST_MASK_SOCKET,       /* "socket": a Unix socket */
         HOST_MASK_PRIVATE_FILE, /* "private-file": a file others may not read (root daemons only) */
-        HOST_MASK_PRIVATE_DIR,  /* "private-dir": a dir others may not list or enter (root daemons only) */
+        HOST_MASK_PRIVATE_DIR,  /* "private-dir": a dir others may not list or enter (root daemons), or
+                                 * one the walker may enter but not list (others: a socket in it is
+                                 * reachable by name, unseen) */
         _HOST_MASK_KIND_MAX,
         _HOST_MASK_KIND_INVALID = -1,
 } HostMaskKind;

@@ -118,7 +118,12 @@ static int walk_dir(HostWatch *hw, const char *dir) {
                         set_broken(hw, "a dir's path is longer than PATH_MAX");
                         return 0;
                 }
-                return 0; /* gone, or not ours to read: the shim's walk would not read it either */
+                /* ours to enter but not to list (0711): a worker of our uid
+                 * reaches a socket in it by its name, so the whole dir is
+                 * masked */
+                if (errno == EACCES && !hw->private_files && access(dir, X_OK) == 0)
+                        return host_mask_list_set(&hw->masks, dir, HOST_MASK_PRIVATE_DIR);
+                return 0; /* gone, or not ours to reach */
         }
         int r = dirs_set(hw, wd, dir);
         if (r < 0) return r;
