@@ -317,9 +317,99 @@ START_TEST(repo_under_foreign_private_parent) {
 }
 END_TEST
 
+/* ---- red team: what the masks above miss ---- */
+
+typedef struct xonly_case {
+        char *dir;  /* /opt/<tag>/svc, 0711, root's */
+        char *sock; /* <dir>/svc.sock, listening, 0777 */
+} xonly_case;
+
+static void xonly_part(void *arg) {
+        xonly_case *c = arg;
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *repo = tf_repo_new(w, NULL, NULL);
+        tf_daemon_start(w);
+        /* from the host, this user reaches it by name */
+        _cleanup_free_ char *host = tf_shf(w, NULL, "%s/bin/tf-connect %s || true", w->fixtures, c->sock);
+        ck_assert_msg(tf_count(host, " connected") == 1, "the host cannot reach %s: %s", c->sock, host);
+        _cleanup_free_ char *script = strdup_printf("tf-connect %s; echo end", c->sock);
+        _cleanup_free_ char *msg = tf_shell_done_output(w, repo, NULL, script, NULL);
+        ck_assert_msg(strstr(msg, "end"), "%s", msg);
+        ck_assert_msg(!strstr(msg, " connected"), "the worker reached a host socket in a dir it may only enter: %s", msg);
+        tf_world_free(w);
+}
+
+/* RED TEAM: a socket in a dir under /opt that the daemon's user may enter
+ * but not list (0711, root's): the walks cannot read the dir, a worker
+ * connects by the name. */
+static void xonly_as(bool as_user) {
+        _cleanup_free_ char *tag = new_tag();
+        _cleanup_free_ char *top = strdup_printf("/opt/%s", tag);
+        xonly_case c = {.dir = strdup_printf("%s/svc", top)};
+        c.sock = strdup_printf("%s/svc.sock", c.dir);
+        ck_assert_int_eq(mkdir_p(c.dir, 0755), 0);
+        int fd = tf_listen_unix(c.sock);
+        ck_assert_int_eq(chmod(c.sock, 0777), 0);
+        ck_assert_int_eq(chmod(c.dir, 0711), 0);
+        int status = run_part(as_user, xonly_part, &c);
+        close(fd);
+        (void) rm_rf(top);
+        free(c.dir), free(c.sock);
+        assert_part(status, as_user);
+}
+
+CASE_AS_ROOT_AND_USER(socket_in_enter_only_dir, xonly_as)
+
+typedef struct link_home_case {
+        char *link; /* HOME: a symlink outside the system roots */
+        char *real; /* /opt/<tag>/home */
+} link_home_case;
+
+static void link_home_part(void *arg) {
+        link_home_case *c = arg;
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *repo = tf_repo_new(w, NULL, NULL);
+        tf_world_setenv(w, "HOME", c->link);
+        tf_daemon_start(w);
+        _cleanup_free_ char *script = strdup_printf("cat %s/.ssh/id_ed25519 2>&1; cat %s/notes.txt 2>&1; echo end", c->real,
+                                                    c->real);
+        _cleanup_free_ char *msg = tf_shell_done_output(w, repo, NULL, script, NULL);
+        ck_assert_msg(strstr(msg, "end"), "%s", msg);
+        ck_assert_msg(!strstr(msg, "SECRET-SSH-KEY"), "~/.ssh of a home linked to /opt is readable: %s", msg);
+        ck_assert_msg(!strstr(msg, "HOME-NOTES"), "a home that is a symlink to /opt is shown whole: %s", msg);
+        tf_world_free(w);
+}
+
+/* RED TEAM: HOME is a symlink (outside the system roots) to a dir under
+ * /opt: the home's tmpfs goes over the link's path, which the sandbox does
+ * not show anyway, while /opt shows the real dir whole. */
+static void link_home_as(bool as_user) {
+        _cleanup_free_ char *tag = new_tag();
+        _cleanup_free_ char *top = strdup_printf("/opt/%s", tag);
+        link_home_case c = {.real = strdup_printf("%s/home", top), .link = strdup_printf("/tmp/%s-home", tag)};
+        _cleanup_free_ char *ssh = strdup_printf("%s/.ssh", c.real);
+        ck_assert_int_eq(mkdir_p(ssh, 0755), 0);
+        tf_write(tf_path(ssh, "id_ed25519"), "SECRET-SSH-KEY\n", 15, 0644);
+        tf_write(tf_path(c.real, "notes.txt"), "HOME-NOTES\n", 11, 0644);
+        ck_assert_int_eq(symlink(c.real, c.link), 0);
+        if (as_user) chown_to_user(c.real);
+        int status = run_part(as_user, link_home_part, &c);
+        (void) unlink(c.link);
+        (void) rm_rf(top);
+        free(c.real), free(c.link);
+        assert_part(status, as_user);
+}
+
+CASE_AS_ROOT_AND_USER(home_linked_to_opt, link_home_as)
+
 int main(void) {
-        return tf_run_tests("sandbox-host", "host", 600,
-                            TF_TESTS(socket_churn_root, socket_churn_user, home_under_opt_root, home_under_opt_user,
-                                     repo_under_private_parent_root, repo_under_private_parent_user,
-                                     repo_under_foreign_private_parent));
+        Suite *s = suite_create("sandbox-host");
+        tf_add_tests(s, "host", 600,
+                     TF_TESTS(socket_churn_root, socket_churn_user, home_under_opt_root, home_under_opt_user,
+                              repo_under_private_parent_root, repo_under_private_parent_user,
+                              repo_under_foreign_private_parent));
+        tf_add_tests(s, "redteam", 600,
+                     TF_TESTS(socket_in_enter_only_dir_root, socket_in_enter_only_dir_user, home_linked_to_opt_root,
+                              home_linked_to_opt_user));
+        return tf_run_suite(s);
 }
