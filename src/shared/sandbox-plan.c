@@ -110,21 +110,34 @@ static bool is_system_root(const char *path) {
         return false;
 }
 
-static int add_home(plan *p, const sandbox_plan_args *a) {
-        if (!a->home || a->home[0] != '/' || streq(a->home, "/")) return 0;
-        bool shown = sandbox_plan_path_visible(p->m, p->n, a->home);
+static int add_home_at(plan *p, const sandbox_plan_args *a, const char *home, bool real) {
+        bool shown = sandbox_plan_path_visible(p->m, p->n, home);
         /* a home that is a system root itself (HOME=/opt) stays as the root
          * shows it, its deny-list masked on top (step 6): hiding it would
          * hide the system's tools */
-        if (shown && is_system_root(a->home)) return 0;
-        int r = add(p, shown ? SANDBOX_MOUNT_TMPFS : SANDBOX_MOUNT_DIR, NULL, a->home);
+        if (shown && is_system_root(home)) return 0;
+        /* the dir a home symlink leads to only needs hiding where it shows */
+        if (real && !shown) return 0;
+        int r = add(p, shown ? SANDBOX_MOUNT_TMPFS : SANDBOX_MOUNT_DIR, NULL, home);
         if (r < 0) return r;
         static const char *const allow[] = {SANDBOX_HOME_ALLOW};
         for (size_t i = 0; i < ELEMENTSOF(allow); i++)
-                if ((r = add_allowed(p, a->home, allow[i])) < 0) return r;
+                if ((r = add_allowed(p, home, allow[i])) < 0) return r;
         for (char *const *e = a->home_allow; e && *e; e++)
-                if (**e && (r = add_allowed(p, a->home, *e)) < 0) return r;
+                if (**e && (r = add_allowed(p, home, *e)) < 0) return r;
         return 0;
+}
+
+static int add_home(plan *p, const sandbox_plan_args *a) {
+        if (!a->home || a->home[0] != '/' || streq(a->home, "/")) return 0;
+        int r = add_home_at(p, a, a->home, false);
+        if (r < 0) return r;
+        /* a home reached through a symlink (/home/u -> /opt/homes/u): the
+         * dir itself is hidden too wherever a system root shows it */
+        char real[PATH_MAX];
+        if (realpath(a->home, real) && !streq(real, a->home) && !streq(real, "/"))
+                r = add_home_at(p, a, real, true);
+        return r;
 }
 
 /* 6. one mask, if the path exists and something above shows it */

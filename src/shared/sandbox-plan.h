@@ -18,7 +18,9 @@
  *     (writable, gone with the sandbox) — or, where a system root already
  *     shows it (a home under /opt), an empty tmpfs over it, so that no
  *     entry of the host's home shows through (a home that is a system root,
- *     HOME=/opt, stays as shown, its deny-list masked) — with the entries of
+ *     HOME=/opt, stays as shown, its deny-list masked); a home that is a
+ *     symlink gets the same over the dir it leads to where a system root
+ *     shows that (/home/u -> /opt/homes/u) — with the entries of
  *     SANDBOX_HOME_ALLOW (toolchains, git's config) and a->home_allow bound
  *     read-only where they exist and are directories or regular files;
  *  4. the git work tree the target lies in, read-only, when the target is a
