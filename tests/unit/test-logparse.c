@@ -1156,6 +1156,46 @@ START_TEST(test_narration_styles) {
 }
 END_TEST
 
+/* RED TEAM (shows a hole): a line nested 64 levels deep is one JSON value
+ * to JSON.parse (the original's reader has no depth limit); json_scan
+ * hands it to json-c, whose tokener stops at 63 levels, and the line is
+ * skipped: the final message it carries is lost. Both with the fast paths
+ * and without. */
+START_TEST(test_deep_final_message_is_read) {
+        for (int depth = 30; depth <= 80; depth += 1) {
+                _cleanup_free_ char *open_ = malloc((size_t) depth + 1), *close_ = malloc((size_t) depth + 1);
+                ck_assert_ptr_nonnull(open_);
+                ck_assert_ptr_nonnull(close_);
+                /* "meta" holds depth - 3 arrays: the line's deepest value is at depth levels */
+                int arrays = depth - 3;
+                memset(open_, '[', (size_t) arrays);
+                open_[arrays] = 0;
+                memset(close_, ']', (size_t) arrays);
+                close_[arrays] = 0;
+                _cleanup_free_ char *text = strdup_printf(
+                        "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"FINAL-%d\",\"messageID\":\"mf\","
+                        "\"meta\":{\"x\":%s1%s}}}",
+                        depth, open_, close_);
+                const char *lines[] = {
+                        "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"first\",\"messageID\":\"m0\"}}", text,
+                        "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\",\"messageID\":\"mf\"}}"};
+                _cleanup_free_ char *path = new_log_path();
+                write_lines(path, lines, ELEMENTSOF(lines));
+                _cleanup_free_ char *want = strdup_printf("FINAL-%d", depth);
+                for (int fast = 1; fast >= 0; fast--) {
+                        log_summarize_use_fast_paths(fast);
+                        log_summary sum = {0};
+                        ck_assert_int_eq(log_summarize_file(path, NULL, &sum), 0);
+                        log_summarize_use_fast_paths(true);
+                        ck_assert_msg(sum.message && streq(sum.message, want),
+                                      "depth %d (fast paths %s): the final message is \"%s\", JSON.parse reads \"%s\"",
+                                      depth, fast ? "on" : "off", strnull(sum.message), want);
+                        log_summary_done(&sum);
+                }
+        }
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("logparse");
         TCase *tc = tf_tcase(s, "core", setup, teardown, 240, TF_TESTS(test_real_fixtures_all_covered,
@@ -1163,7 +1203,7 @@ int main(void) {
                 test_classifier_json, test_detail_cap, test_classify_file, test_w7_no_false_positive,
                 test_boot_failure_large, test_summary_basics, test_summary_tokens, test_summary_large_log, test_blank,
                 test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c,
-                test_fast_path_matches_json_c_mutated,
+                test_fast_path_matches_json_c_mutated, test_deep_final_message_is_read,
                 test_narration_styles));
         TF_LOOP(tc, test_real_fixtures, real_cases);
         TF_LOOP(tc, test_synthetic_fixtures, synthetic_cases);
