@@ -126,6 +126,10 @@ static char *strip_escapes(const char *s, size_t len, size_t *ret_len) {
  * is logged in 64 MiB pieces); only the worker's raw stderr can hold one —
  * is dropped with a warning naming its size, never cut short and parsed. */
 #define LOG_LINE_MAX ((size_t) 128 << 20)
+/* How deep a log line's JSON may nest: JSON.parse, the original's reader,
+ * has no limit, json-c's default tokener stops at 63 levels, and a worker
+ * decides what its events hold. json-c's stack costs 32 bytes a level. */
+#define LOG_JSON_DEPTH_MAX 4096
 #define LOG_READ_CHUNK ((size_t) 64 << 10)
 
 typedef struct log_reader {
@@ -142,7 +146,7 @@ static int log_reader_open(log_reader *r, const char *path) {
         line_buffer_init(&r->lb, LOG_LINE_MAX, 0);
         r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (r->fd < 0) return -errno;
-        r->tok = json_strict_tokener_new();
+        r->tok = json_strict_tokener_new_depth(LOG_JSON_DEPTH_MAX);
         if (!r->tok) {
                 r->fd = safe_close(r->fd);
                 return -ENOMEM;
@@ -372,7 +376,7 @@ struct LogClassifier {
 int log_classifier_new(LogClassifier **ret) {
         LogClassifier *lc = calloc(1, sizeof *lc);
         if (!lc) return -ENOMEM;
-        lc->tok = json_strict_tokener_new();
+        lc->tok = json_strict_tokener_new_depth(LOG_JSON_DEPTH_MAX);
         if (!lc->tok) {
                 free(lc);
                 return -ENOMEM;
@@ -1254,7 +1258,7 @@ static int narration_tool(Narration *na, json_object *part, const LogNarrationSt
 int log_narration_parse_style(const char *data, size_t len, const LogNarrationStyle *style, char **ret) {
         _cleanup_free_ char *clean = utf8_sanitize(data, len);
         if (!clean) return -ENOMEM;
-        json_tokener *tok = json_strict_tokener_new();
+        json_tokener *tok = json_strict_tokener_new_depth(LOG_JSON_DEPTH_MAX);
         if (!tok) return -ENOMEM;
         Narration na = {};
         int r = 0;
