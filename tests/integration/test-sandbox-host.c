@@ -402,6 +402,45 @@ static void link_home_as(bool as_user) {
 
 CASE_AS_ROOT_AND_USER(home_linked_to_opt, link_home_as)
 
+/* RED TEAM: a worker's file name that is no UTF-8 (a byte 0xff) goes into
+ * the changeset, the task's record, tasks.journal and, after a restart, the
+ * table replayed from it: the task stays pending with its change, and a
+ * task settled after it too (a record load refuses would stop the replay
+ * there). */
+static void non_utf8_part(void *arg) {
+        (void) arg;
+        tf_world *w = tf_world_new(NULL);
+        _cleanup_free_ char *repo = tf_repo_new(w, NULL, NULL);
+        tf_daemon_start(w);
+        json_object *st = NULL;
+        _cleanup_free_ char *id = tf_shell_settled(w, repo, NULL, "printf x > \"$(printf 'bad\\377name')\"; echo end", &st);
+        _cleanup_free_ char *why = tf_status_why(st);
+        fprintf(stderr, "non-utf8 name: %s\n", why);
+        tf_assert_status(st, id, "done");
+        ck_assert_msg(streq_ptr(tf_jstr(st, "changesetStatus"), "pending"), "the change is not pending: %s", why);
+        json_object_put(st);
+        _cleanup_free_ char *later = tf_shell_settled(w, repo, NULL, "echo later > later.txt; echo end", &st);
+        json_object_put(st);
+        tf_daemon_stop(w, SIGKILL);
+        tf_daemon_start(w);
+        st = tf_wait_settled(w, id);
+        _cleanup_free_ char *why2 = tf_status_why(st);
+        ck_assert_msg(streq_ptr(tf_jstr(st, "changesetStatus"), "pending"), "after a restart: %s", why2);
+        json_object_put(st);
+        st = tf_wait_settled(w, later);
+        _cleanup_free_ char *why3 = tf_status_why(st);
+        ck_assert_msg(streq_ptr(tf_jstr(st, "changesetStatus"), "pending"), "the later task after a restart: %s", why3);
+        json_object_put(st);
+        _cleanup_free_ char *log = tf_daemon_log(w);
+        ck_assert_msg(!strstr(log, "damaged"), "the journal was damaged: %s", log);
+        tf_world_free(w);
+}
+
+START_TEST(non_utf8_file_name) {
+        ck_assert_int_eq(run_part(false, non_utf8_part, NULL), 0);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("sandbox-host");
         tf_add_tests(s, "host", 600,
@@ -410,6 +449,6 @@ int main(void) {
                               repo_under_foreign_private_parent));
         tf_add_tests(s, "redteam", 600,
                      TF_TESTS(socket_in_enter_only_dir_root, socket_in_enter_only_dir_user, home_linked_to_opt_root,
-                              home_linked_to_opt_user));
+                              home_linked_to_opt_user, non_utf8_file_name));
         return tf_run_suite(s);
 }
