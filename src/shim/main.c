@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -431,7 +432,7 @@ static _Noreturn void child_fail(int err_fd, const char *fmt, ...) {
         _exit(127);
 }
 
-static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
+static _Noreturn void run_worker(shim *s, pid_t shim_pid, int out_w, int err_w, int stderr_w) {
         /* safe_fork reset every signal's disposition and the mask (handlers
          * are reset by execve, but ignored signals and the mask would be
          * inherited) and made the worker a process group leader */
@@ -539,6 +540,18 @@ static _Noreturn void run_worker(shim *s, int out_w, int err_w, int stderr_w) {
          * holds only the sandbox's (task-limits.h) */
         lr = limit_watch_set_rlimits(&s->limits);
         if (lr < 0) child_fail(err_w, "cannot set the worker's resource limits: %s", strerror(-lr));
+
+        /* a shim killed while this child set the sandbox up (a restarted
+         * daemon stopping an old check gate) must not leave a sandbox
+         * behind: bwrap's --die-with-parent only holds from its own start,
+         * and entering a user namespace cleared any death signal set before.
+         * So it is set here, after the last change of credentials, and the
+         * shim checked to be still there. */
+        if (sb) {
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                        child_fail(err_w, "cannot tie the sandbox to the shim: %s", strerror(errno));
+                if (getppid() != shim_pid) _exit(127);
+        }
 
         /* bwrap gets an empty environment: the worker's travels in its options */
         char *no_env[] = {NULL};
@@ -918,8 +931,9 @@ static int start_and_monitor(shim *s) {
         uint64_t started_at = now_ms();
         s->oom_base_known = cgroup_self_oom_kills(&s->oom_base) >= 0;
         /* the worker leads its own process group (the shim signals the
-         * group); no death signal: bwrap's --die-with-parent does that */
-        pid_t pid;
+         * group); a sandbox's death signal is set right before the exec of
+         * bwrap (run_worker) */
+        pid_t pid, shim_pid = getpid();
         r = safe_fork("taskferry-shim-worker", FORK_RESET_SIGNALS | FORK_NEW_PROCESS_GROUP, &pid);
         if (r < 0) {
                 close(outp[1]);
@@ -932,7 +946,7 @@ static int start_and_monitor(shim *s) {
                 close(outp[0]);
                 close(errp[0]);
                 close(stderrp[0]);
-                run_worker(s, outp[1], errp[1], stderrp[1]);
+                run_worker(s, shim_pid, outp[1], errp[1], stderrp[1]);
         }
         s->worker = pid;
         (void) setpgid(pid, pid); /* also done by the child; whichever runs first wins the race */
