@@ -926,6 +926,16 @@ static bool fast_string(const char **pp, const char *end, char *out, size_t *out
         return false;
 }
 
+/* Room for n bytes in *buf (of *cap bytes). */
+static int scratch_reserve(char **buf, size_t *cap, size_t n) {
+        if (*cap >= n) return 0;
+        char *nb = realloc(*buf, n);
+        if (!nb) return -ENOMEM;
+        *buf = nb;
+        *cap = n;
+        return 0;
+}
+
 /* 1 if line was such a text event and is summarized, 0 if json-c must
  * look at it, -ENOMEM. */
 static int summarize_fast(summarizer *s, const char *line, size_t len) {
@@ -934,18 +944,9 @@ static int summarize_fast(summarizer *s, const char *line, size_t len) {
         const size_t hl = sizeof head - 1, ml = sizeof mid - 1;
         if (len < hl || memcmp(line, head, hl) != 0) return 0;
         const char *p = line + hl, *end = line + len;
-        if (s->fast_text_cap < len + 1) {
-                char *nb = realloc(s->fast_text, len + 1);
-                if (!nb) return -ENOMEM;
-                s->fast_text = nb;
-                s->fast_text_cap = len + 1;
-        }
-        if (s->keybuf_cap < len + 3) {
-                char *nb = realloc(s->keybuf, len + 3);
-                if (!nb) return -ENOMEM;
-                s->keybuf = nb;
-                s->keybuf_cap = len + 3;
-        }
+        if (scratch_reserve(&s->fast_text, &s->fast_text_cap, len + 1) < 0 ||
+            scratch_reserve(&s->keybuf, &s->keybuf_cap, len + 3) < 0)
+                return -ENOMEM;
         size_t text_len = 0, key_len = 2;
         if (!fast_string(&p, end, s->fast_text, &text_len)) return 0;
         if ((size_t) (end - p) < ml || memcmp(p, mid, ml) != 0) return 0;
@@ -1026,16 +1027,6 @@ static int summarize_step_scan(summarizer *s, json_tokener *tok, log_summary *re
                 s->final_key_len = key_len;
         }
         return 1;
-}
-
-/* Room for n bytes in *buf (of *cap bytes). */
-static int scratch_reserve(char **buf, size_t *cap, size_t n) {
-        if (*cap >= n) return 0;
-        char *nb = realloc(*buf, n);
-        if (!nb) return -ENOMEM;
-        *buf = nb;
-        *cap = n;
-        return 0;
 }
 
 /* A text event whose part json_scan can read, as summarize_event takes it.
