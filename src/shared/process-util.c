@@ -3,6 +3,7 @@
 
 #include "process-util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -391,4 +393,39 @@ int proc_stat_ids(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp, pid_t *ret_sessio
         if (ret_pgrp) *ret_pgrp = (pid_t) pgrp;
         if (ret_session) *ret_session = (pid_t) session;
         return 0;
+}
+
+int kill_children_and_groups(pid_t pid, int sig) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        DIR *d = opendir(path);
+        if (!d) return errno == ENOENT ? -ESRCH : -errno;
+        int n = 0;
+        for (struct dirent *de; (de = readdir(d));) {
+                if (de->d_name[0] == '.') continue;
+                char cpath[320], buf[4096];
+                snprintf(cpath, sizeof cpath, "/proc/%d/task/%s/children", (int) pid, de->d_name);
+                int fd = open(cpath, O_RDONLY | O_CLOEXEC);
+                if (fd < 0) continue;
+                ssize_t len = read(fd, buf, sizeof buf - 1);
+                close(fd);
+                if (len <= 0) continue;
+                buf[len] = 0;
+                for (char *p = buf, *end; *p; p = end) {
+                        long c = strtol(p, &end, 10);
+                        if (end == p) break;
+                        if (c <= 1 || c > INT32_MAX) continue;
+                        /* a pidfd pins the child while it is checked to be ours */
+                        int pidfd = pidfd_open((pid_t) c, 0);
+                        pid_t ppid = 0, pgrp = 0;
+                        if (pidfd >= 0 && proc_stat_ids((pid_t) c, &ppid, &pgrp, NULL) >= 0 && ppid == pid) {
+                                if (pgrp == (pid_t) c) (void) kill(-(pid_t) c, sig);
+                                (void) pidfd_send_signal(pidfd, sig, NULL, 0);
+                                n++;
+                        }
+                        if (pidfd >= 0) close(pidfd);
+                }
+        }
+        closedir(d);
+        return n;
 }

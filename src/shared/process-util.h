@@ -111,6 +111,13 @@ void sigkill_wait(pid_t pid);
  * ret may be NULL. 0, -errno (-ESRCH: gone), -EBADMSG. */
 int proc_stat_ids(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp, pid_t *ret_session);
 
+/* Send sig to every child of pid (each thread's /proc/<pid>/task/<tid>/children)
+ * and, first, to the process group of each child that leads one. For a
+ * parent about to be killed whose children's groups must go with it: a
+ * sandbox whose init has not yet set its death signal outlives its bwrap.
+ * The number of children signalled, or -errno (-ESRCH: pid is gone). */
+int kill_children_and_groups(pid_t pid, int sig);
+
 /* Close every fd >= 3 except those listed. Async-signal-safe. 0 or -errno. */
 int close_all_fds(const int except_fds[], size_t n_except_fds);
 

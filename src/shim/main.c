@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "cgroup-util.h"
@@ -589,6 +590,16 @@ static void forward_signal(shim *s, int sig) {
 
 static void try_reap(shim *s) {
         if (s->reaped || s->worker <= 0) return;
+        if (s->spec->sandbox) {
+                /* bwrap is gone, but not yet reaped, so its group's id is not
+                 * free for reuse: what is left in that group is a sandbox init
+                 * whose setup outlived bwrap (it sets its death signal only
+                 * after that setup), and it goes now */
+                siginfo_t si = {0};
+                if (waitid(P_PID, (id_t) s->worker, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid != s->worker)
+                        return;
+                (void) kill(-s->worker, SIGKILL);
+        }
         if (wait_for_terminate_nohang(s->worker, &s->wait_info) > 0) {
                 s->reaped = true;
                 s->ended_at = now_ms();

@@ -837,6 +837,47 @@ static void run_sigterm(bool sandbox) {
         tree_done(&t);
 }
 
+/* A sandbox whose setup outlives bwrap: bwrap's child (the sandbox's init
+ * to be) sets its death signal only once its setup is done, and as the
+ * init of a pid namespace it ignores a SIGTERM it has no handler for. A
+ * stand-in bwrap leaves such a child in its group and dies of the stop's
+ * SIGTERM; the shim must not exit and leave that child running. */
+START_TEST(test_sigterm_during_sandbox_setup) {
+        tree t;
+        tree_init(&t);
+        _cleanup_free_ char *fakebin = path_join(t.root, "fakebin"), *fake = path_join(fakebin, "bwrap"),
+                            *inner_pid = path_join(t.root, "inner.pid");
+        ck_assert_int_eq(mkdir_p(fakebin, 0755), 0);
+        _cleanup_free_ char *script = strdup_printf("#!/bin/sh\n"
+                                                    "[ \"$1\" = --help ] && exit 0\n"
+                                                    "(trap '' TERM; exec /bin/sleep 3197) &\n"
+                                                    "echo $! > '%s.tmp' && /bin/mv '%s.tmp' '%s'\n"
+                                                    "wait\n",
+                                                    inner_pid, inner_pid, inner_pid);
+        write_text(fake, script);
+        ck_assert_int_eq(chmod(fake, 0755), 0);
+        ck_assert_int_eq(chmod(t.root, 0777), 0); /* the stand-in writes its child's pid there */
+        _cleanup_(launch_spec_freep) launch_spec *spec = ran_spec(&t, true);
+        _cleanup_free_ char *path = strdup_printf("%s:/usr/local/bin:/usr/bin:/bin", fakebin);
+        ck_assert_int_eq(strv_env_set(&spec->env, "PATH", path), 0);
+        shim_run run;
+        shim_start(&t, spec, NULL, &run);
+        _cleanup_free_ char *status = read_status(&run);
+        wait_for_file(inner_pid);
+        _cleanup_free_ char *pid_text = read_text(inner_pid);
+        pid_t inner = (pid_t) atoi(pid_text);
+        ck_assert_int_gt(inner, 1);
+        ck_assert(tf_pid_running(inner));
+        ck_assert_int_eq(kill(run.pid, SIGTERM), 0);
+        ck_assert_int_eq(shim_wait(&run), 0);
+        for (int i = 0; i < 500 && tf_pid_running(inner); i++) usleep(10000);
+        bool left = tf_pid_running(inner);
+        if (left) (void) kill(inner, SIGKILL);
+        ck_assert_msg(!left, "the sandbox's setup child %d outlived the shim", (int) inner);
+        tree_done(&t);
+}
+END_TEST
+
 START_TEST(test_sigterm_sandboxed) { run_sigterm(true); }
 END_TEST
 
@@ -850,6 +891,7 @@ int main(void) {
         tf_add_tests(s, "failures", 120,
                      TF_TESTS(test_missing_bwrap, test_worker_not_found, test_overlay_mount_failure, test_bad_arguments));
         tf_add_tests(s, "io-and-signals", 120,
-                     TF_TESTS(test_long_line_and_lingering_grandchild, test_sigterm_sandboxed, test_sigterm_unsandboxed));
+                     TF_TESTS(test_long_line_and_lingering_grandchild, test_sigterm_sandboxed, test_sigterm_unsandboxed,
+                              test_sigterm_during_sandbox_setup));
         return tf_run_suite(s);
 }

@@ -357,5 +357,66 @@ START_TEST(test_wait_helpers) {
 }
 END_TEST
 
+/* Dead or a zombie: what a SIGKILL leaves until someone reaps. */
+static bool pid_gone(pid_t pid) {
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return true;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) return true;
+        buf[n] = 0;
+        const char *p = strrchr(buf, ')');
+        return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static bool wait_gone(pid_t pid) {
+        for (int i = 0; i < 500; i++) {
+                if (pid_gone(pid)) return true;
+                usleep(10 * 1000);
+        }
+        return false;
+}
+
+/* A parent with a child that leads a group holding a grandchild, and a
+ * child in the parent's own group: both children and the grandchild go,
+ * the parent and its group stay. */
+START_TEST(test_kill_children_and_groups) {
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        pid_t parent;
+        int r = safe_fork("test-parent", 0, &parent);
+        ck_assert_int_ge(r, 0);
+        if (r == 0) {
+                pid_t c;
+                if (safe_fork("test-leader", FORK_NEW_PROCESS_GROUP, &c) == 0) {
+                        pid_t g;
+                        if (safe_fork("test-grandchild", 0, &g) == 0)
+                                for (;;) pause();
+                        if (write(p[1], &g, sizeof g) != sizeof g) _exit(1);
+                        for (;;) pause();
+                }
+                if (write(p[1], &c, sizeof c) != sizeof c) _exit(1);
+                pid_t d;
+                if (safe_fork("test-plain", 0, &d) == 0)
+                        for (;;) pause();
+                if (write(p[1], &d, sizeof d) != sizeof d) _exit(1);
+                for (;;) pause();
+        }
+        close(p[1]);
+        pid_t got[3];
+        for (size_t i = 0; i < ELEMENTSOF(got); i++) ck_assert_int_eq(read(p[0], &got[i], sizeof got[i]), sizeof got[i]);
+        close(p[0]);
+        ck_assert_int_eq(kill_children_and_groups(parent, SIGKILL), 2);
+        for (size_t i = 0; i < ELEMENTSOF(got); i++) ck_assert_msg(wait_gone(got[i]), "%d lives on", (int) got[i]);
+        ck_assert(!pid_gone(parent));
+        ck_assert_int_eq(getpgid(0), getpgid(parent));
+        sigkill_wait(parent);
+        ck_assert_int_eq(kill_children_and_groups(parent, SIGKILL), -ESRCH);
+}
+END_TEST
+
 TF_MAIN("process-util", "core", NULL, NULL, 60, test_reset_signals, test_close_all_fds, test_deathsig,
-        test_process_group_and_session, test_rlimit_nofile, test_rearrange_stdio, test_detach, test_wait_helpers)
+        test_process_group_and_session, test_rlimit_nofile, test_rearrange_stdio, test_detach, test_wait_helpers,
+        test_kill_children_and_groups)

@@ -307,12 +307,24 @@ static int gate_exit_io(sd_event_source *es, int fd, uint32_t revents, void *use
         return 0;
 }
 
+/* SIGKILL to a gate's shim and, first, to the process groups its children
+ * lead: bwrap's group holds the sandbox's init, which sets its own death
+ * signal only once its setup is done, so a shim killed during that setup
+ * would otherwise leave the check running. */
+static void gate_kill_shim(pid_t pid) {
+        (void) kill_children_and_groups(pid, SIGKILL);
+        (void) kill(pid, SIGKILL);
+}
+
 /* SIGTERM or SIGKILL to everything of the gate: its scope (every process of
- * it), else the shim (it forwards SIGTERM to the check's process group; the
- * sandbox dies with it on SIGKILL). */
+ * it), else the shim (it forwards SIGTERM to the check's process group). */
 static void gate_signal(Task *t, int sig) {
         Gate *g = t->gate;
-        if (scope_kill(t, sig) < 0 || sig == SIGKILL) (void) kill(g->pid, sig);
+        int r = scope_kill(t, sig);
+        if (sig == SIGKILL)
+                gate_kill_shim(g->pid);
+        else if (r < 0)
+                (void) kill(g->pid, sig);
 }
 
 static int gate_kill_timer(sd_event_source *es, uint64_t usec, void *userdata) {
@@ -442,7 +454,7 @@ void gate_coldplug(Task *t) {
         int64_t pid = 0;
         if (task_record_get_int(&t->rec, TASK_KEY_check_gate_pid, &pid) && pid > 1 && monitor_pid_is_shim((pid_t) pid)) {
                 (void) scope_kill(t, SIGKILL);
-                (void) kill((pid_t) pid, SIGKILL);
+                gate_kill_shim((pid_t) pid);
         }
         (void) task_set_str(t, TASK_KEY_check_status, check_status_to_string(CHECK_INTERRUPTED));
         (void) task_set_null(t, TASK_KEY_check_gate_pid);
