@@ -46,11 +46,17 @@ static int add_obj(json_object *o, const char *key, json_object *v) {
         return json_add(o, key, v);
 }
 
+bool sandbox_mount_op_shows_host(sandbox_mount_op op) {
+        return op == SANDBOX_MOUNT_RO_BIND || op == SANDBOX_MOUNT_RO_BIND_TRY || op == SANDBOX_MOUNT_BIND ||
+               op == SANDBOX_MOUNT_OVERLAY || op == SANDBOX_MOUNT_TARGET;
+}
+
 static const char *const mount_op_table[_SANDBOX_MOUNT_OP_MAX] = {
         [SANDBOX_MOUNT_RO_BIND] = "ro-bind", [SANDBOX_MOUNT_BIND] = "bind",
         [SANDBOX_MOUNT_TMPFS] = "tmpfs",     [SANDBOX_MOUNT_DIR] = "dir",
         [SANDBOX_MOUNT_SYMLINK] = "symlink", [SANDBOX_MOUNT_MASK_FILE] = "mask-file",
         [SANDBOX_MOUNT_OVERLAY] = "overlay", [SANDBOX_MOUNT_TARGET] = "target",
+        [SANDBOX_MOUNT_RO_BIND_TRY] = "ro-bind-try",
 };
 
 const char *sandbox_mount_op_to_string(sandbox_mount_op op) {
@@ -365,7 +371,8 @@ static int mount_from_json(json_object *j, launch_sandbox *sb) {
         sandbox_mount_op o = sandbox_mount_op_from_string(op);
         if (o < 0) return -EBADMSG;
         bool overlay = o == SANDBOX_MOUNT_OVERLAY;
-        bool has_src = o == SANDBOX_MOUNT_RO_BIND || o == SANDBOX_MOUNT_BIND || o == SANDBOX_MOUNT_SYMLINK || overlay;
+        bool has_src = o == SANDBOX_MOUNT_RO_BIND || o == SANDBOX_MOUNT_RO_BIND_TRY || o == SANDBOX_MOUNT_BIND ||
+                       o == SANDBOX_MOUNT_SYMLINK || overlay;
         /* a symlink's target may be relative ("usr/bin"); every other path is absolute */
         if ((r = get_str(j, "src", !has_src, o != SANDBOX_MOUNT_SYMLINK, &src)) < 0) return r;
         if (!has_src && src) return -EBADMSG;

@@ -115,12 +115,17 @@ typedef enum sandbox_mount_op {
                                   * --overlay the shim mounts it at stage (a host dir, in its private mount
                                   * namespace) and bwrap binds stage at dest */
         SANDBOX_MOUNT_TARGET,    /* "target": the target directory (dest): the task's overlay, or a plain bind */
+        SANDBOX_MOUNT_RO_BIND_TRY, /* "ro-bind-try": as ro-bind, but nothing if src is gone by the launch
+                                    * (a system root removed between the plan and bwrap) */
         _SANDBOX_MOUNT_OP_MAX,
         _SANDBOX_MOUNT_OP_INVALID = -1,
 } sandbox_mount_op;
 
 const char *sandbox_mount_op_to_string(sandbox_mount_op op);
 sandbox_mount_op sandbox_mount_op_from_string(const char *s);
+/* Whether op shows a host path at its dest: ro-bind, ro-bind-try, bind,
+ * overlay (its lower dir) and target. */
+bool sandbox_mount_op_shows_host(sandbox_mount_op op);
 
 typedef struct sandbox_mount {
         sandbox_mount_op op;

@@ -21,11 +21,6 @@ static int add(plan *p, sandbox_mount_op op, const char *src, const char *dest) 
         return sandbox_mounts_push(&p->m, &p->n, op, src, dest, NULL, NULL, NULL);
 }
 
-static bool mounts_source(sandbox_mount_op op) {
-        return op == SANDBOX_MOUNT_RO_BIND || op == SANDBOX_MOUNT_BIND || op == SANDBOX_MOUNT_OVERLAY ||
-               op == SANDBOX_MOUNT_TARGET;
-}
-
 static bool path_visible(const sandbox_mount *m, size_t n, const char *p, int depth) {
         bool visible = false;
         for (size_t i = 0; i < n; i++) {
@@ -42,7 +37,7 @@ static bool path_visible(const sandbox_mount *m, size_t n, const char *p, int de
                         return via && path_visible(m, n, via, depth + 1);
                 }
                 if (!m[i].dest || !path_is_at_or_below(p, m[i].dest)) continue;
-                if (mounts_source(m[i].op)) visible = true;
+                if (sandbox_mount_op_shows_host(m[i].op)) visible = true;
                 else if (m[i].op == SANDBOX_MOUNT_TMPFS || m[i].op == SANDBOX_MOUNT_MASK_FILE ||
                          m[i].op == SANDBOX_MOUNT_DIR)
                         visible = false;
@@ -66,7 +61,8 @@ static int add_system_roots(plan *p) {
                         target[k] = 0;
                         r = add(p, SANDBOX_MOUNT_SYMLINK, target, roots[i]);
                 } else if (S_ISDIR(st.st_mode))
-                        r = add(p, SANDBOX_MOUNT_RO_BIND, roots[i], roots[i]);
+                        /* a root removed before bwrap runs is just absent */
+                        r = add(p, SANDBOX_MOUNT_RO_BIND_TRY, roots[i], roots[i]);
                 if (r < 0) return r;
         }
         return 0;

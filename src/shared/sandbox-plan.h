@@ -9,7 +9,8 @@
  * In mount order:
  *
  *  1. system roots, read-only: each of SANDBOX_SYSTEM_ROOTS that exists
- *     (a symlink such as /bin -> usr/bin is recreated as a symlink);
+ *     (a symlink such as /bin -> usr/bin is recreated as a symlink), a root
+ *     removed before bwrap runs left out rather than failing the launch;
  *  2. /var with an empty /var/tmp and /var/run -> ../run, an empty /run;
  *     the files /etc points into elsewhere (resolv.conf -> /run/systemd/...,
  *     hosts, localtime) bound read-only where they lie, if they are regular

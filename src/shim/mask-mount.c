@@ -37,15 +37,10 @@ static int mask_push(MaskSet *s, const char *path, bool dir) {
 
 static bool is_system_root_bind(const sandbox_mount *m) {
         static const char *const roots[] = {SANDBOX_SYSTEM_ROOTS};
-        if (m->op != SANDBOX_MOUNT_RO_BIND || !m->src || !m->dest || !streq(m->src, m->dest)) return false;
+        if ((m->op != SANDBOX_MOUNT_RO_BIND && m->op != SANDBOX_MOUNT_RO_BIND_TRY) || !m->src || !m->dest || !streq(m->src, m->dest)) return false;
         for (size_t i = 0; i < ELEMENTSOF(roots); i++)
                 if (streq(m->dest, roots[i])) return true;
         return false;
-}
-
-static bool mounts_source(sandbox_mount_op op) {
-        return op == SANDBOX_MOUNT_RO_BIND || op == SANDBOX_MOUNT_BIND || op == SANDBOX_MOUNT_OVERLAY ||
-               op == SANDBOX_MOUNT_TARGET;
 }
 
 typedef struct selection {
@@ -70,11 +65,11 @@ static int selection_init(selection *sel, const sandbox_mount *m, size_t n, cons
                 return r;
         for (size_t i = 0; i < n; i++) {
                 if (is_system_root_bind(&m[i]) || m[i].op == SANDBOX_MOUNT_SYMLINK) continue;
-                const char *host[] = {m[i].dest, mounts_source(m[i].op) ? m[i].src : NULL, m[i].upper, m[i].work,
+                const char *host[] = {m[i].dest, sandbox_mount_op_shows_host(m[i].op) ? m[i].src : NULL, m[i].upper, m[i].work,
                                       m[i].stage};
                 for (size_t k = 0; k < ELEMENTSOF(host); k++) {
                         if ((r = selection_add(&sel->paths, host[k])) < 0) return r;
-                        if (mounts_source(m[i].op) && k < 2 && (r = selection_add(&sel->contents, host[k])) < 0)
+                        if (sandbox_mount_op_shows_host(m[i].op) && k < 2 && (r = selection_add(&sel->contents, host[k])) < 0)
                                 return r;
                 }
         }

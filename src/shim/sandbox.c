@@ -39,11 +39,12 @@ static int push_mount(char ***l, const char *directory, const launch_sandbox *sb
                 const char *const _items_[] = {__VA_ARGS__};                         \
                 r = push_many(&argv, _items_, ELEMENTSOF(_items_));                  \
         } while (0)
-        bool need_src = m->op == SANDBOX_MOUNT_RO_BIND || m->op == SANDBOX_MOUNT_BIND ||
+        bool need_src = m->op == SANDBOX_MOUNT_RO_BIND || m->op == SANDBOX_MOUNT_RO_BIND_TRY || m->op == SANDBOX_MOUNT_BIND ||
                         m->op == SANDBOX_MOUNT_SYMLINK || m->op == SANDBOX_MOUNT_OVERLAY;
         if (!m->dest || (need_src && !m->src)) return -EINVAL;
         switch (m->op) {
         case SANDBOX_MOUNT_RO_BIND: EMIT("--ro-bind", m->src, m->dest); break;
+        case SANDBOX_MOUNT_RO_BIND_TRY: EMIT("--ro-bind-try", m->src, m->dest); break;
         case SANDBOX_MOUNT_BIND: EMIT("--bind", m->src, m->dest); break;
         case SANDBOX_MOUNT_TMPFS: r = push_tmpfs(&argv, sb, m->dest); break;
         case SANDBOX_MOUNT_DIR: EMIT("--dir", m->dest); break;

@@ -8,6 +8,7 @@
  *   --proc /proc --dev /dev [--size N] --tmpfs /tmp
  *   then, per mount, in order:
  *     ro-bind S D     → --ro-bind S D
+ *     ro-bind-try S D → --ro-bind-try S D
  *     bind S D        → --bind S D
  *     tmpfs D         → [--size N] --tmpfs D
  *   (--size N before every --tmpfs when the spec has a tmpSize: no tmpfs of

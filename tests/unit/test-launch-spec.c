@@ -25,6 +25,7 @@ static sandbox_mount mounts[] = {
         {.op = SANDBOX_MOUNT_TMPFS, .dest = "/home/u/.ssh"},
         {.op = SANDBOX_MOUNT_MASK_FILE, .dest = "/home/u/.netrc"},
         {.op = SANDBOX_MOUNT_RO_BIND, .src = "/ro one", .dest = "/ro,two"},
+        {.op = SANDBOX_MOUNT_RO_BIND_TRY, .src = "/nix", .dest = "/nix"},
         {.op = SANDBOX_MOUNT_OVERLAY, .src = "/c", .dest = "/home/u/.config/opencode", .upper = "/h/u", .work = "/h/w",
          .stage = "/h/m"},
         {.op = SANDBOX_MOUNT_BIND, .src = "/state/outputs/oc_1", .dest = "/state/outputs/oc_1"},
@@ -73,7 +74,8 @@ static const char *FULL_JSON =
         "\"stage\":null},{\"op\":\"tmpfs\",\"src\":null,\"dest\":\"/home/u/.ssh\",\"upper\":null,\"work\":null,"
         "\"stage\":null},{\"op\":\"mask-file\",\"src\":null,\"dest\":\"/home/u/.netrc\",\"upper\":null,"
         "\"work\":null,\"stage\":null},{\"op\":\"ro-bind\",\"src\":\"/ro one\",\"dest\":\"/ro,two\","
-        "\"upper\":null,\"work\":null,\"stage\":null},{\"op\":\"overlay\",\"src\":\"/c\","
+        "\"upper\":null,\"work\":null,\"stage\":null},{\"op\":\"ro-bind-try\",\"src\":\"/nix\","
+        "\"dest\":\"/nix\",\"upper\":null,\"work\":null,\"stage\":null},{\"op\":\"overlay\",\"src\":\"/c\","
         "\"dest\":\"/home/u/.config/opencode\",\"upper\":\"/h/u\",\"work\":\"/h/w\",\"stage\":\"/h/m\"},"
         "{\"op\":\"bind\",\"src\":\"/state/outputs/oc_1\",\"dest\":\"/state/outputs/oc_1\",\"upper\":null,"
         "\"work\":null,\"stage\":null}],\"dirs\":[\"/cache/homes/oc_1\"],"

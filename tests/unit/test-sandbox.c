@@ -145,5 +145,23 @@ START_TEST(test_every_op) {
 }
 END_TEST
 
+/* A system root is bound with bwrap's -try form: one removed after the plan
+ * is left out of the sandbox instead of failing the launch; it needs its src. */
+START_TEST(test_ro_bind_try) {
+        sandbox_mount m[] = {{.op = SANDBOX_MOUNT_RO_BIND_TRY, .src = "/nix", .dest = "/nix"}};
+        launch_sandbox sb = {.mounts = m, .n_mounts = 1};
+        _cleanup_strv_free_ char **argv = NULL;
+        char *w[] = {"true", NULL};
+        ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
+        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind-try", "/nix",
+                       "/nix", "--unshare-all", "--unshare-user", "--disable-userns", "--share-net",
+                       "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/d", "--", "true", NULL);
+        m[0].src = NULL;
+        char **bad = NULL;
+        ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &bad), -EINVAL);
+}
+END_TEST
+
 TF_MAIN("sandbox", "argv", NULL, NULL, 0, test_bwrap_overlay_method, test_userns_overlay_method,
-        test_no_overlay_minimal, test_unshared_net, test_sized_tmpfs, test_every_op)
+        test_no_overlay_minimal, test_unshared_net, test_sized_tmpfs, test_every_op,
+        test_ro_bind_try)
