@@ -404,11 +404,53 @@ START_TEST(limits_are_said_in_words) {
 }
 END_TEST
 
+/* RED TEAM (shows a hole): the sandbox's other in-memory places. bwrap's
+ * /dev is a tmpfs without a size (half the RAM), /dev/shm a dir on it, and
+ * so is bwrap's root (where /run, /var and a home outside the system roots
+ * are dirs): what the worker writes there is memory that neither the disk
+ * budget nor the memory count sees (tmpfs pages are no process's resident
+ * memory). 300 MB into each, one at a time and removed at once, with a
+ * disk budget of 128M and 256M of memory: each write must fail or end the
+ * task. */
+START_TEST(hostile_fill_of_unsized_tmpfs) {
+        tf_world *w = world_without_manager();
+        char *repo = tf_repo_new(w, NULL, NULL);
+        const char *limits[] = {"--memory-max", HOSTILE_MEM, "--tasks-max", HOSTILE_TASKS, "--disk-max", "128M", NULL};
+        static const char *const places[] = {"/dev/shm", "/dev", "/run", "/var", "/"};
+        _cleanup_free_ char *holes = strdup("");
+        for (size_t i = 0; i < ELEMENTSOF(places); i++) {
+                _cleanup_free_ char *script = strdup_printf(
+                        "d=%s; df -k \"$d\" | tail -1; if head -c 300000000 /dev/zero > \"$d/fill\" 2>/dev/null; then "
+                        "echo \"wrote 300 MB into $d\"; fi; rm -f \"$d/fill\"; echo end",
+                        places[i]);
+                json_object *st = NULL;
+                char *id = tf_shell_settled(w, repo, limits, script, &st);
+                const char *status = tf_jstr(st, "status");
+                _cleanup_free_ char *msg = streq_ptr(status, "done") ? tf_task_message(w, id) : NULL;
+                fprintf(stderr, "%s: %s %s\n", places[i], strnull(status), strnull(msg));
+                if (msg && strstr(msg, "wrote 300 MB")) {
+                        char *h = strdup_printf("%s %s", holes, places[i]);
+                        free(holes);
+                        holes = h;
+                }
+                json_object_put(st);
+                free(id);
+        }
+        free(repo);
+        tf_world_free(w);
+        ck_assert_msg(!*holes, "300 MB of memory into each of%s, over the 128M disk budget and the 256M memory limit",
+                      holes);
+}
+END_TEST
+
 int main(void) {
-        return tf_run_tests("resource-limits", "no-manager", 240,
-                            TF_TESTS(no_manager_runs_in_a_process_group_and_says_so, settings_from_env_and_config,
-                                     malformed_memory_setting_fails_the_start, limits_are_validated,
-                                     nested_dispatch_cannot_raise_a_limit, limits_are_said_in_words,
-                                     hostile_forks_and_memory_end_the_task, hostile_tmp_fill_is_over_the_disk_budget,
-                                     hostile_log_flood_is_capped));
+        Suite *s = suite_create("resource-limits");
+        tf_add_tests(s, "no-manager", 240,
+                     TF_TESTS(no_manager_runs_in_a_process_group_and_says_so, settings_from_env_and_config,
+                              malformed_memory_setting_fails_the_start, limits_are_validated,
+                              nested_dispatch_cannot_raise_a_limit, limits_are_said_in_words,
+                              hostile_forks_and_memory_end_the_task, hostile_tmp_fill_is_over_the_disk_budget,
+                              hostile_log_flood_is_capped));
+        tf_add_tests(s, "redteam", 240, TF_TESTS(hostile_fill_of_unsized_tmpfs));
+        return tf_run_suite(s);
 }
