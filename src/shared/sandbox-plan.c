@@ -71,8 +71,11 @@ static int add_system_roots(plan *p) {
 /* 2. /var, /run, and the files /etc points to outside the roots */
 static int add_var_run(plan *p) {
         int r;
+        /* every place a worker may write is a sized tmpfs (the shim counts
+         * them in the disk budget): bwrap's own root and /dev are tmpfs
+         * mounts of half the RAM each, made read-only once set up */
         if ((r = add(p, SANDBOX_MOUNT_DIR, NULL, "/var")) < 0 || (r = add(p, SANDBOX_MOUNT_TMPFS, NULL, "/var/tmp")) < 0 ||
-            (r = add(p, SANDBOX_MOUNT_DIR, NULL, "/run")) < 0 ||
+            (r = add(p, SANDBOX_MOUNT_TMPFS, NULL, "/run")) < 0 || (r = add(p, SANDBOX_MOUNT_TMPFS, NULL, "/dev/shm")) < 0 ||
             (r = add(p, SANDBOX_MOUNT_SYMLINK, "../run", "/var/run")) < 0)
                 return r;
         static const char *const etc_links[] = {"/etc/resolv.conf", "/etc/hosts", "/etc/localtime", "/etc/hostname"};
@@ -114,7 +117,7 @@ static int add_home_at(plan *p, const sandbox_plan_args *a, const char *home, bo
         if (shown && is_system_root(home)) return 0;
         /* the dir a home symlink leads to only needs hiding where it shows */
         if (real && !shown) return 0;
-        int r = add(p, shown ? SANDBOX_MOUNT_TMPFS : SANDBOX_MOUNT_DIR, NULL, home);
+        int r = add(p, SANDBOX_MOUNT_TMPFS, NULL, home);
         if (r < 0) return r;
         static const char *const allow[] = {SANDBOX_HOME_ALLOW};
         for (size_t i = 0; i < ELEMENTSOF(allow); i++)

@@ -11,13 +11,15 @@
  *  1. system roots, read-only: each of SANDBOX_SYSTEM_ROOTS that exists
  *     (a symlink such as /bin -> usr/bin is recreated as a symlink), a root
  *     removed before bwrap runs left out rather than failing the launch;
- *  2. /var with an empty /var/tmp and /var/run -> ../run, an empty /run;
+ *  2. /var with an empty /var/tmp and /var/run -> ../run, an empty /run
+ *     and /dev/shm (each a tmpfs: bwrap's root and /dev, which it cannot
+ *     size, are read-only once set up, so that all a worker writes in
+ *     memory is in a sized tmpfs the disk budget counts);
  *     the files /etc points into elsewhere (resolv.conf -> /run/systemd/...,
  *     hosts, localtime) bound read-only where they lie, if they are regular
  *     files (DNS and TLS setup keep working);
- *  3. the home dir as an empty directory on the sandbox's private root tmpfs
- *     (writable, gone with the sandbox) — or, where a system root already
- *     shows it (a home under /opt), an empty tmpfs over it, so that no
+ *  3. the home dir as an empty tmpfs (writable, gone with the sandbox),
+ *     also where a system root already shows it (a home under /opt), so that no
  *     entry of the host's home shows through (a home that is a system root,
  *     HOME=/opt, stays as shown, its deny-list masked); a home that is a
  *     symlink gets the same over the dir it leads to where a system root

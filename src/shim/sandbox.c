@@ -101,6 +101,9 @@ int sandbox_build_argv(const char *bwrap_path, const char *directory, const laun
                 PUSH(SANDBOX_PROMPT_PATH);
         }
 
+        /* bwrap's root and /dev are tmpfs mounts it cannot size: nothing is
+         * written there but into the sized tmpfs mounts above (sandbox-plan.h) */
+        PUSH("--remount-ro", "/", "--remount-ro", "/dev");
         PUSH("--unshare-all", "--unshare-user");
         if (!sb->userns_allowed) PUSH("--disable-userns");
         /* the network namespace is the shim's (or the host's in mode host): bwrap keeps it */

@@ -112,8 +112,9 @@ START_TEST(test_root_from_allow_list) {
         built b = build(NULL, NULL, NULL);
         ck_assert_int_ge(find(b.m, b.n, SANDBOX_MOUNT_RO_BIND_TRY, "/usr"), 0);
         ck_assert_int_ge(find(b.m, b.n, SANDBOX_MOUNT_TMPFS, "/var/tmp"), 0);
-        ck_assert_int_ge(find(b.m, b.n, SANDBOX_MOUNT_DIR, "/run"), 0);
-        ck_assert_int_ge(find(b.m, b.n, SANDBOX_MOUNT_DIR, home), 0);
+        ck_assert_int_ge(find(b.m, b.n, SANDBOX_MOUNT_TMPFS, "/run"), 0);
+        ck_assert_int_ge(find(b.m, b.n, SANDBOX_MOUNT_TMPFS, home), 0);
+        ck_assert_int_ge(find(b.m, b.n, SANDBOX_MOUNT_TMPFS, "/dev/shm"), 0);
         for (size_t i = 0; i < b.n; i++) {
                 ck_assert_msg(!b.m[i].src || !streq(b.m[i].src, "/"), "the host's / is bound");
                 ck_assert_msg(!b.m[i].dest || !streq(b.m[i].dest, "/var") || b.m[i].op == SANDBOX_MOUNT_DIR,

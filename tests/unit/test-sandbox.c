@@ -45,7 +45,7 @@ START_TEST(test_bwrap_overlay_method) {
                     "/ov/upper/main", "/ov/work/main", "/repo", "--tmpfs", "/home/u/.ssh", "--ro-bind", "/dev/null",
                     "/home/u/.netrc", "--overlay-src", "/home/u/.config/opencode", "--overlay", "/h/up", "/h/wk",
                     "/home/u/.config/opencode", "--bind", "/state/outputs/oc_1", "/state/outputs/oc_1",
-                    "--ro-bind-data", "7", SANDBOX_PROMPT_PATH, "--unshare-all", "--unshare-user", "--disable-userns",
+                    "--ro-bind-data", "7", SANDBOX_PROMPT_PATH, "--remount-ro", "/", "--remount-ro", "/dev", "--unshare-all", "--unshare-user", "--disable-userns",
                     "--share-net", "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/repo", "--", "sh",
                     "/tmp/.taskferry-prompt", NULL);
 }
@@ -63,7 +63,7 @@ START_TEST(test_userns_overlay_method) {
                     "--symlink", "usr/bin", "/bin", "--dir", "/home/u", "--bind", "/repo", "/repo", "--tmpfs",
                     "/home/u/.ssh", "--ro-bind", "/dev/null", "/home/u/.netrc", "--bind", "/h/mnt",
                     "/home/u/.config/opencode", "--bind", "/state/outputs/oc_1", "/state/outputs/oc_1",
-                    "--ro-bind-data", "12", SANDBOX_PROMPT_PATH, "--unshare-all", "--unshare-user",
+                    "--ro-bind-data", "12", SANDBOX_PROMPT_PATH, "--remount-ro", "/", "--remount-ro", "/dev", "--unshare-all", "--unshare-user",
                     "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop", "ALL", "--uid", "1000",
                     "--gid", "1001", "--chdir", "/repo", "--", "sh", "/tmp/.taskferry-prompt", NULL);
 }
@@ -82,7 +82,7 @@ START_TEST(test_no_overlay_minimal) {
                                                     m ? OVERLAY_METHOD_USERNS : OVERLAY_METHOD_BWRAP, -1, w, &argv),
                                  0);
                 tf_assert_argv(argv, "/b/bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", "/w d",
-                            "/w d", "--unshare-all", "--unshare-user", "--disable-userns", "--share-net",
+                            "/w d", "--remount-ro", "/", "--remount-ro", "/dev", "--unshare-all", "--unshare-user", "--disable-userns", "--share-net",
                             "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/w d", "--", "opencode", "run", NULL);
         }
 }
@@ -96,7 +96,7 @@ START_TEST(test_unshared_net) {
         _cleanup_strv_free_ char **argv = NULL;
         char *w[] = {"true", NULL};
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
-        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
+        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--remount-ro", "/", "--remount-ro", "/dev", "--unshare-all",
                     "--unshare-user", "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop", "ALL",
                     "--chdir", "/d", "--", "true", NULL);
         strv_free(argv);
@@ -104,7 +104,7 @@ START_TEST(test_unshared_net) {
         sb.own_userns = true;
         ck_assert(sandbox_needs_userns(&sb, OVERLAY_METHOD_BWRAP));
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
-        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
+        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--remount-ro", "/", "--remount-ro", "/dev", "--unshare-all",
                     "--unshare-user", "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop", "ALL",
                     "--uid", "5", "--gid", "6", "--chdir", "/d", "--", "true", NULL);
 }
@@ -120,7 +120,7 @@ START_TEST(test_sized_tmpfs) {
         char *w[] = {"true", NULL};
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
         tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--size", "268435456", "--tmpfs", "/tmp",
-                    "--size", "268435456", "--tmpfs", "/var/tmp", "--bind", "/d", "/d", "--unshare-all",
+                    "--size", "268435456", "--tmpfs", "/var/tmp", "--bind", "/d", "/d", "--remount-ro", "/", "--remount-ro", "/dev", "--unshare-all",
                     "--unshare-user", "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop", "ALL",
                     "--chdir", "/d", "--", "true", NULL);
 }
