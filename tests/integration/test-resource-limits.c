@@ -404,14 +404,13 @@ START_TEST(limits_are_said_in_words) {
 }
 END_TEST
 
-/* RED TEAM (shows a hole): the sandbox's other in-memory places. bwrap's
- * /dev is a tmpfs without a size (half the RAM), /dev/shm a dir on it, and
- * so is bwrap's root (where /run, /var and a home outside the system roots
- * are dirs): what the worker writes there is memory that neither the disk
- * budget nor the memory count sees (tmpfs pages are no process's resident
- * memory). 300 MB into each, one at a time and removed at once, with a
- * disk budget of 128M and 256M of memory: each write must fail or end the
- * task. */
+/* The sandbox's other in-memory places. bwrap's /dev is a tmpfs without a
+ * size (half the RAM), /dev/shm a dir on it, and so is bwrap's root (where
+ * /run, /var and a home outside the system roots would be dirs): what a
+ * worker wrote there would be memory that neither the disk budget nor the
+ * memory count sees (tmpfs pages are no process's resident memory). 300 MB
+ * into each, one at a time and removed at once, with a disk budget of 128M
+ * and 256M of memory: each write must fail or end the task. */
 START_TEST(hostile_fill_of_unsized_tmpfs) {
         tf_world *w = world_without_manager();
         char *repo = tf_repo_new(w, NULL, NULL);
@@ -451,6 +450,6 @@ int main(void) {
                               nested_dispatch_cannot_raise_a_limit, limits_are_said_in_words,
                               hostile_forks_and_memory_end_the_task, hostile_tmp_fill_is_over_the_disk_budget,
                               hostile_log_flood_is_capped));
-        tf_add_tests(s, "redteam", 240, TF_TESTS(hostile_fill_of_unsized_tmpfs));
+        tf_add_tests(s, "memory-places", 240, TF_TESTS(hostile_fill_of_unsized_tmpfs));
         return tf_run_suite(s);
 }

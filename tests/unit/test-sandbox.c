@@ -154,7 +154,7 @@ START_TEST(test_ro_bind_try) {
         char *w[] = {"true", NULL};
         ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
         tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind-try", "/nix",
-                       "/nix", "--unshare-all", "--unshare-user", "--disable-userns", "--share-net",
+                       "/nix", "--remount-ro", "/", "--remount-ro", "/dev", "--unshare-all", "--unshare-user", "--disable-userns", "--share-net",
                        "--die-with-parent", "--cap-drop", "ALL", "--chdir", "/d", "--", "true", NULL);
         m[0].src = NULL;
         char **bad = NULL;
