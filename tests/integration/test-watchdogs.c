@@ -36,6 +36,11 @@
         "\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"rate_limit_exceeded: please retry after 60s\","  \
         "\"statusCode\":429}}}"
 
+/* For the cases about what a worker's output means, not about its timing: a
+ * pre-output budget that a sandbox's start on a loaded machine (several
+ * launches at once, unprivileged, beside a -j8 suite) does not use up */
+#define BOOT_ROOM "TASKFERRY_NO_OUTPUT_TIMEOUT_MS=3000"
+
 static tf_world *world(const char *extra) {
         char *env[] = {W_ENV, (char *) extra, NULL};
         return tf_world_new(env);
@@ -243,6 +248,7 @@ END_TEST
 
 START_TEST(w7_text_event_is_never_scanned) {
         scenario_run(&(scenario){
+                .extra = BOOT_ROOM,
                 .executor = "opencode",
                 .script = "printf '%s\\n' '" STEP_START "' '" TEXT("429 Too Many Requests: rate limit, quota, billing, unauthorized") "'; "
                           "sleep 0.5; printf '%s\\n' '" STOP "'",
@@ -251,7 +257,8 @@ START_TEST(w7_text_event_is_never_scanned) {
 END_TEST
 
 START_TEST(w7_tests_passed_is_not_auth) {
-        scenario_run(&(scenario){.executor = "opencode", .script = "echo '401 tests passed, 0 failed'; sleep 0.2; exit 1",
+        scenario_run(&(scenario){.extra = BOOT_ROOM, .executor = "opencode",
+                                 .script = "echo '401 tests passed, 0 failed'; sleep 0.2; exit 1",
                                  .status = "crashed", .reason = "boot_failure", .detail = "401 tests passed, 0 failed"});
 }
 END_TEST
@@ -279,7 +286,7 @@ END_TEST
 /* ---- W10 boot failure ---- */
 
 START_TEST(w10_boot_failure) {
-        tf_world *w = world(NULL);
+        tf_world *w = world(BOOT_ROOM);
         char *a = dispatch(w, "opencode",
                            "echo 'Warning: No models match pattern' >&2; echo 'Error: Extension failed' >&2; "
                            "echo '    at loadExtension (ext.js:10:5)' >&2; exit 1");
@@ -301,7 +308,7 @@ START_TEST(w10_boot_failure) {
 END_TEST
 
 START_TEST(w10_not_applied) {
-        tf_world *w = world(NULL);
+        tf_world *w = world(BOOT_ROOM);
         /* exit 0 */
         char *a = dispatch(w, "opencode", "echo 'Error: cosmetic' >&2; exit 0");
         /* death by signal: T0 below (bwrap reports it as exit 128+N) */
