@@ -160,6 +160,10 @@ typedef struct launch_sandbox {
          * its own only to make the network namespace (unprivileged, no
          * overlay to mount): bwrap then maps the ids back (sandbox.h) */
         bool own_userns;
+        /* not serialized: set by the shim when it makes the sandbox's IPC
+         * namespace itself, to cap its shared memory (limit-watch.h): bwrap
+         * then keeps it instead of making one */
+        bool own_ipc;
         uint64_t tmp_size;       /* "tmpSize": bytes of each tmpfs, 0: not set */
 } launch_sandbox;
 

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,27 @@ bool limit_watch_needs_userns(const limit_watch *w) {
 
 int limit_watch_enter_cgroup(const limit_watch *w) {
         return w->mode == TASK_LIMITS_CGROUP ? write_knob(w->cgroup, "cgroup.procs", "0") : 0;
+}
+
+bool limit_watch_wants_ipc(const limit_watch *w) { return w->mode == TASK_LIMITS_RLIMIT && w->memory_max; }
+
+int limit_watch_enter_ipc(const limit_watch *w, int stderr_fd) {
+        if (!limit_watch_wants_ipc(w)) return 0;
+        if (unshare(CLONE_NEWIPC) < 0) return -errno;
+        uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+        char max[32], pages[32];
+        snprintf(max, sizeof max, "%llu", (unsigned long long) w->memory_max);
+        snprintf(pages, sizeof pages, "%llu", (unsigned long long) (w->memory_max / page));
+        static const char *const names[] = {"shmmax", "shmall", "shm_rmid_forced"};
+        const char *values[] = {max, pages, "1"};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                int r = write_knob("/proc/sys/kernel", names[i], values[i]);
+                if (r < 0)
+                        dprintf(stderr_fd, "taskferry-shim: warning: cannot set kernel.%s of the sandbox's IPC "
+                                           "namespace: %s; its SysV shared memory is not bounded by the memory limit\n",
+                                names[i], strerror(-r));
+        }
+        return 0;
 }
 
 int limit_watch_set_rlimits(const limit_watch *w) {
@@ -226,6 +248,44 @@ static void sum_in(const proc_entry *v, size_t n, uint64_t *ret_tasks, uint64_t 
         *ret_rss = rss;
 }
 
+/* The bytes held by the memfds the marked processes have open, each file
+ * once: a memfd written to and never mapped is no process's resident memory,
+ * and no tmpfs size bounds it. One mapped as well counts in both. */
+static uint64_t memfd_bytes(int proc_fd, const proc_entry *v, size_t n) {
+        struct { dev_t dev; ino_t ino; } seen[256];
+        size_t n_seen = 0;
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (!v[i].in) continue;
+                char path[64];
+                snprintf(path, sizeof path, "%d/fd", (int) v[i].pid);
+                int dfd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0) continue;
+                DIR *d = fdopendir(dfd);
+                if (!d) {
+                        close(dfd);
+                        continue;
+                }
+                for (struct dirent *de; (de = readdir(d));) {
+                        if (!isdigit((unsigned char) de->d_name[0])) continue;
+                        char target[32];
+                        ssize_t k = readlinkat(dfd, de->d_name, target, sizeof target - 1);
+                        if (k < 7) continue;
+                        target[k] = 0;
+                        struct stat st;
+                        if (!startswith(target, "/memfd:") || fstatat(dfd, de->d_name, &st, 0) < 0) continue;
+                        bool dup = false;
+                        for (size_t j = 0; j < n_seen && !dup; j++)
+                                dup = seen[j].dev == st.st_dev && seen[j].ino == st.st_ino;
+                        if (dup) continue;
+                        if (n_seen < ELEMENTSOF(seen)) seen[n_seen++] = (typeof(seen[0])) {st.st_dev, st.st_ino};
+                        total += (uint64_t) st.st_blocks * 512;
+                }
+                closedir(d);
+        }
+        return total;
+}
+
 int proc_tree_measure(pid_t pid, size_t max_procs, uint64_t *ret_tasks, uint64_t *ret_rss) {
         _cleanup_close_ int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (proc_fd < 0) return -errno;
@@ -272,6 +332,7 @@ int proc_tree_measure(pid_t pid, size_t max_procs, uint64_t *ret_tasks, uint64_t
         }
         for (size_t i = 0; i < n; i++) v[i].in = state[i] == IN;
         sum_in(v, n, ret_tasks, ret_rss);
+        *ret_rss += memfd_bytes(proc_fd, v, n);
         free(state);
         free(chain);
         free(v);
@@ -289,6 +350,7 @@ static int sandbox_measure(int proc_fd, uint64_t tasks_max, uint64_t *ret_tasks,
         if (count < 0) return (int) count;
         for (size_t i = 0; i < n; i++) v[i].in = true;
         sum_in(v, n, ret_tasks, ret_rss);
+        *ret_rss += memfd_bytes(proc_fd, v, n);
         if ((uint64_t) count > *ret_tasks) *ret_tasks = (uint64_t) count;
         free(v);
         return 0;

@@ -72,7 +72,19 @@ int limit_watch_check(limit_watch *w, uint64_t now, const char **ret_reason, cha
 int limit_watch_final(limit_watch *w, const char *log_path, const char **ret_reason, char **ret_detail);
 void limit_watch_done(limit_watch *w);
 
-/* Count the processes' threads and their resident memory (bytes) in the
+/* Should the worker get an IPC namespace made here with its SysV shared
+ * memory capped at the memory limit (mode rlimit with a memory limit: no
+ * cgroup charges those pages, and a segment nobody has attached is no
+ * process's memory)? limit_watch_enter_ipc, in the worker child with
+ * CAP_SYS_ADMIN in its user namespace, makes it: shmmax and shmall at the
+ * limit, shm_rmid_forced on. bwrap must then keep that namespace. 0, or
+ * -errno of the unshare; a cap that cannot be written is only warned of on
+ * stderr_fd. */
+bool limit_watch_wants_ipc(const limit_watch *w);
+int limit_watch_enter_ipc(const limit_watch *w, int stderr_fd);
+
+/* Count the processes' threads and their memory (bytes: resident, and the
+ * memfds they hold open) in the
  * tree of processes under pid, pid included (every /proc/<pid>/stat read
  * once, the tree found by parent pids; a kernel without
  * CONFIG_PROC_CHILDREN has no children files). At most max_procs

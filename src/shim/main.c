@@ -519,6 +519,10 @@ static _Noreturn void run_worker(shim *s, pid_t shim_pid, int out_w, int err_w, 
                 }
                 s->net_sock[1] = safe_close(s->net_sock[1]);
         }
+        if (sb && sb->own_ipc) {
+                int r = limit_watch_enter_ipc(&s->limits, STDERR_FILENO);
+                if (r < 0) child_fail(err_w, "cannot make the sandbox's IPC namespace: %s", strerror(-r));
+        }
         if (chdir(dir) < 0) child_fail(err_w, "cannot change to directory %s: %s", dir, strerror(errno));
         if (sb) {
                 /* the host's abstract sockets and processes stay out of reach (landlock.h) */
@@ -904,6 +908,9 @@ static int start_and_monitor(shim *s) {
                         sb->own_userns = true;
                 /* and one for RLIMIT_NPROC to count only the sandbox's processes (task-limits.h) */
                 if (limit_watch_needs_userns(&s->limits) && !sandbox_needs_userns(sb, s->method)) sb->own_userns = true;
+                /* and an IPC namespace whose shared memory the memory limit
+                 * caps, where there are the rights to make one */
+                sb->own_ipc = limit_watch_wants_ipc(&s->limits) && (geteuid() == 0 || sandbox_needs_userns(sb, s->method));
                 r = net_env_apply(&spec->env, sb->net.mode);
                 if (r < 0) return fail_spawn(s, "cannot set the worker's proxy environment: %s", strerror(-r));
                 if (sb->net.mode == NET_MODE_PROXY && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->net_sock) < 0)

@@ -104,7 +104,11 @@ int sandbox_build_argv(const char *bwrap_path, const char *directory, const laun
         /* bwrap's root and /dev are tmpfs mounts it cannot size: nothing is
          * written there but into the sized tmpfs mounts above (sandbox-plan.h) */
         PUSH("--remount-ro", "/", "--remount-ro", "/dev");
-        PUSH("--unshare-all", "--unshare-user");
+        /* --unshare-all but the IPC namespace, where the shim made it */
+        if (sb->own_ipc)
+                PUSH("--unshare-user", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try");
+        else
+                PUSH("--unshare-all", "--unshare-user");
         if (!sb->userns_allowed) PUSH("--disable-userns");
         /* the network namespace is the shim's (or the host's in mode host): bwrap keeps it */
         PUSH("--share-net");

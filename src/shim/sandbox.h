@@ -22,7 +22,10 @@
  *     target D        → --overlay-src L --overlay U W D                 method BWRAP with sb->overlay
  *                     | --bind D D                                      USERNS (D is our overlay) or no overlay
  *   [--ro-bind-data <fd> SANDBOX_PROMPT_PATH]      when the prompt is passed as a file
+ *   --remount-ro / --remount-ro /dev               bwrap's own tmpfs mounts, which it cannot size
  *   --unshare-all --unshare-user [--disable-userns] --share-net --die-with-parent --cap-drop ALL
+ *                                                  (sb->own_ipc: --unshare-user --unshare-pid --unshare-uts
+ *                                                  --unshare-cgroup-try, keeping the shim's IPC namespace)
  *                                                  --disable-userns unless sb->userns_allowed
  *   [--uid U --gid G]                              sandbox_needs_userns(): the shim mounted overlays in a
  *                                                  user namespace of its own, in which it is root

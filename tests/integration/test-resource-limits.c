@@ -442,6 +442,58 @@ START_TEST(hostile_fill_of_unsized_tmpfs) {
 }
 END_TEST
 
+/* Memory that is no process's resident memory. Without a cgroup, the
+ * memory limit is the shim's count of the sandbox's memory; pages of a
+ * memfd the worker writes to (never mapped) or of a SysV segment it
+ * detached are memory all the same: the count adds open memfds, and the
+ * sandbox's own IPC namespace caps SysV shared memory at the limit. 600 MiB
+ * each with --memory-max 256M: the task must end memory_limit_exceeded or
+ * its allocation be refused (its last line says "refused"), never "held",
+ * and never anything else (a probe that did not run proves nothing). */
+START_TEST(hostile_memory_outside_rss) {
+        tf_world *w = world_without_manager();
+        char *repo = tf_repo_new(w, NULL, NULL);
+        const char *limits[] = {"--memory-max", HOSTILE_MEM, "--tasks-max", HOSTILE_TASKS, NULL};
+        static const char *const scripts[] = {
+                "python3 -c 'import os, time\n"
+                "fd = os.memfd_create(\"x\")\n"
+                "try:\n"
+                "    for i in range(600): os.write(fd, b\"m\" * (1 << 20))\n"
+                "except OSError as e:\n"
+                "    print(\"refused:\", e, flush=True); raise SystemExit(0)\n"
+                "print(\"held 600 MiB in a memfd\", flush=True)\n"
+                "time.sleep(1)'",
+                "perl -e 'use IPC::SysV qw(IPC_PRIVATE IPC_CREAT S_IRWXU IPC_RMID); $| = 1; "
+                "my $id = shmget(IPC_PRIVATE, 600 << 20, IPC_CREAT | S_IRWXU); "
+                "defined $id or do { print \"refused: shmget: $!\\n\"; exit 0 }; "
+                "for my $i (0 .. 599) { shmwrite($id, \"s\" x (1 << 20), $i << 20, 1 << 20) "
+                "or do { print \"refused: shmwrite: $!\\n\"; shmctl($id, IPC_RMID, 0); exit 0 } } "
+                "print \"held 600 MiB in a SysV segment\\n\"; sleep 1; shmctl($id, IPC_RMID, 0)'",
+        };
+        _cleanup_free_ char *holes = strdup("");
+        for (size_t i = 0; i < ELEMENTSOF(scripts); i++) {
+                json_object *st = NULL;
+                char *id = tf_shell_settled(w, repo, limits, scripts[i], &st);
+                const char *status = tf_jstr(st, "status");
+                const char *reason = tf_jstr(st, "failureReason");
+                _cleanup_free_ char *msg = streq_ptr(status, "done") ? tf_task_message(w, id) : NULL;
+                _cleanup_free_ char *why = tf_status_why(st);
+                fprintf(stderr, "memory outside rss %zu: %s %s %s\n", i, strnull(status), strnull(msg), why);
+                bool bounded = streq_ptr(reason, "memory_limit_exceeded") || (msg && startswith(msg, "refused"));
+                if (!bounded) {
+                        char *h = strdup_printf("%s [%zu: %s %s %s]", holes, i, strnull(status), strnull(msg), why);
+                        free(holes);
+                        holes = h;
+                }
+                json_object_put(st);
+                free(id);
+        }
+        free(repo);
+        tf_world_free(w);
+        ck_assert_msg(!*holes, "600 MiB asked for past a 256M memory limit, not refused nor stopped:%s", holes);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("resource-limits");
         tf_add_tests(s, "no-manager", 240,
@@ -450,6 +502,6 @@ int main(void) {
                               nested_dispatch_cannot_raise_a_limit, limits_are_said_in_words,
                               hostile_forks_and_memory_end_the_task, hostile_tmp_fill_is_over_the_disk_budget,
                               hostile_log_flood_is_capped));
-        tf_add_tests(s, "memory-places", 240, TF_TESTS(hostile_fill_of_unsized_tmpfs));
+        tf_add_tests(s, "memory-places", 240, TF_TESTS(hostile_fill_of_unsized_tmpfs, hostile_memory_outside_rss));
         return tf_run_suite(s);
 }

@@ -145,6 +145,20 @@ START_TEST(test_every_op) {
 }
 END_TEST
 
+/* An IPC namespace the shim made (its shared memory capped) is kept: every
+ * namespace of --unshare-all but that one. */
+START_TEST(test_own_ipc) {
+        launch_sandbox sb = {.own_ipc = true};
+        _cleanup_strv_free_ char **argv = NULL;
+        char *w[] = {"true", NULL};
+        ck_assert_int_eq(sandbox_build_argv("bwrap", "/d", &sb, OVERLAY_METHOD_BWRAP, -1, w, &argv), 0);
+        tf_assert_argv(argv, "bwrap", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--remount-ro", "/",
+                       "--remount-ro", "/dev", "--unshare-user", "--unshare-pid", "--unshare-uts",
+                       "--unshare-cgroup-try", "--disable-userns", "--share-net", "--die-with-parent", "--cap-drop",
+                       "ALL", "--chdir", "/d", "--", "true", NULL);
+}
+END_TEST
+
 /* A system root is bound with bwrap's -try form: one removed after the plan
  * is left out of the sandbox instead of failing the launch; it needs its src. */
 START_TEST(test_ro_bind_try) {
@@ -164,4 +178,4 @@ END_TEST
 
 TF_MAIN("sandbox", "argv", NULL, NULL, 0, test_bwrap_overlay_method, test_userns_overlay_method,
         test_no_overlay_minimal, test_unshared_net, test_sized_tmpfs, test_every_op,
-        test_ro_bind_try)
+        test_ro_bind_try, test_own_ipc)
