@@ -11,7 +11,8 @@
 
 typedef struct Scanner {
         const unsigned char *base, *p, *end;
-        bool unsure;
+        bool unsure;   /* an escaped top-level key */
+        bool too_deep; /* a container deeper than JSON_SCAN_DEPTH_MAX */
 } Scanner;
 
 /* a byte's class inside a string */
@@ -136,10 +137,108 @@ typedef struct TopKeys {
         JsonScanValue *values;
 } TopKeys;
 
-static bool scan_value(Scanner *s, int depth, TopKeys *top, JsonScanType *ret_type);
+/* A scalar at p: its type, and whether it is well-formed. */
+static bool scan_scalar(Scanner *s, JsonScanType *ret_type) {
+        if (s->p >= s->end) return false;
+        switch (*s->p) {
+        case '"':
+                *ret_type = JSON_SCAN_STRING;
+                return scan_string(s, NULL);
+        case 't':
+                *ret_type = JSON_SCAN_TRUE;
+                return scan_literal(s, "true");
+        case 'f':
+                *ret_type = JSON_SCAN_FALSE;
+                return scan_literal(s, "false");
+        case 'n':
+                *ret_type = JSON_SCAN_NULL;
+                return scan_literal(s, "null");
+        default:
+                *ret_type = JSON_SCAN_NUMBER;
+                return scan_number(s);
+        }
+}
 
-/* At '{'. top: the keys to note (the top-level object only). */
-static bool scan_object(Scanner *s, int depth, TopKeys *top) {
+/* At a member's key (after '{' or ','): past the key, its ':' and the
+ * whitespace before the value. */
+static bool scan_member_key(Scanner *s) {
+        if (s->p >= s->end || *s->p != '"') return false;
+        if (!scan_string(s, NULL)) return false;
+        skip_ws(s);
+        if (s->p >= s->end || *s->p != ':') return false;
+        s->p++;
+        skip_ws(s);
+        return true;
+}
+
+/* One value whose first byte is at p, at nesting depth `depth` (the
+ * top-level value is depth 1; a member's or element's value is one deeper
+ * than its container, whatever its type, as json-c counts), without
+ * recursion: the containers open
+ * inside it are a stack of one bit each (1: object, 0: array), at most
+ * JSON_SCAN_DEPTH_MAX deep, so a line of any nesting costs no more stack
+ * than a flat one. */
+static bool scan_nested(Scanner *s, int depth, JsonScanType *ret_type) {
+        if (s->p >= s->end) return false;
+        if (depth > JSON_SCAN_DEPTH_MAX) {
+                s->too_deep = true;
+                return false;
+        }
+        if (*s->p != '{' && *s->p != '[') return scan_scalar(s, ret_type);
+        *ret_type = *s->p == '{' ? JSON_SCAN_OBJECT : JSON_SCAN_ARRAY;
+        unsigned char is_object[JSON_SCAN_DEPTH_MAX / 8 + 1];
+        int n = 0; /* containers open */
+        for (;;) {
+                /* at a value, of depth depth + n: deeper than the bound is
+                 * too deep, a scalar as well as a container */
+                if (s->p >= s->end) return false;
+                if (depth + n > JSON_SCAN_DEPTH_MAX) {
+                        s->too_deep = true;
+                        return false;
+                }
+                if (*s->p == '{' || *s->p == '[') {
+                        bool obj = *s->p == '{';
+                        if (obj)
+                                is_object[n / 8] |= (unsigned char) (1u << (n % 8));
+                        else
+                                is_object[n / 8] &= (unsigned char) ~(1u << (n % 8));
+                        n++;
+                        s->p++;
+                        skip_ws(s);
+                        if (s->p >= s->end) return false;
+                        if (*s->p != (obj ? '}' : ']')) {
+                                if (obj && !scan_member_key(s)) return false;
+                                continue;
+                        }
+                        s->p++;
+                        n--;
+                } else {
+                        JsonScanType type;
+                        if (!scan_scalar(s, &type)) return false;
+                }
+                /* after a value: close what ends here, up to the next value */
+                for (;;) {
+                        if (n == 0) return true;
+                        skip_ws(s);
+                        if (s->p >= s->end) return false;
+                        bool obj = is_object[(n - 1) / 8] & (1u << ((n - 1) % 8));
+                        if (*s->p == (obj ? '}' : ']')) {
+                                s->p++;
+                                n--;
+                                continue;
+                        }
+                        if (*s->p != ',') return false;
+                        s->p++;
+                        skip_ws(s);
+                        if (obj && !scan_member_key(s)) return false;
+                        break;
+                }
+        }
+}
+
+/* The top-level object, at '{': its members' values through scan_nested,
+ * noting the values of the keys in top. */
+static bool scan_top_object(Scanner *s, TopKeys *top) {
         s->p++;
         skip_ws(s);
         if (s->p < s->end && *s->p == '}') {
@@ -153,19 +252,16 @@ static bool scan_object(Scanner *s, int depth, TopKeys *top) {
                 if (!scan_string(s, &key_escaped)) return false;
                 size_t key_len = (size_t) (s->p - 1 - key);
                 ssize_t which = -1;
-                if (top) {
-                        if (key_escaped) s->unsure = true;
-                        for (size_t i = 0; i < top->n_keys; i++)
-                                if (top->key_len[i] == key_len && memcmp(top->keys[i], key, key_len) == 0)
-                                        which = (ssize_t) i;
-                }
+                if (key_escaped && top->n_keys > 0) s->unsure = true;
+                for (size_t i = 0; i < top->n_keys; i++)
+                        if (top->key_len[i] == key_len && memcmp(top->keys[i], key, key_len) == 0) which = (ssize_t) i;
                 skip_ws(s);
                 if (s->p >= s->end || *s->p != ':') return false;
                 s->p++;
                 skip_ws(s);
                 const unsigned char *vstart = s->p;
                 JsonScanType type;
-                if (!scan_value(s, depth + 1, NULL, &type)) return false;
+                if (!scan_nested(s, 2, &type)) return false;
                 if (which >= 0) {
                         JsonScanValue *v = &top->values[which];
                         *v = (JsonScanValue) {.type = type, .offset = (size_t) (vstart - s->base),
@@ -188,58 +284,6 @@ static bool scan_object(Scanner *s, int depth, TopKeys *top) {
         }
 }
 
-static bool scan_array(Scanner *s, int depth) {
-        s->p++;
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ']') {
-                s->p++;
-                return true;
-        }
-        for (;;) {
-                JsonScanType type;
-                if (!scan_value(s, depth + 1, NULL, &type)) return false;
-                skip_ws(s);
-                if (s->p >= s->end) return false;
-                if (*s->p == ']') {
-                        s->p++;
-                        return true;
-                }
-                if (*s->p != ',') return false;
-                s->p++;
-                skip_ws(s);
-        }
-}
-
-static bool scan_value(Scanner *s, int depth, TopKeys *top, JsonScanType *ret_type) {
-        if (s->p >= s->end) return false;
-        switch (*s->p) {
-        case '{':
-        case '[':
-                if (depth > JSON_SCAN_DEPTH_MAX) {
-                        /* deeper than we follow: valid or not, a full parser says */
-                        s->unsure = true;
-                        return false;
-                }
-                *ret_type = *s->p == '{' ? JSON_SCAN_OBJECT : JSON_SCAN_ARRAY;
-                return *s->p == '{' ? scan_object(s, depth, top) : scan_array(s, depth);
-        case '"':
-                *ret_type = JSON_SCAN_STRING;
-                return scan_string(s, NULL);
-        case 't':
-                *ret_type = JSON_SCAN_TRUE;
-                return scan_literal(s, "true");
-        case 'f':
-                *ret_type = JSON_SCAN_FALSE;
-                return scan_literal(s, "false");
-        case 'n':
-                *ret_type = JSON_SCAN_NULL;
-                return scan_literal(s, "null");
-        default:
-                *ret_type = JSON_SCAN_NUMBER;
-                return scan_number(s);
-        }
-}
-
 JsonScanResult json_scan(const char *buf, size_t len, const char *const *keys, JsonScanType *ret_top,
                          JsonScanValue values[]) {
         string_class_init();
@@ -253,7 +297,13 @@ JsonScanResult json_scan(const char *buf, size_t len, const char *const *keys, J
                      .end = (const unsigned char *) buf + len};
         skip_ws(&s);
         JsonScanType type = JSON_SCAN_NONE;
-        bool ok = scan_value(&s, 1, &top, &type);
+        bool ok;
+        if (s.p < s.end && *s.p == '{') {
+                type = JSON_SCAN_OBJECT;
+                ok = scan_top_object(&s, &top);
+        } else
+                ok = scan_nested(&s, 1, &type);
+        if (s.too_deep) return JSON_SCAN_TOO_DEEP;
         if (s.unsure) return JSON_SCAN_UNSURE;
         if (!ok) return JSON_SCAN_INVALID;
         skip_ws(&s);

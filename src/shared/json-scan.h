@@ -15,16 +15,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* the deepest nesting the scan follows (the top-level value is depth 1);
- * deeper values make it JSON_SCAN_UNSURE */
-#define JSON_SCAN_DEPTH_MAX 32
+/* the deepest nesting the scan follows (the top-level value is depth 1, a
+ * value inside a container one deeper than it, scalars included); a value
+ * deeper makes it JSON_SCAN_TOO_DEEP. The same bound as a
+ * json-c tokener made with this depth, which accepts exactly as deep. The
+ * scan uses no recursion: one bit of stack a level. */
+#define JSON_SCAN_DEPTH_MAX 4096
 /* the most keys one scan looks for */
 #define JSON_SCAN_KEYS_MAX 4
 
 typedef enum JsonScanResult {
         JSON_SCAN_INVALID = 0, /* not one JSON value */
         JSON_SCAN_VALID = 1,   /* one JSON value; the keys' spans are set */
-        JSON_SCAN_UNSURE = 2,  /* too deep, or an escaped top-level key: ask a full parser */
+        JSON_SCAN_UNSURE = 2,  /* an escaped top-level key: ask a full parser */
+        JSON_SCAN_TOO_DEEP = 3, /* all valid up to a value deeper than JSON_SCAN_DEPTH_MAX:
+                                 * a parser with that depth bound refuses it as well */
 } JsonScanResult;
 
 typedef enum JsonScanType {

@@ -49,25 +49,71 @@ START_TEST(scan_nul_is_invalid) {
 }
 END_TEST
 
+/* n nested containers (objects and arrays in turn, from the top) around
+ * a 1, as written; cut: the last closing bracket left off. malloc'd. */
+static char *nested(size_t n, bool cut) {
+        char *t = malloc(8 * n + 2);
+        ck_assert_ptr_nonnull(t);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (i % 2 == 0) {
+                        memcpy(t + k, "{\"a\":", 5);
+                        k += 5;
+                } else
+                        t[k++] = '[';
+        }
+        t[k++] = '1';
+        for (size_t i = n; i-- > 0;) t[k++] = i % 2 == 0 ? '}' : ']';
+        if (cut) k--;
+        t[k] = 0;
+        return t;
+}
+
+START_TEST(scan_depth) {
+        /* deeper than it follows: too deep, valid or not, as for json-c
+         * with the same bound */
+        json_tokener *tok = json_strict_tokener_new_depth(JSON_SCAN_DEPTH_MAX);
+        ck_assert_ptr_nonnull(tok);
+        for (size_t n = JSON_SCAN_DEPTH_MAX - 2; n <= JSON_SCAN_DEPTH_MAX + 2; n++)
+                for (int cut = 0; cut <= 1; cut++) {
+                        _cleanup_free_ char *t = nested(n, cut);
+                        /* the 1 is at depth n + 1 */
+                        JsonScanResult want = n + 1 > JSON_SCAN_DEPTH_MAX ? JSON_SCAN_TOO_DEEP
+                                              : cut                    ? JSON_SCAN_INVALID
+                                                                       : JSON_SCAN_VALID;
+                        ck_assert_msg(scan(t) == want, "depth %zu%s: %d", n, cut ? " (cut)" : "", scan(t));
+                        json_object *o = NULL;
+                        bool parsed = json_parse_strict_with(tok, t, strlen(t), &o) >= 0;
+                        json_object_put(o);
+                        ck_assert_msg(parsed == (want == JSON_SCAN_VALID), "depth %zu%s: json-c %d", n,
+                                      cut ? " (cut)" : "", parsed);
+                }
+        json_tokener_free(tok);
+        /* empty containers count as deep as they are */
+        for (size_t n = JSON_SCAN_DEPTH_MAX; n <= JSON_SCAN_DEPTH_MAX + 1; n++) {
+                _cleanup_free_ char *t = malloc(2 * n + 3);
+                ck_assert_ptr_nonnull(t);
+                memset(t, '[', n - 1);
+                memcpy(t + n - 1, "{ }", 3);
+                memset(t + n + 2, ']', n - 1);
+                t[2 * n + 1] = 0;
+                ck_assert_int_eq(scan(t), n > JSON_SCAN_DEPTH_MAX ? JSON_SCAN_TOO_DEEP : JSON_SCAN_VALID);
+        }
+        /* far deeper than the bound: no stack to speak of, and an answer */
+        size_t huge = (size_t) 1 << 20;
+        char *t = malloc(2 * huge + 1);
+        ck_assert_ptr_nonnull(t);
+        memset(t, '[', huge);
+        memset(t + huge, ']', huge);
+        t[2 * huge] = 0;
+        ck_assert_int_eq(scan(t), JSON_SCAN_TOO_DEEP);
+        free(t);
+        /* invalid before the depth is reached: invalid */
+        ck_assert_int_eq(scan("[[1,]"), JSON_SCAN_INVALID);
+}
+END_TEST
+
 START_TEST(scan_unsure) {
-        /* deeper than it follows: a full parser decides, valid or not */
-        char deep[2 * (JSON_SCAN_DEPTH_MAX + 1) + 1];
-        for (size_t i = 0; i <= JSON_SCAN_DEPTH_MAX; i++) {
-                deep[i] = '[';
-                deep[2 * (JSON_SCAN_DEPTH_MAX + 1) - 1 - i] = ']';
-        }
-        deep[sizeof deep - 1] = 0;
-        ck_assert_int_eq(scan(deep), JSON_SCAN_UNSURE);
-        deep[sizeof deep - 2] = 0; /* one bracket short */
-        ck_assert_int_eq(scan(deep), JSON_SCAN_UNSURE);
-        /* as deep as it follows: decided */
-        char ok[2 * JSON_SCAN_DEPTH_MAX + 1];
-        for (size_t i = 0; i < JSON_SCAN_DEPTH_MAX; i++) {
-                ok[i] = '[';
-                ok[2 * JSON_SCAN_DEPTH_MAX - 1 - i] = ']';
-        }
-        ok[sizeof ok - 1] = 0;
-        ck_assert_int_eq(scan(ok), JSON_SCAN_VALID);
         /* a top-level key with an escape might be a named one */
         ck_assert_int_eq(scan("{\"\\u006b\":1}"), JSON_SCAN_UNSURE);
         ck_assert_int_eq(scan("{\"x\\n\":1}"), JSON_SCAN_UNSURE);
@@ -120,8 +166,11 @@ static void assert_agrees(const char *text, size_t len) {
         JsonScanType top;
         JsonScanResult k = json_scan(text, len, keys, &top, v);
         if (k == JSON_SCAN_UNSURE) return;
+        json_tokener *tok = json_strict_tokener_new_depth(JSON_SCAN_DEPTH_MAX);
+        ck_assert_ptr_nonnull(tok);
         json_object *o = NULL;
-        bool parsed = json_parse_strict(text, len, &o) >= 0;
+        bool parsed = json_parse_strict_with(tok, text, len, &o) >= 0;
+        json_tokener_free(tok);
         ck_assert_msg(parsed == (k == JSON_SCAN_VALID), "scan %d, json-c %d: %.*s", k, parsed, (int) len, text);
         if (parsed && top == JSON_SCAN_OBJECT && v[0].type == JSON_SCAN_STRING && !v[0].escaped) {
                 const char *sid = json_get_string(o, "sessionID");
@@ -186,7 +235,7 @@ END_TEST
 int main(void) {
         Suite *s = suite_create("json-scan");
         TCase *tc = tf_tcase(s, "scan", NULL, NULL, 240,
-                             TF_TESTS(scan_nul_is_invalid, scan_unsure, scan_spans, scan_agrees_with_json_c));
+                             TF_TESTS(scan_nul_is_invalid, scan_depth, scan_unsure, scan_spans, scan_agrees_with_json_c));
         TF_LOOP(tc, scan_valid, valid);
         TF_LOOP(tc, scan_invalid, invalid);
         return tf_run_suite(s);
