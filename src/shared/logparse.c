@@ -130,6 +130,9 @@ static char *strip_escapes(const char *s, size_t len, size_t *ret_len) {
  * has no limit, json-c's default tokener stops at 63 levels, and a worker
  * decides what its events hold. json-c's stack costs 32 bytes a level. */
 #define LOG_JSON_DEPTH_MAX 4096
+/* json_scan follows exactly as deep: a line it finds too deep is one the
+ * tokener refuses, so it is not JSON without being built */
+_Static_assert(JSON_SCAN_DEPTH_MAX == LOG_JSON_DEPTH_MAX, "json_scan and the log's tokener must agree on depth");
 #define LOG_READ_CHUNK ((size_t) 64 << 10)
 
 typedef struct log_reader {
@@ -177,6 +180,40 @@ static int log_reader_next(log_reader *r, const char **ret_line, size_t *ret_len
                 if (n == -EINTR) continue;
                 if (n < 0) return (int) n;
                 if (n == 0) r->eof = true;
+        }
+}
+
+static bool scan_is(const char *line, const JsonScanValue *v, const char *word) {
+        return v->type == JSON_SCAN_STRING && !v->escaped && v->len == strlen(word) &&
+               memcmp(line + v->offset, word, v->len) == 0;
+}
+
+/* Whether the readers may settle a line with json_scan alone (tests turn it
+ * off to compare them with json-c). */
+static bool summarize_fast_paths = true;
+
+void log_summarize_use_fast_paths(bool on) { summarize_fast_paths = on; }
+
+/* What json_scan can say of a line for the classifier without json-c:
+ * 1 and *ret_json when it settles it (not JSON, or JSON that is no "error"
+ * event: nothing to classify as JSON), 0 when json-c must build it. */
+static int classify_scan(const char *line, size_t len, bool *ret_json) {
+        static const char *const keys[] = {"type", NULL};
+        JsonScanValue v[1];
+        JsonScanType top = JSON_SCAN_NONE;
+        switch (json_scan(line, len, keys, &top, v)) {
+        case JSON_SCAN_INVALID:
+        case JSON_SCAN_TOO_DEEP:
+                *ret_json = false;
+                return 1;
+        case JSON_SCAN_VALID:
+                if (top == JSON_SCAN_OBJECT && v[0].type == JSON_SCAN_STRING &&
+                    (v[0].escaped || scan_is(line, &v[0], "error")))
+                        return 0;
+                *ret_json = true;
+                return 1;
+        default:
+                return 0;
         }
 }
 
@@ -307,7 +344,13 @@ static int classify_with(classifier *c, json_tokener *tok, const char *line, siz
         _cleanup_json_ json_object *evt = NULL;
         _cleanup_free_ char *reason = NULL, *detail = NULL;
 
-        bool is_json = parse_line(tok, line, len, &evt) >= 0;
+        bool is_json;
+        if (!summarize_fast_paths || classify_scan(line, len, &is_json) == 0)
+                is_json = parse_line(tok, line, len, &evt) >= 0;
+        else if (is_json) {
+                if (ret_json) *ret_json = true;
+                return 0; /* JSON, no error event */
+        }
         if (ret_json) *ret_json = is_json;
         if (!is_json) {
                 /* Not JSON: raw stderr, plain-text worker output, matched
@@ -362,9 +405,13 @@ static int classify_with(classifier *c, json_tokener *tok, const char *line, siz
 
 int log_classify_line(const char *line, size_t len, const char *prefix, const char *structured_prefix,
                       char **ret_reason, char **ret_detail) {
+        /* the log's depth bound, as every reader of it has */
+        json_tokener *tok = json_strict_tokener_new_depth(LOG_JSON_DEPTH_MAX);
+        if (!tok) return -ENOMEM;
         classifier c = {};
-        int r = classify_with(&c, NULL, line, len, prefix, structured_prefix, NULL, ret_reason, ret_detail);
+        int r = classify_with(&c, tok, line, len, prefix, structured_prefix, NULL, ret_reason, ret_detail);
         classifier_done(&c);
+        json_tokener_free(tok);
         return r;
 }
 
@@ -425,6 +472,10 @@ int log_classify_file(const char *path, const char *prefix, const char *structur
  * wrote any JSON line (see log_boot_failure) ---- */
 
 static bool line_parses_as_json(json_tokener *tok, const char *line, size_t len) {
+        if (summarize_fast_paths) {
+                JsonScanResult k = json_scan(line, len, NULL, NULL, NULL);
+                if (k != JSON_SCAN_UNSURE) return k == JSON_SCAN_VALID;
+        }
         json_object *o = NULL;
         if (parse_line(tok, line, len, &o) < 0) return false;
         json_object_put(o);
@@ -699,23 +750,6 @@ static int summarizer_add_text(summarizer *s, const char *key, size_t key_len, c
 
 static double number_or_zero(json_object *v) { return json_is_number(v) ? json_object_get_double(v) : 0; }
 
-/* {...a, ...b}: a's members in order, b's replacing or appended. New object. */
-static json_object *object_spread(json_object *a, json_object *b) {
-        json_object *out = json_object_new_object();
-        if (!out) return NULL;
-        json_object *srcs[2] = { a, b };
-        for (size_t i = 0; i < 2; i++) {
-                if (!json_is_object(srcs[i])) continue;
-                json_object_object_foreach(srcs[i], k, v) {
-                        if (json_object_object_add(out, k, json_object_get(v)) < 0) {
-                                json_object_put(out);
-                                return NULL;
-                        }
-                }
-        }
-        return out;
-}
-
 /* x + y as a new JSON number; a missing or non-number side counts as 0.
  * Integers stay exact int64; anything else is a double (JavaScript "+"). */
 static json_object *add_numbers(json_object *x, json_object *y) {
@@ -727,47 +761,85 @@ static json_object *add_numbers(json_object *x, json_object *y) {
         return json_new_number(number_or_zero(x) + number_or_zero(y));
 }
 
-/* Set out[key] = a[key] + b[key] when either side is a number. */
-static int sum_field(json_object *out, json_object *a, json_object *b, const char *key) {
-        json_object *av = json_get(a, key), *bv = json_get(b, key);
-        if (!json_is_number(av) && !json_is_number(bv)) return 0;
-        json_object *sum = add_numbers(av, bv);
-        if (!sum) return -ENOMEM;
-        return json_add(out, key, sum);
+/* The most members a sum of tokens (or its cache) holds: a provider
+ * reports a handful; a worker that invents a new one on every step would
+ * grow the sum, and the result that carries it, with its log. Members past
+ * the bound are left out. */
+#define TOKENS_MEMBERS_MAX 64
+
+/* In *o (an object of ours), each member of b set: replacing a member of
+ * that name in place, else appended while o has fewer than
+ * TOKENS_MEMBERS_MAX. What {...a, ...b} makes, at the cost of b's members
+ * only: a log of many steps never copies the sum again. */
+static int object_assign(json_object *o, json_object *b) {
+        if (!json_is_object(b)) return 0;
+        json_object_object_foreach(b, k, v) {
+                if (json_object_object_length(o) >= TOKENS_MEMBERS_MAX && !json_object_object_get_ex(o, k, NULL))
+                        continue;
+                if (json_object_object_add(o, k, json_object_get(v)) < 0) return -ENOMEM;
+        }
+        return 0;
+}
+
+static const char *const sum_fields[] = { "total", "input", "output", "reasoning" };
+
+/* The rest of tokens_add, given the sums it computed (NULL: the field is
+ * no number on either side; taken from sums[] as they are set). */
+static int tokens_merge(json_object **acc, json_object *t, json_object **sums, size_t n_sums) {
+        json_object *a = *acc;
+        json_object *ac = json_get(a, "cache"), *tc = json_get(t, "cache");
+        _cleanup_json_ json_object *cache = NULL;
+        if (json_is_object(ac) || json_is_object(tc)) {
+                /* write and read are always present in a summed cache. */
+                _cleanup_json_ json_object *w = add_numbers(json_get(ac, "write"), json_get(tc, "write"));
+                _cleanup_json_ json_object *r = add_numbers(json_get(ac, "read"), json_get(tc, "read"));
+                cache = json_is_object(ac) ? json_object_get(ac) : json_object_new_object();
+                if (!w || !r || !cache || object_assign(cache, tc) < 0 || json_add(cache, "write", TAKE_PTR(w)) < 0 ||
+                    json_add(cache, "read", TAKE_PTR(r)) < 0)
+                        return -ENOMEM;
+        }
+        if (!json_is_object(a)) {
+                /* a first value that was no object spreads to nothing */
+                if (!(a = json_object_new_object())) return -ENOMEM;
+                json_object_put(*acc);
+                *acc = a;
+        }
+        if (object_assign(a, t) < 0) return -ENOMEM;
+        for (size_t i = 0; i < n_sums; i++)
+                if (sums[i] && json_add(a, sum_fields[i], TAKE_PTR(sums[i])) < 0) return -ENOMEM;
+        if (cache && json_add(a, "cache", TAKE_PTR(cache)) < 0) return -ENOMEM;
+        return 0;
 }
 
 /* tokens = sum(tokens, t): the first step_finish's tokens are taken as they
- * are; later ones merge into them, summing total, input, output and
- * reasoning (a missing value counts 0 beside a number) and cache.write and
- * cache.read when either side has a cache. */
+ * are; later ones merge into them ({...tokens, ...t}), summing total,
+ * input, output and reasoning (a missing value counts 0 beside a number)
+ * and cache.write and cache.read when either side has a cache
+ * ({...tokens.cache, ...t.cache}). *acc is the summary's own: it and its
+ * cache are changed in place, so a step costs its own members, never the
+ * sum's. */
 static int tokens_add(json_object **acc, json_object *t) {
         if (!*acc) {
-                *acc = json_object_get(t); /* the first one is taken as-is */
-                return 0;
+                /* the first one is taken as-is (within the bound) */
+                if (!json_is_object(t) || json_object_object_length(t) <= TOKENS_MEMBERS_MAX) {
+                        *acc = json_object_get(t);
+                        return 0;
+                }
+                if (!(*acc = json_object_new_object())) return -ENOMEM;
+                return object_assign(*acc, t);
         }
         if (!json_is_object(t)) return 0;
-        _cleanup_json_ json_object *out = object_spread(*acc, t);
-        if (!out) return -ENOMEM;
-        static const char *const fields[] = { "total", "input", "output", "reasoning" };
-        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
-                int r = sum_field(out, *acc, t, fields[i]);
-                if (r < 0) return r;
+        json_object *a = *acc;
+        /* the sums first: the members they read are replaced below */
+        json_object *sums[ELEMENTSOF(sum_fields)] = {};
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(sum_fields) && r == 0; i++) {
+                json_object *av = json_get(a, sum_fields[i]), *tv = json_get(t, sum_fields[i]);
+                if ((json_is_number(av) || json_is_number(tv)) && !(sums[i] = add_numbers(av, tv))) r = -ENOMEM;
         }
-        json_object *ac = json_get(*acc, "cache"), *tc = json_get(t, "cache");
-        if (json_is_object(ac) || json_is_object(tc)) {
-                _cleanup_json_ json_object *cache = object_spread(ac, tc);
-                if (!cache) return -ENOMEM;
-                /* write and read are always present in a summed cache. */
-                static const char *const cfields[] = { "write", "read" };
-                for (size_t i = 0; i < ELEMENTSOF(cfields); i++) {
-                        json_object *sum = add_numbers(json_get(ac, cfields[i]), json_get(tc, cfields[i]));
-                        if (!sum || json_add(cache, cfields[i], sum) < 0) return -ENOMEM;
-                }
-                if (json_add(out, "cache", TAKE_PTR(cache)) < 0) return -ENOMEM;
-        }
-        json_object_put(*acc);
-        *acc = TAKE_PTR(out);
-        return 0;
+        if (r == 0) r = tokens_merge(acc, t, sums, ELEMENTSOF(sum_fields));
+        for (size_t i = 0; i < ELEMENTSOF(sum_fields); i++) json_object_put(sums[i]);
+        return r;
 }
 
 static int summarize_event(summarizer *s, log_summary *ret, json_object *evt) {
@@ -977,11 +1049,6 @@ static bool scan_number_value(const char *text, size_t len, double *ret) {
         return true;
 }
 
-static bool scan_is(const char *line, const JsonScanValue *v, const char *word) {
-        return v->type == JSON_SCAN_STRING && !v->escaped && v->len == strlen(word) &&
-               memcmp(line + v->offset, word, v->len) == 0;
-}
-
 /* A step_finish event whose part (at line + part->offset) json_scan can
  * read: its tokens (parsed alone), cost, reason and messageID, as
  * summarize_event takes them. 1 if summarized, 0 if json-c must look at
@@ -1075,7 +1142,7 @@ static int summarize_scan(summarizer *s, json_tokener *tok, const char *line, si
         JsonScanValue v[3];
         JsonScanType top;
         JsonScanResult k = json_scan(line, len, keys, &top, v);
-        if (k == JSON_SCAN_INVALID) return 1; /* not JSON: skipped, as by summarize_stream */
+        if (k == JSON_SCAN_INVALID || k == JSON_SCAN_TOO_DEEP) return 1; /* not JSON: skipped, as by summarize_stream */
         if (k != JSON_SCAN_VALID) return 0;
         bool step = false, text = false;
         if (top == JSON_SCAN_OBJECT) {
@@ -1106,9 +1173,6 @@ static int summarize_scan(summarizer *s, json_tokener *tok, const char *line, si
         return 1;
 }
 
-static bool summarize_fast_paths = true;
-
-void log_summarize_use_fast_paths(bool on) { summarize_fast_paths = on; }
 
 static int summarize_stream(log_reader *lr, summarizer *s, log_summary *out) {
         for (;;) {

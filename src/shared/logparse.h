@@ -10,7 +10,7 @@
 
 typedef struct log_summary {
         char *session_id;        /* last truthy top-level "sessionID", else the initial one, else NULL */
-        json_object *tokens;     /* summed step_finish part.tokens (tokens_add) or NULL */
+        json_object *tokens;     /* summed step_finish part.tokens (tokens_add; at most 64 members) or NULL */
         bool has_cost;
         double cost;             /* summed part.cost (valid if has_cost) */
         char *message;           /* texts of the final message (the last step_finish
@@ -26,7 +26,8 @@ typedef struct log_summary {
  * -ENOMEM, -EIO and other read errors (not -ENOENT). */
 int log_summarize_file(const char *path, const char *initial_session_id, log_summary *ret);
 void log_summary_done(log_summary *s);
-/* Whether log_summarize_file may read a line without json-c (the default:
+/* Whether the log readers (summary, classifier, boot failure) may settle a line
+ * with json_scan, without json-c (the default:
  * yes). Tests turn it off to compare the fast paths with json-c. */
 void log_summarize_use_fast_paths(bool on);
 

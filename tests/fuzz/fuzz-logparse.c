@@ -4,14 +4,42 @@
  * classifier, with each executor's prefixes), the boot-failure reader and
  * the narrations. Checked: the per-line classifier agrees with the one-shot
  * one; a reason is a non-empty string and a detail is capped; the summary's
- * strings are C strings (no embedded NUL counts beyond their length). */
+ * strings are C strings (no embedded NUL counts beyond their length); the
+ * summary and the classification with json_scan's fast paths are the ones
+ * json-c alone makes. */
 
 #include <string.h>
 #include <unistd.h>
 
 #include "executor.h"
 #include "fuzz.h"
+#include "json-util.h"
 #include "logparse.h"
+
+static bool str_eq(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+static const char *tokens_text(const log_summary *s) {
+        return s->tokens ? json_object_to_json_string_ext(s->tokens, JSON_C_TO_STRING_PLAIN) : NULL;
+}
+
+/* The summary with the fast paths and with json-c alone: the same. */
+static void check_fast_paths(const char *path) {
+        log_summary fast = {}, slow = {};
+        int r1 = log_summarize_file(path, "ses_initial", &fast);
+        log_summarize_use_fast_paths(false);
+        int r2 = log_summarize_file(path, "ses_initial", &slow);
+        log_summarize_use_fast_paths(true);
+        if (r1 == 0 && r2 == 0) {
+                fuzz_check(str_eq(fast.message, slow.message) && str_eq(fast.narration, slow.narration));
+                fuzz_check(str_eq(fast.session_id, slow.session_id));
+                fuzz_check(str_eq(tokens_text(&fast), tokens_text(&slow)));
+                fuzz_check(fast.has_cost == slow.has_cost && (!fast.has_cost || fast.cost == slow.cost ||
+                                                              (fast.cost != fast.cost && slow.cost != slow.cost)));
+                fuzz_check(fast.has_stop == slow.has_stop && fast.has_json_line == slow.has_json_line);
+        }
+        if (r1 == 0) log_summary_done(&fast);
+        if (r2 == 0) log_summary_done(&slow);
+}
 
 typedef struct classify_state {
         LogClassifier *lc;
@@ -63,10 +91,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 log_summary_done(&s);
         }
 
+        check_fast_paths(path);
+
         char *reason = NULL, *detail = NULL;
         r = log_classify_file(path, e->failure_prefix, e->structured_prefix, &reason, &detail);
         fuzz_check(r >= 0 || r == -ENOMEM);
         if (r > 0) check_reason(reason, detail);
+        char *reason_slow = NULL, *detail_slow = NULL;
+        log_summarize_use_fast_paths(false);
+        int r_slow = log_classify_file(path, e->failure_prefix, e->structured_prefix, &reason_slow, &detail_slow);
+        log_summarize_use_fast_paths(true);
+        if (r >= 0 && r_slow >= 0) fuzz_check(r == r_slow && str_eq(reason, reason_slow) && str_eq(detail, detail_slow));
+        free(reason_slow);
+        free(detail_slow);
         free(reason);
         free(detail);
 

@@ -27,6 +27,11 @@
 #include "utf8.h"
 
 #include "../bench/realistic-log.h"
+#include "json-scan.h"
+
+/* the log readers' depth bound: json_scan's, which logparse.c asserts its
+ * tokener shares */
+#define LOG_DEPTH_BOUND JSON_SCAN_DEPTH_MAX
 
 #define REAL TASKFERRY_FIXTURES_DIR "/real/"
 #define SYN TASKFERRY_FIXTURES_DIR "/synthetic/"
@@ -836,6 +841,75 @@ START_TEST(test_summary_tokens) {
 }
 END_TEST
 
+/* The sum is {...sum, ...t} with the fields summed: members of later steps
+ * replace in place or are appended, a cache is merged the same way, a first
+ * value that is no object spreads to nothing. */
+START_TEST(test_summary_tokens_merge_order) {
+        log_summary s;
+        summarize_str("{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"a\":1,\"cache\":{\"x\":1,\"read\":2}}}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"b\":2,\"a\":\"s\",\"cache\":{\"y\":3,\"write\":1}}}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":2,\"cache\":5}}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":0.5,\"cache\":{\"read\":1}}}}\n",
+                      NULL, &s);
+        assert_tokens("merged", &s,
+                      "{\"a\":\"s\",\"cache\":{\"x\":1,\"read\":3,\"y\":3,\"write\":1},\"b\":2,\"input\":2.5}");
+        log_summary_done(&s);
+
+        summarize_str("{\"type\":\"step_finish\",\"part\":{\"tokens\":7}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"total\":1,\"cache\":{\"read\":1}}}}\n"
+                      "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"total\":2}}}\n",
+                      NULL, &s);
+        assert_tokens("after a number", &s, "{\"total\":3,\"cache\":{\"read\":1,\"write\":0}}");
+        log_summary_done(&s);
+
+        /* many steps, each with a member of its own: kept in order up to 64
+         * members, the rest left out, and input summed over all */
+        enum { STEPS = 3000 };
+        _cleanup_free_ char *log = strdup("");
+        _cleanup_free_ char *want = strdup_printf("{\"input\":%d", STEPS);
+        for (int i = 0; i < STEPS; i++) {
+                char *l = strdup_printf("%s{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1,\"k%d\":%d}}}\n",
+                                        log, i, i);
+                char *w = i < 63 ? strdup_printf("%s,\"k%d\":%d", want, i, i) : strdup(want);
+                ck_assert_ptr_nonnull(l);
+                ck_assert_ptr_nonnull(w);
+                free(log);
+                free(want);
+                log = l;
+                want = w;
+        }
+        char *w = strdup_printf("%s}", want);
+        free(want);
+        want = w;
+        summarize_str(log, NULL, &s);
+        assert_tokens("3000 steps", &s, want);
+        log_summary_done(&s);
+
+        /* a first step of more members than that: the first 64 */
+        _cleanup_free_ char *wide = strdup("{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1");
+        _cleanup_free_ char *wide_want = strdup("{\"input\":1");
+        for (int i = 0; i < 100; i++) {
+                char *l = strdup_printf("%s,\"w%d\":%d", wide, i, i);
+                char *w2 = i < 63 ? strdup_printf("%s,\"w%d\":%d", wide_want, i, i) : strdup(wide_want);
+                ck_assert_ptr_nonnull(l);
+                ck_assert_ptr_nonnull(w2);
+                free(wide);
+                free(wide_want);
+                wide = l;
+                wide_want = w2;
+        }
+        char *l = strdup_printf("%s}}}\n", wide);
+        free(wide);
+        wide = l;
+        w = strdup_printf("%s}", wide_want);
+        free(wide_want);
+        wide_want = w;
+        summarize_str(wide, NULL, &s);
+        assert_tokens("a wide first step", &s, wide_want);
+        log_summary_done(&s);
+}
+END_TEST
+
 START_TEST(test_summary_large_log) {
         /* A ~100 MB log: streamed, never read whole. */
         _cleanup_free_ char *path = new_log_path();
@@ -1196,14 +1270,92 @@ START_TEST(test_deep_final_message_is_read) {
 }
 END_TEST
 
+/* At the log's depth bound (a value 4096 levels down, as json-c's
+ * tokener made with that depth counts) a line is read; one level more and
+ * it is no JSON line at all: with the fast paths and without, and the
+ * classifier alike. */
+START_TEST(test_depth_bound) {
+        for (int deepest = LOG_DEPTH_BOUND - 2; deepest <= LOG_DEPTH_BOUND + 2; deepest++) {
+                /* top object 1, part 2, meta 3, x's arrays 4.. and the 1 inside them at deepest */
+                int arrays = deepest - 4;
+                _cleanup_free_ char *open_ = malloc((size_t) arrays + 1), *close_ = malloc((size_t) arrays + 1);
+                ck_assert_ptr_nonnull(open_);
+                ck_assert_ptr_nonnull(close_);
+                memset(open_, '[', (size_t) arrays);
+                open_[arrays] = 0;
+                memset(close_, ']', (size_t) arrays);
+                close_[arrays] = 0;
+                _cleanup_free_ char *text = strdup_printf(
+                        "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"FINAL\",\"messageID\":\"mf\","
+                        "\"meta\":{\"x\":%s1%s}}}",
+                        open_, close_);
+                /* top object 1, x's arrays 2.. and the text inside them at deepest */
+                _cleanup_free_ char *err = strdup_printf("{\"type\":\"text\",\"x\":%s[[\"rate limit exceeded\"]]%s}",
+                                                         open_, close_);
+                const char *lines[] = {
+                        "{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"first\",\"messageID\":\"m0\"}}", text,
+                        "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\",\"messageID\":\"mf\"}}"};
+                _cleanup_free_ char *path = new_log_path();
+                write_lines(path, lines, ELEMENTSOF(lines));
+                const char *want = deepest <= LOG_DEPTH_BOUND ? "FINAL" : "";
+                for (int fast = 1; fast >= 0; fast--) {
+                        log_summarize_use_fast_paths(fast);
+                        log_summary sum = {0};
+                        ck_assert_int_eq(log_summarize_file(path, NULL, &sum), 0);
+                        _cleanup_free_ char *reason = NULL;
+                        int k = log_classify_line(err, strlen(err), NULL, NULL, &reason, NULL);
+                        log_summarize_use_fast_paths(true);
+                        ck_assert_msg(sum.message && streq(sum.message, want),
+                                      "deepest value at %d (fast paths %s): the final message is \"%s\", want \"%s\"",
+                                      deepest, fast ? "on" : "off", strnull(sum.message), want);
+                        /* a JSON text event is never scanned; past the bound the line is no JSON */
+                        ck_assert_msg(k == (deepest <= LOG_DEPTH_BOUND ? 0 : 1),
+                                      "deepest value at %d (fast paths %s): classified %d %s", deepest,
+                                      fast ? "on" : "off", k, strnull(reason));
+                        log_summary_done(&sum);
+                }
+        }
+}
+END_TEST
+
+/* The classifier's scan of a line (json_scan first, json-c only for an
+ * error event or an escaped key) decides as json-c alone does. */
+START_TEST(test_classifier_fast_matches_json_c) {
+        static const char *const lines[] = {
+                "{\"type\":\"error\",\"message\":\"Rate limit reached\"}",
+                "{\"type\":\"err\\u006fr\",\"message\":\"Rate limit reached\"}",
+                "{\"typ\\u0065\":\"error\",\"message\":\"401 Unauthorized\"}",
+                "{\"type\":\"error\",\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"boom\"}}}",
+                "{\"type\":\"text\",\"part\":{\"text\":\"429 quota rate limit exceeded\"}}",
+                "{\"type\":\"tool_use\",\"part\":{\"state\":{\"output\":\"invalid api key\"}}}",
+                "[\"rate limit\"]", "\"rate limit\"", "429", "{\"type\":7,\"message\":\"rate limit\"}",
+                "{\"type\":\"error\",\"message\":\"rate limit\"", "{\"type\":\"text\"} rate limit",
+                "Error: Too Many Requests", "\033[91mError: \033[0minsufficient_quota", "all good",
+                "{\"type\":\"text\",\"t\":\"\xc0\xaf rate limit\"}", "{\"type\":\"text\",\"t\":\"\x01 ratelimit\"}",
+                "{\"type\":\"error\",\"type\":\"text\",\"message\":\"rate limit\"}",
+                "{\"type\":\"text\",\"type\":\"error\",\"message\":\"rate limit\"}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+                _cleanup_free_ char *r1 = NULL, *d1 = NULL, *r2 = NULL, *d2 = NULL;
+                int k1 = log_classify_line(lines[i], strlen(lines[i]), "pi_", "pi_error_", &r1, &d1);
+                log_summarize_use_fast_paths(false);
+                int k2 = log_classify_line(lines[i], strlen(lines[i]), "pi_", "pi_error_", &r2, &d2);
+                log_summarize_use_fast_paths(true);
+                ck_assert_msg(k1 == k2 && streq_ptr(r1, r2) && streq_ptr(d1, d2), "%s: fast %d %s %s, json-c %d %s %s",
+                              lines[i], k1, strnull(r1), strnull(d1), k2, strnull(r2), strnull(d2));
+        }
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("logparse");
         TCase *tc = tf_tcase(s, "core", setup, teardown, 240, TF_TESTS(test_real_fixtures_all_covered,
                 test_real_opencode_error_details, test_oc_c, test_oc_d, test_oc_e, test_classifier_patterns,
                 test_classifier_json, test_detail_cap, test_classify_file, test_w7_no_false_positive,
-                test_boot_failure_large, test_summary_basics, test_summary_tokens, test_summary_large_log, test_blank,
+                test_boot_failure_large, test_summary_basics, test_summary_tokens, test_summary_tokens_merge_order, test_summary_large_log, test_blank,
                 test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c,
-                test_fast_path_matches_json_c_mutated, test_deep_final_message_is_read,
+                test_fast_path_matches_json_c_mutated, test_deep_final_message_is_read, test_depth_bound,
+                test_classifier_fast_matches_json_c,
                 test_narration_styles));
         TF_LOOP(tc, test_real_fixtures, real_cases);
         TF_LOOP(tc, test_synthetic_fixtures, synthetic_cases);
