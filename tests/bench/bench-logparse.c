@@ -8,7 +8,9 @@
  *     repetition with its own session and message ids, as a long-lived
  *     worker's log has) and a "synthetic" one (pi text deltas of a single
  *     message, the log the speed work measured),
- *   - log_classify_file and log_boot_failure (settlement).
+ *   - log_classify_file and log_boot_failure (settlement),
+ *   - both readers on logs a hostile worker crafts to be slow to read (deep
+ *     nesting, wide or ever-growing token sums, escapes, a message per line).
  * Each figure comes with the peak RSS growth of the call (VmHWM after minus
  * VmRSS before, the peak reset through /proc/self/clear_refs) beside the text
  * the call must return (message + narration): memory is flat when the growth
@@ -128,6 +130,122 @@ static void bench_boot(const char *what, const char *path, size_t bytes) {
         free(detail);
 }
 
+/* Logs a hostile worker could write to make reading them slow: each a
+ * repetition of one crafted line shape (i numbers the line) up to
+ * `target` bytes, then a final stop. */
+typedef enum HostileShape {
+        HOSTILE_DEEP_PAST_BOUND,  /* a text event 5,000 levels deep: no JSON for any reader */
+        HOSTILE_DEEP_OBJECTS,     /* a text event 3,000 objects deep: JSON, within the bound */
+        HOSTILE_WIDE_TOKENS,      /* step_finish, tokens of 2,000 members */
+        HOSTILE_DISTINCT_TOKENS,  /* step_finish, each with a tokens member of its own */
+        HOSTILE_ESCAPES,          /* a text of 20,000 \u escapes */
+        HOSTILE_DISTINCT_MESSAGES, /* a text event per message id, each new */
+        _HOSTILE_MAX,
+} HostileShape;
+
+static const char *const hostile_names[_HOSTILE_MAX] = {
+        "5000 levels deep", "3000 objects deep", "tokens of 2000 members", "a new tokens member a step",
+        "20000 \\u escapes a line", "a new message id a line",
+};
+
+static char *hostile_line(HostileShape shape, size_t i) {
+        char *a = NULL, *b = NULL, *line = NULL;
+        switch (shape) {
+        case HOSTILE_DEEP_PAST_BOUND:
+        case HOSTILE_DEEP_OBJECTS: {
+                bool objects = shape == HOSTILE_DEEP_OBJECTS;
+                size_t d = objects ? 3000 : 5000, w = objects ? 5 : 1;
+                a = malloc(d * w + 1);
+                b = malloc(d + 1);
+                if (!a || !b) break;
+                for (size_t k = 0; k < d; k++) {
+                        memcpy(a + k * w, objects ? "{\"a\":" : "[", w);
+                        b[k] = objects ? '}' : ']';
+                }
+                a[d * w] = b[d] = 0;
+                line = strdup_printf("{\"type\":\"text\",\"sessionID\":\"s\",\"part\":{\"messageID\":\"m\",\"text\":\"t\","
+                                     "\"x\":%s1%s}}",
+                                     a, b);
+                break;
+        }
+        case HOSTILE_WIDE_TOKENS:
+        case HOSTILE_DISTINCT_TOKENS: {
+                size_t n = shape == HOSTILE_WIDE_TOKENS ? 2000 : 1, at = 0;
+                a = malloc(n * 24 + 1);
+                if (!a) break;
+                for (size_t k = 0; k < n; k++)
+                        at += (size_t) sprintf(a + at, "%s\"k%zu\":%zu", k ? "," : "",
+                                               shape == HOSTILE_WIDE_TOKENS ? k : i, k);
+                line = strdup_printf("{\"type\":\"step_finish\",\"sessionID\":\"s\",\"part\":{\"messageID\":\"m%zu\","
+                                     "\"reason\":\"tool\",\"cost\":0.1,\"tokens\":{\"input\":1,%s}}}",
+                                     i, a);
+                break;
+        }
+        case HOSTILE_ESCAPES:
+                a = malloc(20000 * 6 + 1);
+                if (!a) break;
+                for (size_t k = 0; k < 20000; k++) memcpy(a + k * 6, "\\u00e9", 6);
+                a[20000 * 6] = 0;
+                line = strdup_printf("{\"type\":\"text\",\"sessionID\":\"s\",\"part\":{\"messageID\":\"m\",\"text\":\"%s\"}}", a);
+                break;
+        case HOSTILE_DISTINCT_MESSAGES:
+                line = strdup_printf("{\"type\":\"text\",\"sessionID\":\"s%zu\",\"part\":{\"messageID\":\"m%zu\","
+                                     "\"text\":\"hello world %zu\"}}",
+                                     i, i, i);
+                break;
+        default:
+                break;
+        }
+        free(a);
+        free(b);
+        return line;
+}
+
+/* Each hostile log at `target` bytes: log_summarize_file and
+ * log_classify_file, with the time a log at the default budget of 256 MiB
+ * would take at that speed. */
+static int bench_hostile(size_t target, const executor *ex) {
+        printf("hostile logs (%.1f MiB each; goal: a log at its budget, 256 MiB, read in < 2 s):\n",
+               (double) target / 1048576);
+        for (HostileShape shape = 0; shape < _HOSTILE_MAX; shape++) {
+                char path[] = "/var/tmp/tf-bench-hostile-XXXXXX";
+                int fd = mkstemp(path);
+                if (fd < 0) return -errno;
+                size_t bytes = 0;
+                for (size_t i = 0; bytes < target; i++) {
+                        char *line = hostile_line(shape, i);
+                        if (!line) {
+                                close(fd);
+                                unlink(path);
+                                return -ENOMEM;
+                        }
+                        size_t len = strlen(line);
+                        loop_write(fd, line, len);
+                        loop_write(fd, "\n", 1);
+                        bytes += len + 1;
+                        free(line);
+                }
+                const char *stop = "{\"type\":\"step_finish\",\"part\":{\"reason\":\"stop\",\"messageID\":\"m\"}}\n";
+                loop_write(fd, stop, strlen(stop));
+                close(fd);
+                log_summary sum = {0};
+                double t0 = now_s();
+                int r = log_summarize_file(path, NULL, &sum);
+                double t1 = now_s();
+                log_summary_done(&sum);
+                char *reason = NULL, *detail = NULL;
+                int k = log_classify_file(path, ex->failure_prefix, ex->structured_prefix, &reason, &detail);
+                double t2 = now_s();
+                free(reason);
+                free(detail);
+                double mibs = (double) bytes / 1048576;
+                printf("  %-28s summarize %7.3f s (r=%d; 256 MiB: %6.2f s)  classify %7.3f s (r=%d; 256 MiB: %6.2f s)\n",
+                       hostile_names[shape], t1 - t0, r, (t1 - t0) * 256 / mibs, t2 - t1, k, (t2 - t1) * 256 / mibs);
+                unlink(path);
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
         double mib = 64, base_real = MAIN_REALISTIC_S, base_syn = MAIN_SYNTHETIC_S;
         bool keep = false;
@@ -202,6 +320,8 @@ int main(int argc, char **argv) {
         bench_classify("realistic", real_path, real_bytes, pi);
         bench_classify("synthetic", path, written, pi);
         bench_boot("realistic", real_path, real_bytes);
+        r = bench_hostile(target, pi);
+        if (r < 0) fprintf(stderr, "hostile logs: %s\n", strerror(-r));
         if (keep)
                 printf("logs kept: %s %s\n", real_path, path);
         else {
