@@ -135,6 +135,8 @@ typedef struct TopKeys {
         size_t key_len[JSON_SCAN_KEYS_MAX];
         size_t n_keys;
         JsonScanValue *values;
+        JsonScanMemberFn fn; /* instead of keys: every member */
+        void *userdata;
 } TopKeys;
 
 /* A scalar at p: its type, and whether it is well-formed. */
@@ -262,14 +264,22 @@ static bool scan_top_object(Scanner *s, TopKeys *top) {
                 const unsigned char *vstart = s->p;
                 JsonScanType type;
                 if (!scan_nested(s, 2, &type)) return false;
-                if (which >= 0) {
-                        JsonScanValue *v = &top->values[which];
-                        *v = (JsonScanValue) {.type = type, .offset = (size_t) (vstart - s->base),
-                                              .len = (size_t) (s->p - vstart)};
+                if (which >= 0 || top->fn) {
+                        JsonScanValue value = {.type = type, .offset = (size_t) (vstart - s->base),
+                                               .len = (size_t) (s->p - vstart)};
                         if (type == JSON_SCAN_STRING) {
-                                v->offset++;
-                                v->len -= 2;
-                                v->escaped = memchr(vstart + 1, '\\', v->len) != NULL;
+                                value.offset++;
+                                value.len -= 2;
+                                value.escaped = memchr(vstart + 1, '\\', value.len) != NULL;
+                        }
+                        if (which >= 0) top->values[which] = value;
+                        if (top->fn) {
+                                JsonScanMember m = {.key_offset = (size_t) (key - s->base), .key_len = key_len,
+                                                    .key_escaped = key_escaped, .value = value};
+                                if (!top->fn(&m, top->userdata)) {
+                                        s->unsure = true;
+                                        return false;
+                                }
                         }
                 }
                 skip_ws(s);
@@ -284,15 +294,8 @@ static bool scan_top_object(Scanner *s, TopKeys *top) {
         }
 }
 
-JsonScanResult json_scan(const char *buf, size_t len, const char *const *keys, JsonScanType *ret_top,
-                         JsonScanValue values[]) {
+static JsonScanResult scan_top(const char *buf, size_t len, TopKeys *top, JsonScanType *ret_top) {
         string_class_init();
-        TopKeys top = {.keys = keys, .values = values};
-        while (keys && keys[top.n_keys] && top.n_keys < JSON_SCAN_KEYS_MAX) {
-                values[top.n_keys] = (JsonScanValue) {.type = JSON_SCAN_NONE};
-                top.key_len[top.n_keys] = strlen(keys[top.n_keys]);
-                top.n_keys++;
-        }
         Scanner s = {.base = (const unsigned char *) buf, .p = (const unsigned char *) buf,
                      .end = (const unsigned char *) buf + len};
         skip_ws(&s);
@@ -300,7 +303,7 @@ JsonScanResult json_scan(const char *buf, size_t len, const char *const *keys, J
         bool ok;
         if (s.p < s.end && *s.p == '{') {
                 type = JSON_SCAN_OBJECT;
-                ok = scan_top_object(&s, &top);
+                ok = scan_top_object(&s, top);
         } else
                 ok = scan_nested(&s, 1, &type);
         if (s.too_deep) return JSON_SCAN_TOO_DEEP;
@@ -310,4 +313,20 @@ JsonScanResult json_scan(const char *buf, size_t len, const char *const *keys, J
         if (s.p != s.end) return JSON_SCAN_INVALID;
         if (ret_top) *ret_top = type;
         return JSON_SCAN_VALID;
+}
+
+JsonScanResult json_scan(const char *buf, size_t len, const char *const *keys, JsonScanType *ret_top,
+                         JsonScanValue values[]) {
+        TopKeys top = {.keys = keys, .values = values};
+        while (keys && keys[top.n_keys] && top.n_keys < JSON_SCAN_KEYS_MAX) {
+                values[top.n_keys] = (JsonScanValue) {.type = JSON_SCAN_NONE};
+                top.key_len[top.n_keys] = strlen(keys[top.n_keys]);
+                top.n_keys++;
+        }
+        return scan_top(buf, len, &top, ret_top);
+}
+
+JsonScanResult json_scan_members(const char *buf, size_t len, JsonScanMemberFn fn, void *userdata) {
+        TopKeys top = {.fn = fn, .userdata = userdata};
+        return scan_top(buf, len, &top, NULL);
 }

@@ -58,3 +58,20 @@ typedef struct JsonScanValue {
  * the last of duplicates), JSON_SCAN_NONE when absent. */
 JsonScanResult json_scan(const char *buf, size_t len, const char *const *keys, JsonScanType *ret_top,
                          JsonScanValue values[]);
+
+/* One member of a top-level object: its key's bytes between the quotes as
+ * written (offset into the scanned buffer), whether an escape is among
+ * them, and its value as json_scan gives a named key's. */
+typedef struct JsonScanMember {
+        size_t key_offset, key_len;
+        bool key_escaped;
+        JsonScanValue value;
+} JsonScanMember;
+/* Called for each member of the top-level object in order, as the scan
+ * reaches it: before the scan knows the whole is valid, so act on what it
+ * saw only on JSON_SCAN_VALID. false stops the scan (JSON_SCAN_UNSURE). */
+typedef bool (*JsonScanMemberFn)(const JsonScanMember *m, void *userdata);
+/* Scan buf[0..len) as json_scan, reporting every top-level member to fn
+ * instead of looking for named keys (an escaped key is reported, not
+ * unsure). */
+JsonScanResult json_scan_members(const char *buf, size_t len, JsonScanMemberFn fn, void *userdata);

@@ -611,6 +611,10 @@ typedef struct summarizer {
         size_t keybuf_cap;
         char *fast_text;  /* scratch for summarize_fast's decoded text */
         size_t fast_text_cap;
+        JsonScanMember *members; /* scratch for the members of a step's tokens */
+        size_t members_cap;
+        char *member_key;        /* scratch for one of their keys */
+        size_t member_key_cap;
 } summarizer;
 
 #define SUMMARIZER_INIT { .last_hit = NO_MESSAGE }
@@ -625,6 +629,8 @@ static void summarizer_done(summarizer *s) {
         free(s->final_key);
         free(s->keybuf);
         free(s->fast_text);
+        free(s->members);
+        free(s->member_key);
 }
 
 /* FNV-1a 64 over the key bytes; the undefined key (NULL) has its own hash. */
@@ -1049,6 +1055,84 @@ static bool scan_number_value(const char *text, size_t len, double *ret) {
         return true;
 }
 
+typedef struct member_list {
+        summarizer *s;
+        size_t n;
+        bool escaped, nomem;
+} member_list;
+
+static bool member_collect(const JsonScanMember *m, void *userdata) {
+        member_list *ml = userdata;
+        if (m->key_escaped) {
+                ml->escaped = true;
+                return false;
+        }
+        summarizer *s = ml->s;
+        if (ml->n == s->members_cap) {
+                size_t nc = s->members_cap ? s->members_cap * 2 : 16;
+                JsonScanMember *nm = reallocarray(s->members, nc, sizeof *nm);
+                if (!nm) {
+                        ml->nomem = true;
+                        return false;
+                }
+                s->members = nm;
+                s->members_cap = nc;
+        }
+        s->members[ml->n++] = *m;
+        return true;
+}
+
+static bool is_sum_member(const char *key) {
+        if (streq(key, "cache")) return true;
+        for (size_t i = 0; i < ELEMENTSOF(sum_fields); i++)
+                if (streq(key, sum_fields[i])) return true;
+        return false;
+}
+
+/* The tokens of a later step (the sum exists and is an object), at p: the
+ * members tokens_add would use, built alone (every member the sum already
+ * has, the summed ones and the cache, new ones while the sum has room, in
+ * their order; a repeated key as json-c keeps it), so that a step of
+ * thousands of members costs a scan and the few it takes. p holds an
+ * object. 1 and *ret, 0 if json-c must build them (an escaped key),
+ * -ENOMEM. */
+static int tokens_scan(summarizer *s, json_tokener *tok, json_object *acc, const char *p, size_t len,
+                       json_object **ret) {
+        *ret = NULL;
+        member_list ml = {.s = s};
+        JsonScanResult k = json_scan_members(p, len, member_collect, &ml);
+        if (ml.nomem) return -ENOMEM;
+        if (k != JSON_SCAN_VALID || ml.escaped) return 0;
+        _cleanup_json_ json_object *t = json_object_new_object();
+        if (!t) return -ENOMEM;
+        size_t have = (size_t) json_object_object_length(acc);
+        size_t room = have < TOKENS_MEMBERS_MAX ? TOKENS_MEMBERS_MAX - have : 0, taken = 0;
+        for (size_t i = 0; i < ml.n; i++) {
+                const JsonScanMember *m = &s->members[i];
+                if (scratch_reserve(&s->member_key, &s->member_key_cap, m->key_len + 1) < 0) return -ENOMEM;
+                memcpy(s->member_key, p + m->key_offset, m->key_len);
+                s->member_key[m->key_len] = 0;
+                const char *key = s->member_key;
+                if (!json_object_object_get_ex(acc, key, NULL) && !json_object_object_get_ex(t, key, NULL)) {
+                        /* new to the sum: object_assign takes it while there is room */
+                        if (taken < room)
+                                taken++;
+                        else if (!is_sum_member(key))
+                                continue;
+                }
+                const JsonScanValue *v = &m->value;
+                bool str = v->type == JSON_SCAN_STRING;
+                json_object *value = NULL;
+                if (json_parse_strict_with(tok, p + v->offset - str, v->len + 2 * str, &value) < 0) return 0;
+                if (json_object_object_add(t, key, value) < 0) {
+                        json_object_put(value);
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(t);
+        return 1;
+}
+
 /* A step_finish event whose part (at line + part->offset) json_scan can
  * read: its tokens (parsed alone), cost, reason and messageID, as
  * summarize_event takes them. 1 if summarized, 0 if json-c must look at
@@ -1066,8 +1150,12 @@ static int summarize_step_scan(summarizer *s, json_tokener *tok, log_summary *re
         bool stop = scan_is(p, &v[REASON], "stop");
         if (stop && v[MID].type != JSON_SCAN_NONE && (v[MID].type != JSON_SCAN_STRING || v[MID].escaped)) return 0;
         _cleanup_json_ json_object *tokens = NULL;
-        if (v[TOKENS].type != JSON_SCAN_NONE && v[TOKENS].type != JSON_SCAN_NULL &&
-            parse_line(tok, p + v[TOKENS].offset - (v[TOKENS].type == JSON_SCAN_STRING),
+        if (v[TOKENS].type == JSON_SCAN_OBJECT && json_is_object(ret->tokens)) {
+                /* a later step: only the members the sum takes are built */
+                int r = tokens_scan(s, tok, ret->tokens, p + v[TOKENS].offset, v[TOKENS].len, &tokens);
+                if (r <= 0) return r;
+        } else if (v[TOKENS].type != JSON_SCAN_NONE && v[TOKENS].type != JSON_SCAN_NULL &&
+                   parse_line(tok, p + v[TOKENS].offset - (v[TOKENS].type == JSON_SCAN_STRING),
                               v[TOKENS].len + 2 * (v[TOKENS].type == JSON_SCAN_STRING), &tokens) < 0)
                 return 0;
 

@@ -1270,6 +1270,40 @@ START_TEST(test_deep_final_message_is_read) {
 }
 END_TEST
 
+/* A later step's tokens are built from their scan (only the members the
+ * sum takes): the same sum as json-c building them whole, with repeated
+ * keys, summed members and the cache past the member bound, an escaped
+ * key, values of every type. */
+START_TEST(test_tokens_scan_matches_json_c) {
+        _cleanup_free_ char *wide = strdup("");
+        for (int i = 0; i < 80; i++) {
+                char *w = strdup_printf("%s\"n%d\":%d,", wide, i, i);
+                ck_assert_ptr_nonnull(w);
+                free(wide);
+                wide = w;
+        }
+        _cleanup_free_ char *l2 = strdup_printf(
+                "{\"type\":\"step_finish\",\"part\":{\"tokens\":{%s\"total\":5,\"cache\":{\"read\":2,\"z\":[1]},"
+                "\"n3\":\"again\",\"input\":2.5,\"o\":{\"p\":null},\"n79\":true}}}",
+                wide);
+        const char *const variants[][3] = {
+                {"{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1,\"a\":1}}}", l2,
+                 "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"a\":2,\"n0\":\"x\",\"output\":1}}}"},
+                {"{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1}}}",
+                 "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"in\\u0070ut\":4,\"input\":1}}}",
+                 "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1,\"input\":\"s\",\"cache\":7}}}"},
+                {"{\"type\":\"step_finish\",\"part\":{\"tokens\":[1]}}",
+                 "{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":1}}}", l2},
+        };
+        _cleanup_free_ char *path = new_log_path();
+        for (size_t i = 0; i < ELEMENTSOF(variants); i++) {
+                write_lines(path, variants[i], 3);
+                _cleanup_free_ char *what = strdup_printf("variant %zu", i);
+                assert_fast_matches_json_c(path, what);
+        }
+}
+END_TEST
+
 /* At the log's depth bound (a value 4096 levels down, as json-c's
  * tokener made with that depth counts) a line is read; one level more and
  * it is no JSON line at all: with the fast paths and without, and the
@@ -1355,7 +1389,7 @@ int main(void) {
                 test_boot_failure_large, test_summary_basics, test_summary_tokens, test_summary_tokens_merge_order, test_summary_large_log, test_blank,
                 test_golden_realistic_log, test_golden_delta_log, test_fast_path_matches_json_c,
                 test_fast_path_matches_json_c_mutated, test_deep_final_message_is_read, test_depth_bound,
-                test_classifier_fast_matches_json_c,
+                test_classifier_fast_matches_json_c, test_tokens_scan_matches_json_c,
                 test_narration_styles));
         TF_LOOP(tc, test_real_fixtures, real_cases);
         TF_LOOP(tc, test_synthetic_fixtures, synthetic_cases);
