@@ -183,7 +183,10 @@ typedef struct launch_limits {
         uint64_t tasks_max;      /* processes and threads, 0: none */
 } launch_limits;
 
-#define LAUNCH_LOG_BUDGET_MIN ((uint64_t) 1 << 20)
+/* The smallest log budget: eight times the longest line the shim logs
+ * (log-pipe.h), so that the quarter of the budget kept as the log's tail
+ * holds a final line of that length and the lines after it. */
+#define LAUNCH_LOG_BUDGET_MIN ((uint64_t) 64 << 20)
 
 typedef struct launch_spec {
         char *task_id, *executor, *model, *variant, *session_id, *prompt, *directory;

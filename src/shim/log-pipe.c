@@ -10,6 +10,10 @@
 #include <unistd.h>
 
 #include "disk-budget.h"
+#include "launch-spec.h"
+
+_Static_assert(LAUNCH_LOG_BUDGET_MIN >= 8 * (uint64_t) LOG_PIPE_LINE_MAX,
+               "the smallest log budget keeps a tail that holds the longest line and more");
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"

@@ -15,6 +15,7 @@
 #include "executor.h"
 #include "fileio.h"
 #include "fs-util.h"
+#include "launch-spec.h"
 #include "log-pipe.h"
 #include "logparse.h"
 #include "macro.h"
@@ -235,6 +236,52 @@ START_TEST(test_budget_keeps_head_and_tail) {
 }
 END_TEST
 
+/* At the smallest budget, a final line as long as a line may be, and the
+ * lines after it, survive a flood before them: the tail the trim keeps
+ * holds them whole. */
+START_TEST(test_smallest_budget_keeps_a_longest_final_line) {
+        _cleanup_free_ char *path = NULL;
+        log_pipe lp;
+        int log_fd = budget_pipe("budget-min", LAUNCH_LOG_BUDGET_MIN, &lp, &path);
+        _cleanup_free_ char *chunk = malloc((size_t) 1 << 20);
+        ck_assert_ptr_nonnull(chunk);
+        /* a flood of 1 MiB lines past the budget */
+        memset(chunk, 'f', ((size_t) 1 << 20) - 1);
+        chunk[((size_t) 1 << 20) - 1] = '\n';
+        for (uint64_t done = 0; done < LAUNCH_LOG_BUDGET_MIN + (LAUNCH_LOG_BUDGET_MIN / 2); done += (uint64_t) 1 << 20)
+                log_pipe_raw(&lp, chunk, (size_t) 1 << 20);
+        /* the final event: one line of the longest length kept whole */
+        static const char head[] = "{\"type\":\"text\",\"part\":{\"text\":\"", tail[] = "\"}}\n";
+        size_t body = LOG_PIPE_LINE_MAX - (sizeof head - 1) - (sizeof tail - 1);
+        log_pipe_raw(&lp, head, sizeof head - 1);
+        memset(chunk, 'M', (size_t) 1 << 20);
+        for (size_t done = 0; done < body;) {
+                size_t n = body - done > ((size_t) 1 << 20) ? (size_t) 1 << 20 : body - done;
+                log_pipe_raw(&lp, chunk, n);
+                done += n;
+        }
+        log_pipe_raw(&lp, tail, sizeof tail - 1);
+        /* and lines after it: a few hundred KiB */
+        for (int i = 0; i < 3000; i++) {
+                char line[128];
+                int n = snprintf(line, sizeof line, "line %d after the final event, with a few words\n", i);
+                log_pipe_raw(&lp, line, (size_t) n);
+        }
+        log_pipe_finish(&lp);
+        log_pipe_done(&lp);
+        close(log_fd);
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(read_file(path, (size_t) 256 << 20, &data, &len), 0);
+        ck_assert_uint_le(len, LAUNCH_LOG_BUDGET_MIN + ((uint64_t) 1 << 20));
+        const char *at = strstr(data, head);
+        ck_assert_msg(at, "the final event is gone");
+        ck_assert_uint_eq(span_of(at + sizeof head - 1, 'M', body), body);
+        ck_assert(strncmp(at + sizeof head - 1 + body, tail, sizeof tail - 1) == 0);
+        ck_assert(endswith_str(data, "line 2999 after the final event, with a few words\n"));
+}
+END_TEST
+
 /* The check executor: stdout byte for byte (no line split, no JSON), with
  * stderr interleaved as it comes; with max_bytes, the log keeps only its
  * tail, the newest bytes always there. */
@@ -288,4 +335,5 @@ START_TEST(test_raw_and_trimmed) {
 END_TEST
 
 TF_MAIN("log-pipe", "core", setup, teardown, 240, test_split_reads_and_eof_partial, test_stderr_never_glues,
-        test_overlong_line_is_cut, test_raw_line_is_cut, test_budget_keeps_head_and_tail, test_raw_and_trimmed)
+        test_overlong_line_is_cut, test_raw_line_is_cut, test_budget_keeps_head_and_tail,
+        test_smallest_budget_keeps_a_longest_final_line, test_raw_and_trimmed)

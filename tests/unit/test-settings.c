@@ -131,10 +131,10 @@ START_TEST(scope_limits) {
         resolved(&s, NULL, log_env);
         ck_assert_uint_eq(s.task_log_max, UINT64_C(64) << 20);
         settings_done(&s);
-        char *bad_log[] = {"TASKFERRY_TASK_LOG_MAX=512K", NULL};
-        refused(NULL, bad_log, "TASKFERRY_TASK_LOG_MAX must be a size of at least 1M");
+        char *bad_log[] = {"TASKFERRY_TASK_LOG_MAX=63M", NULL};
+        refused(NULL, bad_log, "TASKFERRY_TASK_LOG_MAX must be a size of at least 64M");
         char *bad_log2[] = {"TASKFERRY_TASK_LOG_MAX=lots", NULL};
-        refused(NULL, bad_log2, "TASKFERRY_TASK_LOG_MAX must be a size of at least 1M");
+        refused(NULL, bad_log2, "TASKFERRY_TASK_LOG_MAX must be a size of at least 64M");
 }
 END_TEST
 

@@ -333,8 +333,9 @@ int settings_resolve(Settings *s, json_object *cfg, char *const *envp, char ***r
         s->task_log_max = SETTINGS_DEFAULT_TASK_LOG_MAX;
         if (!isempty(lm) && (disk_size_parse(lm, &s->task_log_max) < 0 || s->task_log_max < LAUNCH_LOG_BUDGET_MIN))
                 return set_error(reason, -EINVAL,
-                            "error: TASKFERRY_TASK_LOG_MAX must be a size of at least 1M, optionally with a K, M, G "
-                            "or T suffix (got \"%s\")\nhelp: e.g. 256M (the default)",
+                            "error: TASKFERRY_TASK_LOG_MAX must be a size of at least 64M, optionally with a K, M, G "
+                            "or T suffix (got \"%s\")\nhelp: e.g. 256M (the default); the log keeps a quarter of "
+                            "it as its tail, which must hold the worker's final lines",
                             lm);
         const char *dm = ENV("TASKFERRY_TASK_DISK_MAX");
         if (!isempty(dm) && disk_size_parse(dm, &s->task_disk_max) < 0)
