@@ -314,6 +314,83 @@ START_TEST(a_deferred_job_is_forgotten_at_shutdown) {
 }
 END_TEST
 
+/* Jobs in m's list: the ones running (waiting ones are not in it). */
+static unsigned running_jobs(void) {
+        unsigned n = 0;
+        for (Job *j = m.jobs; j; j = j->next) n++;
+        return n;
+}
+
+static unsigned most_running;
+
+static void record_running(Manager *mm, void *userdata, json_object *result, int error) {
+        unsigned n = running_jobs();
+        if (n > most_running) most_running = n;
+        record(mm, userdata, result, error);
+}
+
+static json_object *run_slow_echo(void *userdata, int *error) {
+        usleep(50 * 1000);
+        return run_echo(userdata, error);
+}
+
+/* A flood of queries (a client's result, tail, output): at most
+ * JOB_QUERIES_MAX run at once, the rest wait and each still answers once,
+ * with its own result; a job that must happen (job_start) does not wait
+ * behind them. */
+START_TEST(queries_past_the_cap_wait_their_turn) {
+        enum { N = JOB_QUERIES_MAX * 3 };
+        Outcome o[N], must = {.arg = -7};
+        most_running = 0;
+        for (int i = 0; i < N; i++) {
+                o[i] = (Outcome) {.arg = i};
+                ck_assert_int_eq(job_start_query(&m, run_slow_echo, record_running, &o[i]), 0);
+        }
+        ck_assert_uint_eq(running_jobs(), JOB_QUERIES_MAX);
+        ck_assert_int_eq(job_start(&m, run_echo, record, &must), 0);
+        ck_assert_uint_eq(running_jobs(), JOB_QUERIES_MAX + 1);
+        run_until_called(&must, 1, 10000);
+        ck_assert_int_eq(int_of(must.result, "arg"), -7);
+        json_object_put(must.result);
+        uint64_t end = mono_ms() + 30000;
+        for (;;) {
+                unsigned done = 0;
+                for (int i = 0; i < N; i++) done += o[i].calls;
+                if (done == N || mono_ms() >= end) break;
+                ck_assert_int_ge(sd_event_run(m.event, 20 * 1000), 0);
+        }
+        for (int i = 0; i < N; i++) {
+                ck_assert_uint_eq(o[i].calls, 1);
+                ck_assert_int_eq(o[i].error, 0);
+                ck_assert_int_eq(int_of(o[i].result, "arg"), i);
+                json_object_put(o[i].result);
+        }
+        ck_assert_uint_le(most_running, JOB_QUERIES_MAX + 1);
+        ck_assert_ptr_null(m.jobs);
+}
+END_TEST
+
+/* Waiting queries are forgotten at shutdown like running jobs, never called back. */
+START_TEST(waiting_queries_are_forgotten_at_shutdown) {
+        enum { N = JOB_QUERIES_MAX + 4 };
+        Outcome o[N];
+        for (int i = 0; i < N; i++) {
+                o[i] = (Outcome) {.arg = i};
+                ck_assert_int_eq(job_start_query(&m, run_slow_echo, record, &o[i]), 0);
+        }
+        jobs_free(&m);
+        ck_assert_ptr_null(m.jobs);
+        tf_run_loop_ms(&m, 300);
+        for (int i = 0; i < N; i++) ck_assert_uint_eq(o[i].calls, 0);
+        /* and the cap counts from zero again */
+        Outcome again = {.arg = 1};
+        ck_assert_int_eq(job_start_query(&m, run_echo, record, &again), 0);
+        ck_assert_uint_eq(running_jobs(), 1);
+        run_until_called(&again, 1, 10000);
+        json_object_put(again.result);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("jobs");
         tf_tcase(s, "results", setup, teardown, 60,
@@ -324,5 +401,7 @@ int main(void) {
         TF_LOOP(tc, a_child_that_fails_is_an_error, ends);
         tf_tcase(s, "retry", setup, teardown, 60,
                  TF_TESTS(out_of_fds_is_retried_until_it_starts, a_deferred_job_is_forgotten_at_shutdown));
+        tf_tcase(s, "queries", setup, teardown, 60,
+                 TF_TESTS(queries_past_the_cap_wait_their_turn, waiting_queries_are_forgotten_at_shutdown));
         return tf_run_suite(s);
 }

@@ -242,7 +242,7 @@ int method_result(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
         if (!rj) return method_fail(err, "error: out of memory");
         rj->r = r;
         rj->t = t;
-        int k = job_start(m, result_job_run, result_job_done, rj);
+        int k = job_start_query(m, result_job_run, result_job_done, rj);
         if (k < 0) {
                 free(rj);
                 return method_fail(err, "error: cannot start the result job");

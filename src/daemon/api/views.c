@@ -172,7 +172,7 @@ int method_tail(Manager *m, Request *r, Task *t, json_object **ret, MethodError 
         TailJob *j = calloc(1, sizeof *j);
         if (!j) return method_fail(err, "error: out of memory");
         *j = (TailJob) {.r = r, .t = t, .chars = (uint64_t) chars};
-        if (job_start(m, tail_job_run, tail_job_done, j) < 0) {
+        if (job_start_query(m, tail_job_run, tail_job_done, j) < 0) {
                 free(j);
                 return method_fail(err, "error: cannot start the tail job\nhelp: retry the request");
         }
@@ -356,7 +356,7 @@ int method_output(Manager *m, Request *r, Task *t, json_object **ret, MethodErro
                 output_job_free(j);
                 return method_fail(err, "error: out of memory");
         }
-        if (job_start(m, output_job_run, output_job_done, j) < 0) {
+        if (job_start_query(m, output_job_run, output_job_done, j) < 0) {
                 output_job_free(j);
                 return method_fail(err, "error: cannot start the output job\nhelp: retry the request");
         }

@@ -74,7 +74,7 @@ static int wait_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         r->timer = sd_event_source_disable_unref(r->timer);
         wait_detach(r);
         if (t && r->tail_chars > 0 && t->rec.status == TASK_RUNNING) {
-                if (job_start(r->m, tail_job_run, tail_job_done, r) >= 0) return 0;
+                if (job_start_query(r->m, tail_job_run, tail_job_done, r) >= 0) return 0;
         }
         r->wait_task = NULL;
         json_object *o = t ? task_summary(t) : json_object_new_object();

@@ -43,9 +43,27 @@ static void job_free(Job *j) {
         free(j);
 }
 
+static int job_spawn(Manager *m, job_run_fn run, job_done_fn done, void *userdata, bool query);
+
+/* Start the waiting queries while there is room; one that cannot start
+ * hears its error. */
+static void jobs_start_waiting(Manager *m) {
+        while (m->jobs_waiting && m->n_query_jobs < JOB_QUERIES_MAX) {
+                Job *w = m->jobs_waiting;
+                m->jobs_waiting = w->next;
+                if (!m->jobs_waiting) m->jobs_waiting_tail = NULL;
+                job_done_fn done = w->done;
+                void *ud = w->userdata;
+                int r = job_spawn(m, w->run, done, ud, true);
+                free(w);
+                if (r < 0) done(m, ud, NULL, r);
+        }
+}
+
 static void job_maybe_finish(Job *j) {
         if (!j->exited || !j->eof) return;
         job_unlink(j);
+        if (j->query) j->m->n_query_jobs--;
         json_object *result = NULL;
         int error = 0;
         if (!WIFEXITED(j->status) || WEXITSTATUS(j->status) != 0) error = -ECHILD;
@@ -58,6 +76,7 @@ static void job_maybe_finish(Job *j) {
         job_free(j);
         done(m, ud, result, error);
         json_object_put(result);
+        jobs_start_waiting(m);
 }
 
 static int job_pipe_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -97,7 +116,7 @@ static int job_pid_io(sd_event_source *s, int fd, uint32_t revents, void *userda
         return 0;
 }
 
-int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
+static int job_spawn(Manager *m, job_run_fn run, job_done_fn done, void *userdata, bool query) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0) return -errno;
         fflush(stdout);
@@ -151,9 +170,28 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
                 job_free(j);
                 return r;
         }
+        j->query = query;
+        if (query) m->n_query_jobs++;
         j->next = m->jobs;
         if (m->jobs) m->jobs->prev = j;
         m->jobs = j;
+        return 0;
+}
+
+int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
+        return job_spawn(m, run, done, userdata, false);
+}
+
+int job_start_query(Manager *m, job_run_fn run, job_done_fn done, void *userdata) {
+        if (m->n_query_jobs < JOB_QUERIES_MAX && !m->jobs_waiting) return job_spawn(m, run, done, userdata, true);
+        Job *w = calloc(1, sizeof *w);
+        if (!w) return -ENOMEM;
+        *w = (Job) {.m = m, .pidfd = -1, .pipe_fd = -1, .run = run, .done = done, .userdata = userdata, .query = true};
+        if (m->jobs_waiting_tail)
+                m->jobs_waiting_tail->next = w;
+        else
+                m->jobs_waiting = w;
+        m->jobs_waiting_tail = w;
         return 0;
 }
 
@@ -215,4 +253,11 @@ void jobs_free(Manager *m) {
                 job_unlink(j);
                 job_free(j);
         }
+        while (m->jobs_waiting) {
+                Job *w = m->jobs_waiting;
+                m->jobs_waiting = w->next;
+                free(w);
+        }
+        m->jobs_waiting_tail = NULL;
+        m->n_query_jobs = 0;
 }

@@ -31,8 +31,12 @@ struct Job {
         job_run_fn run;
         sd_event_source *retry_source;
         unsigned attempts;
-        Job *next, *prev;
+        bool query;      /* job_start_query's: counted in Manager.n_query_jobs while it runs */
+        Job *next, *prev; /* Manager.jobs (running or deferred); Manager.jobs_waiting (next only) */
 };
+
+/* The most query jobs (job_start_query) that run at once. */
+#define JOB_QUERIES_MAX 16
 
 /* Fork a child that runs run(userdata) (blocking work: git, logs, mounts),
  * writes its JSON result to a pipe and exits; done() is called on the loop
@@ -46,8 +50,16 @@ int job_start(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
  * settled from its exit.json at the next start, task_coldplug). 0 once started
  * or deferred; other errors as job_start. */
 int job_start_retrying(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
-/* Shutdown: forget every job without calling its done() (the children are
- * not killed; a settlement reruns at the next start). */
+/* As job_start, for work a client asked for and only waits on (reading a
+ * log for result, tail or output): at most JOB_QUERIES_MAX of them run at
+ * once, so a flood of requests cannot fork the daemon without bound; the
+ * rest wait, in order, and start as running ones end (done() is called as
+ * for any job). Jobs started with job_start never wait behind them. 0 once
+ * started or waiting; -errno of a start that fails while there is room. */
+int job_start_query(Manager *m, job_run_fn run, job_done_fn done, void *userdata);
+/* Shutdown: forget every job, running or waiting, without calling its
+ * done() (the children are not killed; a settlement reruns at the next
+ * start). */
 void jobs_free(Manager *m);
 
 /* fd_limit_raise/fd_limit_restore and safe_fork: process-util.h (src/shared) */

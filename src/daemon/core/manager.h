@@ -54,6 +54,8 @@ struct Manager {
         struct ProviderCooldown *cooldowns; /* cooldown.c: providers parked after a rate limit */
         size_t n_cooldowns;
         Job *jobs;                     /* jobs.c: forked blocking work */
+        Job *jobs_waiting, *jobs_waiting_tail; /* jobs.c: queries waiting for a slot, oldest first */
+        unsigned n_query_jobs;         /* jobs.c: queries running */
         struct EnvFile *env_file;      /* env-file.c: the env file's last good values, its watch */
         sd_bus *user_bus;              /* user-bus.c: the one user-bus connection (NULL: none) */
         int user_bus_error;            /* user-bus.c: why there is none (-errno of sd_bus_open_user) */
