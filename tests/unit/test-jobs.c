@@ -163,6 +163,24 @@ START_TEST(a_child_that_fails_is_an_error) {
 }
 END_TEST
 
+/* Run the loop until each of o[0..n) was called back, for at most ms; each
+ * must have answered once, without error, with its own argument. */
+static void assert_each_answered_once(Outcome *o, int n, uint64_t ms) {
+        uint64_t end = mono_ms() + ms;
+        for (;;) {
+                unsigned done = 0;
+                for (int i = 0; i < n; i++) done += o[i].calls;
+                if (done == (unsigned) n || mono_ms() >= end) break;
+                ck_assert_int_ge(sd_event_run(m.event, 20 * 1000), 0);
+        }
+        for (int i = 0; i < n; i++) {
+                ck_assert_uint_eq(o[i].calls, 1);
+                ck_assert_int_eq(o[i].error, 0);
+                ck_assert_int_eq(int_of(o[i].result, "arg"), o[i].arg);
+                json_object_put(o[i].result);
+        }
+}
+
 START_TEST(many_jobs_each_answer_once) {
         enum { N = 40 };
         Outcome o[N];
@@ -170,19 +188,7 @@ START_TEST(many_jobs_each_answer_once) {
                 o[i] = (Outcome) {.arg = i};
                 ck_assert_int_eq(job_start(&m, run_echo, record, &o[i]), 0);
         }
-        uint64_t end = mono_ms() + 20000;
-        for (;;) {
-                unsigned done = 0;
-                for (int i = 0; i < N; i++) done += o[i].calls;
-                if (done == N || mono_ms() >= end) break;
-                ck_assert_int_ge(sd_event_run(m.event, 20 * 1000), 0);
-        }
-        for (int i = 0; i < N; i++) {
-                ck_assert_uint_eq(o[i].calls, 1);
-                ck_assert_int_eq(o[i].error, 0);
-                ck_assert_int_eq(int_of(o[i].result, "arg"), i);
-                json_object_put(o[i].result);
-        }
+        assert_each_answered_once(o, N, 20000);
         ck_assert_ptr_null(m.jobs);
 }
 END_TEST
@@ -352,19 +358,7 @@ START_TEST(queries_past_the_cap_wait_their_turn) {
         run_until_called(&must, 1, 10000);
         ck_assert_int_eq(int_of(must.result, "arg"), -7);
         json_object_put(must.result);
-        uint64_t end = mono_ms() + 30000;
-        for (;;) {
-                unsigned done = 0;
-                for (int i = 0; i < N; i++) done += o[i].calls;
-                if (done == N || mono_ms() >= end) break;
-                ck_assert_int_ge(sd_event_run(m.event, 20 * 1000), 0);
-        }
-        for (int i = 0; i < N; i++) {
-                ck_assert_uint_eq(o[i].calls, 1);
-                ck_assert_int_eq(o[i].error, 0);
-                ck_assert_int_eq(int_of(o[i].result, "arg"), i);
-                json_object_put(o[i].result);
-        }
+        assert_each_answered_once(o, N, 30000);
         ck_assert_uint_le(most_running, JOB_QUERIES_MAX + 1);
         ck_assert_ptr_null(m.jobs);
 }
