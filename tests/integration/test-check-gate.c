@@ -315,7 +315,9 @@ TF_WORLD_TEST(malformed_project_files_warn) {
                 _cleanup_free_ char *file = strdup_printf("%s/.taskferry.toml%s", repo, cases[i].line);
                 ck_assert_msg(strstr(warn, file), "case %zu: %s", i, warn);
                 ck_assert_msg(!cases[i].key || strstr(warn, cases[i].key), "case %zu: %s", i, warn);
-                ck_assert_msg(!strstr(warn, "sekrit-value") && !strstr(warn, "-5"), "case %zu echoes a value: %s", i, warn);
+                /* Only the text after the path: the scratch dir's random name may hold "-5". */
+                const char *what = strstr(warn, file) + strlen(file);
+                ck_assert_msg(!strstr(what, "sekrit-value") && !strstr(what, "-5"), "case %zu echoes a value: %s", i, warn);
                 ck_assert_msg(!json_get_string(st, "checkStatus"), "case %zu: %s", i, json_to_line(st, NULL));
                 json_object_put(st);
                 free(id), free(repo);
