@@ -95,6 +95,31 @@ size_t utf8_prefix_utf16(const char *s, size_t len, size_t units) {
         return i;
 }
 
+size_t utf8_encode(uint32_t cp, char out[4]) {
+        if (cp < 0x80) {
+                out[0] = (char) cp;
+                return 1;
+        }
+        if (cp < 0x800) {
+                out[0] = (char) (0xC0 | (cp >> 6));
+                out[1] = (char) (0x80 | (cp & 0x3F));
+                return 2;
+        }
+        if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+        if (cp < 0x10000) {
+                out[0] = (char) (0xE0 | (cp >> 12));
+                out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
+                out[2] = (char) (0x80 | (cp & 0x3F));
+                return 3;
+        }
+        if (cp > 0x10FFFF) return 0;
+        out[0] = (char) (0xF0 | (cp >> 18));
+        out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
+        out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
+        out[3] = (char) (0x80 | (cp & 0x3F));
+        return 4;
+}
+
 char *utf8_sanitize(const char *s, size_t len) { return utf8_sanitize_n(s, len, NULL); }
 
 char *utf8_sanitize_n(const char *s, size_t len, size_t *ret_len) {

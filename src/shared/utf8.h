@@ -1,5 +1,5 @@
 #pragma once
-/* UTF-8 (RFC 3629): the one decoder, utf8_decode, and what is counted, cut
+/* UTF-8 (RFC 3629): the one decoder, utf8_decode, its encoder, and what is counted, cut
  * and cleaned with it. Every reader of UTF-8 bytes in taskferry decodes
  * through utf8_decode, each with its own word on what to do with a sequence
  * that is not well formed.
@@ -46,6 +46,11 @@ typedef struct Utf8Char {
 
 /* Decode the one code point that starts at s[0..len). */
 Utf8Char utf8_decode(const char *s, size_t len);
+
+/* Encode code point cp (at most U+10FFFF, not a surrogate) into out: its
+ * length in bytes (1..4); 0, and nothing written, for a value no
+ * well-formed sequence carries. */
+size_t utf8_encode(uint32_t cp, char out[4]);
 
 /* Length of s[0..len) in UTF-16 units. A sequence that is not well formed
  * counts as what its value would be (OVERLONG, SURROGATE: 1, TOO_BIG: 2);

@@ -236,6 +236,27 @@ START_TEST(sanitize) {
 }
 END_TEST
 
+/* Every code point encodes to the bytes that decode back to it; a
+ * surrogate or a value past U+10FFFF encodes to nothing. */
+START_TEST(encode_round_trips) {
+        char out[4];
+        for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
+                size_t n = utf8_encode(cp, out);
+                if (cp >= 0xD800 && cp <= 0xDFFF) {
+                        ck_assert_uint_eq(n, 0);
+                        continue;
+                }
+                ck_assert_uint_eq(n, cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4);
+                Utf8Char u = utf8_decode(out, n);
+                ck_assert_msg(u.status == UTF8_VALID && u.cp == cp && u.len == n, "U+%04X", (unsigned) cp);
+        }
+        ck_assert_uint_eq(utf8_encode(0x110000, out), 0);
+        ck_assert_uint_eq(utf8_encode(UINT32_MAX, out), 0);
+        ck_assert_uint_eq(utf8_encode(0xE9, out), 2);
+        ck_assert_int_eq(memcmp(out, "\xc3\xa9", 2), 0);
+}
+END_TEST
+
 TF_MAIN("utf8", "utf8", NULL, NULL, 0, decode_well_formed, decode_reads_one_code_point, decode_overlong,
         decode_surrogate, decode_too_big, decode_truncated, decode_invalid, decode_every_two_bytes,
-        decode_every_code_point, counts, tail_and_prefix, sanitize)
+        decode_every_code_point, counts, tail_and_prefix, sanitize, encode_round_trips)
