@@ -615,6 +615,8 @@ typedef struct summarizer {
         size_t members_cap;
         char *member_key;        /* scratch for one of their keys */
         size_t member_key_cap;
+        struct key_slot *key_set; /* KEY_SET_SLOTS slots: the keys a wide step's tokens are checked against */
+        uint32_t key_set_gen;     /* a slot of another generation is free */
 } summarizer;
 
 #define SUMMARIZER_INIT { .last_hit = NO_MESSAGE }
@@ -631,6 +633,7 @@ static void summarizer_done(summarizer *s) {
         free(s->fast_text);
         free(s->members);
         free(s->member_key);
+        free(s->key_set);
 }
 
 /* FNV-1a 64 over the key bytes; the undefined key (NULL) has its own hash. */
@@ -954,12 +957,21 @@ void log_summary_done(log_summary *s) {
  *   {"type":"text","part":{"type":"text","text":"…","messageID":"…"}}
  * Such a line is matched byte by byte here, without building a json-c tree
  * (for a log of text deltas json-c's allocations were most of the cost).
- * Anything else — another shape, key order or extra key, a \u escape, a
- * control character or DEL, bytes that are not strict UTF-8 (RFC 3629), any
- * trailing byte but JSON whitespace — goes to json-c. A line accepted here
+ * Anything else — another shape, key order or extra key, a \u escape of
+ * U+0000 or of a surrogate, a control character or DEL, bytes that are not
+ * strict UTF-8 (RFC 3629), any trailing byte but JSON whitespace — goes to
+ * json-c. A line accepted here
  * is valid strict JSON that json-c parses to exactly these two strings, and
  * summarize_event would do exactly what this does with it (test-logparse's
  * differential test holds each boundary against json-c). */
+
+/* The value of hex digit c, -1 for another byte. */
+static int hex_value(unsigned char c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+}
 
 /* Decode the JSON string whose body starts at *pp (after its opening quote)
  * into out[*out_len...] (out has room for end - *pp bytes: decoding never
@@ -986,7 +998,25 @@ static bool fast_string(const char **pp, const char *end, char *out, size_t *out
                         case 'n': out[o++] = '\n'; break;
                         case 'r': out[o++] = '\r'; break;
                         case 't': out[o++] = '\t'; break;
-                        default: return false; /* \u…, or invalid */
+                        case 'u': {
+                                /* a code point of the BMP but U+0000 (a NUL json-c keeps, which no
+                                 * typed string holds) and a surrogate (json-c pairs them or puts
+                                 * U+FFFD, its rules): 6 bytes become at most 3 */
+                                uint32_t cp = 0;
+                                if (e - p < 5) return false;
+                                for (int i = 1; i <= 4; i++) {
+                                        int d = hex_value(p[i]);
+                                        if (d < 0) return false;
+                                        cp = cp << 4 | (uint32_t) d;
+                                }
+                                if (cp == 0) return false;
+                                size_t n = utf8_encode(cp, out + o);
+                                if (n == 0) return false;
+                                o += n;
+                                p += 4;
+                                break;
+                        }
+                        default: return false; /* invalid */
                         }
                         p++;
                 } else if (c < 0x80) {
@@ -1055,6 +1085,23 @@ static bool scan_number_value(const char *text, size_t len, double *ret) {
         return true;
 }
 
+/* A JSON number's text that json-c reads as an int64 of the same value
+ * (digits only, at most 18 of them, no "-0") into *ret; false for any
+ * other, which json-c must read. */
+static bool scan_int_value(const char *text, size_t len, int64_t *ret) {
+        size_t i = len > 0 && text[0] == '-';
+        if (len == i || len - i > 18) return false;
+        if (len - i > 1 && text[i] == '0') return false;
+        if (i && len == 2 && text[1] == '0') return false;
+        int64_t v = 0;
+        for (size_t k = i; k < len; k++) {
+                if (text[k] < '0' || text[k] > '9') return false;
+                v = v * 10 + (text[k] - '0');
+        }
+        *ret = i ? -v : v;
+        return true;
+}
+
 typedef struct member_list {
         summarizer *s;
         size_t n;
@@ -1082,11 +1129,52 @@ static bool member_collect(const JsonScanMember *m, void *userdata) {
         return true;
 }
 
-static bool is_sum_member(const char *key) {
-        if (streq(key, "cache")) return true;
+static bool is_sum_member(const char *key, size_t len) {
+        if (len == 5 && memcmp(key, "cache", 5) == 0) return true;
         for (size_t i = 0; i < ELEMENTSOF(sum_fields); i++)
-                if (streq(key, sum_fields[i])) return true;
+                if (strlen(sum_fields[i]) == len && memcmp(key, sum_fields[i], len) == 0) return true;
         return false;
+}
+
+/* The keys of the sum and of a step's tokens built so far, by their bytes,
+ * for a step of many members: one hash and one compare a member instead of
+ * two json-c lookups of a copied key. The sum and the step each hold at
+ * most TOKENS_MEMBERS_MAX members and the summed ones: the slots stay
+ * under a third full. */
+#define KEY_SET_SLOTS 512
+#define KEY_SET_MIN_MEMBERS 32 /* fewer members: json-c's lookups are as cheap */
+typedef struct key_slot {
+        const char *key;
+        size_t len;
+        uint32_t gen;
+} key_slot;
+
+static bool key_set_find(summarizer *s, const char *key, size_t len, bool add) {
+        uint64_t h = key_hash(key, len);
+        for (size_t i = 0; i < KEY_SET_SLOTS; i++) {
+                key_slot *k = &s->key_set[(h + i) & (KEY_SET_SLOTS - 1)];
+                if (k->gen != s->key_set_gen) {
+                        if (add) *k = (key_slot) {.key = key, .len = len, .gen = s->key_set_gen};
+                        return false;
+                }
+                if (k->len == len && memcmp(k->key, key, len) == 0) return true;
+        }
+        return false; /* full: never, at most a third of the slots are used */
+}
+
+/* A fresh key set holding the sum's keys; -ENOMEM. */
+static int key_set_begin(summarizer *s, json_object *acc) {
+        if (!s->key_set && !(s->key_set = calloc(KEY_SET_SLOTS, sizeof *s->key_set))) return -ENOMEM;
+        if (++s->key_set_gen == 0) {
+                /* wrapped: every slot is free again */
+                memset(s->key_set, 0, KEY_SET_SLOTS * sizeof *s->key_set);
+                s->key_set_gen = 1;
+        }
+        json_object_object_foreach(acc, key, val) {
+                (void) val;
+                (void) key_set_find(s, key, strlen(key), true);
+        }
+        return 0;
 }
 
 /* The tokens of a later step (the sum exists and is an object), at p: the
@@ -1107,23 +1195,44 @@ static int tokens_scan(summarizer *s, json_tokener *tok, json_object *acc, const
         if (!t) return -ENOMEM;
         size_t have = (size_t) json_object_object_length(acc);
         size_t room = have < TOKENS_MEMBERS_MAX ? TOKENS_MEMBERS_MAX - have : 0, taken = 0;
+        bool wide = ml.n >= KEY_SET_MIN_MEMBERS && have <= TOKENS_MEMBERS_MAX + ELEMENTSOF(sum_fields) + 1;
+        if (wide && key_set_begin(s, acc) < 0) return -ENOMEM;
         for (size_t i = 0; i < ml.n; i++) {
                 const JsonScanMember *m = &s->members[i];
-                if (scratch_reserve(&s->member_key, &s->member_key_cap, m->key_len + 1) < 0) return -ENOMEM;
-                memcpy(s->member_key, p + m->key_offset, m->key_len);
-                s->member_key[m->key_len] = 0;
-                const char *key = s->member_key;
-                if (!json_object_object_get_ex(acc, key, NULL) && !json_object_object_get_ex(t, key, NULL)) {
+                const char *raw = p + m->key_offset;
+                bool known;
+                if (wide)
+                        known = key_set_find(s, raw, m->key_len, false);
+                else {
+                        if (scratch_reserve(&s->member_key, &s->member_key_cap, m->key_len + 1) < 0) return -ENOMEM;
+                        memcpy(s->member_key, raw, m->key_len);
+                        s->member_key[m->key_len] = 0;
+                        known = json_object_object_get_ex(acc, s->member_key, NULL) ||
+                                json_object_object_get_ex(t, s->member_key, NULL);
+                }
+                if (!known) {
                         /* new to the sum: object_assign takes it while there is room */
                         if (taken < room)
                                 taken++;
-                        else if (!is_sum_member(key))
+                        else if (!is_sum_member(raw, m->key_len))
                                 continue;
+                        if (wide) (void) key_set_find(s, raw, m->key_len, true);
                 }
+                if (wide) {
+                        if (scratch_reserve(&s->member_key, &s->member_key_cap, m->key_len + 1) < 0) return -ENOMEM;
+                        memcpy(s->member_key, raw, m->key_len);
+                        s->member_key[m->key_len] = 0;
+                }
+                const char *key = s->member_key;
                 const JsonScanValue *v = &m->value;
                 bool str = v->type == JSON_SCAN_STRING;
                 json_object *value = NULL;
-                if (json_parse_strict_with(tok, p + v->offset - str, v->len + 2 * str, &value) < 0) return 0;
+                int64_t iv;
+                if (v->type == JSON_SCAN_NUMBER && scan_int_value(p + v->offset, v->len, &iv)) {
+                        /* what json-c's tokener makes of it, without its per-call locale */
+                        if (!(value = json_object_new_int64(iv))) return -ENOMEM;
+                } else if (json_parse_strict_with(tok, p + v->offset - str, v->len + 2 * str, &value) < 0)
+                        return 0;
                 if (json_object_object_add(t, key, value) < 0) {
                         json_object_put(value);
                         return -ENOMEM;
