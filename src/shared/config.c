@@ -354,12 +354,8 @@ double config_js_number(const char *s) {
                 int base = (t[1] == 'x' || t[1] == 'X') ? 16 : (t[1] == 'o' || t[1] == 'O') ? 8 : 2;
                 double v = 0;
                 for (const char *p = t + 2; *p; p++) {
-                        int d;
-                        if (*p >= '0' && *p <= '9') d = *p - '0';
-                        else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
-                        else if (*p >= 'A' && *p <= 'F') d = *p - 'A' + 10;
-                        else return NAN;
-                        if (d >= base) return NAN;
+                        int d = hex_digit_value(*p);
+                        if (d < 0 || d >= base) return NAN;
                         v = v * base + d;
                 }
                 return v;

@@ -46,3 +46,10 @@ char *shell_quote(const char *s) {
         *o = 0;
         return out;
 }
+
+int hex_digit_value(int c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -EINVAL;
+}

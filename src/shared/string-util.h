@@ -1,5 +1,5 @@
 #pragma once
-/* Formatted and quoted strings. */
+/* Formatted and quoted strings, and the value of a hex digit. */
 
 #include "macro.h"
 
@@ -11,3 +11,5 @@ char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
 int set_error(char **reason, int r, const char *fmt, ...) _printf_(3, 4);
 /* POSIX shell single-quoting: it's → 'it'\''s'. malloc'd, NULL on ENOMEM. */
 char *shell_quote(const char *s);
+/* The value (0..15) of hex digit c, either case; -EINVAL for any other byte. */
+int hex_digit_value(int c);

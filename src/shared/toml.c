@@ -11,6 +11,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "string-util.h"
 #include "utf8.h"
 
 typedef struct parser {
@@ -145,13 +146,6 @@ static int sbuf_putc(parser *p, sbuf *b, char c) {
         return sbuf_put(p, b, &c, 1);
 }
 
-static int hex_value(int c) {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-}
-
 /* After a backslash (consumed): one escape of a basic string. */
 static int parse_escape(parser *p, sbuf *b) {
         int c = peek(p);
@@ -173,7 +167,7 @@ static int parse_escape(parser *p, sbuf *b) {
         size_t digits = c == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (size_t k = 1; k <= digits; k++) {
-                int h = hex_value(peek_at(p, k));
+                int h = hex_digit_value(peek_at(p, k));
                 if (h < 0) return fail(p, p->line, "\\%c needs %zu hex digits", c, digits);
                 cp = (cp << 4) | (uint32_t) h;
         }
@@ -182,26 +176,7 @@ static int parse_escape(parser *p, sbuf *b) {
         if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
                 return fail(p, p->line, "escape sequence names no Unicode scalar value");
         char out[4];
-        size_t n;
-        if (cp < 0x80) {
-                out[0] = (char) cp;
-                n = 1;
-        } else if (cp < 0x800) {
-                out[0] = (char) (0xc0 | (cp >> 6));
-                out[1] = (char) (0x80 | (cp & 0x3f));
-                n = 2;
-        } else if (cp < 0x10000) {
-                out[0] = (char) (0xe0 | (cp >> 12));
-                out[1] = (char) (0x80 | ((cp >> 6) & 0x3f));
-                out[2] = (char) (0x80 | (cp & 0x3f));
-                n = 3;
-        } else {
-                out[0] = (char) (0xf0 | (cp >> 18));
-                out[1] = (char) (0x80 | ((cp >> 12) & 0x3f));
-                out[2] = (char) (0x80 | ((cp >> 6) & 0x3f));
-                out[3] = (char) (0x80 | (cp & 0x3f));
-                n = 4;
-        }
+        size_t n = utf8_encode(cp, out); /* a scalar value: never 0 */
         return sbuf_put(p, b, out, n);
 }
 

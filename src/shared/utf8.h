@@ -1,6 +1,6 @@
 #pragma once
-/* UTF-8 (RFC 3629): the one decoder, utf8_decode, its encoder, and what is counted, cut
- * and cleaned with it. Every reader of UTF-8 bytes in taskferry decodes
+/* UTF-8 (RFC 3629): the one decoder, utf8_decode, its encoder, utf8_encode,
+ * and what is counted, cut and cleaned with them. Every reader of UTF-8 bytes in taskferry decodes
  * through utf8_decode, each with its own word on what to do with a sequence
  * that is not well formed.
  *
