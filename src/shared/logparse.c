@@ -960,18 +960,10 @@ void log_summary_done(log_summary *s) {
  * Anything else — another shape, key order or extra key, a \u escape of
  * U+0000 or of a surrogate, a control character or DEL, bytes that are not
  * strict UTF-8 (RFC 3629), any trailing byte but JSON whitespace — goes to
- * json-c. A line accepted here
- * is valid strict JSON that json-c parses to exactly these two strings, and
- * summarize_event would do exactly what this does with it (test-logparse's
- * differential test holds each boundary against json-c). */
-
-/* The value of hex digit c, -1 for another byte. */
-static int hex_value(unsigned char c) {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-}
+ * json-c. A line accepted here is valid strict JSON that json-c parses to
+ * exactly these two strings, and summarize_event would do exactly what
+ * this does with it (test-logparse's differential test holds each boundary
+ * against json-c). */
 
 /* Decode the JSON string whose body starts at *pp (after its opening quote)
  * into out[*out_len...] (out has room for end - *pp bytes: decoding never
@@ -1005,7 +997,7 @@ static bool fast_string(const char **pp, const char *end, char *out, size_t *out
                                 uint32_t cp = 0;
                                 if (e - p < 5) return false;
                                 for (int i = 1; i <= 4; i++) {
-                                        int d = hex_value(p[i]);
+                                        int d = hex_digit_value(p[i]);
                                         if (d < 0) return false;
                                         cp = cp << 4 | (uint32_t) d;
                                 }
@@ -1162,6 +1154,14 @@ static bool key_set_find(summarizer *s, const char *key, size_t len, bool add) {
         return false; /* full: never, at most a third of the slots are used */
 }
 
+/* A member's key as a C string, in the summarizer's scratch; NULL on ENOMEM. */
+static const char *member_key_copy(summarizer *s, const char *raw, size_t len) {
+        if (scratch_reserve(&s->member_key, &s->member_key_cap, len + 1) < 0) return NULL;
+        memcpy(s->member_key, raw, len);
+        s->member_key[len] = 0;
+        return s->member_key;
+}
+
 /* A fresh key set holding the sum's keys; -ENOMEM. */
 static int key_set_begin(summarizer *s, json_object *acc) {
         if (!s->key_set && !(s->key_set = calloc(KEY_SET_SLOTS, sizeof *s->key_set))) return -ENOMEM;
@@ -1199,16 +1199,13 @@ static int tokens_scan(summarizer *s, json_tokener *tok, json_object *acc, const
         if (wide && key_set_begin(s, acc) < 0) return -ENOMEM;
         for (size_t i = 0; i < ml.n; i++) {
                 const JsonScanMember *m = &s->members[i];
-                const char *raw = p + m->key_offset;
+                const char *raw = p + m->key_offset, *key = NULL;
                 bool known;
                 if (wide)
                         known = key_set_find(s, raw, m->key_len, false);
                 else {
-                        if (scratch_reserve(&s->member_key, &s->member_key_cap, m->key_len + 1) < 0) return -ENOMEM;
-                        memcpy(s->member_key, raw, m->key_len);
-                        s->member_key[m->key_len] = 0;
-                        known = json_object_object_get_ex(acc, s->member_key, NULL) ||
-                                json_object_object_get_ex(t, s->member_key, NULL);
+                        if (!(key = member_key_copy(s, raw, m->key_len))) return -ENOMEM;
+                        known = json_object_object_get_ex(acc, key, NULL) || json_object_object_get_ex(t, key, NULL);
                 }
                 if (!known) {
                         /* new to the sum: object_assign takes it while there is room */
@@ -1218,12 +1215,8 @@ static int tokens_scan(summarizer *s, json_tokener *tok, json_object *acc, const
                                 continue;
                         if (wide) (void) key_set_find(s, raw, m->key_len, true);
                 }
-                if (wide) {
-                        if (scratch_reserve(&s->member_key, &s->member_key_cap, m->key_len + 1) < 0) return -ENOMEM;
-                        memcpy(s->member_key, raw, m->key_len);
-                        s->member_key[m->key_len] = 0;
-                }
-                const char *key = s->member_key;
+                /* a wide step copies only the keys it takes */
+                if (!key && !(key = member_key_copy(s, raw, m->key_len))) return -ENOMEM;
                 const JsonScanValue *v = &m->value;
                 bool str = v->type == JSON_SCAN_STRING;
                 json_object *value = NULL;
